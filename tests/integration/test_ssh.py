@@ -5,8 +5,6 @@ from __future__ import annotations
 import dataclasses
 import os
 import signal
-import socket
-import subprocess
 import threading
 import time
 import uuid
@@ -15,6 +13,7 @@ from pathlib import Path
 import paramiko
 import pytest
 from support.procs import exited
+from support.sshd import keygen, loopback_sshd
 
 from bot.cluster.errors import (
     ChannelClosed,
@@ -38,11 +37,6 @@ def settings(dev_cluster) -> SSHSettings:
 def runner(settings: SSHSettings):
     with SSHRunner(settings) as r:
         yield r
-
-
-def _keygen(path: Path) -> str:
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)], check=True)
-    return path.with_suffix(".pub").read_text().split()[1]
 
 
 def test_many_commands_and_sftp_share_one_lazily_opened_transport(runner: SSHRunner) -> None:
@@ -209,7 +203,7 @@ def test_missing_known_hosts_file_is_refused(settings: SSHSettings, tmp_path: Pa
 
 
 def test_changed_host_key_is_refused(settings: SSHSettings, tmp_path: Path) -> None:
-    other = _keygen(tmp_path / "other_host_key")
+    other = keygen(tmp_path / "other_host_key")
     kh = tmp_path / "known_hosts"
     kh.write_text(f"[{settings.host}]:{settings.port} ssh-ed25519 {other}\n")
     before = kh.read_text()
@@ -224,7 +218,7 @@ def test_wrong_key_is_an_auth_failure_naming_user_and_key(
     settings: SSHSettings, tmp_path: Path
 ) -> None:
     key = tmp_path / "id_wrong"
-    _keygen(key)
+    keygen(key)
     with SSHRunner(dataclasses.replace(settings, key_file=str(key))) as r:
         with pytest.raises(ClusterUnavailable) as info:
             r.run(["true"])
@@ -353,36 +347,17 @@ def jump_sshd(dev_cluster, tmp_path: Path):
     Started by this test with its own host key; it lets the dev cluster's test user in with
     the same key. Stopped by its pid at the end.
     """
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    host_key = tmp_path / "jump_host_key"
-    pub = _keygen(host_key)
-    cfg = tmp_path / "jump_sshd_config"
-    cfg.write_text(
-        f"Port {port}\nListenAddress 127.0.0.1\nHostKey {host_key}\n"
-        f"PidFile {tmp_path / 'jump.pid'}\n"
+    with loopback_sshd(tmp_path, "jump", (
         f"AuthorizedKeysFile {Path(dev_cluster.key_file).parent / 'authorized_keys'}\n"
         f"AllowUsers {dev_cluster.user}\nPasswordAuthentication no\n"
         "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
         "AllowTcpForwarding yes\nPermitOpen any\nUseDNS no\n"
-    )
-    log = tmp_path / "jump_sshd.log"
-    proc = subprocess.Popen(["/usr/sbin/sshd", "-D", "-f", str(cfg), "-E", str(log)])
-    try:
-        deadline = time.monotonic() + 10
-        while not _sshd_answers(port):
-            assert proc.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, "jump sshd did not start"
-            time.sleep(0.1)
+    )) as (port, pub, log):
         known = tmp_path / "known_hosts"
         known.write_text(
             Path(dev_cluster.known_hosts).read_text() + f"[127.0.0.1]:{port} ssh-ed25519 {pub}\n"
         )
         yield port, str(known), log
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def test_proxy_jump_reaches_the_cluster_through_a_bastion(
@@ -418,15 +393,6 @@ def test_proxy_jump_host_key_is_checked_too(
     s = dataclasses.replace(settings, proxy_jump=f"{settings.user}@127.0.0.1:{port}")
     with SSHRunner(s) as r, pytest.raises(HostKeyRejected, match=f"\\[127.0.0.1\\]:{port}"):
         r.run(["true"])
-
-
-def _sshd_answers(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1) as sock:
-            sock.settimeout(1)
-            return sock.recv(8).startswith(b"SSH-")
-    except OSError:
-        return False
 
 
 def _wait_gone(pid: int, timeout: float = 10) -> None:

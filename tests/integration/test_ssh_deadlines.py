@@ -9,14 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
-import socket
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
 
 import pytest
 from support.latency_relay import LatencyRelay
+from support.sshd import keygen, loopback_sshd
 
 from bot.cluster.errors import ClusterUnavailable
 from bot.cluster.ssh import SSHRunner, SSHSettings
@@ -56,57 +55,21 @@ class _CutReader:
         return data
 
 
-def _keygen(path: Path) -> str:
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-f", str(path)], check=True)
-    return path.with_suffix(".pub").read_text().split()[1]
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _sshd_answers(port: int) -> bool:
-    try:
-        with socket.create_connection(("127.0.0.1", port), timeout=1) as sock:
-            sock.settimeout(1)
-            return sock.recv(8).startswith(b"SSH-")
-    except OSError:
-        return False
-
-
 @pytest.fixture
 def slow_auth_sshd(dev_cluster: Any, tmp_path: Path):
     """An sshd on a free loopback port letting the dev cluster's user in with its key; while
     the returned flag file exists, each key it is offered takes 20 s to look up. Stopped by
     its pid at the end."""
-    port = _free_port()
-    host_key = tmp_path / "slow_host_key"
-    pub = _keygen(host_key)
     flag = tmp_path / "stall"
     keys = Path(dev_cluster.key_file).parent / "authorized_keys"
-    cfg = tmp_path / "slow_sshd_config"
-    cfg.write_text(
-        f"Port {port}\nListenAddress 127.0.0.1\nHostKey {host_key}\n"
-        f"PidFile {tmp_path / 'slow.pid'}\nAuthorizedKeysFile none\n"
+    with loopback_sshd(tmp_path, "slow", (
+        "AuthorizedKeysFile none\n"
         f'AuthorizedKeysCommand /bin/sh -c "test -e {flag} && sleep 20; cat {keys}"\n'
         "AuthorizedKeysCommandUser root\nMaxAuthTries 10\n"
         f"AllowUsers {dev_cluster.user}\nPasswordAuthentication no\n"
         "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\nUseDNS no\n"
-    )
-    log = tmp_path / "slow_sshd.log"
-    proc = subprocess.Popen(["/usr/sbin/sshd", "-D", "-f", str(cfg), "-E", str(log)])
-    try:
-        deadline = time.monotonic() + 10
-        while not _sshd_answers(port):
-            assert proc.poll() is None, log.read_text()
-            assert time.monotonic() < deadline, "slow sshd did not start"
-            time.sleep(0.1)
+    )) as (port, pub, _log):
         yield port, pub, flag
-    finally:
-        proc.terminate()
-        proc.wait(timeout=10)
 
 
 def test_a_retried_connection_whose_authentication_stalls_ends_within_the_commands_bound(
@@ -124,7 +87,7 @@ def test_a_retried_connection_whose_authentication_stalls_ends_within_the_comman
     keys = [dev_cluster.key_file]
     for i in range(KEYS - 1):
         extra = tmp_path / f"extra_{i}"
-        _keygen(extra)
+        keygen(extra)
         keys.append(str(extra))
     with CuttingRelay(("127.0.0.1", port), 0.02) as relay:
         known = tmp_path / "known_hosts"
