@@ -76,6 +76,7 @@ class LeaseKeeper:
         self._seen: dict[str, bool] = {}  # lease name -> held at its last check
         self._held: dict[str, _Held] = {}  # the leases held now
         self._stopping = False
+        self._left_busy: set[str] = set()  # not released by `release_all`: side effects ran
         self._lock = threading.Lock()  # jobs run on a thread pool; shutdown on the main thread
 
     def holds(self, name: str, now: float, every_s: float) -> bool:
@@ -84,7 +85,8 @@ class LeaseKeeper:
         A lease whose holder is provably dead (a process of this host that is gone: a
         replica killed and restarted, bot.core.holders) is taken over at once, under a new
         epoch as a lapsed one is, and logged (at warning); a holder that cannot be judged
-        keeps it until it lapses."""
+        keeps it until it lapses. A lease taken once the keeper is stopping (`stop` came
+        during the take) is released at once, and False."""
         if self._stopping:
             return False
         ttl = lease_ttl(every_s)
@@ -96,25 +98,61 @@ class LeaseKeeper:
                 epoch = self.repo.take_over(name, dead[0], self.holder, now, ttl)
         held = epoch is not None
         with self._lock:
-            if held and dead is not None:
-                log.warning("%s: taken over from replica %s, which is dead (%s): this replica "
-                            "(%s) runs it now, at once instead of after the lease's TTL "
-                            "(epoch %d)", name, holder_label(dead[0]), dead[1].value,
-                            self.label, epoch)
-            elif self._seen.get(name) != held:
-                if held:
-                    log.info("%s: this replica (%s) runs it now", name, self.label)
-                else:
-                    log.info("%s: run by replica %s; this one (%s) stands by", name,
-                             other and holder_label(other), self.label)
-            elif not held:
-                log.debug("%s: skipped, another replica holds the lease", name)
-            self._seen[name] = held
-            if epoch is None:
+            if not (held and self._stopping):
+                self._record(name, held, epoch, ttl, now, other, dead)
+                return held
+            # Stopped during the take, maybe after `release_all`: the job does not run, and
+            # the lease is given back unless a side effect is under way under it (it lapses).
+            give_back = not self._busy(name)
+            if give_back:
+                self._seen[name] = False
                 self._held.pop(name, None)
+        if give_back:
+            self._give_back(name, epoch)
+        return False
+
+    def _busy(self, name: str) -> bool:
+        """A side effect is under way under lease `name`, or was when `release_all` ran (lock
+        held)."""
+        held = self._held.get(name)
+        return (held is not None and held.in_flight > 0) or name in self._left_busy
+
+    def _record(self, name: str, held: bool, epoch: int | None, ttl: float, now: float,
+                other: str | None, dead: tuple[str, Death] | None) -> None:
+        """Log and keep a check's result (lock held)."""
+        if held and dead is not None:
+            log.warning("%s: taken over from replica %s, which is dead (%s): this replica "
+                        "(%s) runs it now, at once instead of after the lease's TTL "
+                        "(epoch %d)", name, holder_label(dead[0]), dead[1].value,
+                        self.label, epoch)
+        elif self._seen.get(name) != held:
+            if held:
+                log.info("%s: this replica (%s) runs it now", name, self.label)
             else:
-                self._held[name] = _Held(epoch, ttl, now)
-        return held
+                log.info("%s: run by replica %s; this one (%s) stands by", name,
+                         other and holder_label(other), self.label)
+        elif not held:
+            log.debug("%s: skipped, another replica holds the lease", name)
+        self._seen[name] = held
+        if epoch is None:
+            self._held.pop(name, None)
+        else:
+            self._held[name] = _Held(epoch, ttl, now)
+
+    def _give_back(self, name: str, epoch: int | None) -> None:
+        """Release lease `name`, which the store gave this holder after the keeper began
+        stopping (a run that passed `holds`' stopping check just before `stop`, its take
+        stalled past the stop's grace and `release_all`), so that no clean stop leaves a lease
+        of this holder to lapse after its TTL, whatever the interleaving: a take the store made
+        before `stop` is `release_all`'s to release, one after it is released here (both
+        release only this holder's row)."""
+        try:
+            self.repo.release(name, self.holder)
+        except Exception:  # noqa: BLE001 - shutting down; the lease lapses after its TTL
+            log.exception("%s: could not release the lease taken while stopping", name)
+            return
+        log.info("%s: taken while this replica (%s) was stopping (epoch %s): released at once",
+                 name, self.label, epoch)
 
     def _dead_holder(self, name: str, holder: str | None) -> tuple[str, Death] | None:
         """`holder`, whose lease `name` runs, and why it is dead, when it is provably dead.
@@ -217,6 +255,7 @@ class LeaseKeeper:
         with self._lock:
             seen = [n for n, held in self._seen.items() if held]
             busy = {n: h.in_flight for n, h in self._held.items() if h.in_flight > 0}
+            self._left_busy.update(busy)
             for name in seen:
                 self._seen[name] = False
             self._held.clear()  # refused from now on, even before the database says so

@@ -153,7 +153,9 @@ class JobScheduler:
         """Stop (see module doc): no new run, no new side effect; wait up to `grace_s` for
         the runs under way to end; then release this replica's leases, so another replica
         takes the jobs over on its next run instead of after the TTL (a lease whose side
-        effect is still under way lapses instead). True if every run had ended."""
+        effect is still under way lapses instead; a run still taking its lease, past its
+        stopping check, gives the lease back at once: LeaseKeeper.holds). True if every run
+        had ended."""
         self.leases.stop()
         if self._scheduler.running:
             self._scheduler.shutdown(wait=False)

@@ -283,6 +283,79 @@ def test_a_stop_waits_for_a_stuck_run_no_longer_than_its_grace(replicas) -> None
     run.join(5)
 
 
+@pytest.mark.parametrize("stop_comes", ["before the take", "after the take"])
+def test_a_run_whose_take_stalls_past_the_stop_leaves_the_other_replica_the_lease_at_once(
+        replicas, caplog, stop_comes) -> None:
+    """A's run passes the keeper's stopping check, then its take stalls (a slow database)
+    past the stop's grace and `release_all`; the take lands after them ("before the take":
+    the stop comes before the store takes it; "after the take": between the take and its
+    bookkeeping). The job does not run, and B takes the lease right after the stop, not
+    after its TTL."""
+    a, b = replicas
+    caplog.set_level(logging.INFO, logger="bot.services.leases")
+    keeper = LeaseKeeper(a.leases, holder="A")
+    scheduler = JobScheduler(keeper, clock=lambda: 1000.0)
+    take = a.leases.acquire_or_holder
+    at_take, stopped = threading.Event(), threading.Event()
+
+    def stalled_take(name: str, holder: str, now: float, ttl_s: float
+                     ) -> tuple[int | None, str | None]:
+        found = take(name, holder, now, ttl_s) if stop_comes == "after the take" else None
+        at_take.set()
+        assert stopped.wait(10)
+        return found or take(name, holder, now, ttl_s)
+
+    a.leases.acquire_or_holder = stalled_take  # type: ignore[method-assign]
+    ran: list[float] = []
+    run = threading.Thread(target=scheduler.run_repeating(LEASE, ran.append, every_s=30).func,
+                           daemon=True)
+    run.start()
+    assert at_take.wait(10)
+    assert not scheduler.stop(grace_s=0)  # the run is still under way: past the grace
+    stopped.set()
+    run.join(10)
+    assert not run.is_alive()
+    assert LeaseKeeper(b.leases, holder="B").holds(LEASE, 1001.0, every_s=30)  # not at 1090
+    assert b.leases.holder(LEASE) == "B"
+    assert ran == []  # a run the stop came into does not start the job
+    if stop_comes == "before the take":
+        assert ("watch:alpha: taken while this replica (A) was stopping (epoch 1): released "
+                "at once" in caplog.text)
+
+
+def test_a_take_stalled_past_the_stop_keeps_a_lease_whose_side_effect_is_under_way(
+        replicas) -> None:
+    """As above, but an sbatch under A's lease is still under way at the stop: `release_all`
+    leaves that lease to lapse, and the late take does not give it back either (B must not
+    act before the sbatch has ended)."""
+    a, b = replicas
+    keeper = LeaseKeeper(a.leases, holder="A")
+    assert keeper.holds(LEASE, 1000.0, every_s=30)
+    take = a.leases.acquire_or_holder
+    at_take, stopped = threading.Event(), threading.Event()
+
+    def stalled_take(name: str, holder: str, now: float, ttl_s: float
+                     ) -> tuple[int | None, str | None]:
+        at_take.set()
+        assert stopped.wait(10)
+        return take(name, holder, now, ttl_s)
+
+    a.leases.acquire_or_holder = stalled_take  # type: ignore[method-assign]
+    late: list[bool] = []
+    with keeper.fence(LEASE, lambda: 1000.0).acting("sbatch"):
+        run = threading.Thread(target=lambda: late.append(keeper.holds(LEASE, 1000.5, 30)),
+                               daemon=True)
+        run.start()
+        assert at_take.wait(10)
+        keeper.stop()
+        keeper.release_all()
+        stopped.set()
+        run.join(10)
+        assert late == [False]
+        assert b.leases.holder(LEASE) == "A"
+        assert not LeaseKeeper(b.leases, holder="B").holds(LEASE, 1001.0, every_s=30)
+
+
 # ------------------------------------------------------------------------------ two schedulers
 
 
