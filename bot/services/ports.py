@@ -228,6 +228,12 @@ class PostError(Exception):
     and goes on: the post is retried by its key."""
 
 
+class LookupRefused(PostError):
+    """The chat refused to look a post up (the bot is out of its channel, the channel is gone
+    or archived, a history scope is missing): asking again will not tell, and the post may
+    still be there."""
+
+
 class PartlyPosted(PostError):
     """A message for several threads (a cluster's notice) went to some of them and the chat
     refused it in others: it has been said, and is to be posted again for the threads that
@@ -255,7 +261,8 @@ class ThreadWriter(Protocol):
     def look_up(self, key: str) -> bool:
         """Whether the chat has the post `key`: recorded posted, or an intent of it (a post
         the bot may have sent before it stopped) found in the chat, then recorded posted.
-        Raises PostError when it cannot tell."""
+        Raises PostError when it cannot tell (LookupRefused when the chat refused the
+        lookup)."""
         ...
 
 

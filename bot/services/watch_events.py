@@ -74,6 +74,7 @@ from bot.services.ports import (
     BotContext,
     JsonPoster,
     LeaseLost,
+    LookupRefused,
     PartlyPosted,
     PostError,
     root_key,
@@ -298,15 +299,20 @@ class ThreadEvents:
     def _told(self, notice_key: str, chain_id: int) -> bool:
         """Whether the chain's thread has, or may have, the cluster notice `notice_key`: its
         post there recorded posted, or an intent said as `said_in_a_thread` takes one. A post
-        Slack refused leaves no intent (bot.slack.poster): that thread was not told."""
+        Slack refused leaves no intent (bot.slack.poster): that thread was not told. Nor, from
+        the next time on, one whose intent Slack refused to look up (a crash-left notice in a
+        channel the bot is out of): it may have the notice, so the note is tried there this
+        once, and the intent is dropped as a refused post's is; before, the note was tried
+        there at every tick, and its outage's end was never fully posted."""
         key = f"{_in_thread(notice_key)}{chain_id}"
         post = self.ctx.store.slack_posts.get(key)
-        return post is not None and (post.posted or self._intent_said(key))
+        return post is not None and (post.posted or self._intent_said(key, drop_refused=True))
 
-    def _intent_said(self, key: str) -> bool:
+    def _intent_said(self, key: str, *, drop_refused: bool = False) -> bool:
         """Whether the post intent `key` may be in its thread: the thread writer finds it (then
         records it posted), cannot look it up, or is not this bot's (no Slack: a writer of an
-        earlier process left it, and may have posted it)."""
+        earlier process left it, and may have posted it). With `drop_refused`, an intent
+        whose lookup the chat refused is dropped (logged): asking again will not tell."""
         sink = self.ctx.sink
         if sink is None:
             return True
@@ -315,6 +321,11 @@ class ThreadEvents:
         except LeaseLost:
             raise
         except PostError as exc:
+            if drop_refused and isinstance(exc, LookupRefused):
+                self.ctx.store.slack_posts.forget_intent(key)
+                log.warning("%s may be in its thread and its lookup was refused (%s): taken as "
+                            "said this once, its intent dropped (not looked up again)", key, exc)
+                return True
             log.warning("%s may be in its thread and cannot be looked up (%s): taken as said",
                         key, exc)
             return True

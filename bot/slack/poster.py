@@ -41,7 +41,7 @@ from slack_sdk.errors import SlackApiError, SlackRequestError
 
 from bot.core.redact import Redactor
 from bot.crashpoint import crashpoint
-from bot.services.ports import PostError, root_key
+from bot.services.ports import LookupRefused, PostError, root_key
 from bot.slack.retry import Sleep, backoff_delay, request_not_sent
 
 log = logging.getLogger(__name__)
@@ -67,6 +67,10 @@ class SlackPostError(PostError):
     def __init__(self, message: str, *, error: str | None = None):
         super().__init__(message)
         self.error = error
+
+
+class SlackLookupRefused(SlackPostError, LookupRefused):
+    """Slack refused to look a post up (`look_up`: not_in_channel, missing_scope…)."""
 
 
 def payload_hash(blocks: list[dict], text: str) -> str:
@@ -175,15 +179,18 @@ class SlackPoster:
         bot may have sent before it stopped) found where it was posted by the key in its
         metadata (the lookup a post reconciles with before sending again), then recorded
         posted. False when nothing is recorded under `key` or Slack does not have it; raises
-        SlackPostError when it cannot be looked up (Slack may have it)."""
+        SlackPostError when it cannot be looked up (Slack may have it): SlackLookupRefused
+        when Slack refused the lookup (asking again will not tell)."""
         post = self.store.slack_posts.get(key)
         if post is None or post.posted:
             return post is not None
         try:
             found = self._find_message(post.channel, post.thread_ts, key)
         except CALL_ERRORS as exc:
-            raise self._gave_up("conversations.replies", key, post.channel, exc,
-                                unknown=True) from exc
+            error = self._gave_up("conversations.replies", key, post.channel, exc, unknown=True)
+            if call_fate(exc) == "refused":
+                raise SlackLookupRefused(str(error), error=error.error) from exc
+            raise error from exc
         if found is None:
             return False
         self._record_posted(key, found, post.thread_ts)

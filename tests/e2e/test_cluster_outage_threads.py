@@ -6,6 +6,7 @@ the notice at most once and, when it may have it, the "answers again" note once.
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 import pytest
@@ -163,3 +164,56 @@ def test_a_thread_whose_channel_refused_the_notice_hears_nothing_of_the_outage_e
 def said_in(slack: SlackStandIn, channel: str, root: str, start: str) -> int:
     """How many messages of the thread `root` in `channel` start with `start`."""
     return sum(1 for m in slack.replies(channel, root) if str(m.get("text")).startswith(start))
+
+
+@pytest.mark.parametrize("refused", ["the bot is out of its channel",
+                                     "the history scope is missing"])
+def test_a_notice_left_by_a_killed_bot_where_lookups_are_refused_has_its_end_tried_once(
+        slack: SlackStandIn, slack_client: WebClient, store: Store, caplog: Any,
+        monkeypatch: Any, refused: str) -> None:
+    """Slack takes the first thread's notice (a private channel) and the bot is killed before
+    storing its ts; then Slack refuses every lookup there: the bot was removed from the
+    channel (its posts refused too: not_in_channel), or its token lacks groups:history (posts
+    still go). The thread may have the notice, so the "answers again" note is tried there
+    once, when the cluster answers, and the notice's intent is dropped (logged); the second
+    thread, told while the cluster stayed down, hears the end once, and the end is recorded
+    posted. Before, the refused lookup counted as "may have it" at every tick: the note was
+    sent to the channel that refuses it at each tick and its end was never fully posted."""
+    poster = SlackPoster(slack_client, store, sleep=lambda s: None, clock=lambda: NOW)
+    roots = []
+    for where in (PRIVATE, CHANNEL):
+        chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW)
+        roots.append(poster.post_root(chain.id, where, [], "mix"))
+    first, second = roots
+    with monkeypatch.context() as m:
+        m.setattr(poster_module, "crashpoint", killed_at_slack_accepted("cluster:dev:down:"))
+        dying = bot(store, slack_client)
+        for i in range(2):
+            dying.failed(1_000_000.0 + 60 * i, TIMED_OUT, TickReport(ok=True))
+        with pytest.raises(Killed):
+            dying.failed(1_000_120.0, TIMED_OUT, TickReport(ok=True))
+    assert said_in(slack, PRIVATE, first, NOTICE) == 1
+    if refused == "the bot is out of its channel":
+        slack.outside.add(PRIVATE)
+    else:
+        slack.scopes.discard("groups:history")
+    restarted = bot(store, slack_client)
+    for i in range(2):
+        restarted.failed(1_003_600.0 + 60 * i, ClusterUnavailable("connection refused"),
+                         TickReport(ok=True))
+    assert said(slack, second, NOTICE) == 1
+    caplog.set_level(logging.WARNING, logger="bot.services.watch_events")
+    for i in range(4):
+        restarted.ok(1_004_000.0 + 60 * i, TickReport(ok=True))
+    bot(store, slack_client).ok(1_004_300.0, TickReport(ok=True))  # and a restart
+    tried = [r for r in slack.calls("chat.postMessage")
+             if r.params.get("channel") == PRIVATE and str(r.params.get("text")).startswith(BACK)]
+    assert len(tried) == 1
+    assert said(slack, second, BACK) == 1
+    assert said_in(slack, PRIVATE, first, BACK) == (
+        0 if refused == "the bot is out of its channel" else 1)
+    assert said_in(slack, PRIVATE, first, NOTICE) == 1  # not posted twice
+    assert store.incidents.get("cluster:dev:back:1000000").state == "posted"
+    dropped = [r.getMessage() for r in caplog.records
+               if "its lookup was refused" in r.getMessage()]
+    assert len(dropped) == 1 and "its intent dropped" in dropped[0]

@@ -537,6 +537,60 @@ def test_a_thread_whose_notice_slack_took_as_the_bot_died_hears_once_that_it_is_
     assert store.slack_posts.get("cluster:dev:down:1000000:chain:1").state == "posted"
 
 
+def test_a_notice_left_in_a_thread_that_refuses_lookups_has_its_end_tried_there_once(
+        store, monkeypatch, caplog):
+    """As above, then the first thread's channel refuses everything (the bot was removed
+    from it): the lookup of its notice's intent (LookupRefused) and any post. The thread may
+    have the notice: when the cluster answers, the "answers again" note is tried there once,
+    the intent is dropped with a warning, and the second thread (told while the cluster
+    stayed down) hears the end once; the end is then recorded posted. Before, the note was
+    tried in the refusing thread at every tick and the end never fully posted."""
+    import logging
+
+    from bot.cluster.errors import ClusterUnavailable
+    from bot.services.ports import LookupRefused, PostError
+    from bot.services.watch.events import TickReport
+
+    ctx = make_context(store)
+    _died_between_slack_and_its_record(ctx, monkeypatch)
+    sink = ctx.sink
+    look_up, post_reply = sink.look_up, sink.post_reply
+    tried: list[str] = []
+
+    def refusing_look_up(key: str) -> bool:
+        if key.endswith(":chain:1"):
+            raise LookupRefused(f"Slack conversations.replies for {key!r}: not_in_channel")
+        return look_up(key)
+
+    def refusing_post(chain_id: int, key: str, blocks: list, text: str) -> str:
+        if chain_id == 1:
+            tried.append(text)
+            if store.slack_posts.get(key) is not None:  # an intent: looked up first
+                refusing_look_up(key)
+            raise PostError(f"Slack chat.postMessage failed for {key!r}: not_in_channel")
+        return post_reply(chain_id, key, blocks, text)
+
+    monkeypatch.setattr(sink, "look_up", refusing_look_up)
+    monkeypatch.setattr(sink, "post_reply", refusing_post)
+    restarted = slack_refusing(ctx, fails=0)
+    for i in range(2):
+        restarted.failed(1_003_600.0 + 60 * i, ClusterUnavailable("connection refused"),
+                         TickReport(ok=True))
+    assert unreachable_notes(ctx) == [1, 2]
+    caplog.set_level(logging.WARNING, logger="bot.services.watch_events")
+    for i in range(4):
+        restarted.ok(1_004_000.0 + 60 * i, TickReport(ok=True))
+    slack_refusing(ctx, fails=0).ok(1_004_300.0, TickReport(ok=True))  # and a restart
+    assert [t for t in tried if t.startswith(BACK)] == [BACK]
+    assert thread_notes(ctx, BACK) == [2]
+    assert store.incidents.get("cluster:dev:back:1000000").state == "posted"
+    assert store.slack_posts.get("cluster:dev:down:1000000:chain:1") is None
+    assert ("cluster:dev:down:1000000:chain:1 may be in its thread and its lookup was refused "
+            "(Slack conversations.replies for 'cluster:dev:down:1000000:chain:1': "
+            "not_in_channel): taken as said this once, its intent dropped (not looked up "
+            "again)") in caplog.text
+
+
 def test_a_notice_intent_slack_does_not_have_is_not_taken_as_said(store):
     """The notice's post was recorded as an intent and never reached Slack (the bot stopped
     before sending it); the new bot looks it up, does not find it, and the cluster answers:
