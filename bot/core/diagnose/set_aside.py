@@ -7,8 +7,10 @@ the run survived, or a failure that is not the one the log shows.
   may survive, where three or more are a divergence;
 - Inductor's `CppCompileError` when a compiler's own diagnostic on a source file is in the log:
   the compiler ran and rejected the generated code, so no compiler is missing.
-- detectron2's `Total training time` after its trainer logged `Exception during training:`:
-  its after_train hooks run from a finally block, so the loop's end it reports was a failure.
+- an end-of-training report that a trainer prints from a finally block (detectron2's `Total
+  training time`, YOLOX's `Training of experiment is done`) after the same trainer logged the
+  exception that ended its loop (`Exception during training:`, `Exception in training:`): the
+  loop's end it reports was a failure.
 
 The decision (bot.core.diagnose.decide) reads the matches `deciding_matches` keeps. Pure.
 """
@@ -28,11 +30,19 @@ _COMPILER_DIAGNOSTIC = re.compile(
     r"\.(?:c|cc|cpp|cxx|h|hpp|cu|cuh):[0-9]+:[0-9]+: (?:fatal )?error: ")
 # Inductor's wrapper of a failed build, whatever the compiler said or whether it ran at all.
 _CPP_COMPILE_ERROR = re.compile(r"CppCompileError")
-# detectron2's IterationTimer.after_train report (a completion marker) and the trainer's log of
-# the exception that ended its loop, after which the finally block prints that report too
-# (facebookresearch/detectron2 detectron2/engine/train_loop.py, hooks.py 02b5c4e295e9).
-_D2_TOTAL_TIME = re.compile(r"Total training time: .* on hooks\)")
-_D2_LOOP_EXCEPTION = re.compile(r"Exception during training:")
+# End-of-training reports that a trainer prints from a finally block (completion markers), each
+# with the line its trainer logs, before that block, for the exception that ended its loop:
+# detectron2's IterationTimer.after_train and TrainerBase.train's `logger.exception("Exception
+# during training:")` (facebookresearch/detectron2 detectron2/engine/train_loop.py, hooks.py
+# 02b5c4e295e9); YOLOX's Trainer.after_train and Trainer.train's `logger.error("Exception in
+# training: ", e)` (Megvii-BaseDetection/YOLOX yolox/core/trainer.py 6ddff48, loguru's
+# `... | ERROR    | yolox.core.trainer:79 - Exception in training: `; before 58c2dd0, 2024-07,
+# it logged nothing there and the traceback after the report decides).
+_FINALLY_REPORTS = (
+    (re.compile(r"Total training time: .* on hooks\)"), re.compile(r"Exception during training:")),
+    (re.compile(r"Training of experiment is done and the best AP is"),
+     re.compile(r"yolox\.core\.trainer:(?:train:)?[0-9]+ - Exception in training:")),
+)
 # DeepSpeed's fp16 loss scaler overflowing at its minimum scale (the catalogue's nan_loss line),
 # and how many of them make a divergence.
 _OVERFLOW_AT_MINIMUM = re.compile(r"OVERFLOW! Rank [0-9]+ Skipping step\. Attempted loss scale: 1")
@@ -48,22 +58,25 @@ def deciding_matches(matches: Iterable[Any], series: MetricSeries,
                      tail: Sequence[tuple[int, str]]) -> list[Any]:
     """The matches in line order, less those set aside: Megatron's transient-error verdicts the
     run survived, DeepSpeed's overflows at the minimum loss scale when too few to be a divergence,
-    Inductor's compile error beside a compiler's own diagnostic, detectron2's end-of-loop report
+    Inductor's compile error beside a compiler's own diagnostic, a trainer's end-of-loop report
     after its loop's exception."""
     return _without_failed_loop_reports(_without_single_overflows(_without_rejected_compiles(
         _without_survived_verdicts(sorted(matches, key=lambda m: m.line_no), series, tail))))
 
 
 def _without_failed_loop_reports(matches: list[Any]) -> list[Any]:
-    """The matches less detectron2's `Total training time` completion markers that its
-    trainer's `Exception during training:` precedes: TrainerBase.train logs the exception that
-    ended its loop, re-raises it, and its finally block runs the after_train hooks, whose
-    IterationTimer prints that report all the same; the loop failed."""
-    failed = [m.line_no for m in matches if _D2_LOOP_EXCEPTION.search(m.text)]
-    if not failed:
-        return matches
-    return [m for m in matches if not (m.class_id == "completed" and m.line_no > failed[0]
-                                       and _D2_TOTAL_TIME.search(m.text))]
+    """The matches less the completion markers a trainer prints from a finally block after its
+    loop (`_FINALLY_REPORTS`: detectron2's `Total training time`, YOLOX's `Training of experiment
+    is done`) that the same trainer's log of its loop's exception precedes: the trainer logs the
+    exception that ended its loop, re-raises it, and its finally block prints that report all
+    the same; the loop failed."""
+    aside = []
+    for report, exception in _FINALLY_REPORTS:
+        failed = next((m.line_no for m in matches if exception.search(m.text)), None)
+        if failed is not None:
+            aside += [m for m in matches if m.class_id == "completed" and m.line_no > failed
+                      and report.search(m.text)]
+    return [m for m in matches if m not in aside] if aside else matches
 
 
 def _without_survived_verdicts(matches: list[Any], series: MetricSeries,
