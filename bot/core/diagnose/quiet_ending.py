@@ -4,12 +4,13 @@ Read only for a job with no accounting, after the errors (bot.core.diagnose.endi
 decisive evidence: a TensorFlow Estimator's final save or a progress table's closing border
 ends a finished run (`ends_in_final_save`, `ends_in_closed_progress_table`), and so does the bar
 of Keras fit()'s last epoch at its total (`ends_in_keras_last_epoch`), and so does a last
-progress line that is the last epoch's report with its loss (`ends_at_last_epoch`); an epoch
-counter short of its total means a 100 % progress bar was one epoch's (`epochs_left`), and a
-last line that is a progress bar short of its total is a run mid-pass, whatever earlier bars
-reached (`ends_in_open_progress_bar`). A last line that is a shell's prompt after progress, or
-after a command's start-up output when there is no progress, where none of those speak, is a
-process that ended with nothing said (`ends_at_shell_prompt`). Pure: no file or clock access.
+progress line that is the last epoch's report with its loss, all that epoch's reports printed
+(`ends_at_last_epoch`); an epoch counter short of its total means a 100 % progress bar was one
+epoch's (`epochs_left`), and a last line that is a progress bar short of its total is a run
+mid-pass, whatever earlier bars reached (`ends_in_open_progress_bar`). A last line that is a
+shell's prompt after progress, or after a command's start-up output when there is no progress,
+where none of those speak, is a process that ended with nothing said (`ends_at_shell_prompt`).
+Pure: no file or clock access.
 """
 
 from __future__ import annotations
@@ -201,9 +202,11 @@ def ends_at_last_epoch(tail: Sequence[tuple[int, str]]) -> bool:
     0.0123`, `Epoch 10/10 - loss: 0.21 - acc: 0.93`): its counter at its total (two epochs or
     more), every other count on the line at its own total, a loss or accuracy in it, and after
     it no line with an epoch counter, a loss or a progress bar's count (a test's or a save's
-    lines may follow). An earlier epoch, a step of the last epoch short of its total (`Step
-    [50/100]`), a bare `Epoch 10/10` header or a bar left open after it is not this end; an
-    error after it is read before (bot.core.diagnose.ending)."""
+    lines may follow). With no other count on it, the last epoch must also have printed all its
+    reports (`_last_epoch_reported`: a loop that prints its epoch counter at every step with no
+    step count is mid-epoch until then). An earlier epoch, a step of the last epoch short of its
+    total (`Step [50/100]`), a bare `Epoch 10/10` header or a bar left open after it is not
+    this end; an error after it is read before (bot.core.diagnose.ending)."""
     lines = [normalize_line(t) for _, t in tail if t.strip()]
     last = next((line for line in reversed(lines)
                  if _EPOCH_REPORT.search(line) or _FIGURE.search(line)
@@ -213,7 +216,39 @@ def ends_at_last_epoch(tail: Sequence[tuple[int, str]]) -> bool:
         return False
     return (int(epoch.group(2)) >= 2 and _FIGURE.search(last) is not None
             and all(done == total for done, total in _COUNT.findall(last))
-            and not ends_in_open_progress_bar(tail))
+            and not ends_in_open_progress_bar(tail)
+            and (not _only_epoch_count(last) or _last_epoch_reported(
+                lines, epoch.group(2), cut=bool(tail) and tail[0][0] > 1)))
+
+
+def _only_epoch_count(line: str) -> bool:
+    """The line's only count is its epoch counter: no step's (`Step [600/600]`) nor a progress
+    bar's (`500/500 [00:41<00:00`, `100%|`), which would tell where in its epoch it is."""
+    return len(_COUNT.findall(line)) <= 1 and not _BAR_PERCENT.search(line)
+
+
+def _last_epoch_reported(lines: Sequence[str], total: str, *, cut: bool) -> bool:
+    """The last epoch has printed as many reports (lines with its counter of `total` epochs, a
+    loss or accuracy and no other count) as any earlier epoch whose reports are all in `lines`:
+    a loop that prints one report an epoch (or one a rank, or a training and a validation line)
+    has then reported its last epoch; a loop that prints its epoch counter at every step with no
+    step count (`Epoch 10/10 loss: 0.41` again and again, the loss changing) is still in its
+    last epoch while it has printed fewer lines in it than in the epoch before. When `lines` do
+    not start at the log's first line (`cut`), their first epoch may have begun before them, so
+    it is not compared; with no earlier epoch to compare, only one report an epoch so far reads
+    as reported."""
+    counts: dict[str, int] = {}
+    for line in lines:
+        m = _EPOCH_REPORT.search(line)
+        if (m is not None and m.group(2) == total and _FIGURE.search(line)
+                and _only_epoch_count(line)):
+            counts[m.group(1)] = counts.get(m.group(1), 0) + 1
+    last = counts.pop(total, 0)
+    earlier = list(counts.values())
+    whole = earlier[1:] if cut else earlier
+    if whole:
+        return last >= max(whole)
+    return last == 1 and all(c == 1 for c in earlier)
 
 
 def ends_in_open_progress_bar(tail: Sequence[tuple[int, str]]) -> bool:
