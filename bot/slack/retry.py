@@ -15,6 +15,7 @@ from slack_sdk.http_retry.builtin_handlers import (
     RateLimitErrorRetryHandler,
     ServerErrorRetryHandler,
 )
+from slack_sdk.http_retry.handler import RetryHandler
 from slack_sdk.http_retry.request import HttpRequest
 from slack_sdk.http_retry.response import HttpResponse
 from slack_sdk.http_retry.state import RetryState
@@ -38,12 +39,18 @@ def request_not_sent(error: BaseException) -> bool:
     return isinstance(reason, ConnectionRefusedError | socket.gaierror)
 
 
-class _Backoff:
-    """Waits `backoff_delay` before the next attempt (the handlers below share it)."""
+class _Backoff(RetryHandler):
+    """What the two handlers below share: their settings (`skip_methods`: what their
+    `_can_retry` holds back) and a `backoff_delay` wait before each next attempt. It comes
+    before slack_sdk's handler among their bases, so `max_retry_count` reaches that one."""
 
-    sleep: Sleep
-    backoff_s: float
-    waits: list[float]
+    def __init__(self, max_retry_count: int, *, sleep: Sleep = time.sleep,
+                 backoff_s: float = 0.5, skip_methods: Iterable[str] = NON_IDEMPOTENT) -> None:
+        super().__init__(max_retry_count=max_retry_count)
+        self.sleep = sleep
+        self.backoff_s = backoff_s
+        self.skip_methods = frozenset(skip_methods)
+        self.waits: list[float] = []
 
     def prepare_for_next_attempt(
         self,
@@ -63,14 +70,6 @@ class _Backoff:
 class ConnectionDropHandler(_Backoff, ConnectionErrorRetryHandler):
     """A connection error: re-send idempotent methods with backoff; a method in
     `skip_methods` only when the request was never sent (`request_not_sent`)."""
-
-    def __init__(self, max_retry_count: int = 2, *, sleep: Sleep = time.sleep,
-                 backoff_s: float = 0.5, skip_methods: Iterable[str] = NON_IDEMPOTENT):
-        super().__init__(max_retry_count=max_retry_count)
-        self.sleep = sleep
-        self.backoff_s = backoff_s
-        self.skip_methods = frozenset(skip_methods)
-        self.waits: list[float] = []
 
     def _can_retry(
         self,
@@ -131,14 +130,6 @@ class RetryAfterHandler(RateLimitErrorRetryHandler):
 class ServerErrorBackoffHandler(_Backoff, ServerErrorRetryHandler):
     """5xx: exponential backoff with jitter (0.5 s, 1 s, 2 s …), except for the methods in
     `skip_methods`: Slack may have performed them, the caller reconciles."""
-
-    def __init__(self, max_retry_count: int = 3, *, sleep: Sleep = time.sleep,
-                 backoff_s: float = 0.5, skip_methods: Iterable[str] = NON_IDEMPOTENT):
-        super().__init__(max_retry_count=max_retry_count)
-        self.sleep = sleep
-        self.backoff_s = backoff_s
-        self.skip_methods = frozenset(skip_methods)
-        self.waits: list[float] = []
 
     def _can_retry(
         self,
