@@ -15,6 +15,7 @@ if [[ $DIR == *[\"\\[:space:]]* ]]; then
 fi
 
 TAG=dev-cluster # what up.sh's errors start with
+ROOT="" # the chroot the daemons run in; this cluster's run on the host (slurm-24.11/lib.sh sets one)
 TEST_USER=slurmci
 # A second user whose login shell is tcsh (many HPC sites' default): sshd runs every command
 # through it, so the tests can prove the command transport survives csh quoting.
@@ -198,6 +199,108 @@ render() {
     mv -f "$tmp" "$path"
     local d
     for d in "$@"; do RESTART[$d]=1; done
+}
+
+# slurm_conf_shared CTLD_PORT SLURMD_PORT DBD_PORT: the slurm.conf lines both clusters share,
+# between their ClusterName and SlurmctldHost and their nodes and partitions: munge auth with the
+# short credential life a requeue test waits out, the state, pid and log files (as the daemons
+# see them: the 24.11 cluster's inside its chroot), cgroup-free accounting that kills a job over
+# its --mem, the scheduler's short intervals and the timers the tests rely on (MinJobAge=300).
+slurm_conf_shared() {
+    cat <<EOF
+SlurmUser=slurm
+SlurmctldPort=$1
+SlurmdPort=$2
+AuthType=auth/munge
+AuthInfo=cred_expire=10
+CredType=cred/munge
+StateSaveLocation=/var/lib/slurm/slurmctld
+SlurmdSpoolDir=/var/lib/slurm/slurmd
+SlurmctldPidFile=${PIDFILE[slurmctld]#"$ROOT"}
+SlurmdPidFile=${PIDFILE[slurmd]#"$ROOT"}
+SlurmctldLogFile=${LOGFILE[slurmctld]#"$ROOT"}
+SlurmdLogFile=${LOGFILE[slurmd]#"$ROOT"}
+SlurmctldDebug=info
+SlurmdDebug=info
+MailProg=/bin/true
+MpiDefault=none
+ProctrackType=proctrack/linuxproc
+TaskPlugin=task/none
+JobAcctGatherType=jobacct_gather/linux
+JobAcctGatherFrequency=task=1
+JobAcctGatherParams=OverMemoryKill
+SelectType=select/cons_tres
+SelectTypeParameters=CR_Core_Memory
+DefMemPerCPU=256
+SchedulerType=sched/backfill
+SchedulerParameters=sched_interval=2,bf_interval=2
+AccountingStorageType=accounting_storage/slurmdbd
+AccountingStorageHost=localhost
+AccountingStoragePort=$3
+JobCompType=jobcomp/none
+ReturnToService=2
+SlurmdParameters=config_overrides
+SlurmctldTimeout=30
+SlurmdTimeout=30
+InactiveLimit=0
+MinJobAge=300
+KillWait=5
+OverTimeLimit=0
+Waittime=0
+EOF
+}
+
+# sshd_config_shared: the sshd_config lines both clusters' sshd share after their own port,
+# host key, pid file and users: key-only logins, no forwarding, no PAM, room for the tests'
+# parallel sessions.
+sshd_config_shared() {
+    cat <<'EOF'
+PermitRootLogin no
+PubkeyAuthentication yes
+PasswordAuthentication no
+KbdInteractiveAuthentication no
+HostbasedAuthentication no
+UsePAM no
+StrictModes no
+Subsystem sftp internal-sftp
+X11Forwarding no
+AllowTcpForwarding no
+AllowAgentForwarding no
+PrintMotd no
+UseDNS no
+MaxStartups 100:30:200
+MaxSessions 64
+EOF
+}
+
+# slurm_accounts [PREFIX...]: waits for slurmdbd, then makes sure it knows the cluster
+# $CLUSTER_NAME, the account team-b and $TEST_USER's associations with root (its default) and
+# team-b; sacctmgr runs as `PREFIX... sacctmgr` (the 24.11 cluster's: `in_root`). A step that
+# fails returns its status: a function does not inherit up.sh's ERR trap (no errtrace), which
+# then reports the failure at the call, with $CURRENT's log.
+slurm_accounts() {
+    local assocs
+    wait_for "slurmdbd answering sacctmgr" 30 "$@" sacctmgr -n list cluster
+    if ! "$@" sacctmgr -n -P list cluster format=cluster | grep -qx "$CLUSTER_NAME"; then
+        "$@" sacctmgr -i add cluster "$CLUSTER_NAME" >/dev/null || return
+        log "slurmdbd: registered cluster $CLUSTER_NAME"
+    fi
+    if ! "$@" sacctmgr -n -P list account format=account | grep -qx team-b; then
+        "$@" sacctmgr -i add account team-b description="second account for tests" \
+            organization=dev >/dev/null || return
+        log "slurmdbd: added account team-b"
+    fi
+    assocs=$("$@" sacctmgr -n -P list assoc where user="$TEST_USER" cluster="$CLUSTER_NAME" \
+        format=account) || return
+    if ! grep -qx root <<<"$assocs"; then
+        "$@" sacctmgr -i add user "$TEST_USER" account=root defaultaccount=root >/dev/null ||
+            return
+        log "slurmdbd: added $TEST_USER to account root"
+    fi
+    if ! grep -qx team-b <<<"$assocs"; then
+        "$@" sacctmgr -i add user "$TEST_USER" account=team-b >/dev/null || return
+        log "slurmdbd: added $TEST_USER to account team-b"
+    fi
 }
 
 # wait_for NAME SECONDS CMD...: polls CMD every 0.1 s.

@@ -88,45 +88,7 @@ render /etc/slurm/slurm.conf root:root 644 slurmctld slurmd slurmd2 <<EOF
 # Rendered by trainbot deploy/dev-cluster/up.sh; edits are overwritten.
 ClusterName=$CLUSTER_NAME
 SlurmctldHost=$NODE($NET_HOST_ADDR)
-SlurmUser=slurm
-SlurmctldPort=6817
-SlurmdPort=6818
-AuthType=auth/munge
-AuthInfo=cred_expire=10
-CredType=cred/munge
-StateSaveLocation=/var/lib/slurm/slurmctld
-SlurmdSpoolDir=/var/lib/slurm/slurmd
-SlurmctldPidFile=${PIDFILE[slurmctld]}
-SlurmdPidFile=${PIDFILE[slurmd]}
-SlurmctldLogFile=${LOGFILE[slurmctld]}
-SlurmdLogFile=${LOGFILE[slurmd]}
-SlurmctldDebug=info
-SlurmdDebug=info
-MailProg=/bin/true
-MpiDefault=none
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/linux
-JobAcctGatherFrequency=task=1
-JobAcctGatherParams=OverMemoryKill
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core_Memory
-DefMemPerCPU=256
-SchedulerType=sched/backfill
-SchedulerParameters=sched_interval=2,bf_interval=2
-AccountingStorageType=accounting_storage/slurmdbd
-AccountingStorageHost=localhost
-AccountingStoragePort=6819
-JobCompType=jobcomp/none
-ReturnToService=2
-SlurmdParameters=config_overrides
-SlurmctldTimeout=30
-SlurmdTimeout=30
-InactiveLimit=0
-MinJobAge=300
-KillWait=5
-OverTimeLimit=0
-Waittime=0
+$(slurm_conf_shared 6817 6818 6819)
 NodeName=$NODE NodeAddr=127.0.0.1 CPUs=4 Sockets=1 CoresPerSocket=4 ThreadsPerCore=1 RealMemory=$REAL_MEM State=UNKNOWN
 NodeName=$NODE2 NodeHostname=$NODE2 NodeAddr=$NET_NODE_ADDR CPUs=4 Sockets=1 CoresPerSocket=4 ThreadsPerCore=1 RealMemory=$REAL_MEM2 State=UNKNOWN
 PartitionName=debug Nodes=$NODE Default=YES MaxTime=INFINITE State=UP
@@ -197,21 +159,7 @@ HostKey $ssh_dir/ssh_host_ed25519_key
 PidFile ${PIDFILE[sshd]}
 AuthorizedKeysFile $ssh_dir/authorized_keys
 AllowUsers $TEST_USER $TCSH_USER
-PermitRootLogin no
-PubkeyAuthentication yes
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-HostbasedAuthentication no
-UsePAM no
-StrictModes no
-Subsystem sftp internal-sftp
-X11Forwarding no
-AllowTcpForwarding no
-AllowAgentForwarding no
-PrintMotd no
-UseDNS no
-MaxStartups 100:30:200
-MaxSessions 64
+$(sshd_config_shared)
 Match User $TCSH_USER
     AuthorizedKeysFile $ssh_dir/authorized_keys.$TCSH_USER
 EOF
@@ -271,25 +219,8 @@ fi
 # slurmdbd, then the cluster, accounts and the test user's associations
 start slurmdbd /usr/sbin/slurmdbd || true
 CURRENT=slurmdbd
-wait_for "slurmdbd answering sacctmgr" 30 sacctmgr -n list cluster
-if ! sacctmgr -n -P list cluster format=cluster | grep -qx "$CLUSTER_NAME"; then
-    sacctmgr -i add cluster "$CLUSTER_NAME" >/dev/null
-    log "slurmdbd: registered cluster $CLUSTER_NAME"
-fi
-if ! sacctmgr -n -P list account format=account | grep -qx team-b; then
-    sacctmgr -i add account team-b description="second account for tests" \
-        organization=dev >/dev/null
-    log "slurmdbd: added account team-b"
-fi
-assocs=$(sacctmgr -n -P list assoc where user="$TEST_USER" cluster="$CLUSTER_NAME" format=account)
-if ! grep -qx root <<<"$assocs"; then
-    sacctmgr -i add user "$TEST_USER" account=root defaultaccount=root >/dev/null
-    log "slurmdbd: added $TEST_USER to account root"
-fi
-if ! grep -qx team-b <<<"$assocs"; then
-    sacctmgr -i add user "$TEST_USER" account=team-b >/dev/null
-    log "slurmdbd: added $TEST_USER to account team-b"
-fi
+# shellcheck disable=SC2119 # no prefix: sacctmgr runs on the host
+slurm_accounts
 if ! sacctmgr -n -P list assoc where user="$TCSH_USER" cluster="$CLUSTER_NAME" format=account |
     grep -qx root; then
     sacctmgr -i add user "$TCSH_USER" account=root defaultaccount=root >/dev/null

@@ -94,45 +94,7 @@ render "$ROOT/etc/slurm/slurm.conf" root:root 644 slurmctld slurmd <<EOF
 # Rendered by trainbot deploy/dev-cluster/slurm-24.11/up.sh; edits are overwritten.
 ClusterName=$CLUSTER_NAME
 SlurmctldHost=$NODE(127.0.0.1)
-SlurmUser=slurm
-SlurmctldPort=$CTLD_PORT
-SlurmdPort=$SLURMD_PORT
-AuthType=auth/munge
-AuthInfo=cred_expire=10
-CredType=cred/munge
-StateSaveLocation=/var/lib/slurm/slurmctld
-SlurmdSpoolDir=/var/lib/slurm/slurmd
-SlurmctldPidFile=/run/slurm/slurmctld.pid
-SlurmdPidFile=/run/slurm/slurmd.pid
-SlurmctldLogFile=/var/log/slurm/slurmctld.log
-SlurmdLogFile=/var/log/slurm/slurmd.log
-SlurmctldDebug=info
-SlurmdDebug=info
-MailProg=/bin/true
-MpiDefault=none
-ProctrackType=proctrack/linuxproc
-TaskPlugin=task/none
-JobAcctGatherType=jobacct_gather/linux
-JobAcctGatherFrequency=task=1
-JobAcctGatherParams=OverMemoryKill
-SelectType=select/cons_tres
-SelectTypeParameters=CR_Core_Memory
-DefMemPerCPU=256
-SchedulerType=sched/backfill
-SchedulerParameters=sched_interval=2,bf_interval=2
-AccountingStorageType=accounting_storage/slurmdbd
-AccountingStorageHost=localhost
-AccountingStoragePort=$DBD_PORT
-JobCompType=jobcomp/none
-ReturnToService=2
-SlurmdParameters=config_overrides
-SlurmctldTimeout=30
-SlurmdTimeout=30
-InactiveLimit=0
-MinJobAge=300
-KillWait=5
-OverTimeLimit=0
-Waittime=0
+$(slurm_conf_shared "$CTLD_PORT" "$SLURMD_PORT" "$DBD_PORT")
 NodeName=$NODE_NAME NodeHostname=$NODE NodeAddr=127.0.0.1 CPUs=4 Sockets=1 CoresPerSocket=4 ThreadsPerCore=1 RealMemory=$REAL_MEM State=UNKNOWN
 PartitionName=debug Nodes=$NODE_NAME Default=YES MaxTime=INFINITE State=UP
 EOF
@@ -184,21 +146,7 @@ HostKey /etc/ssh/trainbot/ssh_host_ed25519_key
 PidFile /run/sshd-trainbot.pid
 AuthorizedKeysFile /etc/ssh/trainbot/authorized_keys
 AllowUsers $TEST_USER
-PermitRootLogin no
-PubkeyAuthentication yes
-PasswordAuthentication no
-KbdInteractiveAuthentication no
-HostbasedAuthentication no
-UsePAM no
-StrictModes no
-Subsystem sftp internal-sftp
-X11Forwarding no
-AllowTcpForwarding no
-AllowAgentForwarding no
-PrintMotd no
-UseDNS no
-MaxStartups 100:30:200
-MaxSessions 64
+$(sshd_config_shared)
 EOF
 if ! in_root id -u "$TEST_USER" >/dev/null 2>&1; then
     in_root useradd -m -s /bin/bash "$TEST_USER"
@@ -230,26 +178,7 @@ fi
 
 start slurmdbd in_root /usr/sbin/slurmdbd || true
 CURRENT=slurmdbd
-wait_for "slurmdbd answering sacctmgr" 30 in_root sacctmgr -n list cluster
-if ! in_root sacctmgr -n -P list cluster format=cluster | grep -qx "$CLUSTER_NAME"; then
-    in_root sacctmgr -i add cluster "$CLUSTER_NAME" >/dev/null
-    log "slurmdbd: registered cluster $CLUSTER_NAME"
-fi
-if ! in_root sacctmgr -n -P list account format=account | grep -qx team-b; then
-    in_root sacctmgr -i add account team-b description="second account for tests" \
-        organization=dev >/dev/null
-    log "slurmdbd: added account team-b"
-fi
-assocs=$(in_root sacctmgr -n -P list assoc where user="$TEST_USER" cluster="$CLUSTER_NAME" \
-    format=account)
-if ! grep -qx root <<<"$assocs"; then
-    in_root sacctmgr -i add user "$TEST_USER" account=root defaultaccount=root >/dev/null
-    log "slurmdbd: added $TEST_USER to account root"
-fi
-if ! grep -qx team-b <<<"$assocs"; then
-    in_root sacctmgr -i add user "$TEST_USER" account=team-b >/dev/null
-    log "slurmdbd: added $TEST_USER to account team-b"
-fi
+slurm_accounts in_root
 
 start slurmctld in_root /usr/sbin/slurmctld || true
 CURRENT=slurmctld
