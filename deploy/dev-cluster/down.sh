@@ -22,36 +22,14 @@ done
 
 take_lock
 
-# job_pids [NSENTER...]: pids of job processes a slurmd knows about (first column of `scontrol
-# listpids`); the second node's, asked inside its namespaces (its own spool dir).
-job_pids() {
-    { "$@" scontrol listpids 2>/dev/null || true; } |
-        awk 'NR > 1 && $1 ~ /^[0-9]+$/ && $1 > 1 {print $1}'
-}
-
 if (($# == 0)); then
-    if live_pid slurmctld >/dev/null; then
-        jobs=$(squeue -h -o %A 2>/dev/null | tr '\n' ' ') || jobs=""
-        if [[ -n ${jobs// /} ]]; then
-            # shellcheck disable=SC2086  # a list of numeric job ids
-            scancel $jobs 2>/dev/null || true
-            log "cancelled jobs: $jobs"
-        fi
-    fi
+    # shellcheck disable=SC2119 # no prefix: squeue and scancel run on the host
+    cancel_jobs
     for d in slurmd slurmd2; do
         pid=$(live_pid "$d") || continue
         enter=()
         [[ $d == slurmd2 ]] && enter=(nsenter -t "$pid" -m -u -n)
-        for ((i = 0; i < 70; i++)); do # up to KillWait (5 s) + a margin
-            [[ -z $(job_pids "${enter[@]}") ]] && break
-            sleep 0.1
-        done
-        left=$(job_pids "${enter[@]}" | tr '\n' ' ')
-        if [[ -n ${left// /} ]]; then
-            # shellcheck disable=SC2086  # a list of numeric pids
-            kill -KILL $left 2>/dev/null || true
-            log "killed leftover job processes of $d: $left"
-        fi
+        kill_leftover_jobs "$d" "${enter[@]}"
     done
     set -- postgres sshd slurmd2 slurmd slurmctld slurmdbd mariadbd munged
 fi

@@ -150,6 +150,46 @@ detached() {
     )
 }
 
+# ---------------------------------------------------------------- for down.sh
+# job_pids [PREFIX...]: pids of job processes a slurmd knows about (first column of `scontrol
+# listpids`), asked as `PREFIX... scontrol` (the second node's inside its namespaces, the 24.11
+# cluster's in its chroot: each slurmd's own spool dir).
+job_pids() {
+    { "$@" scontrol listpids 2>/dev/null || true; } |
+        awk 'NR > 1 && $1 ~ /^[0-9]+$/ && $1 > 1 {print $1}'
+}
+
+# cancel_jobs [PREFIX...]: when slurmctld is up, scancel every job squeue lists (`PREFIX...
+# squeue`, `PREFIX... scancel`).
+cancel_jobs() {
+    local jobs
+    live_pid slurmctld >/dev/null || return 0
+    jobs=$("$@" squeue -h -o %A 2>/dev/null | tr '\n' ' ') || jobs=""
+    if [[ -n ${jobs// /} ]]; then
+        # shellcheck disable=SC2086  # a list of numeric job ids
+        "$@" scancel $jobs 2>/dev/null || true
+        log "cancelled jobs: $jobs"
+    fi
+}
+
+# kill_leftover_jobs SLURMD [PREFIX...]: waits up to KillWait (5 s) and a margin for the job
+# processes daemon SLURMD knows about (job_pids PREFIX...) to end, then SIGKILLs those left:
+# they outlive slurmd.
+kill_leftover_jobs() {
+    local name=$1 left i
+    shift
+    for ((i = 0; i < 70; i++)); do
+        [[ -z $(job_pids "$@") ]] && break
+        sleep 0.1
+    done
+    left=$(job_pids "$@" | tr '\n' ' ')
+    if [[ -n ${left// /} ]]; then
+        # shellcheck disable=SC2086  # a list of numeric pids
+        kill -KILL $left 2>/dev/null || true
+        log "killed leftover job processes of $name: $left"
+    fi
+}
+
 # take_lock: one up.sh/down.sh at a time (tests and engineers share one cluster).
 take_lock() {
     install -d -m 755 "$DIR"

@@ -29,31 +29,10 @@ done
 
 take_lock
 
-job_pids() {
-    { in_root scontrol listpids 2>/dev/null || true; } |
-        awk 'NR > 1 && $1 ~ /^[0-9]+$/ && $1 > 1 {print $1}'
-}
-
 if ((${#names[@]} == 0)); then
-    if live_pid slurmctld >/dev/null; then
-        jobs=$(in_root squeue -h -o %A 2>/dev/null | tr '\n' ' ') || jobs=""
-        if [[ -n ${jobs// /} ]]; then
-            # shellcheck disable=SC2086  # a list of numeric job ids
-            in_root scancel $jobs 2>/dev/null || true
-            log "cancelled jobs: $jobs"
-        fi
-    fi
+    cancel_jobs in_root
     if live_pid slurmd >/dev/null; then
-        for ((i = 0; i < 70; i++)); do
-            [[ -z $(job_pids) ]] && break
-            sleep 0.1
-        done
-        left=$(job_pids | tr '\n' ' ')
-        if [[ -n ${left// /} ]]; then
-            # shellcheck disable=SC2086  # a list of numeric pids
-            kill -KILL $left 2>/dev/null || true
-            log "killed leftover job processes: $left"
-        fi
+        kill_leftover_jobs slurmd in_root
     fi
     names=("${DAEMONS[@]}")
 fi
