@@ -255,22 +255,27 @@ class ArrayControl:
     leaves them running), those waiting (`waiting`: started before and requeued, or split
     off pending), whether tasks not started yet (the array's pending remainder, no task id
     of their own) are there (`not_started`) (a cancel cancels, a hold holds, a release
-    releases both), those that had already ended, which none of them touches (`ended`), and
+    releases both), those that had already ended, which none of them touches (`ended`),
     those suspended (`suspended`: `scontrol suspend`; a cancel cancels them, a hold does not
-    reach them and a release does not resume them, so they stay suspended)."""
+    reach them and a release does not resume them, so they stay suspended), and those
+    stopped (`stopped`: Slurm's STOPPED, a task that started and whose processes were sent
+    SIGSTOP, `scancel --signal=STOP`, keeping its allocation; a cancel ends it as it ends a
+    running task, a hold only keeps waiting tasks from starting and a release does not
+    continue it, which only SIGCONT does, so it stays stopped)."""
 
     running: str | None
     waiting: str | None
     not_started: bool
     ended: str | None
     suspended: str | None = None
+    stopped: str | None = None
 
 
 def array_control(array_job_id: int, records: Iterable[JobRecord]) -> ArrayControl:
     """`ArrayControl` from the array's records (bot.services.ports.Slurm.array_tasks) read
     before `scancel ARRAY` (which cancels every task of it still running or waiting) or
     `scontrol hold|release ARRAY` (which hold or release every task of it still waiting)."""
-    running, waiting, ended, suspended = [], [], [], []
+    running, waiting, ended, suspended, stopped = [], [], [], [], []
     not_started = False
     for rec in records:
         if rec.array_job_id != array_job_id:
@@ -279,6 +284,8 @@ def array_control(array_job_id: int, records: Iterable[JobRecord]) -> ArrayContr
             not_started = not_started or not rec.is_finished
         elif rec.state == "SUSPENDED":  # neither running nor waiting: it waits to be resumed
             suspended.append(rec.array_task_id)
+        elif rec.state == "STOPPED":  # started, its processes sent SIGSTOP: they do not run
+            stopped.append(rec.array_task_id)
         elif rec.state in RUNNING_STATES:
             running.append(rec.array_task_id)
         elif rec.state in FINISHED_STATES:
@@ -289,4 +296,4 @@ def array_control(array_job_id: int, records: Iterable[JobRecord]) -> ArrayContr
     def shown(ids: list[int]) -> str | None:
         return task_range(array_job_id, ids) if ids else None
     return ArrayControl(shown(running), shown(waiting), not_started, shown(ended),
-                        shown(suspended))
+                        shown(suspended), shown(stopped))

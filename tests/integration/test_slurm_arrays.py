@@ -274,3 +274,60 @@ def test_holding_and_releasing_an_arrays_own_id_touch_the_waiting_tasks_and_say_
             rest = [r for k, r in by.items() if k not in (0, 1, 2)]
             assert rest and all(r.is_pending for r in rest), by
             assert all(r.is_held for r in rest) == (verb == "hold"), rest
+
+
+@pytest.mark.timeout(300)
+def test_a_task_stopped_by_sigstop_is_named_as_stopped_and_each_verb_leaves_it_as_said(
+        slurm_cluster, slack_bot, tmp_path):
+    """A task of the array sent SIGSTOP by its own user (`scancel --signal=STOP --full A_1`):
+    squeue lists it STOPPED (both readers, json and parsable). `/train hold A` and `/train
+    release A` leave it stopped, `/train cancel A` ends it, and each reply names it as stopped
+    by SIGSTOP, not among the running tasks (A_2)."""
+    from bot.core.train_grammar import JobControl
+    from bot.services.train import execute
+
+    with _one_ended_two_running_one_waiting(slurm_cluster, slack_bot, tmp_path, "sarray") as (
+            ctx, client, array_id, seen):
+        runner = ctx.clusters.runner("dev")
+        # scancel may retry for ~1.5 min and exit 228 ("Job can not be altered now, try
+        # again later") though the task stops all the same (seen from an OpenSSH session on
+        # both dev clusters, with and without --full): squeue's STOPPED is what counts
+        runner.run(["scancel", "--signal=STOP", "--full", f"{array_id}_1"], check=False,
+                   timeout=150)
+        wait_tasks(client, array_id,
+                   lambda t: getattr(_by_task(t).get(1), "state", None) == "STOPPED",
+                   timeout=60, what=f"{array_id}_1 STOPPED")
+        for use_json in (True, False):  # 24.11's json says ["RUNNING", "STOPPED"]
+            reader = SlurmClient(runner, use_json=use_json, timeout=60)
+            assert _by_task(reader.array_tasks(array_id))[1].state == "STOPPED", use_json
+        stopped = f"{array_id}_1, stopped by SIGSTOP"
+        for verb, done, running, left in (
+                ("hold", "held", "left running (a hold stops no task that runs)",
+                 "left stopped (a hold only keeps waiting tasks from starting)"),
+                ("release", "released", "left running",
+                 "left stopped (a release does not continue it; SIGCONT does: `scancel "
+                 "--signal=CONT`)")):
+            waiting = (f"waiting {array_id}_3 {done}" if 3 in seen
+                       else f"the tasks not started yet {done}")
+            reply = execute(ctx, JobControl(verb, array_id), actor="W0LEAD",
+                            channel="C0TRAIN", now=time.time())
+            assert reply.text == (
+                f"Array {array_id} {done} by <@W0LEAD>: {waiting}; running {array_id}_2 "
+                f"{running}; {stopped}, {left}; {array_id}_0 already ended (left as they "
+                "were)."), reply.text
+            by = _by_task(client.array_tasks(array_id))
+            assert by[1].state == "STOPPED" and by[2].is_running, by
+        waiting = (f"waiting {array_id}_3 cancelled" if 3 in seen
+                   else "the tasks not started yet cancelled")
+        reply = execute(ctx, JobControl("cancel", array_id), actor="W0LEAD",
+                        channel="C0TRAIN", now=time.time())
+        assert reply.text == (
+            f"Array {array_id} cancelled by <@W0LEAD>: running {array_id}_2 stopped; "
+            f"{waiting}; {stopped}, cancelled; {array_id}_0 already ended (left as they "
+            "were)."), reply.text
+        done = wait_tasks(
+            client, array_id,
+            lambda t: bool(t) and not any(r.is_running or r.is_pending for r in t.values()),
+            timeout=60, what=f"every task of array {array_id} ended")
+        by = _by_task(done)
+        assert by[0].state == "COMPLETED" and by[1].state == by[2].state == "CANCELLED", by

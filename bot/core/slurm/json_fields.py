@@ -46,12 +46,20 @@ def json_text(value: Any) -> str | None:
     return text if text and text != "(null)" else None
 
 
+#: Flags squeue's own listing names before STOPPED (Slurm's job_state_string): a stopped job
+#: that is also completing, for one, is listed COMPLETING.
+_BEFORE_STOPPED = frozenset({"COMPLETING", "STAGE_OUT", "CONFIGURING", "EXPEDITING", "RESIZING",
+                             "REQUEUED", "REQUEUE_FED", "REQUEUE_HOLD", "SPECIAL_EXIT"})
+
+
 def json_state(value: Any) -> str | None:
     """`job_state` is `"PENDING"` in v0.0.38 and `["PENDING", "REQUEUED"]` later.
 
     The first entry is the base state; flags such as REQUEUED/COMPLETING follow and are
     dropped, except a hold flag (`["PENDING", "REQUEUE_HOLD"]` is REQUEUE_HOLD, as squeue
-    prints it: a held job must not read as merely pending).
+    prints it: a held job must not read as merely pending) and STOPPED (`["RUNNING",
+    "STOPPED"]`, a job whose processes were sent SIGSTOP, is STOPPED, as squeue prints it
+    and as v0.0.38 gives it: a stopped job must not read as running).
     """
     if isinstance(value, list):
         names = [normalize_state(v) for v in value if isinstance(v, str)]
@@ -59,6 +67,8 @@ def json_state(value: Any) -> str | None:
         held = [n for n in names[1:] if n in HELD_STATES]
         if held:
             return held[0]
+        if "STOPPED" in names[1:] and not _BEFORE_STOPPED.intersection(names):
+            return "STOPPED"
         return names[0] if names else None
     return normalize_state(value) if isinstance(value, str) else None
 

@@ -103,3 +103,23 @@ def test_what_cancelling_a_whole_array_does_to_each_task() -> None:
         suspended="6101_2")
     assert array_control(6101, [rec(6102, 0, "COMPLETED"), rec(6101, None, "CANCELLED")]) == \
         ArrayControl(None, None, False, "6101_0")
+
+
+def test_a_stopped_task_is_neither_running_nor_suspended() -> None:
+    """A task Slurm lists as STOPPED (its processes sent SIGSTOP, `scancel --signal=STOP`:
+    it keeps its allocation and runs nothing) goes apart from the running tasks, which a
+    cancel stops and a hold or release leaves running, and from the suspended ones: a
+    cancel ends it, a hold or release leaves it stopped (only SIGCONT continues it)."""
+    from bot.core.arrays import ArrayControl, array_control
+
+    def rec(raw: int, task: int | None, state: str) -> JobRecord:
+        return JobRecord(raw, state=state, array_job_id=6101, array_task_id=task)
+
+    records = [rec(6101, None, "PENDING"), rec(6102, 0, "COMPLETED"), rec(6103, 1, "RUNNING"),
+               rec(6104, 2, "STOPPED"), rec(6105, 3, "SUSPENDED"), rec(6106, 4, "STOPPED"),
+               rec(6107, 5, "STOPPED")]
+    assert array_control(6101, records) == ArrayControl(
+        running="6101_1", waiting=None, not_started=True, ended="6101_0",
+        suspended="6101_3", stopped="6101_[2,4-5]")
+    # no stopped task: the field stays None, as before
+    assert array_control(6101, records[:2]).stopped is None

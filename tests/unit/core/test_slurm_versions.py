@@ -164,6 +164,25 @@ def test_squeue_json_requeue_hold_is_held_not_pending():
     assert (records[6373].state, records[6373].is_held) == ("PENDING", False)
 
 
+@pytest.mark.parametrize(("flags", "state"), [
+    (["RUNNING", "STOPPED"], "STOPPED"),  # what 24.11.5 lists after `scancel --signal=STOP`
+    (["RUNNING", "STOPPED", "COMPLETING"], "RUNNING"),  # squeue lists it COMPLETING: as before
+    (["RUNNING"], "RUNNING"),
+])
+def test_squeue_json_stopped_is_stopped_not_running(flags, state):
+    """v0.0.40+ lists a job whose processes were sent SIGSTOP as ["RUNNING", "STOPPED"]
+    (seen on the 24.11 dev cluster; squeue's own listing and v0.0.38 say STOPPED): it reads
+    STOPPED, still alive, as squeue prints it. Before, it read RUNNING."""
+    import json
+
+    data = json.loads(_read("24.11", "squeue.json"))
+    job = next(j for j in data["jobs"] if j["job_id"] == 6373)
+    job["job_state"] = flags
+    data["jobs"] = [job]
+    record = parse_squeue_json(json.dumps(data), "24.11.5")[6373]
+    assert (record.state, record.is_running) == (state, True)
+
+
 def test_squeue_json_25_05_default_output_of_array_tasks():
     records = parse_squeue_json(_read("25.05", "squeue.json"), "25.05.2")
     assert records[4801].stdout_path == "/home/progers/sweep/slurm-4800_1.out"

@@ -254,7 +254,7 @@ def test_holding_or_releasing_an_arrays_own_id_says_which_tasks_it_touched(
     assert (entry.action, entry.result, entry.job_id) == (f"command.{verb}", "ok", "6101")
     assert json.loads(entry.detail) == {"running": "6101_[1-2]", "waiting": "6101_4",
                                         "not_started": True, "ended": "6101_0",
-                                        "suspended": None}
+                                        "suspended": None, "stopped": None}
     # one task, by its array id: the task alone, as before
     task = execute(ctx, JobControl(verb, 6101, 4), actor="W0LEAD", channel=None, now=NOW)
     assert task.text == {
@@ -365,4 +365,50 @@ def test_a_suspended_task_of_an_array_is_named_as_suspended(store, verb: str, la
     [entry] = store.audit.recent(1)
     assert json.loads(entry.detail) == {"running": "6101_1", "waiting": None,
                                         "not_started": True, "ended": "6101_0",
-                                        "suspended": "6101_2"}
+                                        "suspended": "6101_2", "stopped": None}
+
+
+@pytest.mark.parametrize(("verb", "lang", "said"), [
+    ("cancel", "en", "Array 6101 cancelled by <@W0LEAD>: running 6101_1 stopped; the tasks not "
+                     "started yet cancelled; 6101_2, stopped by SIGSTOP, cancelled; 6101_0 "
+                     "already ended (left as they were)."),
+    ("cancel", "ko", "<@W0LEAD>님이 array 6101을(를) 취소했습니다: 실행 중이던 6101_1 중지; 아직 "
+                     "시작하지 않은 task 취소; SIGSTOP으로 멈춘 6101_2 취소; 6101_0은(는) 이미 "
+                     "끝남 (그대로 둠)."),
+    ("hold", "en", "Array 6101 held by <@W0LEAD>: the tasks not started yet held; running "
+                   "6101_1 left running (a hold stops no task that runs); 6101_2, stopped by "
+                   "SIGSTOP, left stopped (a hold only keeps waiting tasks from starting); "
+                   "6101_0 already ended (left as they were)."),
+    ("hold", "ko", "<@W0LEAD>님이 array 6101을(를) 보류했습니다: 아직 시작하지 않은 task 보류; "
+                   "실행 중인 6101_1은(는) 계속 실행 (보류는 실행 중인 task를 멈추지 않음); "
+                   "SIGSTOP으로 멈춘 6101_2은(는) 멈춘 채로 둠 (보류는 대기 중인 task가 시작하지 "
+                   "못하게 할 뿐임); 6101_0은(는) 이미 끝남 (그대로 둠)."),
+    ("release", "en", "Array 6101 released by <@W0LEAD>: the tasks not started yet released; "
+                      "running 6101_1 left running; 6101_2, stopped by SIGSTOP, left stopped (a "
+                      "release does not continue it; SIGCONT does: `scancel --signal=CONT`); "
+                      "6101_0 already ended (left as they were)."),
+    ("release", "ko", "<@W0LEAD>님이 array 6101의 보류를 해제했습니다: 아직 시작하지 않은 task "
+                      "보류 해제; 실행 중인 6101_1은(는) 계속 실행; SIGSTOP으로 멈춘 6101_2은(는) "
+                      "멈춘 채로 둠 (보류 해제는 task를 다시 실행하지 않음; SIGCONT가 함: `scancel "
+                      "--signal=CONT`); 6101_0은(는) 이미 끝남 (그대로 둠)."),
+])
+def test_a_stopped_task_of_an_array_is_named_as_stopped(store, verb: str, lang: str,
+                                                        said: str) -> None:
+    """`/train cancel|hold|release 6101` while Slurm lists 6101_2 STOPPED (its processes sent
+    SIGSTOP, `scancel --signal=STOP 6101_2`; it keeps its allocation and runs nothing):
+    scancel ends it, a hold leaves it stopped (it keeps only waiting tasks from starting)
+    and so does a release (only SIGCONT continues it); the reply says so rather than naming
+    it among the running tasks ("running 6101_[1-2] stopped" / "left running"), as it did;
+    the audit keeps it apart too."""
+    import json
+
+    slurm = _array_6101(store)
+    slurm.set(6104, state="STOPPED")
+    ctx = make_context(store, slurm, lang=lang)
+    reply = execute(ctx, JobControl(verb, 6101), actor="W0LEAD", channel=None, now=NOW)
+    assert reply.text == said
+    assert slurm.acted(verb) == [6101]
+    [entry] = store.audit.recent(1)
+    assert json.loads(entry.detail) == {"running": "6101_1", "waiting": None,
+                                        "not_started": True, "ended": "6101_0",
+                                        "suspended": None, "stopped": "6101_2"}
