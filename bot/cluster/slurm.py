@@ -273,8 +273,14 @@ class SlurmClient:
     def array_tasks(self, array_job_id: int) -> dict[int, JobRecord]:
         """The tasks of array `array_job_id` by their own ids (the pending remainder too);
         empty when Slurm knows no such array. squeue and sacct given the array's id list
-        every task of it."""
-        merged = merge_records(self._squeue([array_job_id]), self._sacct([array_job_id]))
+        every task of it. squeue is asked first: when it lists the id as a job of no array
+        (a plain job), that is the answer, empty, and sacct is not asked; it is when squeue
+        lists a task of the array (sacct has those that ended) or does not know the id."""
+        live = self._squeue([array_job_id])
+        if array_job_id in live and not any(rec.array_job_id == array_job_id
+                                            for rec in live.values()):
+            return {}
+        merged = merge_records(live, self._sacct([array_job_id]))
         return {job_id: rec for job_id, rec in merged.items()
                 if rec.array_job_id == array_job_id}
 

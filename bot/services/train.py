@@ -293,7 +293,8 @@ def _control(ctx: BotContext, cmd: c.JobControl, actor: str, channel: str | None
     target = _authorize_job(ctx, cmd.job_id, actor, cmd.verb, cmd.array_task)
     cluster, recipe, job_id = target.cluster, target.recipe, target.job_id
     slurm = ctx.clusters.slurm(cluster)
-    whole = _whole_array(slurm, job_id, cmd.verb) if cmd.array_task is None else None
+    whole = (_whole_array(slurm, job_id, cmd.verb)
+             if cmd.array_task is None and not _plain_job(ctx, target) else None)
     getattr(slurm, cmd.verb)(job_id)
     if cmd.verb == "cancel":
         comp.release_held_for(ctx, job_id, now, "cancelled", cluster)
@@ -305,13 +306,27 @@ def _control(ctx: BotContext, cmd: c.JobControl, actor: str, channel: str | None
                      actor=actor), ephemeral=False, job_id=str(job_id))
 
 
+def _plain_job(ctx: BotContext, target: _Target) -> bool:
+    """Whether the store, as the command found the job (`_target`), records it as a plain job,
+    no array's: an attempt of a run or an adopted job, no task of an array. Its control then
+    asks Slurm nothing more than the action: no array tasks to read. A job the store does not
+    record (an approver's control of a job trainbot never saw) may be an array's."""
+    attempt = target.attempt
+    if attempt is None or attempt.array_task is not None:
+        return False
+    chain = ctx.store.chains.get(attempt.chain_id)
+    return chain is not None and not chain.is_array
+
+
 def _whole_array(slurm: Slurm, job_id: int, verb: str) -> ArrayControl | None:
     """When `job_id` is an array's own id (`/train cancel|hold|release 6101`), its tasks as
     the action finds them, as people see them (`6101_[0-3]`): `scancel 6101` cancels every
     task still running or waiting, `scontrol hold|release 6101` holds or releases every
     task still waiting (bot.core.arrays.array_control, from the tasks' records just before
     it). None for any other job, or when the tasks cannot be read: the action goes ahead,
-    its reply names the id alone as before."""
+    its reply names the id alone as before. Not asked of a job the store records as no
+    array's (`_plain_job`); for another, Slurm.array_tasks asks sacct only when squeue does
+    not list the id as a plain job."""
     try:
         tasks = slurm.array_tasks(job_id)
     except (ClusterUnavailable, ClusterError) as exc:

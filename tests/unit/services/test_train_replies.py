@@ -412,3 +412,97 @@ def test_a_stopped_task_of_an_array_is_named_as_stopped(store, verb: str, lang: 
     assert json.loads(entry.detail) == {"running": "6101_1", "waiting": None,
                                         "not_started": True, "ended": "6101_0",
                                         "suspended": None, "stopped": "6101_2"}
+
+
+# ---- what a control asks Slurm: a real SlurmClient over the recording FakeRunner ------------
+
+def _client_over(rows: dict[int, list[tuple[int, str, str]]]):  # noqa: ANN202
+    """A SlurmClient (22.05, parsable) over a FakeRunner that answers squeue and sacct for each
+    id in `rows` with its jobs as (raw id, `%A_%a` or its own id, state), and the actions
+    with success; (client, runner)."""
+    from fakes import FakeRunner
+
+    from bot.cluster.slurm import SlurmClient
+    from bot.core.slurm.sacct import SACCT_FIELDS
+    from bot.core.slurm.squeue import SQUEUE_FIELDS, SQUEUE_SEPARATOR
+
+    def asked(argv: list[str]) -> list[tuple[int, str, str]]:
+        ids = next(a.split("=", 1)[1] for a in argv if a.startswith("--jobs="))
+        return rows.get(int(ids), [])
+
+    def squeue(argv: list[str]) -> tuple[int, str, str]:
+        lines = []
+        for raw, shown, state in asked(argv):
+            if state in ("COMPLETED", "CANCELLED"):
+                continue  # long gone from the controller
+            array, _, task = shown.partition("_")  # the remainder `6101_[3-4]` lists as 3-4
+            row = {"JobID": str(raw), "ArrayJobID": array,
+                   "ArrayTaskID": task.strip("[]") or "N/A",
+                   "Name": "sweep", "UserName": "slurmci", "State": state}
+            lines.append(SQUEUE_SEPARATOR.join(row.get(f, "") for f in SQUEUE_FIELDS)
+                         + SQUEUE_SEPARATOR)
+        return 0, "".join(f"{line}\n" for line in lines), ""
+
+    def sacct(argv: list[str]) -> tuple[int, str, str]:
+        lines = ["|".join(SACCT_FIELDS)]
+        for raw, shown, state in asked(argv):
+            values = {"JobIDRaw": str(raw), "JobID": shown, "State": state, "ExitCode": "0:0",
+                      "User": "slurmci", "JobName": "sweep"}
+            lines.append("|".join(values.get(f, "") for f in SACCT_FIELDS))
+        return 0, "\n".join(lines) + "\n", ""
+
+    runner = FakeRunner({"sinfo": (0, "slurm 22.05.8\n", ""), "squeue": squeue, "sacct": sacct,
+                         "scancel": (0, "", ""), "scontrol": (0, "", "")})
+    return SlurmClient(runner, use_json=False), runner
+
+
+_ARRAY_6101 = [(6102, "6101_0", "COMPLETED"), (6103, "6101_1", "RUNNING"),
+               (6104, "6101_2", "RUNNING"), (6101, "6101_[3-4]", "PENDING")]
+
+
+@pytest.mark.parametrize(("verb", "program", "said"), [
+    ("cancel", "scancel", "Job 88017 cancelled by <@W0LEAD>."),
+    ("hold", "scontrol", "Job 88017 held by <@W0LEAD>."),
+    ("release", "scontrol", "Job 88017 released by <@W0LEAD>."),
+])
+def test_a_plain_jobs_control_asks_slurm_only_the_action(store, verb: str, program: str,
+                                                         said: str) -> None:
+    """`/train cancel|hold|release 88017` of a job the store records as a run's attempt (no
+    array's task, in no array's run): the one Slurm command is the action. Before, every
+    control of a whole id first read its array tasks (squeue and sacct) even for a job of no
+    array."""
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=1)
+    store.attempts.record(chain_id=chain.id, job_id="88017", now=2, state="RUNNING")
+    slurm, runner = _client_over({88017: [(88017, "88017", "RUNNING")]})
+    ctx = make_context(store, {"dev": slurm})  # type: ignore[dict-item]
+    reply = execute(ctx, JobControl(verb, 88017), actor="W0LEAD", channel=None, now=NOW)
+    assert reply.text == said
+    assert runner.commands() == [program]
+
+
+def test_a_job_the_store_does_not_record_is_read_once_to_tell_an_array(store) -> None:
+    """An approver's `/train cancel 88017` of a job trainbot never saw: only Slurm can tell
+    whether it is an array's id, and squeue's listing says it is not (no array fields), so
+    sacct is not asked (before: squeue and sacct, then the cancel)."""
+    slurm, runner = _client_over({88017: [(88017, "88017", "RUNNING")]})
+    ctx = make_context(store, {"dev": slurm})  # type: ignore[dict-item]
+    reply = execute(ctx, JobControl("cancel", 88017), actor="W0LEAD", channel=None, now=NOW)
+    assert reply.text == "Job 88017 cancelled by <@W0LEAD>."
+    assert runner.commands() == ["squeue", "scancel"]
+
+
+@pytest.mark.parametrize("recorded", [True, False], ids=["run_of_the_array", "not_recorded"])
+def test_an_arrays_control_still_reads_its_tasks_and_says_which(store, recorded: bool) -> None:
+    """`/train cancel 6101` of an array's own id, recorded as a run's or not: its tasks are
+    read (squeue, then sacct for the one that ended) before the one scancel, and the reply
+    names them as before."""
+    if recorded:
+        _array_6101(store)
+    slurm, runner = _client_over({6101: _ARRAY_6101})
+    ctx = make_context(store, {"dev": slurm})  # type: ignore[dict-item]
+    reply = execute(ctx, JobControl("cancel", 6101), actor="W0LEAD", channel=None, now=NOW)
+    assert reply.text == ("Array 6101 cancelled by <@W0LEAD>: running 6101_[1-2] stopped; the "
+                          "tasks not started yet cancelled; 6101_0 already ended (left as they "
+                          "were).")
+    assert runner.commands() == ["squeue", "sinfo", "sacct", "scancel"]
+    assert runner.argvs()[-1] == ["scancel", "6101"]
