@@ -13,6 +13,7 @@ from bot.core.launcher_lint.calls import call_sites
 from bot.core.launcher_lint.empty_match import command_hit, guard_greps
 from bot.core.launcher_lint.functions import FUNC_NAME_RE, FUNC_RE, FUNC_RE2, FunctionBodies
 from bot.core.launcher_lint.interactive import may_source_startup, startup_sources
+from bot.core.launcher_lint.loop_exits import MAY_LEAVE_RE, LoopExits
 from bot.core.launcher_lint.model import (
     MAX_DEPTH,
     Arith,
@@ -36,7 +37,6 @@ from bot.core.launcher_lint.shebang import shebang_errexit
 from bot.core.launcher_lint.syntax import (
     compound_tail,
     condition_command,
-    constant_status,
     first_word,
     function_calls,
     keyword_prefix,
@@ -111,7 +111,7 @@ _GROUP_LAST_RE = re.compile(r"(?:^|&&|\|\|)\s*\{\s")
 
 
 
-class _Analyzer(FunctionBodies, OptionWalk):
+class _Analyzer(FunctionBodies, OptionWalk, LoopExits):
     """Follows the script list by list with the options `set` / `shopt` turn on and off, and
     collects the commands whose failure on an empty match decides a statement's status.
 
@@ -199,91 +199,6 @@ class _Analyzer(FunctionBodies, OptionWalk):
             self.depth -= 1
             self.group_loop = outer
 
-    def _leaving_loop(self, frames: list[Branches]) -> tuple[Branches, int] | None:
-        """The loop a `break` / `continue` on a list of its own here would certainly leave:
-        this walk's innermost, in its body, through `if`s whose branch bash runs whenever
-        it reaches them (`if true; then`), or the one this walk is a group of the body of
-        (`{ …; break; }`); with the number of hits its walk had before this one's. None: in
-        a branch bash may skip, a condition, a `case`."""
-        for frame in reversed(frames):
-            if frame.kind in ("while", "for"):
-                return (frame, 0) if frame.in_branch else None
-            if not (frame.kind in ("if", "case") and frame.certain and frame.in_branch
-                    and frame.skipped is None):  # (not `[ … ] && if true; then`)
-                return None
-        return self.group_loop
-
-    def _certainly_leaves(self, command: str, off: int) -> bool:
-        """Is `command` (an and-or list) a `break` / `continue` bash always runs: alone, or
-        after `&&` / `||` of commands whose status bash's semantics decide (`true && break`,
-        `false || continue`)?"""
-        *heads, (last, _o, _op) = split_top_level(command, off, ("&&", "||"), self.memo)
-        if not _LEAVE_LOOP_RE.fullmatch(last.strip()):
-            return False
-        runs, status = True, True
-        for element, _off, op in heads:
-            if runs:
-                known = constant_status(element, self.script_text)
-                if known is None:
-                    return False
-                status = known
-            runs = status if op == "&&" else not status
-        return runs
-
-    def _leaving_list(self, frames: list[Branches], hits: list[Hit], lst: str, off: int,
-                      closed_left: bool, end: int) -> None:
-        """Note what the list `lst` (at `off`, ending at `end`; after the keywords of the
-        constructs it closes, `closed_left`: one of them leaves its loop whenever it runs)
-        does to the loop it is in: leave it (the rest of the body never runs), leave it
-        whenever the branch it is in runs (an `if`'s / `case`'s branch_left), or not at all
-        (Branches.inert); a group of the body's own is read knowing its loop (group_of)."""
-        command = lst.strip()
-        leaving = self._leaving_loop(frames)
-        certain = (closed_left and len(split_top_level(command, off, ("|",), self.memo)) == 1
-                   or ("break" in command or "continue" in command)
-                   and self._certainly_leaves(command, off))
-        if certain and leaving is not None:
-            # the rest of the body never runs (not after `[ … ] && break`, or in an `if`
-            # bash may skip)
-            loop, before = leaving
-            loop.leave(self, hits, end, before)
-            return
-        if certain and frames and frames[-1].kind in ("if", "case") and frames[-1].in_branch:
-            frames[-1].branch_left = True  # (the branch it is in leaves whenever it runs)
-            return
-        if leaving is not None and command.startswith("{") and command[1:2].isspace():
-            at = off + len(lst) - len(lst.lstrip())
-            if _REDIRECTS_RE.fullmatch(command, group_end(command, 0, at, self.memo)):
-                # a group of the body's own (redirected or not: bash runs it in this
-                # shell): its `break` leaves this loop too
-                self.group_of = (at + 1, leaving[0], leaving[1] + len(hits))
-                return
-        if not _MAY_LEAVE_RE.search(command):
-            return
-        inner = self._inner_loop(frames)
-        if inner is not None:
-            inner.inert.extend(self._never_leaving(lst, off))
-
-    def _inner_loop(self, frames: list[Branches]) -> Branches | None:
-        """The innermost loop of this shell the walk is in the body of (this walk's, or the
-        one it reads a group of the body of), or None."""
-        inner = next((f for f in reversed(frames) if f.kind in ("while", "for")), None)
-        if inner is None and self.group_loop is not None:
-            inner = self.group_loop[0]  # (through the `if`s / `case`s of the group)
-        return inner if inner is not None and inner.in_branch else None
-
-    def _in_subshell(self, frames: list[Branches], hits_from: int, end: int) -> None:
-        """The text from `hits_from` to `end` (a background list, `break &`, or an `if` /
-        `case` that is piped or run in the background, `fi | cat`, `esac &`) runs in a
-        subshell: its `break` / `continue` leave no loop of this shell (Branches.inert), and
-        one read as leaving the loop it is in (Branches.left, set in it) did not."""
-        inner = self._inner_loop(frames)
-        if inner is None:
-            return
-        inner.inert.append((hits_from, end))
-        if inner.left is not None and inner.left[1] > hits_from:
-            inner.left = None
-
     def _piped(self, rest: str, off: int) -> bool:
         """Is `rest` (what follows a compound's closing keyword, at `off`) a pipe to its next
         element (`| cat`, `2>&1 | tee log`), not after `&&` / `||`?"""
@@ -304,46 +219,6 @@ class _Analyzer(FunctionBodies, OptionWalk):
                 if "=" in cmd and cmd.strip():
                     lead = len(cmd) - len(cmd.lstrip())
                     self.piped.append((c_off + lead, c_off + len(cmd.rstrip())))
-
-    def _never_leaving(self, command: str, off: int, depth: int = 0) -> list[tuple[int, int]]:
-        """The spans of `command` (an and-or list) whose `break` / `continue` / `return`
-        leave no loop of this shell: a subshell (`( break )`) or a pipeline's elements, each
-        in a subshell of its own (`{ break; } | cat`; without `lastpipe`), and a `break` /
-        `continue` bash never runs, after `&&` / `||` of commands whose status bash's
-        semantics decide (`true || break`); in a group (`{ ( break ); }`, its lists read
-        alike, a background one whole: `{ break & }`), at most MAX_DEPTH groups deep."""
-        spans = []
-        runs: bool | None = True
-        status = True
-        for element, e_off, op in split_top_level(command, off, ("&&", "||"), self.memo):
-            body = element.strip()
-            if (body.startswith("(") and not body.startswith("((")
-                    or not self.may_lastpipe
-                    and len(split_top_level(element, e_off, ("|",), self.memo)) > 1
-                    or runs is False and _LEAVE_LOOP_RE.fullmatch(body)):
-                spans.append((e_off, e_off + len(element)))
-            elif body.startswith("{") and body[1:2].isspace() and depth < MAX_DEPTH:
-                b_off = e_off + len(element) - len(element.lstrip())
-                close = group_end(body, 0, b_off, self.memo)
-                for inner, i_off, i_op in split_top_level(
-                        body[1:close - 1], b_off + 1, ("\n", ";", "&", *CASE_BRANCH_ENDS),
-                        self.memo):
-                    cut, _steps = keyword_prefix(inner.strip(), False)
-                    i_off += len(inner) - len(inner.lstrip()) + cut
-                    inner = inner.strip()[cut:]
-                    if i_op == "&":
-                        spans.append((i_off, i_off + len(inner)))
-                    elif _MAY_LEAVE_RE.search(inner):
-                        spans.extend(self._never_leaving(inner, i_off, depth + 1))
-            if runs:
-                known = constant_status(element, self.script_text)
-                if known is None:
-                    runs = None
-                    continue
-                status = known
-            if runs is not None:
-                runs = status if op == "&&" else not status
-        return spans
 
     def _script(self, text: str, base: int, status_only: bool) -> list[Hit]:
         hits: list[Hit] = []
@@ -411,7 +286,7 @@ class _Analyzer(FunctionBodies, OptionWalk):
                         break
                 if "|" in lst and "=" in lst:
                     self._pipe_elements(lst[cut:], lst_off + cut)
-                if (_op == "&" or piped is not None and part == 0) and _MAY_LEAVE_RE.search(
+                if (_op == "&" or piped is not None and part == 0) and MAY_LEAVE_RE.search(
                         lst[cut:]):  # `break &`, `{ break; } | if …`
                     self._in_subshell(frames, lst_off + cut, lst_off + len(lst))
                 elif tail is None and _op != "&" and (frames or self.group_loop is not None):
@@ -737,13 +612,6 @@ class _Analyzer(FunctionBodies, OptionWalk):
         return [with_(hit, function=self.function, errexit_partial=self.opts.errexit_partial,
                       pipefail=self.opts.pipefail, pipefail_partial=self.opts.pipefail_partial)]
 
-
-#: A `break` / `continue` on a list of its own (`break 2` too: it leaves this loop as well).
-_LEAVE_LOOP_RE = re.compile(r"(?:break|continue)(?:[ \t]+[0-9]+)?")
-#: What a `break`, `continue` or `return` may be in (syntax.loop_leaves_at's words).
-_MAY_LEAVE_RE = re.compile(r"break|continue|return")
-#: Redirections after a group (`{ …; } > f 2>&1`): bash still runs it in this shell.
-_REDIRECTS_RE = re.compile(r"(?:\s*[0-9]*(?:>>|>&|<&|<<<|&>>|&>|>\||>|<)\s*[^\s|&;<>()]+)*\s*")
 
 
 def _trailing_from(lists: list[tuple[str, int, str]]) -> int:

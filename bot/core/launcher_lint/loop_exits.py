@@ -1,0 +1,178 @@
+"""Which `break` / `continue` of a script leave which loop of its shell, as the launcher lint's
+walk (bot.core.launcher_lint.engine) reads them (LoopExits, mixed into the walk): one bash always
+runs leaves its loop (the rest of the body never runs: branches.Branches.leave), or the branch
+it is in whenever that runs; one in a subshell (`( break )`, a pipeline's element, `break &`, a
+piped or background `if` / `case`) or one bash never runs (`true || break`) leaves none
+(branches.Branches.inert)."""
+
+from __future__ import annotations
+
+import re
+from typing import Protocol
+
+from bot.core.launcher_lint.branches import Branches, BranchWalk
+from bot.core.launcher_lint.model import MAX_DEPTH, Hit
+from bot.core.launcher_lint.syntax import constant_status, keyword_prefix
+from bot.core.shell_lexer import CASE_BRANCH_ENDS, Memo, group_end, split_top_level
+
+#: A `break` / `continue` on a list of its own (`break 2` too: it leaves this loop as well).
+LEAVE_LOOP_RE = re.compile(r"(?:break|continue)(?:[ \t]+[0-9]+)?")
+#: What a `break`, `continue` or `return` may be in (syntax.loop_leaves_at's words).
+MAY_LEAVE_RE = re.compile(r"break|continue|return")
+#: Redirections after a group (`{ …; } > f 2>&1`): bash still runs it in this shell.
+REDIRECTS_RE = re.compile(r"(?:\s*[0-9]*(?:>>|>&|<&|<<<|&>>|&>|>\||>|<)\s*[^\s|&;<>()]+)*\s*")
+
+
+class _Walk(BranchWalk, Protocol):
+    """What LoopExits uses of the walk it is mixed into (engine._Analyzer): the lexer's memo,
+    the original text (syntax.constant_status reads the script's own definitions), the group
+    of a loop's body it reads next and the one it reads (engine._Analyzer.script)."""
+
+    memo: Memo
+    script_text: str
+    group_of: tuple[int, Branches, int] | None
+    group_loop: tuple[Branches, int] | None
+    may_lastpipe: bool
+
+    def _leaving_loop(self, frames: list[Branches]) -> tuple[Branches, int] | None: ...
+
+    def _certainly_leaves(self, command: str, off: int) -> bool: ...
+
+    def _inner_loop(self, frames: list[Branches]) -> Branches | None: ...
+
+    def _never_leaving(self, command: str, off: int, depth: int = 0
+                       ) -> list[tuple[int, int]]: ...
+
+
+class LoopExits:
+    """The walk's reading of what leaves a loop, mixed into engine._Analyzer."""
+
+    #: the group of a loop's body the walk reads next (its text's offset), that loop and the
+    #: hits its walk had before (_leaving_list sets it, engine._Analyzer.script reads it)
+    group_of: tuple[int, Branches, int] | None
+
+    def _leaving_loop(self: _Walk, frames: list[Branches]) -> tuple[Branches, int] | None:
+        """The loop a `break` / `continue` on a list of its own here would certainly leave:
+        this walk's innermost, in its body, through `if`s whose branch bash runs whenever
+        it reaches them (`if true; then`), or the one this walk is a group of the body of
+        (`{ …; break; }`); with the number of hits its walk had before this one's. None: in
+        a branch bash may skip, a condition, a `case`."""
+        for frame in reversed(frames):
+            if frame.kind in ("while", "for"):
+                return (frame, 0) if frame.in_branch else None
+            if not (frame.kind in ("if", "case") and frame.certain and frame.in_branch
+                    and frame.skipped is None):  # (not `[ … ] && if true; then`)
+                return None
+        return self.group_loop
+
+    def _certainly_leaves(self: _Walk, command: str, off: int) -> bool:
+        """Is `command` (an and-or list) a `break` / `continue` bash always runs: alone, or
+        after `&&` / `||` of commands whose status bash's semantics decide (`true && break`,
+        `false || continue`)?"""
+        *heads, (last, _o, _op) = split_top_level(command, off, ("&&", "||"), self.memo)
+        if not LEAVE_LOOP_RE.fullmatch(last.strip()):
+            return False
+        runs, status = True, True
+        for element, _off, op in heads:
+            if runs:
+                known = constant_status(element, self.script_text)
+                if known is None:
+                    return False
+                status = known
+            runs = status if op == "&&" else not status
+        return runs
+
+    def _leaving_list(self: _Walk, frames: list[Branches], hits: list[Hit], lst: str, off: int,
+                      closed_left: bool, end: int) -> None:
+        """Note what the list `lst` (at `off`, ending at `end`; after the keywords of the
+        constructs it closes, `closed_left`: one of them leaves its loop whenever it runs)
+        does to the loop it is in: leave it (the rest of the body never runs), leave it
+        whenever the branch it is in runs (an `if`'s / `case`'s branch_left), or not at all
+        (Branches.inert); a group of the body's own is read knowing its loop (group_of)."""
+        command = lst.strip()
+        leaving = self._leaving_loop(frames)
+        certain = (closed_left and len(split_top_level(command, off, ("|",), self.memo)) == 1
+                   or ("break" in command or "continue" in command)
+                   and self._certainly_leaves(command, off))
+        if certain and leaving is not None:
+            # the rest of the body never runs (not after `[ … ] && break`, or in an `if`
+            # bash may skip)
+            loop, before = leaving
+            loop.leave(self, hits, end, before)
+            return
+        if certain and frames and frames[-1].kind in ("if", "case") and frames[-1].in_branch:
+            frames[-1].branch_left = True  # (the branch it is in leaves whenever it runs)
+            return
+        if leaving is not None and command.startswith("{") and command[1:2].isspace():
+            at = off + len(lst) - len(lst.lstrip())
+            if REDIRECTS_RE.fullmatch(command, group_end(command, 0, at, self.memo)):
+                # a group of the body's own (redirected or not: bash runs it in this
+                # shell): its `break` leaves this loop too
+                self.group_of = (at + 1, leaving[0], leaving[1] + len(hits))
+                return
+        if not MAY_LEAVE_RE.search(command):
+            return
+        inner = self._inner_loop(frames)
+        if inner is not None:
+            inner.inert.extend(self._never_leaving(lst, off))
+
+    def _inner_loop(self: _Walk, frames: list[Branches]) -> Branches | None:
+        """The innermost loop of this shell the walk is in the body of (this walk's, or the
+        one it reads a group of the body of), or None."""
+        inner = next((f for f in reversed(frames) if f.kind in ("while", "for")), None)
+        if inner is None and self.group_loop is not None:
+            inner = self.group_loop[0]  # (through the `if`s / `case`s of the group)
+        return inner if inner is not None and inner.in_branch else None
+
+    def _in_subshell(self: _Walk, frames: list[Branches], hits_from: int, end: int) -> None:
+        """The text from `hits_from` to `end` (a background list, `break &`, or an `if` /
+        `case` that is piped or run in the background, `fi | cat`, `esac &`) runs in a
+        subshell: its `break` / `continue` leave no loop of this shell (Branches.inert), and
+        one read as leaving the loop it is in (Branches.left, set in it) did not."""
+        inner = self._inner_loop(frames)
+        if inner is None:
+            return
+        inner.inert.append((hits_from, end))
+        if inner.left is not None and inner.left[1] > hits_from:
+            inner.left = None
+
+    def _never_leaving(self: _Walk, command: str, off: int,
+                       depth: int = 0) -> list[tuple[int, int]]:
+        """The spans of `command` (an and-or list) whose `break` / `continue` / `return`
+        leave no loop of this shell: a subshell (`( break )`) or a pipeline's elements, each
+        in a subshell of its own (`{ break; } | cat`; without `lastpipe`), and a `break` /
+        `continue` bash never runs, after `&&` / `||` of commands whose status bash's
+        semantics decide (`true || break`); in a group (`{ ( break ); }`, its lists read
+        alike, a background one whole: `{ break & }`), at most MAX_DEPTH groups deep."""
+        spans = []
+        runs: bool | None = True
+        status = True
+        for element, e_off, op in split_top_level(command, off, ("&&", "||"), self.memo):
+            body = element.strip()
+            if (body.startswith("(") and not body.startswith("((")
+                    or not self.may_lastpipe
+                    and len(split_top_level(element, e_off, ("|",), self.memo)) > 1
+                    or runs is False and LEAVE_LOOP_RE.fullmatch(body)):
+                spans.append((e_off, e_off + len(element)))
+            elif body.startswith("{") and body[1:2].isspace() and depth < MAX_DEPTH:
+                b_off = e_off + len(element) - len(element.lstrip())
+                close = group_end(body, 0, b_off, self.memo)
+                for inner, i_off, i_op in split_top_level(
+                        body[1:close - 1], b_off + 1, ("\n", ";", "&", *CASE_BRANCH_ENDS),
+                        self.memo):
+                    cut, _steps = keyword_prefix(inner.strip(), False)
+                    i_off += len(inner) - len(inner.lstrip()) + cut
+                    inner = inner.strip()[cut:]
+                    if i_op == "&":
+                        spans.append((i_off, i_off + len(inner)))
+                    elif MAY_LEAVE_RE.search(inner):
+                        spans.extend(self._never_leaving(inner, i_off, depth + 1))
+            if runs:
+                known = constant_status(element, self.script_text)
+                if known is None:
+                    runs = None
+                    continue
+                status = known
+            if runs is not None:
+                runs = status if op == "&&" else not status
+        return spans
