@@ -288,7 +288,10 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits):
                     self._pipe_elements(lst[cut:], lst_off + cut)
                 if (_op == "&" or piped is not None and part == 0) and MAY_LEAVE_RE.search(
                         lst[cut:]):  # `break &`, `{ break; } | if …`
-                    self._in_subshell(frames, lst_off + cut, lst_off + len(lst))
+                    at = lst_off + cut
+                    if _op != "&":  # (`a || break && b | if …`: the pipeline's elements only)
+                        at = split_top_level(lst[cut:], at, ("&&", "||"), self.memo)[-1][1]
+                    self._in_subshell(frames, at, lst_off + len(lst))
                 elif tail is None and _op != "&" and (frames or self.group_loop is not None):
                     self._leaving_list(frames, hits, lst[cut:], lst_off + cut, closed_left,
                                        lst_off + len(lst))

@@ -55,15 +55,24 @@ _COMPOUND_AFTER_PIPE_RE = re.compile(r"(?<!\|)\|(?![|&])\s*(?:if|while|until|for
 
 
 def piped_compound(lst: str, off: int, memo: Memo) -> int | None:
-    """Where the compound command (`if`, loop, `case`) that is the last element of pipeline
-    `lst` (a stripped list at `off`, no `&&` / `||` in it) starts, as in `cat x | if …`,
-    `… | while read l; do`; None when there is none. Bash runs it in a subshell (without
-    `lastpipe`), as it runs one before a pipe (`fi | cat`)."""
+    """Where the compound command (`if`, loop, `case`) that is an element after a pipe in `lst`
+    (a stripped list at `off`) starts, the first such, as in `cat x | if …`, `… | while read l;
+    do`, `a && b | if …`, `echo | if c && d; then`: the rest of the list is its condition or
+    words. None when there is none, or a compound after `&&` / `||` opens before it
+    (compound_tail's). Bash runs it in a subshell (without `lastpipe`), as it runs one before a
+    pipe (`fi | cat`)."""
     if not _COMPOUND_AFTER_PIPE_RE.search(lst):
         return None
-    if len(split_top_level(lst, off, ("&&", "||"), memo)) > 1:
-        return None
-    return _last_compound(split_top_level(lst, off, ("|",), memo), off)
+    for i, (element, e_off, _op) in enumerate(split_top_level(lst, off, ("&&", "||"), memo)):
+        for j, (cmd, c_off, _p) in enumerate(split_top_level(element, e_off, ("|",), memo)):
+            lead = len(cmd) - len(cmd.lstrip())
+            if first_word(cmd[lead:]) not in (*OPENING_KEYWORDS, "case"):
+                continue
+            if j:
+                return c_off - off + lead
+            if i:
+                return None  # (`a && if b | if c`: the first compound's condition)
+    return None
 
 
 def _last_compound(elements: list[tuple[str, int, str]], off: int) -> int | None:

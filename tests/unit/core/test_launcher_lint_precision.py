@@ -1138,6 +1138,22 @@ def _counter_reads_as_bash_runs(tmp_path, body: str, level: str | None) -> None:
     # … but one after `||` runs in the script's shell
     ("set -e\nn=0\nwhile true; do echo || if true; then break; fi; break; done\n((n++))\n",
      "fail"),
+    # a compound after a pipe on a list with `&&` / `||` (after them, or in its condition)
+    # runs in a subshell too
+    ("set -e\nn=0\nwhile true; do true && echo | if true; then break; fi; n=5; break; done\n"
+     "((n++))\n", None),
+    ('set -e\nn=0\nwhile true; do [ -n "${X:-}" ] && echo | if true; then break; fi; n=5; '
+     "break; done\n((n++))\n", None),
+    ("set -e\nn=0\nwhile true; do true && echo | if true\nthen\nbreak\nfi\nn=5; break; done\n"
+     "((n++))\n", None),
+    ("set -e\nn=0\nwhile true; do echo | if true && true; then break; fi; n=5; break; done\n"
+     "((n++))\n", None),
+    ("set -e\nn=0\nwhile true; do echo | if false || true; then break; fi; n=5; break; done\n"
+     "((n++))\n", None),
+    ("set -e\nn=0\nwhile true; do echo x | if grep -q x | cat; then break; fi; n=5; break; "
+     "done\n((n++))\n", None),
+    ("set -e\nn=0\nwhile true; do true && echo | if true; then :; fi || break; n=5; break; "
+     "done\n((n++))\n", None),
 ])
 def test_a_branch_bash_never_runs_counts_sets_and_changes_nothing(tmp_path, body, level):
     _counter_reads_as_bash_runs(tmp_path, body, level)
@@ -1157,6 +1173,10 @@ def test_a_branch_bash_never_runs_counts_sets_and_changes_nothing(tmp_path, body
     ("set -e\nn=0\n{ n=5; } | cat\n((n++))\n", "fail"),
     ("set -e\nn=0\necho | { n=5; }\n((n++))\n", "fail"),
     ("set -e\nn=0\necho | n=5\n((n++))\n", "fail"),
+    ("set -e\nn=0\ntrue && echo | if true; then n=5; fi\n((n++))\n", "fail"),
+    ("set -e\nn=0\nfalse || echo | if true; then n=5; fi\n((n++))\n", "fail"),
+    ("set -e\nn=0\necho | if true && true; then n=5; fi\n((n++))\n", "fail"),
+    ('set -e\nn=5\n[ -n "${X:-}" ] && echo | if true; then n=0; fi\n((n++))\n', None),
     # … but one set before the pipeline, after `&&`, or in the last element under
     # `lastpipe`, holds
     ("set -e\nn=0\nif true; then n=5; fi\necho | cat\n((n++))\n", None),
