@@ -100,6 +100,9 @@ class Branches:
     testing_on: bool = False
     # the last element of a pipeline (`cat x | if …`): it runs in a subshell
     piped: bool = False
+    # after `&&` / `||` of commands whose status says bash never runs it (`true || if …`):
+    # every part of it is dead (the walk kills it where it opens)
+    never: bool = False
     # a loop's: the spans of its body whose `break` / `continue` / `return` leave no loop of
     # this shell (`true || break`, `( break )`, `{ break; } | cat`), in the order read
     inert: list[tuple[int, int]] = field(default_factory=list)
@@ -236,6 +239,10 @@ def branch_step(walk: BranchWalk, frames: list[Branches], step: str, patterns: s
         frame.exhaustive |= step == "else" or step == "branch" and matches_everything(patterns)
     if step in ("then", "do"):  # the condition ran: its end is the way to the next or past
         frame.reaching, frame.in_branch = [copy(walk.opts)], True
+        if frame.never:  # (a loop's body bash never runs: no way into it)
+            frame.reaching = []
+            frame.kill(walk, hits, key[0])
+            return None
         if step == "then" and frame.kind == "if":
             # a condition bash's semantics decide (`if true`, `elif false`): the branch runs
             # whenever the condition is reached (no way past it), or never

@@ -43,6 +43,7 @@ from bot.core.launcher_lint.syntax import (
     lists_and_branches,
     next_text,
     piped_compound,
+    runs_after,
 )
 from bot.core.launcher_lint.tee import TRAILING_RE, may_tee, tee_pipelines
 from bot.core.shell_lexer import (
@@ -199,6 +200,14 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits):
             self.depth -= 1
             self.group_loop = outer
 
+    def _runs_after_heads(self, whole: str, off: int, at_branch: bool) -> bool | None:
+        """Whether bash runs the compound that ends the and-or list `whole` (at `off`, after
+        the keywords that start it: `do false || if …`) whenever it reaches it (syntax.
+        runs_after)."""
+        cut, _steps = keyword_prefix(whole, at_branch)
+        heads = split_top_level(whole[cut:], off + cut, ("&&", "||"), self.memo)[:-1]
+        return runs_after(heads, self.script_text)
+
     def _piped(self, rest: str, off: int) -> bool:
         """Is `rest` (what follows a compound's closing keyword, at `off`) a pipe to its next
         element (`| cat`, `2>&1 | tee log`), not after `&&` / `||`?"""
@@ -238,6 +247,9 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits):
             # list of its own, bash running it or not
             tail = compound_tail(whole, off + lead, self.memo) if (
                 "&&" in whole or "||" in whole) else None
+            # … that bash runs whenever it reaches the list (`false || if …`), never, or maybe
+            tail_runs = None if tail is None else self._runs_after_heads(
+                whole, off + lead, idx in branches)
             # `cat x | if …`: the compound after a pipe is read as one on a list of its own
             # too; it runs in a subshell (without `lastpipe`), as one before a pipe does
             piped = piped_compound(whole, off + lead, self.memo) if (
@@ -261,7 +273,7 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits):
                 in_subshell = cut > 0 and (_op == "&" and part == len(parts) - 1
                                            or self._piped(lst[cut:], lst_off + cut))
                 if steps:
-                    skip = copy(self.opts) if part else None
+                    skip = copy(self.opts) if part and not (piped is None and tail_runs) else None
                     exempt = lst[cut:].lstrip().startswith(("&&", "||"))
                     for k in range(first_step if part == first_part else 0, len(steps)):
                         step, patterns = steps[k]
@@ -272,6 +284,11 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits):
                                                  skip if k == 0 else None)
                         if back is not None:
                             break
+                        if tail_runs is False and part == 1 and frames and (
+                                frames[-1].key == (lst_off, k)):
+                            # (`true || if …`: bash never runs any of it)
+                            frames[-1].never, frames[-1].reaching = True, []
+                            frames[-1].kill(self, hits, lst_off)
                         if piped is not None and part == 1 and frames and (
                                 frames[-1].key == (lst_off, k)):
                             frames[-1].piped = True  # (the compound it opens is piped)
@@ -281,6 +298,8 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits):
                                         and closing.skipped is None and not sub)
                         if closing is not None and sub:
                             self.piped.append((closing.key[0], lst_off + len(lst)))
+                        if closing is not None and (sub or closing.never):
+                            # (its `break` / `continue` leave no loop of this shell)
                             self._in_subshell(frames, closing.key[0], lst_off + len(lst))
                     if back is not None:
                         break

@@ -12,7 +12,7 @@ from typing import Protocol
 
 from bot.core.launcher_lint.branches import Branches, BranchWalk
 from bot.core.launcher_lint.model import MAX_DEPTH, Hit
-from bot.core.launcher_lint.syntax import constant_status, keyword_prefix
+from bot.core.launcher_lint.syntax import constant_status, keyword_prefix, runs_after
 from bot.core.shell_lexer import CASE_BRANCH_ENDS, Memo, group_end, split_top_level
 
 #: A `break` / `continue` on a list of its own (`break 2` too: it leaves this loop as well).
@@ -70,17 +70,8 @@ class LoopExits:
         after `&&` / `||` of commands whose status bash's semantics decide (`true && break`,
         `false || continue`)?"""
         *heads, (last, _o, _op) = split_top_level(command, off, ("&&", "||"), self.memo)
-        if not LEAVE_LOOP_RE.fullmatch(last.strip()):
-            return False
-        runs, status = True, True
-        for element, _off, op in heads:
-            if runs:
-                known = constant_status(element, self.script_text)
-                if known is None:
-                    return False
-                status = known
-            runs = status if op == "&&" else not status
-        return runs
+        return bool(LEAVE_LOOP_RE.fullmatch(last.strip())) and runs_after(
+            heads, self.script_text) is True
 
     def _leaving_list(self: _Walk, frames: list[Branches], hits: list[Hit], lst: str, off: int,
                       closed_left: bool, end: int) -> None:

@@ -155,6 +155,23 @@ _CONSTANT_DEFINED_RE = re.compile(
     r"|(true|:|false|\[|test)\s*\(\s*\))")
 
 
+def runs_after(heads: list[tuple[str, int, str]], text: str) -> bool | None:
+    """Whether bash runs the command of an and-or list after `heads` (its elements before it,
+    each with the `&&` / `||` after it), as the statuses bash's semantics decide
+    (constant_status, the script `text`'s functions taken into account) say: always (`false
+    ||`, `true &&`, none), never (`true ||`, `false &&`), or None when a status it needs is
+    not known (`[ -n "$X" ] &&`)."""
+    runs, status = True, True
+    for element, _off, op in heads:
+        if runs:
+            known = constant_status(element, text)
+            if known is None:
+                return None
+            status = known
+        runs = status if op == "&&" else not status
+    return runs
+
+
 @functools.lru_cache(maxsize=8)
 def _defined_names(text: str) -> frozenset[str]:
     """The names of _CONSTANT_CONDITION_RE the script `text` defines a function of, read once

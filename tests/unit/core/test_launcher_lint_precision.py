@@ -1138,6 +1138,44 @@ def _counter_reads_as_bash_runs(tmp_path, body: str, level: str | None) -> None:
     # … but one after `||` runs in the script's shell
     ("set -e\nn=0\nwhile true; do echo || if true; then break; fi; break; done\n((n++))\n",
      "fail"),
+    # an `if` / `case` after `&&` / `||` of commands whose status is known, that bash runs
+    # whenever it reaches the list (`false || if …`, `true && if …`), leaves as one on a list
+    # of its own does; one after a status not known may not run
+    ("set -e\nn=0\nwhile true; do false || if true; then break; fi; n=5; break; done\n"
+     "((n++))\n", "fail"),
+    ("set -e\nn=5\nwhile true; do false || if true; then break; fi; n=0; break; done\n"
+     "((n++))\n", None),
+    ("set -e\nn=0\nwhile true; do true && if true; then break; fi; n=5; break; done\n"
+     "((n++))\n", "fail"),
+    ("set -e\nn=0\nfor i in 1 2; do false || if true; then continue; fi; n=5; done\n"
+     "((n++))\n", "fail"),
+    ("set -e\nn=0\nwhile true; do false && true || if true; then break; fi; n=5; break; done\n"
+     "((n++))\n", "fail"),
+    ('set -e\nn=0\nwhile true; do false || if [ -n "${X:-}" ]; then break; else break; fi; '
+     "n=5; break; done\n((n++))\n", "fail"),
+    ("set -e\nn=0\nwhile true; do if true; then false || if true; then break; fi; fi; n=5; "
+     "break; done\n((n++))\n", "fail"),
+    ("set -e\nfalse || if true; then set +e; fi\nn=0\n((n++))\n", None),
+    ('set -e\nn=0\nwhile true; do [ -n "${X:-}" ] || if true; then break; fi; n=5; break; '
+     "done\n((n++))\n", "warn"),
+    # … and one such a status says bash never runs (`true || if …`, `false && while …`) runs
+    # nothing: it counts, sets, leaves and changes nothing
+    ("set -e\nn=0\nwhile true; do true || if true; then break; fi; n=5; break; done\n"
+     "((n++))\n", None),
+    ("set -e\nn=5\nwhile true; do true || if true; then break; fi; n=0; break; done\n"
+     "((n++))\n", "fail"),
+    ("set -e\nn=0\nwhile true; do true || if true; then if true; then break; fi; fi; n=5; "
+     "break; done\n((n++))\n", None),
+    ("set -e\nn=5\ntrue || if true; then n=0; fi\n((n++))\n", None),
+    ('set -e\nn=5\ntrue || if [ -n "${X:-}" ]; then n=0; elif true; then n=0; else n=0; fi\n'
+     "((n++))\n", None),
+    ("set -e\nn=5\ntrue || while true; do n=0; break; done\n((n++))\n", None),
+    ("set -e\nn=5\nfalse && for i in 1; do n=0; done\n((n++))\n", None),
+    ("set -e\nn=5\ntrue || case x in\n  *) n=0;;\nesac\n((n++))\n", None),
+    ("set -e\nn=0\ntrue || if true; then ((n++)); fi\n", None),
+    ("set -e\ntrue || if true; then set +e; fi\nn=0\n((n++))\n", "fail"),
+    ("n=0\ntrue || if true; then set -e; fi\n((n++))\n", None),
+    ("set -e\nn=5\ntrue && false || if true; then n=0; fi\n((n++))\n", "fail"),
     # a compound after a pipe on a list with `&&` / `||` (after them, or in its condition)
     # runs in a subshell too
     ("set -e\nn=0\nwhile true; do true && echo | if true; then break; fi; n=5; break; done\n"
