@@ -208,6 +208,12 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits):
         heads = split_top_level(whole[cut:], off + cut, ("&&", "||"), self.memo)[:-1]
         return runs_after(heads, self.script_text)
 
+    def _and_or_after(self, rest: str, off: int) -> bool:
+        """Is `rest` (what follows a compound's closing keyword, at `off`) a pipeline followed
+        by `&&` / `||` (`| cat || true`)?"""
+        return ("&&" in rest or "||" in rest) and len(
+            split_top_level(rest, off, ("&&", "||"), self.memo)) > 1
+
     def _piped(self, rest: str, off: int) -> bool:
         """Is `rest` (what follows a compound's closing keyword, at `off`) a pipe to its next
         element (`| cat`, `2>&1 | tee log`), not after `&&` / `||`?"""
@@ -270,11 +276,18 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits):
                 closed_left = False
                 # the compound this list closes runs in a subshell when it is piped or run in
                 # the background (`fi | cat`, `esac &`): it leaves no loop of this shell
-                in_subshell = cut > 0 and (_op == "&" and part == len(parts) - 1
-                                           or self._piped(lst[cut:], lst_off + cut))
+                background = cut > 0 and _op == "&" and part == len(parts) - 1
+                piped_on = cut > 0 and self._piped(lst[cut:], lst_off + cut)
+                in_subshell = background or piped_on
                 if steps:
                     skip = copy(self.opts) if part and not (piped is None and tail_runs) else None
-                    exempt = lst[cut:].lstrip().startswith(("&&", "||"))
+                    # what only `set -e` makes a finding in the compound this list closes does
+                    # not stop the script: before `&&` / `||` (`fi || true`, `fi | cat && x`),
+                    # bash ignores it; in a subshell whose status is not the script's to stop on
+                    # (`fi | cat` without pipefail, `esac &`), it ends that subshell only
+                    exempt = (lst[cut:].lstrip().startswith(("&&", "||")) or background
+                              or piped_on and not (frames and frames[-1].start.pipefail)
+                              or self._and_or_after(lst[cut:], lst_off + cut))
                     for k in range(first_step if part == first_part else 0, len(steps)):
                         step, patterns = steps[k]
                         closing = frames[-1] if frames and step in ("fi", "esac", "done") else None

@@ -1225,6 +1225,33 @@ def test_what_a_pipeline_sets_does_not_hold_past_it(tmp_path, body, level):
     _counter_reads_as_bash_runs(tmp_path, body, level)
 
 
+@pytest.mark.parametrize(("body", "level"), [
+    # `set -e` stopping on a counter in a compound that is not a pipeline's last element
+    # (`fi | cat`) ends that element's subshell only: without pipefail the script goes on, as
+    # it does after one in the background (`fi &`) or before `&&` / `||` (`fi | cat || true`)
+    ("set -e\nn=0\nif true; then ((n++)); fi | cat\n", None),
+    ('set -e\nn=0\nif [ -n "${X:-}" ]; then ((n++)); fi | cat\n', None),
+    ("set -e\nn=0\nif true; then ((n++)); echo hi; fi | cat\n", None),
+    ("set -e\nn=0\nwhile true; do ((n++)); break; done | cat\n", None),
+    ("set -e\nn=0\nfor i in 1; do ((n++)); done 2>&1 | cat\n", None),
+    ("set -e\nn=0\ncase x in *) ((n++));; esac | cat\n", None),
+    ("set -e\nn=0\necho | if true; then ((n++)); fi | cat\n", None),
+    ("set -e\nn=0\nif true; then if true; then ((n++)); fi; fi | cat\n", None),
+    ("set -e\nn=0\ntrue && if true; then ((n++)); fi | cat\n", None),
+    ("set -e\nn=0\nif true; then ((n++)); fi | cat || true\n", None),
+    ("set -e\nn=0\nif true; then ((n++)); fi &\nwait\n", None),
+    ("set -e\nn=0\nif true; then set -o pipefail; ((n++)); fi | cat\n", None),
+    ("set -e\nf() { if true; then ((n++)); fi | cat; }\nn=0\nf\n", None),
+    # … but with pipefail its status is the pipeline's, and so is the last element's: bash
+    # stops
+    ("set -eo pipefail\nn=0\nif true; then ((n++)); fi | cat\n", "fail"),
+    ("set -e\nn=0\necho | if true; then ((n++)); fi\n", "fail"),
+    ("set -e\nn=0\nwhile true; do ((n++)); break; done | cat\n((n++))\n", "fail"),
+])
+def test_a_counter_in_a_piped_compound_stops_bash_as_its_pipeline_does(tmp_path, body, level):
+    _counter_reads_as_bash_runs(tmp_path, body, level)
+
+
 def test_a_constant_condition_the_script_redefines_is_not_decided():
     # `true() { …; }`: bash calls the function, whose status the lint does not read
     script = ("#!/bin/bash\nset -e\ntrue() { [ -n \"$X\" ]; }\nn=0\n"
