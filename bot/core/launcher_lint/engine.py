@@ -150,8 +150,9 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits):
         self.exclusive: dict[tuple[int, int], str] = {}  # each if / case running one branch
         self.unset: list[Unset] = []
         self.script_text = script_text  # the original, comments included
-        #: `shopt -s lastpipe` may run a pipeline's last element in the script's shell
-        self.may_lastpipe = "lastpipe" in text
+        #: job control may be on (`set -m`): bash then runs a pipeline's last element in a
+        #: subshell whatever `shopt -s lastpipe` says (_lastpipe)
+        self.may_monitor = re.search(r"\bset\s+[-+](?:\w*m|o\s+monitor\b)", text) is not None
         self.nounset_line: int | None = None
         self.may_read_unset = may_read_unset(text)
         self.may_source_startup = may_source_startup(text)
@@ -208,6 +209,14 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits):
         heads = split_top_level(whole[cut:], off + cut, ("&&", "||"), self.memo)[:-1]
         return runs_after(heads, self.script_text)
 
+    def _lastpipe(self) -> str:
+        """Where the walk is, does bash run a pipeline's last element in the script's shell
+        (`shopt -s lastpipe`, no job control: a script's default)? "on" on every path, "off"
+        on every path, or "maybe" (on some paths, or `set -m` may be on)."""
+        if not self.opts.lastpipe:
+            return "off"
+        return "maybe" if self.opts.lastpipe_partial or self.may_monitor else "on"
+
     def _and_or_after(self, rest: str, off: int) -> bool:
         """Is `rest` (what follows a compound's closing keyword, at `off`) a pipeline followed
         by `&&` / `||` (`| cat || true`)?"""
@@ -230,7 +239,7 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits):
             cmds = split_top_level(element, e_off, ("|",), self.memo)
             if len(cmds) < 2:
                 continue
-            for cmd, c_off, _p in cmds[:-1] if self.may_lastpipe else cmds:
+            for cmd, c_off, _p in cmds[:-1] if self._lastpipe() != "off" else cmds:
                 if "=" in cmd and cmd.strip():
                     lead = len(cmd) - len(cmd.lstrip())
                     self.piped.append((c_off + lead, c_off + len(cmd.rstrip())))
@@ -259,7 +268,10 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits):
             # `cat x | if …`: the compound after a pipe is read as one on a list of its own
             # too; it runs in a subshell (without `lastpipe`), as one before a pipe does
             piped = piped_compound(whole, off + lead, self.memo) if (
-                tail is None and "|" in whole and not self.may_lastpipe) else None
+                tail is None and "|" in whole) else None
+            if piped is not None and self._lastpipe() == "on":
+                # (under `lastpipe` it runs in this shell whenever its pipeline runs)
+                tail_runs = self._runs_after_heads(whole, off + lead, idx in branches)
             tail = piped if tail is None else tail
             parts = ((0, len(whole)),) if tail is None else ((0, tail), (tail, len(whole)))
             first_part, first_step = resume
@@ -280,7 +292,7 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits):
                 piped_on = cut > 0 and self._piped(lst[cut:], lst_off + cut)
                 in_subshell = background or piped_on
                 if steps:
-                    skip = copy(self.opts) if part and not (piped is None and tail_runs) else None
+                    skip = copy(self.opts) if part and not tail_runs else None
                     # what only `set -e` makes a finding in the compound this list closes does
                     # not stop the script: before `&&` / `||` (`fi || true`, `fi | cat && x`),
                     # bash ignores it; in a subshell whose status is not the script's to stop on
@@ -304,7 +316,9 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits):
                             frames[-1].kill(self, hits, lst_off)
                         if piped is not None and part == 1 and frames and (
                                 frames[-1].key == (lst_off, k)):
-                            frames[-1].piped = True  # (the compound it opens is piped)
+                            # (the compound it opens is piped: a subshell, but under
+                            # `lastpipe`, where it runs in this shell)
+                            frames[-1].piped = self._lastpipe() != "on"
                         # an `if` / `case` each branch of which leaves the loop (`if c; then
                         # break; else break; fi`): as a `break` bash always runs
                         closed_left |= (closing is not None and closing.leaves_whenever_run

@@ -32,7 +32,6 @@ class _Walk(BranchWalk, Protocol):
     script_text: str
     group_of: tuple[int, Branches, int] | None
     group_loop: tuple[Branches, int] | None
-    may_lastpipe: bool
 
     def _leaving_loop(self, frames: list[Branches]) -> tuple[Branches, int] | None: ...
 
@@ -42,6 +41,8 @@ class _Walk(BranchWalk, Protocol):
 
     def _never_leaving(self, command: str, off: int, depth: int = 0
                        ) -> list[tuple[int, int]]: ...
+
+    def _lastpipe(self) -> str: ...
 
 
 class LoopExits:
@@ -131,20 +132,25 @@ class LoopExits:
                        depth: int = 0) -> list[tuple[int, int]]:
         """The spans of `command` (an and-or list) whose `break` / `continue` / `return`
         leave no loop of this shell: a subshell (`( break )`) or a pipeline's elements, each
-        in a subshell of its own (`{ break; } | cat`; without `lastpipe`), and a `break` /
-        `continue` bash never runs, after `&&` / `||` of commands whose status bash's
-        semantics decide (`true || break`); in a group (`{ ( break ); }`, its lists read
-        alike, a background one whole: `{ break & }`), at most MAX_DEPTH groups deep."""
+        in a subshell of its own (`{ break; } | cat`; all but the last where `lastpipe` is on,
+        none where it may be), and a `break` / `continue` bash never runs, after `&&` / `||`
+        of commands whose status bash's semantics decide (`true || break`); in a group (`{ (
+        break ); }`, its lists read alike, a background one whole: `{ break & }`), at most
+        MAX_DEPTH groups deep."""
         spans = []
         runs: bool | None = True
         status = True
+        lastpipe = self._lastpipe()
         for element, e_off, op in split_top_level(command, off, ("&&", "||"), self.memo):
             body = element.strip()
+            pipes = split_top_level(element, e_off, ("|",), self.memo) if (
+                lastpipe != "maybe") else []
             if (body.startswith("(") and not body.startswith("((")
-                    or not self.may_lastpipe
-                    and len(split_top_level(element, e_off, ("|",), self.memo)) > 1
+                    or lastpipe == "off" and len(pipes) > 1
                     or runs is False and LEAVE_LOOP_RE.fullmatch(body)):
                 spans.append((e_off, e_off + len(element)))
+            elif lastpipe == "on" and len(pipes) > 1:  # (all but the last, in this shell)
+                spans.extend((p_off, p_off + len(p)) for p, p_off, _op in pipes[:-1])
             elif body.startswith("{") and body[1:2].isspace() and depth < MAX_DEPTH:
                 b_off = e_off + len(element) - len(element.lstrip())
                 close = group_end(body, 0, b_off, self.memo)

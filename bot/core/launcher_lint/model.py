@@ -61,6 +61,10 @@ class Opts:
     # fi`), where it applies on the runs that take them
     errexit_in_body: bool = False
     errexit_in_body_partial: bool = False
+    # `shopt -s lastpipe` may be on (`lastpipe`), on some of the paths only (`lastpipe_partial`):
+    # a pipeline's last element runs in the script's shell where it is on
+    lastpipe: bool = False
+    lastpipe_partial: bool = False
 
     @property
     def pipefail_sure(self) -> bool:
@@ -82,13 +86,15 @@ def either(paths: list[Opts]) -> Opts:
     or `if`, a loop's passes), each read the way that finds more, so no check misses a path:
     errexit, pipefail (for the empty-match check), nounset and inherit_errexit on if on any
     path (errexit_partial, pipefail_partial when not on every path); pipefail off for the tee
-    check (`pipefail_sure`) and nullglob off if off on any path; errexit_line the earliest,
-    errexit_off_line, pipefail_line and pipefail_off_line the latest."""
+    check (`pipefail_sure`) and nullglob off if off on any path; lastpipe on if on any path
+    (lastpipe_partial when not on every path); errexit_line the earliest, errexit_off_line,
+    pipefail_line and pipefail_off_line the latest."""
     lines = [p.errexit_line for p in paths if p.errexit_line is not None]
     off_lines = [p.errexit_off_line for p in paths if p.errexit_off_line is not None]
     pipefail_lines = [p.pipefail_line for p in paths if p.pipefail_line is not None]
     pipefail_off_lines = [p.pipefail_off_line for p in paths if p.pipefail_off_line is not None]
     pipefail = any(p.pipefail for p in paths)
+    lastpipe = any(p.lastpipe for p in paths)
     errexit = any(p.errexit for p in paths)
     in_body = any(p.errexit_in_body for p in paths)
     return Opts(
@@ -106,6 +112,9 @@ def either(paths: list[Opts]) -> Opts:
         errexit_in_body=in_body,
         errexit_in_body_partial=in_body and not all(
             p.errexit_in_body and not p.errexit_in_body_partial for p in paths),
+        lastpipe=lastpipe,
+        lastpipe_partial=lastpipe and not all(
+            p.lastpipe and not p.lastpipe_partial for p in paths),
     )
 
 

@@ -50,6 +50,8 @@ def apply_option_words(opts: Opts, words: list[str], line: int) -> bool:
                 opts.nullglob = on
             elif name == "inherit_errexit":
                 opts.inherit_errexit = on
+            elif name == "lastpipe":
+                opts.lastpipe, opts.lastpipe_partial = on, False
     return nounset_on
 
 

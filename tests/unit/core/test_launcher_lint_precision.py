@@ -1138,6 +1138,16 @@ def _counter_reads_as_bash_runs(tmp_path, body: str, level: str | None) -> None:
     # … but one after `||` runs in the script's shell
     ("set -e\nn=0\nwhile true; do echo || if true; then break; fi; break; done\n((n++))\n",
      "fail"),
+    # under `lastpipe` a pipeline's last element runs in the script's shell: its `break`
+    # leaves the loop; the other elements' do not
+    ("set -e\nshopt -s lastpipe\nn=0\nwhile true; do echo | if true; then break; fi; n=5; "
+     "break; done\n((n++))\n", "fail"),
+    ("set -e\nshopt -s lastpipe\nn=0\nwhile true; do true && echo | if true; then break; fi; "
+     "n=5; break; done\n((n++))\n", "fail"),
+    ("set -e\nshopt -s lastpipe\nn=0\nwhile true; do { break; } | cat; n=5; break; done\n"
+     "((n++))\n", None),
+    ("set -e\nshopt -s lastpipe\nn=0\nwhile true; do if true; then break; fi | cat; n=5; "
+     "break; done\n((n++))\n", None),
     # an `if` / `case` after `&&` / `||` of commands whose status is known, that bash runs
     # whenever it reaches the list (`false || if …`, `true && if …`), leaves as one on a list
     # of its own does; one after a status not known may not run
@@ -1220,6 +1230,18 @@ def test_a_branch_bash_never_runs_counts_sets_and_changes_nothing(tmp_path, body
     ("set -e\nn=0\nif true; then n=5; fi\necho | cat\n((n++))\n", None),
     ("set -e\nn=0\nn=5 && echo | cat\n((n++))\n", None),
     ("set -e\nshopt -s lastpipe\nn=0\necho | n=5\n((n++))\n", None),
+    ("set -e\nshopt -s lastpipe\nn=0\necho | if true; then n=5; fi\n((n++))\n", None),
+    ("set -e\nshopt -s lastpipe\nn=0\necho | while true; do n=5; break; done\n((n++))\n",
+     None),
+    ("set -e\nshopt -s lastpipe\nn=0\ntrue && echo | if true; then n=5; fi\n((n++))\n", None),
+    # … not one before the pipe, nor where `lastpipe` is off again, or job control is on
+    # (`set -m`), or a script only says the word
+    ("set -e\nshopt -s lastpipe\nn=0\nif true; then n=5; fi | cat\n((n++))\n", "fail"),
+    ("set -e\nshopt -s lastpipe\nn=0\n{ n=5; } | cat\n((n++))\n", "fail"),
+    ("set -e\nshopt -s lastpipe\nshopt -u lastpipe\nn=0\necho | if true; then n=5; fi\n"
+     "((n++))\n", "fail"),
+    ("set -em\nshopt -s lastpipe\nn=0\necho | if true; then n=5; fi\n((n++))\n", "fail"),
+    ("set -e\necho lastpipe\nn=0\necho | if true; then n=5; fi\n((n++))\n", "fail"),
 ])
 def test_what_a_pipeline_sets_does_not_hold_past_it(tmp_path, body, level):
     _counter_reads_as_bash_runs(tmp_path, body, level)
