@@ -2,7 +2,8 @@
 thread root with one row per task (state, progress, outcome) within Slack's limits however
 many tasks it has (`build_array_root`), each task's retry budget (`task_retries_used`), and
 what cancelling, holding or releasing a whole array did to which of its tasks
-(`array_control`, `task_range`)."""
+(`array_control`, `task_range`), and whether the store's record settles that a job is no
+array's (`recorded_plain`)."""
 
 from __future__ import annotations
 
@@ -297,3 +298,14 @@ def array_control(array_job_id: int, records: Iterable[JobRecord]) -> ArrayContr
         return task_range(array_job_id, ids) if ids else None
     return ArrayControl(shown(running), shown(waiting), not_started, shown(ended),
                         shown(suspended), shown(stopped))
+
+
+def recorded_plain(chain_kind: str | None, array_task: int | None) -> bool:
+    """Whether the store's record of a job (its attempt's array task, its chain's kind; None:
+    no chain) settles that it is a job of no array, so that controlling it needs no look at
+    its array tasks. Only an adopted job's does: `/train watch` asked Slurm, which listed it
+    as no array's (an array's id is adopted as an "array" chain). A recipe's run ("run") is
+    recorded as it was submitted, and its batch script may ask for an array itself
+    (`#SBATCH --array=0-3`, `-a`; or its site wrapper may pass `--array`): only Slurm knows
+    then. An array task's attempt is a task, never a whole array."""
+    return chain_kind == "adopted" and array_task is None

@@ -17,7 +17,7 @@ from typing import Any
 from bot.cluster.errors import ClusterError, ClusterUnavailable
 from bot.config import Config
 from bot.core import train_grammar as c
-from bot.core.arrays import ArrayControl, array_control
+from bot.core.arrays import ArrayControl, array_control, recorded_plain
 from bot.core.authz import Decision, can_submit
 from bot.core.findings import Finding
 from bot.core.slurm.records import JobRecord
@@ -307,15 +307,17 @@ def _control(ctx: BotContext, cmd: c.JobControl, actor: str, channel: str | None
 
 
 def _plain_job(ctx: BotContext, target: _Target) -> bool:
-    """Whether the store, as the command found the job (`_target`), records it as a plain job,
-    no array's: an attempt of a run or an adopted job, no task of an array. Its control then
-    asks Slurm nothing more than the action: no array tasks to read. A job the store does not
-    record (an approver's control of a job trainbot never saw) may be an array's."""
+    """Whether the store, as the command found the job (`_target`), settles that it is a
+    plain job, no array's (bot.core.arrays.recorded_plain: an adopted job of no array). Its
+    control then asks Slurm nothing more than the action: no array tasks to read. A recipe's
+    run may be an array its batch script asked for (`#SBATCH --array`), and a job the store
+    does not record (an approver's control of a job trainbot never saw) may be an array's:
+    Slurm is asked (`_whole_array`)."""
     attempt = target.attempt
-    if attempt is None or attempt.array_task is not None:
+    if attempt is None:
         return False
     chain = ctx.store.chains.get(attempt.chain_id)
-    return chain is not None and not chain.is_array
+    return recorded_plain(chain.kind if chain is not None else None, attempt.array_task)
 
 
 def _whole_array(slurm: Slurm, job_id: int, verb: str) -> ArrayControl | None:
@@ -324,7 +326,7 @@ def _whole_array(slurm: Slurm, job_id: int, verb: str) -> ArrayControl | None:
     task still running or waiting, `scontrol hold|release 6101` holds or releases every
     task still waiting (bot.core.arrays.array_control, from the tasks' records just before
     it). None for any other job, or when the tasks cannot be read: the action goes ahead,
-    its reply names the id alone as before. Not asked of a job the store records as no
+    its reply names the id alone as before. Not asked of a job the store settles is no
     array's (`_plain_job`); for another, Slurm.array_tasks asks sacct only when squeue does
     not list the id as a plain job."""
     try:

@@ -173,13 +173,17 @@ sleep 300
 
 
 @contextmanager
-def _one_ended_two_running_one_waiting(slurm_cluster, slack_bot, tmp_path: Path, tag: str
+def _one_ended_two_running_one_waiting(slurm_cluster, slack_bot, tmp_path: Path, tag: str, *,
+                                       in_script: bool = False
                                        ) -> Iterator[tuple[Any, SlurmClient, int,
                                                            dict[int | None, JobRecord]]]:
     """The bot's services (W0LEAD may control any job) and a LONG_ARRAY_JOB array of 4 tasks
     run two at a time, once task 0 has ended, 1-2 run and the last waits: (the services, the
     cluster's Slurm client, the array id, its tasks by task id as then seen: the last task
-    waiting is listed as task 3 or as the array's pending remainder, None). Cancelled after."""
+    waiting is listed as task 3 or as the array's pending remainder, None). Cancelled after.
+    `in_script`: the script's own `#SBATCH --array=0-3%2` asks for the array (no `--array`
+    on sbatch's command line), and the store records the job as a recipe's plain run, as
+    trainbot's submit of a recipe with no `array:` whose batch script says so does."""
     from slack_standin import SlackStandIn
 
     from bot.config import Config
@@ -192,12 +196,21 @@ def _one_ended_two_running_one_waiting(slurm_cluster, slack_bot, tmp_path: Path,
         runner = ctx.clusters.runner("dev")
         client = ctx.clusters.slurm("dev")
         try:
+            name = f"it-{tag}-{uuid.uuid4().hex[:8]}"
+            script = LONG_ARRAY_JOB
+            if in_script:
+                script = script.replace("#!/bin/bash\n", "#!/bin/bash\n#SBATCH --array=0-3%2\n")
             out = runner.run([
-                "sbatch", "--parsable", "--array=0-3%2",
-                f"--job-name=it-{tag}-{uuid.uuid4().hex[:8]}",
+                "sbatch", "--parsable", *([] if in_script else ["--array=0-3%2"]),
+                f"--job-name={name}",
                 f"--partition={slurm_cluster.partition}", "--time=5", "--mem=64M",
-                f"--output={slurm_cluster.home}/%x-%A_%a.out"], stdin=LONG_ARRAY_JOB).stdout
+                f"--output={slurm_cluster.home}/%x-%A_%a.out"], stdin=script).stdout
             array_id = int(out.strip().split(";")[0])
+            if in_script:  # recorded as a plain run's attempt: the submit saw no array
+                chain = ctx.store.chains.create(recipe="mix", cluster="dev", job_name=name,
+                                                now=time.time())
+                ctx.store.attempts.record(chain_id=chain.id, job_id=str(array_id),
+                                          now=time.time(), state="PENDING")
 
             def settled(tasks: Mapping[int, JobRecord]) -> bool:
                 by = _by_task(tasks)
@@ -244,6 +257,33 @@ def test_cancelling_an_arrays_own_id_cancels_every_task_and_says_which(slurm_clu
         # task 3 never started: cancelled in the queue (the remainder, or its own row)
         assert all(r.state == "CANCELLED" for k, r in by.items() if k not in (0, 1, 2))
         assert set(by) - {0, 1, 2}, by  # Slurm still lists the task that never ran
+
+
+@pytest.mark.timeout(240)
+def test_cancelling_a_runs_job_its_script_made_an_array_says_which_tasks(slurm_cluster,
+                                                                         slack_bot, tmp_path):
+    """A recipe's run the store records as a plain job (no `array:`), whose batch script's
+    `#SBATCH --array=0-3%2` made it array A: `/train cancel A` reads its tasks from Slurm and
+    the reply says task by task what scancel A did, as for any array."""
+    from bot.core.train_grammar import JobControl
+    from bot.services.train import execute
+
+    with _one_ended_two_running_one_waiting(slurm_cluster, slack_bot, tmp_path, "sarray",
+                                            in_script=True) as (ctx, client, array_id, seen):
+        waiting = (f"waiting {array_id}_3 cancelled" if 3 in seen
+                   else "the tasks not started yet cancelled")
+        reply = execute(ctx, JobControl("cancel", array_id), actor="W0LEAD",
+                        channel="C0TRAIN", now=time.time())
+        assert reply.text == (
+            f"Array {array_id} cancelled by <@W0LEAD>: running {array_id}_[1-2] stopped; "
+            f"{waiting}; {array_id}_0 already ended (left as they were)."), reply.text
+        done = wait_tasks(
+            client, array_id,
+            lambda t: bool(t) and not any(r.is_running or r.is_pending for r in t.values()),
+            timeout=60, what=f"every task of array {array_id} ended")
+        by = _by_task(done)
+        assert by[0].state == "COMPLETED"
+        assert by[1].state == by[2].state == "CANCELLED"
 
 
 @pytest.mark.timeout(240)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bot.core.arrays import new_array_tasks
+from bot.core.arrays import new_array_tasks, recorded_plain
 from bot.core.slurm.records import JobRecord
 
 
@@ -123,3 +123,15 @@ def test_a_stopped_task_is_neither_running_nor_suspended() -> None:
         suspended="6101_3", stopped="6101_[2,4-5]")
     # no stopped task: the field stays None, as before
     assert array_control(6101, records[:2]).stopped is None
+
+
+def test_only_an_adopted_jobs_record_settles_that_it_is_no_arrays() -> None:
+    """`/train watch` asked Slurm of an adopted job; a recipe's run may be an array its batch
+    script asked for (`#SBATCH --array`), which trainbot's record of the submit does not show;
+    an array's chain or task, or no chain, is not a plain job's record."""
+    assert recorded_plain("adopted", None)
+    assert not recorded_plain("run", None)
+    assert not recorded_plain("array", None)
+    assert not recorded_plain(None, None)
+    assert not recorded_plain("adopted", 2)
+    assert not recorded_plain("run", 3)

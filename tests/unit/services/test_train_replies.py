@@ -465,19 +465,56 @@ _ARRAY_6101 = [(6102, "6101_0", "COMPLETED"), (6103, "6101_1", "RUNNING"),
     ("hold", "scontrol", "Job 88017 held by <@W0LEAD>."),
     ("release", "scontrol", "Job 88017 released by <@W0LEAD>."),
 ])
-def test_a_plain_jobs_control_asks_slurm_only_the_action(store, verb: str, program: str,
-                                                         said: str) -> None:
-    """`/train cancel|hold|release 88017` of a job the store records as a run's attempt (no
-    array's task, in no array's run): the one Slurm command is the action. Before, every
-    control of a whole id first read its array tasks (squeue and sacct) even for a job of no
-    array."""
-    chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=1)
+def test_an_adopted_plain_jobs_control_asks_slurm_only_the_action(store, verb: str,
+                                                                  program: str,
+                                                                  said: str) -> None:
+    """`/train cancel|hold|release 88017` of a job adopted with `/train watch` as no array's
+    (Slurm said so then): the one Slurm command is the action."""
+    chain = store.chains.create(recipe="", cluster="dev", job_name="mix", now=1,
+                                kind="adopted", watched_by="W0LEAD")
     store.attempts.record(chain_id=chain.id, job_id="88017", now=2, state="RUNNING")
     slurm, runner = _client_over({88017: [(88017, "88017", "RUNNING")]})
     ctx = make_context(store, {"dev": slurm})  # type: ignore[dict-item]
     reply = execute(ctx, JobControl(verb, 88017), actor="W0LEAD", channel=None, now=NOW)
     assert reply.text == said
     assert runner.commands() == [program]
+
+
+@pytest.mark.parametrize(("verb", "program", "said"), [
+    ("cancel", "scancel", "Job 88017 cancelled by <@W0LEAD>."),
+    ("hold", "scontrol", "Job 88017 held by <@W0LEAD>."),
+    ("release", "scontrol", "Job 88017 released by <@W0LEAD>."),
+])
+def test_a_runs_plain_jobs_control_asks_squeue_then_the_action(store, verb: str, program: str,
+                                                               said: str) -> None:
+    """`/train cancel|hold|release 88017` of a recipe's run whose job squeue lists as no
+    array's: squeue, then the action (sacct is not asked). The store cannot settle it: the
+    recipe's batch script may ask for an array itself (see the next test)."""
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=1)
+    store.attempts.record(chain_id=chain.id, job_id="88017", now=2, state="RUNNING")
+    slurm, runner = _client_over({88017: [(88017, "88017", "RUNNING")]})
+    ctx = make_context(store, {"dev": slurm})  # type: ignore[dict-item]
+    reply = execute(ctx, JobControl(verb, 88017), actor="W0LEAD", channel=None, now=NOW)
+    assert reply.text == said
+    assert runner.commands() == ["squeue", program]
+
+
+def test_a_runs_job_its_script_made_an_array_is_answered_task_by_task(store) -> None:
+    """Recipe mix has no `array:`, but its batch script carries `#SBATCH --array=0-4`: trainbot
+    submitted a plain run and recorded job 6101 as its attempt, while Slurm made it array
+    6101. `/train cancel 6101` reads its tasks and says what the scancel did to each, as for
+    any array. Before, the store's record was taken to settle that the job was no array's:
+    scancel alone, and "Job 6101 cancelled by <@W0LEAD>.", the tasks unnamed."""
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="sweep", now=1)
+    store.attempts.record(chain_id=chain.id, job_id="6101", now=2, state="PENDING")
+    slurm, runner = _client_over({6101: _ARRAY_6101})
+    ctx = make_context(store, {"dev": slurm})  # type: ignore[dict-item]
+    reply = execute(ctx, JobControl("cancel", 6101), actor="W0LEAD", channel=None, now=NOW)
+    assert reply.text == ("Array 6101 cancelled by <@W0LEAD>: running 6101_[1-2] stopped; the "
+                          "tasks not started yet cancelled; 6101_0 already ended (left as they "
+                          "were).")
+    assert runner.commands() == ["squeue", "sinfo", "sacct", "scancel"]
+    assert runner.argvs()[-1] == ["scancel", "6101"]
 
 
 def test_a_job_the_store_does_not_record_is_read_once_to_tell_an_array(store) -> None:
