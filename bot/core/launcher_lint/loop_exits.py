@@ -12,11 +12,12 @@ from typing import Protocol
 
 from bot.core.launcher_lint.branches import Branches, BranchWalk
 from bot.core.launcher_lint.model import MAX_DEPTH, Hit
-from bot.core.launcher_lint.syntax import constant_status, keyword_prefix, runs_after
+from bot.core.launcher_lint.syntax import constant_status, keyword_prefix, loop_runs, runs_after
 from bot.core.shell_lexer import CASE_BRANCH_ENDS, Memo, group_end, split_top_level
 
-#: A `break` / `continue` on a list of its own (`break 2` too: it leaves this loop as well).
-LEAVE_LOOP_RE = re.compile(r"(?:break|continue)(?:[ \t]+[0-9]+)?")
+#: A `break` / `continue` on a list of its own (`break 2` too: it leaves this loop as well, and
+#: as many loops around it as its number says, all of them when there are fewer).
+LEAVE_LOOP_RE = re.compile(r"(?:break|continue)(?:[ \t]+([0-9]+))?")
 #: What a `break`, `continue` or `return` may be in (syntax.loop_leaves_at's words).
 MAY_LEAVE_RE = re.compile(r"break|continue|return")
 #: Redirections after a group (`{ …; } > f 2>&1`): bash still runs it in this shell.
@@ -30,6 +31,7 @@ class _Walk(BranchWalk, Protocol):
 
     memo: Memo
     script_text: str
+    text: str
     group_of: tuple[int, Branches, int] | None
     group_loop: tuple[Branches, int] | None
 
@@ -38,6 +40,11 @@ class _Walk(BranchWalk, Protocol):
     def _certainly_leaves(self, command: str, off: int) -> bool: ...
 
     def _inner_loop(self, frames: list[Branches]) -> Branches | None: ...
+
+    def _loops_around(self, frames: list[Branches], loop: Branches, count: int
+                      ) -> list[tuple[Branches, int]]: ...
+
+    def _crosses(self, loop: Branches) -> bool: ...
 
     def _never_leaving(self, command: str, off: int, depth: int = 0
                        ) -> list[tuple[int, int]]: ...
@@ -91,6 +98,13 @@ class LoopExits:
             # bash may skip)
             loop, before = leaving
             loop.leave(self, hits, end, before)
+            # `break 2` / `continue 2`: the loops around it it leaves too (their bodies' rest
+            # never runs either), where it runs whenever they reach it
+            last = split_top_level(command, off, ("&&", "||"), self.memo)[-1][0].strip()
+            count = LEAVE_LOOP_RE.fullmatch(last) if certain and not closed_left else None
+            if count is not None and count.group(1) and int(count.group(1)) > 1:
+                for outer, o_before in self._loops_around(frames, loop, int(count.group(1)) - 1):
+                    outer.leave(self, hits, end, o_before)
             return
         if certain and frames and frames[-1].kind in ("if", "case") and frames[-1].in_branch:
             frames[-1].branch_left = True  # (the branch it is in leaves whenever it runs)
@@ -116,6 +130,40 @@ class LoopExits:
             inner = self.group_loop[0]  # (through the `if`s / `case`s of the group)
         return inner if inner is not None and inner.in_branch else None
 
+    def _loops_around(self: _Walk, frames: list[Branches], loop: Branches, count: int
+                      ) -> list[tuple[Branches, int]]:
+        """The `count` loops around `loop` (one of `frames`, or the one this walk reads a group
+        of the body of) that a `break N` / `continue N` leaving `loop` leaves too, as
+        _leaving_loop's: each with the number of hits its walk had before this one's. Bash
+        leaves them (all there are, when `count` is more) when every loop it crosses makes a
+        pass whenever reached (`while true`, `for i in 1 2`, syntax.loop_runs) and runs in
+        this shell, and each `if` / `case` on the way runs the branch whenever reached; where
+        one may not, the loops past it are not taken as left (they may be, on some runs)."""
+        found: list[tuple[Branches, int]] = []
+        crossing = loop
+        index = next((k for k, f in enumerate(frames) if f is loop), None)
+        for frame in reversed(frames[:index] if index is not None else []):
+            if frame.kind in ("while", "for"):
+                if not (self._crosses(crossing) and frame.in_branch):
+                    return found  # (not one whose condition it is in: `while …; do`)
+                found.append((frame, 0))
+                if len(found) == count:
+                    return found
+                crossing = frame
+            elif not (frame.certain and frame.in_branch and frame.skipped is None
+                      and not frame.piped and not frame.never and frame.dead is None):
+                return found
+        if (index is not None and self.group_loop is not None and self._crosses(crossing)
+                and self.group_loop[0] is not crossing):
+            found.append(self.group_loop)  # (the loop whose body's group this walk reads)
+        return found
+
+    def _crosses(self: _Walk, loop: Branches) -> bool:
+        """Does a `break N` in `loop`'s body bash runs whenever it reaches it get past `loop`
+        to the loop around it: its body, in this shell, runs whenever its keyword is reached?"""
+        return (loop.in_branch and loop.skipped is None and not loop.piped and not loop.never
+                and loop.dead is None and loop_runs(self.text, loop.key[0], loop.key[0]))
+
     def _in_subshell(self: _Walk, frames: list[Branches], hits_from: int, end: int) -> None:
         """The text from `hits_from` to `end` (a background list, `break &`, or an `if` /
         `case` that is piped or run in the background, `fi | cat`, `esac &`) runs in a
@@ -125,8 +173,12 @@ class LoopExits:
         if inner is None:
             return
         inner.inert.append((hits_from, end))
-        if inner.left is not None and inner.left[1] > hits_from:
-            inner.left = None
+        # (a `break 2` in it that was read as leaving loops around it left none of them)
+        loops = [f for f in frames if f.kind in ("while", "for")] + (
+            [self.group_loop[0]] if self.group_loop is not None else [])
+        for loop in loops:
+            if loop.left is not None and loop.left[1] > hits_from:
+                loop.left = None
 
     def _never_leaving(self: _Walk, command: str, off: int,
                        depth: int = 0) -> list[tuple[int, int]]:

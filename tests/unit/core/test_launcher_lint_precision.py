@@ -1135,6 +1135,31 @@ def _counter_reads_as_bash_runs(tmp_path, body: str, level: str | None) -> None:
      "break; done\n((n++))\n", None),
     ("set -e\nn=0\nwhile true; do while true; do break 2; done | cat; n=5; break; done\n"
      "((n++))\n", None),
+    # `break N` / `continue N` leaves N loops (all there are when fewer): the rest of each
+    # body never runs, where bash runs it whenever it reaches it
+    ("set -e\nn=0\nfor i in 1; do while true; do break 2; done; n=5; done\n((n++))\n", "fail"),
+    ("set -e\nn=5\nwhile true; do while true; do break 2; n=0; done; n=0; break; done\n"
+     "((n++))\n", None),
+    ("set -e\nn=0\nfor i in 1; do while true; do break 3; done; n=5; done\n((n++))\n", "fail"),
+    ("set -e\nn=0\nfor i in 1 2; do while true; do continue 2; done; n=5; done\n((n++))\n",
+     "fail"),
+    ("set -e\nn=0\nfor i in 1; do while true; do if true; then break 2; fi; done; n=5; done\n"
+     "((n++))\n", "fail"),
+    ("set -e\nn=0\nfor i in 1; do if true; then while true; do true && break 2; done; fi; "
+     "n=5; done\n((n++))\n", "fail"),
+    ("set -e\nn=0\nfor i in 1; do { while true; do break 2; done; }; n=5; done\n((n++))\n",
+     "fail"),
+    ("set -e\nshopt -s lastpipe\nn=0\necho | for i in 1; do while true; do break 2; done; "
+     "n=5; done\n((n++))\n", "fail"),
+    # … not past a loop that may make no pass, nor one bash may not reach, nor in a subshell
+    ('set -e\nn=0\nfor i in 1; do while [ -n "${X:-}" ]; do break 2; done; n=5; done\n'
+     "((n++))\n", "warn"),
+    ('set -e\nn=0\nfor i in 1; do while true; do [ -n "${X:-}" ] && break 2; break; done; '
+     "n=5; done\n((n++))\n", "warn"),
+    ("set -e\nn=0\nfor i in 1; do echo | while true; do break 2; done; n=5; done\n((n++))\n",
+     None),
+    ("set -e\nn=0\nfor i in 1; do while true; do break 2; done | cat; n=5; done\n((n++))\n",
+     None),
     # … but one after `||` runs in the script's shell
     ("set -e\nn=0\nwhile true; do echo || if true; then break; fi; break; done\n((n++))\n",
      "fail"),
