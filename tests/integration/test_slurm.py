@@ -19,12 +19,29 @@ from cluster_jobs import CommandLineWatch, CountingRunner
 from bot.cluster.errors import ClusterUnavailable, CommandFailed, OutcomeUnknown
 from bot.cluster.slurm import SlurmClient
 from bot.cluster.ssh import CommandResult, SSHRunner
+from bot.core.catalogue import Catalogue
+from bot.core.diagnose import LogAnalysis
+from bot.core.models import Action, Diagnosis
 from bot.core.slurm.records import JobRecord
 from bot.core.slurm.sbatch import SubmitSpec
 
 pytestmark = pytest.mark.integration
 
 PATHS = ["json", "parsable"]
+
+# How sacct -P shows the SIGTERM Slurm sends at the time limit: `0:15` when the batch shell
+# died of it; `15:0` when the shell outlived its child and exited 128+15 = 143, because sacct's
+# print.c takes 128 off an exit code >= 128 (`sacct --json` says return_code 143). Slurm 24.11
+# has given both for the same `sleep 300` script.
+SIGTERM_ACCOUNTED = {(0, 15), (15, 0)}
+
+
+def diagnose(log: str, record: JobRecord) -> Diagnosis:
+    """The watcher's diagnosis of a finished job: its log read against its accounting."""
+    analysis = LogAnalysis(Catalogue.load())
+    analysis.feed_text(log)
+    analysis.finish()
+    return analysis.diagnose(record.accounting())
 
 
 @pytest.fixture(scope="module")
@@ -178,7 +195,8 @@ def test_slow_exit3_kill9_memory_and_time_limit_run_together(slurm_cluster, ssh_
     def timeout_signal_recorded(records: Mapping[int, JobRecord]) -> bool:
         # When the time limit ends the job, accounting can show it (and its batch step)
         # TIMEOUT with 0:0 for a moment, before the batch step's own exit status arrives.
-        return bool(records[ids["timeout"]].signal)
+        record = records[ids["timeout"]]
+        return (record.exit_code, record.signal) in SIGTERM_ACCOUNTED
 
     def all_settled(records: Mapping[int, JobRecord]) -> bool:
         return (all(settled(ids[c], s)(records) for c, s in finals.items())
@@ -190,7 +208,9 @@ def test_slow_exit3_kill9_memory_and_time_limit_run_together(slurm_cluster, ssh_
             f"{r.state} (want {state}), steps {r.step_states}, from {r.source}")
             for case, state in finals.items() if not settled(ids[case], state)(records)]
         if ids["timeout"] in records and not timeout_signal_recorded(records):
-            said.append("timeout: no signal in accounting")
+            r = records[ids["timeout"]]
+            said.append(f"timeout: no SIGTERM in accounting (ExitCode {r.exit_code}:{r.signal}, "
+                        "want 0:15, or 15:0 from a shell that exited 128+15)")
         return "; ".join(said)
 
     records = wait_for(client, list(ids.values()), all_settled, timeout=200,
@@ -203,9 +223,19 @@ def test_slow_exit3_kill9_memory_and_time_limit_run_together(slurm_cluster, ssh_
     assert mem.mem_limit_bytes == 100 * 1024**2
     assert mem.max_rss_bytes is not None and mem.max_rss_bytes > mem.mem_limit_bytes
     assert "exceeded memory limit" in read_remote(ssh_runner, mem.stdout_path)
-    assert timeout.state == "TIMEOUT" and timeout.signal == 15  # batch step got SIGTERM
+    assert timeout.state == "TIMEOUT"
+    assert (timeout.exit_code, timeout.signal) in SIGTERM_ACCOUNTED, (
+        f"the time limit's SIGTERM is not in accounting: ExitCode "
+        f"{timeout.exit_code}:{timeout.signal}")
     assert timeout.time_limit_s == 60 and timeout.elapsed_s >= 60
-    assert "DUE TO TIME LIMIT" in read_remote(ssh_runner, timeout.stdout_path)
+    timeout_log = read_remote(ssh_runner, timeout.stdout_path)
+    assert "DUE TO TIME LIMIT" in timeout_log
+    # what the watcher posts: the time limit and its remedy, from the log and from sacct alone
+    for log in (timeout_log, ""):
+        diagnosis = diagnose(log, timeout)
+        assert (diagnosis.class_id, diagnosis.action) == ("time_limit", Action.RESUBMIT), (
+            f"TIMEOUT with ExitCode {timeout.exit_code}:{timeout.signal} and "
+            f"{'its' if log else 'no'} log diagnosed {diagnosis.class_id}/{diagnosis.action}")
 
     # The parsable path reads the same outcomes from the same jobs.
     parsable, _ = make_client(ssh_runner, "parsable")
@@ -215,6 +245,7 @@ def test_slow_exit3_kill9_memory_and_time_limit_run_together(slurm_cluster, ssh_
         other = again[ids[case]]
         assert (other.state, other.exit_code, other.signal) == (
             record.state, record.exit_code, record.signal), case
+    assert diagnose("", again[ids["timeout"]]).class_id == "time_limit"
 
 
 @pytest.mark.parametrize("path", PATHS)
