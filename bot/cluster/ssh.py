@@ -1,13 +1,10 @@
 """The one way trainbot runs anything on a cluster: argv lists over one reused paramiko transport.
 
 Why this shape:
-- The remote command string is built only by `build_command`: the argv, quoted for /bin/sh,
-  travels base64-encoded inside a string that every login shell (sh, dash, bash, zsh, csh,
-  tcsh, fish) passes on untouched, so every argument from a user or the config reaches the
-  remote program byte for byte (no expansion, no history `!`, no injection).
-- Environment values (tokens) never appear on a command line: they travel on the channel's
-  stdin, ahead of the caller's stdin, and the remote /bin/sh exports them before `exec`. A
-  process list on the login node or an error quoting the command shows names only.
+- The remote command string is built only by bot.cluster.command_line.build_command: the argv,
+  quoted for /bin/sh, travels base64-encoded inside a string that every login shell passes on
+  untouched; environment values (tokens) travel on the channel's stdin, never on a command
+  line, so a process list on the login node or an error quoting the command shows names only.
 - Where and as whom to connect (the settings, the ssh config file, the jump host) is
   bot.cluster.endpoint's; connecting is here.
 - Host keys are checked against a known_hosts file with a reject policy: an unknown or changed
@@ -22,7 +19,6 @@ Why this shape:
 
 from __future__ import annotations
 
-import base64
 import logging
 import os
 import re
@@ -37,6 +33,7 @@ import paramiko
 from paramiko.common import cMSG_CHANNEL_REQUEST
 
 from bot.cluster.channels import wait_channel
+from bot.cluster.command_line import ENV_NOT_RECEIVED, build_command, env_stdin
 from bot.cluster.endpoint import (
     Endpoint,
     SSHSettings,
@@ -59,14 +56,7 @@ from bot.core.text import N_, Text
 
 log = logging.getLogger(__name__)
 
-_ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 _READ_CHUNK = 65536
-# csh refuses a word longer than ~8 KiB ("Word too long"): the encoded script is cut into
-# words of this size. The whole string is one argv word of the login shell, which Linux caps
-# at 128 KiB (MAX_ARG_STRLEN): about 95 KiB of quoted argv.
-_B64_WORD = 4000
-# Exit status of the remote wrapper when the environment did not arrive on stdin.
-ENV_NOT_RECEIVED = 125
 
 
 @dataclass(frozen=True)
@@ -90,62 +80,6 @@ class Exchange:
     stdout: bytes
     stderr: bytes
     exit_code: int | None
-
-
-def build_command(argv: Sequence[str], env: Mapping[str, str] | None = None) -> str:
-    """The exact string sshd hands to the login shell (`$SHELL -c STRING`) to run `argv`.
-
-    It is `exec /bin/sh -c '<decoder>' trainbot '<base64>'...`: only letters, digits, `+/=`,
-    spaces and single quotes, which sh, dash, bash, zsh, csh, tcsh and fish all pass on as
-    is. /bin/sh decodes the script: for each name of `env`, one line of stdin holding the
-    value (base64) is read and exported (see `env_stdin`), then `exec argv`, every word
-    single-quoted. Values never appear here, only names. An argv word may hold any byte
-    but NUL (a str is encoded as UTF-8, surrogate escapes giving back raw bytes).
-    """
-    words = [_word_bytes(a) for a in argv]
-    if not words:
-        raise ValueError("empty argv: nothing to run")
-    lines: list[bytes] = []
-    for key in env or {}:
-        if not _ENV_NAME.match(key):
-            raise ValueError(f"environment variable name {key!r} is not a valid shell name")
-        # `&& echo x` then `%x`: command substitution would eat a value's trailing newlines.
-        lines.append(
-            b"IFS= read -r trainbot_v && "
-            + f'{key}=$(printf %s "$trainbot_v" | base64 -d && echo x) && '
-            f'{key}=${{{key}%x}} && export {key} || '
-            f'{{ echo "trainbot: environment variable {key} not received on stdin" >&2; '
-            f"exit {ENV_NOT_RECEIVED}; }}".encode()
-        )
-    lines.append(b"exec " + b" ".join(_sh_quote(w) for w in words))
-    encoded = base64.b64encode(b"\n".join(lines)).decode("ascii")
-    chunks = [encoded[i : i + _B64_WORD] for i in range(0, len(encoded), _B64_WORD)]
-    decoder = 'eval "$(printf %s "$@" | base64 -d)"'
-    return f"exec /bin/sh -c '{decoder}' trainbot " + " ".join(f"'{c}'" for c in chunks)
-
-
-def env_stdin(env: Mapping[str, str] | None) -> bytes:
-    """What `build_command(argv, env)` reads from stdin first: one base64 line per value, in
-    the order of `env`. The caller's own stdin follows it."""
-    out = []
-    for key, value in (env or {}).items():
-        raw = value if isinstance(value, bytes) else str(value).encode("utf-8", "surrogateescape")
-        if b"\0" in raw:  # the message names the variable, never its value
-            raise ValueError(f"environment variable {key!r} holds a NUL byte")
-        out.append(base64.b64encode(raw) + b"\n")
-    return b"".join(out)
-
-
-def _word_bytes(value: str | bytes) -> bytes:
-    raw = value if isinstance(value, bytes) else str(value).encode("utf-8", "surrogateescape")
-    if b"\0" in raw:
-        raise ValueError(f"{value!r} holds a NUL byte, which no command line can carry")
-    return raw
-
-
-def _sh_quote(word: bytes) -> bytes:
-    """`word` as one single-quoted sh word (an assignment-looking `A=b` stays a word)."""
-    return b"'" + word.replace(b"'", b"'\\''") + b"'"
 
 
 class _RejectUnknownHost(paramiko.MissingHostKeyPolicy):
@@ -738,8 +672,10 @@ def _send_signal(chan: paramiko.Channel, name: str) -> None:
 
 
 # Endpoint, SSHSettings, host_key_name, parse_proxy_jump and resolve_endpoint live in
-# bot.cluster.endpoint; they stay importable from here.
+# bot.cluster.endpoint, build_command, env_stdin and ENV_NOT_RECEIVED in
+# bot.cluster.command_line; they stay importable from here.
 __all__ = [
+    "ENV_NOT_RECEIVED",
     "CommandResult",
     "Endpoint",
     "Exchange",

@@ -3,7 +3,7 @@ workdir, after its env_setup, with its env; the node runs bot/probes/dataloader.
 (`python -c`, nothing of trainbot installed there) and prints one JSON line after a marker.
 
 Every word of the argv travels as its own argv word (the SSH runner quotes it, through
-bot.cluster.ssh.build_command); the recipe's env values reach the node as environment
+bot.cluster.command_line.build_command); the recipe's env values reach the node as environment
 (bot.probes.toolchain's carriers), never in the argv. `probe_result` turns the node's output
 into the view the thread's template shows (templates/probe_result.json.j2).
 """
