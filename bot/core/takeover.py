@@ -37,12 +37,11 @@ class RemoteDeadlines:
     def connect_at_most_s(self) -> float:
         """Connecting to the login node at its worst (bot.cluster.ssh.SSHRunner._open_client).
         One host's connection is ended at `connect_s` whatever phase it is in
-        (bot.cluster.ssh.connect_within): the TCP connect, the banner (paramiko's
-        banner_timeout) and the key exchange, then authentication with every key tried
-        (paramiko's auth_timeout is per key); a name's DNS lookup is the resolver's and not
-        counted. Through a jump host: the jump host's connection (`connect_s`), the tunnel's
-        opening there (`connect_s`), then the login node's connection over it
-        (`connect_s`)."""
+        (bot.cluster.ssh.connect_within): its name's DNS lookup, the TCP connect, the banner
+        (paramiko's banner_timeout) and the key exchange, then authentication with every key
+        tried (paramiko's auth_timeout is per key). Through a jump host: the jump host's
+        connection (`connect_s`), the tunnel's opening there (`connect_s`), then the login
+        node's connection over it (`connect_s`; the jump host looks its name up)."""
         return (3 if self.jump else 1) * self.connect_s
 
     @property

@@ -9,6 +9,7 @@ kind (`Peer.requests`). The client is trainbot's own SSHRunner, unchanged.
 
 from __future__ import annotations
 
+import contextlib
 import os
 import socket
 import threading
@@ -181,14 +182,25 @@ def serve_peer(tmp_path: Path, *, sftp_timeout: float) -> Iterator[Peer]:
             t = paramiko.Transport(sock)
             t.add_server_key(host_key)
             t.set_subsystem_handler("sftp", _CountingSFTPServer, _Files, p)
-            t.start_server(server=_Server(p, client_key))
             transports.append(t)
+            try:
+                t.start_server(server=_Server(p, client_key))
+            except (paramiko.SSHException, OSError, EOFError):  # a client that went away
+                t.close()  # (one refusing this host's key): the next one is served
 
-    threading.Thread(target=serve, daemon=True).start()
+    server = threading.Thread(target=serve, daemon=True)
+    server.start()
     try:
         yield p
     finally:
         p.release.set()
+        # Closing alone leaves serve() blocked in accept(), which Linux does not wake, and
+        # the listener's fd number free: a later socket given it (another test's server) then
+        # had its connections taken by this accept when the call was retried, and answered
+        # with an SSH banner. shutdown() ends the accept first.
+        with contextlib.suppress(OSError):
+            listener.shutdown(socket.SHUT_RDWR)
+        server.join(5)
         listener.close()
         for t in transports:
             t.close()

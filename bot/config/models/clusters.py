@@ -42,9 +42,9 @@ class ClusterConfig(_Model):
         "is refused (trainbot runs no local command to connect): use ProxyJump.",
     )
     connect_timeout: float = Field(
-        10.0, gt=0, description="Seconds one SSH connection may take in all (TCP connect, "
-        "banner, key exchange, every key's authentication), each host of a proxy_jump; also "
-        "the wait for a channel to open.")
+        10.0, gt=0, description="Seconds one SSH connection may take in all (its host "
+        "name's DNS lookup, TCP connect, banner, key exchange, every key's authentication), "
+        "each host of a proxy_jump; also the wait for a channel to open.")
     command_timeout: float = Field(
         60.0, gt=0, description="Default seconds one remote command may run before abandoned."
     )

@@ -28,8 +28,8 @@ def test_one_command_at_its_worst_counts_the_retry_the_lock_and_each_hop(
         connect_s: float) -> None:
     """One command at its worst (bot.cluster.ssh): each of two attempts at a session channel
     waits for another thread's connection (one connection's time at most), makes its own,
-    then opens the channel; a connection is one host's (its TCP connect, banner, key
-    exchange and every key's authentication, ended together at connect_s), or through a
+    then opens the channel; a connection is one host's (its name's DNS lookup, TCP connect,
+    banner, key exchange and every key's authentication, ended together at connect_s), or through a
     jump host the jump host's, the tunnel's opening and the login node's; then the run.
     Before, a command counted one connection and one channel (2 × connect_s): the
     reconnect, the lock and the jump host were not counted."""

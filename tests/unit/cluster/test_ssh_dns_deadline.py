@@ -1,0 +1,140 @@
+"""A connection's DNS lookup counts against its connect_timeout (bot.cluster.ssh.connect_within):
+a resolver that hangs on the login node's name, or on the jump host's, fails the connection
+with the usual timed-out error naming that host within the deadline, and the name (not the
+address it resolved to) is what known_hosts is checked against.
+
+The resolver is injected: socket.getaddrinfo, which paramiko and trainbot both call, stalls on
+the names below (or answers them with loopback) and asks the real one for any other name.
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import paramiko
+import pytest
+from support.sftp_peer import Peer, serve_peer
+
+from bot.cluster.errors import ClusterUnavailable, HostKeyRejected
+from bot.cluster.ssh import SSHRunner, SSHSettings
+
+LOGIN = "login.cluster.example"
+BASTION = "bastion.cluster.example"
+STALL_S = 5.0  # how long the hung resolver holds a lookup (the old code waited all of it)
+
+
+@pytest.fixture
+def resolver(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
+    """socket.getaddrinfo with `names`: a name mapped to "stall" hangs (up to STALL_S, until
+    the test ends, then fails as a dead DNS server does), one mapped to "unknown" is not
+    known, one mapped to an address answers it; `asked` lists the lookups of those names."""
+    real = socket.getaddrinfo
+    release = threading.Event()
+    table: dict[str, Any] = {"names": {}, "asked": []}
+
+    def getaddrinfo(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
+        answer = table["names"].get(host)
+        if answer is None:
+            return real(host, port, *args, **kwargs)
+        table["asked"].append(host)
+        if answer == "stall":
+            release.wait(STALL_S)
+            raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+        if answer == "unknown":
+            raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        return real(answer, port, *args, **kwargs)
+
+    monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    try:
+        yield table
+    finally:
+        release.set()
+
+
+def _fails_within(runner: SSHRunner) -> tuple[str, float]:
+    started = time.monotonic()
+    with pytest.raises(ClusterUnavailable) as err:
+        runner.run(["true"])
+    return str(err.value), time.monotonic() - started
+
+
+def test_a_hung_lookup_of_the_login_node_ends_at_connect_timeout(
+        resolver: dict[str, Any]) -> None:
+    resolver["names"][LOGIN] = "stall"
+    runner = SSHRunner(SSHSettings(host=LOGIN, user="u", known_hosts="/nonexistent",
+                                   connect_timeout=0.5))
+    message, took = _fails_within(runner)
+    assert message == (f"ssh to u@{LOGIN}:22 timed out after 0.5 s; is the host up and "
+                       "reachable?")
+    # Each of the two session attempts' connections: 0.5 s each at most. Before, the first
+    # waited for the resolver (STALL_S here; a dead DNS server's timeouts and retries).
+    assert took < runner.deadlines().connect_at_most_s + 1.0 < STALL_S
+    assert resolver["asked"] == [LOGIN]
+
+
+def test_a_hung_lookup_of_the_jump_host_ends_at_connect_timeout_naming_it(
+        resolver: dict[str, Any]) -> None:
+    resolver["names"][BASTION] = "stall"
+    runner = SSHRunner(SSHSettings(host=LOGIN, user="u", known_hosts="/nonexistent",
+                                   proxy_jump=f"jumper@{BASTION}:2222", connect_timeout=0.5))
+    message, took = _fails_within(runner)
+    assert message == (f"ssh to jumper@{BASTION}:2222 timed out after 0.5 s; is the host up "
+                       "and reachable?")
+    assert took < runner.deadlines().connect_at_most_s + 1.0 < STALL_S
+    assert resolver["asked"] == [BASTION]  # the jump host looks the login node up
+
+
+def test_a_name_that_does_not_resolve_still_says_so(resolver: dict[str, Any]) -> None:
+    resolver["names"][LOGIN] = "unknown"
+    runner = SSHRunner(SSHSettings(host=LOGIN, user="u", known_hosts="/nonexistent",
+                                   connect_timeout=5))
+    message, took = _fails_within(runner)
+    assert message == f"cannot connect to u@{LOGIN}:22: [Errno -2] Name or service not known"
+    assert took < 2.0
+
+
+@pytest.fixture
+def peer(tmp_path: Path) -> Iterator[Peer]:
+    with serve_peer(tmp_path, sftp_timeout=5) as p:
+        yield p
+
+
+def _known_hosts(peer: Peer, tmp_path: Path, name: str) -> str:
+    """A known_hosts file holding the peer's key under `name` (the peer's own file has it
+    under 127.0.0.1)."""
+    line = Path(peer.settings.known_hosts).read_text().split(" ", 1)[1]
+    path = tmp_path / f"known_hosts-{name}"
+    path.write_text(f"[{name}]:{peer.port} {line}")
+    return str(path)
+
+
+def test_the_host_key_is_checked_against_the_name_not_its_address(
+        resolver: dict[str, Any], peer: Peer, tmp_path: Path) -> None:
+    resolver["names"][LOGIN] = "127.0.0.1"
+    # known_hosts records the peer's key under its address only: the name is unknown there.
+    with peer.runner(host=LOGIN) as runner, pytest.raises(HostKeyRejected) as err:
+        runner.connect()
+    assert str(err.value).startswith(
+        f"host key for [{LOGIN}]:{peer.port} is not in {peer.settings.known_hosts}; verify it "
+        f"and add it with ssh-keyscan -p {peer.port} {LOGIN} >> ")
+    # Recorded under the name, the same key lets it in.
+    with peer.runner(host=LOGIN, known_hosts=_known_hosts(peer, tmp_path, LOGIN)) as runner:
+        runner.connect()
+        assert runner.is_connected
+    assert resolver["asked"] == [LOGIN, LOGIN]
+
+
+def test_a_changed_key_under_the_name_is_refused(
+        resolver: dict[str, Any], peer: Peer, tmp_path: Path) -> None:
+    resolver["names"][LOGIN] = "127.0.0.1"
+    key = paramiko.ECDSAKey.generate()
+    changed = tmp_path / "known_hosts-changed"
+    changed.write_text(f"[{LOGIN}]:{peer.port} {key.get_name()} {key.get_base64()}\n")
+    with peer.runner(host=LOGIN, known_hosts=str(changed)) as runner, \
+            pytest.raises(HostKeyRejected, match=rf"host key for \[{LOGIN}\]:{peer.port} CHANGED"):
+        runner.connect()
