@@ -338,7 +338,10 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits):
                     if _op != "&":  # (`a || break && b | if …`: the pipeline's elements only)
                         at = split_top_level(lst[cut:], at, ("&&", "||"), self.memo)[-1][1]
                     self._in_subshell(frames, at, lst_off + len(lst))
-                elif tail is None and _op != "&" and (frames or self.group_loop is not None):
+                elif (tail is None or part == 1 and steps and steps[-1][0] == "branch") and (
+                        _op != "&" and (frames or self.group_loop is not None)):
+                    # (one after `&&` / `||` or a pipe: the command on its first pattern's
+                    # line, `false || case x in *) break;; esac`, as one on a line of its own)
                     self._leaving_list(frames, hits, lst[cut:], lst_off + cut, closed_left,
                                        lst_off + len(lst))
                 if frames and frames[-1].kind == "if" and not frames[-1].in_branch:

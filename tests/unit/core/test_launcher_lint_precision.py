@@ -1193,6 +1193,37 @@ def _counter_reads_as_bash_runs(tmp_path, body: str, level: str | None) -> None:
     ("set -e\nfalse || if true; then set +e; fi\nn=0\n((n++))\n", None),
     ('set -e\nn=0\nwhile true; do [ -n "${X:-}" ] || if true; then break; fi; n=5; break; '
      "done\n((n++))\n", "warn"),
+    # … and so does a `case` whose first pattern is on its header's line, after `&&` / `||`
+    # (or a pipe, under `lastpipe`): the command after `*)` runs as one on a line of its own
+    ("set -e\nn=0\nwhile true; do false || case x in *) break;; esac; n=5; break; done\n"
+     "((n++))\n", "fail"),
+    ("set -e\nn=5\nwhile true; do false || case x in *) break;; esac; n=0; break; done\n"
+     "((n++))\n", None),
+    ("set -e\nn=0\nwhile true; do true && case x in *) break;; esac; n=5; break; done\n"
+     "((n++))\n", "fail"),
+    ("set -e\nn=0\nfor i in 1 2; do false || case x in *) continue;; esac; n=5; done\n"
+     "((n++))\n", "fail"),
+    ('set -e\nn=0\nwhile true; do false || case "${X:-}" in 1) break;; *) break;; esac; n=5; '
+     "break; done\n((n++))\n", "fail"),
+    ("set -e\nn=0\nfor i in 1; do while true; do false || case x in *) break 2;; esac; done; "
+     "n=5; done\n((n++))\n", "fail"),
+    ("set -e\nshopt -s lastpipe\nn=0\nwhile true; do echo | case x in *) break;; esac; n=5; "
+     "break; done\n((n++))\n", "fail"),
+    # … not one bash may skip, nor a branch that may not leave, nor one in a subshell
+    ('set -e\nn=0\nwhile true; do [ -n "${X:-}" ] || case x in *) break;; esac; n=5; break; '
+     "done\n((n++))\n", "warn"),
+    ('set -e\nn=0\nwhile true; do false || case "${X:-}" in 1) break;; esac; n=5; break; done\n'
+     "((n++))\n", "warn"),
+    ('set -e\nn=0\nwhile true; do false || case x in *) [ -n "${X:-}" ] && break;; esac; n=5; '
+     "break; done\n((n++))\n", "warn"),
+    ("set -e\nn=0\nwhile true; do echo | case x in *) break;; esac; n=5; break; done\n"
+     "((n++))\n", None),
+    ("set -e\nn=0\nwhile true; do true && echo | case x in *) break;; esac; n=5; break; done\n"
+     "((n++))\n", None),
+    ("set -e\nn=0\nwhile true; do false || case x in *) break;; esac | cat; n=5; break; done\n"
+     "((n++))\n", None),
+    ("set -e\nn=0\nwhile true; do false || case x in *) break;; esac &\nwait; n=5; break; "
+     "done\n((n++))\n", None),
     # … and one such a status says bash never runs (`true || if …`, `false && while …`) runs
     # nothing: it counts, sets, leaves and changes nothing
     ("set -e\nn=0\nwhile true; do true || if true; then break; fi; n=5; break; done\n"
