@@ -142,10 +142,13 @@ def sacct_flag(path: str, log: str) -> Accounting:
 
 
 def with_sacct(flags: Accounting, sacct: Accounting) -> Accounting:
-    """The flags' accounting, each fact no flag gave taken from sacct."""
-    return Accounting(**{name: getattr(sacct, name) if getattr(flags, name) is None
-                         else getattr(flags, name)
-                         for name in Accounting.__dataclass_fields__})
+    """The flags' accounting, each fact no flag gave taken from sacct (the exit code with
+    whether sacct printed it modulo 128)."""
+    values = {name: getattr(sacct, name) if getattr(flags, name) is None
+              else getattr(flags, name) for name in Accounting.__dataclass_fields__}
+    values["exit_code_mod_128"] = (sacct.exit_code_mod_128 if flags.exit_code is None
+                                   else flags.exit_code_mod_128)
+    return Accounting(**values)
 
 
 def now_flag(text: str | None) -> float | None:

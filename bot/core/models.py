@@ -164,6 +164,10 @@ class Accounting:
 
     `state` is the first word of sacct's State (`CANCELLED by 0` -> `CANCELLED`);
     `never_started` is set when the job ended without starting (None: it ran, or unknown).
+    `exit_code_mod_128`: `exit_code` is as `sacct --parsable2` prints it, which takes 128 off
+    an exit status >= 128 (Slurm's sacct print.c), so a shell's 137 (128 + SIGKILL) reads 9;
+    `sacct --json` and squeue give the status itself (False). Compare exit codes through
+    `exit_code_candidates`.
     """
 
     state: str | None = None
@@ -173,6 +177,25 @@ class Accounting:
     mem_limit_bytes: int | None = None
     max_rss_bytes: int | None = None
     never_started: NeverStarted | None = None
+    exit_code_mod_128: bool = False
+
+    @property
+    def exit_code_candidates(self) -> tuple[int, ...]:
+        """The exit statuses `exit_code` may stand for: itself, and N + 128 too when sacct
+        printed it modulo 128 (9 -> 9 or 137); () when unknown. Any but the first is a hint,
+        never a deciding fact."""
+        if self.exit_code is None:
+            return ()
+        if self.exit_code_mod_128 and 0 <= self.exit_code < 128:
+            return (self.exit_code, self.exit_code + 128)
+        return (self.exit_code,)
+
+    def exit_code_reading(self, status: int) -> str:
+        """How `status`, one of `exit_code_candidates`, is read: `exit code 137`, or `exit code
+        9 (sacct prints 137 as 9)` when it is only what the printed code may stand for."""
+        if status == self.exit_code:
+            return f"exit code {status}"
+        return f"exit code {self.exit_code} (sacct prints {status} as {self.exit_code})"
 
     @property
     def is_running(self) -> bool:

@@ -11,6 +11,7 @@ from bot.core.catalogue.dialect import literal_variants
 from bot.core.catalogue.loading import compile_catalogue, read_catalogue_texts
 from bot.core.catalogue.model import AccountingMatch, CatalogueError, FailureClass, Match
 from bot.core.catalogue.scanner import Scanner, Signature
+from bot.core.models import Accounting
 
 
 @lru_cache(maxsize=8)
@@ -76,25 +77,31 @@ class Catalogue:
         return self._scanner.triggers
 
     def classify_state(
-        self, state: str | None, exit_code: int | None = None, signal: int | None = None
+        self, state: str | None, exit_code: int | None = None, signal: int | None = None,
+        *, exit_code_mod_128: bool = False,
     ) -> list[str]:
         """Class ids implied by sacct: deciding states first (e.g. OUT_OF_MEMORY -> host_oom),
         then exit-code / signal hints (137 or signal 9 -> host_oom)."""
-        return list(dict.fromkeys(m.class_id
-                                  for m in self.accounting_matches(state, exit_code, signal)))
+        return list(dict.fromkeys(m.class_id for m in self.accounting_matches(
+            state, exit_code, signal, exit_code_mod_128=exit_code_mod_128)))
 
     def accounting_matches(
-        self, state: str | None, exit_code: int | None = None, signal: int | None = None
+        self, state: str | None, exit_code: int | None = None, signal: int | None = None,
+        *, exit_code_mod_128: bool = False,
     ) -> list[AccountingMatch]:
-        """Like `classify_state`, saying which of them decide (State) and which only hint."""
+        """Like `classify_state`, saying which of them decide (State) and which only hint.
+        `exit_code_mod_128`: the code is as `sacct --parsable2` prints it, 128 off a status
+        >= 128, so 9 hints at what 137 does (Accounting.exit_code_candidates)."""
         first = (state or "").split()[0].upper() if (state or "").strip() else ""
+        acct = Accounting(exit_code=exit_code, exit_code_mod_128=exit_code_mod_128)
         out: list[AccountingMatch] = []
         for fc in sorted(self.classes.values(), key=lambda c: self._order[c.id]):
             if first and first in fc.states:
                 out.append(AccountingMatch(fc.id, True, f"sacct State {first}"))
         for fc in sorted(self.classes.values(), key=lambda c: self._order[c.id]):
-            if exit_code is not None and exit_code in fc.exit_codes:
-                out.append(AccountingMatch(fc.id, False, f"exit code {exit_code}"))
+            status = next((c for c in acct.exit_code_candidates if c in fc.exit_codes), None)
+            if status is not None:
+                out.append(AccountingMatch(fc.id, False, acct.exit_code_reading(status)))
             elif signal is not None and signal in fc.signals:
                 out.append(AccountingMatch(fc.id, False, f"signal {signal}"))
         return out

@@ -574,7 +574,8 @@ def _deciding_accounting(catalogue: Any, acct: Accounting, matches: Sequence[Any
         return []
     logged = {m.class_id for m in matches if not _WRAPPER.search(m.text)}
     out = []
-    for am in catalogue.accounting_matches(acct.state, acct.exit_code, acct.signal):
+    for am in catalogue.accounting_matches(acct.state, acct.exit_code, acct.signal,
+                                           exit_code_mod_128=acct.exit_code_mod_128):
         if am.class_id in catalogue.classes and (am.primary or am.class_id in logged):
             out.append(am.class_id)
     return list(dict.fromkeys(out))
@@ -593,16 +594,20 @@ def _remote_error_symptom(
 
 def _exit_names_no_cause(catalogue: Any, acct: Accounting) -> bool:
     """A FAILED job whose exit status says it failed, not why: an exit code no class claims
-    (1, 2, 255; not 137 or 135, which name a kill and a bus error) and no signal, or an
+    (1, 2, 255; not 137 or 135, which name a kill and a bus error; a `sacct -P` code that may
+    stand for one of them, 9 for 137, names none for sure) and no signal, or an
     abort (SIGABRT, exit 134). An abort is how any native fatal error ends (a failed CHECK or
     assert, an uncaught C++ exception, CUDA's out of memory in C code); it reads as an NCCL
     timeout only with the watchdog's evidence, which a primary signature decides first."""
     if acct.state != "FAILED":
         return False
-    if acct.signal == signal.SIGABRT or (acct.signal in (0, None) and acct.exit_code == 134):
+    if acct.signal == signal.SIGABRT or (
+            acct.signal in (0, None) and 134 in acct.exit_code_candidates):
         return True
-    return acct.signal in (0, None) and not any(
-        not am.primary for am in catalogue.accounting_matches(None, acct.exit_code, None))
+    # sacct's `-P` 7 may be 7 or 135: it names a cause only when each status it may be does
+    return acct.signal in (0, None) and not all(
+        any(not am.primary for am in catalogue.accounting_matches(None, status, None))
+        for status in acct.exit_code_candidates or (None,))
 
 
 def _priority(catalogue: Any, class_id: str) -> int:

@@ -58,6 +58,8 @@ class JobRecord:
     array_job_id: int | None = None
     array_task_id: int | None = None
     source: str = ""
+    # `exit_code` is as `sacct --parsable2` prints it: modulo 128 (137 reads 9; Accounting)
+    exit_code_mod_128: bool = False
 
     @property
     def display_id(self) -> str:
@@ -103,6 +105,7 @@ class JobRecord:
         return Accounting(
             state=self.state,
             exit_code=self.exit_code,
+            exit_code_mod_128=self.exit_code_mod_128,
             signal=self.signal,
             elapsed_s=self.elapsed_s,
             mem_limit_bytes=self.mem_limit_bytes,
@@ -142,9 +145,12 @@ def merge_records(
             for name in ("state", "exit_code", "signal", "elapsed_s", "start_time", "end_time"):
                 theirs = getattr(acct, name)
                 values[name] = theirs if theirs is not None else getattr(live, name)
+            values["exit_code_mod_128"] = (acct.exit_code_mod_128 if acct.exit_code is not None
+                                           else live.exit_code_mod_128)
         elif not live.is_finished:
             # Alive (or back to pending after a requeue): an earlier attempt's outcome is void.
             values["exit_code"] = live.exit_code
+            values["exit_code_mod_128"] = live.exit_code_mod_128
             values["signal"] = live.signal
             values["end_time"] = live.end_time
             values["elapsed_s"] = acct.elapsed_s if live.is_running else live.elapsed_s

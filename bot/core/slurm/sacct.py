@@ -81,7 +81,8 @@ def parse_sacct_parsable(text: str, fields: Sequence[str] | None = None) -> dict
 
     With a header line (what `sacct_argv` asks for) fields are found by name; without one
     pass `fields`. A job that was requeued has one job row per attempt (`-D`); the last is
-    current and the others count as restarts.
+    current and the others count as restarts. Each exit code is marked `exit_code_mod_128`:
+    sacct prints an exit status of 128 or more less 128 (a shell's 137 as `9:0`).
     """
     lines = text.splitlines()
     while lines and not lines[0].strip():
@@ -99,7 +100,9 @@ def parse_sacct_parsable(text: str, fields: Sequence[str] | None = None) -> dict
     for parts in split_rows("\n".join(lines), len(fields), "|"):
         raw = dict(zip(fields, parts, strict=True))
         rows.append(_sacct_parsable_row(raw))
-    return _assemble_sacct(rows)
+    # sacct's print.c prints an exit status >= 128 less 128 (137 as `9:0`; --json says 137)
+    return {job_id: replace(record, exit_code_mod_128=record.exit_code is not None)
+            for job_id, record in _assemble_sacct(rows).items()}
 
 
 def _sacct_parsable_row(raw: Mapping[str, str]) -> _SacctRow:

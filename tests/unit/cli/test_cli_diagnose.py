@@ -570,3 +570,28 @@ def test_a_job_its_saved_sacct_shows_never_started_is_told_so(capsys, tmp_path, 
     assert result["detail"] == {"kind": "never_started", "state": "CANCELLED",
                                 "cancelled_by": 0, "pending_reason": "BeginTime"}
     assert (result["action"], result["retryable"], result["evidence"]) == ("ask", False, [])
+
+
+# The dev cluster's real FAILED job 1234 in `sacct -P` (tests/fixtures/slurm), ExitCode 9:0:
+# how sacct prints a batch shell's 137 (128 + SIGKILL), 128 off.
+_SLURM = Path(__file__).resolve().parents[2] / "fixtures" / "slurm"
+_PRINTED_137 = "\n".join(
+    [(_SLURM / "sacct.txt").read_text().splitlines()[0]]
+    + [line.replace("|FAILED|3:0|", "|FAILED|9:0|")
+       for line in (_SLURM / "sacct.txt").read_text().splitlines()
+       if line.split("|")[0] in ("1234", "1234.batch")]) + "\n"
+
+
+def test_sacct_parsable_9_0_reads_as_the_137_it_may_print(capsys, tmp_path):
+    """`--sacct` of a `sacct -P` whose 9:0 may be 137, with srun's notice of a killed task:
+    the host OOM (it read as an unknown failure); an `--exit-code 9:0` flag, given exactly as
+    typed, stays 9."""
+    log = tmp_path / "1234.log"
+    log.write_text("epoch 1 step 10 loss 2.31\nsrun: error: vm: task 1: Killed\n"
+                   "epoch 1 step 11 loss 2.30\nepoch 1 step 12 loss 2.29\n")
+    sacct = tmp_path / "1234.sacct"
+    sacct.write_text(_PRINTED_137)
+    code, out, _ = cli(capsys, str(log), "--sacct", str(sacct), "--json")
+    assert json.loads(out)["class"] == "host_oom"
+    code, out, _ = cli(capsys, str(log), "--sacct", str(sacct), "--exit-code", "9:0", "--json")
+    assert json.loads(out)["class"] == "unknown_failure"
