@@ -578,6 +578,48 @@ def test_per_cpu_memory_reads_as_the_jobs_limit_while_queued_and_after(
 SQUEUE_EXIT_3 = {"22.05": "768", "24.11": "3:0"}
 
 
+def test_a_shell_that_exits_137_reads_as_its_kill_on_both_sacct_paths(
+    slurm_cluster, ssh_runner, submitted
+):
+    """A batch script whose child was SIGKILLed (as the OOM killer kills) and which exits
+    with the child's status, 137: `sacct --parsable2` prints it `9:0` (src/sacct/print.c
+    takes 128 off a status of 128 or more), and the bot reads that 9 as 9 or 137, as a hint
+    a log line of the same class must back. The watcher's diagnosis from the job's own log
+    (bash's `Killed` notice) is the host OOM, decided by accounting, as it is from
+    `sacct --json`'s exact 137 where the release gives it (24.11; 22.05 reports a job's exit
+    status as 0 there, so the bot reads its columns)."""
+    client, _ = make_client(ssh_runner, "parsable")
+    body = ("echo 'epoch 1 step 10 loss 2.31'\n"
+            "sh -c 'kill -9 $$'\n"
+            "rc=$?\n"
+            "echo \"train.py exited with status $rc\"\n"
+            "exit $rc\n")
+    job_id = client.submit(SubmitSpec(job_name=unique("exit137"), mem="64M",
+                                      output=f"{slurm_cluster.home}/%x-%j.out"),
+                           script="#!/bin/bash\n" + body)
+    submitted.append(job_id)
+    records = wait_for(client, [job_id], settled(job_id, "FAILED"), timeout=90,
+                       what=f"job {job_id} FAILED in sacct")
+    printed = records[job_id]
+    assert (printed.exit_code, printed.signal) == (9, 0), (
+        f"sacct -P printed ExitCode {printed.exit_code}:{printed.signal} for a shell's 137")
+    assert printed.accounting().exit_code_candidates == (9, 137)
+    log = read_remote(ssh_runner, printed.stdout_path)
+    assert "Killed" in log and "exited with status 137" in log, log
+    diagnosis = diagnose(log, printed)
+    assert (diagnosis.class_id, diagnosis.decided_by) == ("host_oom", "accounting"), (
+        f"FAILED 9:0 (maybe 137) with bash's kill notice diagnosed "
+        f"{diagnosis.class_id} by {diagnosis.decided_by}")
+    if slurm_cluster.release_tuple >= (23, 2):
+        exact_client = SlurmClient(CountingRunner(ssh_runner), use_json=True, sacct_json=True,
+                                   timeout=60)
+        exact = exact_client.jobs([job_id])[job_id]
+        assert (exact.exit_code, exact.accounting().exit_code_candidates) == (137, (137,))
+        from_json = diagnose(log, exact)
+        assert (from_json.class_id, from_json.action, from_json.decided_by) == (
+            diagnosis.class_id, diagnosis.action, diagnosis.decided_by)
+
+
 def test_exit_code_from_squeue_and_sacct_of_each_release(slurm_cluster, ssh_runner, submitted):
     # One client asked for JSON the way the config's use_json asks: 22.05 refuses it (its
     # sacct --json reports exit 3 as 0) and reads the columns; 24.11 reads JSON.
