@@ -33,7 +33,9 @@ def add_log_arguments(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("log", metavar="LOG|-", help="the job's log file, or - for stdin")
     parser.add_argument("--state", help="sacct State (RUNNING, COMPLETED, OUT_OF_MEMORY, ...)")
     parser.add_argument("--exit-code", metavar="CODE:SIGNAL",
-                        help="sacct ExitCode, e.g. 0:0, 1:0, 0:125")
+                        help="sacct ExitCode as it prints it, e.g. 0:0, 1:0, 0:125 (a code "
+                             "under 128 may stand for itself or 128 more: sacct prints 137 "
+                             "as 9)")
     parser.add_argument("--elapsed", metavar="SECONDS",
                         help="run time in seconds (or sacct's [D-]HH:MM:SS)")
     parser.add_argument("--mem-limit", metavar="SIZE",
@@ -79,7 +81,9 @@ def state_flag(text: str | None) -> str | None:
 
 
 def exit_code_flag(text: str | None) -> tuple[int | None, int | None]:
-    """`--exit-code` as sacct prints ExitCode, `CODE:SIGNAL` (e.g. `0:0`, `1:0`, `0:125`)."""
+    """`--exit-code` as sacct prints ExitCode, `CODE:SIGNAL` (e.g. `0:0`, `1:0`, `0:125`): a
+    code under 128 may be that status or 128 more (`9:0` is how `sacct -P` prints a shell's
+    137), so the accounting it gives is marked `exit_code_mod_128`."""
     if text is None:
         return None, None
     try:
@@ -208,8 +212,10 @@ def read_log_arguments(args: argparse.Namespace) -> LogInput:
     exit_code, signal = exit_code_flag(args.exit_code)
     elapsed = elapsed_flag(args.elapsed)
     now = now_flag(args.now)
+    # as sacct --parsable2 prints it, 128 off a status of 128 or more (a hint, never deciding)
     accounting = Accounting(state=state, exit_code=exit_code, signal=signal, elapsed_s=elapsed,
-                            mem_limit_bytes=mem_limit_flag(args.mem_limit))
+                            mem_limit_bytes=mem_limit_flag(args.mem_limit),
+                            exit_code_mod_128=exit_code is not None)
     if args.sacct is not None:
         accounting = with_sacct(accounting, sacct_flag(args.sacct, args.log))
     return read_log(args.log, accounting, catalogue=catalogue_flag(args.catalogue),

@@ -584,8 +584,9 @@ _PRINTED_137 = "\n".join(
 
 def test_sacct_parsable_9_0_reads_as_the_137_it_may_print(capsys, tmp_path):
     """`--sacct` of a `sacct -P` whose 9:0 may be 137, with srun's notice of a killed task:
-    the host OOM (it read as an unknown failure); an `--exit-code 9:0` flag, given exactly as
-    typed, stays 9."""
+    the host OOM (it read as an unknown failure), and the same with an `--exit-code 9:0` flag,
+    which is ExitCode as sacct prints it (it read as an exact 9: an unknown failure); a
+    genuine `--exit-code 1:0` names no kill."""
     log = tmp_path / "1234.log"
     log.write_text("epoch 1 step 10 loss 2.31\nsrun: error: vm: task 1: Killed\n"
                    "epoch 1 step 11 loss 2.30\nepoch 1 step 12 loss 2.29\n")
@@ -594,4 +595,8 @@ def test_sacct_parsable_9_0_reads_as_the_137_it_may_print(capsys, tmp_path):
     code, out, _ = cli(capsys, str(log), "--sacct", str(sacct), "--json")
     assert json.loads(out)["class"] == "host_oom"
     code, out, _ = cli(capsys, str(log), "--sacct", str(sacct), "--exit-code", "9:0", "--json")
+    assert json.loads(out)["class"] == "host_oom"
+    code, out, _ = cli(capsys, str(log), "--state", "FAILED", "--exit-code", "9:0", "--json")
+    assert json.loads(out)["class"] == "host_oom"
+    code, out, _ = cli(capsys, str(log), "--state", "FAILED", "--exit-code", "1:0", "--json")
     assert json.loads(out)["class"] == "unknown_failure"
