@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import bisect
 import functools
+import re
 from collections.abc import Callable
 from copy import copy
 from dataclasses import dataclass, field, replace
@@ -145,6 +146,9 @@ class BranchWalk(Protocol):
     constructs: dict[tuple[int, int], Construct]
     exclusive: dict[tuple[int, int], str]
     never_run: list[tuple[int, int]]
+    loop_order: list[int]
+    loop_parent: dict[int, int | None]
+    group_loop: tuple[Branches, int] | None
     text: str
 
     def marks(self, hits: list[Hit]) -> Marks: ...
@@ -284,6 +288,13 @@ def branch_step(walk: BranchWalk, frames: list[Branches], step: str, patterns: s
         frames[-1].inner.append(frame.key)
     passes = None
     if step == "done":
+        if frame.key[0] not in walk.loops:
+            bisect.insort(walk.loop_order, frame.key[0])
+            # (the loop around it: this walk's, or the one whose body's group it reads)
+            around = next((f for f in reversed(frames) if f.kind in ("while", "for")), None)
+            if around is None and walk.group_loop is not None:
+                around = walk.group_loop[0]
+            walk.loop_parent[frame.key[0]] = None if around is None else around.key[0]
         walk.loops[frame.key[0]] = key[0]
         passes = loop_passes(walk.text, frame.key[0], key[0])
         frame.exhaustive = loop_runs(walk.text, frame.key[0], key[0])  # its body runs
@@ -319,23 +330,65 @@ def branch_step(walk: BranchWalk, frames: list[Branches], step: str, patterns: s
 
 def _leaving(walk: BranchWalk, loop: Branches, done: int) -> None:
     """A loop whose body runs (`while true`, `for i in 1 2`) with a `break` / `continue` /
-    `return` in it at offset b runs what comes after b on some passes only: from the start
-    of the construct right inside the body around b (or b), to `done`, is held in a branch
-    bash may skip (a construct of its own, model.Scan.constructs, keyed (start, -1)), so that
-    the branches still nest."""
+    `return` in it at offset b that leaves it runs what comes after b on some passes only: from
+    the start of the construct right inside the body around b (or b), to `done`, is held in a
+    branch bash may skip (a construct of its own, model.Scan.constructs, keyed (start, -1)), so
+    that the branches still nest. One in a loop inside the body leaves this loop only when its
+    number says so (_leaves_past: `break` leaves the innermost loop, `break 2` one more)."""
     body = loop.spans[0][0]
+    inert = sorted(loop.inert)
+    k = 0
     leave = loop_leaves_at(walk.text, body, done)
-    for start, end in sorted(loop.inert):  # (past one that leaves no loop of this shell)
-        if leave is None or leave < start:
+    while leave is not None:
+        while k < len(inert) and inert[k][1] <= leave:
+            k += 1
+        if k < len(inert) and inert[k][0] <= leave:  # (one that leaves no loop of this shell)
+            leave = loop_leaves_at(walk.text, inert[k][1], done)
+        elif _leaves_past(walk, loop.key[0], leave, done):
             break
-        if leave < end:
-            leave = loop_leaves_at(walk.text, end, done)
+        else:
+            leave = loop_leaves_at(walk.text, leave + 1, done)
     if leave is None:
         return
     cut = min([leave] + [key[0] for key in loop.inner if key in walk.constructs
                          and key[0] <= leave and (spans := walk.constructs[key][0])
                          and spans[-1][1] > leave])
     walk.constructs[(cut, -1)] = (((cut, done),), False)
+
+
+#: The number after a `break` / `continue` (`break 2`): how many loops it leaves.
+_LEAVE_COUNT_RE = re.compile(r"(?:break|continue)(?:[ \t]+([^\s;&|<>()]+))?")
+
+
+def _leaves_past(walk: BranchWalk, start: int, at: int, done: int) -> bool:
+    """Does the `break` / `continue` / `return` at `at`, in the body of the loop from `start` to
+    `done`, leave that loop? A `return` does, and a `break N` / `continue N` (N 1 when not
+    written) in fewer than N loops inside that body (BranchWalk.loops: those the walk closed,
+    loop_parent: the loop around each where the walk knows it, else none, so that it reads as
+    leaving); one whose number is not written out (`break $n`) is taken as leaving it."""
+    count = _LEAVE_COUNT_RE.match(walk.text, at)
+    if count is None:  # (`return`)
+        return True
+    number = count.group(1)
+    if number is None:
+        levels = 1
+    elif number.isdigit() and int(number) > 0:
+        levels = int(number)
+    else:
+        return True
+    # the last loop inside the body to start before it; those around it that hold it (each
+    # loop around it: the loops nest) are the loops it is in
+    order = walk.loop_order
+    k = bisect.bisect_right(order, at) - 1
+    inner = order[k] if k >= 0 and order[k] > start else None
+    inside = 0
+    while inner is not None and inner > start:
+        if walk.loops[inner] > at:
+            inside += 1
+            if inside >= levels:
+                return False
+        inner = walk.loop_parent.get(inner)
+    return True
 
 
 #: A branch the walk read: its construct's key in model.Scan.constructs, and its index there.

@@ -145,6 +145,8 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits):
         self.calls: list[Call] = []  # the functions' calls, and their bodies by name
         self.bodies: dict[str, tuple[int, int]] = {}
         self.loops: dict[int, int] = {}  # each loop's start and `done`
+        self.loop_order: list[int] = []  # the starts of `loops`, in order
+        self.loop_parent: dict[int, int | None] = {}  # the loop around each (its start)
         self.constructs: dict[tuple[int, int], Construct] = {}  # each case / if / loop
         self.never_run: list[tuple[int, int]] = []  # branches bash never runs (`if false`)
         self.exclusive: dict[tuple[int, int], str] = {}  # each if / case running one branch

@@ -1160,6 +1160,27 @@ def _counter_reads_as_bash_runs(tmp_path, body: str, level: str | None) -> None:
      None),
     ("set -e\nn=0\nfor i in 1; do while true; do break 2; done | cat; n=5; done\n((n++))\n",
      None),
+    # a plain `break` / `continue` leaves the innermost loop only (`break 2` two, …): the rest
+    # of the loop around runs on every pass
+    ("set -e\nn=0\nfor i in 1; do while true; do break; done; n=5; done\n((n++))\n", None),
+    ("set -e\nn=0\nfor i in 1 2; do for j in 1; do continue; done; n=5; done\n((n++))\n",
+     None),
+    ("set -e\nn=0\nwhile true; do for j in 1 2; do break; done; n=5; break; done\n((n++))\n",
+     None),
+    ("set -e\nn=0\nfor i in 1; do while true; do while true; do break 2; done; done; n=5; done\n"
+     "((n++))\n", None),
+    ("set -e\nn=0\nfor i in 1; do if true; then while true; do break; done; fi; n=5; done\n"
+     "((n++))\n", None),
+    ("set -e\nn=0\nfor i in 1; do { while true; do break; done; }; n=5; done\n((n++))\n", None),
+    # … and the loop around's own `break`, or a `break 2` in the inner loop, still does
+    ('set -e\nn=0\nfor i in 1; do while true; do break; done; [ -n "${X:-}" ] && continue; '
+     "n=5; done\n((n++))\n", "warn"),
+    ('set -e\nn=0\nfor i in 1; do while true; do break; done; while [ -n "${X:-}" ]; do '
+     "break 2; done; n=5; done\n((n++))\n", "warn"),
+    ("set -e\nn=0\nfor i in 1; do while true; do while true; do break 3; done; done; n=5; "
+     "done\n((n++))\n", "fail"),
+    ("set -e\nn=0\nfor i in 1; do echo | while true; do break; done; n=5; done\n((n++))\n",
+     None),
     # … but one after `||` runs in the script's shell
     ("set -e\nn=0\nwhile true; do echo || if true; then break; fi; break; done\n((n++))\n",
      "fail"),
