@@ -1,0 +1,47 @@
+"""fastai's early stop, read from its source (fastai/fastai fastai/callback/tracker.py 00e45696):
+EarlyStoppingCallback.after_epoch, which runs after the Recorder has printed the epoch's row,
+prints `No improvement since epoch 3: early stopping` and raises CancelFitException, which
+Learner.fit catches to run after_cancel_fit and after_fit and return: training ended normally.
+Learner.fine_tune's frozen fit stopped so goes on to its second fit, whose table then follows."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.core.catalogue import Catalogue
+from tests.support.diagnosis import read_log
+
+TABLE = ("epoch     train_loss  valid_loss  accuracy  time    \n"
+         + "".join(f"{e:<10}{0.9 - e / 50:.6f}    {0.5 + e % 3 / 100:.6f}    "
+                   f"{0.8 + e / 100:.6f}  01:{10 + e:02d}     \n" for e in range(7)))
+STOP = "No improvement since epoch 3: early stopping\n"
+
+
+@pytest.fixture(scope="module")
+def catalogue() -> Catalogue:
+    return Catalogue.load()
+
+
+@pytest.mark.parametrize("after", ["", "\n", "Model saved to models/model.pth\n"],
+                         ids=["last line", "blank line after", "the script's save after"])
+def test_the_early_stop_after_the_last_row_ends_a_finished_run(catalogue, after):
+    d = read_log(catalogue, TABLE + STOP + after)
+    assert (d.class_id, d.decided_by) == ("completed", "signature")
+    assert any("early stopping" in e.text for e in d.evidence)
+
+
+@pytest.mark.xfail(strict=True, reason="the metric series reads no progress from fastai's "
+                   "table rows, so rows after the marker cannot say training went on")
+def test_a_stopped_fit_then_another_fits_table_is_no_end(catalogue):
+    """fine_tune's frozen fit, or one fold of a loop of fits, stopped early; the next fit's
+    table follows."""
+    d = read_log(catalogue, TABLE + STOP + TABLE)
+    assert d.class_id == "none"
+
+
+def test_a_traceback_after_the_early_stop_decides(catalogue):
+    d = read_log(catalogue, TABLE + STOP + "Traceback (most recent call last):\n"
+                 '  File "train.py", line 40, in <module>\n'
+                 "    learn.export('model.pkl')\n"
+                 "OSError: [Errno 28] No space left on device\n")
+    assert d.class_id == "disk_full"
