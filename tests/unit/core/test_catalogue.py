@@ -9,7 +9,7 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from bot.core.catalogue import Catalogue, CatalogueError, FailureClass
@@ -739,6 +739,10 @@ def test_fast_scanners_find_every_string_a_pattern_matches(cat: Catalogue, data)
     tail = "" if pattern.endswith("$") else " noise"
     if not re.search(pattern, head + hit + tail):  # an alternative anchored inside: (^[Tt]|T)
         head, tail = "", ""
+    # The scanners read a line as normalize_line gives it (markdown's closing `*` / `` ` ``
+    # dropped): a drawn hit that normalizing unmatches (`training finished i*` -> `... i`,
+    # which `i[^t]` needs one more character for) is no line a scanner could find.
+    assume(re.search(pattern, normalize_line(head + hit + tail)))
     lines = [PROGRESS[0], head + hit + tail, PROGRESS[2]]
     expected = cat.scan(lines, exhaustive=True)
     assert any(m.line_no == 2 for m in expected)
