@@ -179,8 +179,12 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits):
         self.later_pass_of: int | None = None
         #: the group of a loop's body the walk reads next (its text's offset), that loop and
         #: the hits its walk had before (_leaving_loop), and, reading it, that loop and hits
-        self.group_of: tuple[int, Branches, int] | None = None
+        self.group_of: tuple[int, Branches, int, list[tuple[Branches, int]]] | None = None
         self.group_loop: tuple[Branches, int] | None = None
+        #: reading a group of a loop's body, the `case`s / `if`s / loops of the walks around
+        #: it (those it is a group of), outermost first, each with the hits before this walk's
+        #: (loop_exits._loops_around crosses them)
+        self.group_around: list[tuple[Branches, int]] = []
         #: the compounds bash runs in a subshell (model.Scan.piped)
         self.piped: list[tuple[int, int]] = []
 
@@ -196,12 +200,14 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits):
         self.depth += 1
         group, self.group_of = self.group_of, None
         outer, self.group_loop = self.group_loop, (
-            group[1:] if group is not None and group[0] == base else None)
+            (group[1], group[2]) if group is not None and group[0] == base else None)
+        around = self.group_around
+        self.group_around = group[3] if group is not None and group[0] == base else []
         try:
             return self._script(text, base, status_only)
         finally:
             self.depth -= 1
-            self.group_loop = outer
+            self.group_loop, self.group_around = outer, around
 
     def _runs_after_heads(self, whole: str, off: int, at_branch: bool) -> bool | None:
         """Whether bash runs the compound that ends the and-or list `whole` (at `off`, after

@@ -32,8 +32,9 @@ class _Walk(BranchWalk, Protocol):
     memo: Memo
     script_text: str
     text: str
-    group_of: tuple[int, Branches, int] | None
+    group_of: tuple[int, Branches, int, list[tuple[Branches, int]]] | None
     group_loop: tuple[Branches, int] | None
+    group_around: list[tuple[Branches, int]]
 
     def _leaving_loop(self, frames: list[Branches]) -> tuple[Branches, int] | None: ...
 
@@ -57,7 +58,7 @@ class LoopExits:
 
     #: the group of a loop's body the walk reads next (its text's offset), that loop and the
     #: hits its walk had before (_leaving_list sets it, engine._Analyzer.script reads it)
-    group_of: tuple[int, Branches, int] | None
+    group_of: tuple[int, Branches, int, list[tuple[Branches, int]]] | None
 
     def _leaving_loop(self: _Walk, frames: list[Branches]) -> tuple[Branches, int] | None:
         """The loop a `break` / `continue` on a list of its own here would certainly leave:
@@ -114,7 +115,10 @@ class LoopExits:
             if REDIRECTS_RE.fullmatch(command, group_end(command, 0, at, self.memo)):
                 # a group of the body's own (redirected or not: bash runs it in this
                 # shell): its `break` leaves this loop too
-                self.group_of = (at + 1, leaving[0], leaving[1] + len(hits))
+                # (and the frames around it, so that its `break 2` leaves the loops around)
+                around = [(f, b + len(hits)) for f, b in self.group_around] + [
+                    (f, len(hits)) for f in frames]
+                self.group_of = (at + 1, leaving[0], leaving[1] + len(hits), around)
                 return
         if not MAY_LEAVE_RE.search(command):
             return
@@ -132,8 +136,10 @@ class LoopExits:
 
     def _loops_around(self: _Walk, frames: list[Branches], loop: Branches, count: int
                       ) -> list[tuple[Branches, int]]:
-        """The `count` loops around `loop` (one of `frames`, or the one this walk reads a group
-        of the body of) that a `break N` / `continue N` leaving `loop` leaves too, as
+        """The `count` loops around `loop` (one of `frames`, or of the walks this walk reads a
+        group of the body of: group_around, crossed as this walk's frames are, so that a
+        `break 2` in `{ …; }` leaves the loop around too) that a `break N` / `continue N`
+        leaving `loop` leaves too, as
         _leaving_loop's: each with the number of hits its walk had before this one's. Bash
         leaves them (all there are, when `count` is more) when every loop it crosses makes a
         pass whenever reached (`while true`, `for i in 1 2`, syntax.loop_runs) and runs in
@@ -141,21 +147,20 @@ class LoopExits:
         one may not, the loops past it are not taken as left (they may be, on some runs)."""
         found: list[tuple[Branches, int]] = []
         crossing = loop
-        index = next((k for k, f in enumerate(frames) if f is loop), None)
-        for frame in reversed(frames[:index] if index is not None else []):
+        # (this walk's frames, after those of the walks it reads a group of the body of)
+        chain = self.group_around + [(f, 0) for f in frames]
+        index = next((k for k, (f, _b) in enumerate(chain) if f is loop), None)
+        for frame, before in reversed(chain[:index] if index is not None else []):
             if frame.kind in ("while", "for"):
                 if not (self._crosses(crossing) and frame.in_branch):
                     return found  # (not one whose condition it is in: `while …; do`)
-                found.append((frame, 0))
+                found.append((frame, before))
                 if len(found) == count:
                     return found
                 crossing = frame
             elif not (frame.certain and frame.in_branch and frame.skipped is None
                       and not frame.piped and not frame.never and frame.dead is None):
                 return found
-        if (index is not None and self.group_loop is not None and self._crosses(crossing)
-                and self.group_loop[0] is not crossing):
-            found.append(self.group_loop)  # (the loop whose body's group this walk reads)
         return found
 
     def _crosses(self: _Walk, loop: Branches) -> bool:
@@ -174,8 +179,8 @@ class LoopExits:
             return
         inner.inert.append((hits_from, end))
         # (a `break 2` in it that was read as leaving loops around it left none of them)
-        loops = [f for f in frames if f.kind in ("while", "for")] + (
-            [self.group_loop[0]] if self.group_loop is not None else [])
+        loops = [f for f, _b in self.group_around if f.kind in ("while", "for")] + [
+            f for f in frames if f.kind in ("while", "for")]
         for loop in loops:
             if loop.left is not None and loop.left[1] > hits_from:
                 loop.left = None

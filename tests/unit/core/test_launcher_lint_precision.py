@@ -1181,6 +1181,25 @@ def _counter_reads_as_bash_runs(tmp_path, body: str, level: str | None) -> None:
      "done\n((n++))\n", "fail"),
     ("set -e\nn=0\nfor i in 1; do echo | while true; do break; done; n=5; done\n((n++))\n",
      None),
+    # a `break 2` / `continue 2` in a group of the inner loop's body (`{ break 2; }`: the
+    # script's shell) leaves the loop around too
+    ("set -e\nn=0\nfor i in 1; do while true; do { break 2; }; done; n=5; done\n((n++))\n",
+     "fail"),
+    ("set -e\nn=0\nfor i in 1; do while true; do { { break 2; }; }; done; n=5; done\n"
+     "((n++))\n", "fail"),
+    ("set -e\nn=0\nfor i in 1; do while true; do if true; then { break 2; }; fi; done; n=5; "
+     "done\n((n++))\n", "fail"),
+    ("set -e\nn=0\nfor i in 1 2; do while true; do { continue 2; }; done; n=5; done\n"
+     "((n++))\n", "fail"),
+    ("set -e\nn=0\nfor i in 1; do { while true; do { break 2; }; done; }; n=5; done\n"
+     "((n++))\n", "fail"),
+    ("set -e\nn=5\nfor i in 1; do while true; do { break 2; }; n=0; done; n=0; done\n"
+     "((n++))\n", None),
+    # … not past a loop that may make no pass, nor where bash may skip it
+    ('set -e\nn=0\nfor i in 1; do while [ -n "${X:-}" ]; do { break 2; }; done; n=5; done\n'
+     "((n++))\n", "warn"),
+    ('set -e\nn=0\nfor i in 1; do while true; do { [ -n "${X:-}" ] && break 2; break; }; '
+     "done; n=5; done\n((n++))\n", "warn"),
     # … but one after `||` runs in the script's shell
     ("set -e\nn=0\nwhile true; do echo || if true; then break; fi; break; done\n((n++))\n",
      "fail"),
