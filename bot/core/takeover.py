@@ -115,12 +115,26 @@ POST_ATTEMPTS = 4
 """The Slack poster's attempts at one post (bot.slack.poster.SlackPoster's max_attempts)."""
 
 
-def submit_in_flight_s(deadlines: RemoteDeadlines) -> float:
+def sent_command_at_most_s(deadlines: RemoteDeadlines, sent: float | None) -> float:
+    """One remote command's worst case for a submit in flight: the longer of the one its
+    sender counted when it sent the sbatch (`sent`, kept on its row: the jump host and the
+    timeouts it had then) and the current config's (`deadlines`), so a config changed since
+    (a jump host removed, a shorter timeout, a replica restarted with either) never makes its
+    lookup or takeover early while the sender, which kept its own, may still be sending.
+    `sent` None (a row written before it was kept): the current config's, as before."""
+    if sent is None:
+        return deadlines.command_at_most_s
+    return max(sent, deadlines.command_at_most_s)
+
+
+def submit_in_flight_s(deadlines: RemoteDeadlines, sent: float | None = None) -> float:
     """How long a person's submit may stay in flight before bot.services.runs
     .recover_submits_in_flight takes it for one the bot died in: SUBMIT_COMMANDS remote
-    commands at their worst, plus the margin (1140 s, 19 minutes, with the default deadlines:
-    10 s to connect, 60 s a command, no jump host)."""
-    return SUBMIT_COMMANDS * deadlines.command_at_most_s + TAKEOVER_MARGIN_S
+    commands at their worst (each at sent_command_at_most_s: its sender's bound `sent`, when
+    kept, if longer than the current one), plus the margin (1140 s, 19 minutes, with the
+    default deadlines: 10 s to connect, 60 s a command, no jump host; 1860 s, 31 minutes,
+    through a jump host)."""
+    return SUBMIT_COMMANDS * sent_command_at_most_s(deadlines, sent) + TAKEOVER_MARGIN_S
 
 
 def cancel_takeover_s(deadlines: RemoteDeadlines) -> float:
@@ -131,29 +145,32 @@ def cancel_takeover_s(deadlines: RemoteDeadlines) -> float:
     return CANCEL_COMMANDS * deadlines.command_at_most_s + TAKEOVER_MARGIN_S
 
 
-def settle_takeover_s(deadlines: RemoteDeadlines) -> float:
+def settle_takeover_s(deadlines: RemoteDeadlines, sent: float | None = None) -> float:
     """How old a cancel's `cancel_settled` or `cancel_resuming` step whose approval has no
     outcome yet must be before another run takes it over (bot.services.cancel_settle):
     RESUME_COMMANDS remote commands at their worst, one checkpoint lookup (the opening of its
     LOOKUP_CHANNELS SFTP channel at its worst, then its CHECKPOINT_REQUESTS SFTP requests, the
     bound the lookup stops at, bot.core.checkpoints, each request counted as the client sends
     it: a listing's opendir, readdirs and close, a file's reads), SLACK_CALLS Slack calls,
-    plus the margin (3810 s with the default deadlines)."""
-    return (RESUME_COMMANDS * deadlines.command_at_most_s
+    plus the margin (3810 s with the default deadlines). `sent`: the command bound its
+    resubmit's sender kept on its row in flight, when one is there (sent_command_at_most_s:
+    the commands counted at it when longer than the current config's)."""
+    return (RESUME_COMMANDS * sent_command_at_most_s(deadlines, sent)
             + LOOKUP_CHANNELS * deadlines.sftp_channel_at_most_s
             + CHECKPOINT_REQUESTS * deadlines.sftp_s
             + SLACK_CALLS * SLACK_CALL_S + TAKEOVER_MARGIN_S)
 
 
-def settle_lead_s(deadlines: RemoteDeadlines) -> float:
+def settle_lead_s(deadlines: RemoteDeadlines, sent: float | None = None) -> float:
     """How long a cancel and resume's resubmit in flight whose approval is still approved is
     left to its settle (bot.services.cancel_settle) before bot.services.runs
     .recover_submits_in_flight looks it up as a person's: the settle's takeover time (its
     step, marked before the row, is that old by then, so a live settle has ended and a dead
     one's takeover was due) plus the submit's own in-flight window (the takeover's lookup and
     resubmit); 4950 s with the default deadlines. A settle that cannot finish (Slurm no longer
-    knows the cancelled job) then never holds the run's submits for ever."""
-    return settle_takeover_s(deadlines) + submit_in_flight_s(deadlines)
+    knows the cancelled job) then never holds the run's submits for ever. `sent`: the
+    resubmit's sender's command bound kept on its row (submit_in_flight_s)."""
+    return settle_takeover_s(deadlines, sent) + submit_in_flight_s(deadlines, sent)
 
 
 def post_takeover_s() -> float:

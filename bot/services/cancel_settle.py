@@ -32,6 +32,7 @@ from bot.services.home import refresh_homes
 from bot.services.ports import BotContext, LeaseLost
 from bot.services.prompt_follow_up import rewrite_prompt
 from bot.services.prompts import create_resubmit_prompt
+from bot.services.runs import approval_intent
 from bot.services.submit import cluster_deadlines
 from bot.services.threads import has_thread, post_safely, thread_note
 from bot.store import Approval
@@ -39,13 +40,20 @@ from bot.store import Approval
 log = logging.getLogger(__name__)
 
 
-def takeover_s(ctx: BotContext, approval: Approval) -> float:
+def takeover_s(ctx: BotContext, approval: Approval, now: float) -> float:
     """How old a `cancel_settled` or `cancel_resuming` step whose approval has no outcome yet
     must be before another run takes it over: longer than a settle or the rest of a cancel
     and resume can take on the approval's cluster, each of its Slurm reads, its sbatch, its
     SFTP requests and its posts at its own deadline (bot.core.takeover.settle_takeover_s over
-    the cluster's), so only one whose process died is taken over."""
-    return settle_takeover_s(cluster_deadlines(ctx.config, approval.payload.get("cluster", "")))
+    the cluster's), so only one whose process died is taken over. The commands are counted
+    at its resubmit's sender's bound when longer (kept on the resubmit's row in flight, under
+    the approval's intent: a jump host or a timeout taken out of the config since), so a
+    resume whose sbatch may still land is not taken over and submitted again."""
+    cluster = approval.payload.get("cluster", "")
+    intent = approval_intent(approval.token)
+    sent = [f.command_at_most_s for f in ctx.store.submits_in_flight.sent_before(cluster, now)
+            if f.intent == intent and f.command_at_most_s is not None]
+    return settle_takeover_s(cluster_deadlines(ctx.config, cluster), max(sent, default=None))
 
 
 def settle_unknown_cancels(ctx: BotContext, now: float) -> None:
@@ -148,7 +156,7 @@ def _settle_cancel(ctx: BotContext, approval: Approval, now: float) -> None:
         # being settled (by another replica), or its settler died before the outcome was
         # recorded (the approval is still approved): taken over, by one replica, once the
         # step is `takeover_s` old
-        older_than = now - takeover_s(ctx, approval)
+        older_than = now - takeover_s(ctx, approval, now)
         if not ctx.store.approvals.take_over_step(approval.token, "cancel_settled",
                                                   older_than=older_than, now=now):
             return
@@ -199,8 +207,9 @@ def _finish_resume(ctx: BotContext, approval: Approval, now: float) -> None:
     `_announce_settled`): the prompt rewritten and a note in the thread. A run that dies in
     this is taken over again, `takeover_s` later."""
     token = approval.token
-    if not ctx.store.approvals.take_over_step(token, RESUMING_STEP,
-                                              older_than=now - takeover_s(ctx, approval), now=now):
+    older_than = now - takeover_s(ctx, approval, now)
+    if not ctx.store.approvals.take_over_step(token, RESUMING_STEP, older_than=older_than,
+                                              now=now):
         return  # the click (or the run that took it over) may still be in it
     ctx.store.approvals.mark_step(token, "cancel_settled", now=now)  # said as a settle is
     payload = approval.payload

@@ -28,6 +28,7 @@ from bot.services.submit import (
     describe_start,
     find_lost_submit,
     find_resume_checkpoint,
+    flight_in_flight_s,
     in_flight_s,
     record_found_submit,
     recorded_result,
@@ -141,7 +142,9 @@ def recover_submits_in_flight(ctx: BotContext, now: float, *,
                               after_submit: AfterSubmit) -> None:
     """A person's submits the bot died in (killed between sending the sbatch and recording
     its job), or whose job could not be looked up when its end was not seen: each one sent
-    its cluster's `in_flight_s` ago or more (its own deadlines have passed) is looked up by
+    its `flight_in_flight_s` ago or more (its cluster's in_flight_s, each command counted at
+    its sender's bound kept on the row when longer: its own deadlines have passed, a jump
+    host or a timeout taken out of the config since or not) is looked up by
     its job name (`find_lost_submit`: a job of that name submitted since, that no attempt
     records). A job found is recorded as the
     run's (a new run's chain is started for it), watched and announced in its thread, and
@@ -163,8 +166,10 @@ def recover_submits_in_flight(ctx: BotContext, now: float, *,
     until the recipe is back (`_unconfigured`): the lookup by job name, not the config, says
     whether the run has a job."""
     for cluster in ctx.config.clusters:
-        sent_before = now - in_flight_s(ctx.config, cluster)
+        sent_before = now - in_flight_s(ctx.config, cluster)  # each row's bound is as long
         for flight in ctx.store.submits_in_flight.sent_before(cluster, sent_before):
+            if now - flight.sent_at < flight_in_flight_s(ctx.config, flight):
+                continue  # its sender counted longer commands (a jump host since removed)
             if _resubmit_leads(ctx, flight) or _settle_leads(ctx, flight, now):
                 continue
             try:
@@ -197,7 +202,8 @@ def _settle_leads(ctx: BotContext, flight: SubmitInFlight, now: float) -> bool:
     approval = ctx.store.approvals.get(flight.intent.removeprefix(_APPROVAL_INTENT))
     if approval is None or approval.state != "approved":
         return False
-    if now - flight.sent_at < settle_lead_s(cluster_deadlines(ctx.config, flight.cluster)):
+    if now - flight.sent_at < settle_lead_s(cluster_deadlines(ctx.config, flight.cluster),
+                                            flight.command_at_most_s):
         return True
     log.warning("submit of %s sent at %.0f: its cancel and resume (prompt %s) is still "
                 "approved and unsettled; looked up here", flight.job_name, flight.sent_at,
@@ -228,7 +234,7 @@ def _recover_submit(ctx: BotContext, flight: SubmitInFlight, now: float,
     store = ctx.store
     unconfigured = flight.recipe not in ctx.config.recipes
     last = ctx.kept_looked_up.get(_kept_key(flight)) if unconfigured else None
-    if last is not None and now - last < in_flight_s(ctx.config, flight.cluster):
+    if last is not None and now - last < flight_in_flight_s(ctx.config, flight):
         return  # kept for its job, looked up lately: not again each run (`_unconfigured`)
     chain = store.chains.get(flight.chain_id) if flight.chain_id is not None else None
     job_id = find_lost_submit(ctx.config, flight.recipe, ctx.clusters.slurm(flight.cluster),

@@ -335,7 +335,8 @@ def submit_recipe(
                 chain_id=chain.id if chain is not None else None, array_task=array_task,
                 resumed_at=checkpoint.iteration if checkpoint else None,
                 charge_retry=charge_retry, actor=actor, channel=channel, sent_at=now,
-                intent=intent)
+                intent=intent,
+                command_at_most_s=sender_command_at_most_s(config, recipe.cluster, slurm))
             if not added.new:
                 raise RunSubmitInFlight(added.flight, now)
             flight = added.flight.id
@@ -580,6 +581,32 @@ def in_flight_s(config: Config, cluster: str) -> float:
     one the bot died in: bot.core.takeover.submit_in_flight_s over the cluster's deadlines,
     so a replica never takes up a submit another one is still in."""
     return submit_in_flight_s(cluster_deadlines(config, cluster))
+
+
+def flight_in_flight_s(config: Config, flight: SubmitInFlight) -> float:
+    """How long `flight` may stay in flight before it is looked up or taken over: as
+    in_flight_s, each command at the longer of its sender's bound (kept on its row) and the
+    cluster's current one (bot.core.takeover.sent_command_at_most_s)."""
+    return submit_in_flight_s(cluster_deadlines(config, flight.cluster),
+                              flight.command_at_most_s)
+
+
+def sender_command_at_most_s(config: Config, cluster: str, slurm: Slurm) -> float:
+    """One remote command's worst case as this sender counts it as it sends a submit: the
+    cluster's configured deadlines', or its SSH runner's own (the jump host and timeouts it
+    resolved when it was made, kept since) when longer, so the bound kept with the submit
+    in flight is the one this process may still be sending under."""
+    bound = cluster_deadlines(config, cluster).command_at_most_s
+    runner_deadlines = getattr(getattr(slurm, "runner", None), "deadlines", None)
+    if callable(runner_deadlines):
+        try:
+            own = runner_deadlines()
+        except Exception:  # noqa: BLE001 - an endpoint that cannot be resolved sends nothing
+            log.debug("%s: the runner's deadlines are not known", cluster, exc_info=True)
+        else:
+            if isinstance(own, RemoteDeadlines):
+                bound = max(bound, own.command_at_most_s)
+    return bound
 
 #: How far the Slurm controller's clock may be behind trainbot's (both kept by NTP) when a
 #: job's submit time is compared with the moment trainbot sent its sbatch.

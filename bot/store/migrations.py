@@ -366,6 +366,17 @@ def _v18_submit_intents(conn: Connection) -> None:
     _add_column(conn, "submits_in_flight", "intent TEXT")
 
 
+def _v19_submit_command_bounds(conn: Connection) -> None:
+    """Version 19: submits_in_flight.command_at_most_s, one remote command's worst case as the
+    sender counted it when it sent the sbatch (bot.core.takeover.RemoteDeadlines
+    .command_at_most_s: its connect and command timeouts, a jump host on its way), so a
+    submit in flight is looked up or taken over only after the longer of its sender's bound
+    and the current config's (bot.core.takeover.submit_in_flight_s): a jump host or a longer
+    timeout removed from the config meanwhile never shortens it. A row written before has
+    none: the current config's bound alone, as before."""
+    _add_column(conn, "submits_in_flight", "command_at_most_s FLOAT")
+
+
 MIGRATIONS: list[Callable[[Connection], None]] = [
     _v1_initial,
     _v2_posts_and_watch,
@@ -385,6 +396,7 @@ MIGRATIONS: list[Callable[[Connection], None]] = [
     _v16_unreadable_since,
     _v17_one_attempt_per_job,
     _v18_submit_intents,
+    _v19_submit_command_bounds,
 ]
 
 

@@ -217,6 +217,9 @@ class SubmitInFlight:
     channel: str | None
     sent_at: float
     intent: str | None = None  # the key of what it carries out (schema 18): submit_recipe
+    # one remote command's worst case as its sender counted it when it sent (schema 19;
+    # RemoteDeadlines.command_at_most_s); None: a row written before, or by a caller not giving it
+    command_at_most_s: float | None = None
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_VERSION = 18
+SCHEMA_VERSION = 19
 
 metadata = MetaData()
 
@@ -216,6 +216,9 @@ submits_in_flight = Table(  # version 14
     # version 18: the key of what it carries out (an automatic resubmit's intent row, a
     # cancel and resume's approval), whose recovery forgets this row alone; NULL: none
     Column("intent", Text, nullable=True),
+    # version 19: one remote command's worst case as its sender counted it (RemoteDeadlines
+    # .command_at_most_s), so its lookup waits at least that long per command; NULL: not kept
+    Column("command_at_most_s", Float, nullable=True),
     Index("ix_submits_in_flight_sent_at", "sent_at"),
 )
 

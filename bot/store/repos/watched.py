@@ -110,7 +110,8 @@ class SubmitsInFlightRepo(_Repo):
 
     def add(self, *, cluster: str, recipe: str, job_name: str, chain_id: int | None,
             array_task: int | None, resumed_at: int | None, charge_retry: bool, actor: str,
-            channel: str | None, sent_at: float, intent: str | None = None) -> AddedFlight:
+            channel: str | None, sent_at: float, intent: str | None = None,
+            command_at_most_s: float | None = None) -> AddedFlight:
         """Keep a submit in flight from just before its sbatch; `new` False when a submit into
         the same run (`chain_id` and `array_task`: a run's jobs run one after another) is in
         flight already: that one comes back and nothing is added, so a second submit of a run
@@ -118,7 +119,9 @@ class SubmitsInFlightRepo(_Repo):
         watcher's automatic resubmit, two people pressing resume). A submit that starts a new
         run (no `chain_id`) is always added. Concurrent adds into one run (several replicas)
         see each other's: the chain's row is locked first (`FOR UPDATE` on PostgreSQL;
-        SQLite's `BEGIN IMMEDIATE` already serialises writers), as AttemptsRepo.record does."""
+        SQLite's `BEGIN IMMEDIATE` already serialises writers), as AttemptsRepo.record does.
+        `command_at_most_s`: one remote command's worst case as the sender counts it now
+        (bot.core.takeover.RemoteDeadlines.command_at_most_s), kept for the lookup's bound."""
         c = t.submits_in_flight.c
         with self._engine.begin() as conn:
             if chain_id is not None:
@@ -134,7 +137,8 @@ class SubmitsInFlightRepo(_Repo):
             flight_id = _insert_id(conn, insert(t.submits_in_flight).values(
                 cluster=cluster, recipe=recipe, job_name=job_name, chain_id=chain_id,
                 array_task=array_task, resumed_at=resumed_at, charge_retry=charge_retry,
-                actor=actor, channel=channel, sent_at=sent_at, intent=intent))
+                actor=actor, channel=channel, sent_at=sent_at, intent=intent,
+                command_at_most_s=command_at_most_s))
             row = conn.execute(select(t.submits_in_flight).where(c.id == flight_id)).first()
         return AddedFlight(_row(SubmitInFlight, row), new=True)
 

@@ -627,6 +627,27 @@ def test_v17_store_gets_submit_intents_keeping_its_submits_in_flight(store_url):
         assert got == [("U0ALICE", 5.0, None), ("U0ALICE", 6.0, "dev:88154:resubmit")]
 
 
+def test_v18_store_gets_senders_command_bounds_keeping_its_submits_in_flight(store_url):
+    """Version 19 keeps the bound a submit's sender counted per remote command with the row
+    in flight; a row written before has none (its lookup counts the current config's)."""
+    flight = dict(cluster="dev", recipe="mix", job_name="mix", chain_id=None, array_task=None,
+                  resumed_at=None, charge_retry=False, actor="U0ALICE", channel="C1")
+    with Store.open(store_url, target_version=18) as old:
+        assert "command_at_most_s" not in {c["name"] for c in
+                                           inspect(old.engine).get_columns("submits_in_flight")}
+        with old.engine.begin() as conn:  # what a v18 trainbot wrote
+            conn.exec_driver_sql(
+                "INSERT INTO submits_in_flight (cluster, recipe, job_name, charge_retry, actor,"
+                " channel, sent_at, intent) VALUES ('dev', 'mix', 'mix', false, 'U0ALICE',"
+                " 'C1', 5.0, 'dev:88154:resubmit')")
+    with Store.open(store_url) as new:
+        assert new.schema_version == new.latest_version == current_schema.SCHEMA_VERSION == 19
+        new.submits_in_flight.add(**flight, sent_at=6.0, command_at_most_s=200.0)
+        got = [(f.sent_at, f.intent, f.command_at_most_s)
+               for f in new.submits_in_flight.sent_before("dev", 10.0)]
+        assert got == [(5.0, "dev:88154:resubmit", None), (6.0, None, 200.0)]
+
+
 def test_audit_and_incident_texts_are_stored_redacted(tmp_path):
     url = f"sqlite:///{tmp_path / 'state.db'}"
     error = "`env K=plain-secret sbatch` exited 1: postgresql://bot:pw1234@db/x, xoxb-1-2-abcdefgh"

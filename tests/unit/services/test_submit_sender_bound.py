@@ -1,0 +1,146 @@
+"""A submit in flight is looked up, or taken over, only after the longer of its sender's bound
+and the current config's: the sender keeps one remote command's worst case, as it counted it
+when it sent the sbatch, on the row in flight (submits_in_flight.command_at_most_s,
+bot.services.submit.sender_command_at_most_s). Before, the bound was the lookup's current
+config's alone: a ProxyJump taken out of the ssh_config (or a replica started without
+`proxy_jump`) while the sender still went through the jump host had its submit looked up after
+19 minutes instead of 31, judged lost while its sbatch could still land, and resubmitted."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from fakes import AnswerLostSlurm, failed_run, make_config, make_context
+from support.dying import Died, dies_at
+from support.in_flight import in_flight, jobs, recover
+
+from bot.config import Config
+from bot.config.models.clusters import ClusterConfig
+from bot.core import train_grammar as c
+from bot.core.takeover import (
+    RemoteDeadlines,
+    settle_lead_s,
+    settle_takeover_s,
+    submit_in_flight_s,
+)
+from bot.services import cancel_settle
+from bot.services import submit as submit_mod
+from bot.services.runs import approval_intent
+from bot.services.submit import sender_command_at_most_s
+from bot.services.train import execute
+from bot.store import Store
+
+NOW = 1_000_000.0
+DIRECT, JUMP = RemoteDeadlines(), RemoteDeadlines(jump=True)
+LOGIN = "Host gpu\n  HostName 127.0.0.1\n  Port 2222\n  User slurmci\n  IdentityFile /nonexistent\n"
+PROXYJUMP = LOGIN + "  ProxyJump ops@bastion.example.org:22\n"
+
+
+def config_with(folder: Path, ssh_config: str) -> Config:
+    """make_config()'s, its cluster `dev` reached as `gpu` through an ssh_config file in
+    `folder` holding `ssh_config` (as tests/unit/services/test_takeover_jump_host.py's)."""
+    path = folder / "ssh_config"
+    path.write_text(ssh_config)
+    dev = ClusterConfig(host="gpu", ssh_config=str(path))
+    return make_config().model_copy(update={"clusters": {"dev": dev}})
+
+
+@pytest.fixture
+def store(tmp_path):
+    with Store.open(f"sqlite:///{tmp_path / 's.db'}") as s:
+        yield s
+
+
+def test_a_submit_in_flight_counts_its_senders_commands_when_longer() -> None:
+    assert (DIRECT.command_at_most_s, JUMP.command_at_most_s) == (120.0, 200.0)
+    assert submit_in_flight_s(DIRECT) == 1140.0  # 19 minutes
+    assert submit_in_flight_s(DIRECT, JUMP.command_at_most_s) == 1860.0  # 31: its sender's
+    assert submit_in_flight_s(JUMP, DIRECT.command_at_most_s) == 1860.0  # the current one's
+    assert submit_in_flight_s(DIRECT, None) == 1140.0  # a row written before: as before
+    assert settle_takeover_s(DIRECT, 200.0) > settle_takeover_s(DIRECT) == 3810.0
+    assert settle_lead_s(DIRECT, 200.0) == settle_takeover_s(DIRECT, 200.0) + 1860.0
+
+
+def test_a_resume_sent_through_a_jump_host_is_not_looked_up_when_the_jump_is_removed(
+        store: Store, tmp_path: Path, monkeypatch) -> None:
+    """Alice's resume sent through the jump host (the bot dies right after its sbatch), then
+    the ProxyJump taken out of the ssh_config: the recovery waits the sender's 31 minutes,
+    not the config's 19, before it looks the job up."""
+    monkeypatch.setattr(submit_mod, "crashpoint", dies_at("sbatch_returned"))
+    jumped = tmp_path / "jumped"
+    jumped.mkdir()
+    slurm = AnswerLostSlurm(lost=0, submitted_at=NOW)
+    ctx = make_context(store, slurm, config=config_with(jumped, PROXYJUMP))
+    chain = failed_run(ctx, now=NOW, channel="C0TRAIN")
+    with pytest.raises(Died):
+        execute(ctx, c.Resume("mix"), actor="U0ALICE", channel="C0TRAIN", now=NOW)
+    [flight] = store.submits_in_flight.sent_before("dev", float("inf"))
+    assert flight.command_at_most_s == 200.0  # the jump host's bound, kept by its sender
+
+    ctx = make_context(store, slurm, config=config_with(tmp_path, LOGIN))  # no jump now
+    recover(ctx, NOW + 19 * 60 + 1)  # the current config's bound: the sbatch may still land
+    assert jobs(store, chain) == ["88154"] and in_flight(store) == ["mix"]
+    recover(ctx, NOW + 31 * 60 + 1)  # the sender's
+    assert jobs(store, chain) == ["88154", "90500"] and in_flight(store) == []
+    assert len(slurm.acted("submit")) == 1
+
+
+def test_a_row_written_before_its_senders_bound_was_kept_is_looked_up_at_the_current_one(
+        store: Store, tmp_path: Path) -> None:
+    ctx = make_context(store, AnswerLostSlurm(lost=0, submitted_at=NOW),
+                       config=config_with(tmp_path, LOGIN))
+    store.submits_in_flight.add(cluster="dev", recipe="mix", job_name="mix", chain_id=None,
+                                array_task=None, resumed_at=None, charge_retry=False,
+                                actor="U0ALICE", channel="C0TRAIN", sent_at=NOW)
+    recover(ctx, NOW + 19 * 60 - 1)
+    assert in_flight(store) == ["mix"]
+    recover(ctx, NOW + 19 * 60 + 1)
+    assert in_flight(store) == []
+
+
+class _Runner:
+    def __init__(self, deadlines: RemoteDeadlines | Exception) -> None:
+        self._deadlines = deadlines
+
+    def deadlines(self) -> RemoteDeadlines:
+        if isinstance(self._deadlines, Exception):
+            raise self._deadlines
+        return self._deadlines
+
+
+class _Slurm:
+    def __init__(self, runner: _Runner) -> None:
+        self.runner = runner
+
+
+def test_the_sender_keeps_its_runners_cached_jump_host_when_the_config_has_none(
+        tmp_path: Path) -> None:
+    """The SSH runner resolved the ProxyJump when it was made and still goes through it: its
+    bound is the one kept, though the ssh_config names none now."""
+    config = config_with(tmp_path, LOGIN)
+    assert sender_command_at_most_s(config, "dev", _Slurm(_Runner(JUMP))) == 200.0  # type: ignore[arg-type]
+    assert sender_command_at_most_s(config, "dev", _Slurm(_Runner(DIRECT))) == 120.0  # type: ignore[arg-type]
+    assert sender_command_at_most_s(config, "dev", _Slurm(_Runner(OSError("x")))) == 120.0  # type: ignore[arg-type]
+    jumped = config_with(tmp_path, PROXYJUMP)
+    assert sender_command_at_most_s(jumped, "dev", _Slurm(_Runner(DIRECT))) == 200.0  # type: ignore[arg-type]
+
+
+def test_a_cancel_and_resumes_takeover_counts_its_resubmits_senders_bound(
+        store: Store, tmp_path: Path) -> None:
+    """A cancel and resume whose resubmit is in flight, sent through a jump host since taken
+    out of the config: its takeover waits the sender's commands, not the config's."""
+    ctx = make_context(store, AnswerLostSlurm(lost=0, submitted_at=NOW),
+                       config=config_with(tmp_path, LOGIN))
+    token = store.approvals.create(action="cancel", payload={"cluster": "dev", "recipe": "mix"},
+                                   allowed=["U0BOB"], expires_at=NOW + 3600, now=NOW)
+    approval = store.approvals.get(token)
+    assert approval is not None
+    assert cancel_settle.takeover_s(ctx, approval, NOW) == settle_takeover_s(DIRECT)
+    store.submits_in_flight.add(cluster="dev", recipe="mix", job_name="mix", chain_id=None,
+                                array_task=None, resumed_at=None, charge_retry=False,
+                                actor="U0BOB", channel=None, sent_at=NOW - 5,
+                                intent=approval_intent(token), command_at_most_s=200.0)
+    assert cancel_settle.takeover_s(ctx, approval, NOW) == settle_takeover_s(DIRECT, 200.0)
+    assert settle_takeover_s(DIRECT, 200.0) > settle_takeover_s(DIRECT)
+
