@@ -227,33 +227,42 @@ def _one_ended_two_running_one_waiting(slurm_cluster, slack_bot, tmp_path: Path,
                 runner.run(["scancel", str(array_id)], check=False)
 
 
+def _cancel_says_which_tasks(ctx, client, array_id: int, seen) -> dict:
+    """`/train cancel A` of the array `_one_ended_two_running_one_waiting` set up: its reply
+    says task by task what scancel A did, and Slurm then shows it done (task 0 left
+    COMPLETED, tasks 1-2 CANCELLED). The tasks' records by task id, once every task ended."""
+    from bot.core.train_grammar import JobControl
+    from bot.services.train import execute
+
+    # the last task waiting keeps the array's own id, and Slurm may list it as task 3
+    # (its own row) or as the array's pending remainder
+    waiting = (f"waiting {array_id}_3 cancelled" if 3 in seen
+               else "the tasks not started yet cancelled")
+    reply = execute(ctx, JobControl("cancel", array_id), actor="W0LEAD",
+                    channel="C0TRAIN", now=time.time())
+    assert reply.text == (
+        f"Array {array_id} cancelled by <@W0LEAD>: running {array_id}_[1-2] stopped; "
+        f"{waiting}; {array_id}_0 already ended (left as they were)."), reply.text
+    done = wait_tasks(
+        client, array_id,
+        lambda t: bool(t) and not any(r.is_running or r.is_pending for r in t.values()),
+        timeout=60, what=f"every task of array {array_id} ended")
+    by = _by_task(done)
+    assert by[0].state == "COMPLETED"  # left as it was
+    assert by[1].state == by[2].state == "CANCELLED"
+    return by
+
+
 @pytest.mark.timeout(240)
 def test_cancelling_an_arrays_own_id_cancels_every_task_and_says_which(slurm_cluster, slack_bot,
                                                                        tmp_path):
     """`/train cancel A` of an array's own id on Slurm: scancel A stops the tasks that run and
     cancels the one not started yet, leaves the one that ended, and the reply says so task by
     task, as people see them (A_[1-2], A_0)."""
-    from bot.core.train_grammar import JobControl
-    from bot.services.train import execute
 
     with _one_ended_two_running_one_waiting(slurm_cluster, slack_bot, tmp_path, "carray") as (
             ctx, client, array_id, seen):
-        # the last task waiting keeps the array's own id, and Slurm may list it as task 3
-        # (its own row) or as the array's pending remainder
-        waiting = (f"waiting {array_id}_3 cancelled" if 3 in seen
-                   else "the tasks not started yet cancelled")
-        reply = execute(ctx, JobControl("cancel", array_id), actor="W0LEAD",
-                        channel="C0TRAIN", now=time.time())
-        assert reply.text == (
-            f"Array {array_id} cancelled by <@W0LEAD>: running {array_id}_[1-2] stopped; "
-            f"{waiting}; {array_id}_0 already ended (left as they were)."), reply.text
-        done = wait_tasks(
-            client, array_id,
-            lambda t: bool(t) and not any(r.is_running or r.is_pending for r in t.values()),
-            timeout=60, what=f"every task of array {array_id} ended")
-        by = _by_task(done)
-        assert by[0].state == "COMPLETED"  # left as it was
-        assert by[1].state == by[2].state == "CANCELLED"
+        by = _cancel_says_which_tasks(ctx, client, array_id, seen)
         # task 3 never started: cancelled in the queue (the remainder, or its own row)
         assert all(r.state == "CANCELLED" for k, r in by.items() if k not in (0, 1, 2))
         assert set(by) - {0, 1, 2}, by  # Slurm still lists the task that never ran
@@ -265,25 +274,10 @@ def test_cancelling_a_runs_job_its_script_made_an_array_says_which_tasks(slurm_c
     """A recipe's run the store records as a plain job (no `array:`), whose batch script's
     `#SBATCH --array=0-3%2` made it array A: `/train cancel A` reads its tasks from Slurm and
     the reply says task by task what scancel A did, as for any array."""
-    from bot.core.train_grammar import JobControl
-    from bot.services.train import execute
 
     with _one_ended_two_running_one_waiting(slurm_cluster, slack_bot, tmp_path, "sarray",
                                             in_script=True) as (ctx, client, array_id, seen):
-        waiting = (f"waiting {array_id}_3 cancelled" if 3 in seen
-                   else "the tasks not started yet cancelled")
-        reply = execute(ctx, JobControl("cancel", array_id), actor="W0LEAD",
-                        channel="C0TRAIN", now=time.time())
-        assert reply.text == (
-            f"Array {array_id} cancelled by <@W0LEAD>: running {array_id}_[1-2] stopped; "
-            f"{waiting}; {array_id}_0 already ended (left as they were)."), reply.text
-        done = wait_tasks(
-            client, array_id,
-            lambda t: bool(t) and not any(r.is_running or r.is_pending for r in t.values()),
-            timeout=60, what=f"every task of array {array_id} ended")
-        by = _by_task(done)
-        assert by[0].state == "COMPLETED"
-        assert by[1].state == by[2].state == "CANCELLED"
+        _cancel_says_which_tasks(ctx, client, array_id, seen)
 
 
 @pytest.mark.timeout(240)

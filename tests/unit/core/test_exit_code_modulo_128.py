@@ -21,11 +21,11 @@ from pathlib import Path
 import pytest
 
 from bot.core.catalogue import Catalogue
-from bot.core.diagnose import LogAnalysis
 from bot.core.models import Accounting
 from bot.core.slurm.records import JobRecord, merge_records
 from bot.core.slurm.sacct import parse_sacct_json, parse_sacct_parsable
 from bot.slack.render import explain, explain_title
+from tests.support.diagnosis import read_log
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "slurm"
 JOB = 1234
@@ -84,10 +84,8 @@ def catalogue() -> Catalogue:
 
 
 def _diagnose(catalogue: Catalogue, record: JobRecord, log: str):
-    analysis = LogAnalysis(catalogue)
-    analysis.feed_text(log)
-    analysis.finish()
-    return analysis.diagnose(record.accounting())
+    """The diagnosis of `log` read with `record`'s accounting, as the watcher reads it."""
+    return read_log(catalogue, log, record.accounting())
 
 
 def test_the_parsable_path_marks_its_exit_code_and_the_json_path_keeps_it_exact():

@@ -22,11 +22,11 @@ from pathlib import Path
 import pytest
 
 from bot.core.catalogue import Catalogue
-from bot.core.diagnose import LogAnalysis
 from bot.core.models import Action
 from bot.core.slurm.records import JobRecord
 from bot.core.slurm.sacct import parse_sacct_json, parse_sacct_parsable
 from bot.slack.render import explain, explain_title
+from tests.support.diagnosis import read_log
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "slurm"
 JOB = 1236
@@ -91,10 +91,8 @@ def catalogue() -> Catalogue:
 
 
 def _diagnose(catalogue: Catalogue, record: JobRecord, log: str):
-    analysis = LogAnalysis(catalogue)
-    analysis.feed_text(log)
-    analysis.finish()
-    return analysis.diagnose(record.accounting())
+    """The diagnosis of `log` read with `record`'s accounting, as the watcher reads it."""
+    return read_log(catalogue, log, record.accounting())
 
 
 @pytest.mark.parametrize("form", sorted(FORMS))
