@@ -529,7 +529,8 @@ def test_a_cancel_and_resume_whose_scancel_went_unseen_is_settled_once_through_k
         # its scancel under way, then its end not seen
         assert sorted(bot.store.approvals.steps(prompt.token)) == ["cancel_unknown",
                                                                    "cancelling_to_resume"]
-        ahead = takeover_s(bot.ctx, bot.store.approvals.get(prompt.token)) + 60.0
+        ahead = takeover_s(bot.ctx, bot.store.approvals.get(prompt.token),
+                           time.time()) + 60.0
     finally:
         bot.close()
     _wait_for_state(runner, old, "CANCELLED")  # the scancel did take effect
