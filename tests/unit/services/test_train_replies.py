@@ -325,6 +325,21 @@ def test_a_single_jobs_hold_and_release_replies_are_unchanged(store, verb: str,
     assert slurm.acted(verb) == [88017]
 
 
+def _control_array_with_task_2(store, state: str, verb: str, lang: str, said: str) -> dict:
+    """`/train <verb> 6101` while Slurm lists 6101_2 in `state`: the reply is `said` and the
+    action reached Slurm once, for the array's own id; the audit entry's detail, returned."""
+    import json
+
+    slurm = _array_6101(store)
+    slurm.set(6104, state=state)
+    ctx = make_context(store, slurm, lang=lang)
+    reply = execute(ctx, JobControl(verb, 6101), actor="W0LEAD", channel=None, now=NOW)
+    assert reply.text == said
+    assert slurm.acted(verb) == [6101]
+    [entry] = store.audit.recent(1)
+    return json.loads(entry.detail)
+
+
 @pytest.mark.parametrize(("verb", "lang", "said"), [
     ("cancel", "en", "Array 6101 cancelled by <@W0LEAD>: running 6101_1 stopped; the tasks not "
                      "started yet cancelled; suspended 6101_2 cancelled; 6101_0 already ended "
@@ -354,18 +369,9 @@ def test_a_suspended_task_of_an_array_is_named_as_suspended(store, verb: str, la
     scancel cancels it, a hold does not reach it and a release does not resume it, and the
     reply says so rather than naming it among the running tasks ("running 6101_[1-2]
     stopped" / "left running"), as it did; the audit keeps it apart too."""
-    import json
-
-    slurm = _array_6101(store)
-    slurm.set(6104, state="SUSPENDED")
-    ctx = make_context(store, slurm, lang=lang)
-    reply = execute(ctx, JobControl(verb, 6101), actor="W0LEAD", channel=None, now=NOW)
-    assert reply.text == said
-    assert slurm.acted(verb) == [6101]
-    [entry] = store.audit.recent(1)
-    assert json.loads(entry.detail) == {"running": "6101_1", "waiting": None,
-                                        "not_started": True, "ended": "6101_0",
-                                        "suspended": "6101_2", "stopped": None}
+    assert _control_array_with_task_2(store, "SUSPENDED", verb, lang, said) == {
+        "running": "6101_1", "waiting": None, "not_started": True, "ended": "6101_0",
+        "suspended": "6101_2", "stopped": None}
 
 
 @pytest.mark.parametrize(("verb", "lang", "said"), [
@@ -400,18 +406,9 @@ def test_a_stopped_task_of_an_array_is_named_as_stopped(store, verb: str, lang: 
     and so does a release (only SIGCONT continues it); the reply says so rather than naming
     it among the running tasks ("running 6101_[1-2] stopped" / "left running"), as it did;
     the audit keeps it apart too."""
-    import json
-
-    slurm = _array_6101(store)
-    slurm.set(6104, state="STOPPED")
-    ctx = make_context(store, slurm, lang=lang)
-    reply = execute(ctx, JobControl(verb, 6101), actor="W0LEAD", channel=None, now=NOW)
-    assert reply.text == said
-    assert slurm.acted(verb) == [6101]
-    [entry] = store.audit.recent(1)
-    assert json.loads(entry.detail) == {"running": "6101_1", "waiting": None,
-                                        "not_started": True, "ended": "6101_0",
-                                        "suspended": None, "stopped": "6101_2"}
+    assert _control_array_with_task_2(store, "STOPPED", verb, lang, said) == {
+        "running": "6101_1", "waiting": None, "not_started": True, "ended": "6101_0",
+        "suspended": None, "stopped": "6101_2"}
 
 
 # ---- what a control asks Slurm: a real SlurmClient over the recording FakeRunner ------------
