@@ -31,6 +31,15 @@ _BAR_HEAD = re.compile(r"^(.*?(?<![\d.])\d+/\d+)\s*\[")
 # `***** Running {description} *****`): its bar (ProgressCallback's prediction_bar, unlabelled)
 # counts the evaluation's batches, not training steps.
 EVALUATION_START = re.compile(r"\*{5} Running (?:Evaluation|Prediction) \*{5}")
+# The framework saying training goes on after a line that reads as its end (a completion
+# marker), in the message a reader sees (normalize_line):
+# - fastai's epoch table header, which ProgressCallback.before_fit prints as each fit starts
+#   (fastai/fastai fastai/callback/progress.py 7443e0449a39; Recorder.metric_names, `epoch`
+#   then `train_loss` first; fastai/fastprogress fastprogress/fastprogress.py 6defb63bf735,
+#   ConsoleMasterBar.write: each name padded to 8, joined by two blanks): a fit after one that
+#   EarlyStoppingCallback ended (fine_tune's second fit, a loop over folds). Not printed by
+#   validate, get_preds or lr_find (their no_logging leaves ProgressCallback no logger)
+TRAINING_GOES_ON = re.compile(r"^epoch {5}train_loss(?: |$)")
 
 # Classes whose match in a COMPLETED job's log does not mean the work failed.
 _NOT_FAILURES = frozenset({"completed", "memory_leak", "hang"})
@@ -344,9 +353,10 @@ class CompletionEnding:
 
     `marker_line` is the line of the log's last marker (None: the log has none).
     `ends_in_marker`: no training progress comes after it (no later line that printed an
-    iteration). Progress after one means the marker was not the end: Lightning keeps
-    training to `min_epochs` after EarlyStopping signals a stop, a per-epoch or
-    per-iteration report reads like a marker; the log's later lines decide. The training bar
+    iteration), nor a line that says training goes on (`TRAINING_GOES_ON`: the table of
+    fastai's next fit). Progress after one means the marker was not the end: Lightning keeps
+    training to `min_epochs` after EarlyStopping signals a stop, a per-epoch or per-iteration
+    report reads like a marker; the log's later lines decide. The training bar
     drawn once more where it stood (Hugging Face's ProgressCallback closing it after
     `Training completed`: the same bar at the same count) is no progress, and neither is an
     evaluation that the framework opened after the marker (Hugging Face Trainer's `*****
@@ -361,14 +371,19 @@ class CompletionEnding:
 
 
 def completion_ending(matches: Iterable[Any], series: MetricSeries,
-                      evaluation_start: int | None = None) -> CompletionEnding:
+                      evaluation_start: int | None = None,
+                      goes_on_at: int | None = None) -> CompletionEnding:
     """How the log ends around its last completion marker (`CompletionEnding`), from the
-    catalogue matches (in line order), the metric series and the line of the last evaluation
-    the framework opened after the last run's first marker (`opens_evaluation`;
-    bot.core.diagnose.scan looks for it from that marker on)."""
+    catalogue matches (in line order), the metric series, the line of the last evaluation
+    the framework opened after the last run's first marker (`opens_evaluation`) and the last
+    line from there on that says training goes on (`training_goes_on`: after the last marker,
+    the marker was not the end, whatever follows); bot.core.diagnose.scan looks for both from
+    that marker on."""
     done = [m.line_no for m in matches if m.primary and m.class_id == "completed"]
     if not done:
         return CompletionEnding()
+    if goes_on_at is not None and goes_on_at > done[-1]:
+        return CompletionEnding(marker_line=done[-1])
     ends_training = _no_progress_after(done[-1], series)
     ends_in_marker = ends_training if evaluation_start is None else _no_progress_after(
         done[-1], series, evaluation_start=evaluation_start)
@@ -378,6 +393,12 @@ def completion_ending(matches: Iterable[Any], series: MetricSeries,
     return CompletionEnding(marker_line=done[-1], ends_in_marker=ends_in_marker,
                             evaluates_after_marker=ends_in_marker and (
                                 not ends_training or evaluated))
+
+
+def training_goes_on(text: str) -> bool:
+    """A raw log line says training goes on after a completion marker before it
+    (`TRAINING_GOES_ON`, in the message a reader sees)."""
+    return TRAINING_GOES_ON.search(normalize_line(text)) is not None
 
 
 def opens_evaluation(text: str) -> bool:

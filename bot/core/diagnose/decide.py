@@ -176,6 +176,7 @@ def diagnose(
     leak_warn_margin: float = DEFAULT_POLICY.leak_warn_margin,
     min_elapsed_s: float = 60.0,
     evaluation_start: int | None = None,
+    goes_on_at: int | None = None,
 ) -> Diagnosis:
     """ONE diagnosis from catalogue matches, the metric series and accounting.
 
@@ -186,9 +187,12 @@ def diagnose(
     The thresholds are a policy's (bot.core.policy.PolicyParams, same names; its defaults).
     `evaluation_start` is the line of the last evaluation the framework opened after the last
     run's first completion marker (Hugging Face Trainer's `***** Running Evaluation *****`:
-    bot.core.diagnose.scan finds it), None when there is none. `epilogue` is the lines before
-    `tail` that may be a PBS or Torque epilogue's (bot.core.diagnose.epilogue: the scan keeps
-    them from the log's last EPILOGUE_REACH lines), read with the tail for its memory kill.
+    bot.core.diagnose.scan finds it), None when there is none; `goes_on_at` the last line
+    from there on that says training goes on (bot.core.detectors.TRAINING_GOES_ON:
+    fastai's next fit's table). `epilogue` is the
+    lines before `tail` that may be a PBS or Torque epilogue's (bot.core.diagnose.epilogue:
+    the scan keeps them from the log's last EPILOGUE_REACH lines), read with the tail for its
+    memory kill.
     A log that holds several runs (a requeued job's, each run appended) is read by its last:
     the series is that run's (bot.core.metrics, from `series.run_start`), and only the matches
     and lines from there decide; a run with no progress yet is judged as a fresh job (no stall
@@ -225,7 +229,7 @@ def diagnose(
     # how the log ends around its completion marker (no training progress after it; an
     # evaluation after it, whose bar is no training progress), read once for the branches
     # below and the silent exit detector
-    completion = completion_ending(matches, series, evaluation_start)
+    completion = completion_ending(matches, series, evaluation_start, goes_on_at)
 
     chosen = _choose(catalogue, failed_classes, state_classes, acct)
     decided_by = (SIGNATURE if chosen in failed_classes else ACCOUNTING) if chosen else PROGRESS

@@ -15,14 +15,19 @@ from __future__ import annotations
 
 import re
 from collections import deque
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple, Protocol
 
 import numpy as np
 
-from bot.core.detectors import EVALUATION_START, opens_evaluation
+from bot.core.detectors import (
+    EVALUATION_START,
+    TRAINING_GOES_ON,
+    opens_evaluation,
+    training_goes_on,
+)
 from bot.core.diagnose.decide import diagnose
 from bot.core.diagnose.epilogue import EPILOGUE_LINE, EPILOGUE_REACH
 from bot.core.metrics import MetricSeries, compile_bytes_scanner, newline_offsets
@@ -92,6 +97,9 @@ class LogAnalysis:
         # completion marker (looked for from that marker on, however long the evaluation's
         # log is)
         self.evaluation_start: int | None = None
+        # the line of the last line from there on that says training goes on after a marker
+        # (Lightning's `Training will continue...`, fastai's next fit's table header)
+        self.goes_on_at: int | None = None
         self.bytes = 0
         self._by_class: dict[str, _ClassMatches] = {}
         self._carry = b""
@@ -200,7 +208,7 @@ class LogAnalysis:
             data, first, start=start, end=end, newlines=newlines, event_offsets=event_offsets,
             completion_lines=done,
         )
-        self._find_evaluation_start(block, newlines, first)
+        self._find_after_marker(block, newlines, first)
         # The last lines, for evidence when nothing else explains a failure, and among the last
         # EPILOGUE_REACH those that may be a PBS or Torque epilogue's
         n = len(newlines)
@@ -245,14 +253,16 @@ class LogAnalysis:
                 self._add_match(match)
         return event_offsets
 
-    def _find_evaluation_start(self, block: _Block, newlines: np.ndarray, first: int) -> None:
-        """Update `evaluation_start` from the block's lines at or after the last run's first
-        completion marker (none before one is seen: no scan of the whole log). A requeued
-        job's later run (`series.run_start`, the block already fed to the series) drops an
-        earlier run's evaluation and looks from its own marker on."""
+    def _find_after_marker(self, block: _Block, newlines: np.ndarray, first: int) -> None:
+        """Update `evaluation_start` and `goes_on_at` from the block's lines at or after the
+        last run's first completion marker (none before one is seen: no scan of the whole
+        log). A requeued job's later run (`series.run_start`, the block already fed to the
+        series) drops an earlier run's lines and looks from its own marker on."""
         run_start = self.series.run_start or 1
         if self.evaluation_start is not None and self.evaluation_start < run_start:
             self.evaluation_start = None
+        if self.goes_on_at is not None and self.goes_on_at < run_start:
+            self.goes_on_at = None
         completed = self._by_class.get("completed")
         marker = next((m.line_no for m in (completed.all() if completed is not None else ())
                        if m.line_no >= run_start), None)
@@ -261,13 +271,11 @@ class LogAnalysis:
         data, start, end = block
         marker_idx = marker - first  # a marker in this block: from it on
         pos = start if marker_idx <= 0 else int(newlines[marker_idx - 1]) + 1
-        while (m := _EVALUATION_LOCATOR.search(data, pos, end)) is not None:
-            idx = int(np.searchsorted(newlines, m.start()))
-            line_end = int(newlines[idx]) if idx < len(newlines) else end
-            line_start = start if idx == 0 else int(newlines[idx - 1]) + 1
-            if opens_evaluation(data[line_start:line_end].decode("utf-8", "replace")):
-                self.evaluation_start = first + idx
-            pos = line_end + 1
+        self.evaluation_start = _last_line(
+            block, newlines, pos, _EVALUATION_LOCATOR, opens_evaluation, first,
+            self.evaluation_start)
+        self.goes_on_at = _last_line(
+            block, newlines, pos, _GOES_ON_LOCATOR, training_goes_on, first, self.goes_on_at)
 
     def _add_match(self, m: Any) -> None:
         key = (m.class_id, m.line_no)
@@ -312,8 +320,24 @@ class LogAnalysis:
             now=now,
             target_iter=target_iter,
             evaluation_start=self.evaluation_start,
+            goes_on_at=self.goes_on_at,
             **options,
         )
+
+
+def _last_line(block: _Block, newlines: np.ndarray, pos: int, locator: Any,
+               holds: Callable[[str], bool], first: int, last: int | None) -> int | None:
+    """The number of the block's last line from offset `pos` on that `locator` finds and
+    `holds` confirms (`last` when none does)."""
+    data, start, end = block
+    while (m := locator.search(data, pos, end)) is not None:
+        idx = int(np.searchsorted(newlines, m.start()))
+        line_end = int(newlines[idx]) if idx < len(newlines) else end
+        line_start = start if idx == 0 else int(newlines[idx - 1]) + 1
+        if holds(data[line_start:line_end].decode("utf-8", "replace")):
+            last = first + idx
+        pos = line_end + 1
+    return last
 
 
 def _unanchored(pattern: str) -> str:
@@ -340,6 +364,11 @@ def _unanchored(pattern: str) -> str:
         out.append(ch)
         i += 1
     return "".join(out)
+
+
+# A line saying training goes on after a marker (detectors.TRAINING_GOES_ON, unanchored: raw
+# lines keep their prefixes; the line itself is checked normalized)
+_GOES_ON_LOCATOR = compile_bytes_scanner(_unanchored(TRAINING_GOES_ON.pattern).encode())
 
 
 def _build_prefilter(catalogue: Any) -> tuple[Any, Any] | None:

@@ -30,13 +30,33 @@ def test_the_early_stop_after_the_last_row_ends_a_finished_run(catalogue, after)
     assert any("early stopping" in e.text for e in d.evidence)
 
 
-@pytest.mark.xfail(strict=True, reason="the metric series reads no progress from fastai's "
-                   "table rows, so rows after the marker cannot say training went on")
-def test_a_stopped_fit_then_another_fits_table_is_no_end(catalogue):
+HEADER = TABLE.splitlines(keepends=True)[0]
+
+
+@pytest.mark.parametrize("after", [
+    TABLE, HEADER, "[rank0]: " + HEADER,
+    "epoch     train_loss\n",  # no validation set, no time column: no blank after the name
+], ids=["its table", "its header alone", "its header, prefixed", "its header of one name"])
+def test_a_stopped_fit_then_another_fits_table_is_no_end(catalogue, after):
     """fine_tune's frozen fit, or one fold of a loop of fits, stopped early; the next fit's
-    table follows."""
-    d = read_log(catalogue, TABLE + STOP + TABLE)
-    assert d.class_id == "none"
+    table follows (ProgressCallback.before_fit prints its header as the fit starts: fastai/
+    fastai fastai/callback/progress.py), cut anywhere from its header on."""
+    d = read_log(catalogue, TABLE + STOP + after)
+    assert (d.class_id, d.decided_by) == ("none", "progress")
+
+
+def test_the_next_fit_stopped_early_too_ends_a_finished_run(catalogue):
+    d = read_log(catalogue, TABLE + STOP + TABLE + "No improvement since epoch 5: early "
+                 "stopping\n")
+    assert (d.class_id, d.decided_by) == ("completed", "signature")
+    assert d.evidence[-1].text.strip() == "No improvement since epoch 5: early stopping"
+
+
+def test_a_validation_after_the_stop_is_no_next_fit(catalogue):
+    """learn.validate() and get_preds() print no table (their no_logging leaves
+    ProgressCallback no logger): only the script's own line follows."""
+    d = read_log(catalogue, TABLE + STOP + "valid loss 0.5012, accuracy 0.8612\n")
+    assert (d.class_id, d.decided_by) == ("completed", "signature")
 
 
 def test_a_traceback_after_the_early_stop_decides(catalogue):

@@ -243,3 +243,29 @@ def test_an_earlier_runs_evaluation_after_its_completion_is_not_the_last_runs(
     marker = header - 4  # the train metrics' dict: the last run's last completion marker
     assert analysis.diagnose(Accounting(state="RUNNING")).detail == {
         "kind": "evaluating", "line": marker}
+
+
+# fastai's fit stopped by EarlyStoppingCallback (fastai/callback/tracker.py) after its table,
+# then the header of the script's next fit's table (ProgressCallback.before_fit)
+_FASTAI_STOPPED = ("epoch     train_loss  valid_loss  accuracy  time    \n"
+                   "0         0.880000    0.500000    0.800000  01:10     \n"
+                   "1         0.860000    0.510000    0.810000  01:11     \n"
+                   "No improvement since epoch 0: early stopping\n")
+_FASTAI_NEXT_FIT = "epoch     train_loss  valid_loss  accuracy  time    \n"
+
+
+@pytest.mark.parametrize("block_bytes", [61, None])
+def test_an_earlier_runs_next_fit_after_its_early_stop_is_not_the_last_runs(
+        catalogue, block_bytes):
+    """Run 1's fit stopped early and its next fit began before the requeue; the last run's fit
+    stopped early and its log ends there: the last run ended in its marker, read from its own
+    marker on (and so is a next fit of its own, whatever block its header is fed in)."""
+    run_1 = _run_start(_T0) + _FASTAI_STOPPED + _FASTAI_NEXT_FIT + _requeued(_T0 + 600)
+    run_2 = _run_start(_RUN_2_START) + _FASTAI_STOPPED
+    analysis = _analyse(catalogue, run_1 + run_2, block_bytes=block_bytes)
+    assert (analysis.series.runs, analysis.goes_on_at) == (2, None)
+    d = analysis.diagnose()
+    assert (d.class_id, d.decided_by) == ("completed", "signature")
+    analysis = _analyse(catalogue, run_1 + run_2 + _FASTAI_NEXT_FIT, block_bytes=block_bytes)
+    assert analysis.goes_on_at == (run_1 + run_2).count("\n") + 1
+    assert analysis.diagnose().class_id == "none"
