@@ -33,13 +33,22 @@ _BAR_HEAD = re.compile(r"^(.*?(?<![\d.])\d+/\d+)\s*\[")
 EVALUATION_START = re.compile(r"\*{5} Running (?:Evaluation|Prediction) \*{5}")
 # The framework saying training goes on after a line that reads as its end (a completion
 # marker), in the message a reader sees (normalize_line):
+# - Lightning's stop signalled (EarlyStopping's `... Signaling Trainer to stop.`) below
+#   min_epochs or min_steps: the epoch loop's `done` logs it and trains on, to the minimum
+#   (Lightning-AI/pytorch-lightning src/lightning/pytorch/loops/training_epoch_loop.py
+#   7f0c3436cd3f: `Trainer was signaled to stop but the required `min_epochs=5` or
+#   `min_steps=None` has not been met. Training will continue...`; FitLoop.done's before
+#   1.8, f3574176e2; before 1.5, ae9803137a, `... but required minimum epochs (5) or minimum
+#   steps (None) has not been met. Training will continue...`)
 # - fastai's epoch table header, which ProgressCallback.before_fit prints as each fit starts
 #   (fastai/fastai fastai/callback/progress.py 7443e0449a39; Recorder.metric_names, `epoch`
 #   then `train_loss` first; fastai/fastprogress fastprogress/fastprogress.py 6defb63bf735,
 #   ConsoleMasterBar.write: each name padded to 8, joined by two blanks): a fit after one that
 #   EarlyStoppingCallback ended (fine_tune's second fit, a loop over folds). Not printed by
 #   validate, get_preds or lr_find (their no_logging leaves ProgressCallback no logger)
-TRAINING_GOES_ON = re.compile(r"^epoch {5}train_loss(?: |$)")
+TRAINING_GOES_ON = re.compile(
+    r"Trainer was signaled to stop but (?:the )?required .* has not been met\. "
+    r"Training will continue|^epoch {5}train_loss(?: |$)")
 
 # Classes whose match in a COMPLETED job's log does not mean the work failed.
 _NOT_FAILURES = frozenset({"completed", "memory_leak", "hang"})
@@ -353,10 +362,11 @@ class CompletionEnding:
 
     `marker_line` is the line of the log's last marker (None: the log has none).
     `ends_in_marker`: no training progress comes after it (no later line that printed an
-    iteration), nor a line that says training goes on (`TRAINING_GOES_ON`: the table of
-    fastai's next fit). Progress after one means the marker was not the end: Lightning keeps
-    training to `min_epochs` after EarlyStopping signals a stop, a per-epoch or per-iteration
-    report reads like a marker; the log's later lines decide. The training bar
+    iteration), nor a line that says training goes on (`TRAINING_GOES_ON`: Lightning's
+    `Training will continue...` below min_epochs, the table of fastai's next fit). Progress
+    after one means the marker was not the end: Lightning keeps training to `min_epochs`
+    after EarlyStopping signals a stop, a per-epoch or per-iteration report reads like a
+    marker; the log's later lines decide. The training bar
     drawn once more where it stood (Hugging Face's ProgressCallback closing it after
     `Training completed`: the same bar at the same count) is no progress, and neither is an
     evaluation that the framework opened after the marker (Hugging Face Trainer's `*****

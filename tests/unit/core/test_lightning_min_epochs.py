@@ -1,0 +1,69 @@
+"""Lightning's stop signalled below min_epochs or min_steps, read from its source
+(Lightning-AI/pytorch-lightning 7f0c3436cd3f): EarlyStopping._run_early_stopping_check
+(src/lightning/pytorch/callbacks/early_stopping.py) sets `trainer.should_stop` and, verbose,
+logs `Monitored metric val_loss did not improve in the last 3 records. Best score: 0.123.
+Signaling Trainer to stop.`; FitLoop.done stops only once `_can_stop_early` (the minimums met),
+and until then the epoch loop's `done` (src/lightning/pytorch/loops/training_epoch_loop.py)
+logs `Trainer was signaled to stop but the required `min_epochs=5` or `min_steps=None` has not
+been met. Training will continue...` and trains on (before 1.5, ae9803137a: `... but required
+minimum epochs (5) or minimum steps (None) has not been met. Training will continue...`)."""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.core.catalogue import Catalogue
+from tests.support.diagnosis import read_log
+
+EPOCH = "Epoch {epoch}: {n:>3}%|          | {n}/100 [00:10<00:00,  9.80it/s, loss=0.31]\n"
+EPOCHS = "".join(EPOCH.format(epoch=e, n=100) for e in range(3))
+STOP = ("Monitored metric val_loss did not improve in the last 3 records. Best score: 0.123. "
+        "Signaling Trainer to stop.\n")
+GOES_ON = ("Trainer was signaled to stop but the required `min_epochs=5` or `min_steps=None` "
+           "has not been met. Training will continue...\n")
+GOES_ON_1_4 = ("Trainer was signaled to stop but required minimum epochs (5) or minimum steps "
+               "(None) has not been met. Training will continue...\n")
+
+
+@pytest.fixture(scope="module")
+def catalogue() -> Catalogue:
+    return Catalogue.load()
+
+
+def test_the_stop_alone_ends_a_finished_run(catalogue):
+    d = read_log(catalogue, EPOCHS + STOP)
+    assert (d.class_id, d.decided_by) == ("completed", "signature")
+
+
+@pytest.mark.parametrize("goes_on", [
+    GOES_ON,
+    GOES_ON_1_4,
+    "INFO: " + GOES_ON,  # a logging format of the script's own
+    GOES_ON + EPOCH.format(epoch=3, n=0),  # the next epoch's bar, at its start
+], ids=["lightning 1.5+", "lightning before 1.5", "prefixed", "then the next epoch's bar"])
+def test_the_stop_below_min_epochs_is_no_end(catalogue, goes_on):
+    """The log cut right after Lightning said training will continue: still training (the
+    watcher decides it by the clock), not completed."""
+    d = read_log(catalogue, EPOCHS + STOP + goes_on)
+    assert (d.class_id, d.decided_by) == ("none", "progress")
+    assert not any("Signaling Trainer to stop" in e.text for e in d.evidence)
+
+
+def test_the_end_at_max_epochs_after_it_still_decides(catalogue):
+    text = (EPOCHS + STOP + GOES_ON + EPOCH.format(epoch=3, n=100)
+            + EPOCH.format(epoch=4, n=100) + "`Trainer.fit` stopped: `max_epochs=5` reached.\n")
+    d = read_log(catalogue, text)
+    assert (d.class_id, d.decided_by) == ("completed", "signature")
+
+
+def test_a_failure_after_it_decides(catalogue):
+    d = read_log(catalogue, EPOCHS + STOP + GOES_ON + "Traceback (most recent call last):\n"
+                 "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB\n")
+    assert d.class_id == "cuda_oom"
+
+
+def test_it_before_the_runs_first_marker_is_not_kept(catalogue):
+    """A line that says training goes on before any marker cancels nothing: the marker
+    after it ends the run."""
+    d = read_log(catalogue, GOES_ON + EPOCHS + STOP)
+    assert (d.class_id, d.decided_by) == ("completed", "signature")
