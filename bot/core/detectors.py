@@ -46,9 +46,18 @@ EVALUATION_START = re.compile(r"\*{5} Running (?:Evaluation|Prediction) \*{5}")
 #   ConsoleMasterBar.write: each name padded to 8, joined by two blanks): a fit after one that
 #   EarlyStoppingCallback ended (fine_tune's second fit, a loop over folds). Not printed by
 #   validate, get_preds or lr_find (their no_logging leaves ProgressCallback no logger)
+# - a next fit of Keras after one that EarlyStopping ended (its `Epoch 8: early stopping` is
+#   printed by on_train_end, as fit() returns: keras-team/keras keras/src/callbacks/
+#   early_stopping.py 040582fc160b): ProgbarLogger.on_epoch_begin's `Epoch 1/10` (keras/src/
+#   callbacks/progbar_logger.py 041cdb434c0d; verbose, more than one epoch), a whole line
+# - a next train() of Hugging Face's Trainer after its `Training completed.` (a loop over
+#   seeds or folds, a hyperparameter search's next trial): `_inner_training_loop` logs
+#   `***** Running training *****` before its first step (huggingface/transformers
+#   src/transformers/trainer.py 2cda12cbf6e4), as the example scripts that copy it do
 TRAINING_GOES_ON = re.compile(
     r"Trainer was signaled to stop but (?:the )?required .* has not been met\. "
-    r"Training will continue|^epoch {5}train_loss(?: |$)")
+    r"Training will continue|^epoch {5}train_loss(?: |$)|^Epoch [0-9]+/[0-9]+ *$"
+    r"|\*{5} Running training \*{5}")
 
 # Classes whose match in a COMPLETED job's log does not mean the work failed.
 _NOT_FAILURES = frozenset({"completed", "memory_leak", "hang"})
@@ -363,7 +372,8 @@ class CompletionEnding:
     `marker_line` is the line of the log's last marker (None: the log has none).
     `ends_in_marker`: no training progress comes after it (no later line that printed an
     iteration), nor a line that says training goes on (`TRAINING_GOES_ON`: Lightning's
-    `Training will continue...` below min_epochs, the table of fastai's next fit). Progress
+    `Training will continue...` below min_epochs, the start of a next fit or train() of
+    fastai, Keras or Hugging Face's Trainer). Progress
     after one means the marker was not the end: Lightning keeps training to `min_epochs`
     after EarlyStopping signals a stop, a per-epoch or per-iteration report reads like a
     marker; the log's later lines decide. The training bar

@@ -189,7 +189,7 @@ def diagnose(
     run's first completion marker (Hugging Face Trainer's `***** Running Evaluation *****`:
     bot.core.diagnose.scan finds it), None when there is none; `goes_on_at` the last line
     from there on that says training goes on (bot.core.detectors.TRAINING_GOES_ON:
-    Lightning's `Training will continue...`, fastai's next fit's table). `epilogue` is the
+    Lightning's `Training will continue...`, a next fit's or train()'s start). `epilogue` is the
     lines before `tail` that may be a PBS or Torque epilogue's (bot.core.diagnose.epilogue:
     the scan keeps them from the log's last EPILOGUE_REACH lines), read with the tail for its
     memory kill.
