@@ -12,19 +12,18 @@ Why this shape:
 - One transport per runner (per cluster) is reused for every command and for SFTP; it is opened
   lazily and reopened once, transparently, when it was dropped *before* a command started.
   A command that may already have run is never re-run.
-- Every wait is bounded: connecting (connect_timeout, the host name's DNS lookup included),
-  starting a command and its run (command_timeout), each SFTP reply (sftp_timeout, on a pool
-  of channels so that one hung path blocks no other read: bot.cluster.sftp).
+- Every wait is bounded: connecting (connect_timeout, the host name's DNS lookup included:
+  bot.cluster.dial), starting a command and its run (command_timeout), each SFTP reply
+  (sftp_timeout, on a pool of channels so that one hung path blocks no other read:
+  bot.cluster.sftp).
 """
 
 from __future__ import annotations
 
-import errno
 import logging
 import os
 import re
 import shlex
-import socket
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
@@ -33,10 +32,10 @@ from typing import Any
 
 import paramiko
 from paramiko.common import cMSG_CHANNEL_REQUEST
-from paramiko.ssh_exception import NoValidConnectionsError
 
 from bot.cluster.channels import wait_channel
 from bot.cluster.command_line import ENV_NOT_RECEIVED, build_command, env_stdin
+from bot.cluster.dial import connect_within
 from bot.cluster.endpoint import (
     Endpoint,
     SSHSettings,
@@ -542,122 +541,6 @@ def close_channel(chan: paramiko.Channel) -> None:
         chan.close()
     except (paramiko.SSHException, EOFError, OSError):  # the transport is gone already
         log.debug("closing a channel on a lost connection failed", exc_info=True)
-
-
-def connect_within(client: paramiko.SSHClient, budget: float, **kwargs: Any) -> None:
-    """`client.connect(**kwargs)`, the whole of it ended after `budget` seconds: TimeoutError
-    then, whatever paramiko was waiting for. paramiko bounds each phase on its own (the TCP
-    connect by `timeout`, the banner and key exchange by start_client's `timeout`, each key's
-    authentication by `auth_timeout`: a key file, then every key of an agent), never their
-    sum, and leaves the host name's DNS lookup unbounded (the resolver's own timeouts and
-    retries); without a `sock`, the name is looked up here within the budget
-    (`resolve_within`) and the TCP connection made to its addresses as paramiko makes it,
-    then handed to paramiko with the name, against which known_hosts is checked. At the
-    deadline this closes the connection's socket and transport, which ends paramiko's wait,
-    whichever it is, within its 0.1-s poll."""
-    lock = threading.Lock()
-    state: dict[str, Any] = {"fired": False, "transport": None, "sock": None}
-    ends = time.monotonic() + budget
-
-    def transport(sock: Any, **kw: Any) -> paramiko.Transport:
-        with lock:
-            if state["fired"]:  # the deadline passed in the TCP connect
-                sock.close()
-                raise TimeoutError(f"not connected within {budget:g} s")
-            state["sock"], state["transport"] = sock, paramiko.Transport(sock, **kw)
-            return state["transport"]
-
-    def new_socket(family: int) -> socket.socket:
-        sock = socket.socket(family, socket.SOCK_STREAM)
-        with lock:
-            if state["fired"]:
-                sock.close()
-                raise TimeoutError(f"not connected within {budget:g} s")
-            state["sock"] = sock  # closed by expire: ends a TCP connect in progress
-        return sock
-
-    def expire() -> None:
-        with lock:
-            state["fired"] = True
-            t, sock = state["transport"], state["sock"]
-        for obj in (t, sock):
-            if obj is not None:
-                try:
-                    obj.close()
-                except Exception:  # noqa: BLE001 - the connection is abandoned either way
-                    log.debug("closing a connection past its deadline failed", exc_info=True)
-
-    timer = threading.Timer(budget, expire)
-    timer.daemon = True
-    timer.start()
-    try:
-        if kwargs.get("sock") is None:
-            kwargs["sock"] = _tcp_connect(kwargs["hostname"], kwargs.get("port", 22), ends,
-                                          new_socket)
-        client.connect(transport_factory=transport, **kwargs)
-    except Exception as exc:
-        with lock:
-            fired = state["fired"]
-        if fired and not isinstance(exc, (TimeoutError, HostKeyRejected,
-                                          paramiko.BadHostKeyException)):
-            raise TimeoutError(f"not connected within {budget:g} s") from exc
-        raise
-    finally:
-        timer.cancel()
-    with lock:
-        fired = state["fired"]
-    if fired:  # connected as the deadline passed: closed by then, or about to be
-        raise TimeoutError(f"not connected within {budget:g} s")
-
-
-def resolve_within(host: str, port: int, ends: float) -> list[tuple[Any, ...]]:
-    """`socket.getaddrinfo(host, port)` for a TCP connection, as paramiko asks it, given up at
-    the monotonic time `ends`: TimeoutError then. The resolver has no deadline of its own
-    that the caller sets (a hung DNS server holds it for its timeouts times its attempts), so
-    it runs on a daemon thread of its own, left to end by itself when it is given up."""
-    answer: dict[str, Any] = {}
-    done = threading.Event()
-
-    def lookup() -> None:
-        try:
-            answer["infos"] = socket.getaddrinfo(host, port, socket.AF_UNSPEC,
-                                                 socket.SOCK_STREAM)
-        except Exception as exc:  # noqa: BLE001 - raised in the caller's thread below
-            answer["error"] = exc
-        finally:
-            done.set()
-
-    threading.Thread(target=lookup, name=f"resolve {host}", daemon=True).start()
-    if not done.wait(max(ends - time.monotonic(), 0.0)):
-        raise TimeoutError(f"{host} was not resolved in time")
-    if "error" in answer:
-        raise answer["error"]
-    infos: list[tuple[Any, ...]] = answer["infos"]
-    return infos
-
-
-def _tcp_connect(host: str, port: int, ends: float,
-                 new_socket: Callable[[int], socket.socket]) -> socket.socket:
-    """A TCP connection to `host`'s addresses, made as paramiko's SSHClient.connect makes it
-    (each address in the resolver's order; a refused or unreachable one gives way to the
-    next, any other error is raised; all refused: NoValidConnectionsError), its name looked
-    up and each connect waited for until the monotonic time `ends` at most."""
-    infos = resolve_within(host, port, ends)
-    stream = [(i[0], i[4]) for i in infos if i[1] == socket.SOCK_STREAM]
-    to_try = stream or [(i[0], i[4]) for i in infos]  # paramiko's guess when none says TCP
-    errors: dict[tuple[Any, ...], OSError] = {}
-    for family, addr in to_try:
-        sock = new_socket(family)
-        try:
-            sock.settimeout(max(ends - time.monotonic(), 0.001))
-            sock.connect(addr)
-            return sock
-        except OSError as exc:
-            sock.close()
-            if exc.errno not in (errno.ECONNREFUSED, errno.EHOSTUNREACH):
-                raise
-            errors[addr] = exc
-    raise NoValidConnectionsError(errors)
 
 
 def within(timeout: float, chan: paramiko.Channel, request: Callable[[], object]) -> None:

@@ -37,7 +37,7 @@ class RemoteDeadlines:
     def connect_at_most_s(self) -> float:
         """Connecting to the login node at its worst (bot.cluster.ssh.SSHRunner._open_client).
         One host's connection is ended at `connect_s` whatever phase it is in
-        (bot.cluster.ssh.connect_within): its name's DNS lookup, the TCP connect, the banner
+        (bot.cluster.dial.connect_within): its name's DNS lookup, the TCP connect, the banner
         (paramiko's banner_timeout) and the key exchange, then authentication with every key
         tried (paramiko's auth_timeout is per key). Through a jump host: the jump host's
         connection (`connect_s`), the tunnel's opening there (`connect_s`), then the login

@@ -1,4 +1,4 @@
-"""A connection's DNS lookup counts against its connect_timeout (bot.cluster.ssh.connect_within):
+"""A connection's DNS lookup counts against its connect_timeout (bot.cluster.dial.connect_within):
 a resolver that hangs on the login node's name, or on the jump host's, fails the connection
 with the usual timed-out error naming that host within the deadline, and the name (not the
 address it resolved to) is what known_hosts is checked against.
