@@ -28,6 +28,7 @@ from bot.cluster.ssh import CommandResult, SSHRunner
 from bot.core.models import Accounting
 from bot.core.slurm.records import JobRecord
 from bot.core.slurm.sbatch import SubmitSpec
+from bot.core.takeover import RemoteDeadlines
 
 if TYPE_CHECKING:
     from conftest import DevCluster
@@ -327,6 +328,9 @@ class CountingRunner:
 
     def sftp(self):
         return self.inner.sftp()
+
+    def deadlines(self) -> RemoteDeadlines:
+        return self.inner.deadlines()
 
     def programs(self) -> list[str]:
         """The Slurm program of each call, in order (`env … sbatch` counts as sbatch)."""

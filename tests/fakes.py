@@ -39,6 +39,7 @@ from bot.core.slurm.records import JobRecord
 from bot.core.slurm.sbatch import SubmitSpec
 from bot.core.slurm.sstat import StepMemory
 from bot.core.tail import ReadBatch, ReadRequest
+from bot.core.takeover import RemoteDeadlines
 from bot.services.ports import BotContext, HomePublisher, PostError, ThreadWriter
 from bot.slack.render import TemplateRenderer
 from bot.store import Store
@@ -69,15 +70,23 @@ def program_of(argv: Sequence[str]) -> str:
     return words[0]
 
 
+#: A FakeRunner's own deadlines unless it is given some: it answers at once, so its bound adds
+#: nothing to the config's (bot.services.submit.sender_command_at_most_s counts the longer).
+INSTANT = RemoteDeadlines(connect_s=0.0, command_s=0.0, sftp_s=0.0)
+
+
 class FakeRunner:
     """The SSH runner: answers each program from `answers` (or `default`), never raising on a
-    non-zero exit (callers check `exit_code`), and records every call."""
+    non-zero exit (callers check `exit_code`), and records every call. `deadlines`: what its
+    deadlines() answers (an exception: raised, as an endpoint that cannot be resolved)."""
 
     def __init__(self, answers: Mapping[str, Answer] | None = None, *,
-                 default: Answer | None = None) -> None:
+                 default: Answer | None = None,
+                 deadlines: RemoteDeadlines | Exception = INSTANT) -> None:
         self.answers = dict(answers or {})
         self.default = default
         self.calls: list[RunCall] = []
+        self._deadlines = deadlines
 
     def run(self, argv: Sequence[str], *, stdin: bytes | str | None = None,
             timeout: float | None = None, check: bool = True,
@@ -96,6 +105,11 @@ class FakeRunner:
 
     def sftp(self) -> Any:
         raise AssertionError("FakeRunner has no SFTP: give the code under test a FakeSFTP")
+
+    def deadlines(self) -> RemoteDeadlines:
+        if isinstance(self._deadlines, Exception):
+            raise self._deadlines
+        return self._deadlines
 
     def argvs(self) -> list[list[str]]:
         return [call.argv for call in self.calls]

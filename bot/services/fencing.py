@@ -7,6 +7,7 @@ from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import Any, TypeVar
 
+from bot.core.takeover import RemoteDeadlines
 from bot.services.leases import LeaseFence
 from bot.services.ports import (
     SFTP,
@@ -54,6 +55,10 @@ class FencedRunner:
 
     def sftp(self) -> SFTP:
         return _read(self.fence, self.inner.sftp)
+
+    def deadlines(self) -> RemoteDeadlines:
+        """The wrapped runner's: read from its settings, nothing sent (no lease renewal)."""
+        return self.inner.deadlines()
 
     def close(self) -> None:
         self.inner.close()

@@ -34,6 +34,7 @@ if TYPE_CHECKING:
     from bot.core.slurm.sbatch import SubmitSpec
     from bot.core.slurm.sstat import StepMemory
     from bot.core.tail import ReadBatch, ReadRequest
+    from bot.core.takeover import RemoteDeadlines
 
 Blocks = list[dict[str, Any]]
 
@@ -114,6 +115,13 @@ class Runner(Protocol):
     ) -> CommandOutput: ...
 
     def sftp(self) -> SFTP: ...
+
+    def deadlines(self) -> RemoteDeadlines:
+        """Its own deadlines as bot.core.takeover counts them: the timeouts and the jump host
+        (from its settings or ssh_config Host entry) it resolved when it was made and keeps
+        using, which may differ from the current config's. May raise when its endpoint cannot
+        be resolved (an unreadable ssh_config)."""
+        ...
 
     def close(self) -> None: ...
 

@@ -597,16 +597,12 @@ def sender_command_at_most_s(config: Config, cluster: str, slurm: Slurm) -> floa
     resolved when it was made, kept since) when longer, so the bound kept with the submit
     in flight is the one this process may still be sending under."""
     bound = cluster_deadlines(config, cluster).command_at_most_s
-    runner_deadlines = getattr(getattr(slurm, "runner", None), "deadlines", None)
-    if callable(runner_deadlines):
-        try:
-            own = runner_deadlines()
-        except Exception:  # noqa: BLE001 - an endpoint that cannot be resolved sends nothing
-            log.debug("%s: the runner's deadlines are not known", cluster, exc_info=True)
-        else:
-            if isinstance(own, RemoteDeadlines):
-                bound = max(bound, own.command_at_most_s)
-    return bound
+    try:
+        own = slurm.runner.deadlines()
+    except Exception:  # noqa: BLE001 - an endpoint that cannot be resolved sends nothing
+        log.debug("%s: the runner's deadlines are not known", cluster, exc_info=True)
+        return bound
+    return max(bound, own.command_at_most_s)
 
 #: How far the Slurm controller's clock may be behind trainbot's (both kept by NTP) when a
 #: job's submit time is compared with the moment trainbot sent its sbatch.

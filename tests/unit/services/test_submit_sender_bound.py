@@ -11,7 +11,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fakes import AnswerLostSlurm, failed_run, make_config, make_context
+from fakes import (
+    AnswerLostSlurm,
+    FakeRunner,
+    FakeSlurm,
+    failed_run,
+    make_config,
+    make_context,
+)
 from support.dying import Died, dies_at
 from support.in_flight import in_flight, jobs, recover
 
@@ -26,6 +33,8 @@ from bot.core.takeover import (
 )
 from bot.services import cancel_settle
 from bot.services import submit as submit_mod
+from bot.services.fencing import fenced_context
+from bot.services.leases import LeaseKeeper
 from bot.services.runs import approval_intent
 from bot.services.submit import sender_command_at_most_s
 from bot.services.train import execute
@@ -99,31 +108,39 @@ def test_a_row_written_before_its_senders_bound_was_kept_is_looked_up_at_the_cur
     assert in_flight(store) == []
 
 
-class _Runner:
-    def __init__(self, deadlines: RemoteDeadlines | Exception) -> None:
-        self._deadlines = deadlines
-
-    def deadlines(self) -> RemoteDeadlines:
-        if isinstance(self._deadlines, Exception):
-            raise self._deadlines
-        return self._deadlines
-
-
-class _Slurm:
-    def __init__(self, runner: _Runner) -> None:
-        self.runner = runner
-
-
 def test_the_sender_keeps_its_runners_cached_jump_host_when_the_config_has_none(
         tmp_path: Path) -> None:
     """The SSH runner resolved the ProxyJump when it was made and still goes through it: its
     bound is the one kept, though the ssh_config names none now."""
     config = config_with(tmp_path, LOGIN)
-    assert sender_command_at_most_s(config, "dev", _Slurm(_Runner(JUMP))) == 200.0  # type: ignore[arg-type]
-    assert sender_command_at_most_s(config, "dev", _Slurm(_Runner(DIRECT))) == 120.0  # type: ignore[arg-type]
-    assert sender_command_at_most_s(config, "dev", _Slurm(_Runner(OSError("x")))) == 120.0  # type: ignore[arg-type]
-    jumped = config_with(tmp_path, PROXYJUMP)
-    assert sender_command_at_most_s(jumped, "dev", _Slurm(_Runner(DIRECT))) == 200.0  # type: ignore[arg-type]
+
+    def bound(config: Config, deadlines: RemoteDeadlines | Exception) -> float:
+        return sender_command_at_most_s(config, "dev",
+                                        FakeSlurm(runner=FakeRunner(deadlines=deadlines)))
+
+    assert bound(config, JUMP) == 200.0
+    assert bound(config, DIRECT) == 120.0
+    assert bound(config, OSError("x")) == 120.0  # its endpoint cannot be resolved
+    assert bound(config_with(tmp_path, PROXYJUMP), DIRECT) == 200.0
+
+
+def test_a_fenced_senders_row_keeps_its_runners_jump_host(
+        store: Store, tmp_path: Path, monkeypatch) -> None:
+    """A scheduled job's submit goes through the fenced ports (bot.services.fencing): the
+    bound kept on its row is still its SSH runner's own. Before, the fenced runner had no
+    deadlines() for the sender to find, and the row kept the config's 120 s."""
+    monkeypatch.setattr(submit_mod, "crashpoint", dies_at("sbatch_returned"))
+    slurm = AnswerLostSlurm(lost=0, submitted_at=NOW)
+    slurm.runner = FakeRunner(slurm.runner.answers, deadlines=JUMP)  # went through a jump
+    ctx = make_context(store, slurm, config=config_with(tmp_path, LOGIN))  # none named now
+    failed_run(ctx, now=NOW, channel="C0TRAIN")
+    keeper = LeaseKeeper(store.leases, holder="A")
+    assert keeper.holds("submits", NOW, every_s=60)
+    fenced = fenced_context(ctx, keeper.fence("submits", lambda: NOW))
+    with pytest.raises(Died):
+        execute(fenced, c.Resume("mix"), actor="U0ALICE", channel="C0TRAIN", now=NOW)
+    [flight] = store.submits_in_flight.sent_before("dev", float("inf"))
+    assert flight.command_at_most_s == 200.0
 
 
 def test_a_cancel_and_resumes_takeover_counts_its_resubmits_senders_bound(
