@@ -325,7 +325,7 @@ def submit_recipe(
     whole_array = effective.array is not None and array_task is None
 
     found_by_name = False
-    flight: int | None = None  # a person's submit, kept until its job is recorded
+    flight: SubmitInFlight | None = None  # a person's submit, kept until its job is recorded
     try:
         checkpoint = find_resume_checkpoint(effective, sftp, array_task)
         env = submit_env(recipe_name, effective, checkpoint)
@@ -339,7 +339,7 @@ def submit_recipe(
                 command_at_most_s=sender_command_at_most_s(config, recipe.cluster, slurm))
             if not added.new:
                 raise RunSubmitInFlight(added.flight, now)
-            flight = added.flight.id
+            flight = added.flight
         if after_job is not None and chain is not None:
             _moved_on(store, chain.id, array_task, after_job)
         try:
@@ -347,7 +347,8 @@ def submit_recipe(
         except OutcomeUnknown as exc:
             if not reconcile_unknown:
                 raise
-            job_id = _look_up_lost_submit(config, recipe_name, slurm, store, exc,
+            assert flight is not None  # kept above whenever reconcile_unknown
+            job_id = _look_up_lost_submit(config, recipe_name, slurm, store, exc, flight,
                                           job_name=job_name, chain=chain, array_task=array_task,
                                           sent_at=now)
             found_by_name = True
@@ -356,7 +357,7 @@ def submit_recipe(
         if flight is not None and not isinstance(exc, OutcomeUnknown):
             # nothing was queued (refused, never sent, or looked up and not there); an
             # OutcomeUnknown here is a lookup that failed: the job is looked for again later
-            store.submits_in_flight.remove(flight)
+            store.submits_in_flight.remove(flight.id)
         store.audit.record(
             actor=actor, action="submit", now=now, recipe=recipe_name,
             result="refused" if isinstance(exc, RunSubmitInFlight | RunMovedOn) else "failed",
@@ -394,7 +395,7 @@ def submit_recipe(
         store.chains.set_status(chain.id, "active", now=now)
     store.watched_jobs.add(recipe.cluster, job_id, now=now, chain_id=chain.id)
     if flight is not None:
-        store.submits_in_flight.remove(flight)
+        store.submits_in_flight.remove(flight.id)
     store.audit.record(
         actor=actor, action="submit", now=now, recipe=recipe_name, job_id=job_id, result="ok",
         detail={
@@ -435,12 +436,15 @@ class SubmitNotQueued(ServiceError):
 
 
 def _look_up_lost_submit(config: Config, recipe_name: str, slurm: Slurm, store: Store,
-                         lost: OutcomeUnknown, *, job_name: str, chain: Any,
-                         array_task: int | None, sent_at: float) -> str:
+                         lost: OutcomeUnknown, flight: SubmitInFlight, *, job_name: str,
+                         chain: Any, array_task: int | None, sent_at: float) -> str:
     """The job a submit whose end was not seen (`lost`) left, found by its name
     (`find_lost_submit`: a job of the same name someone submitted by hand before the click
     is not this submit's, and is never adopted). Raises SubmitNotQueued when there is none,
-    and `lost` again (with what the lookup said) when the lookup fails."""
+    and `lost` again (with what the lookup said) when the lookup fails, saying when the
+    submit is looked for again: its row in flight's (`flight`) bound, the one
+    bot.services.runs.recover_submits_in_flight waits for (flight_in_flight_s: its sender's
+    command bound when longer than the config's)."""
     try:
         found = find_lost_submit(config, recipe_name, slurm, store, job_name=job_name,
                                  chain=chain, array_task=array_task, sent_at=sent_at)
@@ -451,8 +455,7 @@ def _look_up_lost_submit(config: Config, recipe_name: str, slurm: Slurm, store: 
             "Looking it up by name failed too (%(error)s): trainbot looks for it again in "
             "%(minutes)d minutes and, if it is there, records it and tells the run's thread.",
             error=said(exc),
-            minutes=round(in_flight_s(config, config.recipe(recipe_name).cluster) / 60))) \
-            from lost
+            minutes=round(flight_in_flight_s(config, flight) / 60))) from lost
     if found is None:
         raise SubmitNotQueued(job_name)
     log.warning("submit of %s: its end was not seen; found its job %s by name", job_name, found)

@@ -22,6 +22,7 @@ from fakes import (
 from support.dying import Died, dies_at
 from support.in_flight import in_flight, jobs, recover
 
+from bot.cluster.errors import ChannelClosed, CommandTimedOut, submit_advice
 from bot.config import Config
 from bot.config.models.clusters import ClusterConfig
 from bot.core import train_grammar as c
@@ -141,6 +142,29 @@ def test_a_fenced_senders_row_keeps_its_runners_jump_host(
         execute(fenced, c.Resume("mix"), actor="U0ALICE", channel="C0TRAIN", now=NOW)
     [flight] = store.submits_in_flight.sent_before("dev", float("inf"))
     assert flight.command_at_most_s == 200.0
+
+
+def test_a_lost_submits_reply_names_the_bound_its_lookup_waits_for(
+        store: Store, tmp_path: Path) -> None:
+    """Alice's submit through the runner's cached jump host, its sbatch answer lost and its
+    lookup by name failing: the reply says trainbot looks again in 31 minutes, the bound its
+    row keeps (200 s per command) and the recovery waits for. Before, it said the config's
+    19 minutes, and the recovery did not look until 31."""
+    slurm = AnswerLostSlurm(error=ChannelClosed(
+        ["sbatch", "--parsable"], "login", connection_lost=True, advice=submit_advice("mix")))
+    slurm.runner = FakeRunner(slurm.runner.answers, deadlines=JUMP)
+    slurm.lookup_error = CommandTimedOut(["squeue"], 5)
+    ctx = make_context(store, slurm, config=config_with(tmp_path, LOGIN))  # no jump named
+    reply = execute(ctx, c.Submit("mix"), actor="U0ALICE", channel="C0TRAIN", now=NOW).text
+    assert reply.endswith("trainbot looks for it again in 31 minutes and, if it is there, "
+                          "records it and tells the run's thread."), reply
+    [flight] = store.submits_in_flight.sent_before("dev", float("inf"))
+    assert flight.command_at_most_s == 200.0
+    slurm.lookup_error = None
+    recover(ctx, NOW + 19 * 60 + 1)  # not looked up at the config's 19 minutes ...
+    assert in_flight(store) == ["mix"]
+    recover(ctx, NOW + 31 * 60 + 1)  # ... but at the 31 the reply named: its job is found
+    assert in_flight(store) == [] and len(slurm.acted("submit")) == 1
 
 
 def test_a_cancel_and_resumes_takeover_counts_its_resubmits_senders_bound(
