@@ -9,6 +9,7 @@ them all, the lookup (`resolve_within`, on a thread of its own) and the TCP conn
 
 from __future__ import annotations
 
+import copy
 import errno
 import logging
 import socket
@@ -91,30 +92,67 @@ def connect_within(client: paramiko.SSHClient, budget: float, **kwargs: Any) -> 
         raise TimeoutError(f"not connected within {budget:g} s")
 
 
+class _Lookup:
+    """One `socket.getaddrinfo` under way on its own thread, and its answer once `done`."""
+
+    def __init__(self) -> None:
+        self.done = threading.Event()
+        self.infos: list[tuple[Any, ...]] = []
+        self.error: BaseException | None = None
+
+
+_lookups: dict[tuple[str, int], _Lookup] = {}
+"""The lookups under way, by host name and port: a connection to a name being looked up
+waits for that lookup instead of starting another."""
+_lookups_lock = threading.Lock()
+
+
 def resolve_within(host: str, port: int, ends: float) -> list[tuple[Any, ...]]:
     """`socket.getaddrinfo(host, port)` for a TCP connection, as paramiko asks it, given up at
     the monotonic time `ends`: TimeoutError then. The resolver has no deadline of its own
     that the caller sets (a hung DNS server holds it for its timeouts times its attempts), so
-    it runs on a daemon thread of its own, left to end by itself when it is given up."""
-    answer: dict[str, Any] = {}
-    done = threading.Event()
-
-    def lookup() -> None:
-        try:
-            answer["infos"] = socket.getaddrinfo(host, port, socket.AF_UNSPEC,
-                                                 socket.SOCK_STREAM)
-        except Exception as exc:  # noqa: BLE001 - raised in the caller's thread below
-            answer["error"] = exc
-        finally:
-            done.set()
-
-    threading.Thread(target=lookup, name=f"resolve {host}", daemon=True).start()
-    if not done.wait(max(ends - time.monotonic(), 0.0)):
+    it runs on a daemon thread of its own, left to end by itself when it is given up. While
+    it runs, a connection to the same name and port waits for it rather than starting
+    another, so a hung resolver holds one thread per name, however often the name is
+    connected to (every command's reconnect, every replica's tick); its answer is not kept
+    once it has come: the next connection looks the name up afresh."""
+    key = (host, port)
+    with _lookups_lock:
+        lookup = _lookups.get(key)
+        if lookup is None:
+            lookup = _lookups[key] = _Lookup()
+            threading.Thread(target=_look_up, args=(key, lookup), name=f"resolve {host}",
+                             daemon=True).start()
+    if not lookup.done.wait(max(ends - time.monotonic(), 0.0)):
         raise TimeoutError(f"{host} was not resolved in time")
-    if "error" in answer:
-        raise answer["error"]
-    infos: list[tuple[Any, ...]] = answer["infos"]
-    return infos
+    if lookup.error is not None:
+        raise _own_copy(lookup.error)
+    return list(lookup.infos)
+
+
+def _look_up(key: tuple[str, int], lookup: _Lookup) -> None:
+    """The resolver's thread: its answer (or error) kept on `lookup`, which is then no longer
+    the name's lookup under way."""
+    try:
+        lookup.infos = socket.getaddrinfo(key[0], key[1], socket.AF_UNSPEC,
+                                          socket.SOCK_STREAM)
+    except Exception as exc:  # noqa: BLE001 - raised in the callers' threads
+        lookup.error = exc
+    finally:
+        with _lookups_lock:
+            if _lookups.get(key) is lookup:
+                del _lookups[key]
+        lookup.done.set()
+
+
+def _own_copy(error: BaseException) -> BaseException:
+    """`error` as a new exception of its own for one caller to raise (a lookup's error may be
+    raised in several callers' threads at once, each adding its frames to the traceback of
+    the one it raises); `error` itself when it cannot be copied."""
+    try:
+        return copy.copy(error)
+    except Exception:  # noqa: BLE001 - its own type decides how it is made
+        return error
 
 
 def _tcp_connect(host: str, port: int, ends: float,

@@ -20,6 +20,7 @@ import paramiko
 import pytest
 from support.sftp_peer import Peer, serve_peer
 
+from bot.cluster import dial
 from bot.cluster.errors import ClusterUnavailable, HostKeyRejected
 from bot.cluster.ssh import SSHRunner, SSHSettings
 
@@ -50,10 +51,21 @@ def resolver(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
         return real(answer, port, *args, **kwargs)
 
     monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
+    table["release"] = release
     try:
         yield table
     finally:
         release.set()
+        _lookups_end()
+
+
+def _lookups_end() -> None:
+    """Wait for the lookups still under way to end (a stalled one ends once released), so the
+    next test's connection never joins one of this test's."""
+    ends = time.monotonic() + 5.0
+    while dial._lookups and time.monotonic() < ends:
+        time.sleep(0.01)
+    assert not dial._lookups
 
 
 def _fails_within(runner: SSHRunner) -> tuple[str, float]:
@@ -96,6 +108,58 @@ def test_a_name_that_does_not_resolve_still_says_so(resolver: dict[str, Any]) ->
     message, took = _fails_within(runner)
     assert message == f"cannot connect to u@{LOGIN}:22: [Errno -2] Name or service not known"
     assert took < 2.0
+
+
+def _resolvers(host: str) -> list[threading.Thread]:
+    return [t for t in threading.enumerate() if t.name == f"resolve {host}" and t.is_alive()]
+
+
+def test_a_hung_lookup_is_waited_for_not_started_again_by_each_connection(
+        resolver: dict[str, Any]) -> None:
+    """Commands to a login node whose name the resolver holds: each connection gives up at
+    its deadline, and all wait for the one lookup under way, on one daemon thread. Before,
+    each connection started a lookup of its own, a thread left running per connection."""
+    resolver["names"][LOGIN] = "stall"
+    runner = SSHRunner(SSHSettings(host=LOGIN, user="u", known_hosts="/nonexistent",
+                                   connect_timeout=0.2))
+    for _ in range(3):
+        message, _took = _fails_within(runner)
+        assert message == (f"ssh to u@{LOGIN}:22 timed out after 0.2 s; is the host up and "
+                           "reachable?")
+    [thread] = _resolvers(LOGIN)
+    assert thread.daemon
+    assert resolver["asked"] == [LOGIN]
+
+
+def test_callers_of_one_lookup_each_get_its_answer_and_the_next_looks_again(
+        resolver: dict[str, Any]) -> None:
+    resolver["names"][LOGIN] = "stall"
+    with pytest.raises(TimeoutError, match=f"{LOGIN} was not resolved in time"):
+        dial.resolve_within(LOGIN, 22, time.monotonic() + 0.1)
+    answers: list[Any] = []
+    waiters = [threading.Thread(target=lambda: answers.append(_resolve_or_error(LOGIN, 5.0)))
+               for _ in range(3)]
+    for w in waiters:
+        w.start()
+    time.sleep(0.2)
+    assert len(_resolvers(LOGIN)) == 1 and answers == []
+    resolver["names"][LOGIN] = "127.0.0.1"  # the next lookup answers
+    resolver["release"].set()  # the hung one fails, as a dead DNS server's does
+    for w in waiters:
+        w.join(5.0)
+    assert [str(a) for a in answers] == ["[Errno -3] Temporary failure in name resolution"] * 3
+    assert len({id(a) for a in answers}) == 3  # each raised its own copy
+    _lookups_end()
+    infos = dial.resolve_within(LOGIN, 22, time.monotonic() + 5.0)  # looked up afresh
+    assert {i[4][0] for i in infos} == {"127.0.0.1"}
+    assert resolver["asked"] == [LOGIN, LOGIN]
+
+
+def _resolve_or_error(host: str, within_s: float) -> Any:
+    try:
+        return dial.resolve_within(host, 22, time.monotonic() + within_s)
+    except Exception as exc:  # noqa: BLE001 - the answer the test looks at
+        return exc
 
 
 @pytest.fixture
