@@ -1,0 +1,37 @@
+"""The readings every framework end marker is held to, for the end-marker tests: a log with no
+accounting that ends in the framework's own end line reads `completed` by that signature; the
+same line with more training progress after it is no end (`none`, still running); an error
+after it still names the failure."""
+
+from __future__ import annotations
+
+from functools import cache
+
+from bot.core.catalogue import Catalogue
+from tests.support.diagnosis import read_log
+
+# an error a script can hit after its training loop, saving or evaluating
+LATE_ERROR = ("Traceback (most recent call last):\n"
+              '  File "train.py", line 212, in <module>\n'
+              "    main(args)\n"
+              "OSError: [Errno 28] No space left on device\n")
+
+
+@cache
+def _catalogue() -> Catalogue:
+    return Catalogue.load()
+
+
+def assert_ends_the_run(text: str, marker: str) -> None:
+    d = read_log(_catalogue(), text)
+    assert (d.class_id, d.decided_by) == ("completed", "signature")
+    assert any(marker in e.text for e in d.evidence)
+
+
+def assert_still_running(text: str) -> None:
+    d = read_log(_catalogue(), text)
+    assert (d.class_id, d.decided_by) == ("none", "progress")
+
+
+def assert_the_error_decides(text: str) -> None:
+    assert read_log(_catalogue(), text + LATE_ERROR).class_id == "disk_full"
