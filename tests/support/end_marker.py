@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from functools import cache
 
+import pytest
+
 from bot.core.catalogue import Catalogue
 from tests.support.diagnosis import read_log
 
@@ -15,6 +17,11 @@ LATE_ERROR = ("Traceback (most recent call last):\n"
               '  File "train.py", line 212, in <module>\n'
               "    main(args)\n"
               "OSError: [Errno 28] No space left on device\n")
+
+
+def each_end(ends: dict[str, str]) -> pytest.MarkDecorator:
+    """A test run once per end form of `ends` (its name: the test's id)."""
+    return pytest.mark.parametrize("end", list(ends.values()), ids=list(ends))
 
 
 @cache

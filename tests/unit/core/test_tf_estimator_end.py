@@ -6,12 +6,11 @@ them) leaves train before it, and no finally prints it. With no step run the los
 
 from __future__ import annotations
 
-import pytest
-
 from tests.support.end_marker import (
     assert_ends_the_run,
     assert_still_running,
     assert_the_error_decides,
+    each_end,
 )
 
 LOOP = "".join(f"INFO:tensorflow:loss = {2.0 - s / 10000:.5f}, step = {s} (12.345 sec)\n"
@@ -26,7 +25,7 @@ ENDS = {
 }
 
 
-@pytest.mark.parametrize("end", list(ENDS.values()), ids=list(ENDS))
+@each_end(ENDS)
 def test_the_final_steps_loss_ends_a_finished_run(end):
     assert_ends_the_run(LOOP + end, "Loss for final step")
 

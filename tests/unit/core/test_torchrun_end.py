@@ -8,12 +8,11 @@ and neither line is printed."""
 
 from __future__ import annotations
 
-import pytest
-
 from tests.support.end_marker import (
     assert_ends_the_run,
     assert_still_running,
     assert_the_error_decides,
+    each_end,
 )
 
 LOOP = "".join(f"[rank0]: iter {i}: loss {2.0 - i / 1000:.4f}, time 312.45ms\n"
@@ -40,7 +39,7 @@ ENDS = {
 }
 
 
-@pytest.mark.parametrize("end", list(ENDS.values()), ids=list(ENDS))
+@each_end(ENDS)
 def test_the_agents_success_ends_a_finished_run(end):
     assert_ends_the_run(LOOP + end, "finish")
 
