@@ -97,6 +97,10 @@ class Branches:
     # `break` bash always runs in it), and every branch bash may run so far did
     branch_left: bool = False
     all_left: bool = True
+    # … alike, the branch being read ends the shell once it runs (an `exit` bash always runs
+    # in it: script_exits), and every branch bash may run so far did
+    branch_exits: bool = False
+    all_exit: bool = True
     # a `case`'s: a branch that did not leave ended with `;;&`, and no `*` pattern is below it
     testing_on: bool = False
     # the last element of a pipeline (`cat x | if …`): it runs in a subshell
@@ -114,6 +118,14 @@ class Branches:
         and each branch bash may run of which leaves a loop: past it the loop's body never
         runs."""
         return self.kind in ("if", "case") and self.exhaustive and self.all_left
+
+    @property
+    def exits_whenever_run(self) -> bool:
+        """An `if` / `case` one of whose branches always runs and each branch bash may run of
+        which ends the shell (an `exit`: script_exits), none falling through (`;&`, `;;&`):
+        past it nothing runs."""
+        return (self.kind in ("if", "case") and self.exhaustive and self.all_exit
+                and not self.chained)
 
     def leave(self, walk: BranchWalk, hits: list[Hit], at: int, before: int = 0) -> None:
         """From offset `at` to `done`, the loop's body never runs (the first such place);
@@ -228,7 +240,8 @@ def branch_step(walk: BranchWalk, frames: list[Branches], step: str, patterns: s
             ended_by in (";&", ";;&"))
         frame.all_left &= not frame.in_branch or dead or frame.branch_left or on
         frame.testing_on |= on and ended_by == ";;&"
-        frame.branch_left = False
+        frame.all_exit &= not frame.in_branch or dead or frame.branch_exits
+        frame.branch_left = frame.branch_exits = False
     if step == "branch" and matches_everything(patterns):
         frame.testing_on = False  # (the patterns tested on match here)
     if step == "esac" and frame.testing_on:

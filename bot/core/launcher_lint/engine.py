@@ -33,6 +33,7 @@ from bot.core.launcher_lint.model import (
 from bot.core.launcher_lint.nounset import may_read_unset, unset_reads
 from bot.core.launcher_lint.options import OptionWalk
 from bot.core.launcher_lint.positional import may_read_positional, positional_reads
+from bot.core.launcher_lint.script_exits import certainly_ends_shell
 from bot.core.launcher_lint.shebang import shebang_errexit
 from bot.core.launcher_lint.syntax import (
     compound_tail,
@@ -260,7 +261,8 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits):
         trailing_from: int | None = None  # lists[trailing_from:] are all TRAILING_RE
         frames: list[Branches] = []  # the `case`s / `if`s this list is in, the innermost last
         idx, resume = -1, (0, 0)  # resume: the part and step a loop read again starts from
-        while idx < last:
+        ended: int | None = None  # past an `exit` bash always runs here: nothing runs
+        while idx < last and ended is None:
             idx += 1
             raw, off, _op = lists[idx]
             is_last = idx == last
@@ -293,7 +295,7 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits):
                 # the command on a pattern's line (`a) set -e ;;`) runs in the script's shell, as
                 # one on a line of its own does
                 cut, steps = keyword_prefix(lst, idx in branches and part == 0)
-                closed_left = False
+                closed_left = closed_exit = False
                 # the compound this list closes runs in a subshell when it is piped or run in
                 # the background (`fi | cat`, `esac &`): it leaves no loop of this shell
                 background = cut > 0 and _op == "&" and part == len(parts) - 1
@@ -331,6 +333,10 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits):
                         # break; else break; fi`): as a `break` bash always runs
                         closed_left |= (closing is not None and closing.leaves_whenever_run
                                         and closing.skipped is None and not sub)
+                        # … or ends the shell (`if c; then exit 1; else exit 0; fi`)
+                        closed_exit |= (closing is not None and closing.exits_whenever_run
+                                        and closing.skipped is None and not sub
+                                        and not closing.never)
                         if closing is not None and sub:
                             self.piped.append((closing.key[0], lst_off + len(lst)))
                         if closing is not None and (sub or closing.never):
@@ -352,6 +358,9 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits):
                     # line, `false || case x in *) break;; esac`, as one on a line of its own)
                     self._leaving_list(frames, hits, lst[cut:], lst_off + cut, closed_left,
                                        lst_off + len(lst))
+                if _op != "&" and (closed_exit or tail is None and certainly_ends_shell(
+                        lst[cut:], lst_off + cut, self.memo, self.script_text)):
+                    ended = self._ends_shell(frames, hits, lst_off + len(lst))
                 if frames and frames[-1].kind == "if" and not frames[-1].in_branch:
                     # a list of the condition: the last one decides its status
                     condition = lst[cut:].lstrip()
@@ -426,9 +435,25 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits):
                                                     self.later_pass_of, nounset=False,
                                                     errexit_off=False))
                 hits.extend(self._and_or(lst, lst_off, errexit_mode=not status_only))
-            if back is not None:  # a loop read again from its keyword
+            if ended is not None:  # (the rest of this text never runs)
+                self.never_run.append((ended, base + len(text)))
+            elif back is not None:  # a loop read again from its keyword
                 idx, resume = back[0] - 1, back[1:]
         return hits
+
+    def _ends_shell(self, frames: list[Branches], hits: list[Hit], end: int) -> int | None:
+        """An `exit` bash always runs where the walk is (script_exits), its list ending at
+        `end`: past it nothing of this walk's text runs (returned: where that starts), or, in
+        a branch, the branch ends the shell (and leaves the loop it is in) whenever it runs;
+        in a loop's body, the rest of the body never runs."""
+        if not frames:
+            return end
+        frame = frames[-1]
+        if frame.kind in ("if", "case") and frame.in_branch:
+            frame.branch_exits = frame.branch_left = True
+        elif frame.in_branch:
+            frame.leave(self, hits, end)
+        return None
 
 
     def marks(self, hits: list[Hit]) -> Marks:

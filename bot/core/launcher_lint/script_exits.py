@@ -1,0 +1,50 @@
+"""What ends the shell a list of the launcher lint's walk (bot.core.launcher_lint.engine) runs
+in: an `exit` bash always runs (alone, or after `&&` / `||` of commands whose status bash's
+semantics decide: `true && exit 0`), or an `exec` of a command (it replaces the shell; one of
+redirections only, `exec > log 2>&1`, does not). Past one, nothing of that text runs; an `if` /
+`case` each branch of which ends the shell, one of them running whenever it is reached (an
+`else`, `if true`, a `*)`), ends it as well (branches.Branches.exits_whenever_run)."""
+
+from __future__ import annotations
+
+import functools
+import re
+
+from bot.core.launcher_lint.syntax import runs_after
+from bot.core.shell_lexer import Memo, split_top_level
+
+#: `exit` with its status, or none (`exit`, `exit 3`, `exit "$rc"`).
+_EXIT_RE = re.compile(r"exit(?:[ \t]+[^\s;&|<>()]+)?[ \t]*")
+#: `exec` and what follows it.
+_EXEC_RE = re.compile(r"exec(?:[ \t]+(.*))?", re.S)
+#: A redirection (`>log`, `2>&1`, `&>> out`, `< in`, `3<> f`) and its word.
+_REDIRECTION_RE = re.compile(r"[0-9]*(?:>>|>&|<&|&>>|&>|>\||<>|>|<)[ \t]*[^\s;&|<>()]+")
+#: A function the script defines named `exit` or `exec` (bash would call it).
+_REDEFINED_RE = re.compile(r"(?:^|[\s;&|({])(?:function\s+(?:exit|exec)(?![\w:-])"
+                           r"|(?:exit|exec)\s*\(\s*\))")
+
+
+def ends_shell(command: str) -> bool:
+    """Is `command` (one simple command) an `exit`, or an `exec` of a command?"""
+    if _EXIT_RE.fullmatch(command):
+        return True
+    m = _EXEC_RE.fullmatch(command)
+    return m is not None and bool(_REDIRECTION_RE.sub("", m.group(1) or "").strip())
+
+
+def certainly_ends_shell(command: str, off: int, memo: Memo, text: str) -> bool:
+    """Is `command` (an and-or list at `off`, run in the foreground) an `exit` / `exec`
+    (ends_shell) that bash always runs: alone or after `&&` / `||` of commands whose status
+    bash's semantics decide, in the script `text` that defines no function of that name?"""
+    if "exit" not in command and "exec" not in command:
+        return False
+    *heads, (last, _o, _op) = split_top_level(command, off, ("&&", "||"), memo)
+    return (ends_shell(last.strip()) and runs_after(heads, text) is True
+            and not _redefined(text))
+
+
+@functools.lru_cache(maxsize=8)
+def _redefined(text: str) -> bool:
+    """Does the script `text` define a function named `exit` or `exec`? Read once per
+    script."""
+    return _REDEFINED_RE.search(text) is not None

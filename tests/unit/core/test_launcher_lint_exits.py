@@ -1,0 +1,88 @@
+"""Launcher lint: what bash never runs past an `exit` (or an `exec` of a command) that ends the
+script's shell, checked against real bash. A counter past one is no finding; one before it,
+or past one bash may skip, reads as before."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from bot.core.launcher_lint import CHECK_ARITH_UNSET, CHECK_ARITH_ZERO, lint_launcher
+
+
+def _counter_stops_bash_as_the_level_says(tmp_path, body: str, level: str | None) -> None:
+    """`body`'s `((n++))` under `set -e`: real bash, run with X empty and with X=1, stops on it
+    (status 1; every `exit` of these scripts is `exit 0` or `exit 3`) on both runs (fail), on
+    one (warn), or on neither (None), and the lint's finding on that line says the same."""
+    script = f"#!/bin/bash\n{body}"
+    launch = tmp_path / "launch.sh"
+    launch.write_text(script)
+    stops = sorted(subprocess.run(
+        ["bash", str(launch)], capture_output=True, text=True, timeout=20,
+        env={"PATH": "/usr/bin:/bin", "X": x}).returncode == 1 for x in ("", "1"))
+    assert stops == {"fail": [True, True], "warn": [False, True], None: [False, False]}[level]
+    found = [f for f in lint_launcher(script)
+             if f.check in (CHECK_ARITH_ZERO, CHECK_ARITH_UNSET) and f.level != "pass"]
+    counter = script.count("\n", 0, script.rindex("((n++))")) + 1
+    assert [(f.level, f.line) for f in found] == ([(level, counter)] if level else [])
+
+
+@pytest.mark.parametrize(("body", "level"), [
+    # an `exit` bash always runs ends the script: nothing past it runs
+    ("set -e\nn=0\nexit 0\n((n++))\n", None),
+    ("set -e\nn=0\nexit 3; ((n++))\n", None),
+    ("set -e\nn=0\ntrue && exit 0\n((n++))\n", None),
+    ("set -e\nn=0\nfalse || exit 3\n((n++))\n", None),
+    ("set -e\nn=0\nexit\n((n++))\n", None),
+    ("set -e\nexit 0\nn=0\n((n++))\n", None),
+    # … in a branch bash always runs, or in every branch of an `if` / `case` one of whose
+    # branches always runs
+    ("set -e\nn=0\nif true; then exit 0; fi\n((n++))\n", None),
+    ('set -e\nn=0\nif [ -n "${X:-}" ]; then exit 0; else exit 3; fi\n((n++))\n', None),
+    ('set -e\nn=0\nif [ -n "${X:-}" ]; then echo a; exit 0; elif true; then exit 3; fi\n'
+     "((n++))\n", None),
+    ('set -e\nn=0\ncase "${X:-}" in 1) exit 3;; *) exit 0;; esac\n((n++))\n', None),
+    ('set -e\nn=0\nif [ -n "${X:-}" ]; then if true; then exit 0; fi; else exit 3; fi\n'
+     "((n++))\n", None),
+    ("set -e\nn=0\nif false; then :; else exit 0; fi\n((n++))\n", None),
+    # … and in a loop's body, or a function's, past it
+    ("set -e\nn=0\nfor i in 1 2; do exit 0; ((n++)); done\n", None),
+    ("set -e\nn=0\nwhile true; do if true; then exit 0; fi; ((n++)); done\n", None),
+    ("set -e\nn=0\nf() { exit 0; ((n++)); }\nf\n", None),
+    # an `exec` of a command replaces the shell: nothing past it runs (`exec` of redirections
+    # only does not)
+    ("set -e\nn=0\nexec true\n((n++))\n", None),
+    ("set -e\nn=0\nexec >/dev/null 2>&1\n((n++))\n", "fail"),
+    # … not past one in a subshell, a pipeline or the background, or one bash never runs
+    ("set -e\nn=0\n( exit 0 )\n((n++))\n", "fail"),
+    ("set -e\nn=0\nexit 0 | cat\n((n++))\n", "fail"),
+    ("set -e\nn=0\nexit 0 &\nwait\n((n++))\n", "fail"),
+    ("set -e\nn=0\nif true; then exit 0; fi | cat\n((n++))\n", "fail"),
+    ("set -e\nn=0\ntrue || exit 0\n((n++))\n", "fail"),
+    ("set -e\nn=0\nf() { exit 0; }\n((n++))\nf\n", "fail"),
+    ("set -e\nn=0\n((n++))\nexit 0\n", "fail"),
+])
+def test_nothing_past_an_exit_bash_always_runs_is_read_as_run(tmp_path, body, level):
+    _counter_stops_bash_as_the_level_says(tmp_path, body, level)
+
+
+@pytest.mark.parametrize("body", [
+    'set -e\nn=0\n[ -n "${X:-}" ] && exit 0\n((n++))\n',
+    'set -e\nn=0\nif [ -n "${X:-}" ]; then exit 0; fi\n((n++))\n',
+    'set -e\nn=0\ncase "${X:-}" in 1) exit 0;; esac\n((n++))\n',
+    'set -e\nn=0\ncase "${X:-}" in 1) exit 0;& *) :;; esac\n((n++))\n',
+    'set -e\nn=0\n[ -n "${X:-}" ] && if true; then exit 0; fi\n((n++))\n',
+])
+def test_a_counter_past_an_exit_bash_may_skip_is_reported_as_before(tmp_path, body):
+    """Past an `exit` bash may skip, the counter stops bash on each run that reaches it (X
+    empty; with X=1 bash exits 0 first): `fail`, as before."""
+    script = f"#!/bin/bash\n{body}"
+    launch = tmp_path / "launch.sh"
+    launch.write_text(script)
+    codes = [subprocess.run(["bash", str(launch)], capture_output=True, timeout=20,
+                            env={"PATH": "/usr/bin:/bin", "X": x}).returncode for x in ("", "1")]
+    assert codes == [1, 0]
+    found = [f for f in lint_launcher(script)
+             if f.check in (CHECK_ARITH_ZERO, CHECK_ARITH_UNSET) and f.level != "pass"]
+    assert [(f.level, f.line) for f in found] == [("fail", script.count("\n") - 0)]
