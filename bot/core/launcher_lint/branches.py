@@ -344,8 +344,9 @@ def branch_step(walk: BranchWalk, frames: list[Branches], step: str, patterns: s
 def _leaving(walk: BranchWalk, loop: Branches, done: int) -> None:
     """A loop whose body runs (`while true`, `for i in 1 2`) with a `break` / `continue` /
     `return` in it at offset b that leaves it runs what comes after b on some passes only: from
-    the start of the construct right inside the body around b (or b), to `done`, is held in a
-    branch bash may skip (a construct of its own, model.Scan.constructs, keyed (start, -1)), so
+    the start of the construct right inside the body around b (or b; the `done` of a loop
+    right inside the body around b, which it leaves too), to `done`, is held in a branch bash
+    may skip (a construct of its own, model.Scan.constructs, keyed (start, -1)), so
     that the branches still nest. One in a loop inside the body leaves this loop only when its
     number says so (_leaves_past: `break` leaves the innermost loop, `break 2` one more)."""
     body = loop.spans[0][0]
@@ -363,9 +364,14 @@ def _leaving(walk: BranchWalk, loop: Branches, done: int) -> None:
             leave = loop_leaves_at(walk.text, leave + 1, done)
     if leave is None:
         return
-    cut = min([leave] + [key[0] for key in loop.inner if key in walk.constructs
-                         and key[0] <= leave and (spans := walk.constructs[key][0])
-                         and spans[-1][1] > leave])
+    # (a loop inside the body that holds it: it leaves that loop too, whose own reading has
+    # what follows it in that body; from that loop's `done` on is what it may skip here)
+    holders = [(key[0], spans[-1][1]) for key in loop.inner if key in walk.constructs
+               and key[0] <= leave and (spans := walk.constructs[key][0])
+               and spans[-1][1] > leave]
+    cut = min([leave] + [start for start, _end in holders])
+    if holders and walk.loops.get(cut) == max(end for start, end in holders if start == cut):
+        cut = walk.loops[cut]
     walk.constructs[(cut, -1)] = (((cut, done),), False)
 
 

@@ -16,8 +16,10 @@ from bot.core.launcher_lint.syntax import constant_status, keyword_prefix, loop_
 from bot.core.shell_lexer import CASE_BRANCH_ENDS, Memo, group_end, split_top_level
 
 #: A `break` / `continue` on a list of its own (`break 2` too: it leaves this loop as well, and
-#: as many loops around it as its number says, all of them when there are fewer).
-LEAVE_LOOP_RE = re.compile(r"(?:break|continue)(?:[ \t]+([0-9]+))?")
+#: as many loops around it as its number says, all of them when there are fewer; `break $n`
+#: too: whatever its count bash leaves this loop, or stops on a count out of range, and it
+#: may leave each loop around it, branches._leaves_past).
+LEAVE_LOOP_RE = re.compile(r"(?:break|continue)(?:[ \t]+([^\s;&|<>()]+))?")
 #: What a `break`, `continue` or `return` may be in (syntax.loop_leaves_at's words).
 MAY_LEAVE_RE = re.compile(r"break|continue|return")
 #: Redirections after a group (`{ …; } > f 2>&1`): bash still runs it in this shell.
@@ -103,7 +105,8 @@ class LoopExits:
             # never runs either), where it runs whenever they reach it
             last = split_top_level(command, off, ("&&", "||"), self.memo)[-1][0].strip()
             count = LEAVE_LOOP_RE.fullmatch(last) if certain and not closed_left else None
-            if count is not None and count.group(1) and int(count.group(1)) > 1:
+            if count is not None and (count.group(1) or "").isdigit() and int(
+                    count.group(1)) > 1:
                 for outer, o_before in self._loops_around(frames, loop, int(count.group(1)) - 1):
                     outer.leave(self, hits, end, o_before)
             return

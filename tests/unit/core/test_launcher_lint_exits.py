@@ -86,3 +86,55 @@ def test_a_counter_past_an_exit_bash_may_skip_is_reported_as_before(tmp_path, bo
     found = [f for f in lint_launcher(script)
              if f.check in (CHECK_ARITH_ZERO, CHECK_ARITH_UNSET) and f.level != "pass"]
     assert [(f.level, f.line) for f in found] == [("fail", script.count("\n") - 0)]
+
+
+def _reads_as_bash_runs(tmp_path, body: str, level: str | None) -> None:
+    """`body`'s last `((n++))` under `set -e`: real bash, run with X empty and with X=1, stops
+    before its end on both runs (fail), on one (warn), or on neither (None), and the lint's
+    finding on that line says the same."""
+    script = f"#!/bin/bash\n{body}"
+    launch = tmp_path / "launch.sh"
+    launch.write_text(script + "echo REACHED_THE_END\n")
+    stops = sorted("REACHED_THE_END" not in subprocess.run(
+        ["bash", str(launch)], capture_output=True, text=True, timeout=20,
+        env={"PATH": "/usr/bin:/bin", "X": x}).stdout for x in ("", "1"))
+    assert stops == {"fail": [True, True], "warn": [False, True], None: [False, False]}[level]
+    found = [f for f in lint_launcher(script)
+             if f.check in (CHECK_ARITH_ZERO, CHECK_ARITH_UNSET) and f.level != "pass"]
+    counter = script.count("\n", 0, script.rindex("((n++))")) + 1
+    assert [(f.level, f.line) for f in found] == ([(level, counter)] if level else [])
+
+
+#: `k` is 1 on one run and 3 on the other: a count the lint does not know.
+_COUNT = 'k=${X:+3}; k=${k:-1}\n'
+
+
+@pytest.mark.parametrize(("body", "level"), [
+    # `break $k` / `continue $k` leaves the loop it is in whatever its count (bash leaves it
+    # also on a count out of range, `break 0`, or stops): the rest of the body never runs
+    (f"set -e\n{_COUNT}n=0\nwhile true; do break $k; n=5; done\n((n++))\n", "fail"),
+    (f'set -e\n{_COUNT}n=0\nwhile true; do break "$k"; n=5; done\n((n++))\n', "fail"),
+    (f"set -e\n{_COUNT}n=0\nfor i in 1 2; do continue $k; n=5; done\n((n++))\n", "fail"),
+    (f"set -e\n{_COUNT}n=0\nfor i in 1; do while true; do break $k; n=5; done; done\n"
+     "((n++))\n", "fail"),
+    (f"set -e\n{_COUNT}n=0\nwhile true; do if true; then break $k; fi; n=5; done\n((n++))\n",
+     "fail"),
+    (f"set -e\n{_COUNT}n=0\nfor i in 1; do while true; do n=5; break $k; done; done\n"
+     "((n++))\n", None),
+    # (what it follows in the inner loop's body runs, as before a `break 2`)
+    ("set -e\nn=0\nfor i in 1; do while true; do n=5; break 2; done; done\n((n++))\n", None),
+    # … and may leave each loop around it: what follows the inner loop there may not run
+    (f"set -e\n{_COUNT}n=0\nfor i in 1; do while true; do break $k; done; n=5; done\n"
+     "((n++))\n", "warn"),
+    (f"set -e\n{_COUNT}n=0\nfor i in 1; do for j in 1; do while true; do break $k; done; "
+     "done; n=5; done\n((n++))\n", "warn"),
+    (f"set -e\n{_COUNT}n=5\nfor i in 1; do for j in 1; do while true; do break $k; done; "
+     "done; n=0; done\n((n++))\n", "warn"),
+    # … but not in a subshell, nor where bash never runs it
+    (f"set -e\n{_COUNT}n=0\nwhile true; do ( break $k ); n=5; break; done\n((n++))\n", None),
+    (f"set -e\n{_COUNT}n=0\nwhile true; do true || break $k; n=5; break; done\n((n++))\n",
+     None),
+])
+def test_a_break_whose_count_is_not_known_leaves_its_loop_and_maybe_those_around(
+        tmp_path, body, level):
+    _reads_as_bash_runs(tmp_path, body, level)
