@@ -339,6 +339,8 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits):
                                         and not closing.never)
                         if closing is not None and sub:
                             self.piped.append((closing.key[0], lst_off + len(lst)))
+                            if exempt or not closing.start.errexit:
+                                self._subshell_stops(closing.marks)
                         if closing is not None and (sub or closing.never):
                             # (its `break` / `continue` leave no loop of this shell)
                             self._in_subshell(frames, closing.key[0], lst_off + len(lst))
@@ -477,6 +479,14 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits):
         self.interactive[marks.interactive:] = [
             i for i in self.interactive[marks.interactive:] if i.kind != "clear"]
         self.tees[marks.tees:] = [t for t in self.tees[marks.tees:] if t.why != "errexit"]
+
+    def _subshell_stops(self, marks: Marks) -> None:
+        """What the walk collected since `marks`, in a compound bash runs in a subshell whose
+        status stops nothing (`fi | cat` without pipefail, `fi &`, `fi | cat || true`, or where
+        `set -e` is off): an unbound counter under `set -u` ends that subshell only, so it is
+        no stop of the script (those `set -e` stops on are dropped where the compound closes:
+        branches.branch_step's `exempt`)."""
+        self.arith[marks.arith:] = [a for a in self.arith[marks.arith:] if a.errexit]
 
     def forget(self, marks: Marks, hits: list[Hit]) -> None:
         """Forget all the walk collected since `marks`, counters and calls too: what bash

@@ -138,3 +138,28 @@ _COUNT = 'k=${X:+3}; k=${k:-1}\n'
 def test_a_break_whose_count_is_not_known_leaves_its_loop_and_maybe_those_around(
         tmp_path, body, level):
     _reads_as_bash_runs(tmp_path, body, level)
+
+
+@pytest.mark.parametrize(("body", "level"), [
+    # under `set -u` an unbound counter in a compound bash runs in a subshell (a pipeline's
+    # element, `fi &`) ends that subshell only: the script goes on where its status stops
+    # nothing (no `set -e`; not the pipeline's status without pipefail; tested, `|| true`)
+    ("set -u\nif true; then ((n++)); fi | cat\n", None),
+    ("set -eu\nif true; then ((n++)); fi | cat\n", None),
+    ("set -eu\nwhile true; do ((n++)); break; done | cat\n", None),
+    ("set -u\nif true; then ((n++)) || true; fi | cat\n", None),
+    ("set -u\nif true; then if true; then ((n++)); fi; fi | cat\n", None),
+    ("set -u -o pipefail\nif true; then ((n++)); fi | cat\n", None),
+    ("set -u\necho | if true; then ((n++)); fi\n", None),
+    ("set -eu\nif true; then ((n++)); fi | cat || true\n", None),
+    ("set -eu\nif true; then ((n++)); fi &\nwait\n", None),
+    # … but stops it where `set -e` stops on that status: the last element's, or pipefail's
+    ("set -eu\necho | if true; then ((n++)); fi\n", "fail"),
+    ("set -eu -o pipefail\nif true; then ((n++)); fi | cat\n", "fail"),
+    ("set -eu -o pipefail\nif true; then ((n++)) || true; fi | cat\n", "fail"),
+    ("set -u\nif true; then ((n++)); fi\n", "fail"),
+    ("set -u\nif true; then ((n++)) || true; fi\n", "fail"),
+])
+def test_an_unbound_counter_in_a_subshell_stops_the_script_only_as_its_status_does(
+        tmp_path, body, level):
+    _reads_as_bash_runs(tmp_path, body, level)
