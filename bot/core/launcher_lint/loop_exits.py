@@ -52,6 +52,8 @@ class _Walk(BranchWalk, Protocol):
     def _never_leaving(self, command: str, off: int, depth: int = 0
                        ) -> list[tuple[int, int]]: ...
 
+    def _loops_of_shell(self, frames: list[Branches]) -> list[Branches]: ...
+
     def _lastpipe(self) -> str: ...
 
 
@@ -125,9 +127,10 @@ class LoopExits:
                 return
         if not MAY_LEAVE_RE.search(command):
             return
-        inner = self._inner_loop(frames)
-        if inner is not None:
-            inner.inert.extend(self._never_leaving(lst, off))
+        if self._inner_loop(frames) is not None:
+            spans = self._never_leaving(lst, off)
+            for loop in self._loops_of_shell(frames):
+                loop.inert.extend(spans)
 
     def _inner_loop(self: _Walk, frames: list[Branches]) -> Branches | None:
         """The innermost loop of this shell the walk is in the body of (this walk's, or the
@@ -177,16 +180,20 @@ class LoopExits:
         `case` that is piped or run in the background, `fi | cat`, `esac &`) runs in a
         subshell: its `break` / `continue` leave no loop of this shell (Branches.inert), and
         one read as leaving the loop it is in (Branches.left, set in it) did not."""
-        inner = self._inner_loop(frames)
-        if inner is None:
+        if self._inner_loop(frames) is None:
             return
-        inner.inert.append((hits_from, end))
-        # (a `break 2` in it that was read as leaving loops around it left none of them)
-        loops = [f for f, _b in self.group_around if f.kind in ("while", "for")] + [
-            f for f in frames if f.kind in ("while", "for")]
-        for loop in loops:
+        for loop in self._loops_of_shell(frames):
+            loop.inert.append((hits_from, end))
+            # (a `break 2` in it that was read as leaving loops around it left none of them)
             if loop.left is not None and loop.left[1] > hits_from:
                 loop.left = None
+
+    def _loops_of_shell(self: _Walk, frames: list[Branches]) -> list[Branches]:
+        """The loops of this shell the walk is in: this walk's, and those of the walks it reads
+        a group of the body of (group_around). A `break N` / `continue N` a span of their
+        `inert` holds leaves none of them (branches._leaving), whatever its N."""
+        return [f for f, _b in self.group_around if f.kind in ("while", "for")] + [
+            f for f in frames if f.kind in ("while", "for")]
 
     def _never_leaving(self: _Walk, command: str, off: int,
                        depth: int = 0) -> list[tuple[int, int]]:

@@ -163,3 +163,31 @@ def test_a_break_whose_count_is_not_known_leaves_its_loop_and_maybe_those_around
 def test_an_unbound_counter_in_a_subshell_stops_the_script_only_as_its_status_does(
         tmp_path, body, level):
     _reads_as_bash_runs(tmp_path, body, level)
+
+
+@pytest.mark.parametrize(("body", "level"), [
+    # a `break 2` / `continue 2` bash runs in a subshell (a piped or background group, `( … )`,
+    # a piped `if`) or never (`true || break 2`) leaves no loop of the script's shell, the
+    # outer one neither: what follows the inner loop in its body runs
+    ("set -e\nn=0\nfor i in 1; do while true; do { break 2; } | cat; break; done; n=5; done\n"
+     "((n++))\n", None),
+    ("set -e\nn=0\nfor i in 1; do while true; do echo | { break 2; }; break; done; n=5; done\n"
+     "((n++))\n", None),
+    ("set -e\nn=0\nfor i in 1; do while true; do { break 2; } &\nwait; break; done; n=5; done\n"
+     "((n++))\n", None),
+    ("set -e\nn=0\nfor i in 1; do while true; do ( break 2 ); break; done; n=5; done\n"
+     "((n++))\n", None),
+    ("set -e\nn=0\nfor i in 1; do while true; do if true; then break 2; fi | cat; break; done; "
+     "n=5; done\n((n++))\n", None),
+    ("set -e\nn=0\nfor i in 1; do while true; do true || break 2; break; done; n=5; done\n"
+     "((n++))\n", None),
+    ("set -e\nn=0\nfor i in 1 2; do while true; do { continue 2; } | cat; break; done; n=5; "
+     "done\n((n++))\n", None),
+    ("set -e\nn=0\nfor i in 1; do for j in 1; do while true; do { break 3; } | cat; break; "
+     "done; done; n=5; done\n((n++))\n", None),
+    # … as one in the script's shell does
+    ("set -e\nn=0\nfor i in 1; do while true; do { break 2; }; break; done; n=5; done\n"
+     "((n++))\n", "fail"),
+])
+def test_a_break_in_a_subshell_of_an_inner_loop_leaves_no_loop_around(tmp_path, body, level):
+    _reads_as_bash_runs(tmp_path, body, level)
