@@ -103,8 +103,10 @@ class Branches:
     all_exit: bool = True
     # a `case`'s: a branch that did not leave ended with `;;&`, and no `*` pattern is below it
     testing_on: bool = False
-    # the last element of a pipeline (`cat x | if …`): it runs in a subshell
+    # the last element of a pipeline (`cat x | if …`): it runs in a subshell; `piped_maybe`:
+    # … on some paths only (`lastpipe` on some of them: it runs in this shell there)
     piped: bool = False
+    piped_maybe: bool = False
     # after `&&` / `||` of commands whose status says bash never runs it (`true || if …`):
     # every part of it is dead (the walk kills it where it opens)
     never: bool = False

@@ -226,6 +226,11 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits):
             return "off"
         return "maybe" if self.opts.lastpipe_partial or self.may_monitor else "on"
 
+    def _lastpipe_partial(self) -> bool:
+        """Is `lastpipe` on on some paths only (job control off: no `set -m` in the script)?
+        A pipeline's last element then runs in the script's shell on those paths only."""
+        return self._lastpipe() == "maybe" and not self.may_monitor
+
     def _and_or_after(self, rest: str, off: int) -> bool:
         """Is `rest` (what follows a compound's closing keyword, at `off`) a pipeline followed
         by `&&` / `||` (`| cat || true`)?"""
@@ -248,10 +253,15 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits):
             cmds = split_top_level(element, e_off, ("|",), self.memo)
             if len(cmds) < 2:
                 continue
-            for cmd, c_off, _p in cmds[:-1] if self._lastpipe() != "off" else cmds:
+            lastpipe = self._lastpipe()
+            for k, (cmd, c_off, _p) in enumerate(cmds if lastpipe != "on" else cmds[:-1]):
                 if "=" in cmd and cmd.strip():
                     lead = len(cmd) - len(cmd.lstrip())
-                    self.piped.append((c_off + lead, c_off + len(cmd.rstrip())))
+                    span = (c_off + lead, c_off + len(cmd.rstrip()))
+                    if k == len(cmds) - 1 and self._lastpipe_partial():  # (in this shell on some
+                        self.constructs[(span[0], -2)] = ((span,), False)  # paths only)
+                    else:
+                        self.piped.append(span)
 
     def _script(self, text: str, base: int, status_only: bool) -> list[Hit]:
         hits: list[Hit] = []
@@ -329,6 +339,7 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits):
                             # (the compound it opens is piped: a subshell, but under
                             # `lastpipe`, where it runs in this shell)
                             frames[-1].piped = self._lastpipe() != "on"
+                            frames[-1].piped_maybe = self._lastpipe_partial()
                         # an `if` / `case` each branch of which leaves the loop (`if c; then
                         # break; else break; fi`): as a `break` bash always runs
                         closed_left |= (closing is not None and closing.leaves_whenever_run
@@ -337,13 +348,17 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits):
                         closed_exit |= (closing is not None and closing.exits_whenever_run
                                         and closing.skipped is None and not sub
                                         and not closing.never)
+                        # (the last element where `lastpipe` is on on some paths: in this
+                        # shell on those only)
+                        maybe = closing is not None and closing.piped_maybe and not in_subshell
                         if closing is not None and sub:
-                            self.piped.append((closing.key[0], lst_off + len(lst)))
-                            if exempt or not closing.start.errexit:
-                                self._subshell_stops(closing.marks)
+                            self._subshell(closing, lst_off + len(lst), maybe,
+                                           exempt or not closing.start.errexit,
+                                           piped_on and closing.start.pipefail_partial)
                         if closing is not None and (sub or closing.never):
                             # (its `break` / `continue` leave no loop of this shell)
-                            self._in_subshell(frames, closing.key[0], lst_off + len(lst))
+                            self._in_subshell(frames, closing.key[0], lst_off + len(lst),
+                                              maybe and not closing.never)
                     if back is not None:
                         break
                 if "|" in lst and "=" in lst:
@@ -488,6 +503,33 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits):
         branches.branch_step's `exempt`)."""
         self.arith[marks.arith:] = [a for a in self.arith[marks.arith:] if a.errexit]
 
+    def _subshell(self, closing: Branches, end: int, maybe: bool, goes_on: bool,
+                  pipefail_partial: bool) -> None:
+        """The compound `closing` (to `end`) runs in a subshell: what it sets does not hold
+        past it (model.Scan.piped), and what stops it stops the script only as its status does
+        (`goes_on`: it stops nothing, _subshell_stops; `pipefail_partial`: through pipefail
+        on some paths only, _partial_stops). `maybe`: on some paths only (`lastpipe` on some:
+        a pipeline's last element): what it sets holds on some runs (a branch bash may skip,
+        keyed (start, -2)), and a stop where it goes on stops it on some runs."""
+        start = closing.key[0]
+        if maybe:
+            self.constructs[(start, -2)] = (((start, end),), False)
+            if goes_on:
+                self._partial_stops(closing.marks.arith)
+            return
+        self.piped.append((start, end))
+        if goes_on:
+            self._subshell_stops(closing.marks)
+        elif pipefail_partial:
+            self._partial_stops(closing.marks.arith)
+
+    def _partial_stops(self, arith_from: int) -> None:
+        """The counters collected from `arith_from` on, in a pipeline's element whose status
+        stops bash through pipefail, on some paths only (`[ … ] && set -o pipefail`): they stop
+        it on those runs only (a warning)."""
+        for a in self.arith[arith_from:]:
+            a.errexit_partial = True
+
     def forget(self, marks: Marks, hits: list[Hit]) -> None:
         """Forget all the walk collected since `marks`, counters and calls too: what bash
         never runs (the body of a loop it makes no pass through)."""
@@ -619,8 +661,11 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits):
             if i != last and not self.opts.pipefail:
                 continue  # without pipefail only the last command's status counts
             lead = len(cmd) - len(cmd.lstrip())
+            arith_from = len(self.arith)
             found = self._command(cmd.strip(), c_off + lead, i == last, len(cmds) > 1,
                                   errexit_mode)
+            if i != last and self.opts.pipefail_partial:
+                self._partial_stops(arith_from)
             if found:
                 upstream = " | ".join(c.strip() for c, _o, _p in cmds[:i])
                 hits.extend(with_(hit, upstream=hit.upstream or upstream,

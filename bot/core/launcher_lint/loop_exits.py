@@ -56,6 +56,9 @@ class _Walk(BranchWalk, Protocol):
 
     def _lastpipe(self) -> str: ...
 
+    def _in_subshell(self, frames: list[Branches], hits_from: int, end: int,
+                     maybe: bool = False) -> None: ...
+
 
 class LoopExits:
     """The walk's reading of what leaves a loop, mixed into engine._Analyzer."""
@@ -175,15 +178,19 @@ class LoopExits:
         return (loop.in_branch and loop.skipped is None and not loop.piped and not loop.never
                 and loop.dead is None and loop_runs(self.text, loop.key[0], loop.key[0]))
 
-    def _in_subshell(self: _Walk, frames: list[Branches], hits_from: int, end: int) -> None:
+    def _in_subshell(self: _Walk, frames: list[Branches], hits_from: int, end: int,
+                     maybe: bool = False) -> None:
         """The text from `hits_from` to `end` (a background list, `break &`, or an `if` /
         `case` that is piped or run in the background, `fi | cat`, `esac &`) runs in a
         subshell: its `break` / `continue` leave no loop of this shell (Branches.inert), and
-        one read as leaving the loop it is in (Branches.left, set in it) did not."""
+        one read as leaving the loop it is in (Branches.left, set in it) did not. `maybe`: on
+        some paths only (a pipeline's last element where `lastpipe` is on on some): they
+        may leave it (branches._leaving reads them so), not always."""
         if self._inner_loop(frames) is None:
             return
         for loop in self._loops_of_shell(frames):
-            loop.inert.append((hits_from, end))
+            if not maybe:
+                loop.inert.append((hits_from, end))
             # (a `break 2` in it that was read as leaving loops around it left none of them)
             if loop.left is not None and loop.left[1] > hits_from:
                 loop.left = None

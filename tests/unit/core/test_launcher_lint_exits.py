@@ -191,3 +191,36 @@ def test_an_unbound_counter_in_a_subshell_stops_the_script_only_as_its_status_do
 ])
 def test_a_break_in_a_subshell_of_an_inner_loop_leaves_no_loop_around(tmp_path, body, level):
     _reads_as_bash_runs(tmp_path, body, level)
+
+
+_MAYBE_PIPEFAIL = '[ -n "${X:-}" ] && set -o pipefail\n'
+_MAYBE_LASTPIPE = '[ -n "${X:-}" ] && shopt -s lastpipe\n'
+
+
+@pytest.mark.parametrize(("body", "level"), [
+    # pipefail on some paths only: a counter in a pipeline's non-last element stops bash on
+    # the runs that turned it on (a warning, where it said `fail`)
+    (f"set -e\nn=0\n{_MAYBE_PIPEFAIL}if true; then ((n++)); fi | cat\n", "warn"),
+    (f"set -e\nn=0\n{_MAYBE_PIPEFAIL}while true; do ((n++)); break; done | cat\n", "warn"),
+    (f"set -e\nn=0\n{_MAYBE_PIPEFAIL}{{ ((n++)); }} | cat\n", "warn"),
+    (f"set -eu\n{_MAYBE_PIPEFAIL}if true; then ((n++)); fi | cat\n", "warn"),
+    # … on every path, it stops bash on every run, as before
+    ("set -e\nn=0\nset -o pipefail\nif true; then ((n++)); fi | cat\n", "fail"),
+    ("set -e\nn=0\nset -o pipefail\n{ ((n++)); } | cat\n", "fail"),
+    # lastpipe on some paths only: what the last element sets holds on the runs that turned
+    # it on, its `break` leaves the loop on those runs
+    (f"set -e\nn=0\n{_MAYBE_LASTPIPE}echo | if true; then n=5; fi\n((n++))\n", "warn"),
+    (f"set -e\nn=5\n{_MAYBE_LASTPIPE}echo | if true; then n=0; fi\n((n++))\n", "warn"),
+    (f"set -e\nn=0\n{_MAYBE_LASTPIPE}echo | while true; do n=5; break; done\n((n++))\n",
+     "warn"),
+    (f"set -e\nn=5\n{_MAYBE_LASTPIPE}echo | n=0\n((n++))\n", "warn"),
+    (f"set -e\nn=0\n{_MAYBE_LASTPIPE}while true; do echo | if true; then break; fi; n=5; "
+     "break; done\n((n++))\n", "warn"),
+    # … on every path, or off on every path, as before
+    ("set -e\nn=0\nshopt -s lastpipe\necho | if true; then n=5; fi\n((n++))\n", None),
+    ("set -e\nn=0\necho | if true; then n=5; fi\n((n++))\n", "fail"),
+    # … or where job control is on (`set -m`: bash runs the last element in a subshell)
+    ("set -em\nshopt -s lastpipe\nn=0\necho | n=5\n((n++))\n", "fail"),
+])
+def test_pipefail_or_lastpipe_on_some_paths_only_is_a_warning(tmp_path, body, level):
+    _reads_as_bash_runs(tmp_path, body, level)
