@@ -76,7 +76,9 @@ class LeaseKeeper:
         self._seen: dict[str, bool] = {}  # lease name -> held at its last check
         self._held: dict[str, _Held] = {}  # the leases held now
         self._stopping = False
-        self._left_busy: set[str] = set()  # not released by `release_all`: side effects ran
+        # leases `release_all` left to their side effects under way (released when the last
+        # one ends: `done_acting`)
+        self._left_busy: dict[str, _Held] = {}
         self._lock = threading.Lock()  # jobs run on a thread pool; shutdown on the main thread
 
     def holds(self, name: str, now: float, every_s: float) -> bool:
@@ -102,7 +104,8 @@ class LeaseKeeper:
                 self._record(name, held, epoch, ttl, now, other, dead)
                 return held
             # Stopped during the take, maybe after `release_all`: the job does not run, and
-            # the lease is given back unless a side effect is under way under it (it lapses).
+            # the lease is given back unless a side effect is under way under it (released
+            # when that ends: `_ended`).
             give_back = not self._busy(name)
             if give_back:
                 self._seen[name] = False
@@ -112,8 +115,8 @@ class LeaseKeeper:
         return False
 
     def _busy(self, name: str) -> bool:
-        """A side effect is under way under lease `name`, or was when `release_all` ran (lock
-        held)."""
+        """A side effect is under way under lease `name`: one `release_all` left it to has
+        not ended yet (lock held)."""
         held = self._held.get(name)
         return (held is not None and held.in_flight > 0) or name in self._left_busy
 
@@ -182,19 +185,29 @@ class LeaseKeeper:
         """Extend lease `name` in the database under the epoch this replica took it with: True
         while it is still ours; False once another replica took it over or it was released,
         and from then on without asking the database. With `acting`, a side effect starts
-        under it (end it with `done_acting`); none starts once the keeper is stopping."""
+        under it (end it with `done_acting`); none starts once the keeper is stopping. A
+        lease `release_all` left to a side effect under way is renewed (not `acting`) until
+        that side effect ends. A renewal that raises (the database) starts no side effect."""
         with self._lock:
             held = self._held.get(name)
+            if held is None and not acting:
+                held = self._left_busy.get(name)
             if held is None or (acting and self._stopping):
                 return False
             if acting:
                 held.in_flight += 1
-        if self.repo.renew(name, self.holder, held.epoch, now, held.ttl_s):
+        try:
+            renewed = self.repo.renew(name, self.holder, held.epoch, now, held.ttl_s)
+        except BaseException:
+            if acting:
+                self._ended(name, held)
+            raise
+        if renewed:
             held.renewed_at = now
             return True
+        if acting:
+            self._ended(name, held)
         with self._lock:
-            if acting:
-                held.in_flight -= 1
             if self._held.get(name) is held:
                 del self._held[name]
                 self._seen[name] = False
@@ -215,9 +228,28 @@ class LeaseKeeper:
     def done_acting(self, name: str) -> None:
         """A side effect started by `renew(name, …, acting=True)` has ended."""
         with self._lock:
-            held = self._held.get(name)
-            if held is not None:
-                held.in_flight -= 1
+            held = self._held.get(name) or self._left_busy.get(name)
+        if held is not None:
+            self._ended(name, held)
+
+    def _ended(self, name: str, held: _Held) -> None:
+        """One side effect under lease `name` (`held`) has ended, or did not start. The last
+        one under a lease `release_all` left to them releases it (this holder's row only),
+        so another replica takes the job over on its next run instead of after the TTL; it
+        is not renewed from then on, and a late take after the stop gives it back (`holds`)."""
+        with self._lock:
+            held.in_flight -= 1
+            last = held.in_flight <= 0 and self._left_busy.get(name) is held
+            if last:
+                del self._left_busy[name]
+        if not last:
+            return
+        try:
+            self.repo.release(name, self.holder)
+        except Exception:  # noqa: BLE001 - shutting down; the lease lapses after its TTL
+            log.exception("%s: could not release the lease after its side effects ended", name)
+            return
+        log.info("%s: its side effects under way at the stop have ended: released", name)
 
     def renew_due(self, name: str, now: float) -> bool:
         """`renew` if a tenth of the TTL passed since the last renewal (cheap to call often);
@@ -249,13 +281,14 @@ class LeaseKeeper:
         those this keeper saw itself take: two overlapping checks of one lease may record
         their results here in the other order than the store took them (a check that found
         another replica's lease last, after one that took it over), and the store's word
-        wins. A lease with a side effect still under way is not released (it lapses after
-        its TTL: the other replica must not act before it has ended). A failure is logged:
-        the leases then lapse on their own."""
+        wins. A lease with a side effect still under way is not released now (the other
+        replica must not act before it has ended): it is renewed while the side effect runs
+        and released when the last one ends (`done_acting`), or lapses after its TTL if the
+        process ends first. A failure is logged: the leases then lapse on their own."""
         with self._lock:
             seen = [n for n, held in self._seen.items() if held]
             busy = {n: h.in_flight for n, h in self._held.items() if h.in_flight > 0}
-            self._left_busy.update(busy)
+            self._left_busy.update({n: self._held[n] for n in busy})
             for name in seen:
                 self._seen[name] = False
             self._held.clear()  # refused from now on, even before the database says so
@@ -266,8 +299,9 @@ class LeaseKeeper:
             stored = []
         for name in sorted(set(seen) | set(stored)):
             if name in busy:
-                log.warning("%s: not released, %d side effect(s) still under way: another "
-                            "replica takes it over when it lapses", name, busy[name])
+                log.warning("%s: not released yet, %d side effect(s) still under way: "
+                            "released when they end (another replica takes it over then, or "
+                            "when it lapses)", name, busy[name])
                 continue
             try:
                 self.repo.release(name, self.holder)

@@ -229,10 +229,10 @@ def test_a_stopping_keeper_starts_no_side_effect_and_keeps_a_lease_whose_side_ef
         with pytest.raises(LeaseLost, match="stopping"):
             holds.heartbeat()
         keeper.release_all()
+        assert b.leases.holder("holds") is None  # released: taken over at once
+        assert b.leases.holder(LEASE) == "A"  # kept while the sbatch may still go out
+        assert not LeaseKeeper(b.leases, holder="B").holds(LEASE, 101.0, every_s=10.0)
     assert not keeper.holds("holds", 101.0, every_s=10.0)
-    assert b.leases.holder("holds") is None  # released: taken over at once
-    assert b.leases.holder(LEASE) == "A"  # lapses after its TTL, the sbatch may have gone out
-    assert not LeaseKeeper(b.leases, holder="B").holds(LEASE, 101.0, every_s=10.0)
 
 
 def test_a_stop_ends_a_long_run_at_its_next_step_then_releases_the_lease(replicas,
@@ -326,8 +326,8 @@ def test_a_run_whose_take_stalls_past_the_stop_leaves_the_other_replica_the_leas
 def test_a_take_stalled_past_the_stop_keeps_a_lease_whose_side_effect_is_under_way(
         replicas) -> None:
     """As above, but an sbatch under A's lease is still under way at the stop: `release_all`
-    leaves that lease to lapse, and the late take does not give it back either (B must not
-    act before the sbatch has ended)."""
+    leaves that lease A's, and the late take does not give it back either (B must not act
+    before the sbatch has ended)."""
     a, b = replicas
     keeper = LeaseKeeper(a.leases, holder="A")
     assert keeper.holds(LEASE, 1000.0, every_s=30)
@@ -354,6 +354,92 @@ def test_a_take_stalled_past_the_stop_keeps_a_lease_whose_side_effect_is_under_w
         assert late == [False]
         assert b.leases.holder(LEASE) == "A"
         assert not LeaseKeeper(b.leases, holder="B").holds(LEASE, 1001.0, every_s=30)
+
+
+def test_a_lease_left_to_its_side_effect_at_the_stop_is_renewed_then_released_when_it_ends(
+        replicas, caplog) -> None:
+    """An sbatch under A's lease is under way when A stops (its grace over, `release_all`
+    run): the lease stays A's and is renewed while the sbatch runs (B must not act before it
+    has ended); once the sbatch ends, the lease is released at once, not renewed again, and
+    B takes the job over on its next run. Before, the lease stayed marked busy for the rest
+    of the process: never released (B waited out its TTL, 90 s at a 30-s tick) and renewed
+    by nobody."""
+    a, b = replicas
+    caplog.set_level(logging.INFO, logger="bot.services.leases")
+    keeper, keeper_b = LeaseKeeper(a.leases, holder="A"), LeaseKeeper(b.leases, holder="B")
+    assert keeper.holds(LEASE, 1000.0, every_s=30)
+    with keeper.fence(LEASE, lambda: 1000.0).acting("sbatch"):
+        keeper.stop()
+        keeper.release_all()
+        assert keeper.renew(LEASE, 1080.0)  # the background renewal during the sbatch
+        assert not keeper_b.holds(LEASE, 1100.0, every_s=30)  # not lapsed at 1090: renewed
+        assert b.leases.holder(LEASE) == "A"
+    assert b.leases.holder(LEASE) is None  # the sbatch ended: released at once
+    assert not keeper.renew(LEASE, 1101.0)  # and not renewed from then on
+    assert b.leases.holder(LEASE) is None
+    assert keeper_b.holds(LEASE, 1101.0, every_s=30)  # taken over at B's next run
+    assert "watch:alpha: its side effects under way at the stop have ended: released" \
+        in caplog.text
+
+
+def test_a_take_stalled_past_the_stop_gives_back_a_lease_whose_side_effect_has_ended(
+        replicas) -> None:
+    """A's sbatch is under way at the stop, and a run of A's whose take stalled lands after
+    the sbatch ended: the lease is given back at once, as any lease taken while stopping (the
+    job does not run), and B takes it. Before, the lease stayed marked busy for the rest of
+    the process: the late take kept it A's, and B waited out its TTL."""
+    a, b = replicas
+    keeper = LeaseKeeper(a.leases, holder="A")
+    assert keeper.holds(LEASE, 1000.0, every_s=30)
+    take = a.leases.acquire_or_holder
+    at_take, sbatch_ended = threading.Event(), threading.Event()
+
+    def stalled_take(name: str, holder: str, now: float, ttl_s: float
+                     ) -> tuple[int | None, str | None]:
+        at_take.set()
+        assert sbatch_ended.wait(10)
+        return take(name, holder, now, ttl_s)
+
+    a.leases.acquire_or_holder = stalled_take  # type: ignore[method-assign]
+    late: list[bool] = []
+    run = threading.Thread(target=lambda: late.append(keeper.holds(LEASE, 1000.5, 30)),
+                           daemon=True)
+    with keeper.fence(LEASE, lambda: 1000.0).acting("sbatch"):
+        run.start()
+        assert at_take.wait(10)
+        keeper.stop()
+        keeper.release_all()
+    sbatch_ended.set()
+    run.join(10)
+    assert late == [False]
+    assert b.leases.holder(LEASE) is None
+    assert LeaseKeeper(b.leases, holder="B").holds(LEASE, 1001.0, every_s=30)
+
+
+def test_a_side_effect_whose_renewal_failed_leaves_its_lease_to_be_released_at_the_stop(
+        replicas) -> None:
+    """The database fails the renewal that starts A's sbatch (the sbatch is not sent, the
+    run fails); A then stops cleanly: the lease is released, B takes it over at once. Before,
+    the failed renewal left the lease counted busy, so the stop left it to lapse after its
+    TTL."""
+    a, b = replicas
+    keeper = LeaseKeeper(a.leases, holder="A")
+    assert keeper.holds(LEASE, 1000.0, every_s=30)
+    renew = a.leases.renew
+
+    def database_gone(*args: Any, **kwargs: Any) -> bool:
+        raise ConnectionError("server closed the connection unexpectedly")
+
+    a.leases.renew = database_gone  # type: ignore[method-assign]
+    sent: list[str] = []
+    with pytest.raises(ConnectionError), keeper.fence(LEASE, lambda: 1000.0).acting("sbatch"):
+        sent.append("sbatch")
+    a.leases.renew = renew  # type: ignore[method-assign]
+    assert sent == []
+    keeper.stop()
+    keeper.release_all()
+    assert b.leases.holder(LEASE) is None
+    assert LeaseKeeper(b.leases, holder="B").holds(LEASE, 1001.0, every_s=30)
 
 
 # ------------------------------------------------------------------------------ two schedulers
