@@ -48,11 +48,13 @@ def takeover_s(ctx: BotContext, approval: Approval, now: float) -> float:
     the cluster's), so only one whose process died is taken over. The commands are counted
     at its resubmit's sender's bound when longer (kept on the resubmit's row in flight, under
     the approval's intent: a jump host or a timeout taken out of the config since), so a
-    resume whose sbatch may still land is not taken over and submitted again."""
+    resume whose sbatch may still land is not taken over and submitted again. Those rows are
+    read by the intent (one indexed read, SubmitsInFlightRepo.with_intent), not every row of
+    the cluster in flight, on each settle check."""
     cluster = approval.payload.get("cluster", "")
     intent = approval_intent(approval.token)
-    sent = [f.command_at_most_s for f in ctx.store.submits_in_flight.sent_before(cluster, now)
-            if f.intent == intent and f.command_at_most_s is not None]
+    flights = ctx.store.submits_in_flight.with_intent(cluster, intent, now)
+    sent = [f.command_at_most_s for f in flights if f.command_at_most_s is not None]
     return settle_takeover_s(cluster_deadlines(ctx.config, cluster), max(sent, default=None))
 
 

@@ -377,6 +377,14 @@ def _v19_submit_command_bounds(conn: Connection) -> None:
     _add_column(conn, "submits_in_flight", "command_at_most_s FLOAT")
 
 
+def _v20_submit_intents_index(conn: Connection) -> None:
+    """Version 20: an index on submits_in_flight.intent, so a cancel and resume's settle check
+    reads its approval's rows in flight by their intent (SubmitsInFlightRepo.with_intent,
+    bot.services.cancel_settle.takeover_s), not every row of its cluster."""
+    conn.execute(text("CREATE INDEX IF NOT EXISTS ix_submits_in_flight_intent"
+                      " ON submits_in_flight (intent)"))
+
+
 MIGRATIONS: list[Callable[[Connection], None]] = [
     _v1_initial,
     _v2_posts_and_watch,
@@ -397,6 +405,7 @@ MIGRATIONS: list[Callable[[Connection], None]] = [
     _v17_one_attempt_per_job,
     _v18_submit_intents,
     _v19_submit_command_bounds,
+    _v20_submit_intents_index,
 ]
 
 

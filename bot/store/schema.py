@@ -21,7 +21,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_VERSION = 19
+SCHEMA_VERSION = 20
 
 metadata = MetaData()
 
@@ -220,6 +220,7 @@ submits_in_flight = Table(  # version 14
     # .command_at_most_s), so its lookup waits at least that long per command; NULL: not kept
     Column("command_at_most_s", Float, nullable=True),
     Index("ix_submits_in_flight_sent_at", "sent_at"),
+    Index("ix_submits_in_flight_intent", "intent"),  # version 20: SubmitsInFlightRepo.with_intent
 )
 
 # version 15: the workspace's budget of thread roots rewritten for progress alone, shared by

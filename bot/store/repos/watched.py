@@ -155,3 +155,12 @@ class SubmitsInFlightRepo(_Repo):
         c = t.submits_in_flight.c
         return self._all(SubmitInFlight, select(t.submits_in_flight)
                          .where(c.cluster == cluster, c.sent_at < before).order_by(c.sent_at))
+
+    def with_intent(self, cluster: str, intent: str, before: float) -> list[SubmitInFlight]:
+        """The cluster's submits carrying out `intent` (an automatic resubmit's intent row, a
+        cancel and resume's approval) sent before `before`, oldest first: the rows of
+        `sent_before` with that intent, read by the intent's index (schema 20)."""
+        c = t.submits_in_flight.c
+        return self._all(SubmitInFlight, select(t.submits_in_flight)
+                         .where(c.intent == intent, c.cluster == cluster, c.sent_at < before)
+                         .order_by(c.sent_at))

@@ -185,3 +185,38 @@ def test_a_cancel_and_resumes_takeover_counts_its_resubmits_senders_bound(
     assert cancel_settle.takeover_s(ctx, approval, NOW) == settle_takeover_s(DIRECT, 200.0)
     assert settle_takeover_s(DIRECT, 200.0) > settle_takeover_s(DIRECT)
 
+
+
+def test_a_settle_check_reads_only_its_approvals_submits_in_flight(
+        store: Store, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cluster has other submits in flight with longer bounds (a person's, another
+    approval's, this approval's own sent after the check): the takeover counts this
+    approval's rows sent before it alone, as before, read by their intent
+    (SubmitsInFlightRepo.with_intent), not every row of the cluster filtered here."""
+    ctx = make_context(store, AnswerLostSlurm(lost=0, submitted_at=NOW),
+                       config=config_with(tmp_path, LOGIN))
+    token = store.approvals.create(action="cancel", payload={"cluster": "dev", "recipe": "mix"},
+                                   allowed=["U0BOB"], expires_at=NOW + 3600, now=NOW)
+    approval = store.approvals.get(token)
+    assert approval is not None
+    flight = dict(cluster="dev", recipe="mix", job_name="mix", chain_id=None, array_task=None,
+                  resumed_at=None, charge_retry=False, actor="U0BOB", channel=None)
+    for intent, at, bound in [(None, NOW - 9, 900.0), (approval_intent("other"), NOW - 8, 900.0),
+                              (approval_intent(token), NOW + 5, 900.0),
+                              (approval_intent(token), NOW - 5, 200.0)]:
+        store.submits_in_flight.add(**flight, sent_at=at, intent=intent,  # type: ignore[arg-type]
+                                    command_at_most_s=bound)
+    reads: list[tuple[str, str, float]] = []
+    with_intent = store.submits_in_flight.with_intent
+
+    def by_intent(cluster: str, intent: str, before: float) -> list:
+        reads.append((cluster, intent, before))
+        return with_intent(cluster, intent, before)
+
+    def every_row(cluster: str, before: float) -> list:
+        raise AssertionError(f"read every submit in flight of {cluster}")
+
+    monkeypatch.setattr(store.submits_in_flight, "with_intent", by_intent, raising=False)
+    monkeypatch.setattr(store.submits_in_flight, "sent_before", every_row)
+    assert cancel_settle.takeover_s(ctx, approval, NOW) == settle_takeover_s(DIRECT, 200.0)
+    assert reads == [("dev", approval_intent(token), NOW)]

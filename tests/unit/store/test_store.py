@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from typing import Any
 
 import pytest
-from sqlalchemy import inspect
+from sqlalchemy import event, inspect
 from sqlalchemy.exc import IntegrityError
 from support.race import race, winners_of_race
 
@@ -641,11 +642,70 @@ def test_v18_store_gets_senders_command_bounds_keeping_its_submits_in_flight(sto
                 " channel, sent_at, intent) VALUES ('dev', 'mix', 'mix', false, 'U0ALICE',"
                 " 'C1', 5.0, 'dev:88154:resubmit')")
     with Store.open(store_url) as new:
-        assert new.schema_version == new.latest_version == current_schema.SCHEMA_VERSION == 19
+        assert new.schema_version == new.latest_version == current_schema.SCHEMA_VERSION
         new.submits_in_flight.add(**flight, sent_at=6.0, command_at_most_s=200.0)
         got = [(f.sent_at, f.intent, f.command_at_most_s)
                for f in new.submits_in_flight.sent_before("dev", 10.0)]
         assert got == [(5.0, "dev:88154:resubmit", None), (6.0, None, 200.0)]
+
+
+def test_v19_store_gets_the_intent_index_keeping_its_submits_in_flight(store_url):
+    """Version 20 indexes submits_in_flight by intent; the rows written before keep theirs."""
+    with Store.open(store_url, target_version=19) as old:
+        assert "ix_submits_in_flight_intent" not in {
+            i["name"] for i in inspect(old.engine).get_indexes("submits_in_flight")}
+        with old.engine.begin() as conn:  # what a v19 trainbot wrote
+            conn.exec_driver_sql(
+                "INSERT INTO submits_in_flight (cluster, recipe, job_name, charge_retry, actor,"
+                " channel, sent_at, intent, command_at_most_s) VALUES ('dev', 'mix', 'mix',"
+                " false, 'U0ALICE', 'C1', 5.0, 'approval:tok', 200.0)")
+    with Store.open(store_url) as new:
+        assert new.schema_version == new.latest_version == current_schema.SCHEMA_VERSION == 20
+        assert "ix_submits_in_flight_intent" in {
+            i["name"] for i in inspect(new.engine).get_indexes("submits_in_flight")}
+        got = [(f.sent_at, f.intent, f.command_at_most_s)
+               for f in new.submits_in_flight.with_intent("dev", "approval:tok", 10.0)]
+        assert got == [(5.0, "approval:tok", 200.0)]
+
+
+def test_submits_in_flight_are_read_by_their_intent_in_one_indexed_read(store):
+    """`with_intent` returns the rows `sent_before` has with that intent (of that cluster,
+    sent before the time, oldest first) in one SELECT, which the database answers from the
+    intent's index (the plan of the very statement sent, with its parameters)."""
+    flight = dict(recipe="mix", job_name="mix", chain_id=None, array_task=None,
+                  resumed_at=None, charge_retry=False, actor="U0ALICE", channel="C1")
+    for i in range(30):  # the cluster's other submits in flight: people's, other approvals'
+        store.submits_in_flight.add(cluster="dev", **flight, sent_at=float(i),
+                                    intent=None if i % 3 else f"approval:other{i}")
+    mine = "approval:tok"
+    store.submits_in_flight.add(cluster="dev", **flight, sent_at=7.0, intent=mine,
+                                command_at_most_s=200.0)
+    store.submits_in_flight.add(cluster="dev", **flight, sent_at=5.0, intent=mine)
+    store.submits_in_flight.add(cluster="dev", **flight, sent_at=12.0, intent=mine)  # later
+    store.submits_in_flight.add(cluster="other", **flight, sent_at=6.0, intent=mine)
+    sent: list[tuple[str, Any]] = []
+
+    def seen(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_rest: Any) -> None:
+        sent.append((statement, parameters))
+
+    event.listen(store.engine, "before_cursor_execute", seen)
+    try:
+        got = store.submits_in_flight.with_intent("dev", mine, 10.0)
+    finally:
+        event.remove(store.engine, "before_cursor_execute", seen)
+    assert [(f.sent_at, f.cluster, f.command_at_most_s) for f in got] == [
+        (5.0, "dev", None), (7.0, "dev", 200.0)]
+    assert got == [f for f in store.submits_in_flight.sent_before("dev", 10.0)
+                   if f.intent == mine]
+    [(statement, parameters)] = [(q, p) for q, p in sent if q.lstrip().startswith("SELECT")]
+    assert "submits_in_flight.intent = " in statement
+    with store.engine.begin() as conn:
+        if conn.dialect.name == "postgresql":  # a tiny table: make the planner show an index
+            conn.exec_driver_sql("SET LOCAL enable_seqscan = off")
+            plan = conn.exec_driver_sql(f"EXPLAIN {statement}", parameters).all()
+        else:
+            plan = conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {statement}", parameters).all()
+    assert "ix_submits_in_flight_intent" in " ".join(str(row) for row in plan)
 
 
 def test_audit_and_incident_texts_are_stored_redacted(tmp_path):
