@@ -248,6 +248,17 @@ class PartlyPosted(PostError):
     have not got it (the others get nothing twice: each post's key)."""
 
 
+class PostDeferred(PostError):
+    """Not tried this time: the chat refused it lately in a way that asking again at once
+    does not change (its lookup refused: the bot out of the channel, a history scope
+    missing), and it is tried again later, less and less often (bot.core.backoff). The
+    refusal was logged when it came; this one is not worth a warning."""
+
+
+class PartlyDeferred(PartlyPosted, PostDeferred):
+    """Said in some of its threads; those left were not tried this time (PostDeferred)."""
+
+
 class ThreadWriter(Protocol):
     """Where run threads go (Slack, or the terminal in `trainbot demo`). Every post has a
     key and is made once; the root is recorded under `root_key(chain_id)` in the store."""
@@ -256,7 +267,11 @@ class ThreadWriter(Protocol):
 
     def update_root(self, chain_id: int, blocks: Blocks, text: str) -> None: ...
 
-    def post_reply(self, chain_id: int, key: str, blocks: Blocks, text: str) -> str: ...
+    def post_reply(self, chain_id: int, key: str, blocks: Blocks, text: str) -> str:
+        """Post `key` (once) as a reply in the chain's thread; its ts. Raises PostError;
+        LookupRefused when a post left under `key` (an intent: it may be there) cannot be
+        looked up because the chat refused the lookup (nothing is sent meanwhile)."""
+        ...
 
     def update_reply(self, chain_id: int, key: str, blocks: Blocks, text: str) -> None:
         """Rewrite the reply posted under `key` in place (a prompt that expired); nothing

@@ -114,6 +114,19 @@ def thread_note(ctx: BotContext, chain_id: int | None, key: str, text: str) -> b
     return thread_message(ctx, chain_id, key, "note", {"text": text})
 
 
+def thread_note_refusal(ctx: BotContext, chain_id: int, key: str, text: str
+                        ) -> PostError | None:
+    """Post `text` as `thread_note` does in the thread of `chain_id`, which has one
+    (`has_thread`): None once it is there, else the chat's refusal, for the caller to log."""
+    assert ctx.sink is not None
+    blocks, fallback = render(ctx, "note", _chain_recipe(ctx, chain_id), {"text": text})
+    try:
+        ctx.sink.post_reply(chain_id, key, blocks, fallback)
+    except PostError as exc:
+        return exc
+    return None
+
+
 def post_safely(ctx: BotContext, kind: str, chain_id: int, key_or_channel: str,
                 blocks: Blocks, text: str) -> str | None:
     """Post a thread root or reply; a Slack failure is logged, never undoes the action that

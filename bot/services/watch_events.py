@@ -62,6 +62,7 @@ from typing import Any
 
 from bot.config import PolicyConfig
 from bot.core.arrays import task_retries_through
+from bot.core.backoff import Backoff
 from bot.core.incident import Incident, build_completion, build_incident
 from bot.core.metrics import MetricSeries
 from bot.core.models import QUIET_CLASSES, AttemptTrace, Diagnosis
@@ -75,7 +76,9 @@ from bot.services.ports import (
     JsonPoster,
     LeaseLost,
     LookupRefused,
+    PartlyDeferred,
     PartlyPosted,
+    PostDeferred,
     PostError,
     root_key,
 )
@@ -90,6 +93,7 @@ from bot.services.threads import (
     section,
     task_bounds,
     thread_note,
+    thread_note_refusal,
 )
 from bot.services.watch.events import WatchEvent
 from bot.services.watch.health import BACK, NOTICE, notice_key_of
@@ -112,6 +116,9 @@ class ThreadEvents:
         self.forensics = forensics
         # chain id -> job id -> its attempt that ended (points, saves, failure), oldest first
         self._progress: dict[int, OrderedDict[str, AttemptTrace]] = {}
+        # cluster -> the current outage's notice posts whose lookup Slack refused, by key
+        # (each cluster's touched by its own watch job only)
+        self._refused: dict[str, dict[str, Backoff]] = {}
 
     def publish(self, event: WatchEvent) -> None:
         if event.kind in ("cluster_unreachable", "cluster_back"):
@@ -264,22 +271,62 @@ class ThreadEvents:
         had it, never heard the outage). A thread that has not got it (Slack refused the
         post): PartlyPosted when others have it (the notice is said;
         bot.services.watch.health publishes it again at the next tick, and the threads that
-        have it already get nothing twice: the poster's key), PostError when none has."""
+        have it already get nothing twice: the poster's key), PostError when none has. A
+        notice's thread whose lookup Slack refused (`_notice_in`) is tried again with a
+        backoff: when no thread left was tried, PartlyDeferred or PostDeferred."""
         chains = [c for c in self.ctx.store.chains.with_status("active")
                   if c.cluster == event.cluster]
+        prefix = _in_thread(event.key)
+        refused = self._refused.setdefault(event.cluster, {})
         if event.kind == BACK:
             notice = notice_key_of(event.key)
             chains = [c for c in chains if self._told(notice, c.id)]
-        prefix = _in_thread(event.key)
-        unposted = [chain.id for chain in chains if has_thread(self.ctx, chain.id)
-                    and not thread_note(self.ctx, chain.id, f"{prefix}{chain.id}",
-                                        self._say(event, recipe=chain.recipe))]
+            for key in [k for k in refused if k.startswith(_in_thread(notice))]:
+                del refused[key]  # its end is told (or tried once) instead
+        else:
+            for key in [k for k in refused if not k.startswith(prefix)]:
+                del refused[key]  # an earlier outage's
+        outcomes = {chain.id: self._notice_in(event, chain, f"{prefix}{chain.id}", refused)
+                    for chain in chains if has_thread(self.ctx, chain.id)}
+        unposted = [chain_id for chain_id, outcome in outcomes.items() if outcome != "posted"]
         if not chains:
             log.warning("%s", event.text)
         if unposted:
-            told = [c.id for c in chains if c.id not in unposted and has_thread(self.ctx, c.id)]
-            error = PartlyPosted if told else PostError
-            raise error(f"{event.key}: not posted in the threads of chains {unposted}")
+            told = [chain_id for chain_id, outcome in outcomes.items() if outcome == "posted"]
+            deferred = all(outcomes[chain_id] == "deferred" for chain_id in unposted)
+            error = (PartlyDeferred if deferred else PartlyPosted) if told else \
+                (PostDeferred if deferred else PostError)
+            raise error(f"{event.key}: not posted in the threads of chains {unposted}"
+                        f"{' (not tried this time)' if deferred else ''}")
+
+    def _notice_in(self, event: WatchEvent, chain: Chain, key: str,
+                   refused: dict[str, Backoff]) -> str:
+        """Post the cluster notice or note `event` in the chain's thread under `key`:
+        "posted", "refused" (logged), or "deferred" (not tried). Slack refusing to look up
+        the notice a post left there (an intent: the bot out of the channel, no history
+        scope) will not change at the next tick: its thread is tried again after 1, then 2,
+        4, 8 and at most 16 failed ticks (bot.core.backoff), until the lookup answers (the
+        bot back in the channel: the notice found, or posted) or the outage ends (its
+        "answers again" note is tried there once: `_told`)."""
+        text = self._say(event, recipe=chain.recipe)
+        if event.kind != NOTICE:
+            return "posted" if thread_note(self.ctx, chain.id, key, text) else "refused"
+        backoff = refused.get(key)
+        if backoff is not None and not backoff.due():
+            log.debug("%s: not tried this time (its lookup was refused)", key)
+            return "deferred"
+        error = thread_note_refusal(self.ctx, chain.id, key, text)
+        if error is None:
+            refused.pop(key, None)
+            return "posted"
+        if not isinstance(error, LookupRefused):
+            log.warning("chain %s: could not post reply %s: %s", chain.id, key, error)
+            return "refused"
+        skip = refused.setdefault(key, Backoff()).refused_again()
+        log.warning("%s may be in its thread and Slack refused to look it up (%s): not tried "
+                    "there for the next %d failed tick(s); its outage's end is tried there "
+                    "once", key, error, skip)
+        return "refused"
 
     def said_in_a_thread(self, key: str) -> bool:
         """Whether a chain's thread has, or may have, the cluster notice `key`: its post there

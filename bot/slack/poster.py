@@ -70,7 +70,8 @@ class SlackPostError(PostError):
 
 
 class SlackLookupRefused(SlackPostError, LookupRefused):
-    """Slack refused to look a post up (`look_up`: not_in_channel, missing_scope…)."""
+    """Slack refused to look a post up (`look_up`, or the lookup a post or an upload left as
+    an intent reconciles with before it is sent again: not_in_channel, missing_scope…)."""
 
 
 def payload_hash(blocks: list[dict], text: str) -> str:
@@ -393,9 +394,11 @@ class SlackPoster:
         return None
 
     def _lookup_failed(self, method: str, key: str, channel: str, exc: Exception) -> Exception:
-        """A reconciling lookup failed: raise if Slack refused it, else return it to retry."""
+        """A reconciling lookup failed: raise if Slack refused it (SlackLookupRefused: asking
+        again will not tell, and nothing is sent meanwhile), else return it to retry."""
         if call_fate(exc) == "refused":
-            raise self._gave_up(method, key, channel, exc, unknown=True) from exc
+            error = self._gave_up(method, key, channel, exc, unknown=True)
+            raise SlackLookupRefused(str(error), error=error.error) from exc
         log.warning("cannot look up %s in %s yet (%s); not sending it again meanwhile",
                     key, channel, exc)
         return exc

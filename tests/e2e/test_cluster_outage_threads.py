@@ -217,3 +217,76 @@ def test_a_notice_left_by_a_killed_bot_where_lookups_are_refused_has_its_end_tri
     dropped = [r.getMessage() for r in caplog.records
                if "its lookup was refused" in r.getMessage()]
     assert len(dropped) == 1 and "its intent dropped" in dropped[0]
+
+
+@pytest.mark.parametrize("refused", ["the bot is out of its channel",
+                                     "the history scope is missing"])
+def test_a_notice_whose_lookup_slack_refuses_is_tried_there_less_and_less_while_down(
+        slack: SlackStandIn, slack_client: WebClient, store: Store, caplog: Any,
+        monkeypatch: Any, refused: str) -> None:
+    """Slack takes the first thread's notice (a private channel) and the bot is killed before
+    storing its ts; then Slack refuses every lookup there, and the cluster stays down. The
+    notice may be in that thread, so it is not sent again: its lookup is tried at the first
+    failed tick, then after 1, 2, 4, 8 and 16 ticks skipped (refused each time, one warning
+    each; a skipped tick calls Slack for nothing and warns of nothing). Once the lookups
+    answer again (the bot back in the channel, the scope granted), the next try finds the
+    notice: it is recorded posted and not tried again; the cluster answers and both threads
+    hear the end once. Before, the lookup was made, refused and warned of at every failed
+    tick."""
+    poster = SlackPoster(slack_client, store, sleep=lambda s: None, clock=lambda: NOW)
+    roots = []
+    for where in (PRIVATE, CHANNEL):
+        chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW)
+        roots.append(poster.post_root(chain.id, where, [], "mix"))
+    first, second = roots
+    with monkeypatch.context() as m:
+        m.setattr(poster_module, "crashpoint", killed_at_slack_accepted("cluster:dev:down:"))
+        dying = bot(store, slack_client)
+        for i in range(2):
+            dying.failed(1_000_000.0 + 60 * i, TIMED_OUT, TickReport(ok=True))
+        with pytest.raises(Killed):
+            dying.failed(1_000_120.0, TIMED_OUT, TickReport(ok=True))
+    if refused == "the bot is out of its channel":
+        slack.outside.add(PRIVATE)
+    else:
+        slack.scopes.discard("groups:history")
+    caplog.set_level(logging.DEBUG)
+    restarted = bot(store, slack_client)
+    tried_at, warned_at = [], []
+
+    def tick(i: int) -> None:
+        before = len(lookups_in(slack, PRIVATE))
+        caplog.clear()
+        restarted.failed(1_003_600.0 + 60 * i, ClusterUnavailable("connection refused"),
+                         TickReport(ok=True))
+        if len(lookups_in(slack, PRIVATE)) > before:
+            tried_at.append(i)
+        if any(r.levelno >= logging.WARNING and "cluster:dev:down:" in r.getMessage()
+               for r in caplog.records):
+            warned_at.append(i)
+
+    for i in range(36):
+        tick(i)
+    assert tried_at == [0, 2, 5, 10, 19]  # then every 17th tick: the next at 36
+    assert warned_at == tried_at
+    assert said(slack, second, NOTICE) == 1
+    assert store.incidents.get("cluster:dev:down:1000000").state == "partly_posted"
+    if refused == "the bot is out of its channel":
+        slack.outside.discard(PRIVATE)
+    else:
+        slack.scopes.add("groups:history")
+    for i in range(36, 40):
+        tick(i)
+    assert tried_at == [0, 2, 5, 10, 19, 36]  # found there at 36: not looked up again
+    assert store.slack_posts.get("cluster:dev:down:1000000:chain:1").posted
+    assert store.incidents.get("cluster:dev:down:1000000").state == "posted"
+    for i in range(3):
+        restarted.ok(1_006_000.0 + 60 * i, TickReport(ok=True))
+    assert (said_in(slack, PRIVATE, first, NOTICE), said(slack, second, NOTICE)) == (1, 1)
+    assert (said_in(slack, PRIVATE, first, BACK), said(slack, second, BACK)) == (1, 1)
+    assert store.incidents.get("cluster:dev:back:1000000").state == "posted"
+
+
+def lookups_in(slack: SlackStandIn, channel: str) -> list[Any]:
+    """The conversations.replies calls made in `channel` so far."""
+    return [r for r in slack.calls("conversations.replies") if r.params.get("channel") == channel]

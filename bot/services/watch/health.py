@@ -8,7 +8,8 @@ that error's sentence in each thread's language), and so is one a restart left: 
 from it, so its "answers again" note follows. One the cluster answered before it could be posted
 is dropped: an outage over is not announced. A notice some threads got and Slack refused in
 others has been said (its "answers again" note follows in the threads that have it): it is
-posted again at each failed tick for the threads left (those that have it get nothing twice),
+posted again at each failed tick for the threads left (those that have it get nothing twice;
+one whose lookup Slack refuses, less and less often: bot.services.watch_events.ThreadEvents),
 and dropped when the cluster answers. A notice recorded before the outage's start was
 stored with it (no `down_since`) dates the outage from its key (`cluster:C:down:START`), and
 says its English text. A bot that starts (or takes the cluster over from another replica) knows from

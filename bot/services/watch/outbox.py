@@ -28,7 +28,7 @@ from bot.core.policy import PastWarning
 from bot.core.text import text_from_json, text_to_json
 from bot.crashpoint import crashpoint
 from bot.log_format import log_fields
-from bot.services.ports import LeaseLost, PartlyPosted
+from bot.services.ports import LeaseLost, PartlyPosted, PostDeferred
 from bot.services.watch.events import EventSink, TickReport, WatchEvent
 from bot.store import Incident, Store
 
@@ -38,6 +38,12 @@ WARNING_CLASSES = ("memory_leak", "hang", "low_gpu_util")
 PARTLY_POSTED = "partly_posted"  # said in some of its threads, Slack refused it in others
 TO_PUBLISH = ("pending", PARTLY_POSTED)  # the states whose event is published (again)
 SAID = ("posted", PARTLY_POSTED)  # the states whose event a thread has
+
+
+def _level(exc: Exception) -> int:
+    """A publish's failure is a warning; one not tried this time (PostDeferred: a refusal
+    logged when it came, tried again later) is logged at debug."""
+    return logging.DEBUG if isinstance(exc, PostDeferred) else logging.WARNING
 
 
 def event_from_store(cluster: str, incident: Incident) -> WatchEvent:
@@ -85,14 +91,15 @@ class Outbox:
         except LeaseLost:
             raise  # not published: the key stays `pending` for the replica holding the lease
         except PartlyPosted as exc:
-            log.warning("%s: publishing %s reached some threads only, will retry the others: "
-                        "%s", self.cluster, event.key, exc)
+            log.log(_level(exc), "%s: publishing %s reached some threads only, will retry the "
+                    "others: %s", self.cluster, event.key, exc)
             if incident.state != PARTLY_POSTED:
                 self.store.incidents.set_state(event.key, PARTLY_POSTED)
             report.events.append(event)
             return True
         except Exception as exc:  # noqa: BLE001 - a failed post must not stop the tick
-            log.warning("%s: publishing %s failed, will retry: %s", self.cluster, event.key, exc)
+            log.log(_level(exc), "%s: publishing %s failed, will retry: %s", self.cluster,
+                    event.key, exc)
             return False
         self.store.incidents.set_state(event.key, "posted")
         if class_id in WARNING_CLASSES and event.chain_id is not None:
