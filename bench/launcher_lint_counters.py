@@ -30,6 +30,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -101,9 +102,9 @@ def main() -> None:
         plain = _script(shape, n, "echo n")
         if _levels(big) != _levels(small):
             raise SystemExit(f"{name}: the findings differ with the number of counters")
-        t_big = _median(lambda t=big: lint_launcher(t), args.repeat)
-        t_small = _median(lambda t=small: lint_launcher(t), args.repeat)
-        t_plain = _median(lambda t=plain: lint_launcher(t), args.repeat)
+        t_big = _median(partial(lint_launcher, big), args.repeat)
+        t_small = _median(partial(lint_launcher, small), args.repeat)
+        t_plain = _median(partial(lint_launcher, plain), args.repeat)
         print(f"| {name} | {t_big:.3f} s | {t_big / t_small:.1f} | {t_plain:.3f} s | "
               f"{t_big / t_plain:.1f} |", flush=True)
 

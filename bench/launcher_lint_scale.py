@@ -28,6 +28,7 @@ import sys
 import tempfile
 import time
 from collections.abc import Callable
+from functools import partial
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -124,9 +125,10 @@ def main() -> None:
     print("|---|---|---|---|---|---|---|")
     with tempfile.TemporaryDirectory() as tmp:
         for name, text in big.items():
-            t_big = _median(lambda t=text: lint_launcher(t), args.repeat)
-            t_small = _median(lambda t=small[name]: lint_launcher(t), args.repeat)
-            t_re = _median(lambda t=text: sum(1 for _ in _REGEX_PASS.finditer(t)), args.repeat)
+            t_big = _median(partial(lint_launcher, text), args.repeat)
+            t_small = _median(partial(lint_launcher, small[name]), args.repeat)
+            t_re = _median(partial(lambda t: sum(1 for _ in _REGEX_PASS.finditer(t)), text),
+                           args.repeat)
             t_bash = float("nan")
             if bash:
                 path = Path(tmp) / "s.sh"

@@ -19,6 +19,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -51,7 +52,8 @@ class CountingRunner:
         prog = next(a for a in argv if a != "env" and "=" not in a)
         self.commands.append(prog)
         out = ""
-        ids = next((a.split("=", 1)[1].split(",") for a in argv if a.startswith("--jobs=")), [])
+        ids: list[str] = next(
+            (a.split("=", 1)[1].split(",") for a in argv if a.startswith("--jobs=")), [])
         if self.running and prog == "squeue":
             out = "".join(_squeue_row(int(i)) for i in ids)
         elif self.running and prog == "sstat":
@@ -119,7 +121,8 @@ def bench_commands(tmp: str, running: bool) -> dict[int, list[str]]:
         for i in range(n):
             store.watched_jobs.add("dev", str(5000 + i), now=0)
         runner = CountingRunner(running)
-        w = Watcher("dev", slurm=SlurmClient(runner, use_json=False), reader=lambda: files,
+        w = Watcher("dev", slurm=SlurmClient(runner,  # type: ignore[arg-type]  # commands only
+                                             use_json=False), reader=lambda: files,
                     store=store, catalogue=Catalogue.load(), sink=Sink(),
                     policy=PolicyParams())
         w.tick(1000.0)
@@ -128,7 +131,7 @@ def bench_commands(tmp: str, running: bool) -> dict[int, list[str]]:
     return out
 
 
-def bench_bytes(tmp: str) -> dict[str, float]:
+def bench_bytes(tmp: str) -> dict[str, Any]:
     log = Path(tmp) / "big.log"
     t0 = time.time() - 3600
     with open(log, "wb") as f:

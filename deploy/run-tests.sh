@@ -4,8 +4,8 @@
 #   2. the dev clusters (real Slurm + MariaDB + munge + sshd on 127.0.0.1), see deploy/dev-cluster:
 #      Slurm 22.05 (Debian 12's) and Slurm 24.11 (Debian 13's, in a chroot beside it), and the
 #      jobs' own torch venv, /opt/trainbot-jobenv (deploy/dev-cluster/job-env.sh);
-#   3. ruff, the import-linter contracts (the layers), mypy over bot/ and handlers/ (the
-#      types; pyproject.toml [tool.mypy]), then pytest over tests/ (extra
+#   3. ruff, the import-linter contracts (the layers), mypy over bot/, handlers/, tests/ and
+#      bench/ (the types; pyproject.toml [tool.mypy]), then pytest over tests/ (extra
 #      arguments are passed to pytest); tests/unit/deploy lints deploy/Dockerfile (hadolint)
 #      and verifies deploy/trainbot.service (systemd-analyze).
 # Idempotent: a second run reuses the venv and the running clusters.
@@ -25,5 +25,5 @@ deploy/dev-cluster/job-env.sh # torch for the jobs of slurmci: /opt/trainbot-job
 
 .venv/bin/ruff check bot handlers tests bench docs
 .venv/bin/lint-imports --no-logo  # the layers: pyproject.toml [tool.importlinter]
-.venv/bin/mypy  # the types of bot/ and handlers/: pyproject.toml [tool.mypy]
+.venv/bin/mypy  # the types of bot/, handlers/, tests/ and bench/: pyproject.toml [tool.mypy]
 exec .venv/bin/python -m pytest -p no:cacheprovider "$@"

@@ -21,7 +21,7 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from bot.cluster.slurm import SlurmClient
 from bot.cluster.ssh import CommandResult, SSHRunner
@@ -117,7 +117,7 @@ class DemoJobs:
         self._install()
 
     @classmethod
-    def open(cls, cluster: DevCluster, **kwargs: object) -> DemoJobs:
+    def open(cls, cluster: DevCluster, **kwargs: Any) -> DemoJobs:
         """Connect with trainbot's SSH runner to the dev cluster and install the demo files."""
         runner = SSHRunner(cluster.ssh_settings())
         try:
@@ -184,7 +184,7 @@ class DemoJobs:
         job_id = self.slurm.submit(
             SubmitSpec(
                 script_path=self.path(launcher),
-                args=list(args),
+                args=tuple(args),
                 job_name=name,
                 partition=self.partition,
                 mem=mem,
@@ -192,7 +192,7 @@ class DemoJobs:
                 output=log_path,
                 workdir=self.root,
                 env=job_env,
-                extra=["--cpus-per-task=1"],
+                extra=("--cpus-per-task=1",),
             )
         )
         job = DemoJob(job_id, label, name, log_path, ckpt, mem, time.monotonic())
@@ -331,6 +331,9 @@ class CountingRunner:
 
     def deadlines(self) -> RemoteDeadlines:
         return self.inner.deadlines()
+
+    def close(self) -> None:
+        """Nothing: whoever opened the inner runner closes it."""
 
     def programs(self) -> list[str]:
         """The Slurm program of each call, in order (`env … sbatch` counts as sbatch)."""

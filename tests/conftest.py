@@ -413,5 +413,6 @@ def _no_log_redaction_left_behind() -> Iterator[None]:
     for handler in [*logging.getLogger().handlers, logging.lastResort]:
         if handler is not None:
             handler.removeFilter(REDACTING_FILTER)
-        if getattr(handler, "_trainbot_handler", False):  # bot.log_format.configure_logging's
+        if handler is not None and getattr(handler, "_trainbot_handler", False):
+            # bot.log_format.configure_logging's
             logging.getLogger().removeHandler(handler)

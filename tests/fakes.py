@@ -10,12 +10,12 @@ import itertools
 import os
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from importlib import metadata
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple, TypeVar
 
 from support.sftp_requests import (
     FileStat,
@@ -40,10 +40,17 @@ from bot.core.slurm.sbatch import SubmitSpec
 from bot.core.slurm.sstat import StepMemory
 from bot.core.tail import ReadBatch, ReadRequest
 from bot.core.takeover import RemoteDeadlines
-from bot.services.ports import BotContext, HomePublisher, PostError, ThreadWriter
+from bot.services.ports import (
+    BotContext,
+    ClusterSessions,
+    HomePublisher,
+    PostError,
+    ThreadWriter,
+)
 from bot.slack.render import TemplateRenderer
 from bot.store import Store
 
+T = TypeVar("T")
 T0 = 1_800_000_000.0  # the cluster's wall clock at the start of a test
 CONTROLLER_DOWN = "Unable to contact slurm controller (connect failure)"
 
@@ -111,6 +118,9 @@ class FakeRunner:
             raise self._deadlines
         return self._deadlines
 
+    def close(self) -> None:
+        """Nothing to close (a Runner's close)."""
+
     def argvs(self) -> list[list[str]]:
         return [call.argv for call in self.calls]
 
@@ -148,6 +158,10 @@ class FakeSlurm:
         self.cancel_lost: Exception | None = None
         self.runner = runner or FakeRunner()
         self._ids = itertools.count(first_id)
+
+    if TYPE_CHECKING:  # a Slurm to the type checker, but a client without sstat when run:
+        # bot.services.watch.sstat asks only a client that has `memory` (SstatSlurm has)
+        def memory(self, job_ids: Iterable[int]) -> dict[int, StepMemory]: ...
 
     # ---- the test's side
 
@@ -433,28 +447,28 @@ class FakeClusters:
         self._sftp = sftp
         self._runner = runner
 
-    def slurm(self, name: str) -> FakeSlurm:
+    def slurm(self, cluster: str) -> FakeSlurm:
         if isinstance(self._slurm, FakeSlurm):
             return self._slurm
-        return self._slurm[name]
+        return self._slurm[cluster]
 
     @property
     def has_ssh(self) -> bool:
         """Whether the test gave an SSH runner (commands on the login node)."""
         return self._runner is not None
 
-    def runner(self, name: str) -> Any:
+    def runner(self, cluster: str) -> Any:
         if self._runner is None:
             raise AssertionError("no SSH in this test")
         return self._runner
 
-    def sftp(self, name: str) -> FakeSFTP:
+    def sftp(self, cluster: str) -> FakeSFTP:
         if self._sftp is None:
             raise AssertionError("no SFTP in this test")
         return self._sftp
 
-    def tail_reader(self, name: str) -> FakeSFTP:
-        return self.sftp(name)
+    def tail_reader(self, cluster: str) -> FakeSFTP:
+        return self.sftp(cluster)
 
     def close(self) -> None:
         pass
@@ -473,6 +487,14 @@ class RecordingMessageSink:
         self.posts: list[tuple[str, int, str, str]] = []  # (kind, chain, key, text)
         self.blocks: dict[str, list] = {}  # key -> the blocks last posted or updated
         self.fail_next = 0
+
+    if TYPE_CHECKING:  # a ThreadWriter to the type checker, but without these two when run:
+        # the services look them up with getattr (a writer may lack them), so nothing here
+        # updates a root or uploads a chart
+        def update_root(self, chain_id: int, blocks: list, text: str) -> None: ...
+
+        def upload_file(self, chain_id: int, key: str, data: bytes, filename: str,
+                        title: str) -> str: ...
 
     def post_root(self, chain_id: int, channel: str, blocks: list, text: str) -> str:
         key = f"chain:{chain_id}:root"
@@ -628,6 +650,12 @@ class FakeResubmit:
 # --------------------------------------------------------------------------- a context of fakes
 
 
+def present(value: T | None) -> T:
+    """`value`, which the test expects there (a store row it made, a match): not None."""
+    assert value is not None
+    return value
+
+
 def make_config(*, slack_lang: str = "en", **recipe_over: Any) -> Config:
     """One cluster `dev`, one recipe `mix` (with `recipe_over` on top), a Slack channel and the
     groups `robots` (submitters) and `leads` (approvers); the bot speaks `slack_lang` (a
@@ -658,16 +686,15 @@ def failed_run(ctx: BotContext, *, now: float, channel: str, job_id: str = "8815
     """Run `mix` whose job `job_id` failed before `now`: a chain (the id returned) with its
     attempt and its thread's root in `channel`."""
     chain = ctx.store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=now - 100)
-    ctx.store.attempts.record(chain_id=chain.id, job_id=job_id, now=now - 100)
-    ctx.store.attempts.update(ctx.store.attempts.latest(chain.id).id, state="FAILED",
-                              result="FAILED")
+    attempt = ctx.store.attempts.record(chain_id=chain.id, job_id=job_id, now=now - 100)
+    ctx.store.attempts.update(attempt.attempt.id, state="FAILED", result="FAILED")
     assert ctx.sink is not None
     ctx.sink.post_root(chain.id, channel, [], "mix")
     return chain.id
 
 
 def make_context(store: Store, slurm: FakeSlurm | Mapping[str, FakeSlurm] | None = None, *,
-                 sftp: FakeSFTP | None = None, clusters: FakeClusters | None = None,
+                 sftp: FakeSFTP | None = None, clusters: ClusterSessions | None = None,
                  config: Config | None = None, slack: bool = True,
                  sink: ThreadWriter | None = None, charts: bool = True,
                  home: HomePublisher | None = None, clock: Callable[[], float] = time.time,
@@ -704,6 +731,31 @@ def make_context(store: Store, slurm: FakeSlurm | Mapping[str, FakeSlurm] | None
                       renderer=TemplateRenderer(), catalogue=catalogue,
                       charts=SeriesCharts(catalogue) if sink is not None and charts else None,
                       clock=clock, pyspy=PySpyPlacements(placed))
+
+
+def fake_slurm(ctx: BotContext, cluster: str = "dev") -> FakeSlurm:
+    """`ctx`'s Slurm of `cluster`: a FakeSlurm (make_context's)."""
+    slurm = ctx.clusters.slurm(cluster)
+    assert isinstance(slurm, FakeSlurm), slurm
+    return slurm
+
+
+def homes(ctx: BotContext) -> RecordingHomePublisher:
+    """`ctx`'s Home tab publisher: a RecordingHomePublisher the test gave make_context."""
+    assert isinstance(ctx.home, RecordingHomePublisher), ctx.home
+    return ctx.home
+
+
+def writer(ctx: BotContext) -> ThreadWriter:
+    """`ctx`'s thread writer (a context made with Slack has one)."""
+    assert ctx.sink is not None
+    return ctx.sink
+
+
+def recorded(ctx: BotContext) -> RecordingMessageSink:
+    """`ctx`'s thread writer: the RecordingMessageSink make_context gives by default."""
+    assert isinstance(ctx.sink, RecordingMessageSink), ctx.sink
+    return ctx.sink
 
 
 def adopt(ctx: BotContext, job_id: int, *, actor: str, now: float,

@@ -307,6 +307,7 @@ class SlackStandIn:
     def url(self) -> str:
         assert self._server is not None, "SlackStandIn not started"
         host, port = self._server.server_address[:2]
+        assert isinstance(host, str)  # an AF_INET server's address
         return f"http://{host}:{port}"
 
     @property
@@ -505,6 +506,7 @@ class SlackStandIn:
         msg = self._message(p, ts)
         if thread_ts is not None:
             msg["thread_ts"] = thread_ts
+            assert root is not None  # found above
             root["replies"].append(msg)
         else:
             self.messages.setdefault(channel, []).append(msg)
@@ -611,7 +613,7 @@ class SlackStandIn:
         if not isinstance(items, list) or not items:
             return {"ok": False, "error": "invalid_arguments"}
         for item in items:
-            f = self.files.get(item.get("id")) if isinstance(item, dict) else None
+            f = self.files.get(item.get("id", "")) if isinstance(item, dict) else None
             if f is None:
                 return {"ok": False, "error": "file_not_found"}
             if f["data"] is None:

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from fakes import FakeClusters, FakeSlurm, make_config
+from fakes import FakeClusters, FakeSlurm, make_config, present, writer
 from slack_bolt import App
 from slack_standin import SlackStandIn
 from support.bolt_driver import TEAM, SyncExecutor, ack_text, dispatch
@@ -58,17 +58,17 @@ def failed_run(services: BotContext) -> tuple[int, str]:
     """A run whose job 88154 failed, its resubmit prompt open in its thread: (chain, token)."""
     chain = services.store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW)
     services.store.attempts.record(chain_id=chain.id, job_id="88154", now=NOW)
-    services.store.attempts.update(services.store.attempts.get_by_job("88154").id,
+    services.store.attempts.update(present(services.store.attempts.get_by_job("88154")).id,
                                    state="FAILED", result="FAILED", cause="nccl_timeout",
                                    last_iter=3470)
     services.store.incidents.record("dev:88154:final", class_id="nccl_timeout", diagnosis={},
                                     now=NOW, chain_id=chain.id, job_id="88154")
-    services.sink.post_root(chain.id, CH, [{"type": "section", "text": {
+    writer(services).post_root(chain.id, CH, [{"type": "section", "text": {
         "type": "mrkdwn", "text": "mix"}}], "mix")
     prompt = create_resubmit_prompt(services, recipe="mix", chain_id=chain.id, job_id="88154",
                                     now=NOW, summary="job 88154 FAILED: nccl_timeout",
                                     resume_iter=3000, post_key="dev:88154:final")
-    services.sink.post_reply(chain.id, "dev:88154:final", prompt.blocks, prompt.text)
+    writer(services).post_reply(chain.id, "dev:88154:final", prompt.blocks, prompt.text)
     return chain.id, prompt.token
 
 

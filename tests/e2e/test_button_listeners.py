@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes import FakeSlurm, make_context
+from fakes import FakeSlurm, make_context, writer
 from support.bolt_driver import ResponseUrls, SyncExecutor, click_body, dispatch
 
 from bot.app import build_app
@@ -48,7 +48,7 @@ def _buttons(blocks: list[dict[str, Any]], where: str) -> Iterator[tuple[str, st
 def story_buttons() -> list[tuple[str, str]]:
     """(action id, where) of every button in every story × template × language."""
     golden = _golden_module()
-    found = []
+    found: list[tuple[str, str]] = []
     for template, lang, story in golden.CASES:
         blocks, _ = render_blocks(template, lang, golden.story_views(story)[template])
         found += _buttons(blocks, f"{template}.{lang}.{story}")
@@ -60,17 +60,17 @@ def prompt_buttons(store: Store, lang: str) -> list[tuple[str, str]]:
     slurm = FakeSlurm()
     ctx = make_context(store, slurm, lang=lang)
     shown: list[tuple[str, list]] = []
-    real_reply = ctx.sink.post_reply
+    real_reply = writer(ctx).post_reply
 
     def keep(chain_id: int, key: str, blocks: list, text: str) -> str:
         shown.append((key, blocks))
         return real_reply(chain_id, key, blocks, text)
 
-    ctx.sink.post_reply = keep
+    writer(ctx).post_reply = keep  # type: ignore[method-assign]
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW)
     store.attempts.record(chain_id=chain.id, job_id="88154", now=NOW)
-    ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
-    found = []
+    writer(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
+    found: list[tuple[str, str]] = []
     for kwargs in ({"resume_iter": 3000}, {"resume_iter": None, "mem": "1900G"},
                    {"offer_cancel": True}):
         prompt = create_resubmit_prompt(ctx, recipe="mix", chain_id=chain.id, job_id="88154",

@@ -10,7 +10,7 @@ import logging
 from typing import Any
 
 import pytest
-from fakes import make_context
+from fakes import make_context, present
 from slack_sdk import WebClient
 from slack_standin import SlackStandIn
 from support.e2e import CHANNEL, NOW
@@ -115,7 +115,7 @@ def test_a_notice_whose_answer_was_lost_is_followed_by_its_end_once(
     slack.fail_next("conversations.replies", status=403)
     health.failed(1_000_120.0, TIMED_OUT, TickReport(ok=True))
     assert said(slack, root, NOTICE) == 1
-    assert store.incidents.get("cluster:dev:down:1000000").state == "pending"  # not posted
+    assert present(store.incidents.get("cluster:dev:down:1000000")).state == "pending"  # not posted
     if lookup == "fails":
         slack.fail_next("conversations.replies", status=403)
     health.ok(1_000_180.0, TickReport(ok=True))
@@ -158,7 +158,7 @@ def test_a_thread_whose_channel_refused_the_notice_hears_nothing_of_the_outage_e
     tried = [r for r in slack.calls("chat.postMessage")
              if r.params.get("channel") == PRIVATE and str(r.params.get("text")).startswith(BACK)]
     assert tried == []  # not sent there at all
-    assert store.incidents.get("cluster:dev:back:1000000").state == "posted"
+    assert present(store.incidents.get("cluster:dev:back:1000000")).state == "posted"
 
 
 def said_in(slack: SlackStandIn, channel: str, root: str, start: str) -> int:
@@ -213,7 +213,7 @@ def test_a_notice_left_by_a_killed_bot_where_lookups_are_refused_has_its_end_tri
     assert said_in(slack, PRIVATE, first, BACK) == (
         0 if refused == "the bot is out of its channel" else 1)
     assert said_in(slack, PRIVATE, first, NOTICE) == 1  # not posted twice
-    assert store.incidents.get("cluster:dev:back:1000000").state == "posted"
+    assert present(store.incidents.get("cluster:dev:back:1000000")).state == "posted"
     dropped = [r.getMessage() for r in caplog.records
                if "its lookup was refused" in r.getMessage()]
     assert len(dropped) == 1 and "its intent dropped" in dropped[0]
@@ -270,7 +270,7 @@ def test_a_notice_whose_lookup_slack_refuses_is_tried_there_less_and_less_while_
     assert tried_at == [0, 2, 5, 10, 19]  # then every 17th tick: the next at 36
     assert warned_at == tried_at
     assert said(slack, second, NOTICE) == 1
-    assert store.incidents.get("cluster:dev:down:1000000").state == "partly_posted"
+    assert present(store.incidents.get("cluster:dev:down:1000000")).state == "partly_posted"
     if refused == "the bot is out of its channel":
         slack.outside.discard(PRIVATE)
     else:
@@ -278,13 +278,13 @@ def test_a_notice_whose_lookup_slack_refuses_is_tried_there_less_and_less_while_
     for i in range(36, 40):
         tick(i)
     assert tried_at == [0, 2, 5, 10, 19, 36]  # found there at 36: not looked up again
-    assert store.slack_posts.get("cluster:dev:down:1000000:chain:1").posted
-    assert store.incidents.get("cluster:dev:down:1000000").state == "posted"
+    assert present(store.slack_posts.get("cluster:dev:down:1000000:chain:1")).posted
+    assert present(store.incidents.get("cluster:dev:down:1000000")).state == "posted"
     for i in range(3):
         restarted.ok(1_006_000.0 + 60 * i, TickReport(ok=True))
     assert (said_in(slack, PRIVATE, first, NOTICE), said(slack, second, NOTICE)) == (1, 1)
     assert (said_in(slack, PRIVATE, first, BACK), said(slack, second, BACK)) == (1, 1)
-    assert store.incidents.get("cluster:dev:back:1000000").state == "posted"
+    assert present(store.incidents.get("cluster:dev:back:1000000")).state == "posted"
 
 
 def lookups_in(slack: SlackStandIn, channel: str) -> list[Any]:

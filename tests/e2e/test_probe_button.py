@@ -11,7 +11,7 @@ import json
 from typing import Any
 
 import pytest
-from fakes import FakeClusters, FakeRunner, FakeSlurm, make_config
+from fakes import FakeClusters, FakeRunner, FakeSlurm, make_config, writer
 from slack_bolt import App
 from support.bolt_driver import ResponseUrls, SyncExecutor, ack_text, click_body, dispatch
 
@@ -75,7 +75,7 @@ def _leak_incident(services: BotContext, slack: Any, *, target_iter: int = 6000,
     store = services.store
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW)
     store.attempts.record(chain_id=chain.id, job_id="9001", now=NOW, state="OUT_OF_MEMORY")
-    services.sink.post_root(chain.id, CH, [{"type": "section", "text": {
+    writer(services).post_root(chain.id, CH, [{"type": "section", "text": {
         "type": "mrkdwn", "text": "mix"}}], "mix")
     catalogue = Catalogue.load().classes["host_oom"]
     diagnosis = Diagnosis(class_id="host_oom", action=Action.ASK, retryable=False,

@@ -14,7 +14,7 @@ from collections.abc import Iterator
 from dataclasses import replace
 
 import pytest
-from fakes import FakeClusters, FakeSlurm, make_config
+from fakes import FakeClusters, FakeSlurm, make_config, present, writer
 from support.bolt_driver import ResponseUrls, SyncExecutor, click_body, dispatch, slash_body
 
 from bot.app import build_app, build_context, build_watcher
@@ -80,11 +80,11 @@ def test_a_failed_submit_quoting_the_recipes_secrets_shows_them_nowhere(
     # a run with a thread and an incident prompt in it, whose Resubmit will fail the same way
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW)
     store.attempts.record(chain_id=chain.id, job_id="88154", now=NOW)
-    services.sink.post_root(chain.id, "C0TRAIN", [], "mix")
+    writer(services).post_root(chain.id, "C0TRAIN", [], "mix")
     prompt = create_resubmit_prompt(services, recipe="mix", chain_id=chain.id, job_id="88154",
                                     now=NOW, summary="88154 died: NCCL timeout",
                                     resume_iter=3000)
-    prompt_ts = services.sink.post_reply(chain.id, "prompt:88154", prompt.blocks, "prompt")
+    prompt_ts = writer(services).post_reply(chain.id, "prompt:88154", prompt.blocks, "prompt")
     urls = ResponseUrls()
     try:
         # 1. /train submit: the reply to the user
@@ -102,7 +102,9 @@ def test_a_failed_submit_quoting_the_recipes_secrets_shows_them_nowhere(
         # 3. a note in the thread quoting the error
         thread_note(services, chain.id, "note:failed", f"resubmit failed: {failing_sbatch()}")
         # 4. an unexpected error with the secrets in it: logged with its traceback
-        services.clusters.slurm("dev").submit_error = RuntimeError(str(failing_sbatch()))
+        fake = services.clusters.slurm("dev")
+        assert isinstance(fake, FakeSlurm)
+        fake.submit_error = RuntimeError(str(failing_sbatch()))
         crash_url = urls.new()
         dispatch(app, slash_body("submit mix", user="U0ALICE", channel="C0TRAIN",
                                  response_url=crash_url))
@@ -125,7 +127,7 @@ def test_a_failed_submit_quoting_the_recipes_secrets_shows_them_nowhere(
     assert updates and "invalid partition specified: nope" in json.dumps(updates[-1].params)
     sent_to_slack = json.dumps([[r.params, r.json] for r in slack.requests]) + clicked + reply
     assert MARKER in sent_to_slack and leaked(sent_to_slack) == []
-    thread = slack.replies("C0TRAIN", store.chains.get(chain.id).thread_ts)
+    thread = slack.replies("C0TRAIN", present(store.chains.get(chain.id)).thread_ts)
     notes = [m for m in thread if "resubmit failed" in json.dumps(m.get("blocks"))]
     assert len(notes) == 1 and MARKER in json.dumps(notes[0]["blocks"])
 
@@ -151,6 +153,6 @@ def test_the_store_keeps_incident_texts_without_the_secrets(services: BotContext
         "cluster:dev:down:1", class_id="cluster_unreachable", now=NOW, job_id="88154",
         diagnosis={"kind": "cluster_unreachable", "recipe": "mix", "text": f"down: {error}",
                    "facts": {"error": error, "ticks": 3}})
-    stored = json.dumps(services.store.incidents.get(incident.key).diagnosis)
+    stored = json.dumps(present(services.store.incidents.get(incident.key)).diagnosis)
     assert leaked(stored) == [] and "invalid partition" in stored
     assert incident.diagnosis["recipe"] == "mix" and incident.diagnosis["facts"]["ticks"] == 3

@@ -14,7 +14,7 @@ from slack_standin import SlackStandIn
 from support.e2e import CHANNEL
 
 from bot.slack.poster import SlackPoster, SlackPostError, call_fate, root_key
-from bot.slack.retry import make_client
+from bot.slack.retry import ConnectionDropHandler, make_client
 
 
 def section(text: str) -> list[dict]:
@@ -268,7 +268,8 @@ def api_error(status: int, error: str) -> SlackApiError:
     (URLError(socket.gaierror(-2, "Name or service not known")), "not_sent"),
     (api_error(429, "ratelimited"), "not_sent"),
     (api_error(200, "channel_not_found"), "refused"),
-    (HTTPError("https://files.slack.com/upload/v1/x", 400, "bad", None, None), "refused"),
+    (HTTPError("https://files.slack.com/upload/v1/x", 400, "bad",
+               None, None), "refused"),  # type: ignore[arg-type]  # no headers, as urllib may
 ], ids=lambda v: type(v).__name__ if isinstance(v, Exception) else v)
 def test_what_a_failed_call_may_have_done(exc, fate):
     assert call_fate(exc) == fate
@@ -285,7 +286,9 @@ def test_a_connection_never_made_is_sent_again_without_a_lookup(store, fake_slee
         poster.post_root(chain, CHANNEL, section("root"), "root")
     assert err.value.error == "URLError" and "not sent again" not in str(err.value)
     # The client re-sent each attempt twice itself: the request provably never left.
-    assert len(client.retry_handlers[0].waits) == 2 * poster.max_attempts
+    drops = client.retry_handlers[0]
+    assert isinstance(drops, ConnectionDropHandler)
+    assert len(drops.waits) == 2 * poster.max_attempts
     assert store.slack_posts.get(root_key(chain)).state == "intent"
 
 

@@ -30,7 +30,7 @@ def test_scheduler_is_utc_coalescing_and_runs_a_job_with_the_clock(store) -> Non
     assert str(scheduler.timezone) == "UTC"
     assert all(j.coalesce is True and j.max_instances == 1 for j in scheduler.jobs())
 
-    ticks = []
+    ticks: list[float] = []
     watch = scheduler.run_repeating("watch", ticks.append, every_s=30)
     assert str(watch.trigger.timezone) == "UTC"
     watch.func()

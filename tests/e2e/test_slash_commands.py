@@ -10,7 +10,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from fakes import FakeClusters, FakeRunner, FakeSlurm, make_config
+from fakes import FakeClusters, FakeRunner, FakeSlurm, make_config, writer
 from slack_bolt import App
 from slack_standin import SlackStandIn
 from support.bolt_driver import (
@@ -170,12 +170,12 @@ def prompt_in_thread(services: BotContext, slack: SlackStandIn) -> tuple[str, st
     """A failed run's incident prompt posted in its thread; returns (token, message ts)."""
     chain = services.store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW)
     services.store.attempts.record(chain_id=chain.id, job_id="88154", now=NOW)
-    services.sink.post_root(chain.id, CH, [{"type": "section", "text": {
+    writer(services).post_root(chain.id, CH, [{"type": "section", "text": {
         "type": "mrkdwn", "text": "mix"}}], "mix")
     prompt = create_resubmit_prompt(services, recipe="mix", chain_id=chain.id, job_id="88154",
                                     now=NOW, summary="88154 died: NCCL timeout",
                                     resume_iter=3000, mem="1900G")
-    ts = services.sink.post_reply(chain.id, f"prompt:{prompt.token}", prompt.blocks, prompt.text)
+    ts = writer(services).post_reply(chain.id, f"prompt:{prompt.token}", prompt.blocks, prompt.text)
     return prompt.token, ts
 
 
@@ -275,7 +275,7 @@ def test_error_in_a_lazy_listener_is_reported_not_silent(app, urls, services,
     def boom(**_: object) -> int:
         raise RuntimeError("disk full")
 
-    fake_slurm.submit = boom  # type: ignore[method-assign]
+    fake_slurm.submit = boom
     _, replies = train(app, urls, "resume mix")
     assert replies[0]["text"].startswith(":warning: trainbot hit an internal error")
 

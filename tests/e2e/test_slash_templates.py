@@ -259,7 +259,9 @@ def test_a_broken_site_template_falls_back_to_the_shipped_one(
     blocks, _ = render(ctx, "note", "mix", {"text": "hello"})
     assert blocks[0]["text"]["text"] == "📣 hello"  # the site's template wins
     with caplog.at_level(logging.WARNING):
-        prompt = create_resubmit_prompt(ctx, recipe="mix", chain_id=None, job_id="88154",
+        prompt = create_resubmit_prompt(ctx, recipe="mix",
+                                        chain_id=None,  # type: ignore[arg-type]  # no thread
+                                        job_id="88154",
                                         now=NOW, summary="s", resume_iter=None)
     assert [b["text"]["text"] for b in prompt.blocks[1]["elements"]] == [
         "Resubmit from scratch", "Dismiss"]

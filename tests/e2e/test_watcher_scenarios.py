@@ -38,6 +38,7 @@ from typing import Any
 
 import pytest
 from cluster_jobs import DemoJobs
+from fakes import present
 from slack_standin import SlackStandIn
 
 from bot.app import build_watcher
@@ -88,7 +89,7 @@ class Story:
     def describe(self, recipe: str) -> str:
         rows = [f"{a.job_id}: {a.state} {a.start_iter}->{a.last_iter} {a.cause}"
                 for a in self.attempts(recipe)]
-        chain = self.store.chains.get(self.chains[recipe])
+        chain = present(self.store.chains.get(self.chains[recipe]))
         texts = "\n  ".join(t[:300] for t in self.texts(recipe))
         return (f"{recipe} (chain {chain.id}, {chain.status}, retries {chain.retries_used}); "
                 f"attempts {rows}; after {self.ticks} ticks / {self.elapsed_s:.0f} s; "
@@ -246,7 +247,7 @@ def test_one_root_per_chain_and_every_story_resolved(story: Story) -> None:
     assert not story.timed_out, "\n\n".join(story.describe(r) for r in story.timed_out)
     roots = story.slack.root_messages(CHANNEL)
     assert len(roots) == len(story.chains), [r["text"][:80] for r in roots]
-    threads = {story.store.chains.get(c).thread_ts for c in story.chains.values()}
+    threads = {present(story.store.chains.get(c)).thread_ts for c in story.chains.values()}
     assert threads == {r["ts"] for r in roots}
     for recipe in story.chains:
         _assert_no_duplicates(story, recipe)
@@ -258,11 +259,11 @@ def test_each_root_message_tells_where_its_run_ended(story: Story) -> None:
     for recipe, chain_id in story.chains.items():
         if recipe == "timelimit":
             continue  # the test stops following its resumed job (still PENDING) on purpose
-        root = roots[story.store.chains.get(chain_id).thread_ts]
+        root = roots[present(story.store.chains.get(chain_id)).thread_ts]
         last = story.attempts(recipe)[-1]
         assert "PENDING" not in root, f"{recipe}: {root[:300]}"
         assert last.job_id in root, f"{recipe}: {root[:300]}"
-    saveoom = roots[story.store.chains.get(story.chains["saveoom"]).thread_ts]
+    saveoom = roots[present(story.store.chains.get(story.chains["saveoom"])).thread_ts]
     assert "host_oom" in saveoom, saveoom[:300]
 
 
@@ -314,7 +315,7 @@ def test_a_time_limit_is_resumed_automatically_from_the_last_complete_checkpoint
     ck = story.jobs.path("ckpt", "timelimit", f"iter_{second.start_iter:09d}")
     assert ".metadata" in story.jobs.listdir(ck), f"{ck} is not complete\n{why}"
     # a chunk that saved a newer checkpoint: resubmitted without charging the budget
-    assert story.store.chains.get(story.chains["timelimit"]).retries_used == 0, why
+    assert present(story.store.chains.get(story.chains["timelimit"])).retries_used == 0, why
 
     texts = story.texts("timelimit")
     assert sum("time_limit" in t for t in texts) == 1, why
@@ -323,7 +324,7 @@ def test_a_time_limit_is_resumed_automatically_from_the_last_complete_checkpoint
     assert resolution, f"no resolution naming both jobs and iteration {second.start_iter}\n{why}"
     assert any(f"resubmitted automatically as {second.job_id}" in t for t in texts), why
     # The thread's root, from the first rewrite that lists the resumed job, counts no retry.
-    thread_ts = story.store.chains.get(story.chains["timelimit"]).thread_ts
+    thread_ts = present(story.store.chains.get(story.chains["timelimit"])).thread_ts
     roots = [_message_text(r.json or r.params) for r in story.slack.ok_calls("chat.update")
              if (r.json or r.params).get("ts") == thread_ts]
     listing = [t for t in roots if second.job_id in t]
@@ -337,7 +338,7 @@ def test_an_exhausted_budget_stops_the_chain_and_asks_a_person(story: Story) -> 
     attempts = story.attempts("budget")
     assert [a.cause for a in attempts] == ["nccl_timeout", "time_limit"], why  # no third job
     assert attempts[1].last_iter > attempts[0].last_iter, why  # it did make progress
-    chain = story.store.chains.get(story.chains["budget"])
+    chain = present(story.store.chains.get(story.chains["budget"]))
     assert (chain.status, chain.retries_used) == ("stopped", 1), why
     final = story.finals("budget")[-1]
     assert final.diagnosis["decision"]["kind"] == "stop", why
@@ -354,7 +355,7 @@ def test_a_retry_without_progress_stops_the_chain_and_asks_a_person(story: Story
     attempts = story.attempts("noprogress")
     assert [(a.cause, a.last_iter) for a in attempts] == [("nccl_timeout", 30)] * 2, why
     assert attempts[1].start_iter == 20, why
-    chain = story.store.chains.get(story.chains["noprogress"])
+    chain = present(story.store.chains.get(story.chains["noprogress"]))
     assert (chain.status, chain.retries_used) == ("stopped", 1), why
     final = story.finals("noprogress")[-1]
     assert final.diagnosis["decision"]["kind"] == "ask_human", why

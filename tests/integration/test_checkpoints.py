@@ -141,7 +141,8 @@ def test_a_lookup_given_up_on_a_hung_pointer_leaves_the_clusters_sftp_free(
         fifo = f"{root}/latest_checkpoint.txt"
         runner.run(["mkfifo", fifo])
         try:
-            ctx = make_context(store, sftp=runner.sftp(), checkpoint={"dir": root})
+            ctx = make_context(store, sftp=runner.sftp(),  # type: ignore[arg-type]  # the real one
+                               checkpoint={"dir": root})
             lookups = RecipeSettings("dev", config=ctx.config, policy=None,
                                      checkpoint=AutoResubmitter(ctx, "dev").checkpoint)
             started = time.monotonic()
@@ -184,7 +185,8 @@ def test_lookups_one_after_another_share_one_sftp_channel(dev_cluster, root: str
         make(runner, root, COMPLETE_1000)
         pool = SFTPPool(open_client, where="dev", timeout=5.0)
         try:
-            ctx = make_context(store, sftp=pool, checkpoint={"dir": root})
+            ctx = make_context(store, sftp=pool,  # type: ignore[arg-type]  # the real one
+                               checkpoint={"dir": root})
             lookups = RecipeSettings("dev", config=ctx.config, policy=None,
                                      checkpoint=AutoResubmitter(ctx, "dev").checkpoint)
             for _ in range(10):
@@ -215,7 +217,8 @@ def test_resume_past_the_lookup_bound_is_refused_in_the_users_language(
     make(runner, root, {**COMPLETE_1000, **partial})
     store = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
     try:
-        ctx = make_context(store, sftp=runner.sftp(), checkpoint={"dir": root})
+        ctx = make_context(store, sftp=runner.sftp(),  # type: ignore[arg-type]  # the real one
+                               checkpoint={"dir": root})
         with pytest.raises(CheckpointLookupStopped) as refused:
             find_resume_checkpoint(ctx.config.recipe("mix"), runner.sftp())
     finally:

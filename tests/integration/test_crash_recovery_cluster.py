@@ -34,6 +34,7 @@ from pathlib import Path
 
 import pytest
 from cluster_jobs import DemoJobs
+from fakes import present
 from slack_standin import SlackStandIn
 
 from bot.app import build_watcher
@@ -183,7 +184,7 @@ def _tick_until_done(bot: Bot, chain_id: int, watcher) -> None:
     started = time.monotonic()
     while time.monotonic() - started < FINISH_WITHIN_S:
         watcher.tick(time.time())
-        if bot.store.chains.get(chain_id).status != "active":
+        if present(bot.store.chains.get(chain_id)).status != "active":
             return
         time.sleep(1.0)
 

@@ -109,6 +109,7 @@ def test_demo_tells_the_whole_story(dev_cluster, tmp_path):
         assert (first.result, first.cause, first.last_iter) == ("FAILED", "nccl_timeout",
                                                                 STALL_AT)
         assert second.start_iter == LAST_COMPLETE_CHECKPOINT
+        assert second.checkpoint_path is not None
         assert second.checkpoint_path.endswith(f"iter_{LAST_COMPLETE_CHECKPOINT:09d}")
         assert (second.result, second.cause, second.last_iter) == ("COMPLETED", "completed",
                                                                    TARGET)

@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes import RecordingMessageSink
+from fakes import RecordingMessageSink, present, recorded, writer
 
 from bot.app import build_context
 from bot.cluster.ssh import SSHRunner
@@ -43,7 +43,7 @@ PROBE_JOBS = "trainbot-dataloader-probe-"
 
 def _scancel_probes(ssh: SSHRunner) -> None:
     """Cancel every probe srun of the cluster user still in the queue."""
-    out = ssh.run(["squeue", "--noheader", "--user", ssh.settings.user, "--format=%i %j"],
+    out = ssh.run(["squeue", "--noheader", "--user", present(ssh.settings.user), "--format=%i %j"],
                   check=False)
     ids = [line.split()[0] for line in out.stdout.splitlines()
            if len(line.split()) == 2 and line.split()[1].startswith(PROBE_JOBS)]
@@ -84,10 +84,10 @@ def test_an_approved_probe_runs_on_the_cluster_and_its_result_reaches_the_thread
     ctx = build_context(config, slack=False)
     store = ctx.store
     ctx = replace(ctx, sink=RecordingMessageSink(store))
-    with store, ctx.clusters:
+    with store, ctx.clusters:  # type: ignore[attr-defined]  # the real sessions: a context
         chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=now)
         store.attempts.record(chain_id=chain.id, job_id="9001", now=now, state="OUT_OF_MEMORY")
-        ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
+        writer(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
         button = create_probe_offer(ctx, recipe="mix", chain_id=chain.id, job_id="9001",
                                     now=now)
         assert button is not None and button["action_id"] == ActionId.RUN_PROBE
@@ -101,15 +101,16 @@ def test_an_approved_probe_runs_on_the_cluster_and_its_result_reaches_the_thread
         assert run_requested_probes(fenced, time.time()) == 1
         assert time.monotonic() - started < 180
 
-        [(kind, chain_id, key, text)] = [p for p in ctx.sink.posts if p[2].startswith("probe:")]
+        [(kind, chain_id, key, text)] = [
+            p for p in recorded(ctx).posts if p[2].startswith("probe:")]
         assert chain_id == chain.id and key == f"probe:{button['value']}"
         assert "DataLoader probe of mix" in text, text
         assert "decoder_datasets:leaky" in text and "2 workers" in text
         assert "What grows: the DataLoader workers" in text
         assert text.count("MB per sample") >= 2  # each worker's growth, then the verdict
-        assert store.approvals.get(button["value"]).state == "done"
+        assert present(store.approvals.get(button["value"])).state == "done"
         assert run_requested_probes(fenced, time.time()) == 0
     _scancel_probes(ssh)
-    out = ssh.run(["squeue", "--noheader", "--user", ssh.settings.user, "--format=%j"],
+    out = ssh.run(["squeue", "--noheader", "--user", present(ssh.settings.user), "--format=%j"],
                   check=False)
     assert PROBE_JOBS not in out.stdout

@@ -18,6 +18,7 @@ import json
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 from cluster_jobs import DemoJobs, FinishedJob
@@ -32,7 +33,8 @@ pytestmark = pytest.mark.integration
 REPO = Path(__file__).resolve().parents[2]
 
 # Test-speed recipe thresholds: 0.05 s per iteration instead of 4.5 s.
-FAST = {"stall_min_s": 2.0, "stall_factor": 10.0, "save_time_s": 2.0, "min_elapsed_s": 1.0}
+FAST: dict[str, Any] = {"stall_min_s": 2.0, "stall_factor": 10.0, "save_time_s": 2.0,
+                        "min_elapsed_s": 1.0}
 STALL_S = 6.0
 TARGET = 60
 LEAK_MIB = 40
@@ -93,7 +95,7 @@ def catalogue() -> Catalogue:
     return Catalogue.load()
 
 
-def diagnose_api(run: FinishedJob, catalogue: Catalogue, **options: float) -> Diagnosis:
+def diagnose_api(run: FinishedJob, catalogue: Catalogue, **options: Any) -> Diagnosis:
     """bot.core.diagnose over the real log and the real sacct record."""
     analysis = LogAnalysis(catalogue)
     analysis.feed(run.log.encode())

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass
+from typing import Any
 
 import pytest
 from cluster_jobs import DemoJob, FinishedJob, TorchJobs
@@ -31,7 +32,8 @@ pytestmark = pytest.mark.integration
 
 JOBENV = "/opt/trainbot-jobenv"
 # Test-speed recipe thresholds (as test_real_failures.py's): ~0.1 s per iteration here.
-FAST = {"stall_min_s": 2.0, "stall_factor": 10.0, "save_time_s": 2.0, "min_elapsed_s": 1.0}
+FAST: dict[str, Any] = {"stall_min_s": 2.0, "stall_factor": 10.0, "save_time_s": 2.0,
+                        "min_elapsed_s": 1.0}
 HANG_IDLE_S = 8.0  # how long the hang's log has been silent when the watcher judges it
 FAIL_AT = 10  # torch_fail.py's iteration where a failing scenario's mechanism starts
 

@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 from cluster_jobs import DemoJobs, FinishedJob
-from fakes import RecordingEventSink
+from fakes import RecordingEventSink, present
 
 from bot.cluster.tail import ShellTailReader
 from bot.config import Config
@@ -178,8 +178,8 @@ def test_trainer_and_dataloader_workers_are_told_apart(runs):
 def test_worker_rss_grows_and_the_trainer_rss_does_not(runs):
     series = SamplerSeries()
     series.feed_lines(json.dumps(r) for r in _training(_records(runs)))
-    worker_start, worker_end = role_growth(series, "worker")
-    trainer_start, trainer_end = role_growth(series, "trainer")
+    worker_start, worker_end = present(role_growth(series, "worker"))
+    trainer_start, trainer_end = present(role_growth(series, "trainer"))
     # ~2 MiB/s of cache per worker for ~20 s between the medians: ~80 MiB.
     assert worker_end - worker_start >= 40 * MIB, (worker_start, worker_end)
     assert abs(trainer_end - trainer_start) < 16 * MIB, (trainer_start, trainer_end)
@@ -212,7 +212,7 @@ def test_watcher_reads_the_real_sampler_file_and_sees_the_workers_grow(runs):
     assert max(p.n["worker"] for p in sampler.points) == WORKERS
     assert max(p.n["trainer"] for p in sampler.points) == 1
     # What the early warnings and the RSS chart get: the workers' line, separately.
-    start, end = role_growth(sampler, "worker")
+    start, end = present(role_growth(sampler, "worker"))
     assert end - start >= 40 * MIB, (start, end)
 
 

@@ -118,7 +118,7 @@ def test_plain_shell_quoting_is_not_enough_under_tcsh(dev_cluster, tcsh_user) ->
                      max_size=4),
        env=st.dictionaries(st.from_regex(r"T_[A-Za-z0-9_]{0,6}", fullmatch=True),
                            st.text(st.characters(blacklist_characters="\0",
-                                                 blacklist_categories=("Cs",)), max_size=20),
+                                                 blacklist_categories=["Cs"]), max_size=20),
                            max_size=2))
 def test_any_argv_survives_each_login_shell_locally(tcsh_user, argv, env) -> None:
     """The same strings through the shells' binaries (installed by up.sh), without sshd."""

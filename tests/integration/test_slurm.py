@@ -71,7 +71,7 @@ def unique(prefix: str) -> str:
 def wait_for(
     client: SlurmClient,
     ids: Sequence[int],
-    done: Callable[[Mapping[int, JobRecord]], bool],
+    done: Callable[[Mapping[int, JobRecord]], object],
     *,
     timeout: float,
     what: str,
@@ -101,7 +101,8 @@ def settled(job_id: int, state: str) -> Callable[[Mapping[int, JobRecord]], bool
     return check
 
 
-def read_remote(runner: SSHRunner, path: str) -> str:
+def read_remote(runner: SSHRunner, path: str | None) -> str:
+    assert path is not None, "the job has no such file in Slurm's record"
     return runner.run(["cat", path]).stdout
 
 
@@ -176,11 +177,11 @@ def test_slow_exit3_kill9_memory_and_time_limit_run_together(slurm_cluster, ssh_
     }
     ids: dict[str, int] = {}
     for case, (opts, body) in scripts.items():
-        mem = "100M" if opts == ["--mem=100M"] else "64M"
+        mem_limit = "100M" if opts == ["--mem=100M"] else "64M"
         ids[case] = client.submit(
             SubmitSpec(
                 job_name=unique(case),
-                mem=mem,
+                mem=mem_limit,
                 time="1" if case == "timeout" else "5",
                 output=f"{home}/%x-%j.out",
             ),
@@ -227,7 +228,7 @@ def test_slow_exit3_kill9_memory_and_time_limit_run_together(slurm_cluster, ssh_
     assert (timeout.exit_code, timeout.signal) in SIGTERM_ACCOUNTED, (
         f"the time limit's SIGTERM is not in accounting: ExitCode "
         f"{timeout.exit_code}:{timeout.signal}")
-    assert timeout.time_limit_s == 60 and timeout.elapsed_s >= 60
+    assert timeout.time_limit_s == 60 and (timeout.elapsed_s or 0) >= 60
     timeout_log = read_remote(ssh_runner, timeout.stdout_path)
     assert "DUE TO TIME LIMIT" in timeout_log
     # what the watcher posts: the time limit and its remedy, from the log and from sacct alone
@@ -253,7 +254,7 @@ def test_hold_release_cancel_a_pending_job_with_the_reason_read_back(
         slurm_cluster, ssh_runner, submitted, path):
     client, _ = make_client(ssh_runner, path)
     job_id = client.submit(
-        SubmitSpec(job_name=unique("hold"), output="/dev/null", extra=["--begin=now+1hour"]),
+        SubmitSpec(job_name=unique("hold"), output="/dev/null", extra=("--begin=now+1hour",)),
         script="#!/bin/bash\nsleep 5\n",
     )
     submitted.append(job_id)
@@ -283,7 +284,7 @@ def test_release_of_a_job_with_no_hold_is_no_failure(slurm_cluster, ssh_runner, 
 
     def submit(script: str, *extra: str) -> int:
         job_id = client.submit(SubmitSpec(job_name=unique("release"), output="/dev/null",
-                                          extra=list(extra)), script=script)
+                                          extra=extra), script=script)
         submitted.append(job_id)
         return job_id
 
@@ -329,7 +330,7 @@ def test_hostile_job_name_arguments_and_env_are_passed_literally(
     args = [f"a'; touch {canary} #", f"$(touch {canary})", "x\ny", "--wrap=id"]
     job_id = client.submit(
         SubmitSpec(
-            args=args,
+            args=tuple(args),
             job_name=name,
             output=f"{slurm_cluster.home}/it-hostile-%j.out",
             env={"HOSTILE": f"a,b'c\"d\ne $(touch {canary})"},
@@ -433,7 +434,9 @@ def test_a_resume_whose_sbatch_answers_past_the_timeout_records_the_job_it_queue
         chain = store.chains.create(recipe="mix", cluster="dev", job_name=name, now=1)
         store.attempts.record(chain_id=chain.id, job_id="1", now=1)
         try:
-            result = submit_recipe(config, "mix", slurm=client, sftp=None, store=store,
+            result = submit_recipe(config, "mix", slurm=client,
+                                   sftp=None,  # type: ignore[arg-type]  # no checkpoints
+                                   store=store,
                                    now=time.time(), actor="U0ALICE", chain_id=chain.id,
                                    reconcile_unknown=True)
             queued = ssh_runner.run(["squeue", "--noheader", f"--name={name}", "--format=%i"])
@@ -496,7 +499,7 @@ def test_pending_competitors_same_user_and_partition_not_another_account(
         SubmitSpec(
             job_name=unique("rival"),
             output="/dev/null",
-            extra=["--begin=now+1hour"],
+            extra=("--begin=now+1hour",),
             account="root",
             partition=slurm_cluster.partition,
         ),
@@ -546,7 +549,7 @@ def test_stopped_controller_raises_cluster_unavailable_then_recovers(
     for client in (json_client, parsable_client):
         records = wait_for(client, [job_id], lambda r: job_id in r, timeout=60,
                            what="jobs() answering after slurmctld restart")
-        assert records[job_id].name.startswith("it-ctld-")
+        assert (records[job_id].name or "").startswith("it-ctld-")
 
 
 # ---- what differs between releases, read right on each -------------------------------------

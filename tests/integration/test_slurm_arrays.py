@@ -297,7 +297,8 @@ def test_holding_and_releasing_an_arrays_own_id_touch_the_waiting_tasks_and_say_
                 ("release", "released", "")):
             waiting = (f"waiting {array_id}_3 {done}" if 3 in seen
                        else f"the tasks not started yet {done}")
-            reply = execute(ctx, JobControl(verb, array_id), actor="W0LEAD",
+            reply = execute(ctx, JobControl(verb, array_id),  # type: ignore[arg-type]
+                            actor="W0LEAD",
                             channel="C0TRAIN", now=time.time())
             assert reply.text == (
                 f"Array {array_id} {done} by <@W0LEAD>: {waiting}; running "
@@ -343,7 +344,8 @@ def test_a_task_stopped_by_sigstop_is_named_as_stopped_and_each_verb_leaves_it_a
                  "--signal=CONT`)")):
             waiting = (f"waiting {array_id}_3 {done}" if 3 in seen
                        else f"the tasks not started yet {done}")
-            reply = execute(ctx, JobControl(verb, array_id), actor="W0LEAD",
+            reply = execute(ctx, JobControl(verb, array_id),  # type: ignore[arg-type]
+                            actor="W0LEAD",
                             channel="C0TRAIN", now=time.time())
             assert reply.text == (
                 f"Array {array_id} {done} by <@W0LEAD>: {waiting}; running {array_id}_2 "
@@ -359,9 +361,9 @@ def test_a_task_stopped_by_sigstop_is_named_as_stopped_and_each_verb_leaves_it_a
             f"Array {array_id} cancelled by <@W0LEAD>: running {array_id}_2 stopped; "
             f"{waiting}; {stopped}, cancelled; {array_id}_0 already ended (left as they "
             "were)."), reply.text
-        done = wait_tasks(
+        ended = wait_tasks(
             client, array_id,
             lambda t: bool(t) and not any(r.is_running or r.is_pending for r in t.values()),
             timeout=60, what=f"every task of array {array_id} ended")
-        by = _by_task(done)
+        by = _by_task(ended)
         assert by[0].state == "COMPLETED" and by[1].state == by[2].state == "CANCELLED", by

@@ -97,10 +97,10 @@ def test_two_running_jobs_one_sstat_call_maxrss_near_allocation(
     a, b = memory[job_a], memory[job_b]
     # The batch step (script + its python child) is the largest; the srun step is counted.
     assert a.step == "batch" and a.steps >= 2, a
-    assert 300 * MiB <= a.max_rss_bytes < 400 * MiB, a
-    assert a.total_max_rss_bytes >= 500 * MiB, a
+    assert a.max_rss_bytes is not None and 300 * MiB <= a.max_rss_bytes < 400 * MiB, a
+    assert a.total_max_rss_bytes is not None and a.total_max_rss_bytes >= 500 * MiB, a
     assert (a.max_rss_node, a.max_rss_task) == (slurm_cluster.node, 0)
-    assert 150 * MiB <= b.max_rss_bytes < 230 * MiB, b
+    assert b.max_rss_bytes is not None and 150 * MiB <= b.max_rss_bytes < 230 * MiB, b
     assert b.step == "batch" and b.steps == 1
 
 

@@ -165,7 +165,7 @@ def test_py_spy_absent_is_one_clear_cause(cluster: Cluster, stuck_job: str) -> N
     with sessions:
         report = collector.collect(CLUSTER, stuck_job)
     assert report.problem is not None and report.problem.cause == PYSPY_ABSENT
-    assert "no-such-py-spy: not an executable file" in report.problem.detail
+    assert "no-such-py-spy: not an executable file" in str(report.problem.detail)
 
 
 def test_ranks_that_forbid_ptrace_give_permission_denied(cluster: Cluster) -> None:

@@ -92,7 +92,9 @@ def env(slurm_cluster: Any, tmp_path: Path) -> Iterator[Env]:
 
 def submit(env: Env, recipe: str, overrides: list[str]) -> Any:
     return submit_recipe(env.config, recipe, overrides=overrides,
-                         slurm=env.sessions.slurm("dev"), sftp=None, store=env.store,
+                         slurm=env.sessions.slurm("dev"),
+                         sftp=None,  # type: ignore[arg-type]  # a recipe without checkpoints
+                         store=env.store,
                          now=1.0, actor="U0ALICE")
 
 

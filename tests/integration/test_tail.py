@@ -69,7 +69,7 @@ def test_appended_lines_arrive_exactly_once_across_many_reads(
         chunk = read_new_lines(reader, state)
         assert not chunk.restarted
         assert chunk.bytes_read == chunk.state.offset - before  # only the new bytes
-        assert chunk.state.offset <= size
+        assert size is not None and chunk.state.offset <= size
         seen += [(chunk.first_line_no + i, line) for i, line in enumerate(chunk.lines)]
         state = chunk.state
     assert [line for _, line in seen] == expected

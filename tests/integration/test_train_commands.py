@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes import present, writer
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from slack_bolt import App
@@ -237,7 +238,7 @@ def test_resume_mix_end_to_end(env: Env) -> None:
     assert len(thread) == 1 and f"job {job_id} submitted by <@U0ALICE>" in thread[0]["text"]
     assert f"resuming from iteration 2,000 (`{env.work}/checkpoints/iter_000002000`)" in \
         thread[0]["text"]
-    chain = env.services.store.chains.latest_for_recipe("mix")
+    chain = present(env.services.store.chains.latest_for_recipe("mix"))
     assert chain.thread_ts == roots[0]["ts"]
     entries = [(e.actor, e.action, e.job_id, e.result)
                for e in env.services.store.audit.recent(20)]
@@ -334,12 +335,12 @@ def prompt_for_failed_run(env: Env, recipe: str = "mix") -> tuple[str, str]:
     chain = s.store.chains.create(recipe=recipe, cluster="dev", job_name=f"{recipe}-{env.tag}",
                                   channel=CH, now=now)
     s.store.attempts.record(chain_id=chain.id, job_id="1", now=now)
-    s.sink.post_root(chain.id, CH, [{"type": "section", "text": {"type": "mrkdwn",
+    writer(s).post_root(chain.id, CH, [{"type": "section", "text": {"type": "mrkdwn",
                                                                   "text": recipe}}], recipe)
     prompt = create_resubmit_prompt(s, recipe=recipe, chain_id=chain.id, job_id="1", now=now,
                                     summary="job 1 died: NCCL watchdog", resume_iter=2000,
                                     mem="1G")
-    ts = s.sink.post_reply(chain.id, f"prompt:{prompt.token}", prompt.blocks, prompt.text)
+    ts = writer(s).post_reply(chain.id, f"prompt:{prompt.token}", prompt.blocks, prompt.text)
     return prompt.token, ts
 
 

@@ -16,7 +16,7 @@ from types import SimpleNamespace
 
 import pytest
 from cluster_jobs import CountingRunner
-from fakes import FakeCheckpoints, RecordingEventSink
+from fakes import FakeCheckpoints, RecordingEventSink, present
 from support.watcher import head_line
 
 from bot.cluster.slurm import SlurmClient
@@ -117,7 +117,7 @@ def test_watcher_diagnoses_two_real_jobs_with_one_squeue_and_one_sacct_per_tick(
             assert silent.record.state == "COMPLETED"
             assert silent.diagnosis.class_id == "silent_exit"
             assert silent.decision.kind == DecisionKind.STOP
-            attempt = store.attempts.get_by_job(str(ids["nccl"]))
+            attempt = present(store.attempts.get_by_job(str(ids["nccl"])))
             assert (attempt.cause, attempt.last_iter) == ("nccl_timeout", 8)
         finally:
             for job_id in ids.values():

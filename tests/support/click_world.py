@@ -61,6 +61,7 @@ class ClickWorld:
         chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=self.run_at)
         store.attempts.record(chain_id=chain.id, job_id="88154", now=self.run_at, state=state)
         self.slurm.add(88154, name="mix", state=state, partition="debug", account="root")
+        assert self.services.sink is not None
         self.services.sink.post_root(chain.id, CH, [{"type": "section", "text": {
             "type": "mrkdwn", "text": "mix"}}], "mix")
         return chain.id
@@ -71,6 +72,7 @@ class ClickWorld:
                                         job_id="88154", now=self.prompt_at,
                                         summary="88154: NCCL timeout",
                                         **kwargs)  # type: ignore[arg-type]
+        assert self.services.sink is not None
         ts = self.services.sink.post_reply(chain_id, f"prompt:{prompt.token}", prompt.blocks,
                                            prompt.text)
         return prompt.token, ts

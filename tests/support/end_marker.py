@@ -10,7 +10,7 @@ from functools import cache
 import pytest
 
 from bot.core.catalogue import Catalogue
-from tests.support.diagnosis import read_log
+from support.diagnosis import read_log
 
 # an error a script can hit after its training loop, saving or evaluating
 LATE_ERROR = ("Traceback (most recent call last):\n"

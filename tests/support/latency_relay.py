@@ -15,7 +15,7 @@ import shutil
 import tempfile
 import threading
 from pathlib import Path
-from typing import Any
+from typing import Any, Self
 
 START_TIMEOUT_S = 10.0
 CHUNK = 65536
@@ -105,8 +105,9 @@ class LatencyRelay:
         if self._thread is not None:
             self._thread.join(timeout=START_TIMEOUT_S)
 
-    def __enter__(self) -> LatencyRelay:
-        return self.start()
+    def __enter__(self) -> Self:
+        self.start()
+        return self
 
     def __exit__(self, *exc: object) -> None:
         self.stop()

@@ -18,6 +18,7 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 import paramiko
 from paramiko.sftp import CMD_NAMES
@@ -43,7 +44,7 @@ class Peer:
     # opendir, readdir, stat, realpath, ...
     requests: Counter[str] = field(default_factory=Counter)
 
-    def runner(self, **changes: object) -> SSHRunner:
+    def runner(self, **changes: Any) -> SSHRunner:
         import dataclasses
 
         return SSHRunner(dataclasses.replace(self.settings, **changes))
@@ -65,7 +66,7 @@ class _Handle(paramiko.SFTPHandle):
 class _Files(paramiko.SFTPServerInterface):
     """Serves peer.root; hung paths (see _maybe_hang) answer only once peer.release is set."""
 
-    def __init__(self, server: object, peer: Peer) -> None:
+    def __init__(self, server: paramiko.ServerInterface, peer: Peer) -> None:
         super().__init__(server)
         self.peer = peer
 
@@ -77,7 +78,7 @@ class _Files(paramiko.SFTPServerInterface):
         try:
             return paramiko.SFTPAttributes.from_stat(os.stat(self._real(path)))
         except OSError as exc:
-            return paramiko.SFTPServer.convert_errno(exc.errno)
+            return paramiko.SFTPServer.convert_errno(exc.errno or 0)  # None, 0: SFTP_FAILURE
 
     lstat = stat
 
@@ -86,7 +87,7 @@ class _Files(paramiko.SFTPServerInterface):
         try:
             f = open(self._real(path), "rb")  # noqa: SIM115 - closed by paramiko's handle
         except OSError as exc:
-            return paramiko.SFTPServer.convert_errno(exc.errno)
+            return paramiko.SFTPServer.convert_errno(exc.errno or 0)  # None, 0: SFTP_FAILURE
         return _Handle(self.peer, path, f)
 
     def list_folder(self, path: str) -> list[paramiko.SFTPAttributes] | int:
@@ -97,7 +98,7 @@ class _Files(paramiko.SFTPServerInterface):
             return [paramiko.SFTPAttributes.from_stat(os.lstat(os.path.join(real, name)), name)
                     for name in os.listdir(real)]
         except OSError as exc:
-            return paramiko.SFTPServer.convert_errno(exc.errno)
+            return paramiko.SFTPServer.convert_errno(exc.errno or 0)  # None, 0: SFTP_FAILURE
 
     def canonicalize(self, path: str) -> str:
         return "/" + path.lstrip("/") if path not in (".", "") else "/"
@@ -115,7 +116,7 @@ def _maybe_hang(peer: Peer, path: str, op: str) -> None:
 class _CountingSFTPServer(paramiko.SFTPServer):
     """paramiko's SFTP server, counting each request it answers in `Peer.requests`."""
 
-    def __init__(self, channel: paramiko.Channel, name: str, server: object,
+    def __init__(self, channel: paramiko.Channel, name: str, server: paramiko.ServerInterface,
                  sftp_si: type[paramiko.SFTPServerInterface], peer: Peer) -> None:
         super().__init__(channel, name, server, sftp_si, peer)
         self.peer = peer
@@ -134,13 +135,13 @@ class _Server(paramiko.ServerInterface):
 
     def check_auth_publickey(self, username: str, key: paramiko.PKey) -> int:
         ok = key == self.client_key
-        return paramiko.AUTH_SUCCESSFUL if ok else paramiko.AUTH_FAILED
+        return paramiko.common.AUTH_SUCCESSFUL if ok else paramiko.common.AUTH_FAILED
 
     def check_channel_request(self, kind: str, chanid: int) -> int:
         if kind == "session":
             self.peer.sessions += 1
-            return paramiko.OPEN_SUCCEEDED
-        return paramiko.OPEN_FAILED_ADMINISTRATIVELY_PROHIBITED
+            return paramiko.common.OPEN_SUCCEEDED
+        return paramiko.common.OPEN_FAILED_ADMINISTRATIVELY_PROHIBITED
 
     def check_channel_exec_request(self, channel: paramiko.Channel, command: bytes) -> bool:
         self.peer.exec_requests += 1

@@ -145,7 +145,7 @@ class WrittenFile(io.BytesIO):
     """A file opened for writing: each write sent as paramiko does (32 KiB a request), the
     whole written by `done(data)` at its close."""
 
-    def __init__(self, sent: SentRequests, done: Callable[[bytes], None]) -> None:
+    def __init__(self, sent: SentRequests, done: Callable[[bytes], object]) -> None:
         super().__init__()
         self._sent = sent
         self._done = done

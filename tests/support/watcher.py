@@ -14,7 +14,7 @@ from bot.core.catalogue import Catalogue
 from bot.core.policy import PolicyParams
 from bot.core.slurm.records import JobRecord
 from bot.services.ports import BotContext
-from bot.services.watch.events import WatchEvent
+from bot.services.watch.events import EventSink, WatchEvent
 from bot.services.watch.tick import Watcher
 from bot.services.watch_events import ThreadEvents
 from bot.store import Chain, Store
@@ -49,18 +49,18 @@ def head_line(event: WatchEvent, lang: str = "en") -> str:
     """The line a run thread in `lang` shows first for the watcher's `event` (an incident's
     head line, a note), as ThreadEvents words it through the one renderer, in a thread of its
     own; the owners it mentions left out."""
-    from fakes import make_context  # a whole bot's context: only where a thread is shown
+    from fakes import make_context, recorded  # a whole bot's context: only where a thread is shown
 
     with Store.open("sqlite://") as store:
         ctx = make_context(store, clock=lambda: T0, lang=lang)
         chain = store.chains.create(recipe="mix", cluster=CLUSTER, job_name="mix", now=T0)
-        ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
+        recorded(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
         ThreadEvents(ctx).publish(replace(event, chain_id=chain.id, recipe="mix"))
-        [said, *_] = [p[3] for p in ctx.sink.posts if p[0] == "reply"]
+        [said, *_] = [p[3] for p in recorded(ctx).posts if p[0] == "reply"]
         return said.removeprefix("<@U0OWNER> ")
 
 
-def make_watcher(store: Store, slurm: FakeSlurm, sftp: FakeSFTP, sink: RecordingEventSink,
+def make_watcher(store: Store, slurm: FakeSlurm, sftp: FakeSFTP, sink: EventSink,
                  **kw: Any) -> Watcher:
     """A Watcher of cluster `dev` (3 unreachable ticks; backoff 60 s unless `policy` says)."""
     kw.setdefault("policy", PolicyParams(backoff_s=60))
@@ -97,6 +97,7 @@ def stalled_thread(ctx: BotContext, slurm: FakeSlurm, sftp: FakeSFTP | None = No
     `slurm`, watched, the thread's root posted), an SFTP (`sftp`, else a new one) holding its
     log up to iter 3470, and the rest of the log (to end the job with)."""
     chain = add_job(ctx.store, 88154)
+    assert ctx.sink is not None
     ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
     slurm.add(88154, state="RUNNING", stdout_path=LOG, start_time=T0, name="mix")
     lines = story_lines()
@@ -112,7 +113,9 @@ def timed_out(env: WatchEnv, resubmit: FakeResubmit, **policy: Any) -> tuple[Wat
     watcher that may resubmit it (from iteration 1200) through `resubmit`."""
     store, slurm, sftp, sink = env
     chain = add_job(store, 88300, recipe="auto")
-    store.attempts.update(store.attempts.get_by_job("88300").id, start_iter=1200)
+    attempt = store.attempts.get_by_job("88300")
+    assert attempt is not None
+    store.attempts.update(attempt.id, start_iter=1200)
     sftp.append(LOG, b"".join(story_lines()[:300]))
     slurm.records[88300] = JobRecord(job_id=88300, state="TIMEOUT", exit_code=0, signal=0,
                                      stdout_path=LOG, start_time=T0, end_time=T0 + 1300)

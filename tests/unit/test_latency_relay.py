@@ -27,7 +27,9 @@ def test_each_exchange_waits_a_round_trip_and_counts_as_one_turn() -> None:
     with _Server(("127.0.0.1", 0), _Echo) as server:
         threading.Thread(target=server.serve_forever, daemon=True).start()
         try:
-            with LatencyRelay(server.server_address, delay_s=0.05) as relay, \
+            host, port = server.server_address[:2]
+            assert isinstance(host, str)  # an AF_INET server's address
+            with LatencyRelay((host, port), delay_s=0.05) as relay, \
                     socket.create_connection(("127.0.0.1", relay.port), timeout=10) as sock:
                 for word in (b"one", b"two", b"three" * 50):
                     start = time.monotonic()

@@ -51,6 +51,7 @@ def test_installing_again_replaces_the_secrets_everywhere() -> None:
     logger.warning("first-secret second-secret")
     assert out.getvalue() == f"first-secret {MARKER}\n"
     assert logger.handlers[0].filters == [REDACTING_FILTER]
+    assert logging.lastResort is not None
     assert REDACTING_FILTER in logging.lastResort.filters  # no handler configured: still redacted
 
 
@@ -76,5 +77,6 @@ def test_trainbot_run_redacts_its_logs_with_the_configs_secrets(tmp_path, monkey
 
 def test_cli_commands_redact_their_logs_once_they_read_the_config(tmp_path) -> None:
     load_config_arg(argparse.Namespace(config=str(config_file(tmp_path))))
+    assert logging.lastResort is not None
     assert REDACTING_FILTER in logging.lastResort.filters
     assert REDACTING_FILTER.redactor.redact(f"K={PLAIN}") == f"K={MARKER}"

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 import yaml
 from apscheduler.triggers.interval import IntervalTrigger
-from fakes import FakeSlurm, RecordingMessageSink, make_context
+from fakes import FakeSlurm, RecordingMessageSink, fake_slurm, make_context
 from slack_sdk import WebClient
 
 import bot.app
@@ -119,8 +119,8 @@ def test_each_job_ticks_its_own_clusters_watcher_only(store) -> None:
     jobs = {job.id: job for job in scheduler.jobs()}
     jobs["watch:beta"].func()
     jobs["watch:alpha"].func()
-    assert ctx.clusters.slurm("beta").calls == [("jobs", [4242])]
-    assert ctx.clusters.slurm("alpha").calls == []  # nothing watched there: no Slurm call
+    assert fake_slurm(ctx, "beta").calls == [("jobs", [4242])]
+    assert fake_slurm(ctx, "alpha").calls == []  # nothing watched there: no Slurm call
 
 
 def test_the_catalogue_is_loaded_once_with_the_sites_files_and_shared_by_the_watchers(
@@ -226,7 +226,7 @@ def test_a_started_bot_watches_at_once_then_every_tick(store) -> None:
     started = datetime.datetime.now(datetime.UTC)
     scheduler.start()
     try:
-        alpha, beta = ctx.clusters.slurm("alpha"), ctx.clusters.slurm("beta")
+        alpha, beta = fake_slurm(ctx, "alpha"), fake_slurm(ctx, "beta")
         wait_until(lambda: alpha.calls and beta.calls, "a watcher's first tick waited")
         jobs = {job.id: job for job in scheduler.jobs()}
         wait_until(lambda: all(jobs[f"watch:{c}"].next_run_time > started + hour / 2
@@ -244,11 +244,11 @@ class _UnansweringSlurm(FakeSlurm):
 
     def __init__(self) -> None:
         super().__init__()
-        self.entered, self.release = threading.Event(), threading.Event()
+        self.entered, self.let_go = threading.Event(), threading.Event()
 
     def jobs(self, ids: Any) -> dict[int, Any]:
         self.entered.set()
-        self.release.wait(30)
+        self.let_go.wait(30)
         raise ClusterUnavailable("ssh to alpha timed out")
 
 
@@ -270,7 +270,7 @@ def test_a_cluster_that_does_not_answer_never_delays_another_clusters_tick(store
         while not beta.calls and time.monotonic() < deadline:
             time.sleep(0.02)
         assert beta.calls == [("jobs", [4242])], "beta's tick waited for alpha's"
-        assert not alpha.release.is_set()  # alpha still hangs
+        assert not alpha.let_go.is_set()  # alpha still hangs
     finally:
-        alpha.release.set()
+        alpha.let_go.set()
         scheduler.stop()

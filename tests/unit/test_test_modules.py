@@ -30,6 +30,7 @@ def conftest_imports(source: str) -> list[int]:
         names = ([node.module] if isinstance(node, ast.ImportFrom) and node.level == 0
                  else [a.name for a in node.names] if isinstance(node, ast.Import) else [])
         if "conftest" in names and not _type_checking_only(node, parents):
+            assert isinstance(node, ast.stmt)  # an import
             lines.append(node.lineno)
     return lines
 

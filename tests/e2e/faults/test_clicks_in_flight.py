@@ -12,7 +12,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from fakes import AnswerLostSlurm, FakeClusters, make_config
+from fakes import AnswerLostSlurm, FakeClusters, make_config, present
 from support.bolt_driver import SyncExecutor
 from support.click_world import APPROVER, ClickWorld
 
@@ -107,7 +107,7 @@ def test_resubmit_pressed_while_a_resume_of_the_run_is_in_flight_is_refused(
     assert "88887" in world.train("resume mix")  # Alice's job
     assert answers == [[RESUBMIT_REFUSED[lang]]]
     assert world.prompt_text(ts) == posted  # left usable
-    assert world.services.store.approvals.get(token).state == "pending"
+    assert present(world.services.store.approvals.get(token)).state == "pending"
     assert len(world.slurm.submits()) == 1 and world.jobs(chain_id) == ["88154", "88887"]
     assert world.refusals() == [APPROVER]
     [again] = world.click_texts(ActionId.RESUBMIT, token, ts)
@@ -134,7 +134,7 @@ def test_resubmit_refused_by_a_submit_in_flight_works_again_once_that_submit_fai
     assert world.click_texts(ActionId.RESUBMIT, token, ts) == []
     assert len(world.slurm.submits()) == 1 and world.jobs(chain_id) == ["88154", "88887"]
     assert "88887" in world.prompt_text(ts)
-    assert world.services.store.approvals.get(token).state == "done"
+    assert present(world.services.store.approvals.get(token)).state == "done"
 
 
 RESUBMIT_MOVED_ON = {
@@ -170,7 +170,7 @@ def test_resubmit_pressed_as_a_resume_of_the_run_is_recorded_sends_no_second_job
     assert len(world.slurm.submits()) == 1  # Alice's alone: the click sent none
     assert world.jobs(chain_id) == ["88154", "88887"]
     assert world.services.store.submits_in_flight.sent_before("dev", float("inf")) == []
-    assert approvals.get(token).state == "done"
+    assert present(approvals.get(token)).state == "done"
 
 
 CANCEL_RESUME_REFUSED = {
@@ -237,6 +237,6 @@ def test_cancel_and_resume_pressed_while_a_resume_of_the_run_is_recorded_sends_n
     assert world.prompt_text(ts) == CANCEL_RESUME_MOVED_ON[lang]
     assert len(world.slurm.submits()) == 1  # Alice's alone: the click sent none
     assert world.jobs(chain_id) == ["88154", "88887"]
-    assert world.services.store.attempts.get_by_job("88154", "dev").result == "CANCELLED"
+    assert present(world.services.store.attempts.get_by_job("88154", "dev")).result == "CANCELLED"
     assert world.services.store.submits_in_flight.sent_before("dev", float("inf")) == []
-    assert world.services.store.approvals.get(token).state == "done"
+    assert present(world.services.store.approvals.get(token)).state == "done"

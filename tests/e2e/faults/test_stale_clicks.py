@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from fakes import FakeClusters, FakeSlurm, make_config
+from fakes import FakeClusters, FakeSlurm, make_config, present, writer
 from slack_bolt import App
 from support.bolt_driver import SyncExecutor
 from support.click_world import APPROVER, ClickWorld
@@ -83,7 +83,7 @@ def stall_prompt_then_cancel_and_resume(world: World) -> tuple[str, str, str, st
     world.train("cancel 88154", user="U0OWNER")
     assert world.train("resume mix").startswith("mix: submitted job 88887 (attempt 2)")
     world.services.store.attempts.update(
-        world.services.store.attempts.get_by_job("88887").id, state="RUNNING")
+        present(world.services.store.attempts.get_by_job("88887")).id, state="RUNNING")
     world.slurm.set(88887, state="RUNNING")
     return token, ts, "88887", "RUNNING"
 
@@ -104,7 +104,7 @@ def probe_offer_then_resume(world: World) -> tuple[str, str, str, str]:
     button = create_probe_offer(world.services, recipe="mix", chain_id=chain_id,
                                 job_id="88154", now=NOW, summary="88154: host_oom")
     assert button is not None
-    ts = world.services.sink.post_reply(chain_id, "probe-offer", [{
+    ts = writer(world.services).post_reply(chain_id, "probe-offer", [{
         "type": "actions", "block_id": "probe", "elements": [button]}], "88154: host_oom")
     assert world.train("resume mix").startswith("mix: submitted job 88887 (attempt 2)")
     return button["value"], ts, "88887", "PENDING"
@@ -140,7 +140,7 @@ def test_a_stale_click_does_nothing_and_says_out_of_date(world: World, action: A
     assert world.actions() == before
     clicks = [e for e in world.services.store.audit.recent(50) if e.action == "approval.click"]
     assert [e.result for e in clicks[:2]] == ["stale", "stale"]
-    assert world.services.store.approvals.get(token).state == "stale"
+    assert present(world.services.store.approvals.get(token)).state == "stale"
 
 
 @pytest.mark.parametrize(("state", "want"), [
@@ -159,7 +159,7 @@ def test_a_hold_whose_competitor_started_or_left_holds_nothing(world: World, sta
     assert world.slurm.acted("hold") == []
     assert [a["text"] for a in answer] == [want]
     assert world.prompt_text(ts) == want
-    assert world.services.store.approvals.get(token).state == "done"  # nothing to release
+    assert present(world.services.store.approvals.get(token)).state == "done"  # nothing to release
 
 
 def test_a_click_while_another_prompt_of_the_run_submits_does_nothing(world: World) -> None:

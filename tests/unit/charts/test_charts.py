@@ -132,8 +132,12 @@ def _drawn_rss(monkeypatch, analysis, **kwargs):
 
     drawn = []
     real = bot.charts.figures.rss_chart
-    monkeypatch.setattr(bot.charts.figures, "rss_chart",
-                        lambda points, **kw: drawn.append((points, kw)) or real(points, **kw))
+
+    def drawing(points, **kw):  # noqa: ANN001, ANN003, ANN202
+        drawn.append((points, kw))
+        return real(points, **kw)
+
+    monkeypatch.setattr(bot.charts.figures, "rss_chart", drawing)
     charts = bot.charts.series.charts_for(analysis.series, analysis.diagnose(), job_id="88016",
                                           mem_limit_bytes=100 * GIB, names=("rss.png",),
                                           **kwargs)

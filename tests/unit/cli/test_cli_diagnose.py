@@ -8,13 +8,13 @@ import sys
 from pathlib import Path
 
 import pytest
+from support.sacct_rows import CANCELLED_PENDING_AND_RUNNING
 
 from bot.cli import UsageError, main
 from bot.cli.diagnose import format_log_time
 from bot.cli.log_input import elapsed_flag, exit_code_flag, now_flag, read_log, state_flag
 from bot.core.catalogue import Catalogue
 from bot.core.models import Accounting
-from tests.support.sacct_rows import CANCELLED_PENDING_AND_RUNNING
 
 STORIES = Path(__file__).resolve().parents[2] / "fixtures" / "stories"
 METRIC_KEYS = {"last_iter", "target_iter", "sec_per_iter", "last_loss", "rss_gib_per_100_iter",

@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import pytest
+from fakes import present
 
 from bot.cli import demo
 from bot.config import Config
@@ -46,12 +47,13 @@ def test_demo_config_sets_its_own_thresholds_and_tells_a_consistent_story():
     policy = config.policy_for("mix")
     assert (policy.tick_s, policy.stall_min_s, policy.save_time_s) == (2, 8, 5)
     assert config.policy.stall_min_s > 60  # the defaults are untouched: only the recipe's
+    assert recipe.checkpoint is not None
     assert recipe.checkpoint.dir.startswith("/home/slurmci/trainbot-demo/runs/t1/")
     assert ACTOR_CAN_APPROVE(config)
 
     a = recipe.args
     leak = flag(a, "--leak-mib-per-iter") * MIB
-    limit = parse_size(recipe.mem)
+    limit = parse_size(present(recipe.mem))
     stall_at, save_every = flag(a, "--stall-at"), flag(a, "--save-every")
     target = flag(a, "--target-iter")
     assert target == recipe.target_iter

@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+from fakes import FakeRunner
+
 from bot.cli.doctor import format_check, slurm_version_check
 from bot.config import ClusterConfig
-from tests.fakes import FakeRunner
 
 
 def _cluster(**extra) -> ClusterConfig:

@@ -55,6 +55,7 @@ def test_checkpoint_verify_counts_storage_files_under_a_bar(monkeypatch, tmp_pat
     monkeypatch.setattr(cli_progress, "DELAY_S", 0)
     monkeypatch.setattr(sys, "stderr", Terminal())
     assert main(["checkpoint", "verify", str(ckpt)]) == 0
+    assert isinstance(sys.stderr, io.StringIO)  # the Terminal above
     assert "storage files" in sys.stderr.getvalue()
     monkeypatch.setattr(sys, "stderr", Terminal())
     assert main(["checkpoint", "verify", str(ckpt), "--json"]) == 0

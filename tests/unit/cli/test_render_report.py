@@ -7,9 +7,9 @@ from pathlib import Path
 
 import pytest
 from slack_standin import validate_blocks
+from support.sacct_rows import CANCELLED_PENDING_AND_RUNNING
 
 from bot.cli import main
-from tests.support.sacct_rows import CANCELLED_PENDING_AND_RUNNING
 
 STORIES = Path(__file__).resolve().parents[2] / "fixtures" / "stories"
 

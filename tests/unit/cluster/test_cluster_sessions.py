@@ -25,6 +25,15 @@ class SlowRunner:
     def close(self) -> None:
         self.closed += 1
 
+    def run(self, argv: Any, **kw: Any) -> Any:
+        raise AssertionError("no command runs in these tests")
+
+    def sftp(self) -> Any:
+        raise AssertionError("no SFTP opens in these tests")
+
+    def deadlines(self) -> Any:
+        raise AssertionError("no deadline is asked for in these tests")
+
 
 def race(fn: Any) -> list[Any]:
     """Call `fn()` from THREADS threads released together; returns what each got."""

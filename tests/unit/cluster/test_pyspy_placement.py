@@ -168,8 +168,8 @@ def test_a_stale_part_is_removed_and_a_fresh_one_left_alone(
     other.write_bytes(b"not a placement's")
     os.utime(other, (old, old))
     node = LocalNode(home)
-    assert place_pyspy(node, LocalTreeSFTP(home), local) == \
-        "/.cache/trainbot/py-spy-0.4.3/py-spy"  # type: ignore[arg-type]
+    placed = place_pyspy(node, LocalTreeSFTP(home), local)  # type: ignore[arg-type]  # run only
+    assert placed == "/.cache/trainbot/py-spy-0.4.3/py-spy"
     assert sorted(p.name for p in directory.iterdir()) == [
         "notes.part", "py-spy", "py-spy.4343.0000beef.part"]
 

@@ -357,7 +357,7 @@ def test_a_checkpoint_lookup_given_up_leaves_the_clusters_sftp_free(
     store = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
     try:
         with peer.runner(sftp_channels=1, sftp_timeout=5.0) as runner:
-            ctx = make_context(store, clusters=_PeerClusters(runner),
+            ctx = make_context(store, clusters=_PeerClusters(runner),  # type: ignore[arg-type]  # SFTP only
                                checkpoint={"dir": "/lustre/hung/ck/mix"})
             lookups = RecipeSettings("dev", config=ctx.config, policy=None,
                                      checkpoint=AutoResubmitter(ctx, "dev").checkpoint)
@@ -383,7 +383,7 @@ def _lookups(peer: Peer, runner: SSHRunner, store: Any, checkpoint_dir: str) -> 
     from bot.services.runs import AutoResubmitter
     from bot.services.watch.recipes import RecipeSettings
 
-    ctx = make_context(store, clusters=_PeerClusters(runner),
+    ctx = make_context(store, clusters=_PeerClusters(runner),  # type: ignore[arg-type]  # SFTP only
                        checkpoint={"dir": checkpoint_dir, "complete_rule": "marker:DONE"})
     return RecipeSettings("dev", config=ctx.config, policy=None,
                           checkpoint=AutoResubmitter(ctx, "dev").checkpoint)

@@ -18,6 +18,7 @@ from typing import Any
 
 import paramiko
 import pytest
+from fakes import present
 from support.sftp_peer import Peer, serve_peer
 
 from bot.cluster import dial
@@ -171,7 +172,7 @@ def peer(tmp_path: Path) -> Iterator[Peer]:
 def _known_hosts(peer: Peer, tmp_path: Path, name: str) -> str:
     """A known_hosts file holding the peer's key under `name` (the peer's own file has it
     under 127.0.0.1)."""
-    line = Path(peer.settings.known_hosts).read_text().split(" ", 1)[1]
+    line = Path(present(peer.settings.known_hosts)).read_text().split(" ", 1)[1]
     path = tmp_path / f"known_hosts-{name}"
     path.write_text(f"[{name}]:{peer.port} {line}")
     return str(path)

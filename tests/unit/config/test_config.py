@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 import yaml
+from fakes import present
 
 from bot.config import (
     Config,
@@ -67,6 +68,7 @@ def test_minimal_config_loads_with_defaults(tmp_path):
 def test_example_config_loads(tmp_path):
     config = load_config(EXAMPLE, env={"SLACK_BOT_TOKEN": "xoxb-test", "SLACK_APP_TOKEN": "x"})
     mix = config.recipe("mix")
+    assert mix.checkpoint is not None
     assert mix.checkpoint.pointer_file == "latest_checkpoint.txt"
     assert config.approvers_for("mix") == {"U0123ABCD", "W0789IJKL"}
     assert config.submitters_for("mix") == {"U0123ABCD", "U0456EFGH"}
@@ -244,13 +246,13 @@ def test_several_problems_reported_together(tmp_path):
 def test_secrets_come_only_from_the_env_mapping(tmp_path):
     path = write(tmp_path, MINIMAL)
     config = load_config(path, env={"SLACK_BOT_TOKEN": "xoxb-abc", "SLACK_APP_TOKEN": ""})
-    assert config.slack_secrets.bot_token.get_secret_value() == "xoxb-abc"
+    assert present(config.slack_secrets.bot_token).get_secret_value() == "xoxb-abc"
     assert config.slack_secrets.app_token is None
     assert config.slack_secrets.missing(config.slack) == ["SLACK_APP_TOKEN"]
     assert "xoxb-abc" not in repr(config.slack_secrets)
     renamed = MINIMAL + "  bot_token_env: MY_BOT\n  mode: http\n"
     config = load_config(write(tmp_path, renamed), env={"MY_BOT": "b", "SLACK_BOT_TOKEN": "no"})
-    assert config.slack_secrets.bot_token.get_secret_value() == "b"
+    assert present(config.slack_secrets.bot_token).get_secret_value() == "b"
     assert config.slack_secrets.missing(config.slack) == ["SLACK_SIGNING_SECRET"]
 
 

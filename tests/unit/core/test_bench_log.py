@@ -5,11 +5,11 @@ after the last progress line and the NCCL watchdog's abort one timeout later, wh
 from __future__ import annotations
 
 import pytest
+from support.bench import load_bench
 
 from bot.core.catalogue import Catalogue
 from bot.core.diagnose import analyze_file
 from bot.core.models import Accounting
-from tests.support.bench import load_bench
 
 
 @pytest.fixture(scope="module")

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Mapping
 
 import pytest
+from fakes import present
 
 from bot.core.checkpoints import (
     CHECKPOINT_REQUESTS,
@@ -75,8 +76,8 @@ def test_at_most_is_what_a_submit_made_at_that_iteration_chose() -> None:
     assert said(d.skipped) == ()
     pointed = choose_checkpoint(ROOT, dirs, DCP, pointer="iter_000001000", at_most=1000)
     assert pointed.checkpoint is not None and pointed.checkpoint.source == "pointer"
-    assert choose_checkpoint(ROOT, dirs, DCP, pointer="iter_000003000").checkpoint.iteration \
-        == 3000
+    assert present(choose_checkpoint(ROOT, dirs, DCP, pointer="iter_000003000").checkpoint
+                   ).iteration == 3000
     assert choose_checkpoint(ROOT, dirs, DCP, at_most=499).checkpoint is None
 
 
@@ -201,7 +202,8 @@ class CountingListing(Mapping[str, dict[str, int] | None]):
 
 
 def test_only_candidates_down_to_the_first_complete_one_are_listed() -> None:
-    data = {f"iter_{i:09d}": dict(COMPLETE_DCP) for i in range(1000, 11000, 1000)}
+    data: dict[str, dict[str, int] | None] = {
+        f"iter_{i:09d}": dict(COMPLETE_DCP) for i in range(1000, 11000, 1000)}
     data["iter_000010000"] = dict(PARTIAL_DCP)
     listing = CountingListing(data)
     d = choose_checkpoint(ROOT, listing, DCP)
@@ -227,7 +229,8 @@ class _Listed(Mapping[str, Mapping[str, int]]):
     """Listings looked up once each, their requests sent against the lookup's RequestCount."""
 
     def __init__(self, dirs: dict[str, Mapping[str, int]], requests: RequestCount) -> None:
-        self._dirs, self._requests, self.looked_up = dirs, requests, []
+        self._dirs, self._requests = dirs, requests
+        self.looked_up: list[str] = []
 
     def __iter__(self) -> Iterator[str]:
         return iter(self._dirs)

@@ -6,10 +6,10 @@ unhandled error after one, or another rank's failure, still reads as the failure
 from __future__ import annotations
 
 import pytest
+from support.diagnosis import read_log
 
 from bot.core.catalogue import Catalogue
 from bot.core.models import STOP_CLASSES
-from tests.support.diagnosis import read_log
 
 
 @pytest.fixture(scope="module")

@@ -9,10 +9,10 @@ was cut off (`unknown_failure`)."""
 from __future__ import annotations
 
 import pytest
+from support.diagnosis import read_log
 
 from bot.core.catalogue import Catalogue
 from bot.core.models import Accounting
-from tests.support.diagnosis import read_log
 
 PROGRESS = "[2025-03-02 10:00:00] epoch 3 iter 120/8000 loss 1.21\n"
 FAILED = Accounting(state="FAILED", exit_code=1, signal=0)

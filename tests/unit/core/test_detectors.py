@@ -6,6 +6,7 @@ from __future__ import annotations
 import calendar
 
 import pytest
+from fakes import present
 
 from bot.core.catalogue import Match
 from bot.core.detectors import (
@@ -80,7 +81,7 @@ def test_a_job_slurm_started_again_is_silent_from_that_start_and_its_lines_are_i
 def test_slow_steps_raise_the_threshold_to_ten_times_the_step():
     series, last = run(50, step_s=60)  # 60 s/iter -> threshold 600 s
     assert detect_stall(series, last + 500) is None
-    assert detect_stall(series, last + 700).threshold_s == pytest.approx(600)
+    assert present(detect_stall(series, last + 700)).threshold_s == pytest.approx(600)
 
 
 def test_healthy_slow_run_is_not_a_stall():
@@ -214,8 +215,8 @@ def test_leak_slope_and_projection_match_the_88016_numbers():
 def test_one_spike_does_not_move_the_leak_slope():
     clean, _ = run(170, rss=leak_rss)
     spiky, _ = run(170, rss=lambda it: leak_rss(it) + (300 if it == 120 else 0))
-    a = detect_leak(clean, 950 * GIB, target_iter=8000)
-    b = detect_leak(spiky, 950 * GIB, target_iter=8000)
+    a = present(detect_leak(clean, 950 * GIB, target_iter=8000))
+    b = present(detect_leak(spiky, 950 * GIB, target_iter=8000))
     assert b.slope_gib_per_100_iter == pytest.approx(a.slope_gib_per_100_iter, rel=0.02)
 
 
@@ -354,7 +355,7 @@ def test_a_completion_marker_that_training_followed_does_not_excuse_a_short_run(
     assert finding is not None
     assert finding.reasons() == [{"kind": "short_run", "elapsed_s": 20}]
     # the same marker after the last progress line stands for the work done
-    last = Match("completed", series.last_iteration_line + 1, "Training completed", True)
+    last = Match("completed", present(series.last_iteration_line) + 1, "Training completed", True)
     assert detect_silent_exit(short, series, [followed, last], target_iter=None) is None
 
 

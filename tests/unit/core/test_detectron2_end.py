@@ -8,9 +8,9 @@ ends a finished run, in a log with no accounting, unless the trainer's exception
 from __future__ import annotations
 
 import pytest
+from support.diagnosis import read_log
 
 from bot.core.catalogue import Catalogue
-from tests.support.diagnosis import read_log
 
 METRICS = ("[03/02 11:09:{s} d2.utils.events]:  eta: 0:00:{eta}  iter: {it}  total_loss: 0.4120  "
            "loss_cls: 0.1008  loss_box_reg: 0.2010  time: 0.2650  data_time: 0.0040  "

@@ -7,7 +7,7 @@ through its logger) end the same way."""
 
 from __future__ import annotations
 
-from tests.support.end_marker import (
+from support.end_marker import (
     assert_ends_the_run,
     assert_still_running,
     assert_the_error_decides,

@@ -10,14 +10,15 @@ import random
 from pathlib import Path
 
 import pytest
+from fakes import present
+from support.diagnosis import read_log
+from support.log_times import TIMES_BEFORE_A_BAR
 
 from bot.core.catalogue import Catalogue
 from bot.core.diagnose import LogAnalysis, analyze_file
 from bot.core.models import STOP_CLASSES, Accounting, Action, NeverStarted
 from bot.core.units import parse_size
 from bot.slack.render import explain, explain_title
-from tests.support.diagnosis import read_log
-from tests.support.log_times import TIMES_BEFORE_A_BAR
 
 STORIES = Path(__file__).resolve().parents[2] / "fixtures" / "stories"
 
@@ -1045,7 +1046,7 @@ def test_exit_137_with_a_killed_line_is_host_oom_but_sigabrt_alone_is_not_nccl(c
 def test_log_now_for_a_watcher_uses_the_log_clock(catalogue):
     analysis = LogAnalysis(catalogue)
     analysis.feed_text(PROGRESS)
-    assert analysis.log_now(600) == analysis.series.last_time + 600
+    assert analysis.log_now(600) == present(analysis.series.last_time) + 600
     d = analysis.diagnose(Accounting(state="RUNNING"), now=analysis.log_now(600))
     assert d.class_id == "hang"
     assert LogAnalysis(catalogue).log_now(5) is None
@@ -1641,7 +1642,7 @@ def test_an_evaluation_whose_log_is_long_is_still_found_after_training_completed
     # ... while a header before the marker (an evaluation during training) is not this one
     d = read_log(catalogue, HF_EVALUATING.split(" 45%")[0] + HF_TRAINED + lines
                  + "  0%|          | 31/8000 [00:37<2:40:00,  1.2it/s]\n", acct)
-    assert d.detail["kind"] == "running"
+    assert present(d.detail)["kind"] == "running"
 
 
 @pytest.mark.parametrize("acct", [None, Accounting(state="COMPLETED", exit_code=0, signal=0,
@@ -1675,7 +1676,8 @@ def test_a_run_that_stopped_in_an_evaluation_during_training_is_a_silent_exit(
     done = Accounting(state="COMPLETED", exit_code=0, signal=0, elapsed_s=900)
     d = read_log(catalogue, text, done)
     assert d.class_id == "silent_exit"
-    assert {"kind": "stopped", "last_iter": 100, "target_iter": 1000} in d.detail["reasons"]
+    reasons = present(d.detail)["reasons"]
+    assert {"kind": "stopped", "last_iter": 100, "target_iter": 1000} in reasons
 
 
 def test_a_run_that_evaluated_after_training_completed_is_completed(catalogue):
@@ -1693,7 +1695,7 @@ def test_a_run_that_evaluated_after_training_completed_is_completed(catalogue):
     # ... and training after the marker, then an evaluation, is training (a mid-run one)
     trained_on = HF_TRAINED + "  0%|          | 40/8000 [00:45<2:40:00,  1.2it/s]\n"
     d = read_log(catalogue, trained_on + HF_EVALUATING)
-    assert d.detail["kind"] == "running"
+    assert present(d.detail)["kind"] == "running"
     assert read_log(catalogue, trained_on + HF_EVALUATING, done).class_id == "silent_exit"
 
 
@@ -1740,7 +1742,7 @@ def test_an_evaluation_bar_after_the_train_metrics_is_no_training_progress(catal
     assert (d.class_id, d.decided_by, d.metrics.last_iter) == ("completed", "signature", 60)
     # ... while a bar of the training bar's total after the train metrics is training again
     trained_on = HF_TRAINED_QUIETLY + "\r  1%|          | 1/60 [00:01<00:59,  1.00it/s]\n"
-    assert read_log(catalogue, trained_on).detail["kind"] == "running"
+    assert present(read_log(catalogue, trained_on).detail)["kind"] == "running"
 
 
 # Ray Train's report after each iteration (ray/tune/experimental/output.py, `on_trial_result`),
@@ -3004,7 +3006,7 @@ def test_megatrons_non_fatal_transient_error_that_training_survived_is_not_the_c
     d = read_log(catalogue, MEGATRON_ITER + NON_FATAL_TRANSIENT + after, acct)
     assert d.class_id == class_id and "gpu_failure" not in d.secondary
     if class_id == "silent_exit":  # short of its target; the warning is no failure it hid
-        assert [r["kind"] for r in d.detail["reasons"]] == ["stopped"]
+        assert [r["kind"] for r in present(d.detail)["reasons"]] == ["stopped"]
 
 
 def test_megatrons_transient_error_that_ends_the_log_is_still_a_gpu_fault(catalogue):

@@ -10,9 +10,9 @@ stopped at 3epoch`), is no normal end."""
 from __future__ import annotations
 
 import pytest
+from support.diagnosis import read_log
 
 from bot.core.catalogue import Catalogue
-from tests.support.diagnosis import read_log
 
 HEAD = "[gpu07] 2024-03-02 11:{m:02d}:{s:02d},068 ({where}) {level}: "
 RESULTS = "".join(

@@ -7,9 +7,9 @@ Learner.fine_tune's frozen fit stopped so goes on to its second fit, whose table
 from __future__ import annotations
 
 import pytest
+from support.diagnosis import read_log
 
 from bot.core.catalogue import Catalogue
-from tests.support.diagnosis import read_log
 
 TABLE = ("epoch     train_loss  valid_loss  accuracy  time    \n"
          + "".join(f"{e:<10}{0.9 - e / 50:.6f}    {0.5 + e % 3 / 100:.6f}    "

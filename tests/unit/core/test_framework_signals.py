@@ -10,12 +10,13 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from fakes import present
+from support.diagnosis import read_log
 
 from bot.core.catalogue import Catalogue
 from bot.core.diagnose import LogAnalysis
 from bot.core.models import Accounting, Action
 from bot.slack.render import explain
-from tests.support.diagnosis import read_log
 
 
 @pytest.fixture(scope="module")
@@ -148,8 +149,8 @@ def test_submitit_bypassing_sigterm_before_its_time_out_verdict_is_a_preemption(
     preemption by that order). At the time limit the USR2 warning comes first."""
     text = _submitit_timed_out(598, 600, before=f"{_WARN}{bypass}\n", requeued=False)
     d = read_log(catalogue, text)
-    assert (d.class_id, d.detail["kind"]) == ("preempted", "submitit_preempted")
-    assert d.detail["bypassed_line"] == 3 and d.detail["minutes_left"] is None
+    assert (d.class_id, present(d.detail)["kind"]) == ("preempted", "submitit_preempted")
+    assert present(d.detail)["bypassed_line"] == 3 and present(d.detail)["minutes_left"] is None
     assert "bypassed a SIGTERM or SIGCONT (line 3)" in explain(d)
     assert "SIGTERM 또는 SIGCONT" in explain(d, "ko")
 

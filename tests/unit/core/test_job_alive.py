@@ -10,13 +10,14 @@ from __future__ import annotations
 from datetime import UTC, datetime
 
 import pytest
+from fakes import present
+from support.diagnosis import read_log
 
 from bot.core.catalogue import Catalogue
 from bot.core.diagnose import LogAnalysis
 from bot.core.incident import build_incident
 from bot.core.models import Accounting, Action
 from bot.slack.render import blocks_to_text, catalogue_text, explain, render_blocks
-from tests.support.diagnosis import read_log
 
 
 @pytest.fixture(scope="module")
@@ -91,7 +92,7 @@ def test_the_class_hint_of_a_job_still_alive_is_what_to_do_if_it_ends_that_way(
     beside "Nothing to resubmit while it is alive"."""
     d = read_log(catalogue, _PROGRESS + FAILURES[class_id] + node_line,
                  Accounting(state="RUNNING"))
-    assert (d.class_id, d.action, d.detail["kind"]) == (class_id, Action.NONE, "alive")
+    assert (d.class_id, d.action, present(d.detail)["kind"]) == (class_id, Action.NONE, "alive")
     hint = catalogue_text(d.hint, lang, d.translations, "hint")
     alive = {"en": "Slurm still shows the job alive (RUNNING)",
              "ko": "Slurm에서는 작업이 아직 살아 있는 것으로 보입니다(RUNNING)"}[lang]

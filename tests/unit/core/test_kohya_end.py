@@ -9,9 +9,9 @@ with no accounting."""
 from __future__ import annotations
 
 import pytest
+from support.diagnosis import read_log
 
 from bot.core.catalogue import Catalogue
-from tests.support.diagnosis import read_log
 
 # The program's stdout (accelerator.print): its tqdm bar is on stderr, and a bar at its total
 # would end the run by itself; the stdout file shows the epochs and their saves only.

@@ -8,9 +8,9 @@ or an error after it is not that end."""
 from __future__ import annotations
 
 import pytest
+from support.diagnosis import read_log
 
 from bot.core.catalogue import Catalogue
-from tests.support.diagnosis import read_log
 
 TUTORIAL = "".join(f"Epoch [{e}/10], Loss: {0.9 / e:.4f}\n" for e in range(1, 11))
 DASHES = "".join(f"Epoch {e}/10 - loss: {0.9 / e:.4f} - acc: {0.5 + e / 25:.4f}\n"

@@ -10,9 +10,9 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from support.bench import load_bench
 
 from bot.core import launcher_lint
-from tests.support.bench import load_bench
 
 ROOT = Path(__file__).resolve().parents[3]
 MANIFEST = ROOT / "tests" / "fixtures" / "launchers" / "corpus" / "manifest.json"

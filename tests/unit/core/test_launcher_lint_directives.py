@@ -6,6 +6,7 @@ an indented one, tests/integration/test_launcher_lint_slurm.py)."""
 from __future__ import annotations
 
 import pytest
+from fakes import present
 
 from bot.core.launcher_lint import (
     CHECK_SBATCH_AFTER_COMMAND,
@@ -15,7 +16,7 @@ from bot.core.launcher_lint import (
 
 
 def _flagged(script: str, check: str = CHECK_SBATCH_AFTER_COMMAND) -> dict[int, str]:
-    return {f.line: f.message for f in lint_launcher(script)
+    return {present(f.line): f.message for f in lint_launcher(script)
             if f.check == check and f.level != "pass"}
 
 
@@ -56,7 +57,7 @@ def test_a_script_without_commands_or_directives_passes():
 def test_an_indented_directive_is_named_with_the_fix():
     script = ("#!/bin/bash\n#SBATCH --job-name=pretrain\n  #SBATCH --gres=gpu:8\n"
               "\t#SBATCH --time=2-00:00:00\n#SBATCH --nodes=2\n\nsrun python train.py\n")
-    found = {f.line: f for f in lint_launcher(script)
+    found = {present(f.line): f for f in lint_launcher(script)
              if f.check == CHECK_SBATCH_INDENTED and f.level == "warn"}
     assert sorted(found) == [3, 4]
     assert "`#SBATCH --gres=gpu:8` has spaces or tabs before `#SBATCH`" in found[3].message

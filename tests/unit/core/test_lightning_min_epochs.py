@@ -11,9 +11,9 @@ minimum epochs (5) or minimum steps (None) has not been met. Training will conti
 from __future__ import annotations
 
 import pytest
+from support.diagnosis import read_log
 
 from bot.core.catalogue import Catalogue
-from tests.support.diagnosis import read_log
 
 EPOCH = "Epoch {epoch}: {n:>3}%|          | {n}/100 [00:10<00:00,  9.80it/s, loss=0.31]\n"
 EPOCHS = "".join(EPOCH.format(epoch=e, n=100) for e in range(3))

@@ -9,9 +9,9 @@ No `finally` prints them: an exception in fit() ends the script before them."""
 from __future__ import annotations
 
 import pytest
+from support.diagnosis import read_log
 
 from bot.core.catalogue import Catalogue
-from tests.support.diagnosis import read_log
 
 LOOP = "".join(
     f"Epoch 1 | iter {i} step {i // 4} | loss train: {2.0 - i / 1000:.3f}, val: n/a | "

@@ -7,6 +7,8 @@ peak within the estimate's 1.2 overhead, so the same model explains 87870's OOM.
 
 from __future__ import annotations
 
+from typing import Any
+
 import pytest
 
 from bot.core.memory_budget import SaveMemoryInputs, SaveMode, estimate_save_peak
@@ -19,7 +21,7 @@ SITE_FLOOR = parse_size("563200M")  # site accounting floor for a 4-GPU job
 
 
 def _job_87870(worker_rss: str = "9.2G", **changes) -> SaveMemoryInputs:
-    base = dict(params=PARAMS, ranks_per_node=4, workers_per_rank=10,
+    base: dict[str, Any] = dict(params=PARAMS, ranks_per_node=4, workers_per_rank=10,
                 worker_rss_bytes=parse_size(worker_rss))
     base.update(changes)
     return SaveMemoryInputs(**base)

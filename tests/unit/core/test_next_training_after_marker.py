@@ -10,9 +10,9 @@ src/transformers/trainer.py, _inner_training_loop)."""
 from __future__ import annotations
 
 import pytest
+from support.diagnosis import read_log
 
 from bot.core.catalogue import Catalogue
-from tests.support.diagnosis import read_log
 
 KERAS_FIT = "".join(
     f"Epoch {n}/50\n250/250 [==============================] - 12s 48ms/step - loss: "

@@ -8,6 +8,7 @@ from functools import cache
 from pathlib import Path
 
 import pytest
+from fakes import present
 
 from bot.core.catalogue import Catalogue
 from bot.core.diagnose import analyze_file
@@ -329,10 +330,10 @@ def test_running_ok_job_is_none():
 def test_suggest_mem_rounds_up_from_limit_and_maxrss():
     assert suggest_mem(300 * GIB, 290 * GIB) == (450 * GIB, "450G")
     # MaxRSS above the limit (a spike sacct did catch) wins; 10 GiB steps from 100 GiB.
-    assert suggest_mem(300 * GIB, 310 * GIB)[1] == "470G"
-    assert suggest_mem(300 * GIB, None, during_save=True)[1] == "600G"
+    assert present(suggest_mem(300 * GIB, 310 * GIB))[1] == "470G"
+    assert present(suggest_mem(300 * GIB, None, during_save=True))[1] == "600G"
     # Small jobs: whole GiB.
-    assert suggest_mem(int(3.2 * GIB), None)[1] == "5G"
+    assert present(suggest_mem(int(3.2 * GIB), None))[1] == "5G"
     assert suggest_mem(None, None) is None
     # Without the job's limit a MaxRSS alone makes no number: no made-up --mem.
     assert suggest_mem(None, 290 * GIB) is None
@@ -340,7 +341,7 @@ def test_suggest_mem_rounds_up_from_limit_and_maxrss():
 
 def test_suggest_mem_capped_by_site():
     p = PolicyParams(mem_cap_bytes=953 * GIB)
-    assert suggest_mem(800 * GIB, None, policy=p)[1] == "953G"
+    assert present(suggest_mem(800 * GIB, None, policy=p))[1] == "953G"
 
 
 def test_host_oom_at_cap_asks_to_cut_memory():
@@ -478,7 +479,7 @@ def test_job_held_admin_reported_after_threshold():
     assert rep is not None and rep.job_id == 87870
     assert "JobHeldAdmin" in rep.text and "15 min" in rep.text
     # The same hold keeps the same key (the watcher posts it once).
-    assert held_report(rec, NOW - 900, NOW + 300, policy=p).key == rep.key
+    assert present(held_report(rec, NOW - 900, NOW + 300, policy=p)).key == rep.key
 
 
 def test_requeue_hold_reported_user_hold_not():
@@ -542,7 +543,7 @@ def test_a_leak_whose_resume_point_is_unknown_counts_from_iteration_0_as_the_wor
     assert (unknown.reached_iter, unknown.reached_need_gib) == (670, 680)
     assert unknown.runs_iters == 1166 and unknown.facts()["runs_iters"] == 1166
     # a known checkpoint counts from it
-    assert leak_remedy(d, resume_iter=500, limit_bytes=120 * GIB).need_gib == 700
+    assert present(leak_remedy(d, resume_iter=500, limit_bytes=120 * GIB)).need_gib == 700
 
 
 def test_a_leak_that_more_memory_finishes_proposes_that_memory():

@@ -10,9 +10,9 @@ import re
 from pathlib import Path
 
 import pytest
+from support.bench import load_bench
 
 from bot.core.catalogue import Catalogue
-from tests.support.bench import load_bench
 
 ROOT = Path(__file__).resolve().parents[3]
 REAL = ROOT / "tests" / "fixtures" / "real"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import shlex
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -120,7 +121,7 @@ def test_ordinary_text_is_left_as_it_is(text):
 
 def test_payloads_are_redacted_except_their_identifiers():
     redactor = Redactor(["s3cret-value"])
-    blocks = [{"type": "section", "block_id": "s3cret-value",
+    blocks: list[dict[str, Any]] = [{"type": "section", "block_id": "s3cret-value",
                "text": {"type": "mrkdwn", "text": "failed: env K=s3cret-value"}},
               {"type": "actions", "elements": [{"type": "button", "action_id": "resubmit",
                                                 "value": "s3cret-value-token"}]}]

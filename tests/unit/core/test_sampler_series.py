@@ -4,6 +4,9 @@ record, and parsing the lines back into series (bot.core.sampler_series)."""
 from __future__ import annotations
 
 import json
+from typing import Any
+
+from fakes import present
 
 from bot.core.policy import CpuEvidence, DecisionKind, PolicyParams, early_warnings
 from bot.core.sampler_series import (
@@ -90,7 +93,7 @@ def test_sample_record_sums_by_role_and_bounds_per_process():
     roles = classify_roles(procs)
     rows = [(procs[0], 40 << 30, 95.0)] + [(p, (1 << 30) + i, 3.0) for i, p in
                                           enumerate(procs[1:])]
-    rec = sample_record(1000.0, rows, roles, top=12, sampler_cpu_s=0.5)
+    rec: dict[str, Any] = sample_record(1000.0, rows, roles, top=12, sampler_cpu_s=0.5)
     assert rec["rss"]["trainer"] == 40 << 30
     assert rec["rss"]["worker"] == 40 * (1 << 30) + sum(range(40))
     assert rec["n"] == {"trainer": 1, "worker": 40, "other": 0}
@@ -130,7 +133,7 @@ def test_series_is_bounded():
 def test_cpu_around_corroborates_the_88154_stall():
     s = SamplerSeries()
     s.feed_lines(_line(t, 45, 92 if t < 600 else 8) for t in range(0, 1200, 30))
-    before, after = cpu_around(s, 600, now=1200)
+    before, after = present(cpu_around(s, 600, now=1200))
     assert (before, after) == (92, 8)
     assert cpu_around(s, 600, now=610) is None  # not enough samples since the stall yet
     d = _hang_diag()
@@ -192,7 +195,7 @@ def test_sampler_leak_finds_the_88016_worker_leak_without_rss_in_the_log():
     assert finding is not None
     assert 4.0 < finding.slope_gib_per_100_iter < 5.0  # 7.3 GiB over 160 iterations
     assert 64 + 160 < finding.projected_oom_iter < 8000
-    first, last = role_growth(s, "worker")
+    first, last = present(role_growth(s, "worker"))
     assert round(first / (1 << 30), 1) < 3 and round(last / (1 << 30), 1) > 8
     # Flat memory is no leak.
     flat = SamplerSeries()
@@ -265,7 +268,7 @@ def test_an_elastic_restarts_new_trainers_start_the_leak_fit_again():
     assert finding is not None
     assert 0.45 < finding.slope_gib_per_100_iter < 0.55  # generation 1's 0.5 GiB / 100 iter
     assert 4_700 < finding.projected_oom_iter < 4_900  # 64 GiB total at 0.5 GiB / 100 iter
-    first, last = role_growth(s, "worker")
+    first, last = present(role_growth(s, "worker"))
     assert round(first / (1 << 30)) == 2 and round(last / (1 << 30)) == 4
     # ... one trainer generation all along is one run, as before
     one = SamplerSeries()
@@ -298,8 +301,8 @@ def test_sample_record_names_the_trees_root():
     assert rec["root"] == {"pid": 1, "started": 999.12}
     point = parse_line(json.dumps(rec))
     assert point is not None and point.root == (1, 999.12)
-    assert parse_line(_rss_line(1.0, 40, 2)).root is None
+    assert present(parse_line(_rss_line(1.0, 40, 2))).root is None
     assert point.gen is None and "gen" not in rec  # a line without one: an older sampler's
     rec = sample_record(1000.0, [(procs[0], 1 << 30, 5.0)], classify_roles(procs),
                         root=(1, 999.123), generation=2)
-    assert parse_line(json.dumps(rec)).gen == 2
+    assert present(parse_line(json.dumps(rec))).gen == 2

@@ -12,7 +12,7 @@ import shlex
 from pathlib import Path
 
 import pytest
-from fakes import FakeRunner
+from fakes import FakeRunner, present
 
 from bot.cluster.errors import (
     ChannelClosed,
@@ -78,7 +78,7 @@ def test_options_not_applied_compares_what_the_job_shows(requested, job, differ)
 
 @pytest.mark.parametrize("value", HOSTILE)
 def test_sbatch_keeps_each_hostile_value_in_one_argv_word(value):
-    argv = sbatch_argv(SubmitSpec(job_name=value, script_path="train.sh", args=[value, "plain"]))
+    argv = sbatch_argv(SubmitSpec(job_name=value, script_path="train.sh", args=(value, "plain")))
     assert f"--job-name={value}" in argv
     # the script's arguments follow the script path, verbatim and in order
     assert argv[-3:] == ["train.sh", value, "plain"]
@@ -108,9 +108,9 @@ def test_sbatch_options_are_glued_so_a_value_cannot_become_an_option():
 
 
 def test_sbatch_writes_every_option_of_the_spec_in_one_fixed_order():
-    spec = SubmitSpec(job_name="j", script_path="s.sh", args=["a"], partition="p", account="acc",
+    spec = SubmitSpec(job_name="j", script_path="s.sh", args=("a",), partition="p", account="acc",
                       qos="q", gres="gpu:4", mem="100M", time="1", output="o", error="e",
-                      workdir="/w", begin="now", env={"K": "v"}, hold=True, extra=["--requeue"])
+                      workdir="/w", begin="now", env={"K": "v"}, hold=True, extra=("--requeue",))
     assert sbatch_argv(spec) == [
         "sbatch", "--parsable", "--job-name=j", "--partition=p", "--account=acc",
         "--qos=q", "--gres=gpu:4", "--mem=100M", "--time=1", "--output=o", "--error=e",
@@ -120,13 +120,13 @@ def test_sbatch_writes_every_option_of_the_spec_in_one_fixed_order():
 
 def test_sbatch_with_inline_script_and_args_reads_the_script_from_stdin():
     assert sbatch_argv(SubmitSpec(job_name="j"))[-1] == "--job-name=j"  # no script path: stdin
-    argv = sbatch_argv(SubmitSpec(job_name="j", args=["--lr", "3e-4"]))
+    argv = sbatch_argv(SubmitSpec(job_name="j", args=("--lr", "3e-4")))
     assert argv[-3:] == ["/dev/stdin", "--lr", "3e-4"]
 
 
 def test_sbatch_hold_and_extra_options():
     argv = sbatch_argv(
-        SubmitSpec(job_name="j", hold=True, extra=["--begin=now+1hour", "--requeue"])
+        SubmitSpec(job_name="j", hold=True, extra=("--begin=now+1hour", "--requeue"))
     )
     assert "--hold" in argv and "--begin=now+1hour" in argv and "--requeue" in argv
 
@@ -373,7 +373,7 @@ def test_a_timed_out_submit_is_an_outcome_unknown_saying_to_look_the_job_up():
     assert str(caught.value).endswith(
         "The job 'mix' may or may not have been submitted: look for that name in squeue "
         "before submitting again.")
-    assert caught.value.__cause__.__cause__ is timed_out
+    assert present(caught.value.__cause__).__cause__ is timed_out
 
 
 def test_squeue_invalid_job_id_means_absent_not_failure():

@@ -27,7 +27,8 @@ def test_memory_one_call_for_all_jobs() -> None:
     assert len(runner.calls) == 1 and runner.argvs()[0][0] == "sstat"
     assert "--jobs=360,361" in runner.argvs()[0]
     assert set(memory) == {360, 361}
-    assert memory[360].step == "batch" and 300 * MiB < memory[360].max_rss_bytes < 340 * MiB
+    rss = memory[360].max_rss_bytes
+    assert memory[360].step == "batch" and rss is not None and 300 * MiB < rss < 340 * MiB
 
 
 def test_memory_jobs_without_running_steps_are_absent() -> None:

@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import pytest
+from fakes import FakeRunner
 
 from bot.cluster.slurm import SlurmClient
 from bot.core.slurm.version import choose_parsers, json_refusal, parse_version
-from tests.fakes import FakeRunner
 
 
 @pytest.mark.parametrize("version", ["slurm-wlm 22.05.8", "slurm 21.08.5", "slurm 17.11.2"])
@@ -50,7 +50,7 @@ def test_client_asked_for_json_on_22_05_reads_the_columns():
     assert runner.commands() == ["sinfo", "squeue", "sacct"]
     squeue, sacct = runner.argvs()[1], runner.argvs()[2]
     assert "--json" not in squeue and "--json" not in sacct
-    assert client.parsers is not None and "exit code" in client.parsers.refusal
+    assert client.parsers is not None and "exit code" in (client.parsers.refusal or "")
 
 
 def test_client_asked_for_json_on_24_11_reads_json_once_checked():

@@ -73,6 +73,7 @@ def test_malformed_answers_are_framing_errors_not_data():
 def test_a_failed_read_says_so():
     out = frame(1, FileRead(READ, 10, 1, 1, 0, b"ab"), padded_to=5, rc=1)
     (got,) = parse_frames(out, 1).results
+    assert got is not None
     assert got.status == FAILED and "dd exit 1" in str(got.error) and got.data == b""
 
 

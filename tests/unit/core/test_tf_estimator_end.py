@@ -6,7 +6,7 @@ them) leaves train before it, and no finally prints it. With no step run the los
 
 from __future__ import annotations
 
-from tests.support.end_marker import (
+from support.end_marker import (
     assert_ends_the_run,
     assert_still_running,
     assert_the_error_decides,

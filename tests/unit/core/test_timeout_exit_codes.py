@@ -20,13 +20,13 @@ import json
 from pathlib import Path
 
 import pytest
+from support.diagnosis import read_log
 
 from bot.core.catalogue import Catalogue
 from bot.core.models import Action
 from bot.core.slurm.records import JobRecord
 from bot.core.slurm.sacct import parse_sacct_json, parse_sacct_parsable
 from bot.slack.render import explain, explain_title
-from tests.support.diagnosis import read_log
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "slurm"
 JOB = 1236

@@ -9,9 +9,9 @@ cause is another worker's (`unknown_failure`), not in a finished or running job.
 from __future__ import annotations
 
 import pytest
+from support.diagnosis import read_log
 
 from bot.core.catalogue import Catalogue
-from tests.support.diagnosis import read_log
 
 BAR = "Epoch 9: 100%|##########| 782/782 [00:41<00:00, 18.93it/s, v_num=3, train_loss=0.412]\n"
 FINISHED = BAR + "`Trainer.fit` stopped: `max_epochs=10` reached.\n" + BAR

@@ -8,7 +8,7 @@ and neither line is printed."""
 
 from __future__ import annotations
 
-from tests.support.end_marker import (
+from support.end_marker import (
     assert_ends_the_run,
     assert_still_running,
     assert_the_error_decides,

@@ -11,9 +11,9 @@ finished run."""
 from __future__ import annotations
 
 import pytest
+from support.diagnosis import read_log
 
 from bot.core.catalogue import Catalogue
-from tests.support.diagnosis import read_log
 
 HEADER = "      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size\n"
 EPOCHS = "".join(

@@ -9,9 +9,9 @@ log with no accounting, unless the trainer's exception line came first (the rule
 from __future__ import annotations
 
 import pytest
+from support.diagnosis import read_log
 
 from bot.core.catalogue import Catalogue
-from tests.support.diagnosis import read_log
 
 STEP = ("2024-08-01 10:01:{s} | INFO     | yolox.core.trainer:270 - epoch: 300/300, iter: {it}/20, "
         "gpu mem: 9123Mb, mem: 12.1Gb, iter_time: 0.412s, data_time: 0.002s, total_loss: 2.4, "

@@ -36,7 +36,7 @@ def test_the_wheel_ships_starter_files_templates_license_and_one_version(tmp_pat
     assert any(n.endswith(".dist-info/licenses/LICENSE") for n in names)
     assert meta["Version"] == bot.__version__
     assert meta["License-Expression"] == "Apache-2.0"
-    requires = meta.get_all("Requires-Dist")
+    requires = meta.get_all("Requires-Dist") or []
     assert not [r for r in requires if r.startswith("google-re2") and "extra ==" not in r]
     assert any(r.startswith("google-re2") and 'extra == "re2"' in r for r in requires)
 

@@ -132,7 +132,7 @@ def test_readyz_stays_ready_while_the_watcher_ticks_a_slow_cluster_back_to_back(
             clock[0] = T0 + at
             answers[at] = get(server.port, "/readyz")[0]
         clock[0] = T0 + 1040  # no tick has ended for 600 s
-        answers[1040] = get(server.port, "/readyz")
+        answers[1040] = get(server.port, "/readyz")  # type: ignore[assignment]  # with its body
     finally:
         server.stop()
         store.close()
@@ -160,8 +160,9 @@ def test_tick_health_times_ticks_keeps_the_last_success_and_counts_incidents(tmp
                   class_id="silent_exit") == 1
     assert sample(metrics, "trainbot_log_bytes_read_total", cluster="dev") == len(
         b"[launcher] starting\n")
-    assert sample(metrics, "trainbot_ssh_round_trips_total", cluster="dev") >= 2  # jobs, a read
-    assert sample(metrics, "trainbot_ssh_bytes_moved_total", cluster="dev") > 0
+    # jobs, a read
+    assert (sample(metrics, "trainbot_ssh_round_trips_total", cluster="dev") or 0) >= 2
+    assert (sample(metrics, "trainbot_ssh_bytes_moved_total", cluster="dev") or 0) > 0
     add_job(store, 7)
     slurm.down = True
     tick(T0 + 90)

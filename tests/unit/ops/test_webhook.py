@@ -8,7 +8,7 @@ from collections.abc import Iterator
 from types import SimpleNamespace
 
 import pytest
-from fakes import T0, FakeSFTP, FakeSlurm, RecordingEventSink
+from fakes import T0, FakeSFTP, FakeSlurm, RecordingEventSink, writer
 from support.watcher import LOG, add_job, make_watcher, running, story_lines
 from support.webhook_receiver import Receiver
 
@@ -30,13 +30,15 @@ def test_an_incident_reaches_the_webhook_as_json_once_even_after_a_failed_post(
         receiver, tmp_path) -> None:
     store = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
     slurm, sftp, threads = FakeSlurm(), FakeSFTP(), RecordingEventSink()
-    threads.ctx = SimpleNamespace(store=store)  # the threads read the store as ThreadEvents
+    # the threads read the store as ThreadEvents
+    threads.ctx = SimpleNamespace(store=store)  # type: ignore[attr-defined]
     chain = add_job(store, 108687, recipe="launcher")
     sftp.append(LOG, b"[launcher] starting\n")
     slurm.records[108687] = JobRecord(job_id=108687, state="COMPLETED", exit_code=0, signal=0,
                                       elapsed_s=10, stdout_path=LOG, start_time=T0,
                                       end_time=T0 + 10)
-    w = make_watcher(store, slurm, sftp, WebhookEvents(threads, JsonWebhook(receiver.url)))
+    w = make_watcher(store, slurm, sftp, WebhookEvents(
+        threads, JsonWebhook(receiver.url)))  # type: ignore[arg-type]  # ThreadEvents' stand-in
     receiver.fail_next = 1
     w.tick(T0 + 30)
     assert receiver.bodies == [] and store.watched_jobs.get("dev", "108687") is not None
@@ -59,12 +61,14 @@ def test_a_runs_progress_reaches_the_webhook_as_often_as_its_root_is_rewritten(
     each time, at most once every persist_every_s: not on every tick the log moved."""
     store = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
     slurm, sftp, threads = FakeSlurm(), FakeSFTP(), RecordingEventSink()
-    threads.ctx = SimpleNamespace(store=store)  # the threads read the store as ThreadEvents
+    # the threads read the store as ThreadEvents
+    threads.ctx = SimpleNamespace(store=store)  # type: ignore[attr-defined]
     chain = add_job(store, 88154)
     slurm.records[88154] = running(88154)
     lines = story_lines()
     sftp.append(LOG, b"".join(lines[:500]))
-    w = make_watcher(store, slurm, sftp, WebhookEvents(threads, JsonWebhook(receiver.url)))
+    w = make_watcher(store, slurm, sftp, WebhookEvents(
+        threads, JsonWebhook(receiver.url)))  # type: ignore[arg-type]  # ThreadEvents' stand-in
     w.tick(T0)  # PENDING -> RUNNING: at once
     sftp.append(LOG, b"".join(lines[500:520]))
     w.tick(T0 + 60)  # within persist_every_s: nothing shown
@@ -85,11 +89,13 @@ def test_a_runs_end_reaches_the_webhook_as_its_last_progress_once(receiver, tmp_
     result, the run still active (a person may resubmit it)."""
     store = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
     slurm, sftp, threads = FakeSlurm(), FakeSFTP(), RecordingEventSink()
-    threads.ctx = SimpleNamespace(store=store)  # the threads read the store as ThreadEvents
+    # the threads read the store as ThreadEvents
+    threads.ctx = SimpleNamespace(store=store)  # type: ignore[attr-defined]
     chain = add_job(store, 88154)
     slurm.records[88154] = running(88154)
     sftp.append(LOG, b"".join(story_lines()[:500]))
-    w = make_watcher(store, slurm, sftp, WebhookEvents(threads, JsonWebhook(receiver.url)))
+    w = make_watcher(store, slurm, sftp, WebhookEvents(
+        threads, JsonWebhook(receiver.url)))  # type: ignore[arg-type]  # ThreadEvents' stand-in
     w.tick(T0)
     slurm.records[88154] = JobRecord(job_id=88154, state="FAILED", exit_code=1, signal=0,
                                      stdout_path=LOG, start_time=T0, end_time=T0 + 100)
@@ -111,12 +117,13 @@ def test_an_arrays_tasks_reach_the_webhook_as_they_start_and_end(receiver, tmp_p
     array's tasks but through their incidents."""
     store = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
     slurm, sftp, threads = FakeSlurm(), FakeSFTP(), RecordingEventSink()
-    threads.ctx = SimpleNamespace(store=store)
+    threads.ctx = SimpleNamespace(store=store)  # type: ignore[attr-defined]
     chain = store.chains.create(recipe="", cluster="dev", job_name="sweep", now=T0,
                                 kind="array", array_job_id=6100)
     store.watched_jobs.add("dev", "6100", now=T0, chain_id=chain.id, adopted=True)
     slurm.add(6100, name="sweep", state="PENDING", array_job_id=6100)
-    w = make_watcher(store, slurm, sftp, WebhookEvents(threads, JsonWebhook(receiver.url)))
+    w = make_watcher(store, slurm, sftp, WebhookEvents(
+        threads, JsonWebhook(receiver.url)))  # type: ignore[arg-type]  # ThreadEvents' stand-in
     w.tick(T0 + 60)
     log = "/home/u/logs/sweep-6100_0.out"
     slurm.set(6100, state="RUNNING", array_task_id=0, stdout_path=log, start_time=T0 + 90)
@@ -179,7 +186,7 @@ def outage_threads(tmp_path, n: int):
     ctx = make_context(store)
     for _ in range(n):
         chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
-        ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
+        writer(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
     return ctx
 
 

@@ -8,9 +8,10 @@ import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
-from fakes import make_config
+from fakes import make_config, present
 
 from bot.cluster.ssh import CommandResult, build_command
 from bot.config import ConfigError, parse_config
@@ -30,7 +31,7 @@ PROBES = Path(__file__).resolve().parents[2] / "fixtures" / "probes"
 HOSTILE = "a'; echo pwned; '$(id)`"
 
 
-def _recipe(**over: object):
+def _recipe(**over: Any):
     probe = {"factory": "decoder_datasets:leaky", "path": [str(PROBES)], "samples": 60,
              "python": sys.executable, "timeout_s": 120}
     config = make_config(dataloader_probe={**probe, **over.pop("probe", {})}, **over)
@@ -99,7 +100,8 @@ class _LocalSrun:
 def test_the_node_script_measures_a_leaking_dataset_and_names_the_workers():
     _, recipe, probe = _recipe(env={"TRAINBOT_TEST_VALUE": HOSTILE})
     runner = _LocalSrun()
-    view = run_dataloader_probe(runner, "mix", recipe, probe, job_id="9001")
+    view = run_dataloader_probe(runner,  # type: ignore[arg-type]  # srun only
+                                "mix", recipe, probe, job_id="9001")
     assert runner.calls[0][1] == 120  # the probe's deadline bounds the remote command
     assert view["error"] is None and view["leaking"] is True and view["grows"] == "workers"
     assert len(view["workers"]) == 2
@@ -109,13 +111,15 @@ def test_the_node_script_measures_a_leaking_dataset_and_names_the_workers():
 
 def test_the_node_script_on_a_bounded_dataset_says_the_workers_stay_flat():
     _, recipe, probe = _recipe(probe={"factory": "decoder_datasets:bounded"})
-    view = run_dataloader_probe(_LocalSrun(), "mix", recipe, probe, job_id="9001")
+    view = run_dataloader_probe(_LocalSrun(),  # type: ignore[arg-type]  # srun only
+                                "mix", recipe, probe, job_id="9001")
     assert view["error"] is None and view["leaking"] is False and view["grows"] == "trainer"
 
 
 def test_a_factory_that_raises_is_the_result_not_a_traceback():
     _, recipe, probe = _recipe(probe={"factory": "decoder_datasets:broken"})
-    view = run_dataloader_probe(_LocalSrun(), "mix", recipe, probe, job_id="9001")
+    view = run_dataloader_probe(_LocalSrun(),  # type: ignore[arg-type]  # srun only
+                                "mix", recipe, probe, job_id="9001")
     assert view["error"] and "factory raised" in view["error"] and view["workers"] == []
 
 
@@ -129,7 +133,7 @@ def test_no_marker_line_is_srun_s_exit_and_stderr():
 def test_proc_fallback_reads_the_same_memory_as_psutil():
     import psutil
 
-    uss, rss = dataloader.proc_memory(os.getpid())
+    uss, rss = present(dataloader.proc_memory(os.getpid()))
     full = psutil.Process().memory_full_info()
     assert abs(rss - full.rss) < 64 * 1024**2 and abs(uss - full.uss) < 64 * 1024**2
     assert dataloader.proc_memory(2**22 + 12345) is None  # no such process

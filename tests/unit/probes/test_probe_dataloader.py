@@ -100,4 +100,5 @@ def test_the_probe_shows_its_samples_under_a_bar_on_a_terminal(monkeypatch, caps
     monkeypatch.setattr(sys, "stderr", Terminal())
     main(["probe", "dataloader", "decoder_datasets:bounded", "--path", str(PROBES),
           "--workers", "1", "--samples", "20"])
+    assert isinstance(sys.stderr, io.StringIO)  # the Terminal above
     assert "samples:" in sys.stderr.getvalue() and "/20" in sys.stderr.getvalue()

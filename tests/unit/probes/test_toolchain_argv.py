@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import subprocess
 
-from fakes import FakeRunner
+from fakes import FakeRunner, present
 
 from bot.probes.toolchain import build_probe_argv, probe_env, run_toolchain_probe
 
@@ -25,8 +25,8 @@ def test_the_node_sets_each_variable_from_its_carrier_after_the_env_setup() -> N
     argv = build_probe_argv("gpu", env_setup="export CC=/from/setup", python="true",
                             env_names=["CC", "HF_TOKEN"])
     node_cmd = argv[argv.index("trainbot-probe") + 1:]  # what srun runs after bash's setup
-    env = {"PATH": "/usr/bin:/bin", "CC": "/from/setup", **probe_env({"HF_TOKEN": SECRET,
-                                                                      "CC": "/recipe/cc"})}
+    carriers = present(probe_env({"HF_TOKEN": SECRET, "CC": "/recipe/cc"}))
+    env = {"PATH": "/usr/bin:/bin", "CC": "/from/setup", **carriers}
     script = node_cmd[:node_cmd.index("true")] + [
         "sh", "-c", 'printf "%s|%s|%s" "$CC" "$HF_TOKEN" "${TRAINBOT_PROBE_ENV_CC-unset}"']
     out = subprocess.run(script, env=env, capture_output=True, text=True, check=True).stdout

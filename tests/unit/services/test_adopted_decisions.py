@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from fakes import FakeSFTP, FakeSlurm, RecordingHomePublisher, adopt, make_context
+from fakes import FakeSFTP, FakeSlurm, RecordingHomePublisher, adopt, make_context, recorded
 
 from bot.core.units import GIB
 from bot.services.home import home_view, render_home
@@ -82,8 +82,8 @@ def fails_of_nccl_timeout(ctx: BotContext, slurm: FakeSlurm, sftp: FakeSFTP) -> 
 
 
 def thread_reply(ctx: BotContext, key: str) -> tuple[str, list[dict[str, Any]]]:
-    [text] = [p[3] for p in ctx.sink.posts if p[0] == "reply" and p[2] == key]
-    return text, ctx.sink.blocks[key]
+    [text] = [p[3] for p in recorded(ctx).posts if p[0] == "reply" and p[2] == key]
+    return text, recorded(ctx).blocks[key]
 
 
 def proposed(blocks: list[dict[str, Any]]) -> str:

@@ -19,8 +19,12 @@ from fakes import (
     FakeSFTP,
     FakeSlurm,
     RecordingHomePublisher,
+    homes,
     make_config,
     make_context,
+    present,
+    recorded,
+    writer,
 )
 
 from bot.cluster.errors import ChannelClosed, OutcomeUnknown
@@ -78,14 +82,14 @@ class Story:
                                   charge_retry=True)
         store.attempts.record(chain_id=chain.id, job_id="88154", now=T0)
         store.watched_jobs.add("dev", "88154", now=T0, chain_id=chain.id)
-        self.ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
+        writer(self.ctx).post_root(chain.id, "C0TRAIN", [], "mix")
         self.slurm.add(88154, state="RUNNING", stdout_path=LOG, start_time=T0, name="mix")
         self.lines = STORY.read_bytes().splitlines(keepends=True)
         self.stall = next(i for i, x in enumerate(self.lines) if b"iter: 3470/" in x)
         self.sftp = FakeSFTP()
         self.sftp.append(LOG, b"".join(self.lines[: self.stall + 1]))
         self.posted: list[tuple[str, list]] = []
-        real_reply = self.ctx.sink.post_reply
+        real_reply = writer(self.ctx).post_reply
 
         def capture(chain_id: int, key: str, blocks: list, text: str) -> str:
             if any(k == key for k, _ in self.posted):  # posted once by key, as by the poster
@@ -93,7 +97,7 @@ class Story:
             self.posted.append((key, blocks))
             return real_reply(chain_id, key, blocks, text)
 
-        self.ctx.sink.post_reply = capture
+        writer(self.ctx).post_reply = capture  # type: ignore[method-assign]
         self.watcher = Watcher("dev", slurm=self.slurm, reader=lambda: self.sftp, store=store,
                                catalogue=Catalogue.load(), sink=ThreadEvents(self.ctx),
                                config=self.ctx.config, checkpoint=FakeCheckpoints(3000))
@@ -117,7 +121,7 @@ class Story:
         return button(blocks, ActionId.RESUBMIT)
 
     def retries(self) -> int:
-        return self.store.chains.get(self.chain_id).retries_used
+        return present(self.store.chains.get(self.chain_id)).retries_used
 
 
 def button(blocks: list, action_id: str) -> dict:
@@ -134,7 +138,7 @@ def test_approved_resubmit_charges_the_chain_once_and_the_root_shows_it(store: S
     s = Story(store)
     s.stalled()
     resubmit = s.died()
-    incident = store.incidents.get("dev:88154:final")
+    incident = present(store.incidents.get("dev:88154:final"))
     assert "charged: 1 of 3" in incident.diagnosis["text"]
     assert s.retries() == 0  # proposing is not spending
     result = handle_click(s.ctx, resubmit["value"], ActionId.RESUBMIT, "W0LEAD", T0 + 1900)
@@ -156,13 +160,13 @@ def test_approving_past_a_spent_budget_reopens_the_chain_without_overcharging(
     s = Story(store, charged_before=3)
     s.stalled()
     resubmit = s.died()
-    incident = store.incidents.get("dev:88154:final")
+    incident = present(store.incidents.get("dev:88154:final"))
     assert "budget exhausted: 3 of 3" in incident.diagnosis["text"]
-    assert store.chains.get(s.chain_id).status == "stopped"
+    assert present(store.chains.get(s.chain_id)).status == "stopped"
     result = handle_click(s.ctx, resubmit["value"], ActionId.RESUBMIT, "W0LEAD", T0 + 1900)
     assert result.status == "done", result
     assert len(s.slurm.submits()) == 1
-    chain = store.chains.get(s.chain_id)
+    chain = present(store.chains.get(s.chain_id))
     assert (chain.status, chain.retries_used) == ("active", 3)  # watched again, not "4 of 3"
     blocks, _ = render(s.ctx, "root", "mix", root_view(s.ctx, s.chain_id))
     assert "retries 3 of 3" in str(blocks)
@@ -189,7 +193,7 @@ def test_classes_that_do_not_charge_the_budget_stay_uncharged(store: Store,
     ctx = make_context(store, slurm)
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
     store.attempts.record(chain_id=chain.id, job_id="88154", now=T0)
-    ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
+    writer(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
     # as the watcher records a finished job (bot.services.watch.tick.Watcher._finished)
     store.incidents.record("dev:88154:final", class_id=class_id, now=T0, chain_id=chain.id,
                            job_id="88154", state="posted",
@@ -198,7 +202,7 @@ def test_classes_that_do_not_charge_the_budget_stay_uncharged(store: Store,
     token = create_resubmit_prompt(ctx, recipe="mix", chain_id=chain.id, job_id="88154",
                                    now=T0, summary="preempted").token
     assert handle_click(ctx, token, ActionId.RESUBMIT, "W0LEAD", T0 + 1).status == "done"
-    assert store.chains.get(chain.id).retries_used == 0
+    assert present(store.chains.get(chain.id)).retries_used == 0
 
 
 @pytest.mark.parametrize(("checkpoint", "retries"), [(4000, 0), (2000, 1)],
@@ -209,7 +213,7 @@ def test_an_approved_time_limit_chunk_is_charged_only_without_progress(
     ctx = make_context(store, FakeSlurm())
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
     store.attempts.record(chain_id=chain.id, job_id="88154", now=T0, start_iter=2000)
-    ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
+    writer(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
     cls = Catalogue.load().get("time_limit")
     d = Diagnosis(class_id="time_limit", action=cls.action, retryable=True,
                   charges_budget=cls.charges_budget, hint=cls.hint,
@@ -225,7 +229,7 @@ def test_an_approved_time_limit_chunk_is_charged_only_without_progress(
     token = create_resubmit_prompt(ctx, recipe="mix", chain_id=chain.id, job_id="88154",
                                    now=T0, summary="time limit").token
     assert handle_click(ctx, token, ActionId.RESUBMIT, "W0LEAD", T0 + 1).status == "done"
-    assert store.chains.get(chain.id).retries_used == retries
+    assert present(store.chains.get(chain.id)).retries_used == retries
 
 
 def test_without_a_recorded_incident_the_catalogue_class_of_the_cause_decides(
@@ -252,7 +256,7 @@ def test_a_click_reads_the_catalogue_the_bot_loaded_at_start_never_the_files(
     ctx = make_context(store)
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
     store.attempts.record(chain_id=chain.id, job_id="88154", now=T0)
-    store.attempts.update(store.attempts.latest(chain.id).id, cause="node_failure")
+    store.attempts.update(present(store.attempts.latest(chain.id)).id, cause="node_failure")
     token = create_resubmit_prompt(ctx, recipe="mix", chain_id=chain.id, job_id="88154",
                                    now=T0, summary="s").token
 
@@ -260,7 +264,7 @@ def test_a_click_reads_the_catalogue_the_bot_loaded_at_start_never_the_files(
         raise AssertionError("the catalogue is loaded once, at start")
 
     monkeypatch.setattr(Catalogue, "load", no_load)
-    assert charges_budget(ctx, store.approvals.get(token)) is False
+    assert charges_budget(ctx, present(store.approvals.get(token))) is False
 
 
 # ------------------------------------------------------------------------ cancel and resume
@@ -294,10 +298,10 @@ def test_cancel_and_resume_a_stalled_job_after_an_authorized_yes(store: Store) -
     assert new.job_id == "88887"
     assert store.watched_jobs.get("dev", "88154") is None
     assert store.watched_jobs.get("dev", "88887") is not None
-    assert store.approvals.get(token).state == "done"
+    assert present(store.approvals.get(token)).state == "done"
     assert s.retries() == 1  # a hang charges the budget, as its NCCL abort would have
     assert ("reply", s.chain_id, "resolution:88887",
-            "mix: resumed as 88887 from scratch (no complete checkpoint)") in s.ctx.sink.posts
+            "mix: resumed as 88887 from scratch (no complete checkpoint)") in recorded(s.ctx).posts
 
     # the click again, a Slack retry, another approver: nothing more is cancelled or submitted
     for actor, retry in (("W0LEAD", 0), ("W0LEAD", 1), ("U0APPR", 0)):
@@ -310,7 +314,7 @@ def test_cancel_and_resume_a_stalled_job_after_an_authorized_yes(store: Store) -
     s.slurm.set(88154, state="CANCELLED", end_time=T0 + 402)
     s.watcher.tick(T0 + 420)
     assert store.incidents.get("dev:88154:final") is None
-    assert store.chains.get(s.chain_id).status == "active"
+    assert present(store.chains.get(s.chain_id)).status == "active"
 
 
 UNSEEN = ("Approved by <@W0LEAD>: job 88154 may or may not have been cancelled ({}); nothing "
@@ -346,21 +350,21 @@ def test_cancel_and_resume_whose_scancel_took_effect_unseen_resumes_once_no_inci
     said = ("Approved by <@W0LEAD>: cancelled job 88154 and resubmitted it as 88887 from "
             "scratch (no complete checkpoint). The prompt said iteration 3,000: the newest "
             "complete checkpoint changed since it was posted.")
-    assert said in s.ctx.sink.texts()  # a note in the thread, and the prompt rewritten
-    assert ("update", s.chain_id) in [(p[0], p[1]) for p in s.ctx.sink.posts if p[3] == said]
+    assert said in recorded(s.ctx).texts()  # a note in the thread, and the prompt rewritten
+    assert ("update", s.chain_id) in [(p[0], p[1]) for p in recorded(s.ctx).posts if p[3] == said]
     assert ("reply", s.chain_id, "resolution:88887",
-            "mix: resumed as 88887 from scratch (no complete checkpoint)") in s.ctx.sink.posts
+            "mix: resumed as 88887 from scratch (no complete checkpoint)") in recorded(s.ctx).posts
     old, new = store.attempts.for_chain(s.chain_id)
     assert (old.result, old.cause, new.job_id) == ("CANCELLED", "hang", "88887")
     assert store.watched_jobs.get("dev", "88154") is None
-    assert store.approvals.get(token).state == "done"
+    assert present(store.approvals.get(token)).state == "done"
     assert s.retries() == 1
 
     settle_unknown_cancels(s.ctx, T0 + 530)  # settled once
     s.watcher.tick(T0 + 540)
     assert len(s.slurm.submits()) == 1 and s.slurm.acted("cancel") == [88154]
     assert store.incidents.get("dev:88154:final") is None
-    assert not any(":final" in p[2] for p in s.ctx.sink.posts)
+    assert not any(":final" in p[2] for p in recorded(s.ctx).posts)
 
 
 def test_an_unseen_cancel_is_judged_after_the_recipes_cancel_settle_s(store: Store) -> None:
@@ -373,13 +377,13 @@ def test_an_unseen_cancel_is_judged_after_the_recipes_cancel_settle_s(store: Sto
                                                connection_lost=True)
     result = handle_click(s.ctx, token, ActionId.CANCEL_RESUME, "W0LEAD", T0 + 401)
     assert result.status == "done" and "looks at the job again in about 5 min:" in \
-        result.update_text
+        present(result.update_text)
     s.slurm.cancel_answer_lost = None
     s.slurm.set(88154, state="CANCELLED", end_time=T0 + 401)
     settle_unknown_cancels(s.ctx, T0 + 470)  # 69 s: the default would judge it, 300 s does not
-    assert s.slurm.submits() == [] and store.approvals.get(token).state != "done"
+    assert s.slurm.submits() == [] and present(store.approvals.get(token)).state != "done"
     settle_unknown_cancels(s.ctx, T0 + 702)
-    assert len(s.slurm.submits()) == 1 and store.approvals.get(token).state == "done"
+    assert len(s.slurm.submits()) == 1 and present(store.approvals.get(token)).state == "done"
 
 
 class Killed(BaseException):
@@ -414,9 +418,9 @@ def test_a_settle_killed_in_its_resubmit_is_taken_over_once_and_leaves_one_job(
     """The process settling an unseen cancel dies in the resubmit: the approval stays
     approved; once its settle is SETTLE_TAKEOVER_S old one run takes it over, finds the job
     the dead sbatch queued by the run's job name (or that none was) and records one job."""
-    s = Story(store, slurm=AnswerLostSlurm(first_id=88887, lost=0))
+    s = Story(store, slurm=(lost := AnswerLostSlurm(first_id=88887, lost=0)))
     token = _settle_killed(s, after_sbatch=after_sbatch)
-    assert store.approvals.get(token).state == "approved"
+    assert present(store.approvals.get(token)).state == "approved"
     assert len(s.slurm.submits()) == (1 if after_sbatch else 0)
     settle_unknown_cancels(s.ctx, T0 + 470 + 60)  # the dead settle's step is still its lease
     assert len(s.slurm.submits()) == (1 if after_sbatch else 0)
@@ -424,18 +428,18 @@ def test_a_settle_killed_in_its_resubmit_is_taken_over_once_and_leaves_one_job(
     later = T0 + 470 + SETTLE_TAKEOVER_S
     settle_unknown_cancels(s.ctx, later)
     settle_unknown_cancels(s.ctx, later)  # taken over once
-    assert len(s.slurm.submits()) == 1 and s.slurm.queued("mix") == [88887]
+    assert len(s.slurm.submits()) == 1 and lost.queued("mix") == [88887]
     old, new = store.attempts.for_chain(s.chain_id)
     assert (old.result, new.job_id) == ("CANCELLED", "88887")
     assert old.ended_at == T0 + 470  # as the dead settle recorded it, not the takeover's time
     # the job its sbatch left was submitted then, not when the takeover found it
     assert new.submitted_at == (T0 + 470 if after_sbatch else later)
     assert store.watched_jobs.get("dev", "88887") is not None
-    assert store.approvals.get(token).state == "done"
+    assert present(store.approvals.get(token)).state == "done"
     said = ("Approved by <@W0LEAD>: cancelled job 88154 and resubmitted it as 88887 from "
             "scratch (no complete checkpoint). The prompt said iteration 3,000: the newest "
             "complete checkpoint changed since it was posted.")
-    assert said in s.ctx.sink.texts()
+    assert said in recorded(s.ctx).texts()
     assert s.retries() == 1
     settle_unknown_cancels(s.ctx, later + 2 * SETTLE_TAKEOVER_S)
     assert len(s.slurm.submits()) == 1
@@ -455,7 +459,7 @@ def test_a_lost_resume_found_by_the_recovery_and_the_settle_at_once_is_one_attem
     token = _settle_killed(s, after_sbatch=True)
     for user in ("W0LEAD", "U0ALICE", "U0NOBODY"):  # each opened their Home tab lately
         publish_home(s.ctx, user, T0 + 400)
-    s.ctx.home.published.clear()
+    homes(s.ctx).published.clear()
     later = T0 + 470 + max(SETTLE_TAKEOVER_S, submit_in_flight_s(RemoteDeadlines()))
 
     def recovery() -> None:  # the scheduler's `submits` job, as bot.app wires it
@@ -487,14 +491,14 @@ def test_a_lost_resume_found_by_the_recovery_and_the_settle_at_once_is_one_attem
     assert s.retries() == 1 and len(s.slurm.submits()) == 1
     assert store.watched_jobs.get("dev", "88887") is not None
     assert store.submits_in_flight.sent_before("dev", float("inf")) == []
-    assert store.approvals.get(token).state == "done"
-    assert [p[2] for p in s.ctx.sink.posts if p[0] == "reply" and "88887" in p[3]
+    assert present(store.approvals.get(token)).state == "done"
+    assert [p[2] for p in recorded(s.ctx).posts if p[0] == "reply" and "88887" in p[3]
             and "resumed as" in p[3]] == ["resolution:88887"]
     assert len([e for e in store.audit.recent(100)
                 if e.job_id == "88887" and e.action == "submit" and e.result == "ok"]) == 1
     settle_unknown_cancels(s.ctx, later + 60)  # the settle said, its tabs refreshed by then
-    assert sorted(s.ctx.home.users()) == ["U0ALICE", "W0LEAD"]  # once each, not the outsider's
-    assert all("88887" in json.dumps(blocks) for _, blocks in s.ctx.home.published)
+    assert sorted(homes(s.ctx).users()) == ["U0ALICE", "W0LEAD"]  # once each, not the outsider's
+    assert all("88887" in json.dumps(blocks) for _, blocks in homes(s.ctx).published)
 
 
 def test_a_settle_killed_after_recording_its_outcome_says_it_at_the_next_run_once(
@@ -512,21 +516,22 @@ def test_a_settle_killed_after_recording_its_outcome_says_it_at_the_next_run_onc
     def killed_update(*_args: Any) -> None:
         raise Killed
 
-    s.ctx.sink.update_reply = killed_update
+    writer(s.ctx).update_reply = killed_update  # type: ignore[method-assign, assignment]
     with pytest.raises(Killed):
         settle_unknown_cancels(s.ctx, T0 + 470)
-    del s.ctx.sink.update_reply
+    del writer(s.ctx).update_reply
     said = ("Approved by <@W0LEAD>: cancelled job 88154 and resubmitted it as 88887 from "
             "scratch (no complete checkpoint). The prompt said iteration 3,000: the newest "
             "complete checkpoint changed since it was posted.")
-    assert store.approvals.get(token).state == "done" and said not in s.ctx.sink.texts()
+    assert present(store.approvals.get(token)).state == "done"
+    assert said not in recorded(s.ctx).texts()
 
     settle_unknown_cancels(s.ctx, T0 + 530)  # the next run: no takeover wait, nothing to redo
-    assert ("reply", s.chain_id, f"cancel-settled:{token}", said) in s.ctx.sink.posts
-    assert ("update", s.chain_id) in [(p[0], p[1]) for p in s.ctx.sink.posts if p[3] == said]
+    assert ("reply", s.chain_id, f"cancel-settled:{token}", said) in recorded(s.ctx).posts
+    assert ("update", s.chain_id) in [(p[0], p[1]) for p in recorded(s.ctx).posts if p[3] == said]
     settle_unknown_cancels(s.ctx, T0 + 590)
     settle_unknown_cancels(s.ctx, T0 + 470 + 2 * SETTLE_TAKEOVER_S)
-    assert s.ctx.sink.texts().count(said) == 2  # the note and the rewrite, once each
+    assert recorded(s.ctx).texts().count(said) == 2  # the note and the rewrite, once each
     assert len(s.slurm.submits()) == 1 and s.retries() == 1
 
 
@@ -540,17 +545,17 @@ def test_a_settle_killed_before_it_offered_the_cancel_again_offers_it_at_the_nex
     s.slurm.cancel_lost = ChannelClosed(["scancel", "88154"], "login", connection_lost=True)
     assert handle_click(s.ctx, token, choice, "W0LEAD", T0 + 401).status == "done"
     s.slurm.cancel_lost = None
-    capture = s.ctx.sink.post_reply
+    capture = writer(s.ctx).post_reply
 
     def killed_offer(chain_id: int, key: str, blocks: list, text: str) -> str:
         if key.startswith("cancel-again:"):
             raise Killed
         return capture(chain_id, key, blocks, text)
 
-    s.ctx.sink.post_reply = killed_offer
+    writer(s.ctx).post_reply = killed_offer  # type: ignore[method-assign]
     with pytest.raises(Killed):
         settle_unknown_cancels(s.ctx, T0 + 470)
-    s.ctx.sink.post_reply = capture
+    writer(s.ctx).post_reply = capture  # type: ignore[method-assign]
     assert [k for k, _ in s.posted][-1] == f"cancel-settled:{token}"
 
     settle_unknown_cancels(s.ctx, T0 + 530)
@@ -582,7 +587,7 @@ def test_cancel_and_resume_whose_scancel_did_not_take_effect_says_so_and_asks_ag
     said = ("Approved by <@W0LEAD>, but it failed: job 88154 was not cancelled: Slurm still "
             "shows it RUNNING after the cancel whose end trainbot did not see; nothing was "
             "resubmitted. The cancel is offered again below")
-    assert said in s.ctx.sink.texts()
+    assert said in recorded(s.ctx).texts()
     assert s.slurm.submits() == [] and s.slurm.acted("cancel") == [88154]
     key, blocks = s.posted[-1]
     assert key == f"cancel-again:{token}"
@@ -615,22 +620,22 @@ def test_a_plain_cancel_whose_scancel_took_effect_unseen_is_settled_once_and_sai
     result = handle_click(s.ctx, token, ActionId.CANCEL, "W0LEAD", T0 + 401)
     assert (result.status, result.update_text) == ("done", ONLY_UNSEEN)
     s.slurm.cancel_answer_lost = None
-    assert store.approvals.get(token).state == "approved"
+    assert present(store.approvals.get(token)).state == "approved"
 
     s.slurm.set(88154, end_time=T0 + 401)
     s.watcher.tick(T0 + 420)  # its end may be the cancel's: left to the settle
     assert store.incidents.get("dev:88154:final") is None
     settle_unknown_cancels(s.ctx, T0 + 430)  # too soon: the scancel may still be under way
-    assert store.approvals.get(token).state == "approved"
+    assert present(store.approvals.get(token)).state == "approved"
 
     settle_unknown_cancels(s.ctx, T0 + 470)
     said = "Approved by <@W0LEAD>: cancelled job 88154"
-    assert ("reply", s.chain_id, f"cancel-settled:{token}", said) in s.ctx.sink.posts
-    assert ("update", s.chain_id) in [(p[0], p[1]) for p in s.ctx.sink.posts if p[3] == said]
-    assert store.approvals.get(token).state == "done"
+    assert ("reply", s.chain_id, f"cancel-settled:{token}", said) in recorded(s.ctx).posts
+    assert ("update", s.chain_id) in [(p[0], p[1]) for p in recorded(s.ctx).posts if p[3] == said]
+    assert present(store.approvals.get(token)).state == "done"
     settle_unknown_cancels(s.ctx, T0 + 530)  # settled once
     settle_unknown_cancels(s.ctx, T0 + 470 + 2 * SETTLE_TAKEOVER_S)
-    assert s.ctx.sink.texts().count(said) == 2  # the note and the prompt's rewrite
+    assert recorded(s.ctx).texts().count(said) == 2  # the note and the prompt's rewrite
     assert s.slurm.submits() == [] and s.slurm.acted("cancel") == [88154]
     assert s.retries() == 0
     s.watcher.tick(T0 + 540)  # settled: the watcher judges its end, as after a seen cancel
@@ -650,7 +655,7 @@ def test_a_plain_cancel_whose_scancel_did_not_take_effect_says_so_and_offers_it_
     said = ("Approved by <@W0LEAD>, but it failed: job 88154 was not cancelled: Slurm still "
             "shows it RUNNING after the cancel whose end trainbot did not see; nothing was "
             "resubmitted. The cancel is offered again below")
-    assert ("reply", s.chain_id, f"cancel-settled:{token}", said) in s.ctx.sink.posts
+    assert ("reply", s.chain_id, f"cancel-settled:{token}", said) in recorded(s.ctx).posts
     key, blocks = s.posted[-1]
     assert key == f"cancel-again:{token}"
     again = button(blocks, ActionId.CANCEL)
@@ -671,7 +676,7 @@ def test_cancel_and_resume_of_a_job_that_already_ended_does_nothing(store: Store
     result = handle_click(s.ctx, token, ActionId.CANCEL_RESUME, "W0LEAD", T0 + 1900)
     assert result.status == "failed"
     assert "job 88154 is no longer running (FAILED); nothing was cancelled" in \
-        result.update_text
+        present(result.update_text)
     assert s.slurm.acted("cancel") == [] and s.slurm.submits() == []
     assert s.retries() == 0
 
@@ -701,7 +706,7 @@ def _killed_in_the_resume(s: Story, where: str) -> str:
     s.slurm.add(88017, name="succ", account="root", partition="debug", priority=100,
                 submit_time=1000.0)
     token = s.stalled()["value"]
-    real_submit, capture = s.slurm.submit, s.ctx.sink.post_reply
+    real_submit, capture = s.slurm.submit, writer(s.ctx).post_reply
     real_competitors, real_done = s.slurm.pending_competitors, s.store.approvals.mark_done
 
     def killed_submit(spec, *, script=None):
@@ -720,14 +725,14 @@ def _killed_in_the_resume(s: Story, where: str) -> str:
     if where in ("sbatch_sent", "sbatch_queued"):
         s.slurm.submit = killed_submit  # type: ignore[method-assign]
     elif where in ("announced", "hold_asked"):
-        s.ctx.sink.post_reply = killed_post
+        writer(s.ctx).post_reply = killed_post  # type: ignore[method-assign]
     elif where == "holds":
         s.slurm.pending_competitors = killed  # type: ignore[method-assign]
     else:
         s.store.approvals.mark_done = killed  # type: ignore[method-assign]
     with pytest.raises(Killed):
         handle_click(s.ctx, token, ActionId.CANCEL_RESUME, "W0LEAD", T0 + 401)
-    s.slurm.submit, s.ctx.sink.post_reply = real_submit, capture  # type: ignore[method-assign]
+    s.slurm.submit, writer(s.ctx).post_reply = real_submit, capture  # type: ignore[method-assign]
     s.slurm.pending_competitors = real_competitors  # type: ignore[method-assign]
     s.store.approvals.mark_done = real_done  # type: ignore[method-assign]
     assert s.slurm.acted("cancel") == [88154]
@@ -746,31 +751,31 @@ def test_a_cancel_and_resume_whose_process_died_after_the_cancel_is_finished_onc
     SETTLE_TAKEOVER_S old one run finishes it: the thread hears of the resumed job once, its
     hold question is asked once (nothing held without it), the prompt is rewritten once to
     say what was done, and no second job is submitted."""
-    s = Story(store, slurm=AnswerLostSlurm(first_id=88887, lost=0))
+    s = Story(store, slurm=(lost := AnswerLostSlurm(first_id=88887, lost=0)))
     token = _killed_in_the_resume(s, where)
     queued = 0 if where == "sbatch_sent" else 1
     assert len(s.slurm.submits()) == queued
-    assert store.approvals.get(token).state == "approved"
+    assert present(store.approvals.get(token)).state == "approved"
     if where == "hold_asked":  # the prompt is recorded, its question never went out
         [hold] = [a for a in store.approvals.for_chain(s.chain_id)
                   if a.action == "hold_competitor"]
         assert hold.state == "pending" and hold.target_job == "88017"
-        assert not any(p[2].startswith("hold-prompt:") for p in s.ctx.sink.posts)
+        assert not any(p[2].startswith("hold-prompt:") for p in recorded(s.ctx).posts)
     settle_unknown_cancels(s.ctx, T0 + 401 + 60)  # the click's step is still its lease
-    assert len(s.slurm.submits()) == queued and RESUMED not in s.ctx.sink.texts()
+    assert len(s.slurm.submits()) == queued and RESUMED not in recorded(s.ctx).texts()
 
     later = T0 + 401 + SETTLE_TAKEOVER_S
     for at in (later, later + 60, later + 2 * SETTLE_TAKEOVER_S):
         settle_unknown_cancels(s.ctx, at)
-    assert len(s.slurm.submits()) == 1 and s.slurm.queued("mix") == [88887]
-    assert store.approvals.get(token).state == "done"
-    rewrites = [p for p in s.ctx.sink.posts if p[0] == "update" and p[3] == RESUMED]
+    assert len(s.slurm.submits()) == 1 and lost.queued("mix") == [88887]
+    assert present(store.approvals.get(token)).state == "done"
+    rewrites = [p for p in recorded(s.ctx).posts if p[0] == "update" and p[3] == RESUMED]
     assert len(rewrites) == 1
-    assert [p[2] for p in s.ctx.sink.posts if p[3] == RESUMED and p[0] == "reply"] == \
+    assert [p[2] for p in recorded(s.ctx).posts if p[3] == RESUMED and p[0] == "reply"] == \
         [f"cancel-settled:{token}"]
-    assert [p[3] for p in s.ctx.sink.posts if p[2] == "resolution:88887"] == \
+    assert [p[3] for p in recorded(s.ctx).posts if p[2] == "resolution:88887"] == \
         ["mix: resumed as 88887 from scratch (no complete checkpoint)"]
-    holds = [p[3] for p in s.ctx.sink.posts if p[2].startswith("hold-prompt:")]
+    holds = [p[3] for p in recorded(s.ctx).posts if p[2].startswith("hold-prompt:")]
     assert len(holds) == 1 and holds[0].endswith("Hold 88017 until the resumed job starts?")
     assert len([a for a in store.approvals.for_chain(s.chain_id)
                 if a.action == "hold_competitor"]) == 1
@@ -811,13 +816,13 @@ def test_a_settled_cancel_and_resume_refreshes_each_home_tab_once(
     assert s.slurm.submits() == []
     for user in ("W0LEAD", "U0ALICE", "U0NOBODY"):  # each opened their Home tab lately
         publish_home(s.ctx, user, T0 + 400)
-    s.ctx.home.published.clear()
+    homes(s.ctx).published.clear()
     for at in runs:
         settle_unknown_cancels(s.ctx, at)
     resumed = unseen != "scancel_not_taken"
     assert len(s.slurm.submits()) == (1 if resumed else 0)
-    assert sorted(s.ctx.home.users()) == ["U0ALICE", "W0LEAD"]  # once each, not the outsider's
-    assert all(("88887" in json.dumps(blocks)) is resumed for _, blocks in s.ctx.home.published)
+    assert sorted(homes(s.ctx).users()) == ["U0ALICE", "W0LEAD"]  # once each, not the outsider's
+    assert all(("88887" in json.dumps(blocks)) is resumed for _, blocks in homes(s.ctx).published)
 
 
 def test_a_cancel_and_resume_whose_commands_take_their_full_deadlines_is_not_taken_over(
@@ -835,7 +840,8 @@ def test_a_cancel_and_resume_whose_commands_take_their_full_deadlines_is_not_tak
     token = s.stalled()["value"]
     per_command = RemoteDeadlines(command_s=300).command_at_most_s
     clicked = now = T0 + 401
-    real_call, meanwhile = s.slurm._call, []
+    real_call = s.slurm._call
+    meanwhile: list[float] = []
 
     def slow_call(verb: str, arg: Any) -> None:
         nonlocal now
@@ -850,9 +856,9 @@ def test_a_cancel_and_resume_whose_commands_take_their_full_deadlines_is_not_tak
     result = handle_click(s.ctx, token, ActionId.CANCEL_RESUME, "W0LEAD", clicked)
     assert now - clicked > 600
     assert result.status == "done" and result.update_text == RESUMED
-    assert len(s.slurm.submits()) == 1 and store.approvals.get(token).state == "done"
-    assert len([p for p in s.ctx.sink.posts if p[2].startswith("hold-prompt:")]) == 1
-    assert not any(p[2] == f"cancel-settled:{token}" for p in s.ctx.sink.posts)
+    assert len(s.slurm.submits()) == 1 and present(store.approvals.get(token)).state == "done"
+    assert len([p for p in recorded(s.ctx).posts if p[2].startswith("hold-prompt:")]) == 1
+    assert not any(p[2] == f"cancel-settled:{token}" for p in recorded(s.ctx).posts)
 
 
 # ------------------------------------------- a cancel whose click's process died in its scancel
@@ -870,7 +876,7 @@ def test_a_cancel_whose_process_died_in_its_scancel_is_settled_once(
     finds the job CANCELLED and finishes the cancel as the click would have (a cancel and
     resume resumes the run once), or finds it still running, says so and offers it again, the
     job watched all along; one note in the thread, one scancel, at most one job submitted."""
-    s = Story(store, slurm=AnswerLostSlurm(first_id=88887, lost=0))
+    s = Story(store, slurm=(lost := AnswerLostSlurm(first_id=88887, lost=0)))
     token = s.stalled()["value"]
     real_cancel = s.slurm.cancel
 
@@ -884,19 +890,19 @@ def test_a_cancel_whose_process_died_in_its_scancel_is_settled_once(
         handle_click(s.ctx, token, choice, "W0LEAD", T0 + 401)
     del s.slurm.cancel
     resume = choice == ActionId.CANCEL_RESUME
-    assert store.approvals.get(token).state == "approved"
+    assert present(store.approvals.get(token)).state == "approved"
     assert (store.watched_jobs.get("dev", "88154") is None) == resume
     if took_effect:
         s.slurm.set(88154, end_time=T0 + 401)
     settle_unknown_cancels(s.ctx, T0 + 401 + 60)  # the click's step is still its lease
-    assert store.approvals.get(token).state == "approved"
-    assert not any(p[2] == f"cancel-settled:{token}" for p in s.ctx.sink.posts)
+    assert present(store.approvals.get(token)).state == "approved"
+    assert not any(p[2] == f"cancel-settled:{token}" for p in recorded(s.ctx).posts)
 
     later = T0 + 401 + CANCEL_TAKEOVER_S
     for at in (later, later + 60, later + 2 * SETTLE_TAKEOVER_S):
         settle_unknown_cancels(s.ctx, at)
     assert s.slurm.acted("cancel") == ([88154] if took_effect else [])
-    assert store.approvals.get(token).state == "done"
+    assert present(store.approvals.get(token)).state == "done"
     if not took_effect:
         said = ("Approved by <@W0LEAD>, but it failed: job 88154 was not cancelled: Slurm "
                 "still shows it RUNNING after the cancel whose end trainbot did not see; "
@@ -905,8 +911,8 @@ def test_a_cancel_whose_process_died_in_its_scancel_is_settled_once(
         assert store.watched_jobs.get("dev", "88154") is not None  # watched all along
     elif resume:
         said = RESUMED
-        assert len(s.slurm.submits()) == 1 and s.slurm.queued("mix") == [88887]
-        assert [p[3] for p in s.ctx.sink.posts if p[2] == "resolution:88887"] == \
+        assert len(s.slurm.submits()) == 1 and lost.queued("mix") == [88887]
+        assert [p[3] for p in recorded(s.ctx).posts if p[2] == "resolution:88887"] == \
             ["mix: resumed as 88887 from scratch (no complete checkpoint)"]
         old, new = store.attempts.for_chain(s.chain_id)
         assert (old.result, old.cause, new.job_id) == ("CANCELLED", "hang", "88887")
@@ -916,6 +922,6 @@ def test_a_cancel_whose_process_died_in_its_scancel_is_settled_once(
         said = "Approved by <@W0LEAD>: cancelled job 88154"
     if not (took_effect and resume):
         assert s.slurm.submits() == [] and s.retries() == 0
-    assert [p[2] for p in s.ctx.sink.posts if p[0] == "reply" and p[3] == said] == \
+    assert [p[2] for p in recorded(s.ctx).posts if p[0] == "reply" and p[3] == said] == \
         [f"cancel-settled:{token}"]
-    assert len([p for p in s.ctx.sink.posts if p[0] == "update" and p[3] == said]) == 1
+    assert len([p for p in recorded(s.ctx).posts if p[0] == "update" and p[3] == said]) == 1

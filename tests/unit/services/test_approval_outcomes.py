@@ -7,7 +7,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fakes import FakeRunner, FakeSlurm, make_context
+from fakes import FakeRunner, FakeSlurm, make_context, writer
 
 from bot.cluster.errors import ClusterError, CommandTimedOut, OutcomeUnknown
 from bot.services import competitors
@@ -31,7 +31,7 @@ def prompt(ctx: BotContext, *, offer_cancel: bool = False) -> str:
     """Job 88154 of a fresh chain, with its thread and a resubmit (or cancel) prompt."""
     chain = ctx.store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW - 100)
     ctx.store.attempts.record(chain_id=chain.id, job_id="88154", now=NOW - 100)
-    ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
+    writer(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
     return create_resubmit_prompt(
         ctx, recipe="mix", chain_id=chain.id, job_id="88154", now=NOW, summary="88154: NCCL",
         mem=None if offer_cancel else "1900G", offer_cancel=offer_cancel,

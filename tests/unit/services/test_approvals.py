@@ -7,7 +7,17 @@ import json
 import threading
 
 import pytest
-from fakes import FakeRunner, FakeSlurm, RecordingHomePublisher, make_config, make_context
+from fakes import (
+    FakeRunner,
+    FakeSlurm,
+    RecordingHomePublisher,
+    homes,
+    make_config,
+    make_context,
+    present,
+    recorded,
+    writer,
+)
 
 from bot.cluster.errors import ChannelClosed, CommandFailed
 from bot.cluster.slurm import SlurmClient
@@ -43,7 +53,7 @@ def failed_run(ctx: BotContext) -> tuple[int, str]:
     """A chain whose job 88154 died (NCCL timeout), with its thread open."""
     chain = ctx.store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW - 100)
     ctx.store.attempts.record(chain_id=chain.id, job_id="88154", now=NOW - 100)
-    ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
+    writer(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
     prompt = create_resubmit_prompt(
         ctx, recipe="mix", chain_id=chain.id, job_id="88154", now=NOW,
         summary="88154 died: NCCL watchdog timeout", resume_iter=3000, mem="1900G",
@@ -113,7 +123,8 @@ def test_authorized_click_resubmits_once_and_updates_the_message(
     ctx: BotContext, slurm: FakeSlurm
 ) -> None:
     chain_id, token = failed_run(ctx)
-    ctx.store.attempts.update(ctx.store.attempts.get_by_job("88154").id, work_lost_iters=120)
+    ctx.store.attempts.update(present(ctx.store.attempts.get_by_job("88154")).id,
+                              work_lost_iters=120)
     replies = keep_replies(ctx)
     result = handle_click(ctx, token, ActionId.RESUBMIT, "W0LEAD", NOW + 1)
     assert result.status == "done"
@@ -124,11 +135,11 @@ def test_authorized_click_resubmits_once_and_updates_the_message(
         "posted.")
     assert len(slurm.submits()) == 1
     assert [a.job_id for a in ctx.store.attempts.for_chain(chain_id)] == ["88154", "88887"]
-    assert ctx.store.approvals.get(token).state == "done"
-    assert ctx.store.approvals.get(token).decided_by == "W0LEAD"
+    assert present(ctx.store.approvals.get(token)).state == "done"
+    assert present(ctx.store.approvals.get(token)).decided_by == "W0LEAD"
     # the new attempt is announced in the run's thread, once, as the resolution template
     assert ("reply", chain_id, "resolution:88887",
-            "mix: resumed as 88887 from scratch (no complete checkpoint)") in ctx.sink.posts
+            "mix: resumed as 88887 from scratch (no complete checkpoint)") in recorded(ctx).posts
     said = str(replies["resolution:88887"])
     assert "Resumed as *88887* (was 88154) from scratch (no complete checkpoint)" in said
     assert "Lost 120 iterations" in said and "Approved by <@W0LEAD>" in said
@@ -143,19 +154,19 @@ def test_authorized_click_resubmits_once_and_updates_the_message(
     assert len(slurm.submits()) == 1
     assert audit_results(ctx) == ["ok", "duplicate", "duplicate", "duplicate"]
     retry_entry = [e for e in ctx.store.audit.recent(100) if e.action == "approval.click"][1]
-    assert '"retry_num": 1' in retry_entry.detail
+    assert '"retry_num": 1' in present(retry_entry.detail)
 
 
 def keep_replies(ctx: BotContext) -> dict[str, list]:
     """The blocks of each thread reply posted from now on, by key."""
     replies: dict[str, list] = {}
-    real_reply = ctx.sink.post_reply
+    real_reply = writer(ctx).post_reply
 
     def keep_blocks(chain: int, key: str, blocks: list, text: str) -> str:
         replies[key] = blocks
         return real_reply(chain, key, blocks, text)
 
-    ctx.sink.post_reply = keep_blocks
+    writer(ctx).post_reply = keep_blocks  # type: ignore[method-assign, assignment]
     return replies
 
 
@@ -279,9 +290,10 @@ def test_a_resume_from_another_checkpoint_than_the_prompt_named_says_so_by_name_
     result = handle_click(ctx, prompt.token, ActionId.RESUBMIT, "W0LEAD", NOW + 1)
     line = replies["resolution:88887"][0]["text"]["text"]
     if note is None:
-        assert "The prompt said" not in line and "The prompt said" not in result.update_text
+        assert "The prompt said" not in line
+        assert "The prompt said" not in present(result.update_text)
     else:
-        assert line.endswith(note) and result.update_text.endswith(note)
+        assert line.endswith(note) and present(result.update_text).endswith(note)
 
 
 def test_a_resubmit_from_another_checkpoint_than_the_button_said_says_so_in_the_prompt(
@@ -331,7 +343,7 @@ def test_unauthorized_click_is_refused_and_leaves_the_prompt_open(
                                 "Nothing was done.")
     assert result.update_text is None
     assert slurm.submits() == []
-    assert ctx.store.approvals.get(token).state == "pending"
+    assert present(ctx.store.approvals.get(token)).state == "pending"
     assert handle_click(ctx, token, ActionId.RESUBMIT, "U0APPR", NOW + 2).status == "done"
     assert audit_results(ctx) == ["unauthorized", "ok"]
 
@@ -343,12 +355,12 @@ def test_someone_removed_from_the_approvers_after_the_prompt_is_refused(
     """Who may approve is decided at the click, by the config running now (here: restarted
     with U0APPR taken off the recipe's approvers), not by the list when it was posted."""
     _, token = failed_run(ctx)
-    assert "U0APPR" in ctx.store.approvals.get(token).allowed  # could approve when posted
+    assert "U0APPR" in present(ctx.store.approvals.get(token)).allowed  # could approve when posted
     ctx.config = make_config(approvers=["W0LEAD"])
     result = handle_click(ctx, token, action, "U0APPR", NOW + 1)
     assert (result.status, result.update_text) == ("unauthorized", None)
     assert result.ephemeral == "Refused: only <@W0LEAD> can approve this. Nothing was done."
-    assert slurm.calls == [] and ctx.store.approvals.get(token).state == "pending"
+    assert slurm.calls == [] and present(ctx.store.approvals.get(token)).state == "pending"
     assert audit_results(ctx) == ["unauthorized"]
     assert handle_click(ctx, token, action, "W0LEAD", NOW + 2).status in ("done", "declined")
 
@@ -357,7 +369,7 @@ def test_someone_added_to_the_approvers_after_the_prompt_may_approve(
     ctx: BotContext, slurm: FakeSlurm
 ) -> None:
     _, token = failed_run(ctx)
-    assert "U0NEW" not in ctx.store.approvals.get(token).allowed
+    assert "U0NEW" not in present(ctx.store.approvals.get(token)).allowed
     ctx.config = make_config(approvers=["leads", "U0NEW"])
     assert handle_click(ctx, token, ActionId.RESUBMIT, "U0NEW", NOW + 1).status == "done"
     assert len(slurm.submits()) == 1
@@ -401,7 +413,7 @@ def test_expired_click_does_nothing_and_says_so(ctx: BotContext, slurm: FakeSlur
         "⌛ This prompt expired unanswered; nothing was resubmitted: job 88154 stays as it ended. "
         "`/train resume mix` resumes the run from its last complete checkpoint.")
     assert slurm.submits() == []
-    assert ctx.store.approvals.get(token).state == "expired"
+    assert present(ctx.store.approvals.get(token)).state == "expired"
     assert handle_click(ctx, token, ActionId.RESUBMIT, "W0LEAD", late + 1).status == "expired"
     assert audit_results(ctx) == ["expired", "expired"]
 
@@ -413,7 +425,7 @@ def test_resubmit_with_more_memory_even_if_users_may_not_override_mem(
     _, token = failed_run(ctx)
     result = handle_click(ctx, token, ActionId.RESUBMIT_MEM, "W0LEAD", NOW + 1)
     assert result.status == "done", result
-    assert result.update_text.startswith(
+    assert present(result.update_text).startswith(
         "Approved by <@W0LEAD>: resubmitted as 88887 from scratch (no complete checkpoint) with "
         "--mem=1900G.")
     assert slurm.submits()[0].mem == "1900G"
@@ -435,7 +447,7 @@ def test_unknown_token_or_foreign_action(ctx: BotContext) -> None:
     # a hold button's action id on a resubmit prompt is not one of its choices
     assert handle_click(ctx, token, ActionId.HOLD_COMPETITOR, "W0LEAD", NOW).status == "unknown"
     assert handle_click(ctx, token, "trainbot_rm_rf", "W0LEAD", NOW).status == "unknown"
-    assert ctx.store.approvals.get(token).state == "pending"
+    assert present(ctx.store.approvals.get(token)).state == "pending"
 
 
 def test_cancel_choice_cancels_the_target(ctx: BotContext, slurm: FakeSlurm) -> None:
@@ -459,7 +471,7 @@ def competitor_setup(ctx: BotContext, slurm: FakeSlurm) -> tuple[int, str]:
     chain_id, token = failed_run(ctx)
     result = handle_click(ctx, token, ActionId.RESUBMIT, "W0LEAD", NOW + 1)
     assert result.holds == [88017]  # the other team's job is not ours to hold
-    hold_posts = [p for p in ctx.sink.posts if p[2].startswith("hold-prompt:")]
+    hold_posts = [p for p in recorded(ctx).posts if p[2].startswith("hold-prompt:")]
     assert len(hold_posts) == 1
     assert hold_posts[0][3].endswith("Hold 88017 until the resumed job starts?")
     hold_token = hold_posts[0][2].removeprefix("hold-prompt:")
@@ -478,14 +490,14 @@ def test_the_resubmit_button_refreshes_each_home_tab_once_and_asks_the_hold_ques
     _, token = failed_run(ctx)
     for user in ("W0LEAD", "U0ALICE", "U0NOBODY"):  # each opened their Home tab lately
         publish_home(ctx, user, NOW)
-    ctx.home.published.clear()
+    homes(ctx).published.clear()
     result = handle_click(ctx, token, ActionId.RESUBMIT, "W0LEAD", NOW + 1, from_home=from_home)
     after_click(ctx, token, result, "W0LEAD", NOW + 1, from_home=from_home)
     assert result.job_id == "88887" and result.holds == [88017]
-    [hold] = [p[3] for p in ctx.sink.posts if p[2].startswith("hold-prompt:")]
+    [hold] = [p[3] for p in recorded(ctx).posts if p[2].startswith("hold-prompt:")]
     assert hold.endswith("would start before 88887. Hold 88017 until the resumed job starts?")
-    assert sorted(ctx.home.users()) == ["U0ALICE", "W0LEAD"]  # not the outsider's
-    tabs = {user: json.dumps(blocks) for user, blocks in ctx.home.published}
+    assert sorted(homes(ctx).users()) == ["U0ALICE", "W0LEAD"]  # not the outsider's
+    tabs = {user: json.dumps(blocks) for user, blocks in homes(ctx).published}
     assert all("88887" in tab for tab in tabs.values())
     assert ("Approved by <@W0LEAD>" in tabs["W0LEAD"]) is from_home  # the click's notice
 
@@ -506,7 +518,7 @@ def test_competitor_held_after_yes_released_once_when_resumed_job_runs(
     assert competitors.release_started(ctx, NOW + 5) == [88017]
     assert competitors.release_started(ctx, NOW + 6) == []
     assert slurm.acted("release") == [88017]
-    assert "Released 88017: 88887 is running." in ctx.sink.texts()
+    assert "Released 88017: 88887 is running." in recorded(ctx).texts()
     actions = [(e.action, e.job_id, e.result) for e in reversed(ctx.store.audit.recent(100))]
     assert ("competitor.hold", "88017", "ok") in actions
     assert ("competitor.release", "88017", "ok") in actions
@@ -521,17 +533,17 @@ def test_a_hold_whose_answer_was_lost_stays_in_the_ledger_and_is_released(
     slurm.hold_answer_lost = ChannelClosed(["scontrol", "hold", "88017"], "login",
                                            connection_lost=True)
     result = handle_click(ctx, hold_token, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 2)
-    assert result.update_text.startswith(
+    assert present(result.update_text).startswith(
         "Approved by <@U0APPR>: 88017 may or may not be held (connection to login lost while "
         "`scontrol hold 88017` was running; it may have run)")
-    assert result.update_text.endswith(
+    assert present(result.update_text).endswith(
         "trainbot releases it when 88887 no longer needs it, as any hold")
     assert [a.target_job for a in competitors.held_now(ctx)] == ["88017"]
     slurm.hold_answer_lost = None
     slurm.set(88887, state="RUNNING")
     assert competitors.release_started(ctx, NOW + 3) == [88017]
     assert slurm.acted("release") == [88017]
-    assert "Released 88017: 88887 is running." in ctx.sink.texts()
+    assert "Released 88017: 88887 is running." in recorded(ctx).texts()
     actions = [(e.action, e.job_id, e.result) for e in reversed(ctx.store.audit.recent(100))]
     assert ("competitor.hold", "88017", "unknown") in actions
 
@@ -562,8 +574,8 @@ def test_a_hold_whose_job_ended_meanwhile_is_released_without_a_problem(
     real = SlurmClient(FakeRunner({"scontrol": answer}))
     slurm.release = real.release  # type: ignore[method-assign]
     assert competitors.release_started(ctx, NOW + 3) == [88017]
-    assert "Released 88017: 88887 is running." in ctx.sink.texts()
-    assert not any("Could not release" in t for t in ctx.sink.texts())
+    assert "Released 88017: 88887 is running." in recorded(ctx).texts()
+    assert not any("Could not release" in t for t in recorded(ctx).texts())
     assert competitors.held_now(ctx) == []
 
 
@@ -604,13 +616,13 @@ def test_held_competitor_released_when_resumed_job_fails_before_running(
     handle_click(ctx, hold_token, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 2)
     slurm.set(88887, state="FAILED")
     assert competitors.release_started(ctx, NOW + 3) == [88017]
-    assert "Released 88017: 88887 ended (FAILED) without needing the slot." in ctx.sink.texts()
+    assert "Released 88017: 88887 ended (FAILED) without needing the slot." in recorded(ctx).texts()
 
 
 def test_a_korean_recipes_release_note_is_korean(store: Store, slurm: FakeSlurm) -> None:
     ctx = make_context(store, slurm, lang="ko")
     chain = ctx.store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW)
-    ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
+    writer(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
     token = ctx.store.approvals.create(
         chain_id=chain.id, action=competitors.HOLD_ACTION, target_job="88017",
         payload={"cluster": "dev", "for_job": "88887", "recipe": "mix"}, allowed=["U0APPR"],
@@ -619,7 +631,8 @@ def test_a_korean_recipes_release_note_is_korean(store: Store, slurm: FakeSlurm)
     slurm.add(88017, reason="JobHeldUser", priority=0)
     slurm.add(88887, state="RUNNING")
     assert competitors.release_started(ctx, NOW + 1) == [88017]
-    assert "작업 88017의 보류를 해제했습니다: 작업 88887이(가) 실행 중입니다." in ctx.sink.texts()
+    texts = recorded(ctx).texts()
+    assert "작업 88017의 보류를 해제했습니다: 작업 88887이(가) 실행 중입니다." in texts
 
 
 def test_ahead_of_ignores_held_and_lower_priority_jobs() -> None:
@@ -646,7 +659,7 @@ def test_cancelling_the_resumed_job_releases_its_held_competitor(
                     now=NOW + 3)
     assert reply.text == "Job 88887 cancelled by <@U0OWNER>."
     assert slurm.acted("release") == [88017]
-    assert "Released 88017: 88887 was cancelled." in ctx.sink.texts()
+    assert "Released 88017: 88887 was cancelled." in recorded(ctx).texts()
     assert competitors.release_started(ctx, NOW + 4) == []
 
 
@@ -683,7 +696,7 @@ def gpu_fault_prompt(ctx: BotContext) -> tuple[int, str, list]:
     """A chain whose job 88154 died of a GPU fault on gpu-b12: the prompt leaves it out."""
     chain = ctx.store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW - 100)
     ctx.store.attempts.record(chain_id=chain.id, job_id="88154", now=NOW - 100)
-    ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
+    writer(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
     prompt = create_resubmit_prompt(
         ctx, recipe="mix", chain_id=chain.id, job_id="88154", now=NOW, resume_iter=3000,
         summary="gpu_failure: proposing to resubmit on another node (--exclude=gpu-b12)",
@@ -714,7 +727,7 @@ def test_an_approved_resubmit_after_a_gpu_fault_excludes_the_node(
     assert (spec.exclude, spec.mem) == ("gpu-b12", mem)
     new = ctx.store.attempts.for_chain(chain_id)[-1]
     assert (new.job_id, new.excluded_nodes) == ("88887", "gpu-b12")  # the attempt row
-    assert "without node gpu-b12 (--exclude)" in result.update_text
+    assert "without node gpu-b12 (--exclude)" in present(result.update_text)
     assert "exclude" not in ctx.config.recipe("mix").overridable  # not widened for later
 
 
@@ -732,4 +745,4 @@ def test_a_korean_recipes_gpu_fault_prompt_names_the_node_in_korean(store: Store
     _, token, buttons = gpu_fault_prompt(ctx)
     assert buttons[0]["text"]["text"] == "gpu-b12 빼고 iteration 3,000부터 재제출"
     result = handle_click(ctx, token, ActionId.RESUBMIT, "W0LEAD", NOW + 1)
-    assert "(노드 gpu-b12 제외, --exclude)" in result.update_text
+    assert "(노드 gpu-b12 제외, --exclude)" in present(result.update_text)

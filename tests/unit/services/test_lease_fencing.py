@@ -28,6 +28,8 @@ from fakes import (
     RecordingMessageSink,
     make_config,
     make_context,
+    present,
+    writer,
 )
 from support.watcher import LOG, story_lines
 
@@ -248,11 +250,11 @@ SIDE_EFFECTS: dict[str, Callable[[BotContext], object]] = {
     "scancel": lambda ctx: ctx.clusters.slurm("dev").cancel(4242),
     "a site's submit wrapper": lambda ctx: ctx.clusters.slurm("dev").runner.run(["submit.sh"]),
     "a remote command": lambda ctx: ctx.clusters.runner("dev").run(["scontrol", "hold", "1"]),
-    "Slack post (root)": lambda ctx: ctx.sink.post_root(1, "C0TRAIN", [], "mix"),
-    "Slack post (reply)": lambda ctx: ctx.sink.post_reply(1, "k", [], "text"),
-    "Slack update": lambda ctx: ctx.sink.update_root(1, [], "text"),
-    "Slack upload": lambda ctx: ctx.sink.upload_file(1, "k", b"png", "rss.png", "RSS"),
-    "Slack Home tab publish": lambda ctx: ctx.home.publish_home("U0ALICE", []),
+    "Slack post (root)": lambda ctx: writer(ctx).post_root(1, "C0TRAIN", [], "mix"),
+    "Slack post (reply)": lambda ctx: writer(ctx).post_reply(1, "k", [], "text"),
+    "Slack update": lambda ctx: writer(ctx).update_root(1, [], "text"),
+    "Slack upload": lambda ctx: writer(ctx).upload_file(1, "k", b"png", "rss.png", "RSS"),
+    "Slack Home tab publish": lambda ctx: present(ctx.home).publish_home("U0ALICE", []),
 }
 
 

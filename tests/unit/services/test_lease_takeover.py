@@ -11,6 +11,8 @@ injected, nothing sleeps.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
+from functools import partial
 from typing import Any
 
 import pytest
@@ -33,7 +35,7 @@ OTHER = format_holder("vm", 6262, "feedf00d", HERE, 31500)  # a second restarted
 class Processes:
     """This machine's processes as the keeper sees them: pid -> what /proc shows."""
 
-    def __init__(self, pids: dict[int, PidNow] | None = None,
+    def __init__(self, pids: Mapping[int, PidNow] | None = None,
                  machine: Machine | None = HERE) -> None:
         self.pids = dict(pids or {})
         self._machine = machine
@@ -163,7 +165,7 @@ def test_of_two_replicas_taking_a_dead_holders_lease_at_once_one_does(replicas) 
     alive = {5151: ProcStat("S", 31000), 6262: ProcStat("S", 31500)}  # both new ones live
     keepers = [LeaseKeeper(a.leases, holder=OTHER, processes=Processes(alive)),
                LeaseKeeper(b.leases, holder=NEW, processes=Processes(alive))]
-    won = race([lambda k=k: k.holds(LEASE, 101.0, every_s=10.0) for k in keepers])
+    won = race([partial(lambda k: k.holds(LEASE, 101.0, every_s=10.0), k) for k in keepers])
     assert sorted(won) == [False, True]
     winner = [OTHER, NEW][won.index(True)]
     assert (a.leases.holder(LEASE), a.leases.epoch(LEASE)) == (winner, 2)

@@ -11,11 +11,12 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from functools import partial
 from typing import Any
 
 import pytest
 import yaml
-from fakes import FakeSlurm, make_context
+from fakes import FakeSlurm, fake_slurm, make_context
 from sqlalchemy import event
 from support.race import winners_of_race
 
@@ -130,7 +131,8 @@ def test_replicas_racing_for_a_lease_at_the_same_instant_get_exactly_one_winner(
         stores[0].leases.acquire(LEASE, "dead", now=0.0, ttl_s=30.0)
     try:
         [winner] = winners_of_race([  # exactly one
-            lambda i=i: stores[i].leases.acquire(LEASE, f"R{i}", now=100.0, ttl_s=30.0)
+            partial(lambda i: stores[i].leases.acquire(LEASE, f"R{i}", now=100.0,
+                                                       ttl_s=30.0) is not None, i)
             for i in range(n)])
         assert stores[0].leases.holder(LEASE) == f"R{winner}"
     finally:
@@ -305,7 +307,7 @@ def test_a_run_whose_take_stalls_past_the_stop_leaves_the_other_replica_the_leas
         assert stopped.wait(10)
         return found or take(name, holder, now, ttl_s)
 
-    a.leases.acquire_or_holder = stalled_take  # type: ignore[method-assign]
+    a.leases.acquire_or_holder = stalled_take
     ran: list[float] = []
     run = threading.Thread(target=scheduler.run_repeating(LEASE, ran.append, every_s=30).func,
                            daemon=True)
@@ -340,7 +342,7 @@ def test_a_take_stalled_past_the_stop_keeps_a_lease_whose_side_effect_is_under_w
         assert stopped.wait(10)
         return take(name, holder, now, ttl_s)
 
-    a.leases.acquire_or_holder = stalled_take  # type: ignore[method-assign]
+    a.leases.acquire_or_holder = stalled_take
     late: list[bool] = []
     with keeper.fence(LEASE, lambda: 1000.0).acting("sbatch"):
         run = threading.Thread(target=lambda: late.append(keeper.holds(LEASE, 1000.5, 30)),
@@ -400,7 +402,7 @@ def test_a_take_stalled_past_the_stop_gives_back_a_lease_whose_side_effect_has_e
         assert sbatch_ended.wait(10)
         return take(name, holder, now, ttl_s)
 
-    a.leases.acquire_or_holder = stalled_take  # type: ignore[method-assign]
+    a.leases.acquire_or_holder = stalled_take
     late: list[bool] = []
     run = threading.Thread(target=lambda: late.append(keeper.holds(LEASE, 1000.5, 30)),
                            daemon=True)
@@ -430,11 +432,11 @@ def test_a_side_effect_whose_renewal_failed_leaves_its_lease_to_be_released_at_t
     def database_gone(*args: Any, **kwargs: Any) -> bool:
         raise ConnectionError("server closed the connection unexpectedly")
 
-    a.leases.renew = database_gone  # type: ignore[method-assign]
+    a.leases.renew = database_gone
     sent: list[str] = []
     with pytest.raises(ConnectionError), keeper.fence(LEASE, lambda: 1000.0).acting("sbatch"):
         sent.append("sbatch")
-    a.leases.renew = renew  # type: ignore[method-assign]
+    a.leases.renew = renew
     assert sent == []
     keeper.stop()
     keeper.release_all()
@@ -472,7 +474,7 @@ class Replica:
 
     @property
     def slurm_calls(self) -> int:
-        return len(self.ctx.clusters.slurm("alpha").acted("jobs"))
+        return len(fake_slurm(self.ctx, "alpha").acted("jobs"))
 
 
 def test_two_replicas_on_one_database_run_each_job_in_one_and_fail_over_after_the_ttl(
@@ -523,7 +525,8 @@ def test_two_replicas_started_together_run_a_job_at_once_in_one_of_them(replicas
     schedulers = [JobScheduler(Keeper(store.leases, holder=holder))
                   for store, holder in zip(replicas, "AB", strict=True)]
     for scheduler, holder in zip(schedulers, "AB", strict=True):
-        scheduler.run_repeating(LEASE, lambda now, h=holder: acted.append(h), every_s=3600)
+        scheduler.run_repeating(LEASE, partial(lambda h, now: acted.append(h), holder),
+                                every_s=3600)
     for scheduler in schedulers:
         scheduler.start()
     try:  # a hang guard: the next runs are an hour away
@@ -566,11 +569,11 @@ def test_overlapping_checks_of_one_lease_recorded_out_of_order_still_release_it_
                                             ) -> tuple[int | None, str | None]:
         found = take(name, holder, now, ttl_s)
         if not second:  # the first run, between its take and its bookkeeping
-            a_store.leases.acquire_or_holder = take  # type: ignore[method-assign]
+            a_store.leases.acquire_or_holder = take
             second.append(keeper.holds(LEASE, 1100.0, every_s=30))
         return found
 
-    a_store.leases.acquire_or_holder = (  # type: ignore[method-assign]
+    a_store.leases.acquire_or_holder = (
         first_take_then_the_overlapping_run)
     assert not keeper.holds(LEASE, 1000.0, every_s=30)
     assert second == [True]

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import fakes
 import pytest
-from fakes import AnswerLostSlurm, make_context
+from fakes import AnswerLostSlurm, make_context, present, recorded
 
 from bot.cluster.errors import (
     ChannelClosed,
@@ -43,7 +43,8 @@ def failed_run(ctx: BotContext) -> int:
     return fakes.failed_run(ctx, now=NOW, channel=CHANNEL)
 
 
-def jobs(ctx: BotContext, chain_id: int) -> list[str]:
+def jobs(ctx: BotContext, chain_id: int | None) -> list[str]:
+    assert chain_id is not None
     return [a.job_id for a in ctx.store.attempts.for_chain(chain_id)]
 
 
@@ -64,9 +65,9 @@ def test_a_resume_whose_sbatch_queued_the_job_but_lost_its_answer_records_that_o
     assert watched(ctx) == ["90500"]
     assert ["squeue", "-h", "--name=mix", "--user=slurmci", "-o", "%A"] in slurm.runner.argvs()
     # announced in the run's thread as any resubmit: its resolution line
-    assert any("90500" in text for text in ctx.sink.texts()[1:])
+    assert any("90500" in text for text in recorded(ctx).texts()[1:])
     [audit] = [e for e in store.audit.recent(50) if e.action == "submit" and e.result == "ok"]
-    assert '"found_by_name": true' in audit.detail
+    assert '"found_by_name": true' in present(audit.detail)
 
 
 # what a person reads when the lost submit's job is not in Slurm when trainbot looks
@@ -158,9 +159,9 @@ def test_a_resubmit_click_whose_answer_was_lost_records_the_job_sbatch_queued(
     token = prompt(ctx)
     result = handle_click(ctx, token, ActionId.RESUBMIT, "W0LEAD", NOW + 1)
     assert result.status == "done" and result.job_id == "90500"
-    assert result.update_text.startswith("Approved by <@W0LEAD>: resubmitted as 90500")
+    assert present(result.update_text).startswith("Approved by <@W0LEAD>: resubmitted as 90500")
     assert slurm.queued("mix") == [90500] and len(slurm.submits()) == 1
-    chain = store.approvals.get(token).chain_id
+    chain = present(store.approvals.get(token)).chain_id
     assert jobs(ctx, chain) == ["88154", "90500"] and watched(ctx) == ["90500"]
 
 

@@ -5,7 +5,7 @@ now; each step recorded in the store, so no replica repeats one."""
 from __future__ import annotations
 
 import pytest
-from fakes import T0, FakeSlurm, make_context
+from fakes import T0, FakeSlurm, make_context, writer
 
 from bot.core.catalogue import Catalogue
 from bot.core.models import Accounting, Diagnosis, DiagnosisMetrics
@@ -35,7 +35,7 @@ def prompted(store: Store, **recipe):
     ctx = make_context(store, clock=lambda: T0, **recipe)
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
     store.attempts.record(chain_id=chain.id, job_id="88154", now=T0)
-    ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
+    writer(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
     cls = Catalogue.load().classes["nccl_timeout"]
     d = Diagnosis(class_id="nccl_timeout", action=cls.action, retryable=cls.retryable,
                   charges_budget=cls.charges_budget, hint=cls.hint, title=cls.title,
@@ -129,7 +129,7 @@ def test_an_expired_hold_prompt_says_nothing_was_held(store):
     ctx = make_context(store, slurm)
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
     store.attempts.record(chain_id=chain.id, job_id="90001", now=T0)
-    ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
+    writer(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
     slurm.add(90001, name="mix", partition="debug", account="root", priority=50)
     slurm.add(88017, name="succ", partition="debug", account="root", priority=100)
     [proposal] = competitors.propose_holds(

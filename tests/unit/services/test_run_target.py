@@ -8,7 +8,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from fakes import T0, FakeSFTP, FakeSlurm, make_context
+from fakes import T0, FakeSFTP, FakeSlurm, make_context, present
 from support.watcher import count_reads
 
 from bot.core.catalogue import Catalogue
@@ -75,7 +75,7 @@ def test_a_recipe_without_a_target_shows_the_one_its_log_printed_wherever_the_ru
     ctx, slurm, w, result = run(store)
     chain = store.chains.get(result.chain_id)
     assert ctx.config.recipe("mix").target_iter is None
-    assert root_view(ctx, chain.id).target_iter == 40000
+    assert present(root_view(ctx, chain.id)).target_iter == 40000
     assert home_progress(ctx, chain.id).endswith("1,200 / 40,000")
     attempts = store.attempts.for_chain(chain.id)
     assert chain_target(ctx.config, chain, attempts) == 40000  # an array task's budget's too
@@ -85,7 +85,7 @@ def test_a_recipe_without_a_target_shows_the_one_its_log_printed_wherever_the_ru
 
 def test_the_recipes_target_wins_over_the_one_the_log_printed(store):
     ctx, slurm, w, result = run(store, target_iter=30000)
-    assert root_view(ctx, result.chain_id).target_iter == 30000
+    assert present(root_view(ctx, result.chain_id)).target_iter == 30000
     assert home_progress(ctx, result.chain_id).endswith("1,200 / 30,000")
     end(slurm, w, int(result.job_id))
     assert judged_target(store, result.chain_id) == 30000
@@ -95,7 +95,7 @@ def test_a_submits_target_override_is_the_runs_target_for_the_watcher_and_everyw
     ctx, slurm, w, result = run(store, overrides={"target_iter": "1200"}, target_iter=30000)
     chain = store.chains.get(result.chain_id)
     assert chain.target_iter == 1200
-    assert root_view(ctx, chain.id).target_iter == 1200
+    assert present(root_view(ctx, chain.id)).target_iter == 1200
     assert home_progress(ctx, chain.id).endswith("1,200 / 1,200")
     assert chain_target(ctx.config, chain, store.attempts.for_chain(chain.id)) == 1200
     end(slurm, w, int(result.job_id), "COMPLETED")
@@ -112,11 +112,11 @@ def test_a_submits_target_override_holds_for_the_runs_resubmits(store):
     w.tick(T0 + 600)  # past its backoff
     assert len(slurm.submits()) == 2 and "target_iter" not in str(slurm.submits()[1].args)
     assert store.chains.get(result.chain_id).target_iter == 20000
-    assert root_view(ctx, result.chain_id).target_iter == 20000
+    assert present(root_view(ctx, result.chain_id)).target_iter == 20000
     again = submit_and_announce(ctx, "mix", actor="U0ALICE", now=T0 + 700,
                                 chain_id=result.chain_id, overrides={"target_iter": "25000"})
     assert again.chain_id == result.chain_id
-    assert root_view(ctx, result.chain_id).target_iter == 25000
+    assert present(root_view(ctx, result.chain_id)).target_iter == 25000
 
 
 def test_an_array_tasks_budget_is_bounded_by_the_runs_target_and_its_recipes_free_chunks(
@@ -201,7 +201,7 @@ def test_a_resumed_job_whose_log_prints_no_target_is_judged_by_the_one_its_run_p
     [_, last] = [i for i in store.incidents.for_chain(chain_id) if i.key.endswith(":final")]
     assert last.class_id == "silent_exit"
     assert store.chains.get(chain_id).status != "completed"
-    assert root_view(ctx, chain_id).target_iter == judged_target(store, chain_id) == 40000
+    assert present(root_view(ctx, chain_id)).target_iter == judged_target(store, chain_id) == 40000
 
 
 def test_a_resumed_job_that_reaches_its_runs_target_says_so_in_the_completion_line(store):

@@ -9,6 +9,7 @@ import json
 import threading
 import time
 from collections.abc import Iterator
+from typing import Any
 
 import pytest
 from fakes import (
@@ -19,6 +20,8 @@ from fakes import (
     FakeSlurm,
     RecordingMessageSink,
     make_context,
+    recorded,
+    writer,
 )
 from support.watcher import stalled_thread
 
@@ -82,7 +85,8 @@ class GatedCollector:
     """Answers `report` once `gate` is set: the stacks of a slow srun."""
 
     def __init__(self, report: StackReport | Exception) -> None:
-        self.report, self.gate, self.calls = report, threading.Event(), []
+        self.report, self.gate = report, threading.Event()
+        self.calls: list[tuple[str, str, Any]] = []  # (cluster, job, trainer_pids)
         self.prepared: list[str] = []  # the clusters py-spy was placed on ahead of need
 
     def prepare(self, cluster):  # noqa: ANN001, ANN201
@@ -103,7 +107,7 @@ def store(tmp_path):
     s.close()
 
 
-def stalled_watch(store: Store, collector: GatedCollector, **recipe: object):
+def stalled_watch(store: Store, collector: GatedCollector, **recipe: Any):
     """The 88154 story up to its stall, watched with stacks collected by `collector`; the
     watcher, the forensics, and the rest of the log (to end the job with)."""
     slurm, sftp = FakeSlurm(), FakeSFTP()
@@ -124,7 +128,7 @@ def test_a_stall_posts_the_grouped_stacks_after_the_tick_without_delaying_it(sto
     w.tick(T0)
     report = w.tick(T0 + 360)  # the stall is raised; the collection still runs
     [warning] = [e for e in report.events if e.kind == "warning"]
-    sink: UploadSink = ctx.sink  # type: ignore[assignment]
+    sink: UploadSink = ctx.sink
     assert [p[2] for p in sink.posts if p[0] == "reply"] == [warning.key]
     assert collector.calls == [("dev", "88154", None)] and sink.files == []
     collector.gate.set()
@@ -159,7 +163,7 @@ def test_a_collection_that_gets_nothing_says_why_in_one_line(store, outcome, lin
     w.tick(T0)
     w.tick(T0 + 360)
     assert stacks.wait(10)
-    sink: UploadSink = ctx.sink  # type: ignore[assignment]
+    sink: UploadSink = ctx.sink
     [text] = [p[3] for p in sink.posts if p[2].startswith("stacks:")]
     assert text == f"🔎 Python stacks · job 88154: {line}"
     assert sink.files == []
@@ -169,9 +173,9 @@ def test_a_collection_that_gets_nothing_says_why_in_one_line(store, outcome, lin
 def test_the_summary_in_the_recipes_language(store) -> None:
     ctx = make_context(store, sink=UploadSink(store), lang="ko")
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
-    ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
+    writer(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
     assert post_stacks(ctx, chain.id, "stacks:x", STUCK_RANK_3, "mix")
-    text = ctx.sink.posts[-1][3]
+    text = recorded(ctx).posts[-1][3]
     assert text.startswith("🔎 Python 스택 · 작업 88154: rank 4개 중 3개가 `all_gather` ← "
                            "`train_step`에 있습니다. 다른 곳에 있는 rank: *rank 3* (gpu-a01)")
 
@@ -241,7 +245,7 @@ def test_a_slow_first_placement_of_py_spy_is_said_by_the_stacks_deadline(store, 
     node = SlowLoginNode(gate)
     ctx, w, stacks = stalled_watch(store, GatedCollector(STUCK_RANK_3), lang=lang)
     ctx.config.clusters["dev"].stacks_timeout = 2.0
-    slurm, _sftp = w.fake  # type: ignore[attr-defined]
+    slurm, _sftp = w.fake
     stacks.collector = StackCollector(ctx.config, FakeClusters(slurm, runner=node,
                                                                sftp=FakeSFTP()))
     w.tick(T0)  # the first poll with jobs: the placement begins (sha256sum not answering)
@@ -249,7 +253,7 @@ def test_a_slow_first_placement_of_py_spy_is_said_by_the_stacks_deadline(store, 
     w.tick(T0 + 360)  # the stall
     assert stacks.wait(10)
     took = time.monotonic() - began
-    sink: UploadSink = ctx.sink  # type: ignore[assignment]
+    sink: UploadSink = ctx.sink
     [text] = [p[3] for p in sink.posts if p[2].startswith("stacks:")]
     assert text == want
     assert 2.0 * PLACEMENT_SHARE <= took < 2.0 + 5.0  # by the deadline, with the post's 5 s
@@ -320,13 +324,14 @@ def test_train_stacks_answers_the_asker_and_posts_in_the_runs_thread(store) -> N
     ctx.config.clusters["dev"].py_spy = "/opt/site/bin/py-spy"
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
     store.attempts.record(chain_id=chain.id, job_id="88154", now=T0)
-    ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
+    writer(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
     reply = execute(ctx, parse_command("stacks 88154"), actor="U0ALICE", channel="C0TRAIN",
                     now=T0 + 60)
     assert reply.text.startswith("🔎 Python stacks · job 88154: 3 of 4 ranks in `all_gather`")
     assert reply.ephemeral and reply.blocks
-    [thread] = [p for p in ctx.sink.posts if p[2].startswith("stacks:dev:88154:")]
+    [thread] = [p for p in recorded(ctx).posts if p[2].startswith("stacks:dev:88154:")]
     assert thread[3] == reply.text
+    assert isinstance(ctx.sink, UploadSink)
     assert [f[1] for f in ctx.sink.files] == ["stacks-88154.txt"]
     [entry] = [e for e in store.audit.recent(10) if e.action == "command.stacks"]
     assert (entry.actor, entry.result, entry.job_id) == ("U0ALICE", "ok", "88154")
@@ -365,7 +370,7 @@ def test_an_nccl_timeout_brings_the_flight_recorders_ranks_behind(store, lang, w
     collector.gate.set()
     ctx, w, forensics = stalled_watch(store, collector, nccl_flight_recorder="/shared/fr",
                                       lang=lang)
-    slurm, sftp = w.fake  # type: ignore[attr-defined]
+    slurm, sftp = w.fake
     w.tick(T0)
     w.tick(T0 + 360)
     sftp.clock = T0 + 1800
@@ -377,7 +382,7 @@ def test_an_nccl_timeout_brings_the_flight_recorders_ranks_behind(store, lang, w
     sftp.clock = T0 - 7200  # a dump of an earlier job: not this one's
     sftp.append("/shared/fr/nccl_trace_rank_5", fr_dump((1, "all_gather", "started")))
     sftp.clock = T0 + 1805
-    sftp.append(LOG, w.rest)  # type: ignore[attr-defined]
+    sftp.append(LOG, w.rest)
     slurm.set(88154, state="FAILED", exit_code=1, signal=0, end_time=T0 + 1805)
     w.tick(T0 + 1830)
     assert forensics.wait(10)
@@ -390,11 +395,11 @@ def test_no_flight_recorder_without_the_recipes_opt_in(store) -> None:
     collector = GatedCollector(STUCK_RANK_3)
     collector.gate.set()
     ctx, w, forensics = stalled_watch(store, collector)
-    slurm, sftp = w.fake  # type: ignore[attr-defined]
+    slurm, sftp = w.fake
     w.tick(T0)
     w.tick(T0 + 360)
     sftp.clock = T0 + 1805
-    sftp.append(LOG, w.rest)  # type: ignore[attr-defined]
+    sftp.append(LOG, w.rest)
     slurm.set(88154, state="FAILED", exit_code=1, signal=0, end_time=T0 + 1805)
     w.tick(T0 + 1830)
     assert forensics.wait(10)
@@ -410,9 +415,9 @@ def test_processes_not_read_are_one_line_each_cause_below_the_summary(store) -> 
     report = build_report("88154", 0, out, "", collected_at="now")
     ctx = make_context(store, sink=UploadSink(store))
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
-    ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
+    writer(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
     assert post_stacks(ctx, chain.id, "stacks:y", report, "mix")
-    lines = ctx.sink.posts[-1][3].splitlines()
+    lines = recorded(ctx).posts[-1][3].splitlines()
     assert lines[1:] == [
         "Not read, 1 process(es): py-spy may not attach to the trainers: run the bot as the "
         "job's user, and set kernel.yama.ptrace_scope to 0 on the nodes or give py-spy the "
@@ -457,9 +462,9 @@ def test_why_py_spy_is_missing_is_said_in_the_threads_language(store, monkeypatc
     clusters = FakeClusters(FakeSlurm(), runner=FakeRunner({}), sftp=FakeSFTP())
     report = StackCollector(ctx.config, clusters, clock=lambda: T0).collect("dev", "88154")
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
-    ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
+    writer(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
     assert post_stacks(ctx, chain.id, "stacks:x", report, "mix")
-    text = ctx.sink.posts[-1][3]
+    text = recorded(ctx).posts[-1][3]
     assert want in text, text
 
 

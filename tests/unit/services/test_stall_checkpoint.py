@@ -9,7 +9,7 @@ from __future__ import annotations
 import threading
 
 import pytest
-from fakes import T0, FakeCheckpoints, FakeSlurm, make_context
+from fakes import T0, FakeCheckpoints, FakeSlurm, make_context, writer
 from support.watcher import stalled_thread
 
 from bot.cluster.errors import ClusterUnavailable
@@ -43,13 +43,13 @@ def stall_prompt_blocks(store: Store, checkpoint, *, lang: str = "en",
     ctx = make_context(store, slurm, lang=lang, clock=lambda: T0 + 600)
     chain, sftp, _ = stalled_thread(ctx, slurm)
     posted: list[list[dict]] = []
-    real_reply = ctx.sink.post_reply
+    real_reply = writer(ctx).post_reply
 
     def capture(chain_id, key, blocks, text):
         posted.append(blocks)
         return real_reply(chain_id, key, blocks, text)
 
-    ctx.sink.post_reply = capture
+    writer(ctx).post_reply = capture  # type: ignore[method-assign]
     w = Watcher("dev", slurm=slurm, reader=lambda: sftp, store=store,
                 catalogue=Catalogue.load(), sink=ThreadEvents(ctx), config=ctx.config,
                 checkpoint=checkpoint, **watcher)
@@ -124,7 +124,9 @@ def _watcher(store: Store, sftp_timeout: float = 7.0, **options) -> Watcher:
     slurm = FakeSlurm()
     ctx = make_context(store, slurm)
     ctx.config.clusters["dev"].sftp_timeout = sftp_timeout
-    return Watcher("dev", slurm=slurm, reader=lambda: None, store=store,
+    return Watcher("dev", slurm=slurm,
+                   reader=lambda: None,  # type: ignore[arg-type, return-value]  # never read
+                   store=store,
                    catalogue=Catalogue.load(), sink=ThreadEvents(ctx), config=ctx.config,
                    **options)
 

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import cast
+
 import pytest
 from fakes import FakeRunner, FakeSlurm
 
@@ -9,7 +11,13 @@ from bot.cluster.errors import ChannelClosed, CommandTimedOut, OutcomeUnknown
 from bot.config import SLURM_OVERRIDE_FIELDS, RecipeConfig, parse_config
 from bot.core.slurm.sbatch import RECIPE_OVERRIDABLE_OPTIONS, SBATCH_INPUT_ENV, SubmitSpec
 from bot.services.overrides import OverrideError, apply_overrides, parse_overrides
+from bot.services.ports import SFTP, Slurm
 from bot.services.submit import RESUME_ENV
+
+# submit_recipe's SFTP where the test has none: a recipe without checkpoints opens none
+# (NO_SFTP); the faked checkpoint lookup (`lookups`) only passes it on (LOOKUP_SFTP)
+NO_SFTP = cast(SFTP, None)
+LOOKUP_SFTP = cast(SFTP, "SFTP")
 
 CONFIG = """\
 clusters:
@@ -177,7 +185,7 @@ def test_submit_passes_resume_point_and_records_chain_attempt_audit(ck_config, s
 
     slurm = fake_slurm()
     result = submit_recipe(
-        ck_config, "mix", overrides=["mem=950G", "lr=0.5"], slurm=slurm, sftp="SFTP",
+        ck_config, "mix", overrides=["mem=950G", "lr=0.5"], slurm=slurm, sftp=LOOKUP_SFTP,
         store=store, now=100.0, actor="U1",
     )  # fmt: skip
     assert lookups == [("SFTP", "/ck/mix", "marker:DONE", "latest_checkpoint.txt",
@@ -193,6 +201,7 @@ def test_submit_passes_resume_point_and_records_chain_attempt_audit(ck_config, s
         "TRAINBOT_RESUME_FROM": "/ck/mix/iter_000001000",
         "TRAINBOT_RESUME_ITER": "1000",
     }
+    assert result.checkpoint is not None
     assert (result.job_id, result.attempt_no, result.checkpoint.iteration) == ("4001", 1, 1000)
     chain = store.chains.get(result.chain_id)
     assert (chain.recipe, chain.cluster, chain.job_name) == ("mix", "dev", "wm-mix")
@@ -202,7 +211,7 @@ def test_submit_passes_resume_point_and_records_chain_attempt_audit(ck_config, s
     entry = store.audit.recent()[0]
     assert (entry.actor, entry.action, entry.job_id, entry.result) == ("U1", "submit", "4001", "ok")
 
-    again = submit_recipe(ck_config, "mix", slurm=slurm, sftp="SFTP", store=store, now=200.0,
+    again = submit_recipe(ck_config, "mix", slurm=slurm, sftp=LOOKUP_SFTP, store=store, now=200.0,
                           actor="U1", chain_id=result.chain_id)  # fmt: skip
     assert (again.chain_id, again.attempt_no) == (result.chain_id, 2)
 
@@ -212,7 +221,7 @@ def test_refused_override_is_audited_and_nothing_submitted(ck_config, store, loo
 
     slurm = fake_slurm()
     with pytest.raises(OverrideError):
-        submit_recipe(ck_config, "mix", overrides=["partition=big"], slurm=slurm, sftp=None,
+        submit_recipe(ck_config, "mix", overrides=["partition=big"], slurm=slurm, sftp=NO_SFTP,
                       store=store, now=1.0, actor="U2")  # fmt: skip
     assert slurm.calls == [] and lookups == []
     assert store.chains.latest_for_recipe("mix") is None
@@ -225,7 +234,7 @@ def test_failed_sbatch_is_audited_and_records_no_chain(ck_config, store, lookups
 
     slurm = fake_slurm(CommandFailed(["sbatch"], 1, "sbatch: error: invalid partition"))
     with pytest.raises(CommandFailed):
-        submit_recipe(ck_config, "mix", slurm=slurm, sftp=None, store=store, now=1.0, actor="U")
+        submit_recipe(ck_config, "mix", slurm=slurm, sftp=NO_SFTP, store=store, now=1.0, actor="U")
     assert store.chains.latest_for_recipe("mix") is None
     entry = store.audit.recent()[0]
     assert entry.result == "failed" and "invalid partition" in entry.detail
@@ -236,14 +245,15 @@ def test_unknown_recipe_is_a_usage_problem(ck_config, store):
     from bot.services.submit import submit_recipe
 
     with pytest.raises(UsageProblem, match="did you mean 'mix'"):
-        submit_recipe(ck_config, "mixx", slurm=None, sftp=None, store=store, now=1, actor="U")
+        submit_recipe(ck_config, "mixx", slurm=cast(Slurm, None), sftp=NO_SFTP, store=store,
+                      now=1, actor="U")
 
 
 def test_site_wrapper_gets_argv_and_env_and_its_job_id_is_read(ck_config, store):
     from bot.services.submit import submit_recipe
 
     slurm = fake_slurm()
-    result = submit_recipe(ck_config, "wrapped", slurm=slurm, sftp=None, store=store, now=1.0,
+    result = submit_recipe(ck_config, "wrapped", slurm=slurm, sftp=NO_SFTP, store=store, now=1.0,
                            actor="U")  # fmt: skip
     argv, env = slurm.runner.calls[0].argv, slurm.runner.calls[0].env
     assert argv == ["/opt/site/submit", "--team", "a", "x"]
@@ -264,7 +274,7 @@ def test_a_site_wrapper_whose_end_was_not_seen_is_an_outcome_unknown_naming_the_
 
     slurm = FakeSlurm(runner=FakeRunner(default=lost))
     with pytest.raises(OutcomeUnknown) as caught:
-        submit_recipe(ck_config, "wrapped", slurm=slurm, sftp=None, store=store, now=1.0,
+        submit_recipe(ck_config, "wrapped", slurm=slurm, sftp=NO_SFTP, store=store, now=1.0,
                       actor="U")
     assert type(caught.value) is type(lost) or isinstance(lost, CommandTimedOut)
     assert caught.value.argv == ["/opt/site/submit", "--team", "a", "x"]
@@ -315,7 +325,7 @@ def test_a_wrapper_gets_the_recipes_slurm_options_with_the_overrides(wrap_config
     wrapped_job(slurm, partition="debug", mem_limit_bytes=400 * 1024**3, time_limit_s=5400.0,
                 qos="high")
     result = submit_recipe(
-        wrap_config, "wrap", slurm=slurm, sftp=None, store=store, now=1.0, actor="U",
+        wrap_config, "wrap", slurm=slurm, sftp=NO_SFTP, store=store, now=1.0, actor="U",
         overrides=["partition=debug", "mem=400G", "time=90", "qos=high", "gres=gpu:2",
                    "lr=0.5"],
     )  # fmt: skip
@@ -335,7 +345,7 @@ def test_overrides_a_wrapper_did_not_apply_are_never_reported_as_applied(wrap_co
 
     slurm = fake_slurm()
     wrapped_job(slurm)  # the wrapper forces its own partition and mem on sbatch's command line
-    result = submit_recipe(wrap_config, "wrap", slurm=slurm, sftp=None, store=store, now=1.0,
+    result = submit_recipe(wrap_config, "wrap", slurm=slurm, sftp=NO_SFTP, store=store, now=1.0,
                            actor="U", overrides=["partition=debug", "mem=400G", "lr=0.5"])
     assert result.not_applied == (NotApplied("partition", "debug", "gpu"),
                                   NotApplied("mem", "400G", "950G"))
@@ -352,10 +362,10 @@ def test_a_wrapper_job_slurm_cannot_show_leaves_the_overrides_unchecked(wrap_con
     from bot.services.submit import submit_recipe
 
     slurm = fake_slurm()  # job 777 unknown to Slurm (yet)
-    result = submit_recipe(wrap_config, "wrap", slurm=slurm, sftp=None, store=store, now=1.0,
+    result = submit_recipe(wrap_config, "wrap", slurm=slurm, sftp=NO_SFTP, store=store, now=1.0,
                            actor="U", overrides=["mem=400G"])
     assert (result.job_id, result.not_applied, result.overrides) == ("777", (), {"mem": "400G"})
     slurm.down = True  # nor when Slurm does not answer: the submit stands
-    again = submit_recipe(wrap_config, "wrap", slurm=slurm, sftp=None, store=store, now=2.0,
+    again = submit_recipe(wrap_config, "wrap", slurm=slurm, sftp=NO_SFTP, store=store, now=2.0,
                           actor="U", overrides=["mem=400G"])
     assert again.job_id == "777" and again.not_applied == ()

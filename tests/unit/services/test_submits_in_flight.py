@@ -13,7 +13,17 @@ from collections.abc import Callable
 
 import fakes
 import pytest
-from fakes import AnswerLostSlurm, FakeSlurm, RecordingHomePublisher, make_config, make_context
+from fakes import (
+    AnswerLostSlurm,
+    FakeSlurm,
+    RecordingHomePublisher,
+    homes,
+    make_config,
+    make_context,
+    present,
+    recorded,
+    writer,
+)
 from support.dying import Died, dies_at
 from support.in_flight import in_flight, jobs, recover, watched
 
@@ -102,10 +112,10 @@ def test_a_resume_the_bot_died_in_after_sbatch_is_recorded_by_the_next_bot(
     assert jobs(store, chain) == ["88154", "90500"] and watched(store) == ["90500"]
     assert in_flight(store) == [] and list(slurm.records) == [90500]
     # told in the run's thread as the resume would have been; the ledger names who asked
-    assert [t for t in ctx.sink.texts() if "90500" in t] == [
+    assert [t for t in recorded(ctx).texts() if "90500" in t] == [
         "mix: resumed as 90500 from scratch (no complete checkpoint)"]
     [audit] = [e for e in store.audit.recent(50) if e.job_id == "90500"]
-    assert audit.actor == "U0ALICE" and '"found_after_lost_submit": true' in audit.detail
+    assert audit.actor == "U0ALICE" and '"found_after_lost_submit": true' in present(audit.detail)
     # once: nothing left to look up, nothing recorded twice
     recover(ctx, LATER + 60)
     assert jobs(store, chain) == ["88154", "90500"] and len(slurm.acted("submit")) == 1
@@ -123,11 +133,11 @@ def test_a_bot_started_again_records_the_lost_resume_at_its_start_not_a_tick_lat
     scheduler.start()
     try:
         deadline = time.monotonic() + 30  # a hang guard: the next tick is an hour away
-        while not any("90500" in t for t in ctx.sink.texts()) and time.monotonic() < deadline:
+        while not any("90500" in t for t in recorded(ctx).texts()) and time.monotonic() < deadline:
             time.sleep(0.02)
     finally:
         scheduler.stop()
-    assert [t for t in ctx.sink.texts() if "90500" in t] == [
+    assert [t for t in recorded(ctx).texts() if "90500" in t] == [
         "mix: resumed as 90500 from scratch (no complete checkpoint)"], "it waited for a tick"
     assert jobs(store, chain) == ["88154", "90500"] and watched(store) == ["90500"]
     assert in_flight(store) == []
@@ -139,14 +149,14 @@ def test_a_recovered_job_is_shown_once_on_the_home_tabs_of_who_sees_the_run(
     ctx = make_context(store, slurm, home=RecordingHomePublisher())
     for user in ("U0ALICE", "U0NOBODY"):  # both opened their Home tab lately
         publish_home(ctx, user, LATER - 60)
-    ctx.home.published.clear()
+    homes(ctx).published.clear()
     recover(ctx, LATER)
     assert jobs(store, chain) == ["88154", "90500"]
-    assert ctx.home.users() == ["U0ALICE"]  # a submitter of mix; not the outsider
-    [(_, blocks)] = ctx.home.published
+    assert homes(ctx).users() == ["U0ALICE"]  # a submitter of mix; not the outsider
+    [(_, blocks)] = homes(ctx).published
     assert "90500" in json.dumps(blocks)
     recover(ctx, LATER + 60)  # nothing left to recover: nothing published again
-    assert ctx.home.users() == ["U0ALICE"]
+    assert homes(ctx).users() == ["U0ALICE"]
 
 
 def test_a_new_run_the_bot_died_in_starts_its_chain_and_thread_with_the_job(
@@ -158,7 +168,7 @@ def test_a_new_run_the_bot_died_in_starts_its_chain_and_thread_with_the_job(
     [chain] = store.chains.for_recipe("mix")
     assert jobs(store, chain.id) == ["90500"] and watched(store) == ["90500"]
     assert has_thread(ctx, chain.id)  # its thread opened in the recipe's channel
-    assert any("90500" in t for t in ctx.sink.texts())
+    assert any("90500" in t for t in recorded(ctx).texts())
     assert in_flight(store) == []
 
 
@@ -219,9 +229,9 @@ def test_a_whole_arrays_submit_the_bot_died_in_watches_the_array_as_its_submit_w
     assert in_flight(store) == []
     assert "*mix*: job array 90500 (tasks 0-2%2) submitted by <@U0ALICE> (name `mix`), each " \
         "task finding its own checkpoint; each task's row is in this thread's first message" \
-        in ctx.sink.texts()
+        in recorded(ctx).texts()
     [audit] = [e for e in store.audit.recent(50) if e.job_id == "90500"]
-    assert audit.actor == "U0ALICE" and '"found_after_lost_submit": true' in audit.detail
+    assert audit.actor == "U0ALICE" and '"found_after_lost_submit": true' in present(audit.detail)
 
 
 def lost_below_a_later_attempt(store: Store, monkeypatch, lang: str = "en"
@@ -253,7 +263,7 @@ def test_a_resume_the_bot_died_in_then_made_again_by_hand_says_its_job_is_not_wa
     assert jobs(store, chain) == ["88154", "90501"] and watched(store) == ["90501"]
     assert in_flight(store) == [] and slurm.queued("mix") == [90500, 90501]
     assert not slurm.acted("cancel")
-    [note] = [t for t in ctx.sink.texts() if t.startswith("*mix*: ")]
+    [note] = [t for t in recorded(ctx).texts() if t.startswith("*mix*: ")]
     assert note == {
         "en": "*mix*: job 90500 was also queued under the run's name `mix`, by <@U0ALICE>'s "
               "submit that trainbot died in before recording it. Job 90501 was submitted into "
@@ -267,7 +277,7 @@ def test_a_resume_the_bot_died_in_then_made_again_by_hand_says_its_job_is_not_wa
     [audit] = [e for e in store.audit.recent(50) if e.job_id == "90500" and e.action == "submit"]
     assert audit.actor == "U0ALICE" and audit.result == "not_recorded"
     recover(ctx, LATER + 60)  # told once
-    assert [t for t in ctx.sink.texts() if t.startswith("*mix*: ")] == [note]
+    assert [t for t in recorded(ctx).texts() if t.startswith("*mix*: ")] == [note]
 
 
 @pytest.mark.parametrize("lang", ["en", "ko"])
@@ -314,7 +324,7 @@ def test_the_home_tab_offers_the_cancel_of_the_job_its_thread_told_about_to_the_
     click = make_cancel_job(ctx)
     click(body={"user": {"id": "U0NOBODY"}}, action={"value": "90500"},
           logger=logging.getLogger("test"))
-    [(user, blocks)] = ctx.home.published
+    [(user, blocks)] = homes(ctx).published
     assert user == "U0NOBODY" and not slurm.acted("cancel")
     refused = execute(ctx, c.JobControl("cancel", 90500), actor="U0NOBODY", channel=None,
                       now=LATER + 60).text
@@ -364,10 +374,10 @@ def test_a_new_run_the_bot_died_in_then_submitted_again_by_hand_is_watched_as_it
     assert jobs(store, first.id) == ["90500"] and jobs(store, second.id) == ["90501"]
     assert sorted(watched(store)) == ["90500", "90501"] and in_flight(store) == []
     assert has_thread(ctx, first.id) and any("job 90500 submitted by <@U0ALICE>" in t
-                                             for t in ctx.sink.texts())
+                                             for t in recorded(ctx).texts())
     # the lost job is recorded as sent before the hand's: /train resume mix means the latter
     assert store.attempts.for_chain(first.id)[0].submitted_at == NOW
-    assert store.chains.latest_for_recipe("mix").id == second.id
+    assert present(store.chains.latest_for_recipe("mix")).id == second.id
 
 
 HOLD_ASK = ("Job 88017 (succ) of the same team is pending on the same partition and would start "
@@ -375,7 +385,7 @@ HOLD_ASK = ("Job 88017 (succ) of the same team is pending on the same partition 
 
 
 def holds_asked(ctx: BotContext) -> list[str]:
-    return [t for t in ctx.sink.texts() if "Hold 88017" in t]
+    return [t for t in recorded(ctx).texts() if "Hold 88017" in t]
 
 
 def test_a_resume_the_bot_died_in_asks_to_hold_its_competitors_once_it_is_recorded(
@@ -446,14 +456,14 @@ def test_a_hold_question_the_bot_died_before_posting_is_asked_once_by_the_follow
     ctx = make_context(store, slurm)
     chain = failed_run(ctx)
     slurm.add(88017, name="succ", partition="debug", account="root", priority=200)
-    real_reply = ctx.sink.post_reply
+    real_reply = writer(ctx).post_reply
 
     def died_posting(chain_id: int, key: str, blocks: list, text: str) -> str:
         if key.startswith("hold-prompt:"):
             raise Died(key)
         return real_reply(chain_id, key, blocks, text)
 
-    ctx.sink.post_reply = died_posting  # type: ignore[method-assign]
+    writer(ctx).post_reply = died_posting  # type: ignore[method-assign]
     with pytest.raises(Died):
         execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW)
     [hold] = [a for a in store.approvals.for_chain(chain) if a.action == "hold_competitor"]
@@ -465,7 +475,7 @@ def test_a_hold_question_the_bot_died_before_posting_is_asked_once_by_the_follow
     for at in (NOW + post_takeover_s(), NOW + post_takeover_s() + 60, NOW + 3600):
         follow_up_prompts(ctx, at)
     assert holds_asked(ctx) == [HOLD_ASK] and not slurm.acted("hold")
-    assert [p[2] for p in ctx.sink.posts if "Hold 88017" in p[3]] == \
+    assert [p[2] for p in recorded(ctx).posts if "Hold 88017" in p[3]] == \
         [f"hold-prompt:{hold.token}"]
 
 
@@ -518,11 +528,11 @@ def test_an_automatic_resubmit_the_bot_died_in_is_recovered_once_as_sent_when_it
         assert auto.resubmit("mix", chain, decision, intent=INTENT) == "90500"
     else:
         assert left == "90500"
-    new = store.attempts.latest(chain)
+    new = present(store.attempts.latest(chain))
     assert (new.job_id, new.submitted_at) == ("90500", NOW if sent else LATER)
     assert watched(store) == ["90500"] and in_flight(store) == []
-    assert store.chains.get(chain).retries_used == 1
-    assert [t for t in ctx.sink.texts() if "90500" in t] == [
+    assert present(store.chains.get(chain)).retries_used == 1
+    assert [t for t in recorded(ctx).texts() if "90500" in t] == [
         "mix: resumed as 90500 from scratch (no complete checkpoint)"]
     recover(ctx, LATER + SUBMIT_IN_FLIGHT_S)
     assert jobs(store, chain) == ["88154", "90500"] and len(slurm.records) == 1
@@ -545,7 +555,7 @@ def test_a_resume_while_an_automatic_resubmit_the_bot_died_in_is_in_flight_is_re
     assert list(slurm.records) == [90500] and jobs(store, chain) == ["88154"]
     [audit] = [e for e in store.audit.recent(50) if e.action == "submit"
                and e.actor == "U0ALICE"]
-    assert audit.result == "refused" and "RunSubmitInFlight" in audit.detail
+    assert audit.result == "refused" and "RunSubmitInFlight" in present(audit.detail)
 
     ctx = make_context(store, slurm, clock=lambda: LATER)  # started again
     assert AutoResubmitter(ctx, "dev").recover("mix", chain, "88154", decision,
@@ -595,7 +605,7 @@ class SbatchInFlight(FakeSlurm):
 
 def posts_of_new_job(ctx: BotContext) -> list[str]:
     """What the run's thread says of job 90500 (its resolution: resumed as 90500)."""
-    return [t for t in ctx.sink.texts() if "90500" in t]
+    return [t for t in recorded(ctx).texts() if "90500" in t]
 
 
 @pytest.mark.parametrize("lang", ["en", "ko"])
@@ -616,7 +626,7 @@ def test_a_persons_resume_while_the_automatic_resubmit_is_in_flight_is_refused(
     assert [r.text for r in replies] == [REFUSED_AUTOMATIC[lang]]
     assert len(slurm.submits()) == 1 and jobs(store, chain) == ["88154", "90500"]
     assert len(posts_of_new_job(ctx)) == 1 and in_flight(store) == []
-    assert store.chains.get(chain).retries_used == 1
+    assert present(store.chains.get(chain)).retries_used == 1
 
 
 def test_the_automatic_resubmit_while_a_persons_resume_is_in_flight_stands_down(
@@ -639,11 +649,11 @@ def test_the_automatic_resubmit_while_a_persons_resume_is_in_flight_stands_down(
     assert reply.job_id == "90500"
     assert "not resubmitted automatically: U0ALICE's submit of the run, sent at 1000000, " \
         "is in flight" in caplog.text
-    assert store.incidents.get(INTENT).state == "due"
+    assert present(store.incidents.get(INTENT)).state == "due"
     resubmits.run_due(NOW + 60, TickReport(ok=True))  # the next tick: the run went on
-    assert store.incidents.get(INTENT).state == "dropped"
+    assert present(store.incidents.get(INTENT)).state == "dropped"
     assert len(slurm.submits()) == 1 and jobs(store, chain) == ["88154", "90500"]
-    assert len(posts_of_new_job(ctx)) == 1 and store.chains.get(chain).retries_used == 0
+    assert len(posts_of_new_job(ctx)) == 1 and present(store.chains.get(chain)).retries_used == 0
 
 
 @pytest.mark.parametrize("lang", ["en", "ko"])
@@ -688,7 +698,7 @@ def test_a_resubmit_in_flight_written_before_intents_is_recorded_as_sent_when_it
                              actor="W0LEAD", now=LATER, resumed_at=None, charged=True,
                              array_task=None)
         assert left is not None and left.job_id == "90500"
-        new = store.attempts.latest(chain.id)
+        new = present(store.attempts.latest(chain.id))
         assert (new.job_id, new.submitted_at) == ("90500", NOW)
         assert [(f.actor, f.intent) for f in store.submits_in_flight.sent_before(
             "dev", float("inf"))] == [("U0ALICE", None)]
@@ -716,7 +726,7 @@ def test_an_automatic_resubmit_in_flight_nothing_leads_is_forgotten_and_the_run_
         store.incidents.set_state(INTENT, intent)
     if intent == "due":  # the watcher's next tick: refused by its own row, sends nothing
         watcher(ctx).run_due(NOW + 60, TickReport(ok=True))
-        assert store.incidents.get(INTENT).state == "due"
+        assert present(store.incidents.get(INTENT)).state == "due"
     refused = execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW + 60)
     assert refused.text == REFUSED_AUTOMATIC["en"] and list(slurm.records) == []
     recover(ctx, NOW + 60)  # it may still be in flight
@@ -724,13 +734,14 @@ def test_an_automatic_resubmit_in_flight_nothing_leads_is_forgotten_and_the_run_
 
     recover(ctx, LATER)
     assert in_flight(store) == [] and jobs(store, chain) == ["88154"]
-    assert [t for t in ctx.sink.texts() if "queued no job" in t] == [NOT_QUEUED_AUTOMATIC]
+    assert [t for t in recorded(ctx).texts() if "queued no job" in t] == [NOT_QUEUED_AUTOMATIC]
     reply = execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=LATER)
     assert reply.job_id == "90500" and list(slurm.records) == [90500]
     assert jobs(store, chain) == ["88154", "90500"] and in_flight(store) == []
     if intent == "due":  # the run went on: the watcher drops its resubmit, sends nothing
         watcher(ctx).run_due(LATER + 60, TickReport(ok=True))
-        assert store.incidents.get(INTENT).state == "dropped" and list(slurm.records) == [90500]
+        assert present(store.incidents.get(INTENT)).state == "dropped"
+        assert list(slurm.records) == [90500]
 
 
 def test_an_automatic_resubmit_nothing_leads_whose_job_queued_is_recorded_once(
@@ -752,7 +763,7 @@ def test_an_automatic_resubmit_nothing_leads_whose_job_queued_is_recorded_once(
     recover_submits_in_flight(ctx, LATER, after_submit=lambda *a: followed_up.append(a))
     assert jobs(store, chain) == ["88154", "90500"] and watched(store) == ["90500"]
     assert in_flight(store) == [] and followed_up == [] and len(slurm.records) == 1
-    assert [t for t in ctx.sink.texts() if "90500" in t] == [
+    assert [t for t in recorded(ctx).texts() if "90500" in t] == [
         "mix: resumed as 90500 from scratch (no complete checkpoint)"]
     reply = execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=LATER)
     assert reply.text.startswith("mix is still PENDING as job 90500; cancel it first ")
@@ -788,7 +799,7 @@ def test_a_persons_submit_in_flight_past_its_window_with_no_job_lets_the_run_res
     assert refused.text == REFUSED_PERSON[lang] and list(slurm.records) == []
     recover(ctx, LATER)
     recover(ctx, LATER + 60)  # told once
-    assert [t for t in ctx.sink.texts() if "13:46 UTC" in t] == [NOT_QUEUED_PERSON[lang]]
+    assert [t for t in recorded(ctx).texts() if "13:46 UTC" in t] == [NOT_QUEUED_PERSON[lang]]
     reply = execute(ctx, c.Resume("mix"), actor="U0OWNER", channel=CHANNEL, now=LATER)
     assert reply.job_id == "90500" and list(slurm.records) == [90500]
     assert jobs(store, chain) == ["88154", "90500"] and in_flight(store) == []

@@ -9,7 +9,7 @@ from dataclasses import replace
 
 import fakes
 import pytest
-from fakes import AnswerLostSlurm, make_context
+from fakes import AnswerLostSlurm, make_context, present, recorded, writer
 from support.dying import Died, dies_at
 from support.in_flight import in_flight, jobs, recover, watched
 
@@ -86,7 +86,7 @@ def test_an_automatic_resubmits_job_found_below_a_later_one_is_told_as_trainbots
     recover(ctx, LATER)
     assert jobs(store, chain) == ["88154", "90501"] and watched(store) == ["90501"]
     assert in_flight(store) == [] and slurm.queued("mix") == [90500, 90501]
-    [note] = [t for t in ctx.sink.texts() if "90500" in t]
+    [note] = [t for t in recorded(ctx).texts() if "90500" in t]
     assert note == {
         "en": "*mix*: job 90500 was also queued under the run's name `mix`, by trainbot's "
               "automatic resubmit, which trainbot died in before recording it. Job 90501 was "
@@ -117,7 +117,7 @@ def cancel_and_resume_died_after_sbatch(store: Store, monkeypatch
     store.attempts.record(chain_id=chain.id, job_id="88154", now=NOW - 1000)
     store.watched_jobs.add("dev", "88154", now=NOW - 1000, chain_id=chain.id)
     slurm.add(88154, name="mix", state="RUNNING", partition="debug", account="root")
-    ctx.sink.post_root(chain.id, CHANNEL, [], "mix")
+    writer(ctx).post_root(chain.id, CHANNEL, [], "mix")
     prompt = create_resubmit_prompt(ctx, recipe="mix", chain_id=chain.id, job_id="88154",
                                     now=NOW - 100, summary="88154: stalled", offer_cancel=True)
     slurm.cancel_answer_lost = ChannelClosed(["scancel", "88154"], "login",
@@ -146,7 +146,7 @@ def test_a_cancel_and_resume_row_whose_settle_cannot_finish_is_looked_up_after_a
     for at in (LATER, NOW + SETTLE_TAKEOVER_S + 60, bound - 1):
         settle_unknown_cancels(ctx, at)  # Slurm does not know 88154: nothing settles it
         recover(ctx, at)  # the settle's, while it may still lead it
-    assert store.approvals.get(token).state == "approved" and in_flight(store) == ["mix"]
+    assert present(store.approvals.get(token)).state == "approved" and in_flight(store) == ["mix"]
     refused = execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=bound - 1)
     assert refused.text.startswith("`resume` failed: not submitted: <@W0LEAD>'s submit of "
                                    "this run was sent at 13:46 UTC")
@@ -155,7 +155,7 @@ def test_a_cancel_and_resume_row_whose_settle_cannot_finish_is_looked_up_after_a
     recover(ctx, bound + 60)
     assert jobs(store, chain) == ["88154", "90500"] and watched(store) == ["90500"]
     assert in_flight(store) == [] and len(slurm.submits()) == 1
-    assert [t for t in ctx.sink.texts() if "90500" in t] == [
+    assert [t for t in recorded(ctx).texts() if "90500" in t] == [
         "mix: resumed as 90500 from scratch (no complete checkpoint)"]
     reply = execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=bound + 60)
     assert reply.text.startswith("mix is still PENDING as job 90500; cancel it first ")

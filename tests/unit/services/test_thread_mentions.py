@@ -4,7 +4,7 @@ incident only, the prompt's people on every prompt that waits for a decision."""
 from __future__ import annotations
 
 import pytest
-from fakes import T0, make_config, make_context
+from fakes import T0, make_config, make_context, writer
 
 from bot.core.catalogue import Catalogue
 from bot.core.models import Accounting, Diagnosis, DiagnosisMetrics
@@ -39,7 +39,7 @@ def diag(class_id: str, **kw) -> Diagnosis:
 def thread(store: Store, **recipe):
     ctx = make_context(store, clock=lambda: T0, **recipe)
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
-    ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
+    writer(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
     return ctx, chain
 
 

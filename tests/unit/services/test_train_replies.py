@@ -3,6 +3,8 @@ English a person reads, and the recipe's language (Korean) from the Babel catalo
 
 from __future__ import annotations
 
+from typing import Literal
+
 import pytest
 from fakes import FakeSlurm, make_context
 
@@ -12,6 +14,7 @@ from bot.services.train import execute, say
 from bot.store import Store
 
 NOW = 1_732_871_000.0
+Verb = Literal["cancel", "hold", "release"]  # JobControl's
 
 
 @pytest.fixture
@@ -232,7 +235,7 @@ def test_a_single_jobs_cancel_reply_is_unchanged(store) -> None:
                       "6101_0은(는) 이미 끝남 (그대로 둠)."),
 ])
 def test_holding_or_releasing_an_arrays_own_id_says_which_tasks_it_touched(
-        store, verb: str, lang: str, said: str) -> None:
+        store, verb: Verb, lang: str, said: str) -> None:
     """`/train hold|release 6101`, 6101 an array's own id: `scontrol hold|release 6101` acts
     on every task of it still waiting (here 6101_4, requeued, and the pending remainder) and
     leaves the running ones running; the reply says so task by task, from the tasks' records
@@ -273,7 +276,7 @@ def test_holding_or_releasing_an_arrays_own_id_says_which_tasks_it_touched(
     ("release", "Array 6101 released by <@W0LEAD>: no task was waiting, none released; "
                 "running 6101_[1-3] left running; 6101_0 already ended (left as they were)."),
 ])
-def test_holding_an_array_with_no_task_waiting_says_none_was(store, verb: str,
+def test_holding_an_array_with_no_task_waiting_says_none_was(store, verb: Verb,
                                                              said: str) -> None:
     """Every task started: Slurm's hold or release of the array touches none of them, and
     the reply says so rather than that the array was held."""
@@ -295,7 +298,7 @@ def test_holding_an_array_with_no_task_waiting_says_none_was(store, verb: str,
      "Job 6101 released by <@W0LEAD>."),
 ], ids=["cancel", "hold", "release"])
 def test_an_array_whose_tasks_cannot_be_read_is_controlled_all_the_same(
-        store, verb: str, error: Exception, said: str) -> None:
+        store, verb: Verb, error: Exception, said: str) -> None:
     """The tasks' read before the cancel, hold or release fails (the cluster errs, or is
     unreachable): the array is cancelled, held or released once all the same, and the reply
     names its id alone, as before."""
@@ -315,7 +318,7 @@ def test_an_array_whose_tasks_cannot_be_read_is_controlled_all_the_same(
 
 @pytest.mark.parametrize(("verb", "said"), [("hold", "Job 88017 held by <@W0LEAD>."),
                                             ("release", "Job 88017 released by <@W0LEAD>.")])
-def test_a_single_jobs_hold_and_release_replies_are_unchanged(store, verb: str,
+def test_a_single_jobs_hold_and_release_replies_are_unchanged(store, verb: Verb,
                                                               said: str) -> None:
     slurm = FakeSlurm()
     slurm.add(88017, name="mix", state="PENDING")
@@ -325,7 +328,7 @@ def test_a_single_jobs_hold_and_release_replies_are_unchanged(store, verb: str,
     assert slurm.acted(verb) == [88017]
 
 
-def _control_array_with_task_2(store, state: str, verb: str, lang: str, said: str) -> dict:
+def _control_array_with_task_2(store, state: str, verb: Verb, lang: str, said: str) -> dict:
     """`/train <verb> 6101` while Slurm lists 6101_2 in `state`: the reply is `said` and the
     action reached Slurm once, for the array's own id; the audit entry's detail, returned."""
     import json
@@ -363,7 +366,7 @@ def _control_array_with_task_2(store, state: str, verb: str, lang: str, said: st
                       "일시 중단 (보류 해제는 task를 재개하지 않음); 6101_0은(는) 이미 끝남 "
                       "(그대로 둠)."),
 ])
-def test_a_suspended_task_of_an_array_is_named_as_suspended(store, verb: str, lang: str,
+def test_a_suspended_task_of_an_array_is_named_as_suspended(store, verb: Verb, lang: str,
                                                             said: str) -> None:
     """`/train cancel|hold|release 6101` while 6101_2 is suspended (`scontrol suspend`):
     scancel cancels it, a hold does not reach it and a release does not resume it, and the
@@ -398,7 +401,7 @@ def test_a_suspended_task_of_an_array_is_named_as_suspended(store, verb: str, la
                       "멈춘 채로 둠 (보류 해제는 task를 다시 실행하지 않음; SIGCONT가 함: `scancel "
                       "--signal=CONT`); 6101_0은(는) 이미 끝남 (그대로 둠)."),
 ])
-def test_a_stopped_task_of_an_array_is_named_as_stopped(store, verb: str, lang: str,
+def test_a_stopped_task_of_an_array_is_named_as_stopped(store, verb: Verb, lang: str,
                                                         said: str) -> None:
     """`/train cancel|hold|release 6101` while Slurm lists 6101_2 STOPPED (its processes sent
     SIGSTOP, `scancel --signal=STOP 6101_2`; it keeps its allocation and runs nothing):
@@ -462,7 +465,7 @@ _ARRAY_6101 = [(6102, "6101_0", "COMPLETED"), (6103, "6101_1", "RUNNING"),
     ("hold", "scontrol", "Job 88017 held by <@W0LEAD>."),
     ("release", "scontrol", "Job 88017 released by <@W0LEAD>."),
 ])
-def test_an_adopted_plain_jobs_control_asks_slurm_only_the_action(store, verb: str,
+def test_an_adopted_plain_jobs_control_asks_slurm_only_the_action(store, verb: Verb,
                                                                   program: str,
                                                                   said: str) -> None:
     """`/train cancel|hold|release 88017` of a job adopted with `/train watch` as no array's
@@ -471,7 +474,7 @@ def test_an_adopted_plain_jobs_control_asks_slurm_only_the_action(store, verb: s
                                 kind="adopted", watched_by="W0LEAD")
     store.attempts.record(chain_id=chain.id, job_id="88017", now=2, state="RUNNING")
     slurm, runner = _client_over({88017: [(88017, "88017", "RUNNING")]})
-    ctx = make_context(store, {"dev": slurm})  # type: ignore[dict-item]
+    ctx = make_context(store, {"dev": slurm})
     reply = execute(ctx, JobControl(verb, 88017), actor="W0LEAD", channel=None, now=NOW)
     assert reply.text == said
     assert runner.commands() == [program]
@@ -482,7 +485,7 @@ def test_an_adopted_plain_jobs_control_asks_slurm_only_the_action(store, verb: s
     ("hold", "scontrol", "Job 88017 held by <@W0LEAD>."),
     ("release", "scontrol", "Job 88017 released by <@W0LEAD>."),
 ])
-def test_a_runs_plain_jobs_control_asks_squeue_then_the_action(store, verb: str, program: str,
+def test_a_runs_plain_jobs_control_asks_squeue_then_the_action(store, verb: Verb, program: str,
                                                                said: str) -> None:
     """`/train cancel|hold|release 88017` of a recipe's run whose job squeue lists as no
     array's: squeue, then the action (sacct is not asked). The store cannot settle it: the
@@ -490,7 +493,7 @@ def test_a_runs_plain_jobs_control_asks_squeue_then_the_action(store, verb: str,
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=1)
     store.attempts.record(chain_id=chain.id, job_id="88017", now=2, state="RUNNING")
     slurm, runner = _client_over({88017: [(88017, "88017", "RUNNING")]})
-    ctx = make_context(store, {"dev": slurm})  # type: ignore[dict-item]
+    ctx = make_context(store, {"dev": slurm})
     reply = execute(ctx, JobControl(verb, 88017), actor="W0LEAD", channel=None, now=NOW)
     assert reply.text == said
     assert runner.commands() == ["squeue", program]
@@ -505,7 +508,7 @@ def test_a_runs_job_its_script_made_an_array_is_answered_task_by_task(store) -> 
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="sweep", now=1)
     store.attempts.record(chain_id=chain.id, job_id="6101", now=2, state="PENDING")
     slurm, runner = _client_over({6101: _ARRAY_6101})
-    ctx = make_context(store, {"dev": slurm})  # type: ignore[dict-item]
+    ctx = make_context(store, {"dev": slurm})
     reply = execute(ctx, JobControl("cancel", 6101), actor="W0LEAD", channel=None, now=NOW)
     assert reply.text == ("Array 6101 cancelled by <@W0LEAD>: running 6101_[1-2] stopped; the "
                           "tasks not started yet cancelled; 6101_0 already ended (left as they "
@@ -519,7 +522,7 @@ def test_a_job_the_store_does_not_record_is_read_once_to_tell_an_array(store) ->
     whether it is an array's id, and squeue's listing says it is not (no array fields), so
     sacct is not asked (before: squeue and sacct, then the cancel)."""
     slurm, runner = _client_over({88017: [(88017, "88017", "RUNNING")]})
-    ctx = make_context(store, {"dev": slurm})  # type: ignore[dict-item]
+    ctx = make_context(store, {"dev": slurm})
     reply = execute(ctx, JobControl("cancel", 88017), actor="W0LEAD", channel=None, now=NOW)
     assert reply.text == "Job 88017 cancelled by <@W0LEAD>."
     assert runner.commands() == ["squeue", "scancel"]
@@ -533,7 +536,7 @@ def test_an_arrays_control_still_reads_its_tasks_and_says_which(store, recorded:
     if recorded:
         _array_6101(store)
     slurm, runner = _client_over({6101: _ARRAY_6101})
-    ctx = make_context(store, {"dev": slurm})  # type: ignore[dict-item]
+    ctx = make_context(store, {"dev": slurm})
     reply = execute(ctx, JobControl("cancel", 6101), actor="W0LEAD", channel=None, now=NOW)
     assert reply.text == ("Array 6101 cancelled by <@W0LEAD>: running 6101_[1-2] stopped; the "
                           "tasks not started yet cancelled; 6101_0 already ended (left as they "

@@ -9,7 +9,7 @@ from __future__ import annotations
 import re
 
 import pytest
-from fakes import FakeSlurm, make_context
+from fakes import FakeSlurm, make_context, present
 
 from bot.core import train_grammar as c
 from bot.core.text import N_, display_width
@@ -77,7 +77,7 @@ BAD_TEXTS = ["frob", "submti mix", "submit", "submit mix lr", "submit mix lr=", 
              "help frob", "submit 'mix", "status a b", "submit bad/name", "x" * 2001,
              "submit a\x00"]
 
-COMMANDS = [  # (command, actor, channel)
+COMMANDS: list[tuple[c.Command, str, str | None]] = [  # (command, actor, channel)
     (c.Status(), "U0ALICE", CHANNEL),
     (c.Status("mix"), "U0ALICE", CHANNEL),
     (c.Status("12345"), "U0ALICE", CHANNEL),
@@ -155,7 +155,7 @@ def test_status_and_history_tables_line_up_in_korean(ctx) -> None:
         text = execute(ctx, cmd, actor="U0ALICE", channel=CHANNEL, now=NOW).text
         table = [line for line in text.split("```")[1].splitlines() if "  " in line]
         assert len(table) >= 2 and "작업" in table[0], text
-        starts = {display_width(m.group(1)) for m in
+        starts = {display_width(present(m).group(1)) for m in
                   (re.match(r"(\s*\S+)", line) for line in table)}
         assert len(starts) == 1, table
 
@@ -424,4 +424,4 @@ def test_a_refusal_of_an_array_task_names_it_as_the_person_wrote_it(store, lang,
         assert "mix" in said, said
         if lang == "ko":
             assert HANGUL.search(said) and not english_words(said), said
-    assert slurm.job(6203).state == "RUNNING"  # nothing cancelled or held
+    assert present(slurm.job(6203)).state == "RUNNING"  # nothing cancelled or held

@@ -7,7 +7,17 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fakes import T0, FakeCheckpoints, FakeSFTP, FakeSlurm, RecordingMessageSink, make_context
+from fakes import (
+    T0,
+    FakeCheckpoints,
+    FakeSFTP,
+    FakeSlurm,
+    RecordingMessageSink,
+    make_context,
+    present,
+    recorded,
+    writer,
+)
 from support.dying import Died
 from support.watcher import stalled_thread
 
@@ -38,13 +48,13 @@ def test_88154_story_in_the_thread_from_stall_to_approved_resubmit(store):
     ctx = make_context(store, slurm, clock=lambda: T0 + 1900)
     chain, sftp, rest = stalled_thread(ctx, slurm)
     posted: list[tuple[str, list]] = []
-    real_reply = ctx.sink.post_reply
+    real_reply = writer(ctx).post_reply
 
     def capture(chain_id, key, blocks, text):
         posted.append((key, blocks))
         return real_reply(chain_id, key, blocks, text)
 
-    ctx.sink.post_reply = capture
+    writer(ctx).post_reply = capture  # type: ignore[method-assign]
     w = Watcher("dev", slurm=slurm, reader=lambda: sftp, store=store, catalogue=Catalogue.load(),
                 sink=ThreadEvents(ctx), config=ctx.config, checkpoint=FakeCheckpoints(3000))
     w.tick(T0)
@@ -85,11 +95,11 @@ def test_cluster_notice_goes_once_to_each_active_thread_of_that_cluster(store):
     a = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
     b = store.chains.create(recipe="mix", cluster="other", job_name="mix", now=T0)
     for c in (a, b):
-        ctx.sink.post_root(c.id, "C0TRAIN", [], "mix")
+        writer(ctx).post_root(c.id, "C0TRAIN", [], "mix")
     sink = ThreadEvents(ctx)
     ev = WatchEvent("cluster_unreachable", "cluster:dev:down:1", "dev", "cluster dev down")
     sink.publish(ev)
-    notes = [p[1:3] for p in ctx.sink.posts if p[0] == "reply"]
+    notes = [p[1:3] for p in recorded(ctx).posts if p[0] == "reply"]
     assert notes == [(a.id, f"cluster:dev:down:1:chain:{a.id}")]
 
 
@@ -107,7 +117,7 @@ def test_cluster_unreachable_note_says_the_error_in_the_threads_language(store, 
 
     ctx = make_context(store, lang=lang)
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
-    ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
+    writer(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
     events: list[WatchEvent] = []
     threads = ThreadEvents(ctx)
 
@@ -122,7 +132,7 @@ def test_cluster_unreachable_note_says_the_error_in_the_threads_language(store, 
     for i in range(3):
         health.failed(1_000_000.0 + 60 * i, error, TickReport(ok=True))
     [event] = events
-    [note] = [p[3] for p in ctx.sink.posts if p[0] == "reply"]
+    [note] = [p[3] for p in recorded(ctx).posts if p[0] == "reply"]
     assert note.startswith(want), note
     assert event.to_json()["facts"]["error"] == "`squeue --me` did not finish within 20 s"
 
@@ -154,7 +164,7 @@ def test_an_unreachable_notice_whose_post_failed_is_posted_later_as_recorded_in_
 
     ctx = make_context(store, lang="ko")
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
-    ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
+    writer(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
     health = slack_refusing(ctx)
     for i in range(3):  # the 3rd tick decides the notice; Slack refuses its post
         health.failed(1_000_000.0 + 60 * i, CommandTimedOut(["squeue", "--me"], 20),
@@ -177,7 +187,7 @@ def test_an_unreachable_notice_a_restart_left_unposted_is_posted_from_the_store_
 
     ctx = make_context(store, lang="ko")
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
-    ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
+    writer(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
     before = slack_refusing(ctx)
     for i in range(3):
         before.failed(1_000_000.0 + 60 * i, CommandTimedOut(["squeue", "--me"], 20),
@@ -204,7 +214,7 @@ def test_an_unreachable_notice_left_unposted_is_dropped_once_the_cluster_answers
 
     ctx = make_context(store, lang="ko")
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
-    ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
+    writer(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
     health = slack_refusing(ctx)
     for i in range(3):
         health.failed(1_000_000.0 + 60 * i, CommandTimedOut(["squeue", "--me"], 20),
@@ -242,7 +252,7 @@ def test_a_back_note_whose_post_failed_is_posted_at_the_next_tick_once_in_korean
 
     ctx = make_context(store, lang="ko")
     health = _announced_outage(ctx)
-    ctx.sink.fail_next = 1  # the first thread's back note: Slack refuses it
+    recorded(ctx).fail_next = 1  # the first thread's back note: Slack refuses it
     health.ok(1_000_300.0, TickReport(ok=True))
     backs = [n for n in replies(ctx) if n.startswith(KO_BACK)]
     assert len(backs) == 1  # the second thread's
@@ -251,9 +261,9 @@ def test_a_back_note_whose_post_failed_is_posted_at_the_next_tick_once_in_korean
     else:  # down again: the note of the outage that ended is still true, and comes first
         health.failed(1_000_360.0, ClusterUnavailable("connection refused"),
                       TickReport(ok=True))
-    backs = [(p[1], p[3]) for p in ctx.sink.posts if p[0] == "reply" and
-             p[3].startswith(KO_BACK)]
-    assert sorted(chain for chain, _ in backs) == [1, 2], backs  # each thread's once
+    back_posts = [(p[1], p[3]) for p in recorded(ctx).posts if p[0] == "reply" and
+                  p[3].startswith(KO_BACK)]
+    assert sorted(chain for chain, _ in back_posts) == [1, 2], back_posts  # each thread's once
     assert store.incidents.of_class("cluster_back", ("pending",)) == []
     health.ok(1_000_420.0, TickReport(ok=True))
     assert len([n for n in replies(ctx) if n.startswith(KO_BACK)]) == 2
@@ -264,7 +274,7 @@ def test_a_back_note_a_restart_left_unposted_is_posted_from_the_store(store):
 
     ctx = make_context(store)
     health = _announced_outage(ctx)
-    ctx.sink.fail_next = 2  # Slack refuses both threads' back notes; then the bot restarts
+    recorded(ctx).fail_next = 2  # Slack refuses both threads' back notes; then the bot restarts
     health.ok(1_000_300.0, TickReport(ok=True))
     assert [n for n in replies(ctx) if n.startswith("cluster dev answers again")] == []
     after = slack_refusing(ctx, fails=0)
@@ -402,7 +412,7 @@ def test_a_restarted_bot_says_nothing_of_an_outage_over_before_it_was_told(store
     ctx = make_context(store)
     for _ in range(2):
         chain = ctx.store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
-        ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
+        writer(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
     health = slack_refusing(ctx, fails=2)
     for i in range(3):
         health.failed(1_000_000.0 + 60 * i, CommandTimedOut(["squeue", "--me"], 20),
@@ -553,7 +563,7 @@ def test_a_notice_left_in_a_thread_that_refuses_lookups_has_its_end_tried_there_
 
     ctx = make_context(store)
     _died_between_slack_and_its_record(ctx, monkeypatch)
-    sink = ctx.sink
+    sink = writer(ctx)
     look_up, post_reply = sink.look_up, sink.post_reply
     tried: list[str] = []
 
@@ -599,7 +609,7 @@ def test_a_notice_intent_slack_does_not_have_is_not_taken_as_said(store):
 
     ctx = make_context(store)
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
-    ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
+    writer(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
     store.incidents.record("cluster:dev:down:1000000", class_id="cluster_unreachable",
                            now=1_000_120.0, diagnosis={
                                "kind": "cluster_unreachable", "text": NOTICE, "job_id": None,
@@ -621,7 +631,7 @@ def test_a_notice_stored_before_the_outages_start_was_is_posted_and_dates_the_ou
 
     ctx = make_context(store)
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
-    ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
+    writer(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
     text = (f"{NOTICE}: `squeue --me` did not finish within 20 s. Jobs are not being judged; "
             "nothing is concluded about them until it answers again.")
     store.incidents.record("cluster:dev:down:1000000", class_id="cluster_unreachable", now=
@@ -647,7 +657,7 @@ def test_time_limit_on_an_auto_resubmit_recipe_is_resumed_by_the_submit_service(
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
     store.attempts.record(chain_id=chain.id, job_id="88300", now=T0)
     store.watched_jobs.add("dev", "88300", now=T0, chain_id=chain.id)
-    ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
+    writer(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
     sftp.append(LOG, b"".join(STORY.read_bytes().splitlines(keepends=True)[:300]))
     slurm.add(88300, state="TIMEOUT", exit_code=0, signal=0, stdout_path=LOG, name="mix",
               start_time=T0, end_time=T0 + 1300)
@@ -662,7 +672,7 @@ def test_time_limit_on_an_auto_resubmit_recipe_is_resumed_by_the_submit_service(
     assert store.watched_jobs.get("dev", "88887") is not None
     w.tick(T0 + 1410)
     assert len(slurm.submits()) == 1
-    keys = [p[2] for p in ctx.sink.posts if p[0] == "reply"]
+    keys = [p[2] for p in recorded(ctx).posts if p[0] == "reply"]
     assert "dev:88300:final" in keys and "dev:88300:resubmitted" in keys
 
 
@@ -885,14 +895,22 @@ def test_the_chains_progress_chart_keeps_every_attempts_saves_and_failure_in_its
 
     axis_labels: list[str] = []
     real_set_xlabel = Axes.set_xlabel
-    monkeypatch.setattr(Axes, "set_xlabel", lambda ax, label, *a, **k: (
-        axis_labels.append(label), real_set_xlabel(ax, label, *a, **k))[1])
+
+    def set_xlabel(ax, label, *a, **k):  # noqa: ANN001, ANN002, ANN003, ANN202
+        axis_labels.append(label)
+        return real_set_xlabel(ax, label, *a, **k)
+
+    monkeypatch.setattr(Axes, "set_xlabel", set_xlabel)
     from matplotlib.figure import Figure
 
     legend_labels: list[str] = []  # what the drawn legend says
     real_legend = Figure.legend
-    monkeypatch.setattr(Figure, "legend", lambda fig, handles, labels, *a, **k: (
-        legend_labels.extend(labels), real_legend(fig, handles, labels, *a, **k))[1])
+
+    def legend(fig, handles, labels, *a, **k):  # noqa: ANN001, ANN002, ANN003, ANN202
+        legend_labels.extend(labels)
+        return real_legend(fig, handles, labels, *a, **k)
+
+    monkeypatch.setattr(Figure, "legend", legend)
     sink = ChartSink(store)
     ctx, _, chain = _chart_thread(store, sink, lang="ko")
     events = ThreadEvents(ctx)
@@ -917,7 +935,7 @@ def test_the_chains_progress_chart_keeps_every_attempts_saves_and_failure_in_its
                           series=analysis.series)
 
     first, second = incident(1), incident(2)
-    assert first.diagnosis.class_id == "unknown_failure"
+    assert present(first.diagnosis).class_id == "unknown_failure"
     events.publish(first)
     events.publish(second)
     last = drawn[-1]
@@ -987,18 +1005,18 @@ def gpu_fault_watch(store, lang: str = "en", **policy):
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
     store.attempts.record(chain_id=chain.id, job_id="88400", now=T0)
     store.watched_jobs.add("dev", "88400", now=T0, chain_id=chain.id)
-    ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
+    writer(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
     sftp.append(LOG, GPU_LOG)
     slurm.add(88400, state="FAILED", exit_code=1, signal=0, stdout_path=LOG, name="mix",
               node="gpu-b12", start_time=T0, end_time=T0 + 1300)
     posted: list[tuple[str, list, str]] = []
-    real_reply = ctx.sink.post_reply
+    real_reply = writer(ctx).post_reply
 
     def capture(chain_id, key, blocks, text):
         posted.append((key, blocks, text))
         return real_reply(chain_id, key, blocks, text)
 
-    ctx.sink.post_reply = capture
+    writer(ctx).post_reply = capture  # type: ignore[method-assign]
     w = build_watcher(ctx, "dev")
     w.tick(T0 + 1310)
     return ctx, slurm, chain.id, w, posted
@@ -1030,7 +1048,7 @@ def test_an_approved_gpu_fault_resubmit_leaves_the_node_out(store):
     assert result.status == "done", result
     assert [s.exclude for s in slurm.submits()] == ["gpu-b12"]
     assert store.attempts.for_chain(chain_id)[-1].excluded_nodes == "gpu-b12"
-    assert "without node gpu-b12 (--exclude)" in result.update_text
+    assert "without node gpu-b12 (--exclude)" in present(result.update_text)
 
 
 def test_a_korean_gpu_fault_prompt_says_the_node_in_korean(store):

@@ -16,7 +16,7 @@ from functools import cache
 from pathlib import Path
 
 import pytest
-from fakes import T0, FakeCheckpoints, FakeSFTP, FakeSlurm, SstatSlurm, make_context
+from fakes import T0, FakeCheckpoints, FakeSFTP, FakeSlurm, SstatSlurm, make_context, writer
 
 from bot.core.catalogue import Catalogue
 from bot.core.diagnose import analyze_file
@@ -77,7 +77,7 @@ def history(*last_iters: int | None, retries_used: int = 0) -> ChainHistory:
 def thread(store: Store, lang: str, **recipe):
     ctx = make_context(store, clock=lambda: T0, lang=lang, **recipe)
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
-    ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
+    writer(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
     return ctx, chain
 
 

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes import T0, FakeCheckpoints, FakeSFTP, FakeSlurm, make_context
+from fakes import T0, FakeCheckpoints, FakeSFTP, FakeSlurm, make_context, writer
 
 from bot.cli.log_input import read_log
 from bot.cli.report import build_report
@@ -65,9 +65,9 @@ def watched_thread(store: Store, templates_dir: Path | None = None, *,
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
     store.attempts.record(chain_id=chain.id, job_id="88154", now=T0)
     store.watched_jobs.add("dev", "88154", now=T0, chain_id=chain.id)
-    ctx.sink.post_root(chain.id, "C0TRAIN", [], "mix")
+    writer(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
     posted: dict[str, list[dict]] = {}
-    real_reply = ctx.sink.post_reply
+    real_reply = writer(ctx).post_reply
 
     failures = [failed_posts]
 
@@ -78,7 +78,7 @@ def watched_thread(store: Store, templates_dir: Path | None = None, *,
         posted[key] = blocks
         return real_reply(chain_id, key, blocks, text)
 
-    ctx.sink.post_reply = capture
+    writer(ctx).post_reply = capture  # type: ignore[method-assign]
     slurm.add(88154, state="RUNNING", stdout_path=LOG, start_time=T0, name="mix")
     sftp = FakeSFTP()
     sftp.append(LOG, (STORIES / "88154.log").read_bytes())
@@ -159,7 +159,7 @@ def test_a_checkpoint_without_an_iteration_is_named_where_the_incident_offers_a_
     assert lookup.calls == [("mix", None)] and walks == []
 
 
-AUTO = {"policy": {"auto_resubmit": True}}
+AUTO: dict[str, Any] = {"policy": {"auto_resubmit": True}}
 UNKNOWN = {
     "en": ("from the last complete checkpoint (unknown: looking it up failed)",
            "; not resubmitted automatically: the checkpoint it would resume from is unknown",

@@ -5,6 +5,8 @@ from __future__ import annotations
 
 import time as _time
 from dataclasses import replace
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
 import pytest
 from fakes import (
@@ -16,6 +18,9 @@ from fakes import (
     RecordingEventSink,
     SstatSlurm,
     make_context,
+    present,
+    recorded,
+    writer,
 )
 from support.watcher import (
     CLUSTER,
@@ -39,6 +44,9 @@ from bot.services.watch.chains import ProgressRewriteBudget
 from bot.services.watch.tick import Watcher
 from bot.services.watch_events import ThreadEvents
 from bot.store import Store
+
+if TYPE_CHECKING:
+    from bot.config import PolicyConfig
 
 # ------------------------------------------------------------------ cluster health
 
@@ -189,7 +197,7 @@ def _progressing_clusters(stores: dict[str, Store], sink: RecordingEventSink, *,
                                            start_time=T0)
             sftp.append(log, b"iter: 500/100000 | loss: 0.5\n")
             roots[cluster].append(chain.id)
-        watchers[cluster] = Watcher(cluster, slurm=slurm, reader=lambda sftp=sftp: sftp,
+        watchers[cluster] = Watcher(cluster, slurm=slurm, reader=partial(lambda s: s, sftp),
                                     store=store, catalogue=catalogue(), sink=sink,
                                     policy=PolicyParams(),
                                     progress_rewrites=ProgressRewriteBudget(store, per_minute))
@@ -301,7 +309,7 @@ def _split_at_stall():
 
 def test_story_88154_hang_warned_early_once_then_incident_resumes_from_3000(env):
     store, slurm, sftp, sink = env
-    add_job(store, 88154, attempts_before=[(88016, 1049)])
+    add_job(store, 88154, attempts_before=((88016, 1049),))
     slurm.records[88154] = running(88154)
     before, after = _split_at_stall()
     sftp.append(LOG, b"".join(before))
@@ -663,7 +671,8 @@ def test_the_watcher_ticks_under_a_real_apscheduler(env):
     sched = JobScheduler(LeaseKeeper(store.leases), clock=lambda: T0)
     job = sched.run_repeating(f"watch:{CLUSTER}", w.tick, every_s=30)
     assert job.id == f"watch:{CLUSTER}" and job.coalesce and job.max_instances == 1
-    w.tick = lambda now: (_ for _ in ()).throw(RuntimeError("boom"))  # a broken tick ...
+    w.tick = lambda now: (_ for _ in ()).throw(  # type: ignore[method-assign]
+        RuntimeError("boom"))  # a broken tick ...
     job.func()  # ... is logged, not raised
 
 
@@ -673,10 +682,10 @@ class _Config:
     def __init__(self, **recipe) -> None:
         from types import SimpleNamespace
 
-        base = dict(log_path=None, sampler_path=None, job_name=None, workdir=None,
+        base: dict[str, Any] = dict(log_path=None, sampler_path=None, job_name=None, workdir=None,
                     target_iter=8000, metric_regexes=[])
         self._recipe = SimpleNamespace(**{**base, **recipe})
-        self.policy = PolicyParams()
+        self.policy: PolicyParams | PolicyConfig = PolicyParams()
 
     def recipe(self, name):
         return self._recipe
@@ -709,7 +718,7 @@ def test_stall_warning_corroborated_by_sampler_cpu_drop(env):
     w.tick(T0 + 360)
     assert sink.kinds() == ["warning"]
     assert "92 % → 8 %" in sink.events[0].text
-    assert w._jobs[88154].sampler.latest.rss["worker"] == 8 << 30
+    assert present(w._jobs[88154].sampler.latest).rss["worker"] == 8 << 30
 
 
 def test_finished_job_with_a_big_unread_log_is_diagnosed_only_when_caught_up(env):
@@ -744,12 +753,12 @@ def test_a_log_read_whose_channel_closed_is_retried_next_tick_not_judged(env, ca
     def closed_under_it(requests):
         raise ChannelClosed(["/bin/sh", "-c", "..."], "login1", connection_lost=False)
 
-    sftp.read = closed_under_it  # type: ignore[method-assign]
+    sftp.read = closed_under_it
     w = make_watcher(store, slurm, sftp, sink)
     w.tick(T0 + 200)
     assert sink.events == [] and store.watched_jobs.get(CLUSTER, "88154") is not None
     assert "will retry next tick" in caplog.text
-    sftp.read = read  # type: ignore[method-assign]
+    sftp.read = read
     w.tick(T0 + 260)
     assert sink.events[0].diagnosis.class_id == "nccl_timeout"
 
@@ -968,9 +977,9 @@ def test_a_due_resubmit_whose_stored_decision_is_unreadable_asks_a_person(env, k
     # resubmitting …"), while the decision passed along keeps its facts whole
     assert note.decision.facts["why"] == "retryable"
     ctx = make_context(store, slurm, sftp=sftp)
-    ctx.sink.post_root(chain.id, "C0TRAIN", [], "auto")
+    writer(ctx).post_root(chain.id, "C0TRAIN", [], "auto")
     ThreadEvents(ctx).publish(note)
-    [said] = [text for kind, _, k, text in ctx.sink.posts if k == f"{key}:ask"]
+    [said] = [text for kind, _, k, text in recorded(ctx).posts if k == f"{key}:ask"]
     assert said == mrkdwn_escape(note.text)
     assert "retryable" not in said and "resubmitting" not in said
 
@@ -1138,7 +1147,7 @@ def test_a_running_jobs_unreadable_log_is_logged_when_it_starts_and_ends_not_eac
     with caplog.at_level("INFO", logger="bot.services.watch"):
         for t in (60, 120, 180, 240):
             w.tick(T0 + t)
-        sftp.read = read  # type: ignore[method-assign]
+        sftp.read = read
         w.tick(T0 + 300)
         w.tick(T0 + 360)
     assert _said(caplog) == [
@@ -1163,7 +1172,7 @@ def _running_with_its_log_unreadable(env):
         w.tick(T0 + t)
 
     def readable() -> None:
-        sftp.read = read  # type: ignore[method-assign]
+        sftp.read = read
     return w, readable
 
 
@@ -1259,9 +1268,9 @@ def test_a_tick_whose_read_fails_as_a_whole_does_not_start_the_wait_over(env):
     def dropped(requests):
         raise OSError("Socket is closed")
 
-    sftp.read = dropped  # type: ignore[method-assign]
+    sftp.read = dropped
     w.tick(T0 + 500)
-    sftp.read = read  # type: ignore[method-assign]
+    sftp.read = read
     assert store.watched_jobs.get(CLUSTER, "88154").unreadable_since == T0 + 200
     w.tick(T0 + 799)
     assert sink.events == []
@@ -1281,7 +1290,7 @@ def test_a_log_readable_again_within_the_bound_gives_the_usual_incident(env):
     w.tick(T0 + 200)
     w.tick(T0 + 700)
     assert sink.events == []
-    sftp.read = sftp.readable  # type: ignore[attr-defined]
+    sftp.read = sftp.readable
     w.tick(T0 + 799)
     [incident] = sink.events
     assert incident.diagnosis.class_id == "nccl_timeout"
@@ -1521,12 +1530,12 @@ def test_a_log_readable_again_clears_the_stored_wait(env):
     w.tick(T0 + 200)
     assert store.watched_jobs.get(CLUSTER, "88154").unreadable_since == T0 + 200
     failing = sftp.read
-    sftp.read = sftp.readable  # type: ignore[attr-defined]
+    sftp.read = sftp.readable
     sftp.append(LOG, b"x" * (17 << 20))  # more than one tick reads: not judged yet
     w.tick(T0 + 300)
     assert sink.events == []
     assert store.watched_jobs.get(CLUSTER, "88154").unreadable_since is None
-    sftp.read = failing  # type: ignore[method-assign]
+    sftp.read = failing
     after = make_watcher(store, slurm, sftp, sink, unreadable_file_s=600)
     after.tick(T0 + 900)
     after.tick(T0 + 1499)

@@ -111,7 +111,7 @@ def test_staggered_progress_of_many_tasks_rewrites_the_root_once_per_interval(en
     w = make_watcher(store, slurm, sftp, sink, persist_every_s=300)
     w.tick(T0 + 60)  # the tasks start: their rows written at once
     assert (sink.changed, sink.progressed) == ([chain.id], [])
-    rewrites = []
+    rewrites: list[int] = []
     for tick in range(2, 32):  # 30 one-minute ticks; task n's rows written from tick 6 + n % 5
         for n in range(10):
             if tick >= 6 + n % 5:

@@ -8,7 +8,7 @@ import io
 from pathlib import Path
 
 import pytest
-from fakes import FakeSlurm, make_context
+from fakes import FakeSlurm, make_context, present, writer
 
 from bot.core.incident import AttemptSummary, build_root
 from bot.services.ports import BotContext
@@ -48,6 +48,7 @@ def sink(tmp_path: Path, store: Store, clock: Clock) -> ConsoleSink:
 
 
 def printed(sink: ConsoleSink) -> str:
+    assert isinstance(sink.out, io.StringIO)  # the fixture's
     return sink.out.getvalue()
 
 
@@ -74,10 +75,11 @@ def test_thread_is_printed_with_indented_replies_once_per_key(sink: ConsoleSink,
     assert "  │ RSS grows\n  │ by 17 GB" in out
     assert out.count("RSS grows") == 1
     # recorded like the Slack poster: the services find the thread
-    assert store.slack_posts.get("chain:1:root").posted
-    assert store.slack_posts.get("warning:88154:leak").thread_ts == \
-        store.slack_posts.get("chain:1:root").ts
-    assert store.chains.get(cid).thread_ts == store.slack_posts.get("chain:1:root").ts
+    assert present(store.slack_posts.get("chain:1:root")).posted
+    assert present(store.slack_posts.get("warning:88154:leak")).thread_ts == \
+        present(store.slack_posts.get("chain:1:root")).ts
+    root = present(store.slack_posts.get("chain:1:root"))
+    assert present(store.chains.get(cid)).thread_ts == root.ts
 
 
 def test_a_post_is_looked_up_as_shown_once_recorded_even_as_an_intent(
@@ -165,11 +167,11 @@ def console_context(store: Store, sink: ConsoleSink) -> tuple[BotContext, FakeSl
 def failed_chain(ctx: BotContext, *, offer_cancel: bool = False) -> tuple[int, str]:
     cid = chain(ctx.store)
     ctx.store.attempts.record(chain_id=cid, job_id="88154", now=NOW)
-    ctx.sink.post_root(cid, "C0TRAIN", [], "mix")
+    writer(ctx).post_root(cid, "C0TRAIN", [], "mix")
     prompt = create_resubmit_prompt(ctx, recipe="mix", chain_id=cid, job_id="88154", now=NOW,
                                     summary="88154 died: NCCL watchdog", resume_iter=3000,
                                     offer_cancel=offer_cancel)
-    ctx.sink.post_reply(cid, "incident:88154", prompt.blocks, prompt.text)
+    writer(ctx).post_reply(cid, "incident:88154", prompt.blocks, prompt.text)
     return cid, prompt.token
 
 
@@ -185,7 +187,7 @@ def test_yes_at_the_prompt_resubmits_through_the_approval_service(
     assert result.status == "done" and done == ["88887"]
     assert len(slurm.submits()) == 1
     assert [a.job_id for a in store.attempts.for_chain(cid)] == ["88154", "88887"]
-    assert store.approvals.get(token).decided_by == "W0LEAD"
+    assert present(store.approvals.get(token)).decided_by == "W0LEAD"
     out = printed(sink)
     assert "Resubmit from iteration 3,000? [y/N]" in out
     assert "↳ Approved by @lead: resubmitted as 88887" in out
@@ -198,7 +200,7 @@ def test_no_at_the_prompt_dismisses(sink: ConsoleSink, store: Store):
     [result] = ConsoleApprovals(ctx, sink, "W0LEAD", read=lambda: "\n").answer_pending(NOW)
     assert result.status == "declined"
     assert slurm.submits() == []
-    assert store.approvals.get(token).state != "pending"
+    assert present(store.approvals.get(token)).state != "pending"
 
 
 def test_a_running_jobs_cancel_offer_is_never_answered(sink: ConsoleSink, store: Store):
@@ -207,7 +209,7 @@ def test_a_running_jobs_cancel_offer_is_never_answered(sink: ConsoleSink, store:
     results = ConsoleApprovals(ctx, sink, "W0LEAD", assume_yes=True).answer_pending(NOW)
     assert results == []
     assert slurm.submits() == [] and slurm.acted("cancel") == []
-    assert store.approvals.get(token).state == "pending"
+    assert present(store.approvals.get(token)).state == "pending"
     assert "left unanswered" in printed(sink)
 
 

@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
+from typing import Any
 
 import pytest
 from hypothesis import given, settings
@@ -103,7 +104,8 @@ def test_5000_evidence_lines_fit_and_say_what_was_cut(lang: str):
 
 
 def test_trim_limits_headers_buttons_fields_and_block_count():
-    blocks = [{"type": "header", "text": {"type": "plain_text", "text": "H" * 400}}]
+    blocks: list[dict[str, Any]] = [
+        {"type": "header", "text": {"type": "plain_text", "text": "H" * 400}}]
     blocks += [{"type": "section", "text": {"type": "mrkdwn", "text": f"s{i}"}}
                for i in range(80)]
     blocks.append({"type": "section", "fields": [{"type": "mrkdwn", "text": "f" * 2500}] * 12})
@@ -147,7 +149,7 @@ def test_text_rendering_shows_buttons_and_unescapes():
     assert "a<b 1" in out
 
 
-_text = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=("Cs",)),
+_text = st.text(alphabet=st.characters(codec="utf-8", exclude_categories=["Cs"]),
                 min_size=1, max_size=4000)
 # mrkdwn as the renderer makes it: any text, escaped (mrkdwn_escape)
 _section = st.builds(lambda t: {"type": "section", "text": {

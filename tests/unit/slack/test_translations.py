@@ -78,6 +78,7 @@ def test_every_message_id_has_a_translation_with_the_same_placeholders(used, lan
                          if c.startswith("placeholders:")), None)
         want = ({p.strip() for p in declared.split(",")} if declared is not None
                 else placeholders(m.id))
+        assert isinstance(entry.string, str)  # a message without plural forms
         if placeholders(entry.string) != want:
             wrong.append((m.id, entry.string))
     assert not wrong, f"{lang}: placeholders differ from the message id: {wrong}"

@@ -8,9 +8,11 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from functools import partial
 from typing import Any
 
 import pytest
+from fakes import present
 from sqlalchemy import event, inspect
 from sqlalchemy.exc import IntegrityError
 from support.race import race, winners_of_race
@@ -205,8 +207,9 @@ def test_attempts_are_numbered_per_chain_and_updated(store):
 
 def test_attempts_added_at_once_to_one_chain_are_numbered_one_after_another(store):
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="m", now=1.0)
-    race([lambda i=i: store.attempts.record(chain_id=chain.id, job_id=str(88000 + i), now=2.0,
-                                            charge_retry=i % 2 == 0).attempt for i in range(6)])
+    race([partial(lambda i: store.attempts.record(chain_id=chain.id, job_id=str(88000 + i),
+                                                  now=2.0, charge_retry=i % 2 == 0).attempt, i)
+          for i in range(6)])
     assert [a.attempt_no for a in store.attempts.for_chain(chain.id)] == [1, 2, 3, 4, 5, 6]
     assert store.chains.get(chain.id).retries_used == 3
 
@@ -307,7 +310,7 @@ def test_approval_claimed_exactly_once_under_concurrent_clicks(store):
         action="resubmit", payload={}, allowed=["U1"], expires_at=1e12, now=0.0
     )
     n = 16
-    results = race([lambda i=i: store.approvals.claim(token, f"U{i}", now=1.0)
+    results = race([partial(lambda i: store.approvals.claim(token, f"U{i}", now=1.0), i)
                     for i in range(n)])
     winners = [r for r in results if r.claimed]
     assert len(results) == n and len(winners) == 1
@@ -357,8 +360,9 @@ def test_two_prompts_about_one_job_clicked_at_once_are_claimed_once(store):
     store.attempts.record(chain_id=chain.id, job_id="88154", now=1.0)
     n = 8
     tokens = [_prompt_about(store, chain.id, "88154") for _ in range(n)]
-    results = race([lambda i=i: store.approvals.claim(tokens[i], f"U{i}", now=2.0,
-                                                      latest_job="88154") for i in range(n)])
+    results = race([partial(lambda i: store.approvals.claim(tokens[i], f"U{i}", now=2.0,
+                                                            latest_job="88154"), i)
+                    for i in range(n)])
     assert sorted(r.reason for r in results) == ["busy"] * (n - 1) + ["claimed"]
 
 
@@ -380,8 +384,8 @@ def test_a_command_delivered_to_many_replicas_at_once_is_claimed_by_exactly_one(
     stores[0].command_claims.claim("old", "gone", now=0.0, ttl_s=1.0)  # lapsed: purged in race
     try:
         [winner] = winners_of_race([  # exactly one
-            lambda i=i: stores[i].command_claims.claim("trig-1", f"R{i}", now=100.0,
-                                                       ttl_s=3600.0)
+            partial(lambda i: stores[i].command_claims.claim("trig-1", f"R{i}", now=100.0,
+                                                             ttl_s=3600.0), i)
             for i in range(n)])
         assert stores[0].command_claims.holder("trig-1") == f"R{winner}"
         assert stores[0].command_claims.holder("old") is None
@@ -398,12 +402,13 @@ def test_a_progress_rewrite_slot_is_taken_by_exactly_one_of_the_replicas_taking_
     stores = [Store.open(store_url) for _ in range(n)]
     try:
         [first] = winners_of_race([
-            lambda i=i: stores[i].progress_rewrites.take(0, seen=None, chain_id=i, now=100.0)
+            partial(lambda i: stores[i].progress_rewrites.take(0, seen=None, chain_id=i,
+                                                               now=100.0), i)
             for i in range(n)])
         assert stores[0].progress_rewrites.slots() == {0: 100.0}
         [second] = winners_of_race([
-            lambda i=i: stores[i].progress_rewrites.take(0, seen=100.0, chain_id=10 + i,
-                                                         now=160.0)
+            partial(lambda i: stores[i].progress_rewrites.take(0, seen=100.0, chain_id=10 + i,
+                                                               now=160.0), i)
             for i in range(n)])
         assert stores[0].progress_rewrites.slots() == {0: 160.0}
         assert not stores[0].progress_rewrites.take(0, seen=100.0, chain_id=1, now=170.0)
@@ -488,13 +493,13 @@ def test_v1_store_is_upgraded_in_place_keeping_data(store_url):
             )
     with Store.open(store_url) as new:
         assert new.schema_version == new.latest_version == current_schema.SCHEMA_VERSION
-        chain = new.chains.get(1)
+        chain = present(new.chains.get(1))
         assert (chain.recipe, chain.job_name, chain.retries_used) == ("mix", "wm-mix", 0)
-        attempt = new.attempts.get_by_job("88016")
+        attempt = present(new.attempts.get_by_job("88016"))
         assert (attempt.state, attempt.work_lost_s) == ("FAILED", None)
         new.slack_posts.record_intent("k", channel="C1", kind="root", chain_id=1)
         new.attempts.record(chain_id=1, job_id="88017", now=3.0, charge_retry=True)
-        assert new.chains.get(1).retries_used == 1
+        assert present(new.chains.get(1)).retries_used == 1
 
 
 def test_replicas_starting_at_once_on_an_empty_database_all_open_it(store_url):
@@ -557,7 +562,7 @@ def test_v4_store_gets_held_since_keeping_its_watched_jobs(store_url):
         [job] = new.watched_jobs.list("dev")
         assert (job.job_id, job.chain_id, job.held_since) == ("88016", chain.id, None)
         new.watched_jobs.set_held_since("dev", "88016", 7.5)
-        assert new.watched_jobs.get("dev", "88016").held_since == 7.5
+        assert present(new.watched_jobs.get("dev", "88016")).held_since == 7.5
 
 
 def test_v15_store_gets_unreadable_since_keeping_its_watched_jobs(store_url):
@@ -572,9 +577,9 @@ def test_v15_store_gets_unreadable_since_keeping_its_watched_jobs(store_url):
         [job] = new.watched_jobs.list("dev")
         assert (job.job_id, job.held_since, job.unreadable_since) == ("88016", 3.0, None)
         new.watched_jobs.set_unreadable_since("dev", "88016", 7.5)
-        assert new.watched_jobs.get("dev", "88016").unreadable_since == 7.5
+        assert present(new.watched_jobs.get("dev", "88016")).unreadable_since == 7.5
         new.watched_jobs.set_unreadable_since("dev", "88016", None)
-        assert new.watched_jobs.get("dev", "88016").unreadable_since is None
+        assert present(new.watched_jobs.get("dev", "88016")).unreadable_since is None
 
 
 def test_v16_store_keeps_the_first_of_a_jobs_duplicate_attempts_with_its_progress(store_url):
@@ -593,7 +598,7 @@ def test_v16_store_keeps_the_first_of_a_jobs_duplicate_attempts_with_its_progres
         old.attempts.update(first.id, started_at=3.0, last_iter=1200)
         old.attempts.update(dup.id, state="COMPLETED", result="COMPLETED", ended_at=9.0,
                             last_iter=4000)
-        old.attempts.update(old.attempts.get_by_job("90611").id, state="RUNNING")
+        old.attempts.update(present(old.attempts.get_by_job("90611")).id, state="RUNNING")
     with Store.open(store_url) as new:
         assert new.schema_version == new.latest_version == current_schema.SCHEMA_VERSION
         got = [(a.id, a.job_id, a.attempt_no, a.state, a.started_at, a.ended_at, a.last_iter)
@@ -601,7 +606,8 @@ def test_v16_store_keeps_the_first_of_a_jobs_duplicate_attempts_with_its_progres
         assert got == [(got[0][0], "88154", 1, "PENDING", None, None, None),
                        (first.id, "90500", 2, "COMPLETED", 3.0, 9.0, 4000),
                        (got[2][0], "90611", 4, "RUNNING", None, None, None)]
-        assert new.chains.get(chain.id).retries_used == 4  # whose charge it was is not known
+        # whose charge it was is not known
+        assert present(new.chains.get(chain.id)).retries_used == 4
         again = new.attempts.record(chain_id=chain.id, job_id="90500", now=10.0)
         assert (again.new, again.attempt.id) == (False, first.id)
         with pytest.raises(IntegrityError), new.engine.begin() as conn:
@@ -611,8 +617,9 @@ def test_v16_store_keeps_the_first_of_a_jobs_duplicate_attempts_with_its_progres
 
 
 def test_v17_store_gets_submit_intents_keeping_its_submits_in_flight(store_url):
-    flight = dict(cluster="dev", recipe="mix", job_name="mix", chain_id=None, array_task=None,
-                  resumed_at=None, charge_retry=False, actor="U0ALICE", channel="C1")
+    flight: dict[str, Any] = dict(
+        cluster="dev", recipe="mix", job_name="mix", chain_id=None, array_task=None,
+        resumed_at=None, charge_retry=False, actor="U0ALICE", channel="C1")
     with Store.open(store_url, target_version=17) as old:
         assert "intent" not in {c["name"] for c in
                                 inspect(old.engine).get_columns("submits_in_flight")}
@@ -631,8 +638,9 @@ def test_v17_store_gets_submit_intents_keeping_its_submits_in_flight(store_url):
 def test_v18_store_gets_senders_command_bounds_keeping_its_submits_in_flight(store_url):
     """Version 19 keeps the bound a submit's sender counted per remote command with the row
     in flight; a row written before has none (its lookup counts the current config's)."""
-    flight = dict(cluster="dev", recipe="mix", job_name="mix", chain_id=None, array_task=None,
-                  resumed_at=None, charge_retry=False, actor="U0ALICE", channel="C1")
+    flight: dict[str, Any] = dict(
+        cluster="dev", recipe="mix", job_name="mix", chain_id=None, array_task=None,
+        resumed_at=None, charge_retry=False, actor="U0ALICE", channel="C1")
     with Store.open(store_url, target_version=18) as old:
         assert "command_at_most_s" not in {c["name"] for c in
                                            inspect(old.engine).get_columns("submits_in_flight")}
@@ -720,7 +728,7 @@ def test_audit_and_incident_texts_are_stored_redacted(tmp_path):
         details = [e.detail for e in s.audit.recent()]
     assert details[1] == ("`env K=[redacted] sbatch` exited 1: postgresql://bot:[redacted]@db/x,"
                           " [redacted]")
-    assert json.loads(details[0]) == {"token": "tok", "error": details[1], "retry_num": 0}
+    assert json.loads(present(details[0])) == {"token": "tok", "error": details[1], "retry_num": 0}
     assert incident.diagnosis == {"text": details[1], "recipe": "mix", "ticks": 3}
 
 
@@ -739,7 +747,7 @@ def test_v5_store_gets_the_command_claims_table_keeping_its_data(store_url):
         chain = old.chains.create(recipe="mix", cluster="dev", job_name="wm-mix", now=1.0)
     with Store.open(store_url) as new:
         assert new.schema_version == new.latest_version == current_schema.SCHEMA_VERSION
-        assert new.chains.get(chain.id).recipe == "mix"
+        assert present(new.chains.get(chain.id)).recipe == "mix"
         assert new.command_claims.claim("trig-1", "host:1:aa", now=2.0, ttl_s=60.0)
 
 
@@ -790,7 +798,7 @@ def test_v8_store_gets_home_viewers_keeping_its_data(store_url):
         assert "home_viewers" not in inspect(old.engine).get_table_names()
     with Store.open(store_url) as new:
         assert new.schema_version == new.latest_version == current_schema.SCHEMA_VERSION
-        assert new.chains.get(chain.id).recipe == "mix"
+        assert present(new.chains.get(chain.id)).recipe == "mix"
         new.home_viewers.record("U0ALICE", now=2.0, ttl_s=60.0)
         assert new.home_viewers.since(0.0) == ["U0ALICE"]
 
@@ -806,9 +814,9 @@ def test_v9_store_gets_excluded_nodes_keeping_its_attempts(store_url):
                                         inspect(old.engine).get_columns("attempts")}
     with Store.open(store_url) as new:
         assert new.schema_version == new.latest_version == current_schema.SCHEMA_VERSION
-        assert new.attempts.get_by_job("88016").excluded_nodes is None
+        assert present(new.attempts.get_by_job("88016")).excluded_nodes is None
         new.attempts.record(chain_id=chain.id, job_id="88017", now=3.0, excluded_nodes="gpu-b12")
-        assert new.attempts.get_by_job("88017").excluded_nodes == "gpu-b12"
+        assert present(new.attempts.get_by_job("88017")).excluded_nodes == "gpu-b12"
 
 
 @pytest.mark.parametrize("version", range(1, current_schema.SCHEMA_VERSION))
@@ -819,7 +827,7 @@ def test_every_earlier_schema_upgrades_to_the_latest(store_url, version: int):
         assert new.schema_version == new.latest_version == current_schema.SCHEMA_VERSION
         chain = new.chains.create(recipe="mix", cluster="dev", job_name="wm-mix", now=1.0)
         new.attempts.record(chain_id=chain.id, job_id="88016", now=2.0, excluded_nodes="n1")
-        assert new.attempts.get_by_job("88016").excluded_nodes == "n1"
+        assert present(new.attempts.get_by_job("88016")).excluded_nodes == "n1"
 
 
 def test_v10_store_gets_adopted_chains_keeping_its_runs(store_url):
@@ -828,7 +836,7 @@ def test_v10_store_gets_adopted_chains_keeping_its_runs(store_url):
         assert "kind" not in {c["name"] for c in inspect(old.engine).get_columns("chains")}
     with Store.open(store_url) as new:
         assert new.schema_version == new.latest_version == current_schema.SCHEMA_VERSION
-        run = new.chains.get(chain.id)
+        run = present(new.chains.get(chain.id))
         assert (run.kind, run.array_job_id, run.adopted) == ("run", None, False)
         new.attempts.record(chain_id=chain.id, job_id="88016", now=1.0)
         [attempt] = new.attempts.for_chain(chain.id)
@@ -836,7 +844,7 @@ def test_v10_store_gets_adopted_chains_keeping_its_runs(store_url):
         array = new.chains.create(recipe="", cluster="dev", job_name="sweep", now=2.0,
                                   kind="array", array_job_id=6100)
         new.attempts.record(chain_id=array.id, job_id="6103", now=2.0, display_id="6100_2")
-        again = new.chains.get(array.id)
+        again = present(new.chains.get(array.id))
         assert (again.kind, again.array_job_id, again.adopted) == ("array", 6100, True)
         assert [a.shown_id for a in new.attempts.for_chain(array.id)] == ["6100_2"]
 
@@ -848,11 +856,11 @@ def test_v11_store_gets_watched_by_keeping_its_adopted_chains(store_url):
         assert "watched_by" not in {c["name"] for c in inspect(old.engine).get_columns("chains")}
     with Store.open(store_url) as new:
         assert new.schema_version == new.latest_version == current_schema.SCHEMA_VERSION
-        assert new.chains.get(array.id).watched_by is None  # adopted before: nobody known
+        assert present(new.chains.get(array.id)).watched_by is None  # adopted before: nobody known
         job = new.chains.create(recipe="", cluster="dev", job_name="eval", now=2.0,
                                 kind="adopted", watched_by="U0BOB")
         new.chains.create(recipe="mix", cluster="dev", job_name="mix", now=3.0)  # a run
-        assert new.chains.get(job.id).watched_by == "U0BOB"
+        assert present(new.chains.get(job.id)).watched_by == "U0BOB"
         assert [c.id for c in new.chains.adopted()] == [job.id, array.id]
 
 
