@@ -579,6 +579,8 @@ def test_per_cpu_memory_reads_as_the_jobs_limit_while_queued_and_after(
 # How each release prints `squeue -O exit_code` for `exit 3`: the raw wait status on 22.05,
 # code:signal from 23.02 on.
 SQUEUE_EXIT_3 = {"22.05": "768", "24.11": "3:0"}
+# ... and for a shell's `exit 137`: exact on both (sacct -P prints `9:0`).
+SQUEUE_EXIT_137 = {"22.05": "35072", "24.11": "137:0"}
 
 
 def test_a_shell_that_exits_137_reads_as_its_kill_on_both_sacct_paths(
@@ -587,10 +589,12 @@ def test_a_shell_that_exits_137_reads_as_its_kill_on_both_sacct_paths(
     """A batch script whose child was SIGKILLed (as the OOM killer kills) and which exits
     with the child's status, 137: `sacct --parsable2` prints it `9:0` (src/sacct/print.c
     takes 128 off a status of 128 or more), and the bot reads that 9 as 9 or 137, as a hint
-    a log line of the same class must back. The watcher's diagnosis from the job's own log
-    (bash's `Killed` notice) is the host OOM, decided by accounting, as it is from
-    `sacct --json`'s exact 137 where the release gives it (24.11; 22.05 reports a job's exit
-    status as 0 there, so the bot reads its columns)."""
+    a log line of the same class must back; squeue prints it exactly (22.05 `35072`, the raw
+    wait status; 24.11 `137:0`), so while squeue still lists the ended job (MinJobAge) the
+    merged record is 137, unmarked. The watcher's diagnosis from the job's own log (bash's
+    `Killed` notice) is the host OOM, decided by accounting, from sacct's 9 alone, from the
+    merged 137 and from `sacct --json`'s exact 137 where the release gives it (24.11; 22.05
+    reports a job's exit status as 0 there, so the bot reads its columns)."""
     client, _ = make_client(ssh_runner, "parsable")
     body = ("echo 'epoch 1 step 10 loss 2.31'\n"
             "sh -c 'kill -9 $$'\n"
@@ -603,16 +607,26 @@ def test_a_shell_that_exits_137_reads_as_its_kill_on_both_sacct_paths(
     submitted.append(job_id)
     records = wait_for(client, [job_id], settled(job_id, "FAILED"), timeout=90,
                        what=f"job {job_id} FAILED in sacct")
-    printed = records[job_id]
-    assert (printed.exit_code, printed.signal) == (9, 0), (
+    merged = records[job_id]
+    column = ssh_runner.run(["squeue", "--noheader", "--states=all", f"--jobs={job_id}",
+                             "--Format=exit_code:0"]).stdout.strip()
+    assert column == SQUEUE_EXIT_137[slurm_cluster.release]
+    assert (merged.source, merged.exit_code, merged.signal) == ("squeue+sacct", 137, 0)
+    assert merged.accounting().exit_code_candidates == (137,)
+    alone = SlurmClient(ForgetfulSqueue(ssh_runner), use_json=False, timeout=60)
+    printed = alone.jobs([job_id])[job_id]
+    assert (printed.source, printed.exit_code, printed.signal) == ("sacct", 9, 0), (
         f"sacct -P printed ExitCode {printed.exit_code}:{printed.signal} for a shell's 137")
     assert printed.accounting().exit_code_candidates == (9, 137)
-    log = read_remote(ssh_runner, printed.stdout_path)
+    log = read_remote(ssh_runner, merged.stdout_path)
     assert "Killed" in log and "exited with status 137" in log, log
     diagnosis = diagnose(log, printed)
     assert (diagnosis.class_id, diagnosis.decided_by) == ("host_oom", "accounting"), (
         f"FAILED 9:0 (maybe 137) with bash's kill notice diagnosed "
         f"{diagnosis.class_id} by {diagnosis.decided_by}")
+    from_merged = diagnose(log, merged)
+    assert (from_merged.class_id, from_merged.action, from_merged.decided_by) == (
+        diagnosis.class_id, diagnosis.action, diagnosis.decided_by)
     if slurm_cluster.release_tuple >= (23, 2):
         exact_client = SlurmClient(CountingRunner(ssh_runner), use_json=True, sacct_json=True,
                                    timeout=60)

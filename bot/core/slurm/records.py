@@ -127,8 +127,10 @@ def merge_records(
     partition, QOS, state and reason, node, stdout path (sacct lags: for a moment a finished
     job reads `JobName=allocation`, `QOS=Unknown`). Once both sides say the job is finished,
     sacct is authoritative for the outcome, because it has the steps: state, exit code,
-    signal, elapsed, start/end. MaxRSS and step states only sacct has. A job only one side
-    knows is reported as that side has it.
+    signal, elapsed, start/end; but where sacct's exit code is as `sacct -P` prints it (137
+    as 9, `exit_code_mod_128`) and squeue's, exact, is that code or 128 more, with the same
+    signal, squeue's is kept, unmarked (`_squeue_says_exactly`). MaxRSS and step states only
+    sacct has. A job only one side knows is reported as that side has it.
     """
     merged: dict[int, JobRecord] = {}
     for job_id in sorted(set(squeue_records) | set(sacct_records)):
@@ -147,6 +149,8 @@ def merge_records(
                 values[name] = theirs if theirs is not None else getattr(live, name)
             values["exit_code_mod_128"] = (acct.exit_code_mod_128 if acct.exit_code is not None
                                            else live.exit_code_mod_128)
+            if _squeue_says_exactly(live, acct):
+                values["exit_code"], values["exit_code_mod_128"] = live.exit_code, False
         elif not live.is_finished:
             # Alive (or back to pending after a requeue): an earlier attempt's outcome is void.
             values["exit_code"] = live.exit_code
@@ -161,3 +165,15 @@ def merge_records(
         values["source"] = "squeue+sacct"
         merged[job_id] = JobRecord(**values)
     return merged
+
+
+def _squeue_says_exactly(live: JobRecord, acct: JobRecord) -> bool:
+    """Whether squeue's exit code settles sacct's modulo-128 one: squeue prints the job's
+    status exactly (22.05 `-O exit_code` and `--json` a raw wait status, 35072 for 137;
+    24.11 `137:0`; measured on both dev clusters), so a 137 there with sacct -P's `9:0` is
+    137, and a 9 there is 9. squeue's code is the job's; one sacct took from a step (the job
+    row hid the cause, 0:0) is kept unless squeue's is one of its two readings."""
+    return (acct.exit_code_mod_128 and not live.exit_code_mod_128
+            and acct.exit_code is not None and live.exit_code is not None
+            and live.exit_code in (acct.exit_code, acct.exit_code + 128)
+            and (live.signal or 0) == (acct.signal or 0))

@@ -109,6 +109,8 @@ def _squeue_json_job(job: Mapping[str, Any]) -> JobRecord | None:
             array_job_id=array_job_id, array_task_id=array_task_id, workdir=workdir)
     else:
         stdout = default_stdout(job_id, workdir, array_task_id, array_job_id)
+    # exact (22.05: the raw wait status, 35072 for a shell's 137; 24.11: return_code 137),
+    # unlike sacct -P's: never exit_code_mod_128 (values.parse_squeue_exit_code)
     exit_code, signal = json_exit(job.get("exit_code"))
     finished = state in FINISHED_STATES
     started = state in RUNNING_STATES or finished

@@ -178,7 +178,10 @@ def parse_exit_code(text: str | None) -> tuple[int | None, int | None]:
 
 def parse_squeue_exit_code(text: str | None) -> tuple[int | None, int | None]:
     """squeue's `exit_code` column: a raw wait status on 22.05 (`768`, `9`), `code:signal`
-    from 23.02 on (`3:0`, `0:15`)."""
+    from 23.02 on (`3:0`, `0:15`). Exact, unlike `sacct -P`'s ExitCode, which prints a status
+    of 128 or more less 128: a batch shell's `exit 137` reads `35072` on 22.05 and `137:0` on
+    24.11 here (`9:0` in sacct -P), so squeue's records are never `exit_code_mod_128`.
+    squeue has no `-o` letter for it (`%k` is the comment)."""
     if text is None or not text.strip():
         return None, None
     value = text.strip()

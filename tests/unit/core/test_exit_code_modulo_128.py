@@ -16,6 +16,7 @@ exit status of 137.
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 
 import pytest
@@ -154,11 +155,15 @@ def test_the_catalogue_says_which_status_a_printed_code_hints_at(catalogue):
 
 
 def test_the_mark_goes_with_the_exit_code_when_squeue_and_sacct_merge():
-    """A finished job: sacct's exit code, with its mark, wins over squeue's."""
+    """A finished job: sacct's exit code, with its mark, wins over squeue's, unless squeue's
+    exact code is one of its readings (test_squeue_exit_code_exact)."""
     acct = _parsable("9:0")
-    live = JobRecord(job_id=JOB, state="FAILED", exit_code=137, signal=0, source="squeue")
+    live = JobRecord(job_id=JOB, state="FAILED", exit_code=3, signal=0, source="squeue")
     merged = merge_records({JOB: live}, {JOB: acct})[JOB]
     assert (merged.exit_code, merged.accounting().exit_code_candidates) == (9, (9, 137))
+    exact = replace(live, exit_code=137)
+    merged = merge_records({JOB: exact}, {JOB: acct})[JOB]
+    assert (merged.exit_code, merged.accounting().exit_code_candidates) == (137, (137,))
     running = JobRecord(job_id=JOB, state="RUNNING", source="squeue")
     alive = merge_records({JOB: running}, {JOB: acct})[JOB]
     assert (alive.exit_code, alive.exit_code_mod_128) == (None, False)
