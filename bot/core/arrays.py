@@ -17,6 +17,7 @@ from bot.core.slurm.job_ref import array_task_in
 from bot.core.slurm.records import JobRecord
 from bot.core.slurm.states import (
     FINISHED_STATES,
+    PAUSED_STATES,
     PENDING_STATES,
     RUNNING_STATES,
     ended_unstarted,
@@ -117,10 +118,15 @@ def _rank(task: ArrayTask) -> int:
 
 
 def array_state(tasks: Sequence[ArrayTask], waiting: bool) -> str:
-    """RUNNING while a task runs, PENDING while only waiting ones remain, and once every task
-    ended: COMPLETED when all completed, else FAILED."""
-    if any(t.state in RUNNING_STATES for t in tasks):
+    """RUNNING while a task runs; while none runs but one is stopped (SIGSTOP) or suspended,
+    STOPPED (or SUSPENDED, when none is stopped): not RUNNING, as its processes do not run;
+    PENDING while only waiting ones remain, and once every task ended: COMPLETED when all
+    completed, else FAILED."""
+    if any(t.state in RUNNING_STATES and t.state not in PAUSED_STATES for t in tasks):
         return "RUNNING"
+    paused = {t.state for t in tasks if t.state in PAUSED_STATES}
+    if paused:
+        return "STOPPED" if "STOPPED" in paused else "SUSPENDED"
     if waiting or any(t.state in PENDING_STATES for t in tasks):
         return "PENDING"
     if tasks and all(t.state == "COMPLETED" and t.cause in (None, "completed") for t in tasks):

@@ -141,7 +141,9 @@ def detect_stall(
     (`MetricSeries.last_evaluation`): idleness counts from its last advance, so a long
     validation is no stall and one that stops advancing (a hang inside it) is, with the
     training's last iteration. A job Slurm started again with no line of its new run seen yet
-    (`MetricSeries.restarted_at`) is idle from that start, not across its wait in the queue.
+    (`MetricSeries.restarted_at`) is idle from that start, not across its wait in the queue;
+    one Slurm last showed stopped or suspended (`MetricSeries.paused_at`: SIGSTOP, `scontrol
+    suspend`) is idle from then, not across the time its processes did not run.
     Time spent in finished checkpoint saves after the last progress line is excused up to
     `save_time_s` each; a save still open is excused for `save_time_s` from its start, after
     which it is reported as the stall (`open_save`).
@@ -158,6 +160,8 @@ def detect_stall(
         active, since = evaluation, evaluation.time
     if series.restarted_at is not None and series.restarted_at > since:
         since = series.restarted_at  # Slurm started the job again since: silent from then
+    if series.paused_at is not None and series.paused_at > since:
+        since = series.paused_at  # its processes were stopped until then: no hang of theirs
     idle = now - since
     if idle <= threshold:
         return None

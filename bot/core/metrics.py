@@ -115,6 +115,8 @@ class MetricSeries:
         # Slurm started the job again (a requeue) at this log time and no line of that run has
         # been seen yet (`restarted`); None once one has, or when Slurm never said so
         self.restarted_at: float | None = None
+        # the last log time Slurm showed the job's processes stopped or suspended (`paused`)
+        self.paused_at: float | None = None
         self._first_line: int | None = None  # the first line fed: 1 unless read from inside
         self._reset_run(1)
 
@@ -245,6 +247,12 @@ class MetricSeries:
         line does first; until then the job's silence counts from `at`
         (bot.core.detectors.detect_stall), not across the time it waited in the queue."""
         self.restarted_at = at
+
+    def paused(self, at: float) -> None:
+        """Slurm showed the job's processes stopped (STOPPED: sent SIGSTOP) or suspended at
+        log time `at`: its silence until then is theirs, so it counts from `at`
+        (bot.core.detectors.detect_stall), not from the last line before the stop."""
+        self.paused_at = at if self.paused_at is None else max(self.paused_at, at)
 
     def _maybe_next_run(self, line_no: int, time: float | None) -> None:
         """A line of the run Slurm started again (`restarted`): the series is that run's. A

@@ -199,7 +199,9 @@ class Accounting:
 
     @property
     def is_running(self) -> bool:
-        return self.state in {"RUNNING", "COMPLETING", "SUSPENDED"}
+        """Started and not ended: STOPPED too (squeue's state of a job sent SIGSTOP, sacct
+        still says RUNNING), which read as ended (an unknown failure) before."""
+        return self.state in {"RUNNING", "COMPLETING", "SUSPENDED", "STOPPED"}
 
 
 @dataclass(frozen=True)

@@ -356,3 +356,81 @@ def test_a_real_array_tasks_files_are_found_at_the_recipes_patterns(slurm_cluste
                 ssh.run(["scancel", str(array_id)], check=False)
             ssh.run(["rm", "-rf", logdir], check=False)
             store.close()
+
+
+# After SIGCONT the job takes 4 s before its next line (bash runs the trap once the `sleep` it
+# waits for returns), as a run may when it continues mid-iteration: under the 8 s threshold.
+PAUSABLE_JOB = r"""#!/bin/bash
+trap 'sleep 4' CONT
+for i in $(seq 1 400); do
+  echo "$(date -u '+%Y-%m-%d %H:%M:%S').000 | INFO | iter: $i/400 | loss: 0.5 | 0.50 s/iter"
+  sleep 0.5
+done
+"""
+
+
+@pytest.mark.timeout(240)
+def test_a_real_job_sent_sigstop_is_not_warned_of_as_hung(slurm_cluster, tmp_path):
+    """A real job printing an iteration every 0.5 s (stall threshold 8 s) is sent SIGSTOP by
+    its user (`scancel --signal=STOP`, exit 0 at once for a job of no array): squeue says
+    STOPPED (sacct RUNNING), and over 30 s of ticks the watcher warns of no hang. Sent
+    SIGCONT, it prints its next line 4 s later and trains on: the ticks meanwhile see it
+    RUNNING with its last line 30 s old, which the old watcher warned of as a hang; no
+    warning now, the silence counted from when it was last seen stopped."""
+    tag = uuid.uuid4().hex[:8]
+    with SSHRunner(slurm_cluster.ssh_settings()) as ssh:
+        slurm = SlurmClient(ssh)
+        logdir = f"{slurm_cluster.home}/pause-{tag}"
+        ssh.run(["mkdir", "-p", logdir])
+        store = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
+        name = f"watch-pause-{tag}"
+        job_id = None
+        try:
+            job_id = slurm.submit(SubmitSpec(job_name=name, partition=slurm_cluster.partition,
+                                             output=f"{logdir}/%x-%j.out", time="5"),
+                                  script=PAUSABLE_JOB)
+            _watch(store, "pause", name, job_id)
+            sink = RecordingEventSink()
+            watcher = _watcher(store, slurm, ssh, sink,
+                               policy=PolicyParams(backoff_s=0, stall_min_s=8))
+
+            def last_iter() -> int:
+                jw = watcher._jobs.get(job_id)
+                return (jw.analysis.series.last_iteration or 0) if jw is not None else 0
+
+            deadline = time.monotonic() + 90
+            while last_iter() < 6 and time.monotonic() < deadline:
+                watcher.tick(time.time())
+                time.sleep(1)
+            assert last_iter() >= 6, watcher.last_known
+            started = time.monotonic()
+            # --full: the batch shell too (without it only the job's steps, none here, are
+            # signalled, and Slurm still lists the job STOPPED)
+            stop = ssh.run(["scancel", "--signal=STOP", "--full", str(job_id)], check=False,
+                           timeout=30)
+            assert stop.exit_code == 0 and time.monotonic() - started < 10, stop
+            seen = set()
+            stopped_at = time.monotonic()
+            frozen = None
+            while time.monotonic() - stopped_at < 30:
+                watcher.tick(time.time())
+                seen.add(watcher.last_known[job_id].state)
+                if frozen is None and time.monotonic() - stopped_at > 4:
+                    frozen = last_iter()
+                time.sleep(2)
+            acct = ssh.run(["sacct", "-n", "-X", "-P", "-o", "State", "-j", str(job_id)])
+            assert "STOPPED" in seen and acct.stdout.strip() == "RUNNING", (seen, acct.stdout)
+            assert last_iter() == frozen, "the job printed on while stopped"
+            assert sink.events == [], [e.text for e in sink.events]
+            ssh.run(["scancel", "--signal=CONT", "--full", str(job_id)], timeout=30)
+            resumed_at = time.monotonic()
+            while time.monotonic() - resumed_at < 12:
+                watcher.tick(time.time())
+                time.sleep(1)
+            assert watcher.last_known[job_id].state == "RUNNING" and last_iter() > frozen
+            assert sink.events == [], [e.text for e in sink.events]
+        finally:
+            if job_id is not None:
+                ssh.run(["scancel", str(job_id)], check=False)
+            ssh.run(["rm", "-rf", logdir], check=False)
+            store.close()

@@ -686,8 +686,8 @@ def _leak_evidence(leak: LeakFinding) -> list[Evidence]:
 
 
 def _alive(acct: Accounting) -> bool:
-    """Slurm shows the job alive: running (RUNNING, COMPLETING, SUSPENDED) or waiting to start
-    (again) (PENDING, REQUEUED, ...)."""
+    """Slurm shows the job alive: running (RUNNING, COMPLETING, SUSPENDED, STOPPED) or
+    waiting to start (again) (PENDING, REQUEUED, ...)."""
     return acct.is_running or acct.state in NOT_STARTED
 
 

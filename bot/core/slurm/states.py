@@ -14,6 +14,10 @@ FINISHED_STATES = frozenset(
      "PREEMPTED", "TIMEOUT", "REVOKED", "SPECIAL_EXIT"}
 )
 KNOWN_STATES = PENDING_STATES | RUNNING_STATES | FINISHED_STATES
+# Alive, but its processes do not run: sent SIGSTOP (`scancel --signal=STOP`; squeue says
+# STOPPED where sacct still says RUNNING), or suspended (`scontrol suspend`). It makes no
+# progress until SIGCONT / `scontrol resume`, and that is no hang.
+PAUSED_STATES = frozenset({"STOPPED", "SUSPENDED"})
 # The end states a job may reach while it still waits in the queue (scancel, its --deadline, a
 # federation sibling revoked, a node that never booted or failed in its prolog); COMPLETED,
 # TIMEOUT, OUT_OF_MEMORY, PREEMPTED and SPECIAL_EXIT only a job that ran reaches.

@@ -69,6 +69,7 @@ from bot.core.policy import (
 )
 from bot.core.slurm.records import JobRecord
 from bot.core.slurm.sstat import StepMemory
+from bot.core.slurm.states import PAUSED_STATES
 from bot.core.tail import FileMissing, FileReadFailed
 from bot.log_format import log_fields
 from bot.services.ports import LeaseLost, SlurmJobs, TailReader
@@ -482,7 +483,11 @@ class Watcher:
 
     def _running(self, jw: JobWatch, record: JobRecord, now: float, report: TickReport) -> None:
         """A running job judged (bot.services.watch.judge), its early warnings posted and its
-        progress written to its attempt row."""
+        progress written to its attempt row. One Slurm shows stopped (SIGSTOP) or suspended
+        is silent from now, not hung: its series is told (MetricSeries.paused), so no stall
+        is timed across the stop, and none after it before the usual threshold passes."""
+        if record.state in PAUSED_STATES and jw.skew is not None:
+            jw.analysis.series.paused(now + jw.skew)
         judged = judge_running(jw, record, self.recipes.policy(jw.recipe), now,
                                judge_every_s=self.judge_every_s,
                                target_iter=self._target(jw),

@@ -119,3 +119,16 @@ def test_the_tasks_that_used_retries_are_named_the_most_spent_first() -> None:
     # charged, its resubmit's a chunk that saved a checkpoint its own resubmit resumed from
     assert retries_by_task(attempts, catalogue) == [(1, 2), (3, 1), (4, 1)]
     assert retries_by_task([row(0, "nccl_timeout", None)], catalogue) == []  # never retried
+
+
+def test_an_array_whose_live_tasks_are_stopped_is_not_running() -> None:
+    """A task sent SIGSTOP (squeue: STOPPED) or suspended does not run: with no task running,
+    the array's root says STOPPED (SUSPENDED when none is stopped), with the ⏸️ of a paused
+    job, where it said RUNNING; one running task still makes it RUNNING."""
+    assert array_state(tasks({0: "STOPPED", 1: "COMPLETED"}), waiting=True) == "STOPPED"
+    assert array_state(tasks({0: "STOPPED", 1: "SUSPENDED"}), waiting=False) == "STOPPED"
+    assert array_state(tasks({0: "SUSPENDED"}), waiting=False) == "SUSPENDED"
+    assert array_state(tasks({0: "STOPPED", 1: "RUNNING"}), waiting=False) == "RUNNING"
+    view = build_array_root(array_job_id=100, name="sweep", waiting=False,
+                            tasks=tasks({0: "STOPPED", 1: "COMPLETED"}))
+    assert view.state == "STOPPED"

@@ -1,9 +1,9 @@
-"""A job Slurm shows alive (sacct RUNNING, COMPLETING, SUSPENDED, or waiting to start: PENDING,
-REQUEUED) is never offered a resubmit, whatever failure its log shows: a resubmit would run a
-second copy beside it. The class stays (what the log shows), the action is none and the
-explanation says the job is still alive and trainbot decides once it ends; once Slurm says it
-ended, the class's own action comes back. A hang's cancel-and-resume cancels the job first and
-stays offered."""
+"""A job Slurm shows alive (RUNNING, COMPLETING, SUSPENDED, squeue's STOPPED after SIGSTOP, which
+read as ended before, or waiting to start: PENDING, REQUEUED) is never offered a resubmit,
+whatever failure its log shows: a resubmit would run a second copy beside it. The class stays
+(what the log shows), the action is none and the explanation says the job is still alive and
+trainbot decides once it ends; once Slurm says it ended, the class's own action comes back. A
+hang's cancel-and-resume cancels the job first and stays offered."""
 
 from __future__ import annotations
 
@@ -37,7 +37,7 @@ FAILURES = {
     "host_oom": "slurmstepd: error: Detected 1 oom_kill event in StepId=77.0. Some of the step"
                 " tasks have been OOM Killed.\n",
 }
-ALIVE = ["RUNNING", "COMPLETING", "SUSPENDED"]
+ALIVE = ["RUNNING", "COMPLETING", "SUSPENDED", "STOPPED"]  # STOPPED: squeue's, after SIGSTOP
 
 
 @pytest.mark.parametrize("state", ALIVE)
