@@ -78,7 +78,8 @@ def program_of(argv: Sequence[str]) -> str:
 
 
 #: A FakeRunner's own deadlines unless it is given some: it answers at once, so its bound adds
-#: nothing to the config's (bot.services.submit.sender_command_at_most_s counts the longer).
+#: nothing to the config's (bot.services.submit_deadlines.sender_command_at_most_s counts the
+#: longer).
 INSTANT = RemoteDeadlines(connect_s=0.0, command_s=0.0, sftp_s=0.0)
 
 

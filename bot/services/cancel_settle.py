@@ -33,7 +33,7 @@ from bot.services.ports import BotContext, LeaseLost
 from bot.services.prompt_follow_up import rewrite_prompt
 from bot.services.prompts import create_resubmit_prompt
 from bot.services.runs import approval_intent
-from bot.services.submit import cluster_deadlines
+from bot.services.submit_deadlines import cluster_deadlines
 from bot.services.threads import has_thread, post_safely, thread_note
 from bot.store import Approval
 

@@ -24,17 +24,15 @@ from bot.services.submit import (
     RunSubmitInFlight,
     SubmitResult,
     adopt_unrecorded_submit,
-    cluster_deadlines,
     describe_start,
     find_lost_submit,
     find_resume_checkpoint,
-    flight_in_flight_s,
-    in_flight_s,
     record_found_submit,
     recorded_result,
     sent_moment,
     submit_recipe,
 )
+from bot.services.submit_deadlines import cluster_deadlines, flight_in_flight_s, in_flight_s
 from bot.services.threads import (
     has_thread,
     open_thread,

@@ -44,12 +44,12 @@ from bot.core.slurm.sbatch import (
     sbatch_input_env,
 )
 from bot.core.slurm.squeue import squeue_ids_by_name_argv
-from bot.core.takeover import RemoteDeadlines, submit_in_flight_s
 from bot.core.text import N_, Text
 from bot.crashpoint import crashpoint
 from bot.services import ServiceError, UsageProblem
 from bot.services.overrides import OverrideError, apply_overrides, parse_overrides
 from bot.services.ports import SFTP, SFTPCalls, Slurm
+from bot.services.submit_deadlines import flight_in_flight_s, sender_command_at_most_s
 from bot.store import Attempt, Store, SubmitInFlight
 
 log = logging.getLogger(__name__)
@@ -563,49 +563,6 @@ def parse_job_id(stdout: str, command: str) -> str:
         )
     return match[1]
 
-
-def cluster_deadlines(config: Config, cluster: str) -> RemoteDeadlines:
-    """`cluster`'s configured deadlines (connect, command, SFTP request, and whether a jump
-    host is on the way: a proxy_jump, or the ssh_config file's Host entry for the cluster's
-    host naming a ProxyJump or ProxyCommand, read as the SSH runner reads it), from which the
-    takeovers of its steps are counted (bot.core.takeover); the defaults' for a cluster not
-    (or no longer) configured."""
-    c = config.clusters.get(cluster)
-    if c is None:
-        return RemoteDeadlines()
-    return RemoteDeadlines(connect_s=c.connect_timeout, command_s=c.command_timeout,
-                           sftp_s=c.sftp_timeout,
-                           jump=c.through_jump_host())
-
-
-def in_flight_s(config: Config, cluster: str) -> float:
-    """How long a person's submit to `cluster` may stay in flight (its sbatch, the lookup by
-    name that may follow it) before bot.services.runs.recover_submits_in_flight takes it for
-    one the bot died in: bot.core.takeover.submit_in_flight_s over the cluster's deadlines,
-    so a replica never takes up a submit another one is still in."""
-    return submit_in_flight_s(cluster_deadlines(config, cluster))
-
-
-def flight_in_flight_s(config: Config, flight: SubmitInFlight) -> float:
-    """How long `flight` may stay in flight before it is looked up or taken over: as
-    in_flight_s, each command at the longer of its sender's bound (kept on its row) and the
-    cluster's current one (bot.core.takeover.sent_command_at_most_s)."""
-    return submit_in_flight_s(cluster_deadlines(config, flight.cluster),
-                              flight.command_at_most_s)
-
-
-def sender_command_at_most_s(config: Config, cluster: str, slurm: Slurm) -> float:
-    """One remote command's worst case as this sender counts it as it sends a submit: the
-    cluster's configured deadlines', or its SSH runner's own (the jump host and timeouts it
-    resolved when it was made, kept since) when longer, so the bound kept with the submit
-    in flight is the one this process may still be sending under."""
-    bound = cluster_deadlines(config, cluster).command_at_most_s
-    try:
-        own = slurm.runner.deadlines()
-    except Exception:  # noqa: BLE001 - an endpoint that cannot be resolved sends nothing
-        log.debug("%s: the runner's deadlines are not known", cluster, exc_info=True)
-        return bound
-    return max(bound, own.command_at_most_s)
 
 #: How far the Slurm controller's clock may be behind trainbot's (both kept by NTP) when a
 #: job's submit time is compared with the moment trainbot sent its sbatch.

@@ -410,7 +410,7 @@ def test_a_persons_resume_the_bot_died_in_is_recorded_by_the_next_bot(
     and tells the run's thread; sbatch ran once."""
     from bot.services.after_submit import after_person_submit
     from bot.services.runs import recover_submits_in_flight
-    from bot.services.submit import in_flight_s
+    from bot.services.submit_deadlines import in_flight_s
 
     run = submitted_run("tb-crash-resume", _single_recipe)
     name, runner, chain_id, old = run.name, run.runner, run.chain_id, run.first

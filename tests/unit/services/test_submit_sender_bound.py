@@ -1,8 +1,8 @@
 """A submit in flight is looked up, or taken over, only after the longer of its sender's bound
 and the current config's: the sender keeps one remote command's worst case, as it counted it
 when it sent the sbatch, on the row in flight (submits_in_flight.command_at_most_s,
-bot.services.submit.sender_command_at_most_s). Before, the bound was the lookup's current
-config's alone: a ProxyJump taken out of the ssh_config (or a replica started without
+bot.services.submit_deadlines.sender_command_at_most_s). Before, the bound was the lookup's
+current config's alone: a ProxyJump taken out of the ssh_config (or a replica started without
 `proxy_jump`) while the sender still went through the jump host had its submit looked up after
 19 minutes instead of 31, judged lost while its sbatch could still land, and resubmitted."""
 
@@ -37,7 +37,7 @@ from bot.services import submit as submit_mod
 from bot.services.fencing import fenced_context
 from bot.services.leases import LeaseKeeper
 from bot.services.runs import approval_intent
-from bot.services.submit import sender_command_at_most_s
+from bot.services.submit_deadlines import sender_command_at_most_s
 from bot.services.train import execute
 from bot.store import Store
 

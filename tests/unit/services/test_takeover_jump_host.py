@@ -1,6 +1,6 @@
 """A cluster's takeovers count a jump host's connection only when its connection goes through
 one: its proxy_jump, or the ssh_config file's Host entry for its host naming a ProxyJump (or a
-ProxyCommand), read as the SSH runner reads it (bot.services.submit.cluster_deadlines,
+ProxyCommand), read as the SSH runner reads it (bot.services.submit_deadlines.cluster_deadlines,
 bot.cluster.endpoint.goes_through_jump_host). Before, any cluster with an ssh_config counted
 one, and a lost submit's lookup waited 31 minutes instead of 19."""
 
@@ -17,7 +17,7 @@ from bot.config import Config
 from bot.config.models.clusters import ClusterConfig
 from bot.core import train_grammar as c
 from bot.core.takeover import RemoteDeadlines, submit_in_flight_s
-from bot.services.submit import cluster_deadlines, in_flight_s
+from bot.services.submit_deadlines import cluster_deadlines, in_flight_s
 from bot.services.train import execute
 from bot.store import Store
 
