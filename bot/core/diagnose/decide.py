@@ -4,9 +4,10 @@
 into one `Diagnosis`: a class id of docs/failures.md, with evidence lines, secondary classes,
 the causal chain (a stall upstream of an NCCL abort), the node to exclude and `decided_by` (how
 far a person may trust it). Decisive evidence first (a primary signature; sacct's State, which
-explains the end even when the log shows collateral errors), then the detectors for a running
-job (stall, leak), then how the log ends when there is no accounting (bot.core.diagnose.ending,
-bot.core.diagnose.quiet_ending) or when the job FAILED with an exit status that names no cause
+explains the end even when the log shows collateral errors; the class they name is
+bot.core.diagnose.decisive's), then the detectors for a running job (stall, leak), then how the
+log ends when there is no accounting (bot.core.diagnose.ending, bot.core.diagnose.quiet_ending)
+or when the job FAILED with an exit status that names no cause
 (exit 1, an abort: the log's ending read alike, by hint), and for a finished job with no
 signature `_settle_finished` (completed, silent_exit or unknown_failure); the cause its
 explanation states is bot.core.diagnose.stated_cause's. A log whose error block holds NCCL's
@@ -33,7 +34,6 @@ again. Pure: no file or clock access.
 from __future__ import annotations
 
 import re
-import signal
 from collections.abc import Iterable, Sequence
 from typing import Any
 
@@ -60,7 +60,6 @@ from bot.core.diagnose.announced import (
 from bot.core.diagnose.cause import (
     NONE_CLASS,
     Cause,
-    EndedWaiting,
     EpilogueMemory,
     Evaluating,
     Requeued,
@@ -71,6 +70,13 @@ from bot.core.diagnose.cause import (
     StillAlive,
     SubmititPreempted,
     case_detail,
+)
+from bot.core.diagnose.decisive import (
+    choose_class,
+    class_priority,
+    deciding_accounting,
+    exit_names_no_cause,
+    never_started,
 )
 from bot.core.diagnose.ending import (
     ends_cut_off,
@@ -110,7 +116,6 @@ from bot.core.models import (  # the decided_by vocabulary is Diagnosis's, re-ex
     Diagnosis,
     DiagnosisMetrics,
     Evidence,
-    NeverStarted,
     UpstreamCause,
     run_target,
 )
@@ -128,14 +133,9 @@ _SAVE_BREAKING_CLASSES = frozenset({"host_oom", "disk_full"})
 #: elsewhere, with --exclude=<node> when the log names it.
 NODE_CLASSES = frozenset({"gpu_failure", "node_failure", "nccl_timeout"})
 
-# Class ids trainbot uses beyond the catalogue's failure classes.
-_ACCOUNTING_FIRST = ("node_failure", "preempted", "time_limit")
 #: What accounting alone reads in a failed job whose ranks saw NCCL's remote error: the
 #: reporting rank's SIGABRT (nccl_timeout) or exit code (unknown_failure), not the peer's cause.
 _REPORTING_RANKS_CLASSES = frozenset({"nccl_timeout", "unknown_failure"})
-_WRAPPER = re.compile(
-    r"ChildFailedError|exitcode\s*:\s*-6|Signal 6 \(SIGABRT\)|Fatal Python error: Aborted"
-)
 # torchrun's summary of the failure it observed first (its ChildFailedError's `Root Cause
 # (first observed failure):` entry, time, host, rank, exitcode, error_file and traceback lines
 # after it), which names the rank that died first whatever order the ranks' lines came in.
@@ -201,7 +201,7 @@ def diagnose(
     acct = accounting or Accounting()
     if (never := acct.never_started) is not None and acct.state is not None \
             and not acct.is_running and acct.state not in NOT_STARTED:
-        return _never_started(catalogue, acct, never, target_iter)
+        return never_started(catalogue, acct, never, target_iter)
     if series.run_start is not None:
         matches = [m for m in matches if m.line_no >= series.run_start]
         tail = [(n, text) for n, text in tail if n >= series.run_start]
@@ -211,7 +211,7 @@ def diagnose(
     judge_at = now if now is not None else series.last_time
     primary = [m for m in matches if m.primary and m.class_id in catalogue.classes]
     failed_classes = {m.class_id for m in primary} - {"completed"}
-    state_classes = _deciding_accounting(catalogue, acct, matches)
+    state_classes = deciding_accounting(catalogue, acct, matches)
 
     trend = leak_trend(series, acct.mem_limit_bytes)
     leak = detect_leak(series, acct.mem_limit_bytes, target_iter=target, trend=trend,
@@ -231,7 +231,7 @@ def diagnose(
     # below and the silent exit detector
     completion = completion_ending(matches, series, evaluation_start, goes_on_at)
 
-    chosen = _choose(catalogue, failed_classes, state_classes, acct)
+    chosen = choose_class(catalogue, failed_classes, state_classes, acct)
     decided_by = (SIGNATURE if chosen in failed_classes else ACCOUNTING) if chosen else PROGRESS
     if chosen == "time_limit" and acct.state in (None, "COMPLETED") and stopped_at_target(
             primary, target):
@@ -286,7 +286,8 @@ def diagnose(
         evidence = [Evidence(killed.line_no, killed.text)]
     last_lines = sorted({**dict(epilogue), **dict(tail)}.items())  # the tail and the epilogue's
     if (killed_over := epilogue_memory_kill(last_lines)) is not None and (
-            chosen is None or _priority(catalogue, chosen) < _priority(catalogue, "host_oom")):
+            chosen is None
+            or class_priority(catalogue, chosen) < class_priority(catalogue, "host_oom")):
         # PBS's or Torque's epilogue: killed by a signal with more memory used than requested
         chosen, decided_by, case_cause = "host_oom", SIGNATURE, EpilogueMemory(killed_over)
         failed_classes.add("host_oom")
@@ -373,7 +374,7 @@ def diagnose(
         # while it waited (a hang), apex's loss scale underflowing (a divergence)
         chosen, decided_by = named.class_id, HINT
         evidence = [Evidence(n, t) for n, t in named.lines]
-    elif decided_by == ACCOUNTING and chosen == "unknown_failure" and _exit_names_no_cause(
+    elif decided_by == ACCOUNTING and chosen == "unknown_failure" and exit_names_no_cause(
             catalogue, acct) and (
             ended := ends_cut_off(catalogue, tail) or ends_in_error(matches, tail, series)) and (
             ended.class_id != "unknown_failure"):
@@ -457,7 +458,7 @@ def diagnose(
     if chosen in ("unknown_failure", "silent_exit") and len(evidence) < _EVIDENCE_MAX:
         evidence += [Evidence(n, t) for n, t in tail[-10:] if t.strip()]
 
-    for cid in sorted(failed_classes, key=lambda c: -_priority(catalogue, c)):
+    for cid in sorted(failed_classes, key=lambda c: -class_priority(catalogue, c)):
         if cid != chosen and cid not in secondary:
             secondary.append(cid)
     if leak is not None and chosen != "memory_leak" and "memory_leak" not in secondary:
@@ -527,33 +528,6 @@ def diagnose(
     )
 
 
-def _never_started(catalogue: Any, acct: Accounting, never: NeverStarted,
-                   target_iter: int | None) -> Diagnosis:
-    """A job that ended while it waited in the queue (`never`, its accounting's): it ran nothing, so
-    no log line is its own (a file at its path is an earlier job's) and nothing was lost. The
-    class is the one its State gives (unknown_failure for CANCELLED or FAILED, time_limit for
-    DEADLINE, node_failure for BOOT_FAIL), decided by accounting, with the never_started detail
-    (the State, who cancelled it, why it was pending); a person decides whether to submit it
-    again: never resubmitted by itself (action ask, not retryable), charging no retry (nothing
-    ran). No hint: every class's speaks of a run and its log."""
-    chosen = _choose(catalogue, set(), _deciding_accounting(catalogue, acct, []), acct) \
-        or "unknown_failure"
-    cls = catalogue.classes.get(chosen)
-    return Diagnosis(
-        class_id=chosen,
-        action=Action.ASK,
-        retryable=False,
-        charges_budget=False,
-        hint="",
-        title=cls.title if cls is not None else "",
-        detail=case_detail(EndedWaiting(acct.state, never)),
-        translations=dict(getattr(cls, "translations", None) or {}),
-        site_title=bool(getattr(cls, "site_title", False)),
-        metrics=DiagnosisMetrics(target_iter=target_iter),
-        decided_by=ACCOUNTING,
-    )
-
-
 def _rank_killed_first(matches: Sequence[Any], primary: Sequence[Any],
                        series: MetricSeries) -> Any | None:
     """The report of a rank SIGKILLed (a host_oom hint after the last progress line: srun's
@@ -570,21 +544,6 @@ def _rank_killed_first(matches: Sequence[Any], primary: Sequence[Any],
                      r < m.line_no <= r + _ROOT_CAUSE_LINES for r in roots))), None)
 
 
-def _deciding_accounting(catalogue: Any, acct: Accounting, matches: Sequence[Any]) -> list[str]:
-    """Classes sacct decides: a State (OUT_OF_MEMORY, TIMEOUT, ...) always; an exit code or
-    signal (137, 9, 6) only when the log has a hint of the same class that is not a mere
-    wrapper line (`ChildFailedError`, `exitcode: -6`, `Signal 6 (SIGABRT)`)."""
-    if acct.state is None and acct.exit_code is None and acct.signal is None:
-        return []
-    logged = {m.class_id for m in matches if not _WRAPPER.search(m.text)}
-    out = []
-    for am in catalogue.accounting_matches(acct.state, acct.exit_code, acct.signal,
-                                           exit_code_mod_128=acct.exit_code_mod_128):
-        if am.class_id in catalogue.classes and (am.primary or am.class_id in logged):
-            out.append(am.class_id)
-    return list(dict.fromkeys(out))
-
-
 def _remote_error_symptom(
     chosen: str, matches: Sequence[Any], tail: Sequence[tuple[int, str]], series: MetricSeries
 ) -> bool:
@@ -594,46 +553,6 @@ def _remote_error_symptom(
     class."""
     cause = remote_error_cause(matches, tail, series)
     return cause is not None and cause.class_id == chosen
-
-
-def _exit_names_no_cause(catalogue: Any, acct: Accounting) -> bool:
-    """A FAILED job whose exit status says it failed, not why: an exit code no class claims
-    (1, 2, 255; not 137 or 135, which name a kill and a bus error; a `sacct -P` code that may
-    stand for one of them, 9 for 137, names none for sure) and no signal, or an
-    abort (SIGABRT, exit 134). An abort is how any native fatal error ends (a failed CHECK or
-    assert, an uncaught C++ exception, CUDA's out of memory in C code); it reads as an NCCL
-    timeout only with the watchdog's evidence, which a primary signature decides first."""
-    if acct.state != "FAILED":
-        return False
-    if acct.signal == signal.SIGABRT or (
-            acct.signal in (0, None) and 134 in acct.exit_code_candidates):
-        return True
-    # sacct's `-P` 7 may be 7 or 135: it names a cause only when each status it may be does
-    return acct.signal in (0, None) and not all(
-        any(not am.primary for am in catalogue.accounting_matches(None, status, None))
-        for status in acct.exit_code_candidates or (None,))
-
-
-def _priority(catalogue: Any, class_id: str) -> int:
-    cls = catalogue.classes.get(class_id)
-    return int(getattr(cls, "priority", 0)) if cls is not None else 0
-
-
-def _choose(
-    catalogue: Any, failed: set[str], state_classes: list[str], acct: Accounting
-) -> str | None:
-    """The class from decisive evidence, or None when only detectors can tell."""
-    decisive = set(failed)
-    for cid in state_classes:
-        if cid not in ("completed", "unknown_failure"):
-            decisive.add(cid)
-    # Scheduler verdicts explain the end even when the log shows collateral errors.
-    for cid in _ACCOUNTING_FIRST:
-        if cid in state_classes:
-            return cid
-    if not decisive:
-        return None
-    return max(decisive, key=lambda c: _priority(catalogue, c))
 
 
 def _settle_finished(
