@@ -3,6 +3,7 @@ English a person reads, and the recipe's language (Korean) from the Babel catalo
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Literal
 
 import pytest
@@ -499,24 +500,6 @@ def test_a_runs_plain_jobs_control_asks_squeue_then_the_action(store, verb: Verb
     assert runner.commands() == ["squeue", program]
 
 
-def test_a_runs_job_its_script_made_an_array_is_answered_task_by_task(store) -> None:
-    """Recipe mix has no `array:`, but its batch script carries `#SBATCH --array=0-4`: trainbot
-    submitted a plain run and recorded job 6101 as its attempt, while Slurm made it array
-    6101. `/train cancel 6101` reads its tasks and says what the scancel did to each, as for
-    any array. Before, the store's record was taken to settle that the job was no array's:
-    scancel alone, and "Job 6101 cancelled by <@W0LEAD>.", the tasks unnamed."""
-    chain = store.chains.create(recipe="mix", cluster="dev", job_name="sweep", now=1)
-    store.attempts.record(chain_id=chain.id, job_id="6101", now=2, state="PENDING")
-    slurm, runner = _client_over({6101: _ARRAY_6101})
-    ctx = make_context(store, {"dev": slurm})
-    reply = execute(ctx, JobControl("cancel", 6101), actor="W0LEAD", channel=None, now=NOW)
-    assert reply.text == ("Array 6101 cancelled by <@W0LEAD>: running 6101_[1-2] stopped; the "
-                          "tasks not started yet cancelled; 6101_0 already ended (left as they "
-                          "were).")
-    assert runner.commands() == ["squeue", "sinfo", "sacct", "scancel"]
-    assert runner.argvs()[-1] == ["scancel", "6101"]
-
-
 def test_a_job_the_store_does_not_record_is_read_once_to_tell_an_array(store) -> None:
     """An approver's `/train cancel 88017` of a job trainbot never saw: only Slurm can tell
     whether it is an array's id, and squeue's listing says it is not (no array fields), so
@@ -528,13 +511,26 @@ def test_a_job_the_store_does_not_record_is_read_once_to_tell_an_array(store) ->
     assert runner.commands() == ["squeue", "scancel"]
 
 
-@pytest.mark.parametrize("recorded", [True, False], ids=["run_of_the_array", "not_recorded"])
-def test_an_arrays_control_still_reads_its_tasks_and_says_which(store, recorded: bool) -> None:
-    """`/train cancel 6101` of an array's own id, recorded as a run's or not: its tasks are
-    read (squeue, then sacct for the one that ended) before the one scancel, and the reply
-    names them as before."""
-    if recorded:
-        _array_6101(store)
+def _record_a_plain_run_of_6101(store: Store) -> None:
+    """Recipe mix has no `array:`, but its batch script carries `#SBATCH --array=0-4`: trainbot
+    submitted a plain run and recorded job 6101 as its attempt, while Slurm made it array
+    6101. Before, the store's record was taken to settle that the job was no array's: scancel
+    alone, and "Job 6101 cancelled by <@W0LEAD>.", the tasks unnamed."""
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="sweep", now=1)
+    store.attempts.record(chain_id=chain.id, job_id="6101", now=2, state="PENDING")
+
+
+@pytest.mark.parametrize("record", [_array_6101, _record_a_plain_run_of_6101, None],
+                         ids=["run_of_the_array", "plain_run_its_script_made_an_array",
+                              "not_recorded"])
+def test_an_arrays_control_still_reads_its_tasks_and_says_which(
+        store, record: Callable[[Store], object] | None) -> None:
+    """`/train cancel 6101` of an array's own id, recorded as the array run's, as a plain run's
+    (see _record_a_plain_run_of_6101) or not at all: its tasks are read (squeue, then sacct for
+    the one that ended) before the one scancel, and the reply says what the scancel did to
+    each, as for any array."""
+    if record is not None:
+        record(store)
     slurm, runner = _client_over({6101: _ARRAY_6101})
     ctx = make_context(store, {"dev": slurm})
     reply = execute(ctx, JobControl("cancel", 6101), actor="W0LEAD", channel=None, now=NOW)
