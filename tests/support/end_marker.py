@@ -10,6 +10,7 @@ from functools import cache
 import pytest
 
 from bot.core.catalogue import Catalogue
+from bot.core.models import Diagnosis
 from support.diagnosis import read_log
 
 # an error a script can hit after its training loop, saving or evaluating
@@ -29,16 +30,21 @@ def _catalogue() -> Catalogue:
     return Catalogue.load()
 
 
+def read(text: str) -> Diagnosis:
+    """`text` read as a log with no accounting, the catalogue loaded once for every test."""
+    return read_log(_catalogue(), text)
+
+
 def assert_ends_the_run(text: str, marker: str) -> None:
-    d = read_log(_catalogue(), text)
+    d = read(text)
     assert (d.class_id, d.decided_by) == ("completed", "signature")
     assert any(marker in e.text for e in d.evidence)
 
 
 def assert_still_running(text: str) -> None:
-    d = read_log(_catalogue(), text)
+    d = read(text)
     assert (d.class_id, d.decided_by) == ("none", "progress")
 
 
 def assert_the_error_decides(text: str) -> None:
-    assert read_log(_catalogue(), text + LATE_ERROR).class_id == "disk_full"
+    assert read(text + LATE_ERROR).class_id == "disk_full"

@@ -8,9 +8,7 @@ ends a finished run, in a log with no accounting, unless the trainer's exception
 from __future__ import annotations
 
 import pytest
-from support.diagnosis import read_log
-
-from bot.core.catalogue import Catalogue
+from support.end_marker import assert_ends_the_run, read
 
 METRICS = ("[03/02 11:09:{s} d2.utils.events]:  eta: 0:00:{eta}  iter: {it}  total_loss: 0.4120  "
            "loss_cls: 0.1008  loss_box_reg: 0.2010  time: 0.2650  data_time: 0.0040  "
@@ -32,26 +30,19 @@ EXCEPTION = (
     "ValueError: bad annotation in image 4242\n")
 
 
-@pytest.fixture(scope="module")
-def catalogue() -> Catalogue:
-    return Catalogue.load()
-
-
 @pytest.mark.parametrize("total", ["6:41:12", "1 day, 6:41:12", "3 days, 0:00:07"])
-def test_total_training_time_ends_a_finished_run(catalogue, total):
-    d = read_log(catalogue, LOOP + REPORT.format(total=total))
-    assert (d.class_id, d.decided_by) == ("completed", "signature")
-    assert any("Total training time" in e.text for e in d.evidence)
+def test_total_training_time_ends_a_finished_run(total):
+    assert_ends_the_run(LOOP + REPORT.format(total=total), "Total training time")
 
 
-def test_the_report_after_the_loops_exception_is_no_completion(catalogue):
+def test_the_report_after_the_loops_exception_is_no_completion():
     """The log cut right after the finally block's report: the exception decides."""
-    d = read_log(catalogue, LOOP + EXCEPTION + REPORT.format(total="6:41:12"))
+    d = read(LOOP + EXCEPTION + REPORT.format(total="6:41:12"))
     assert d.class_id == "unknown_failure"
 
 
-def test_the_report_before_the_re_raised_exception_is_no_completion(catalogue):
+def test_the_report_before_the_re_raised_exception_is_no_completion():
     """The whole log: the exception re-raised after the report, as Python prints it."""
     again = EXCEPTION.split("\n", 1)[1]
-    d = read_log(catalogue, LOOP + EXCEPTION + REPORT.format(total="6:41:12") + again)
+    d = read(LOOP + EXCEPTION + REPORT.format(total="6:41:12") + again)
     assert d.class_id == "unknown_failure"

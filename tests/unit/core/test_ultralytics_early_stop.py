@@ -10,10 +10,7 @@ finished run."""
 
 from __future__ import annotations
 
-import pytest
-from support.diagnosis import read_log
-
-from bot.core.catalogue import Catalogue
+from support.end_marker import assert_ends_the_run, each_end, read
 
 HEADER = "      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size\n"
 EPOCHS = "".join(
@@ -34,30 +31,23 @@ OLD = ("Stopping training early as no improvement observed in last 100 epochs. B
        "observed at epoch 110, best model saved as best.pt.\n"
        "To update EarlyStopping(patience=100) pass a new patience value, i.e. `python train.py "
        "--patience 300` or use `--patience 0` to disable EarlyStopping.\n")
+MARKER = "no improvement observed in last"
 
 
-@pytest.fixture(scope="module")
-def catalogue() -> Catalogue:
-    return Catalogue.load()
+@each_end({"ultralytics": NEW, "coloured": COLOURED, "yolov5": OLD, "blank line after": NEW + "\n"})
+def test_a_log_cut_after_the_early_stop_is_a_finished_run(end):
+    assert_ends_the_run(EPOCHS + end, MARKER)
 
 
-@pytest.mark.parametrize("end", [NEW, COLOURED, OLD, NEW + "\n"],
-                         ids=["ultralytics", "coloured", "yolov5", "blank line after"])
-def test_a_log_cut_after_the_early_stop_is_a_finished_run(catalogue, end):
-    d = read_log(catalogue, EPOCHS + end)
-    assert (d.class_id, d.decided_by) == ("completed", "signature")
-    assert any("no improvement observed in last" in e.text for e in d.evidence)
+def test_the_early_stop_then_the_loops_end_is_a_finished_run():
+    assert_ends_the_run(EPOCHS + NEW + "\n73 epochs completed in 0.105 hours.\n"
+                        "Optimizer stripped from runs/detect/train8/weights/last.pt, 5.5MB\n",
+                        MARKER)
 
 
-def test_the_early_stop_then_the_loops_end_is_a_finished_run(catalogue):
-    d = read_log(catalogue, EPOCHS + NEW + "\n73 epochs completed in 0.105 hours.\n"
-                 "Optimizer stripped from runs/detect/train8/weights/last.pt, 5.5MB\n")
-    assert (d.class_id, d.decided_by) == ("completed", "signature")
-
-
-def test_a_traceback_after_the_early_stop_is_no_completion(catalogue):
+def test_a_traceback_after_the_early_stop_is_no_completion():
     """A save or the final validation failing after the stop: the error decides."""
-    d = read_log(catalogue, EPOCHS + NEW + "\n73 epochs completed in 0.105 hours.\n"
+    d = read(EPOCHS + NEW + "\n73 epochs completed in 0.105 hours.\n"
                  "Traceback (most recent call last):\n"
                  '  File "train.py", line 12, in <module>\n'
                  "    model.train(data='data.yaml', epochs=200)\n"
@@ -65,7 +55,7 @@ def test_a_traceback_after_the_early_stop_is_no_completion(catalogue):
     assert d.class_id == "cuda_oom"
 
 
-def test_another_programs_line_without_best_pt_is_no_marker(catalogue):
-    d = read_log(catalogue, EPOCHS + "Training stopped early as no improvement observed in last "
+def test_another_programs_line_without_best_pt_is_no_marker():
+    d = read(EPOCHS + "Training stopped early as no improvement observed in last "
                  "20 epochs. Best results observed at epoch 53, best model saved\n")
     assert d.class_id == "none"
