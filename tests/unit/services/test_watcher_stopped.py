@@ -11,10 +11,12 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from fakes import T0, FakeCheckpoints
+from fakes import T0, FakeCheckpoints, FakeSFTP, FakeSlurm, RecordingEventSink
 from support.watcher import CLUSTER, LOG, add_job, make_watcher, running, story_lines
 
 from bot.core.slurm.records import JobRecord
+from bot.services.watch.tick import Watcher
+from bot.store import Store
 
 JOB = 88154
 
@@ -25,14 +27,23 @@ def _to_3470() -> bytes:
     return b"".join(lines[: stall + 1])
 
 
-@pytest.mark.parametrize("state", ["STOPPED", "SUSPENDED"])
-def test_a_stopped_job_is_not_warned_of_as_hung_and_a_hang_after_it_continues_is(env, state):
+def _watched_to_3470(env: tuple[Store, FakeSlurm, FakeSFTP, RecordingEventSink]
+                     ) -> Watcher:
+    """The watcher of job 88154, running, its log read to iteration 3470 at its first tick
+    (T0): the silence of the stall is counted from there."""
     store, slurm, sftp, sink = env
     add_job(store, JOB)
     slurm.records[JOB] = running(JOB)
     sftp.append(LOG, _to_3470())
     w = make_watcher(store, slurm, sftp, sink, checkpoint=FakeCheckpoints(3000))
     w.tick(T0)
+    return w
+
+
+@pytest.mark.parametrize("state", ["STOPPED", "SUSPENDED"])
+def test_a_stopped_job_is_not_warned_of_as_hung_and_a_hang_after_it_continues_is(env, state):
+    store, slurm, sftp, sink = env
+    w = _watched_to_3470(env)
     slurm.records[JOB] = replace(running(JOB), state=state)  # squeue's state, as merged
     for minutes in (2, 6, 10, 30, 60):  # the old watcher warned `hang` at 6 min
         w.tick(T0 + 60 * minutes)
@@ -50,11 +61,7 @@ def test_a_stopped_job_is_not_warned_of_as_hung_and_a_hang_after_it_continues_is
 
 def test_a_job_that_never_stopped_is_warned_of_at_6_min_as_before(env):
     store, slurm, sftp, sink = env
-    add_job(store, JOB)
-    slurm.records[JOB] = running(JOB)
-    sftp.append(LOG, _to_3470())
-    w = make_watcher(store, slurm, sftp, sink, checkpoint=FakeCheckpoints(3000))
-    w.tick(T0)
+    w = _watched_to_3470(env)
     w.tick(T0 + 240)
     assert sink.events == []
     w.tick(T0 + 360)
@@ -64,11 +71,7 @@ def test_a_job_that_never_stopped_is_warned_of_at_6_min_as_before(env):
 def test_a_stopped_job_that_ends_is_judged_as_any_ended_job(env):
     """Cancelled while stopped: the watcher's incident, as for a job cancelled running."""
     store, slurm, sftp, sink = env
-    add_job(store, JOB)
-    slurm.records[JOB] = running(JOB)
-    sftp.append(LOG, _to_3470())
-    w = make_watcher(store, slurm, sftp, sink, checkpoint=FakeCheckpoints(3000))
-    w.tick(T0)
+    w = _watched_to_3470(env)
     slurm.records[JOB] = replace(running(JOB), state="STOPPED")
     w.tick(T0 + 600)
     slurm.records[JOB] = JobRecord(job_id=JOB, state="CANCELLED", exit_code=0, signal=9,
