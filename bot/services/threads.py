@@ -110,14 +110,24 @@ def thread_message(ctx: BotContext, chain_id: int | None, key: str, template: st
 
 def thread_note(ctx: BotContext, chain_id: int | None, key: str, text: str) -> bool:
     """Post `text` (trainbot's mrkdwn, already in the thread's language) once (by key) in the
-    chain's thread, through the note template; False when there is no thread."""
-    return thread_message(ctx, chain_id, key, "note", {"text": text})
+    chain's thread, through the note template (`thread_note_refusal`); False when there is no
+    thread, or the chat refused the post (logged; retried by its key next time)."""
+    if not has_thread(ctx, chain_id):
+        return False
+    assert chain_id is not None
+    error = thread_note_refusal(ctx, chain_id, key, text)
+    if error is not None:
+        log.warning("chain %s: could not post reply %s: %s", chain_id, key, error)
+        return False
+    return True
 
 
 def thread_note_refusal(ctx: BotContext, chain_id: int, key: str, text: str
                         ) -> PostError | None:
-    """Post `text` as `thread_note` does in the thread of `chain_id`, which has one
-    (`has_thread`): None once it is there, else the chat's refusal, for the caller to log."""
+    """Render `text` through the note template in the chain's recipe's language and post it
+    once (by key) in the thread of `chain_id`, which has one (`has_thread`): None once it is
+    there, else the chat's refusal, for the caller to log (`thread_note` logs it). The one
+    place a note is rendered and posted."""
     assert ctx.sink is not None
     blocks, fallback = render(ctx, "note", _chain_recipe(ctx, chain_id), {"text": text})
     try:
