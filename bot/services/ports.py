@@ -242,6 +242,13 @@ class LookupRefused(PostError):
     still be there."""
 
 
+class PostRefused(PostError):
+    """The chat answered no to the post itself (the bot out of its channel, the channel gone
+    or archived, a scope missing): nothing was sent, and sending it again at once will not
+    change that. A transient failure (a 5xx, a rate limit, a connection lost) is a plain
+    PostError."""
+
+
 class PartlyPosted(PostError):
     """A message for several threads (a cluster's notice) went to some of them and the chat
     refused it in others: it has been said, and is to be posted again for the threads that
@@ -251,8 +258,9 @@ class PartlyPosted(PostError):
 class PostDeferred(PostError):
     """Not tried this time: the chat refused it lately in a way that asking again at once
     does not change (its lookup refused: the bot out of the channel, a history scope
-    missing), and it is tried again later, less and less often (bot.core.backoff). The
-    refusal was logged when it came; this one is not worth a warning."""
+    missing; or the post itself: PostRefused), and it is tried again later, less and less
+    often (bot.core.backoff). The refusal was logged when it came; this one is not worth a
+    warning."""
 
 
 class PartlyDeferred(PartlyPosted, PostDeferred):

@@ -80,6 +80,7 @@ from bot.services.ports import (
     PartlyPosted,
     PostDeferred,
     PostError,
+    PostRefused,
     root_key,
 )
 from bot.services.probes import create_probe_offer, offers_probe, probe_offer
@@ -116,8 +117,8 @@ class ThreadEvents:
         self.forensics = forensics
         # chain id -> job id -> its attempt that ended (points, saves, failure), oldest first
         self._progress: dict[int, OrderedDict[str, AttemptTrace]] = {}
-        # cluster -> the current outage's notice posts whose lookup Slack refused, by key
-        # (each cluster's touched by its own watch job only)
+        # cluster -> the current outage's notice posts whose lookup, or the post itself, Slack
+        # refused, by key (each cluster's touched by its own watch job only)
         self._refused: dict[str, dict[str, Backoff]] = {}
 
     def publish(self, event: WatchEvent) -> None:
@@ -272,8 +273,9 @@ class ThreadEvents:
         post): PartlyPosted when others have it (the notice is said;
         bot.services.watch.health publishes it again at the next tick, and the threads that
         have it already get nothing twice: the poster's key), PostError when none has. A
-        notice's thread whose lookup Slack refused (`_notice_in`) is tried again with a
-        backoff: when no thread left was tried, PartlyDeferred or PostDeferred."""
+        notice's thread whose lookup, or the post itself, Slack refused (`_notice_in`) is
+        tried again with a backoff: when no thread left was tried, PartlyDeferred or
+        PostDeferred."""
         chains = [c for c in self.ctx.store.chains.with_status("active")
                   if c.cluster == event.cluster]
         prefix = _in_thread(event.key)
@@ -304,28 +306,35 @@ class ThreadEvents:
         """Post the cluster notice or note `event` in the chain's thread under `key`:
         "posted", "refused" (logged), or "deferred" (not tried). Slack refusing to look up
         the notice a post left there (an intent: the bot out of the channel, no history
-        scope) will not change at the next tick: its thread is tried again after 1, then 2,
-        4, 8 and at most 16 failed ticks (bot.core.backoff), until the lookup answers (the
-        bot back in the channel: the notice found, or posted) or the outage ends (its
-        "answers again" note is tried there once: `_told`)."""
+        scope), or refusing the post itself (PostRefused: not_in_channel, channel_not_found,
+        a scope missing), will not change at the next tick: its thread is tried again after
+        1, then 2, 4, 8 and at most 16 failed ticks (bot.core.backoff, one Backoff per
+        thread), until Slack takes it (the bot back in the channel: the notice found, or
+        posted) or the outage ends (its "answers again" note is tried there once, if the
+        thread may have the notice: `_told`). A transient failure (a 5xx, a rate limit) is
+        tried again at the next failed tick."""
         text = self._say(event, recipe=chain.recipe)
         if event.kind != NOTICE:
             return "posted" if thread_note(self.ctx, chain.id, key, text) else "refused"
         backoff = refused.get(key)
         if backoff is not None and not backoff.due():
-            log.debug("%s: not tried this time (its lookup was refused)", key)
+            log.debug("%s: not tried this time (Slack refused it lately)", key)
             return "deferred"
         error = thread_note_refusal(self.ctx, chain.id, key, text)
         if error is None:
             refused.pop(key, None)
             return "posted"
-        if not isinstance(error, LookupRefused):
+        if not isinstance(error, (LookupRefused, PostRefused)):
             log.warning("chain %s: could not post reply %s: %s", chain.id, key, error)
             return "refused"
         skip = refused.setdefault(key, Backoff()).refused_again()
-        log.warning("%s may be in its thread and Slack refused to look it up (%s): not tried "
-                    "there for the next %d failed tick(s); its outage's end is tried there "
-                    "once", key, error, skip)
+        if isinstance(error, LookupRefused):
+            log.warning("%s may be in its thread and Slack refused to look it up (%s): not "
+                        "tried there for the next %d failed tick(s); its outage's end is tried "
+                        "there once", key, error, skip)
+        else:
+            log.warning("chain %s: Slack refused the notice %s (%s): not tried there for the "
+                        "next %d failed tick(s)", chain.id, key, error, skip)
         return "refused"
 
     def said_in_a_thread(self, key: str) -> bool:

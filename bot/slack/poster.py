@@ -41,7 +41,7 @@ from slack_sdk.errors import SlackApiError, SlackRequestError
 
 from bot.core.redact import Redactor
 from bot.crashpoint import crashpoint
-from bot.services.ports import LookupRefused, PostError, root_key
+from bot.services.ports import LookupRefused, PostError, PostRefused, root_key
 from bot.slack.retry import Sleep, backoff_delay, request_not_sent
 
 log = logging.getLogger(__name__)
@@ -67,6 +67,11 @@ class SlackPostError(PostError):
     def __init__(self, message: str, *, error: str | None = None):
         super().__init__(message)
         self.error = error
+
+
+class SlackPostRefused(SlackPostError, PostRefused):
+    """Slack answered no to chat.postMessage itself (not_in_channel, channel_not_found,
+    is_archived, missing_scope…): nothing was sent, and sending it again will not change it."""
 
 
 class SlackLookupRefused(SlackPostError, LookupRefused):
@@ -345,7 +350,8 @@ class SlackPoster:
                     # so the key reads as never posted (a cluster notice's "answers again"
                     # note does not follow it: bot.services.watch_events.ThreadEvents._told)
                     self.store.slack_posts.forget_intent(key)
-                    raise self._error("chat.postMessage", key, channel, exc) from exc
+                    error = self._error("chat.postMessage", key, channel, exc)
+                    raise SlackPostRefused(str(error), error=error.error) from exc
                 unknown = fate == "unknown"
                 log.warning("post %s failed (%s)%s", key, exc,
                             "; looking it up before sending again" if unknown else "")

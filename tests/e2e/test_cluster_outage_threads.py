@@ -290,3 +290,79 @@ def test_a_notice_whose_lookup_slack_refuses_is_tried_there_less_and_less_while_
 def lookups_in(slack: SlackStandIn, channel: str) -> list[Any]:
     """The conversations.replies calls made in `channel` so far."""
     return [r for r in slack.calls("conversations.replies") if r.params.get("channel") == channel]
+
+
+@pytest.mark.parametrize("refused", ["the bot is out of its channel",
+                                     "the chat:write scope is missing"])
+def test_a_notice_slack_refuses_to_post_is_tried_there_less_and_less_while_down(
+        slack: SlackStandIn, slack_client: WebClient, store: Store, caplog: Any,
+        refused: str) -> None:
+    """The cluster stays down and Slack refuses the outage notice's chat.postMessage in the
+    first thread (a private channel the bot was removed from: not_in_channel), or in every
+    thread (the token lost chat:write: missing_scope). Asking again at the next tick will not
+    change that: the refused thread is tried at the failed tick that decides the notice, then
+    after 1, 2, 4, 8 and 16 ticks skipped, one warning from the threads each time (a skipped
+    tick calls Slack for nothing and warns of nothing). Once Slack takes it (the bot back in
+    the channel, the scope granted), the next try posts it: once, and never again; the
+    cluster answers and each thread hears the end once. Before, the post was sent, refused
+    and warned of at every failed tick."""
+    poster = SlackPoster(slack_client, store, sleep=lambda s: None, clock=lambda: NOW)
+    roots = []
+    for where in (PRIVATE, CHANNEL):
+        chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW)
+        roots.append(poster.post_root(chain.id, where, [], "mix"))
+    first, second = roots
+    if refused == "the bot is out of its channel":
+        slack.outside.add(PRIVATE)
+    else:
+        slack.scopes.discard("chat:write")
+    caplog.set_level(logging.DEBUG)
+    health = bot(store, slack_client)
+    tried_at: list[int] = []
+    warned_at: list[int] = []
+
+    def tick(i: int) -> None:
+        before = len(notice_posts_in(slack, PRIVATE))
+        caplog.clear()
+        health.failed(1_000_000.0 + 60 * i, TIMED_OUT, TickReport(ok=True))
+        if len(notice_posts_in(slack, PRIVATE)) > before:
+            tried_at.append(i)
+            assert len(notice_posts_in(slack, PRIVATE)) == before + 1
+        told = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING
+                and r.name == "bot.services.watch_events"
+                and "cluster:dev:down:1000000:chain:1" in r.getMessage()]
+        if any(r.levelno >= logging.WARNING and "cluster:dev:down:" in r.getMessage()
+               for r in caplog.records):
+            warned_at.append(i)
+            assert len(told) == 1 and "Slack refused the notice" in told[0], told
+
+    for i in range(25):  # the 3rd failed tick (2) decides the notice
+        tick(i)
+    assert tried_at == [2, 4, 7, 12, 21]  # then every 17th tick: the next at 38
+    assert warned_at == tried_at
+    assert said_in(slack, PRIVATE, first, NOTICE) == 0
+    assert said(slack, second, NOTICE) == (1 if refused == "the bot is out of its channel"
+                                           else 0)
+    if refused == "the bot is out of its channel":
+        slack.outside.discard(PRIVATE)
+    else:
+        slack.scopes.add("chat:write")
+    for i in range(25, 42):
+        tick(i)
+    assert tried_at == [2, 4, 7, 12, 21, 38]  # posted at 38: not tried again
+    assert warned_at == [2, 4, 7, 12, 21]
+    assert (said_in(slack, PRIVATE, first, NOTICE), said(slack, second, NOTICE)) == (1, 1)
+    assert len(notice_posts_in(slack, CHANNEL)) == (
+        1 if refused == "the bot is out of its channel" else 6)  # its own backoff
+    assert present(store.incidents.get("cluster:dev:down:1000000")).state == "posted"
+    for i in range(3):
+        health.ok(1_003_000.0 + 60 * i, TickReport(ok=True))
+    assert (said_in(slack, PRIVATE, first, BACK), said(slack, second, BACK)) == (1, 1)
+    assert (said_in(slack, PRIVATE, first, NOTICE), said(slack, second, NOTICE)) == (1, 1)
+
+
+def notice_posts_in(slack: SlackStandIn, channel: str) -> list[Any]:
+    """The chat.postMessage calls of the outage notice made in `channel` so far (refused or
+    not)."""
+    return [r for r in slack.calls("chat.postMessage") if r.params.get("channel") == channel
+            and str(r.params.get("text")).startswith(NOTICE)]
