@@ -192,8 +192,10 @@ def ends_in_keras_last_epoch(tail: Sequence[tuple[int, str]]) -> bool:
 
 # An epoch's report with its total (`_EPOCH_OF`'s counter, not YOLO's column: `Epoch [10/10]`),
 # any other count on its line (`Step [50/100]`, `Iter 3/7`) and a loss or accuracy figure in it.
+# A date's parts are no count (PaddleClas's and PaddleOCR's `[2024/10/18 17:05:14] ppcls INFO:
+# [Train][Epoch 120/120][Avg]...`: `2024/10` short of its "total" is not a step of the epoch).
 _EPOCH_REPORT = re.compile(_EPOCH_COUNTER)
-_COUNT = re.compile(r"(?<![\d.])(\d+)\s*/\s*(\d+)(?![\d.])")
+_COUNT = re.compile(r"(?<![\d./])(\d+)\s*/\s*(\d+)(?![\d./])")
 _FIGURE = re.compile(r"(?i)\b(?:loss|acc|accuracy)\b\s*[:=]?\s*[-+]?\d")
 
 
