@@ -473,9 +473,9 @@ def lost_resubmit(ctx: BotContext, cluster: str, recipe: str, chain_id: int, old
     approver of a cancel and resume), is taken for it, with the time it was sent."""
     latest = run_latest(ctx.store.attempts.for_chain(chain_id), array_task)
     chain = ctx.store.chains.get(chain_id)
-    flights = [f for f in ctx.store.submits_in_flight.sent_before(cluster, now)
-               if f.intent == intent or f.intent is None and f.actor == actor
-               and f.chain_id == chain_id and f.array_task == array_task]  # before schema 18
+    in_flight = ctx.store.submits_in_flight
+    flights = [*in_flight.with_intent(cluster, intent, now),  # both read by the intent's index
+               *in_flight.legacy_of_run(cluster, chain_id, array_task, actor, now)]
     if latest is not None and chain is not None and latest.job_id != old_job:
         if latest.result is None:
             ctx.store.watched_jobs.add(cluster, latest.job_id, now=now, chain_id=chain_id)

@@ -164,3 +164,17 @@ class SubmitsInFlightRepo(_Repo):
         return self._all(SubmitInFlight, select(t.submits_in_flight)
                          .where(c.intent == intent, c.cluster == cluster, c.sent_at < before)
                          .order_by(c.sent_at))
+
+    def legacy_of_run(self, cluster: str, chain_id: int, array_task: int | None, actor: str,
+                      before: float) -> list[SubmitInFlight]:
+        """The cluster's submits into the run (`chain_id`, `array_task`) made by `actor` and
+        sent before `before` that carry no intent (written before schema 18, or a person's
+        submit, which has none), oldest first: the rows of `sent_before` so, read by the
+        intent's index (its NULLs) rather than the whole cluster's rows in flight."""
+        c = t.submits_in_flight.c
+        task = c.array_task.is_(None) if array_task is None else c.array_task == array_task
+        return self._all(SubmitInFlight, select(t.submits_in_flight)
+                         .where(c.intent.is_(None), c.cluster == cluster,
+                                c.chain_id == chain_id, task, c.actor == actor,
+                                c.sent_at < before)
+                         .order_by(c.sent_at))

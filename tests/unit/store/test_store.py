@@ -716,6 +716,68 @@ def test_submits_in_flight_are_read_by_their_intent_in_one_indexed_read(store):
     assert "ix_submits_in_flight_intent" in " ".join(str(row) for row in plan)
 
 
+def test_a_resubmits_rows_in_flight_are_its_intents_and_its_runs_legacy_ones_read_by_index(
+        store):
+    """What a resubmit's recovery (bot.services.runs.lost_resubmit) reads: the rows of its
+    intent (`with_intent`) and the rows without one (written before schema 18) of its run
+    (chain, array task) by its actor (`legacy_of_run`); not another intent's, nor another
+    run's, task's, actor's or cluster's row without one, nor one sent later. The legacy read
+    is one SELECT the database answers from the intent's index (its NULLs), as `with_intent`
+    is: the plan of the very statement sent, with its parameters."""
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=0.0)
+    other = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=0.0)
+    auto, mine = "watcher", "dev:88154:resubmit"
+
+    def flight(chain_id: int | None, sent_at: float, *, intent: str | None = None,
+               actor: str = auto, cluster: str = "dev", task: int | None = None) -> int:
+        added = store.submits_in_flight.add(
+            cluster=cluster, recipe="mix", job_name="mix", chain_id=None, array_task=task,
+            resumed_at=None, charge_retry=False, actor=actor, channel=None, sent_at=sent_at,
+            intent=intent)
+        rows = current_schema.submits_in_flight
+        with store.engine.begin() as conn:  # into its run (add keeps one per run in flight)
+            conn.execute(rows.update().where(rows.c.id == added.flight.id)
+                         .values(chain_id=chain_id))
+        return added.flight.id
+
+    for i in range(30):  # the cluster's other submits in flight: people's, other intents'
+        flight(None, float(i), actor=f"U{i}", intent=None if i % 3 else f"approval:o{i}")
+    ours = flight(chain.id, 4.0, intent=mine)
+    legacy = flight(chain.id, 3.0)
+    flight(chain.id, 5.0, intent="approval:tok")  # another intent of the run
+    flight(other.id, 2.0)  # another run's legacy row by the same actor
+    flight(chain.id, 2.5, actor="U0ALICE")  # a person's submit of the run: not the resubmit
+    flight(chain.id, 2.6, task=1)  # an array task's
+    flight(chain.id, 2.7, cluster="other")  # another cluster's
+    flight(chain.id, 12.0)  # sent later
+    sent: list[tuple[str, Any]] = []
+
+    def seen(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_rest: Any) -> None:
+        sent.append((statement, parameters))
+
+    in_flight = store.submits_in_flight
+    event.listen(store.engine, "before_cursor_execute", seen)
+    try:
+        legacy_rows = in_flight.legacy_of_run("dev", chain.id, None, auto, 10.0)
+    finally:
+        event.remove(store.engine, "before_cursor_execute", seen)
+    assert [f.id for f in in_flight.with_intent("dev", mine, 10.0)] == [ours]
+    assert [f.id for f in legacy_rows] == [legacy]
+    assert sorted(f.id for f in [*in_flight.with_intent("dev", mine, 10.0), *legacy_rows]) == \
+        sorted(f.id for f in in_flight.sent_before("dev", 10.0)
+               if f.intent == mine or f.intent is None and f.actor == auto
+               and f.chain_id == chain.id and f.array_task is None)  # the rule as it was
+    [(statement, parameters)] = [(q, p) for q, p in sent if q.lstrip().startswith("SELECT")]
+    assert "submits_in_flight.intent IS NULL" in statement
+    with store.engine.begin() as conn:
+        if conn.dialect.name == "postgresql":  # a tiny table: make the planner show an index
+            conn.exec_driver_sql("SET LOCAL enable_seqscan = off")
+            plan = conn.exec_driver_sql(f"EXPLAIN {statement}", parameters).all()
+        else:
+            plan = conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {statement}", parameters).all()
+    assert "ix_submits_in_flight_intent" in " ".join(str(row) for row in plan)
+
+
 def test_audit_and_incident_texts_are_stored_redacted(tmp_path):
     url = f"sqlite:///{tmp_path / 'state.db'}"
     error = "`env K=plain-secret sbatch` exited 1: postgresql://bot:pw1234@db/x, xoxb-1-2-abcdefgh"
