@@ -40,7 +40,12 @@ from bot.core.launcher_lint.counter_values import (
     stops_at,
 )
 from bot.core.launcher_lint.counts_between import Counts, enclosing, find_subshells
-from bot.core.launcher_lint.messages import short, slurm_shows, under_errexit
+from bot.core.launcher_lint.messages import (
+    short,
+    slurm_shows,
+    under_errexit,
+    under_pipefail_partly,
+)
 from bot.core.launcher_lint.model import (
     CHECK_ARITH_ERROR,
     CHECK_ARITH_UNSET,
@@ -464,12 +469,14 @@ def _finding(a: Arith, line: int, value: str | None,
     first's text: it stops bash on the runs that take its branch, before which that
     assignment never runs)."""
     said = {"line": line, "command": short(a.command), "var": a.variable,
-            "under": under_errexit("`set -e`", a.errexit_partial), "slurm": slurm_shows(1)}
+            "under": under_pipefail_partly(a.errexit_partial) if a.pipefail_partial
+            else under_errexit("`set -e`", a.errexit_partial), "slurm": slurm_shows(1)}
     unset = value is None
     octal = value is not None and BAD_OCTAL_RE.fullmatch(value) is not None
     # with `set -e` on some paths only, the stop is on the runs that take them; an unset
     # variable in capitals may come from the job's environment (sbatch passes the submitter's)
-    level: Level = "warn" if (a.errexit_partial or unset and a.variable.isupper()
+    level: Level = "warn" if (a.errexit_partial or a.pipefail_partial
+                              or unset and a.variable.isupper()
                               or skipped_count is not None
                               or later is not None and not later[4]
                               or carried is not None and not carried[1]

@@ -586,7 +586,7 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells):
             found = self._command(cmd.strip(), c_off + lead, i == last, len(cmds) > 1,
                                   errexit_mode)
             if i != last and self.opts.pipefail_partial:
-                self._partial_stops(arith_from)
+                self._partial_stops(arith_from, pipefail=True)
             if found:
                 upstream = " | ".join(c.strip() for c, _o, _p in cmds[:i])
                 hits.extend(with_(hit, upstream=hit.upstream or upstream,

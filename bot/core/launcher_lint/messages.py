@@ -42,3 +42,15 @@ def under_errexit(mode: str, partial: bool, line: int | None = None) -> Text:
     if line is None:
         return N_("under %(mode)s", mode=mode)
     return N_("under %(mode)s (line %(line)s)", mode=mode, line=line)
+
+
+def under_pipefail_partly(errexit_partial: bool) -> Text:
+    """The clause for a stop that comes through `pipefail` (a pipeline's element before the
+    last), where `pipefail` is on on some paths to the line only: "under `set -e`, when
+    `pipefail` is on (only some branches or loop passes … turn it on),"; `errexit_partial`:
+    `set -e` too is on on some paths only."""
+    if errexit_partial:
+        return N_("when `set -e` and `pipefail` are on (only some branches or loop passes "
+                  "before this line turn them on),")
+    return N_("under `set -e`, when `pipefail` is on (only some branches or loop passes before "
+              "this line turn `pipefail` on),")

@@ -179,6 +179,9 @@ class Arith:
     called_at: int | None = None  # read again at this call of its function (under `set -u`)
     errexit_in_body: bool = False  # after a `set -e` in its function's body (Opts's)
     errexit_in_body_partial: bool = False  # … run on some paths to it only
+    # it stops bash only through `pipefail`, which is on on some paths to it only (a
+    # pipeline's element before the last: pipe_subshells._partial_stops)
+    pipefail_partial: bool = False
 
 
 @dataclass

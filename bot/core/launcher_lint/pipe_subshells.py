@@ -32,7 +32,7 @@ class _Walk(Protocol):
 
     def _subshell_stops(self, marks: Marks) -> None: ...
 
-    def _partial_stops(self, arith_from: int) -> None: ...
+    def _partial_stops(self, arith_from: int, pipefail: bool = False) -> None: ...
 
 
 class PipeSubshells:
@@ -109,11 +109,16 @@ class PipeSubshells:
         if goes_on:
             self._subshell_stops(closing.marks)
         elif pipefail_partial:
-            self._partial_stops(closing.marks.arith)
+            self._partial_stops(closing.marks.arith, pipefail=True)
 
-    def _partial_stops(self: _Walk, arith_from: int) -> None:
+    def _partial_stops(self: _Walk, arith_from: int, pipefail: bool = False) -> None:
         """The counters collected from `arith_from` on, in a pipeline's element whose status
-        stops bash through pipefail, on some paths only (`[ … ] && set -o pipefail`): they stop
-        it on those runs only (a warning)."""
+        stops bash on some paths only: through `pipefail` (`pipefail`: `[ … ] && set -o
+        pipefail`), or as the last element where `lastpipe` is on on some (it runs in the
+        script's shell there): they stop it on those runs only (a warning, which names
+        pipefail, model.Arith.pipefail_partial, or says `set -e` applies there on some)."""
         for a in self.arith[arith_from:]:
-            a.errexit_partial = True
+            if pipefail:
+                a.pipefail_partial = True
+            else:
+                a.errexit_partial = True

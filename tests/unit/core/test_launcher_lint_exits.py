@@ -224,3 +224,37 @@ _MAYBE_LASTPIPE = '[ -n "${X:-}" ] && shopt -s lastpipe\n'
 ])
 def test_pipefail_or_lastpipe_on_some_paths_only_is_a_warning(tmp_path, body, level):
     _reads_as_bash_runs(tmp_path, body, level)
+
+
+_PIPEFAIL_SOME = ("under `set -e`, when `pipefail` is on (only some branches or loop passes "
+                  "before this line turn `pipefail` on), the launcher stops right here",
+                  "`set -e`에서 `pipefail`이 켜져 있을 때(이 줄 앞의 일부 분기나 반복 회차에서만 "
+                  "`pipefail`이 켜짐)")
+_BOTH_SOME = ("when `set -e` and `pipefail` are on (only some branches or loop passes before "
+              "this line turn them on), the launcher stops right here",
+              "`set -e`와 `pipefail`이 켜져 있을 때(이 줄 앞의 일부 분기나 반복 회차에서만 켜짐)")
+_MAYBE_ERREXIT = '[ -n "${X:-}" ] && set -e\n'
+
+
+@pytest.mark.parametrize(("body", "said"), [
+    # a counter that stops bash through pipefail, on some paths only: the warning names
+    # pipefail (it said "when `set -e` is on (only some branches … turn it on)", where `set -e`
+    # was on on every path)
+    (f"set -e\nn=0\n{_MAYBE_PIPEFAIL}if true; then ((n++)); fi | cat\n", _PIPEFAIL_SOME),
+    (f"set -e\nn=0\n{_MAYBE_PIPEFAIL}while true; do ((n++)); break; done | cat\n",
+     _PIPEFAIL_SOME),
+    (f"set -e\nn=0\n{_MAYBE_PIPEFAIL}{{ ((n++)); }} | cat\n", _PIPEFAIL_SOME),
+    # … and `set -e` too where that is on on some paths only
+    (f"n=0\n{_MAYBE_ERREXIT}{_MAYBE_PIPEFAIL}{{ ((n++)); }} | cat\n", _BOTH_SOME),
+])
+def test_the_warning_for_pipefail_on_some_paths_only_names_pipefail(tmp_path, body, said):
+    from bot.core.text import render_text
+    from bot.slack.render import translator
+
+    _reads_as_bash_runs(tmp_path, body, "warn")
+    script = f"#!/bin/bash\n{body}"
+    found = [f for f in lint_launcher(script)
+             if f.check in (CHECK_ARITH_ZERO, CHECK_ARITH_UNSET) and f.level != "pass"]
+    english, korean = said
+    assert english in found[0].message
+    assert korean in render_text(found[0].text, translator("ko").gettext)
