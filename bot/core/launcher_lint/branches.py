@@ -101,6 +101,10 @@ class Branches:
     # in it: script_exits), and every branch bash may run so far did
     branch_exits: bool = False
     all_exit: bool = True
+    # a loop's: where its body's own `exit` bash always runs on a pass ends (no `if`, `case`,
+    # `&&` / `||` around it, no `break` / `continue` before it), the first pass ending the
+    # shell whenever the body runs (None: none, or one may leave the loop first)
+    exit_at: int | None = None
     # a `case`'s: a branch that did not leave ended with `;;&`, and no `*` pattern is below it
     testing_on: bool = False
     # the last element of a pipeline (`cat x | if …`): it runs in a subshell; `piped_maybe`:
@@ -124,8 +128,11 @@ class Branches:
     @property
     def exits_whenever_run(self) -> bool:
         """An `if` / `case` one of whose branches always runs and each branch bash may run of
-        which ends the shell (an `exit`: script_exits), none falling through (`;&`, `;;&`):
-        past it nothing runs."""
+        which ends the shell (an `exit`: script_exits), none falling through (`;&`, `;;&`); or
+        a loop whose body runs (`while true`, `for i in 1 2`) and ends the shell on its first
+        pass (`exit_at`): past it nothing runs."""
+        if self.kind in ("while", "for"):
+            return self.exhaustive and self.exit_at is not None
         return (self.kind in ("if", "case") and self.exhaustive and self.all_exit
                 and not self.chained)
 
@@ -313,8 +320,9 @@ def branch_step(walk: BranchWalk, frames: list[Branches], step: str, patterns: s
         walk.loops[frame.key[0]] = key[0]
         passes = loop_passes(walk.text, frame.key[0], key[0])
         frame.exhaustive = loop_runs(walk.text, frame.key[0], key[0])  # its body runs
-        if frame.exhaustive and frame.spans:
-            _leaving(walk, frame, key[0])
+        leave = _leaving(walk, frame, key[0]) if frame.exhaustive and frame.spans else None
+        if leave is not None and frame.exit_at is not None and leave < frame.exit_at:
+            frame.exit_at = None  # (a `break` / `continue` before it may leave the loop)
     walk.constructs[frame.key] = (tuple(frame.spans), frame.exhaustive)
     if frame.kind == "if" or frame.kind == "case" and not frame.chained:
         walk.exclusive[frame.key] = frame.kind  # one pass through it runs one branch at most
@@ -343,14 +351,15 @@ def branch_step(walk: BranchWalk, frames: list[Branches], step: str, patterns: s
     return None
 
 
-def _leaving(walk: BranchWalk, loop: Branches, done: int) -> None:
+def _leaving(walk: BranchWalk, loop: Branches, done: int) -> int | None:
     """A loop whose body runs (`while true`, `for i in 1 2`) with a `break` / `continue` /
     `return` in it at offset b that leaves it runs what comes after b on some passes only: from
     the start of the construct right inside the body around b (or b; the `done` of a loop
     right inside the body around b, which it leaves too), to `done`, is held in a branch bash
     may skip (a construct of its own, model.Scan.constructs, keyed (start, -1)), so
     that the branches still nest. One in a loop inside the body leaves this loop only when its
-    number says so (_leaves_past: `break` leaves the innermost loop, `break 2` one more)."""
+    number says so (_leaves_past: `break` leaves the innermost loop, `break 2` one more).
+    Returns b, the first that leaves it (None: none does)."""
     body = loop.spans[0][0]
     inert = sorted(loop.inert)
     k = 0
@@ -365,7 +374,7 @@ def _leaving(walk: BranchWalk, loop: Branches, done: int) -> None:
         else:
             leave = loop_leaves_at(walk.text, leave + 1, done)
     if leave is None:
-        return
+        return None
     # (a loop inside the body that holds it: it leaves that loop too, whose own reading has
     # what follows it in that body; from that loop's `done` on is what it may skip here)
     holders = [(key[0], spans[-1][1]) for key in loop.inner if key in walk.constructs
@@ -375,6 +384,7 @@ def _leaving(walk: BranchWalk, loop: Branches, done: int) -> None:
     if holders and walk.loops.get(cut) == max(end for start, end in holders if start == cut):
         cut = walk.loops[cut]
     walk.constructs[(cut, -1)] = (((cut, done),), False)
+    return leave
 
 
 #: The number after a `break` / `continue` (`break 2`): how many loops it leaves.

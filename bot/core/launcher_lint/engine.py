@@ -34,7 +34,7 @@ from bot.core.launcher_lint.nounset import may_read_unset, unset_reads
 from bot.core.launcher_lint.options import OptionWalk
 from bot.core.launcher_lint.pipe_subshells import PipeSubshells
 from bot.core.launcher_lint.positional import may_read_positional, positional_reads
-from bot.core.launcher_lint.script_exits import certainly_ends_shell
+from bot.core.launcher_lint.script_exits import certainly_ends_shell, group_ends_shell
 from bot.core.launcher_lint.shebang import shebang_errexit
 from bot.core.launcher_lint.syntax import (
     compound_tail,
@@ -189,6 +189,9 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells):
         self.group_around: list[tuple[Branches, int]] = []
         #: the compounds bash runs in a subshell (model.Scan.piped)
         self.piped: list[tuple[int, int]] = []
+        #: where each text the walk read to an `exit` bash always runs there starts (a `{ … }`
+        #: group's body: script_exits.group_ends_shell)
+        self.ended_groups: set[int] = set()
 
     def line_of(self, offset: int) -> int:
         return bisect.bisect_right(self.line_starts, offset)
@@ -408,8 +411,16 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells):
                                                     self.later_pass_of, nounset=False,
                                                     errexit_off=False))
                 hits.extend(self._and_or(lst, lst_off, errexit_mode=not status_only))
+            if ended is None and tail is None and _op != "&" and self.ended_groups and (
+                    "{" in whole):  # (`{ …; exit 1; }`: its walk met an `exit`)
+                cut = keyword_prefix(whole, idx in branches)[0]
+                group = whole[cut:].lstrip()
+                if group_ends_shell(group, off + lead + len(whole) - len(group), self.memo,
+                                    self.ended_groups, lists[idx - 1][0] if idx else ""):
+                    ended = self._ends_shell(frames, hits, off + lead + len(whole))
             if ended is not None:  # (the rest of this text never runs)
                 self.never_run.append((ended, base + len(text)))
+                self.ended_groups.add(base)
             elif back is not None:  # a loop read again from its keyword
                 idx, resume = back[0] - 1, back[1:]
         return hits
@@ -425,6 +436,9 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells):
         if frame.kind in ("if", "case") and frame.in_branch:
             frame.branch_exits = frame.branch_left = True
         elif frame.in_branch:
+            if frame.kind in ("while", "for") and frame.dead is None and (
+                    frame.left is None or frame.left[1] == end):  # (an `if` that exits)
+                frame.exit_at = end  # (its first pass ends the shell, unless it leaves first)
             frame.leave(self, hits, end)
         return None
 

@@ -3,7 +3,9 @@ in: an `exit` bash always runs (alone, or after `&&` / `||` of commands whose st
 semantics decide: `true && exit 0`), or an `exec` of a command (it replaces the shell; one of
 redirections only, `exec > log 2>&1`, does not). Past one, nothing of that text runs; an `if` /
 `case` each branch of which ends the shell, one of them running whenever it is reached (an
-`else`, `if true`, a `*)`), ends it as well (branches.Branches.exits_whenever_run)."""
+`else`, `if true`, a `*)`), ends it as well, as does a loop whose body runs and ends it on its
+first pass (branches.Branches.exits_whenever_run), and a `{ …; exit; }` group whose body's walk
+met one (group_ends_shell)."""
 
 from __future__ import annotations
 
@@ -11,7 +13,7 @@ import functools
 import re
 
 from bot.core.launcher_lint.syntax import runs_after
-from bot.core.shell_lexer import Memo, split_top_level
+from bot.core.shell_lexer import Memo, group_end, split_top_level
 
 #: `exit` with its status, or none (`exit`, `exit 3`, `exit "$rc"`).
 _EXIT_RE = re.compile(r"exit(?:[ \t]+[^\s;&|<>()]+)?[ \t]*")
@@ -19,6 +21,8 @@ _EXIT_RE = re.compile(r"exit(?:[ \t]+[^\s;&|<>()]+)?[ \t]*")
 _EXEC_RE = re.compile(r"exec(?:[ \t]+(.*))?", re.S)
 #: A redirection (`>log`, `2>&1`, `&>> out`, `< in`, `3<> f`) and its word.
 _REDIRECTION_RE = re.compile(r"[0-9]*(?:>>|>&|<&|&>>|&>|>\||<>|>|<)[ \t]*[^\s;&|<>()]+")
+#: A function's name alone on its line, its body's `{` on the next (`f()`, `function f`).
+_FUNCTION_HEAD_RE = re.compile(r"(?:function\s+)?[A-Za-z_][\w:-]*\s*\(\s*\)|function\s+\S+")
 #: A function the script defines named `exit` or `exec` (bash would call it).
 _REDEFINED_RE = re.compile(r"(?:^|[\s;&|({])(?:function\s+(?:exit|exec)(?![\w:-])"
                            r"|(?:exit|exec)\s*\(\s*\))")
@@ -41,6 +45,19 @@ def certainly_ends_shell(command: str, off: int, memo: Memo, text: str) -> bool:
     *heads, (last, _o, _op) = split_top_level(command, off, ("&&", "||"), memo)
     return (ends_shell(last.strip()) and runs_after(heads, text) is True
             and not _redefined(text))
+
+
+def group_ends_shell(command: str, off: int, memo: Memo, ended: set[int], before: str) -> bool:
+    """Is `command` (a list at `off` run in the foreground, after its keywords: `then { …;
+    exit 1; }`) a `{ … }` group alone, redirections after it or none (`{ …; } > log`), whose
+    body's walk met an `exit` bash always runs there (`ended`: where each text the walk read
+    to such an exit starts; a group's body starts one past its `{`)? Not the body of a
+    function whose name is on the line `before` it (`f()` then `{ exit 1; }`: run by a call)."""
+    if not command.startswith("{") or command[1:2] not in (" ", "\t", "\n") or (
+            off + 1 not in ended) or _FUNCTION_HEAD_RE.fullmatch(before.strip()):
+        return False
+    end = group_end(command, 0, off, memo)
+    return not _REDIRECTION_RE.sub("", command[end:]).strip()
 
 
 @functools.lru_cache(maxsize=8)

@@ -67,6 +67,38 @@ def test_nothing_past_an_exit_bash_always_runs_is_read_as_run(tmp_path, body, le
     _counter_stops_bash_as_the_level_says(tmp_path, body, level)
 
 
+@pytest.mark.parametrize(("body", "level"), [
+    # a loop whose body bash runs (`while true`, `for` over words) and ends the shell on its
+    # first pass: nothing past it runs
+    ("set -e\nn=0\nwhile true; do exit 0; done\n((n++))\n", None),
+    ("set -e\nn=0\nuntil false; do exit 0; done\n((n++))\n", None),
+    ("set -e\nn=0\nfor i in 1 2; do echo; exit 0; done\n((n++))\n", None),
+    ('set -e\nn=0\nwhile true; do if [ -n "${X:-}" ]; then exit 0; else exit 3; fi; done\n'
+     "((n++))\n", None),
+    ("set -e\nn=0\nfor i in 1; do for j in 1; do exit 0; done; done\n((n++))\n", None),
+    ("set -e\nn=0\nwhile true; do { exit 0; }; done\n((n++))\n", None),
+    # … a `{ …; exit; }` group, alone or redirected, in a branch, nested, with an `if` in it
+    ("set -e\nn=0\n{ echo a; exit 0; }\n((n++))\n", None),
+    ("set -e\nn=0\n{ echo a; exit 0; } > /dev/null\n((n++))\n", None),
+    ("n=0\n{ echo a; exit 0; }\nset -e\n((n++))\n", None),
+    ("set -e\nn=0\n{ { exit 0; }; }\n((n++))\n", None),
+    ('set -e\nn=0\nif [ -n "${X:-}" ]; then { exit 0; }; else exit 3; fi\n((n++))\n', None),
+    ('set -e\nn=0\n{ if [ -n "${X:-}" ]; then exit 0; else exit 3; fi; }\n((n++))\n', None),
+    # … but not one that may leave the loop first, or run in a subshell, or a function's body
+    ("set -e\nn=0\nwhile true; do break; exit 0; done\n((n++))\n", "fail"),
+    ("set -e\nn=0\nfor i in 1; do { break; exit 0; }; done\n((n++))\n", "fail"),
+    ("set -e\nn=0\nwhile true; do exit 0; done | cat\n((n++))\n", "fail"),
+    ("set -e\nn=0\n{ exit 0; } | cat\n((n++))\n", "fail"),
+    ("set -e\nn=0\n{ exit 0; } &\nwait\n((n++))\n", "fail"),
+    ("set -e\nn=0\n( { exit 0; } )\n((n++))\n", "fail"),
+    ("set -e\nn=0\nx=$( { exit 0; } )\n((n++))\n", "fail"),
+    ("set -e\nn=0\nf()\n{\n  exit 0\n}\n((n++))\nf\n", "fail"),
+    ("set -e\nn=0\nfunction f\n{\n  exit 0\n}\n((n++))\nf\n", "fail"),
+])
+def test_nothing_past_a_loop_or_group_that_always_exits_is_read_as_run(tmp_path, body, level):
+    _counter_stops_bash_as_the_level_says(tmp_path, body, level)
+
+
 @pytest.mark.parametrize("body", [
     'set -e\nn=0\n[ -n "${X:-}" ] && exit 0\n((n++))\n',
     'set -e\nn=0\nif [ -n "${X:-}" ]; then exit 0; fi\n((n++))\n',
