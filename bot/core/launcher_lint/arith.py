@@ -104,7 +104,8 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
     passes = {start: loop_passes(code, start, done) for start, done in scan.loops.items()}
     never_run = [(start, scan.loops[start]) for start, n in passes.items() if n == 0
                  ] + scan.never_run
-    repeating = {start: done for start, done in scan.loops.items() if passes[start] != 1}
+    repeating = {start: done for start, done in scan.loops.items()
+                 if passes[start] != 1 and start not in scan.one_pass}
     prefixes = prefix_assignments(code) if scan.arith else {}
     values = assigned_values(code, {a.variable for a in scan.arith}, prefixes,
                              never_run) if scan.arith else {}
@@ -242,7 +243,10 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
                 stops, value = _stops(a, carried[1], not carried[1])
                 if not stops:
                     continue
-                carried_at = (scan.line_of(carried[0]), carried[2])
+                # (… which follows on the runs that take no `break` / `exit` bash may skip
+                # in the body only)
+                carried_at = (scan.line_of(carried[0]), carried[2] and not _next_pass_partly(
+                    innermost[a.offset], scan))
         line = scan.line_of(a.offset)
         if line in partly_at:  # said by the rule below, which gives way to any other finding
             if unset_partly is not None:
@@ -441,6 +445,15 @@ def _at_calls(a: Arith, assigned: list[tuple[int, str | None]],
                 or by_body and not a.errexit_in_body_partial), later,
                 None if from_body else set_partly)
     return _AtCall(None, body, [])
+
+
+def _next_pass_partly(loop: tuple[int, int], scan: Scan) -> bool:
+    """Does the loop from `loop`'s start to its `done` make its next pass on some runs only:
+    a `break` / `return` in its body leaves it, or an `exit` bash may skip is in it
+    (model.Scan.left_loops, maybe_exits)?"""
+    start, done = loop
+    k = bisect.bisect_right(scan.maybe_exits, start)
+    return start in scan.left_loops or k < len(scan.maybe_exits) and scan.maybe_exits[k] < done
 
 
 def _finding(a: Arith, line: int, value: str | None,

@@ -105,6 +105,9 @@ class Branches:
     # `&&` / `||` around it, no `break` / `continue` before it), the first pass ending the
     # shell whenever the body runs (None: none, or one may leave the loop first)
     exit_at: int | None = None
+    # where the `exit`s in it that bash may run or skip end (model.Scan.maybe_exits), kept
+    # until it closes in the script's shell (none when piped: `fi | cat`)
+    exit_seen: list[int] = field(default_factory=list)
     # a `case`'s: a branch that did not leave ended with `;;&`, and no `*` pattern is below it
     testing_on: bool = False
     # the last element of a pipeline (`cat x | if …`): it runs in a subshell; `piped_maybe`:
@@ -171,6 +174,8 @@ class BranchWalk(Protocol):
     loop_parent: dict[int, int | None]
     group_loop: tuple[Branches, int] | None
     text: str
+    left_loops: set[int]
+    one_pass: set[int]
 
     def marks(self, hits: list[Hit]) -> Marks: ...
 
@@ -323,6 +328,10 @@ def branch_step(walk: BranchWalk, frames: list[Branches], step: str, patterns: s
         leave = _leaving(walk, frame, key[0]) if frame.exhaustive and frame.spans else None
         if leave is not None and frame.exit_at is not None and leave < frame.exit_at:
             frame.exit_at = None  # (a `break` / `continue` before it may leave the loop)
+        if leave is not None and not walk.text.startswith("continue", leave):
+            walk.left_loops.add(frame.key[0])  # (its next pass: on some runs only)
+        if frame.exit_at is not None:
+            walk.one_pass.add(frame.key[0])  # (… or never)
     walk.constructs[frame.key] = (tuple(frame.spans), frame.exhaustive)
     if frame.kind == "if" or frame.kind == "case" and not frame.chained:
         walk.exclusive[frame.key] = frame.kind  # one pass through it runs one branch at most

@@ -34,7 +34,11 @@ from bot.core.launcher_lint.nounset import may_read_unset, unset_reads
 from bot.core.launcher_lint.options import OptionWalk
 from bot.core.launcher_lint.pipe_subshells import PipeSubshells
 from bot.core.launcher_lint.positional import may_read_positional, positional_reads
-from bot.core.launcher_lint.script_exits import certainly_ends_shell, group_ends_shell
+from bot.core.launcher_lint.script_exits import (
+    certainly_ends_shell,
+    group_ends_shell,
+    may_end_shell,
+)
 from bot.core.launcher_lint.shebang import shebang_errexit
 from bot.core.launcher_lint.syntax import (
     compound_tail,
@@ -192,6 +196,12 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells):
         #: where each text the walk read to an `exit` bash always runs there starts (a `{ … }`
         #: group's body: script_exits.group_ends_shell)
         self.ended_groups: set[int] = set()
+        #: model.Scan.left_loops, maybe_exits; how many subshells (`( … )`, `$( … )`, a
+        #: pipeline's elements) around where the walk is
+        self.left_loops: set[int] = set()
+        self.one_pass: set[int] = set()
+        self.maybe_exits: list[int] = []
+        self.in_subshell = 0
 
     def line_of(self, offset: int) -> int:
         return bisect.bisect_right(self.line_starts, offset)
@@ -304,9 +314,13 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells):
                         closed_left |= (closing is not None and closing.leaves_whenever_run
                                         and closing.skipped is None and not sub)
                         # … or ends the shell (`if c; then exit 1; else exit 0; fi`)
-                        closed_exit |= (closing is not None and closing.exits_whenever_run
-                                        and closing.skipped is None and not sub
-                                        and not closing.never)
+                        whole_exit = (closing is not None and closing.exits_whenever_run
+                                      and closing.skipped is None and not sub
+                                      and not closing.never)
+                        closed_exit |= whole_exit
+                        if closing is not None and closing.exit_seen and not (
+                                sub or whole_exit or closing.never):
+                            self._maybe_exits(frames, closing.exit_seen)
                         # (the last element where `lastpipe` is on on some paths: in this
                         # shell on those only)
                         maybe = closing is not None and closing.piped_maybe and not in_subshell
@@ -411,6 +425,10 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells):
                                                     self.later_pass_of, nounset=False,
                                                     errexit_off=False))
                 hits.extend(self._and_or(lst, lst_off, errexit_mode=not status_only))
+            if ended is None and _op != "&" and ("exit" in whole or "exec" in whole):
+                cut = keyword_prefix(whole, idx in branches)[0]  # (`[ … ] && exit 0`)
+                if may_end_shell(whole[cut:], off + lead + cut, self.memo, self.script_text):
+                    self._maybe_exits(frames, [off + lead + len(whole)])
             if ended is None and tail is None and _op != "&" and self.ended_groups and (
                     "{" in whole):  # (`{ …; exit 1; }`: its walk met an `exit`)
                 cut = keyword_prefix(whole, idx in branches)[0]
@@ -433,6 +451,8 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells):
         if not frames:
             return end
         frame = frames[-1]
+        if frame.in_branch:  # (bash may skip it: model.Scan.maybe_exits, where it closes)
+            frame.exit_seen.append(end)
         if frame.kind in ("if", "case") and frame.in_branch:
             frame.branch_exits = frame.branch_left = True
         elif frame.in_branch:
@@ -442,6 +462,14 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells):
             frame.leave(self, hits, end)
         return None
 
+
+    def _maybe_exits(self, frames: list[Branches], ends: list[int]) -> None:
+        """`exit`s bash may run or skip, ending at `ends`: kept by the construct the walk is
+        in until it closes, or model.Scan.maybe_exits (not in a subshell)."""
+        if frames:
+            frames[-1].exit_seen.extend(ends)
+        elif not self.in_subshell:
+            self.maybe_exits.extend(ends)
 
     def marks(self, hits: list[Hit]) -> Marks:
         return Marks(len(hits), len(self.arith), len(self.unset), len(self.interactive),
@@ -597,8 +625,10 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells):
                 continue  # without pipefail only the last command's status counts
             lead = len(cmd) - len(cmd.lstrip())
             arith_from = len(self.arith)
+            self.in_subshell += last > 0
             found = self._command(cmd.strip(), c_off + lead, i == last, len(cmds) > 1,
                                   errexit_mode)
+            self.in_subshell -= last > 0
             if i != last and self.opts.pipefail_partial:
                 self._partial_stops(arith_from, pipefail=True)
             if found:
@@ -628,7 +658,9 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells):
             if cmd[0] == "(":
                 saved = Opts(**vars(self.opts))
                 first = len(self.arith)
+                self.in_subshell += 1
                 inner = self.script(cmd[1 : end - 1], off + 1, status_only=not errexit_mode)
+                self.in_subshell -= 1
                 self.opts = saved  # a subshell's `set` does not leak out
                 for a in self.arith[first:]:  # … nor its `set -e` to the function's body: the
                     a.errexit_in_body &= saved.errexit_in_body  # subshell's status is the call's
@@ -662,9 +694,11 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells):
                 subs = substitutions(w, off + pos, self.memo)
                 if subs:
                     body, s_off = subs[-1]
+                    self.in_subshell += 1
                     inner = self.script(
                         body, off + pos + s_off, status_only=not self.opts.inherit_errexit
                     )
+                    self.in_subshell -= 1
                     var = w.split("=", 1)[0].split("[", 1)[0].rstrip("+")
                     return [with_(h, in_substitution=True, variable=h.variable or var)
                             for h in inner]
@@ -713,4 +747,5 @@ def scan(script_text: str, code: str) -> Scan:
                 analyzer.too_deep_at, analyzer.line_starts, analyzer.interactive, analyzer.tees,
                 analyzer.positional, analyzer.subshells, analyzer.calls, analyzer.bodies,
                 analyzer.loops, analyzer.constructs, analyzer.never_run, analyzer.exclusive,
-                sorted(set(analyzer.piped)))
+                sorted(set(analyzer.piped)), analyzer.left_loops, sorted(analyzer.maybe_exits),
+                analyzer.one_pass)

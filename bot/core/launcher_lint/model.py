@@ -297,6 +297,15 @@ class Scan:
     #: the `if`s, `case`s and loops bash runs in a subshell (piped, `fi | cat`, `cat x | if
     #: …`, or in the background, `fi &`), their spans: what they set does not hold past them
     piped: list[tuple[int, int]] = field(default_factory=list)
+    #: what may end a loop before its next pass on some runs: the loops (their starts) whose
+    #: body has a `break` / `return` that leaves them (branches._leaving), and where each
+    #: `exit` bash may run or skip in the script's shell ends (`[ … ] && exit 0`, `if …; then
+    #: exit 0; fi`): a loop's next pass follows on the runs that do not take them only
+    left_loops: set[int] = field(default_factory=set)
+    maybe_exits: list[int] = field(default_factory=list)
+    #: the loops (their starts) whose first pass ends the shell whenever it runs (an `exit`
+    #: in their body bash always runs: branches.Branches.exit_at): no next pass
+    one_pass: set[int] = field(default_factory=set)
 
     def line_of(self, offset: int) -> int:
         """The 1-based line of a character offset."""

@@ -47,6 +47,17 @@ def certainly_ends_shell(command: str, off: int, memo: Memo, text: str) -> bool:
             and not _redefined(text))
 
 
+def may_end_shell(command: str, off: int, memo: Memo, text: str) -> bool:
+    """Is `command` (an and-or list at `off`) one whose last element is an `exit` / `exec`
+    (ends_shell) bash may run or skip, as the commands before its `&&` / `||` say (`[ … ] &&
+    exit 0`), in the script `text` that defines no function of that name?"""
+    if "exit" not in command and "exec" not in command:
+        return False
+    *heads, (last, _o, _op) = split_top_level(command, off, ("&&", "||"), memo)
+    return (bool(heads) and ends_shell(last.strip()) and runs_after(heads, text) is None
+            and not _redefined(text))
+
+
 def group_ends_shell(command: str, off: int, memo: Memo, ended: set[int], before: str) -> bool:
     """Is `command` (a list at `off` run in the foreground, after its keywords: `then { …;
     exit 1; }`) a `{ … }` group alone, redirections after it or none (`{ …; } > log`), whose

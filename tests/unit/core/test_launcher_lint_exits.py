@@ -290,3 +290,50 @@ def test_the_warning_for_pipefail_on_some_paths_only_names_pipefail(tmp_path, bo
     english, korean = said
     assert english in found[0].message
     assert korean in render_text(found[0].text, translator("ko").gettext)
+
+
+@pytest.mark.parametrize(("body", "level"), [
+    # a loop's next pass follows on the runs that take no `exit` bash may skip in its body,
+    # nor a `break` that leaves it: a counter that reads what the body's end left stops bash
+    # on those runs only (a warning, as where a branch sets it; it said `fail` past an `exit`,
+    # and past a `break` after the assignment)
+    ('set -e\nn=5\nfor i in 1 2; do ((n++)); [ -n "${X:-}" ] && exit 0; n=0; done\n', "warn"),
+    ('set -e\nn=5\nfor i in 1 2; do ((n++)); n=0; [ -n "${X:-}" ] && exit 0; done\n', "warn"),
+    ('set -e\nn=5\nfor i in 1 2; do ((n++)); if [ -n "${X:-}" ]; then exit 0; fi; n=0; done\n',
+     "warn"),
+    ('set -e\nn=5\nfor i in 1 2; do ((n++)); case "${X:-}" in 1) exit 0;; esac; n=0; done\n',
+     "warn"),
+    ('set -e\nn=5\nfor i in 1 2; do ((n++)); for j in 1; do [ -n "${X:-}" ] && exit 0; done; '
+     "n=0; done\n", "warn"),
+    ('set -e\nn=5\nwhile true; do ((n++)); n=0; [ -n "${X:-}" ] && exit 0; done\n', "warn"),
+    ('set -eu\nn=5\nfor i in 1 2; do ((n++)); unset n; [ -n "${X:-}" ] && exit 0; done\n',
+     "warn"),
+    ('set -e\nn=5\nfor i in 1 2; do ((n++)); n=0; [ -n "${X:-}" ] && break; done\n', "warn"),
+    ('set -e\nn=5\nfor i in 1 2; do ((n++)); n=0; if [ -n "${X:-}" ]; then break; fi; done\n',
+     "warn"),
+    # … and none where the first pass always exits
+    ("set -e\nn=5\nfor i in 1 2; do ((n++)); n=0; exit 0; done\n", None),
+    ('set -e\nn=5\nfor i in 1 2; do ((n++)); n=0; if [ -n "${X:-}" ]; then exit 0; else exit 3; '
+     "fi; done\n", None),
+    # … not one in a subshell, a `continue` (the next pass follows), nor a `break` of an
+    # inner loop: every run makes the next pass, as before
+    ('set -e\nn=5\nfor i in 1 2; do ((n++)); n=0; [ -n "${X:-}" ] && continue; done\n', "fail"),
+    ("set -e\nn=5\nfor i in 1 2; do ((n++)); n=0; for j in 1; do break; done; done\n", "fail"),
+    ('set -e\nn=5\nfor i in 1 2; do ((n++)); n=0; ( [ -n "${X:-}" ] && exit 0 ); done\n',
+     "fail"),
+    ('set -e\nn=5\nfor i in 1 2; do ((n++)); n=0; if [ -n "${X:-}" ]; then exit 0; fi | cat; '
+     "done\n", "fail"),
+    ('set -e\nn=5\nfor i in 1 2; do ((n++)); n=0; x=$( [ -n "${X:-}" ] && exit 0 ); done\n',
+     "fail"),
+    ('set -e\nn=5\nfor i in 1 2; do ((n++)); n=0; [ -n "${X:-}" ] && exit 0 | cat; done\n',
+     "fail"),
+])
+def test_a_loops_next_pass_past_an_exit_or_break_bash_may_skip_is_on_some_runs_only(
+        tmp_path, body, level):
+    _counter_stops_bash_as_the_level_says(tmp_path, body, level)
+    if level == "warn":  # (the wording of a value some branches of the body leave)
+        script = f"#!/bin/bash\n{body}"
+        found = [f for f in lint_launcher(script)
+                 if f.check in (CHECK_ARITH_ZERO, CHECK_ARITH_UNSET) and f.level != "pass"]
+        assert "on some runs only (branches of the body decide which value it leaves)" in (
+            found[0].message)
