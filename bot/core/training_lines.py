@@ -149,6 +149,18 @@ _RATE = re.compile(rf"({NUMBER})\s*(s/it(?:er)?|it/s)(?![\w])", re.IGNORECASE)
 _MEGATRON = re.compile(r"\biteration\s+(\d+)\s*/\s*(\d+)\s*\|")
 _MEG_LOSS = re.compile(rf"\blm loss:\s*({NUMBER}|nan|inf)", re.IGNORECASE)
 _MEG_MS = re.compile(r"elapsed time per iteration \(ms\):\s*([\d.]+)")
+# The MetricLogger of torchvision's reference scripts (pytorch/vision references/classification/
+# utils.py 041fe3bc301e, MetricLogger.log_every), which DETR, DeiT and MAE copy: the loop's
+# header, `[{i}/{len(iterable)}]` (i padded to the length's width), `eta: …`, the meters (`loss:
+# 0.8123 (0.8450)`: the window's median, the global average), `time: …` (seconds per step, the
+# average), `data: …` and, on a GPU, `max mem: …`, joined by the logger's delimiter (the
+# scripts' two blanks). The training loop's header is `Epoch: [3]` (train_one_epoch's; epochs
+# from 0, `range(start_epoch, epochs)`): its iteration is the epochs before it (as many steps as
+# this one's) and this one's steps, as an epoch's bar is read (bot.core.progress_bars,
+# read_epoch_bar). Another header (`Test:`) is an evaluation's.
+_METRIC_LOGGER = re.compile(r"\[\s*(\d+)/(\d+)\]\s+eta: ")
+_METRIC_LOGGER_EPOCH = re.compile(r"(?<![\w:])Epoch: \[(\d+)\]\s+$")
+_METRIC_LOGGER_TIME = re.compile(rf"(?<![\w/])time: ({NUMBER})(?=\s|$)")
 _HF = re.compile(r"\{'(?:loss|train_loss|eval_loss|step|epoch|learning_rate|grad_norm)'")
 _HF_PAIR = re.compile(rf"'(\w+)':\s*({NUMBER}|nan|inf)")
 _CKPT_WORD = re.compile(r"checkpoint|ckpt|dcp|state[ _]dict", re.IGNORECASE)
@@ -503,6 +515,8 @@ class LineParser:
             if m:
                 s.evaluation_batches = (int(m.group(1)), int(m.group(2)))
             return
+        if "eta: " in body:
+            self._metric_logger(body, s)
         m = _MEGATRON.search(body) if "iteration" in body else None
         if m:
             s.iteration, s.target_iter = int(m.group(1)), int(m.group(2))
@@ -546,6 +560,21 @@ class LineParser:
                     s.sec_per_iter = rate
                 elif rate > 0:
                     s.sec_per_iter = 1 / rate
+
+    @staticmethod
+    def _metric_logger(body: str, s: Sample) -> None:
+        """A MetricLogger line's step and pace (`_METRIC_LOGGER`): the training's, under an
+        `Epoch: [N]` header; an evaluation's (`Test:`) counts none. Its meters (`loss: …`) are
+        the rest of the grammar's."""
+        m = _METRIC_LOGGER.search(body)
+        epoch = _METRIC_LOGGER_EPOCH.search(body, 0, m.start()) if m is not None else None
+        if m is None or epoch is None:
+            return
+        step, steps = int(m.group(1)), int(m.group(2))
+        s.iteration = int(epoch.group(1)) * steps + step
+        pace = _METRIC_LOGGER_TIME.search(body, m.end())
+        if pace is not None:
+            s.sec_per_iter = float(pace.group(1))
 
     def _checkpoint(self, line: str, line_no: int, t: float | None) -> CheckpointEvent | None:
         if _CKPT_END.search(line):

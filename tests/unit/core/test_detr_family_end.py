@@ -14,6 +14,8 @@ from support.end_marker import (
     each_end,
 )
 
+from bot.core.training_lines import LineParser
+
 
 def _epoch(e: int) -> str:
     """One epoch as the scripts' MetricLogger prints it, then its evaluation."""
@@ -53,3 +55,26 @@ def test_a_training_time_logged_after_every_epoch_is_no_end():
 
 def test_an_error_after_it_decides():
     assert_the_error_decides(LOOP + ENDS["past a day"])
+
+
+def test_the_next_runs_epochs_after_it_are_still_running():
+    """The MetricLogger's training lines (`Epoch: [0]  [ 250/1251]  eta: …`) are progress: a
+    next run's epochs after the marker (a job script that trains twice) are no end."""
+    assert_still_running(LOOP + ENDS["hours"] + _epoch(0) + _epoch(1))
+    assert_still_running(LOOP + ENDS["hours"] + _epoch(0).split("Epoch: [0] Total")[0])
+
+
+def test_its_training_line_is_read():
+    sample, _ = LineParser().parse(
+        "Epoch: [3]  [ 100/1251]  eta: 0:05:12  lr: 0.000100  loss: 0.8123 (0.8450)  "
+        "time: 0.2500  data: 0.0010  max mem: 10240", 7)
+    assert sample is not None
+    # epochs from 0, each of 1251 steps, as an epoch's bar is read
+    assert (sample.iteration, sample.loss, sample.sec_per_iter) == (3 * 1251 + 100, 0.8123, 0.25)
+
+
+def test_its_evaluation_line_is_no_iteration():
+    sample, _ = LineParser().parse(
+        "Test:  [ 100/391]  eta: 0:00:12  loss: 0.8123 (0.8450)  acc1: 50.0000 (50.0000)  "
+        "time: 0.2500  data: 0.0010  max mem: 10240", 7)
+    assert sample is not None and sample.iteration is None
