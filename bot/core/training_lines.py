@@ -153,14 +153,17 @@ _MEG_MS = re.compile(r"elapsed time per iteration \(ms\):\s*([\d.]+)")
 # utils.py 041fe3bc301e, MetricLogger.log_every), which DETR, DeiT and MAE copy: the loop's
 # header, `[{i}/{len(iterable)}]` (i padded to the length's width), `eta: …`, the meters (`loss:
 # 0.8123 (0.8450)`: the window's median, the global average), `time: …` (seconds per step, the
-# average), `data: …` and, on a GPU, `max mem: …`, joined by the logger's delimiter (the
-# scripts' two blanks). The training loop's header is `Epoch: [3]` (train_one_epoch's; epochs
-# from 0, `range(start_epoch, epochs)`): its iteration is the epochs before it (as many steps as
-# this one's) and this one's steps, as an epoch's bar is read (bot.core.progress_bars,
+# average), `data: …` and, on a GPU, `max mem: {MB:.0f}` (torch.cuda.max_memory_allocated in
+# MiB: GPU memory, no host memory), joined by the logger's delimiter (the scripts' two blanks).
+# The training loop's header is `Epoch: [3]` (train_one_epoch's; epochs from 0,
+# `range(start_epoch, epochs)`): its iteration is the epochs before it (as many steps as this
+# one's) and this one's steps, as an epoch's bar is read (bot.core.progress_bars,
 # read_epoch_bar). Another header (`Test:`) is an evaluation's.
 _METRIC_LOGGER = re.compile(r"\[\s*(\d+)/(\d+)\]\s+eta: ")
 _METRIC_LOGGER_EPOCH = re.compile(r"(?<![\w:])Epoch: \[(\d+)\]\s+$")
 _METRIC_LOGGER_TIME = re.compile(rf"(?<![\w/])time: ({NUMBER})(?=\s|$)")
+_METRIC_LOGGER_MEM = re.compile(r"(?<![\w/])max mem: (\d+)(?=\s|$)")
+_MIB = 1024**2
 _HF = re.compile(r"\{'(?:loss|train_loss|eval_loss|step|epoch|learning_rate|grad_norm)'")
 _HF_PAIR = re.compile(rf"'(\w+)':\s*({NUMBER}|nan|inf)")
 _CKPT_WORD = re.compile(r"checkpoint|ckpt|dcp|state[ _]dict", re.IGNORECASE)
@@ -516,7 +519,7 @@ class LineParser:
                 s.evaluation_batches = (int(m.group(1)), int(m.group(2)))
             return
         if "eta: " in body:
-            self._metric_logger(body, s)
+            body = self._metric_logger(body, s)
         m = _MEGATRON.search(body) if "iteration" in body else None
         if m:
             s.iteration, s.target_iter = int(m.group(1)), int(m.group(2))
@@ -562,19 +565,26 @@ class LineParser:
                     s.sec_per_iter = 1 / rate
 
     @staticmethod
-    def _metric_logger(body: str, s: Sample) -> None:
+    def _metric_logger(body: str, s: Sample) -> str:
         """A MetricLogger line's step and pace (`_METRIC_LOGGER`): the training's, under an
-        `Epoch: [N]` header; an evaluation's (`Test:`) counts none. Its meters (`loss: …`) are
-        the rest of the grammar's."""
+        `Epoch: [N]` header; an evaluation's (`Test:`) counts none; and any one's GPU memory
+        (`max mem: …` in MiB). The body left for the rest of the grammar (its meters: `loss:
+        …`): without `max mem: …`, which is no host memory."""
         m = _METRIC_LOGGER.search(body)
-        epoch = _METRIC_LOGGER_EPOCH.search(body, 0, m.start()) if m is not None else None
-        if m is None or epoch is None:
-            return
-        step, steps = int(m.group(1)), int(m.group(2))
-        s.iteration = int(epoch.group(1)) * steps + step
-        pace = _METRIC_LOGGER_TIME.search(body, m.end())
-        if pace is not None:
-            s.sec_per_iter = float(pace.group(1))
+        if m is None:
+            return body
+        epoch = _METRIC_LOGGER_EPOCH.search(body, 0, m.start())
+        if epoch is not None:
+            step, steps = int(m.group(1)), int(m.group(2))
+            s.iteration = int(epoch.group(1)) * steps + step
+            pace = _METRIC_LOGGER_TIME.search(body, m.end())
+            if pace is not None:
+                s.sec_per_iter = float(pace.group(1))
+        mem = _METRIC_LOGGER_MEM.search(body, m.end())
+        if mem is None:
+            return body
+        s.gpu_mem_bytes = int(mem.group(1)) * _MIB
+        return body[:mem.start()] + body[mem.end():]
 
     def _checkpoint(self, line: str, line_no: int, t: float | None) -> CheckpointEvent | None:
         if _CKPT_END.search(line):

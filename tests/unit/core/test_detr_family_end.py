@@ -14,6 +14,7 @@ from support.end_marker import (
     each_end,
 )
 
+from bot.core.metrics import MetricSeries
 from bot.core.training_lines import LineParser
 
 
@@ -78,3 +79,14 @@ def test_its_evaluation_line_is_no_iteration():
         "Test:  [ 100/391]  eta: 0:00:12  loss: 0.8123 (0.8450)  acc1: 50.0000 (50.0000)  "
         "time: 0.2500  data: 0.0010  max mem: 10240", 7)
     assert sample is not None and sample.iteration is None
+
+
+def test_its_max_mem_is_gpu_memory_not_host_memory():
+    """`max mem: 10342` is torch.cuda.max_memory_allocated in MiB, on the training's lines and
+    an evaluation's: the GPU memory, and no point of the host RSS chart (a bare number is read
+    as GiB elsewhere: 10 TiB of host memory)."""
+    series = MetricSeries()
+    series.feed_block(LOOP + "Test:  [ 100/391]  eta: 0:00:12  loss: 0.8123 (0.8450)  "
+                      "time: 0.2500  data: 0.0010  max mem: 10342\n")
+    assert series.rss_points() == []
+    assert {s.gpu_mem_bytes for s in series.samples if "max mem" in s.text} == {10342 * 1024**2}
