@@ -7,7 +7,12 @@ older than all the step can still be waiting for, each of its remote calls at it
 deadline, plus a margin. The deadlines are
 the cluster's configured ones (`RemoteDeadlines`, from bot.config's ClusterConfig), so a
 cluster given longer commands gets longer leases: a live step is never taken over while its
-own deadlines have not passed. Pure arithmetic over the counts below.
+own deadlines have not passed. The run that marks a step keeps its own bounds with it
+(`StepBounds`: its remote commands' and its checkpoint lookup's worst cases, from the
+deadlines it resolved and keeps using), and a takeover waits for the longer of those and the
+current config's, so a jump host or a longer timeout taken out of the config (or a replica
+started without it) never lets another run take up a step its marker may still be in. Pure
+arithmetic over the counts below.
 """
 
 from __future__ import annotations
@@ -65,6 +70,45 @@ class RemoteDeadlines:
         command's), then the sftp subsystem's start and the SFTP version exchange, each
         within the SFTP deadline (bot.cluster.ssh.SSHRunner._open_sftp_client)."""
         return self.session_at_most_s + 2 * self.sftp_s
+
+    @property
+    def lookup_at_most_s(self) -> float:
+        """One checkpoint lookup at its worst: the opening of its LOOKUP_CHANNELS SFTP channel
+        (sftp_channel_at_most_s), then its CHECKPOINT_REQUESTS SFTP requests, the bound the
+        lookup stops at (bot.core.checkpoints), each at `sftp_s` (counted as the client
+        sends it: a listing's opendir, readdirs and close, a file's reads)."""
+        return LOOKUP_CHANNELS * self.sftp_channel_at_most_s + CHECKPOINT_REQUESTS * self.sftp_s
+
+
+@dataclass(frozen=True)
+class StepBounds:
+    """What the run that marked (or took over) a step counted its remote calls at, kept with
+    the step (bot.store's prompt_steps): one remote command's worst case
+    (`command_at_most_s`) and one checkpoint lookup's (`lookup_at_most_s`), from the
+    deadlines it carries the step out under (`own_bounds`)."""
+
+    command_at_most_s: float
+    lookup_at_most_s: float
+
+
+def own_bounds(configured: RemoteDeadlines, runner: RemoteDeadlines | None) -> StepBounds:
+    """The bounds a run keeps with a step it marks: each the longer of the cluster's
+    configured deadlines' (`configured`) and its SSH runner's own (`runner`: the jump host
+    and timeouts it resolved when it was made and keeps using; None when not known)."""
+    if runner is None:
+        return StepBounds(configured.command_at_most_s, configured.lookup_at_most_s)
+    return StepBounds(max(configured.command_at_most_s, runner.command_at_most_s),
+                      max(configured.lookup_at_most_s, runner.lookup_at_most_s))
+
+
+def longest_bounds(*marked: StepBounds | None) -> StepBounds | None:
+    """The longest of each bound among `marked` (the steps' kept bounds; None: a step not
+    marked, or marked before its bounds were kept); None when none is known."""
+    known = [m for m in marked if m is not None]
+    if not known:
+        return None
+    return StepBounds(max(m.command_at_most_s for m in known),
+                      max(m.lookup_at_most_s for m in known))
 
 
 SLURM_CHECKS = 2
@@ -137,31 +181,40 @@ def submit_in_flight_s(deadlines: RemoteDeadlines, sent: float | None = None) ->
     return SUBMIT_COMMANDS * sent_command_at_most_s(deadlines, sent) + TAKEOVER_MARGIN_S
 
 
-def cancel_takeover_s(deadlines: RemoteDeadlines) -> float:
+def cancel_takeover_s(deadlines: RemoteDeadlines, marked: StepBounds | None = None) -> float:
     """How old an approved cancel's `cancelling` or `cancelling_to_resume` step with no step
     after it must be before bot.services.cancel_settle takes its scancel for one whose end was
     not seen (its click's process died): CANCEL_COMMANDS remote commands at their worst, plus
-    the margin (540 s with the default deadlines)."""
-    return CANCEL_COMMANDS * deadlines.command_at_most_s + TAKEOVER_MARGIN_S
+    the margin (540 s with the default deadlines). Each command at the longer of the click's
+    own bound (`marked`: kept with the step) and the current config's, so a click that went
+    through a jump host since taken out of the config (or ran with a longer timeout) is not
+    taken over while it may still be in its scancel; `marked` None (a step marked before its
+    bounds were kept): the current config's, as before."""
+    sent = None if marked is None else marked.command_at_most_s
+    return CANCEL_COMMANDS * sent_command_at_most_s(deadlines, sent) + TAKEOVER_MARGIN_S
 
 
-def settle_takeover_s(deadlines: RemoteDeadlines, sent: float | None = None) -> float:
+def settle_takeover_s(deadlines: RemoteDeadlines, sent: float | None = None,
+                      marked: StepBounds | None = None) -> float:
     """How old a cancel's `cancel_settled` or `cancel_resuming` step whose approval has no
     outcome yet must be before another run takes it over (bot.services.cancel_settle):
-    RESUME_COMMANDS remote commands at their worst, one checkpoint lookup (the opening of its
-    LOOKUP_CHANNELS SFTP channel at its worst, then its CHECKPOINT_REQUESTS SFTP requests, the
-    bound the lookup stops at, bot.core.checkpoints, each request counted as the client sends
-    it: a listing's opendir, readdirs and close, a file's reads), SLACK_CALLS Slack calls,
-    plus the margin (3810 s with the default deadlines). `sent`: the command bound its
-    resubmit's sender kept on its row in flight, when one is there (sent_command_at_most_s:
-    the commands counted at it when longer than the current config's)."""
-    return (RESUME_COMMANDS * sent_command_at_most_s(deadlines, sent)
-            + LOOKUP_CHANNELS * deadlines.sftp_channel_at_most_s
-            + CHECKPOINT_REQUESTS * deadlines.sftp_s
+    RESUME_COMMANDS remote commands at their worst, one checkpoint lookup at its worst
+    (RemoteDeadlines.lookup_at_most_s), SLACK_CALLS Slack calls, plus the margin (3810 s with
+    the default deadlines). The commands are counted at the longest of the current config's
+    bound, the one its resubmit's sender kept on its row in flight (`sent`, when one is
+    there) and the one the step's marker kept with the step (`marked`); the lookup at the
+    longer of the current config's and the marker's. `marked` None (a step marked before its
+    bounds were kept): the current config's lookup and the row's commands, as before."""
+    looked = deadlines.lookup_at_most_s
+    if marked is not None:
+        sent = marked.command_at_most_s if sent is None else max(sent, marked.command_at_most_s)
+        looked = max(looked, marked.lookup_at_most_s)
+    return (RESUME_COMMANDS * sent_command_at_most_s(deadlines, sent) + looked
             + SLACK_CALLS * SLACK_CALL_S + TAKEOVER_MARGIN_S)
 
 
-def settle_lead_s(deadlines: RemoteDeadlines, sent: float | None = None) -> float:
+def settle_lead_s(deadlines: RemoteDeadlines, sent: float | None = None,
+                  marked: StepBounds | None = None) -> float:
     """How long a cancel and resume's resubmit in flight whose approval is still approved is
     left to its settle (bot.services.cancel_settle) before bot.services.runs
     .recover_submits_in_flight looks it up as a person's: the settle's takeover time (its
@@ -169,8 +222,9 @@ def settle_lead_s(deadlines: RemoteDeadlines, sent: float | None = None) -> floa
     one's takeover was due) plus the submit's own in-flight window (the takeover's lookup and
     resubmit); 4950 s with the default deadlines. A settle that cannot finish (Slurm no longer
     knows the cancelled job) then never holds the run's submits for ever. `sent`: the
-    resubmit's sender's command bound kept on its row (submit_in_flight_s)."""
-    return settle_takeover_s(deadlines, sent) + submit_in_flight_s(deadlines, sent)
+    resubmit's sender's command bound kept on its row (submit_in_flight_s); `marked`: the
+    bounds its settle's steps' markers kept (settle_takeover_s)."""
+    return settle_takeover_s(deadlines, sent, marked) + submit_in_flight_s(deadlines, sent)
 
 
 def post_takeover_s() -> float:

@@ -66,6 +66,7 @@ from bot.services.submit import (
     SubmitResult,
     sent_moment,
 )
+from bot.services.submit_deadlines import step_bounds
 from bot.services.threads import render, task_bounds
 from bot.slack.views import ActionId
 from bot.store import Approval, Attempt
@@ -407,7 +408,8 @@ CANCELLING_STEP = {True: "cancelling_to_resume", False: "cancelling"}
 """The step of an approved cancel from its click, marked before its job leaves the watch list
 and its scancel is sent, by what it was to do after the cancel (as UNKNOWN_CANCEL_STEP's): its
 time is the click's lease on the scancel. One with no step after it (the scancel's end not
-seen, the resume begun) nor an end, once bot.core.takeover.cancel_takeover_s old, is a click
+seen, the resume begun) nor an end, once bot.core.takeover.cancel_takeover_s old (at the
+longer of the click's bounds, kept with the step, and the current config's), is a click
 whose process died in its scancel: bot.services.cancel_settle settles it as a cancel whose
 end was not seen."""
 
@@ -433,8 +435,10 @@ def _cancel(ctx: BotContext, approval: Approval, actor: str, now: float, *,
     before the job leaves the watch list and its scancel is sent: a process that dies before
     the scancel's end is seen leaves the approval approved with that step alone, and
     bot.services.cancel_settle settles it as a cancel whose end was not seen once the step is
-    its cluster's cancel_takeover_s old (the job watched again; cancelled: finished as the
-    click would have; still running: said, and offered again).
+    cancel_takeover_s old, counted at the longer of this click's own bounds (kept with the
+    step: the jump host and timeouts its SSH runner uses) and the current config's (the job
+    watched again; cancelled: finished as the click would have; still running: said, and
+    offered again). `cancel_resuming` keeps the click's bounds too.
 
     A cancel and resume whose scancel was seen marks the step `cancel_resuming` before its
     resubmit: a process that dies between it and the approval's end (in the resubmit, its
@@ -444,7 +448,9 @@ def _cancel(ctx: BotContext, approval: Approval, actor: str, now: float, *,
     recipe, cluster, job = payload["recipe"], payload["cluster"], str(approval.target_job)
     slurm = ctx.clusters.slurm(cluster)
     _require_running(slurm, job, actor, recipe)
-    ctx.store.approvals.mark_step(approval.token, CANCELLING_STEP[resume], now=now)
+    bounds = step_bounds(ctx.config, cluster, slurm)  # kept with its steps, for their takeover
+    ctx.store.approvals.mark_step(approval.token, CANCELLING_STEP[resume], now=now,
+                                  bounds=bounds)
     watched = ctx.store.watched_jobs.get(cluster, job) if resume else None
     if watched is not None:
         ctx.store.watched_jobs.remove(cluster, job)
@@ -466,7 +472,7 @@ def _cancel(ctx: BotContext, approval: Approval, actor: str, now: float, *,
     # the rest is this click's while its step is younger than the settle's takeover: a
     # process that dies in it leaves the approval approved, finished by the next run
     # (bot.services.cancel_settle)
-    ctx.store.approvals.mark_step(approval.token, RESUMING_STEP, now=now)
+    ctx.store.approvals.mark_step(approval.token, RESUMING_STEP, now=now, bounds=bounds)
     performed = _resume_cancelled(ctx, approval, actor, now, besides=besides)
     ctx.store.approvals.mark_done(approval.token, now=now)
     return performed

@@ -33,29 +33,33 @@ from bot.services.ports import BotContext, LeaseLost
 from bot.services.prompt_follow_up import rewrite_prompt
 from bot.services.prompts import create_resubmit_prompt
 from bot.services.runs import approval_intent
-from bot.services.submit_deadlines import cluster_deadlines
+from bot.services.submit_deadlines import cluster_deadlines, step_bounds
 from bot.services.threads import has_thread, post_safely, thread_note
 from bot.store import Approval
 
 log = logging.getLogger(__name__)
 
 
-def takeover_s(ctx: BotContext, approval: Approval, now: float) -> float:
-    """How old a `cancel_settled` or `cancel_resuming` step whose approval has no outcome yet
-    must be before another run takes it over: longer than a settle or the rest of a cancel
-    and resume can take on the approval's cluster, each of its Slurm reads, its sbatch, its
-    SFTP requests and its posts at its own deadline (bot.core.takeover.settle_takeover_s over
-    the cluster's), so only one whose process died is taken over. The commands are counted
-    at its resubmit's sender's bound when longer (kept on the resubmit's row in flight, under
-    the approval's intent: a jump host or a timeout taken out of the config since), so a
-    resume whose sbatch may still land is not taken over and submitted again. Those rows are
-    read by the intent (one indexed read, SubmitsInFlightRepo.with_intent), not every row of
-    the cluster in flight, on each settle check."""
+def takeover_s(ctx: BotContext, approval: Approval, now: float, step: str) -> float:
+    """How old `approval`'s `step` (`cancel_settled` or `cancel_resuming`) must be, its
+    approval with no outcome yet, before another run takes it over: longer than a settle or
+    the rest of a cancel and resume can take on the approval's cluster, each of its Slurm
+    reads, its sbatch, its SFTP requests and its posts at its own deadline
+    (bot.core.takeover.settle_takeover_s over the cluster's), so only one whose process died
+    is taken over. Its commands and its checkpoint lookup are counted at the bounds the
+    step's marker (or last taker-over) kept with it when longer than the current config's,
+    and the commands at its resubmit's sender's bound when longer still (kept on the
+    resubmit's row in flight, under the approval's intent): a jump host or a timeout taken
+    out of the config since never lets a live settle, or a resume whose sbatch may still
+    land, be taken over. Those rows are read by the intent (one indexed read,
+    SubmitsInFlightRepo.with_intent), not every row of the cluster in flight, on each
+    settle check. A step marked before its bounds were kept: the current config's."""
     cluster = approval.payload.get("cluster", "")
     intent = approval_intent(approval.token)
     flights = ctx.store.submits_in_flight.with_intent(cluster, intent, now)
     sent = [f.command_at_most_s for f in flights if f.command_at_most_s is not None]
-    return settle_takeover_s(cluster_deadlines(ctx.config, cluster), max(sent, default=None))
+    return settle_takeover_s(cluster_deadlines(ctx.config, cluster), max(sent, default=None),
+                             ctx.store.approvals.bounds_of(approval.token, step))
 
 
 def settle_unknown_cancels(ctx: BotContext, now: float) -> None:
@@ -81,7 +85,8 @@ def settle_unknown_cancels(ctx: BotContext, now: float) -> None:
     that died (or a post Slack refused) half way is finished by the next, nothing said twice.
 
     A cancel whose click's process died before its scancel's end was seen (its `cancelling`
-    or `cancelling_to_resume` step left alone, the cluster's cancel_takeover_s old) is one
+    or `cancelling_to_resume` step left alone, cancel_takeover_s old at the click's own
+    bounds or the cluster's current ones, whichever are longer) is one
     whose end was not seen (`_cancel_unseen`), settled as above in the same run.
 
     A cancel and resume whose scancel was seen and whose click's process died before the
@@ -119,20 +124,23 @@ def _each(ctx: BotContext, approvals: list[Approval], now: float,
 def _cancel_unseen(ctx: BotContext, approval: Approval, now: float) -> None:
     """An approved cancel whose click's process died before its scancel's end was seen
     (bot.services.approvals._cancel: its step `cancelling` or `cancelling_to_resume`, no step
-    after it), once that step is its cluster's cancel_takeover_s old (the click's own
-    deadlines have passed): the scancel may or may not have been sent, so it is left as the
-    click leaves one whose end it did not see: the step `cancel_unknown` or
-    `cancel_only_unknown` marked, by one run (the watcher leaves the job's end to the settle
-    from then on); `_settle_cancel` then asks Slurm and finishes it (cancelled), or says it
-    was not and offers it again (still running: a cancel and resume's job, which left the
-    watch list before its scancel, is watched again), once."""
+    after it), once that step is cancel_takeover_s old, counted at the longer of the
+    click's own bounds (kept with the step: the jump host and timeouts it sent under) and
+    the cluster's current ones (the click's own deadlines have passed): the scancel may or
+    may not have been sent, so it is left as the click leaves one whose end it did not see:
+    the step `cancel_unknown` or `cancel_only_unknown` marked, by one run (the watcher leaves
+    the job's end to the settle from then on); `_settle_cancel` then asks Slurm and finishes
+    it (cancelled), or says it was not and offers it again (still running: a cancel and
+    resume's job, which left the watch list before its scancel, is watched again), once. A
+    step marked before its bounds were kept: the cluster's current ones alone."""
     token, payload = approval.token, approval.payload
     steps = ctx.store.approvals.steps(token)
     resume = CANCELLING_STEP[True] in steps
     if any(step in steps for step in (*UNKNOWN_CANCEL_STEP.values(), RESUMING_STEP)):
         return  # the click saw its scancel's end and went on
     deadlines = cluster_deadlines(ctx.config, payload.get("cluster", ""))
-    if now - steps[CANCELLING_STEP[resume]] < cancel_takeover_s(deadlines):
+    marked = ctx.store.approvals.bounds_of(token, CANCELLING_STEP[resume])  # the click's own
+    if now - steps[CANCELLING_STEP[resume]] < cancel_takeover_s(deadlines, marked):
         return  # the click may still be in its scancel
     if ctx.store.approvals.mark_step(token, UNKNOWN_CANCEL_STEP[resume], now=now):
         ctx.store.audit.record(
@@ -146,21 +154,25 @@ def _settle_cancel(ctx: BotContext, approval: Approval, now: float) -> None:
     payload = approval.payload
     recipe, cluster, job = payload.get("recipe"), payload["cluster"], str(approval.target_job)
     actor = approval.decided_by
+    slurm = ctx.clusters.slurm(cluster)
     try:
-        record = ctx.clusters.slurm(cluster).job(int(job))
+        record = slurm.job(int(job))
     except ClusterError as exc:
         log.info("cannot tell yet whether job %s was cancelled: %s", job, exc)
         return
     if record is None:
         return  # not (yet) known to Slurm's answer: ask again next time
     taken_over = False
-    if not ctx.store.approvals.mark_step(approval.token, "cancel_settled", now=now):
+    bounds = step_bounds(ctx.config, cluster, slurm)  # this run's, kept with the step
+    if not ctx.store.approvals.mark_step(approval.token, "cancel_settled", now=now,
+                                         bounds=bounds):
         # being settled (by another replica), or its settler died before the outcome was
         # recorded (the approval is still approved): taken over, by one replica, once the
         # step is `takeover_s` old
-        older_than = now - takeover_s(ctx, approval, now)
+        older_than = now - takeover_s(ctx, approval, now, "cancel_settled")
         if not ctx.store.approvals.take_over_step(approval.token, "cancel_settled",
-                                                  older_than=older_than, now=now):
+                                                  older_than=older_than, now=now,
+                                                  bounds=bounds):
             return
         taken_over = True
     crashpoint("cancel_settle_claimed", approval.token)  # crash-test hook (no-op in production)
@@ -201,20 +213,25 @@ def _watch_again(ctx: BotContext, approval: Approval, now: float) -> None:
 def _finish_resume(ctx: BotContext, approval: Approval, now: float) -> None:
     """The rest of a cancel and resume whose click's process died after its scancel took
     effect (bot.services.approvals._cancel: the approval approved, its step
-    `cancel_resuming`), once that step is `takeover_s` old (the click's own deadlines
-    have passed), by one run: the job the click's resubmit left, recorded or found by the
-    run's job name, is kept (else one is submitted), announced and its hold questions asked,
-    each once (keyed posts; bot.services.competitors asks once per job); the outcome is
-    recorded with the approval's end and said as a settle's is (the `cancel_settled` step,
-    `_announce_settled`): the prompt rewritten and a note in the thread. A run that dies in
-    this is taken over again, `takeover_s` later."""
-    token = approval.token
-    older_than = now - takeover_s(ctx, approval, now)
-    if not ctx.store.approvals.take_over_step(token, RESUMING_STEP, older_than=older_than,
-                                              now=now):
+    `cancel_resuming`), once that step is `takeover_s` old (the click's own deadlines,
+    kept with the step, have passed), by one run, which keeps its own with the step: the
+    job the click's resubmit left, recorded or found by the run's job name, is kept (else
+    one is submitted), announced and its hold questions asked, each once (keyed posts;
+    bot.services.competitors asks once per job); the outcome is recorded with the approval's
+    end and said as a settle's is (the `cancel_settled` step, `_announce_settled`): the
+    prompt rewritten and a note in the thread. A run that dies in this is taken over again,
+    `takeover_s` later."""
+    token, payload = approval.token, approval.payload
+    older_than = now - takeover_s(ctx, approval, now, RESUMING_STEP)
+    if ctx.store.approvals.steps(token).get(RESUMING_STEP, now) > older_than:
         return  # the click (or the run that took it over) may still be in it
-    ctx.store.approvals.mark_step(token, "cancel_settled", now=now)  # said as a settle is
-    payload = approval.payload
+    cluster = payload.get("cluster", "")
+    bounds = step_bounds(ctx.config, cluster, ctx.clusters.slurm(cluster))  # this run's
+    if not ctx.store.approvals.take_over_step(token, RESUMING_STEP, older_than=older_than,
+                                              now=now, bounds=bounds):
+        return  # another run took it over just now
+    ctx.store.approvals.mark_step(token, "cancel_settled", now=now,  # said as a settle is
+                                  bounds=bounds)
     recipe, job = payload.get("recipe"), str(approval.target_job)
     ctx.store.audit.record(
         actor="trainbot", action="approval.cancel_resume_taken_over", now=now, recipe=recipe,

@@ -15,7 +15,7 @@ from bot.core.incident import ResolutionView, ResumePoint, build_resolution
 from bot.core.nodes import excluding
 from bot.core.policy import Decision, run_latest, run_rows
 from bot.core.slurm.job_ref import array_task_in
-from bot.core.takeover import settle_lead_s
+from bot.core.takeover import longest_bounds, settle_lead_s
 from bot.services.access import unwatched_submit_key
 from bot.services.ports import SFTP, Abandon, BotContext, ClusterSessions, LeaseLost, RenderError
 from bot.services.submit import (
@@ -187,9 +187,16 @@ def approval_intent(token: str) -> str:
     return f"{_APPROVAL_INTENT}{token}"
 
 
+_SETTLE_STEPS = ("cancel_resuming", "cancel_settled")
+"""The steps of a cancel and resume whose marker may send its resubmit (the click's,
+bot.services.approvals.RESUMING_STEP; the settle's, bot.services.cancel_settle): their kept
+bounds lengthen the settle's lead (`_settle_leads`) as they do its takeover."""
+
+
 def _settle_leads(ctx: BotContext, flight: SubmitInFlight, now: float) -> bool:
     """Whether `flight` is a cancel and resume's resubmit whose approval is still approved,
-    sent less than its cluster's settle_lead_s before `now`: its click, or the settle that
+    sent less than its cluster's settle_lead_s before `now` (counted at the bounds its
+    settle's steps keep, bot.services.cancel_settle.takeover_s): its click, or the settle that
     takes the click over once it died (bot.services.cancel_settle, through lost_resubmit),
     records, announces and follows up the job it left, once. Its approval done (its
     resubmit's lookup failed: nothing settles it any more), or still approved past that
@@ -200,8 +207,10 @@ def _settle_leads(ctx: BotContext, flight: SubmitInFlight, now: float) -> bool:
     approval = ctx.store.approvals.get(flight.intent.removeprefix(_APPROVAL_INTENT))
     if approval is None or approval.state != "approved":
         return False
+    marked = longest_bounds(*(ctx.store.approvals.bounds_of(approval.token, step)
+                              for step in _SETTLE_STEPS))
     if now - flight.sent_at < settle_lead_s(cluster_deadlines(ctx.config, flight.cluster),
-                                            flight.command_at_most_s):
+                                            flight.command_at_most_s, marked):
         return True
     log.warning("submit of %s sent at %.0f: its cancel and resume (prompt %s) is still "
                 "approved and unsettled; looked up here", flight.job_name, flight.sent_at,

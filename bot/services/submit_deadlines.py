@@ -1,9 +1,11 @@
 """How long a submit may take: a cluster's configured deadlines (bot.core.takeover's
 RemoteDeadlines) and, counted from them, how long a person's submit may stay in flight before
-another path looks it up or takes it over, and the bound its sender keeps on its row.
+another path looks it up or takes it over, and the bound its sender keeps on its row; so too
+the bounds the run that marks an approved cancel's step keeps with it (`step_bounds`).
 
 Used by bot.services.submit (the row it adds before its sbatch, the lookup that follows a
-lost one), bot.services.runs (the recovery of submits in flight) and bot.services.cancel_settle.
+lost one), bot.services.runs (the recovery of submits in flight), bot.services.approvals (a
+cancel's steps) and bot.services.cancel_settle.
 """
 
 from __future__ import annotations
@@ -11,7 +13,7 @@ from __future__ import annotations
 import logging
 
 from bot.config import Config
-from bot.core.takeover import RemoteDeadlines, submit_in_flight_s
+from bot.core.takeover import RemoteDeadlines, StepBounds, own_bounds, submit_in_flight_s
 from bot.services.ports import Slurm
 from bot.store import SubmitInFlight
 
@@ -53,10 +55,23 @@ def sender_command_at_most_s(config: Config, cluster: str, slurm: Slurm) -> floa
     cluster's configured deadlines', or its SSH runner's own (the jump host and timeouts it
     resolved when it was made, kept since) when longer, so the bound kept with the submit
     in flight is the one this process may still be sending under."""
-    bound = cluster_deadlines(config, cluster).command_at_most_s
+    return step_bounds(config, cluster, slurm).command_at_most_s
+
+
+def step_bounds(config: Config, cluster: str, slurm: Slurm) -> StepBounds:
+    """The bounds this run counts a step's remote calls at, kept with the step it marks (an
+    approved cancel's `cancelling`, a settle's `cancel_settled` or `cancel_resuming`: its
+    takeover waits for them, bot.core.takeover.cancel_takeover_s and settle_takeover_s): one
+    command's and one checkpoint lookup's worst case, each the cluster's configured
+    deadlines' or its SSH runner's own when longer (bot.core.takeover.own_bounds)."""
+    return own_bounds(cluster_deadlines(config, cluster), _runner_deadlines(cluster, slurm))
+
+
+def _runner_deadlines(cluster: str, slurm: Slurm) -> RemoteDeadlines | None:
+    """`slurm`'s runner's own deadlines (the endpoint it resolved and keeps using); None when
+    they cannot be known (an endpoint that cannot be resolved sends nothing)."""
     try:
-        own = slurm.runner.deadlines()
+        return slurm.runner.deadlines()
     except Exception:  # noqa: BLE001 - an endpoint that cannot be resolved sends nothing
         log.debug("%s: the runner's deadlines are not known", cluster, exc_info=True)
-        return bound
-    return max(bound, own.command_at_most_s)
+        return None

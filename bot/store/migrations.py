@@ -385,6 +385,18 @@ def _v20_submit_intents_index(conn: Connection) -> None:
                       " ON submits_in_flight (intent)"))
 
 
+def _v21_step_bounds(conn: Connection) -> None:
+    """Version 21: prompt_steps.command_at_most_s and lookup_at_most_s, one remote command's
+    and one checkpoint lookup's worst case as the run that marked (or took over) the step
+    counted them (bot.core.takeover.StepBounds: its connect, command and SFTP timeouts, a
+    jump host on its way), so an approved cancel's `cancelling` step, or a settle's, is taken
+    over only after the longer of its marker's bounds and the current config's
+    (bot.core.takeover.cancel_takeover_s, settle_takeover_s). A step marked before has none:
+    the current config's bounds alone, as before."""
+    _add_column(conn, "prompt_steps", "command_at_most_s FLOAT")
+    _add_column(conn, "prompt_steps", "lookup_at_most_s FLOAT")
+
+
 MIGRATIONS: list[Callable[[Connection], None]] = [
     _v1_initial,
     _v2_posts_and_watch,
@@ -406,6 +418,7 @@ MIGRATIONS: list[Callable[[Connection], None]] = [
     _v18_submit_intents,
     _v19_submit_command_bounds,
     _v20_submit_intents_index,
+    _v21_step_bounds,
 ]
 
 

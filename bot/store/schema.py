@@ -21,7 +21,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_VERSION = 20
+SCHEMA_VERSION = 21
 
 metadata = MetaData()
 
@@ -128,6 +128,11 @@ prompt_steps = Table(
     Column("token", Text, primary_key=True),
     Column("step", Text, primary_key=True),
     Column("at", Float, nullable=False),
+    # version 21: one remote command's and one checkpoint lookup's worst case as the step's
+    # marker (or taker-over) counted them (bot.core.takeover.StepBounds), so its takeover
+    # waits at least that long; NULL: not kept (a step marked before)
+    Column("command_at_most_s", Float, nullable=True),
+    Column("lookup_at_most_s", Float, nullable=True),
 )
 
 slack_posts = Table(

@@ -531,7 +531,7 @@ def test_a_cancel_and_resume_whose_scancel_went_unseen_is_settled_once_through_k
         assert sorted(bot.store.approvals.steps(prompt.token)) == ["cancel_unknown",
                                                                    "cancelling_to_resume"]
         ahead = takeover_s(bot.ctx, bot.store.approvals.get(prompt.token),
-                           time.time()) + 60.0
+                           time.time(), "cancel_settled") + 60.0
     finally:
         bot.close()
     _wait_for_state(runner, old, "CANCELLED")  # the scancel did take effect

@@ -11,6 +11,7 @@ from sqlalchemy import and_, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from bot.core.policy import run_latest
+from bot.core.takeover import StepBounds
 from bot.store import schema as t
 from bot.store.repos.base import _Repo, _row
 from bot.store.rows import (
@@ -215,7 +216,8 @@ class ApprovalsRepo(_Repo):
              "cancel_only_unknown", "cancel_settled", "cancel_announced", "cancel_resuming")
     CANCEL_UNKNOWN_STEPS = ("cancel_unknown", "cancel_only_unknown")
 
-    def mark_step(self, token: str, step: str, *, now: float) -> bool:
+    def mark_step(self, token: str, step: str, *, now: float,
+                  bounds: StepBounds | None = None) -> bool:
         """Record that a prompt was reminded (`step` "reminded") or escalated ("escalated"), that
         its approved cancel's scancel is about to be sent ("cancelling": a plain cancel;
         "cancelling_to_resume": a cancel and resume), that its scancel's end was not seen
@@ -225,28 +227,44 @@ class ApprovalsRepo(_Repo):
         its approved cancel and resume's scancel took effect and its resubmit began
         ("cancel_resuming"): True
         for exactly one caller, so no replica follows a prompt up, or settles its cancel,
-        twice."""
+        twice. `bounds`: what the marker counts the step's remote calls at, kept with it for
+        its takeover (`bounds_of`)."""
         if step not in self.STEPS:
             raise ValueError(f"step must be one of {', '.join(self.STEPS)}, not {step!r}")
         try:
             with self._engine.begin() as conn:
-                conn.execute(insert(t.prompt_steps).values(token=token, step=step, at=now))
+                conn.execute(insert(t.prompt_steps).values(token=token, step=step, at=now,
+                                                           **_bound_values(bounds)))
         except IntegrityError:  # done before, or by another replica just now
             return False
         return True
 
-    def take_over_step(self, token: str, step: str, *, older_than: float, now: float) -> bool:
+    def take_over_step(self, token: str, step: str, *, older_than: float, now: float,
+                       bounds: StepBounds | None = None) -> bool:
         """Take over `token`'s `step` its marker did not finish (it died): when the step was
-        marked (or last taken over) at or before `older_than`, it is marked again at `now`,
-        True for exactly one caller; the step's time is the lease of whoever carries it out."""
+        marked (or last taken over) at or before `older_than`, it is marked again at `now`
+        with the taker's `bounds`, True for exactly one caller; the step's time is the lease
+        of whoever carries it out, its bounds how long that one may take."""
         with self._engine.begin() as conn:
             result = conn.execute(
                 update(t.prompt_steps)
                 .where(and_(t.prompt_steps.c.token == token, t.prompt_steps.c.step == step,
                             t.prompt_steps.c.at <= older_than))
-                .values(at=now)
+                .values(at=now, **_bound_values(bounds))
             )
         return result.rowcount == 1
+
+    def bounds_of(self, token: str, step: str) -> StepBounds | None:
+        """The bounds `token`'s `step` was marked (or last taken over) with; None when the
+        step is not marked, or was marked without them (before they were kept)."""
+        steps = t.prompt_steps
+        with self._engine.begin() as conn:
+            row = conn.execute(select(steps.c.command_at_most_s, steps.c.lookup_at_most_s)
+                               .where(and_(steps.c.token == token, steps.c.step == step))
+                               ).first()
+        if row is None or row[0] is None or row[1] is None:
+            return None
+        return StepBounds(command_at_most_s=row[0], lookup_at_most_s=row[1])
 
     def steps(self, token: str) -> dict[str, float]:
         """The follow-up steps `token`'s prompt went through: step -> when."""
@@ -346,3 +364,9 @@ class ApprovalsRepo(_Repo):
         if state is not None:
             query = query.where(t.approvals.c.state == state)
         return self._all(Approval, query.order_by(t.approvals.c.created_at))
+
+
+def _bound_values(bounds: StepBounds | None) -> dict[str, float | None]:
+    """A prompt_steps row's bound columns for `bounds` (None: not kept, NULL)."""
+    return {"command_at_most_s": None if bounds is None else bounds.command_at_most_s,
+            "lookup_at_most_s": None if bounds is None else bounds.lookup_at_most_s}

@@ -10,7 +10,10 @@ from bot.core.takeover import (
     RESUME_COMMANDS,
     SUBMIT_COMMANDS,
     RemoteDeadlines,
+    StepBounds,
     cancel_takeover_s,
+    longest_bounds,
+    own_bounds,
     settle_lead_s,
     settle_takeover_s,
     submit_in_flight_s,
@@ -97,3 +100,39 @@ def test_the_settles_takeover_allows_the_lookups_channel_to_open_at_its_worst() 
         assert settle_takeover_s(d) - without_lookup == \
             LOOKUP_CHANNELS * d.sftp_channel_at_most_s + CHECKPOINT_REQUESTS * d.sftp_s
     assert LOOKUP_CHANNELS == 1
+
+
+def test_a_cancels_takeover_waits_for_its_clicks_own_commands_when_longer() -> None:
+    """The click kept its commands' bound with its `cancelling` step (a jump host: 200 s a
+    command): its takeover counts it, not the current config's 120 s; a shorter kept bound
+    never shortens it; a step marked before bounds were kept counts the config's, as before."""
+    d = RemoteDeadlines()
+    assert cancel_takeover_s(d, StepBounds(200.0, 0.0)) == CANCEL_COMMANDS * 200.0 + 60.0 \
+        == 860.0 > cancel_takeover_s(d) == cancel_takeover_s(d, None) == 540.0
+    assert cancel_takeover_s(d, StepBounds(10.0, 0.0)) == 540.0
+
+
+def test_a_settles_takeover_waits_for_its_markers_lookup_and_commands_when_longer() -> None:
+    """A settle's marker kept its checkpoint lookup's bound (a 60 s SFTP timeout) and its
+    commands' with its step: the takeover counts each when longer than the current config's
+    (and the commands at the resubmit row's bound when that is longer still); a step marked
+    before bounds were kept counts the config's lookup, as before."""
+    d = RemoteDeadlines()
+    slow = RemoteDeadlines(sftp_s=60.0)
+    assert d.lookup_at_most_s == 1290.0 and slow.lookup_at_most_s == 180.0 + 80 * 60.0
+    looked = StepBounds(d.command_at_most_s, slow.lookup_at_most_s)
+    assert settle_takeover_s(d, marked=looked) == 3810.0 - 1290.0 + 4980.0 == 7500.0
+    assert settle_takeover_s(d, marked=StepBounds(0.0, 0.0)) == settle_takeover_s(d) == 3810.0
+    jumped = StepBounds(200.0, 0.0)
+    assert settle_takeover_s(d, marked=jumped) == settle_takeover_s(d, 200.0)
+    assert settle_takeover_s(d, 300.0, jumped) == settle_takeover_s(d, 300.0)
+    assert settle_takeover_s(d, 150.0, jumped) == settle_takeover_s(d, 200.0)
+    assert settle_lead_s(d, None, looked) == 7500.0 + submit_in_flight_s(d)
+
+
+def test_the_longest_kept_bounds_are_each_bounds_longest() -> None:
+    assert longest_bounds() is None and longest_bounds(None, None) is None
+    assert longest_bounds(StepBounds(200.0, 10.0), None, StepBounds(120.0, 40.0)) == \
+        StepBounds(200.0, 40.0)
+    assert own_bounds(RemoteDeadlines(), RemoteDeadlines(jump=True)) == StepBounds(
+        200.0, RemoteDeadlines(jump=True).lookup_at_most_s)

@@ -177,12 +177,14 @@ def test_a_cancel_and_resumes_takeover_counts_its_resubmits_senders_bound(
                                    allowed=["U0BOB"], expires_at=NOW + 3600, now=NOW)
     approval = store.approvals.get(token)
     assert approval is not None
-    assert cancel_settle.takeover_s(ctx, approval, NOW) == settle_takeover_s(DIRECT)
+    assert cancel_settle.takeover_s(ctx, approval, NOW, "cancel_settled") == \
+        settle_takeover_s(DIRECT)
     store.submits_in_flight.add(cluster="dev", recipe="mix", job_name="mix", chain_id=None,
                                 array_task=None, resumed_at=None, charge_retry=False,
                                 actor="U0BOB", channel=None, sent_at=NOW - 5,
                                 intent=approval_intent(token), command_at_most_s=200.0)
-    assert cancel_settle.takeover_s(ctx, approval, NOW) == settle_takeover_s(DIRECT, 200.0)
+    assert cancel_settle.takeover_s(ctx, approval, NOW, "cancel_settled") == \
+        settle_takeover_s(DIRECT, 200.0)
     assert settle_takeover_s(DIRECT, 200.0) > settle_takeover_s(DIRECT)
 
 
@@ -218,5 +220,6 @@ def test_a_settle_check_reads_only_its_approvals_submits_in_flight(
 
     monkeypatch.setattr(store.submits_in_flight, "with_intent", by_intent, raising=False)
     monkeypatch.setattr(store.submits_in_flight, "sent_before", every_row)
-    assert cancel_settle.takeover_s(ctx, approval, NOW) == settle_takeover_s(DIRECT, 200.0)
+    assert cancel_settle.takeover_s(ctx, approval, NOW, "cancel_settled") == \
+        settle_takeover_s(DIRECT, 200.0)
     assert reads == [("dev", approval_intent(token), NOW)]

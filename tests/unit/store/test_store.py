@@ -18,6 +18,7 @@ from sqlalchemy.exc import IntegrityError
 from support.race import race, winners_of_race
 
 from bot.core.redact import Redactor
+from bot.core.takeover import StepBounds
 from bot.store import Store, StoreError, StoreVersionError, display_url
 from bot.store import schema as current_schema
 
@@ -668,12 +669,41 @@ def test_v19_store_gets_the_intent_index_keeping_its_submits_in_flight(store_url
                 " channel, sent_at, intent, command_at_most_s) VALUES ('dev', 'mix', 'mix',"
                 " false, 'U0ALICE', 'C1', 5.0, 'approval:tok', 200.0)")
     with Store.open(store_url) as new:
-        assert new.schema_version == new.latest_version == current_schema.SCHEMA_VERSION == 20
+        assert new.schema_version == new.latest_version == current_schema.SCHEMA_VERSION
         assert "ix_submits_in_flight_intent" in {
             i["name"] for i in inspect(new.engine).get_indexes("submits_in_flight")}
         got = [(f.sent_at, f.intent, f.command_at_most_s)
                for f in new.submits_in_flight.with_intent("dev", "approval:tok", 10.0)]
         assert got == [(5.0, "approval:tok", 200.0)]
+
+
+def test_v20_store_gets_step_bounds_keeping_its_prompt_steps(store_url):
+    """Version 21 keeps with each prompt step the bounds its marker counted its remote calls
+    at (bot.core.takeover.StepBounds), for its takeover; a step marked before has none (its
+    takeover counts the current config's), and a takeover replaces them with the taker's."""
+    with Store.open(store_url, target_version=20) as old:
+        assert "command_at_most_s" not in {c["name"] for c in
+                                           inspect(old.engine).get_columns("prompt_steps")}
+        with old.engine.begin() as conn:  # what a v20 trainbot wrote
+            conn.exec_driver_sql("INSERT INTO prompt_steps (token, step, at)"
+                                 " VALUES ('tok', 'cancelling_to_resume', 5.0)")
+    with Store.open(store_url) as new:
+        assert new.schema_version == new.latest_version == current_schema.SCHEMA_VERSION == 21
+        assert new.approvals.steps("tok") == {"cancelling_to_resume": 5.0}
+        assert new.approvals.bounds_of("tok", "cancelling_to_resume") is None
+        assert new.approvals.bounds_of("tok", "cancel_settled") is None  # not marked
+        marked = StepBounds(command_at_most_s=200.0, lookup_at_most_s=4980.0)
+        assert new.approvals.mark_step("tok", "cancel_settled", now=6.0, bounds=marked)
+        assert new.approvals.bounds_of("tok", "cancel_settled") == marked
+        taker = StepBounds(command_at_most_s=120.0, lookup_at_most_s=1290.0)
+        assert not new.approvals.take_over_step("tok", "cancel_settled", older_than=5.0,
+                                                now=7.0, bounds=taker)
+        assert new.approvals.bounds_of("tok", "cancel_settled") == marked
+        assert new.approvals.take_over_step("tok", "cancel_settled", older_than=6.0, now=7.0,
+                                            bounds=taker)
+        assert new.approvals.bounds_of("tok", "cancel_settled") == taker
+        assert new.approvals.steps("tok") == {"cancelling_to_resume": 5.0,
+                                              "cancel_settled": 7.0}
 
 
 def test_submits_in_flight_are_read_by_their_intent_in_one_indexed_read(store):

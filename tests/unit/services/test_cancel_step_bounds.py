@@ -1,0 +1,200 @@
+"""An approved cancel's steps are taken over only after the longer of their marker's own bounds
+and the current config's: the run that marks `cancelling` / `cancelling_to_resume` (the
+click), `cancel_settled` (a settle) or `cancel_resuming` keeps one remote command's and one
+checkpoint lookup's worst case with the step (prompt_steps.command_at_most_s and
+lookup_at_most_s, bot.services.submit_deadlines.step_bounds). Before, the takeover counted
+the current config's deadlines alone: a click that went through a jump host (its SSH runner's
+cached ProxyJump, since taken out of the config) was taken over after 540 s while it could
+still be in its scancel, and a settle whose runner had a longer SFTP timeout after 3810 s
+while it could still be in its checkpoint lookup."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+
+import pytest
+from fakes import AnswerLostSlurm, FakeRunner, make_context, writer
+from support.dying import Died, dies_at
+from support.in_flight import in_flight, recover
+
+from bot.cluster.errors import ChannelClosed
+from bot.core.takeover import (
+    RemoteDeadlines,
+    StepBounds,
+    cancel_takeover_s,
+    own_bounds,
+    settle_lead_s,
+    settle_takeover_s,
+)
+from bot.services import cancel_settle
+from bot.services import submit as submit_mod
+from bot.services.approvals import handle_click
+from bot.services.cancel_settle import settle_unknown_cancels
+from bot.services.ports import BotContext
+from bot.services.prompts import create_resubmit_prompt
+from bot.slack.views import ActionId
+from bot.store import Store
+
+NOW = 1_000_000.0
+CHANNEL = "C0TRAIN"
+DIRECT = RemoteDeadlines()  # the config's now: no jump host, the default timeouts
+JUMP = RemoteDeadlines(jump=True)  # the click's runner: through a jump host (200 s a command)
+SLOW_SFTP = RemoteDeadlines(sftp_s=60.0)  # the settle's runner: 60 s an SFTP request
+
+
+@pytest.fixture
+def store(tmp_path):
+    with Store.open(f"sqlite:///{tmp_path / 's.db'}") as s:
+        yield s
+
+
+def stalled_prompt(store: Store, runner: RemoteDeadlines) -> tuple[BotContext, AnswerLostSlurm,
+                                                                    str]:
+    """Run `mix` whose job 88154 stalled, a Cancel and resume prompt on it; the bot's SSH
+    runner counts its calls at `runner` (its cached endpoint), the config at DIRECT.
+    (context, Slurm, the prompt's token)."""
+    slurm = AnswerLostSlurm(lost=0, submitted_at=NOW)
+    slurm.runner = FakeRunner(slurm.runner.answers, deadlines=runner)
+    ctx = make_context(store, slurm, clock=lambda: NOW)
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW - 1000)
+    store.attempts.record(chain_id=chain.id, job_id="88154", now=NOW - 1000)
+    store.watched_jobs.add("dev", "88154", now=NOW - 1000, chain_id=chain.id)
+    slurm.add(88154, name="mix", state="RUNNING", partition="debug", account="root")
+    writer(ctx).post_root(chain.id, CHANNEL, [], "mix")
+    prompt = create_resubmit_prompt(ctx, recipe="mix", chain_id=chain.id, job_id="88154",
+                                    now=NOW - 100, summary="88154: stalled", offer_cancel=True)
+    return ctx, slurm, prompt.token
+
+
+def taken_over(store: Store, action: str) -> list[str]:
+    """The tokens of the audit rows `action` (a cancel taken over, a settle)."""
+    return [json.loads(e.detail or "{}")["token"] for e in store.audit.recent(50)
+            if e.action == action]
+
+
+def test_a_click_through_a_jump_host_is_not_taken_over_in_its_scancel(
+        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """W0LEAD's Cancel and resume goes through the runner's cached jump host (200 s a
+    command); its process dies in the scancel. The config names no jump host (120 s a
+    command: 540 s to take the click over). The cancel is not taken over at 541 s, while the
+    click's own commands may still be running, but after the click's 860 s; then it is settled
+    once. Before, it was taken over at 541 s."""
+    ctx, slurm, token = stalled_prompt(store, JUMP)
+
+    def dies_in_scancel(job_id: int) -> None:
+        raise Died(f"scancel {job_id}")
+
+    monkeypatch.setattr(slurm, "cancel", dies_in_scancel)
+    with pytest.raises(Died):
+        handle_click(ctx, token, ActionId.CANCEL_RESUME, "W0LEAD", NOW)
+    assert store.approvals.bounds_of(token, "cancelling_to_resume") == \
+        own_bounds(DIRECT, JUMP) == StepBounds(200.0, JUMP.lookup_at_most_s)
+    assert (cancel_takeover_s(DIRECT), cancel_takeover_s(DIRECT, own_bounds(DIRECT, JUMP))) == \
+        (540.0, 860.0)
+
+    settle_unknown_cancels(ctx, NOW + 541)
+    assert sorted(store.approvals.steps(token)) == ["cancelling_to_resume"]
+    assert taken_over(store, "approval.cancel_taken_over") == []
+
+    settle_unknown_cancels(ctx, NOW + 859)  # 4 commands at 200 s, plus the margin: 860 s
+    assert taken_over(store, "approval.cancel_taken_over") == []
+    settle_unknown_cancels(ctx, NOW + 861)
+    assert "cancel_unknown" in store.approvals.steps(token)
+    assert taken_over(store, "approval.cancel_taken_over") == [token]
+
+
+def test_a_cancel_step_marked_before_its_bounds_were_kept_is_taken_over_at_the_configs(
+        store: Store) -> None:
+    """A `cancelling_to_resume` step a trainbot before this one marked (no bounds kept) is
+    taken over after the current config's 540 s, as before."""
+    ctx, slurm, token = stalled_prompt(store, JUMP)
+    assert store.approvals.claim(token, actor="W0LEAD", now=NOW).claimed
+    store.approvals.mark_step(token, "cancelling_to_resume", now=NOW)
+    assert store.approvals.bounds_of(token, "cancelling_to_resume") is None
+    settle_unknown_cancels(ctx, NOW + 539)
+    assert taken_over(store, "approval.cancel_taken_over") == []
+    settle_unknown_cancels(ctx, NOW + 541)
+    assert taken_over(store, "approval.cancel_taken_over") == [token]
+
+
+def test_a_settle_with_a_longer_sftp_timeout_is_not_taken_over_in_its_lookup(
+        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Cancel and resume whose scancel's end was not seen is settled by a run whose SSH
+    runner allows 60 s an SFTP request (the config: 15 s); it dies right after claiming the
+    settle. Another run, at the config's deadlines, does not take it over at the config's
+    3810 s (the first may still be in the resume's checkpoint lookup, 80 requests at 60 s),
+    only once the settler's own lookup bound has passed; the settle is then done once. Before,
+    it was taken over at 3811 s."""
+    ctx, slurm, token = stalled_prompt(store, SLOW_SFTP)
+    slurm.cancel_answer_lost = ChannelClosed(["scancel", "88154"], "login",
+                                             connection_lost=True)
+    assert handle_click(ctx, token, ActionId.CANCEL_RESUME, "W0LEAD", NOW).status == "done"
+    slurm.cancel_answer_lost = None
+    settle_at = NOW + 600
+    with monkeypatch.context() as m, pytest.raises(Died):
+        m.setattr(cancel_settle, "crashpoint", dies_at("cancel_settle_claimed"))
+        settle_unknown_cancels(ctx, settle_at)
+    marked = store.approvals.bounds_of(token, "cancel_settled")
+    assert marked == own_bounds(DIRECT, SLOW_SFTP)
+    assert marked is not None and marked.lookup_at_most_s == 180.0 + 80 * 60.0
+    slurm.runner = FakeRunner(slurm.runner.answers)  # the other run: the config's deadlines
+    approval = store.approvals.get(token)
+    assert approval is not None
+    bound = cancel_settle.takeover_s(ctx, approval, settle_at, "cancel_settled")
+    assert bound == settle_takeover_s(DIRECT, marked=marked) == 7500.0
+    assert settle_takeover_s(DIRECT) == 3810.0
+
+    settle_unknown_cancels(ctx, settle_at + 3811)
+    assert taken_over(store, "approval.cancel_settled") == []
+    assert store.approvals.steps(token)["cancel_settled"] == settle_at
+
+    settle_unknown_cancels(ctx, settle_at + bound + 1)
+    assert taken_over(store, "approval.cancel_settled") == [token]
+    assert store.approvals.steps(token)["cancel_settled"] == settle_at + bound + 1
+    # the taker keeps its own bounds with the step: the config's now
+    assert store.approvals.bounds_of(token, "cancel_settled") == own_bounds(DIRECT, None)
+
+
+def test_a_settle_step_marked_before_its_bounds_were_kept_counts_the_configs_lookup(
+        store: Store) -> None:
+    ctx, slurm, token = stalled_prompt(store, SLOW_SFTP)
+    store.approvals.mark_step(token, "cancel_settled", now=NOW)
+    approval = store.approvals.get(token)
+    assert approval is not None
+    assert cancel_settle.takeover_s(ctx, approval, NOW, "cancel_settled") == 3810.0
+
+
+def test_the_step_bounds_are_the_runners_own_when_longer_else_the_configs() -> None:
+    assert own_bounds(DIRECT, None) == StepBounds(120.0, 1290.0)
+    assert own_bounds(DIRECT, replace(DIRECT, command_s=0.0, sftp_s=0.0)) == \
+        StepBounds(120.0, 1290.0)
+    assert own_bounds(DIRECT, JUMP) == StepBounds(200.0, JUMP.lookup_at_most_s)
+
+
+def test_a_settles_resubmit_is_left_to_it_for_its_markers_lead(
+        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The settle (its runner at 60 s an SFTP request) died right after its resubmit's sbatch
+    queued 90500, and Slurm has forgotten the cancelled 88154, so no settle takes it over. The
+    recovery of the submits in flight leaves the row to the settle for the settle's own lead
+    (its takeover at its kept bounds, then the submit's window: 8640 s), not the config's
+    4950 s, then looks 90500 up as a person's: one job. Before, it was looked up at 4951 s."""
+    ctx, slurm, token = stalled_prompt(store, SLOW_SFTP)
+    slurm.cancel_answer_lost = ChannelClosed(["scancel", "88154"], "login",
+                                             connection_lost=True)
+    assert handle_click(ctx, token, ActionId.CANCEL_RESUME, "W0LEAD", NOW).status == "done"
+    slurm.cancel_answer_lost = None
+    settle_at = NOW + 600
+    with monkeypatch.context() as m, pytest.raises(Died):
+        m.setattr(submit_mod, "crashpoint", dies_at("sbatch_returned"))
+        settle_unknown_cancels(ctx, settle_at)
+    assert slurm.queued("mix") == [90500] and in_flight(store) == ["mix"]
+    del slurm.records[88154]
+    marked = store.approvals.bounds_of(token, "cancel_settled")
+    assert settle_lead_s(DIRECT) == 4950.0
+    assert settle_lead_s(DIRECT, 120.0, marked) == 7500.0 + 1140.0
+
+    recover(ctx, settle_at + 4951)
+    assert in_flight(store) == ["mix"]  # the settle's still
+    recover(ctx, settle_at + 8641)
+    assert in_flight(store) == [] and len(slurm.submits()) == 1
