@@ -19,7 +19,8 @@ the site's template folder first), like `report` and `/train`:
   that cluster (keyed per chain); a thread Slack refused it raises, so the watcher's outbox
   publishes it again (bot.services.watch.health).
 The watcher's own words (the head line of an incident or a stall prompt, and every note) are
-in the recipe's language (templates/event.json.j2, `_say`; a cluster notice in each chain's):
+in the recipe's language (templates/event.json.j2, `_say`, with the incident's card and the
+owners it mentions: bot.services.watch_words; a cluster notice in each chain's):
 the template words the facts (the Decision and its `facts`, the JobRecord, the Diagnosis'
 detail and hint, `event.facts`); the watcher's English `event.text` (stored and logged) is
 shown only for an event without the facts for a sentence, or one whose text stands alone
@@ -57,18 +58,17 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 from collections.abc import Sequence
-from dataclasses import asdict, replace
+from dataclasses import asdict
 from typing import Any
 
-from bot.config import PolicyConfig
 from bot.core.arrays import task_retries_through
 from bot.core.backoff import Backoff
-from bot.core.incident import Incident, build_completion, build_incident
+from bot.core.incident import build_completion
 from bot.core.metrics import MetricSeries
 from bot.core.models import QUIET_CLASSES, AttemptTrace, Diagnosis
 from bot.core.policy import OFFER_CANCEL_RESUME, OFFER_RESUBMIT, OFFER_RESUBMIT_MEM, task_rows
 from bot.core.text import mrkdwn_escape
-from bot.services.access import mention_text, owners_to_mention, prompt_people
+from bot.services.access import mention_text, prompt_people
 from bot.services.home import refresh_homes
 from bot.services.ports import (
     Blocks,
@@ -83,7 +83,7 @@ from bot.services.ports import (
     PostRefused,
     root_key,
 )
-from bot.services.probes import create_probe_offer, offers_probe, probe_offer
+from bot.services.probes import create_probe_offer, offers_probe
 from bot.services.prompts import Prompt, create_resubmit_prompt
 from bot.services.stacks import Forensics
 from bot.services.threads import (
@@ -99,6 +99,7 @@ from bot.services.threads import (
 from bot.services.watch.events import WatchEvent
 from bot.services.watch.health import BACK, NOTICE, notice_key_of
 from bot.services.watch.outbox import event_from_store
+from bot.services.watch_words import EventWords, shown_job
 from bot.store import Attempt, Chain
 
 log = logging.getLogger(__name__)
@@ -109,7 +110,7 @@ KEEP_CHAINS = 64  # chains remembered, least recently charted dropped first (≈
 CHART_NAMES = ("rss.png", "progress.png", "loss.png")  # an incident's charts, in this order
 
 
-class ThreadEvents:
+class ThreadEvents(EventWords):
     """EventSink posting to run threads through `ctx.sink` (see module doc)."""
 
     def __init__(self, ctx: BotContext, *, forensics: Forensics | None = None) -> None:
@@ -238,7 +239,7 @@ class ThreadEvents:
                     bounds=task_bounds(self.ctx.config, chain, through))
             replaced = tuple(a.shown_id for a in earlier)  # the ids this resubmit replaced
         view = build_completion(
-            recipe=event.recipe or "", job_id=_shown(event),
+            recipe=event.recipe or "", job_id=shown_job(event),
             last_iter=d.metrics.last_iter, target_iter=d.metrics.target_iter,
             started_at=min((a.submitted_at for a in attempts), default=None),
             ended_at=(rec.end_time if rec and rec.end_time else self.ctx.clock()),
@@ -427,7 +428,7 @@ class ThreadEvents:
                 continue  # no data for it (e.g. a log without loss values)
             try:
                 upload(chain_id, f"chart:{job}:{stage}:{name}", charts[name], name,
-                       drawer.file_title(name, job_id=_shown(event), stage=stage, lang=lang,
+                       drawer.file_title(name, job_id=shown_job(event), stage=stage, lang=lang,
                                          override_dir=override_dir))
             except LeaseLost:
                 raise  # nor is the event posted: the replica holding the lease posts it
@@ -436,41 +437,6 @@ class ThreadEvents:
                             event.key, name, job, exc)
 
     # ------------------------------------------------------------------ helpers
-
-    def _say(self, event: WatchEvent, *, recipe: str | None = None,
-             prompt: bool = False, card: Incident | None = None) -> str:
-        """The event's sentence in `recipe`'s language (default: the event's recipe); a stall
-        prompt's (`prompt`) names its job first; an incident's head line above its `card`
-        leaves the card's figures to it (its work lost, its memory limit and MaxRSS). The
-        English text if the template fails."""
-        english = f"job {event.job_id}: {event.text}" if prompt else event.text
-        recipe = recipe if recipe is not None else event.recipe
-        d, dec, rec = event.diagnosis, event.decision, event.record
-        reason = dict(event.facts)
-        if dec is not None:
-            reason.update({"kind": str(dec.kind), "class_id": dec.class_id,
-                           "charged": dec.charged, "resume_from": dec.resume_from,
-                           "resume_checkpoint": dec.resume_checkpoint,
-                           "work_lost_iters": dec.work_lost_iters, "mem": dec.mem,
-                           "projected_oom_iter": dec.projected_oom_iter})
-            reason.update(dec.facts)
-        view = {"kind": event.kind, "prompt": prompt, "text": english,
-                "text_only": event.text_only, "job_id": _shown(event),
-                "cluster": event.cluster, "state": rec.state if rec else None,
-                "class_id": d.class_id if d else (dec.class_id if dec else None),
-                "reason": reason, "facts": dict(event.facts),
-                "detail": d.detail if d else None, "hint": d.hint if d else None,
-                "translations": d.translations if d else {},
-                "site_hint": d.site_hint if d else False,
-                "card": {"work_lost": card.lost_iters is not None,
-                         "mem_limit": bool(card.mem_limit_bytes),
-                         "max_rss": bool(card.max_rss_bytes)} if card is not None else {}}
-        try:
-            return render(self.ctx, "event", recipe, view)[1]
-        except Exception as exc:  # noqa: BLE001 - the English sentence is never lost
-            log.warning("event template for %s failed (%s); posting the English text",
-                        event.key, exc)
-            return mrkdwn_escape(english)  # mrkdwn, as the template's would be
 
     def _create_prompt(self, event: WatchEvent, summary: str, *, offer_cancel: bool,
                        card: Blocks | None = None) -> Prompt:
@@ -485,59 +451,6 @@ class ThreadEvents:
             exclude=dec.facts.get("exclude") if dec and not offer_cancel else None,
             offer_cancel=offer_cancel, post_key=event.key, card=card,
         )
-
-    def _incident_blocks(self, event: WatchEvent,
-                         diagnosis: Diagnosis) -> tuple[Blocks, Incident] | None:
-        """The incident template's blocks without its own buttons (the approval prompt's
-        carry the token), and the view they say; None when the view or template cannot be
-        built."""
-        try:
-            rec, dec = event.record, event.decision
-            view = build_incident(
-                diagnosis, recipe=event.recipe or "", job_id=_shown(event),
-                last_checkpoint_iter=dec.resume_from if dec else None, now=self.ctx.clock(),
-                state=rec.state if rec else None,
-                exit_code=(f"{rec.exit_code}:{rec.signal}"
-                           if rec and rec.exit_code is not None else None),
-                mem_limit_bytes=rec.mem_limit_bytes if rec else None,
-                max_rss_bytes=rec.max_rss_bytes if rec else None,
-                suggested_mem=dec.mem if dec else None,
-                mem_policy=self._policy(event.recipe),
-                probe=probe_offer(self.ctx.config, event.recipe or ""),
-                from_checkpoint=dec.resume_checkpoint if dec else None,
-                checkpoint_unknown=dec.checkpoint_unknown if dec else None,
-            )
-            # below the head line (self._incident), which may say its explanation
-            view = replace(view, headed=str(dec.facts.get("why") or "") if dec else "")
-            blocks, _ = render(self.ctx, "incident", event.recipe, view)
-        except Exception as exc:  # noqa: BLE001 - fall back to the plain text, never lose it
-            log.warning("incident template for %s failed (%s); posting plain text",
-                        event.key, exc)
-            return None
-        return [b for b in blocks if b.get("type") != "actions"], view
-
-    def _policy(self, recipe: str | None) -> PolicyConfig:
-        """The policy the watcher decided `recipe`'s jobs by (its site cap on --mem)."""
-        config = self.ctx.config
-        return config.policy_for(recipe) if recipe in config.recipes else config.policy
-
-    def _incident_people(self, event: WatchEvent) -> tuple[str, ...]:
-        """The owners, when the recipe's `mentions.incidents` says this incident mentions
-        them: every one, or the thread's first (no earlier final incident stored for the
-        chain: a re-publish of the same incident decides the same)."""
-        config = self.ctx.config
-        if event.recipe is None or event.recipe not in config.recipes:
-            return ()
-        rule = config.recipe(event.recipe).mentions.incidents
-        if rule == "never":
-            return ()
-        if rule == "first" and event.chain_id is not None:
-            for inc in self.ctx.store.incidents.for_chain(event.chain_id):  # oldest first
-                if inc.key == event.key:
-                    break
-                if inc.key.endswith(":final") and inc.class_id != "completed":
-                    return ()
-        return owners_to_mention(config, event.recipe)
 
     def _post(self, event: WatchEvent, blocks: Blocks, text: str) -> None:
         if self.ctx.sink is None or event.chain_id is None:
@@ -555,16 +468,6 @@ def _in_thread(key: str) -> str:
     """The start of the keys a cluster's notice `key` is posted under, one per chain's thread
     (the chain's id follows)."""
     return f"{key}:chain:"
-
-
-def _shown(event: WatchEvent) -> str:
-    """The event's job as people read it: `123_4` for an array task (its record says, or,
-    without a record, the event's `shown_id` fact)."""
-    if event.facts.get("shown_id"):
-        return str(event.facts["shown_id"])
-    if event.record is not None and event.job_id == str(event.record.job_id):
-        return event.record.display_id
-    return event.job_id or ""
 
 
 def _with_button(blocks: Blocks, element: dict) -> Blocks:

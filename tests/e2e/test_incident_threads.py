@@ -474,11 +474,11 @@ def test_a_host_oom_says_its_limit_and_max_rss_once_in_the_card(slack, poster, s
 def test_a_head_line_without_its_card_keeps_the_figures(slack, poster, store, monkeypatch):
     """An incident card that fails to render leaves the head line alone in the thread: it
     says the work lost and the limit and MaxRSS itself, so no figure is lost."""
-    from bot.services import watch_events
+    from bot.services import watch_words
 
     def broken(*_a, **_k):
         raise RuntimeError("card view")
-    monkeypatch.setattr(watch_events, "build_incident", broken)
+    monkeypatch.setattr(watch_words, "build_incident", broken)
     message = incident_message(poster, store, slack, "en", "host_oom")
     [head] = said_blocks(message)[:1]
     assert "(limit 950.0 GiB, MaxRSS 940.0 GiB)" in head
