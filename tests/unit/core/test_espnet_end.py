@@ -10,9 +10,7 @@ stopped at 3epoch`), is no normal end."""
 from __future__ import annotations
 
 import pytest
-from support.diagnosis import read_log
-
-from bot.core.catalogue import Catalogue
+from support.end_marker import assert_ends_the_run, read
 
 HEAD = "[gpu07] 2024-03-02 11:{m:02d}:{s:02d},068 ({where}) {level}: "
 RESULTS = "".join(
@@ -29,11 +27,6 @@ AVERAGING = (HEAD.format(m=41, s=0, where="average_nbest_models:69", level="INFO
                "exp/asr_train/valid.acc.ave_10best.pth\n")
 
 
-@pytest.fixture(scope="module")
-def catalogue() -> Catalogue:
-    return Catalogue.load()
-
-
 @pytest.mark.parametrize("end", [
     HEAD.format(m=40, s=12, where="trainer:522", level="INFO")
     + "The training was finished at 40 epochs \n",
@@ -42,15 +35,12 @@ def catalogue() -> Catalogue:
       "was stopped at 40epoch\n",
 ], ids=["max_epoch", "early stopping"])
 @pytest.mark.parametrize("after", ["", AVERAGING], ids=["cut", "averaging after"])
-def test_the_loops_end_ends_a_finished_run(catalogue, end, after):
-    d = read_log(catalogue, RESULTS + end + after)
-    assert (d.class_id, d.decided_by) == ("completed", "signature")
-    assert any("The training was" in e.text for e in d.evidence)
+def test_the_loops_end_ends_a_finished_run(end, after):
+    assert_ends_the_run(RESULTS + end + after, "The training was")
 
 
-def test_the_stop_after_an_epoch_of_invalid_gradients_is_no_completion(catalogue):
-    d = read_log(catalogue, RESULTS + HEAD.format(m=40, s=12, where="trainer:509",
-                                                  level="WARNING")
-                 + "The gradients at all steps are invalid in this epoch. Something seems "
-                   "wrong. This training was stopped at 40epoch\n")
+def test_the_stop_after_an_epoch_of_invalid_gradients_is_no_completion():
+    d = read(RESULTS + HEAD.format(m=40, s=12, where="trainer:509", level="WARNING")
+             + "The gradients at all steps are invalid in this epoch. Something seems "
+               "wrong. This training was stopped at 40epoch\n")
     assert d.class_id != "completed"

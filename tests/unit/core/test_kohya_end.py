@@ -8,10 +8,7 @@ with no accounting."""
 
 from __future__ import annotations
 
-import pytest
-from support.diagnosis import read_log
-
-from bot.core.catalogue import Catalogue
+from support.end_marker import assert_ends_the_run, each_end, read
 
 # The program's stdout (accelerator.print): its tqdm bar is on stderr, and a bar at its total
 # would end the run by itself; the stdout file shows the epochs and their saves only.
@@ -31,33 +28,26 @@ ENDS = {
 }
 
 
-@pytest.fixture(scope="module")
-def catalogue() -> Catalogue:
-    return Catalogue.load()
+@each_end(ENDS)
+def test_model_saved_ends_a_finished_run(end):
+    assert_ends_the_run(LOOP + end, "model saved.")
 
 
-@pytest.mark.parametrize("end", list(ENDS.values()), ids=list(ENDS))
-def test_model_saved_ends_a_finished_run(catalogue, end):
-    d = read_log(catalogue, LOOP + end)
-    assert (d.class_id, d.decided_by) == ("completed", "signature")
-    assert any("model saved." in e.text for e in d.evidence)
-
-
-def test_the_last_save_alone_is_no_completion(catalogue):
+def test_the_last_save_alone_is_no_completion():
     """`saving checkpoint:` is every epoch's save too: a log cut before `model saved.` is not
     ended."""
-    d = read_log(catalogue, LOOP)
+    d = read(LOOP)
     assert d.class_id != "completed"
 
 
-def test_a_save_named_model_saved_in_a_sentence_is_no_marker(catalogue):
+def test_a_save_named_model_saved_in_a_sentence_is_no_marker():
     """Other programs' per-epoch lines that say so among other words are not kohya's end."""
-    d = read_log(catalogue, LOOP + "epoch 10: best model saved.\n")
+    d = read(LOOP + "epoch 10: best model saved.\n")
     assert d.class_id != "completed"
 
 
-def test_an_error_after_it_is_still_the_failure(catalogue):
-    d = read_log(catalogue, LOOP + ENDS["simple"] + "Traceback (most recent call last):\n"
-                 '  File "/opt/sd-scripts/train_network.py", line 1740, in <module>\n'
-                 "RuntimeError: CUDA error: an illegal memory access was encountered\n")
+def test_an_error_after_it_is_still_the_failure():
+    d = read(LOOP + ENDS["simple"] + "Traceback (most recent call last):\n"
+             '  File "/opt/sd-scripts/train_network.py", line 1740, in <module>\n'
+             "RuntimeError: CUDA error: an illegal memory access was encountered\n")
     assert d.class_id != "completed"

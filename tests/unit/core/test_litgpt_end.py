@@ -9,9 +9,7 @@ No `finally` prints them: an exception in fit() ends the script before them."""
 from __future__ import annotations
 
 import pytest
-from support.diagnosis import read_log
-
-from bot.core.catalogue import Catalogue
+from support.end_marker import assert_ends_the_run, assert_still_running
 
 LOOP = "".join(
     f"Epoch 1 | iter {i} step {i // 4} | loss train: {2.0 - i / 1000:.3f}, val: n/a | "
@@ -42,20 +40,14 @@ FINETUNE = ("\n| ------------------------------------------------------\n"
 OLDER = "Training time: 125.03s\nMemory used: 12.41 GB\n"
 
 
-@pytest.fixture(scope="module")
-def catalogue() -> Catalogue:
-    return Catalogue.load()
-
-
-@pytest.mark.parametrize("end", [PRETRAIN, FINETUNE, OLDER],
+@pytest.mark.parametrize(("end", "marker"), [(PRETRAIN, "Training Time"),
+                                             (FINETUNE, "Training Time"),
+                                             (OLDER, "Training time")],
                          ids=["pretrain", "finetune", "before 36bfe87d"])
-def test_the_training_time_after_fit_ends_a_finished_run(catalogue, end):
-    d = read_log(catalogue, LOOP + end)
-    assert (d.class_id, d.decided_by) == ("completed", "signature")
-    assert any("Training Time" in e.text or "Training time" in e.text for e in d.evidence)
+def test_the_training_time_after_fit_ends_a_finished_run(end, marker):
+    assert_ends_the_run(LOOP + end, marker)
 
 
-def test_a_training_time_that_progress_follows_is_no_end(catalogue):
+def test_a_training_time_that_progress_follows_is_no_end():
     """Another program's per-epoch `Training time: 12.34s`, then the next epoch: not its end."""
-    d = read_log(catalogue, LOOP + "Training time: 12.34s\n" + LOOP)
-    assert d.class_id == "none"
+    assert_still_running(LOOP + "Training time: 12.34s\n" + LOOP)
