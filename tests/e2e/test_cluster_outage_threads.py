@@ -44,11 +44,16 @@ def bot(store: Store, client: WebClient) -> ClusterHealth:
 
 def open_threads(store: Store, client: WebClient, n: int) -> list[str]:
     """`n` active runs on cluster dev with their threads; their roots' ts."""
+    return threads_in(store, client, *[CHANNEL] * n)
+
+
+def threads_in(store: Store, client: WebClient, *channels: str) -> list[str]:
+    """An active run on cluster dev with its thread in each of `channels`; their roots' ts."""
     poster = SlackPoster(client, store, sleep=lambda s: None, clock=lambda: NOW)
     roots = []
-    for _ in range(n):
+    for where in channels:
         chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW)
-        roots.append(poster.post_root(chain.id, CHANNEL, [], "mix"))
+        roots.append(poster.post_root(chain.id, where, [], "mix"))
     return roots
 
 
@@ -64,6 +69,19 @@ def killed_at_slack_accepted(key_part: str):
     return crashpoint
 
 
+def killed_as_slack_takes_the_notice(store: Store, client: WebClient, monkeypatch: Any) -> None:
+    """A bot's cluster dev times out three ticks running; Slack takes the outage notice of
+    the first thread and the bot is killed there, before storing its ts (the post's row an
+    intent, the notice's `pending`): no other thread is sent it."""
+    with monkeypatch.context() as m:
+        m.setattr(poster_module, "crashpoint", killed_at_slack_accepted("cluster:dev:down:"))
+        dying = bot(store, client)
+        for i in range(2):
+            dying.failed(1_000_000.0 + 60 * i, TIMED_OUT, TickReport(ok=True))
+        with pytest.raises(Killed):
+            dying.failed(1_000_120.0, TIMED_OUT, TickReport(ok=True))
+
+
 @pytest.mark.parametrize("next_tick", ["answers", "still down"])
 def test_a_notice_slack_took_as_the_bot_was_killed_is_said_once_and_its_end_once(
         slack: SlackStandIn, slack_client: WebClient, store: Store, monkeypatch: Any,
@@ -77,13 +95,7 @@ def test_a_notice_slack_took_as_the_bot_was_killed_is_said_once_and_its_end_once
     and both hear the end once. Before, the intent did not count: the notice was dropped,
     and the thread that had it never heard the outage ended."""
     first, second = open_threads(store, slack_client, 2)
-    with monkeypatch.context() as m:
-        m.setattr(poster_module, "crashpoint", killed_at_slack_accepted("cluster:dev:down:"))
-        dying = bot(store, slack_client)
-        for i in range(2):
-            dying.failed(1_000_000.0 + 60 * i, TIMED_OUT, TickReport(ok=True))
-        with pytest.raises(Killed):
-            dying.failed(1_000_120.0, TIMED_OUT, TickReport(ok=True))
+    killed_as_slack_takes_the_notice(store, slack_client, monkeypatch)
     assert (said(slack, first, NOTICE), said(slack, second, NOTICE)) == (1, 0)
     restarted = bot(store, slack_client)
     if next_tick == "still down":
@@ -137,12 +149,7 @@ def test_a_thread_whose_channel_refused_the_notice_hears_nothing_of_the_outage_e
     at every tick. Before, the first thread was sent the "answers again" note too: posted
     there once the bot was back (an outage's end with no outage), refused at every tick while
     it was not."""
-    poster = SlackPoster(slack_client, store, sleep=lambda s: None, clock=lambda: NOW)
-    roots = []
-    for where in (PRIVATE, CHANNEL):
-        chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW)
-        roots.append((where, poster.post_root(chain.id, where, [], "mix")))
-    (_, first), (_, second) = roots
+    first, second = threads_in(store, slack_client, PRIVATE, CHANNEL)
     slack.outside.add(PRIVATE)
     health = bot(store, slack_client)
     for i in range(3):
@@ -179,19 +186,8 @@ def test_a_notice_left_by_a_killed_bot_where_lookups_are_refused_has_its_end_tri
     thread, told while the cluster stayed down, hears the end once, and the end is recorded
     posted. Before, the refused lookup counted as "may have it" at every tick: the note was
     sent to the channel that refuses it at each tick and its end was never fully posted."""
-    poster = SlackPoster(slack_client, store, sleep=lambda s: None, clock=lambda: NOW)
-    roots = []
-    for where in (PRIVATE, CHANNEL):
-        chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW)
-        roots.append(poster.post_root(chain.id, where, [], "mix"))
-    first, second = roots
-    with monkeypatch.context() as m:
-        m.setattr(poster_module, "crashpoint", killed_at_slack_accepted("cluster:dev:down:"))
-        dying = bot(store, slack_client)
-        for i in range(2):
-            dying.failed(1_000_000.0 + 60 * i, TIMED_OUT, TickReport(ok=True))
-        with pytest.raises(Killed):
-            dying.failed(1_000_120.0, TIMED_OUT, TickReport(ok=True))
+    first, second = threads_in(store, slack_client, PRIVATE, CHANNEL)
+    killed_as_slack_takes_the_notice(store, slack_client, monkeypatch)
     assert said_in(slack, PRIVATE, first, NOTICE) == 1
     if refused == "the bot is out of its channel":
         slack.outside.add(PRIVATE)
@@ -233,19 +229,8 @@ def test_a_notice_whose_lookup_slack_refuses_is_tried_there_less_and_less_while_
     notice: it is recorded posted and not tried again; the cluster answers and both threads
     hear the end once. Before, the lookup was made, refused and warned of at every failed
     tick."""
-    poster = SlackPoster(slack_client, store, sleep=lambda s: None, clock=lambda: NOW)
-    roots = []
-    for where in (PRIVATE, CHANNEL):
-        chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW)
-        roots.append(poster.post_root(chain.id, where, [], "mix"))
-    first, second = roots
-    with monkeypatch.context() as m:
-        m.setattr(poster_module, "crashpoint", killed_at_slack_accepted("cluster:dev:down:"))
-        dying = bot(store, slack_client)
-        for i in range(2):
-            dying.failed(1_000_000.0 + 60 * i, TIMED_OUT, TickReport(ok=True))
-        with pytest.raises(Killed):
-            dying.failed(1_000_120.0, TIMED_OUT, TickReport(ok=True))
+    first, second = threads_in(store, slack_client, PRIVATE, CHANNEL)
+    killed_as_slack_takes_the_notice(store, slack_client, monkeypatch)
     if refused == "the bot is out of its channel":
         slack.outside.add(PRIVATE)
     else:
@@ -306,12 +291,7 @@ def test_a_notice_slack_refuses_to_post_is_tried_there_less_and_less_while_down(
     the channel, the scope granted), the next try posts it: once, and never again; the
     cluster answers and each thread hears the end once. Before, the post was sent, refused
     and warned of at every failed tick."""
-    poster = SlackPoster(slack_client, store, sleep=lambda s: None, clock=lambda: NOW)
-    roots = []
-    for where in (PRIVATE, CHANNEL):
-        chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW)
-        roots.append(poster.post_root(chain.id, where, [], "mix"))
-    first, second = roots
+    first, second = threads_in(store, slack_client, PRIVATE, CHANNEL)
     if refused == "the bot is out of its channel":
         slack.outside.add(PRIVATE)
     else:
