@@ -164,6 +164,20 @@ _METRIC_LOGGER_EPOCH = re.compile(r"(?<![\w:])Epoch: \[(\d+)\]\s+$")
 _METRIC_LOGGER_TIME = re.compile(rf"(?<![\w/])time: ({NUMBER})(?=\s|$)")
 _METRIC_LOGGER_MEM = re.compile(r"(?<![\w/])max mem: (\d+)(?=\s|$)")
 _MIB = 1024**2
+# OpenMMLab's runners' lines (mmdet 2.x, mmseg 0.x, mmpose: open-mmlab/mmcv 1.x
+# mmcv/runner/hooks/logger/text.py, TextLoggerHook._log_info; mmdet 3.x and its kin:
+# open-mmlab/mmengine mmengine/runner/log_processor.py, LogProcessor.get_log_after_iter): a
+# header, then the logged values (`lr: 2.000e-04, eta: …, time: 0.512, data_time: 0.010, memory:
+# 3512, …, loss: 0.4123`; mmengine's blank-separated). The training's header is `Iter [i/N]` /
+# `Iter(train) [i/N]` (by iteration: i from 1 to max_iters N) or `Epoch [E][i/n]` /
+# `Epoch(train) [E][i/n]` (by epoch: epochs and the epoch's steps from 1, n its steps; mmengine
+# pads both: `Epoch(train)  [1][  50/7330]`); an evaluation's (`Epoch(val) [12][500]`,
+# `Iter(val) [500]`, mmengine's `Epoch(val) [12][500/500]`, `Epoch(test) [500/500]`) is no
+# training progress. `time:` is the seconds per step.
+_OPENMMLAB = re.compile(
+    r"(?<![\w(])(Epoch|Iter)(?:\((\w+)\))?\s*(?:\[\s*(\d+)\]\s*)?"
+    r"\[\s*(\d+)(?:/(\d+))?\]\s+[\w.]+: ")
+_OPENMMLAB_TIME = re.compile(rf"(?<![\w.])time: ({NUMBER})(?=,|\s|$)")
 _HF = re.compile(r"\{'(?:loss|train_loss|eval_loss|step|epoch|learning_rate|grad_norm)'")
 _HF_PAIR = re.compile(rf"'(\w+)':\s*({NUMBER}|nan|inf)")
 _CKPT_WORD = re.compile(r"checkpoint|ckpt|dcp|state[ _]dict", re.IGNORECASE)
@@ -520,6 +534,8 @@ class LineParser:
             return
         if "eta: " in body:
             body = self._metric_logger(body, s)
+        if ("Epoch" in body or "Iter" in body) and "[" in body:
+            _openmmlab(body, s)
         m = _MEGATRON.search(body) if "iteration" in body else None
         if m:
             s.iteration, s.target_iter = int(m.group(1)), int(m.group(2))
@@ -627,6 +643,26 @@ def _drop_implausible(s: Sample) -> None:
         value = getattr(s, attr)
         if value is not None and not 0 <= value <= MAX_SIZE:
             setattr(s, attr, None)
+
+
+def _openmmlab(body: str, s: Sample) -> None:
+    """An OpenMMLab runner's line (`_OPENMMLAB`): the training's gives its iteration (`Iter
+    [i/N]`: i of the target N; `Epoch [E][i/n]`: the epochs before it, as many steps as this
+    one's, and this one's, with no target, as an epoch's bar is read: bot.core.progress_bars,
+    read_epoch_bar) and its seconds per step."""
+    m = _OPENMMLAB.search(body)
+    if m is None:
+        return
+    kind, mode, epoch, step, steps = m.groups()
+    if mode not in (None, "train") or steps is None or (kind == "Epoch") != (epoch is not None):
+        return  # an evaluation's: no iteration, target or pace of training
+    if epoch is None:
+        s.iteration, s.target_iter = int(step), int(steps)
+    else:
+        s.iteration = (max(int(epoch), 1) - 1) * int(steps) + int(step)
+    pace = _OPENMMLAB_TIME.search(body, m.end())
+    if pace is not None:
+        s.sec_per_iter = float(pace.group(1))
 
 
 def _apply_kv(m: re.Match[str], s: Sample) -> None:

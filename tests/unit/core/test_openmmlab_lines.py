@@ -1,0 +1,90 @@
+"""OpenMMLab's runners' log lines, read from their source: mmcv 1.x's TextLoggerHook._log_info
+(open-mmlab/mmcv mmcv/runner/hooks/logger/text.py: `Epoch [12][7300/7330]\\tlr: …, memory:
+3512, …` / `Iter [80000/80000]\\t…`, an evaluation's `Epoch(val) [12][500]\\t…`) behind mmdet 2.x,
+mmseg 0.x and mmpose, and mmengine's LogProcessor (mmengine/runner/log_processor.py:
+`Epoch(train)  [12][7330/7330]  lr: …`, `Iter(train) [80000/80000]  …`, `Epoch(val)
+[12][500/500]  …`). The training's header is progress."""
+
+from __future__ import annotations
+
+import pytest
+from support.end_marker import read
+
+from bot.core.training_lines import LineParser
+
+_MMCV_EPOCH = ("2021-03-01 10:00:00,123 - mmdet - INFO - Epoch [12][7300/7330]\tlr: 2.000e-04, "
+               "eta: 0:00:15, time: 0.512, data_time: 0.010, memory: 3512, loss_rpn_cls: 0.0100, "
+               "loss_cls: 0.1500, loss: 0.4123")
+
+
+def _mmseg_iter(i: int) -> str:
+    return (f"2021-03-01 10:{i // 1000 % 60:02d}:00,123 - mmseg - INFO - Iter [{i}/80000]\t"
+            "lr: 1.000e-04, eta: 0:10:00, time: 0.400, data_time: 0.010, memory: 5000, "
+            "decode.loss_seg: 0.1200, decode.acc_seg: 95.0000, loss: 0.2000\n")
+
+
+def _mmseg_log(last: int) -> str:
+    """An iteration-based mmseg run's log up to `Iter [last/80000]`."""
+    return ("2021-03-01 09:00:00,000 - mmseg - INFO - Distributed training: False\n"
+            + "".join(_mmseg_iter(i) for i in range(last - 400, last + 1, 50)))
+
+
+def _read(line: str) -> tuple[int | None, int | None, float | None, float | None]:
+    sample, _ = LineParser().parse(line, 1)
+    assert sample is not None
+    return sample.iteration, sample.target_iter, sample.loss, sample.sec_per_iter
+
+
+@pytest.mark.parametrize("line", [
+    _mmseg_iter(80000).rstrip("\n"),
+    "12/05 10:00:00 - mmengine - INFO - Iter(train) [80000/80000]  lr: 1.0000e-04  eta: 0:00:00  "
+    "time: 0.4000  data_time: 0.0100  memory: 5000  loss: 0.2000",
+], ids=["mmcv", "mmengine"])
+def test_an_iteration_based_line_gives_its_iteration_and_target(line: str):
+    assert _read(line) == (80000, 80000, 0.2, 0.4)
+
+
+def test_mmengine_pads_its_iteration():
+    assert _read("12/05 10:00:00 - mmengine - INFO - Iter(train) [  100/80000]  lr: 1.0000e-04  "
+                 "eta: 8:53:20  time: 0.4000  data_time: 0.0100  memory: 5000  loss: 0.2000"
+                 )[:2] == (100, 80000)
+
+
+@pytest.mark.parametrize("line", [
+    _MMCV_EPOCH,
+    _MMCV_EPOCH.replace("Epoch [12]", "Epoch(train) [12]"),
+    "12/05 10:00:00 - mmengine - INFO - Epoch(train)  [12][7300/7330]  lr: 2.0000e-04  "
+    "eta: 0:00:15  time: 0.5120  data_time: 0.0100  memory: 3512  loss: 0.4123",
+], ids=["mmcv", "mmcv-train-mode", "mmengine"])
+def test_an_epoch_based_line_reads_as_an_epochs_bar(line: str):
+    """Epochs and their steps from 1: the 11 epochs before it, of 7330 steps each, and 7300 of
+    the 12th; no target (the number of epochs is not on the line), as an `Epoch 3:` bar."""
+    assert _read(line) == (11 * 7330 + 7300, None, 0.4123, 0.512)
+
+
+@pytest.mark.parametrize("line", [
+    "2021-03-01 10:00:00,123 - mmdet - INFO - Epoch(val) [12][500]\tbbox_mAP: 0.3740, "
+    "bbox_mAP_50: 0.5810",
+    "2021-03-01 10:00:00,123 - mmseg - INFO - Iter(val) [500]\taAcc: 0.9500, mIoU: 0.7700",
+    "12/05 10:00:00 - mmengine - INFO - Epoch(val) [12][500/500]  eta: 0:00:00  time: 0.1000  "
+    "data_time: 0.0100  memory: 500",
+    "12/05 10:00:00 - mmengine - INFO - Iter(val) [500/500]  eta: 0:00:00  time: 0.1000  "
+    "data_time: 0.0100  memory: 500",
+    "12/05 10:00:00 - mmengine - INFO - Epoch(test) [500/500]  eta: 0:00:00  time: 0.1000  "
+    "data_time: 0.0100  memory: 500",
+], ids=["mmcv-epoch-val", "mmcv-iter-val", "mmengine-epoch-val", "mmengine-iter-val",
+        "mmengine-test"])
+def test_an_evaluation_line_is_no_training_progress(line: str):
+    sample, _ = LineParser().parse(line, 1)
+    assert sample is None or (sample.iteration, sample.target_iter,
+                              sample.sec_per_iter) == (None, None, None)
+
+
+def test_a_log_at_its_last_iteration_reads_completed():
+    d = read(_mmseg_log(80000))
+    assert (d.class_id, d.decided_by) == ("completed", "progress")
+
+
+def test_a_log_half_way_reads_still_running():
+    d = read(_mmseg_log(40000))
+    assert (d.class_id, d.decided_by) == ("none", "progress")
