@@ -173,11 +173,13 @@ _MIB = 1024**2
 # `Epoch(train) [E][i/n]` (by epoch: epochs and the epoch's steps from 1, n its steps; mmengine
 # pads both: `Epoch(train)  [1][  50/7330]`); an evaluation's (`Epoch(val) [12][500]`,
 # `Iter(val) [500]`, mmengine's `Epoch(val) [12][500/500]`, `Epoch(test) [500/500]`) is no
-# training progress. `time:` is the seconds per step.
+# training progress. `time:` is the seconds per step; `memory:` torch.cuda.max_memory_allocated
+# in MiB: GPU memory, no host memory.
 _OPENMMLAB = re.compile(
     r"(?<![\w(])(Epoch|Iter)(?:\((\w+)\))?\s*(?:\[\s*(\d+)\]\s*)?"
     r"\[\s*(\d+)(?:/(\d+))?\]\s+[\w.]+: ")
 _OPENMMLAB_TIME = re.compile(rf"(?<![\w.])time: ({NUMBER})(?=,|\s|$)")
+_OPENMMLAB_MEM = re.compile(r"(?<![\w.])memory: (\d+)(?=,|\s|$)")
 _HF = re.compile(r"\{'(?:loss|train_loss|eval_loss|step|epoch|learning_rate|grad_norm)'")
 _HF_PAIR = re.compile(rf"'(\w+)':\s*({NUMBER}|nan|inf)")
 _CKPT_WORD = re.compile(r"checkpoint|ckpt|dcp|state[ _]dict", re.IGNORECASE)
@@ -649,11 +651,14 @@ def _openmmlab(body: str, s: Sample) -> None:
     """An OpenMMLab runner's line (`_OPENMMLAB`): the training's gives its iteration (`Iter
     [i/N]`: i of the target N; `Epoch [E][i/n]`: the epochs before it, as many steps as this
     one's, and this one's, with no target, as an epoch's bar is read: bot.core.progress_bars,
-    read_epoch_bar) and its seconds per step."""
+    read_epoch_bar) and its seconds per step; any one's `memory:` is the GPU memory in MiB."""
     m = _OPENMMLAB.search(body)
     if m is None:
         return
     kind, mode, epoch, step, steps = m.groups()
+    mem = _OPENMMLAB_MEM.search(body, m.end())
+    if mem is not None:
+        s.gpu_mem_bytes = int(mem.group(1)) * _MIB
     if mode not in (None, "train") or steps is None or (kind == "Epoch") != (epoch is not None):
         return  # an evaluation's: no iteration, target or pace of training
     if epoch is None:

@@ -3,13 +3,14 @@
 3512, …` / `Iter [80000/80000]\\t…`, an evaluation's `Epoch(val) [12][500]\\t…`) behind mmdet 2.x,
 mmseg 0.x and mmpose, and mmengine's LogProcessor (mmengine/runner/log_processor.py:
 `Epoch(train)  [12][7330/7330]  lr: …`, `Iter(train) [80000/80000]  …`, `Epoch(val)
-[12][500/500]  …`). The training's header is progress."""
+[12][500/500]  …`). The training's header is progress; `memory:` is GPU MiB, no host memory."""
 
 from __future__ import annotations
 
 import pytest
 from support.end_marker import read
 
+from bot.core.metrics import MetricSeries
 from bot.core.training_lines import LineParser
 
 _MMCV_EPOCH = ("2021-03-01 10:00:00,123 - mmdet - INFO - Epoch [12][7300/7330]\tlr: 2.000e-04, "
@@ -78,6 +79,16 @@ def test_an_evaluation_line_is_no_training_progress(line: str):
     sample, _ = LineParser().parse(line, 1)
     assert sample is None or (sample.iteration, sample.target_iter,
                               sample.sec_per_iter) == (None, None, None)
+
+
+def test_memory_is_gpu_mib_not_host_memory():
+    """`memory: 5000` is torch.cuda.max_memory_allocated in MiB: the GPU memory, no point of
+    the host RSS chart (a bare number is read as GiB elsewhere)."""
+    series = MetricSeries()
+    series.feed_block(_mmseg_log(40000) + _MMCV_EPOCH + "\n")
+    assert series.rss_points() == []
+    assert {s.gpu_mem_bytes for s in series.samples if "memory" in s.text} == {
+        5000 * 1024**2, 3512 * 1024**2}
 
 
 def test_a_log_at_its_last_iteration_reads_completed():
