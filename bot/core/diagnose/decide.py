@@ -71,6 +71,7 @@ from bot.core.diagnose.cause import (
     SubmititPreempted,
     case_detail,
 )
+from bot.core.diagnose.closing_summary import ClosingShapes, ends_in_closing_summary
 from bot.core.diagnose.decisive import (
     choose_class,
     class_priority,
@@ -177,6 +178,7 @@ def diagnose(
     min_elapsed_s: float = 60.0,
     evaluation_start: int | None = None,
     goes_on_at: int | None = None,
+    closing_shapes: ClosingShapes | None = None,
 ) -> Diagnosis:
     """ONE diagnosis from catalogue matches, the metric series and accounting.
 
@@ -192,7 +194,9 @@ def diagnose(
     Lightning's `Training will continue...`, a next fit's or train()'s start). `epilogue` is the
     lines before `tail` that may be a PBS or Torque epilogue's (bot.core.diagnose.epilogue:
     the scan keeps them from the log's last EPILOGUE_REACH lines), read with the tail for its
-    memory kill.
+    memory kill. `closing_shapes` is the scan's record of the lines with a closing word
+    (bot.core.diagnose.closing_summary): with no accounting, a log that ends in a summary new
+    to it after its last progress ends a finished run; None reads no summary.
     A log that holds several runs (a requeued job's, each run appended) is read by its last:
     the series is that run's (bot.core.metrics, from `series.run_start`), and only the matches
     and lines from there decide; a run with no progress yet is judged as a fresh job (no stall
@@ -292,6 +296,7 @@ def diagnose(
         chosen, decided_by, case_cause = "host_oom", SIGNATURE, EpilogueMemory(killed_over)
         failed_classes.add("host_oom")
         evidence = [Evidence(n, t) for n, t in killed_over.lines]
+    summary: tuple[int, str] | None = None  # a closing summary that ends a finished run
     running = acct.is_running or acct.state in NOT_STARTED or (
         acct.state is None and chosen is None
     )
@@ -333,13 +338,17 @@ def diagnose(
             or ends_in_closed_progress_table(tail)
             or ends_in_keras_last_epoch(tail)
             or ends_at_last_epoch(tail)
+            or (summary := ends_in_closing_summary(tail, series, closing_shapes)) is not None
         ):
             # no accounting: a completion marker with no training progress after it, the
             # target reached, a final save, a closed progress table, Keras's last epoch
-            # finished or the last epoch's report as the last progress ends a finished run
+            # finished, the last epoch's report as the last progress or a closing summary new to
+            # the log after its last progress ends a finished run
             chosen = "completed"
             if completion.ends_in_marker:
                 decided_by = SIGNATURE
+            elif summary is not None:
+                evidence = [Evidence(*summary)]
         elif acct.state is None and (prompt := ends_at_shell_prompt(tail, series)):
             # the shell's prompt came back after progress or start-up output, with no error and
             # no end of training

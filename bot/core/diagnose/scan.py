@@ -28,6 +28,7 @@ from bot.core.detectors import (
     opens_evaluation,
     training_goes_on,
 )
+from bot.core.diagnose.closing_summary import CLOSING_WORDS, ClosingShapes
 from bot.core.diagnose.decide import diagnose
 from bot.core.diagnose.epilogue import EPILOGUE_LINE, EPILOGUE_REACH
 from bot.core.metrics import MetricSeries, compile_bytes_scanner, newline_offsets
@@ -106,6 +107,9 @@ class LogAnalysis:
         self._recent: dict[tuple[str, int], None] = {}  # dedupe of overlapping windows
         # lines that may be a batch system's epilogue (bot.core.diagnose.epilogue), numbered
         self._epilogue: deque[tuple[int, str]] = deque(maxlen=_EPILOGUE_KEEP)
+        # the first line of each shape among lines with a closing word (a finished run's own
+        # summary: bot.core.diagnose.closing_summary)
+        self.closing_shapes = ClosingShapes()
         # (the RE2 prefilter, its signatures-only part); None: the catalogue's own scan
         self._prefilter = _build_prefilter(catalogue) if fast_scan else None
 
@@ -209,6 +213,7 @@ class LogAnalysis:
             completion_lines=done,
         )
         self._find_after_marker(block, newlines, first)
+        _note_closing_lines(block, newlines, first, self.closing_shapes)
         # The last lines, for evidence when nothing else explains a failure, and among the last
         # EPILOGUE_REACH those that may be a PBS or Torque epilogue's
         n = len(newlines)
@@ -321,6 +326,7 @@ class LogAnalysis:
             target_iter=target_iter,
             evaluation_start=self.evaluation_start,
             goes_on_at=self.goes_on_at,
+            closing_shapes=self.closing_shapes,
             **options,
         )
 
@@ -338,6 +344,19 @@ def _last_line(block: _Block, newlines: np.ndarray, pos: int, locator: Any,
             last = first + idx
         pos = line_end + 1
     return last
+
+
+def _note_closing_lines(block: _Block, newlines: np.ndarray, first: int,
+                        shapes: ClosingShapes) -> None:
+    """Note in `shapes` the block's lines that `_CLOSING_LOCATOR` finds a closing word in."""
+    data, start, end = block
+    pos = start
+    while not shapes.overflowed and (m := _CLOSING_LOCATOR.search(data, pos, end)) is not None:
+        idx = int(np.searchsorted(newlines, m.start()))
+        line_end = int(newlines[idx]) if idx < len(newlines) else end
+        line_start = start if idx == 0 else int(newlines[idx - 1]) + 1
+        shapes.note(first + idx, data[line_start:line_end])
+        pos = line_end + 1
 
 
 def _unanchored(pattern: str) -> str:
@@ -368,6 +387,7 @@ def _unanchored(pattern: str) -> str:
 
 # A line saying training goes on after a marker (detectors.TRAINING_GOES_ON, unanchored: raw
 # lines keep their prefixes; the line itself is checked normalized)
+_CLOSING_LOCATOR = compile_bytes_scanner(CLOSING_WORDS.encode())
 _GOES_ON_LOCATOR = compile_bytes_scanner(_unanchored(TRAINING_GOES_ON.pattern).encode())
 
 

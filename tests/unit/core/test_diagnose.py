@@ -3350,7 +3350,7 @@ def test_a_shell_prompt_after_progress_is_a_process_that_ended_with_nothing_said
 @pytest.mark.parametrize("last", [
     "loss: 0.3 $",
     "epoch 3 #",
-    "total cost 12 $",
+    "cost so far 12 $",  # (not `total cost`: a closing summary, closing_summary.py)
     "step 40 >",
     "#",
     ">",
