@@ -67,6 +67,21 @@ def stalled_prompt(store: Store, runner: RemoteDeadlines) -> tuple[BotContext, A
     return ctx, slurm, prompt.token
 
 
+def settle_died(ctx: BotContext, slurm: AnswerLostSlurm, token: str,
+                monkeypatch: pytest.MonkeyPatch, module: object, point: str) -> float:
+    """W0LEAD's Cancel and resume at NOW, its scancel's end not seen; the settle 600 s later
+    (its runner `slurm.runner`'s) dies at `module`'s crashpoint `point`. The settle's time."""
+    slurm.cancel_answer_lost = ChannelClosed(["scancel", "88154"], "login",
+                                             connection_lost=True)
+    assert handle_click(ctx, token, ActionId.CANCEL_RESUME, "W0LEAD", NOW).status == "done"
+    slurm.cancel_answer_lost = None
+    settle_at = NOW + 600
+    with monkeypatch.context() as m, pytest.raises(Died):
+        m.setattr(module, "crashpoint", dies_at(point))
+        settle_unknown_cancels(ctx, settle_at)
+    return settle_at
+
+
 def taken_over(store: Store, action: str) -> list[str]:
     """The tokens of the audit rows `action` (a cancel taken over, a settle)."""
     return [json.loads(e.detail or "{}")["token"] for e in store.audit.recent(50)
@@ -127,14 +142,7 @@ def test_a_settle_with_a_longer_sftp_timeout_is_not_taken_over_in_its_lookup(
     only once the settler's own lookup bound has passed; the settle is then done once. Before,
     it was taken over at 3811 s."""
     ctx, slurm, token = stalled_prompt(store, SLOW_SFTP)
-    slurm.cancel_answer_lost = ChannelClosed(["scancel", "88154"], "login",
-                                             connection_lost=True)
-    assert handle_click(ctx, token, ActionId.CANCEL_RESUME, "W0LEAD", NOW).status == "done"
-    slurm.cancel_answer_lost = None
-    settle_at = NOW + 600
-    with monkeypatch.context() as m, pytest.raises(Died):
-        m.setattr(cancel_settle, "crashpoint", dies_at("cancel_settle_claimed"))
-        settle_unknown_cancels(ctx, settle_at)
+    settle_at = settle_died(ctx, slurm, token, monkeypatch, cancel_settle, "cancel_settle_claimed")
     marked = store.approvals.bounds_of(token, "cancel_settled")
     assert marked == own_bounds(DIRECT, SLOW_SFTP)
     assert marked is not None and marked.lookup_at_most_s == 180.0 + 80 * 60.0
@@ -180,14 +188,7 @@ def test_a_settles_resubmit_is_left_to_it_for_its_markers_lead(
     (its takeover at its kept bounds, then the submit's window: 8640 s), not the config's
     4950 s, then looks 90500 up as a person's: one job. Before, it was looked up at 4951 s."""
     ctx, slurm, token = stalled_prompt(store, SLOW_SFTP)
-    slurm.cancel_answer_lost = ChannelClosed(["scancel", "88154"], "login",
-                                             connection_lost=True)
-    assert handle_click(ctx, token, ActionId.CANCEL_RESUME, "W0LEAD", NOW).status == "done"
-    slurm.cancel_answer_lost = None
-    settle_at = NOW + 600
-    with monkeypatch.context() as m, pytest.raises(Died):
-        m.setattr(submit_mod, "crashpoint", dies_at("sbatch_returned"))
-        settle_unknown_cancels(ctx, settle_at)
+    settle_at = settle_died(ctx, slurm, token, monkeypatch, submit_mod, "sbatch_returned")
     assert slurm.queued("mix") == [90500] and in_flight(store) == ["mix"]
     del slurm.records[88154]
     marked = store.approvals.bounds_of(token, "cancel_settled")
