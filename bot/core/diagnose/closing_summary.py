@@ -8,7 +8,11 @@ model was saved to, in words of their own (`Final test accuracy: 0.9312`, `Best 
 summary from a report printed every epoch is that it is new: a line whose shape (its text with
 every digit dropped, `line_shape`) the log never printed before its last progress line. A run
 still going, cut after an epoch's evaluation, ends in lines it has printed after earlier epochs
-too.
+too. A report printed only now and then (a test score every tenth epoch) is new the first
+time too: a summary is not read while the log's own count says its loop has more to go (its
+last epoch counter short of its total, its last progress line's iteration short of the target
+that line names by more than a logging interval), unless the lines after it say the run
+stopped early (`Early stopping`, `patience`, `no improvement`).
 
 The scan (bot.core.diagnose.scan) notes the first line of each shape among lines that hold a
 closing word (`CLOSING_WORDS`: a bounded record, `ClosingShapes`); `ends_in_closing_summary`
@@ -22,6 +26,7 @@ import re
 from collections.abc import Sequence
 
 from bot.core.detectors import training_goes_on
+from bot.core.diagnose.quiet_ending import epochs_left
 from bot.core.metrics import MetricSeries
 
 #: Words of a closing summary: a final or best result, a total, a test set's score, the run
@@ -37,6 +42,9 @@ CLOSING_WORDS = (
 _CLOSING = re.compile(CLOSING_WORDS)
 _SAVE = re.compile(
     r"(?i)\b(?:sav(?:e|ed|ing)|checkpoint|ckpt|wr(?:ite|iting|itten|ote)|dump(?:ed|ing)?)\b")
+#: A run that stopped before its loop's end in its own words: an early stop on patience.
+_STOPPED_EARLY = re.compile(
+    r"(?i)\bearly[ _-]?stop|\bpatience\b|\bno(?:t)? improv|\bdid not improve|\bhas not improved")
 _DIGITS = b"0123456789"
 #: Shapes recorded at most, and lines with a closing word looked at at most (a log whose
 #: every progress line says `Total: ...` is not worth a shape a line): past either, no shape is
@@ -97,8 +105,9 @@ def ends_in_closing_summary(tail: Sequence[tuple[int, str]], series: MetricSerie
     printed an iteration (two or more did, another line between two of them), within the log's
     last lines (`tail`), a line with a closing word and a figure whose shape the log first
     printed after that progress line, a last line of a shape none of the last lines before that
-    progress line had, and no line after it that says training goes on
-    (bot.core.detectors.TRAINING_GOES_ON). A run whose tail does not reach back to its last
+    progress line had, no line after it that says training goes on
+    (bot.core.detectors.TRAINING_GOES_ON), and a loop that had no more to go or says it
+    stopped early (`_loop_unfinished`). A run whose tail does not reach back to its last
     progress line, or whose shapes overflowed, is not read."""
     last_progress = series.last_iteration_line
     if shapes is None or shapes.overflowed or last_progress is None:
@@ -113,11 +122,25 @@ def ends_in_closing_summary(tail: Sequence[tuple[int, str]], series: MetricSerie
     after = [(n, t) for n, t in lines if n > last_progress]
     if not after or any(training_goes_on(t) for _, t in after):
         return None  # (Lightning's `... Training will continue...` after its stop's best score)
-    before = {line_shape(t) for n, t in lines if n <= last_progress}
-    if line_shape(after[-1][1]) in before:
+    upto = [(n, t) for n, t in lines if n <= last_progress]
+    if line_shape(after[-1][1]) in {line_shape(t) for _, t in upto}:
         return None
+    if _loop_unfinished(series, upto) and not any(_STOPPED_EARLY.search(t) for _, t in after):
+        return None  # a report printed every tenth epoch is new the first time too
     for n, text in after:
         first = shapes.first_seen(text) if has_closing_word(text) else None
         if first is not None and first > last_progress:
             return n, text
     return None
+
+
+def _loop_unfinished(series: MetricSeries, upto: Sequence[tuple[int, str]]) -> bool:
+    """The log's own count says its loop has more to go at its last progress line: the last
+    epoch counter up to it is short of its total (`Epoch 10/100`), or that line's iteration is
+    short of the target it names (`iter 500/10000`) by more than the log's interval between
+    progress lines (a per-epoch batch count printed every 100 batches ends at `1200/1251`)."""
+    if epochs_left(upto):
+        return True
+    last = next((s for s in reversed(series.samples) if s.iteration is not None), None)
+    return (last is not None and last.iteration is not None and last.target_iter is not None
+            and last.target_iter - last.iteration > series.log_every())

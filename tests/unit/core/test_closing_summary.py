@@ -131,3 +131,40 @@ def test_a_run_cut_after_its_first_epoch_report_is_still_running() -> None:
     first = _epochs(1, report="")
     assert read(first + "Best val acc: 0.81\n").class_id == "none"
     assert read(_epochs(2) + "Best val acc: 0.81\n").class_id == "completed"
+
+
+def _counted(epochs: int, total: int, *, report_every: int,
+             report: str = "Test accuracy: 0.{acc}\n") -> str:
+    """A loop that names its total (`Epoch 3/20`) and reports a test score every few epochs."""
+    out = []
+    for e in range(1, epochs + 1):
+        out += [f"Epoch {e}/{total} iter={e * 100 + i * 10} loss={1 / (e + i):.4f}\n"
+                for i in range(3)]
+        out.append(f"val loss: 0.{e:02d}\n")
+        if e % report_every == 0:
+            out.append(report.format(acc=50 + e))
+    return "".join(out)
+
+
+def test_a_report_printed_every_few_epochs_is_no_summary_before_the_last_epoch() -> None:
+    # cut right after its first test report at epoch 5 of 20: new to the log, yet the loop
+    # says it has 15 epochs to go
+    d = read(_counted(5, 20, report_every=5))
+    assert d.class_id == "none"
+    # the same script's final report, once its last epoch is done
+    assert read(_counted(20, 20, report_every=100) + "Test accuracy: 0.93\n").class_id == (
+        "completed")
+
+
+def test_an_iteration_short_of_its_named_target_is_no_finished_loop() -> None:
+    log = "".join(f"iter {i}/10000 loss={1 / i:.4f}\nlr: 0.001\n" for i in range(100, 600, 100))
+    assert read(log + "Test set: final accuracy 0.41\n").class_id == "none"
+
+
+def test_a_run_that_says_it_stopped_early_ends_in_its_summary() -> None:
+    # no framework's end marker: the script's own early stop, then its best result
+    log = _counted(12, 100, report_every=100) + (
+        "No improvement for 5 epochs, stopping.\nBest val acc: 0.88 at epoch 7\n")
+    d = read(log)
+    assert d.class_id == "completed"
+    assert [e.text for e in d.evidence] == ["Best val acc: 0.88 at epoch 7"]
