@@ -36,7 +36,8 @@ def connect_within(client: paramiko.SSHClient, budget: float, **kwargs: Any) -> 
     (`resolve_within`) and the TCP connection made to its addresses as paramiko makes it,
     then handed to paramiko with the name, against which known_hosts is checked. At the
     deadline this closes the connection's socket and transport, which ends paramiko's wait,
-    whichever it is, within its 0.1-s poll."""
+    whichever it is, within its 0.1-s poll. A connection that fails is said
+    (`connection_failed`), so the next one to the name looks it up afresh."""
     lock = threading.Lock()
     state: dict[str, Any] = {"fired": False, "transport": None, "sock": None}
     ends = time.monotonic() + budget
@@ -78,6 +79,8 @@ def connect_within(client: paramiko.SSHClient, budget: float, **kwargs: Any) -> 
                                           new_socket)
         client.connect(transport_factory=transport, **kwargs)
     except Exception as exc:
+        # a later connection to the name does not take the answer of a lookup begun before
+        connection_failed(kwargs["hostname"], kwargs.get("port", 22))
         with lock:
             fired = state["fired"]
         if fired and not isinstance(exc, (TimeoutError, HostKeyRejected,
@@ -89,22 +92,43 @@ def connect_within(client: paramiko.SSHClient, budget: float, **kwargs: Any) -> 
     with lock:
         fired = state["fired"]
     if fired:  # connected as the deadline passed: closed by then, or about to be
+        connection_failed(kwargs["hostname"], kwargs.get("port", 22))
         raise TimeoutError(f"not connected within {budget:g} s")
 
 
 class _Lookup:
-    """One `socket.getaddrinfo` under way on its own thread, and its answer once `done`."""
+    """One `socket.getaddrinfo` under way on its own thread, begun at the monotonic time
+    `started`, and its answer once `done`."""
 
     def __init__(self) -> None:
+        self.started = time.monotonic()
         self.done = threading.Event()
         self.infos: list[tuple[Any, ...]] = []
         self.error: BaseException | None = None
 
 
-_lookups: dict[tuple[str, int], _Lookup] = {}
-"""The lookups under way, by host name and port: a connection to a name being looked up
-waits for that lookup instead of starting another."""
+LOOKUPS_PER_NAME = 2
+"""How many lookups of one host name and port may be under way at once: the one a hung
+resolver holds and one begun after a connection to the name failed (`resolve_within`); a
+resolver that hangs on every lookup thus holds at most this many threads per name."""
+
+_lookups: dict[tuple[str, int], list[_Lookup]] = {}
+"""The lookups under way, by host name and port, oldest first: a connection to a name being
+looked up waits for the newest one, when it began after the name's last failure, instead of
+starting another."""
+_failed: dict[tuple[str, int], float] = {}
+"""When a connection to a host name and port last failed (monotonic; `connection_failed`): a
+lookup of it begun before then is not joined any more."""
 _lookups_lock = threading.Lock()
+
+
+def connection_failed(host: str, port: int) -> None:
+    """Say that a connection to `host`:`port` failed (it could not be made, or it was lost):
+    a lookup of the name begun before now is not joined by the connections that follow (its
+    answer predates the failure: the address it gives may be the one that failed, or it is
+    the lookup a hung resolver holds), each of which waits for one begun since."""
+    with _lookups_lock:
+        _failed[(host, port)] = time.monotonic()
 
 
 def resolve_within(host: str, port: int, ends: float) -> list[tuple[Any, ...]]:
@@ -113,17 +137,30 @@ def resolve_within(host: str, port: int, ends: float) -> list[tuple[Any, ...]]:
     that the caller sets (a hung DNS server holds it for its timeouts times its attempts), so
     it runs on a daemon thread of its own, left to end by itself when it is given up. While
     it runs, a connection to the same name and port waits for it rather than starting
-    another, so a hung resolver holds one thread per name, however often the name is
+    another, so a hung resolver holds few threads per name, however often the name is
     connected to (every command's reconnect, every replica's tick); its answer is not kept
-    once it has come: the next connection looks the name up afresh."""
+    once it has come: the next connection looks the name up afresh.
+
+    A lookup is joined only when it began after the last failure of a connection to the name
+    (`connection_failed`; a connection given up here counts as one): a reconnect after a
+    failure never takes the answer of a lookup older than it (an address that has since
+    changed, or a resolver that has since recovered while its old lookup still hangs); it
+    starts its own, unless LOOKUPS_PER_NAME are under way already, when it waits for the
+    newest (each wait ends at `ends`)."""
     key = (host, port)
     with _lookups_lock:
-        lookup = _lookups.get(key)
-        if lookup is None:
-            lookup = _lookups[key] = _Lookup()
+        under_way = _lookups.setdefault(key, [])
+        failed = _failed.get(key)
+        if under_way and (failed is None or under_way[-1].started >= failed
+                          or len(under_way) >= LOOKUPS_PER_NAME):
+            lookup = under_way[-1]
+        else:
+            lookup = _Lookup()
+            under_way.append(lookup)
             threading.Thread(target=_look_up, args=(key, lookup), name=f"resolve {host}",
                              daemon=True).start()
     if not lookup.done.wait(max(ends - time.monotonic(), 0.0)):
+        connection_failed(host, port)  # given up: the next connection looks the name up again
         raise TimeoutError(f"{host} was not resolved in time")
     if lookup.error is not None:
         raise _own_copy(lookup.error)
@@ -132,7 +169,7 @@ def resolve_within(host: str, port: int, ends: float) -> list[tuple[Any, ...]]:
 
 def _look_up(key: tuple[str, int], lookup: _Lookup) -> None:
     """The resolver's thread: its answer (or error) kept on `lookup`, which is then no longer
-    the name's lookup under way."""
+    a lookup of the name under way."""
     try:
         lookup.infos = socket.getaddrinfo(key[0], key[1], socket.AF_UNSPEC,
                                           socket.SOCK_STREAM)
@@ -140,8 +177,11 @@ def _look_up(key: tuple[str, int], lookup: _Lookup) -> None:
         lookup.error = exc
     finally:
         with _lookups_lock:
-            if _lookups.get(key) is lookup:
-                del _lookups[key]
+            under_way = _lookups.get(key, [])
+            if lookup in under_way:
+                under_way.remove(lookup)
+            if not under_way:
+                _lookups.pop(key, None)
         lookup.done.set()
 
 

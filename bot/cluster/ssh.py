@@ -35,7 +35,7 @@ from paramiko.common import cMSG_CHANNEL_REQUEST
 
 from bot.cluster.channels import wait_channel
 from bot.cluster.command_line import ENV_NOT_RECEIVED, build_command, env_stdin
-from bot.cluster.dial import connect_within
+from bot.cluster.dial import connect_within, connection_failed
 from bot.cluster.endpoint import (
     Endpoint,
     SSHSettings,
@@ -121,6 +121,7 @@ class SSHRunner:
         self._jump: paramiko.SSHClient | None = None
         self._sftp: SFTPPool | None = None  # kept across reconnects: it asks for channels
         self._endpoint: Endpoint | None = None
+        self._dialled: tuple[str, int] | None = None  # the name and port looked up, dialled
 
     # ---- lifecycle -------------------------------------------------------------------------
 
@@ -160,6 +161,14 @@ class SSHRunner:
                     log.debug("ignored error while closing %r", obj, exc_info=True)
         self._client = self._jump = None
 
+    def _lost(self) -> None:
+        """The connection found dead (dropped, not closed here): dropped, and its failure
+        said (bot.cluster.dial.connection_failed), so the reconnect does not take the answer
+        of a lookup of the name it dialled begun before (an address since changed)."""
+        if self._dialled is not None:
+            connection_failed(*self._dialled)
+        self._drop()
+
     # ---- connecting ------------------------------------------------------------------------
 
     def endpoint(self) -> Endpoint:
@@ -191,7 +200,7 @@ class SSHRunner:
                 if t is not None and t.is_active():
                     return t
                 log.info("ssh transport to %s was dropped; reconnecting", self.settings.host)
-                self._drop()
+                self._lost()
             self._client, self._jump = self._open_client()
             t = self._client.get_transport()
             assert t is not None
@@ -204,8 +213,10 @@ class SSHRunner:
         ep = self.endpoint()
         jump: paramiko.SSHClient | None = None
         sock = None
+        self._dialled = (ep.host, ep.port)
         if ep.proxy_jump:
             jhost, jport, juser = parse_proxy_jump(ep.proxy_jump, ep.user)
+            self._dialled = (jhost, jport)  # the login node is looked up by the jump host
             jump = self._connect_client(jhost, jport, juser, ep, sock=None, via=None)
             jt = jump.get_transport()
             assert jt is not None
@@ -435,7 +446,7 @@ class SSHRunner:
     def _forget_if_dead(self) -> None:
         with self._lock:
             if self._client is not None and not self.is_connected:
-                self._drop()
+                self._lost()
 
     def _collect(
         self,

@@ -34,8 +34,11 @@ STALL_S = 5.0  # how long the hung resolver holds a lookup (the old code waited 
 def resolver(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
     """socket.getaddrinfo with `names`: a name mapped to "stall" hangs (up to STALL_S, until
     the test ends, then fails as a dead DNS server does), one mapped to "unknown" is not
-    known, one mapped to an address answers it; `asked` lists the lookups of those names."""
+    known, one mapped to an address answers it, one mapped to ("late", address) hangs as a
+    stalled one does, then answers that address; `asked` lists the lookups of those names.
+    No failure of a connection from an earlier test counts (dial._failed)."""
     real = socket.getaddrinfo
+    monkeypatch.setattr(dial, "_failed", {})
     release = threading.Event()
     table: dict[str, Any] = {"names": {}, "asked": []}
 
@@ -49,6 +52,9 @@ def resolver(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
             raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
         if answer == "unknown":
             raise socket.gaierror(socket.EAI_NONAME, "Name or service not known")
+        if isinstance(answer, tuple):  # ("late", address): a slow DNS server's answer
+            release.wait(STALL_S)
+            answer = answer[1]
         return real(answer, port, *args, **kwargs)
 
     monkeypatch.setattr(socket, "getaddrinfo", getaddrinfo)
@@ -118,8 +124,10 @@ def _resolvers(host: str) -> list[threading.Thread]:
 def test_a_hung_lookup_is_waited_for_not_started_again_by_each_connection(
         resolver: dict[str, Any]) -> None:
     """Commands to a login node whose name the resolver holds: each connection gives up at
-    its deadline, and all wait for the one lookup under way, on one daemon thread. Before,
-    each connection started a lookup of its own, a thread left running per connection."""
+    its deadline; the one after the first failure starts a lookup of its own (the resolver
+    may have recovered since the first began), and the ones after it wait for that newest one
+    (LOOKUPS_PER_NAME), two daemon threads in all. Before 6bab6f6, each connection started a
+    lookup of its own, a thread left running per connection."""
     resolver["names"][LOGIN] = "stall"
     runner = SSHRunner(SSHSettings(host=LOGIN, user="u", known_hosts="/nonexistent",
                                    connect_timeout=0.2))
@@ -127,9 +135,10 @@ def test_a_hung_lookup_is_waited_for_not_started_again_by_each_connection(
         message, _took = _fails_within(runner)
         assert message == (f"ssh to u@{LOGIN}:22 timed out after 0.2 s; is the host up and "
                            "reachable?")
-    [thread] = _resolvers(LOGIN)
-    assert thread.daemon
-    assert resolver["asked"] == [LOGIN]
+    threads = _resolvers(LOGIN)
+    assert len(threads) == dial.LOOKUPS_PER_NAME == 2
+    assert all(t.daemon for t in threads)
+    assert resolver["asked"] == [LOGIN, LOGIN]
 
 
 def test_callers_of_one_lookup_each_get_its_answer_and_the_next_looks_again(
@@ -143,7 +152,9 @@ def test_callers_of_one_lookup_each_get_its_answer_and_the_next_looks_again(
     for w in waiters:
         w.start()
     time.sleep(0.2)
-    assert len(_resolvers(LOGIN)) == 1 and answers == []
+    # the three began after the first gave up (a failure): they share a lookup of their own
+    assert len(_resolvers(LOGIN)) == 2 and answers == []
+    assert resolver["asked"] == [LOGIN, LOGIN]
     resolver["names"][LOGIN] = "127.0.0.1"  # the next lookup answers
     resolver["release"].set()  # the hung one fails, as a dead DNS server's does
     for w in waiters:
@@ -153,7 +164,7 @@ def test_callers_of_one_lookup_each_get_its_answer_and_the_next_looks_again(
     _lookups_end()
     infos = dial.resolve_within(LOGIN, 22, time.monotonic() + 5.0)  # looked up afresh
     assert {i[4][0] for i in infos} == {"127.0.0.1"}
-    assert resolver["asked"] == [LOGIN, LOGIN]
+    assert resolver["asked"] == [LOGIN, LOGIN, LOGIN]
 
 
 def _resolve_or_error(host: str, within_s: float) -> Any:
@@ -203,3 +214,59 @@ def test_a_changed_key_under_the_name_is_refused(
     with peer.runner(host=LOGIN, known_hosts=str(changed)) as runner, \
             pytest.raises(HostKeyRejected, match=rf"host key for \[{LOGIN}\]:{peer.port} CHANGED"):
         runner.connect()
+
+
+def test_a_reconnect_after_a_hung_lookup_does_not_wait_for_it_once_the_resolver_answers(
+        resolver: dict[str, Any], peer: Peer, tmp_path: Path) -> None:
+    """The resolver hangs on the login node's name, then recovers while that first lookup
+    still hangs: the connection after the failure looks the name up afresh and connects.
+    Before, it waited for the hung lookup and timed out again (and so every connection until
+    the resolver's own timeouts ended it)."""
+    resolver["names"][LOGIN] = "stall"
+    with peer.runner(host=LOGIN, known_hosts=_known_hosts(peer, tmp_path, LOGIN),
+                     connect_timeout=0.5) as runner:
+        with pytest.raises(ClusterUnavailable) as err:
+            runner.connect()
+        assert str(err.value) == (f"ssh to tester@{LOGIN}:{peer.port} timed out after 0.5 s; "
+                                  "is the host up and reachable?")
+        resolver["names"][LOGIN] = "127.0.0.1"  # answered again; the first lookup still hangs
+        started = time.monotonic()
+        runner.connect()
+        assert runner.is_connected
+        assert time.monotonic() - started < 0.5
+    assert resolver["asked"] == [LOGIN, LOGIN]
+    assert len(_resolvers(LOGIN)) == 1  # the hung one, left to end by itself
+
+
+def test_a_dropped_connection_does_not_take_the_answer_of_a_lookup_begun_before_it(
+        resolver: dict[str, Any], peer: Peer, tmp_path: Path) -> None:
+    """The login node moved: a lookup of its name (another task's) began before the
+    connection to it dropped and will answer its old address (127.0.0.2, where nothing
+    listens), slowly; the name now resolves to the new one. The reconnect looks the name up
+    itself and connects to the new address at once. Before, it joined that older lookup and
+    waited for it until its connect_timeout."""
+    resolver["names"][LOGIN] = "127.0.0.1"
+    with peer.runner(host=LOGIN, known_hosts=_known_hosts(peer, tmp_path, LOGIN),
+                     connect_timeout=2) as runner:
+        runner.connect()
+        resolver["names"][LOGIN] = ("late", "127.0.0.2")
+        other: list[Any] = []
+        looking = threading.Thread(
+            target=lambda: other.append(dial.resolve_within(LOGIN, peer.port,
+                                                            time.monotonic() + 10)))
+        looking.start()
+        ends = time.monotonic() + 5.0
+        while len(resolver["asked"]) < 2 and time.monotonic() < ends:
+            time.sleep(0.01)
+        assert resolver["asked"] == [LOGIN, LOGIN]  # the older lookup is under way
+        resolver["names"][LOGIN] = "127.0.0.1"  # and the name resolves to the new address now
+        runner.transport.close()  # the connection drops
+        started = time.monotonic()
+        runner.connect()
+        assert runner.is_connected
+        assert time.monotonic() - started < 1.0
+        assert other == []  # the older lookup has not answered yet
+        resolver["release"].set()
+        looking.join(5.0)
+    assert resolver["asked"] == [LOGIN, LOGIN, LOGIN]
+    assert [{i[4][0] for i in infos} for infos in other] == [{"127.0.0.2"}]  # its own answer
