@@ -45,6 +45,7 @@ from bot.config import PolicyConfig
 from bot.core.arrays import task_retries_through
 from bot.core.incident import ResumePoint, prompt_changed
 from bot.core.policy import Decision, approval_charged, run_rows
+from bot.core.takeover import cancel_takeover_s
 from bot.core.text import N_, Text
 from bot.services import ServiceError
 from bot.services import competitors as comp
@@ -66,7 +67,7 @@ from bot.services.submit import (
     SubmitResult,
     sent_moment,
 )
-from bot.services.submit_deadlines import step_bounds
+from bot.services.submit_deadlines import cluster_deadlines, step_bounds
 from bot.services.threads import render, task_bounds
 from bot.slack.views import ActionId
 from bot.store import Approval, Attempt
@@ -191,9 +192,23 @@ def decided(ctx: BotContext, recipe: str | None, prompt: Mapping[str, Any],
 def click_reply(ctx: BotContext, recipe: str | None, kind: str, **facts: Any) -> str:
     """A reply only the clicker sees (the `click_reply` template), in the recipe's language
     (slack.lang when the recipe is unknown): `kind` is unknown | unauthorized | duplicate |
-    busy | internal_error; `facts` are approvers (user ids), decided_by, job (busy)."""
-    view = {"kind": kind, "approvers": [], "decided_by": None, "job": None, **facts}
+    busy | internal_error; `facts` are approvers (user ids), decided_by, job (busy), and for
+    duplicate and busy `cancel_job` / `cancel_wait_s` (`_acting_cancel`)."""
+    view = {"kind": kind, "approvers": [], "decided_by": None, "job": None,
+            "cancel_job": None, "cancel_wait_s": None, **facts}
     return render(ctx, "click_reply", recipe, view)[1]
+
+
+def _acting_cancel(ctx: BotContext, other: Approval | None, now: float) -> dict[str, Any]:
+    """For a click refused because `other` was decided (duplicate) or is acting on its job
+    (busy): when `other` is an approved cancel still in its scancel (`cancel_takeover_at`),
+    its job (`cancel_job`) and how long until trainbot takes that cancel over if its click's
+    process died (`cancel_wait_s`), so the reply names the wait the takeover keeps; else
+    nothing."""
+    due = None if other is None or other.state != "approved" else cancel_takeover_at(ctx, other)
+    if other is None or due is None:
+        return {}
+    return {"cancel_job": str(other.target_job), "cancel_wait_s": max(due - now, 0.0)}
 
 
 def handle_click(
@@ -256,11 +271,12 @@ def handle_click(
             audit("busy", target, recipe, choice=choice, other_token=claim.other.token)
             return ClickResult("busy", ephemeral=click_reply(
                 ctx, recipe, "busy", decided_by=claim.other.decided_by,
-                job=latest_job_of(approval)))
+                job=latest_job_of(approval), **_acting_cancel(ctx, claim.other, now)))
         done = claim.approval
         audit("duplicate", target, recipe, state=done.state if done else None)
         return ClickResult("duplicate", ephemeral=click_reply(
-            ctx, recipe, "duplicate", decided_by=done.decided_by if done else None))
+            ctx, recipe, "duplicate", decided_by=done.decided_by if done else None,
+            **_acting_cancel(ctx, done, now)))
 
     if choice in _NEGATIVE:
         audit("dismissed" if choice == "dismiss" else "declined", target, recipe)
@@ -324,7 +340,8 @@ def _probe_click(ctx: BotContext, approval: Approval, actor: str, now: float,
     if claim.reason == "busy" and claim.other is not None:
         audit("busy", target, recipe, choice="probe", other_token=claim.other.token)
         return ClickResult("busy", ephemeral=click_reply(
-            ctx, recipe, "busy", decided_by=claim.other.decided_by, job=target))
+            ctx, recipe, "busy", decided_by=claim.other.decided_by, job=target,
+            **_acting_cancel(ctx, claim.other, now)))
     done = claim.approval
     audit("duplicate", target, recipe, state=done.state if done else None)
     return ClickResult("duplicate", ephemeral=click_reply(
@@ -411,7 +428,24 @@ time is the click's lease on the scancel. One with no step after it (the scancel
 seen, the resume begun) nor an end, once bot.core.takeover.cancel_takeover_s old (at the
 longer of the click's bounds, kept with the step, and the current config's), is a click
 whose process died in its scancel: bot.services.cancel_settle settles it as a cancel whose
-end was not seen."""
+end was not seen (`cancel_takeover_at` says when)."""
+
+
+def cancel_takeover_at(ctx: BotContext, approval: Approval) -> float | None:
+    """When `approval`'s cancel, left in its CANCELLING_STEP with no step after it (its
+    click's scancel under way, or its process dead in it), is taken over as one whose end was
+    not seen (bot.services.cancel_settle): the step's time plus cancel_takeover_s at the
+    longer of the bounds its click kept with the step and the current config's. None when it
+    is in no such step. The takeover and the replies that name its wait both count it here."""
+    steps = ctx.store.approvals.steps(approval.token)
+    marked = CANCELLING_STEP[CANCELLING_STEP[True] in steps]
+    if marked not in steps or any(s in steps for s in (*UNKNOWN_CANCEL_STEP.values(),
+                                                         RESUMING_STEP)):
+        return None  # not cancelling, or the click saw its scancel's end and went on
+    deadlines = cluster_deadlines(ctx.config, approval.payload.get("cluster", ""))
+    return steps[marked] + cancel_takeover_s(deadlines,
+                                             ctx.store.approvals.bounds_of(approval.token,
+                                                                           marked))
 
 
 def _cancel(ctx: BotContext, approval: Approval, actor: str, now: float, *,

@@ -17,13 +17,14 @@ import logging
 from collections.abc import Callable
 
 from bot.cluster.errors import ClusterError
-from bot.core.takeover import cancel_takeover_s, settle_takeover_s
+from bot.core.takeover import settle_takeover_s
 from bot.crashpoint import crashpoint
 from bot.services.approvals import (
     CANCELLING_STEP,
     RESUMING_STEP,
     UNKNOWN_CANCEL_STEP,
     Outcome,
+    cancel_takeover_at,
     decided,
     policy_of,
     resume_cancelled,
@@ -134,14 +135,12 @@ def _cancel_unseen(ctx: BotContext, approval: Approval, now: float) -> None:
     resume's job, which left the watch list before its scancel, is watched again), once. A
     step marked before its bounds were kept: the cluster's current ones alone."""
     token, payload = approval.token, approval.payload
-    steps = ctx.store.approvals.steps(token)
-    resume = CANCELLING_STEP[True] in steps
-    if any(step in steps for step in (*UNKNOWN_CANCEL_STEP.values(), RESUMING_STEP)):
+    due = cancel_takeover_at(ctx, approval)  # at the click's own bounds, kept with its step
+    if due is None:
         return  # the click saw its scancel's end and went on
-    deadlines = cluster_deadlines(ctx.config, payload.get("cluster", ""))
-    marked = ctx.store.approvals.bounds_of(token, CANCELLING_STEP[resume])  # the click's own
-    if now - steps[CANCELLING_STEP[resume]] < cancel_takeover_s(deadlines, marked):
+    if now < due:
         return  # the click may still be in its scancel
+    resume = CANCELLING_STEP[True] in ctx.store.approvals.steps(token)
     if ctx.store.approvals.mark_step(token, UNKNOWN_CANCEL_STEP[resume], now=now):
         ctx.store.audit.record(
             actor="trainbot", action="approval.cancel_taken_over", now=now,

@@ -29,7 +29,7 @@ from bot.core.takeover import (
 )
 from bot.services import cancel_settle
 from bot.services import submit as submit_mod
-from bot.services.approvals import handle_click
+from bot.services.approvals import cancel_takeover_at, handle_click
 from bot.services.cancel_settle import settle_unknown_cancels
 from bot.services.ports import BotContext
 from bot.services.prompts import create_resubmit_prompt
@@ -117,6 +117,48 @@ def test_a_click_through_a_jump_host_is_not_taken_over_in_its_scancel(
     settle_unknown_cancels(ctx, NOW + 861)
     assert "cancel_unknown" in store.approvals.steps(token)
     assert taken_over(store, "approval.cancel_taken_over") == [token]
+
+
+def test_a_click_on_a_cancel_another_replica_is_in_names_the_wait_its_takeover_keeps(
+        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """W0LEAD's Cancel and resume went through the runner's cached jump host (its step keeps
+    200 s a command: taken over 860 s after it, not the config's 540 s) and is still in its
+    scancel (or its process died there). U0APPR clicks the same prompt 100 s later, and a
+    Resubmit prompt of the same job: each reply names the wait the takeover keeps, 760 s
+    (13 min; the config's bound would say 7 min), and the takeover comes exactly then.
+    Before, neither reply said when trainbot would look at the job again."""
+    ctx, slurm, token = stalled_prompt(store, JUMP)
+    chain = store.chains.latest_for_recipe("mix")
+    assert chain is not None
+    other = create_resubmit_prompt(ctx, recipe="mix", chain_id=chain.id, job_id="88154",
+                                   now=NOW - 50, summary="88154: stalled", mem="900G").token
+
+    def dies_in_scancel(job_id: int) -> None:
+        raise Died(f"scancel {job_id}")
+
+    monkeypatch.setattr(slurm, "cancel", dies_in_scancel)
+    with pytest.raises(Died):
+        handle_click(ctx, token, ActionId.CANCEL_RESUME, "W0LEAD", NOW)
+    after = ("If that cancel does not finish, trainbot looks at job 88154 again in about "
+             "13 min and says in the run's thread whether it was cancelled.")
+    again = handle_click(ctx, token, ActionId.CANCEL_RESUME, "U0APPR", NOW + 100)
+    assert (again.status, again.ephemeral) == (
+        "duplicate", f"Already decided by <@W0LEAD>; nothing was done again. {after}")
+    busy = handle_click(ctx, other, ActionId.RESUBMIT_MEM, "U0APPR", NOW + 100)
+    assert (busy.status, busy.ephemeral) == (
+        "busy", "Out of date: <@W0LEAD> is already acting on job 88154 from another prompt; "
+        f"nothing was done. {after}")
+    approval = store.approvals.get(token)
+    assert approval is not None
+    assert cancel_takeover_at(ctx, approval) == NOW + 860.0 == NOW + 100 + 760.0
+
+    settle_unknown_cancels(ctx, NOW + 100 + 759)
+    assert taken_over(store, "approval.cancel_taken_over") == []
+    settle_unknown_cancels(ctx, NOW + 100 + 760)
+    assert taken_over(store, "approval.cancel_taken_over") == [token]
+    # taken over: no click is told to wait for that cancel any more
+    late = handle_click(ctx, token, ActionId.CANCEL_RESUME, "U0APPR", NOW + 900)
+    assert late.ephemeral == "Already decided by <@W0LEAD>; nothing was done again."
 
 
 def test_a_cancel_step_marked_before_its_bounds_were_kept_is_taken_over_at_the_configs(
