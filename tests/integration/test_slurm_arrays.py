@@ -318,7 +318,7 @@ def test_a_task_stopped_by_sigstop_is_named_as_stopped_and_each_verb_leaves_it_a
     squeue lists it STOPPED (both readers, json and parsable). `/train hold A` and `/train
     release A` leave it stopped, `/train cancel A` ends it, and each reply names it as stopped
     by SIGSTOP, not among the running tasks (A_2)."""
-    from bot.core.train_grammar import JobControl
+    from bot.core.train_grammar import JobControl, Status
     from bot.services.train import execute
 
     with _one_ended_two_running_one_waiting(slurm_cluster, slack_bot, tmp_path, "sarray") as (
@@ -341,6 +341,14 @@ def test_a_task_stopped_by_sigstop_is_named_as_stopped_and_each_verb_leaves_it_a
         for use_json in (True, False):  # 24.11's json says ["RUNNING", "STOPPED"]
             reader = SlurmClient(runner, use_json=use_json, timeout=60)
             assert _by_task(reader.array_tasks(array_id))[1].state == "STOPPED", use_json
+        # `/train status A_1` and `/train status A` show squeue's STOPPED (sacct: RUNNING)
+        task_1 = _by_task(client.array_tasks(array_id))[1].job_id
+        for target in (f"{array_id}_1", str(array_id)):
+            shown = execute(ctx, Status(target), actor="W0LEAD", channel="C0TRAIN",
+                            now=time.time()).text
+            [row] = [line for line in shown.splitlines()
+                     if f"{array_id}_1 ({task_1})" in line or line.startswith(f"{array_id}_1 ")]
+            assert "STOPPED" in row and "RUNNING" not in row, shown
         stopped = f"{array_id}_1, stopped by SIGSTOP"
         for verb, done, running, left in (
                 ("hold", "held", "left running (a hold stops no task that runs)",

@@ -25,6 +25,7 @@ from bot.cluster.tail import ShellTailReader
 from bot.core.catalogue import Catalogue
 from bot.core.policy import DecisionKind, PolicyParams
 from bot.core.slurm.sbatch import SubmitSpec
+from bot.services.status import job_status
 from bot.services.watch.tick import Watcher
 from bot.slack.render import explain, explain_decided, explain_title
 from bot.store import Store
@@ -420,6 +421,13 @@ def test_a_real_job_sent_sigstop_is_not_warned_of_as_hung(slurm_cluster, tmp_pat
                 time.sleep(2)
             acct = ssh.run(["sacct", "-n", "-X", "-P", "-o", "State", "-j", str(job_id)])
             assert "STOPPED" in seen and acct.stdout.strip() == "RUNNING", (seen, acct.stdout)
+            # squeue's STOPPED, not sacct's RUNNING, is what the run's thread (its attempt
+            # row, the root's state) and `/train status N` show
+            assert present(store.attempts.get_by_job(str(job_id), "dev")).state == "STOPPED"
+            config = SimpleNamespace(recipes={}, clusters={"dev": None})  # what status reads
+            status = job_status(config, str(job_id), store=store,  # type: ignore[arg-type]
+                                slurm_for=lambda _name: slurm)
+            assert [r.state for r in status.rows] == ["STOPPED"], status
             assert last_iter() == frozen, "the job printed on while stopped"
             assert sink.events == [], [e.text for e in sink.events]
             ssh.run(["scancel", "--signal=CONT", "--full", str(job_id)], timeout=30)
