@@ -255,7 +255,17 @@ class PartlyPosted(PostError):
     have not got it (the others get nothing twice: each post's key)."""
 
 
-class PostDeferred(PostError):
+class PostLogged(PostError):
+    """A message for several threads that some did not get, each thread's failure logged
+    where it came (one warning per try, naming the run, the channel and the chat's error):
+    its publisher logs it at debug, so a refused try is warned of once."""
+
+
+class PartlyLogged(PartlyPosted, PostLogged):
+    """Said in some of its threads; the failures in the others were logged (PostLogged)."""
+
+
+class PostDeferred(PostLogged):
     """Not tried this time: the chat refused it lately in a way that asking again at once
     does not change (its lookup refused: the bot out of the channel, a history scope
     missing; or the post itself: PostRefused), and it is tried again later, less and less
@@ -263,7 +273,7 @@ class PostDeferred(PostError):
     warning."""
 
 
-class PartlyDeferred(PartlyPosted, PostDeferred):
+class PartlyDeferred(PartlyLogged, PostDeferred):
     """Said in some of its threads; those left were not tried this time (PostDeferred)."""
 
 

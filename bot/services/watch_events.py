@@ -77,9 +77,11 @@ from bot.services.ports import (
     LeaseLost,
     LookupRefused,
     PartlyDeferred,
+    PartlyLogged,
     PartlyPosted,
     PostDeferred,
     PostError,
+    PostLogged,
     PostRefused,
     root_key,
 )
@@ -271,9 +273,10 @@ class ThreadEvents(EventWords):
         whatever the others' did; an "answers again" note only in the threads that have, or
         may have, its outage's notice (`_told`: one whose notice Slack refused, or that never
         had it, never heard the outage). A thread that has not got it (Slack refused the
-        post): PartlyPosted when others have it (the notice is said;
+        post): PartlyLogged when others have it (the notice is said;
         bot.services.watch.health publishes it again at the next tick, and the threads that
-        have it already get nothing twice: the poster's key), PostError when none has. A
+        have it already get nothing twice: the poster's key), PostLogged when none has (each
+        thread's failure logged here, once per try: the outbox logs these at debug). A
         notice's thread whose lookup, or the post itself, Slack refused (`_notice_in`) is
         tried again with a backoff: when no thread left was tried, PartlyDeferred or
         PostDeferred."""
@@ -297,8 +300,10 @@ class ThreadEvents(EventWords):
         if unposted:
             told = [chain_id for chain_id, outcome in outcomes.items() if outcome == "posted"]
             deferred = all(outcomes[chain_id] == "deferred" for chain_id in unposted)
-            error = (PartlyDeferred if deferred else PartlyPosted) if told else \
-                (PostDeferred if deferred else PostError)
+            # each thread's failure was logged where it came (`_notice_in`): PostLogged, so
+            # the outbox does not warn of the same try again
+            error = (PartlyDeferred if deferred else PartlyLogged) if told else \
+                (PostDeferred if deferred else PostLogged)
             raise error(f"{event.key}: not posted in the threads of chains {unposted}"
                         f"{' (not tried this time)' if deferred else ''}")
 
@@ -334,8 +339,8 @@ class ThreadEvents(EventWords):
                         "tried there for the next %d failed tick(s); its outage's end is tried "
                         "there once", key, error, skip)
         else:
-            log.warning("chain %s: Slack refused the notice %s (%s): not tried there for the "
-                        "next %d failed tick(s)", chain.id, key, error, skip)
+            log.warning("chain %s (%s): Slack refused the notice %s (%s): not tried there for "
+                        "the next %d failed tick(s)", chain.id, chain.job_name, key, error, skip)
         return "refused"
 
     def said_in_a_thread(self, key: str) -> bool:

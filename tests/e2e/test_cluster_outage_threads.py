@@ -346,3 +346,47 @@ def notice_posts_in(slack: SlackStandIn, channel: str) -> list[Any]:
     not)."""
     return [r for r in slack.calls("chat.postMessage") if r.params.get("channel") == channel
             and str(r.params.get("text")).startswith(NOTICE)]
+
+
+def warnings_of_the_try(caplog: Any) -> list[str]:
+    """The warnings logged since `caplog` was cleared, but the watcher's "tick failed"."""
+    return [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING
+            and "tick failed" not in r.getMessage()]
+
+
+@pytest.mark.parametrize("refused", ["the bot is out of its channel",
+                                     "the chat:write scope is missing"])
+def test_a_refused_try_of_the_notice_is_one_warning_per_thread_naming_run_channel_error(
+        slack: SlackStandIn, slack_client: WebClient, store: Store, caplog: Any,
+        refused: str) -> None:
+    """Slack refuses the outage notice in the first thread (the bot out of its private
+    channel: not_in_channel) or in both (no chat:write: missing_scope). Each refused try is
+    one warning, from the threads, naming the run (chain and job name), the channel and
+    Slack's error; the outbox's "publishing … failed" / "reached some threads only" is
+    debug, and a tick whose threads were skipped warns of nothing. Before, each refused try
+    was warned of twice (the threads' and the outbox's)."""
+    threads_in(store, slack_client, PRIVATE, CHANNEL)
+    if refused == "the bot is out of its channel":
+        slack.outside.add(PRIVATE)
+        expected = [(PRIVATE, "chain 1 (mix)", "not_in_channel")]
+    else:
+        slack.scopes.discard("chat:write")
+        expected = [(PRIVATE, "chain 1 (mix)", "missing_scope"),
+                    (CHANNEL, "chain 2 (mix)", "missing_scope")]
+    caplog.set_level(logging.DEBUG)
+    health = bot(store, slack_client)
+    warned: dict[int, list[str]] = {}
+    for i in range(5):
+        caplog.clear()
+        health.failed(1_000_000.0 + 60 * i, TIMED_OUT, TickReport(ok=True))
+        if warnings_of_the_try(caplog):
+            warned[i] = warnings_of_the_try(caplog)
+    assert sorted(warned) == [2, 4]  # the notice's tries: at the 3rd failed tick, then 1 skipped
+    for said_then in warned.values():
+        assert len(said_then) == len(expected), said_then
+        for text, (channel, run, error) in zip(said_then, expected, strict=True):
+            assert text.startswith(f"{run}: Slack refused the notice") and channel in text \
+                and error in text, text
+    published = [r.getMessage() for r in caplog.records if r.name == "bot.services.watch.outbox"]
+    assert published and all(r.levelno == logging.DEBUG for r in caplog.records
+                             if r.name == "bot.services.watch.outbox")

@@ -28,7 +28,7 @@ from bot.core.policy import PastWarning
 from bot.core.text import text_from_json, text_to_json
 from bot.crashpoint import crashpoint
 from bot.log_format import log_fields
-from bot.services.ports import LeaseLost, PartlyPosted, PostDeferred
+from bot.services.ports import LeaseLost, PartlyPosted, PostLogged
 from bot.services.watch.events import EventSink, TickReport, WatchEvent
 from bot.store import Incident, Store
 
@@ -41,9 +41,10 @@ SAID = ("posted", PARTLY_POSTED)  # the states whose event a thread has
 
 
 def _level(exc: Exception) -> int:
-    """A publish's failure is a warning; one not tried this time (PostDeferred: a refusal
-    logged when it came, tried again later) is logged at debug."""
-    return logging.DEBUG if isinstance(exc, PostDeferred) else logging.WARNING
+    """A publish's failure is a warning; one whose threads' failures were logged where they
+    came (PostLogged: a cluster's notice, one warning per refused try; PostDeferred, not
+    tried this time) is logged at debug: a try is warned of once."""
+    return logging.DEBUG if isinstance(exc, PostLogged) else logging.WARNING
 
 
 def event_from_store(cluster: str, incident: Incident) -> WatchEvent:
