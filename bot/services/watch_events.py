@@ -62,7 +62,7 @@ from dataclasses import asdict
 from typing import Any
 
 from bot.core.arrays import task_retries_through
-from bot.core.backoff import Backoff
+from bot.core.backoff import Backoffs
 from bot.core.incident import build_completion
 from bot.core.metrics import MetricSeries
 from bot.core.models import QUIET_CLASSES, AttemptTrace, Diagnosis
@@ -120,9 +120,9 @@ class ThreadEvents(EventWords):
         self.forensics = forensics
         # chain id -> job id -> its attempt that ended (points, saves, failure), oldest first
         self._progress: dict[int, OrderedDict[str, AttemptTrace]] = {}
-        # cluster -> the current outage's notice posts whose lookup, or the post itself, Slack
-        # refused, by key (each cluster's touched by its own watch job only)
-        self._refused: dict[str, dict[str, Backoff]] = {}
+        # cluster -> its outage notices' and "answers again" notes' posts whose lookup, or the
+        # post itself, Slack refused, by key (each cluster's touched by its own watch job only)
+        self._refused: dict[str, Backoffs] = {}
 
     def publish(self, event: WatchEvent) -> None:
         if event.kind in ("cluster_unreachable", "cluster_back"):
@@ -277,70 +277,80 @@ class ThreadEvents(EventWords):
         bot.services.watch.health publishes it again at the next tick, and the threads that
         have it already get nothing twice: the poster's key), PostLogged when none has (each
         thread's failure logged here, once per try: the outbox logs these at debug). A
-        notice's thread whose lookup, or the post itself, Slack refused (`_notice_in`) is
-        tried again with a backoff: when no thread left was tried, PartlyDeferred or
-        PostDeferred."""
+        thread whose lookup, or the post itself, Slack refused (`_notice_in`) is tried again
+        with a backoff: when no thread left was tried, PartlyDeferred or PostDeferred."""
         chains = [c for c in self.ctx.store.chains.with_status("active")
                   if c.cluster == event.cluster]
         prefix = _in_thread(event.key)
-        refused = self._refused.setdefault(event.cluster, {})
+        refused = self._refused.setdefault(event.cluster, Backoffs())
         if event.kind == BACK:
             notice = notice_key_of(event.key)
             chains = [c for c in chains if self._told(notice, c.id)]
-            for key in [k for k in refused if k.startswith(_in_thread(notice))]:
-                del refused[key]  # its end is told (or tried once) instead
-        else:
-            for key in [k for k in refused if not k.startswith(prefix)]:
-                del refused[key]  # an earlier outage's
+            told = {f"{prefix}{c.id}" for c in chains}
+            # its notice's end is told (or tried once) instead; a thread not told any more
+            # (its run ended) is not tried
+            refused.forget(lambda k: k.startswith(_in_thread(notice))
+                           or (k.startswith(prefix) and k not in told))
+        else:  # an earlier outage's notice (its end's, if refused, goes on: `_notice_in`)
+            refused.forget(lambda k: ":down:" in k and not k.startswith(prefix))
         outcomes = {chain.id: self._notice_in(event, chain, f"{prefix}{chain.id}", refused)
                     for chain in chains if has_thread(self.ctx, chain.id)}
         unposted = [chain_id for chain_id, outcome in outcomes.items() if outcome != "posted"]
         if not chains:
             log.warning("%s", event.text)
         if unposted:
-            told = [chain_id for chain_id, outcome in outcomes.items() if outcome == "posted"]
+            said = [chain_id for chain_id, outcome in outcomes.items() if outcome == "posted"]
             deferred = all(outcomes[chain_id] == "deferred" for chain_id in unposted)
             # each thread's failure was logged where it came (`_notice_in`): PostLogged, so
             # the outbox does not warn of the same try again
-            error = (PartlyDeferred if deferred else PartlyLogged) if told else \
+            error = (PartlyDeferred if deferred else PartlyLogged) if said else \
                 (PostDeferred if deferred else PostLogged)
             raise error(f"{event.key}: not posted in the threads of chains {unposted}"
                         f"{' (not tried this time)' if deferred else ''}")
 
-    def _notice_in(self, event: WatchEvent, chain: Chain, key: str,
-                   refused: dict[str, Backoff]) -> str:
-        """Post the cluster notice or note `event` in the chain's thread under `key`:
-        "posted", "refused" (logged), or "deferred" (not tried). Slack refusing to look up
-        the notice a post left there (an intent: the bot out of the channel, no history
-        scope), or refusing the post itself (PostRefused: not_in_channel, channel_not_found,
-        a scope missing), will not change at the next tick: its thread is tried again after
-        1, then 2, 4, 8 and at most 16 failed ticks (bot.core.backoff, one Backoff per
-        thread), until Slack takes it (the bot back in the channel: the notice found, or
-        posted) or the outage ends (its "answers again" note is tried there once, if the
-        thread may have the notice: `_told`). A transient failure (a 5xx, a rate limit) is
-        tried again at the next failed tick."""
+    def _notice_in(self, event: WatchEvent, chain: Chain, key: str, refused: Backoffs) -> str:
+        """Post the cluster notice or "answers again" note `event` in the chain's thread
+        under `key`: "posted", "refused" (logged, one warning per try), or "deferred" (not
+        tried). Slack refusing to look up the post a try left there (an intent: the bot out
+        of the channel, no history scope), or refusing the post itself (PostRefused:
+        not_in_channel, channel_not_found, a scope missing), will not change at the next
+        tick: the thread is tried again after 1, then 2, 4, 8 and at most 16 chances skipped
+        (`refused`, bot.core.backoff.Backoffs, one Backoff per post: the notice's chances
+        are failed ticks, its end's every tick, bot.services.watch.health), until Slack
+        takes it (the bot back in the channel: the post found, or posted, once) or, for a
+        notice, the outage ends (its "answers again" note is tried there once, if the thread
+        may have the notice: `_told`). A transient failure (a 5xx, a rate limit) is tried
+        again at the next chance. A thread where an earlier outage's end is still refused
+        gets no new notice until it has that end: its posts keep their order."""
         text = self._say(event, recipe=chain.recipe)
-        if event.kind != NOTICE:
-            return "posted" if thread_note(self.ctx, chain.id, key, text) else "refused"
-        backoff = refused.get(key)
-        if backoff is not None and not backoff.due():
+        notice = event.kind == NOTICE
+        if notice and any(":back:" in k and k.endswith(f":chain:{chain.id}")
+                          for k in refused.by_key):
+            log.debug("%s: not tried before the end of the outage before it", key)
+            return "deferred"
+        if not refused.due(key):
             log.debug("%s: not tried this time (Slack refused it lately)", key)
             return "deferred"
         error = thread_note_refusal(self.ctx, chain.id, key, text)
         if error is None:
-            refused.pop(key, None)
+            refused.taken(key)
             return "posted"
+        what = "notice" if notice else "'answers again' note"
         if not isinstance(error, (LookupRefused, PostRefused)):
-            log.warning("chain %s: could not post reply %s: %s", chain.id, key, error)
+            log.warning("chain %s (%s): could not post the %s %s: %s", chain.id,
+                        chain.job_name, what, key, error)
             return "refused"
-        skip = refused.setdefault(key, Backoff()).refused_again()
+        skip = refused.refused(key)
+        chances = "failed tick(s)" if notice else "tick(s)"
         if isinstance(error, LookupRefused):
-            log.warning("%s may be in its thread and Slack refused to look it up (%s): not "
-                        "tried there for the next %d failed tick(s); its outage's end is tried "
-                        "there once", key, error, skip)
+            log.warning("chain %s (%s): the %s %s may be in its thread and Slack refused to "
+                        "look it up (%s): not tried there for the next %d %s%s", chain.id,
+                        chain.job_name, what, key, error, skip, chances,
+                        "; its outage's end is tried there once" if notice else "")
         else:
-            log.warning("chain %s (%s): Slack refused the notice %s (%s): not tried there for "
-                        "the next %d failed tick(s)", chain.id, chain.job_name, key, error, skip)
+            log.warning("chain %s (%s): Slack refused the %s %s (%s): not tried there for "
+                        "the next %d %s", chain.id, chain.job_name, what, key, error, skip,
+                        chances)
         return "refused"
 
     def said_in_a_thread(self, key: str) -> bool:

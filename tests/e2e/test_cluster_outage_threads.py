@@ -390,3 +390,112 @@ def test_a_refused_try_of_the_notice_is_one_warning_per_thread_naming_run_channe
     published = [r.getMessage() for r in caplog.records if r.name == "bot.services.watch.outbox"]
     assert published and all(r.levelno == logging.DEBUG for r in caplog.records
                              if r.name == "bot.services.watch.outbox")
+
+
+def thread_texts(slack: SlackStandIn, channel: str, root: str) -> list[str]:
+    """The thread `root`'s replies as they read: NOTICE, BACK (of the outage since
+    1_000_000) or their text."""
+    return [next((w for w in (NOTICE, BACK) if str(m.get("text")).startswith(w)),
+                 str(m.get("text"))) for m in slack.replies(channel, root)]
+
+
+def back_posts_in(slack: SlackStandIn, channel: str) -> list[Any]:
+    """The chat.postMessage calls of the "answers again" note made in `channel` so far."""
+    return [r for r in slack.calls("chat.postMessage") if r.params.get("channel") == channel
+            and str(r.params.get("text")).startswith(BACK)]
+
+
+def refuse(slack: SlackStandIn, refused: str, *, channel: str = PRIVATE) -> None:
+    if refused == "the bot is out of its channel":
+        slack.outside.add(channel)
+    else:
+        slack.scopes.discard("chat:write")
+
+
+def accept(slack: SlackStandIn, refused: str, *, channel: str = PRIVATE) -> None:
+    if refused == "the bot is out of its channel":
+        slack.outside.discard(channel)
+    else:
+        slack.scopes.add("chat:write")
+
+
+@pytest.mark.parametrize("refused", ["the bot is out of its channel",
+                                     "the chat:write scope is missing"])
+def test_an_answers_again_note_slack_refuses_is_tried_less_and_less_then_posted_once(
+        slack: SlackStandIn, slack_client: WebClient, store: Store, caplog: Any,
+        refused: str) -> None:
+    """Both threads got the outage notice; then the bot is removed from the first thread's
+    private channel (not_in_channel) or the token loses chat:write (every thread refuses),
+    and the cluster answers. The "answers again" note is tried there at the tick the cluster
+    answers, then after 1, 2, 4 and 8 ticks skipped (one warning per try naming the run, the
+    channel and Slack's error; a skipped tick calls Slack for nothing); Slack accepts again,
+    and the next try posts it: once, never tried after, the thread reading notice then end.
+    Before, it was sent, refused and warned of (twice) at every tick."""
+    first, second = threads_in(store, slack_client, PRIVATE, CHANNEL)
+    health = bot(store, slack_client)
+    for i in range(3):
+        health.failed(1_000_000.0 + 60 * i, TIMED_OUT, TickReport(ok=True))
+    refuse(slack, refused)
+    caplog.set_level(logging.DEBUG)
+    tried_at: list[int] = []
+    warned_at: list[int] = []
+    warned: list[list[str]] = []
+    for i in range(26):
+        if i == 12:
+            accept(slack, refused)
+        before = len(back_posts_in(slack, PRIVATE))
+        caplog.clear()
+        health.ok(1_000_180.0 + 60 * i, TickReport(ok=True))
+        if len(back_posts_in(slack, PRIVATE)) > before:
+            tried_at.append(i)
+            assert len(back_posts_in(slack, PRIVATE)) == before + 1
+        if warnings_of_the_try(caplog):
+            warned_at.append(i)
+            warned.append(warnings_of_the_try(caplog))
+    assert tried_at == [0, 2, 5, 10, 19]  # Slack accepts from 12 on: posted at 19, then never
+    assert warned_at == [0, 2, 5, 10]
+    for said_then in warned:  # one per refused thread, the first thread's naming it all
+        assert len(said_then) == (1 if refused == "the bot is out of its channel" else 2)
+        assert said_then[0].startswith("chain 1 (mix): Slack refused the 'answers again' note")
+        assert PRIVATE in said_then[0] and ("not_in_channel" if refused == "the bot is out "
+                                            "of its channel" else "missing_scope") in said_then[0]
+    assert thread_texts(slack, PRIVATE, first) == [NOTICE, BACK]
+    assert thread_texts(slack, CHANNEL, second) == [NOTICE, BACK]
+    assert len(back_posts_in(slack, CHANNEL)) == (
+        1 if refused == "the bot is out of its channel" else 5)  # its own backoff
+    assert present(store.incidents.get("cluster:dev:back:1000000")).state == "posted"
+
+
+def test_a_new_outage_is_told_in_a_thread_only_after_the_refused_end_of_the_last(
+        slack: SlackStandIn, slack_client: WebClient, store: Store) -> None:
+    """The first thread's "answers again" note is refused (the bot out of its private
+    channel) and backs off; the cluster goes down again meanwhile. The second thread hears
+    the new outage; the first gets no new notice while the last outage's end is refused
+    there, and once the bot is back in the channel, it gets that end first, then the new
+    notice: each once, in order. Without the wait, the new notice could come first and the
+    old end after it, read as the new outage's."""
+    first, second = threads_in(store, slack_client, PRIVATE, CHANNEL)
+    health = bot(store, slack_client)
+    for i in range(3):
+        health.failed(1_000_000.0 + 60 * i, TIMED_OUT, TickReport(ok=True))
+    slack.outside.add(PRIVATE)
+    health.ok(1_000_180.0, TickReport(ok=True))  # the end refused in the first thread
+    for i in range(4):  # a new outage from 1_000_240: its notice at the 3rd failed tick
+        health.failed(1_000_240.0 + 60 * i, TIMED_OUT, TickReport(ok=True))
+    *said, again = thread_texts(slack, CHANNEL, second)
+    assert said == [NOTICE, BACK]
+    assert again.startswith("cluster dev unreachable for 3 ticks (since 1970-01-12 13:50:40")
+    assert thread_texts(slack, PRIVATE, first) == [NOTICE]
+    slack.outside.discard(PRIVATE)
+    for i in range(4, 30):
+        health.failed(1_000_240.0 + 60 * i, TIMED_OUT, TickReport(ok=True))
+    assert thread_texts(slack, PRIVATE, first) == [NOTICE, BACK, again]
+    assert len([r for r in slack.calls("chat.postMessage") if r.params.get("channel") == PRIVATE
+                and r.params.get("text") == again]) == 1  # not tried before the end there
+    for i in range(3):
+        health.ok(1_010_000.0 + 60 * i, TickReport(ok=True))
+    ends = [t for t in thread_texts(slack, CHANNEL, second)[3:]
+            if t.startswith("cluster dev answers again (unreachable since 1970-01-12 13:50:40")]
+    assert len(ends) == 1
+    assert thread_texts(slack, PRIVATE, first) == [NOTICE, BACK, again, ends[0]]
+    assert thread_texts(slack, CHANNEL, second) == [NOTICE, BACK, again, ends[0]]
