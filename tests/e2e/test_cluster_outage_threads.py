@@ -499,3 +499,47 @@ def test_a_new_outage_is_told_in_a_thread_only_after_the_refused_end_of_the_last
     assert len(ends) == 1
     assert thread_texts(slack, PRIVATE, first) == [NOTICE, BACK, again, ends[0]]
     assert thread_texts(slack, CHANNEL, second) == [NOTICE, BACK, again, ends[0]]
+
+
+@pytest.mark.parametrize("refused", ["the bot is out of its channel",
+                                     "the chat:write scope is missing"])
+def test_a_notice_refused_until_its_outage_ended_is_never_posted_after_the_end(
+        slack: SlackStandIn, slack_client: WebClient, store: Store, refused: str) -> None:
+    """The first thread's notice is refused (the bot out of its private channel), or every
+    thread's (chat:write missing), and backs off through several tries; the cluster answers
+    before Slack takes it: the second thread, if told, hears the end, a thread never told
+    nothing. Slack accepts again, ticks go on (a failed tick or two, short of a new notice;
+    a restart): the obsolete notice is dropped, never sent after the end, and nothing of that
+    outage reaches a thread that was not told; a new outage is told with its own notice,
+    dated from its start. Decided so: a notice after its outage's end would read as a new
+    outage, or as one going on."""
+    first, second = threads_in(store, slack_client, PRIVATE, CHANNEL)
+    refuse(slack, refused)
+    health = bot(store, slack_client)
+    for i in range(12):  # the notice tried in the first thread at ticks 2, 4, 7
+        health.failed(1_000_000.0 + 60 * i, TIMED_OUT, TickReport(ok=True))
+    assert len(notice_posts_in(slack, PRIVATE)) == 3
+    health.ok(1_000_720.0, TickReport(ok=True))  # while the first thread's try is skipped
+    ended_at = len(slack.calls("chat.postMessage"))
+    accept(slack, refused)
+    now = 1_000_780.0
+    for kind in ["ok", "failed", "failed", "ok", "restart", "ok", "failed", "ok"] * 3:
+        if kind == "restart":
+            health = bot(store, slack_client)
+        elif kind == "ok":
+            health.ok(now, TickReport(ok=True))
+        else:
+            health.failed(now, TIMED_OUT, TickReport(ok=True))
+        now += 60
+    assert thread_texts(slack, PRIVATE, first) == []
+    told = refused == "the bot is out of its channel"
+    assert thread_texts(slack, CHANNEL, second) == ([NOTICE, BACK] if told else [])
+    assert slack.calls("chat.postMessage")[ended_at:] == []  # not tried anywhere after
+    back = store.incidents.get("cluster:dev:back:1000000")
+    assert (back.state if back else None) == ("posted" if told else None)
+    for i in range(3):  # a new outage: its own notice, dated from its start, not the old one
+        health.failed(now + 60 * i, TIMED_OUT, TickReport(ok=True))
+    [new] = thread_texts(slack, PRIVATE, first)
+    assert new.startswith("cluster dev unreachable for 3 ticks (since 1970-01-12 14:23:40")
+    assert now == 1_002_220.0  # 14:23:40 UTC
+    assert thread_texts(slack, CHANNEL, second) == ([NOTICE, BACK, new] if told else [new])
