@@ -382,7 +382,9 @@ class CompletionEnding:
     after EarlyStopping signals a stop, a per-epoch or per-iteration report reads like a
     marker; the log's later lines decide. The training bar
     drawn once more where it stood (Hugging Face's ProgressCallback closing it after
-    `Training completed`: the same bar at the same count) is no progress, and neither is an
+    `Training completed`: the same bar at the same count) is no progress, nor is the bar that
+    opens the marker's own line (tqdm leaves its line open, so a message logged meanwhile ends
+    it: Lightning's EarlyStopping after the epoch's bar), and neither is an
     evaluation that the framework opened after the marker (Hugging Face Trainer's `*****
     Running Evaluation *****`, wherever it is after the marker), which counts its batches on a bar
     of its own. `evaluates_after_marker`: the marker ends the log only because that
@@ -440,14 +442,25 @@ def _no_progress_after(marker_line: int, series: MetricSeries, *,
     last_progress = series.last_iteration_line
     if last_progress is None or marker_line > last_progress:
         return True
+    if marker_line == last_progress and _opens_with_bar(series, marker_line):
+        return True  # the last progress is the bar the marker was written after, on its line
     evaluated = evaluation_start is not None and evaluation_start > marker_line
     end = evaluation_start if evaluated and evaluation_start else last_progress + 1
-    before = [s for s in series.samples if s.iteration is not None and s.line_no < marker_line]
+    before = [s for s in series.samples if s.iteration is not None and (
+        s.line_no < marker_line or s.line_no == marker_line and _BAR_HEAD.match(s.text))]
     after = [s for s in series.samples
              if s.iteration is not None and marker_line < s.line_no < end]
     if not evaluated and (not after or after[-1].line_no != last_progress):
         return False  # progress the series kept no sample of: unknown, not a redrawn bar
     return not after or bool(before) and all(_redrawn(s, before[-1]) for s in after)
+
+
+def _opens_with_bar(series: MetricSeries, line_no: int) -> bool:
+    """The series' sample of `line_no` is a progress bar that opens the line (`_BAR_HEAD`): a
+    tqdm bar left open (no line end until it closes) that a message written meanwhile ends,
+    as Lightning's EarlyStopping and Timer messages end its epoch bar's line."""
+    return any(s.line_no == line_no and s.iteration is not None and _BAR_HEAD.match(s.text)
+               for s in reversed(series.samples))
 
 
 def _redrawn(sample: Sample, last: Sample) -> bool:

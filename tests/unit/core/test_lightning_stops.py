@@ -1,0 +1,82 @@
+"""Lightning's own stop messages, read from its source (Lightning-AI/pytorch-lightning
+7f0c3436cd3f, src/lightning/pytorch/callbacks/early_stopping.py `_evaluate_stopping_criteria`,
+logged through `rank_prefixed_message` by `_log_info`; `[0] ` before 1.5, d12c6cf2b3): the
+metric is `logs[monitor].squeeze()`, a 0-dim tensor that an f-string formats as its float.
+
+EarlyStopping's patience and stopping_threshold stops end a finished run (`completed`); its
+check_finite (`... = nan is not finite.`) and divergence_threshold stops are the catalogue's
+divergence (`nan_loss`: the run stopped itself because its training diverged, and resuming it
+with the same settings diverges again). tqdm leaves the epoch bar's line open until the bar
+closes, so in a job's output file the message often ends the bar's line (`Epoch 9: 100%|...|
+100/100 [...]Monitored metric ...`), and Lightning draws the bar again at its count after it."""
+
+from __future__ import annotations
+
+import pytest
+from support.diagnosis import read_log
+
+from bot.core.catalogue import Catalogue
+from bot.core.models import Accounting
+
+BAR = "Epoch {e}: {n:>3}%|##########| {n}/100 [00:10<00:00,  9.80it/s, v_num=0, train_loss=0.31]"
+# the last epoch's bar, its line still open: tqdm's redraws, each after a carriage return
+OPEN_BAR = "".join(f"\rEpoch 9: {n:>3}%|#         | {n}/100 [00:01<00:10,  9.80it/s, v_num=0]"
+                   for n in (10, 50, 90)) + "\r" + BAR.format(e=9, n=100)
+EPOCHS = "".join(BAR.format(e=e, n=100) + "\n" for e in range(9))
+PATIENCE = ("Monitored metric val_loss did not improve in the last 3 records. Best score: 0.123. "
+            "Signaling Trainer to stop.")
+THRESHOLD = ("Stopping threshold reached: val_loss = 0.009300000034272671 < 0.01. "
+             "Signaling Trainer to stop.")
+NON_FINITE = ("Monitored metric val_acc = nan is not finite. Previous best value was 0.412. "
+              "Signaling Trainer to stop.")
+DIVERGED = "Divergence threshold reached: val_loss = 12.5 > 10.0. Signaling Trainer to stop."
+TEARDOWN = ("LOCAL_RANK: 0 - CUDA_VISIBLE_DEVICES: [0]\n"
+            "Testing DataLoader 0: 100%|##########| 20/20 [00:01<00:00, 15.10it/s]\n")
+DONE = Accounting(state="COMPLETED", exit_code=0, elapsed_s=3600.0)
+
+
+@pytest.fixture(scope="module")
+def catalogue() -> Catalogue:
+    return Catalogue.load()
+
+
+def _layouts(stop: str) -> dict[str, str]:
+    return {
+        "own line": EPOCHS + OPEN_BAR + "\n" + stop + "\n",
+        "ending the bar's line": EPOCHS + OPEN_BAR + stop + "\n",
+        "ending the bar's line, bar redrawn": EPOCHS + OPEN_BAR + stop + "\n"
+        + BAR.format(e=9, n=100) + "\n",
+        "rank-prefixed, then teardown": EPOCHS + OPEN_BAR + "[rank: 0] " + stop + "\n" + TEARDOWN,
+        "lightning 1.3's prefix": EPOCHS + OPEN_BAR + "\n[0] " + stop + "\n",
+    }
+
+
+@pytest.mark.parametrize("stop", [PATIENCE, THRESHOLD], ids=["patience", "stopping_threshold"])
+@pytest.mark.parametrize("layout", list(_layouts("")))
+def test_an_early_stop_ends_a_finished_run(catalogue, stop, layout):
+    """With no accounting, the log that ends in the stop reads completed by its signature,
+    with the stop as its evidence; before, a stop written at the end of the epoch bar's line
+    read as progress after it (`none`, still running)."""
+    d = read_log(catalogue, _layouts(stop)[layout])
+    assert (d.class_id, d.decided_by) == ("completed", "signature")
+    assert "Signaling Trainer to stop." in d.evidence[-1].text
+
+
+@pytest.mark.parametrize("stop", [PATIENCE, THRESHOLD], ids=["patience", "stopping_threshold"])
+def test_training_after_the_stop_is_no_end(catalogue, stop):
+    """The next epoch's bar after the stop on the bar's line: training went on (a stop below
+    min_epochs), the stop was not the end."""
+    text = EPOCHS + OPEN_BAR + stop + "\n" + BAR.format(e=10, n=40) + "\n"
+    d = read_log(catalogue, text)
+    assert (d.class_id, d.decided_by) == ("none", "progress")
+
+
+@pytest.mark.parametrize("stop", [NON_FINITE, DIVERGED], ids=["check_finite", "divergence"])
+@pytest.mark.parametrize("layout", list(_layouts("")))
+@pytest.mark.parametrize("acct", [None, DONE], ids=["no accounting", "COMPLETED 0:0"])
+def test_a_divergence_stop_is_a_divergence(catalogue, stop, layout, acct):
+    """The run stopped itself, exit 0, because its training diverged: the divergence, not a
+    finished run, whatever the accounting says."""
+    d = read_log(catalogue, _layouts(stop)[layout], acct)
+    assert (d.class_id, d.decided_by) == ("nan_loss", "signature")
+    assert any("Signaling Trainer to stop." in e.text for e in d.evidence)
