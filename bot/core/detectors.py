@@ -414,8 +414,13 @@ def completion_ending(matches: Iterable[Any], series: MetricSeries,
     ends_in_marker = ends_training if evaluation_start is None else _no_progress_after(
         done[-1], series, evaluation_start=evaluation_start)
     # an evaluation's bar drawn after the marker (the series reads a bare bar of another total
-    # after one as an evaluation's: bot.core.progress_bars `training_completed`)
-    evaluated = series.last_evaluation is not None and series.last_evaluation.line_no > done[-1]
+    # after one as an evaluation's: bot.core.progress_bars `training_completed`), and not
+    # closed by the training's bar drawn again at its count after it (Lightning's validation
+    # on a stop mid-epoch, then the epoch's bar redrawn with its metrics: `_no_progress_after`)
+    last_eval = series.last_evaluation
+    evaluated = last_eval is not None and last_eval.line_no > done[-1] and not (
+        series.last_iteration_line is not None
+        and series.last_iteration_line > last_eval.line_no)
     return CompletionEnding(marker_line=done[-1], ends_in_marker=ends_in_marker,
                             evaluates_after_marker=ends_in_marker and (
                                 not ends_training or evaluated))

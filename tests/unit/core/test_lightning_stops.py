@@ -80,3 +80,52 @@ def test_a_divergence_stop_is_a_divergence(catalogue, stop, layout, acct):
     d = read_log(catalogue, _layouts(stop)[layout], acct)
     assert (d.class_id, d.decided_by) == ("nan_loss", "signature")
     assert any("Signaling Trainer to stop." in e.text for e in d.evidence)
+
+
+# Trainer(max_time=...): the Timer callback (src/lightning/pytorch/callbacks/timer.py,
+# _check_time_remaining; by default after each training batch, so mid-epoch); before
+# 7e6010fc93 (1.3.4) its message showed the bound method, not the time
+TIME_LIMIT = "Time limit reached. Elapsed time is 1 day, 23:59:01. Signaling Trainer to stop."
+TIME_LIMIT_1_3 = ("Time limit reached. Elapsed time is <bound method Timer.time_elapsed of "
+                  "<pytorch_lightning.callbacks.timer.Timer object at 0x7f3a2c1d5e80>>. "
+                  "Signaling Trainer to stop.")
+MID_EPOCH = "\rEpoch 9:  45%|####5     | 45/100 [00:04<00:05,  9.80it/s, v_num=0]"
+VALIDATION = "\rValidation DataLoader 0: 100%|##########| 20/20 [00:01<00:00, 15.10it/s]\n"
+
+
+@pytest.mark.parametrize("text", [
+    EPOCHS + MID_EPOCH + "\n" + TIME_LIMIT + "\n",
+    EPOCHS + MID_EPOCH + TIME_LIMIT + "\n",
+    # the stop's validation, then the epoch's bar drawn again with its metrics
+    EPOCHS + MID_EPOCH + TIME_LIMIT + "\n" + VALIDATION + MID_EPOCH.replace("v_num=0",
+                                                                            "v_num=0, val_loss=0.2")
+    + "\n",
+    "INFO:lightning.pytorch.callbacks.timer:" + TIME_LIMIT + "\n" + TEARDOWN,
+    EPOCHS + TIME_LIMIT_1_3 + "\n",
+], ids=["own line", "ending the bar's line", "then validation", "logger-prefixed", "lightning 1.3"])
+@pytest.mark.parametrize("acct", [None, DONE], ids=["no accounting", "COMPLETED 0:0"])
+def test_the_max_time_budget_ends_a_finished_run(catalogue, text, acct):
+    """The owner's own training budget reached: a finished run, never the allocation's time
+    limit to resume from (a resume restores the Timer's elapsed time and stops at once)."""
+    d = read_log(catalogue, text, acct)
+    assert d.class_id == "completed"
+    assert acct is not None or d.decided_by == "signature"
+    assert "time_limit" not in d.secondary
+
+
+def test_slurms_time_limit_after_it_is_still_the_time_limit(catalogue):
+    """Slurm killed the job at its --time after Lightning had stopped (a teardown or a test
+    run that outlived the allocation): Slurm's TIMEOUT, not the owner's budget, ended it."""
+    text = (EPOCHS + MID_EPOCH + TIME_LIMIT + "\n"
+            + "slurmstepd: error: *** JOB 4242 ON gpu-a07 CANCELLED AT 2026-12-01T04:00:07 DUE TO "
+            "TIME LIMIT ***\n")
+    acct = Accounting(state="TIMEOUT", exit_code=0, signal=15, elapsed_s=7200.0)
+    assert read_log(catalogue, text, acct).class_id == "time_limit"
+
+
+def test_the_max_time_stop_below_min_epochs_is_no_end(catalogue):
+    text = (EPOCHS + MID_EPOCH + TIME_LIMIT + "\n" + "Trainer was signaled to stop but the "
+            "required `min_epochs=20` or `min_steps=None` has not been met. Training will "
+            "continue...\n")
+    d = read_log(catalogue, text)
+    assert (d.class_id, d.decided_by) == ("none", "progress")
