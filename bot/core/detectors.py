@@ -59,6 +59,16 @@ TRAINING_GOES_ON = re.compile(
     r"Training will continue|^epoch {5}train_loss(?: |$)|^Epoch [0-9]+/[0-9]+ *$"
     r"|\*{5} Running training \*{5}")
 
+# The minimums in Lightning's `Training will continue...` (TRAINING_GOES_ON): `min_epochs=5`
+# and `min_steps=None` (1.5+), `minimum epochs (5) or minimum steps (None)` before
+_LIGHTNING_MINIMUM = re.compile(
+    r"(?:`min_epochs=|minimum epochs \()(?P<epochs>[0-9]+|None)\b.*?"
+    r"(?:`min_steps=|minimum steps \()(?P<steps>[0-9]+|None)\b")
+# Lightning's epoch bar at a line's start (`Epoch 4: 100%|`, epochs counted from 0 since 0.9)
+_LIGHTNING_EPOCH = re.compile(r"^Epoch ([0-9]+):")
+# Lightning's stop messages (EarlyStopping's, the Timer's): `... Signaling Trainer to stop.`
+_LIGHTNING_STOP = "Signaling Trainer to stop"
+
 # Classes whose match in a COMPLETED job's log does not mean the work failed.
 _NOT_FAILURES = frozenset({"completed", "memory_leak", "hang"})
 
@@ -398,18 +408,24 @@ class CompletionEnding:
 
 def completion_ending(matches: Iterable[Any], series: MetricSeries,
                       evaluation_start: int | None = None,
-                      goes_on_at: int | None = None) -> CompletionEnding:
+                      goes_on_at: int | None = None,
+                      goes_on_text: str | None = None) -> CompletionEnding:
     """How the log ends around its last completion marker (`CompletionEnding`), from the
     catalogue matches (in line order), the metric series, the line of the last evaluation
     the framework opened after the last run's first marker (`opens_evaluation`) and the last
     line from there on that says training goes on (`training_goes_on`: after the last marker,
-    the marker was not the end, whatever follows); bot.core.diagnose.scan looks for both from
-    that marker on."""
-    done = [m.line_no for m in matches if m.primary and m.class_id == "completed"]
+    the marker was not the end, whatever follows; `goes_on_text` its text); bot.core.diagnose.scan
+    looks for both from that marker on. A Lightning stop after Lightning's `Training will
+    continue...` below the minimum that line names is no end either (`below_lightning_minimum`)."""
+    done = [m for m in matches if m.primary and m.class_id == "completed"]
     if not done:
         return CompletionEnding()
-    if goes_on_at is not None and goes_on_at > done[-1]:
-        return CompletionEnding(marker_line=done[-1])
+    last = done[-1]
+    if goes_on_at is not None and (goes_on_at > last.line_no or (
+            goes_on_text is not None and _LIGHTNING_STOP in last.text
+            and below_lightning_minimum(last.line_no, series, goes_on_text))):
+        return CompletionEnding(marker_line=last.line_no)
+    done = [m.line_no for m in done]
     ends_training = _no_progress_after(done[-1], series)
     ends_in_marker = ends_training if evaluation_start is None else _no_progress_after(
         done[-1], series, evaluation_start=evaluation_start)
@@ -424,6 +440,30 @@ def completion_ending(matches: Iterable[Any], series: MetricSeries,
     return CompletionEnding(marker_line=done[-1], ends_in_marker=ends_in_marker,
                             evaluates_after_marker=ends_in_marker and (
                                 not ends_training or evaluated))
+
+
+def below_lightning_minimum(stop_line: int, series: MetricSeries, goes_on: str) -> bool:
+    """Was Lightning's stop at `stop_line` signalled below the min_epochs or min_steps that its
+    earlier `Training will continue...` (`goes_on`) names, so that Lightning trains on after it?
+    Since 1.8 that line is logged once per fit (the epoch loop's WarningCache), so a later stop
+    below the minimum has none after it. Lightning stops once `epoch_progress.processed >=
+    min_epochs` and `global_step >= min_steps` (FitLoop._can_stop_early): a stop in epoch N
+    (its bar's `Epoch N:`, from 0) is below min_epochs when N + 1 < min_epochs, whether it came
+    at the epoch's end or mid-epoch; below min_steps when the batches trained by then (the
+    series' iteration, never fewer than the optimizer steps) are fewer. Unknown: not below."""
+    found = _LIGHTNING_MINIMUM.search(normalize_line(goes_on))
+    if found is None:
+        return False
+    min_epochs, min_steps = (None if v == "None" else int(v)
+                             for v in found.group("epochs", "steps"))
+    before = [s for s in series.samples if s.iteration is not None and s.line_no <= stop_line]
+    if not before:
+        return False
+    if min_epochs is not None and (epoch := _LIGHTNING_EPOCH.match(before[-1].text)):
+        if int(epoch.group(1)) + 1 < min_epochs:
+            return True
+    assert before[-1].iteration is not None  # `before` holds samples with an iteration
+    return min_steps is not None and before[-1].iteration < min_steps
 
 
 def training_goes_on(text: str) -> bool:

@@ -178,6 +178,7 @@ def diagnose(
     min_elapsed_s: float = 60.0,
     evaluation_start: int | None = None,
     goes_on_at: int | None = None,
+    goes_on_text: str | None = None,
     closing_shapes: ClosingShapes | None = None,
 ) -> Diagnosis:
     """ONE diagnosis from catalogue matches, the metric series and accounting.
@@ -191,7 +192,8 @@ def diagnose(
     run's first completion marker (Hugging Face Trainer's `***** Running Evaluation *****`:
     bot.core.diagnose.scan finds it), None when there is none; `goes_on_at` the last line
     from there on that says training goes on (bot.core.detectors.TRAINING_GOES_ON:
-    Lightning's `Training will continue...`, a next fit's or train()'s start). `epilogue` is the
+    Lightning's `Training will continue...`, a next fit's or train()'s start), `goes_on_text`
+    that line's text (the minimums a later Lightning stop is read against). `epilogue` is the
     lines before `tail` that may be a PBS or Torque epilogue's (bot.core.diagnose.epilogue:
     the scan keeps them from the log's last EPILOGUE_REACH lines), read with the tail for its
     memory kill. `closing_shapes` is the scan's record of the lines with a closing word
@@ -233,7 +235,7 @@ def diagnose(
     # how the log ends around its completion marker (no training progress after it; an
     # evaluation after it, whose bar is no training progress), read once for the branches
     # below and the silent exit detector
-    completion = completion_ending(matches, series, evaluation_start, goes_on_at)
+    completion = completion_ending(matches, series, evaluation_start, goes_on_at, goes_on_text)
 
     chosen = choose_class(catalogue, failed_classes, state_classes, acct)
     decided_by = (SIGNATURE if chosen in failed_classes else ACCOUNTING) if chosen else PROGRESS

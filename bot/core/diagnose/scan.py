@@ -101,6 +101,7 @@ class LogAnalysis:
         # the line of the last line from there on that says training goes on after a marker
         # (Lightning's `Training will continue...`, fastai's next fit's table header)
         self.goes_on_at: int | None = None
+        self.goes_on_text: str | None = None  # that line's text
         self.bytes = 0
         self._by_class: dict[str, _ClassMatches] = {}
         self._carry = b""
@@ -267,7 +268,7 @@ class LogAnalysis:
         if self.evaluation_start is not None and self.evaluation_start < run_start:
             self.evaluation_start = None
         if self.goes_on_at is not None and self.goes_on_at < run_start:
-            self.goes_on_at = None
+            self.goes_on_at = self.goes_on_text = None
         completed = self._by_class.get("completed")
         marker = next((m.line_no for m in (completed.all() if completed is not None else ())
                        if m.line_no >= run_start), None)
@@ -279,8 +280,18 @@ class LogAnalysis:
         self.evaluation_start = _last_line(
             block, newlines, pos, _EVALUATION_LOCATOR, opens_evaluation, first,
             self.evaluation_start)
+        held: list[str] = []
+
+        def goes_on(text: str) -> bool:
+            if training_goes_on(text):
+                held.append(text)
+                return True
+            return False
+
         self.goes_on_at = _last_line(
-            block, newlines, pos, _GOES_ON_LOCATOR, training_goes_on, first, self.goes_on_at)
+            block, newlines, pos, _GOES_ON_LOCATOR, goes_on, first, self.goes_on_at)
+        if held:
+            self.goes_on_text = held[-1]
 
     def _add_match(self, m: Any) -> None:
         key = (m.class_id, m.line_no)
@@ -326,6 +337,7 @@ class LogAnalysis:
             target_iter=target_iter,
             evaluation_start=self.evaluation_start,
             goes_on_at=self.goes_on_at,
+            goes_on_text=self.goes_on_text,
             closing_shapes=self.closing_shapes,
             **options,
         )

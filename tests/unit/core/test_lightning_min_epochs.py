@@ -67,3 +67,47 @@ def test_it_before_the_runs_first_marker_is_not_kept(catalogue):
     after it ends the run."""
     d = read_log(catalogue, GOES_ON + EPOCHS + STOP)
     assert (d.class_id, d.decided_by) == ("completed", "signature")
+
+
+# Since 1.8 (f3574176e2) the epoch loop logs `Training will continue...` through a
+# WarningCache: once per fit, however many stops come below the minimum. should_stop stays
+# set, EarlyStopping (verbose) logs a stop at each later validation that does not improve,
+# and FitLoop.done stops once `epoch_progress.processed >= min_epochs` (`_can_stop_early`).
+GOES_ON_6 = GOES_ON.replace("min_epochs=5", "min_epochs=6")
+LATER = "Monitored metric val_loss did not improve in the last {k} records. Best score: 0.123. " \
+        "Signaling Trainer to stop.\n"
+
+
+def _epochs(first: int, last: int) -> str:
+    return "".join(EPOCH.format(epoch=e, n=100) for e in range(first, last + 1))
+
+
+def test_a_later_stop_once_the_minimum_is_met_ends_the_run(catalogue):
+    """Epoch 5's stop (the sixth epoch: min_epochs=6 met), nothing after it: completed."""
+    text = (_epochs(0, 3) + LATER.format(k=3) + GOES_ON_6 + _epochs(4, 4) + LATER.format(k=4)
+            + _epochs(5, 5) + LATER.format(k=5))
+    d = read_log(catalogue, text)
+    assert (d.class_id, d.decided_by) == ("completed", "signature")
+    assert d.evidence[-1].text == LATER.format(k=5).rstrip()
+
+
+@pytest.mark.parametrize(("goes_on", "stop_epoch"), [
+    (GOES_ON_6, 4),  # epoch 4 is the fifth: below min_epochs=6, and no second message
+    (GOES_ON_6.replace("`min_epochs=6`", "`min_epochs=None`").replace(
+        "`min_steps=None`", "`min_steps=600`"), 4),  # 500 batches trained: below 600 steps
+    (GOES_ON_1_4.replace("(5)", "(6)", 1), 4),  # before 1.5: the log cut before its next one
+], ids=["min_epochs", "min_steps", "lightning before 1.5"])
+def test_a_later_stop_below_the_minimum_is_no_end(catalogue, goes_on, stop_epoch):
+    """The log cut right at a later stop below the minimum the earlier message named:
+    Lightning trains on (still running), not completed. Before, any later stop ended it."""
+    text = (_epochs(0, 3) + LATER.format(k=3) + goes_on + _epochs(4, stop_epoch)
+            + LATER.format(k=4))
+    d = read_log(catalogue, text)
+    assert (d.class_id, d.decided_by) == ("none", "progress")
+
+
+def test_the_max_time_stop_once_the_minimum_is_met_ends_the_run(catalogue):
+    text = (_epochs(0, 3) + LATER.format(k=3) + GOES_ON_6 + _epochs(4, 5)
+            + "Time limit reached. Elapsed time is 2:00:00. Signaling Trainer to stop.\n")
+    d = read_log(catalogue, text)
+    assert (d.class_id, d.decided_by) == ("completed", "signature")
