@@ -7,10 +7,11 @@ import bisect
 import re
 from copy import copy
 
-from bot.core.launcher_lint.arith import ARITH_RE, LET_RE, and_or_ariths
+from bot.core.launcher_lint.arith import and_or_ariths
 from bot.core.launcher_lint.branches import Branches, Marks, branch_step
 from bot.core.launcher_lint.calls import call_sites
-from bot.core.launcher_lint.empty_match import command_hit, guard_greps
+from bot.core.launcher_lint.commands import CommandWalk, has_candidate
+from bot.core.launcher_lint.empty_match import guard_greps
 from bot.core.launcher_lint.functions import FUNC_NAME_RE, FUNC_RE, FUNC_RE2, FunctionBodies
 from bot.core.launcher_lint.interactive import may_source_startup, startup_sources
 from bot.core.launcher_lint.loop_exits import MAY_LEAVE_RE, LoopExits
@@ -28,7 +29,6 @@ from bot.core.launcher_lint.model import (
     TeeContext,
     Unset,
     either,
-    with_,
 )
 from bot.core.launcher_lint.nounset import may_read_unset, unset_reads
 from bot.core.launcher_lint.options import OptionWalk
@@ -57,57 +57,16 @@ from bot.core.shell_lexer import (
     Memo,
     group_end,
     seed_subshells,
-    shell_words,
     split_top_level,
-    substitutions,
-    word_offsets,
 )
 
-_ASSIGN_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\[[^\]]*\])?\+?=")
-_PREFIX_WORDS = {"time", "command", "builtin", "exec", "nohup", "nice", "env", "stdbuf"}
-_MASKING_WORDS = {"local", "export", "declare", "readonly", "typeset"}
 _CONDITION_KEYWORDS = {"if", "elif", "while", "until"}
-#: A list can only matter if it names one of these commands or opens a group / function
-#: (`set` and `shopt` are tracked before this filter).
-_CANDIDATE_RE = re.compile(
-    r"\b(?:ls|e?grep|fgrep|zgrep|rg|pgrep|ag|find|cat|stat|readlink|realpath|du|wc|head|tail|"
-    r"sort|cp|mv|let|clear)\b|\(\(|^[{(]|\(\s*\)|\bfunction\b"
-)
-#: What a list must contain to need a closer look: a candidate command, a group or function,
-#: or `set` / `shopt`.
-_QUICK_RE = re.compile(_CANDIDATE_RE.pattern + r"|\bset\b|\bshopt\b|\{")
-#: Substrings one of which a word of _CANDIDATE_RE / _QUICK_RE contains; `re` tries those
-#: patterns at every position, so a long text without any of these is decided without them.
-_CANDIDATE_WORDS = ("ls", "grep", "rg", "ag", "find", "cat", "stat", "readlink", "realpath",
-                    "du", "wc", "head", "tail", "sort", "cp", "mv", "let", "function", "clear")
-_QUICK_WORDS = (*_CANDIDATE_WORDS, "set", "shopt")
-_EMPTY_PARENS_RE = re.compile(r"\((?=\s*\))")
-#: Texts shorter than this go straight to the pattern.
-_LONG = 2048
-
-
-def _has_candidate(text: str, quick: bool = False) -> bool:
-    """Does _QUICK_RE (`quick`) or _CANDIDATE_RE match in `text`? Same answer, faster on long
-    texts: the non-word alternatives are looked for directly, the pattern runs only when one
-    of the words is there."""
-    rx = _QUICK_RE if quick else _CANDIDATE_RE
-    if len(text) < _LONG:
-        return rx.search(text) is not None
-    if text[:1] in ("{", "(") or "((" in text or _EMPTY_PARENS_RE.search(text):
-        return True
-    if quick and "{" in text:
-        return True
-    words = _QUICK_WORDS if quick else _CANDIDATE_WORDS
-    return any(w in text for w in words) and rx.search(text) is not None
-
 
 #: A `set` / `shopt` after an and-or list's `&&` / `||` (`[ -n "$STRICT" ] && set -e`).
 _OPTION_AFTER_AND_OR_RE = re.compile(r"(?:&&|\|\|)\s*(?:set|shopt)\s")
 
-
 #: A `{ … }` group after an and-or list's `&&` / `||` (`[ -f x ] && { set -e; }`).
 _GROUP_AFTER_AND_OR_RE = re.compile(r"(?:&&|\|\|)\s*\{\s")
-
 
 #: A `{ … }` group before an and-or list's `&&` / `||` (`{ set -e; } && echo ok`).
 _GROUP_BEFORE_AND_OR_RE = re.compile(r"\}\s*(?:&&|\|\|)")
@@ -118,7 +77,7 @@ _GROUP_LAST_RE = re.compile(r"(?:^|&&|\|\|)\s*\{\s")
 
 
 
-class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells):
+class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWalk):
     """Follows the script list by list with the options `set` / `shopt` turn on and off, and
     collects the commands whose failure on an empty match decides a statement's status.
 
@@ -364,7 +323,7 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells):
                         lst[cut:], lst_off + cut, self.function_calls, self.opts, self.memo,
                         in_condition=bool(frames and frames[-1].in_condition),
                         in_function=self.function is not None, loop_from=self.later_pass_of))
-                if not self.opts.nounset and not (status_only and is_last) and not _has_candidate(
+                if not self.opts.nounset and not (status_only and is_last) and not has_candidate(
                     lst, quick=True
                 ) and not (self.may_tee and "tee" in lst):
                     continue  # nothing here can fail on an empty match or change an option
@@ -408,7 +367,7 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells):
                                         ends_script=idx + 1 >= trailing_from)
                 if status_only and not is_last:
                     continue
-                if not _has_candidate(lst) and not _GROUP_AFTER_AND_OR_RE.search(lst):
+                if not has_candidate(lst) and not _GROUP_AFTER_AND_OR_RE.search(lst):
                     continue  # no command that can fail on an empty match, no group, no function
                 if not status_only and not self.opts.errexit:
                     if not self.opts.nounset:  # (under `set -u` they are collected above)
@@ -597,130 +556,6 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells):
     def _note_guards(self, lst: str) -> None:
         self.guard_greps |= guard_greps(lst)
 
-    # -- an and-or list: `a && b || c`
-    def _and_or(self, lst: str, off: int, errexit_mode: bool) -> list[Hit]:
-        hits: list[Hit] = []
-        elements = split_top_level(lst, off, ("&&", "||"), self.memo)
-        for i, (pipeline, p_off, op) in enumerate(elements):
-            if op == "||":
-                continue  # `a || b`: a failing a is handled
-            if errexit_mode and op == "&&":
-                self._note_guards(pipeline)
-                continue  # errexit ignores all but the last command of an && list
-            if i > 0 and elements[i - 1][2] == "||" and _is_trivial(pipeline):
-                continue
-            # `[ -f x ] && { set +e; … }`: bash runs the group or not
-            before = copy(self.opts) if i > 0 and pipeline.lstrip().startswith("{") else None
-            hits.extend(self._pipeline(pipeline, p_off, errexit_mode))
-            if before is not None:
-                self.opts = either([before, self.opts])
-        return hits
-
-    def _pipeline(self, pipeline: str, off: int, errexit_mode: bool) -> list[Hit]:
-        cmds = split_top_level(pipeline, off, ("|",), self.memo)
-        hits: list[Hit] = []
-        last = len(cmds) - 1
-        for i, (cmd, c_off, _op) in enumerate(cmds):
-            if i != last and not self.opts.pipefail:
-                continue  # without pipefail only the last command's status counts
-            lead = len(cmd) - len(cmd.lstrip())
-            arith_from = len(self.arith)
-            self.in_subshell += last > 0
-            found = self._command(cmd.strip(), c_off + lead, i == last, len(cmds) > 1,
-                                  errexit_mode)
-            self.in_subshell -= last > 0
-            if i != last and self.opts.pipefail_partial:
-                self._partial_stops(arith_from, pipefail=True)
-            if found:
-                upstream = " | ".join(c.strip() for c, _o, _p in cmds[:i])
-                hits.extend(with_(hit, upstream=hit.upstream or upstream,
-                                  pipe_only=hit.pipe_only or i != last) for hit in found)
-        return hits
-
-    def _command(
-        self, cmd: str, off: int, is_last: bool, in_pipe: bool, errexit_mode: bool
-    ) -> list[Hit]:
-        if not cmd or cmd.startswith("!"):
-            return []
-        if not _has_candidate(cmd, quick=True) and not (self.opts.nounset and may_read_unset(cmd)):
-            return []  # no candidate command, group, function or option inside
-        if cmd.startswith("(("):
-            m = ARITH_RE.match(cmd)
-            if m and errexit_mode:
-                self.arith.append(Arith(off, cmd, m.group(1), self.opts.errexit_partial,
-                                        self.later_pass_of, m.group(2).startswith("="),
-                                        self.opts.nounset,
-                                        errexit_in_body=self.opts.errexit_in_body,
-                                        errexit_in_body_partial=self.opts.errexit_in_body_partial))
-            return []
-        if cmd.startswith("{") or cmd.startswith("("):
-            end = group_end(cmd, 0, off, self.memo)
-            if cmd[0] == "(":
-                saved = Opts(**vars(self.opts))
-                first = len(self.arith)
-                self.in_subshell += 1
-                inner = self.script(cmd[1 : end - 1], off + 1, status_only=not errexit_mode)
-                self.in_subshell -= 1
-                self.opts = saved  # a subshell's `set` does not leak out
-                for a in self.arith[first:]:  # … nor its `set -e` to the function's body: the
-                    a.errexit_in_body &= saved.errexit_in_body  # subshell's status is the call's
-                    a.errexit_in_body_partial = saved.errexit_in_body_partial
-                return inner
-            return self.script(cmd[1 : end - 1], off + 1, status_only=not errexit_mode)
-        m = FUNC_RE.match(cmd) or FUNC_RE2.match(cmd)
-        if m:
-            hits: list[Hit] = []
-            self._function_body(cmd, off, m, hits)
-            return hits
-        words = shell_words(cmd, off, self.memo)
-        if not words or words[0].startswith("[") or words[0] == "test":
-            return []
-        if words[0] in _MASKING_WORDS:
-            return []  # `local X=$(…)` returns local's status, not the substitution's
-        let = LET_RE.match(cmd)
-        if let and errexit_mode:
-            self.arith.append(Arith(off, cmd, let.group(1), self.opts.errexit_partial,
-                                    self.later_pass_of, let.group(2).startswith("="),
-                                    self.opts.nounset,
-                                    errexit_in_body=self.opts.errexit_in_body,
-                                    errexit_in_body_partial=self.opts.errexit_in_body_partial))
-            return []
-        positions = word_offsets(cmd, words)
-        k = 0
-        while k < len(words) and _ASSIGN_RE.match(words[k]):
-            k += 1
-        if k == len(words):  # bare assignment: its status is the last substitution's
-            for w, pos in zip(reversed(words), reversed(positions), strict=True):
-                subs = substitutions(w, off + pos, self.memo)
-                if subs:
-                    body, s_off = subs[-1]
-                    self.in_subshell += 1
-                    inner = self.script(
-                        body, off + pos + s_off, status_only=not self.opts.inherit_errexit
-                    )
-                    self.in_subshell -= 1
-                    var = w.split("=", 1)[0].split("[", 1)[0].rstrip("+")
-                    return [with_(h, in_substitution=True, variable=h.variable or var)
-                            for h in inner]
-            return []
-        while k < len(words) and words[k] in _PREFIX_WORDS:
-            k += 1
-        if k >= len(words):
-            return []
-        if k and words[k][:1] in "{(":  # `time { … }`: the group decides the status
-            return self._command(cmd[positions[k]:], off + positions[k], is_last, in_pipe,
-                                 errexit_mode)
-        name = words[k].rsplit("/", 1)[-1]
-        if name == "clear" and errexit_mode:
-            self.interactive.append(Interactive(off, cmd, "clear", self.opts.errexit_partial))
-            return []
-        hit = command_hit(name, words[k + 1 :], cmd, off, is_last, in_pipe, self.opts,
-                          self.guard_greps)
-        if hit is None:
-            return []
-        return [with_(hit, function=self.function, errexit_partial=self.opts.errexit_partial,
-                      pipefail=self.opts.pipefail, pipefail_partial=self.opts.pipefail_partial)]
-
 
 
 def _trailing_from(lists: list[tuple[str, int, str]]) -> int:
@@ -730,10 +565,6 @@ def _trailing_from(lists: list[tuple[str, int, str]]) -> int:
     while k > 0 and TRAILING_RE.match(lists[k - 1][0].strip()):
         k -= 1
     return k
-
-
-def _is_trivial(pipeline: str) -> bool:
-    return pipeline.strip() in {"true", ":", "exit 0", "return 0"}
 
 
 def scan(script_text: str, code: str) -> Scan:

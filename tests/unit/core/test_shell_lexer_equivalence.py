@@ -11,7 +11,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bot.core import shell_lexer as lex
-from bot.core.launcher_lint import engine
+from bot.core.launcher_lint import commands
 
 PIECES = ["$(", "${", "$((", "(", ")", "{ ", "{", "}", '"', "'", "`", "\\", "#", " ", "\n",
           ";", "&&", "||", "|", "&", ";;", "a", "ls *", "$", "x=", "<<EOF\n", "EOF\n", "\t",
@@ -63,8 +63,8 @@ WORDS = ["ls", "xls", "grep", "egrep", "rg", "cat", "concat", "let", "function",
 @given(st.lists(st.sampled_from(WORDS), max_size=40).map("".join),
        st.integers(min_value=0, max_value=3000))
 def test_the_walks_candidate_check_answers_as_its_patterns_do(text, pad):
-    # the walk's shortcut for long lists (engine._has_candidate) against the patterns it stands
+    # the walk's shortcut for long lists (commands.has_candidate) against the patterns it stands
     # for, on short texts and on texts padded past its length threshold
     for t in (text, "$(" * pad + text + ")" * pad, text + " " * 2048):
-        assert engine._has_candidate(t) == bool(engine._CANDIDATE_RE.search(t))
-        assert engine._has_candidate(t, quick=True) == bool(engine._QUICK_RE.search(t))
+        assert commands.has_candidate(t) == bool(commands._CANDIDATE_RE.search(t))
+        assert commands.has_candidate(t, quick=True) == bool(commands._QUICK_RE.search(t))
