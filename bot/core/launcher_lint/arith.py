@@ -576,6 +576,13 @@ def _finding(a: Arith, line: int, value: str | None,
     elif a.assigns_zero:
         text = N_("line %(line)s: `%(command)s` sets `%(var)s` to 0 and evaluates to 0, so its "
                   "status is 1: %(under)s the launcher stops right here: %(slurm)s", **said)
+    elif unset and a.nounset and a.pipefail_partial:
+        # (in a pipeline's element before the last: `set -u` ends that element's subshell,
+        # which stops the launcher only where `pipefail` is on)
+        text = N_("line %(line)s: `%(command)s` reads `%(var)s`, which nothing in the script "
+                  "sets (only the job's environment could): under `set -u` bash ends this "
+                  "pipeline's element right here with `%(var)s: unbound variable`, and "
+                  "%(under)s the launcher stops with it: %(slurm)s", **said)
     elif unset and a.nounset:
         text = N_("line %(line)s: `%(command)s` reads `%(var)s`, which nothing in the script "
                   "sets (only the job's environment could): under `set -u` bash stops right "

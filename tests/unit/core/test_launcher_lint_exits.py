@@ -292,6 +292,38 @@ def test_the_warning_for_pipefail_on_some_paths_only_names_pipefail(tmp_path, bo
     assert korean in render_text(found[0].text, translator("ko").gettext)
 
 
+_NOUNSET_PIPEFAIL_SOME = (
+    "under `set -u` bash ends this pipeline's element right here with `n: unbound variable`, "
+    "and under `set -e`, when `pipefail` is on (only some branches or loop passes before this "
+    "line turn `pipefail` on), the launcher stops with it",
+    "`set -u`에서는 bash가 바로 여기서 `n: unbound variable`로 이 파이프라인 요소를 끝내고, "
+    "`set -e`에서 `pipefail`이 켜져 있을 때(이 줄 앞의 일부 분기나 반복 회차에서만 `pipefail`이 "
+    "켜짐) 런처도 함께 멈춥니다")
+
+
+@pytest.mark.parametrize("body", [
+    # an unbound counter under `set -u` in a pipeline's element before the last, pipefail on
+    # some paths only: the warning says so, as the one for a counter at 0 does (it said "under
+    # `set -u` bash stops right here", as if on every run)
+    f"set -eu\n{_MAYBE_PIPEFAIL}if true; then ((n++)); fi | cat\n",
+    f"set -eu\n{_MAYBE_PIPEFAIL}while true; do ((n++)); break; done | cat\n",
+    f"set -eu\n{_MAYBE_PIPEFAIL}{{ ((n++)); }} | cat\n",
+])
+def test_the_unbound_counter_warning_for_pipefail_on_some_paths_says_so(tmp_path, body):
+    from bot.core.text import render_text
+    from bot.slack.render import translator
+
+    _reads_as_bash_runs(tmp_path, body, "warn")
+    script = f"#!/bin/bash\n{body}"
+    found = [f for f in lint_launcher(script)
+             if f.check in (CHECK_ARITH_ZERO, CHECK_ARITH_UNSET) and f.level != "pass"]
+    assert found[0].check == CHECK_ARITH_UNSET
+    english, korean = _NOUNSET_PIPEFAIL_SOME
+    assert english in found[0].message
+    assert korean in render_text(found[0].text, translator("ko").gettext)
+    assert "bash stops right here" not in found[0].message
+
+
 @pytest.mark.parametrize(("body", "level"), [
     # a loop's next pass follows on the runs that take no `exit` bash may skip in its body,
     # nor a `break` that leaves it: a counter that reads what the body's end left stops bash
