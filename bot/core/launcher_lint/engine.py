@@ -35,6 +35,7 @@ from bot.core.launcher_lint.options import OptionWalk
 from bot.core.launcher_lint.pipe_subshells import PipeSubshells
 from bot.core.launcher_lint.positional import may_read_positional, positional_reads
 from bot.core.launcher_lint.script_exits import (
+    and_or_group_ends_shell,
     certainly_ends_shell,
     group_ends_shell,
     may_end_shell,
@@ -395,6 +396,14 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
                 if group_ends_shell(group, off + lead + len(whole) - len(group), self.memo,
                                     self.ended_groups, lists[idx - 1][0] if idx else ""):
                     ended = self._ends_shell(frames, hits, off + lead + len(whole))
+                elif "&&" in group or "||" in group:  # (`[ … ] && { exit 0; }`)
+                    runs = and_or_group_ends_shell(group, off + lead + len(whole) - len(group),
+                                                   self.memo, self.ended_groups,
+                                                   self.script_text)
+                    if runs == "always":
+                        ended = self._ends_shell(frames, hits, off + lead + len(whole))
+                    elif runs == "maybe":
+                        self._maybe_exits(frames, [off + lead + len(whole)])
             if ended is not None:  # (the rest of this text never runs)
                 self.never_run.append((ended, base + len(text)))
                 self.ended_groups.add(base)

@@ -71,6 +71,22 @@ def group_ends_shell(command: str, off: int, memo: Memo, ended: set[int], before
     return not _REDIRECTION_RE.sub("", command[end:]).strip()
 
 
+def and_or_group_ends_shell(command: str, off: int, memo: Memo, ended: set[int], text: str
+                            ) -> str | None:
+    """Is `command` (an and-or list at `off`, run in the foreground) one whose last element is
+    a `{ … }` group that ends the shell (group_ends_shell: `[ … ] && { …; exit 0; }`)? "always"
+    when bash runs it whenever it reaches the list, as the commands before its `&&` / `||` say
+    (`true && { exit 0; }`), "maybe" when it may run or skip it, as for `[ … ] && exit 0`
+    (may_end_shell); None otherwise (no such group, or one bash never runs)."""
+    *heads, (last, last_off, _op) = split_top_level(command, off, ("&&", "||"), memo)
+    group = last.lstrip()
+    if not heads or not group_ends_shell(group, last_off + len(last) - len(group), memo, ended,
+                                         ""):
+        return None
+    runs = runs_after(heads, text)
+    return "always" if runs is True else "maybe" if runs is None else None
+
+
 @functools.lru_cache(maxsize=8)
 def _redefined(text: str) -> bool:
     """Does the script `text` define a function named `exit` or `exec`? Read once per

@@ -79,6 +79,8 @@ def test_nothing_past_an_exit_bash_always_runs_is_read_as_run(tmp_path, body, le
     ("set -e\nn=0\nwhile true; do { exit 0; }; done\n((n++))\n", None),
     # … a `{ …; exit; }` group, alone or redirected, in a branch, nested, with an `if` in it
     ("set -e\nn=0\n{ echo a; exit 0; }\n((n++))\n", None),
+    ("set -e\nn=0\ntrue && { echo a; exit 0; }\n((n++))\n", None),
+    ("set -e\nn=0\nfalse || { exit 3; }\n((n++))\n", None),
     ("set -e\nn=0\n{ echo a; exit 0; } > /dev/null\n((n++))\n", None),
     ("n=0\n{ echo a; exit 0; }\nset -e\n((n++))\n", None),
     ("set -e\nn=0\n{ { exit 0; }; }\n((n++))\n", None),
@@ -105,6 +107,7 @@ def test_nothing_past_a_loop_or_group_that_always_exits_is_read_as_run(tmp_path,
     'set -e\nn=0\ncase "${X:-}" in 1) exit 0;; esac\n((n++))\n',
     'set -e\nn=0\ncase "${X:-}" in 1) exit 0;& *) :;; esac\n((n++))\n',
     'set -e\nn=0\n[ -n "${X:-}" ] && if true; then exit 0; fi\n((n++))\n',
+    'set -e\nn=0\n[ -n "${X:-}" ] && { exit 0; }\n((n++))\n',
 ])
 def test_a_counter_past_an_exit_bash_may_skip_is_reported_as_before(tmp_path, body):
     """Past an `exit` bash may skip, the counter stops bash on each run that reaches it (X
@@ -343,8 +346,18 @@ def test_the_unbound_counter_warning_for_pipefail_on_some_paths_says_so(tmp_path
     ('set -e\nn=5\nfor i in 1 2; do ((n++)); n=0; [ -n "${X:-}" ] && break; done\n', "warn"),
     ('set -e\nn=5\nfor i in 1 2; do ((n++)); n=0; if [ -n "${X:-}" ]; then break; fi; done\n',
      "warn"),
+    # … a `{ …; exit; }` group after `&&` / `||` as well, as the `exit` alone (it said `fail`)
+    ('set -e\nn=5\nfor i in 1 2; do ((n++)); n=0; [ -n "${X:-}" ] && { exit 0; }; done\n',
+     "warn"),
+    ('set -e\nn=5\nfor i in 1 2; do ((n++)); n=0; [ -n "${X:-}" ] && { echo a; exit 0; }; '
+     "done\n", "warn"),
+    ('set -e\nn=5\nfor i in 1 2; do ((n++)); [ -n "${X:-}" ] || { exit 0; }; n=0; done\n',
+     "warn"),
+    ('set -e\nn=5\nwhile true; do ((n++)); n=0; [ -n "${X:-}" ] && { { exit 0; }; }; done\n',
+     "warn"),
     # … and none where the first pass always exits
     ("set -e\nn=5\nfor i in 1 2; do ((n++)); n=0; exit 0; done\n", None),
+    ("set -e\nn=5\nfor i in 1 2; do ((n++)); n=0; true && { exit 0; }; done\n", None),
     ('set -e\nn=5\nfor i in 1 2; do ((n++)); n=0; if [ -n "${X:-}" ]; then exit 0; else exit 3; '
      "fi; done\n", None),
     # … not one in a subshell, a `continue` (the next pass follows), nor a `break` of an
@@ -359,6 +372,9 @@ def test_the_unbound_counter_warning_for_pipefail_on_some_paths_says_so(tmp_path
      "fail"),
     ('set -e\nn=5\nfor i in 1 2; do ((n++)); n=0; [ -n "${X:-}" ] && exit 0 | cat; done\n',
      "fail"),
+    ('set -e\nn=5\nfor i in 1 2; do ((n++)); n=0; [ -n "${X:-}" ] && { exit 0; } | cat; '
+     "done\n", "fail"),
+    ("set -e\nn=5\nfor i in 1 2; do ((n++)); n=0; true || { exit 0; }; done\n", "fail"),
 ])
 def test_a_loops_next_pass_past_an_exit_or_break_bash_may_skip_is_on_some_runs_only(
         tmp_path, body, level):
