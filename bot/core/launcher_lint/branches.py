@@ -90,6 +90,8 @@ class Branches:
     # or group around it), the rest of the body never runs: what the walk had collected there,
     # where it is, and the options there (those the pass leaves with)
     left: tuple[Marks, int, Opts] | None = None
+    # … where that `break` / `continue` list ended, kept past `done` (_one_pass)
+    left_at: int | None = None
     # an `if`'s: the walk is in a branch bash runs whenever it reaches the `if` (the first,
     # after a condition that always succeeds, `if true`; an `else` after `if false`)
     certain: bool = False
@@ -237,7 +239,7 @@ def branch_step(walk: BranchWalk, frames: list[Branches], step: str, patterns: s
         marks, left_at, left_opts = frame.left
         walk.forget(marks, hits)
         walk.never_run.append((left_at, key[0]))
-        walk.opts, frame.left = copy(left_opts), None
+        walk.opts, frame.left, frame.left_at = copy(left_opts), None, left_at
     if frame.branch_from is not None:  # the branch before this step ends here
         if frame.dead is None:  # (one bash never runs is no branch: model.Scan.constructs)
             frame.spans.append((frame.branch_from, key[0]))
@@ -330,7 +332,7 @@ def branch_step(walk: BranchWalk, frames: list[Branches], step: str, patterns: s
             frame.exit_at = None  # (a `break` / `continue` before it may leave the loop)
         if leave is not None and not walk.text.startswith("continue", leave):
             walk.left_loops.add(frame.key[0])  # (its next pass: on some runs only)
-        if frame.exit_at is not None:
+        if frame.exit_at is not None or _one_pass(walk, frame, key[0]):
             walk.one_pass.add(frame.key[0])  # (… or never)
     walk.constructs[frame.key] = (tuple(frame.spans), frame.exhaustive)
     if frame.kind == "if" or frame.kind == "case" and not frame.chained:
@@ -358,6 +360,33 @@ def branch_step(walk: BranchWalk, frames: list[Branches], step: str, patterns: s
         [copy(walk.opts)] if frame.in_branch and not dead else [])
     walk.opts = either(ways_out + ([frame.skipped] if frame.skipped else []))
     return None
+
+
+def _one_pass(walk: BranchWalk, loop: Branches, done: int) -> bool:
+    """Does every pass through the loop's body (to `done`) that gets to its end of its own
+    leave the loop first: a `break` / `return` of its body's own that bash always runs
+    (Branches.left_at: `…; break; done`, an `if` each branch of which breaks), with no `continue`
+    before it that leaves this loop (one in a subshell or an inner loop does not)? Then no pass
+    follows the first."""
+    if loop.left_at is None or loop.dead is not None or not loop.spans:
+        return False
+    end = loop.left_at
+    inert = sorted(loop.inert)
+    k = 0
+    leave = loop_leaves_at(walk.text, loop.spans[0][0], done)
+    found = False
+    while leave is not None and leave < end:
+        while k < len(inert) and inert[k][1] <= leave:
+            k += 1
+        if k < len(inert) and inert[k][0] <= leave:  # (one that leaves no loop of this shell)
+            leave = loop_leaves_at(walk.text, inert[k][1], done)
+            continue
+        if _leaves_past(walk, loop.key[0], leave, done):
+            if walk.text.startswith("continue", leave):
+                return False
+            found = True
+        leave = loop_leaves_at(walk.text, leave + 1, done)
+    return found
 
 
 def _leaving(walk: BranchWalk, loop: Branches, done: int) -> int | None:

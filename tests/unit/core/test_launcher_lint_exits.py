@@ -385,3 +385,30 @@ def test_a_loops_next_pass_past_an_exit_or_break_bash_may_skip_is_on_some_runs_o
                  if f.check in (CHECK_ARITH_ZERO, CHECK_ARITH_UNSET) and f.level != "pass"]
         assert "on some runs only (branches of the body decide which value it leaves)" in (
             found[0].message)
+
+
+@pytest.mark.parametrize(("body", "level"), [
+    # a `break` bash always runs in the loop's body (at its end, in each branch of an `if` /
+    # `case` that always runs one, in a group of the body, after `true &&`) ends the first pass:
+    # there is no next pass, and no counter reads what the body's end left (it said `warn`, or
+    # `fail` where the body may not run)
+    ("set -e\nn=5\nfor i in 1 2; do ((n++)); n=0; break; done\n", None),
+    ("set -e\nn=5\nwhile true; do ((n++)); n=0; break; done\n", None),
+    ('set -e\nn=5\nwhile [ -z "${Y:-}" ]; do ((n++)); n=0; break; done\n', None),
+    ('set -e\nn=5\nfor i in 1 2; do ((n++)); n=0; if [ -n "${X:-}" ]; then break; else break; '
+     "fi; done\n", None),
+    ("set -e\nn=5\nfor i in 1 2; do ((n++)); n=0; { break; }; done\n", None),
+    ("set -e\nn=5\nfor i in 1 2; do ((n++)); n=0; true && break; done\n", None),
+    ("set -e\nn=5\nfor i in 1 2; do ((n++)); n=0; for j in 1; do break 2; done; done\n", None),
+    # … a `continue` in a subshell or an inner loop before it changes nothing
+    ("set -e\nn=5\nfor i in 1 2; do ((n++)); n=0; ( continue ); break; done\n", None),
+    ("set -e\nn=5\nfor i in 1 2; do ((n++)); n=0; for j in 1 2; do continue; done; break; done\n",
+     None),
+    # … but not a `break` bash may skip, one in a subshell, or a `continue`: the next pass
+    # follows, as before
+    ('set -e\nn=5\nfor i in 1 2; do ((n++)); n=0; [ -n "${X:-}" ] && break; done\n', "warn"),
+    ("set -e\nn=5\nfor i in 1 2; do ((n++)); n=0; break | cat; done\n", "fail"),
+    ("set -e\nn=5\nfor i in 1 2; do ((n++)); n=0; continue; done\n", "fail"),
+])
+def test_a_loop_whose_body_always_breaks_has_no_next_pass(tmp_path, body, level):
+    _counter_stops_bash_as_the_level_says(tmp_path, body, level)
