@@ -328,8 +328,12 @@ def branch_step(walk: BranchWalk, frames: list[Branches], step: str, patterns: s
         passes = loop_passes(walk.text, frame.key[0], key[0])
         frame.exhaustive = loop_runs(walk.text, frame.key[0], key[0])  # its body runs
         leave = _leaving(walk, frame, key[0]) if frame.exhaustive and frame.spans else None
-        if leave is not None and frame.exit_at is not None and leave < frame.exit_at:
-            frame.exit_at = None  # (a `break` / `continue` before it may leave the loop)
+        if leave is not None and frame.exit_at is not None and leave < frame.exit_at and any(
+                not walk.text.startswith("return", at)
+                for at in _leaves(walk, frame, key[0], frame.exit_at)):
+            # (a `break` / `continue` before it may leave the loop; a `return` leaves the
+            # function's body, which is what such an `exit_at` ends in a function)
+            frame.exit_at = None
         if leave is not None and not walk.text.startswith("continue", leave):
             walk.left_loops.add(frame.key[0])  # (its next pass: on some runs only)
         if frame.exit_at is not None or _one_pass(walk, frame, key[0]):
@@ -370,11 +374,18 @@ def _one_pass(walk: BranchWalk, loop: Branches, done: int) -> bool:
     follows the first."""
     if loop.left_at is None or loop.dead is not None or not loop.spans:
         return False
-    end = loop.left_at
+    leaves = _leaves(walk, loop, done, loop.left_at)
+    return bool(leaves) and not any(walk.text.startswith("continue", at) for at in leaves)
+
+
+def _leaves(walk: BranchWalk, loop: Branches, done: int, end: int) -> list[int]:
+    """Where each `break` / `continue` / `return` in the loop's body (to `done`) before `end`
+    that leaves it starts: not one in a subshell (Branches.inert), nor one an inner loop
+    holds that leaves only that one (_leaves_past)."""
+    found: list[int] = []
     inert = sorted(loop.inert)
     k = 0
     leave = loop_leaves_at(walk.text, loop.spans[0][0], done)
-    found = False
     while leave is not None and leave < end:
         while k < len(inert) and inert[k][1] <= leave:
             k += 1
@@ -382,9 +393,7 @@ def _one_pass(walk: BranchWalk, loop: Branches, done: int) -> bool:
             leave = loop_leaves_at(walk.text, inert[k][1], done)
             continue
         if _leaves_past(walk, loop.key[0], leave, done):
-            if walk.text.startswith("continue", leave):
-                return False
-            found = True
+            found.append(leave)
         leave = loop_leaves_at(walk.text, leave + 1, done)
     return found
 

@@ -309,7 +309,8 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
                     self._leaving_list(frames, hits, lst[cut:], lst_off + cut, closed_left,
                                        lst_off + len(lst))
                 if _op != "&" and (closed_exit or tail is None and certainly_ends_shell(
-                        lst[cut:], lst_off + cut, self.memo, self.script_text)):
+                        lst[cut:], lst_off + cut, self.memo, self.script_text,
+                        self.function is not None)):
                     ended = self._ends_shell(frames, hits, lst_off + len(lst))
                 if frames and frames[-1].kind == "if" and not frames[-1].in_branch:
                     # a list of the condition: the last one decides its status

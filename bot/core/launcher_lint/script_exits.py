@@ -17,33 +17,40 @@ from bot.core.shell_lexer import Memo, group_end, split_top_level
 
 #: `exit` with its status, or none (`exit`, `exit 3`, `exit "$rc"`).
 _EXIT_RE = re.compile(r"exit(?:[ \t]+[^\s;&|<>()]+)?[ \t]*")
+#: `return` with its status, or none.
+_RETURN_RE = re.compile(r"return(?:[ \t]+[^\s;&|<>()]+)?[ \t]*")
 #: `exec` and what follows it.
 _EXEC_RE = re.compile(r"exec(?:[ \t]+(.*))?", re.S)
 #: A redirection (`>log`, `2>&1`, `&>> out`, `< in`, `3<> f`) and its word.
 _REDIRECTION_RE = re.compile(r"[0-9]*(?:>>|>&|<&|&>>|&>|>\||<>|>|<)[ \t]*[^\s;&|<>()]+")
 #: A function's name alone on its line, its body's `{` on the next (`f()`, `function f`).
 _FUNCTION_HEAD_RE = re.compile(r"(?:function\s+)?[A-Za-z_][\w:-]*\s*\(\s*\)|function\s+\S+")
-#: A function the script defines named `exit` or `exec` (bash would call it).
-_REDEFINED_RE = re.compile(r"(?:^|[\s;&|({])(?:function\s+(?:exit|exec)(?![\w:-])"
-                           r"|(?:exit|exec)\s*\(\s*\))")
+#: A function the script defines named `exit`, `exec` or `return` (bash would call it).
+_REDEFINED_RE = re.compile(r"(?:^|[\s;&|({])(?:function\s+(?:exit|exec|return)(?![\w:-])"
+                           r"|(?:exit|exec|return)\s*\(\s*\))")
 
 
-def ends_shell(command: str) -> bool:
-    """Is `command` (one simple command) an `exit`, or an `exec` of a command?"""
-    if _EXIT_RE.fullmatch(command):
+def ends_shell(command: str, in_function: bool = False) -> bool:
+    """Is `command` (one simple command) an `exit`, or an `exec` of a command? In a function's
+    body (`in_function`), a `return` too: it ends the body's text as `exit` ends the script's
+    (outside one bash refuses it and goes on)."""
+    if _EXIT_RE.fullmatch(command) or in_function and _RETURN_RE.fullmatch(command):
         return True
     m = _EXEC_RE.fullmatch(command)
     return m is not None and bool(_REDIRECTION_RE.sub("", m.group(1) or "").strip())
 
 
-def certainly_ends_shell(command: str, off: int, memo: Memo, text: str) -> bool:
+def certainly_ends_shell(command: str, off: int, memo: Memo, text: str,
+                         in_function: bool = False) -> bool:
     """Is `command` (an and-or list at `off`, run in the foreground) an `exit` / `exec`
-    (ends_shell) that bash always runs: alone or after `&&` / `||` of commands whose status
-    bash's semantics decide, in the script `text` that defines no function of that name?"""
-    if "exit" not in command and "exec" not in command:
+    (ends_shell; a `return` too `in_function`, which ends the function's body) that bash
+    always runs: alone or after `&&` / `||` of commands whose status bash's semantics decide,
+    in the script `text` that defines no function of that name?"""
+    if "exit" not in command and "exec" not in command and not (
+            in_function and "return" in command):
         return False
     *heads, (last, _o, _op) = split_top_level(command, off, ("&&", "||"), memo)
-    return (ends_shell(last.strip()) and runs_after(heads, text) is True
+    return (ends_shell(last.strip(), in_function) and runs_after(heads, text) is True
             and not _redefined(text))
 
 

@@ -412,3 +412,40 @@ def test_a_loops_next_pass_past_an_exit_or_break_bash_may_skip_is_on_some_runs_o
 ])
 def test_a_loop_whose_body_always_breaks_has_no_next_pass(tmp_path, body, level):
     _counter_stops_bash_as_the_level_says(tmp_path, body, level)
+
+
+@pytest.mark.parametrize(("body", "level"), [
+    # a `return` bash always runs in a function's body leaves it: nothing past it in the body
+    # runs on that path, as past an `exit` (it said `fail`), also where a loop's first pass, an
+    # `if` that always runs a branch, or a group of the body returns
+    ("set -e\nn=0\nf() { while true; do return; exit 0; done; ((n++)); }\nf\n", None),
+    ("set -e\nn=0\nf() { while true; do return; done; ((n++)); }\nf\n", None),
+    ("set -e\nn=0\nf() { return; ((n++)); }\nf\n", None),
+    ("set -e\nn=0\nf() { return 0; ((n++)); }\nf\n", None),
+    ("set -e\nn=0\nf() { if true; then return; fi; ((n++)); }\nf\n", None),
+    ("set -e\nn=0\nf() { { echo a; return; }; ((n++)); }\nf\n", None),
+    ("set -e\nn=0\nf() { for i in 1 2; do [ -n \"${X:-}\" ] && return 0; exit 0; done; "
+     "((n++)); }\nf\n", None),
+    # … not one in a subshell, a `break` before it, nor what follows the call
+    ("set -e\nn=0\nf() { ( return ); ((n++)); }\nf\n", "fail"),
+    ("set -e\nn=0\nf() { return | cat; ((n++)); }\nf\n", "fail"),
+    ("set -e\nn=0\nf() { while true; do break; return; done; ((n++)); }\nf\n", "fail"),
+    ("set -e\nn=0\nf() { return; }\nf\n((n++))\n", "fail"),
+])
+def test_nothing_past_a_return_bash_always_runs_in_a_function_is_read_as_run(
+        tmp_path, body, level):
+    _counter_stops_bash_as_the_level_says(tmp_path, body, level)
+
+
+def test_a_counter_past_a_return_bash_may_skip_is_reported_as_before(tmp_path):
+    """Past a `return` bash may skip, the counter stops bash on each run that reaches it (X
+    empty; with X=1 the function returns first): `fail`, as past a skippable `exit`."""
+    script = '#!/bin/bash\nset -e\nn=0\nf() { [ -n "${X:-}" ] && return; ((n++)); }\nf\n'
+    launch = tmp_path / "launch.sh"
+    launch.write_text(script)
+    codes = [subprocess.run(["bash", str(launch)], capture_output=True, timeout=20,
+                            env={"PATH": "/usr/bin:/bin", "X": x}).returncode for x in ("", "1")]
+    assert codes == [1, 0]
+    found = [f for f in lint_launcher(script)
+             if f.check in (CHECK_ARITH_ZERO, CHECK_ARITH_UNSET) and f.level != "pass"]
+    assert [(f.level, f.line) for f in found] == [("fail", 4)]
