@@ -19,6 +19,7 @@ from typing import Any, NamedTuple
 from bot.core.findings import Finding, Level
 from bot.core.launcher_lint.branches import (
     Step,
+    last_to_run,
     path_index,
 )
 from bot.core.launcher_lint.calls import outermost_calls, values_at_calls
@@ -202,11 +203,15 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
                     apart_at = {pos for pos, _kind in siblings}
                     before = all_before = before.without(apart_at) if isinstance(
                         before, Before) else [(pos, v) for pos, v in before if pos not in apart_at]
+                may_hold = before
                 if len(before) > 1:  # which of them holds here: through the branches on the way
                     before, every_run = before.left_at_end(a.offset) if isinstance(
                         before, Before) else left_at_end(list(before), before[0][0], a.offset,
                                                          scan.constructs, path_of)
                     set_partly = None if every_run else before[-1][0]
+                    if every_run and _counted_where_last(a, may_hold, before, counts,
+                                                         counted_at[a.variable], scan, path_of):
+                        set_partly = before[-1][0]
                 if (before and before[-1][1] is not None and ZERO_RE.fullmatch(before[-1][1])
                         and (counted := counts.since(a, before[-1][0]))):
                     # (a count matters to a 0 only: "08" stays, any other value stops nothing)
@@ -299,6 +304,29 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
     return findings
 
 
+
+
+def _counted_where_last(a: Arith, may_hold: Sequence[tuple[int, str | None]],
+                        left: list[tuple[int, str | None]], counts: Counts,
+                        counted: list[int], scan: Scan,
+                        path_of: Callable[[int], tuple[Step, ...]]) -> bool:
+    """`left` (left_at_end's: the assignment that stops `a` on every run) is a 0 with no count
+    since it, but may be skipped on the way to `a` (a `break` before it: `n=0; ((n++)) || true;
+    [ … ] && break; n=0; done`): is another of `may_hold` (the assignments before `a`) one that
+    may be the last to run (branches.last_to_run), with a count of its variable on every way
+    from it to `a`? On the runs where it is the last, the count left its variable past 0: `a`
+    stops bash on some runs only. Only read where a count lies between the first of them and
+    `left`'s."""
+    if not left or left[-1][1] is None or not ZERO_RE.fullmatch(left[-1][1]):
+        return False
+    pos = left[-1][0]
+    first = bisect.bisect_right(counted, may_hold[0][0])
+    if first >= len(counted) or counted[first] >= pos or counts.since(a, pos):
+        return False
+    candidates, _every = last_to_run(list(may_hold), may_hold[0][0], a.offset, scan.constructs,
+                                     path_of)
+    return any(at != pos and (since := counts.since(a, at)) is not None and since[1]
+               for at, _v in candidates)
 
 
 def _counted_before(offsets: list[int], at: int, body: tuple[int, int]) -> bool:

@@ -449,3 +449,23 @@ def test_a_counter_past_a_return_bash_may_skip_is_reported_as_before(tmp_path):
     found = [f for f in lint_launcher(script)
              if f.check in (CHECK_ARITH_ZERO, CHECK_ARITH_UNSET) and f.level != "pass"]
     assert [(f.level, f.line) for f in found] == [("fail", 4)]
+
+
+@pytest.mark.parametrize(("body", "level"), [
+    # a count before a reset, then a `break` bash may skip (`[ … ] && break`, an `if`): past the
+    # loop the reset holds on the runs that do not break only; on those that break, the count
+    # left `n` past 0 (a warning, where it said `fail`)
+    ('set -e\nn=5\nfor i in 1 2; do n=0; ((n++)) || true; [ -n "${X:-}" ] && break; n=0; done\n'
+     "((n++))\n", "warn"),
+    ('set -e\nn=0\nfor i in 1 2; do ((n++)) || true; [ -n "${X:-}" ] && break; n=0; done\n'
+     "((n++))\n", "warn"),
+    ('set -e\nn=0\nfor i in 1 2; do ((n++)) || true; if [ -n "${X:-}" ]; then break; fi; n=0; '
+     "done\n((n++))\n", "warn"),
+    # … but a reset before the `break`, or a count bash may skip, leaves 0 on every run, as before
+    ('set -e\nn=0\nfor i in 1 2; do ((n++)) || true; n=0; [ -n "${X:-}" ] && break; done\n'
+     "((n++))\n", "fail"),
+    ('set -e\nn=0\nfor i in 1 2; do if [ -n "${Y:-}" ]; then ((n++)) || true; fi; '
+     '[ -n "${X:-}" ] && break; n=0; done\n((n++))\n', "fail"),
+])
+def test_a_count_before_a_reset_a_break_may_skip_stops_bash_on_some_runs(tmp_path, body, level):
+    _reads_as_bash_runs(tmp_path, body, level)
