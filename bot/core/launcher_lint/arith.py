@@ -131,7 +131,8 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
     for call in _with_later_passes(placed, repeating) if repeating else placed:
         calls_of.setdefault(call.name, []).append(call)
     # (`( … )`, and the compounds bash runs in one: `fi | cat`, `cat x | if …`)
-    subshells = find_subshells(code) + scan.piped if values else []
+    # (… and the branches and bodies that run into an `exit`: model.Scan.dead_ends)
+    subshells = find_subshells(code) + scan.piped + scan.dead_ends if values else []
     path_of, nested = path_index(scan.constructs)
     path_of = functools.cache(path_of)
     # the subshells around each assignment

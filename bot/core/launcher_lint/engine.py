@@ -162,6 +162,7 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
         self.one_pass: set[int] = set()
         self.maybe_exits: list[int] = []
         self.in_subshell = 0
+        self.dead_ends: list[tuple[int, int]] = []  # model.Scan.dead_ends
 
     def line_of(self, offset: int) -> int:
         return bisect.bisect_right(self.line_starts, offset)
@@ -407,6 +408,8 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
                         self._maybe_exits(frames, [off + lead + len(whole)])
             if ended is not None:  # (the rest of this text never runs)
                 self.never_run.append((ended, base + len(text)))
+                if base:  # (a group's or a function's body: what it set goes no further)
+                    self._dead_end(base, ended)
                 self.ended_groups.add(base)
             elif back is not None:  # a loop read again from its keyword
                 idx, resume = back[0] - 1, back[1:]
@@ -422,6 +425,8 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
         frame = frames[-1]
         if frame.in_branch:  # (bash may skip it: model.Scan.maybe_exits, where it closes)
             frame.exit_seen.append(end)
+            if frame.branch_from is not None:
+                self._dead_end(frame.branch_from, end)
         if frame.kind in ("if", "case") and frame.in_branch:
             frame.branch_exits = frame.branch_left = True
         elif frame.in_branch:
@@ -431,6 +436,13 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
             frame.leave(self, hits, end)
         return None
 
+
+    def _dead_end(self, start: int, end: int) -> None:
+        """From `start` (a branch's, a body's) to `end`, bash runs into an `exit` (model.Scan.
+        dead_ends), unless a `break` / `continue` / `return` may leave that way first (or it
+        is a `return`: the body's values then hold past the call)."""
+        if not MAY_LEAVE_RE.search(self.text, start, end):
+            self.dead_ends.append((start, end))
 
     def _maybe_exits(self, frames: list[Branches], ends: list[int]) -> None:
         """`exit`s bash may run or skip, ending at `ends`: kept by the construct the walk is
@@ -589,4 +601,4 @@ def scan(script_text: str, code: str) -> Scan:
                 analyzer.positional, analyzer.subshells, analyzer.calls, analyzer.bodies,
                 analyzer.loops, analyzer.constructs, analyzer.never_run, analyzer.exclusive,
                 sorted(set(analyzer.piped)), analyzer.left_loops, sorted(analyzer.maybe_exits),
-                analyzer.one_pass)
+                analyzer.one_pass, sorted(set(analyzer.dead_ends)))

@@ -306,6 +306,10 @@ class Scan:
     #: the loops (their starts) whose first pass ends the shell whenever it runs (an `exit`
     #: in their body bash always runs: branches.Branches.exit_at): no next pass
     one_pass: set[int] = field(default_factory=set)
+    #: the spans from where a branch (or a group's, a function's body) starts to an `exit` bash
+    #: always runs there, with no `break` / `continue` / `return` between: what is assigned or
+    #: counted in one holds nowhere past it, as in a subshell (the shell ends there)
+    dead_ends: list[tuple[int, int]] = field(default_factory=list)
 
     def line_of(self, offset: int) -> int:
         """The 1-based line of a character offset."""

@@ -469,3 +469,41 @@ def test_a_counter_past_a_return_bash_may_skip_is_reported_as_before(tmp_path):
 ])
 def test_a_count_before_a_reset_a_break_may_skip_stops_bash_on_some_runs(tmp_path, body, level):
     _reads_as_bash_runs(tmp_path, body, level)
+
+
+@pytest.mark.parametrize(("body", "level"), [
+    # what a branch, a group or a function's body assigns or counts before an `exit` bash always
+    # runs there holds nowhere past it: the shell ends (it fed the counter past the branch: a
+    # `warn` or `fail` where bash never stops)
+    ('set -e\nn=5\nif [ -n "${X:-}" ]; then n=0; exit 0; fi\n((n++))\n', None),
+    ('set -e\nn=5\ncase "${X:-}" in 1) n=0; exit 0;; esac\n((n++))\n', None),
+    ('set -e\nn=5\n[ -n "${X:-}" ] && { n=0; exit 0; }\n((n++))\n', None),
+    ('set -e\nn=5\nwhile true; do ((n++)); if [ -n "${X:-}" ]; then n=0; exit 0; fi; break; done\n'
+     "((n++))\n", None),
+    ('set -e\nn=5\nf() { n=0; exit 0; }\n[ -n "${X:-}" ] && f\n((n++))\n', None),
+    # … not where a `break` / `return` may leave first: the value goes on
+    ('set -e\nn=5\nfor i in 1 2; do if [ -n "${X:-}" ]; then n=0; [ -n "${X:-}" ] && break; '
+     "exit 0; fi; done\n((n++))\n", "warn"),
+    ('set -e\nn=5\nf() { if [ -n "${X:-}" ]; then n=0; return; fi; }\nf\n((n++))\n', "warn"),
+])
+def test_what_a_branch_that_exits_assigns_holds_nowhere_past_it(tmp_path, body, level):
+    _counter_stops_bash_as_the_level_says(tmp_path, body, level)
+
+
+@pytest.mark.parametrize(("body", "line"), [
+    # a counter in the branch still reads what the branch set; one past the branch reads what
+    # holds without it: each stops bash on every run that reaches it (X=1 in the branch, X
+    # empty past it), `fail`, as past a skippable `exit`
+    ('set -e\nn=5\nif [ -n "${X:-}" ]; then n=0; ((n++)); exit 0; fi\n', 4),
+    ('set -e\nn=0\nif [ -n "${X:-}" ]; then ((n++)) || true; exit 0; fi\n((n++))\n', 5),
+])
+def test_a_counter_in_or_past_a_branch_that_exits_reads_fail(tmp_path, body, line):
+    script = f"#!/bin/bash\n{body}"
+    launch = tmp_path / "launch.sh"
+    launch.write_text(script)
+    codes = [subprocess.run(["bash", str(launch)], capture_output=True, timeout=20,
+                            env={"PATH": "/usr/bin:/bin", "X": x}).returncode for x in ("", "1")]
+    assert sorted(codes) == [0, 1]
+    found = [f for f in lint_launcher(script)
+             if f.check in (CHECK_ARITH_ZERO, CHECK_ARITH_UNSET) and f.level != "pass"]
+    assert [(f.level, f.line) for f in found] == [("fail", line)]
