@@ -7,13 +7,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fakes import FakeRunner, FakeSlurm, make_context, writer
+from fakes import FakeRunner, FakeSlurm, make_context
+from support.mix_prompt import mix_prompt
 
 from bot.cluster.errors import ClusterError, CommandTimedOut, OutcomeUnknown
 from bot.services import competitors
 from bot.services.approvals import ActionId, ClickResult, handle_click
 from bot.services.ports import BotContext
-from bot.services.prompts import create_resubmit_prompt
 from bot.store import Store
 
 NOW = 1_000_000.0
@@ -29,13 +29,9 @@ def store(tmp_path: Path):
 
 def prompt(ctx: BotContext, *, offer_cancel: bool = False) -> str:
     """Job 88154 of a fresh chain, with its thread and a resubmit (or cancel) prompt."""
-    chain = ctx.store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW - 100)
-    ctx.store.attempts.record(chain_id=chain.id, job_id="88154", now=NOW - 100)
-    writer(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
-    return create_resubmit_prompt(
-        ctx, recipe="mix", chain_id=chain.id, job_id="88154", now=NOW, summary="88154: NCCL",
-        mem=None if offer_cancel else "1900G", offer_cancel=offer_cancel,
-    ).token  # fmt: skip
+    _, made = mix_prompt(ctx, run_at=NOW - 100, now=NOW, summary="88154: NCCL",
+                         mem=None if offer_cancel else "1900G", offer_cancel=offer_cancel)
+    return made.token
 
 
 def outcome(result: ClickResult) -> str:

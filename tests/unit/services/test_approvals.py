@@ -18,6 +18,7 @@ from fakes import (
     recorded,
     writer,
 )
+from support.mix_prompt import mix_prompt
 
 from bot.cluster.errors import ChannelClosed, CommandFailed
 from bot.cluster.slurm import SlurmClient
@@ -105,11 +106,8 @@ def test_the_same_prompt_published_again_reuses_its_open_token(ctx: BotContext,
 def test_a_running_jobs_prompt_offers_cancel_and_resume_not_a_second_copy(
     ctx: BotContext,
 ) -> None:
-    chain_id, _ = failed_run(ctx)
-    buttons = create_resubmit_prompt(
-        ctx, recipe="mix", chain_id=chain_id, job_id="88154", now=NOW, summary="stalled",
-        offer_cancel=True,
-    ).blocks[1]["elements"]  # fmt: skip
+    chain_id, stall = mix_prompt(ctx, run_at=NOW - 100, now=NOW, summary="stalled")
+    buttons = stall.blocks[1]["elements"]
     assert [b["action_id"] for b in buttons] == [
         ActionId.CANCEL_RESUME, ActionId.CANCEL, ActionId.DISMISS]
     assert [b["text"]["text"] for b in buttons] == [
@@ -213,11 +211,8 @@ def test_cancel_and_resume_from_another_checkpoint_than_the_button_said_says_so(
     monkeypatch.setattr(checkpoints, "find_latest_checkpoint", lambda *a, **k: Checkpoint(
         "/ck/mix/iter_000002000", 2000, "pointer"))
     ctx = make_context(store, slurm, checkpoint={"dir": "/ck/mix"})
-    chain_id, _ = failed_run(ctx)
-    slurm.add(88154, state="RUNNING")
-    prompt = create_resubmit_prompt(ctx, recipe="mix", chain_id=chain_id, job_id="88154",
-                                    now=NOW, summary="stalled", resume_iter=3000,
-                                    offer_cancel=True)
+    _, prompt = mix_prompt(ctx, run_at=NOW - 100, now=NOW, summary="stalled", resume_iter=3000,
+                           running=slurm)
     assert prompt.blocks[1]["elements"][0]["text"]["text"] == \
         "Cancel 88154 and resume from iteration 3,000"
     replies = keep_replies(ctx)
@@ -451,11 +446,8 @@ def test_unknown_token_or_foreign_action(ctx: BotContext) -> None:
 
 
 def test_cancel_choice_cancels_the_target(ctx: BotContext, slurm: FakeSlurm) -> None:
-    chain = ctx.store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW)
-    slurm.add(88154, state="RUNNING")
-    token = create_resubmit_prompt(ctx, recipe="mix", chain_id=chain.id, job_id="88154",
-                                   now=NOW, summary="88154 hangs", offer_cancel=True).token
-    result = handle_click(ctx, token, ActionId.CANCEL, "W0LEAD", NOW + 1)
+    _, stall = mix_prompt(ctx, now=NOW, summary="88154 hangs", running=slurm)
+    result = handle_click(ctx, stall.token, ActionId.CANCEL, "W0LEAD", NOW + 1)
     assert result.update_text == "Approved by <@W0LEAD>: cancelled job 88154"
     assert slurm.acted("cancel") == [88154]
 

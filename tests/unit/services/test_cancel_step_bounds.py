@@ -14,9 +14,10 @@ import json
 from dataclasses import replace
 
 import pytest
-from fakes import AnswerLostSlurm, FakeRunner, make_context, writer
+from fakes import AnswerLostSlurm, FakeRunner, make_context
 from support.dying import Died, dies_at
 from support.in_flight import in_flight, recover
+from support.mix_prompt import mix_prompt
 
 from bot.cluster.errors import ChannelClosed
 from bot.core.takeover import (
@@ -37,7 +38,6 @@ from bot.slack.views import ActionId
 from bot.store import Store
 
 NOW = 1_000_000.0
-CHANNEL = "C0TRAIN"
 DIRECT = RemoteDeadlines()  # the config's now: no jump host, the default timeouts
 JUMP = RemoteDeadlines(jump=True)  # the click's runner: through a jump host (200 s a command)
 SLOW_SFTP = RemoteDeadlines(sftp_s=60.0)  # the settle's runner: 60 s an SFTP request
@@ -57,13 +57,7 @@ def stalled_prompt(store: Store, runner: RemoteDeadlines) -> tuple[BotContext, A
     slurm = AnswerLostSlurm(lost=0, submitted_at=NOW)
     slurm.runner = FakeRunner(slurm.runner.answers, deadlines=runner)
     ctx = make_context(store, slurm, clock=lambda: NOW)
-    chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW - 1000)
-    store.attempts.record(chain_id=chain.id, job_id="88154", now=NOW - 1000)
-    store.watched_jobs.add("dev", "88154", now=NOW - 1000, chain_id=chain.id)
-    slurm.add(88154, name="mix", state="RUNNING", partition="debug", account="root")
-    writer(ctx).post_root(chain.id, CHANNEL, [], "mix")
-    prompt = create_resubmit_prompt(ctx, recipe="mix", chain_id=chain.id, job_id="88154",
-                                    now=NOW - 100, summary="88154: stalled", offer_cancel=True)
+    _, prompt = mix_prompt(ctx, run_at=NOW - 1000, now=NOW - 100, running=slurm, watched=True)
     return ctx, slurm, prompt.token
 
 

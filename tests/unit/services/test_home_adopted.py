@@ -11,6 +11,7 @@ from typing import Any
 import pytest
 from fakes import FakeSFTP, FakeSlurm, RecordingHomePublisher, adopt, make_context
 from slack_standin import MAX_VIEW_BLOCKS, validate_blocks
+from support.mix_prompt import mix_prompt
 
 from bot.core.train_grammar import Unwatch, parse_command
 from bot.services.home import (
@@ -342,11 +343,7 @@ def test_a_prompts_cancels_on_home_ask_naming_the_job_and_its_state(ctx, lang, t
 def test_a_home_prompt_names_a_checkpoint_without_an_iteration_it_resumes_from(ctx):
     """The prompt's resume starts from a checkpoint whose name has no iteration (a pointer
     naming `final`): the Home tab's Resubmit names it, as the thread's does."""
-    from bot.services.prompts import create_resubmit_prompt
-    chain = ctx.store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW)
-    ctx.store.attempts.record(chain_id=chain.id, job_id="88154", now=NOW)
-    create_resubmit_prompt(ctx, recipe="mix", chain_id=chain.id, job_id="88154", now=NOW,
-                           summary="s", resume_checkpoint="final")
+    mix_prompt(ctx, now=NOW, summary="s", resume_checkpoint="final", offer_cancel=False)
     blocks = render_home(ctx, home_view(ctx, APPROVER, NOW))
     labels = [e["text"]["text"] for b in blocks if b["type"] == "actions"
               for e in b["elements"]]
@@ -356,11 +353,7 @@ def test_a_home_prompt_names_a_checkpoint_without_an_iteration_it_resumes_from(c
 def test_a_home_prompt_after_a_failed_lookup_says_its_checkpoint_is_unknown(ctx):
     """The checkpoint lookup failed: the Home tab's Cancel and resume says the start is
     unknown, as its confirm dialog and the thread's prompt do, never a bare "and resume"."""
-    from bot.services.prompts import create_resubmit_prompt
-    chain = ctx.store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW)
-    ctx.store.attempts.record(chain_id=chain.id, job_id="88154", now=NOW)
-    create_resubmit_prompt(ctx, recipe="mix", chain_id=chain.id, job_id="88154", now=NOW,
-                           summary="s", checkpoint_unknown="lookup_failed", offer_cancel=True)
+    mix_prompt(ctx, now=NOW, summary="s", checkpoint_unknown="lookup_failed")
     confirms = _confirms(render_home(ctx, home_view(ctx, APPROVER, NOW)))
     dialog = confirms["Cancel 88154 and resume (checkpoint unknown)"]
     assert dialog is not None and dialog["text"]["text"].endswith(

@@ -9,9 +9,10 @@ from dataclasses import replace
 
 import fakes
 import pytest
-from fakes import AnswerLostSlurm, make_context, present, recorded, writer
+from fakes import AnswerLostSlurm, make_context, present, recorded
 from support.dying import Died, dies_at
 from support.in_flight import in_flight, jobs, recover, watched
+from support.mix_prompt import mix_prompt
 
 from bot.cluster.errors import ChannelClosed
 from bot.core import train_grammar as c
@@ -26,7 +27,6 @@ from bot.services import submit as submit_mod
 from bot.services.approvals import handle_click
 from bot.services.cancel_settle import settle_unknown_cancels
 from bot.services.ports import BotContext
-from bot.services.prompts import create_resubmit_prompt
 from bot.services.runs import AutoResubmitter, submit_and_announce
 from bot.services.train import execute
 from bot.services.watch.outbox import Outbox
@@ -113,13 +113,8 @@ def cancel_and_resume_died_after_sbatch(store: Store, monkeypatch
     90500. (context, Slurm, chain, the prompt's token)."""
     slurm = AnswerLostSlurm(lost=0, submitted_at=NOW)
     ctx = make_context(store, slurm, clock=lambda: NOW)
-    chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW - 1000)
-    store.attempts.record(chain_id=chain.id, job_id="88154", now=NOW - 1000)
-    store.watched_jobs.add("dev", "88154", now=NOW - 1000, chain_id=chain.id)
-    slurm.add(88154, name="mix", state="RUNNING", partition="debug", account="root")
-    writer(ctx).post_root(chain.id, CHANNEL, [], "mix")
-    prompt = create_resubmit_prompt(ctx, recipe="mix", chain_id=chain.id, job_id="88154",
-                                    now=NOW - 100, summary="88154: stalled", offer_cancel=True)
+    chain, prompt = mix_prompt(ctx, run_at=NOW - 1000, now=NOW - 100, running=slurm,
+                               watched=True)
     slurm.cancel_answer_lost = ChannelClosed(["scancel", "88154"], "login",
                                              connection_lost=True)
     assert handle_click(ctx, prompt.token, ActionId.CANCEL_RESUME, "W0LEAD",
@@ -129,7 +124,7 @@ def cancel_and_resume_died_after_sbatch(store: Store, monkeypatch
         m.setattr(submit_mod, "crashpoint", dies_at("sbatch_returned"))
         settle_unknown_cancels(ctx, NOW)
     assert slurm.queued("mix") == [90500] and in_flight(store) == ["mix"]
-    return ctx, slurm, chain.id, prompt.token
+    return ctx, slurm, chain, prompt.token
 
 
 def test_a_cancel_and_resume_row_whose_settle_cannot_finish_is_looked_up_after_a_bound(

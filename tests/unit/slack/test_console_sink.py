@@ -9,10 +9,10 @@ from pathlib import Path
 
 import pytest
 from fakes import FakeSlurm, make_context, present, writer
+from support.mix_prompt import mix_prompt
 
 from bot.core.incident import AttemptSummary, build_root
 from bot.services.ports import BotContext
-from bot.services.prompts import create_resubmit_prompt
 from bot.slack.console import ConsoleSink
 from bot.slack.render import render_blocks
 from bot.store import Store
@@ -165,12 +165,8 @@ def console_context(store: Store, sink: ConsoleSink) -> tuple[BotContext, FakeSl
 
 
 def failed_chain(ctx: BotContext, *, offer_cancel: bool = False) -> tuple[int, str]:
-    cid = chain(ctx.store)
-    ctx.store.attempts.record(chain_id=cid, job_id="88154", now=NOW)
-    writer(ctx).post_root(cid, "C0TRAIN", [], "mix")
-    prompt = create_resubmit_prompt(ctx, recipe="mix", chain_id=cid, job_id="88154", now=NOW,
-                                    summary="88154 died: NCCL watchdog", resume_iter=3000,
-                                    offer_cancel=offer_cancel)
+    cid, prompt = mix_prompt(ctx, now=NOW, summary="88154 died: NCCL watchdog", resume_iter=3000,
+                             offer_cancel=offer_cancel)
     writer(ctx).post_reply(cid, "incident:88154", prompt.blocks, prompt.text)
     return cid, prompt.token
 
