@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+from collections.abc import Callable
 from functools import partial
 from typing import Any
 
@@ -706,6 +707,38 @@ def test_v20_store_gets_step_bounds_keeping_its_prompt_steps(store_url):
                                               "cancel_settled": 7.0}
 
 
+def one_select(store: Store, read: Callable[[], list[Any]]
+               ) -> tuple[list[Any], tuple[str, Any]]:
+    """What `read` returns, and the one SELECT it sent `store`'s database: (statement,
+    parameters), as the database got them."""
+    sent: list[tuple[str, Any]] = []
+
+    def seen(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_rest: Any) -> None:
+        sent.append((statement, parameters))
+
+    event.listen(store.engine, "before_cursor_execute", seen)
+    try:
+        got = read()
+    finally:
+        event.remove(store.engine, "before_cursor_execute", seen)
+    [select] = [(q, p) for q, p in sent if q.lstrip().startswith("SELECT")]
+    return got, select
+
+
+def query_plan(store: Store, statement: str, parameters: Any) -> str:
+    """The database's plan of `statement` with `parameters`, its rows in one string:
+    PostgreSQL's EXPLAIN with sequential scans off (its tables here are tiny: the planner
+    would read them whole rather than show the index it can use), SQLite's EXPLAIN QUERY
+    PLAN."""
+    with store.engine.begin() as conn:
+        if conn.dialect.name == "postgresql":
+            conn.exec_driver_sql("SET LOCAL enable_seqscan = off")
+            plan = conn.exec_driver_sql(f"EXPLAIN {statement}", parameters).all()
+        else:
+            plan = conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {statement}", parameters).all()
+    return " ".join(str(row) for row in plan)
+
+
 def test_submits_in_flight_are_read_by_their_intent_in_one_indexed_read(store):
     """`with_intent` returns the rows `sent_before` has with that intent (of that cluster,
     sent before the time, oldest first) in one SELECT, which the database answers from the
@@ -721,29 +754,14 @@ def test_submits_in_flight_are_read_by_their_intent_in_one_indexed_read(store):
     store.submits_in_flight.add(cluster="dev", **flight, sent_at=5.0, intent=mine)
     store.submits_in_flight.add(cluster="dev", **flight, sent_at=12.0, intent=mine)  # later
     store.submits_in_flight.add(cluster="other", **flight, sent_at=6.0, intent=mine)
-    sent: list[tuple[str, Any]] = []
-
-    def seen(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_rest: Any) -> None:
-        sent.append((statement, parameters))
-
-    event.listen(store.engine, "before_cursor_execute", seen)
-    try:
-        got = store.submits_in_flight.with_intent("dev", mine, 10.0)
-    finally:
-        event.remove(store.engine, "before_cursor_execute", seen)
+    got, (statement, parameters) = one_select(
+        store, lambda: store.submits_in_flight.with_intent("dev", mine, 10.0))
     assert [(f.sent_at, f.cluster, f.command_at_most_s) for f in got] == [
         (5.0, "dev", None), (7.0, "dev", 200.0)]
     assert got == [f for f in store.submits_in_flight.sent_before("dev", 10.0)
                    if f.intent == mine]
-    [(statement, parameters)] = [(q, p) for q, p in sent if q.lstrip().startswith("SELECT")]
     assert "submits_in_flight.intent = " in statement
-    with store.engine.begin() as conn:
-        if conn.dialect.name == "postgresql":  # a tiny table: make the planner show an index
-            conn.exec_driver_sql("SET LOCAL enable_seqscan = off")
-            plan = conn.exec_driver_sql(f"EXPLAIN {statement}", parameters).all()
-        else:
-            plan = conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {statement}", parameters).all()
-    assert "ix_submits_in_flight_intent" in " ".join(str(row) for row in plan)
+    assert "ix_submits_in_flight_intent" in query_plan(store, statement, parameters)
 
 
 def test_a_resubmits_rows_in_flight_are_its_intents_and_its_runs_legacy_ones_read_by_index(
@@ -780,32 +798,17 @@ def test_a_resubmits_rows_in_flight_are_its_intents_and_its_runs_legacy_ones_rea
     flight(chain.id, 2.6, task=1)  # an array task's
     flight(chain.id, 2.7, cluster="other")  # another cluster's
     flight(chain.id, 12.0)  # sent later
-    sent: list[tuple[str, Any]] = []
-
-    def seen(_conn: Any, _cursor: Any, statement: str, parameters: Any, *_rest: Any) -> None:
-        sent.append((statement, parameters))
-
     in_flight = store.submits_in_flight
-    event.listen(store.engine, "before_cursor_execute", seen)
-    try:
-        legacy_rows = in_flight.legacy_of_run("dev", chain.id, None, auto, 10.0)
-    finally:
-        event.remove(store.engine, "before_cursor_execute", seen)
+    legacy_rows, (statement, parameters) = one_select(
+        store, lambda: in_flight.legacy_of_run("dev", chain.id, None, auto, 10.0))
     assert [f.id for f in in_flight.with_intent("dev", mine, 10.0)] == [ours]
     assert [f.id for f in legacy_rows] == [legacy]
     assert sorted(f.id for f in [*in_flight.with_intent("dev", mine, 10.0), *legacy_rows]) == \
         sorted(f.id for f in in_flight.sent_before("dev", 10.0)
                if f.intent == mine or f.intent is None and f.actor == auto
                and f.chain_id == chain.id and f.array_task is None)  # the rule as it was
-    [(statement, parameters)] = [(q, p) for q, p in sent if q.lstrip().startswith("SELECT")]
     assert "submits_in_flight.intent IS NULL" in statement
-    with store.engine.begin() as conn:
-        if conn.dialect.name == "postgresql":  # a tiny table: make the planner show an index
-            conn.exec_driver_sql("SET LOCAL enable_seqscan = off")
-            plan = conn.exec_driver_sql(f"EXPLAIN {statement}", parameters).all()
-        else:
-            plan = conn.exec_driver_sql(f"EXPLAIN QUERY PLAN {statement}", parameters).all()
-    assert "ix_submits_in_flight_intent" in " ".join(str(row) for row in plan)
+    assert "ix_submits_in_flight_intent" in query_plan(store, statement, parameters)
 
 
 def test_audit_and_incident_texts_are_stored_redacted(tmp_path):
