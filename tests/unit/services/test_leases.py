@@ -30,6 +30,7 @@ from bot.services.leases import LeaseKeeper, lease_ttl, process_holder
 from bot.services.ports import LeaseLost
 from bot.services.scheduler import JobScheduler
 from bot.store import Store
+from bot.store.repos.replicas import LeasesRepo
 
 LEASE = "watch:alpha"
 
@@ -285,6 +286,26 @@ def test_a_stop_waits_for_a_stuck_run_no_longer_than_its_grace(replicas) -> None
     run.join(5)
 
 
+def stall_takes(leases: LeasesRepo, *, until: threading.Event, land_first: bool = False
+                ) -> threading.Event:
+    """Each take of a lease through `leases` (acquire_or_holder) stalls, as on a slow
+    database, until `until` is set (10 s at most), then lands; with `land_first` it lands at
+    once and only its answer waits (the stop coming between the take and its bookkeeping).
+    The event set once a take has begun."""
+    take = leases.acquire_or_holder
+    at_take = threading.Event()
+
+    def stalled_take(name: str, holder: str, now: float, ttl_s: float
+                     ) -> tuple[int | None, str | None]:
+        found = take(name, holder, now, ttl_s) if land_first else None
+        at_take.set()
+        assert until.wait(10)
+        return found or take(name, holder, now, ttl_s)
+
+    leases.acquire_or_holder = stalled_take  # type: ignore[method-assign]
+    return at_take
+
+
 @pytest.mark.parametrize("stop_comes", ["before the take", "after the take"])
 def test_a_run_whose_take_stalls_past_the_stop_leaves_the_other_replica_the_lease_at_once(
         replicas, caplog, stop_comes) -> None:
@@ -297,17 +318,8 @@ def test_a_run_whose_take_stalls_past_the_stop_leaves_the_other_replica_the_leas
     caplog.set_level(logging.INFO, logger="bot.services.leases")
     keeper = LeaseKeeper(a.leases, holder="A")
     scheduler = JobScheduler(keeper, clock=lambda: 1000.0)
-    take = a.leases.acquire_or_holder
-    at_take, stopped = threading.Event(), threading.Event()
-
-    def stalled_take(name: str, holder: str, now: float, ttl_s: float
-                     ) -> tuple[int | None, str | None]:
-        found = take(name, holder, now, ttl_s) if stop_comes == "after the take" else None
-        at_take.set()
-        assert stopped.wait(10)
-        return found or take(name, holder, now, ttl_s)
-
-    a.leases.acquire_or_holder = stalled_take
+    stopped = threading.Event()
+    at_take = stall_takes(a.leases, until=stopped, land_first=stop_comes == "after the take")
     ran: list[float] = []
     run = threading.Thread(target=scheduler.run_repeating(LEASE, ran.append, every_s=30).func,
                            daemon=True)
@@ -333,16 +345,8 @@ def test_a_take_stalled_past_the_stop_keeps_a_lease_whose_side_effect_is_under_w
     a, b = replicas
     keeper = LeaseKeeper(a.leases, holder="A")
     assert keeper.holds(LEASE, 1000.0, every_s=30)
-    take = a.leases.acquire_or_holder
-    at_take, stopped = threading.Event(), threading.Event()
-
-    def stalled_take(name: str, holder: str, now: float, ttl_s: float
-                     ) -> tuple[int | None, str | None]:
-        at_take.set()
-        assert stopped.wait(10)
-        return take(name, holder, now, ttl_s)
-
-    a.leases.acquire_or_holder = stalled_take
+    stopped = threading.Event()
+    at_take = stall_takes(a.leases, until=stopped)
     late: list[bool] = []
     with keeper.fence(LEASE, lambda: 1000.0).acting("sbatch"):
         run = threading.Thread(target=lambda: late.append(keeper.holds(LEASE, 1000.5, 30)),
@@ -393,16 +397,8 @@ def test_a_take_stalled_past_the_stop_gives_back_a_lease_whose_side_effect_has_e
     a, b = replicas
     keeper = LeaseKeeper(a.leases, holder="A")
     assert keeper.holds(LEASE, 1000.0, every_s=30)
-    take = a.leases.acquire_or_holder
-    at_take, sbatch_ended = threading.Event(), threading.Event()
-
-    def stalled_take(name: str, holder: str, now: float, ttl_s: float
-                     ) -> tuple[int | None, str | None]:
-        at_take.set()
-        assert sbatch_ended.wait(10)
-        return take(name, holder, now, ttl_s)
-
-    a.leases.acquire_or_holder = stalled_take
+    sbatch_ended = threading.Event()
+    at_take = stall_takes(a.leases, until=sbatch_ended)
     late: list[bool] = []
     run = threading.Thread(target=lambda: late.append(keeper.holds(LEASE, 1000.5, 30)),
                            daemon=True)
