@@ -58,8 +58,8 @@ def threads_in(store: Store, client: WebClient, *channels: str) -> list[str]:
 
 
 def said(slack: SlackStandIn, root: str, start: str) -> int:
-    """How many messages of the thread `root` start with `start`."""
-    return sum(1 for m in slack.replies(CHANNEL, root) if str(m.get("text")).startswith(start))
+    """How many messages of the thread `root` (in CHANNEL) start with `start`."""
+    return said_in(slack, CHANNEL, root, start)
 
 
 def killed_at_slack_accepted(key_part: str):
@@ -173,6 +173,24 @@ def said_in(slack: SlackStandIn, channel: str, root: str, start: str) -> int:
     return sum(1 for m in slack.replies(channel, root) if str(m.get("text")).startswith(start))
 
 
+def refuse(slack: SlackStandIn, refused: str, scope: str = "chat:write") -> None:
+    """Slack refuses the bot from now on: in PRIVATE, which it was removed from (`refused`
+    "the bot is out of its channel"), or wherever it needs `scope`, which its token lost."""
+    if refused == "the bot is out of its channel":
+        slack.outside.add(PRIVATE)
+    else:
+        slack.scopes.discard(scope)
+
+
+def accept(slack: SlackStandIn, refused: str, scope: str = "chat:write") -> None:
+    """Slack takes the bot again after `refuse`: invited back to PRIVATE, or `scope`
+    granted."""
+    if refused == "the bot is out of its channel":
+        slack.outside.discard(PRIVATE)
+    else:
+        slack.scopes.add(scope)
+
+
 @pytest.mark.parametrize("refused", ["the bot is out of its channel",
                                      "the history scope is missing"])
 def test_a_notice_left_by_a_killed_bot_where_lookups_are_refused_has_its_end_tried_once(
@@ -189,10 +207,7 @@ def test_a_notice_left_by_a_killed_bot_where_lookups_are_refused_has_its_end_tri
     first, second = threads_in(store, slack_client, PRIVATE, CHANNEL)
     killed_as_slack_takes_the_notice(store, slack_client, monkeypatch)
     assert said_in(slack, PRIVATE, first, NOTICE) == 1
-    if refused == "the bot is out of its channel":
-        slack.outside.add(PRIVATE)
-    else:
-        slack.scopes.discard("groups:history")
+    refuse(slack, refused, "groups:history")
     restarted = bot(store, slack_client)
     for i in range(2):
         restarted.failed(1_003_600.0 + 60 * i, ClusterUnavailable("connection refused"),
@@ -231,10 +246,7 @@ def test_a_notice_whose_lookup_slack_refuses_is_tried_there_less_and_less_while_
     tick."""
     first, second = threads_in(store, slack_client, PRIVATE, CHANNEL)
     killed_as_slack_takes_the_notice(store, slack_client, monkeypatch)
-    if refused == "the bot is out of its channel":
-        slack.outside.add(PRIVATE)
-    else:
-        slack.scopes.discard("groups:history")
+    refuse(slack, refused, "groups:history")
     caplog.set_level(logging.DEBUG)
     restarted = bot(store, slack_client)
     tried_at, warned_at = [], []
@@ -256,10 +268,7 @@ def test_a_notice_whose_lookup_slack_refuses_is_tried_there_less_and_less_while_
     assert warned_at == tried_at
     assert said(slack, second, NOTICE) == 1
     assert present(store.incidents.get("cluster:dev:down:1000000")).state == "partly_posted"
-    if refused == "the bot is out of its channel":
-        slack.outside.discard(PRIVATE)
-    else:
-        slack.scopes.add("groups:history")
+    accept(slack, refused, "groups:history")
     for i in range(36, 40):
         tick(i)
     assert tried_at == [0, 2, 5, 10, 19, 36]  # found there at 36: not looked up again
@@ -292,10 +301,7 @@ def test_a_notice_slack_refuses_to_post_is_tried_there_less_and_less_while_down(
     cluster answers and each thread hears the end once. Before, the post was sent, refused
     and warned of at every failed tick."""
     first, second = threads_in(store, slack_client, PRIVATE, CHANNEL)
-    if refused == "the bot is out of its channel":
-        slack.outside.add(PRIVATE)
-    else:
-        slack.scopes.discard("chat:write")
+    refuse(slack, refused)
     caplog.set_level(logging.DEBUG)
     health = bot(store, slack_client)
     tried_at: list[int] = []
@@ -323,10 +329,7 @@ def test_a_notice_slack_refuses_to_post_is_tried_there_less_and_less_while_down(
     assert said_in(slack, PRIVATE, first, NOTICE) == 0
     assert said(slack, second, NOTICE) == (1 if refused == "the bot is out of its channel"
                                            else 0)
-    if refused == "the bot is out of its channel":
-        slack.outside.discard(PRIVATE)
-    else:
-        slack.scopes.add("chat:write")
+    accept(slack, refused)
     for i in range(25, 42):
         tick(i)
     assert tried_at == [2, 4, 7, 12, 21, 38]  # posted at 38: not tried again
@@ -403,20 +406,6 @@ def back_posts_in(slack: SlackStandIn, channel: str) -> list[Any]:
     """The chat.postMessage calls of the "answers again" note made in `channel` so far."""
     return [r for r in slack.calls("chat.postMessage") if r.params.get("channel") == channel
             and str(r.params.get("text")).startswith(BACK)]
-
-
-def refuse(slack: SlackStandIn, refused: str, *, channel: str = PRIVATE) -> None:
-    if refused == "the bot is out of its channel":
-        slack.outside.add(channel)
-    else:
-        slack.scopes.discard("chat:write")
-
-
-def accept(slack: SlackStandIn, refused: str, *, channel: str = PRIVATE) -> None:
-    if refused == "the bot is out of its channel":
-        slack.outside.discard(channel)
-    else:
-        slack.scopes.add("chat:write")
 
 
 @pytest.mark.parametrize("refused", ["the bot is out of its channel",
