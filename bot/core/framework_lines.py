@@ -1,0 +1,105 @@
+"""The progress lines of named training frameworks' own loggers (pure; no I/O): torchvision's
+MetricLogger (and the DETR, DeiT and MAE scripts that copy it) and OpenMMLab's runners.
+
+Each says, in its own shape, which step of the training it is at, its pace and its GPU memory;
+bot.core.training_lines' `LineParser` asks `read_framework_line` first, then reads what is
+left of the line with its generic grammar (`key: value` tokens, bars, Hugging Face dicts).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+from bot.core.progress_bars import NUMBER
+
+if TYPE_CHECKING:
+    from bot.core.training_lines import Sample
+
+# The MetricLogger of torchvision's reference scripts (pytorch/vision references/classification/
+# utils.py 041fe3bc301e, MetricLogger.log_every), which DETR, DeiT and MAE copy: the loop's
+# header, `[{i}/{len(iterable)}]` (i padded to the length's width), `eta: …`, the meters (`loss:
+# 0.8123 (0.8450)`: the window's median, the global average), `time: …` (seconds per step, the
+# average), `data: …` and, on a GPU, `max mem: {MB:.0f}` (torch.cuda.max_memory_allocated in
+# MiB: GPU memory, no host memory), joined by the logger's delimiter (the scripts' two blanks).
+# The training loop's header is `Epoch: [3]` (train_one_epoch's; epochs from 0,
+# `range(start_epoch, epochs)`): its iteration is the epochs before it (as many steps as this
+# one's) and this one's steps, as an epoch's bar is read (bot.core.progress_bars,
+# read_epoch_bar). Another header (`Test:`) is an evaluation's.
+_METRIC_LOGGER = re.compile(r"\[\s*(\d+)/(\d+)\]\s+eta: ")
+_METRIC_LOGGER_EPOCH = re.compile(r"(?<![\w:])Epoch: \[(\d+)\]\s+$")
+_METRIC_LOGGER_TIME = re.compile(rf"(?<![\w/])time: ({NUMBER})(?=\s|$)")
+_METRIC_LOGGER_MEM = re.compile(r"(?<![\w/])max mem: (\d+)(?=\s|$)")
+_MIB = 1024**2
+# OpenMMLab's runners' lines (mmdet 2.x, mmseg 0.x, mmpose: open-mmlab/mmcv 1.x
+# mmcv/runner/hooks/logger/text.py, TextLoggerHook._log_info; mmdet 3.x and its kin:
+# open-mmlab/mmengine mmengine/runner/log_processor.py, LogProcessor.get_log_after_iter): a
+# header, then the logged values (`lr: 2.000e-04, eta: …, time: 0.512, data_time: 0.010, memory:
+# 3512, …, loss: 0.4123`; mmengine's blank-separated). The training's header is `Iter [i/N]` /
+# `Iter(train) [i/N]` (by iteration: i from 1 to max_iters N) or `Epoch [E][i/n]` /
+# `Epoch(train) [E][i/n]` (by epoch: epochs and the epoch's steps from 1, n its steps; mmengine
+# pads both: `Epoch(train)  [1][  50/7330]`); an evaluation's (`Epoch(val) [12][500]`,
+# `Iter(val) [500]`, mmengine's `Epoch(val) [12][500/500]`, `Epoch(test) [500/500]`) is no
+# training progress. `time:` is the seconds per step; `memory:` torch.cuda.max_memory_allocated
+# in MiB: GPU memory, no host memory.
+_OPENMMLAB = re.compile(
+    r"(?<![\w(])(Epoch|Iter)(?:\((\w+)\))?\s*(?:\[\s*(\d+)\]\s*)?"
+    r"\[\s*(\d+)(?:/(\d+))?\]\s+[\w.]+: ")
+_OPENMMLAB_TIME = re.compile(rf"(?<![\w.])time: ({NUMBER})(?=,|\s|$)")
+_OPENMMLAB_MEM = re.compile(r"(?<![\w.])memory: (\d+)(?=,|\s|$)")
+
+
+def read_framework_line(body: str, s: Sample) -> str:
+    """The figures a named framework's logger puts on a line's message `body` (after its time),
+    set on `s`; the body left for the generic grammar (bot.core.training_lines): without the
+    figures it must not read again as its own (a GPU memory as a host memory)."""
+    if "eta: " in body:
+        body = _metric_logger(body, s)
+    if ("Epoch" in body or "Iter" in body) and "[" in body:
+        _openmmlab(body, s)
+    return body
+
+
+def _metric_logger(body: str, s: Sample) -> str:
+    """A MetricLogger line's step and pace (`_METRIC_LOGGER`): the training's, under an
+    `Epoch: [N]` header; an evaluation's (`Test:`) counts none; and any one's GPU memory
+    (`max mem: …` in MiB). The body left for the rest of the grammar (its meters: `loss:
+    …`): without `max mem: …`, which is no host memory."""
+    m = _METRIC_LOGGER.search(body)
+    if m is None:
+        return body
+    epoch = _METRIC_LOGGER_EPOCH.search(body, 0, m.start())
+    if epoch is not None:
+        step, steps = int(m.group(1)), int(m.group(2))
+        s.iteration = int(epoch.group(1)) * steps + step
+        pace = _METRIC_LOGGER_TIME.search(body, m.end())
+        if pace is not None:
+            s.sec_per_iter = float(pace.group(1))
+    mem = _METRIC_LOGGER_MEM.search(body, m.end())
+    if mem is None:
+        return body
+    s.gpu_mem_bytes = int(mem.group(1)) * _MIB
+    return body[:mem.start()] + body[mem.end():]
+
+
+def _openmmlab(body: str, s: Sample) -> None:
+    """An OpenMMLab runner's line (`_OPENMMLAB`): the training's gives its iteration (`Iter
+    [i/N]`: i of the target N; `Epoch [E][i/n]`: the epochs before it, as many steps as this
+    one's, and this one's, with no target, as an epoch's bar is read: bot.core.progress_bars,
+    read_epoch_bar) and its seconds per step; any one's `memory:` is the GPU memory in MiB."""
+    m = _OPENMMLAB.search(body)
+    if m is None:
+        return
+    kind, mode, epoch, step, steps = m.groups()
+    mem = _OPENMMLAB_MEM.search(body, m.end())
+    if mem is not None:
+        s.gpu_mem_bytes = int(mem.group(1)) * _MIB
+    if mode not in (None, "train") or steps is None or (kind == "Epoch") != (epoch is not None):
+        return  # an evaluation's: no iteration, target or pace of training
+    if epoch is None:
+        s.iteration, s.target_iter = int(step), int(steps)
+    else:
+        s.iteration = (max(int(epoch), 1) - 1) * int(steps) + int(step)
+    pace = _OPENMMLAB_TIME.search(body, m.end())
+    if pace is not None:
+        s.sec_per_iter = float(pace.group(1))
