@@ -1,5 +1,6 @@
 """The progress lines of named training frameworks' own loggers (pure; no I/O): torchvision's
-MetricLogger (and the DETR, DeiT and MAE scripts that copy it) and OpenMMLab's runners.
+MetricLogger (and the DETR, DeiT and MAE scripts that copy it), OpenMMLab's runners and Swin
+Transformer's loops.
 
 Each says, in its own shape, which step of the training it is at, its pace and its GPU memory;
 bot.core.training_lines' `LineParser` asks `read_framework_line` first, then reads what is
@@ -47,6 +48,17 @@ _OPENMMLAB = re.compile(
     r"\[\s*(\d+)(?:/(\d+))?\]\s+[\w.]+: ")
 _OPENMMLAB_TIME = re.compile(rf"(?<![\w.])time: ({NUMBER})(?=,|\s|$)")
 _OPENMMLAB_MEM = re.compile(r"(?<![\w.])memory: (\d+)(?=,|\s|$)")
+# Swin Transformer's loops (microsoft/Swin-Transformer main.py f82860b; main_moe.py,
+# main_simmim_pt.py and main_simmim_ft.py alike): train_one_epoch's `Train: [{epoch}/{EPOCHS}]
+# [{idx}/{num_steps}]\teta {timedelta} lr {lr:.6f}\t …\ttime {val:.4f} ({avg:.4f})\tloss …\t
+# mem {MB:.0f}MB`, logged after step idx (from 0) of epoch `epoch` (from 0: `range(START_EPOCH,
+# EPOCHS)`), and validate's `Test: [{idx}/{len}]\tTime …\tLoss …\tAcc@1 …\tMem {MB:.0f}MB`, an
+# evaluation's batches. `time` is the step's seconds; `mem`/`Mem` torch.cuda.max_memory_allocated
+# in MiB: GPU memory, no host memory.
+_SWIN = re.compile(r"(?<![\w:])(?:Train: \[(\d+)/(\d+)\]\[(\d+)/(\d+)\]\s+eta "
+                   r"|Test: \[(\d+)/(\d+)\]\s+Time )")
+_SWIN_TIME = re.compile(rf"(?<![\w/])time ({NUMBER}) \(")
+_SWIN_MEM = re.compile(r"(?<![\w/])[Mm]em (\d+)MB(?=\s|$)")
 
 
 def read_framework_line(body: str, s: Sample) -> str:
@@ -57,6 +69,8 @@ def read_framework_line(body: str, s: Sample) -> str:
         body = _metric_logger(body, s)
     if ("Epoch" in body or "Iter" in body) and "[" in body:
         _openmmlab(body, s)
+    if "Train: [" in body or "Test: [" in body:
+        body = _swin(body, s)
     return body
 
 
@@ -103,3 +117,28 @@ def _openmmlab(body: str, s: Sample) -> None:
     pace = _OPENMMLAB_TIME.search(body, m.end())
     if pace is not None:
         s.sec_per_iter = float(pace.group(1))
+
+
+def _swin(body: str, s: Sample) -> str:
+    """A Swin Transformer line (`_SWIN`): the training's gives its iteration (the steps done:
+    the epochs before it, as many steps as this one's, and this one's up to its step), its
+    target (all the epochs' steps) and its seconds per step; a validation's its batches done,
+    as an evaluation's bar; any one's GPU memory (`mem 8123MB`). The body left for the rest of
+    the grammar (its `loss …`): without the memory, which is no host memory."""
+    m = _SWIN.search(body)
+    if m is None:
+        return body
+    epoch, epochs, step, steps, batch, batches = m.groups()
+    if epoch is not None:
+        s.iteration = int(epoch) * int(steps) + int(step) + 1
+        s.target_iter = int(epochs) * int(steps)
+        pace = _SWIN_TIME.search(body, m.end())
+        if pace is not None:
+            s.sec_per_iter = float(pace.group(1))
+    else:
+        s.evaluation_batches = (int(batch) + 1, int(batches))
+    mem = _SWIN_MEM.search(body, m.end())
+    if mem is None:
+        return body
+    s.gpu_mem_bytes = int(mem.group(1)) * _MIB
+    return body[:mem.start()] + body[mem.end():]
