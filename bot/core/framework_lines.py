@@ -1,6 +1,6 @@
 """The progress lines of named training frameworks' own loggers (pure; no I/O): torchvision's
-MetricLogger (and the DETR, DeiT and MAE scripts that copy it), OpenMMLab's runners and Swin
-Transformer's loops.
+MetricLogger (and the DETR, DeiT and MAE scripts that copy it), maskrcnn-benchmark's trainer,
+OpenMMLab's runners and Swin Transformer's loops.
 
 Each says, in its own shape, which step of the training it is at, its pace and its GPU memory;
 bot.core.training_lines' `LineParser` asks `read_framework_line` first, then reads what is
@@ -32,6 +32,15 @@ _METRIC_LOGGER_EPOCH = re.compile(r"(?<![\w:])Epoch: \[(\d+)\]\s+$")
 _METRIC_LOGGER_TIME = re.compile(rf"(?<![\w/])time: ({NUMBER})(?=\s|$)")
 _METRIC_LOGGER_MEM = re.compile(r"(?<![\w/])max mem: (\d+)(?=\s|$)")
 _MIB = 1024**2
+# maskrcnn-benchmark's trainer (facebookresearch/maskrcnn-benchmark 57eec25
+# maskrcnn_benchmark/engine/trainer.py, do_train), which FCOS and its kin copy: its own
+# MetricLogger's meters after `eta: {timedelta}  iter: {iteration}` (the steps done, from 1 to
+# MAX_ITER, which is not printed: no target), `time: …` among them (the step's seconds, the
+# window's median), then `lr: …  max mem: {MB:.0f}` (GPU MiB, as above). Its periodic
+# validation's line starts `[Validation]:   eta: …  iter: …`: the training's iteration then, no
+# progress of its own.
+_MASKRCNN = re.compile(r"(?<![\w:])(\[Validation\]:\s+)?eta: (?:\d+ days?, )?\d+:\d\d:\d\d\s+"
+                       r"iter: (\d+)(?=\s)")
 # OpenMMLab's runners' lines (mmdet 2.x, mmseg 0.x, mmpose: open-mmlab/mmcv 1.x
 # mmcv/runner/hooks/logger/text.py, TextLoggerHook._log_info; mmdet 3.x and its kin:
 # open-mmlab/mmengine mmengine/runner/log_processor.py, LogProcessor.get_log_after_iter): a
@@ -67,6 +76,8 @@ def read_framework_line(body: str, s: Sample) -> str:
     figures it must not read again as its own (a GPU memory as a host memory)."""
     if "eta: " in body:
         body = _metric_logger(body, s)
+        if "iter: " in body:
+            body = _maskrcnn(body, s)
     if ("Epoch" in body or "Iter" in body) and "[" in body:
         _openmmlab(body, s)
     if "Train: [" in body or "Test: [" in body:
@@ -94,6 +105,27 @@ def _metric_logger(body: str, s: Sample) -> str:
         return body
     s.gpu_mem_bytes = int(mem.group(1)) * _MIB
     return body[:mem.start()] + body[mem.end():]
+
+
+def _maskrcnn(body: str, s: Sample) -> str:
+    """A maskrcnn-benchmark trainer's line (`_MASKRCNN`): the training's gives its iteration
+    and its seconds per step; its validation's none; any one's GPU memory (`max mem: …` in
+    MiB). The body left for the rest of the grammar (its meters: `loss: …`): without `max mem:
+    …`, which is no host memory, nor a validation's `iter: …`, which is no progress."""
+    m = _MASKRCNN.search(body)
+    if m is None:
+        return body
+    validation = m.group(1) is not None
+    if not validation:
+        s.iteration = int(m.group(2))
+        pace = _METRIC_LOGGER_TIME.search(body, m.end())
+        if pace is not None:
+            s.sec_per_iter = float(pace.group(1))
+    mem = _METRIC_LOGGER_MEM.search(body, m.end())
+    if mem is not None:
+        s.gpu_mem_bytes = int(mem.group(1)) * _MIB
+        body = body[:mem.start()] + body[mem.end():]
+    return body[:m.start()] + body[m.end():] if validation else body
 
 
 def _openmmlab(body: str, s: Sample) -> None:

@@ -1,0 +1,56 @@
+"""maskrcnn-benchmark's trainer lines, built from its source's format strings
+(facebookresearch/maskrcnn-benchmark maskrcnn_benchmark/engine/trainer.py, do_train): its
+MetricLogger's `eta: {eta}  iter: {iter}  {meters}  lr: {lr:.6f}  max mem: {memory:.0f}` (meters
+`name: {median:.4f} ({global_avg:.4f})`, `time` and `data` after the losses), every 20
+iterations and at MAX_ITER, through its logger (`%(asctime)s %(name)s %(levelname)s:
+%(message)s`), and its periodic validation's `[Validation]:   eta: …  iter: …` line. `iter` is
+the iteration (no target: MAX_ITER is not printed), `time` the seconds per step, `max mem` GPU
+MiB, never host memory."""
+
+from __future__ import annotations
+
+from bot.core.metrics import MetricSeries
+from bot.core.training_lines import LineParser
+
+_LOGGER = "2019-03-05 {h:02d}:{m:02d}:00,123 maskrcnn_benchmark.trainer INFO: "
+_MEMORY = 3456 * 1024**2
+
+
+def _train(iteration: int) -> str:
+    losses = (f"loss: {1.5 - iteration / 100000:.4f} (1.3456)  loss_classifier: 0.5000 (0.6000)  "
+              "loss_box_reg: 0.2000 (0.2100)  loss_mask: 0.3000 (0.3100)  "
+              "loss_objectness: 0.0500 (0.0600)  loss_rpn_box_reg: 0.0200 (0.0300)")
+    return (_LOGGER.format(h=10 + iteration // 6000, m=iteration // 100 % 60)
+            + f"eta: 1 day, 2:03:04  iter: {iteration}  {losses}  time: 0.5123 (0.5234)  "
+            "data: 0.0123 (0.0234)  lr: 0.002000  max mem: 3456\n")
+
+
+def _validation(iteration: int) -> str:
+    return (_LOGGER.format(h=10 + iteration // 6000, m=iteration // 100 % 60)
+            + f"[Validation]:   eta: 1 day, 2:03:04  iter: {iteration}  loss: 1.1000 (1.1000)  "
+            "loss_classifier: 0.4000 (0.4000)  lr: 0.002000  max mem: 3456\n")
+
+
+def test_its_training_line_gives_its_iteration_pace_and_gpu_memory():
+    sample, _ = LineParser().parse(_train(20), 1)
+    assert sample is not None
+    assert (sample.iteration, sample.target_iter, sample.loss, sample.sec_per_iter) == (
+        20, None, 1.4998, 0.5123)
+    assert (sample.host_rss_bytes, sample.gpu_mem_bytes) == (None, _MEMORY)
+
+
+def test_a_log_of_them_has_no_host_memory_and_their_pace():
+    """`max mem: 3456` was read as 3456 GiB of host memory (a bare number is GiB elsewhere)."""
+    series = MetricSeries()
+    series.feed_block("".join(_train(i) for i in range(20, 2001, 20)) + _validation(2000)
+                      + "".join(_train(i) for i in range(2020, 2201, 20)))
+    assert series.rss_points() == []
+    assert {s.gpu_mem_bytes for s in series.samples} == {_MEMORY}
+    assert (series.last_iteration, series.sec_per_iter()) == (2200, 0.5123)
+
+
+def test_its_validation_line_is_no_iteration():
+    sample, _ = LineParser().parse(_validation(2500), 1)
+    assert sample is not None
+    assert (sample.iteration, sample.sec_per_iter) == (None, None)
+    assert (sample.host_rss_bytes, sample.gpu_mem_bytes) == (None, _MEMORY)
