@@ -1,6 +1,6 @@
 """The progress lines of named training frameworks' own loggers (pure; no I/O): torchvision's
 MetricLogger (and the DETR, DeiT and MAE scripts that copy it), maskrcnn-benchmark's trainer,
-OpenMMLab's runners and Swin Transformer's loops.
+OpenMMLab's runners, Swin Transformer's loops and PaddleOCR's.
 
 Each says, in its own shape, which step of the training it is at, its pace and its GPU memory;
 bot.core.training_lines' `LineParser` asks `read_framework_line` first, then reads what is
@@ -68,6 +68,15 @@ _SWIN = re.compile(r"(?<![\w:])(?:Train: \[(\d+)/(\d+)\]\[(\d+)/(\d+)\]\s+eta "
                    r"|Test: \[(\d+)/(\d+)\]\s+Time )")
 _SWIN_TIME = re.compile(rf"(?<![\w/])time ({NUMBER}) \(")
 _SWIN_MEM = re.compile(r"(?<![\w/])[Mm]em (\d+)MB(?=\s|$)")
+# PaddleOCR's training loop (PaddlePaddle/PaddleOCR tools/program.py, train): `epoch: [{epoch}/
+# {epoch_num}], global_step: {global_step}, {stats}, avg_reader_cost: {:.5f} s, avg_batch_cost:
+# {:.5f} s, avg_samples: …, ips: … samples/s, eta: …` (older releases: `iter: {global_step}`,
+# `batch_cost: {:.5f} s`), every print_batch_step steps and at each epoch's last: the global step
+# is the iteration (no target: the steps of an epoch are not printed), the batch cost the
+# seconds per step averaged since the line before. Its epoch counter is what
+# bot.core.diagnose.quiet_ending reads for the last epoch.
+_PADDLEOCR = re.compile(r"(?<![\w:])epoch: \[\d+/\d+\], (?:global_step|iter): (\d+),")
+_PADDLEOCR_PACE = re.compile(rf"(?<![\w])(?:avg_)?batch_cost: ({NUMBER}) s(?=,|\s|$)")
 
 
 def read_framework_line(body: str, s: Sample) -> str:
@@ -82,6 +91,8 @@ def read_framework_line(body: str, s: Sample) -> str:
         _openmmlab(body, s)
     if "Train: [" in body or "Test: [" in body:
         body = _swin(body, s)
+    if "epoch: [" in body:
+        _paddleocr(body, s)
     return body
 
 
@@ -174,3 +185,15 @@ def _swin(body: str, s: Sample) -> str:
         return body
     s.gpu_mem_bytes = int(mem.group(1)) * _MIB
     return body[:mem.start()] + body[mem.end():]
+
+
+def _paddleocr(body: str, s: Sample) -> None:
+    """A PaddleOCR training line (`_PADDLEOCR`): its global step as the iteration and its batch
+    cost as the seconds per step."""
+    m = _PADDLEOCR.search(body)
+    if m is None:
+        return
+    s.iteration = int(m.group(1))
+    pace = _PADDLEOCR_PACE.search(body, m.end())
+    if pace is not None:
+        s.sec_per_iter = float(pace.group(1))

@@ -57,11 +57,12 @@ _EVALUATION_PHASE = r"(?:[\s-]*[\[(]?(?:val(?:id|idation)?|eval(?:uation)?|test(
 # An evaluation pass's own bar, by its label: Lightning's TQDMProgressBar draws one for each
 # validation, test and predict pass (`Validating` before 1.7, then its `validation_description`
 # and the dataloader: `Validation DataLoader 0`; `Testing`, `Testing DataLoader 0`,
-# `Predicting DataLoader 0`), and loops that name theirs so (`Validation:`), or name the
+# `Predicting DataLoader 0`), and loops that name theirs so (`Validation:`, PaddleOCR's
+# `eval model::`: tools/program.py, eval, `tqdm(…, desc='eval model:')`), or name the
 # evaluation's phase after the epoch (`Epoch 3/10 [val]:`, `Epoch 3 eval:`). It counts the
 # evaluation's batches to the evaluation's total: no iteration, target or pace of training.
 EVALUATION_BAR = re.compile(
-    r"^(?:(?:validating|validation|testing|predicting)(?: dataloader \d+)?"
+    r"^(?:(?:validating|validation|testing|predicting)(?: dataloader \d+)?|eval model:"
     rf"|epoch\s+\d+(?:\s*/\s*\d+)?{_EVALUATION_PHASE})\s*:"
     r"\s*\d{1,3}(?:\.\d+)?%\s*\|", re.IGNORECASE)
 # A bar labelled with the epoch it counts (Lightning's TQDMProgressBar: `Epoch 3:  45%|`, its

@@ -39,9 +39,10 @@ _PROGRESS_TABLE_ROW = re.compile(r"^\|\s*\d+\s*\|")
 # its total (an earlier update of the same bar is short of it).
 _KERAS_EPOCH = re.compile(r"^Epoch (\d+)/(\d+)\s*$")
 _KERAS_BAR = re.compile(r"^\s*(\d+)/(\d+)\s+(?:━+\s+\d|\[[=>.]+\]\s+-\s|-\s+\d)")
-# An epoch counter with its total: `Epoch 3/49`, `Epoch [3/250]`, `[Epoch 10/250]`, and YOLO's
-# epoch column before the GPU memory (`      3/49     11.9G    0.0217 ...`).
-_EPOCH_COUNTER = r"\b[Ee]poch\s*[:\[(]?\s*(\d+)\s*/\s*(\d+)\b"
+# An epoch counter with its total: `Epoch 3/49`, `Epoch [3/250]`, `[Epoch 10/250]`,
+# PaddleOCR's `epoch: [3/500]` (tools/program.py, train), and YOLO's epoch column before the GPU
+# memory (`      3/49     11.9G    0.0217 ...`).
+_EPOCH_COUNTER = r"\b[Ee]poch\s*(?::\s*)?[\[(]?\s*(\d+)\s*/\s*(\d+)\b"
 _EPOCH_OF = re.compile(_EPOCH_COUNTER + r"|^\s*(\d+)/(\d+)\s+\d+(?:\.\d+)?G\s")
 # A progress bar's count: tqdm's percentage before its bar (`34%|###3      |`, `Steps:   0%|`)
 # and its `n/total [elapsed<remaining` (`670/2000 [14:58<29:42`), Keras's `670/2000 [====>...]`.

@@ -1,0 +1,91 @@
+"""PaddleOCR's training lines, built from its source's format strings (PaddlePaddle/PaddleOCR
+tools/program.py, train): `epoch: [{epoch}/{epoch_num}], global_step: {global_step}, {stats},
+avg_reader_cost: {:.5f} s, avg_batch_cost: {:.5f} s, avg_samples: …, ips: {:.5f} samples/s, eta:
+…` (stats `lr: …, loss: …, …` by TrainingStats.log) when the global step (from 0, before its
+increment) is a multiple of print_batch_step and at each epoch's last step, epochs from 1 to
+epoch_num, through its logger (`[%(asctime)s] %(name)s %(levelname)s: %(message)s`, datefmt
+`%Y/%m/%d %H:%M:%S`); a periodic evaluation's `cur metric, …` and `best metric, …`, a save's
+`save model in …`. The global step is the iteration, the batch cost the seconds per step, and
+the epoch counter at its total, every report of that epoch printed, ends a finished run
+(bot.core.diagnose.quiet_ending.ends_at_last_epoch)."""
+
+from __future__ import annotations
+
+import pytest
+from support.end_marker import LATE_ERROR, read
+
+from bot.core.training_lines import LineParser
+
+_LOGGER = "[2024/10/18 17:{m:02d}:{s:02d}] ppocr INFO: "
+_STEPS = 100  # an epoch's steps
+_EPOCHS = 5
+
+
+def _report(epoch: int, step: int) -> str:
+    return (_LOGGER.format(m=step // 60 % 60, s=step % 60)
+            + f"epoch: [{epoch}/{_EPOCHS}], global_step: {step}, lr: 0.001000, "
+            f"loss: {2.5 - step / 1000:.6f}, loss_shrink_maps: 1.200000, "
+            "loss_threshold_maps: 0.600000, loss_binary_maps: 0.240000, "
+            "avg_reader_cost: 0.01234 s, avg_batch_cost: 0.45678 s, avg_samples: 8.0, "
+            "ips: 17.51406 samples/s, eta: 0:03:02\n")
+
+
+def _evaluation(step: int, *, bar: bool) -> str:
+    """An evaluation's lines; its tqdm bar (on stderr) too when `bar` (a log of both streams)."""
+    at = _LOGGER.format(m=step // 60 % 60, s=step % 60)
+    return (("eval model:: 100%|██████████| 50/50 [00:05<00:00,  9.52it/s]\n" if bar else "")
+            + at + "cur metric, precision: 0.8123, recall: 0.7456, hmean: 0.7775, fps: 20.5\n"
+            + at + "save model in ./output/ch_db_mv3/best_accuracy\n"
+            + at + "best metric, hmean: 0.7775, precision: 0.8123, recall: 0.7456, fps: 20.5, "
+            "best_epoch: 3\n")
+
+
+def _epoch(epoch: int, *, last_step: int | None = None, bar: bool = False) -> str:
+    """An epoch's reports (print_batch_step 10), an evaluation at global step 200 (eval_batch_step
+    [0, 200]), then the epoch's save; up to `last_step` (an epoch cut short) without it."""
+    lines: list[str] = []
+    for step in range((epoch - 1) * _STEPS, epoch * _STEPS):
+        if last_step is not None and step > last_step:
+            return "".join(lines)
+        if (step > 0 and step % 10 == 0) or step == epoch * _STEPS - 1:
+            lines.append(_report(epoch, step))
+        if step == 200:
+            lines.append(_evaluation(step, bar=bar))
+    end = _LOGGER.format(m=epoch, s=59)
+    return "".join(lines) + end + "save model in ./output/ch_db_mv3/latest\n"
+
+
+_RUN = "".join(_epoch(e) for e in range(1, _EPOCHS + 1))
+_BOTH_STREAMS = "".join(_epoch(e, bar=True) for e in range(1, _EPOCHS + 1))
+_CLOSING = (_LOGGER.format(m=9, s=59) + "best metric, hmean: 0.7775, precision: 0.8123, "
+            "recall: 0.7456, fps: 20.5, best_epoch: 3\n")
+
+
+def test_its_line_gives_the_global_step_and_the_batch_cost():
+    sample, _ = LineParser().parse(_report(3, 250), 1)
+    assert sample is not None
+    assert (sample.iteration, sample.target_iter, sample.loss, sample.sec_per_iter) == (
+        250, None, 2.25, 0.45678)
+
+
+@pytest.mark.parametrize("log", [_RUN, _RUN + _CLOSING, _BOTH_STREAMS],
+                         ids=["saved", "best metric after", "evaluation bar"])
+def test_the_last_epochs_reports_end_a_finished_run(log):
+    d = read(log)
+    assert (d.class_id, d.decided_by) == ("completed", "progress")
+
+
+@pytest.mark.parametrize("bar", [False, True], ids=["stdout", "both streams"])
+@pytest.mark.parametrize("last_step", [None, (_EPOCHS - 1) * _STEPS + 50],
+                         ids=["an earlier epoch", "the last, cut"])
+def test_short_of_the_last_epoch_is_still_running(last_step, bar):
+    """Its evaluation's bar (`eval model:: 100%|…| 50/50`) counts the evaluation's batches, no
+    target of the training that global steps past 50 would reach."""
+    log = "".join(_epoch(e, bar=bar) for e in range(1, _EPOCHS))
+    if last_step is not None:
+        log += _epoch(_EPOCHS, last_step=last_step, bar=bar)
+    assert read(log).class_id == "none"
+
+
+def test_an_error_after_it_decides():
+    assert read(_RUN + LATE_ERROR).class_id not in ("completed", "none")
