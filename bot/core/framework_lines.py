@@ -50,8 +50,9 @@ _MASKRCNN = re.compile(r"(?<![\w:])(\[Validation\]:\s+)?eta: (?:\d+ days?, )?\d+
 # `Epoch(train) [E][i/n]` (by epoch: epochs and the epoch's steps from 1, n its steps; mmengine
 # pads both: `Epoch(train)  [1][  50/7330]`); an evaluation's (`Epoch(val) [12][500]`,
 # `Iter(val) [500]`, mmengine's `Epoch(val) [12][500/500]`, `Epoch(test) [500/500]`) is no
-# training progress. `time:` is the seconds per step; `memory:` torch.cuda.max_memory_allocated
-# in MiB: GPU memory, no host memory.
+# training progress but an evaluation's batches (mmcv's, logged once the pass is over, all of
+# them: EvalHook's `eval_iter_num`). `time:` is the seconds per step; `memory:`
+# torch.cuda.max_memory_allocated in MiB: GPU memory, no host memory.
 _OPENMMLAB = re.compile(
     r"(?<![\w(])(Epoch|Iter)(?:\((\w+)\))?\s*(?:\[\s*(\d+)\]\s*)?"
     r"\[\s*(\d+)(?:/(\d+))?\]\s+[\w.]+: ")
@@ -143,7 +144,9 @@ def _openmmlab(body: str, s: Sample) -> None:
     """An OpenMMLab runner's line (`_OPENMMLAB`): the training's gives its iteration (`Iter
     [i/N]`: i of the target N; `Epoch [E][i/n]`: the epochs before it, as many steps as this
     one's, and this one's, with no target, as an epoch's bar is read: bot.core.progress_bars,
-    read_epoch_bar) and its seconds per step; any one's `memory:` is the GPU memory in MiB."""
+    read_epoch_bar) and its seconds per step; an evaluation's (`Epoch(val)`, `Iter(val)`,
+    `Epoch(test)`) its batches done and their total, as an evaluation's bar (mmcv's `[500]`,
+    printed once the pass is over: all 500); any one's `memory:` is the GPU memory in MiB."""
     m = _OPENMMLAB.search(body)
     if m is None:
         return
@@ -151,8 +154,12 @@ def _openmmlab(body: str, s: Sample) -> None:
     mem = _OPENMMLAB_MEM.search(body, m.end())
     if mem is not None:
         s.gpu_mem_bytes = int(mem.group(1)) * _MIB
-    if mode not in (None, "train") or steps is None or (kind == "Epoch") != (epoch is not None):
-        return  # an evaluation's: no iteration, target or pace of training
+    if mode not in (None, "train"):
+        # an evaluation's: its batches, no iteration, target or pace of training
+        s.evaluation_batches = (int(step), int(steps if steps is not None else step))
+        return
+    if steps is None or (kind == "Epoch") != (epoch is not None):
+        return
     if epoch is None:
         s.iteration, s.target_iter = int(step), int(steps)
     else:

@@ -7,9 +7,13 @@ mmseg 0.x and mmpose, and mmengine's LogProcessor (mmengine/runner/log_processor
 
 from __future__ import annotations
 
+import calendar
+from datetime import UTC, datetime
+
 import pytest
 from support.end_marker import read
 
+from bot.core.detectors import detect_stall
 from bot.core.metrics import MetricSeries
 from bot.core.training_lines import LineParser
 
@@ -63,22 +67,61 @@ def test_an_epoch_based_line_reads_as_an_epochs_bar(line: str):
     assert _read(line) == (11 * 7330 + 7300, None, 0.4123, 0.512)
 
 
-@pytest.mark.parametrize("line", [
-    "2021-03-01 10:00:00,123 - mmdet - INFO - Epoch(val) [12][500]\tbbox_mAP: 0.3740, "
-    "bbox_mAP_50: 0.5810",
-    "2021-03-01 10:00:00,123 - mmseg - INFO - Iter(val) [500]\taAcc: 0.9500, mIoU: 0.7700",
-    "12/05 10:00:00 - mmengine - INFO - Epoch(val) [12][500/500]  eta: 0:00:00  time: 0.1000  "
-    "data_time: 0.0100  memory: 500",
-    "12/05 10:00:00 - mmengine - INFO - Iter(val) [500/500]  eta: 0:00:00  time: 0.1000  "
-    "data_time: 0.0100  memory: 500",
-    "12/05 10:00:00 - mmengine - INFO - Epoch(test) [500/500]  eta: 0:00:00  time: 0.1000  "
-    "data_time: 0.0100  memory: 500",
+@pytest.mark.parametrize(("line", "batches"), [
+    ("2021-03-01 10:00:00,123 - mmdet - INFO - Epoch(val) [12][500]\tbbox_mAP: 0.3740, "
+     "bbox_mAP_50: 0.5810", (500, 500)),
+    ("2021-03-01 10:00:00,123 - mmseg - INFO - Iter(val) [500]\taAcc: 0.9500, mIoU: 0.7700",
+     (500, 500)),
+    ("12/05 10:00:00 - mmengine - INFO - Epoch(val) [12][100/500]  eta: 0:00:40  time: 0.1000  "
+     "data_time: 0.0100  memory: 500", (100, 500)),
+    ("12/05 10:00:00 - mmengine - INFO - Iter(val) [ 50/500]  eta: 0:00:45  time: 0.1000  "
+     "data_time: 0.0100  memory: 500", (50, 500)),
+    ("12/05 10:00:00 - mmengine - INFO - Epoch(test) [500/500]  eta: 0:00:00  time: 0.1000  "
+     "data_time: 0.0100  memory: 500", (500, 500)),
 ], ids=["mmcv-epoch-val", "mmcv-iter-val", "mmengine-epoch-val", "mmengine-iter-val",
         "mmengine-test"])
-def test_an_evaluation_line_is_no_training_progress(line: str):
+def test_an_evaluation_line_is_its_batches_no_training_progress(line: str, batches):
+    """Its batches done and their total, as an evaluation's bar is read (activity of the run);
+    mmcv's line, logged once the pass is over (EvalHook's `eval_iter_num`), counts all of
+    them."""
     sample, _ = LineParser().parse(line, 1)
-    assert sample is None or (sample.iteration, sample.target_iter,
-                              sample.sec_per_iter) == (None, None, None)
+    assert sample is not None
+    assert (sample.iteration, sample.target_iter, sample.sec_per_iter) == (None, None, None)
+    assert sample.evaluation_batches == batches
+
+
+def _kubectl(t: float) -> str:
+    """A line's time as `kubectl logs --timestamps` prefixes it."""
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%dT%H:%M:%S.000000000Z")
+
+
+def _mmengine_validation(t0: float, batches: int) -> str:
+    """mmengine's epoch-based training, 100 steps 0.6 s apart (logged every 10), then its
+    validation of 500 batches, logged every 50 of them 30 s apart, up to `batches`."""
+    train = "".join(
+        f"{_kubectl(t0 + 0.6 * i)} Epoch(train)  [1][{i:3d}/100]  lr: 2.0000e-04  eta: 0:01:00  "
+        "time: 0.6000  data_time: 0.0100  memory: 3512  loss: 0.4123\n" for i in range(10, 101, 10))
+    return train + "".join(
+        f"{_kubectl(t0 + 60 + 3 * b / 5)} Epoch(val)  [1][{b:3d}/500]    eta: 0:04:30  "
+        "time: 0.6000  data_time: 0.0100  memory: 900\n" for b in range(50, batches + 1, 50))
+
+
+def test_a_long_validation_is_no_stall_until_it_stops():
+    """A validation logging its batches after the last training step is activity: no stall
+    while it advances, though no training step came for longer than the threshold (300 s);
+    one that stops advancing is a stall from its last line, at the training's last
+    iteration."""
+    t0 = float(calendar.timegm((2025, 5, 14, 16, 0, 0)))
+    series = MetricSeries()
+    series.feed_block(_mmengine_validation(t0, 500))
+    assert (series.last_iteration, series.sec_per_iter()) == (100, 0.6)
+    assert detect_stall(series, t0 + 60 + 300 + 290) is None
+    series = MetricSeries()
+    series.feed_block(_mmengine_validation(t0, 250))
+    finding = detect_stall(series, t0 + 60 + 150 + 1200)
+    assert finding is not None
+    assert (finding.last_iter, finding.started_at) == (100, t0 + 60 + 150)
+    assert "[1][250/500]" in finding.last_text
 
 
 def test_memory_is_gpu_mib_not_host_memory():
