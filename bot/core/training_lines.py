@@ -103,9 +103,14 @@ class CheckpointEvent:
 _ANSI = re.compile(ANSI_ESCAPE)
 # A time at the start of a line, also in a task runner's bracket (`[task 2025-01-21T16:30:37Z]`)
 _DATE_TIME = r"(\d{4})-(\d\d)-(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d+))?"
-_ISO = re.compile(r"^\[?(?:[A-Za-z][\w.-]* )?" + _DATE_TIME)
+# ... or with slashes, as Paddle's loggers print it (`[2024/10/18 17:05:14] ppocr INFO:`,
+# datefmt `%Y/%m/%d %H:%M:%S`): a log's, never a time given alone
+_LOG_DATE_TIME = r"(\d{4})([-/])(\d\d)\2(\d\d)[T ](\d\d):(\d\d):(\d\d)(?:[.,](\d+))?"
+_ISO = re.compile(r"^\[?(?:[A-Za-z][\w.-]* )?" + _LOG_DATE_TIME)
 _ISO_TIME = re.compile(_DATE_TIME)  # a time given alone (`iso_time`)
-_GLOG = re.compile(r"^\[?[IWEF](\d\d)(\d\d) (\d\d):(\d\d):(\d\d)(?:\.(\d+))?")
+# A month and day with no year: glog's `I0514 16:10:00.123`, mmengine's `05/14 16:10:00`
+# (MMFormatter's datefmt `%m/%d %H:%M:%S`)
+_GLOG = re.compile(r"^\[?(?:[IWEF](\d\d)(\d\d)|(\d\d)/(\d\d)) (\d\d):(\d\d):(\d\d)(?:[.,](\d+))?")
 _HMS = re.compile(r"^\[?(\d\d):(\d\d):(\d\d)(?:[.,](\d+))?(?![\d:])")
 # An ISO time's zone after it: UTC (`Z`) or its offset from UTC, right after it (`+02:00`,
 # `-0500`) or after a space, as `%z` and Go print it (`19:08:57 -0500`, `19:08:57 -0500 EST`):
@@ -206,10 +211,11 @@ def _float(value: str) -> float:
 class LogClock:
     """Turns leading timestamps into monotonic float seconds (see docs/architecture.md): UTC's,
     an ISO time's zone read (`2025-05-20T21:08:57+02:00`, `2025-05-20 14:08:57 -0500 EST` and
-    `2025-05-20 12:08:57 PDT` are 19:08:57 UTC), a time printed with no zone, or a zone's name
-    several zones print (`CST`: `_zone`), read as written (as UTC), or, glog's and a bare
-    `HH:MM:SS`, in the zone of the last ISO time (their date's: the process's local time, as
-    the dated lines print it)."""
+    `2025-05-20 12:08:57 PDT` are 19:08:57 UTC; Paddle's `2025/05/20 19:08:57` reads as the
+    ISO one), a time printed with no zone, or a zone's name several zones print (`CST`:
+    `_zone`), read as written (as UTC), or, a month and day with no year (glog's `I0520
+    19:08:57`, mmengine's `05/20 19:08:57`) and a bare `HH:MM:SS`, in the zone of the last ISO
+    time (their date's: the process's local time, as the dated lines print it)."""
 
     def __init__(self) -> None:
         self.last: float | None = None
@@ -235,7 +241,7 @@ class LogClock:
             return None
         m = _ISO.match(line)
         if m:
-            g = m.groups()
+            g = m.group(1, 3, 4, 5, 6, 7, 8)  # year, month, day, H, M, S, fraction
             date = g[:3]
             base_day = self._base_day
             if date != self._date or base_day is None:  # one timegm per day, not per line
@@ -249,8 +255,9 @@ class LogClock:
             return self._accept(t, rollover=False)
         m = _GLOG.match(line)
         if m and self._year is not None:
-            mo, d, hh, mm, ss = (int(x) for x in m.groups()[:5])
-            sod = hh * 3600 + mm * 60 + ss + _frac(m.group(6))
+            mo, d = (int(x) for x in (m.group(1, 2) if m.group(1) else m.group(3, 4)))
+            hh, mm, ss = (int(x) for x in m.group(5, 6, 7))
+            sod = hh * 3600 + mm * 60 + ss + _frac(m.group(8))
             # glog prints no year: the year of the dated lines, or the one before or after it
             # when that is nearer the log's last time (a line past New Year's midnight)
             try:

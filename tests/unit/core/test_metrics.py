@@ -883,3 +883,37 @@ def test_a_log_with_absurd_numbers_still_diagnoses():
     assert series.last_iteration == 1002
     assert series.sec_per_iter() == pytest.approx(4.5)
     assert [x.host_rss_bytes for x in series.rss_points()] == [40 * GIB, 41 * GIB]
+
+
+def test_paddles_slashed_date_is_a_log_time():
+    # PaddleOCR's logger: `[%(asctime)s] ppocr INFO: …`, datefmt `%Y/%m/%d %H:%M:%S`
+    line = "[2024/10/18 17:05:14] ppocr INFO: epoch: [1/100], global_step: 10, loss: 1.2"
+    assert LogClock().parse_line(line) == epoch(2024, 10, 18, 17, 5, 14)
+    assert LogClock().parse_line("2024/10-18 17:05:14 mixed separators") is None
+
+
+def test_mmengines_month_and_day_take_the_year_of_the_dated_lines():
+    # mmengine's MMFormatter: `%(asctime)s - %(name)s - …`, datefmt `%m/%d %H:%M:%S`
+    clock = LogClock()
+    clock.parse("2025-05-14 19:08:57 start")
+    line = "05/14 19:38:57 - mmengine - INFO - Epoch(train)  [1][ 100/7330]  lr: 1.0000e-02"
+    assert clock.parse_line(line) == epoch(2025, 5, 14, 19, 38, 57)
+    # with no dated line before, its time of day still measures the pace
+    bare = LogClock()
+    first = present(bare.parse_line("05/14 23:59:00 - mmengine - INFO - Epoch(train) [1][9/9]"))
+    assert present(bare.parse_line("05/15 00:01:00 - mmengine - INFO - x")) - first == 120
+
+
+@pytest.mark.parametrize("lines", [
+    [f"[2024/10/18 17:{m:02d}:14] ppocr INFO: epoch: [1/100], global_step: {10 * m}, "
+     f"lr: 0.001000, loss: 1.2, avg_batch_cost: 0.50000 s" for m in range(1, 6)],
+    [f"10/18 17:{m:02d}:14 - mmengine - INFO - Epoch(train)  [1][{100 * m:4d}/7330]  "
+     f"lr: 1.0000e-02  eta: 1:00:00  time: 0.0500  data_time: 0.0100  loss: 1.2"
+     for m in range(1, 6)],
+], ids=["paddleocr", "mmengine"])
+def test_a_slashed_log_times_its_progress(lines):
+    # a minute between progress lines: the stall threshold scales with it, not with the
+    # printed per-batch cost alone
+    series = MetricSeries()
+    series.feed_lines(lines)
+    assert series.progress_interval_s() == pytest.approx(60)
