@@ -434,14 +434,29 @@ end was not seen (`cancel_takeover_at` says when)."""
 def cancel_takeover_at(ctx: BotContext, approval: Approval) -> float | None:
     """When `approval`'s cancel, left in its CANCELLING_STEP with no step after it (its
     click's scancel under way, or its process dead in it), is taken over as one whose end was
-    not seen (bot.services.cancel_settle): the step's time plus cancel_takeover_s at the
-    longer of the bounds its click kept with the step and the current config's. None when it
-    is in no such step. The takeover and the replies that name its wait both count it here."""
+    not seen (bot.services.cancel_settle): `scancel_over_at`. None when it is in no such
+    step. The takeover and the replies that name its wait both count it here."""
     steps = ctx.store.approvals.steps(approval.token)
+    if any(s in steps for s in (*UNKNOWN_CANCEL_STEP.values(), RESUMING_STEP)):
+        return None  # the click saw its scancel's end (or not) and went on
+    return _scancel_over_at(ctx, approval, steps)
+
+
+def scancel_over_at(ctx: BotContext, approval: Approval) -> float | None:
+    """When `approval`'s click's scancel has ended at the latest, wherever it is now: its
+    CANCELLING_STEP's time (marked before the scancel was sent) plus cancel_takeover_s at the
+    longer of the bounds its click kept with the step and the current config's, the time its
+    takeover comes (`cancel_takeover_at`). A settle concludes "not cancelled" only after it
+    (bot.services.cancel_settle): a scancel whose end was not seen may still be running on the
+    login node until then. None when the approval has no such step (not a cancel)."""
+    return _scancel_over_at(ctx, approval, ctx.store.approvals.steps(approval.token))
+
+
+def _scancel_over_at(ctx: BotContext, approval: Approval,
+                     steps: Mapping[str, float]) -> float | None:
     marked = CANCELLING_STEP[CANCELLING_STEP[True] in steps]
-    if marked not in steps or any(s in steps for s in (*UNKNOWN_CANCEL_STEP.values(),
-                                                         RESUMING_STEP)):
-        return None  # not cancelling, or the click saw its scancel's end and went on
+    if marked not in steps:
+        return None  # not cancelling
     deadlines = cluster_deadlines(ctx.config, approval.payload.get("cluster", ""))
     return steps[marked] + cancel_takeover_s(deadlines,
                                              ctx.store.approvals.bounds_of(approval.token,

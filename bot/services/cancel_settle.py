@@ -28,6 +28,7 @@ from bot.services.approvals import (
     decided,
     policy_of,
     resume_cancelled,
+    scancel_over_at,
 )
 from bot.services.home import refresh_homes
 from bot.services.ports import BotContext, LeaseLost
@@ -72,7 +73,11 @@ def settle_unknown_cancels(ctx: BotContext, now: float) -> None:
     would have (a plain Cancel's job stays watched, its end judged as any job's), and the
     prompt and the thread say so. Still running or pending: the cancel did not take effect;
     the prompt says so and a new prompt offers it again (the watcher goes on watching the
-    job). Ended otherwise (COMPLETED, FAILED, …): it ended
+    job), said only once the scancel itself has ended at the latest (`scancel_over_at`: its
+    click's step plus the takeover's bound, 540 s with the default deadlines): before it, a
+    scancel whose end was not seen may still be running on the login node (a slow
+    slurmctld, a jump host) and land after the settle said "not cancelled", so a job still
+    running is asked about again next time. Ended otherwise (COMPLETED, FAILED, …): it ended
     before the cancel; the prompt says so and the watcher judges its end as any job's.
     Unknown to Slurm, or Slurm not answering: asked again next time. Each is settled once
     (the `cancel_settled` step), so nothing is resubmitted or offered twice. A settle whose
@@ -161,6 +166,9 @@ def _settle_cancel(ctx: BotContext, approval: Approval, now: float) -> None:
         return
     if record is None:
         return  # not (yet) known to Slurm's answer: ask again next time
+    over = scancel_over_at(ctx, approval)
+    if not record.is_finished and over is not None and now < over:
+        return  # the scancel may still be running on the login node: ask again next time
     taken_over = False
     bounds = step_bounds(ctx.config, cluster, slurm)  # this run's, kept with the step
     if not ctx.store.approvals.mark_step(approval.token, "cancel_settled", now=now,

@@ -105,8 +105,9 @@ class PolicyConfig(_Model):
     cancel_settle_s: float = Field(
         60.0, gt=0, description="Seconds after an approved cancel whose scancel's end was not "
         "seen (its SSH channel closed, or it outlived its timeout) before trainbot asks Slurm "
-        "whether the job was cancelled and finishes the click (a scancel still under way has "
-        "ended by then)."
+        "whether the job was cancelled and finishes the click. A job still running then is "
+        "said not cancelled only once the scancel's own bound since the click has passed (it "
+        "may still be running on the login node): asked again until then."
     )
 
     @field_validator("max_mem")

@@ -386,6 +386,13 @@ def test_an_unseen_cancel_is_judged_after_the_recipes_cancel_settle_s(store: Sto
     assert len(s.slurm.submits()) == 1 and present(store.approvals.get(token)).state == "done"
 
 
+CANCEL_TAKEOVER_S = cancel_takeover_s(RemoteDeadlines())
+SCANCEL_OVER = T0 + 401 + CANCEL_TAKEOVER_S
+"""When a scancel clicked at T0 + 401 whose end was not seen has ended at the latest (its
+click's step plus the takeover's bound): a job still running is said not cancelled from then
+on, not before (the scancel may still land)."""
+
+
 class Killed(BaseException):
     """The process killed where it is raised (nothing after it runs, no handler catches it)."""
 
@@ -554,19 +561,19 @@ def test_a_settle_killed_before_it_offered_the_cancel_again_offers_it_at_the_nex
 
     writer(s.ctx).post_reply = killed_offer  # type: ignore[method-assign]
     with pytest.raises(Killed):
-        settle_unknown_cancels(s.ctx, T0 + 470)
+        settle_unknown_cancels(s.ctx, SCANCEL_OVER)
     writer(s.ctx).post_reply = capture  # type: ignore[method-assign]
     assert [k for k, _ in s.posted][-1] == f"cancel-settled:{token}"
 
-    settle_unknown_cancels(s.ctx, T0 + 530)
-    settle_unknown_cancels(s.ctx, T0 + 590)
+    settle_unknown_cancels(s.ctx, SCANCEL_OVER + 60)
+    settle_unknown_cancels(s.ctx, SCANCEL_OVER + 120)
     keys = [k for k, _ in s.posted]
     assert keys.count(f"cancel-again:{token}") == 1
     assert keys.count(f"cancel-settled:{token}") == 1
     again = button(s.posted[-1][1], choice)
     pending = [a for a in store.approvals.for_chain(s.chain_id, "pending")]
     assert [a.token for a in pending] == [again["value"]]  # one new prompt, the one posted
-    done = handle_click(s.ctx, again["value"], choice, "W0LEAD", T0 + 600)
+    done = handle_click(s.ctx, again["value"], choice, "W0LEAD", SCANCEL_OVER + 130)
     assert done.status == "done", done
     assert s.slurm.acted("cancel") == [88154, 88154]
 
@@ -583,7 +590,7 @@ def test_cancel_and_resume_whose_scancel_did_not_take_effect_says_so_and_asks_ag
     s.slurm.cancel_lost = None
     assert store.watched_jobs.get("dev", "88154") is not None  # still watched
 
-    settle_unknown_cancels(s.ctx, T0 + 470)
+    settle_unknown_cancels(s.ctx, SCANCEL_OVER)
     said = ("Approved by <@W0LEAD>, but it failed: job 88154 was not cancelled: Slurm still "
             "shows it RUNNING after the cancel whose end trainbot did not see; nothing was "
             "resubmitted. The cancel is offered again below")
@@ -593,10 +600,10 @@ def test_cancel_and_resume_whose_scancel_did_not_take_effect_says_so_and_asks_ag
     assert key == f"cancel-again:{token}"
     again = button(blocks, ActionId.CANCEL_RESUME)
     assert again["value"] != token
-    settle_unknown_cancels(s.ctx, T0 + 530)  # offered once
+    settle_unknown_cancels(s.ctx, SCANCEL_OVER + 60)  # offered once
     assert [k for k, _ in s.posted].count(key) == 1
 
-    done = handle_click(s.ctx, again["value"], ActionId.CANCEL_RESUME, "W0LEAD", T0 + 600)
+    done = handle_click(s.ctx, again["value"], ActionId.CANCEL_RESUME, "W0LEAD", SCANCEL_OVER + 130)
     assert done.status == "done", done
     assert s.slurm.acted("cancel") == [88154, 88154] and len(s.slurm.submits()) == 1
 
@@ -651,7 +658,7 @@ def test_a_plain_cancel_whose_scancel_did_not_take_effect_says_so_and_offers_it_
     assert result.update_text == ONLY_UNSEEN
     s.slurm.cancel_lost = None
 
-    settle_unknown_cancels(s.ctx, T0 + 470)
+    settle_unknown_cancels(s.ctx, SCANCEL_OVER)
     said = ("Approved by <@W0LEAD>, but it failed: job 88154 was not cancelled: Slurm still "
             "shows it RUNNING after the cancel whose end trainbot did not see; nothing was "
             "resubmitted. The cancel is offered again below")
@@ -660,10 +667,10 @@ def test_a_plain_cancel_whose_scancel_did_not_take_effect_says_so_and_offers_it_
     assert key == f"cancel-again:{token}"
     again = button(blocks, ActionId.CANCEL)
     assert again["value"] != token
-    settle_unknown_cancels(s.ctx, T0 + 530)  # offered once
+    settle_unknown_cancels(s.ctx, SCANCEL_OVER + 60)  # offered once
     assert [k for k, _ in s.posted].count(key) == 1
 
-    done = handle_click(s.ctx, again["value"], ActionId.CANCEL, "W0LEAD", T0 + 600)
+    done = handle_click(s.ctx, again["value"], ActionId.CANCEL, "W0LEAD", SCANCEL_OVER + 130)
     assert (done.status, done.update_text) == ("done", "Approved by <@W0LEAD>: cancelled job "
                                                        "88154")
     assert s.slurm.acted("cancel") == [88154, 88154] and s.slurm.submits() == []
@@ -813,6 +820,8 @@ def test_a_settled_cancel_and_resume_refreshes_each_home_tab_once(
         if unseen == "scancel_answer_lost":
             s.slurm.set(88154, end_time=T0 + 401)
         runs = [T0 + 470, T0 + 530, T0 + 590]
+        if unseen == "scancel_not_taken":  # said once the scancel has ended at the latest
+            runs = [SCANCEL_OVER, SCANCEL_OVER + 60, SCANCEL_OVER + 120]
     assert s.slurm.submits() == []
     for user in ("W0LEAD", "U0ALICE", "U0NOBODY"):  # each opened their Home tab lately
         publish_home(s.ctx, user, T0 + 400)
@@ -863,7 +872,6 @@ def test_a_cancel_and_resume_whose_commands_take_their_full_deadlines_is_not_tak
 
 # ------------------------------------------- a cancel whose click's process died in its scancel
 
-CANCEL_TAKEOVER_S = cancel_takeover_s(RemoteDeadlines())
 
 
 @pytest.mark.parametrize("choice", [ActionId.CANCEL_RESUME, ActionId.CANCEL])
