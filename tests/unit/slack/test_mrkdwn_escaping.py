@@ -180,7 +180,8 @@ def test_approval_shows_its_question_as_made() -> None:
 @pytest.mark.parametrize("view", [
     {"kind": "probe_queued", "name": BAD},
     {"kind": "unauthorized", "approvers": ["U0BOB", "U0ALICE"]},
-    {"kind": "busy", "decided_by": "U0BOB", "job": BAD},
+    {"kind": "busy", "decided_by": "U0BOB", "job": BAD, "cancel_job": None,
+     "cancel_wait_s": None},
 ], ids=lambda v: v["kind"])
 def test_click_reply_escapes_a_recipe_and_a_job(view: dict) -> None:
     _check("click_reply", view, shows=0 if view["kind"] == "unauthorized" else 1)
