@@ -116,9 +116,14 @@ class PipeSubshells:
         stops bash on some paths only: through `pipefail` (`pipefail`: `[ … ] && set -o
         pipefail`), or as the last element where `lastpipe` is on on some (it runs in the
         script's shell there): they stop it on those runs only (a warning, which names
-        pipefail, model.Arith.pipefail_partial, or says `set -e` applies there on some)."""
+        pipefail, model.Arith.pipefail_partial, or says `set -e` applies there on some; an
+        unbound counter under `set -u` through pipefail says `set -e` too where that is on on
+        some paths only)."""
         for a in self.arith[arith_from:]:
             if pipefail:
                 a.pipefail_partial = True
+                if a.nounset and not a.errexit:  # (an unbound counter under `set -u`, collected
+                    # whatever `set -e`: the element's end stops bash where `set -e` is on too)
+                    a.errexit_partial = self.opts.errexit_partial
             else:
                 a.errexit_partial = True

@@ -302,17 +302,31 @@ _NOUNSET_PIPEFAIL_SOME = (
     "`set -u`에서는 bash가 바로 여기서 `n: unbound variable`로 이 파이프라인 요소를 끝내고, "
     "`set -e`에서 `pipefail`이 켜져 있을 때(이 줄 앞의 일부 분기나 반복 회차에서만 `pipefail`이 "
     "켜짐) 런처도 함께 멈춥니다")
+_NOUNSET_BOTH_SOME = (
+    "under `set -u` bash ends this pipeline's element right here with `n: unbound variable`, "
+    "and when `set -e` and `pipefail` are on (only some branches or loop passes before this "
+    "line turn them on), the launcher stops with it",
+    "`set -u`에서는 bash가 바로 여기서 `n: unbound variable`로 이 파이프라인 요소를 끝내고, "
+    "`set -e`와 `pipefail`이 켜져 있을 때(이 줄 앞의 일부 분기나 반복 회차에서만 켜짐) 런처도 "
+    "함께 멈춥니다")
+_MAYBE_BOTH = 'if [ -n "${X:-}" ]; then set -e; set -o pipefail; fi\n'
 
 
-@pytest.mark.parametrize("body", [
+@pytest.mark.parametrize(("body", "said"), [
     # an unbound counter under `set -u` in a pipeline's element before the last, pipefail on
     # some paths only: the warning says so, as the one for a counter at 0 does (it said "under
     # `set -u` bash stops right here", as if on every run)
-    f"set -eu\n{_MAYBE_PIPEFAIL}if true; then ((n++)); fi | cat\n",
-    f"set -eu\n{_MAYBE_PIPEFAIL}while true; do ((n++)); break; done | cat\n",
-    f"set -eu\n{_MAYBE_PIPEFAIL}{{ ((n++)); }} | cat\n",
+    (f"set -eu\n{_MAYBE_PIPEFAIL}if true; then ((n++)); fi | cat\n", _NOUNSET_PIPEFAIL_SOME),
+    (f"set -eu\n{_MAYBE_PIPEFAIL}while true; do ((n++)); break; done | cat\n",
+     _NOUNSET_PIPEFAIL_SOME),
+    (f"set -eu\n{_MAYBE_PIPEFAIL}{{ ((n++)); }} | cat\n", _NOUNSET_PIPEFAIL_SOME),
+    # … and `set -e` too where that is on on some paths only (it said "under `set -e`")
+    (f"set -u\n{_MAYBE_ERREXIT}{_MAYBE_PIPEFAIL}{{ ((n++)); }} | cat\n", _NOUNSET_BOTH_SOME),
+    (f"set -u\n{_MAYBE_ERREXIT}{_MAYBE_PIPEFAIL}if true; then ((n++)); fi | cat\n",
+     _NOUNSET_BOTH_SOME),
+    (f"set -u\n{_MAYBE_BOTH}while true; do ((n++)); break; done | cat\n", _NOUNSET_BOTH_SOME),
 ])
-def test_the_unbound_counter_warning_for_pipefail_on_some_paths_says_so(tmp_path, body):
+def test_the_unbound_counter_warning_for_pipefail_on_some_paths_says_so(tmp_path, body, said):
     from bot.core.text import render_text
     from bot.slack.render import translator
 
@@ -321,7 +335,7 @@ def test_the_unbound_counter_warning_for_pipefail_on_some_paths_says_so(tmp_path
     found = [f for f in lint_launcher(script)
              if f.check in (CHECK_ARITH_ZERO, CHECK_ARITH_UNSET) and f.level != "pass"]
     assert found[0].check == CHECK_ARITH_UNSET
-    english, korean = _NOUNSET_PIPEFAIL_SOME
+    english, korean = said
     assert english in found[0].message
     assert korean in render_text(found[0].text, translator("ko").gettext)
     assert "bash stops right here" not in found[0].message
