@@ -65,6 +65,12 @@ from bot.core.text import N_, Text
 ARITH_RE = re.compile(r"^\(\(\s*([A-Za-z_]\w*)\s*(\+\+|--|=\s*0+)\s*\)\)$")
 LET_RE = re.compile(r"^let\s+[\"']?([A-Za-z_]\w*)\s*(\+\+|--|=\s*0+)[\"']?$")
 
+#: Which runs an unbound counter stops bash on (_unbound_stop): where a branch bash may skip
+#: leaves its variable unset, or where it is in another branch than the assignment.
+_ON_THOSE_RUNS = N_("on those runs")
+_ON_THIS_BRANCH = N_("on the runs that take this branch")
+
+
 def and_or_ariths(lst: str, off: int, memo: Memo, zero_after: int | None, *, nounset: bool,
                   errexit_off: bool, keyword: str = "") -> list[Arith]:
     """The `((n++))` / `let n++` commands of the and-or list `lst` (at `off`) that `set -e`
@@ -563,8 +569,8 @@ def _finding(a: Arith, line: int, value: str | None,
     elif unset and unset_partly is not None and a.nounset:
         text = N_("line %(line)s: `%(command)s` reads `%(var)s` unset on the runs that skip "
                   "line %(at)s, which sets it in a branch bash may not run (nothing else before "
-                  "it does): under `set -u` bash stops right here on those runs with "
-                  "`%(var)s: unbound variable`: %(slurm)s", at=unset_partly, **said)
+                  "it does): %(stop)s: %(slurm)s", at=unset_partly,
+                  stop=_unbound_stop(a, said, _ON_THOSE_RUNS), **said)
     elif unset and unset_partly is not None:
         text = N_("line %(line)s: `%(command)s` reads `%(var)s` unset on the runs that skip "
                   "line %(at)s, which sets it in a branch bash may not run (nothing else before "
@@ -584,10 +590,9 @@ def _finding(a: Arith, line: int, value: str | None,
     elif apart is not None and not octal and unset and a.nounset:
         text = N_("line %(line)s: `%(command)s` reads `%(var)s` unset, as `%(assignment)s` on "
                   "line %(other)s is in another branch of the same %(construct)s, which never "
-                  "runs before this one, and nothing else before it sets it: under `set -u` "
-                  "bash stops right here on the runs that take this branch with `%(var)s: "
-                  "unbound variable`: %(slurm)s", assignment=apart[3], other=apart[0],
-                  construct=f"`{apart[1]}`", **said)
+                  "runs before this one, and nothing else before it sets it: %(stop)s: "
+                  "%(slurm)s", assignment=apart[3], other=apart[0], construct=f"`{apart[1]}`",
+                  stop=_unbound_stop(a, said, _ON_THIS_BRANCH), **said)
     elif apart is not None and not octal and unset:
         text = N_("line %(line)s: `%(command)s` reads `%(var)s` unset, as `%(assignment)s` on "
                   "line %(other)s is in another branch of the same %(construct)s, which never "
@@ -605,17 +610,10 @@ def _finding(a: Arith, line: int, value: str | None,
     elif a.assigns_zero:
         text = N_("line %(line)s: `%(command)s` sets `%(var)s` to 0 and evaluates to 0, so its "
                   "status is 1: %(under)s the launcher stops right here: %(slurm)s", **said)
-    elif unset and a.nounset and a.pipefail_partial:
-        # (in a pipeline's element before the last: `set -u` ends that element's subshell,
-        # which stops the launcher only where `pipefail` is on)
-        text = N_("line %(line)s: `%(command)s` reads `%(var)s`, which nothing in the script "
-                  "sets (only the job's environment could): under `set -u` bash ends this "
-                  "pipeline's element right here with `%(var)s: unbound variable`, and "
-                  "%(under)s the launcher stops with it: %(slurm)s", **said)
     elif unset and a.nounset:
         text = N_("line %(line)s: `%(command)s` reads `%(var)s`, which nothing in the script "
-                  "sets (only the job's environment could): under `set -u` bash stops right "
-                  "here with `%(var)s: unbound variable`: %(slurm)s", **said)
+                  "sets (only the job's environment could): %(stop)s: %(slurm)s",
+                  stop=_unbound_stop(a, said), **said)
     elif unset:
         text = N_("line %(line)s: `%(command)s` with `%(var)s` unset (nothing in the script "
                   "sets it; only the job's environment could) evaluates to 0, so its status is "
@@ -662,8 +660,8 @@ def _carried_text(a: Arith, unset: bool, at: int, every_run: bool, said: dict[st
     if unset and not every_run and a.nounset:
         return N_("line %(line)s: on the loop's next pass `%(command)s` reads `%(var)s` unset, "
                   "as `unset %(var)s` on line %(at)s leaves it on some runs only (branches of "
-                  "the body decide which value it leaves): under `set -u` bash stops right here "
-                  "on those runs with `%(var)s: unbound variable`: %(slurm)s", at=at, **said)
+                  "the body decide which value it leaves): %(stop)s: %(slurm)s", at=at,
+                  stop=_unbound_stop(a, said, _ON_THOSE_RUNS), **said)
     if unset and not every_run:
         return N_("line %(line)s: on the loop's next pass `%(command)s` reads `%(var)s` unset, "
                   "as `unset %(var)s` on line %(at)s leaves it on some runs only (branches of "
@@ -672,9 +670,8 @@ def _carried_text(a: Arith, unset: bool, at: int, every_run: bool, said: dict[st
                   **said)
     if unset and a.nounset:
         return N_("line %(line)s: on the loop's next pass `%(command)s` reads `%(var)s` unset, "
-                  "as `unset %(var)s` on line %(at)s leaves it at the end of the body: under "
-                  "`set -u` bash stops right here with `%(var)s: unbound variable`: %(slurm)s",
-                  at=at, **said)
+                  "as `unset %(var)s` on line %(at)s leaves it at the end of the body: "
+                  "%(stop)s: %(slurm)s", at=at, stop=_unbound_stop(a, said), **said)
     if unset:
         return N_("line %(line)s: on the loop's next pass `%(command)s` reads `%(var)s` unset, "
                   "as `unset %(var)s` on line %(at)s leaves it at the end of the body, and "
@@ -690,6 +687,26 @@ def _carried_text(a: Arith, unset: bool, at: int, every_run: bool, said: dict[st
               "line %(at)s leaves it at the end of the body, and evaluates to 0, so its status "
               "is 1: %(under)s the launcher stops right here on that pass: %(slurm)s",
               at=at, **said)
+
+
+def _unbound_stop(a: Arith, said: dict[str, Any], runs: Text | None = None) -> Text:
+    """What `set -u` does at `a`, whose variable is unset there (on the `runs` it names, "on
+    those runs", or on every run): bash stops right here; in a pipeline's element before the
+    last where `pipefail` is on on some paths only (model.Arith.pipefail_partial), it ends
+    that element's subshell, which stops the launcher only where `pipefail` (and `set -e`)
+    are on, as `said`'s `under` says."""
+    if a.pipefail_partial and runs is not None:
+        return N_("under `set -u` bash ends this pipeline's element right here %(runs)s with "
+                  "`%(var)s: unbound variable`, and %(under)s the launcher stops with it",
+                  runs=runs, **said)
+    if a.pipefail_partial:
+        return N_("under `set -u` bash ends this pipeline's element right here with "
+                  "`%(var)s: unbound variable`, and %(under)s the launcher stops with it",
+                  **said)
+    if runs is not None:
+        return N_("under `set -u` bash stops right here %(runs)s with `%(var)s: unbound "
+                  "variable`", runs=runs, **said)
+    return N_("under `set -u` bash stops right here with `%(var)s: unbound variable`", **said)
 
 
 def _tested(tested_by: str) -> Text:

@@ -341,6 +341,60 @@ def test_the_unbound_counter_warning_for_pipefail_on_some_paths_says_so(tmp_path
     assert "bash stops right here" not in found[0].message
 
 
+_UNLESS_X = 'if [ -z "${X:-}" ]; then n=5; fi\n'
+
+
+@pytest.mark.parametrize(("body", "english", "korean"), [
+    # the other texts for an unbound counter under `set -u`, in a pipeline's element before
+    # the last where pipefail is on on some paths only, say what bash does there, as the one
+    # for a counter nothing sets does (they said "bash stops right here", as if on every run):
+    # unset on the runs that skip a branch …
+    (f"set -eu\n{_MAYBE_PIPEFAIL}{_UNLESS_X}{{ ((n++)); }} | cat\n",
+     "which sets it in a branch bash may not run (nothing else before it does): under `set -u` "
+     "bash ends this pipeline's element right here on those runs with `n: unbound variable`, "
+     "and under `set -e`, when `pipefail` is on",
+     "`set -u`에서는 그런 실행에서 bash가 바로 여기서 `n: unbound variable`로 이 파이프라인 "
+     "요소를 끝내고, `set -e`에서 `pipefail`이 켜져 있을 때"),
+    # … set in another branch of the same `if` …
+    (f'set -eu\n{_MAYBE_PIPEFAIL}if [ -z "${{X:-}}" ]; then n=5; else {{ ((n++)); }} | cat; '
+     "fi\n",
+     "nothing else before it sets it: under `set -u` bash ends this pipeline's element right "
+     "here on the runs that take this branch with `n: unbound variable`, and under `set -e`, "
+     "when `pipefail` is on",
+     "`set -u`에서는 이 분기를 타는 실행에서 bash가 바로 여기서 `n: unbound variable`로 이 "
+     "파이프라인 요소를 끝내고, `set -e`에서 `pipefail`이 켜져 있을 때"),
+    # … unset for the loop's next pass, on every run or on some
+    (f"set -eu\n{_MAYBE_PIPEFAIL}n=5\nfor i in 1 2; do {{ ((n++)); }} | cat; unset n; done\n",
+     "leaves it at the end of the body: under `set -u` bash ends this pipeline's element right "
+     "here with `n: unbound variable`, and under `set -e`, when `pipefail` is on",
+     "`set -u`에서는 bash가 바로 여기서 `n: unbound variable`로 이 파이프라인 요소를 끝내고, "
+     "`set -e`에서 `pipefail`이 켜져 있을 때"),
+    (f"set -eu\n{_MAYBE_PIPEFAIL}n=5\nfor i in 1 2; do {{ ((n++)); }} | cat; "
+     'if [ -n "${X:-}" ]; then unset n; fi; done\n',
+     "which value it leaves): under `set -u` bash ends this pipeline's element right here on "
+     "those runs with `n: unbound variable`, and under `set -e`, when `pipefail` is on",
+     "`set -u`에서는 그런 실행에서 bash가 바로 여기서 `n: unbound variable`로 이 파이프라인 "
+     "요소를 끝내고, `set -e`에서 `pipefail`이 켜져 있을 때"),
+    # … and `set -e` too where that is on on some paths only
+    (f"set -u\n{_MAYBE_BOTH}{_UNLESS_X}{{ ((n++)); }} | cat\n",
+     "on those runs with `n: unbound variable`, and when `set -e` and `pipefail` are on",
+     "`n: unbound variable`로 이 파이프라인 요소를 끝내고, `set -e`와 `pipefail`이 켜져 있을 때"),
+])
+def test_every_unbound_counter_text_for_pipefail_on_some_paths_says_so(tmp_path, body,
+                                                                       english, korean):
+    from bot.core.text import render_text
+    from bot.slack.render import translator
+
+    _reads_as_bash_runs(tmp_path, body, "warn")
+    script = f"#!/bin/bash\n{body}"
+    found = [f for f in lint_launcher(script)
+             if f.check in (CHECK_ARITH_ZERO, CHECK_ARITH_UNSET) and f.level != "pass"]
+    assert found[0].check == CHECK_ARITH_UNSET
+    assert english in found[0].message
+    assert korean in render_text(found[0].text, translator("ko").gettext)
+    assert "bash stops right here" not in found[0].message
+
+
 @pytest.mark.parametrize(("body", "level"), [
     # a loop's next pass follows on the runs that take no `exit` bash may skip in its body,
     # nor a `break` that leaves it: a counter that reads what the body's end left stops bash
