@@ -338,6 +338,8 @@ def branch_step(walk: BranchWalk, frames: list[Branches], step: str, patterns: s
             walk.left_loops.add(frame.key[0])  # (its next pass: on some runs only)
         if frame.exit_at is not None or _one_pass(walk, frame, key[0]):
             walk.one_pass.add(frame.key[0])  # (… or never)
+        elif _continued_only(walk, frame, key[0]):
+            walk.left_loops.add(frame.key[0])  # (its next pass: on some runs only)
     walk.constructs[frame.key] = (tuple(frame.spans), frame.exhaustive)
     if frame.kind == "if" or frame.kind == "case" and not frame.chained:
         walk.exclusive[frame.key] = frame.kind  # one pass through it runs one branch at most
@@ -376,6 +378,18 @@ def _one_pass(walk: BranchWalk, loop: Branches, done: int) -> bool:
         return False
     leaves = _leaves(walk, loop, done, loop.left_at)
     return bool(leaves) and not any(walk.text.startswith("continue", at) for at in leaves)
+
+
+def _continued_only(walk: BranchWalk, loop: Branches, done: int) -> bool:
+    """Does every pass through the loop's body (to `done`) that gets to its end of its own
+    leave the loop through a `break` / `return` bash always runs (Branches.left_at), with a
+    `continue` bash may skip before it (`[ … ] && continue; break`)? Then a next pass follows
+    on the runs that take that `continue` only (model.Scan.left_loops)."""
+    if loop.left_at is None or loop.dead is not None or not loop.spans:
+        return False
+    leaves = _leaves(walk, loop, done, loop.left_at)
+    return bool(leaves) and not walk.text.startswith("continue", leaves[-1]) and any(
+        walk.text.startswith("continue", at) for at in leaves)
 
 
 def _leaves(walk: BranchWalk, loop: Branches, done: int, end: int) -> list[int]:

@@ -477,6 +477,19 @@ def test_a_loops_next_pass_past_an_exit_or_break_bash_may_skip_is_on_some_runs_o
     ('set -e\nn=5\nfor i in 1 2; do ((n++)); n=0; [ -n "${X:-}" ] && break; done\n', "warn"),
     ("set -e\nn=5\nfor i in 1 2; do ((n++)); n=0; break | cat; done\n", "fail"),
     ("set -e\nn=5\nfor i in 1 2; do ((n++)); n=0; continue; done\n", "fail"),
+    ("set -e\nn=5\nfor i in 1 2; do ((n++)); n=0; continue; break; done\n", "fail"),
+    # … a `continue` bash may skip before a `break` it always runs: the next pass follows on
+    # the runs that take the `continue` only (it said `fail`)
+    ('set -e\nn=5\nfor i in 1 2; do ((n++)); n=0; [ -n "${X:-}" ] && continue; break; done\n',
+     "warn"),
+    ('set -e\nn=5\nwhile true; do ((n++)); n=0; [ -n "${X:-}" ] && continue; break; done\n',
+     "warn"),
+    ('set -e\nn=5\nfor i in 1 2; do ((n++)); n=0; if [ -n "${X:-}" ]; then continue; fi; '
+     "break; done\n", "warn"),
+    ('set -e\nn=5\nfor i in 1 2; do ((n++)); n=0; if [ -n "${X:-}" ]; then continue; else '
+     "break; fi; done\n", "warn"),
+    ('set -e\nn=5\nfor i in 1 2; do ((n++)); n=0; { [ -n "${X:-}" ] && continue; }; break; '
+     "done\n", "warn"),
 ])
 def test_a_loop_whose_body_always_breaks_has_no_next_pass(tmp_path, body, level):
     _counter_stops_bash_as_the_level_says(tmp_path, body, level)
