@@ -457,6 +457,13 @@ class MetricSeries:
         """Typical iterations between two progress lines (1 if unknown)."""
         return int(statistics.median(self._log_every)) if self._log_every else 1
 
+    def short_of(self, target: int | None) -> bool:
+        """The last iteration is short of `target` by more than the iterations between two
+        progress lines: a loop that prints every 10 of an epoch's 32 batches ends at `30/32`
+        (or at step 999 of 1,000, counting from 0) having run them all."""
+        return (target is not None and self.last_iteration is not None
+                and target - self.last_iteration > self.log_every())
+
     def progress_interval_s(self) -> float | None:
         """Typical seconds between two progress lines (log times first: they include
         data loading and logging that a printed s/iter may leave out)."""

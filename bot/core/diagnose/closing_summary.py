@@ -142,5 +142,4 @@ def _loop_unfinished(series: MetricSeries, upto: Sequence[tuple[int, str]]) -> b
     if epochs_left(upto):
         return True
     last = next((s for s in reversed(series.samples) if s.iteration is not None), None)
-    return (last is not None and last.iteration is not None and last.target_iter is not None
-            and last.target_iter - last.iteration > series.log_every())
+    return last is not None and series.short_of(last.target_iter)

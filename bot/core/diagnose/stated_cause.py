@@ -88,7 +88,7 @@ def stated_cause(
     if (iteration := _exit_interval_iteration(class_id, primary)) is not None:
         return ExitInterval(iteration)
     last = series.last_iteration
-    if class_id == "completed" and last is not None and target and last < target:
+    if class_id == "completed" and last is not None and target and series.short_of(target):
         return EndedEarly(last, target)
     if class_id == NONE_CLASS:
         utils = [s.gpu_util for s in series.samples[-50:] if s.gpu_util is not None]

@@ -1853,6 +1853,19 @@ def test_a_completion_marker_that_ends_the_log_short_of_the_target_is_completed(
             {"kind": "stopped", "last_iter": 30, "target_iter": 8000}]}
 
 
+def test_a_completed_run_short_of_its_target_by_less_than_a_logging_interval_ran_it_all(
+        catalogue):
+    """A loop that prints every 10 of its 8,000 steps counting from 0 last prints 7990: its
+    completion marker then ends no early stop (no `ended_early` hint); 7980 and below is."""
+    for last, detail in ((7990, None), (7980, {"kind": "ended_early", "last_iter": 7980,
+                                               "target_iter": 8000})):
+        text = "".join(f"[2025-03-02 10:00:{i:02d}] iter {n}/8000 loss 1.2\n"
+                       for i, n in enumerate(range(last - 40, last + 1, 10)))
+        d = read_log(catalogue, text + "Training completed. Do not forget to share your model "
+                     "on huggingface.co/models =)\n")
+        assert (d.class_id, d.detail) == ("completed", detail), last
+
+
 @pytest.mark.parametrize(("line", "class_id"), [
     # NVIDIA's Xid catalogue: the GPU's or driver's own faults
     ("NVRM: Xid (PCI:0000:db:00): 79, pid=3643, GPU has fallen off the bus.", "gpu_failure"),
