@@ -1,6 +1,6 @@
 """The progress lines of named training frameworks' own loggers (pure; no I/O): torchvision's
 MetricLogger (and the DETR, DeiT and MAE scripts that copy it), maskrcnn-benchmark's trainer,
-OpenMMLab's runners, Swin Transformer's loops and PaddleOCR's.
+OpenMMLab's runners, Swin Transformer's loops, PaddleOCR's and torchreid's.
 
 Each says, in its own shape, which step of the training it is at, its pace and its GPU memory;
 bot.core.training_lines' `LineParser` asks `read_framework_line` first, then reads what is
@@ -69,6 +69,16 @@ _SWIN = re.compile(r"(?<![\w:])(?:Train: \[(\d+)/(\d+)\]\[(\d+)/(\d+)\]\s+eta "
                    r"|Test: \[(\d+)/(\d+)\]\s+Time )")
 _SWIN_TIME = re.compile(rf"(?<![\w/])time ({NUMBER}) \(")
 _SWIN_MEM = re.compile(r"(?<![\w/])[Mm]em (\d+)MB(?=\s|$)")
+# torchreid's engine (KaiyangZhou/deep-person-reid torchreid/engine/engine.py f8cd150,
+# Engine.train): `epoch: [{epoch}/{max_epoch}][{batch}/{num_batches}]\ttime {val:.3f}
+# ({avg:.3f})\tdata …\teta {timedelta}\t{losses}\tlr {lr:.6f}`, every print_freq batches, epoch
+# and batch from 1: the steps done are the epochs before it (as many batches as this one's) and
+# this one's batches, the target every epoch's batches, `time` the batch's seconds. Its epoch
+# counter is what bot.core.diagnose.quiet_ending reads for the last epoch; Engine.run ends in
+# its final test's results, the model's save and `Elapsed {timedelta}` (a closing summary:
+# bot.core.diagnose.closing_summary).
+_TORCHREID = re.compile(
+    rf"(?<![\w:])epoch: \[(\d+)/(\d+)\]\[(\d+)/(\d+)\]\s+time ({NUMBER}) \(")
 # PaddleOCR's training loop (PaddlePaddle/PaddleOCR tools/program.py, train): `epoch: [{epoch}/
 # {epoch_num}], global_step: {global_step}, {stats}, avg_reader_cost: {:.5f} s, avg_batch_cost:
 # {:.5f} s, avg_samples: …, ips: … samples/s, eta: …` (older releases: `iter: {global_step}`,
@@ -94,6 +104,7 @@ def read_framework_line(body: str, s: Sample) -> str:
         body = _swin(body, s)
     if "epoch: [" in body:
         _paddleocr(body, s)
+        _torchreid(body, s)
     return body
 
 
@@ -204,3 +215,15 @@ def _paddleocr(body: str, s: Sample) -> None:
     pace = _PADDLEOCR_PACE.search(body, m.end())
     if pace is not None:
         s.sec_per_iter = float(pace.group(1))
+
+
+def _torchreid(body: str, s: Sample) -> None:
+    """A torchreid training line (`_TORCHREID`): its steps done as the iteration, every epoch's
+    batches as the target and the batch's seconds as the pace."""
+    m = _TORCHREID.search(body)
+    if m is None:
+        return
+    epoch, epochs, batch, batches = (int(g) for g in m.group(1, 2, 3, 4))
+    s.iteration = (max(epoch, 1) - 1) * batches + batch
+    s.target_iter = epochs * batches
+    s.sec_per_iter = float(m.group(5))
