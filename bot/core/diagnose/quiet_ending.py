@@ -198,6 +198,10 @@ def ends_in_keras_last_epoch(tail: Sequence[tuple[int, str]]) -> bool:
 _EPOCH_REPORT = re.compile(_EPOCH_COUNTER)
 _COUNT = re.compile(r"(?<![\d./])(\d+)\s*/\s*(\d+)(?![\d./])")
 _FIGURE = re.compile(r"(?i)\b(?:loss|acc|accuracy)\b\s*[:=]?\s*[-+]?\d")
+# The best result so far, on a line of its own with no epoch counter (PaddleOCR's `best metric,
+# acc: 0.91, …, best_epoch: 120`, which train() prints after each evaluation and once more after
+# its last epoch's save): a report of the evaluations, no progress of the loop.
+_BEST_SO_FAR = re.compile(r"(?i)\bbest\b")
 
 
 def ends_at_last_epoch(tail: Sequence[tuple[int, str]]) -> bool:
@@ -205,14 +209,16 @@ def ends_at_last_epoch(tail: Sequence[tuple[int, str]]) -> bool:
     0.0123`, `Epoch 10/10 - loss: 0.21 - acc: 0.93`): its counter at its total (two epochs or
     more), every other count on the line at its own total, a loss or accuracy in it, and after
     it no line with an epoch counter, a loss or a progress bar's count (a test's or a save's
-    lines may follow). With no other count on it, the last epoch must also have printed all its
-    reports (`_last_epoch_reported`: a loop that prints its epoch counter at every step with no
-    step count is mid-epoch until then). An earlier epoch, a step of the last epoch short of its
+    lines may follow, and a best result so far with no counter: `_BEST_SO_FAR`). With no other
+    count on it, the last epoch must also have printed all its reports
+    (`_last_epoch_reported`: a loop that prints its epoch counter at every step with no step
+    count is mid-epoch until then). An earlier epoch, a step of the last epoch short of its
     total (`Step [50/100]`), a bare `Epoch 10/10` header or a bar left open after it is not
     this end; an error after it is read before (bot.core.diagnose.ending)."""
     lines = [normalize_line(t) for _, t in tail if t.strip()]
     last = next((line for line in reversed(lines)
-                 if _EPOCH_REPORT.search(line) or _FIGURE.search(line)
+                 if _EPOCH_REPORT.search(line)
+                 or (_FIGURE.search(line) and not _BEST_SO_FAR.search(line))
                  or _BAR_COUNT.search(line)), None)
     epoch = _EPOCH_REPORT.search(last) if last is not None else None
     if last is None or epoch is None or epoch.group(1) != epoch.group(2):

@@ -89,3 +89,22 @@ def test_short_of_the_last_epoch_is_still_running(last_step, bar):
 
 def test_an_error_after_it_decides():
     assert read(_RUN + LATE_ERROR).class_id not in ("completed", "none")
+
+
+# A recognition model's metrics name its accuracy: `best metric, acc: …`, a loss-or-accuracy
+# figure on a line of its own, with no epoch counter, after each evaluation and after the loop
+_DET_BEST = ("best metric, hmean: 0.7775, precision: 0.8123, recall: 0.7456, fps: 20.5, "
+             "best_epoch: 3")
+_REC_BEST = "best metric, acc: 0.912300, norm_edit_dis: 0.970100, fps: 500.1, best_epoch: 3"
+
+
+def _rec(log: str) -> str:
+    return log.replace(_DET_BEST, _REC_BEST)
+
+
+def test_a_recognition_models_closing_best_metric_leaves_the_last_epochs_end():
+    d = read(_rec(_RUN + _CLOSING))
+    assert (d.class_id, d.decided_by) == ("completed", "progress")
+    # ... an earlier epoch's, after its save, is still that epoch's
+    earlier = "".join(_epoch(e) for e in range(1, _EPOCHS - 1)) + _CLOSING
+    assert read(_rec(earlier)).class_id == "none"
