@@ -29,6 +29,7 @@ if TYPE_CHECKING:
 # read_epoch_bar). Another header (`Test:`) is an evaluation's.
 _METRIC_LOGGER = re.compile(r"\[\s*(\d+)/(\d+)\]\s+eta: ")
 _METRIC_LOGGER_EPOCH = re.compile(r"(?<![\w:])Epoch: \[(\d+)\]\s+$")
+_METRIC_LOGGER_TEST = re.compile(r"(?<![\w:])Test:\s+$")
 _METRIC_LOGGER_TIME = re.compile(rf"(?<![\w/])time: ({NUMBER})(?=\s|$)")
 _METRIC_LOGGER_MEM = re.compile(r"(?<![\w/])max mem: (\d+)(?=\s|$)")
 _MIB = 1024**2
@@ -110,9 +111,10 @@ def read_framework_line(body: str, s: Sample) -> str:
 
 def _metric_logger(body: str, s: Sample) -> str:
     """A MetricLogger line's step and pace (`_METRIC_LOGGER`): the training's, under an
-    `Epoch: [N]` header; an evaluation's (`Test:`) counts none; and any one's GPU memory
-    (`max mem: …` in MiB). The body left for the rest of the grammar (its meters: `loss:
-    …`): without `max mem: …`, which is no host memory."""
+    `Epoch: [N]` header; an evaluation's (`Test:`) its batches done, as an evaluation's bar
+    (its meters then read as no training's); and any one's GPU memory (`max mem: …` in MiB).
+    The body left for the rest of the grammar (its meters: `loss: …`): without `max mem: …`,
+    which is no host memory."""
     m = _METRIC_LOGGER.search(body)
     if m is None:
         return body
@@ -123,6 +125,8 @@ def _metric_logger(body: str, s: Sample) -> str:
         pace = _METRIC_LOGGER_TIME.search(body, m.end())
         if pace is not None:
             s.sec_per_iter = float(pace.group(1))
+    elif _METRIC_LOGGER_TEST.search(body, 0, m.start()) is not None:
+        s.evaluation_batches = (int(m.group(1)) + 1, int(m.group(2)))  # i counts from 0
     mem = _METRIC_LOGGER_MEM.search(body, m.end())
     if mem is None:
         return body

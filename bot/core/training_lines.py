@@ -513,6 +513,8 @@ class LineParser:
                 s.evaluation_batches = (int(m.group(1)), int(m.group(2)))
             return
         body = read_framework_line(body, s)
+        if s.evaluation_batches is not None:
+            return  # a framework's evaluation line: its loss and figures are no training's
         m = _MEGATRON.search(body) if "iteration" in body else None
         if m:
             s.iteration, s.target_iter = int(m.group(1)), int(m.group(2))

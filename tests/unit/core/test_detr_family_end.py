@@ -90,3 +90,17 @@ def test_its_max_mem_is_gpu_memory_not_host_memory():
                       "time: 0.2500  data: 0.0010  max mem: 10342\n")
     assert series.rss_points() == []
     assert {s.gpu_mem_bytes for s in series.samples if "max mem" in s.text} == {10342 * 1024**2}
+
+
+def test_its_evaluation_loss_is_no_training_loss():
+    """evaluate()'s `Test:` lines count its batches (i from 0), as an evaluation's bar; their
+    `loss:` is the validation set's, not the training's last loss."""
+    sample, _ = LineParser().parse(
+        "Test:  [ 390/391]  eta: 0:00:00  loss: 3.1000 (3.2000)  acc1: 50.0000 (50.0000)  "
+        "time: 0.2500  data: 0.0010  max mem: 10240", 7)
+    assert sample is not None
+    assert (sample.evaluation_batches, sample.loss) == ((391, 391), None)
+    series = MetricSeries()
+    series.feed_block(LOOP + "Test:  [ 100/391]  eta: 0:00:12  loss: 3.1000 (3.2000)  "
+                      "time: 0.2500  data: 0.0010  max mem: 10342\n")
+    assert series.last_loss is not None and series.last_loss < 3

@@ -68,3 +68,10 @@ def test_a_log_at_its_last_epochs_last_step_reads_completed():
 def test_a_log_mid_run_reads_still_running():
     d = read(_epoch(150) + _epoch(151) + _train(152, 0))
     assert (d.class_id, d.decided_by) == ("none", "progress")
+
+
+def test_its_validation_loss_is_no_training_loss():
+    series = MetricSeries()
+    series.feed_block(_epoch(3))
+    assert series.last_loss == 3.47
+    assert all(s.loss is None for s in series.samples if s.evaluation_batches is not None)
