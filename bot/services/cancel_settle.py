@@ -15,8 +15,10 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable
+from functools import partial
 
 from bot.cluster.errors import ClusterError
+from bot.core.backoff import Backoffs
 from bot.core.takeover import settle_takeover_s
 from bot.crashpoint import crashpoint
 from bot.services.approvals import (
@@ -31,12 +33,12 @@ from bot.services.approvals import (
     scancel_over_at,
 )
 from bot.services.home import refresh_homes
-from bot.services.ports import BotContext, LeaseLost
+from bot.services.ports import BotContext, LeaseLost, LookupRefused, PostRefused
 from bot.services.prompt_follow_up import rewrite_prompt
 from bot.services.prompts import create_resubmit_prompt
 from bot.services.runs import approval_intent
 from bot.services.submit_deadlines import cluster_deadlines, step_bounds
-from bot.services.threads import has_thread, post_safely, thread_note
+from bot.services.threads import has_thread, post_safely, thread_note_refusal
 from bot.store import Approval
 
 log = logging.getLogger(__name__)
@@ -64,7 +66,8 @@ def takeover_s(ctx: BotContext, approval: Approval, now: float, step: str) -> fl
                              ctx.store.approvals.bounds_of(approval.token, step))
 
 
-def settle_unknown_cancels(ctx: BotContext, now: float) -> None:
+def settle_unknown_cancels(ctx: BotContext, now: float, refused: Backoffs | None = None
+                           ) -> None:
     """Every approved cancel whose scancel's end was not seen (`cancel_unknown`: Cancel and
     resume; `cancel_only_unknown`: Cancel), at least the recipe's `policy.cancel_settle_s`
     after the click (a scancel still under way when its channel closed has ended by then):
@@ -85,10 +88,16 @@ def settle_unknown_cancels(ctx: BotContext, now: float) -> None:
     is `takeover_s` old, and finished without a second job: the job its resubmit left,
     if Slurm has one under the run's job name, is the one recorded.
 
-    The outcome is recorded with the approval's end (ApprovalsRepo.settle), then said: the
-    prompt rewritten, a note in the thread, the cancel offered again; each post keyed, and
+    The outcome is recorded with the approval's end (ApprovalsRepo.settle), then said: a
+    note in the thread, the prompt rewritten, the cancel offered again; each post keyed, and
     the settle done saying it (the `cancel_announced` step) only once all went out, so a run
     that died (or a post Slack refused) half way is finished by the next, nothing said twice.
+    The thread's note Slack refuses itself (PostRefused: the bot out of the channel, a scope
+    missing; or its lookup refused) will not be taken at the next run: it is tried again
+    after 1, 2, 4, 8, at most 16 runs skipped (`refused`, bot.core.backoff.Backoffs, one
+    Backoff per note, kept by the caller across runs: bot.app.schedule_prompts), one warning
+    per try, and posted once when Slack takes it; a skipped run calls Slack for nothing of
+    it. Without `refused`, it is tried at every run.
 
     A cancel whose click's process died before its scancel's end was seen (its `cancelling`
     or `cancelling_to_resume` step left alone, cancel_takeover_s old at the click's own
@@ -104,7 +113,11 @@ def settle_unknown_cancels(ctx: BotContext, now: float) -> None:
     _each(ctx, due, now, _settle_cancel, "settling the unknown cancel")
     _each(ctx, ctx.store.approvals.approved_in_steps([RESUMING_STEP]), now, _finish_resume,
           "finishing the cancel and resume")
-    _each(ctx, ctx.store.approvals.cancels_unannounced(), now, _announce_settled,
+    unannounced = ctx.store.approvals.cancels_unannounced()
+    refused = Backoffs() if refused is None else refused
+    notes = {_note_key(a.token) for a in unannounced}
+    refused.forget(lambda key: key not in notes)  # said, or no longer to say
+    _each(ctx, unannounced, now, partial(_announce_settled, refused=refused),
           "saying the settled cancel")
 
 
@@ -261,25 +274,58 @@ def _record_settled(ctx: BotContext, approval: Approval, outcome: Outcome, now: 
         "homes_refreshed": outcome.did == "cancel_resumed"})
 
 
-def _announce_settled(ctx: BotContext, approval: Approval, now: float) -> None:
-    """Say what the settle of `approval`'s unknown cancel found (recorded with its end): the
-    prompt rewritten, the same words as a note in the thread, the cancel offered again when it
-    did not take effect. Each post is keyed (made at most once); the step `cancel_announced`
-    is marked once all went out, else the next run makes the ones left. Then the Home tabs of
-    who sees the run, once, unless the settle's resubmit refreshed them (`homes_refreshed`)."""
+def _note_key(token: str) -> str:
+    """The key of the thread note saying what the settle of prompt `token` found."""
+    return f"cancel-settled:{token}"
+
+
+def _announce_settled(ctx: BotContext, approval: Approval, now: float, *,
+                      refused: Backoffs) -> None:
+    """Say what the settle of `approval`'s unknown cancel found (recorded with its end): a
+    note in the thread, then the same words in the prompt rewritten (once the note is in: a
+    refusal of both is one warning), the cancel offered again when it did not take effect.
+    Each post is keyed (made at most once); the step `cancel_announced` is marked once all
+    went out, else the next run makes the ones left. A note Slack refused itself is not
+    tried (nor the prompt rewritten) until its backoff in `refused` is due.
+    Then the Home tabs of who sees the run, once, unless the settle's resubmit refreshed
+    them (`homes_refreshed`)."""
     settled = approval.payload.get("settled")
     chain_id = approval.chain_id
     if settled is not None and chain_id is not None:
         text, blocks = settled["text"], settled["blocks"]
+        key = _note_key(approval.token)
+        if not refused.due(key):
+            log.debug("%s: not tried this time (Slack refused it lately)", key)
+            return
+        if has_thread(ctx, chain_id) and not _note_posted(ctx, chain_id, key, text, refused):
+            return  # said at a later run
         rewrite_prompt(ctx, approval, text, blocks)
-        if has_thread(ctx, chain_id) and not thread_note(
-                ctx, chain_id, f"cancel-settled:{approval.token}", text):
-            return  # Slack refused it: said next time
         if settled.get("offer_again") and not _offer_cancel_again(ctx, approval, now):
             return
     if ctx.store.approvals.mark_step(approval.token, "cancel_announced", now=now) \
             and chain_id is not None and not (settled or {}).get("homes_refreshed"):
         refresh_homes(ctx, chain_id, now)
+
+
+def _note_posted(ctx: BotContext, chain_id: int, key: str, text: str,
+                 refused: Backoffs) -> bool:
+    """Post the settle's note `text` under `key` in the chain's thread: True once it is
+    there. Refused (logged once per try), its backoff in `refused` grows when Slack refused
+    the post itself or its lookup (that will not change at the next run); a transient
+    failure is tried again at the next run."""
+    error = thread_note_refusal(ctx, chain_id, key, text)
+    if error is None:
+        refused.taken(key)
+        return True
+    chain = ctx.store.chains.get(chain_id)
+    run = f"chain {chain_id}" + (f" ({chain.job_name})" if chain is not None else "")
+    if not isinstance(error, (LookupRefused, PostRefused)):
+        log.warning("%s: could not post the settled cancel's note %s: %s", run, key, error)
+        return False
+    skip = refused.refused(key)
+    log.warning("%s: Slack refused the settled cancel's note %s (%s): not tried for the "
+                "next %d run(s)", run, key, error, skip)
+    return False
 
 
 def _offer_cancel_again(ctx: BotContext, approval: Approval, now: float) -> bool:

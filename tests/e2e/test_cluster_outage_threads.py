@@ -7,6 +7,7 @@ the notice at most once and, when it may have it, the "answers again" note once.
 from __future__ import annotations
 
 import logging
+from functools import partial
 from typing import Any
 
 import pytest
@@ -14,6 +15,8 @@ from fakes import make_context, present
 from slack_sdk import WebClient
 from slack_standin import SlackStandIn
 from support.e2e import CHANNEL, NOW
+from support.e2e import accept as accept_in
+from support.e2e import refuse as refuse_in
 
 import bot.slack.poster as poster_module
 from bot.cluster.errors import ClusterUnavailable, CommandTimedOut
@@ -173,22 +176,10 @@ def said_in(slack: SlackStandIn, channel: str, root: str, start: str) -> int:
     return sum(1 for m in slack.replies(channel, root) if str(m.get("text")).startswith(start))
 
 
-def refuse(slack: SlackStandIn, refused: str, scope: str = "chat:write") -> None:
-    """Slack refuses the bot from now on: in PRIVATE, which it was removed from (`refused`
-    "the bot is out of its channel"), or wherever it needs `scope`, which its token lost."""
-    if refused == "the bot is out of its channel":
-        slack.outside.add(PRIVATE)
-    else:
-        slack.scopes.discard(scope)
-
-
-def accept(slack: SlackStandIn, refused: str, scope: str = "chat:write") -> None:
-    """Slack takes the bot again after `refuse`: invited back to PRIVATE, or `scope`
-    granted."""
-    if refused == "the bot is out of its channel":
-        slack.outside.discard(PRIVATE)
-    else:
-        slack.scopes.add(scope)
+# Slack refuses the bot from now on, in PRIVATE (`refused` "the bot is out of its channel")
+# or wherever it needs the scope its token lost; `accept` ends it (support.e2e)
+refuse = partial(refuse_in, channel=PRIVATE)
+accept = partial(accept_in, channel=PRIVATE)
 
 
 @pytest.mark.parametrize("refused", ["the bot is out of its channel",

@@ -4,5 +4,30 @@ without a package shares (`pytest tests/e2e tests/unit/services` would hand it a
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from slack_standin import SlackStandIn
+
 CHANNEL = "C0TRAINRUNS"
 NOW = 1_732_871_000.0  # the bot's clock in these tests
+
+
+def refuse(slack: SlackStandIn, refused: str, scope: str = "chat:write", *,
+           channel: str) -> None:
+    """Slack refuses the bot from now on: in `channel`, which it was removed from (`refused`
+    "the bot is out of its channel"), or wherever it needs `scope`, which its token lost."""
+    if refused == "the bot is out of its channel":
+        slack.outside.add(channel)
+    else:
+        slack.scopes.discard(scope)
+
+
+def accept(slack: SlackStandIn, refused: str, scope: str = "chat:write", *,
+           channel: str) -> None:
+    """Slack takes the bot again after `refuse`: invited back to `channel`, or `scope`
+    granted."""
+    if refused == "the bot is out of its channel":
+        slack.outside.discard(channel)
+    else:
+        slack.scopes.add(scope)

@@ -511,7 +511,7 @@ def test_a_lost_resume_found_by_the_recovery_and_the_settle_at_once_is_one_attem
 def test_a_settle_killed_after_recording_its_outcome_says_it_at_the_next_run_once(
         store: Store) -> None:
     """The process settling an unseen cancel and resume dies after it recorded the outcome
-    (resubmitted, approval done) and before the prompt's rewrite and the thread note: the
+    (resubmitted, approval done) and before the thread note and the prompt's rewrite: the
     next run says it, once, and resubmits nothing more."""
     s = Story(store, slurm=AnswerLostSlurm(first_id=88887, lost=0))
     token = s.stalled()["value"]
@@ -520,13 +520,17 @@ def test_a_settle_killed_after_recording_its_outcome_says_it_at_the_next_run_onc
     assert handle_click(s.ctx, token, ActionId.CANCEL_RESUME, "W0LEAD", T0 + 401).status == "done"
     s.slurm.cancel_answer_lost = None
 
-    def killed_update(*_args: Any) -> None:
-        raise Killed
+    post_reply = writer(s.ctx).post_reply
 
-    writer(s.ctx).update_reply = killed_update  # type: ignore[method-assign, assignment]
+    def killed_at_the_note(chain_id: int, key: str, *args: Any) -> Any:
+        if key.startswith("cancel-settled:"):  # the first thing said
+            raise Killed
+        return post_reply(chain_id, key, *args)
+
+    writer(s.ctx).post_reply = killed_at_the_note  # type: ignore[method-assign, assignment]
     with pytest.raises(Killed):
         settle_unknown_cancels(s.ctx, T0 + 470)
-    del writer(s.ctx).update_reply
+    del writer(s.ctx).post_reply
     said = ("Approved by <@W0LEAD>: cancelled job 88154 and resubmitted it as 88887 from "
             "scratch (no complete checkpoint). The prompt said iteration 3,000: the newest "
             "complete checkpoint changed since it was posted.")
