@@ -70,7 +70,7 @@ def settle_unknown_cancels(ctx: BotContext, now: float, refused: Backoffs | None
                            ) -> None:
     """Every approved cancel whose scancel's end was not seen (`cancel_unknown`: Cancel and
     resume; `cancel_only_unknown`: Cancel), at least the recipe's `policy.cancel_settle_s`
-    after the click (a scancel still under way when its channel closed has ended by then):
+    after the click (its first look; "not cancelled" waits for `scancel_over_at`, below):
     its job, asked from Slurm, says what happened. CANCELLED: the cancel took effect; for a
     cancel and resume trainbot leaves the job, records its attempt and resubmits, as the click
     would have (a plain Cancel's job stays watched, its end judged as any job's), and the
