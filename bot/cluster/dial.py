@@ -120,6 +120,9 @@ _failed: dict[tuple[str, int], float] = {}
 """When a connection to a host name and port last failed (monotonic; `connection_failed`): a
 lookup of it begun before then is not joined any more."""
 _lookups_lock = threading.Lock()
+_lookups_changed = threading.Condition(_lookups_lock)
+"""Notified when a lookup ends: a connection waiting for a slot (LOOKUPS_PER_NAME taken by
+lookups begun before the name's last failure) looks again."""
 
 
 def connection_failed(host: str, port: int) -> None:
@@ -141,24 +144,25 @@ def resolve_within(host: str, port: int, ends: float) -> list[tuple[Any, ...]]:
     connected to (every command's reconnect, every replica's tick); its answer is not kept
     once it has come: the next connection looks the name up afresh.
 
-    A lookup is joined only when it began after the last failure of a connection to the name
+    No connection joins a lookup begun before the last failure of a connection to the name
     (`connection_failed`; a connection given up here counts as one): a reconnect after a
     failure never takes the answer of a lookup older than it (an address that has since
-    changed, or a resolver that has since recovered while its old lookup still hangs); it
-    starts its own, unless LOOKUPS_PER_NAME are under way already, when it waits for the
-    newest (each wait ends at `ends`)."""
+    changed, or a resolver that has since recovered while its old lookup still hangs). It
+    joins the newest lookup begun since, or starts its own; when LOOKUPS_PER_NAME lookups
+    are under way already, all begun before the failure (a resolver that hung on them), it
+    waits for the first of them to end, then starts its own (or joins the one another
+    waiting connection began then). Every wait ends at `ends`: a connection whose slot has
+    not come by then fails as one whose lookup hung does (ssh says "timed out after
+    connect_timeout"), its TimeoutError naming the host and how long its hung lookups have
+    been under way. It does not fail at once: the resolver may have recovered, and a hung
+    lookup that ends within the connection's own timeout lets it connect."""
     key = (host, port)
-    with _lookups_lock:
-        under_way = _lookups.setdefault(key, [])
-        failed = _failed.get(key)
-        if under_way and (failed is None or under_way[-1].started >= failed
-                          or len(under_way) >= LOOKUPS_PER_NAME):
-            lookup = under_way[-1]
-        else:
-            lookup = _Lookup()
-            under_way.append(lookup)
-            threading.Thread(target=_look_up, args=(key, lookup), name=f"resolve {host}",
-                             daemon=True).start()
+    with _lookups_changed:
+        while (lookup := _joined_or_begun(key)) is None:
+            left = ends - time.monotonic()
+            if left <= 0:
+                raise _no_slot(key)
+            _lookups_changed.wait(left)
     if not lookup.done.wait(max(ends - time.monotonic(), 0.0)):
         connection_failed(host, port)  # given up: the next connection looks the name up again
         raise TimeoutError(f"{host} was not resolved in time")
@@ -167,21 +171,52 @@ def resolve_within(host: str, port: int, ends: float) -> list[tuple[Any, ...]]:
     return list(lookup.infos)
 
 
+def _joined_or_begun(key: tuple[str, int]) -> _Lookup | None:
+    """The lookup of `key` a connection waits for, `_lookups_lock` held: the newest under way
+    begun at or after the name's last failure, else one begun now when fewer than
+    LOOKUPS_PER_NAME are under way; None when they all began before it."""
+    under_way = _lookups.setdefault(key, [])
+    failed = _failed.get(key)
+    if under_way and (failed is None or under_way[-1].started >= failed):
+        return under_way[-1]
+    if len(under_way) >= LOOKUPS_PER_NAME:
+        return None
+    lookup = _Lookup()
+    under_way.append(lookup)
+    threading.Thread(target=_look_up, args=(key, lookup), name=f"resolve {key[0]}",
+                     daemon=True).start()
+    return lookup
+
+
+def _no_slot(key: tuple[str, int]) -> TimeoutError:
+    """A connection to `key` given up, `_lookups_lock` held, while its LOOKUPS_PER_NAME
+    lookups under way, all begun before the name's last failure, still hang: said as a
+    failure (as a connection given up on its lookup is), and its error, naming the host and
+    how long those lookups have been under way."""
+    now = time.monotonic()
+    _failed[key] = now
+    ages = " and ".join(f"{now - x.started:.1f} s" for x in _lookups[key])
+    return TimeoutError(f"{key[0]} was not resolved in time: its {len(_lookups[key])} lookups "
+                        f"under way, begun {ages} ago before its last failed connection, "
+                        "still hang")
+
+
 def _look_up(key: tuple[str, int], lookup: _Lookup) -> None:
     """The resolver's thread: its answer (or error) kept on `lookup`, which is then no longer
-    a lookup of the name under way."""
+    a lookup of the name under way (a connection waiting for a slot looks again)."""
     try:
         lookup.infos = socket.getaddrinfo(key[0], key[1], socket.AF_UNSPEC,
                                           socket.SOCK_STREAM)
     except Exception as exc:  # noqa: BLE001 - raised in the callers' threads
         lookup.error = exc
     finally:
-        with _lookups_lock:
+        with _lookups_changed:
             under_way = _lookups.get(key, [])
             if lookup in under_way:
                 under_way.remove(lookup)
             if not under_way:
                 _lookups.pop(key, None)
+            _lookups_changed.notify_all()
         lookup.done.set()
 
 

@@ -9,10 +9,12 @@ the names below (or answers them with loopback) and asks the real one for any ot
 
 from __future__ import annotations
 
+import re
 import socket
+import sys
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -35,18 +37,40 @@ def resolver(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
     """socket.getaddrinfo with `names`: a name mapped to "stall" hangs (up to STALL_S, until
     the test ends, then fails as a dead DNS server does), one mapped to "unknown" is not
     known, one mapped to an address answers it, one mapped to ("late", address) hangs as a
-    stalled one does, then answers that address; `asked` lists the lookups of those names.
-    No failure of a connection from an earlier test counts (dial._failed)."""
+    stalled one does, then answers that address; one mapped to ("held", address) hangs until
+    its own event, appended to `held` (one per lookup, in the order they began), is set, then
+    answers that address (None: fails as a dead DNS server does); `asked` lists the lookups of
+    those names, `most` the most of them under way at once. No failure of a connection from
+    an earlier test counts (dial._failed)."""
     real = socket.getaddrinfo
     monkeypatch.setattr(dial, "_failed", {})
     release = threading.Event()
-    table: dict[str, Any] = {"names": {}, "asked": []}
+    table: dict[str, Any] = {"names": {}, "asked": [], "held": [], "most": 0}
+    counting = threading.Lock()
+    under_way = [0]
 
     def getaddrinfo(host: Any, port: Any, *args: Any, **kwargs: Any) -> Any:
         answer = table["names"].get(host)
         if answer is None:
             return real(host, port, *args, **kwargs)
-        table["asked"].append(host)
+        with counting:
+            table["asked"].append(host)
+            under_way[0] += 1
+            table["most"] = max(table["most"], under_way[0])
+        try:
+            return answering(host, port, answer, *args, **kwargs)
+        finally:
+            with counting:
+                under_way[0] -= 1
+
+    def answering(host: Any, port: Any, answer: Any, *args: Any, **kwargs: Any) -> Any:
+        if isinstance(answer, tuple) and answer[0] == "held":  # its own end, the test's call
+            held = threading.Event()
+            table["held"].append(held)
+            held.wait(STALL_S)
+            if answer[1] is None:
+                raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
+            answer = answer[1]
         if answer == "stall":
             release.wait(STALL_S)
             raise socket.gaierror(socket.EAI_AGAIN, "Temporary failure in name resolution")
@@ -63,6 +87,8 @@ def resolver(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
         yield table
     finally:
         release.set()
+        for held in table["held"]:
+            held.set()
         _lookups_end()
 
 
@@ -125,8 +151,8 @@ def test_a_hung_lookup_is_waited_for_not_started_again_by_each_connection(
         resolver: dict[str, Any]) -> None:
     """Commands to a login node whose name the resolver holds: each connection gives up at
     its deadline; the one after the first failure starts a lookup of its own (the resolver
-    may have recovered since the first began), and the ones after it wait for that newest one
-    (LOOKUPS_PER_NAME), two daemon threads in all. Before 6bab6f6, each connection started a
+    may have recovered since the first began), and the ones after it wait for one of the two
+    to end (LOOKUPS_PER_NAME), two daemon threads in all. Before 6bab6f6, each connection started a
     lookup of its own, a thread left running per connection."""
     resolver["names"][LOGIN] = "stall"
     runner = SSHRunner(SSHSettings(host=LOGIN, user="u", known_hosts="/nonexistent",
@@ -270,3 +296,170 @@ def test_a_dropped_connection_does_not_take_the_answer_of_a_lookup_begun_before_
         looking.join(5.0)
     assert resolver["asked"] == [LOGIN, LOGIN, LOGIN]
     assert [{i[4][0] for i in infos} for infos in other] == [{"127.0.0.2"}]  # its own answer
+
+
+def _until(done: Callable[[], bool]) -> None:
+    """Wait for `done()` to hold (a lookup begun, a connection waiting), 5 s at most."""
+    ends = time.monotonic() + 5.0
+    while not done() and time.monotonic() < ends:
+        time.sleep(0.005)
+    assert done()
+
+
+def _waiting_to_resolve(thread: threading.Thread) -> bool:
+    """Whether `thread` is blocked in resolve_within, waiting for a lookup or for a slot to
+    start one."""
+    names: list[tuple[str, str]] = []
+    frame = sys._current_frames().get(thread.ident or 0)
+    while frame is not None:
+        names.append((frame.f_code.co_name, frame.f_code.co_filename))
+        frame = frame.f_back
+    return ("wait", threading.__file__) in names and any(
+        name == "resolve_within" for name, _file in names)
+
+
+def _in_thread(call: Callable[[], Any]) -> tuple[threading.Thread, list[Any]]:
+    """`call()` on a thread of its own, started; its answer (or error) in the list once it
+    has ended."""
+    out: list[Any] = []
+
+    def run() -> None:
+        try:
+            out.append(call())
+        except Exception as exc:  # noqa: BLE001 - the answer the test looks at
+            out.append(exc)
+
+    thread = threading.Thread(target=run, daemon=True)
+    thread.start()
+    return thread, out
+
+
+def _addresses(answer: Any) -> set[str]:
+    assert isinstance(answer, list), answer
+    return {i[4][0] for i in answer}
+
+
+def test_three_connections_across_failures_never_join_a_lookup_begun_before_the_last(
+        resolver: dict[str, Any]) -> None:
+    """Three connections to the login node while a slow DNS server answers its old address
+    (127.0.0.2): the first looks it up, a connection to it fails, the second looks it up
+    afresh, another fails; the name now resolves to the new address. The third neither
+    joins either lookup (both began before the last failure) nor starts a third (two are
+    under way: LOOKUPS_PER_NAME): it waits for the first to end, then looks the name up
+    itself and gets the new address. Before, it joined the second and took the old one."""
+    resolver["names"][LOGIN] = ("held", "127.0.0.2")
+    first, first_out = _in_thread(lambda: dial.resolve_within(LOGIN, 22, time.monotonic() + 10))
+    _until(lambda: len(resolver["held"]) == 1)
+    dial.connection_failed(LOGIN, 22)  # e.g. a runner found its connection dropped
+    second, second_out = _in_thread(
+        lambda: dial.resolve_within(LOGIN, 22, time.monotonic() + 10))
+    _until(lambda: len(resolver["held"]) == 2)
+    dial.connection_failed(LOGIN, 22)
+    resolver["names"][LOGIN] = "127.0.0.1"  # the name resolves to the new address now
+    third, third_out = _in_thread(lambda: dial.resolve_within(LOGIN, 22, time.monotonic() + 10))
+    _until(lambda: _waiting_to_resolve(third))
+    assert resolver["asked"] == [LOGIN, LOGIN]  # no third lookup while two are under way
+    resolver["held"][1].set()  # the newer one answers the old address, to its own caller
+    second.join(5.0)
+    third.join(5.0)
+    assert [_addresses(a) for a in second_out] == [{"127.0.0.2"}]
+    assert [_addresses(a) for a in third_out] == [{"127.0.0.1"}]
+    assert first_out == []  # the older one still hangs; its slot was not needed
+    resolver["held"][0].set()
+    first.join(5.0)
+    assert [_addresses(a) for a in first_out] == [{"127.0.0.2"}]  # its own, joined before
+    assert resolver["asked"] == [LOGIN] * 3
+    assert resolver["most"] == dial.LOOKUPS_PER_NAME == 2
+
+
+def test_a_third_connection_after_two_hung_lookups_connects_once_one_of_them_ends(
+        resolver: dict[str, Any], peer: Peer, tmp_path: Path) -> None:
+    """The resolver hangs on the login node's name: two connections time out, the second
+    having looked the name up afresh, and both lookups still hang when the resolver
+    recovers. The third connection waits for a slot (not for the newer hung lookup), and
+    connects once the older one ends, as a dead DNS server's do, within its own
+    connect_timeout. Before, it waited for the newer one and timed out."""
+    resolver["names"][LOGIN] = ("held", None)
+    known_hosts = _known_hosts(peer, tmp_path, LOGIN)
+    with peer.runner(host=LOGIN, known_hosts=known_hosts, connect_timeout=0.2) as hasty:
+        for _ in range(2):
+            with pytest.raises(ClusterUnavailable) as err:
+                hasty.connect()
+            assert str(err.value) == (f"ssh to tester@{LOGIN}:{peer.port} timed out after "
+                                      "0.2 s; is the host up and reachable?")
+    _until(lambda: len(resolver["held"]) == 2)
+    resolver["names"][LOGIN] = "127.0.0.1"  # answered again; the two lookups still hang
+    with peer.runner(host=LOGIN, known_hosts=known_hosts, connect_timeout=5) as runner:
+        connecting, out = _in_thread(runner.connect)
+        _until(lambda: _waiting_to_resolve(connecting))
+        assert resolver["asked"] == [LOGIN, LOGIN]
+        resolver["held"][0].set()  # the older hung lookup ends, in failure
+        connecting.join(5.0)
+        assert out == [None]
+        assert runner.is_connected
+    assert resolver["asked"] == [LOGIN] * 3
+    assert len(_resolvers(LOGIN)) == 1  # the newer hung one, left to end by itself
+
+
+def test_a_connection_waiting_for_a_slot_gives_up_at_its_connect_timeout(
+        resolver: dict[str, Any], peer: Peer, tmp_path: Path) -> None:
+    """Both lookups of the login node's name under way began before its last failure and
+    still hang: a connection waits for one to end until its own connect_timeout, then fails
+    with the usual timed-out error, its cause naming the host and the hung lookups, and
+    without a third lookup. Before, it joined the newer hung lookup."""
+    resolver["names"][LOGIN] = ("held", None)
+    known_hosts = _known_hosts(peer, tmp_path, LOGIN)
+    with peer.runner(host=LOGIN, known_hosts=known_hosts, connect_timeout=0.2) as runner:
+        for _ in range(2):
+            with pytest.raises(ClusterUnavailable):
+                runner.connect()
+        _until(lambda: len(resolver["held"]) == 2)
+        started = time.monotonic()
+        with pytest.raises(ClusterUnavailable) as err:
+            runner.connect()
+        took = time.monotonic() - started
+    assert str(err.value) == (f"ssh to tester@{LOGIN}:{peer.port} timed out after 0.2 s; is "
+                              "the host up and reachable?")
+    assert 0.2 <= took < 1.0
+    assert re.fullmatch(
+        rf"{LOGIN} was not resolved in time: its 2 lookups under way, begun [0-9.]+ s and "
+        r"[0-9.]+ s ago before its last failed connection, still hang",
+        str(err.value.__cause__))
+    assert resolver["asked"] == [LOGIN, LOGIN]
+    assert len(_resolvers(LOGIN)) == dial.LOOKUPS_PER_NAME == 2
+
+
+def test_a_reconnect_after_a_drop_waits_out_two_older_lookups_and_gets_the_new_address(
+        resolver: dict[str, Any], peer: Peer, tmp_path: Path) -> None:
+    """The login node moved. Two lookups of its name by other tasks, one begun before a
+    connection to it failed and one after, are under way; a slow DNS server answers them
+    its old address (127.0.0.2, where nothing listens), and the name now resolves to the new
+    one. The runner's connection drops; its reconnect waits for one of those lookups to
+    end, looks the name up itself and connects to the new address. Before, it joined the
+    newer of them, took the old address and could not connect."""
+    resolver["names"][LOGIN] = "127.0.0.1"
+    with peer.runner(host=LOGIN, known_hosts=_known_hosts(peer, tmp_path, LOGIN),
+                     connect_timeout=5) as runner:
+        runner.connect()
+        resolver["names"][LOGIN] = ("held", "127.0.0.2")
+        older, older_out = _in_thread(
+            lambda: dial.resolve_within(LOGIN, peer.port, time.monotonic() + 10))
+        _until(lambda: len(resolver["held"]) == 1)
+        with pytest.raises(TimeoutError):  # another task gives up on it: a failure
+            dial.resolve_within(LOGIN, peer.port, time.monotonic())
+        newer, newer_out = _in_thread(
+            lambda: dial.resolve_within(LOGIN, peer.port, time.monotonic() + 10))
+        _until(lambda: len(resolver["held"]) == 2)
+        resolver["names"][LOGIN] = "127.0.0.1"
+        runner.transport.close()  # the connection drops
+        reconnecting, out = _in_thread(runner.connect)
+        _until(lambda: _waiting_to_resolve(reconnecting))
+        resolver["held"][1].set()  # the newer lookup answers the old address
+        newer.join(5.0)
+        reconnecting.join(5.0)
+        assert out == [None]
+        assert runner.is_connected
+        resolver["held"][0].set()
+        older.join(5.0)
+    assert [_addresses(a) for a in older_out + newer_out] == [{"127.0.0.2"}] * 2
+    assert resolver["asked"] == [LOGIN] * 4
