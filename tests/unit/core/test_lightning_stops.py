@@ -17,6 +17,7 @@ from support.diagnosis import read_log
 
 from bot.core.catalogue import Catalogue
 from bot.core.models import Accounting
+from bot.slack.render import explain_title
 
 BAR = "Epoch {e}: {n:>3}%|##########| {n}/100 [00:10<00:00,  9.80it/s, v_num=0, train_loss=0.31]"
 # the last epoch's bar, its line still open: tqdm's redraws, each after a carriage return
@@ -129,3 +130,35 @@ def test_the_max_time_stop_below_min_epochs_is_no_end(catalogue):
             "continue...\n")
     d = read_log(catalogue, text)
     assert (d.class_id, d.decided_by) == ("none", "progress")
+
+
+# check_finite's metric as the f-string shows it when it is no plain 0-dim Tensor: torch's
+# Tensor.__format__ formats a 0-dim tensor as its float only when `type(self) is Tensor`, so a
+# tensor subclass shows its repr; before 1.6 (847e24011a) the metric was not squeezed, and a
+# 1-element one showed as `tensor([nan], ...)`. The metric is any the owner monitors.
+NON_FINITE_AS = ("Monitored metric val_acc = {value} is not finite. Previous best value was "
+                 "0.812. Signaling Trainer to stop.")
+TENSOR_VALUES = ["tensor(nan, device='cuda:0')", "tensor(inf)", "tensor(-inf, device='cuda:1')",
+                 "tensor(nan, device='cuda:0', dtype=torch.float64)",
+                 "tensor([nan], device='cuda:0')"]
+COLOUR = "\x1b[32mINFO\x1b[0m \x1b[2m[lightning.pytorch.callbacks.early_stopping]\x1b[0m "
+
+
+def _non_finite_layouts(stop: str) -> dict[str, str]:
+    return {**_layouts(stop),
+            "logger-prefixed, coloured": EPOCHS + OPEN_BAR + "\n" + COLOUR + stop + "\x1b[0m\n",
+            "torchrun's rank prefix": EPOCHS + OPEN_BAR + "\n[rank1]: [rank: 1] " + stop + "\n"}
+
+
+@pytest.mark.parametrize("value", TENSOR_VALUES)
+@pytest.mark.parametrize("layout", list(_non_finite_layouts("")))
+@pytest.mark.parametrize("acct", [None, DONE], ids=["no accounting", "COMPLETED 0:0"])
+def test_a_non_finite_metric_shown_as_a_tensor_is_a_divergence(catalogue, value, layout, acct):
+    """`Monitored metric val_acc = tensor(nan, device='cuda:0') is not finite. ...`: the run
+    stopped itself on a diverged metric, whatever the metric's name and however the tensor
+    shows; before, only `= nan` was read, and this read completed (or none, still running)."""
+    stop = NON_FINITE_AS.format(value=value)
+    d = read_log(catalogue, _non_finite_layouts(stop)[layout], acct)
+    assert (d.class_id, d.decided_by, d.retryable) == ("nan_loss", "signature", False)
+    assert any(f"val_acc = {value} is not finite" in e.text for e in d.evidence)
+    assert explain_title(d) == catalogue.classes["nan_loss"].title  # the thread's heading
