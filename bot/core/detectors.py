@@ -442,6 +442,24 @@ def completion_ending(matches: Iterable[Any], series: MetricSeries,
                                 not ends_training or evaluated))
 
 
+def overridden_markers(matches: Iterable[Any], series: MetricSeries,
+                       goes_on_at: int | None = None,
+                       goes_on_text: str | None = None) -> frozenset[int]:
+    """The lines of the completion markers (`completed` matches) that training went on after,
+    so that none of them ended the run: each before the last line that says training goes on
+    (`goes_on_at`: Lightning's `Training will continue...`, a next fit's start), and each
+    Lightning stop after it that came below the minimum that line names (`goes_on_text`,
+    `below_lightning_minimum`: since 1.8 the line is logged once per fit). A completed run's
+    evidence shows only the markers that decided it, never the stops Lightning overrode."""
+    if goes_on_at is None:
+        return frozenset()
+    return frozenset(
+        m.line_no for m in matches if m.class_id == "completed" and (
+            m.line_no < goes_on_at or (
+                goes_on_text is not None and _LIGHTNING_STOP in m.text
+                and below_lightning_minimum(m.line_no, series, goes_on_text))))
+
+
 def below_lightning_minimum(stop_line: int, series: MetricSeries, goes_on: str) -> bool:
     """Was Lightning's stop at `stop_line` signalled below the min_epochs or min_steps that its
     earlier `Training will continue...` (`goes_on`) names, so that Lightning trains on after it?

@@ -48,6 +48,7 @@ from bot.core.detectors import (
     detect_silent_exit,
     detect_stall,
     leak_trend,
+    overridden_markers,
     progress_doubts,
 )
 from bot.core.diagnose.announced import (
@@ -463,9 +464,14 @@ def diagnose(
     if chosen == "silent_exit":
         evidence += [Evidence(m.line_no, m.text) for m in matches
                      if m.class_id not in ("completed",)][:_EVIDENCE_MAX]
-    evidence += [Evidence(m.line_no, m.text) for m in primary if m.class_id == chosen]
+    # a completed run's markers that decided it, not the stops Lightning overrode (training
+    # went on after them: below min_epochs or min_steps)
+    overridden = overridden_markers(matches, series, goes_on_at, goes_on_text) if (
+        chosen == "completed") else frozenset()
+    evidence += [Evidence(m.line_no, m.text) for m in primary
+                 if m.class_id == chosen and m.line_no not in overridden]
     evidence += [Evidence(m.line_no, m.text) for m in matches
-                 if not m.primary and m.class_id == chosen]
+                 if not m.primary and m.class_id == chosen and m.line_no not in overridden]
     if chosen in ("unknown_failure", "silent_exit") and len(evidence) < _EVIDENCE_MAX:
         evidence += [Evidence(n, t) for n, t in tail[-10:] if t.strip()]
 

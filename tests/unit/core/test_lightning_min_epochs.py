@@ -13,6 +13,7 @@ from __future__ import annotations
 import pytest
 from support.diagnosis import read_log
 
+from bot.cli import main
 from bot.core.catalogue import Catalogue
 
 EPOCH = "Epoch {epoch}: {n:>3}%|          | {n}/100 [00:10<00:00,  9.80it/s, loss=0.31]\n"
@@ -111,3 +112,39 @@ def test_the_max_time_stop_once_the_minimum_is_met_ends_the_run(catalogue):
             + "Time limit reached. Elapsed time is 2:00:00. Signaling Trainer to stop.\n")
     d = read_log(catalogue, text)
     assert (d.class_id, d.decided_by) == ("completed", "signature")
+
+
+# The evidence a completed run shows (`trainbot diagnose`'s `evidence:` lines, the thread's
+# *Evidence* block that `trainbot report` writes): the stop that ended it, not the stops below
+# the minimum that Lightning overrode and trained on after.
+OVERRIDDEN_RUNS = {
+    # the stop below min_epochs=5 then `Training will continue...`; epoch 4's stop ends it
+    "goes on after the stop": (_epochs(0, 2) + LATER.format(k=3) + GOES_ON + _epochs(3, 4)
+                               + LATER.format(k=5), ["3"], "5"),
+    # since 1.8 the line once per fit: epoch 4's stop below min_epochs=6 has none after it
+    "a later stop below the minimum": (_epochs(0, 3) + LATER.format(k=3) + GOES_ON_6
+                                       + _epochs(4, 4) + LATER.format(k=4) + _epochs(5, 5)
+                                       + LATER.format(k=6), ["3", "4"], "6"),
+}
+
+
+@pytest.mark.parametrize(("text", "overridden", "decisive"), list(OVERRIDDEN_RUNS.values()),
+                         ids=list(OVERRIDDEN_RUNS))
+def test_the_evidence_of_the_finished_run_is_its_decisive_stop(tmp_path, capsys, text,
+                                                               overridden, decisive):
+    """Before, the evidence listed every stop, the overridden ones beside the last, as if they
+    had decided the run too."""
+    log = tmp_path / "train.log"
+    log.write_text(text)
+    assert main(["diagnose", str(log)]) == 0
+    shown = capsys.readouterr().out
+    assert "completed" in shown
+    evidence = shown.split("evidence:", 1)[1]
+    assert f"in the last {decisive} records" in evidence
+    assert not any(f"in the last {k} records" in evidence for k in overridden)
+    out = tmp_path / "out"
+    assert main(["report", str(log), "--state", "COMPLETED", "--exit-code", "0:0",
+                 "--out", str(out)]) == 0
+    message = (out / "message.txt").read_text()
+    assert f"in the last {decisive} records" in message
+    assert not any(f"in the last {k} records" in message for k in overridden)
