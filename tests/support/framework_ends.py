@@ -1,0 +1,486 @@
+"""Short log tails of widely used training code's successful ends, each built from its source's
+format strings (the repository and the file the `completed` class's comments in
+bot/core/catalogue/catalogue.yaml name): a few progress lines, then what the code prints after
+its loop. `ENDS`: the framework, its log, and the verdict `trainbot diagnose` gives it with no
+accounting (`completed`, or `none` where the code prints no line of its own after its loop and
+its progress lines name no total, so its end is a cut run's)."""
+
+from __future__ import annotations
+
+F: dict[str, str] = {}
+F["transformers run_clm"] = (
+    "{'loss': 2.8812, 'grad_norm': 1.53, 'learning_rate': 1.1e-06, 'epoch': 2.99}\n"
+    "100%|\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588| 1755/1755 [21:03<00:00,  "
+    "1.39it/s][INFO|trainer.py:2383] 2024-05-01 19:38:57,100 >> \n"
+    "\n"
+    "Training completed. Do not forget to share your model on huggingface.co/models =)\n"
+    "\n"
+    "\n"
+    "{'train_runtime': 1263.5, 'train_samples_per_second': 11.1, 'train_steps_per_second': 1.389,"
+    " 'train_loss': 3.01, 'epoch': 3.0}\n"
+    "100%|\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588| 1755/1755 [21:03<00:00,  "
+    "1.39it/s]\n"
+    "[INFO|trainer.py:3478] 2024-05-01 19:39:01,100 >> Saving model checkpoint to /tmp/test-clm\n"
+    "[INFO|configuration_utils.py:472] 2024-05-01 19:39:01,102 >> Configuration saved in /tmp/tes"
+    "t-clm/config.json\n"
+    "[INFO|modeling_utils.py:2598] 2024-05-01 19:39:03,000 >> Model weights saved in /tmp/test-cl"
+    "m/model.safetensors\n"
+    "***** train metrics *****\n"
+    "  epoch                    =        3.0\n"
+    "  total_flos               =  2727598GF\n"
+    "  train_loss               =     3.0123\n"
+    "  train_runtime            = 0:21:03.51\n"
+    "  train_samples            =       2318\n"
+    "  train_samples_per_second =     11.105\n"
+    "  train_steps_per_second   =      1.389\n"
+    "05/01/2024 19:39:03 - INFO - __main__ - *** Evaluate ***\n"
+    "[INFO|trainer.py:3788] 2024-05-01 19:39:03,010 >> ***** Running Evaluation *****\n"
+    "[INFO|trainer.py:3790] 2024-05-01 19:39:03,010 >>   Num examples = 240\n"
+    "[INFO|trainer.py:3793] 2024-05-01 19:39:03,010 >>   Batch size = 8\n"
+    "100%|\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588| 30/30 [00:07<00:00,  4.01"
+    "it/s]\n"
+    "***** eval metrics *****\n"
+    "  epoch                   =        3.0\n"
+    "  eval_accuracy           =     0.4124\n"
+    "  eval_loss               =     3.0412\n"
+    "  eval_runtime            = 0:00:07.81\n"
+    "  eval_samples            =        240\n"
+    "  perplexity              =    20.9321\n"
+)
+F["accelerate no_trainer"] = (
+    "96%|######### | 1000/1035 [02:10<00:30,  2.65it/s]\n"
+    "98%|######### | 1020/1035 [02:10<00:30,  2.65it/s]\n"
+    "05/01/2024 19:30:00 - INFO - __main__ - epoch 1: {'accuracy': 0.8431, 'f1': 0.8881}\n"
+    "100%|\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588| 1035/1035 [06:30<00:00,  "
+    "2.65it/s]\n"
+    "05/01/2024 19:32:10 - INFO - __main__ - epoch 2: {'accuracy': 0.8603, 'f1': 0.9012}\n"
+    "Configuration saved in /tmp/mrpc/config.json\n"
+    "Model weights saved in /tmp/mrpc/model.safetensors\n"
+)
+F["fairseq"] = (
+    "2024-05-01 19:29:00 | INFO | train_inner | epoch 010:    700 / 782 loss=3.931, nll_loss=2.21"
+    "2, ppl=4.63, wps=41234, ups=2.31, wpb=17820, bsz=612, num_updates=7738, lr=0.0004, gnorm=0.4"
+    "12, train_wall=43, gb_free=10.1, wall=3400\n"
+    "2024-05-01 19:30:00 | INFO | train_inner | epoch 010:    780 / 782 loss=3.912, nll_loss=2.20"
+    "1, ppl=4.6, wps=41100, ups=2.3, wpb=17790, bsz=610, num_updates=7818, lr=0.0004, gnorm=0.41,"
+    " train_wall=43, gb_free=10.1, wall=3443\n"
+    "2024-05-01 19:30:01 | INFO | fairseq_cli.train | Stopping training due to num_updates: 7820 "
+    ">= max_update: 7820\n"
+    "2024-05-01 19:30:01 | INFO | fairseq_cli.train | begin validation on \"valid\" subset\n"
+    "2024-05-01 19:30:10 | INFO | valid | epoch 010 | valid on 'valid' subset | loss 3.812 | nll_"
+    "loss 2.1 | ppl 4.29 | wps 91234 | wpb 1700 | bsz 64 | num_updates 7820 | best_loss 3.812\n"
+    "2024-05-01 19:30:10 | INFO | fairseq.checkpoint_utils | Saved checkpoint checkpoints/checkpo"
+    "int_best.pt (epoch 10 @ 7820 updates, score 3.812) (writing took 4.1 seconds)\n"
+    "2024-05-01 19:30:10 | INFO | fairseq_cli.train | end of epoch 10 (average epoch stats below)"
+    "\n"
+    "2024-05-01 19:30:10 | INFO | train | epoch 010 | loss 3.92 | nll_loss 2.21 | ppl 4.62 | wps "
+    "41000 | ups 2.3 | num_updates 7820 | lr 0.0004 | train_wall 340 | wall 3460\n"
+    "2024-05-01 19:30:10 | INFO | fairseq_cli.train | done training in 3459.2 seconds\n"
+)
+F["ultralytics yolov8"] = (
+    "      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size\n"
+    "     99/100      2.61G     0.8201     0.5201      1.021         41        640: 100%|\u2588"
+    "\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588| 8/8 [00:02<00:00,  3.10it/s]\n"
+    "                 Class     Images  Instances      Box(P          R      mAP50  mAP50-95): 10"
+    "0%|\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588| 4/4 [00:01<00:00,  3.41it/s"
+    "]\n"
+    "                   all        128        929      0.812      0.745      0.823      0.612\n"
+    "\n"
+    "      Epoch    GPU_mem   box_loss   cls_loss   dfl_loss  Instances       Size\n"
+    "    100/100      2.61G     0.8123     0.5123      1.012         45        640: 100%|\u2588"
+    "\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588| 8/8 [00:02<00:00,  3.12it/s]\n"
+    "                 Class     Images  Instances      Box(P          R      mAP50  mAP50-95): 10"
+    "0%|\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588| 4/4 [00:01<00:00,  3.41it/s"
+    "]\n"
+    "                   all        128        929      0.812      0.745      0.823      0.612\n"
+    "\n"
+    "100 epochs completed in 0.089 hours.\n"
+    "Optimizer stripped from runs/detect/train/weights/last.pt, 6.5MB\n"
+    "Optimizer stripped from runs/detect/train/weights/best.pt, 6.5MB\n"
+    "\n"
+    "Validating runs/detect/train/weights/best.pt...\n"
+    "Ultralytics 8.2.0 \U0001f680 Python-3.11.7 torch-2.2.2+cu121 CUDA:0 (NVIDIA A100-SXM4-80GB, "
+    "81038MiB)\n"
+    "Model summary (fused): 168 layers, 3151904 parameters, 0 gradients, 8.7 GFLOPs\n"
+    "                 Class     Images  Instances      Box(P          R      mAP50  mAP50-95): 10"
+    "0%|\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588| 4/4 [00:01<00:00,  3.41it/s"
+    "]\n"
+    "                   all        128        929      0.812      0.745      0.823      0.612\n"
+    "                person        128        254      0.912      0.712      0.834      0.612\n"
+    "Speed: 0.2ms preprocess, 1.5ms inference, 0.0ms loss, 1.2ms postprocess per image\n"
+    "Results saved to \x1b[1mruns/detect/train\x1b[0m\n"
+)
+F["timm train.py"] = (
+    "Scheduled epochs: 300. LR stepped per epoch.\n"
+    "Train: 298 [1250/1251 (100%)]  Loss: 2.801 (2.90)  Time: 0.401s,  638.40/s  (0.419s,  611.00"
+    "/s)  LR: 1.000e-05  Data: 0.001 (0.010)\n"
+    "Test: [   0/48]  Time: 1.212 (1.212)  Loss:  0.8123 (0.8123)  Acc@1: 84.3750 (84.3750)  Acc@"
+    "5: 96.0938 (96.0938)\n"
+    "Test: [  48/48]  Time: 0.112 (0.312)  Loss:  0.9012 (0.9321)  Acc@1: 81.2500 (80.0240)  Acc@"
+    "5: 95.3125 (95.0120)\n"
+    "Current checkpoints:\n"
+    " ('./output/train/20240501-120000-resnet50-224/checkpoint-298.pth.tar', 80.024)\n"
+    "\n"
+    "Train: 299 [   0/1251 (  0%)]  Loss: 2.812 (2.81)  Time: 2.401s,  106.62/s  (2.401s,  106.62"
+    "/s)  LR: 1.000e-05  Data: 1.901 (1.901)\n"
+    "Train: 299 [1250/1251 (100%)]  Loss: 2.791 (2.89)  Time: 0.401s,  638.40/s  (0.419s,  611.00"
+    "/s)  LR: 1.000e-05  Data: 0.001 (0.010)\n"
+    "Test: [   0/48]  Time: 1.212 (1.212)  Loss:  0.8123 (0.8123)  Acc@1: 84.3750 (84.3750)  Acc@"
+    "5: 96.0938 (96.0938)\n"
+    "Test: [  48/48]  Time: 0.112 (0.312)  Loss:  0.9012 (0.9321)  Acc@1: 81.2500 (80.1240)  Acc@"
+    "5: 95.3125 (95.0120)\n"
+    "Current checkpoints:\n"
+    " ('./output/train/20240501-120000-resnet50-224/checkpoint-299.pth.tar', 80.124)\n"
+    " ('./output/train/20240501-120000-resnet50-224/checkpoint-298.pth.tar', 80.024)\n"
+    "\n"
+    "*** Best metric: 80.124 (epoch 299)\n"
+    "--result\n"
+    "[\n"
+    "    {\n"
+    "        \"epoch\": 299,\n"
+    "        \"train_loss\": 2.89,\n"
+    "        \"eval_loss\": 0.9321,\n"
+    "        \"eval_top1\": 80.124,\n"
+    "        \"eval_top5\": 95.012\n"
+    "    }\n"
+    "]\n"
+)
+F["mmengine/mmdet"] = (
+    "05/01 19:28:00 - mmengine - INFO - Epoch(train) [12][7300/7330]  base_lr: 2.0000e-04 lr: 2.0"
+    "000e-04  eta: 0:00:12  time: 0.4012  data_time: 0.0100  memory: 4012  grad_norm: 4.1000  los"
+    "s: 0.5123  loss_rpn_cls: 0.0100  loss_bbox: 0.2000\n"
+    "05/01 19:29:00 - mmengine - INFO - Exp name: faster-rcnn_r50_fpn_1x_coco_20240501_120000\n"
+    "05/01 19:29:00 - mmengine - INFO - Epoch(train) [12][7330/7330]  base_lr: 2.0000e-04 lr: 2.0"
+    "000e-04  eta: 0:00:00  time: 0.4012  data_time: 0.0100  memory: 4012  grad_norm: 4.1000  los"
+    "s: 0.5101  loss_rpn_cls: 0.0100  loss_bbox: 0.2000\n"
+    "05/01 19:29:00 - mmengine - INFO - Saving checkpoint at 12 epochs\n"
+    "05/01 19:31:00 - mmengine - INFO - Epoch(val) [12][4950/5000]    eta: 0:00:02  time: 0.0412 "
+    " data_time: 0.0010  memory: 412\n"
+    "05/01 19:31:00 - mmengine - INFO - Evaluating bbox...\n"
+    "05/01 19:32:00 - mmengine - INFO - bbox_mAP_copypaste: 0.374 0.581 0.404 0.212 0.410 0.481\n"
+    "05/01 19:32:00 - mmengine - INFO - Epoch(val) [12][5000/5000]    coco/bbox_mAP: 0.3740  coco"
+    "/bbox_mAP_50: 0.5810  coco/bbox_mAP_75: 0.4040  data_time: 0.0010  time: 0.0412\n"
+)
+F["deepspeed launcher"] = (
+    "[2024-05-01 19:38:50,100] [INFO] [logging.py:96:log_dist] [Rank 0] step=5000, skipped=0, lr="
+    "[3e-05], mom=[(0.9, 0.999)]\n"
+    "steps: 5000 loss: 2.1134 iter time (s): 1.412 samples/sec: 362.6\n"
+    "[2024-05-01 19:38:57,100] [INFO] [launch.py:351:main] Process 40211 exits successfully.\n"
+)
+F["megatron-lm"] = (
+    " [2024-05-01 19:38:50] iteration    20000/   20000 | consumed samples:     10240000 | elapse"
+    "d time per iteration (ms): 1412.3 | learning rate: 3.000E-05 | global batch size:   512 | lm"
+    " loss: 2.113400E+00 | loss scale: 1.0 | grad norm: 0.312 | number of skipped iterations:   0"
+    " | number of nan iterations:   0 |\n"
+    "[after training is done] datetime: 2024-05-01 19:38:57 \n"
+    "saving checkpoint at iteration   20000 to /ckpt\n"
+    "  successfully saved checkpoint at iteration   20000 to /ckpt\n"
+)
+F["gpt-neox / megatron-deepspeed"] = (
+    " samples/sec: 362.600 | iteration    19990/   20000 | elapsed time per iteration (ms): 1412."
+    "3 | learning rate: 3.000E-05 | approx flops per GPU: 150.1TFLOPS | lm_loss: 2.113400E+00 | l"
+    "oss scale: 1.0 | number of skipped iterations:   0 | number of nan iterations:   0 |\n"
+    " samples/sec: 362.600 | iteration    20000/   20000 | elapsed time per iteration (ms): 1412."
+    "3 | learning rate: 3.000E-05 | approx flops per GPU: 150.1TFLOPS | lm_loss: 2.110100E+00 | l"
+    "oss scale: 1.0 | number of skipped iterations:   0 | number of nan iterations:   0 |\n"
+    "--------------------------------------------------------------------------------------------"
+    "--------------------------\n"
+    " validation results at the end of training for val data | lm_loss value: 2.212300E+00 | lm_l"
+    "oss_ppl value: 9.136100E+00 | \n"
+    "--------------------------------------------------------------------------------------------"
+    "--------------------------\n"
+)
+F["megatron (old) end-of-training validation"] = (
+    " iteration    19990/   20000 | consumed samples:     10234880 | elapsed time per iteration ("
+    "ms): 1412.3 | learning rate: 3.000E-05 | global batch size:   512 | lm loss: 2.113400E+00 | "
+    "loss scale: 1.0 | grad norm: 0.312 | number of skipped iterations:   0 | number of nan itera"
+    "tions:   0 |\n"
+    "time (ms) | forward-compute: 400.12 | backward-compute: 900.2 | optimizer: 80.1\n"
+    " iteration    20000/   20000 | consumed samples:     10240000 | elapsed time per iteration ("
+    "ms): 1412.3 | learning rate: 3.000E-05 | global batch size:   512 | lm loss: 2.110100E+00 | "
+    "loss scale: 1.0 | grad norm: 0.312 | number of skipped iterations:   0 | number of nan itera"
+    "tions:   0 |\n"
+    "--------------------------------------------------------------------------------------------"
+    "---------------------\n"
+    " validation loss at the end of training for val data | lm loss value: 2.212300E+00 | lm loss"
+    " PPL: 9.136100E+00 | \n"
+    "--------------------------------------------------------------------------------------------"
+    "---------------------\n"
+    "saving checkpoint at iteration   20000 to /ckpt\n"
+    "  successfully saved checkpoint at iteration   20000 to /ckpt\n"
+    "--------------------------------------------------------------------------------------------"
+    "---------------------\n"
+    " validation loss at the end of training for test data | lm loss value: 2.201200E+00 | lm los"
+    "s PPL: 9.035100E+00 | \n"
+    "--------------------------------------------------------------------------------------------"
+    "---------------------\n"
+)
+F["nanoGPT"] = (
+    "Overriding config with config/train_shakespeare_char.py:\n"
+    "max_iters = 5000\n"
+    "lr_decay_iters = 5000\n"
+    "iter 4990: loss 0.8123, time 45.12ms, mfu 30.12%\n"
+    "step 5000: train loss 0.8012, val loss 1.4712\n"
+    "saving checkpoint to out-shakespeare-char\n"
+    "iter 5000: loss 0.8101, time 5012.12ms, mfu 27.12%\n"
+)
+F["lightning"] = (
+    "Epoch 9: 100%|\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588| 782/782 [00:41<0"
+    "0:00, 18.93it/s, v_num=3, train_loss=0.412]\n"
+    "`Trainer.fit` stopped: `max_epochs=10` reached.\n"
+    "Epoch 9: 100%|\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588| 782/782 [00:41<0"
+    "0:00, 18.92it/s, v_num=3, train_loss=0.412]\n"
+)
+F["NeMo (Lightning)"] = (
+    "[NeMo I 2024-05-01 19:38:50 nemo_logging:381] Epoch 0, global step 100000: 'val_loss' reache"
+    "d 1.21000 (best 1.21000), saving model to '/results/checkpoints/megatron_gpt--val_loss=1.21-"
+    "step=100000.ckpt' as top 3\n"
+    "`Trainer.fit` stopped: `max_steps=100000` reached.\n"
+)
+F["ESPnet2"] = (
+    "[gpu01] 2024-05-01 19:30:00,000 (trainer:756) INFO: 40epoch:train:1901-2000batch: iter_time="
+    "1.2e-04, forward_time=0.112, loss_ctc=12.1, loss_att=4.1, acc=0.912, loss=6.5, backward_time"
+    "=0.09, optim_step_time=0.02, optim0_lr0=2.0e-04, train_time=0.512\n"
+    "[gpu01] 2024-05-01 19:31:00,000 (trainer:338) INFO: 40epoch results: [train] iter_time=1.2e-"
+    "04, loss=6.4, acc=0.91, [valid] loss=7.1, acc=0.90, cer=0.06, time=21 minutes and 4.12 secon"
+    "ds, total_count=80000, gpu_max_cached_mem_GB=20.1\n"
+    "[gpu01] 2024-05-01 19:31:02,000 (trainer:386) INFO: The best model has been updated: valid.a"
+    "cc\n"
+    "[gpu01] 2024-05-01 19:31:02,000 (trainer:440) INFO: The training was finished at 40 epochs "
+    "\n"
+    "[gpu01] 2024-05-01 19:31:05,000 (average_nbest_models:69) INFO: Averaging 10best models: cri"
+    "terion=\"valid.acc\": exp/asr_train/valid.acc.ave_10best.pth\n"
+)
+F["OpenNMT-py train_steps"] = (
+    "[2024-05-01 19:30:00,000 INFO] Step 99950/100000; acc: 65.1; ppl:  5.21; xent: 1.65; lr: 0.0"
+    "0009; sents:   4012; bsz: 1812/1920/ 50; 12000/13000 tok/s;  36000 sec;\n"
+    "[2024-05-01 19:30:18,000 INFO] Step 100000/100000; acc: 65.2; ppl:  5.20; xent: 1.65; lr: 0."
+    "00009; sents:   4013; bsz: 1812/1920/ 50; 12000/13000 tok/s;  36018 sec;\n"
+    "[2024-05-01 19:30:30,000 INFO] valid stats calculation\n"
+    "[2024-05-01 19:30:40,000 INFO] Validation perplexity: 4.812\n"
+    "[2024-05-01 19:30:40,000 INFO] Validation accuracy: 66.12\n"
+    "[2024-05-01 19:30:41,000 INFO] Saving checkpoint run/model_step_100000.pt\n"
+)
+F["OpenNMT-py early stop"] = (
+    "[2024-05-01 19:30:00,000 INFO] Step 42000/100000; acc: 65.1; ppl:  5.21; xent: 1.65; lr: 0.0"
+    "0009; sents:   4012; bsz: 1812/1920/ 50; 12000/13000 tok/s;  36000 sec;\n"
+    "[2024-05-01 19:30:40,000 INFO] Validation perplexity: 4.812\n"
+    "[2024-05-01 19:30:40,000 INFO] Training finished after not improving. Early Stop!\n"
+    "[2024-05-01 19:30:40,000 INFO] earlystopper has_stopped!\n"
+    "[2024-05-01 19:30:41,000 INFO] Saving checkpoint run/model_step_42000.pt\n"
+)
+F["torchvision references"] = (
+    "Epoch: [89]  [4990/5005]  eta: 0:00:05  lr: 0.0001  img/s: 612.1  loss: 1.0123 (1.0212)  acc"
+    "1: 75.0000 (74.1210)  acc5: 92.1875 (91.2000)  time: 0.3412  data: 0.0012  max mem: 10122\n"
+    "Epoch: [89] Total time: 0:28:31\n"
+    "Test:   [ 0/196]  eta: 0:05:00  loss: 0.6123 (0.6123)  acc1: 84.3750 (84.3750)  acc5: 96.093"
+    "8 (96.0938)  time: 1.5312  data: 1.2012  max mem: 10122\n"
+    "Test:  Total time: 0:00:41\n"
+    "Test:  Acc@1 76.130 Acc@5 92.862\n"
+    "Training time 1 day, 18:48:33\n"
+)
+F["DETR / Deformable-DETR"] = (
+    "Epoch: [499]  [7320/7393]  eta: 0:00:10  lr: 0.000010  class_error: 4.12  loss: 5.1234 (5.20"
+    "12)  loss_ce: 0.2012 (0.2100)  loss_bbox: 0.1012 (0.1100)  loss_giou: 0.3012 (0.3100)  time:"
+    " 0.1412  data: 0.0012  max mem: 8012\n"
+    "Epoch: [499] Total time: 0:17:31 (0.1422 s / it)\n"
+    "Averaged stats: lr: 0.000010  class_error: 4.12  loss: 5.2012 (5.2012)\n"
+    "Test:  [  0/625]  eta: 0:05:00  class_error: 0.00  loss: 4.1234 (4.1234)  time: 0.4812  data"
+    ": 0.3012  max mem: 8012\n"
+    "Test: Total time: 0:01:12 (0.1152 s / it)\n"
+    "Averaged stats: class_error: 3.00  loss: 4.5012 (4.6012)\n"
+    "Accumulating evaluation results...\n"
+    "DONE (t=12.01s).\n"
+    " Average Precision  (AP) @[ IoU=0.50:0.95 | area=   all | maxDets=100 ] = 0.420\n"
+    "Training time 3 days, 4:01:12\n"
+)
+F["MAE/DINO/BEiT (MetricLogger)"] = (
+    "Epoch: [799]  [620/625]  eta: 0:00:02  lr: 0.000000  loss: 0.4123 (0.4112)  time: 0.4012  da"
+    "ta: 0.0012  max mem: 20121\n"
+    "Epoch: [799] Total time: 0:04:12 (0.4032 s / it)\n"
+    "Averaged stats: lr: 0.000000  loss: 0.4112 (0.4112)\n"
+    "Training time 3 days, 12:00:41\n"
+)
+F["YOLOX"] = (
+    "2024-05-01 19:30:00 | INFO     | yolox.core.trainer:261 - epoch: 300/300, iter: 7320/7329, g"
+    "pu mem: 8012Mb, mem: 20.1Gb, iter_time: 0.412s, data_time: 0.001s, total_loss: 4.1, iou_loss"
+    ": 2.1, l1_loss: 0.0, conf_loss: 1.2, cls_loss: 0.8, lr: 1.250e-04, size: 640, ETA: 0:00:04\n"
+    "2024-05-01 19:31:00 | INFO     | yolox.core.trainer:351 - \n"
+    "Average forward time: 4.12 ms, Average NMS time: 1.01 ms, Average inference time: 5.13 ms\n"
+    "2024-05-01 19:31:00 | INFO     | yolox.core.trainer:361 - Save weights to ./YOLOX_outputs/yo"
+    "lox_s\n"
+    "2024-05-01 19:31:00 | INFO     | yolox.core.trainer:198 - Training of experiment is done and"
+    " the best AP is 40.51\n"
+)
+F["PaddleDetection"] = (
+    "[05/01 19:30:00] ppdet.engine INFO: Epoch: [299] [7320/7329] eta: 0:00:04 lr: 0.000010 loss:"
+    " 1.212100 loss_cls: 0.412100 loss_iou: 0.212100 batch_cost: 0.4012 data_cost: 0.0012 ips: 19"
+    ".9402 images/s\n"
+    "[05/01 19:30:05] ppdet.utils.checkpoint INFO: Save checkpoint: output/ppyoloe_crn_l_300e_coc"
+    "o\n"
+    "[05/01 19:31:00] ppdet.engine INFO: Eval iter: 4900\n"
+    "[05/01 19:31:05] ppdet.metrics.metrics INFO: The bbox result is saved to bbox.json.\n"
+    " Average Precision  (AP) @[ IoU=0.50:0.95 | area=   all | maxDets=100 ] = 0.512\n"
+    "[05/01 19:32:00] ppdet.engine INFO: Total sample number: 5000, average FPS: 82.1\n"
+    "[05/01 19:32:00] ppdet.engine.callbacks INFO: Best test bbox ap is 0.512.\n"
+)
+F["k-diffusion"] = (
+    "Epoch: 41, step: 99990, loss: 0.0123, avg loss: 0.0456\n"
+    "Epoch: 41, step: 99999, loss: 0.0121, avg loss: 0.0455\n"
+    "Saving to model_00100000.pth...\n"
+    "Done!\n"
+)
+F["fastai"] = (
+    "epoch     train_loss  valid_loss  accuracy  time    \n"
+    "0         0.412312    0.312100    0.891200  01:12     \n"
+    "1         0.301200    0.251200    0.912300  01:11     \n"
+    "2         0.251200    0.231200    0.921200  01:11     \n"
+)
+F["sentence-transformers v2 fit"] = (
+    "Iteration: 100%|\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588| 1250/1250 [02:"
+    "30<00:00,  8.31it/s]\n"
+    "Epoch:  75%|#######5  | 3/4 [07:30<02:30, 150.12s/it]\n"
+    "Iteration: 100%|\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588| 1250/1250 [02:"
+    "30<00:00,  8.31it/s]\n"
+    "Epoch: 100%|\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588| 4/4 [10:00<00:00, "
+    "150.12s/it]\n"
+)
+F["keras"] = (
+    "Epoch 10/10\n"
+    "1563/1563 [==============================] - 8s 5ms/step - loss: 0.4123 - accuracy: 0.8512 -"
+    " val_loss: 0.8012 - val_accuracy: 0.7312\n"
+)
+F["keras early stop"] = (
+    "Epoch 8/50\n"
+    "1563/1563 [==============================] - 8s 5ms/step - loss: 0.4123 - accuracy: 0.8512 -"
+    " val_loss: 0.8012 - val_accuracy: 0.7312\n"
+    "Restoring model weights from the end of the best epoch: 5.\n"
+    "Epoch 8: early stopping\n"
+)
+F["torchreid"] = (
+    "epoch: [60/60][30/32]\ttime 0.212 (0.230)\tdata 0.001 (0.010)\teta 0:00:00\tloss_t 0.0300 (0"
+    ".3000)\tloss_x 1.0300 (1.2000)\tacc 50.00 (48.00)\tlr 0.000350\n"
+    "=> Final test\n"
+    "** Results **\n"
+    "mAP: 71.2%\n"
+    "Rank-1  : 87.6%\n"
+    "Checkpoint saved to \"log/resnet50/model/model.pth.tar-60\"\n"
+    "Elapsed 0:42:07\n"
+)
+F["detectron2"] = (
+    "[05/01 19:29:40 d2.utils.events]:  eta: 0:00:11  iter: 89979  total_loss: 0.512  loss_cls: 0"
+    ".101  loss_box_reg: 0.201  time: 0.5600  data_time: 0.0100  lr: 0.0002  max_mem: 5120M\n"
+    "[05/01 19:30:00 fvcore.common.checkpoint]: Saving checkpoint to ./output/model_final.pth\n"
+    "[05/01 19:30:05 d2.evaluation.evaluator]: Start inference on 5000 batches\n"
+    "[05/01 19:30:15 d2.evaluation.evaluator]: Inference done 11/5000. Dataloading: 0.0010 s/iter"
+    ". Inference: 0.0500 s/iter. Eval: 0.0001 s/iter. Total: 0.0512 s/iter. ETA=0:04:15\n"
+    "[05/01 19:35:00 d2.evaluation.evaluator]: Total inference time: 0:04:20.123 (0.052 s / iter "
+    "per device, on 1 devices)\n"
+    "[05/01 19:35:10 d2.evaluation.testing]: copypaste: Task: bbox\n"
+    "[05/01 19:35:10 d2.evaluation.testing]: copypaste: AP,AP50,AP75,APs,APm,APl\n"
+    "[05/01 19:35:10 d2.evaluation.testing]: copypaste: 40.2130,61.0120,43.8210,24.0120,43.5120,5"
+    "2.1120\n"
+    "[05/01 19:35:10 d2.utils.events]:  eta: 0:00:00  iter: 89999  total_loss: 0.509  loss_cls: 0"
+    ".100  loss_box_reg: 0.200  time: 0.5600  data_time: 0.0100  lr: 0.0002  max_mem: 5120M\n"
+    "[05/01 19:35:10 d2.engine.hooks]: Overall training speed: 89997 iterations in 13:59:57 (0.56"
+    "00 s / it)\n"
+    "[05/01 19:35:10 d2.engine.hooks]: Total training time: 14:05:12 (0:05:15 on hooks)\n"
+)
+F["maskrcnn-benchmark"] = (
+    "2024-05-01 19:29:40,000 maskrcnn_benchmark.trainer INFO: eta: 0:00:05  iter: 89980  loss: 0."
+    "5123 (0.5200)  loss_classifier: 0.1012 (0.1100)  time: 0.2657 (0.2657)  data: 0.0040 (0.0050"
+    ")  lr: 0.000200  max mem: 3312\n"
+    "2024-05-01 19:30:00,000 maskrcnn_benchmark.trainer INFO: eta: 0:00:00  iter: 90000  loss: 0."
+    "5101 (0.5200)  loss_classifier: 0.1010 (0.1100)  time: 0.2657 (0.2657)  data: 0.0040 (0.0050"
+    ")  lr: 0.000200  max mem: 3312\n"
+    "2024-05-01 19:30:01,000 maskrcnn_benchmark.utils.checkpoint INFO: Saving checkpoint to ./out"
+    "put/model_final.pth\n"
+    "2024-05-01 19:30:02,000 maskrcnn_benchmark.trainer INFO: Total training time: 6:38:41.123456"
+    " (0.2657 s / it)\n"
+    "2024-05-01 19:30:05,000 maskrcnn_benchmark.inference INFO: Start evaluation on coco_2014_min"
+    "ival dataset(5000 images).\n"
+    "2024-05-01 19:37:05,000 maskrcnn_benchmark.inference INFO: Total inference time: 0:07:00.123"
+    "456 (0.0840 s / img per device, on 1 devices)\n"
+    "2024-05-01 19:37:05,000 maskrcnn_benchmark.inference INFO: Preparing results for COCO format"
+    "\n"
+    "2024-05-01 19:38:05,000 maskrcnn_benchmark.inference INFO: Evaluating predictions\n"
+    "2024-05-01 19:39:05,000 maskrcnn_benchmark.inference INFO: OrderedDict([('bbox', OrderedDict"
+    "([('AP', 0.3661), ('AP50', 0.5841)]))])\n"
+)
+F["BasicSR (Real-ESRGAN, NAFNet, HAT ...)"] = (
+    "2024-05-01 19:28:00,123 INFO: [train..][epoch:299, iter: 399,900, lr:(1.000e-07,)] [eta: 0:0"
+    "0:41, time (data): 0.412 (0.001)] l_pix: 1.2345e-02 \n"
+    "2024-05-01 19:29:00,123 INFO: [train..][epoch:299, iter: 400,000, lr:(1.000e-07,)] [eta: 0:0"
+    "0:00, time (data): 0.412 (0.001)] l_pix: 1.2301e-02 \n"
+    "2024-05-01 19:29:00,123 INFO: Saving models and training states.\n"
+    "2024-05-01 19:31:00,123 INFO: Validation Set5\n"
+    "\t # psnr: 32.1234\tBest: 32.2000 @ 395000 iter\n"
+    "\n"
+    "2024-05-01 19:31:00,123 INFO: End of training. Time consumed: 2 days, 3:04:05\n"
+    "2024-05-01 19:31:00,123 INFO: Save the latest model.\n"
+    "2024-05-01 19:32:00,123 INFO: Validation Set5\n"
+    "\t # psnr: 32.1234\tBest: 32.2000 @ 395000 iter\n"
+    "\n"
+)
+F["YOLOv7"] = (
+    "     Epoch   gpu_mem       box       obj       cls     total    labels  img_size\n"
+    "   299/299     10.1G   0.02512   0.02012  0.001012   0.04624       112       640: 100%|"
+    "\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588| 7393/7393 [41:12<00:00,  2.99i"
+    "t/s]\n"
+    "               Class      Images      Labels           P           R      mAP@.5  mAP@.5:.95"
+    ": 100%|\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588| 157/157 [01:12<00:00,  "
+    "2.17it/s]\n"
+    "                 all        5000       36335       0.712       0.642       0.695        0.50"
+    "1\n"
+    "300 epochs completed in 212.123 hours.\n"
+    "\n"
+    "Optimizer stripped from runs/train/yolov7/weights/last.pt, 75.6MB\n"
+    "Optimizer stripped from runs/train/yolov7/weights/best.pt, 75.6MB\n"
+)
+F["diffusers train_dreambooth"] = (
+    "05/01/2024 19:20:00 - INFO - __main__ - ***** Running training *****\n"
+    "05/01/2024 19:20:00 - INFO - __main__ -   Total optimization steps = 400\n"
+    "Steps:  99%|#########9| 396/400 [05:10<00:03,  1.28it/s, loss=0.0412, lr=5e-6]\n"
+    "Steps: 100%|\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588| 400/400 [05:12<00:"
+    "00,  1.28it/s, loss=0.0401, lr=5e-6]\n"
+    "Configuration saved in out/unet/config.json\n"
+    "Model weights saved in out/unet/diffusion_pytorch_model.safetensors\n"
+    "Steps: 100%|\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588| 400/400 [05:20<00:"
+    "00,  1.25it/s, loss=0.0401, lr=5e-6]\n"
+)
+
+#: the frameworks whose finished run has no line of its own to go on: they read `none`
+#: (still running) as a run cut at the same place does
+NO_LINE_OF_THEIR_OWN = frozenset({
+    "timm train.py",  # `*** Best metric` comes after `except KeyboardInterrupt: pass` too
+    "mmengine/mmdet",  # `Epoch(train) [12][...]` names no epoch total; after_train prints nothing
+    "nanoGPT",  # its loop breaks silently; `iter N` names no total
+    "k-diffusion",  # a bare `Done!`, as many a data script prints
+    "fastai",  # its table's rows name no epoch total
+})
+#: the frameworks whose end is read by a line of its own (a signature), and that line's words;
+#: the others are read by progress (a counter at its total) or a closing summary
+MARKERS: dict[str, str] = {
+    "transformers run_clm": "Training completed.",
+    "fairseq": "done training in",
+    "detectron2": "Total training time",
+    "maskrcnn-benchmark": "Total training time",
+    "ultralytics yolov8": "epochs completed in",
+    "YOLOv7": "epochs completed in",
+    "deepspeed launcher": "exits successfully",
+    "megatron-lm": "[after training is done]",
+    "lightning": "Trainer.fit` stopped",
+    "NeMo (Lightning)": "Trainer.fit` stopped",
+    "ESPnet2": "The training was finished at 40 epochs",
+    "OpenNMT-py early stop": "Early Stop!",
+    "torchvision references": "Training time 1 day",
+    "DETR / Deformable-DETR": "Training time 3 days",
+    "MAE/DINO/BEiT (MetricLogger)": "Training time 3 days",
+    "YOLOX": "Training of experiment is done",
+    "keras early stop": "Restoring model weights",
+    "torchreid": "Elapsed 0:42:07",
+    "BasicSR (Real-ESRGAN, NAFNet, HAT ...)": "End of training. Time consumed",
+}
+ENDS: dict[str, tuple[str, str]] = {
+    name: (log, "none" if name in NO_LINE_OF_THEIR_OWN else "completed")
+    for name, log in F.items()}
