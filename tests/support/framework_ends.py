@@ -167,6 +167,17 @@ F["deepspeed launcher"] = (
     "steps: 5000 loss: 2.1134 iter time (s): 1.412 samples/sec: 362.6\n"
     "[2024-05-01 19:38:57,100] [INFO] [launch.py:351:main] Process 40211 exits successfully.\n"
 )
+F["deepspeed-chat step1"] = (
+    "Epoch: 0, Step: 1000, Rank: 0, loss = 1.2312\n"
+    "Model Parameters: 1.429 B, Latency: 0.83s, TFLOPs: 55.84, Samples/sec: 19.21, Time/seq 0.05s"
+    ", Batch Size: 16, Sequence Length: 512\n"
+    "Epoch: 0, Step: 1001, Rank: 0, loss = 1.2101\n"
+    "Model Parameters: 1.429 B, Latency: 0.73s, TFLOPs: 63.64, Samples/sec: 21.90, Time/seq 0.05s"
+    ", Batch Size: 16, Sequence Length: 512\n"
+    "***** Evaluating perplexity, Epoch 1/1 *****\n"
+    "ppl: 2.148517608642578, loss: 0.7647781372070312\n"
+    "saving the final model ...\n"
+)
 F["megatron-lm"] = (
     " [2024-05-01 19:38:50] iteration    20000/   20000 | consumed samples:     10240000 | elapse"
     "d time per iteration (ms): 1412.3 | learning rate: 3.000E-05 | global batch size:   512 | lm"
@@ -468,6 +479,7 @@ MARKERS: dict[str, str] = {
     "ultralytics yolov8": "epochs completed in",
     "YOLOv7": "epochs completed in",
     "deepspeed launcher": "exits successfully",
+    "deepspeed-chat step1": "saving the final model",
     "megatron-lm": "[after training is done]",
     "lightning": "Trainer.fit` stopped",
     "NeMo (Lightning)": "Trainer.fit` stopped",

@@ -2,13 +2,14 @@
 accounting: each framework's log tail (support.framework_ends, built from its source's format
 strings) reads `Training completed` where the code prints a line of its own after its loop or a
 counter at its total, and `running, nothing to report` where nothing tells its end from a cut
-run. BasicSR's new marker (`End of training. Time consumed`) is held to the end markers' rules
-too: an error after it is no finished run."""
+run. The new markers (BasicSR's `End of training. Time consumed`, DeepSpeed-Chat's `saving the
+final model ...`) are held to the end markers' rules too: more training or an error after one
+is no finished run."""
 
 from __future__ import annotations
 
 import pytest
-from support.end_marker import assert_the_error_decides, read
+from support.end_marker import assert_still_running, assert_the_error_decides, read
 from support.framework_ends import ENDS, MARKERS
 
 from bot.cli import main
@@ -34,8 +35,25 @@ def test_the_end_is_read_by_its_own_line(name):
 
 
 BASICSR = ENDS["BasicSR (Real-ESRGAN, NAFNet, HAT ...)"][0]
+DS_CHAT = ENDS["deepspeed-chat step1"][0]
+# a next run's first lines after the marker (the same script run again in one job)
+DS_CHAT_AGAIN = "".join(f"Epoch: 0, Step: {s}, Rank: 0, loss = 2.{s:04d}\n" for s in (1, 2, 3))
 
 
-def test_an_error_after_basicsrs_marker_decides():
-    assert_the_error_decides(BASICSR)
+def test_more_training_after_deepspeed_chats_marker_is_still_running():
+    # (BasicSR's `[train..][epoch:..., iter: ...]` lines are no progress the metric parser
+    # reads yet: a next run after its marker is not told from its last validation)
+    assert_still_running(DS_CHAT + DS_CHAT_AGAIN)
 
+
+@pytest.mark.parametrize("log", [BASICSR, DS_CHAT], ids=["basicsr", "deepspeed-chat"])
+def test_an_error_after_the_new_markers_decides(log):
+    assert_the_error_decides(log)
+
+
+def test_a_per_epoch_time_or_another_save_is_no_end():
+    # BasicSR's own lines mid-run, and other programs' per-epoch wording
+    for line in ("Saving models and training states.", "Epoch 3 done. Time consumed: 0:12:01",
+                 "Saving the final model to out/ after epoch 3", "saving model ..."):
+        assert read(DS_CHAT_AGAIN + line + "\n" + DS_CHAT_AGAIN).class_id == "none"
+        assert read(DS_CHAT_AGAIN + DS_CHAT_AGAIN + line + "\n").class_id == "none"
