@@ -1,6 +1,6 @@
 """The progress lines of named training frameworks' own loggers (pure; no I/O): torchvision's
 MetricLogger (and the DETR, DeiT and MAE scripts that copy it), maskrcnn-benchmark's trainer,
-OpenMMLab's runners, Swin Transformer's loops, PaddleOCR's and torchreid's.
+OpenMMLab's runners, Swin Transformer's loops, PaddleOCR's, torchreid's and timm's.
 
 Each says, in its own shape, which step of the training it is at, its pace and its GPU memory;
 bot.core.training_lines' `LineParser` asks `read_framework_line` first, then reads what is
@@ -90,11 +90,27 @@ _TORCHREID = re.compile(
 _PADDLEOCR = re.compile(r"(?<![\w:])epoch: \[\d+/\d+\], (?:global_step|iter): (\d+),")
 _PADDLEOCR_PACE = re.compile(rf"(?<![\w])(?:avg_)?batch_cost: ({NUMBER}) s(?=,|\s|$)")
 
+# timm's train.py (huggingface/pytorch-image-models train.py, train_one_epoch): `Train: {epoch}
+# [{update_idx:>4d}/{updates_per_epoch} ({pct:>3.0f}%)]  Loss: {val:#.3g} ({avg:#.3g})  Time:
+# {val:.3f}s, {rate:>7.2f}/s  ({avg:.3f}s, …)  LR: …  Data: …` (before 2023 `[{batch_idx:>4d}/
+# {len(loader)} …]`), every log_interval updates and at an epoch's last, epochs and updates from
+# 0 (`range(start_epoch, num_epochs)`): the steps done are the epochs before it (as many as this
+# one's) and this one's up to its update, `Time:` the update's seconds. The line names no epoch
+# total: main() logs it before the loop (`Scheduled epochs: 300. LR stepped per epoch.`, since
+# 2023 `Scheduled epochs: 300.` and the LR line apart): `SCHEDULED_EPOCHS`, which the line
+# parser keeps for the target (bot.core.training_lines). After the loop, and after `except
+# KeyboardInterrupt: pass` too, it logs `*** Best metric: 80.124 (epoch 289)`: a closing summary
+# only once the loop's count reached its target (bot.core.diagnose.closing_summary).
+_TIMM = re.compile(r"(?<![\w:])Train: (\d+) \[\s*(\d+)/(\d+) \(\s*\d+%\)\]\s+(?:\w[^:]*: )")
+_TIMM_TIME = re.compile(rf"(?<![\w/])Time: ({NUMBER})s, ")
+SCHEDULED_EPOCHS = re.compile(r"(?<![\w:])Scheduled epochs: (\d+)(?:\.|$)")
 
-def read_framework_line(body: str, s: Sample) -> str:
+
+def read_framework_line(body: str, s: Sample, scheduled_epochs: int | None = None) -> str:
     """The figures a named framework's logger puts on a line's message `body` (after its time),
     set on `s`; the body left for the generic grammar (bot.core.training_lines): without the
-    figures it must not read again as its own (a GPU memory as a host memory)."""
+    figures it must not read again as its own (a GPU memory as a host memory).
+    `scheduled_epochs`: the epochs timm's main() said it would run, for its lines' target."""
     if "eta: " in body:
         body = _metric_logger(body, s)
         if "iter: " in body:
@@ -103,6 +119,8 @@ def read_framework_line(body: str, s: Sample) -> str:
         _openmmlab(body, s)
     if "Train: [" in body or "Test: [" in body:
         body = _swin(body, s)
+    elif "Train: " in body and "[" in body:
+        _timm(body, s, scheduled_epochs)
     if "epoch: [" in body:
         _paddleocr(body, s)
         _torchreid(body, s)
@@ -231,3 +249,20 @@ def _torchreid(body: str, s: Sample) -> None:
     s.iteration = (max(epoch, 1) - 1) * batches + batch
     s.target_iter = epochs * batches
     s.sec_per_iter = float(m.group(5))
+
+
+def _timm(body: str, s: Sample, scheduled_epochs: int | None) -> None:
+    """A timm training line (`_TIMM`): its steps done as the iteration, every scheduled epoch's
+    updates as the target (when main() said how many), the update's seconds as the pace."""
+    m = _TIMM.search(body)
+    if m is None:
+        return
+    epoch, update, updates = (int(g) for g in m.group(1, 2, 3))
+    if updates <= 0 or update >= updates:
+        return
+    s.iteration = epoch * updates + update + 1
+    if scheduled_epochs is not None and scheduled_epochs > epoch:
+        s.target_iter = scheduled_epochs * updates
+    pace = _TIMM_TIME.search(body, m.end() - 1)
+    if pace is not None:
+        s.sec_per_iter = float(pace.group(1))

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from bot.core.framework_lines import read_framework_line
+from bot.core.framework_lines import SCHEDULED_EPOCHS, read_framework_line
 from bot.core.logprefix import ANSI_ESCAPE, LINE_PREFIXES, PREFIX_STARTS, TIMED_PREFIXES
 from bot.core.progress_bars import (
     EPOCH_BAR,
@@ -425,6 +425,7 @@ class LineParser:
     def __init__(self, extra_patterns: Sequence[str | re.Pattern[str]] = ()) -> None:
         self.clock = LogClock()
         self.bars = ProgressBars()
+        self.scheduled_epochs: int | None = None  # timm's `Scheduled epochs: N` (its target)
         self.extra = [re.compile(p) if isinstance(p, str) else p for p in extra_patterns]
         for pattern in self.extra:
             unknown = set(pattern.groupindex) - set(_EXTRA_GROUPS)
@@ -512,7 +513,9 @@ class LineParser:
             if m:
                 s.evaluation_batches = (int(m.group(1)), int(m.group(2)))
             return
-        body = read_framework_line(body, s)
+        if "Scheduled epochs: " in body and (m := SCHEDULED_EPOCHS.search(body)) is not None:
+            self.scheduled_epochs = int(m.group(1))
+        body = read_framework_line(body, s, self.scheduled_epochs)
         if s.evaluation_batches is not None:
             return  # a framework's evaluation line: its loss and figures are no training's
         m = _MEGATRON.search(body) if "iteration" in body else None

@@ -463,7 +463,6 @@ F["diffusers train_dreambooth"] = (
 #: the frameworks whose finished run has no line of its own to go on: they read `none`
 #: (still running) as a run cut at the same place does
 NO_LINE_OF_THEIR_OWN = frozenset({
-    "timm train.py",  # `*** Best metric` comes after `except KeyboardInterrupt: pass` too
     "mmengine/mmdet",  # `Epoch(train) [12][...]` names no epoch total; after_train prints nothing
     "nanoGPT",  # its loop breaks silently; `iter N` names no total
     "k-diffusion",  # a bare `Done!`, as many a data script prints
