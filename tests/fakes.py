@@ -68,19 +68,23 @@ class RunCall(NamedTuple):
 
 
 def program_of(argv: Sequence[str]) -> str:
-    """The program an argv runs: its first word after `env VAR=value …`."""
+    """The program an argv runs: its first word after `env VAR=value …` or `timeout -k K S`
+    (the bound a scancel runs under on the login node)."""
     words = list(argv)
     if words and words[0] == "env":
         words = words[1:]
         while words and "=" in words[0]:
             words.pop(0)
+    if words[:2] == ["timeout", "-k"]:
+        words = words[4:]
     return words[0]
 
 
 #: A FakeRunner's own deadlines unless it is given some: it answers at once, so its bound adds
 #: nothing to the config's (bot.services.submit_deadlines.sender_command_at_most_s counts the
-#: longer).
-INSTANT = RemoteDeadlines(connect_s=0.0, command_s=0.0, sftp_s=0.0)
+#: longer). Its command bound is 1 s, not 0: a scancel runs under `timeout` with it
+#: (bot.core.takeover.scancel_limits), where 0 would mean no bound at all.
+INSTANT = RemoteDeadlines(connect_s=0.0, command_s=1.0, sftp_s=0.0)
 
 
 class FakeRunner:

@@ -27,6 +27,7 @@ import logging
 import re
 import shlex
 from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from bot.cluster.errors import (
@@ -48,7 +49,7 @@ from bot.core.slurm.sacct import (
     sacct_fields,
 )
 from bot.core.slurm.sbatch import SubmitSpec, parse_sbatch_output, sbatch_argv
-from bot.core.slurm.scancel import scancel_argv
+from bot.core.slurm.scancel import SCANCEL_STOPPED, scancel_argv
 from bot.core.slurm.scontrol import scontrol_argv
 from bot.core.slurm.squeue import parse_squeue_json, parse_squeue_parsable, squeue_argv
 from bot.core.slurm.sstat import StepMemory, parse_sstat, sstat_argv, sstat_missing
@@ -59,6 +60,7 @@ from bot.core.slurm.version import (
     parse_version,
     sinfo_version_argv,
 )
+from bot.core.takeover import scancel_limits
 from bot.core.text import N_
 
 if TYPE_CHECKING:
@@ -137,7 +139,8 @@ class SlurmClient:
 
     def _run(self, argv: Sequence[str], *, effects: bool, stdin: str | None = None,
              allow: re.Pattern[str] | None = None,
-             env: Mapping[str, str] | None = None) -> CommandOutput:
+             env: Mapping[str, str] | None = None,
+             timeout: float | None = None) -> CommandOutput:
         """Run argv; controller silence -> ClusterUnavailable, other failures -> CommandFailed.
 
         `effects`: the command changes something on the cluster (sbatch, scancel, scontrol
@@ -154,10 +157,12 @@ class SlurmClient:
 
         `allow` names stderr that is an answer rather than a failure (e.g. an unknown job id).
         `env` values reach the command's environment only (never its argv, so never an error).
+        `timeout`: this command's, when not the client's (`self.timeout`, else the runner's).
         """
         try:
-            result = self.runner.run(argv, stdin=stdin, timeout=self.timeout, check=False,
-                                     env=env or None)
+            result = self.runner.run(argv, stdin=stdin,
+                                     timeout=self.timeout if timeout is None else timeout,
+                                     check=False, env=env or None)
         except CommandTimedOut as exc:
             what = N_("`%(command)s` did not answer within %(timeout)s s: the Slurm controller "
                       "is overloaded or down", command=argv_text(argv),
@@ -427,7 +432,25 @@ class SlurmClient:
         self._run(scontrol_argv("requeue", job_id), effects=True)
 
     def cancel(self, job_id: int) -> None:
-        self._run(scancel_argv(job_id), effects=True)
+        """`timeout -k KILL TERM scancel JOB`: the login node ends the scancel within the run
+        bound its runner waits for (`self.timeout`, else the runner's command_s), the one
+        bot.core.takeover counts it at (`scancel_limits`), so a scancel whose channel
+        dropped cannot reach slurmctld after the click's takeover. One the login node
+        stopped (SCANCEL_STOPPED) is an OutcomeUnknown: it may have reached slurmctld."""
+        deadlines = self.runner.deadlines()
+        if self.timeout is not None:
+            deadlines = replace(deadlines, command_s=self.timeout)
+        argv = scancel_argv(job_id, limits=scancel_limits(deadlines))
+        try:
+            self._run(argv, effects=True, timeout=deadlines.command_s)
+        except CommandFailed as exc:
+            if exc.exit_code not in SCANCEL_STOPPED:
+                raise
+            raise OutcomeUnknown(argv, N_(
+                "%(what)s; it may or may not have taken effect", what=N_(
+                    "`%(command)s` did not end within its %(timeout)s s on the login node, "
+                    "which stopped it (exit %(code)s)", command=argv_text(argv),
+                    timeout=f"{deadlines.command_s:g}", code=exc.exit_code))) from exc
 
 
 def argv_text(argv: Sequence[str]) -> str:

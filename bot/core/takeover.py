@@ -194,6 +194,27 @@ def cancel_takeover_s(deadlines: RemoteDeadlines, marked: StepBounds | None = No
     return CANCEL_COMMANDS * sent_command_at_most_s(deadlines, sent) + TAKEOVER_MARGIN_S
 
 
+SCANCEL_KILL_AFTER_S = 5.0
+"""How long the login node's `timeout` waits, once it has sent SIGTERM to a scancel that
+outlived its run, before it sends SIGKILL (`scancel_limits`): at most a quarter of the run."""
+
+
+def scancel_limits(runner: RemoteDeadlines) -> tuple[float, float]:
+    """(term_s, kill_s) of the `timeout -k KILL TERM scancel …` an approved cancel's scancel
+    runs under on the login node (bot.core.slurm.scancel, bot.cluster.slurm.SlurmClient.cancel):
+    SIGTERM after `term_s`, SIGKILL `kill_s` later, so the scancel ends there within
+    `runner.command_s` of its start, the run cancel_takeover_s counts it at (its last
+    command's command_at_most_s: the session, then the run) with the deadlines of the runner
+    that sends it (`runner`, which the click's kept bounds include: `own_bounds`). Without it
+    a scancel whose channel dropped could still reach slurmctld after the takeover (and after
+    a settle said "not cancelled"); with it, it has ended by `scancel_over_at`, the trip's
+    latency within TAKEOVER_MARGIN_S. The same number bounds the runner's own wait for it."""
+    if runner.command_s <= 0:
+        raise ValueError(f"a scancel's run bound must be positive, not {runner.command_s:g} s")
+    kill_s = min(SCANCEL_KILL_AFTER_S, runner.command_s / 4)
+    return runner.command_s - kill_s, kill_s
+
+
 def settle_takeover_s(deadlines: RemoteDeadlines, sent: float | None = None,
                       marked: StepBounds | None = None) -> float:
     """How old a cancel's `cancel_settled` or `cancel_resuming` step whose approval has no

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import json
 import shlex
+from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fakes import FakeRunner, present
@@ -23,6 +25,7 @@ from bot.cluster.errors import (
     ReadCutOff,
 )
 from bot.cluster.slurm import SlurmClient
+from bot.cluster.ssh import CommandResult
 from bot.core.slurm.errors import SlurmParseError
 from bot.core.slurm.records import JobRecord
 from bot.core.slurm.sacct import SACCT_FIELDS, sacct_argv
@@ -37,6 +40,7 @@ from bot.core.slurm.sbatch import (
 from bot.core.slurm.scancel import scancel_argv
 from bot.core.slurm.scontrol import scontrol_argv
 from bot.core.slurm.squeue import SQUEUE_FIELDS, squeue_argv
+from bot.core.takeover import RemoteDeadlines
 
 FIXTURES = Path(__file__).resolve().parents[2] / "fixtures" / "slurm"
 HOSTILE = ["a'; touch /tmp/pwned #", "$(id)", "x\ny", "--wrap=rm -rf ~", "`id`", "a b|c;d"]
@@ -237,6 +241,56 @@ def test_scontrol_and_scancel():
     assert scancel_argv(9, signal="USR1") == ["scancel", "--signal=USR1", "9"]
     with pytest.raises(ValueError, match="signal"):
         scancel_argv(9, signal="TERM; id")
+    assert scancel_argv(9, limits=(55.0, 5.0)) == ["timeout", "-k", "5", "55", "scancel", "9"]
+    with pytest.raises(ValueError, match="positive"):
+        scancel_argv(9, limits=(0.0, 5.0))  # `timeout 0` would not bound it at all
+
+
+class _TimeoutsSeen(FakeRunner):
+    """A FakeRunner that also keeps the timeout each run was given."""
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.timeouts: list[float | None] = []
+
+    def run(self, argv: Sequence[str], **kwargs: Any) -> CommandResult:
+        self.timeouts.append(kwargs.get("timeout"))
+        return super().run(argv, **kwargs)
+
+
+def test_a_cancels_scancel_is_bounded_on_the_login_node_by_the_run_its_runner_waits_for():
+    """`timeout -k 5 55 scancel 5`: the login node stops the scancel at its runner's command
+    bound (60 s by default, SIGKILL included), the same number the runner waits for and
+    bot.core.takeover counts the scancel at; a client's own timeout replaces it for both.
+    Before, a plain `scancel 5` ran there with no bound at all."""
+    runner = _TimeoutsSeen({"scancel": (0, "", "")}, deadlines=RemoteDeadlines())
+    SlurmClient(runner, use_json=False).cancel(5)
+    SlurmClient(runner, use_json=False, timeout=20).cancel(6)
+    assert runner.argvs() == [["timeout", "-k", "5", "55", "scancel", "5"],
+                              ["timeout", "-k", "5", "15", "scancel", "6"]]
+    assert runner.timeouts == [60.0, 20]
+
+
+@pytest.mark.parametrize("code", [124, 137])
+def test_a_scancel_the_login_node_stopped_may_have_landed_so_it_is_an_outcome_unknown(code):
+    """`timeout` stopped the scancel (124: SIGTERM; 137: the SIGKILL after it): it may have
+    reached slurmctld first, so the cancel's end was not seen (never a CommandFailed, which
+    would read as "not cancelled")."""
+    runner = FakeRunner({"scancel": (code, "", "")}, deadlines=RemoteDeadlines())
+    with pytest.raises(OutcomeUnknown) as caught:
+        SlurmClient(runner, use_json=False).cancel(5)
+    assert str(caught.value) == (
+        f"`timeout -k 5 55 scancel 5` did not end within its 60 s on the login node, which "
+        f"stopped it (exit {code}); it may or may not have taken effect")
+
+
+def test_a_scancel_that_failed_on_its_own_stays_a_command_failed():
+    runner = FakeRunner({"scancel": (1, "", "scancel: error: Kill job error on job id 5: "
+                                           "Invalid job id specified")},
+                        deadlines=RemoteDeadlines())
+    with pytest.raises(CommandFailed, match="Invalid job id") as caught:
+        SlurmClient(runner, use_json=False).cancel(5)
+    assert caught.value.argv == ["timeout", "-k", "5", "55", "scancel", "5"]
 
 
 # ---- SlurmClient over a fake runner --------------------------------------------------------

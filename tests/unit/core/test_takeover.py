@@ -8,12 +8,15 @@ import pytest
 from bot.core.takeover import (
     CANCEL_COMMANDS,
     RESUME_COMMANDS,
+    SCANCEL_KILL_AFTER_S,
     SUBMIT_COMMANDS,
+    TAKEOVER_MARGIN_S,
     RemoteDeadlines,
     StepBounds,
     cancel_takeover_s,
     longest_bounds,
     own_bounds,
+    scancel_limits,
     settle_lead_s,
     settle_takeover_s,
     submit_in_flight_s,
@@ -136,3 +139,30 @@ def test_the_longest_kept_bounds_are_each_bounds_longest() -> None:
         StepBounds(200.0, 40.0)
     assert own_bounds(RemoteDeadlines(), RemoteDeadlines(jump=True)) == StepBounds(
         200.0, RemoteDeadlines(jump=True).lookup_at_most_s)
+
+
+@pytest.mark.parametrize("runner", [
+    RemoteDeadlines(), RemoteDeadlines(connect_s=30.0, command_s=300.0, jump=True),
+    RemoteDeadlines(connect_s=1.0, command_s=8.0), RemoteDeadlines(connect_s=0.0, command_s=1.0)])
+@pytest.mark.parametrize("configured", [RemoteDeadlines(), RemoteDeadlines(command_s=5.0)])
+def test_a_scancel_ends_on_the_login_node_before_its_cancels_takeover(
+        runner: RemoteDeadlines, configured: RemoteDeadlines) -> None:
+    """The login node's bound on a cancel's scancel (`timeout -k KILL TERM`) is the run its
+    runner's deadlines give it, the one the takeover counts: the scancel, started at the
+    latest after the click's other commands and its own session at their worst, has ended
+    (SIGKILL included) a margin before the takeover, counted with the click's kept bounds
+    (which include that runner's). Before, nothing bounded it there: a scancel whose channel
+    dropped could land after the takeover and the settle's "not cancelled"."""
+    term_s, kill_s = scancel_limits(runner)
+    assert term_s > 0 and 0 < kill_s <= SCANCEL_KILL_AFTER_S
+    assert term_s + kill_s == runner.command_s  # the same run its runner waits for
+    kept = own_bounds(configured, runner)
+    started_by = (CANCEL_COMMANDS - 1) * kept.command_at_most_s + runner.session_at_most_s
+    assert started_by + term_s + kill_s <= cancel_takeover_s(configured, kept) - TAKEOVER_MARGIN_S
+
+
+def test_the_default_scancel_is_stopped_after_55_s_and_killed_5_s_later() -> None:
+    assert scancel_limits(RemoteDeadlines()) == (55.0, 5.0)
+    assert scancel_limits(RemoteDeadlines(command_s=8.0)) == (6.0, 2.0)  # a quarter at most
+    with pytest.raises(ValueError, match="positive"):
+        scancel_limits(RemoteDeadlines(command_s=0.0))  # `timeout 0` would be no bound
