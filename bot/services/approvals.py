@@ -119,7 +119,9 @@ class Outcome:
     cancel_in_flight (cancelled, nothing resubmitted: another submit carries the run on,
     `carried_on`) | cancel_unknown or,
     for a plain Cancel, cancel_only_unknown (the scancel's end was not seen: `error`; trainbot
-    looks at the job again `settle_s` after the click, the recipe's policy.cancel_settle_s) |
+    looks at the job again `settle_s` after the click, the recipe's policy.cancel_settle_s,
+    and says "not cancelled" only `over_s` after it, once the scancel can no longer land:
+    `scancel_over_at`, never before the first look) |
     held | hold_skipped
     | hold_failed | hold_unknown; failed: `did` is error | not_running | resubmit_failed (the
     job was cancelled, its resubmit failed) | cancel_not_taken (a cancel whose end was not seen
@@ -160,6 +162,7 @@ class Outcome:
     not_applied: list[list[str]] | None = None
     job_name: str | None = None
     settle_s: float | None = None
+    over_s: float | None = None  # cancel_unknown / cancel_only_unknown: see above
     by: str | None = None  # cancel_moved_on / cancel_in_flight: whose submit carries the run
     sent: str | None = None  # cancel_in_flight: when that submit was sent (sent_moment)
 
@@ -513,8 +516,11 @@ def _cancel(ctx: BotContext, approval: Approval, actor: str, now: float, *,
             raise
         step = UNKNOWN_CANCEL_STEP[resume]
         ctx.store.approvals.mark_step(approval.token, step, now=now)
+        settle_s = policy_of(ctx, recipe).cancel_settle_s
+        over = scancel_over_at(ctx, approval)  # the step above is marked: never None here
+        over_s = settle_s if over is None else max(over - now, settle_s)
         return _Performed(Outcome("approved", actor, step, recipe, job_id=job, error=said(exc),
-                                  settle_s=policy_of(ctx, recipe).cancel_settle_s), job)
+                                  settle_s=settle_s, over_s=over_s), job)
     if not resume:
         ctx.store.approvals.mark_done(approval.token, now=now)
         return _Performed(Outcome("approved", actor, "cancelled", recipe, job_id=job), job)

@@ -318,9 +318,10 @@ def test_cancel_and_resume_a_stalled_job_after_an_authorized_yes(store: Store) -
 
 
 UNSEEN = ("Approved by <@W0LEAD>: job 88154 may or may not have been cancelled ({}); nothing "
-          "was resubmitted yet. trainbot looks at the job again in about 60 s: if it was "
-          "cancelled, it resumes the run as asked; if it still runs, it says so and offers the "
-          "cancel again")
+          "was resubmitted yet. trainbot first looks at the job again in about 60 s: if it was "
+          "cancelled, it resumes the run as asked. It says the job was not cancelled only once "
+          "the scancel can no longer land, in about 9 min: if the job still runs then, it says "
+          "so and offers the cancel again")
 
 
 def test_cancel_and_resume_whose_scancel_took_effect_unseen_resumes_once_no_incident(
@@ -376,7 +377,7 @@ def test_an_unseen_cancel_is_judged_after_the_recipes_cancel_settle_s(store: Sto
     s.slurm.cancel_answer_lost = ChannelClosed(["scancel", "88154"], "login",
                                                connection_lost=True)
     result = handle_click(s.ctx, token, ActionId.CANCEL_RESUME, "W0LEAD", T0 + 401)
-    assert result.status == "done" and "looks at the job again in about 5 min:" in \
+    assert result.status == "done" and "first looks at the job again in about 5 min: " in \
         present(result.update_text)
     s.slurm.cancel_answer_lost = None
     s.slurm.set(88154, state="CANCELLED", end_time=T0 + 401)
@@ -614,8 +615,10 @@ def test_cancel_and_resume_whose_scancel_did_not_take_effect_says_so_and_asks_ag
 
 ONLY_UNSEEN = ("Approved by <@W0LEAD>: job 88154 may or may not have been cancelled (connection "
                "to login lost while `scancel 88154` was running; it may have run). trainbot "
-               "looks at the job again in about 60 s and says here whether it was; if it still "
-               "runs, it offers the cancel again")
+               "first looks at the job again in about 60 s and, once it has ended, says here "
+               "whether it was cancelled. It says the job was not cancelled only once the "
+               "scancel can no longer land, in about 9 min: if the job still runs then, it says "
+               "so and offers the cancel again")
 
 
 def test_a_plain_cancel_whose_scancel_took_effect_unseen_is_settled_once_and_said(
