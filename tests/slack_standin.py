@@ -108,6 +108,7 @@ class _Fault:
     retry_after: int | None
     after_processing: bool
     drop: bool = False  # close the connection instead of answering
+    error: str = "injected"  # the answer's `error`
 
 
 def validate_blocks(blocks: Any, *, max_blocks: int = MAX_BLOCKS) -> list[str]:
@@ -353,18 +354,21 @@ class SlackStandIn:
         count: int = 1,
         retry_after: int | None = None,
         after_processing: bool = False,
+        error: str = "injected",
     ) -> None:
         """Answer the next `count` calls of `method` with HTTP `status`.
 
         429 carries `Retry-After: retry_after` (default 1). `after_processing=True` performs the
         call (the message IS posted) and then answers the error: the ambiguous case a client
-        must reconcile instead of blindly re-posting.
+        must reconcile instead of blindly re-posting. `error` is the answer's `error`; with
+        `status` 200 the call is refused as Slack refuses one (`is_archived`,
+        `msg_too_long` …: HTTP 200, `ok` false).
         """
         if status == 429 and retry_after is None:
             retry_after = 1
         with self._lock:
             self._faults.setdefault(method, []).append(
-                _Fault(status, count, retry_after, after_processing)
+                _Fault(status, count, retry_after, after_processing, error=error)
             )
 
     def drop_next(self, method: str, *, count: int = 1, processed: bool = True) -> None:
@@ -740,11 +744,11 @@ class _Handler(BaseHTTPRequestHandler):
                 response = (s.handle(method, params) if fault.after_processing
                             else {"ok": False, "error": "dropped"})
             elif fault is not None and not fault.after_processing:
-                status, response = fault.status, {"ok": False, "error": "injected"}
+                status, response = fault.status, {"ok": False, "error": fault.error}
             else:
                 response = s.handle(method, params)
                 if fault is not None:
-                    status, response = fault.status, {"ok": False, "error": "injected"}
+                    status, response = fault.status, {"ok": False, "error": fault.error}
             if token == s.token:
                 extra["x-oauth-scopes"] = ",".join(sorted(s.scopes))
             if fault is not None and fault.status == 429:

@@ -2,12 +2,14 @@
 watcher's failed ticks), the first refusal skips 1, then 2, 4, 8 and at most `MAX_SKIPPED`
 chances before the next try, so a refusal that lasts costs a try every `MAX_SKIPPED` + 1
 chances instead of one at each. Pure: the caller keeps one per thing tried (`Backoffs`: one
-per key, the things a caller tries by key)."""
+per key, the things a caller tries by key). `after_try` is what a try's fate does to its
+key's backoff."""
 
 from __future__ import annotations
 
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from typing import Literal
 
 MAX_SKIPPED = 16  # chances skipped at most between two tries (8.5 min at a 30-s tick)
 
@@ -60,4 +62,26 @@ class Backoffs:
             del self.by_key[key]
 
 
-__all__ = ["MAX_SKIPPED", "Backoff", "Backoffs"]
+# What became of a try: `taken`; `failed` (a transient failure: a 5xx, a rate limit the
+# client's own retries did not outlast, a connection lost); `refused` (the chat said no to
+# the post, or to its lookup, in a way the next chance will not change: the bot out of the
+# channel, the channel gone or archived, a scope missing); `rejected` (the chat refused the
+# message itself, its size or its blocks: the same message will never be taken).
+Fate = Literal["taken", "failed", "refused", "rejected"]
+
+
+def after_try(backoffs: Backoffs, key: str, fate: Fate) -> int | None:
+    """What a try of `key` whose fate is `fate` leaves to do: None when it is over (taken,
+    or rejected: given up, since sending the same message again cannot change Slack's
+    answer; its backoff forgotten either way), else the chances to skip before the next
+    try: 0 after a transient failure (its backoff as it was), 1, 2, 4, 8, at most
+    `MAX_SKIPPED` after refusals in a row."""
+    if fate in ("taken", "rejected"):
+        backoffs.taken(key)
+        return None
+    if fate == "failed":
+        return 0
+    return backoffs.refused(key)
+
+
+__all__ = ["MAX_SKIPPED", "Backoff", "Backoffs", "Fate", "after_try"]

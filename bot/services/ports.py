@@ -249,6 +249,11 @@ class PostRefused(PostError):
     PostError."""
 
 
+class MessageRefused(PostRefused):
+    """The chat refused the message itself (its size, its blocks: msg_too_long,
+    invalid_blocks …): nothing was sent, and the same message will never be taken."""
+
+
 class PartlyPosted(PostError):
     """A message for several threads (a cluster's notice) went to some of them and the chat
     refused it in others: it has been said, and is to be posted again for the threads that
@@ -275,6 +280,13 @@ class PostDeferred(PostLogged):
 
 class PartlyDeferred(PartlyLogged, PostDeferred):
     """Said in some of its threads; those left were not tried this time (PostDeferred)."""
+
+
+class PostGivenUp(PostLogged):
+    """Never to be posted: the chat refused the message itself (MessageRefused), which no
+    later try changes. Logged where it came (naming the run, the channel, the chat's error
+    and the message); its publisher records it so and publishes it no more (the watcher's
+    outbox: `dropped`)."""
 
 
 class ThreadWriter(Protocol):

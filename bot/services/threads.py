@@ -13,10 +13,20 @@ from typing import Any
 
 from bot.config import Config
 from bot.core.arrays import ArrayRootView, ArrayTask, build_array_root
+from bot.core.backoff import Fate
 from bot.core.incident import AttemptSummary, RootView, build_root
 from bot.core.models import ChunkBounds, logged_target, run_target
 from bot.core.text import mrkdwn_escape
-from bot.services.ports import Blocks, BotContext, PostError, RenderError, root_key
+from bot.services.ports import (
+    Blocks,
+    BotContext,
+    LookupRefused,
+    MessageRefused,
+    PostError,
+    PostRefused,
+    RenderError,
+    root_key,
+)
 from bot.store import Attempt, Chain
 
 log = logging.getLogger(__name__)
@@ -135,6 +145,19 @@ def thread_note_refusal(ctx: BotContext, chain_id: int, key: str, text: str
     except PostError as exc:
         return exc
     return None
+
+
+def post_fate(error: PostError | None) -> Fate:
+    """What became of a post (`thread_note_refusal`'s answer) as bot.core.backoff reads it:
+    taken (None); rejected (MessageRefused: the message itself); refused (PostRefused, or
+    its lookup refused: the bot out of the channel, the channel gone or archived, a scope
+    missing); else failed (transient: a 5xx, a rate limit outlasting the client's
+    retries)."""
+    if error is None:
+        return "taken"
+    if isinstance(error, MessageRefused):
+        return "rejected"
+    return "refused" if isinstance(error, (LookupRefused, PostRefused)) else "failed"
 
 
 def post_safely(ctx: BotContext, kind: str, chain_id: int, key_or_channel: str,

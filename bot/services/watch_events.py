@@ -14,7 +14,8 @@ the site's template folder first), like `report` and `/train`:
   buttons carry one opaque token; the proposed --mem is the policy's;
 - `warning` for a stall: the warning text with "Cancel and resume" / "Cancel" / "Dismiss"
   buttons (approval prompt with `offer_cancel`); other warnings, notes, held jobs and
-  automatic resubmits: a plain note in the thread;
+  automatic resubmits: a plain note in the thread (one Slack does not take raises, so the
+  outbox keeps it unposted; refused, it backs off as a cluster notice does: `_note`);
 - `cluster_unreachable` / `cluster_back`: one note in the thread of every active chain on
   that cluster (keyed per chain); a thread Slack refused it raises, so the watcher's outbox
   publishes it again (bot.services.watch.health).
@@ -62,7 +63,7 @@ from dataclasses import asdict
 from typing import Any
 
 from bot.core.arrays import task_retries_through
-from bot.core.backoff import Backoffs
+from bot.core.backoff import Backoffs, after_try
 from bot.core.incident import build_completion
 from bot.core.metrics import MetricSeries
 from bot.core.models import QUIET_CLASSES, AttemptTrace, Diagnosis
@@ -81,6 +82,7 @@ from bot.services.ports import (
     PartlyPosted,
     PostDeferred,
     PostError,
+    PostGivenUp,
     PostLogged,
     PostRefused,
     root_key,
@@ -91,11 +93,11 @@ from bot.services.stacks import Forensics
 from bot.services.threads import (
     has_thread,
     lang_of,
+    post_fate,
     refresh_root,
     render,
     section,
     task_bounds,
-    thread_note,
     thread_note_refusal,
 )
 from bot.services.watch.events import WatchEvent
@@ -123,6 +125,8 @@ class ThreadEvents(EventWords):
         # cluster -> its outage notices' and "answers again" notes' posts whose lookup, or the
         # post itself, Slack refused, by key (each cluster's touched by its own watch job only)
         self._refused: dict[str, Backoffs] = {}
+        # cluster -> its watcher's plain notes Slack refused, by key (`_note`)
+        self._notes_refused: dict[str, Backoffs] = {}
 
     def publish(self, event: WatchEvent) -> None:
         if event.kind in ("cluster_unreachable", "cluster_back"):
@@ -162,6 +166,8 @@ class ThreadEvents(EventWords):
         chain = self.ctx.store.chains.get(chain_id)
         if chain is None or chain.status != "active":
             self._progress.pop(chain_id, None)
+            if chain is not None:
+                self._forget_notes(chain)
         refresh_root(self.ctx, chain_id)
         refresh_homes(self.ctx, chain_id, self.ctx.clock())
 
@@ -265,8 +271,63 @@ class ThreadEvents(EventWords):
         self._post(event, prompt.blocks, head)
 
     def _note(self, event: WatchEvent, text: str) -> None:
-        if not thread_note(self.ctx, event.chain_id, event.key, text):
+        """Post the plain note `event` (a held job, a warning without buttons, a job Slurm
+        does not know, an automatic resubmit, a warning flushed at its job's end …) once in
+        its chain's thread; with no thread (no chain, its root not posted) it is logged only.
+        A note Slack does not take raises, so the outbox keeps it unposted (`pending`) and
+        the watcher publishes it again while it is still to say (a held job still held, a
+        resubmit not yet told; one whose condition went, a job released, is never
+        published again, so never posted once untrue). Each try that fails is one warning
+        naming the run, the channel and Slack's error (raised as PostLogged: the outbox
+        logs it at debug):
+        - Slack refused the post (PostRefused: not_in_channel, channel_not_found,
+          is_archived, a scope missing) or its lookup: that will not change at the next
+          chance, so it is tried again after 1, 2, 4, 8, at most 16 chances skipped
+          (bot.core.backoff, one Backoffs per cluster like the outage notes'; PostDeferred
+          when skipped: Slack is not called), and posted once when Slack takes it;
+        - a transient failure (a 5xx, a rate limit outlasting the client's retries): tried
+          at the next chance;
+        - Slack refused the message itself (MessageRefused: msg_too_long, invalid_blocks …):
+          the same note will never be taken, and a thread that never hears it is better
+          than one warning every few minutes for good, so it is given up at once
+          (PostGivenUp: the outbox records it `dropped`, never published again) and its
+          warning says so and carries the note's words, for whoever reads the log. (Only
+          a trainbot bug builds such a note: the warning is its report.)
+        The backoffs of a run's notes are forgotten when the run ends (`chain_changed`)."""
+        chain = self.ctx.store.chains.get(event.chain_id) if event.chain_id is not None \
+            else None
+        if chain is None or not has_thread(self.ctx, chain.id):
             log.info("no thread for %s (chain %s): %s", event.key, event.chain_id, text)
+            return
+        refused = self._notes_refused.setdefault(event.cluster, Backoffs())
+        if not refused.due(event.key):
+            raise PostDeferred(f"{event.key}: not tried this time (Slack refused it lately)")
+        error = thread_note_refusal(self.ctx, chain.id, event.key, text)
+        fate = post_fate(error)
+        skip = after_try(refused, event.key, fate)
+        if error is None:
+            return
+        run = f"chain {chain.id} ({chain.job_name})"
+        if fate == "rejected":
+            log.warning("%s: Slack refused the note %s itself (%s): given up, not tried again; "
+                        "it said: %s", run, event.key, error, text)
+            raise PostGivenUp(f"{event.key}: given up: {error}") from error
+        if fate == "failed":
+            log.warning("%s: could not post the note %s: %s", run, event.key, error)
+        else:
+            log.warning("%s: Slack refused the note %s (%s): not tried the next %d time(s) "
+                        "it is due", run, event.key, error, skip)
+        raise PostLogged(f"{event.key}: not posted: {error}") from error
+
+    def _forget_notes(self, chain: Chain) -> None:
+        """Forget the backoffs of the notes of `chain`'s jobs (keyed `cluster:job:…`): the
+        run has ended, none of them is published again."""
+        refused = self._notes_refused.get(chain.cluster)
+        if refused is None or not refused.by_key:
+            return
+        prefixes = tuple(f"{chain.cluster}:{a.job_id}:"
+                         for a in self.ctx.store.attempts.for_chain(chain.id))
+        refused.forget(lambda key: key.startswith(prefixes))
 
     def _cluster_notice(self, event: WatchEvent) -> None:
         """One note in every active chain's thread on the cluster, each thread's post tried

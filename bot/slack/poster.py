@@ -41,7 +41,7 @@ from slack_sdk.errors import SlackApiError, SlackRequestError
 
 from bot.core.redact import Redactor
 from bot.crashpoint import crashpoint
-from bot.services.ports import LookupRefused, PostError, PostRefused, root_key
+from bot.services.ports import LookupRefused, MessageRefused, PostError, PostRefused, root_key
 from bot.slack.retry import Sleep, backoff_delay, request_not_sent
 
 log = logging.getLogger(__name__)
@@ -72,6 +72,19 @@ class SlackPostError(PostError):
 class SlackPostRefused(SlackPostError, PostRefused):
     """Slack answered no to chat.postMessage itself (not_in_channel, channel_not_found,
     is_archived, missing_scope…): nothing was sent, and sending it again will not change it."""
+
+
+class SlackMessageRefused(SlackPostRefused, MessageRefused):
+    """Slack refused the message itself (`MESSAGE_ERRORS`: its size, its blocks, its
+    metadata): sending the same message again will never be taken."""
+
+
+# chat.postMessage's answers about the message itself, not where it goes or who sends it
+MESSAGE_ERRORS = frozenset({
+    "msg_too_long", "msg_blocks_too_long", "invalid_blocks", "invalid_blocks_format",
+    "no_text", "too_many_attachments", "invalid_attachments", "invalid_metadata_format",
+    "invalid_metadata_schema", "metadata_too_large", "markdown_text_conflict",
+})
 
 
 class SlackLookupRefused(SlackPostError, LookupRefused):
@@ -351,7 +364,9 @@ class SlackPoster:
                     # note does not follow it: bot.services.watch_events.ThreadEvents._told)
                     self.store.slack_posts.forget_intent(key)
                     error = self._error("chat.postMessage", key, channel, exc)
-                    raise SlackPostRefused(str(error), error=error.error) from exc
+                    refused = SlackMessageRefused if error.error in MESSAGE_ERRORS \
+                        else SlackPostRefused
+                    raise refused(str(error), error=error.error) from exc
                 unknown = fate == "unknown"
                 log.warning("post %s failed (%s)%s", key, exc,
                             "; looking it up before sending again" if unknown else "")

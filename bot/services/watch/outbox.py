@@ -5,7 +5,8 @@ with state `pending`, then published, then marked `posted`. A key already `poste
 published again; one left `pending` (a crash between the two) is published again when the
 condition is seen on a later tick — the finished job stays watched until its event is
 posted, so that is guaranteed for incidents; a warning still `pending` when its job ends is
-published (as a note) before the incident (`flush_warnings`). Publishing must be idempotent by
+published (as a note) before the incident (`flush_warnings`); one the sink gave up (Slack
+refused the message itself: PostGivenUp) is `dropped`. Publishing must be idempotent by
 key (the Slack poster is). tests/integration/test_crash_safety.py kills the bot at these points.
 
 The stored event keeps its facts (a sentence among them as data, bot.core.text.text_to_json),
@@ -28,7 +29,7 @@ from bot.core.policy import PastWarning
 from bot.core.text import text_from_json, text_to_json
 from bot.crashpoint import crashpoint
 from bot.log_format import log_fields
-from bot.services.ports import LeaseLost, PartlyPosted, PostLogged
+from bot.services.ports import LeaseLost, PartlyPosted, PostGivenUp, PostLogged
 from bot.services.watch.events import EventSink, TickReport, WatchEvent
 from bot.store import Incident, Store
 
@@ -68,10 +69,13 @@ class Outbox:
 
     def emit(self, event: WatchEvent, class_id: str, now: float, report: TickReport,
              extra: dict[str, Any] | None = None) -> bool:
-        """Intent (store, `pending`) -> publish -> `posted`. False if publishing failed. A
-        publish that reached some of its threads only (PartlyPosted: a cluster's notice) is
-        True, it has been said: its row is `partly_posted` (`unposted`: published again for
-        the threads left)."""
+        """Intent (store, `pending`) -> publish -> `posted`. False if publishing failed (the
+        row stays `pending`: published again when the event is emitted again). A publish
+        that reached some of its threads only (PartlyPosted: a cluster's notice) is True, it
+        has been said: its row is `partly_posted` (`unposted`: published again for the
+        threads left). One the sink gave up (PostGivenUp: Slack refused the message itself,
+        which no try changes) is True too, done with: its row is `dropped`, never published
+        again."""
         payload: dict[str, Any] = {"kind": event.kind, "text": event.text,
                                    "job_id": event.job_id, "cluster": self.cluster}
         if event.diagnosis is not None:
@@ -91,6 +95,10 @@ class Outbox:
                 self.sink.publish(event)
         except LeaseLost:
             raise  # not published: the key stays `pending` for the replica holding the lease
+        except PostGivenUp as exc:  # never to be posted (logged where it was refused)
+            log.debug("%s: %s given up, dropped: %s", self.cluster, event.key, exc)
+            self.store.incidents.set_state(event.key, "dropped")
+            return True
         except PartlyPosted as exc:
             log.log(_level(exc), "%s: publishing %s reached some threads only, will retry the "
                     "others: %s", self.cluster, event.key, exc)
