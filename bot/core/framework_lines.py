@@ -38,8 +38,10 @@ _MIB = 1024**2
 # MetricLogger's meters after `eta: {timedelta}  iter: {iteration}` (the steps done, from 1 to
 # MAX_ITER, which is not printed: no target), `time: …` among them (the step's seconds, the
 # window's median), then `lr: …  max mem: {MB:.0f}` (GPU MiB, as above). Its periodic
-# validation's line starts `[Validation]:   eta: …  iter: …`: the training's iteration then, no
-# progress of its own.
+# validation (every TEST_PERIOD iterations) logs one line once the pass is over, `[Validation]:
+# ` and the same parts joined alike (`[Validation]:   eta: …  iter: …`): the training's eta and
+# iteration then, no progress of its own, and the validation set's meters (`loss: …`, no
+# `time`), no training's: a summary of an evaluation (Sample.evaluation_done).
 _MASKRCNN = re.compile(r"(?<![\w:])(\[Validation\]:\s+)?eta: (?:\d+ days?, )?\d+:\d\d:\d\d\s+"
                        r"iter: (\d+)(?=\s)")
 # OpenMMLab's runners' lines (mmdet 2.x, mmseg 0.x, mmpose: open-mmlab/mmcv 1.x
@@ -154,23 +156,25 @@ def _metric_logger(body: str, s: Sample) -> str:
 
 def _maskrcnn(body: str, s: Sample) -> str:
     """A maskrcnn-benchmark trainer's line (`_MASKRCNN`): the training's gives its iteration
-    and its seconds per step; its validation's none; any one's GPU memory (`max mem: …` in
-    MiB). The body left for the rest of the grammar (its meters: `loss: …`): without `max mem:
-    …`, which is no host memory, nor a validation's `iter: …`, which is no progress."""
+    and its seconds per step; its validation's is an evaluation's summary (its meters are the
+    validation set's: the grammar reads no more of it); any one's GPU memory (`max mem: …` in
+    MiB). The body left for the rest of the grammar (the training's meters: `loss: …`):
+    without `max mem: …`, which is no host memory."""
     m = _MASKRCNN.search(body)
     if m is None:
         return body
-    validation = m.group(1) is not None
-    if not validation:
+    if m.group(1) is not None:
+        s.evaluation_done = True
+    else:
         s.iteration = int(m.group(2))
         pace = _METRIC_LOGGER_TIME.search(body, m.end())
         if pace is not None:
             s.sec_per_iter = float(pace.group(1))
     mem = _METRIC_LOGGER_MEM.search(body, m.end())
-    if mem is not None:
-        s.gpu_mem_bytes = int(mem.group(1)) * _MIB
-        body = body[:mem.start()] + body[mem.end():]
-    return body[:m.start()] + body[m.end():] if validation else body
+    if mem is None:
+        return body
+    s.gpu_mem_bytes = int(mem.group(1)) * _MIB
+    return body[:mem.start()] + body[mem.end():]
 
 
 def _openmmlab(body: str, s: Sample) -> None:

@@ -132,7 +132,8 @@ class MetricSeries:
         # block's last such line)
         self.last_iteration_line: int | None = None
         # the last line of an evaluation pass's bar that advanced (its batches differ from the
-        # bar's draw before): the run is active, though its training makes no progress
+        # bar's draw before), or that sums up a pass over (`Sample.evaluation_done`): the run
+        # is active, though its training makes no progress
         self.last_evaluation: Sample | None = None
         self._evaluation_batches: tuple[int, int] | None = None
         self.last_loss: float | None = None
@@ -328,7 +329,7 @@ class MetricSeries:
             if sample.iteration is not None:
                 self._add(sample)
                 break
-            if sample.evaluation_batches is not None and evaluation is None:
+            if sample.is_evaluation and evaluation is None:
                 evaluation = sample
         if evaluation is not None:
             self._add(evaluation)
@@ -353,7 +354,7 @@ class MetricSeries:
 
     def _add(self, s: Sample) -> None:
         self._maybe_next_run(s.line_no, s.time)
-        if s.evaluation_batches is not None:
+        if s.is_evaluation:
             self._evaluation_drawn(s)
             if not s.is_metric:
                 return  # no metric: kept out of the samples (charts, pace, leak fit)
@@ -388,12 +389,13 @@ class MetricSeries:
             self._compact()
 
     def _evaluation_drawn(self, s: Sample) -> None:
-        """An evaluation bar's line: the last evaluation when its batches moved since the
-        bar's draw before (a redraw at the same count is no activity)."""
+        """An evaluation's line: the last evaluation when its batches moved since the bar's
+        draw before (a redraw at the same count is no activity), or when it sums up a pass
+        that is over (`Sample.evaluation_done`: each is a pass of its own)."""
         last = self.last_evaluation
         if last is not None and last.line_no >= s.line_no:
             return
-        if s.evaluation_batches != self._evaluation_batches:
+        if s.evaluation_done or s.evaluation_batches != self._evaluation_batches:
             self.last_evaluation = s
         self._evaluation_batches = s.evaluation_batches
 

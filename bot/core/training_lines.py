@@ -74,7 +74,16 @@ class Sample:
     gpu_util: float | None = None
     # an evaluation pass's bar (batches done, its total): activity, no training progress
     evaluation_batches: tuple[int, int] | None = None
+    # the line sums up an evaluation pass once it is over (maskrcnn-benchmark's `[Validation]:`
+    # line): a pass of its own, new activity whatever batches it counts, no training figure
+    evaluation_done: bool = False
     text: str = ""
+
+    @property
+    def is_evaluation(self) -> bool:
+        """The line is an evaluation's (its bar or its summary): activity of the run, and its
+        loss and pace are no training's."""
+        return self.evaluation_batches is not None or self.evaluation_done
 
     @property
     def is_metric(self) -> bool:
@@ -480,7 +489,7 @@ class LineParser:
         _drop_implausible(s)
         if event is not None and not _plausible_iter(event.iteration):
             event = None
-        if not s.is_metric and s.evaluation_batches is None:
+        if not s.is_metric and not s.is_evaluation:
             return None, event
         s.text = line[:300]
         return s, event
@@ -516,7 +525,7 @@ class LineParser:
         if "Scheduled epochs: " in body and (m := SCHEDULED_EPOCHS.search(body)) is not None:
             self.scheduled_epochs = int(m.group(1))
         body = read_framework_line(body, s, self.scheduled_epochs)
-        if s.evaluation_batches is not None:
+        if s.is_evaluation:
             return  # a framework's evaluation line: its loss and figures are no training's
         m = _MEGATRON.search(body) if "iteration" in body else None
         if m:

@@ -3,12 +3,18 @@
 MetricLogger's `eta: {eta}  iter: {iter}  {meters}  lr: {lr:.6f}  max mem: {memory:.0f}` (meters
 `name: {median:.4f} ({global_avg:.4f})`, `time` and `data` after the losses), every 20
 iterations and at MAX_ITER, through its logger (`%(asctime)s %(name)s %(levelname)s:
-%(message)s`), and its periodic validation's `[Validation]:   eta: …  iter: …` line. `iter` is
-the iteration (no target: MAX_ITER is not printed), `time` the seconds per step, `max mem` GPU
-MiB, never host memory."""
+%(message)s`), and its periodic validation's `[Validation]:   eta: …  iter: …` line, logged
+once the pass is over with the validation set's meters. `iter` is the iteration (no target:
+MAX_ITER is not printed), `time` the seconds per step, `max mem` GPU MiB, never host memory; a
+validation's line is an evaluation's summary: activity, and its loss no training loss."""
 
 from __future__ import annotations
 
+import calendar
+from datetime import UTC, datetime
+
+from bot.cli import main
+from bot.core.detectors import detect_stall
 from bot.core.metrics import MetricSeries
 from bot.core.training_lines import LineParser
 
@@ -54,3 +60,46 @@ def test_its_validation_line_is_no_iteration():
     assert sample is not None
     assert (sample.iteration, sample.sec_per_iter) == (None, None)
     assert (sample.host_rss_bytes, sample.gpu_mem_bytes) == (None, _MEMORY)
+
+
+def test_its_validation_loss_is_no_training_loss(tmp_path, capsys):
+    """The validation set's `loss: 1.1000` is neither the series' last loss nor a point of
+    the loss chart; `trainbot diagnose` shows the training's last loss (1.48 at 2000)."""
+    log = "".join(_train(i) for i in range(20, 2001, 20)) + _validation(2000)
+    series = MetricSeries()
+    series.feed_block(log)
+    assert series.last_loss == 1.48
+    assert all(s.loss is None for s in series.samples if "[Validation]" in s.text)
+    path = tmp_path / "train.log"
+    path.write_text(log)
+    main(["diagnose", str(path)])
+    out = capsys.readouterr().out
+    assert "progress: iteration 2000, 0.51 s/iter, loss 1.48" in out
+
+
+def _at(t: float, line: str) -> str:
+    """`line` (`_train`'s, `_validation`'s) logged at time `t`."""
+    return (datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M:%S,000")
+            + " maskrcnn_benchmark.trainer INFO: " + line.split(" INFO: ", 1)[1])
+
+
+def test_each_validation_is_activity():
+    """A validation (TEST_PERIOD 2000, after 1000 s of training) runs 20 minutes with no line
+    and logs its line once over: the run is idle from that line, not from the training's line
+    before it, and the next validation's line, alike but for its figures, is new activity
+    again."""
+    t0 = float(calendar.timegm((2019, 3, 5, 10, 0, 0)))
+    log, t = "", t0
+    for start in (0, 2000):
+        log += "".join(_at(t + (i - start) * 0.5, _train(i))
+                       for i in range(start + 20, start + 2001, 20))
+        t += 1000 + 1200
+        log += _at(t, _validation(start + 2000))
+    series = MetricSeries()
+    series.feed_block(log)
+    assert series.last_evaluation is not None
+    assert "iter: 4000" in series.last_evaluation.text
+    assert detect_stall(series, t + 250) is None  # 1450 s after the last training line
+    finding = detect_stall(series, t + 900)
+    assert finding is not None
+    assert (finding.last_iter, finding.started_at) == (4000, t)
