@@ -54,8 +54,10 @@ _MASKRCNN = re.compile(r"(?<![\w:])(\[Validation\]:\s+)?eta: (?:\d+ days?, )?\d+
 # pads both: `Epoch(train)  [1][  50/7330]`); an evaluation's (`Epoch(val) [12][500]`,
 # `Iter(val) [500]`, mmengine's `Epoch(val) [12][500/500]`, `Epoch(test) [500/500]`) is no
 # training progress but an evaluation's batches (mmcv's, logged once the pass is over, all of
-# them: EvalHook's `eval_iter_num`). `time:` is the seconds per step; `memory:`
-# torch.cuda.max_memory_allocated in MiB: GPU memory, no host memory.
+# them: EvalHook's `eval_iter_num`, the same count after each epoch's pass, or the epoch's
+# training steps before mmcv 1.3.x: a summary of the pass, Sample.evaluation_done). `time:` is
+# the seconds per step; `memory:` torch.cuda.max_memory_allocated in MiB: GPU memory, no host
+# memory.
 _OPENMMLAB = re.compile(
     r"(?<![\w(])(Epoch|Iter)(?:\((\w+)\))?\s*(?:\[\s*(\d+)\]\s*)?"
     r"\[\s*(\d+)(?:/(\d+))?\]\s+[\w.]+: ")
@@ -183,7 +185,8 @@ def _openmmlab(body: str, s: Sample) -> None:
     one's, and this one's, with no target, as an epoch's bar is read: bot.core.progress_bars,
     read_epoch_bar) and its seconds per step; an evaluation's (`Epoch(val)`, `Iter(val)`,
     `Epoch(test)`) its batches done and their total, as an evaluation's bar (mmcv's `[500]`,
-    printed once the pass is over: all 500); any one's `memory:` is the GPU memory in MiB."""
+    printed once the pass is over: all 500, a summary of the pass, new activity though the
+    epoch before printed the same count); any one's `memory:` is the GPU memory in MiB."""
     m = _OPENMMLAB.search(body)
     if m is None:
         return
@@ -194,6 +197,7 @@ def _openmmlab(body: str, s: Sample) -> None:
     if mode not in (None, "train"):
         # an evaluation's: its batches, no iteration, target or pace of training
         s.evaluation_batches = (int(step), int(steps if steps is not None else step))
+        s.evaluation_done = steps is None  # mmcv 1.x's: one line once the pass is over
         return
     if steps is None or (kind == "Epoch") != (epoch is not None):
         return

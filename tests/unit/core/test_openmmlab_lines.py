@@ -142,3 +142,43 @@ def test_a_log_at_its_last_iteration_reads_completed():
 def test_a_log_half_way_reads_still_running():
     d = read(_mmseg_log(40000))
     assert (d.class_id, d.decided_by) == ("none", "progress")
+
+
+def _mmdet_epoch(epoch: int, t: float) -> str:
+    """mmdet 2.x's epoch `epoch` of 100 steps (logged every 50: TextLoggerHook's `Epoch
+    [E][i/n]`), 60 s of training from `t`, then EvalHook's validation, 20 minutes, whose
+    results TextLoggerHook logs once it is over (`Epoch(val) [E][500]`, the val loader's 500
+    batches: `eval_iter_num`); mmcv's ProgressBar draws on stdout meanwhile (`[>>>>] 500/500,
+    …`, one line of carriage returns)."""
+    at = "{} - mmdet - INFO - "
+    train = "".join(
+        at.format(_dated(t + 0.6 * i)) + f"Epoch [{epoch}][{i}/100]\tlr: 2.000e-04, eta: 0:10:00, "
+        "time: 0.600, data_time: 0.010, memory: 3512, loss_cls: 0.1500, loss: 0.4123\n"
+        for i in (50, 100))
+    bar = "".join(f"\r[{'>' * (n // 10)}{' ' * (50 - n // 10)}] {n}/500, 0.4 task/s, elapsed: "
+                  f"{n * 12 // 5}s, ETA: {(500 - n) * 12 // 5:5d}s" for n in range(100, 501, 100))
+    return (train + "[" + " " * 50 + "] 0/500, elapsed: 0s, ETA:" + bar + "\n"
+            + at.format(_dated(t + 60 + 1200)) + f"Epoch(val) [{epoch}][500]\tbbox_mAP: 0.3740, "
+            "bbox_mAP_50: 0.5810, bbox_mAP_copypaste: 0.374 0.581 0.404 0.212 0.410 0.481\n")
+
+
+def _dated(t: float) -> str:
+    return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M:%S,000")
+
+
+def test_each_epochs_evaluation_summary_is_new_activity():
+    """mmcv's evaluation line counts the same 500 batches every epoch; the second epoch's is
+    a pass of its own all the same: the run is idle from it, not from its epoch's last
+    training line, 20 minutes before (a stall threshold of 300 s)."""
+    t0 = float(calendar.timegm((2021, 3, 1, 10, 0, 0)))
+    series = MetricSeries()
+    series.feed_block(_mmdet_epoch(1, t0) + _mmdet_epoch(2, t0 + 1260))
+    second = t0 + 1260 + 1260
+    assert series.last_evaluation is not None
+    assert "Epoch(val) [2][500]" in series.last_evaluation.text
+    assert (series.last_iteration, series.last_loss) == (200, 0.4123)
+    assert detect_stall(series, second + 250) is None
+    finding = detect_stall(series, second + 900)
+    assert finding is not None
+    assert (finding.last_iter, finding.started_at) == (200, second)
+    assert "Epoch(val) [2][500]" in finding.last_text
