@@ -198,6 +198,10 @@ def ends_in_keras_last_epoch(tail: Sequence[tuple[int, str]]) -> bool:
 _EPOCH_REPORT = re.compile(_EPOCH_COUNTER)
 _COUNT = re.compile(r"(?<![\d./])(\d+)\s*/\s*(\d+)(?![\d./])")
 _FIGURE = re.compile(r"(?i)\b(?:loss|acc|accuracy)\b\s*[:=]?\s*[-+]?\d")
+# The loop's steps so far on an epoch's report (PaddleOCR's `global_step: 1000`, its older
+# releases' `iter: 1000`): counted over all the epochs, so the report an epoch ends with is one
+# epoch's steps after the epoch before's.
+_STEP_SO_FAR = re.compile(r"(?i)\b(?:global_step|iteration|iter|step)\s*[:=]\s*(\d+)\b")
 # The best result so far, on a line of its own with no epoch counter (PaddleOCR's `best metric,
 # acc: 0.91, …, best_epoch: 120`, which train() prints after each evaluation and once more after
 # its last epoch's save): a report of the evaluations, no progress of the loop.
@@ -245,19 +249,45 @@ def _last_epoch_reported(lines: Sequence[str], total: str, *, cut: bool) -> bool
     last epoch while it has printed fewer lines in it than in the epoch before. When `lines` do
     not start at the log's first line (`cut`), their first epoch may have begun before them, so
     it is not compared; with no earlier epoch to compare, only one report an epoch so far reads
-    as reported."""
+    as reported. Reports that show the loop's steps so far (PaddleOCR's `global_step: 1000`)
+    are weighed by them instead when they can tell (`_last_epoch_over`): an epoch's count of
+    reports varies when the print interval does not divide its steps."""
     counts: dict[str, int] = {}
+    ends: dict[int, int] | None = {}  # each epoch's last report's steps so far, while all show
     for line in lines:
         m = _EPOCH_REPORT.search(line)
         if (m is not None and m.group(2) == total and _FIGURE.search(line)
                 and _only_epoch_count(line)):
             counts[m.group(1)] = counts.get(m.group(1), 0) + 1
+            step = _STEP_SO_FAR.search(line)
+            if ends is not None:
+                ends = None if step is None else ends | {int(m.group(1)): int(step.group(1))}
+    over = _last_epoch_over(ends, int(total)) if ends else None
+    if over is not None:
+        return over
     last = counts.pop(total, 0)
     earlier = list(counts.values())
     whole = earlier[1:] if cut else earlier
     if whole:
         return last >= max(whole)
     return last == 1 and all(c == 1 for c in earlier)
+
+
+def _last_epoch_over(ends: dict[int, int], total: int) -> bool | None:
+    """Whether the last epoch (`total`) has run all its steps, by the steps so far its reports
+    show (`ends`: each epoch's last report's): its last report one epoch's steps after the
+    epoch before's, where a loop ends each epoch with a report (PaddleOCR's, at its last step,
+    however many its print interval gave before it), which the earlier epochs show: as many
+    steps between each two of their last reports. None when that is not known: fewer than four
+    epochs in a row ending at `total`, earlier spans that differ (a loop that reports only
+    every so many steps) or steps that do not grow (a step counted within its epoch)."""
+    epochs = sorted(ends)
+    if len(epochs) < 4 or epochs[-1] != total or epochs != list(range(epochs[0], total + 1)):
+        return None
+    spans = [ends[e] - ends[e - 1] for e in epochs[1:]]
+    if len(set(spans[:-1])) != 1 or spans[0] <= 0:
+        return None
+    return spans[-1] >= spans[0]
 
 
 def ends_in_open_progress_bar(tail: Sequence[tuple[int, str]]) -> bool:

@@ -108,3 +108,40 @@ def test_a_recognition_models_closing_best_metric_leaves_the_last_epochs_end():
     # ... an earlier epoch's, after its save, is still that epoch's
     earlier = "".join(_epoch(e) for e in range(1, _EPOCHS - 1)) + _CLOSING
     assert read(_rec(earlier)).class_id == "none"
+
+
+def _uneven_run(epochs: int, *, first: int, last_step: int | None = None) -> str:
+    """A run of `epochs` epochs of 23 steps, reported every 10 global steps (print_batch_step
+    10) and at each epoch's last: the reports an epoch prints vary (3, 3, 3, 4, 3), the last
+    epoch's fewer than the fourth's. `first` is the global step of the run's first step: 0 when
+    the line is logged before its increment (older releases), 1 after it (later ones); the
+    last epoch stops after `last_step` when given (a run cut short)."""
+    lines: list[str] = []
+    step = first
+    for epoch in range(1, epochs + 1):
+        for idx in range(23):
+            if epoch == epochs and last_step is not None and step > last_step:
+                return "".join(lines)
+            if (step > 0 and step % 10 == 0) or idx == 22:
+                lines.append(_report(epoch, step).replace(f"[{epoch}/{_EPOCHS}]",
+                                                          f"[{epoch}/{epochs}]"))
+            step += 1
+        lines.append(_LOGGER.format(m=step // 60, s=step % 60)
+                     + "save model in ./output/ch_db_mv3/latest\n")
+    return "".join(lines) + _LOGGER.format(m=step // 60, s=step % 60) + _CLOSING[len(_LOGGER):]
+
+
+@pytest.mark.parametrize("first", [0, 1], ids=["step before increment", "after increment"])
+def test_a_last_epoch_with_fewer_reports_than_an_earlier_one_ends_a_finished_run(first):
+    """The last epoch printed 3 reports, the fourth 4 (print_batch_step does not divide an
+    epoch's steps): its last report's global step, one epoch's steps after the epoch before's
+    last, says it is over."""
+    d = read(_uneven_run(5, first=first))
+    assert (d.class_id, d.decided_by) == ("completed", "progress")
+
+
+@pytest.mark.parametrize("first", [0, 1], ids=["step before increment", "after increment"])
+def test_a_last_epoch_short_of_its_steps_is_still_running(first):
+    """Its reports stop at global step 100, 9 steps after the fourth epoch's last: mid-epoch,
+    whatever the count of its reports."""
+    assert read(_uneven_run(5, first=first, last_step=100)).class_id == "none"
