@@ -340,7 +340,9 @@ def branch_step(walk: BranchWalk, frames: list[Branches], step: str, patterns: s
             walk.one_pass.add(frame.key[0])  # (… or never)
         elif _continued_only(walk, frame, key[0]):
             walk.left_loops.add(frame.key[0])  # (its next pass: on some runs only)
-    walk.constructs[frame.key] = (tuple(frame.spans), frame.exhaustive)
+    # (after `&&` / `||`, `[ … ] && if true; then …`, bash may run none of its branches, as
+    # it may skip any command there: syntax.and_or_branches)
+    walk.constructs[frame.key] = (tuple(frame.spans), frame.exhaustive and frame.skipped is None)
     if frame.kind == "if" or frame.kind == "case" and not frame.chained:
         walk.exclusive[frame.key] = frame.kind  # one pass through it runs one branch at most
     if passes == 0:  # bash makes no pass: nothing in the body runs, nothing it sets holds

@@ -42,6 +42,7 @@ from bot.core.launcher_lint.script_exits import (
 )
 from bot.core.launcher_lint.shebang import shebang_errexit
 from bot.core.launcher_lint.syntax import (
+    and_or_branches,
     compound_tail,
     condition_command,
     first_word,
@@ -295,6 +296,8 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
                                               maybe and not closing.never)
                     if back is not None:
                         break
+                if "&&" in lst or "||" in lst:  # (`[ -f x ] && n=1`: a branch bash may skip)
+                    self._and_or_branches(frames, lst[cut:], lst_off + cut)
                 if "|" in lst and "=" in lst:
                     self._pipe_elements(lst[cut:], lst_off + cut)
                 if (_op == "&" or piped is not None and part == 0) and MAY_LEAVE_RE.search(
@@ -436,6 +439,20 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
             frame.leave(self, hits, end)
         return None
 
+
+    def _and_or_branches(self, frames: list[Branches], lst: str, off: int) -> None:
+        """The commands of the and-or list `lst` (at `off`) bash may skip (syntax.
+        and_or_branches: `[ -f x ] && n=$((n+1))`, `[ … ] && ((n++)) || true`, `[ … ] && n=1
+        || n=2`), read as an `if`'s branches are (model.Scan.constructs, keyed by the
+        operator's offset and -2, so that a loop's part past a `break` in one still nests:
+        branches._leaving); one bash never runs, as a branch it never runs too (`true || n=5`)."""
+        for at, spans, always, never in and_or_branches(lst, off, self.memo, self.script_text):
+            key = (at, -2)
+            self.constructs[key] = (spans, always)
+            if frames:
+                frames[-1].inner.append(key)
+            if never:
+                self.never_run.extend(spans)
 
     def _dead_end(self, start: int, end: int) -> None:
         """From `start` (a branch's, a body's) to `end`, bash runs into an `exit` (model.Scan.

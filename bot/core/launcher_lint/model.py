@@ -259,7 +259,8 @@ class Positional:
 
 #: A `case`, `if` or loop as the walk read it (Scan.constructs): the spans of its branches (a
 #: loop's: its body), and whether one of them runs whenever it does (an `else`, a `*` pattern,
-#: a loop over words written out).
+#: a loop over words written out); or a command after `&&` / `||` bash may skip, or two in a
+#: row one of which it runs (syntax.and_or_branches).
 Construct = tuple[tuple[tuple[int, int], ...], bool]
 
 
@@ -286,7 +287,8 @@ class Scan:
     bodies: dict[str, tuple[int, int]] = field(default_factory=dict)
     #: each loop's start (its keyword) and its `done`, by offset
     loops: dict[int, int] = field(default_factory=dict)
-    #: each `case`, `if` and loop, by where it starts (its list's offset, its step there)
+    #: each `case`, `if` and loop, by where it starts (its list's offset, its step there), and
+    #: the commands after `&&` / `||` bash may skip (the operator's offset, -2)
     constructs: dict[tuple[int, int], Construct] = field(default_factory=dict)
     #: the branches bash never runs (`if false; then …; fi`), their spans
     never_run: list[tuple[int, int]] = field(default_factory=list)

@@ -1,6 +1,6 @@
 """The bash syntax the launcher lint's walk (bot.core.launcher_lint.engine) reads a script by:
 its lists, the keywords and `case` patterns that start them, a compound command after `&&` /
-`||`, and how each function the script defines is called."""
+`||`, the commands there bash may skip, and how each function the script defines is called."""
 
 from __future__ import annotations
 
@@ -170,6 +170,64 @@ def runs_after(heads: list[tuple[str, int, str]], text: str) -> bool | None:
             status = known
         runs = status if op == "&&" else not status
     return runs
+
+
+#: An and-or list's command that sets and counts nothing: a constant status, or one that leaves
+#: a loop, a function or the shell (`[ … ] && break`, `|| true`, `&& exit 0`), which the walk
+#: reads as a command bash may skip of its own (script_exits, loop_exits).
+_INERT_ELEMENT_RE = re.compile(r"(?:true|:|false|break|continue|exit|return)"
+                               r"(?:[ \t]+[^\s;&|<>()]+)?")
+
+
+def and_or_branches(lst: str, off: int, memo: Memo, text: str
+                    ) -> list[tuple[int, tuple[tuple[int, int], ...], bool, bool]]:
+    """The commands of the and-or list `lst` (at `off`, after its keywords) that bash may skip,
+    as the statuses of the commands before their `&&` / `||` say (runs_after: `[ -f x ] &&
+    n=1`, `test … || ((n++))`), as it skips an `if` branch with no `else`: each read as a
+    construct of its own (model.Construct), its key's offset where the operator before it is.
+    Two bash may skip in a row with unlike operators before them (`[ … ] && n=1 || n=2`, `a ||
+    b && c`) are the two branches of one, one of which always runs (when bash skips the first,
+    the status before the second's operator makes it run it), though the second may run after
+    the first too (not exclusive). Each also says whether bash never runs it (`true || n=5`).
+    Not a compound that opens there (`[ … ] && if …`: the walk reads its branches), nor a
+    command that sets and counts nothing (_INERT_ELEMENT_RE). The statuses are read once, in
+    order, as runs_after reads them."""
+    if "&&" not in lst and "||" not in lst:
+        return []
+    found: list[tuple[int, tuple[tuple[int, int], ...], bool, bool]] = []
+    runs: bool | None = True  # whether bash runs the next element (None: it may or may not)
+    status = True  # the status of the last element bash ran, where runs_after knows it
+    previous: tuple[str, int, str] | None = None
+    paired = False  # the construct found last is the element before's, and may take this one
+    before = ""  # the operator before the element before
+    for element, e_off, op in split_top_level(lst, off, ("&&", "||"), memo):
+        cmd = element.strip()
+        if previous is not None and runs is not True and cmd and not (
+                first_word(cmd) in (*OPENING_KEYWORDS, "case")
+                or _INERT_ELEMENT_RE.fullmatch(cmd)):
+            start = e_off + len(element) - len(element.lstrip())
+            span = (start, start + len(cmd))
+            if paired and runs is None and previous[2] != before:
+                at, spans, _always, _never = found[-1]
+                found[-1] = (at, (*spans, span), True, False)
+                paired = False
+            else:
+                found.append((previous[1] + len(previous[0]), (span,), False, runs is False))
+                paired = runs is None
+        else:
+            paired = False
+        before = previous[2] if previous is not None else ""
+        previous = (element, e_off, op)
+        if runs is None:
+            continue
+        if runs:
+            known = constant_status(element, text)
+            if known is None:
+                runs = None
+                continue
+            status = known
+        runs = status if op == "&&" else not status
+    return found
 
 
 @functools.lru_cache(maxsize=8)

@@ -588,3 +588,64 @@ def test_a_counter_in_or_past_a_branch_that_exits_reads_fail(tmp_path, body, lin
     found = [f for f in lint_launcher(script)
              if f.check in (CHECK_ARITH_ZERO, CHECK_ARITH_UNSET) and f.level != "pass"]
     assert [(f.level, f.line) for f in found] == [("fail", line)]
+
+
+_RC = 'rc=${X:-0}\n'  # (0 on one run, 1 on the other: `[[ $rc -ne 0 ]]` tests which)
+
+
+@pytest.mark.parametrize(("body", "level"), [
+    # a count or an assignment after `&&` / `||` runs on the runs whose test lets it, as in an
+    # `if` branch with no `else`: a counter past it stops bash on the others (it was read as
+    # run on every run: no finding, or `fail` where it resets the counter)
+    ('set -e\nn=0\n[ -n "${X:-}" ] && ((n++)) || true\n((n++))\n', "warn"),
+    ('set -e\nn=0\ntest -n "${X:-}" && n=$((n+1))\n((n++))\n', "warn"),
+    (f"set -e\n{_RC}n=0\n[[ $rc -ne 0 ]] && let n+=1\n((n++))\n", "warn"),
+    ('set -e\nn=0\n[ -z "${X:-}" ] || n=1\n((n++))\n', "warn"),
+    ('set -e\nn=0\n[ -n "${X:-}" ] && { ((n++)) || true; }\n((n++))\n', "warn"),
+    ('set -e\nn=5\n[ -n "${X:-}" ] && n=0\n((n++))\n', "warn"),
+    ('set -eu\n[ -n "${X:-}" ] && n=1\n((n++))\n', "warn"),
+    ('set -e\nn=0\nif [ -n "${X:-}" ] && n=1; then :; fi\n((n++))\n', "warn"),
+    ('set -e\nfor i in 1 2; do n=0; [ -n "${X:-}" ] && ((n++)) || true; ((n++)); done\n',
+     "warn"),
+    ('set -e\nn=0\nfor i in 1 2; do [ -n "${X:-}" ] && { n=1; break; }; done\n((n++))\n',
+     "warn"),
+    # … a compound there too: bash may run none of its branches (`if true` always runs one)
+    ('set -e\nn=0\n[ -n "${X:-}" ] && if true; then n=1; fi\n((n++))\n', "warn"),
+    ('set -e\nn=0\n[ -n "${X:-}" ] && for i in 1; do n=1; done\n((n++))\n', "warn"),
+    # … but of two in a row with unlike operators, one runs on every run (`a && b || c`: c
+    # runs whenever b does not), and one bash's semantics decide runs always or never
+    ('set -e\nn=0\n[ -n "${X:-}" ] && n=1 || n=2\n((n++))\n', None),
+    ('set -eu\n[ -n "${X:-}" ] && n=1 || n=2\n((n++))\n', None),
+    ('set -e\nn=0\n[ -n "${X:-}" ] && ((n++)) || ((n++)) || true\n((n++))\n', None),
+    ('set -e\nn=0\n[ -z "${X:-}" ] || n=1 && n=2\n((n++))\n', None),
+    ('set -e\nn=0\n[ -n "${X:-}" ] && n=3 || n=0\n((n++))\n', "warn"),
+    ("set -e\nn=0\ntrue && n=1\n((n++))\n", None),
+    ("set -e\nn=0\nfalse || n=1\n((n++))\n", None),
+    ("set -e\nn=0\ntrue || n=1\n((n++))\n", "fail"),
+    ("set -e\nn=0\nfalse && { n=1; }\n((n++))\n", "fail"),
+])
+def test_a_count_or_assignment_after_and_or_runs_on_some_runs_only(tmp_path, body, level):
+    _counter_stops_bash_as_the_level_says(tmp_path, body, level)
+
+
+@pytest.mark.parametrize(("body", "codes", "line"), [
+    # `((n++))` from 0 has status 1: as the last command of an and-or list (`[ … ] &&
+    # ((n++))`), `set -e` stops on it on each run that reaches it (X=1), as in an `if` branch
+    # (bash goes on past the failed test, X empty); `|| true` after it, or a command after its
+    # `&&`, tests that status: no stop
+    ('set -e\nn=0\n[ -n "${X:-}" ] && ((n++))\necho done\n', [0, 1], 4),
+    ('set -e\nn=0\n[ -n "${X:-}" ] && let n++\necho done\n', [0, 1], 4),
+    ('set -e\nn=0\n[ -n "${X:-}" ] && ((n++)) || true\necho done\n', [0, 0], None),
+    ('set -e\nn=0\n((n++)) && echo counted\necho done\n', [0, 0], None),
+])
+def test_a_counter_from_zero_after_and_stops_bash_on_the_runs_that_reach_it(tmp_path, body,
+                                                                           codes, line):
+    script = f"#!/bin/bash\n{body}"
+    launch = tmp_path / "launch.sh"
+    launch.write_text(script)
+    assert [subprocess.run(["bash", str(launch)], capture_output=True, timeout=20,
+                           env={"PATH": "/usr/bin:/bin", "X": x}).returncode
+            for x in ("", "1")] == codes
+    found = [f for f in lint_launcher(script)
+             if f.check in (CHECK_ARITH_ZERO, CHECK_ARITH_UNSET) and f.level != "pass"]
+    assert [(f.level, f.line) for f in found] == ([("fail", line)] if line else [])
