@@ -101,26 +101,49 @@ def test_nothing_past_a_loop_or_group_that_always_exits_is_read_as_run(tmp_path,
     _counter_stops_bash_as_the_level_says(tmp_path, body, level)
 
 
-@pytest.mark.parametrize("body", [
-    'set -e\nn=0\n[ -n "${X:-}" ] && exit 0\n((n++))\n',
-    'set -e\nn=0\nif [ -n "${X:-}" ]; then exit 0; fi\n((n++))\n',
-    'set -e\nn=0\ncase "${X:-}" in 1) exit 0;; esac\n((n++))\n',
-    'set -e\nn=0\ncase "${X:-}" in 1) exit 0;& *) :;; esac\n((n++))\n',
-    'set -e\nn=0\n[ -n "${X:-}" ] && if true; then exit 0; fi\n((n++))\n',
-    'set -e\nn=0\n[ -n "${X:-}" ] && { exit 0; }\n((n++))\n',
-])
-def test_a_counter_past_an_exit_bash_may_skip_is_reported_as_before(tmp_path, body):
-    """Past an `exit` bash may skip, the counter stops bash on each run that reaches it (X
-    empty; with X=1 bash exits 0 first): `fail`, as before."""
+def _bash_exits_and_the_lint_says(tmp_path, body: str, codes: list[int], line: int | None
+                                  ) -> None:
+    """Real bash runs `body` with X empty and with X=1 and exits with `codes` (1: `set -e`
+    stopped on the counter; every `exit` of these scripts is `exit 0`), and the lint's one
+    counter finding is `fail` on `line` (a counter that stops bash on each run that reaches
+    it), or there is none (None)."""
     script = f"#!/bin/bash\n{body}"
     launch = tmp_path / "launch.sh"
     launch.write_text(script)
-    codes = [subprocess.run(["bash", str(launch)], capture_output=True, timeout=20,
-                            env={"PATH": "/usr/bin:/bin", "X": x}).returncode for x in ("", "1")]
-    assert codes == [1, 0]
+    assert [subprocess.run(["bash", str(launch)], capture_output=True, timeout=20,
+                           env={"PATH": "/usr/bin:/bin", "X": x}).returncode
+            for x in ("", "1")] == codes
     found = [f for f in lint_launcher(script)
              if f.check in (CHECK_ARITH_ZERO, CHECK_ARITH_UNSET) and f.level != "pass"]
-    assert [(f.level, f.line) for f in found] == [("fail", script.count("\n") - 0)]
+    assert [(f.level, f.line) for f in found] == ([("fail", line)] if line else [])
+
+
+@pytest.mark.parametrize(("body", "codes", "line"), [
+    # past an `exit` bash may skip, the counter stops bash on each run that reaches it (X
+    # empty; with X=1 bash exits 0 first): `fail`, as before
+    ('set -e\nn=0\n[ -n "${X:-}" ] && exit 0\n((n++))\n', [1, 0], 5),
+    ('set -e\nn=0\nif [ -n "${X:-}" ]; then exit 0; fi\n((n++))\n', [1, 0], 5),
+    ('set -e\nn=0\ncase "${X:-}" in 1) exit 0;; esac\n((n++))\n', [1, 0], 5),
+    ('set -e\nn=0\ncase "${X:-}" in 1) exit 0;& *) :;; esac\n((n++))\n', [1, 0], 5),
+    ('set -e\nn=0\n[ -n "${X:-}" ] && if true; then exit 0; fi\n((n++))\n', [1, 0], 5),
+    ('set -e\nn=0\n[ -n "${X:-}" ] && { exit 0; }\n((n++))\n', [1, 0], 5),
+    # … past a `return` bash may skip (with X=1 the function returns first), as past an `exit`
+    ('set -e\nn=0\nf() { [ -n "${X:-}" ] && return; ((n++)); }\nf\n', [1, 0], 4),
+    # … in a branch that exits, reading what the branch set (X=1), or past it, reading what
+    # holds without it (X empty)
+    ('set -e\nn=5\nif [ -n "${X:-}" ]; then n=0; ((n++)); exit 0; fi\n', [0, 1], 4),
+    ('set -e\nn=0\nif [ -n "${X:-}" ]; then ((n++)) || true; exit 0; fi\n((n++))\n', [1, 0], 5),
+    # … after `&&` as the and-or list's last command (`[ … ] && ((n++))` from 0: X=1), as in
+    # an `if` branch (bash goes on past the failed test, X empty); `|| true` after it, or a
+    # command after its `&&`, tests its status: no stop
+    ('set -e\nn=0\n[ -n "${X:-}" ] && ((n++))\necho done\n', [0, 1], 4),
+    ('set -e\nn=0\n[ -n "${X:-}" ] && let n++\necho done\n', [0, 1], 4),
+    ('set -e\nn=0\n[ -n "${X:-}" ] && ((n++)) || true\necho done\n', [0, 0], None),
+    ('set -e\nn=0\n((n++)) && echo counted\necho done\n', [0, 0], None),
+])
+def test_a_counter_bash_reaches_on_some_runs_only_stops_each_run_that_reaches_it(
+        tmp_path, body, codes, line):
+    _bash_exits_and_the_lint_says(tmp_path, body, codes, line)
 
 
 def _reads_as_bash_runs(tmp_path, body: str, level: str | None) -> None:
@@ -261,6 +284,26 @@ def test_pipefail_or_lastpipe_on_some_paths_only_is_a_warning(tmp_path, body, le
     _reads_as_bash_runs(tmp_path, body, level)
 
 
+def _warns_saying(tmp_path, body: str, english: str, korean: str, unbound: bool = False
+                  ) -> None:
+    """`body`'s last `((n++))` stops real bash on one run of two (_reads_as_bash_runs's
+    `warn`), and the lint's warning says `english`, and `korean` in the ko catalogue; `unbound`:
+    it is the unbound-counter warning, which then never says "bash stops right here" (the
+    counter's pipeline element ends, not the script)."""
+    from bot.core.text import render_text
+    from bot.slack.render import translator
+
+    _reads_as_bash_runs(tmp_path, body, "warn")
+    script = f"#!/bin/bash\n{body}"
+    found = [f for f in lint_launcher(script)
+             if f.check in (CHECK_ARITH_ZERO, CHECK_ARITH_UNSET) and f.level != "pass"]
+    assert english in found[0].message
+    assert korean in render_text(found[0].text, translator("ko").gettext)
+    if unbound:
+        assert found[0].check == CHECK_ARITH_UNSET
+        assert "bash stops right here" not in found[0].message
+
+
 _PIPEFAIL_SOME = ("under `set -e`, when `pipefail` is on (only some branches or loop passes "
                   "before this line turn `pipefail` on), the launcher stops right here",
                   "`set -e`에서 `pipefail`이 켜져 있을 때(이 줄 앞의 일부 분기나 반복 회차에서만 "
@@ -283,16 +326,8 @@ _MAYBE_ERREXIT = '[ -n "${X:-}" ] && set -e\n'
     (f"n=0\n{_MAYBE_ERREXIT}{_MAYBE_PIPEFAIL}{{ ((n++)); }} | cat\n", _BOTH_SOME),
 ])
 def test_the_warning_for_pipefail_on_some_paths_only_names_pipefail(tmp_path, body, said):
-    from bot.core.text import render_text
-    from bot.slack.render import translator
-
-    _reads_as_bash_runs(tmp_path, body, "warn")
-    script = f"#!/bin/bash\n{body}"
-    found = [f for f in lint_launcher(script)
-             if f.check in (CHECK_ARITH_ZERO, CHECK_ARITH_UNSET) and f.level != "pass"]
     english, korean = said
-    assert english in found[0].message
-    assert korean in render_text(found[0].text, translator("ko").gettext)
+    _warns_saying(tmp_path, body, english, korean)
 
 
 _NOUNSET_PIPEFAIL_SOME = (
@@ -327,18 +362,8 @@ _MAYBE_BOTH = 'if [ -n "${X:-}" ]; then set -e; set -o pipefail; fi\n'
     (f"set -u\n{_MAYBE_BOTH}while true; do ((n++)); break; done | cat\n", _NOUNSET_BOTH_SOME),
 ])
 def test_the_unbound_counter_warning_for_pipefail_on_some_paths_says_so(tmp_path, body, said):
-    from bot.core.text import render_text
-    from bot.slack.render import translator
-
-    _reads_as_bash_runs(tmp_path, body, "warn")
-    script = f"#!/bin/bash\n{body}"
-    found = [f for f in lint_launcher(script)
-             if f.check in (CHECK_ARITH_ZERO, CHECK_ARITH_UNSET) and f.level != "pass"]
-    assert found[0].check == CHECK_ARITH_UNSET
     english, korean = said
-    assert english in found[0].message
-    assert korean in render_text(found[0].text, translator("ko").gettext)
-    assert "bash stops right here" not in found[0].message
+    _warns_saying(tmp_path, body, english, korean, unbound=True)
 
 
 _UNLESS_X = 'if [ -z "${X:-}" ]; then n=5; fi\n'
@@ -382,17 +407,7 @@ _UNLESS_X = 'if [ -z "${X:-}" ]; then n=5; fi\n'
 ])
 def test_every_unbound_counter_text_for_pipefail_on_some_paths_says_so(tmp_path, body,
                                                                        english, korean):
-    from bot.core.text import render_text
-    from bot.slack.render import translator
-
-    _reads_as_bash_runs(tmp_path, body, "warn")
-    script = f"#!/bin/bash\n{body}"
-    found = [f for f in lint_launcher(script)
-             if f.check in (CHECK_ARITH_ZERO, CHECK_ARITH_UNSET) and f.level != "pass"]
-    assert found[0].check == CHECK_ARITH_UNSET
-    assert english in found[0].message
-    assert korean in render_text(found[0].text, translator("ko").gettext)
-    assert "bash stops right here" not in found[0].message
+    _warns_saying(tmp_path, body, english, korean, unbound=True)
 
 
 @pytest.mark.parametrize(("body", "level"), [
@@ -518,20 +533,6 @@ def test_nothing_past_a_return_bash_always_runs_in_a_function_is_read_as_run(
     _counter_stops_bash_as_the_level_says(tmp_path, body, level)
 
 
-def test_a_counter_past_a_return_bash_may_skip_is_reported_as_before(tmp_path):
-    """Past a `return` bash may skip, the counter stops bash on each run that reaches it (X
-    empty; with X=1 the function returns first): `fail`, as past a skippable `exit`."""
-    script = '#!/bin/bash\nset -e\nn=0\nf() { [ -n "${X:-}" ] && return; ((n++)); }\nf\n'
-    launch = tmp_path / "launch.sh"
-    launch.write_text(script)
-    codes = [subprocess.run(["bash", str(launch)], capture_output=True, timeout=20,
-                            env={"PATH": "/usr/bin:/bin", "X": x}).returncode for x in ("", "1")]
-    assert codes == [1, 0]
-    found = [f for f in lint_launcher(script)
-             if f.check in (CHECK_ARITH_ZERO, CHECK_ARITH_UNSET) and f.level != "pass"]
-    assert [(f.level, f.line) for f in found] == [("fail", 4)]
-
-
 @pytest.mark.parametrize(("body", "level"), [
     # a count before a reset, then a `break` bash may skip (`[ … ] && break`, an `if`): past the
     # loop the reset holds on the runs that do not break only; on those that break, the count
@@ -571,25 +572,6 @@ def test_what_a_branch_that_exits_assigns_holds_nowhere_past_it(tmp_path, body, 
     _counter_stops_bash_as_the_level_says(tmp_path, body, level)
 
 
-@pytest.mark.parametrize(("body", "line"), [
-    # a counter in the branch still reads what the branch set; one past the branch reads what
-    # holds without it: each stops bash on every run that reaches it (X=1 in the branch, X
-    # empty past it), `fail`, as past a skippable `exit`
-    ('set -e\nn=5\nif [ -n "${X:-}" ]; then n=0; ((n++)); exit 0; fi\n', 4),
-    ('set -e\nn=0\nif [ -n "${X:-}" ]; then ((n++)) || true; exit 0; fi\n((n++))\n', 5),
-])
-def test_a_counter_in_or_past_a_branch_that_exits_reads_fail(tmp_path, body, line):
-    script = f"#!/bin/bash\n{body}"
-    launch = tmp_path / "launch.sh"
-    launch.write_text(script)
-    codes = [subprocess.run(["bash", str(launch)], capture_output=True, timeout=20,
-                            env={"PATH": "/usr/bin:/bin", "X": x}).returncode for x in ("", "1")]
-    assert sorted(codes) == [0, 1]
-    found = [f for f in lint_launcher(script)
-             if f.check in (CHECK_ARITH_ZERO, CHECK_ARITH_UNSET) and f.level != "pass"]
-    assert [(f.level, f.line) for f in found] == [("fail", line)]
-
-
 _RC = 'rc=${X:-0}\n'  # (0 on one run, 1 on the other: `[[ $rc -ne 0 ]]` tests which)
 
 
@@ -626,26 +608,3 @@ _RC = 'rc=${X:-0}\n'  # (0 on one run, 1 on the other: `[[ $rc -ne 0 ]]` tests w
 ])
 def test_a_count_or_assignment_after_and_or_runs_on_some_runs_only(tmp_path, body, level):
     _counter_stops_bash_as_the_level_says(tmp_path, body, level)
-
-
-@pytest.mark.parametrize(("body", "codes", "line"), [
-    # `((n++))` from 0 has status 1: as the last command of an and-or list (`[ … ] &&
-    # ((n++))`), `set -e` stops on it on each run that reaches it (X=1), as in an `if` branch
-    # (bash goes on past the failed test, X empty); `|| true` after it, or a command after its
-    # `&&`, tests that status: no stop
-    ('set -e\nn=0\n[ -n "${X:-}" ] && ((n++))\necho done\n', [0, 1], 4),
-    ('set -e\nn=0\n[ -n "${X:-}" ] && let n++\necho done\n', [0, 1], 4),
-    ('set -e\nn=0\n[ -n "${X:-}" ] && ((n++)) || true\necho done\n', [0, 0], None),
-    ('set -e\nn=0\n((n++)) && echo counted\necho done\n', [0, 0], None),
-])
-def test_a_counter_from_zero_after_and_stops_bash_on_the_runs_that_reach_it(tmp_path, body,
-                                                                           codes, line):
-    script = f"#!/bin/bash\n{body}"
-    launch = tmp_path / "launch.sh"
-    launch.write_text(script)
-    assert [subprocess.run(["bash", str(launch)], capture_output=True, timeout=20,
-                           env={"PATH": "/usr/bin:/bin", "X": x}).returncode
-            for x in ("", "1")] == codes
-    found = [f for f in lint_launcher(script)
-             if f.check in (CHECK_ARITH_ZERO, CHECK_ARITH_UNSET) and f.level != "pass"]
-    assert [(f.level, f.line) for f in found] == ([("fail", line)] if line else [])
