@@ -123,18 +123,19 @@ found, squeue and sacct by id (2); a site wrapper's job read for the overrides i
 squeue and sacct (2); the Slurm client's checks (SLURM_CHECKS)."""
 
 CANCEL_COMMANDS = 1 + SLURM_CHECKS + 1
-"""An approved cancel's click up to its scancel's end (bot.services.approvals._cancel, from the
-click, when its `cancelling` or `cancelling_to_resume` step is marked, to the next step or the
-approval's end): the job read that checks it still runs (1), the Slurm client's checks
+"""An approved cancel's click up to its scancel's end (bot.services.approved_choices._cancel,
+from the click, when its `cancelling` or `cancelling_to_resume` step is marked, to the next step
+or the approval's end): the job read that checks it still runs (1), the Slurm client's checks
 (SLURM_CHECKS), the scancel (1)."""
 
 RESUME_COMMANDS = 3 + 4 + SUBMIT_COMMANDS + 3
-"""The rest of a cancel and resume after its scancel (bot.services.approvals._resume_cancelled,
-from the settle's `cancel_settled` or the click's `cancel_resuming` step to the approval's
-end): the release of each competitor held for the cancelled job (at most 3, the hold
-questions asked per job: 3); taken over, the look for the job the dead run's resubmit left,
-squeue and sacct by name and by id (4); the resubmit (SUBMIT_COMMANDS); its hold question,
-the pending competitors and the resubmitted job's record, squeue and sacct (3)."""
+"""The rest of a cancel and resume after its scancel
+(bot.services.approved_choices._resume_cancelled, from the settle's `cancel_settled` or the
+click's `cancel_resuming` step to the approval's end): the release of each competitor held for
+the cancelled job (at most 3, the hold questions asked per job: 3); taken over, the look for the
+job the dead run's resubmit left, squeue and sacct by name and by id (4); the resubmit
+(SUBMIT_COMMANDS); its hold question, the pending competitors and the resubmitted job's record,
+squeue and sacct (3)."""
 
 
 LOOKUP_CHANNELS = 1

@@ -1,6 +1,6 @@
 """What follows every person's submit once its job is recorded and announced, one step for
 all of them: `/train submit|resume` (bot.services.train), a prompt's Resubmit button and an
-approved Cancel and resume (bot.services.approvals, and the settle that finishes one:
+approved Cancel and resume (bot.services.approved_choices, and the settle that finishes one:
 bot.services.cancel_settle), and the recovery of a submit the bot died in
 (bot.services.runs.recover_submits_in_flight, as bot.app wires it)."""
 

@@ -1,14 +1,14 @@
 """Approved cancels whose end trainbot did not see, settled later from what Slurm says.
 
-A Cancel or Cancel and resume whose scancel's end was not seen (bot.services.approvals._cancel:
-the approval left approved with its step `cancel_unknown` or `cancel_only_unknown`) is looked
-at again here, once the recipe's `policy.cancel_settle_s` has passed: the job cancelled, a
-cancel and resume resumes the run as the click would have; still running, the cancel is
-offered again; ended otherwise, its end is the watcher's to judge. A cancel whose click's
-process died in its scancel is settled so too, and a cancel and resume whose click's process
-died after its scancel took effect is finished here. Run by the scheduler's
-`prompts` job (bot.app.build_scheduler) under its lease, before the prompts' follow-up
-(bot.services.prompt_follow_up.follow_up_prompts).
+A Cancel or Cancel and resume whose scancel's end was not seen
+(bot.services.approved_choices._cancel: the approval left approved with its step
+`cancel_unknown` or `cancel_only_unknown`) is looked at again here, once the recipe's
+`policy.cancel_settle_s` has passed: the job cancelled, a cancel and resume resumes the run as
+the click would have; still running, the cancel is offered again; ended otherwise, its end is
+the watcher's to judge. A cancel whose click's process died in its scancel is settled so too,
+and a cancel and resume whose click's process died after its scancel took effect is finished
+here. Run by the scheduler's `prompts` job (bot.app.build_scheduler) under its lease, before the
+prompts' follow-up (bot.services.prompt_follow_up.follow_up_prompts).
 """
 
 from __future__ import annotations
@@ -21,15 +21,13 @@ from bot.cluster.errors import ClusterError
 from bot.core.backoff import Backoffs
 from bot.core.takeover import settle_takeover_s
 from bot.crashpoint import crashpoint
-from bot.services.approvals import (
+from bot.services.approval_outcomes import Outcome, decided
+from bot.services.approved_choices import policy_of, resume_cancelled
+from bot.services.cancel_steps import (
     CANCELLING_STEP,
     RESUMING_STEP,
     UNKNOWN_CANCEL_STEP,
-    Outcome,
     cancel_takeover_at,
-    decided,
-    policy_of,
-    resume_cancelled,
     scancel_over_at,
 )
 from bot.services.home import refresh_homes
@@ -142,7 +140,7 @@ def _each(ctx: BotContext, approvals: list[Approval], now: float,
 
 def _cancel_unseen(ctx: BotContext, approval: Approval, now: float) -> None:
     """An approved cancel whose click's process died before its scancel's end was seen
-    (bot.services.approvals._cancel: its step `cancelling` or `cancelling_to_resume`, no step
+    (bot.services.approved_choices._cancel: its step `cancelling` or `cancelling_to_resume`, no step
     after it), once that step is cancel_takeover_s old, counted at the longer of the
     click's own bounds (kept with the step: the jump host and timeouts it sent under) and
     the cluster's current ones (the click's own deadlines have passed): the scancel may or
@@ -232,7 +230,7 @@ def _watch_again(ctx: BotContext, approval: Approval, now: float) -> None:
 
 def _finish_resume(ctx: BotContext, approval: Approval, now: float) -> None:
     """The rest of a cancel and resume whose click's process died after its scancel took
-    effect (bot.services.approvals._cancel: the approval approved, its step
+    effect (bot.services.approved_choices._cancel: the approval approved, its step
     `cancel_resuming`), once that step is `takeover_s` old (the click's own deadlines,
     kept with the step, have passed), by one run, which keeps its own with the step: the
     job the click's resubmit left, recorded or found by the run's job name, is kept (else

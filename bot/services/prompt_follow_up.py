@@ -14,7 +14,9 @@ import re
 from bot.core.takeover import post_takeover_s
 from bot.services import competitors as comp
 from bot.services.access import escalation_people, mention, prompt_people
-from bot.services.approvals import ClickResult, decided, expired_outcome, policy_of
+from bot.services.approval_outcomes import decided, expired_outcome
+from bot.services.approvals import ClickResult
+from bot.services.approved_choices import policy_of
 from bot.services.home import publish_home, refresh_homes
 from bot.services.ports import Blocks, BotContext, LeaseLost, PostError
 from bot.services.probes import PROBE_ACTION

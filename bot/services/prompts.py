@@ -61,7 +61,7 @@ def create_resubmit_prompt(
     GPU or node fault happened on; every resubmit choice leaves it out (--exclude) and says so.
     `card`: the incident card's blocks the prompt's message shows between its question and its
     buttons (stored, so the message rewritten once it is decided, or expires, keeps them:
-    bot.services.approvals.decided).
+    bot.services.approval_outcomes.decided).
     `resume_checkpoint`: the name of the checkpoint a resume starts from (the watcher's
     decision's), which the buttons name when its iteration (`resume_iter`) is unknown;
     `checkpoint_unknown`: neither is known because looking the checkpoint up failed (a

@@ -84,7 +84,7 @@ def submit_and_announce(
     approving "Resubmit with --mem=…" may change what a plain submitter may not.
     `charge_retry`: count this resubmit against the chain's retry budget, recorded with the
     attempt (submit_recipe), so the root the thread is told with already shows it; the caller
-    decides (bot.services.approvals.charges_budget, or the policy's `Decision.charged`).
+    decides (bot.services.approved_choices.charges_budget, or the policy's `Decision.charged`).
     `before_announce(result)` runs after the submit is recorded and before the thread is
     told (bookkeeping the thread's messages read, e.g. the work a cancelled attempt lost).
     `array_task`: resubmit only that task of the chain's array (bot.services.submit).
@@ -189,7 +189,7 @@ def approval_intent(token: str) -> str:
 
 _SETTLE_STEPS = ("cancel_resuming", "cancel_settled")
 """The steps of a cancel and resume whose marker may send its resubmit (the click's,
-bot.services.approvals.RESUMING_STEP; the settle's, bot.services.cancel_settle): their kept
+bot.services.cancel_steps.RESUMING_STEP; the settle's, bot.services.cancel_settle): their kept
 bounds lengthen the settle's lead (`_settle_leads`) as they do its takeover."""
 
 

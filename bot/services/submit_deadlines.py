@@ -4,8 +4,9 @@ another path looks it up or takes it over, and the bound its sender keeps on its
 the bounds the run that marks an approved cancel's step keeps with it (`step_bounds`).
 
 Used by bot.services.submit (the row it adds before its sbatch, the lookup that follows a
-lost one), bot.services.runs (the recovery of submits in flight), bot.services.approvals (a
-cancel's steps) and bot.services.cancel_settle.
+lost one), bot.services.runs (the recovery of submits in flight),
+bot.services.approved_choices and bot.services.cancel_steps (a cancel's steps), and
+bot.services.cancel_settle.
 """
 
 from __future__ import annotations

@@ -41,7 +41,8 @@ from bot.core.takeover import (
 from bot.services import ServiceError
 from bot.services import submit as submit_mod
 from bot.services.after_submit import after_person_submit
-from bot.services.approvals import charges_budget, handle_click
+from bot.services.approvals import handle_click
+from bot.services.approved_choices import charges_budget
 from bot.services.cancel_settle import settle_unknown_cancels
 from bot.services.home import publish_home
 from bot.services.ports import BotContext

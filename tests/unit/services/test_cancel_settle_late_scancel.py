@@ -1,5 +1,5 @@
 """A cancel whose scancel's end was not seen is said "not cancelled" only once the scancel
-itself has ended at the latest (bot.services.approvals.scancel_over_at: its click's step plus
+itself has ended at the latest (bot.services.cancel_steps.scancel_over_at: its click's step plus
 the takeover's bound, 540 s with the default deadlines). Before, the settle concluded at
 policy.cancel_settle_s (60 s) after the click: a scancel still running on the login node (a
 slow slurmctld, a jump host) that landed after that look left the thread saying the job was
@@ -12,8 +12,9 @@ from fakes import AnswerLostSlurm, make_context, present, recorded, writer
 
 from bot.cluster.errors import OutcomeUnknown
 from bot.core.takeover import RemoteDeadlines, cancel_takeover_s
-from bot.services.approvals import cancel_takeover_at, handle_click, scancel_over_at
+from bot.services.approvals import handle_click
 from bot.services.cancel_settle import settle_unknown_cancels
+from bot.services.cancel_steps import cancel_takeover_at, scancel_over_at
 from bot.services.ports import BotContext
 from bot.services.prompts import create_resubmit_prompt
 from bot.slack.views import ActionId

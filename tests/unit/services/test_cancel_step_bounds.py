@@ -30,8 +30,9 @@ from bot.core.takeover import (
 )
 from bot.services import cancel_settle
 from bot.services import submit as submit_mod
-from bot.services.approvals import cancel_takeover_at, handle_click
+from bot.services.approvals import handle_click
 from bot.services.cancel_settle import settle_unknown_cancels
+from bot.services.cancel_steps import cancel_takeover_at
 from bot.services.ports import BotContext
 from bot.services.prompts import create_resubmit_prompt
 from bot.slack.views import ActionId

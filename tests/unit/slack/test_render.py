@@ -805,7 +805,7 @@ def test_a_decided_prompt_says_where_the_resubmit_resumed_and_that_it_changed(
     """The prompt rewritten after the click says where the job resumed, as the resolution line
     does: a checkpoint without an iteration by its name, and that the newest complete
     checkpoint changed since the prompt when it resumed from another iteration."""
-    from bot.services.approvals import Outcome
+    from bot.services.approval_outcomes import Outcome
     o = Outcome("approved", "W0LEAD", job_id="88154", new_job_id="88887", **outcome)
     blocks, text = render_blocks("decided", lang, {"summary": "s", "outcome": o.to_view()})
     assert said in text and validate_blocks(blocks) == []
@@ -829,7 +829,7 @@ def test_a_decided_prompt_says_where_the_resume_started_in_the_start_phrase(
     """The prompt rewritten after the click says where the resume started as its buttons,
     their dialog and the resolution line do (bot.core.policy.resume_start): with no complete
     checkpoint "from scratch (no complete checkpoint)", never "from the start" or nothing."""
-    from bot.services.approvals import Outcome
+    from bot.services.approval_outcomes import Outcome
     o = Outcome("approved", "W0LEAD", job_id="88154", new_job_id="88887", **outcome)
     blocks, text = render_blocks("decided", lang, {"summary": "s", "outcome": o.to_view()})
     assert said in text and validate_blocks(blocks) == []

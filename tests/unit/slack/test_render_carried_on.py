@@ -1,12 +1,12 @@
 """The prompt of a Cancel and resume whose resubmit another submit made needless, as a person
-reads it after the click (templates/decided.json.j2 through approvals.carried_on): a run that
+reads it after the click (templates/decided.json.j2 through approved_choices.carried_on): a run that
 trainbot's automatic resubmit carried on, or one resumed by a submitter no audit names."""
 from __future__ import annotations
 
 import pytest
 from slack_standin import validate_blocks
 
-from bot.services.approvals import carried_on
+from bot.services.approved_choices import carried_on
 from bot.services.submit import AUTOMATIC_ACTOR, RunMovedOn, RunSubmitInFlight
 from bot.slack.render import render_blocks
 from bot.store.rows import SubmitInFlight
