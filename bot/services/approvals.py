@@ -27,7 +27,6 @@ bot.services.cancel_steps'.
 
 from __future__ import annotations
 
-import logging
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
@@ -43,9 +42,6 @@ from bot.services.submit import RunSubmitInFlight
 from bot.services.threads import render
 from bot.slack.views import ActionId
 from bot.store import Approval
-
-log = logging.getLogger(__name__)
-
 
 # choice name stored in the approval's payload <-> the button's action id
 CHOICES: dict[ActionId, str] = {
