@@ -237,9 +237,9 @@ def test_completed_run(runs, catalogue):
     run = runs["completed"]
     assert (run.record.state, run.record.exit_code, run.record.signal) == ("COMPLETED", 0, 0)
     d = diagnose(run, catalogue)
-    # sacct's COMPLETED 0:0 decides, the log's end marker agreeing (a completed run's message
-    # names no "decided by"; it is no incident).
-    assert (d.class_id, d.decided_by) == ("completed", ACCOUNTING), f"{d}\n{run.describe()}"
+    # the log's end marker that agrees with sacct's COMPLETED 0:0 decides: `trainbot report`
+    # says "Decided by a decisive log line", never "look closer"
+    assert (d.class_id, d.decided_by) == ("completed", SIGNATURE), f"{d}\n{run.describe()}"
     assert "Training complete" in evidence_text(d), d.evidence
     assert d.metrics.last_iter == d.metrics.target_iter == 30, d.metrics
 

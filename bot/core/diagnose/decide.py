@@ -49,7 +49,6 @@ from bot.core.detectors import (
     detect_stall,
     leak_trend,
     overridden_markers,
-    progress_doubts,
 )
 from bot.core.diagnose.announced import (
     as_submitit_decided,
@@ -365,8 +364,7 @@ def diagnose(
             catalogue, acct, series, matches, target, min_elapsed_s, completion
         )
         decided_by = DETECTOR if silent is not None else (
-            SIGNATURE if chosen == "completed" and _marker_decides(
-                completion, acct, series, target, min_elapsed_s)
+            SIGNATURE if chosen == "completed" and _marker_decides(completion)
             else ACCOUNTING)
         case_cause = SilentExit(silent) if silent is not None else None
         if chosen == "silent_exit" and (stopper := stopped_on_sigterm(matches, series)):
@@ -595,15 +593,15 @@ def _settle_finished(
     return "unknown_failure", None
 
 
-def _marker_decides(completion: CompletionEnding, acct: Accounting, series: MetricSeries,
-                    target: int | None, min_elapsed_s: float) -> bool:
-    """Did the framework's completion marker that ends the log decide a COMPLETED 0:0 run's
-    `completed` (one `detect_silent_exit` found no failure in)? Exactly when accounting and
-    progress alone would have doubted it (`progress_doubts`: no iteration, short of the
-    target, a short run), as the marker decides in the log alone. A run that reached its
-    target is decided by sacct, the marker agreeing."""
-    return completion.ends_in_marker and bool(progress_doubts(
-        acct, series, target_iter=target, min_elapsed_s=min_elapsed_s).reasons())
+def _marker_decides(completion: CompletionEnding) -> bool:
+    """Does the framework's completion marker that ends the log decide a COMPLETED 0:0 run's
+    `completed` (one `detect_silent_exit` found no failure in)? Whenever it ends the log: when
+    accounting and progress alone would have doubted it (`progress_doubts`: no iteration,
+    short of the target, a short run) it decides as in the log alone, and when they agree it
+    is still the log's own line saying why the run ended, shown as the evidence (was: sacct
+    decided then, and the card told the user "the log does not say why: look closer"). A run
+    with no marker that ends the log is decided by sacct."""
+    return completion.ends_in_marker
 
 
 def _target_reached(series: MetricSeries, target: int | None) -> bool:

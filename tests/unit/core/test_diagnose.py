@@ -1726,8 +1726,8 @@ def test_an_evaluation_bar_after_the_train_metrics_is_no_training_progress(catal
     iteration 60 of 100'); the run trained its 60 steps and completed."""
     done = Accounting(state="COMPLETED", exit_code=0, signal=0, elapsed_s=900)
     d = read_log(catalogue, HF_TRAINED_QUIETLY + HF_EVALUATING_QUIETLY, done)
-    # (the run reached its target: sacct decides, the marker agreeing)
-    assert (d.class_id, d.decided_by, d.detail) == ("completed", "accounting", None)
+    # (the run reached its target: the marker that agrees with sacct decides)
+    assert (d.class_id, d.decided_by, d.detail) == ("completed", "signature", None)
     assert (d.metrics.last_iter, d.metrics.target_iter) == (60, 60)
     assert "of 100" not in explain(d)
     # ... the log alone, cut in that evaluation: evaluating after training completed
@@ -1809,19 +1809,21 @@ def test_a_completion_marker_followed_by_training_is_no_evidence_of_the_end_for_
     assert (ended.class_id, ended.decided_by) == ("completed", "signature")
 
 
-@pytest.mark.parametrize(("acct", "class_id"), [
-    (Accounting(state="COMPLETED", exit_code=0, signal=0, elapsed_s=900), "completed"),
-    (Accounting(state="FAILED", exit_code=1, signal=0, elapsed_s=900), "unknown_failure"),
+@pytest.mark.parametrize(("acct", "class_id", "decided_by"), [
+    (Accounting(state="COMPLETED", exit_code=0, signal=0, elapsed_s=900), "completed",
+     "signature"),
+    (Accounting(state="FAILED", exit_code=1, signal=0, elapsed_s=900), "unknown_failure",
+     "accounting"),
 ])
-def test_a_completion_marker_that_sacct_agrees_with_or_contradicts_does_not_decide(
-        catalogue, acct, class_id):
-    """At its target, COMPLETED 0:0 decides and the marker only agrees (a person reads
-    "Slurm accounting", the source that needed no doubt); a FAILED run whose log ends in a
-    marker is not decided by that marker either."""
+def test_a_completion_marker_decides_when_sacct_agrees_never_when_it_contradicts(
+        catalogue, acct, class_id, decided_by):
+    """At its target, a marker that ends the log and agrees with COMPLETED 0:0 decides (a
+    person reads "a decisive log line", never "the log does not say why: look closer"); a
+    FAILED run whose log ends in a marker is not decided by that marker: accounting alone."""
     text = "".join(f"[2025-03-02 10:00:0{i}] iter {n}/30 loss 1.2\n"
                    for i, n in enumerate((10, 20, 30))) + "Training complete: 30 iterations\n"
     d = read_log(catalogue, text, acct)
-    assert (d.class_id, d.decided_by) == (class_id, "accounting")
+    assert (d.class_id, d.decided_by) == (class_id, decided_by)
 
 
 @pytest.mark.parametrize("marker", [

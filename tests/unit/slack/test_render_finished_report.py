@@ -66,3 +66,21 @@ def test_a_warning_is_yellow_and_a_failure_red(lang: str) -> None:
     assert header("memory_leak", Action.NONE).startswith("⚠️ ")
     assert header("nccl_timeout", Action.RESUBMIT).startswith("🔴 ")
     assert header("bad_config", Action.STOP).startswith("🔴 ")
+
+
+@pytest.mark.parametrize(("lang", "decisive", "look_closer"), [
+    ("en", "Decided by a decisive log line.", "look closer"),
+    ("ko", "결정적인 로그 줄로 판단했습니다.", "직접 확인해 보세요"),
+])
+def test_a_completed_run_whose_marker_agrees_is_decided_by_that_line(
+        tmp_path: Path, lang: str, decisive: str, look_closer: str) -> None:
+    blocks = _report(tmp_path, LIGHTNING, COMPLETED, lang)
+    decided = _block(blocks, "decided_by")
+    assert decided == f"🔎 {decisive}"
+    assert look_closer not in str(blocks)
+    # ... while a FAILED run whose log names no cause still says to look closer
+    failed = _report(tmp_path, LIGHTNING.replace("`Trainer.fit` stopped: `max_epochs=2` "
+                                                 "reached.\n", ""),
+                     Accounting(state="FAILED", exit_code=1, signal=0), lang)
+    assert look_closer in (_block(failed, "decided_by") or "")
+    assert failed[0]["text"]["text"].startswith("🔴 ")
