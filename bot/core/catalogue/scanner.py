@@ -22,8 +22,8 @@ _ANSI_RE_B = re.compile(ANSI_ESCAPE.encode("ascii"))
 # at the start, blanks, blockquote markers (`> `) and the opening of inline code or emphasis
 # (`` ` ``, `**`, `__`) before the message; at the end, the closing ones (`MemoryError\``,
 # `**Killed**`); and quotes wrapping the whole message (`"MemoryError"`).
-_QUOTED_START = re.compile(r"^[ \t]*(?:>[ \t]*)*(?:(?:`+|\*\*?|__)(?=[^\s`*_]))?")
-_QUOTED_END = re.compile(r"(?<=[^\s`*_])(?:`+|\*\*?|__)[ \t]*$")
+_QUOTED_START = re.compile(r"^[ \t]*(?:>[ \t]*)*((?:`+|\*\*?|__)(?=[^\s`*_]))?")
+_QUOTED_END = re.compile(r"(?<=[^\s`*_])(`+|\*\*?|__)[ \t]*$")
 _WRAPPING_QUOTES = re.compile(r"^([\"'])(?=\S)(.*\S)\1$")
 
 
@@ -40,12 +40,18 @@ def normalize_line(line: str) -> str:
         line = _ANSI_RE.sub("", line)
     if "\r" in line:
         line = line.rsplit("\r", 1)[1]
-    if line[:1] in (" ", "\t", ">", "`", "*", "_"):
-        line = _QUOTED_START.sub("", line, count=1)
+    if line[:1] in (" ", "\t", ">", "`", "*", "_") and (start := _QUOTED_START.match(line)):
+        # a backtick that opens a code span closed inside the line (`` `Trainer.fit` stopped``)
+        # is the message's own, not a quote around the whole line: kept
+        opener = start.group(1) or ""
+        inline = opener[:1] == "`" and "`" in line[start.end():].rstrip(" \t`")
+        line = line[start.start(1):] if inline else line[start.end():]
     if line[:1] in PREFIX_STARTS:
         line = LINE_PREFIXES.sub("", line, count=1)
-    if line[-1:] in ("`", "*", "_", " ", "\t"):
-        line = _QUOTED_END.sub("", line, count=1)
+    if line[-1:] in ("`", "*", "_", " ", "\t") and (end := _QUOTED_END.search(line)):
+        # as is a backtick that closes a span the line opened (``failed in `foo` ``)
+        inline = end.group(1)[:1] == "`" and "`" in line[:end.start()]
+        line = line if inline else line[:end.start()]
     if line[:1] in ("\"", "'") and line[-1:] == line[:1]:
         line = _WRAPPING_QUOTES.sub(r"\2", line, count=1)
     return line

@@ -577,6 +577,12 @@ def test_accounting_hints_are_marked_as_hints(cat: Catalogue) -> None:
         ('"MemoryError"', "MemoryError"),
         ("*** Aborted at 1700000000 (unix time) ***", "*** Aborted at 1700000000 (unix time) ***"),
         ("x = a ** b", "x = a ** b"),
+        # a code span the message opens or closes itself is no quote around the line
+        ("`Trainer.fit` stopped: `max_epochs=2` reached.",
+         "`Trainer.fit` stopped: `max_epochs=2` reached."),
+        ("> `Trainer.fit` stopped", "`Trainer.fit` stopped"),
+        ("RuntimeError: failed in `foo`", "RuntimeError: failed in `foo`"),
+        ("`MemoryError`", "MemoryError"),
     ],
 )
 def test_normalize_line(raw: str, normalized: str) -> None:

@@ -13,8 +13,8 @@ from slack_standin import validate_blocks
 from bot.cli.log_input import read_log
 from bot.cli.report import build_report
 from bot.core.catalogue import Catalogue
-from bot.core.models import Accounting, Action, Diagnosis, DiagnosisMetrics, Evidence
 from bot.core.incident import build_incident
+from bot.core.models import Accounting, Action, Diagnosis, DiagnosisMetrics, Evidence
 from bot.slack.render import render_blocks
 
 LIGHTNING = ("Epoch 1/2: 100%|##########| 10/10 [00:01<00:00, loss=0.5]\n"
@@ -84,3 +84,24 @@ def test_a_completed_run_whose_marker_agrees_is_decided_by_that_line(
                      Accounting(state="FAILED", exit_code=1, signal=0), lang)
     assert look_closer in (_block(failed, "decided_by") or "")
     assert failed[0]["text"]["text"].startswith("🔴 ")
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_the_evidence_line_shows_as_the_log_has_it(tmp_path: Path, lang: str) -> None:
+    blocks = _report(tmp_path, LIGHTNING, COMPLETED, lang)
+    evidence = _block(blocks, "evidence") or ""
+    assert "     3 │ `Trainer.fit` stopped: `max_epochs=2` reached.\n```" in evidence
+    assert evidence.count("```") == 2  # one code block, opened and closed once
+
+
+def test_three_backticks_in_a_log_line_never_close_the_code_block() -> None:
+    d = Diagnosis(class_id="completed", action=Action.NONE, retryable=False,
+                  charges_budget=False, hint="", title="Training completed",
+                  evidence=(Evidence(3, "```Trainer.fit``` stopped"),),
+                  metrics=DiagnosisMetrics())
+    view = build_incident(d, recipe="mix", job_id="7", last_checkpoint_iter=None, now=0.0)
+    blocks, _ = render_blocks("incident", "en", view)
+    validate_blocks(blocks)
+    evidence = _block(blocks, "evidence") or ""
+    assert evidence.count("```") == 2 and evidence.endswith("```")
+    assert "     3 │ ˋˋˋTrainer.fitˋˋˋ stopped" in evidence
