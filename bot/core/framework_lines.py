@@ -1,6 +1,6 @@
 """The progress lines of named training frameworks' own loggers (pure; no I/O): torchvision's
 MetricLogger (and the DETR, DeiT and MAE scripts that copy it), maskrcnn-benchmark's trainer,
-OpenMMLab's runners, Swin Transformer's loops, PaddleOCR's, torchreid's and timm's.
+OpenMMLab's runners, Swin Transformer's loops, PaddleOCR's, torchreid's, timm's and BasicSR's.
 
 Each says, in its own shape, which step of the training it is at, its pace and its GPU memory;
 bot.core.training_lines' `LineParser` asks `read_framework_line` first, then reads what is
@@ -108,13 +108,33 @@ _PADDLEOCR_PACE = re.compile(rf"(?<![\w])(?:avg_)?batch_cost: ({NUMBER}) s(?=,|\
 _TIMM = re.compile(r"(?<![\w:])Train: (\d+) \[\s*(\d+)/(\d+) \(\s*\d+%\)\]\s+(?:\w[^:]*: )")
 _TIMM_TIME = re.compile(rf"(?<![\w/])Time: ({NUMBER})s, ")
 SCHEDULED_EPOCHS = re.compile(r"(?<![\w:])Scheduled epochs: (\d+)(?:\.|$)")
+# BasicSR's MessageLogger (XPixelGroup/BasicSR basicsr/utils/logger.py 8d56e3a, which Real-ESRGAN,
+# NAFNet, Restormer, HAT and SwinIR's trainers run): `[{exp_name[:5]}..][epoch:{epoch:3d},
+# iter:{current_iter:8,d}, lr:({lr:.3e},…)] [eta: {timedelta}, time (data): {iter:.3f}
+# ({data:.3f})] {key}: {value:.4e} …`, every print_freq iterations (basicsr/train.py's loop:
+# current_iter counts the iterations done, from 1 to total_iter, with thousands' commas), the
+# eta/time part when the loop passed its timers (it always does). `time` is the iteration's
+# seconds (the average over the timer's window). The values are the model's get_current_log():
+# the loss terms, weighted, `l_pix`, `l_percep`, `l_style` (SRModel), `l_g_pix`, `l_g_percep`,
+# `l_g_gan` then the discriminator's `l_d_real`, `out_d_real`, … (SRGANModel, Real-ESRGAN),
+# `l_g`, `l_d`, … (StyleGAN2): the loss read is the first generator's term, the first `l_` key
+# that is no discriminator's (`l_d…`), as the log shows it. The line names no total:
+# create_train_val_dataloader logs it before the loop, in its `Training statistics:` record's
+# last line, `\tTotal epochs: {total_epochs}; iters: {total_iters}.`: `BASICSR_TOTAL`, which
+# the line parser keeps for the target (bot.core.training_lines).
+_BASICSR = re.compile(r"\[[^\[\]]{1,5}\.\.\]\[epoch:\s*(\d+), iter:\s*(\d{1,3}(?:,\d{3})*), lr:\(")
+_BASICSR_TIME = re.compile(rf"\btime \(data\): ({NUMBER}) \(")
+_BASICSR_LOSS = re.compile(rf"(?<![\w.])(l_\w+): ({NUMBER}|nan|inf)(?=\s|$)")
+BASICSR_TOTAL = re.compile(r"(?<![\w:])Total epochs: \d+; iters: (\d+)\.")
 
 
-def read_framework_line(body: str, s: Sample, scheduled_epochs: int | None = None) -> str:
+def read_framework_line(body: str, s: Sample, scheduled_epochs: int | None = None,
+                        total_iters: int | None = None) -> str:
     """The figures a named framework's logger puts on a line's message `body` (after its time),
     set on `s`; the body left for the generic grammar (bot.core.training_lines): without the
     figures it must not read again as its own (a GPU memory as a host memory).
-    `scheduled_epochs`: the epochs timm's main() said it would run, for its lines' target."""
+    `scheduled_epochs`: the epochs timm's main() said it would run, for its lines' target;
+    `total_iters`: the iterations BasicSR's train.py said it would run, for its lines'."""
     if "eta: " in body:
         body = _metric_logger(body, s)
         if "iter: " in body:
@@ -128,6 +148,8 @@ def read_framework_line(body: str, s: Sample, scheduled_epochs: int | None = Non
     if "epoch: [" in body:
         _paddleocr(body, s)
         _torchreid(body, s)
+    if "..][epoch:" in body:
+        _basicsr(body, s, total_iters)
     return body
 
 
@@ -274,3 +296,22 @@ def _timm(body: str, s: Sample, scheduled_epochs: int | None) -> None:
     pace = _TIMM_TIME.search(body, m.end() - 1)
     if pace is not None:
         s.sec_per_iter = float(pace.group(1))
+
+
+def _basicsr(body: str, s: Sample, total_iters: int | None) -> None:
+    """A BasicSR training line (`_BASICSR`): its iterations done, the iterations train.py said it
+    would run as the target (when it did), the iteration's seconds as the pace and its first
+    generator's loss term as the loss."""
+    m = _BASICSR.search(body)
+    if m is None:
+        return
+    s.iteration = int(m.group(2).replace(",", ""))
+    if total_iters is not None and total_iters >= s.iteration:
+        s.target_iter = total_iters
+    pace = _BASICSR_TIME.search(body, m.end())
+    if pace is not None:
+        s.sec_per_iter = float(pace.group(1))
+    for loss in _BASICSR_LOSS.finditer(body, m.end()):
+        if not loss.group(1).startswith("l_d"):
+            s.loss = float(loss.group(2))
+            return

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
-from bot.core.framework_lines import SCHEDULED_EPOCHS, read_framework_line
+from bot.core.framework_lines import BASICSR_TOTAL, SCHEDULED_EPOCHS, read_framework_line
 from bot.core.logprefix import ANSI_ESCAPE, LINE_PREFIXES, PREFIX_STARTS, TIMED_PREFIXES
 from bot.core.progress_bars import (
     EPOCH_BAR,
@@ -436,6 +436,7 @@ class LineParser:
         self.clock = LogClock()
         self.bars = ProgressBars()
         self.scheduled_epochs: int | None = None  # timm's `Scheduled epochs: N` (its target)
+        self.basicsr_total_iters: int | None = None  # BasicSR's `Total epochs: E; iters: N.`
         self.extra = [re.compile(p) if isinstance(p, str) else p for p in extra_patterns]
         for pattern in self.extra:
             unknown = set(pattern.groupindex) - set(_EXTRA_GROUPS)
@@ -525,7 +526,9 @@ class LineParser:
             return
         if "Scheduled epochs: " in body and (m := SCHEDULED_EPOCHS.search(body)) is not None:
             self.scheduled_epochs = int(m.group(1))
-        body = read_framework_line(body, s, self.scheduled_epochs)
+        if "Total epochs: " in body and (m := BASICSR_TOTAL.search(body)) is not None:
+            self.basicsr_total_iters = int(m.group(1))
+        body = read_framework_line(body, s, self.scheduled_epochs, self.basicsr_total_iters)
         if s.is_evaluation:
             return  # a framework's evaluation line: its loss and figures are no training's
         m = _MEGATRON.search(body) if "iteration" in body else None
