@@ -31,12 +31,12 @@ from bot.services.cancel_steps import (
     scancel_over_at,
 )
 from bot.services.home import refresh_homes
-from bot.services.ports import BotContext, LeaseLost, LookupRefused, PostRefused
+from bot.services.ports import BotContext, LeaseLost
 from bot.services.prompt_follow_up import rewrite_prompt
 from bot.services.prompts import create_resubmit_prompt
 from bot.services.runs import approval_intent
 from bot.services.submit_deadlines import cluster_deadlines, step_bounds
-from bot.services.threads import has_thread, post_safely, thread_note_refusal
+from bot.services.threads import has_thread, post_fate, post_safely, thread_note_refusal
 from bot.store import Approval
 
 log = logging.getLogger(__name__)
@@ -317,7 +317,7 @@ def _note_posted(ctx: BotContext, chain_id: int, key: str, text: str,
         return True
     chain = ctx.store.chains.get(chain_id)
     run = f"chain {chain_id}" + (f" ({chain.job_name})" if chain is not None else "")
-    if not isinstance(error, (LookupRefused, PostRefused)):
+    if post_fate(error) == "failed":
         log.warning("%s: could not post the settled cancel's note %s: %s", run, key, error)
         return False
     skip = refused.refused(key)

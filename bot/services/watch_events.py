@@ -84,7 +84,6 @@ from bot.services.ports import (
     PostError,
     PostGivenUp,
     PostLogged,
-    PostRefused,
     root_key,
 )
 from bot.services.probes import create_probe_offer, offers_probe
@@ -397,7 +396,7 @@ class ThreadEvents(EventWords):
             refused.taken(key)
             return "posted"
         what = "notice" if notice else "'answers again' note"
-        if not isinstance(error, (LookupRefused, PostRefused)):
+        if post_fate(error) == "failed":
             log.warning("chain %s (%s): could not post the %s %s: %s", chain.id,
                         chain.job_name, what, key, error)
             return "refused"
