@@ -1,15 +1,19 @@
 """Progress and memory metrics of a training log as a series, fed incrementally, in bounded
 memory; what each line says is read by bot.core.training_lines (`LineParser`).
 
-A requeued job's log holds its runs one after the other (submitit appends each to the same
-file, from its `RUN_START` line): the series is the last run's. Its iterations, pace, loss, RSS
+A log may hold several runs one after the other (a requeued job's: submitit appends each to
+the same file, from its `RUN_START` line; torchrun restarting its worker group; a user's rerun
+into the same output file): the series is the last run's. Its iterations, pace, loss, RSS
 points, checkpoint saves and last progress start afresh at each later run's start line
-(`run_start_lines`, the one place that finds them; the diagnosis reads the last run's catalogue
-matches from the same line, `MetricSeries.run_start`), so no figure spans two processes: the
-iteration that falls back to the resumed checkpoint's, the hours the job waited in the queue,
-the RSS of a fresh process. The target the log printed and whether it prints its RSS carry over:
-they are the job's, not the run's. A run that writes no start line of its own starts at its
-first line timed after the start Slurm gives it (`MetricSeries.restarted`, told by the watcher).
+(`run_start_lines`, the one place that finds them: submitit's, and a framework's
+start-of-training banner, `TRAINING_START`, once the run before it showed progress; the
+diagnosis reads the last run's catalogue matches from the same line, `MetricSeries.run_start`),
+so no figure spans two processes: the iteration that falls back to the resumed checkpoint's (or
+to 0), the hours the job waited in the queue, the RSS of a fresh process, a finished run's
+target or end before a run still going. The target the log printed and whether it prints its
+RSS carry over: they are the job's, not the run's. A run that writes no start line of its own
+starts at its first line timed after the start Slurm gives it (`MetricSeries.restarted`, told by
+the watcher).
 """
 
 from __future__ import annotations
@@ -24,7 +28,13 @@ from enum import IntEnum
 
 import numpy as np
 
-from bot.core.training_lines import RUN_START, CheckpointEvent, LineParser, Sample
+from bot.core.training_lines import (
+    RUN_START,
+    TRAINING_START,
+    CheckpointEvent,
+    LineParser,
+    Sample,
+)
 from bot.core.units import GIB
 
 try:  # RE2: one DFA pass a block; optional (extra `re2`), `re` gives the same answers slower.
@@ -73,16 +83,21 @@ MIN_RSS_CHART_POINTS = 2
 _CKPT_LOCATOR = compile_bytes_scanner(rb"checkpoint|ckpt|dcp|state.dict", ignore_case=True)
 
 
-class _Cut(IntEnum):
+class LineCut(IntEnum):
     """Why `MetricSeries.feed_block` cuts a block before a line; where a completion marker's
     cut and a run start's fall before the same line, the completion's comes first (the
     members' order)."""
 
     AFTER_COMPLETION = 0  # the line after a completion marker: later bars are no training
     BEFORE_RUN_START = 1  # a run's start line: the series starts afresh there
+    # a framework's start-of-training banner: the series starts afresh there once the run
+    # before it showed progress
+    BEFORE_TRAINING_START = 2
 
 
-_RUN_START = RUN_START.encode()
+# Bytes locators of the lines that may start a run (`run_start_lines`)
+_RUN_START = compile_bytes_scanner(re.escape(RUN_START).encode())
+_TRAINING_START = compile_bytes_scanner(TRAINING_START.pattern.encode())
 
 
 # --- the series -------------------------------------------------------------------------
@@ -108,7 +123,7 @@ class MetricSeries:
         self.target_iter: int | None = None
         self.log_rss_seen = False  # has the log itself printed a host RSS?
         self.external_rss_source: str | None = None  # e.g. "sstat", see add_rss
-        # the runs' start lines seen (`RUN_START`) and the line where the last run started
+        # submitit's start lines seen (`RUN_START`), and the line where the last run started
         # when the log holds more than one (None: one run, the series is the whole log's)
         self.runs = 0
         self.run_start: int | None = None
@@ -180,9 +195,13 @@ class MetricSeries:
 
         `newlines` (offsets of b"\\n" in `data[start:end]`, absolute) and `event_offsets`
         (offsets of lines that may be checkpoint events) let a caller that already scanned the
-        block share the work; slicing by offsets avoids copying big blocks. A run's start line
+        block share the work; slicing by offsets avoids copying big blocks. submitit's start line
         (`run_start_lines`) after an earlier run's, or after lines of a log read from inside
-        (`first_line_no` above 1 at the first block), starts the series afresh (`start_run`).
+        (`first_line_no` above 1 at the first block), starts the series afresh (`start_run`), and
+        so does a framework's start-of-training banner after the run before it showed progress
+        (an iteration above 0: a bar drawn at 0 before the first step is none): one with none
+        before it is that run's own (the first run's, a node's copy of the banner of the run
+        it starts).
         `completion_lines` are the block's lines (numbers) that are the training framework's
         completion marker (the catalogue's `completed` signatures): the progress bars after one
         are read as the parser reads them after a run's end (`LineParser.training_completed`:
@@ -208,15 +227,13 @@ class MetricSeries:
                 return start
             return int(newlines[idx - 1]) + 1 if idx <= len(newlines) else end
 
-        after_completions = [(line - first_line_no + 1, _Cut.AFTER_COMPLETION)
+        after_completions = [(line - first_line_no + 1, LineCut.AFTER_COMPLETION)
                              for line in completion_lines if 0 <= line - first_line_no < n_lines]
-        before_run_starts = [(idx, _Cut.BEFORE_RUN_START)
-                             for idx in run_start_lines(data, start, end, newlines)]
-        cuts = sorted(after_completions + before_run_starts)  # by line, then `_Cut`'s order
+        cuts = sorted(after_completions + run_start_lines(data, start, end, newlines))
         fed = 0
         line0, pos, nl0 = first_line_no, start, 0  # the part of the block not fed yet
-        for idx, why in cuts:
-            if why is _Cut.BEFORE_RUN_START:
+        for idx, why in cuts:  # by line, then `LineCut`'s order
+            if why is LineCut.BEFORE_RUN_START:
                 self.runs += 1
                 if self.runs == 1 and self._first_line == 1:
                     continue  # the log's first run: what came before it is its preamble
@@ -224,10 +241,10 @@ class MetricSeries:
                 # lines before the first start seen are an earlier run's)
             cut = offset(idx)
             fed += self._feed_run_block(data, line0, pos, cut, newlines[nl0:idx], part(pos, cut))
-            if why is _Cut.BEFORE_RUN_START:
-                self.start_run(first_line_no + idx)
-            else:
+            if why is LineCut.AFTER_COMPLETION:
                 self.parser.training_completed()
+            elif why is LineCut.BEFORE_RUN_START or self.last_iteration:
+                self.start_run(first_line_no + idx)
             line0, pos, nl0 = first_line_no + idx, cut, min(idx, len(newlines))
         return fed + self._feed_run_block(data, line0, pos, end, newlines[nl0:], part(pos, end))
 
@@ -529,18 +546,24 @@ def _window(start: CheckpointEvent, end: CheckpointEvent | None) -> SaveWindow:
     )
 
 
-def run_start_lines(data: bytes, start: int, end: int, newlines: np.ndarray) -> list[int]:
+def run_start_lines(data: bytes, start: int, end: int, newlines: np.ndarray
+                    ) -> list[tuple[int, LineCut]]:
     """The lines of `data[start:end]` (by index; `newlines` as `newline_offsets` gives them)
-    that start a run of the job (`RUN_START`): a requeued job's log holds one per run."""
-    found: list[int] = []
-    pos = data.find(_RUN_START, start, end)
-    while pos != -1:
-        idx = int(np.searchsorted(newlines, pos))
-        found.append(idx)
-        if idx >= len(newlines):
-            break
-        pos = data.find(_RUN_START, int(newlines[idx]) + 1, end)
-    return found
+    that may start a run, in order, each with what it is: submitit's start line (`RUN_START`,
+    `LineCut.BEFORE_RUN_START`: a requeued job's log holds one per run) or a framework's
+    start-of-training banner (`TRAINING_START`, `LineCut.BEFORE_TRAINING_START`: a run of its
+    training starts there once the run before it showed progress)."""
+    found: list[tuple[int, LineCut]] = []
+    for locator, why in ((_RUN_START, LineCut.BEFORE_RUN_START),
+                         (_TRAINING_START, LineCut.BEFORE_TRAINING_START)):
+        pos = start
+        while pos < end and (hit := locator.search(data, pos, end)) is not None:
+            idx = int(np.searchsorted(newlines, hit.start()))
+            found.append((idx, why))
+            if idx >= len(newlines):
+                break
+            pos = int(newlines[idx]) + 1
+    return sorted(found)
 
 
 def newline_offsets(data: bytes, start: int = 0, end: int | None = None) -> np.ndarray:

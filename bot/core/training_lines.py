@@ -56,6 +56,33 @@ _UNITS = {
 #: (bot.core.metrics.run_start_lines finds them).
 RUN_START = "Starting with JobEnvironment("
 
+#: A training framework's banner as its training starts, printed once per run of its training
+#: loop: a later one starts another run in the same log (a user's rerun into the same output
+#: file, torchrun restarting its worker group, a resumed run appended to the log) once the run
+#: before it showed progress (bot.core.metrics.MetricSeries.feed_block: a banner with no progress
+#: before it is the first run's, as is each node's copy of it in a multi-node job). Confirmed in
+#: each framework's source:
+#: - Hugging Face Trainer's `***** Running training *****` (huggingface/transformers
+#:   src/transformers/trainer.py, Trainer._inner_training_loop, before its first step; the
+#:   example scripts that copy its loop print it alike)
+#: - BasicSR's `Start training from epoch: 0, iter: 0` (XPixelGroup/BasicSR basicsr/train.py,
+#:   main: `f'Start training from epoch: {start_epoch}, iter: {current_iter}'`, a resumed run's
+#:   at its checkpoint's epoch and iteration)
+#: - torch.distributed.elastic's agent restarting the worker group (pytorch/pytorch
+#:   torch/distributed/elastic/agent/server/api.py, SimpleElasticAgent._invoke_run:
+#:   `[default] Worker group FAILED. 3/3 attempts left; will restart worker group`, and on a
+#:   membership change `[default] Detected 1 new nodes from group_rank=0; will restart worker
+#:   group`)
+#: - Lightning's model summary table's header (Lightning-AI/pytorch-lightning
+#:   src/lightning/pytorch/callbacks/model_summary.py, ModelSummary.on_fit_start: once per fit,
+#:   on global rank zero; utilities/model_summary/model_summary.py, _format_summary_table: the
+#:   columns' names, each padded to its column's width, joined by ` | `: `  | Name | Type |
+#:   Params | Mode`)
+#: Unanchored (bot.core.metrics scans raw lines, with their prefixes, for it).
+TRAINING_START = re.compile(
+    r"\*{5} Running training \*{5}|Start training from epoch: [0-9]+, iter: [0-9]+"
+    r"|; will restart worker group|\| Name +\| Type +\| Params\b")
+
 
 @dataclass(slots=True)
 class Sample:

@@ -10,7 +10,7 @@ import pytest
 
 from bot.core.catalogue import Catalogue
 from bot.core.diagnose import LogAnalysis
-from bot.core.metrics import MetricSeries, newline_offsets, run_start_lines
+from bot.core.metrics import LineCut, MetricSeries, newline_offsets, run_start_lines
 from bot.core.models import Accounting
 
 _T0 = 1_709_251_200.0  # 2024-03-01 00:00:00 UTC
@@ -154,13 +154,17 @@ def test_the_last_run_is_found_however_the_log_arrives(catalogue, block_bytes, m
     assert (series.last_iteration, series.sec_per_iter()) == (600, 2.0)
 
 
-def test_run_start_lines_are_the_lines_holding_submitits_start():
+def test_run_start_lines_are_the_lines_holding_submitits_start_or_a_training_banner():
     data = (b"srun: preamble\n" + _run_start(_T0).encode() + b"iter: 1\n"
-            + _run_start(_T0 + 9).encode() + b"prefix " + _run_start(_T0 + 10).encode()[:-1])
-    assert run_start_lines(data, 0, len(data), newline_offsets(data)) == [1, 3, 4]
+            + _run_start(_T0 + 9).encode() + b"[INFO|trainer.py:2314] >> ***** Running training "
+            b"*****\nprefix " + _run_start(_T0 + 10).encode()[:-1])
+    submitit, banner = LineCut.BEFORE_RUN_START, LineCut.BEFORE_TRAINING_START
+    assert run_start_lines(data, 0, len(data), newline_offsets(data)) == [
+        (1, submitit), (3, submitit), (4, banner), (5, submitit)]
     # a part of the data: indexes of its lines
     start = data.index(b"iter: 1")
-    assert run_start_lines(data, start, len(data), newline_offsets(data, start)) == [1, 2]
+    assert run_start_lines(data, start, len(data), newline_offsets(data, start)) == [
+        (1, submitit), (2, banner), (3, submitit)]
 
 
 def test_a_logs_one_run_keeps_its_preamble():
