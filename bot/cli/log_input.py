@@ -17,13 +17,13 @@ from bot.cli import UsageError
 from bot.cli import progress as cli_progress
 from bot.core.catalogue import Catalogue, CatalogueError
 from bot.core.diagnose import LogAnalysis, analyze_file
+from bot.core.line_time import iso_time
 from bot.core.metrics import MetricSeries
 from bot.core.models import Accounting
 from bot.core.slurm.errors import SlurmParseError
 from bot.core.slurm.sacct import parse_sacct_json, parse_sacct_parsable
 from bot.core.slurm.states import KNOWN_STATES, normalize_state
 from bot.core.slurm.values import parse_duration, parse_exit_code
-from bot.core.training_lines import iso_time
 from bot.core.units import parse_size
 
 
@@ -157,7 +157,7 @@ def with_sacct(flags: Accounting, sacct: Accounting) -> Accounting:
 
 def now_flag(text: str | None) -> float | None:
     """`--now`: epoch seconds, or an ISO time, at its offset from UTC if it gives one, as a log
-    time's is read (bot.core.training_lines.iso_time)."""
+    time's is read (bot.core.line_time.iso_time)."""
     if text is None:
         return None
     seconds: float | None

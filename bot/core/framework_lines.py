@@ -5,12 +5,17 @@ OpenMMLab's runners, Swin Transformer's loops, PaddleOCR's, torchreid's, timm's 
 Each says, in its own shape, which step of the training it is at, its pace and its GPU memory;
 bot.core.training_lines' `LineParser` asks `read_framework_line` first, then reads what is
 left of the line with its generic grammar (`key: value` tokens, bars, Hugging Face dicts).
+Some name no total on their progress lines but announce it before their loop: the parser
+keeps what such lines announced (`AnnouncedTargets`, filled by `announced_totals`) and hands it
+to `read_framework_line`.
 """
 
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING
+from collections.abc import Iterator
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING, Literal
 
 from bot.core.progress_bars import NUMBER
 
@@ -101,13 +106,13 @@ _PADDLEOCR_PACE = re.compile(rf"(?<![\w])(?:avg_)?batch_cost: ({NUMBER}) s(?=,|\
 # 0 (`range(start_epoch, num_epochs)`): the steps done are the epochs before it (as many as this
 # one's) and this one's up to its update, `Time:` the update's seconds. The line names no epoch
 # total: main() logs it before the loop (`Scheduled epochs: 300. LR stepped per epoch.`, since
-# 2023 `Scheduled epochs: 300.` and the LR line apart): `SCHEDULED_EPOCHS`, which the line
-# parser keeps for the target (bot.core.training_lines). After the loop, and after `except
+# 2023 `Scheduled epochs: 300.` and the LR line apart): `_SCHEDULED_EPOCHS`, the epochs
+# announced (`_TARGET_ANNOUNCEMENTS`) for the target. After the loop, and after `except
 # KeyboardInterrupt: pass` too, it logs `*** Best metric: 80.124 (epoch 289)`: a closing summary
 # only once the loop's count reached its target (bot.core.diagnose.closing_summary).
 _TIMM = re.compile(r"(?<![\w:])Train: (\d+) \[\s*(\d+)/(\d+) \(\s*\d+%\)\]\s+(?:\w[^:]*: )")
 _TIMM_TIME = re.compile(rf"(?<![\w/])Time: ({NUMBER})s, ")
-SCHEDULED_EPOCHS = re.compile(r"(?<![\w:])Scheduled epochs: (\d+)(?:\.|$)")
+_SCHEDULED_EPOCHS = re.compile(r"(?<![\w:])Scheduled epochs: (\d+)(?:\.|$)")
 # BasicSR's MessageLogger (XPixelGroup/BasicSR basicsr/utils/logger.py 8d56e3a, which Real-ESRGAN,
 # NAFNet, Restormer, HAT and SwinIR's trainers run): `[{exp_name[:5]}..][epoch:{epoch:3d},
 # iter:{current_iter:8,d}, lr:({lr:.3e},…)] [eta: {timedelta}, time (data): {iter:.3f}
@@ -120,21 +125,57 @@ SCHEDULED_EPOCHS = re.compile(r"(?<![\w:])Scheduled epochs: (\d+)(?:\.|$)")
 # `l_g`, `l_d`, … (StyleGAN2): the loss read is the first generator's term, the first `l_` key
 # that is no discriminator's (`l_d…`), as the log shows it. The line names no total:
 # create_train_val_dataloader logs it before the loop, in its `Training statistics:` record's
-# last line, `\tTotal epochs: {total_epochs}; iters: {total_iters}.`: `BASICSR_TOTAL`, which
-# the line parser keeps for the target (bot.core.training_lines).
+# last line, `\tTotal epochs: {total_epochs}; iters: {total_iters}.`: `_BASICSR_TOTAL`, the
+# iterations announced (`_TARGET_ANNOUNCEMENTS`) for the target.
 _BASICSR = re.compile(r"\[[^\[\]]{1,5}\.\.\]\[epoch:\s*(\d+), iter:\s*(\d{1,3}(?:,\d{3})*), lr:\(")
 _BASICSR_TIME = re.compile(rf"\btime \(data\): ({NUMBER}) \(")
 _BASICSR_LOSS = re.compile(rf"(?<![\w.])(l_\w+): ({NUMBER}|nan|inf)(?=\s|$)")
-BASICSR_TOTAL = re.compile(r"(?<![\w:])Total epochs: \d+; iters: (\d+)\.")
+_BASICSR_TOTAL = re.compile(r"(?<![\w:])Total epochs: \d+; iters: (\d+)\.")
+
+#: What an announced total counts: the name of its `AnnouncedTargets` field.
+Counted = Literal["epochs", "iterations"]
 
 
-def read_framework_line(body: str, s: Sample, scheduled_epochs: int | None = None,
-                        total_iters: int | None = None) -> str:
+@dataclass(frozen=True, slots=True)
+class AnnouncedTargets:
+    """The totals a framework announced, before its training loop, that the loop would run, by
+    what they count (None: none announced): the epochs (timm's `Scheduled epochs: 300.`) and
+    the iterations (BasicSR's `Total epochs: 80; iters: 400000.`). The framework's progress
+    lines name their step, not that total: `read_framework_line` takes their target from here."""
+
+    epochs: int | None = None
+    iterations: int | None = None
+
+    def with_total(self, counted: Counted, total: int) -> AnnouncedTargets:
+        """These targets with `total` as the one announced for what it counts."""
+        return replace(self, **{counted: total})
+
+
+_NONE_ANNOUNCED = AnnouncedTargets()
+
+#: The lines in which a framework announces its training's total before its loop: a text the
+#: line holds (tested before the pattern), the pattern (group 1: the total) and what the total
+#: counts. A new framework's announcement is a row here.
+_TARGET_ANNOUNCEMENTS: tuple[tuple[str, re.Pattern[str], Counted], ...] = (
+    ("Scheduled epochs: ", _SCHEDULED_EPOCHS, "epochs"),  # timm
+    ("Total epochs: ", _BASICSR_TOTAL, "iterations"),  # BasicSR
+)
+
+
+def announced_totals(body: str) -> Iterator[tuple[Counted, int]]:
+    """The totals a line's message `body` announces (`_TARGET_ANNOUNCEMENTS`), each with what
+    it counts, in the table's order and one at a time: one read stands when a later one's
+    number is too long for `int` (the line parser then drops the line, as any such line)."""
+    for marker, pattern, counted in _TARGET_ANNOUNCEMENTS:
+        if marker in body and (m := pattern.search(body)) is not None:
+            yield counted, int(m.group(1))
+
+
+def read_framework_line(body: str, s: Sample, targets: AnnouncedTargets = _NONE_ANNOUNCED) -> str:
     """The figures a named framework's logger puts on a line's message `body` (after its time),
     set on `s`; the body left for the generic grammar (bot.core.training_lines): without the
-    figures it must not read again as its own (a GPU memory as a host memory).
-    `scheduled_epochs`: the epochs timm's main() said it would run, for its lines' target;
-    `total_iters`: the iterations BasicSR's train.py said it would run, for its lines'."""
+    figures it must not read again as its own (a GPU memory as a host memory). `targets`: the
+    totals the log announced before the loop, for the target of lines that name none."""
     if "eta: " in body:
         body = _metric_logger(body, s)
         if "iter: " in body:
@@ -144,12 +185,12 @@ def read_framework_line(body: str, s: Sample, scheduled_epochs: int | None = Non
     if "Train: [" in body or "Test: [" in body:
         body = _swin(body, s)
     elif "Train: " in body and "[" in body:
-        _timm(body, s, scheduled_epochs)
+        _timm(body, s, targets)
     if "epoch: [" in body:
         _paddleocr(body, s)
         _torchreid(body, s)
     if "..][epoch:" in body:
-        _basicsr(body, s, total_iters)
+        _basicsr(body, s, targets)
     return body
 
 
@@ -281,9 +322,10 @@ def _torchreid(body: str, s: Sample) -> None:
     s.sec_per_iter = float(m.group(5))
 
 
-def _timm(body: str, s: Sample, scheduled_epochs: int | None) -> None:
+def _timm(body: str, s: Sample, targets: AnnouncedTargets) -> None:
     """A timm training line (`_TIMM`): its steps done as the iteration, every scheduled epoch's
-    updates as the target (when main() said how many), the update's seconds as the pace."""
+    updates as the target (when main() announced the epochs), the update's seconds as the
+    pace."""
     m = _TIMM.search(body)
     if m is None:
         return
@@ -291,23 +333,23 @@ def _timm(body: str, s: Sample, scheduled_epochs: int | None) -> None:
     if updates <= 0 or update >= updates:
         return
     s.iteration = epoch * updates + update + 1
-    if scheduled_epochs is not None and scheduled_epochs > epoch:
-        s.target_iter = scheduled_epochs * updates
+    if targets.epochs is not None and targets.epochs > epoch:
+        s.target_iter = targets.epochs * updates
     pace = _TIMM_TIME.search(body, m.end() - 1)
     if pace is not None:
         s.sec_per_iter = float(pace.group(1))
 
 
-def _basicsr(body: str, s: Sample, total_iters: int | None) -> None:
-    """A BasicSR training line (`_BASICSR`): its iterations done, the iterations train.py said it
-    would run as the target (when it did), the iteration's seconds as the pace and its first
+def _basicsr(body: str, s: Sample, targets: AnnouncedTargets) -> None:
+    """A BasicSR training line (`_BASICSR`): its iterations done, the iterations train.py
+    announced as the target (when it did), the iteration's seconds as the pace and its first
     generator's loss term as the loss."""
     m = _BASICSR.search(body)
     if m is None:
         return
     s.iteration = int(m.group(2).replace(",", ""))
-    if total_iters is not None and total_iters >= s.iteration:
-        s.target_iter = total_iters
+    if targets.iterations is not None and targets.iterations >= s.iteration:
+        s.target_iter = targets.iterations
     pace = _BASICSR_TIME.search(body, m.end())
     if pace is not None:
         s.sec_per_iter = float(pace.group(1))

@@ -1,10 +1,10 @@
 """Prefixes that what runs a process puts before each of its log lines, and ANSI colour codes.
 
-One definition for both readers of a line: the metric parser (bot.core.training_lines
+One definition for both readers of a line: the metric parser (bot.core.line_time
 `clean_line`) and the catalogue's scanner (bot.core.catalogue.scanner `normalize_line`) strip
 them with `LINE_PREFIXES` before they read the message, so a progress line and a failure line
 lose the same prefix. Some prefixes carry the line's time (`TIMED_PREFIX`): the metric parser
-reads it from them (bot.core.training_lines `LogClock.parse_split`).
+reads it from them (bot.core.line_time `LogClock.parse_split`).
 """
 
 from __future__ import annotations

@@ -20,9 +20,9 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from bot.core.catalogue.scanner import normalize_line
+from bot.core.line_time import message_after_time
 from bot.core.metrics import MetricSeries
 from bot.core.progress_bars import is_start_up_bar
-from bot.core.training_lines import message_after_time
 
 # TensorFlow's Estimator (and Keras/Slim) writing a checkpoint: `Saving checkpoints for N into`.
 _FINAL_SAVE = re.compile(r"Saving checkpoints? for ([0-9]+) into ")

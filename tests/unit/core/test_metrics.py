@@ -13,9 +13,10 @@ from support.log_times import TIMES_BEFORE_A_BAR
 from bot.core.catalogue import Catalogue
 from bot.core.catalogue.scanner import normalize_line
 from bot.core.detectors import detect_stall
+from bot.core.line_time import LogClock, clean_line
 from bot.core.logprefix import PROCESS_PREFIX
 from bot.core.metrics import MetricSeries
-from bot.core.training_lines import LineParser, LogClock, clean_line, is_start_up_bar, parse_mem
+from bot.core.training_lines import LineParser, is_start_up_bar, parse_mem
 from bot.core.units import GIB
 
 
