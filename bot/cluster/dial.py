@@ -98,11 +98,14 @@ def connect_within(client: paramiko.SSHClient, budget: float, **kwargs: Any) -> 
 
 class _Lookup:
     """One `socket.getaddrinfo` under way on its own thread, begun at the monotonic time
-    `started`, and its answer once `done`."""
+    `started`; its answer (or error) once `ended`. `stale`: a connection to its name failed
+    while it was under way (`connection_failed`), so its answer may predate the failure: no
+    connection joins it, and those that had joined it look again."""
 
     def __init__(self) -> None:
         self.started = time.monotonic()
-        self.done = threading.Event()
+        self.ended = False
+        self.stale = False
         self.infos: list[tuple[Any, ...]] = []
         self.error: BaseException | None = None
 
@@ -114,24 +117,28 @@ resolver that hangs on every lookup thus holds at most this many threads per nam
 
 _lookups: dict[tuple[str, int], list[_Lookup]] = {}
 """The lookups under way, by host name and port, oldest first: a connection to a name being
-looked up waits for the newest one, when it began after the name's last failure, instead of
-starting another."""
-_failed: dict[tuple[str, int], float] = {}
-"""When a connection to a host name and port last failed (monotonic; `connection_failed`): a
-lookup of it begun before then is not joined any more."""
+looked up waits for the newest one, when it is not stale, instead of starting another."""
 _lookups_lock = threading.Lock()
 _lookups_changed = threading.Condition(_lookups_lock)
-"""Notified when a lookup ends: a connection waiting for a slot (LOOKUPS_PER_NAME taken by
-lookups begun before the name's last failure) looks again."""
+"""Notified when a lookup ends and when lookups go stale: a connection waiting, for its
+lookup or for a slot to start one, looks again."""
 
 
 def connection_failed(host: str, port: int) -> None:
     """Say that a connection to `host`:`port` failed (it could not be made, or it was lost):
-    a lookup of the name begun before now is not joined by the connections that follow (its
-    answer predates the failure: the address it gives may be the one that failed, or it is
-    the lookup a hung resolver holds), each of which waits for one begun since."""
-    with _lookups_lock:
-        _failed[(host, port)] = time.monotonic()
+    the lookups of the name under way go stale (their answers predate the failure: the
+    address they give may be the one that failed, or they are the lookups a hung resolver
+    holds). No connection joins them any more, and each connection waiting for one of them
+    looks again (`resolve_within`)."""
+    with _lookups_changed:
+        _went_stale((host, port))
+
+
+def _went_stale(key: tuple[str, int]) -> None:
+    """`connection_failed`, `_lookups_lock` held."""
+    for lookup in _lookups.get(key, []):
+        lookup.stale = True
+    _lookups_changed.notify_all()
 
 
 def resolve_within(host: str, port: int, ends: float) -> list[tuple[Any, ...]]:
@@ -144,28 +151,37 @@ def resolve_within(host: str, port: int, ends: float) -> list[tuple[Any, ...]]:
     connected to (every command's reconnect, every replica's tick); its answer is not kept
     once it has come: the next connection looks the name up afresh.
 
-    No connection joins a lookup begun before the last failure of a connection to the name
-    (`connection_failed`; a connection given up here counts as one): a reconnect after a
-    failure never takes the answer of a lookup older than it (an address that has since
-    changed, or a resolver that has since recovered while its old lookup still hangs). It
-    joins the newest lookup begun since, or starts its own; when LOOKUPS_PER_NAME lookups
-    are under way already, all begun before the failure (a resolver that hung on them), it
-    waits for the first of them to end, then starts its own (or joins the one another
-    waiting connection began then). Every wait ends at `ends`: a connection whose slot has
-    not come by then fails as one whose lookup hung does (ssh says "timed out after
-    connect_timeout"), its TimeoutError naming the host and how long its hung lookups have
-    been under way. It does not fail at once: the resolver may have recovered, and a hung
-    lookup that ends within the connection's own timeout lets it connect."""
+    No connection takes the answer of a lookup that went stale, a connection to the name
+    having failed while it was under way (`connection_failed`; a connection given up here
+    counts as one): a reconnect after a failure never takes the answer of a lookup older
+    than it (an address that has since changed, or a resolver that has since recovered while
+    its old lookup still hangs), nor does a connection that had joined that lookup before
+    the failure: it looks again then, as one that comes after. A connection joins the
+    newest lookup under way when it is not stale, or starts its own; when LOOKUPS_PER_NAME
+    lookups are under way already, all stale (a resolver that hung on them), it waits for
+    the first of them to end, then starts its own (or joins the one another waiting
+    connection began then). Every wait, for a slot and for the lookup, ends at the
+    connection's own `ends`, whichever lookup it is on by then: a connection whose answer
+    has not come by then fails as one whose lookup hung does (ssh says "timed out after
+    connect_timeout"), its TimeoutError naming the host (and, waiting for a slot, how long
+    its hung lookups have been under way). It does not fail at once: the resolver may have
+    recovered, and a hung lookup that ends within the connection's own timeout lets it
+    connect."""
     key = (host, port)
+    lookup: _Lookup | None = None
     with _lookups_changed:
-        while (lookup := _joined_or_begun(key)) is None:
+        while True:
+            if lookup is None or lookup.stale:
+                lookup = _joined_or_begun(key)
+            if lookup is not None and lookup.ended:
+                break
             left = ends - time.monotonic()
             if left <= 0:
-                raise _no_slot(key)
+                if lookup is None:
+                    raise _no_slot(key)
+                _went_stale(key)  # given up: the next connection looks the name up again
+                raise TimeoutError(f"{host} was not resolved in time")
             _lookups_changed.wait(left)
-    if not lookup.done.wait(max(ends - time.monotonic(), 0.0)):
-        connection_failed(host, port)  # given up: the next connection looks the name up again
-        raise TimeoutError(f"{host} was not resolved in time")
     if lookup.error is not None:
         raise _own_copy(lookup.error)
     return list(lookup.infos)
@@ -173,11 +189,10 @@ def resolve_within(host: str, port: int, ends: float) -> list[tuple[Any, ...]]:
 
 def _joined_or_begun(key: tuple[str, int]) -> _Lookup | None:
     """The lookup of `key` a connection waits for, `_lookups_lock` held: the newest under way
-    begun at or after the name's last failure, else one begun now when fewer than
-    LOOKUPS_PER_NAME are under way; None when they all began before it."""
+    when it is not stale, else one begun now when fewer than LOOKUPS_PER_NAME are under way;
+    None when they are all stale."""
     under_way = _lookups.setdefault(key, [])
-    failed = _failed.get(key)
-    if under_way and (failed is None or under_way[-1].started >= failed):
+    if under_way and not under_way[-1].stale:
         return under_way[-1]
     if len(under_way) >= LOOKUPS_PER_NAME:
         return None
@@ -190,11 +205,11 @@ def _joined_or_begun(key: tuple[str, int]) -> _Lookup | None:
 
 def _no_slot(key: tuple[str, int]) -> TimeoutError:
     """A connection to `key` given up, `_lookups_lock` held, while its LOOKUPS_PER_NAME
-    lookups under way, all begun before the name's last failure, still hang: said as a
-    failure (as a connection given up on its lookup is), and its error, naming the host and
-    how long those lookups have been under way."""
+    lookups under way, all stale, still hang: said as a failure (as a connection given up
+    on its lookup is), and its error, naming the host and how long those lookups have been
+    under way."""
     now = time.monotonic()
-    _failed[key] = now
+    _went_stale(key)
     ages = " and ".join(f"{now - x.started:.1f} s" for x in _lookups[key])
     return TimeoutError(f"{key[0]} was not resolved in time: its {len(_lookups[key])} lookups "
                         f"under way, begun {ages} ago before its last failed connection, "
@@ -203,7 +218,7 @@ def _no_slot(key: tuple[str, int]) -> TimeoutError:
 
 def _look_up(key: tuple[str, int], lookup: _Lookup) -> None:
     """The resolver's thread: its answer (or error) kept on `lookup`, which is then no longer
-    a lookup of the name under way (a connection waiting for a slot looks again)."""
+    a lookup of the name under way (the connections waiting look again)."""
     try:
         lookup.infos = socket.getaddrinfo(key[0], key[1], socket.AF_UNSPEC,
                                           socket.SOCK_STREAM)
@@ -211,13 +226,13 @@ def _look_up(key: tuple[str, int], lookup: _Lookup) -> None:
         lookup.error = exc
     finally:
         with _lookups_changed:
+            lookup.ended = True
             under_way = _lookups.get(key, [])
             if lookup in under_way:
                 under_way.remove(lookup)
             if not under_way:
                 _lookups.pop(key, None)
             _lookups_changed.notify_all()
-        lookup.done.set()
 
 
 def _own_copy(error: BaseException) -> BaseException:

@@ -40,10 +40,8 @@ def resolver(monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str, Any]]:
     stalled one does, then answers that address; one mapped to ("held", address) hangs until
     its own event, appended to `held` (one per lookup, in the order they began), is set, then
     answers that address (None: fails as a dead DNS server does); `asked` lists the lookups of
-    those names, `most` the most of them under way at once. No failure of a connection from
-    an earlier test counts (dial._failed)."""
+    those names, `most` the most of them under way at once."""
     real = socket.getaddrinfo
-    monkeypatch.setattr(dial, "_failed", {})
     release = threading.Event()
     table: dict[str, Any] = {"names": {}, "asked": [], "held": [], "most": 0}
     counting = threading.Lock()
@@ -270,7 +268,9 @@ def test_a_dropped_connection_does_not_take_the_answer_of_a_lookup_begun_before_
     connection to it dropped and will answer its old address (127.0.0.2, where nothing
     listens), slowly; the name now resolves to the new one. The reconnect looks the name up
     itself and connects to the new address at once. Before, it joined that older lookup and
-    waited for it until its connect_timeout."""
+    waited for it until its connect_timeout. The other task, which had joined the older
+    lookup before the drop, looks again too and gets the new address at once. Before, it
+    waited for the older lookup and took the old address."""
     resolver["names"][LOGIN] = "127.0.0.1"
     with peer.runner(host=LOGIN, known_hosts=_known_hosts(peer, tmp_path, LOGIN),
                      connect_timeout=2) as runner:
@@ -291,11 +291,11 @@ def test_a_dropped_connection_does_not_take_the_answer_of_a_lookup_begun_before_
         runner.connect()
         assert runner.is_connected
         assert time.monotonic() - started < 1.0
-        assert other == []  # the older lookup has not answered yet
+        looking.join(1.0)
+        assert [_addresses(a) for a in other] == [{"127.0.0.1"}]  # the older one still hangs
+        assert len(_resolvers(LOGIN)) == 1
         resolver["release"].set()
-        looking.join(5.0)
-    assert resolver["asked"] == [LOGIN, LOGIN, LOGIN]
-    assert [{i[4][0] for i in infos} for infos in other] == [{"127.0.0.2"}]  # its own answer
+    assert resolver["most"] == dial.LOOKUPS_PER_NAME == 2
 
 
 def _until(done: Callable[[], bool]) -> None:
@@ -339,37 +339,86 @@ def _addresses(answer: Any) -> set[str]:
     return {i[4][0] for i in answer}
 
 
-def test_three_connections_across_failures_never_join_a_lookup_begun_before_the_last(
+def test_three_connections_across_failures_never_take_the_answer_of_a_stale_lookup(
         resolver: dict[str, Any]) -> None:
     """Three connections to the login node while a slow DNS server answers its old address
-    (127.0.0.2): the first looks it up, a connection to it fails, the second looks it up
-    afresh, another fails; the name now resolves to the new address. The third neither
-    joins either lookup (both began before the last failure) nor starts a third (two are
-    under way: LOOKUPS_PER_NAME): it waits for the first to end, then looks the name up
-    itself and gets the new address. Before, it joined the second and took the old one."""
+    (127.0.0.2): the first looks it up; a connection to it fails, and the first, its lookup
+    gone stale, looks it up afresh, the second joining that lookup; another fails; the name
+    now resolves to the new address. None of the three waits for the old answers of the two
+    stale lookups, and the third starts no third lookup (two are under way:
+    LOOKUPS_PER_NAME): they wait for a slot, and once the newer stale lookup ends (its old
+    address taken by no one) they look the name up again and get the new address. Before,
+    the first and the second waited for the lookups they had joined and took the old
+    address."""
     resolver["names"][LOGIN] = ("held", "127.0.0.2")
     first, first_out = _in_thread(lambda: dial.resolve_within(LOGIN, 22, time.monotonic() + 10))
     _until(lambda: len(resolver["held"]) == 1)
     dial.connection_failed(LOGIN, 22)  # e.g. a runner found its connection dropped
+    _until(lambda: len(resolver["held"]) == 2)  # the first looks again
     second, second_out = _in_thread(
         lambda: dial.resolve_within(LOGIN, 22, time.monotonic() + 10))
-    _until(lambda: len(resolver["held"]) == 2)
+    _until(lambda: _waiting_to_resolve(second))
     dial.connection_failed(LOGIN, 22)
     resolver["names"][LOGIN] = "127.0.0.1"  # the name resolves to the new address now
     third, third_out = _in_thread(lambda: dial.resolve_within(LOGIN, 22, time.monotonic() + 10))
-    _until(lambda: _waiting_to_resolve(third))
+    _until(lambda: all(_waiting_to_resolve(t) for t in (first, second, third)))
     assert resolver["asked"] == [LOGIN, LOGIN]  # no third lookup while two are under way
-    resolver["held"][1].set()  # the newer one answers the old address, to its own caller
-    second.join(5.0)
-    third.join(5.0)
-    assert [_addresses(a) for a in second_out] == [{"127.0.0.2"}]
-    assert [_addresses(a) for a in third_out] == [{"127.0.0.1"}]
-    assert first_out == []  # the older one still hangs; its slot was not needed
-    resolver["held"][0].set()
-    first.join(5.0)
-    assert [_addresses(a) for a in first_out] == [{"127.0.0.2"}]  # its own, joined before
-    assert resolver["asked"] == [LOGIN] * 3
+    resolver["held"][1].set()  # the newer one answers the old address, to no one
+    for t in (first, second, third):
+        t.join(5.0)
+    assert [_addresses(a) for a in first_out + second_out + third_out] == [{"127.0.0.1"}] * 3
+    assert len(_resolvers(LOGIN)) == 1  # the older one still hangs; its slot was not needed
     assert resolver["most"] == dial.LOOKUPS_PER_NAME == 2
+
+
+def test_a_connection_whose_lookup_another_gave_up_looks_again_and_connects_at_once(
+        resolver: dict[str, Any], peer: Peer, tmp_path: Path) -> None:
+    """Two connections to the login node share a lookup the resolver holds: a hasty one
+    (connect_timeout 0.2 s) and a patient one (5 s); the resolver recovers meanwhile. The
+    hasty one gives up at its deadline (a failure of a connection to the name), and the
+    patient one, its lookup gone stale, looks the name up again and connects at once, the
+    hung lookup still held. Before, it kept waiting on the hung lookup (here until the test
+    lets it fail, as a dead DNS server's does; otherwise until its own connect_timeout)."""
+    resolver["names"][LOGIN] = ("held", None)
+    known_hosts = _known_hosts(peer, tmp_path, LOGIN)
+    with peer.runner(host=LOGIN, known_hosts=known_hosts, connect_timeout=5) as patient, \
+            peer.runner(host=LOGIN, known_hosts=known_hosts, connect_timeout=0.2) as hasty:
+        connecting, out = _in_thread(patient.connect)
+        _until(lambda: len(resolver["held"]) == 1 and _waiting_to_resolve(connecting))
+        resolver["names"][LOGIN] = "127.0.0.1"  # answered again; the first lookup still hangs
+        with pytest.raises(ClusterUnavailable) as err:
+            hasty.connect()  # joins the hung lookup, and gives up on it at 0.2 s
+        assert str(err.value) == (f"ssh to tester@{LOGIN}:{peer.port} timed out after 0.2 s; "
+                                  "is the host up and reachable?")
+        connecting.join(2.0)
+        assert out == [None]
+        assert patient.is_connected
+        assert len(_resolvers(LOGIN)) == 1  # the hung one, left to end by itself
+    assert resolver["asked"] == [LOGIN, LOGIN]
+
+
+def test_a_connection_whose_lookup_went_stale_waits_for_a_slot_until_its_own_deadline(
+        resolver: dict[str, Any]) -> None:
+    """A connection's lookup goes stale (a connection to the name failed) while the resolver
+    holds it; it looks again, and that lookup goes stale too: both slots are taken by stale
+    lookups that still hang. It waits for one to end until its own deadline, not longer,
+    then fails naming the host and its hung lookups, with no third lookup."""
+    resolver["names"][LOGIN] = ("held", None)
+    started = time.monotonic()
+    waiting, out = _in_thread(lambda: dial.resolve_within(LOGIN, 22, started + 0.5))
+    _until(lambda: len(resolver["held"]) == 1)
+    dial.connection_failed(LOGIN, 22)
+    _until(lambda: len(resolver["held"]) == 2)  # it looks again
+    dial.connection_failed(LOGIN, 22)
+    waiting.join(2.0)
+    took = time.monotonic() - started
+    [error] = out
+    assert isinstance(error, TimeoutError)
+    assert re.fullmatch(
+        rf"{LOGIN} was not resolved in time: its 2 lookups under way, begun [0-9.]+ s and "
+        r"[0-9.]+ s ago before its last failed connection, still hang", str(error))
+    assert 0.5 <= took < 1.0
+    assert resolver["asked"] == [LOGIN, LOGIN]
 
 
 def test_a_third_connection_after_two_hung_lookups_connects_once_one_of_them_ends(
@@ -436,7 +485,8 @@ def test_a_reconnect_after_a_drop_waits_out_two_older_lookups_and_gets_the_new_a
     its old address (127.0.0.2, where nothing listens), and the name now resolves to the new
     one. The runner's connection drops; its reconnect waits for one of those lookups to
     end, looks the name up itself and connects to the new address. Before, it joined the
-    newer of them, took the old address and could not connect."""
+    newer of them, took the old address and could not connect. The two other tasks, their
+    lookups gone stale with the drop, get the new address as well (before, the old one)."""
     resolver["names"][LOGIN] = "127.0.0.1"
     with peer.runner(host=LOGIN, known_hosts=_known_hosts(peer, tmp_path, LOGIN),
                      connect_timeout=5) as runner:
@@ -454,12 +504,11 @@ def test_a_reconnect_after_a_drop_waits_out_two_older_lookups_and_gets_the_new_a
         runner.transport.close()  # the connection drops
         reconnecting, out = _in_thread(runner.connect)
         _until(lambda: _waiting_to_resolve(reconnecting))
-        resolver["held"][1].set()  # the newer lookup answers the old address
-        newer.join(5.0)
-        reconnecting.join(5.0)
+        assert resolver["asked"] == [LOGIN] * 3  # the two stale lookups take both slots
+        resolver["held"][1].set()  # the newer lookup answers the old address, to no one
+        for t in (older, newer, reconnecting):
+            t.join(5.0)
         assert out == [None]
         assert runner.is_connected
-        resolver["held"][0].set()
-        older.join(5.0)
-    assert [_addresses(a) for a in older_out + newer_out] == [{"127.0.0.2"}] * 2
-    assert resolver["asked"] == [LOGIN] * 4
+    assert [_addresses(a) for a in older_out + newer_out] == [{"127.0.0.1"}] * 2
+    assert resolver["most"] == dial.LOOKUPS_PER_NAME == 2
