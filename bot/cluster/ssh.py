@@ -21,6 +21,7 @@ Why this shape:
 from __future__ import annotations
 
 import logging
+import math
 import os
 import re
 import shlex
@@ -28,7 +29,7 @@ import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, TypeVar
 
 import paramiko
 from paramiko.common import cMSG_CHANNEL_REQUEST
@@ -57,6 +58,7 @@ from bot.core.takeover import RemoteDeadlines
 from bot.core.text import N_, Text
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 _READ_CHUNK = 65536
 
@@ -220,13 +222,24 @@ class SSHRunner:
             jump = self._connect_client(jhost, jport, juser, ep, sock=None, via=None)
             jt = jump.get_transport()
             assert jt is not None
+            timeout = self.settings.connect_timeout
             try:
-                sock = jt.open_channel(
-                    "direct-tcpip",
-                    (ep.host, ep.port),
-                    ("127.0.0.1", 0),
-                    timeout=self.settings.connect_timeout,
-                )
+                # paramiko's own `timeout` bounds only the wait for the jump host's answer,
+                # once the request has left; the send before it waits for a key exchange in
+                # progress (up to its clear_to_send_timeout, 30 s) and for room in the TCP
+                # window (Packetizer.write_all: without end until the transport closes). So
+                # the deadline here bounds it all, closing the jump host's connection; paramiko's
+                # is not used (math.inf), so one deadline ends it, said by one message.
+                sock = within(timeout, jump.close, lambda: jt.open_channel(
+                    "direct-tcpip", (ep.host, ep.port), ("127.0.0.1", 0), timeout=math.inf))
+            except TimeoutError as exc:
+                jump.close()
+                raise ClusterUnavailable(N_(
+                    "ssh to %(where)s timed out after %(timeout)s s; is the host up and "
+                    "reachable?", where=N_("%(host)s via %(jump)s",
+                                           host=f"{ep.user}@{ep.host}:{ep.port}",
+                                           jump=ep.proxy_jump),
+                    timeout=f"{timeout:g}")) from exc
             except (paramiko.SSHException, OSError, EOFError) as exc:
                 jump.close()
                 raise ClusterUnavailable(N_(
@@ -409,7 +422,7 @@ class SSHRunner:
         not have run. Never retried here."""
         try:
             # paramiko waits for sshd's answer to "exec" without a timeout.
-            within(limit, chan, lambda: _exec(chan, command))
+            within(limit, lambda: close_channel(chan), lambda: _exec(chan, command))
         except TimeoutError:
             raise
         except _NotSent as exc:
@@ -521,7 +534,7 @@ class SSHRunner:
         """A new SFTP channel on the live transport, ready within `timeout` or refused."""
         chan = self._open_session()
         try:
-            within(timeout, chan, lambda: chan.invoke_subsystem("sftp"))
+            within(timeout, lambda: close_channel(chan), lambda: chan.invoke_subsystem("sftp"))
             return DeadlineSFTPClient(chan, timeout)
         except TimeoutError as exc:
             close_channel(chan)
@@ -554,9 +567,10 @@ def close_channel(chan: paramiko.Channel) -> None:
         log.debug("closing a channel on a lost connection failed", exc_info=True)
 
 
-def within(timeout: float, chan: paramiko.Channel, request: Callable[[], object]) -> None:
-    """Run a channel request that paramiko waits on without a timeout (exec, subsystem);
-    after `timeout` seconds close the channel, which ends paramiko's wait, and raise
+def within(timeout: float, close: Callable[[], object], request: Callable[[], T]) -> T:
+    """`request()`'s answer, for a request that paramiko waits on without a timeout (exec,
+    subsystem), or only in part (a channel's opening); after `timeout` seconds `close()`
+    what it waits on (its channel, its connection), which ends paramiko's wait, and raise
     TimeoutError."""
     state = {"done": False, "fired": False}
     lock = threading.Lock()
@@ -566,13 +580,13 @@ def within(timeout: float, chan: paramiko.Channel, request: Callable[[], object]
             if state["done"]:
                 return
             state["fired"] = True
-        close_channel(chan)
+        close()
 
     timer = threading.Timer(timeout, expire)
     timer.daemon = True
     timer.start()
     try:
-        request()
+        answer = request()
     except (paramiko.SSHException, EOFError, OSError):
         if not state["fired"]:
             raise
@@ -582,6 +596,7 @@ def within(timeout: float, chan: paramiko.Channel, request: Callable[[], object]
             state["done"] = True
     if state["fired"]:
         raise TimeoutError(f"no answer within {timeout:g} s")
+    return answer
 
 
 class _NotSent(Exception):

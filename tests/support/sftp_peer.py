@@ -38,6 +38,7 @@ class Peer:
     exec_requests: int = 0
     exec_runs: bool = False  # True: every command starts and runs, silent, until closed
     exec_drops: bool = False  # True: an exec request, once received, drops the connection
+    tunnel_hangs: bool = False  # True: a tunnel's request (direct-tcpip) is never answered
     sessions: int = 0  # channels opened to it (each SFTP channel is one session)
     read_at_most: int | None = None  # answer a read with at most this many bytes (SFTP allows)
     # the SFTP requests answered, by paramiko's name of their kind: open, read, close,
@@ -141,6 +142,12 @@ class _Server(paramiko.ServerInterface):
         if kind == "session":
             self.peer.sessions += 1
             return paramiko.common.OPEN_SUCCEEDED
+        return paramiko.common.OPEN_FAILED_ADMINISTRATIVELY_PROHIBITED
+
+    def check_channel_direct_tcpip_request(self, chanid: int, origin: tuple[str, int],
+                                           destination: tuple[str, int]) -> int:
+        if self.peer.tunnel_hangs:  # a jump host that never answers: its sshd is stuck (and
+            self.peer.release.wait()  # so reads nothing more), or it cannot reach the host
         return paramiko.common.OPEN_FAILED_ADMINISTRATIVELY_PROHIBITED
 
     def check_channel_exec_request(self, channel: paramiko.Channel, command: bytes) -> bool:
