@@ -69,7 +69,8 @@ class RunCall(NamedTuple):
 
 def program_of(argv: Sequence[str]) -> str:
     """The program an argv runs: its first word after `env VAR=value …` or `timeout -k K S`
-    (the bound a scancel runs under on the login node)."""
+    (the bound a scancel runs under on the login node, with the shell that reports its exit
+    status: `/bin/sh -c SCRIPT scancel …`, its $0 naming it)."""
     words = list(argv)
     if words and words[0] == "env":
         words = words[1:]
@@ -77,6 +78,8 @@ def program_of(argv: Sequence[str]) -> str:
             words.pop(0)
     if words[:2] == ["timeout", "-k"]:
         words = words[4:]
+        if words[:2] == ["/bin/sh", "-c"]:
+            words = words[3:]
     return words[0]
 
 

@@ -49,7 +49,7 @@ from bot.core.slurm.sacct import (
     sacct_fields,
 )
 from bot.core.slurm.sbatch import SubmitSpec, parse_sbatch_output, sbatch_argv
-from bot.core.slurm.scancel import SCANCEL_STOPPED, scancel_argv
+from bot.core.slurm.scancel import scancel_argv, scancel_status
 from bot.core.slurm.scontrol import scontrol_argv
 from bot.core.slurm.squeue import parse_squeue_json, parse_squeue_parsable, squeue_argv
 from bot.core.slurm.sstat import StepMemory, parse_sstat, sstat_argv, sstat_missing
@@ -436,7 +436,10 @@ class SlurmClient:
         bound its runner waits for (`self.timeout`, else the runner's command_s), the one
         bot.core.takeover counts it at (`scancel_limits`), so a scancel whose channel
         dropped cannot reach slurmctld after the click's takeover. One the login node
-        stopped (SCANCEL_STOPPED) is an OutcomeUnknown: it may have reached slurmctld."""
+        stopped is an OutcomeUnknown: it may have reached slurmctld. scancel's own status,
+        which its shell reports (bot.core.slurm.scancel.scancel_status), decides otherwise,
+        also when it is one of `timeout`'s (124, 137): a CommandFailed with it, or nothing
+        when it was 0 (scancel had ended as the login node stopped its shell)."""
         deadlines = self.runner.deadlines()
         if self.timeout is not None:
             deadlines = replace(deadlines, command_s=self.timeout)
@@ -444,13 +447,18 @@ class SlurmClient:
         try:
             self._run(argv, effects=True, timeout=deadlines.command_s)
         except CommandFailed as exc:
-            if exc.exit_code not in SCANCEL_STOPPED:
-                raise
-            raise OutcomeUnknown(argv, N_(
-                "%(what)s; it may or may not have taken effect", what=N_(
-                    "`%(command)s` did not end within its %(timeout)s s on the login node, "
-                    "which stopped it (exit %(code)s)", command=argv_text(argv),
-                    timeout=f"{deadlines.command_s:g}", code=exc.exit_code))) from exc
+            status = scancel_status(exc.exit_code, exc.stdout)
+            if status is None:
+                raise OutcomeUnknown(argv, N_(
+                    "%(what)s; it may or may not have taken effect", what=N_(
+                        "`%(command)s` did not end within its %(timeout)s s on the login "
+                        "node, which stopped it (exit %(code)s)", command=argv_text(argv),
+                        timeout=f"{deadlines.command_s:g}", code=exc.exit_code))) from exc
+            if status == 0:
+                return
+            if status != exc.exit_code:
+                raise CommandFailed(argv, status, exc.stderr, exc.stdout) from exc
+            raise
 
 
 def argv_text(argv: Sequence[str]) -> str:

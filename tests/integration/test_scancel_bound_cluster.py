@@ -15,19 +15,22 @@ import shlex
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from contextlib import contextmanager
 from typing import Any
 
 import pytest
 
-from bot.cluster.errors import ChannelClosed, OutcomeUnknown
+from bot.cluster.errors import ChannelClosed, CommandFailed, OutcomeUnknown
 from bot.cluster.slurm import SlurmClient
 from bot.cluster.ssh import CommandResult, SSHRunner
 from bot.core.slurm.sbatch import SubmitSpec
 
 pytestmark = pytest.mark.integration
 
+# the shell a bounded scancel runs in, which reports scancel's own exit status
+REPORTING = ["/bin/sh", "-c",
+             'trap "exit 143" TERM; scancel "$@"; s=$?; echo "scancel exited $s"; exit $s']
 HANG_S = 20  # how long the hanging scancel sleeps before it would land
 BOUND_S = 8.0  # the client's command bound: `timeout -k 2 6 scancel …`
 
@@ -57,13 +60,24 @@ class _PathFirst:
 def _hanging_scancel(runner: SSHRunner, home: str, hang_s: int) -> Iterator[tuple[str, str]]:
     """(its directory, the PATH that puts it first) for the user `runner` logs in as; removed
     afterwards, its process ended by its pid if it is still there."""
-    where = f"{home}/it-hung-scancel-{uuid.uuid4().hex[:8]}"
     real = runner.run(["sh", "-c", "command -v scancel"]).stdout.strip()
     assert real, "no scancel on the login node's PATH"
-    script = (f"#!/bin/sh\necho $$ > {shlex.quote(where)}/pid\nsleep {hang_s}\n"
-              f"echo landed > {shlex.quote(where)}/late\nexec {shlex.quote(real)} \"$@\"\n")
+    with _scancel_first(runner, home, lambda where: (
+            f"#!/bin/sh\necho $$ > {shlex.quote(where)}/pid\nsleep {hang_s}\n"
+            f"echo landed > {shlex.quote(where)}/late\nexec {shlex.quote(real)} \"$@\"\n")
+    ) as placed:
+        yield placed
+
+
+@contextmanager
+def _scancel_first(runner: SSHRunner, home: str,
+                   script: Callable[[str], str]) -> Iterator[tuple[str, str]]:
+    """A `scancel` made of `script(its directory)`, first on PATH: (its directory, that PATH),
+    for the user `runner` logs in as; removed afterwards, its process ended by the pid it
+    wrote in its directory if it is still there."""
+    where = f"{home}/it-scancel-{uuid.uuid4().hex[:8]}"
     runner.run(["sh", "-c", 'mkdir -p "$1" && cat > "$1/scancel" && chmod 755 "$1/scancel"',
-                "sh", where], stdin=script)
+                "sh", where], stdin=script(where))
     path = f"{where}:" + runner.run(["sh", "-c", "echo $PATH"]).stdout.strip()
     try:
         yield where, path
@@ -78,7 +92,9 @@ def _read(runner: SSHRunner, path: str) -> str | None:
 
 
 def _alive(runner: SSHRunner, pid: str) -> bool:
-    return runner.run(["sh", "-c", 'kill -0 "$1"', "sh", pid], check=False).exit_code == 0
+    """Whether `pid` still runs there (a zombie, dead and not yet reaped, does not)."""
+    return runner.run(["sh", "-c", 's=$(ps -o stat= -p "$1") && case "$s" in Z*) exit 1;; esac',
+                       "sh", pid], check=False).exit_code == 0
 
 
 def _wait_for_pid(runner: SSHRunner, where: str) -> str:
@@ -127,7 +143,7 @@ def test_a_scancel_whose_connection_dropped_is_ended_on_the_login_node_and_never
             assert not outlived, "the scancel outlived its bound on the login node"
             [lost] = ended
             assert isinstance(lost, ChannelClosed) and isinstance(lost, OutcomeUnknown)
-            assert lost.argv == ["timeout", "-k", "2", "6", "scancel", str(job_id)]
+            assert lost.argv == ["timeout", "-k", "2", "6", *REPORTING, "scancel", str(job_id)]
         finally:
             ssh.run(["scancel", str(job_id)], check=False)
 
@@ -150,9 +166,55 @@ def test_a_hung_scancel_under_a_tcsh_login_is_stopped_at_its_bound_and_said(
             client.cancel(987654)
         assert time.monotonic() - began < 4
         assert str(stopped.value) == (
-            "`timeout -k 1 3 scancel 987654` did not end within its 4 s on the login node, "
-            "which stopped it (exit 124); it may or may not have taken effect")
+            f"`{shlex.join(['timeout', '-k', '1', '3', *REPORTING, 'scancel', '987654'])}` did "
+            "not end within its 4 s on the login node, which stopped it (exit 124); it may or "
+            "may not have taken effect")
         pid = _wait_for_pid(ssh, where)
         assert not _alive(ssh, pid)
         time.sleep(max(0.0, began + 6 + 2 - time.monotonic()))
+        assert _read(ssh, f"{where}/late") is None
+
+
+@pytest.mark.parametrize("code", [124, 137])
+def test_a_scancel_that_fails_by_itself_with_a_status_of_timeouts_is_its_failure(
+        dev_cluster, code: int) -> None:
+    """scancel's own exit status is Slurm's error number mod 256: ESLURM_JOB_SIGNAL_FAILED
+    (2172) exits 124, ESLURM_INVALID_SLUID (2185) 137, what `timeout` exits when it stops the
+    scancel. A scancel first on PATH that fails at once so, under the real `timeout` and
+    shell of the login node: the cancel is scancel's failure (CommandFailed, its status and
+    error), at once, not an OutcomeUnknown. Before, it read as a scancel the login node
+    stopped, "may or may not have taken effect"."""
+    error = "scancel: error: Kill job error on job id 987654: Job signal failed"
+    with SSHRunner(dev_cluster.ssh_settings()) as ssh, _scancel_first(
+            ssh, dev_cluster.home,
+            lambda _where: f"#!/bin/sh\necho {shlex.quote(error)} >&2\nexit {code}\n"
+    ) as (_where, path):
+        client = SlurmClient(_PathFirst(ssh, path), use_json=False, timeout=BOUND_S)
+        began = time.monotonic()
+        with pytest.raises(CommandFailed) as failed:
+            client.cancel(987654)
+        assert time.monotonic() - began < BOUND_S / 2
+    assert not isinstance(failed.value, OutcomeUnknown)
+    assert failed.value.exit_code == code
+    assert failed.value.stderr.strip() == error
+
+
+def test_a_scancel_that_outlives_its_sigterm_is_killed_at_its_bound(dev_cluster) -> None:
+    """A scancel that ignores SIGTERM (and its children with it): the shell that reports
+    scancel's status holds its own SIGTERM until scancel has ended, so `timeout`'s child is
+    still running when the SIGKILL is due, and `timeout` sends it: the scancel is gone by its
+    bound (3 s, then SIGKILL 1 s later), the cancel's end not seen. Were the shell to die at
+    the SIGTERM, `timeout` would exit then and send no SIGKILL: the scancel would run on."""
+    with SSHRunner(dev_cluster.ssh_settings()) as ssh, _scancel_first(
+            ssh, dev_cluster.home, lambda where: (
+                f"#!/bin/sh\necho $$ > {shlex.quote(where)}/pid\ntrap '' TERM\nsleep 8\n"
+                f"echo landed > {shlex.quote(where)}/late\n")) as (where, path):
+        client = SlurmClient(_PathFirst(ssh, path), use_json=False, timeout=4)
+        began = time.monotonic()
+        with pytest.raises(OutcomeUnknown):
+            client.cancel(987654)
+        pid = _wait_for_pid(ssh, where)
+        assert time.monotonic() - began < 6
+        assert not _alive(ssh, pid)
+        time.sleep(max(0.0, began + 8 + 2 - time.monotonic()))
         assert _read(ssh, f"{where}/late") is None

@@ -241,9 +241,15 @@ def test_scontrol_and_scancel():
     assert scancel_argv(9, signal="USR1") == ["scancel", "--signal=USR1", "9"]
     with pytest.raises(ValueError, match="signal"):
         scancel_argv(9, signal="TERM; id")
-    assert scancel_argv(9, limits=(55.0, 5.0)) == ["timeout", "-k", "5", "55", "scancel", "9"]
+    assert scancel_argv(9, limits=(55.0, 5.0)) == ["timeout", "-k", "5", "55", *REPORTING,
+                                                   "scancel", "9"]
     with pytest.raises(ValueError, match="positive"):
         scancel_argv(9, limits=(0.0, 5.0))  # `timeout 0` would not bound it at all
+
+
+# the shell a bounded scancel runs in, which reports scancel's own exit status
+REPORTING = ["/bin/sh", "-c",
+             'trap "exit 143" TERM; scancel "$@"; s=$?; echo "scancel exited $s"; exit $s']
 
 
 class _TimeoutsSeen(FakeRunner):
@@ -266,31 +272,68 @@ def test_a_cancels_scancel_is_bounded_on_the_login_node_by_the_run_its_runner_wa
     runner = _TimeoutsSeen({"scancel": (0, "", "")}, deadlines=RemoteDeadlines())
     SlurmClient(runner, use_json=False).cancel(5)
     SlurmClient(runner, use_json=False, timeout=20).cancel(6)
-    assert runner.argvs() == [["timeout", "-k", "5", "55", "scancel", "5"],
-                              ["timeout", "-k", "5", "15", "scancel", "6"]]
+    assert runner.argvs() == [["timeout", "-k", "5", "55", *REPORTING, "scancel", "5"],
+                              ["timeout", "-k", "5", "15", *REPORTING, "scancel", "6"]]
     assert runner.timeouts == [60.0, 20]
+
+
+SHOWN = ("timeout -k 5 55 /bin/sh -c 'trap \"exit 143\" TERM; scancel \"$@\"; s=$?; echo "
+         "\"scancel exited $s\"; exit $s' scancel 5")
 
 
 @pytest.mark.parametrize("code", [124, 137])
 def test_a_scancel_the_login_node_stopped_may_have_landed_so_it_is_an_outcome_unknown(code):
-    """`timeout` stopped the scancel (124: SIGTERM; 137: the SIGKILL after it): it may have
-    reached slurmctld first, so the cancel's end was not seen (never a CommandFailed, which
-    would read as "not cancelled")."""
+    """`timeout` stopped the scancel (124: SIGTERM; 137: the SIGKILL after it), and its shell
+    with it, which so reported no status of scancel's: it may have reached slurmctld first, so
+    the cancel's end was not seen (never a CommandFailed, which would read as "not
+    cancelled")."""
     runner = FakeRunner({"scancel": (code, "", "")}, deadlines=RemoteDeadlines())
     with pytest.raises(OutcomeUnknown) as caught:
         SlurmClient(runner, use_json=False).cancel(5)
     assert str(caught.value) == (
-        f"`timeout -k 5 55 scancel 5` did not end within its 60 s on the login node, which "
-        f"stopped it (exit {code}); it may or may not have taken effect")
+        f"`{SHOWN}` did not end within its 60 s on the login node, which stopped it (exit "
+        f"{code}); it may or may not have taken effect")
 
 
 def test_a_scancel_that_failed_on_its_own_stays_a_command_failed():
-    runner = FakeRunner({"scancel": (1, "", "scancel: error: Kill job error on job id 5: "
-                                           "Invalid job id specified")},
+    runner = FakeRunner({"scancel": (1, "scancel exited 1\n",
+                                     "scancel: error: Kill job error on job id 5: "
+                                     "Invalid job id specified")},
                         deadlines=RemoteDeadlines())
     with pytest.raises(CommandFailed, match="Invalid job id") as caught:
         SlurmClient(runner, use_json=False).cancel(5)
-    assert caught.value.argv == ["timeout", "-k", "5", "55", "scancel", "5"]
+    assert caught.value.argv == ["timeout", "-k", "5", "55", *REPORTING, "scancel", "5"]
+
+
+@pytest.mark.parametrize(("code", "error"), [(124, "Job signal failed"),
+                                             (137, "Invalid SLUID")])
+def test_a_scancel_that_failed_on_its_own_with_a_status_of_timeouts_is_its_failure(code, error):
+    """scancel's own exit status is Slurm's error number mod 256: ESLURM_JOB_SIGNAL_FAILED
+    (2172) exits 124 and ESLURM_INVALID_SLUID (2185) 137, as `timeout` does when it stops
+    it. Its shell reported it, so it is scancel's failure, said as one. Before, it read as a
+    scancel the login node stopped: "may or may not have taken effect"."""
+    stderr = f"scancel: error: Kill job error on job id 5: {error}"
+    runner = FakeRunner({"scancel": (code, f"scancel exited {code}\n", stderr)},
+                        deadlines=RemoteDeadlines())
+    with pytest.raises(CommandFailed) as caught:
+        SlurmClient(runner, use_json=False).cancel(5)
+    assert not isinstance(caught.value, OutcomeUnknown)
+    assert str(caught.value) == f"`{SHOWN}` exited {code}: {stderr}"
+
+
+def test_a_scancel_that_ended_as_the_login_node_stopped_its_shell_is_its_own_answer():
+    """scancel exited 0 and its shell reported it; `timeout`'s deadline came before the
+    shell exited (124): the job was cancelled, and the cancel says so. Failing the same way,
+    scancel's own status is the failure's."""
+    runner = FakeRunner({"scancel": (124, "scancel exited 0\n", "")},
+                        deadlines=RemoteDeadlines())
+    SlurmClient(runner, use_json=False).cancel(5)  # no error: cancelled
+    runner = FakeRunner({"scancel": (124, "scancel exited 1\n", "scancel: error: Kill job "
+                                     "error on job id 5: Invalid job id specified")},
+                        deadlines=RemoteDeadlines())
+    with pytest.raises(CommandFailed) as caught:
+        SlurmClient(runner, use_json=False).cancel(5)
+    assert caught.value.exit_code == 1
 
 
 # ---- SlurmClient over a fake runner --------------------------------------------------------
