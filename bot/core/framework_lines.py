@@ -131,6 +131,21 @@ _BASICSR = re.compile(r"\[[^\[\]]{1,5}\.\.\]\[epoch:\s*(\d+), iter:\s*(\d{1,3}(?
 _BASICSR_TIME = re.compile(rf"\btime \(data\): ({NUMBER}) \(")
 _BASICSR_LOSS = re.compile(rf"(?<![\w.])(l_\w+): ({NUMBER}|nan|inf)(?=\s|$)")
 _BASICSR_TOTAL = re.compile(r"(?<![\w:])Total epochs: \d+; iters: (\d+)\.")
+# nanoGPT's train.py (karpathy/nanoGPT train.py 3adf61e1): `iter {iter_num}: loss {lossf:.4f},
+# time {dt*1000:.2f}ms, mfu {running_mfu*100:.2f}%` every log_interval iterations, iter_num
+# counted from 0 up to max_iters itself (the loop breaks once iter_num passes max_iters, printing
+# nothing): the iteration, max_iters its target. The line names no total: configurator.py prints
+# each override, a `--max_iters=5000` argument's `Overriding: max_iters = 5000` and a config
+# file's text after `Overriding config with config/train_shakespeare_char.py:` (its
+# `max_iters = 5000` line), in the order they are run (the last one printed is the one in
+# force): `_NANOGPT_MAX_ITERS`, the iterations announced (`_TARGET_ANNOUNCEMENTS`) for the
+# target. train.py's own default (600000) is printed nowhere: no target then. Every
+# eval_interval iterations, before that iteration's step, estimate_loss's `step {iter_num}: train
+# loss {:.4f}, val loss {:.4f}`: a summary of an evaluation (Sample.evaluation_done), no step.
+_NANOGPT = re.compile(rf"(?<![\w:])iter (\d+): loss (?:{NUMBER}|nan|inf), time {NUMBER}ms, mfu ")
+_NANOGPT_EVAL = re.compile(
+    rf"(?<![\w:])step \d+: train loss (?:{NUMBER}|nan|inf), val loss (?:{NUMBER}|nan|inf)$")
+_NANOGPT_MAX_ITERS = re.compile(r"^(?:Overriding: )?max_iters = (\d+)\s*(?:#.*)?$")
 
 #: What an announced total counts: the name of its `AnnouncedTargets` field.
 Counted = Literal["epochs", "iterations"]
@@ -140,7 +155,8 @@ Counted = Literal["epochs", "iterations"]
 class AnnouncedTargets:
     """The totals a framework announced, before its training loop, that the loop would run, by
     what they count (None: none announced): the epochs (timm's `Scheduled epochs: 300.`) and
-    the iterations (BasicSR's `Total epochs: 80; iters: 400000.`). The framework's progress
+    the iterations (BasicSR's `Total epochs: 80; iters: 400000.`, nanoGPT's `Overriding:
+    max_iters = 5000`). The framework's progress
     lines name their step, not that total: `read_framework_line` takes their target from here."""
 
     epochs: int | None = None
@@ -159,6 +175,7 @@ _NONE_ANNOUNCED = AnnouncedTargets()
 _TARGET_ANNOUNCEMENTS: tuple[tuple[str, re.Pattern[str], Counted], ...] = (
     ("Scheduled epochs: ", _SCHEDULED_EPOCHS, "epochs"),  # timm
     ("Total epochs: ", _BASICSR_TOTAL, "iterations"),  # BasicSR
+    ("max_iters = ", _NANOGPT_MAX_ITERS, "iterations"),  # nanoGPT
 )
 
 
@@ -191,6 +208,8 @@ def read_framework_line(body: str, s: Sample, targets: AnnouncedTargets = _NONE_
         _torchreid(body, s)
     if "..][epoch:" in body:
         _basicsr(body, s, targets)
+    if body.startswith(("iter ", "step ")):
+        _nanogpt(body, s, targets)
     return body
 
 
@@ -357,3 +376,16 @@ def _basicsr(body: str, s: Sample, targets: AnnouncedTargets) -> None:
         if not loss.group(1).startswith("l_d"):
             s.loss = float(loss.group(2))
             return
+
+
+def _nanogpt(body: str, s: Sample, targets: AnnouncedTargets) -> None:
+    """A nanoGPT line: a training line's iteration (`_NANOGPT`) with the max_iters its
+    configurator announced as its target (when it did), or its evaluation's summary
+    (`_NANOGPT_EVAL`)."""
+    m = _NANOGPT.match(body)
+    if m is not None:
+        s.iteration = int(m.group(1))
+        if targets.iterations is not None and targets.iterations >= s.iteration:
+            s.target_iter = targets.iterations
+    elif _NANOGPT_EVAL.match(body) is not None:
+        s.evaluation_done = True

@@ -464,7 +464,6 @@ F["diffusers train_dreambooth"] = (
 #: (still running) as a run cut at the same place does
 NO_LINE_OF_THEIR_OWN = frozenset({
     "mmengine/mmdet",  # `Epoch(train) [12][...]` names no epoch total; after_train prints nothing
-    "nanoGPT",  # its loop breaks silently; `iter N` names no total
     "k-diffusion",  # a bare `Done!`, as many a data script prints
     "fastai",  # its table's rows name no epoch total
 })
@@ -491,6 +490,12 @@ MARKERS: dict[str, str] = {
     "keras early stop": "Restoring model weights",
     "torchreid": "Elapsed 0:42:07",
     "BasicSR (Real-ESRGAN, NAFNet, HAT ...)": "End of training. Time consumed",
+}
+#: the frameworks read `completed` by a total their log printed before the loop, each one's
+#: log cut at the same point short of the lines that prove the end: it reads `none`
+CUT_SHORT: dict[str, str] = {
+    # its last evaluation, and not the step after it (`iter 5000`)
+    "nanoGPT": F["nanoGPT"].split("iter 5000:")[0],
 }
 ENDS: dict[str, tuple[str, str]] = {
     name: (log, "none" if name in NO_LINE_OF_THEIR_OWN else "completed")

@@ -2,15 +2,16 @@
 accounting: each framework's log tail (support.framework_ends, built from its source's format
 strings) reads `Training completed` where the code prints a line of its own after its loop or a
 counter at its total, and `running, nothing to report` where nothing tells its end from a cut
-run. The new markers (BasicSR's `End of training. Time consumed`, DeepSpeed-Chat's `saving the
-final model ...`) are held to the end markers' rules too: more training or an error after one
-is no finished run."""
+run; one read by a total its log printed before its loop (nanoGPT's `max_iters`) reads
+`running` when cut short of it at the same point. The new markers (BasicSR's `End of training.
+Time consumed`, DeepSpeed-Chat's `saving the final model ...`) are held to the end markers'
+rules too: more training or an error after one is no finished run."""
 
 from __future__ import annotations
 
 import pytest
 from support.end_marker import assert_still_running, assert_the_error_decides, read
-from support.framework_ends import ENDS, MARKERS
+from support.framework_ends import CUT_SHORT, ENDS, MARKERS
 
 from bot.cli import main
 
@@ -18,13 +19,24 @@ VERDICT = {"completed": "completed - Training completed",
            "none": "none - running, nothing to report"}
 
 
-@pytest.mark.parametrize(("log", "verdict"), list(ENDS.values()), ids=list(ENDS))
-def test_trainbot_diagnose_shows_the_frameworks_end(tmp_path, capsys, log, verdict):
+def _diagnose(tmp_path, capsys, log: str) -> str:
+    """`trainbot diagnose` of `log`'s first line, after the file's path."""
     path = tmp_path / "job.log"
     path.write_text(log, encoding="utf-8")
     assert main(["diagnose", str(path)]) == 0
     first = capsys.readouterr().out.splitlines()[0]
-    assert first == f"{path}: {VERDICT[verdict]}"
+    assert first.startswith(f"{path}: ")
+    return first.removeprefix(f"{path}: ")
+
+
+@pytest.mark.parametrize(("log", "verdict"), list(ENDS.values()), ids=list(ENDS))
+def test_trainbot_diagnose_shows_the_frameworks_end(tmp_path, capsys, log, verdict):
+    assert _diagnose(tmp_path, capsys, log) == VERDICT[verdict]
+
+
+@pytest.mark.parametrize("log", list(CUT_SHORT.values()), ids=list(CUT_SHORT))
+def test_a_run_cut_short_of_its_printed_total_shows_still_running(tmp_path, capsys, log):
+    assert _diagnose(tmp_path, capsys, log) == VERDICT["none"]
 
 
 @pytest.mark.parametrize("name", list(MARKERS), ids=list(MARKERS))
