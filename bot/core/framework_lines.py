@@ -66,6 +66,17 @@ _MASKRCNN = re.compile(r"(?<![\w:])(\[Validation\]:\s+)?eta: (?:\d+ days?, )?\d+
 _OPENMMLAB = re.compile(
     r"(?<![\w(])(Epoch|Iter)(?:\((\w+)\))?\s*(?:\[\s*(\d+)\]\s*)?"
     r"\[\s*(\d+)(?:/(\d+))?\]\s+[\w.]+: ")
+# mmengine's by-epoch lines name no epoch total (LogProcessor pads the epoch to the width of
+# max_epochs, no more): Runner._log_env logs the config before the loop (`Config:` and its
+# pretty_text, keys sorted, as Python: a top-level `max_epochs = 12` where the config names one,
+# and `train_cfg = dict(max_epochs=12, type='EpochBasedTrainLoop', val_interval=1)`, one key a
+# line when long): `_MMENGINE_MAX_EPOCHS` (the last one printed: train_cfg's, after the
+# top-level one), the epochs announced (`_TARGET_ANNOUNCEMENTS`) for the target of its
+# `Epoch(train)` lines: the epochs' steps, as many each as the line's epoch counts.
+# LoggerHook's ignore_last (its default) leaves an epoch's last steps past the last logging
+# interval unlogged (`[12][7300/7330]` is the last epoch's last line): CheckpointHook's save once
+# the epoch is over says the rest (bot.core.diagnose.quiet_ending, ends_in_final_save).
+_MMENGINE_MAX_EPOCHS = re.compile(r"(?<![\w.])max_epochs ?= ?(\d+)(?=,|\)|\s*$)")
 _OPENMMLAB_TIME = re.compile(rf"(?<![\w.])time: ({NUMBER})(?=,|\s|$)")
 _OPENMMLAB_MEM = re.compile(r"(?<![\w.])memory: (\d+)(?=,|\s|$)")
 # Swin Transformer's loops (microsoft/Swin-Transformer main.py f82860b; main_moe.py,
@@ -154,10 +165,10 @@ Counted = Literal["epochs", "iterations"]
 @dataclass(frozen=True, slots=True)
 class AnnouncedTargets:
     """The totals a framework announced, before its training loop, that the loop would run, by
-    what they count (None: none announced): the epochs (timm's `Scheduled epochs: 300.`) and
-    the iterations (BasicSR's `Total epochs: 80; iters: 400000.`, nanoGPT's `Overriding:
-    max_iters = 5000`). The framework's progress
-    lines name their step, not that total: `read_framework_line` takes their target from here."""
+    what they count (None: none announced): the epochs (timm's `Scheduled epochs: 300.`,
+    mmengine's config's `max_epochs=12`) and the iterations (BasicSR's `Total epochs: 80; iters:
+    400000.`, nanoGPT's `Overriding: max_iters = 5000`). The framework's progress lines name
+    their step, not that total: `read_framework_line` takes their target from here."""
 
     epochs: int | None = None
     iterations: int | None = None
@@ -176,6 +187,7 @@ _TARGET_ANNOUNCEMENTS: tuple[tuple[str, re.Pattern[str], Counted], ...] = (
     ("Scheduled epochs: ", _SCHEDULED_EPOCHS, "epochs"),  # timm
     ("Total epochs: ", _BASICSR_TOTAL, "iterations"),  # BasicSR
     ("max_iters = ", _NANOGPT_MAX_ITERS, "iterations"),  # nanoGPT
+    ("max_epochs", _MMENGINE_MAX_EPOCHS, "epochs"),  # mmengine's config
 )
 
 
@@ -198,7 +210,7 @@ def read_framework_line(body: str, s: Sample, targets: AnnouncedTargets = _NONE_
         if "iter: " in body:
             body = _maskrcnn(body, s)
     if ("Epoch" in body or "Iter" in body) and "[" in body:
-        _openmmlab(body, s)
+        _openmmlab(body, s, targets)
     if "Train: [" in body or "Test: [" in body:
         body = _swin(body, s)
     elif "Train: " in body and "[" in body:
@@ -261,11 +273,12 @@ def _maskrcnn(body: str, s: Sample) -> str:
     return body[:mem.start()] + body[mem.end():]
 
 
-def _openmmlab(body: str, s: Sample) -> None:
+def _openmmlab(body: str, s: Sample, targets: AnnouncedTargets) -> None:
     """An OpenMMLab runner's line (`_OPENMMLAB`): the training's gives its iteration (`Iter
     [i/N]`: i of the target N; `Epoch [E][i/n]`: the epochs before it, as many steps as this
-    one's, and this one's, with no target, as an epoch's bar is read: bot.core.progress_bars,
-    read_epoch_bar) and its seconds per step; an evaluation's (`Epoch(val)`, `Iter(val)`,
+    one's, and this one's, as an epoch's bar is read: bot.core.progress_bars, read_epoch_bar;
+    mmengine's `Epoch(train)` with every one of the epochs its config announced as the target,
+    when it did) and its seconds per step; an evaluation's (`Epoch(val)`, `Iter(val)`,
     `Epoch(test)`) its batches done and their total, as an evaluation's bar (mmcv's `[500]`,
     printed once the pass is over: all 500, a summary of the pass, new activity though the
     epoch before printed the same count); any one's `memory:` is the GPU memory in MiB."""
@@ -287,6 +300,8 @@ def _openmmlab(body: str, s: Sample) -> None:
         s.iteration, s.target_iter = int(step), int(steps)
     else:
         s.iteration = (max(int(epoch), 1) - 1) * int(steps) + int(step)
+        if mode == "train" and targets.epochs is not None and targets.epochs >= int(epoch):
+            s.target_iter = targets.epochs * int(steps)
     pace = _OPENMMLAB_TIME.search(body, m.end())
     if pace is not None:
         s.sec_per_iter = float(pace.group(1))
@@ -389,3 +404,12 @@ def _nanogpt(body: str, s: Sample, targets: AnnouncedTargets) -> None:
             s.target_iter = targets.iterations
     elif _NANOGPT_EVAL.match(body) is not None:
         s.evaluation_done = True
+
+
+def mmengine_epoch(text: str) -> tuple[int, int] | None:
+    """The epoch and its steps (`Epoch(train) [12][7300/7330]`: 12, 7330) of an mmengine
+    training line's text (its message, time and all), or None when it is no such line."""
+    m = _OPENMMLAB.search(text) if "Epoch(train)" in text else None
+    if m is None or m.group(2) != "train" or m.group(3) is None or m.group(5) is None:
+        return None
+    return int(m.group(3)), int(m.group(5))

@@ -145,15 +145,20 @@ F["timm train.py"] = (
     "    }\n"
     "]\n"
 )
+# Runner._log_env's config (pretty_text: keys sorted), LoggerHook's lines every 50 steps with
+# ignore_last (the epoch's last 30 steps unlogged), CheckpointHook's save once the epoch is over
 F["mmengine/mmdet"] = (
+    "05/01 07:00:00 - mmengine - INFO - Config:\n"
+    "max_epochs = 12\n"
+    "train_cfg = dict(max_epochs=12, type='EpochBasedTrainLoop', val_interval=1)\n"
+    "05/01 19:27:40 - mmengine - INFO - Epoch(train) [12][7250/7330]  base_lr: 2.0000e-04 lr: 2.0"
+    "000e-04  eta: 0:00:32  time: 0.4012  data_time: 0.0100  memory: 4012  grad_norm: 4.1000  los"
+    "s: 0.5123  loss_rpn_cls: 0.0100  loss_bbox: 0.2000\n"
     "05/01 19:28:00 - mmengine - INFO - Epoch(train) [12][7300/7330]  base_lr: 2.0000e-04 lr: 2.0"
     "000e-04  eta: 0:00:12  time: 0.4012  data_time: 0.0100  memory: 4012  grad_norm: 4.1000  los"
     "s: 0.5123  loss_rpn_cls: 0.0100  loss_bbox: 0.2000\n"
-    "05/01 19:29:00 - mmengine - INFO - Exp name: faster-rcnn_r50_fpn_1x_coco_20240501_120000\n"
-    "05/01 19:29:00 - mmengine - INFO - Epoch(train) [12][7330/7330]  base_lr: 2.0000e-04 lr: 2.0"
-    "000e-04  eta: 0:00:00  time: 0.4012  data_time: 0.0100  memory: 4012  grad_norm: 4.1000  los"
-    "s: 0.5101  loss_rpn_cls: 0.0100  loss_bbox: 0.2000\n"
-    "05/01 19:29:00 - mmengine - INFO - Saving checkpoint at 12 epochs\n"
+    "05/01 19:28:12 - mmengine - INFO - Exp name: faster-rcnn_r50_fpn_1x_coco_20240501_120000\n"
+    "05/01 19:28:12 - mmengine - INFO - Saving checkpoint at 12 epochs\n"
     "05/01 19:31:00 - mmengine - INFO - Epoch(val) [12][4950/5000]    eta: 0:00:02  time: 0.0412 "
     " data_time: 0.0010  memory: 412\n"
     "05/01 19:31:00 - mmengine - INFO - Evaluating bbox...\n"
@@ -463,7 +468,6 @@ F["diffusers train_dreambooth"] = (
 #: the frameworks whose finished run has no line of its own to go on: they read `none`
 #: (still running) as a run cut at the same place does
 NO_LINE_OF_THEIR_OWN = frozenset({
-    "mmengine/mmdet",  # `Epoch(train) [12][...]` names no epoch total; after_train prints nothing
     "k-diffusion",  # a bare `Done!`, as many a data script prints
     "fastai",  # its table's rows name no epoch total
 })
@@ -496,6 +500,8 @@ MARKERS: dict[str, str] = {
 CUT_SHORT: dict[str, str] = {
     # its last evaluation, and not the step after it (`iter 5000`)
     "nanoGPT": F["nanoGPT"].split("iter 5000:")[0],
+    # its last epoch's last logged steps, not the save once the epoch is over
+    "mmengine/mmdet": F["mmengine/mmdet"].split("05/01 19:28:12")[0],
 }
 ENDS: dict[str, tuple[str, str]] = {
     name: (log, "none" if name in NO_LINE_OF_THEIR_OWN else "completed")

@@ -1,0 +1,106 @@
+"""mmengine's finished run (mmdet 3.x and its kin), built from its source's format strings
+(open-mmlab/mmengine 25434293): Runner._log_env logs its config before the loop (`Config:`, then
+pretty_text: keys sorted, `train_cfg = dict(max_epochs=12, type='EpochBasedTrainLoop', …)`, one
+key a line when long); LoggerHook logs `Epoch(train) [E][i/n]  …` every 50 steps, the epoch's
+last steps past the last interval unlogged (ignore_last, its default); CheckpointHook logs
+`Saving checkpoint at {E} epochs` once an epoch is over (every interval, and at the last epoch:
+save_last), then the validation runs. EpochBasedTrainLoop.run ends in the after_train hooks,
+which print nothing: the save at the config's max_epochs, after the last epoch's last logged
+step, is what tells a finished run from one cut at that step."""
+
+from __future__ import annotations
+
+import pytest
+from support.end_marker import assert_the_error_decides, read
+
+from bot.core.training_lines import LineParser
+
+STEPS = 7330
+CONFIG = ("05/01 07:00:00 - mmengine - INFO - Config:\n"
+          "max_epochs = 12\n"
+          "train_cfg = dict(max_epochs=12, type='EpochBasedTrainLoop', val_interval=1)\n")
+# a long dict: one key a line
+CONFIG_LONG = ("05/01 07:00:00 - mmengine - INFO - Config:\n"
+               "train_cfg = dict(\n"
+               "    dynamic_intervals=[\n        (\n            280,\n            1,\n        ),\n"
+               "    ],\n"
+               "    max_epochs=12,\n"
+               "    type='EpochBasedTrainLoop',\n"
+               "    val_interval=10)\n")
+
+
+def _line(epoch: int, step: int, steps: int = STEPS) -> str:
+    width = len(str(steps))
+    return (f"05/01 19:28:00 - mmengine - INFO - Epoch(train) [{epoch:>2}][{step:>{width}}"
+            f"/{steps}]  base_lr: 2.0000e-04 lr: 2.0000e-04  eta: 0:00:12  time: 0.4012  "
+            "data_time: 0.0100  memory: 4012  grad_norm: 4.1000  loss: 0.5123\n")
+
+
+def _epoch(epoch: int, steps: int = STEPS, every: int = 50) -> str:
+    """An epoch's lines as LoggerHook logs them (its last steps past an interval unlogged, all
+    of a short one's at its end), then CheckpointHook's save and the validation's summary."""
+    logged = range(every, steps + 1, every) if steps > every else [steps]
+    return ("".join(_line(epoch, i, steps) for i in logged)
+            + "05/01 19:28:12 - mmengine - INFO - Exp name: faster-rcnn_r50_fpn_1x_coco\n"
+            + _end_of(epoch))
+
+
+def _end_of(epoch: int) -> str:
+    return (f"05/01 19:28:12 - mmengine - INFO - Saving checkpoint at {epoch} epochs\n"
+            f"05/01 19:32:00 - mmengine - INFO - Epoch(val) [{epoch}][5000/5000]    "
+            "coco/bbox_mAP: 0.3740  coco/bbox_mAP_50: 0.5810  data_time: 0.0010  time: 0.0412\n")
+
+
+def _cut(log: str) -> str:
+    """`log` up to its last epoch's save (a run cut at its last logged step)."""
+    return log[:log.rindex("05/01 19:28:12 - mmengine - INFO - Exp name")]
+
+
+@pytest.mark.parametrize("config", [CONFIG, CONFIG_LONG], ids=["one-line", "a-key-a-line"])
+def test_its_training_line_takes_every_epoch_its_config_said_as_its_target(config):
+    parser = LineParser()
+    for n, line in enumerate(config.splitlines(), 1):
+        parser.parse(line, n)
+    sample, _ = parser.parse(_line(3, 7300).rstrip("\n"), 20)
+    assert sample is not None
+    assert (sample.iteration, sample.target_iter) == (2 * STEPS + 7300, 12 * STEPS)
+
+
+def test_the_save_after_the_last_epoch_ends_a_finished_run():
+    d = read(CONFIG + _epoch(11) + _epoch(12))
+    assert (d.class_id, d.decided_by) == ("completed", "progress")
+    # its last 30 steps were never logged: the save once the epoch was over says they ran
+    assert (d.metrics.last_iter, d.metrics.target_iter) == (11 * STEPS + 7300, 12 * STEPS)
+
+
+@pytest.mark.parametrize("log", [
+    _cut(CONFIG + _epoch(11) + _epoch(12)),  # at the last epoch's last logged step
+    CONFIG + _epoch(10) + _epoch(11),  # after an earlier epoch's save and validation
+    CONFIG + _epoch(11) + _epoch(12) + _line(12, 7300),  # a line after the save is no end
+    _epoch(11) + _epoch(12),  # no config printed: the epochs' total is unknown
+], ids=["cut-at-the-last-logged-step", "an-earlier-epochs-save", "progress-after-the-save",
+        "no-config"])
+def test_a_run_cut_short_of_the_save_at_its_last_epoch_is_still_running(log):
+    assert read(log).class_id == "none"
+
+
+def test_the_save_before_the_last_epoch_is_no_end_when_epochs_are_shorter_than_the_interval():
+    # 30 steps an epoch, logged every 50: each epoch's one line is its last step's
+    log = CONFIG + "".join(_epoch(e, steps=30) for e in (10, 11))
+    assert read(log).class_id == "none"
+    assert read(log + _epoch(12, steps=30)).class_id == "completed"
+
+
+def test_an_iteration_based_loops_save_at_its_target_ends_it():
+    # `Iter(train) [i/N]` names its target; the steps past the last interval are unlogged
+    lines = "".join(
+        f"05/01 19:28:00 - mmengine - INFO - Iter(train) [{i}/90010]  lr: 2.0000e-04  eta: "
+        "0:00:12  time: 0.4012  data_time: 0.0100  memory: 4012  loss: 0.5123\n"
+        for i in range(89800, 90001, 50))
+    save = "05/01 19:28:12 - mmengine - INFO - Saving checkpoint at 90010 iterations\n"
+    assert read(lines).class_id == "none"
+    assert read(lines + save).class_id == "completed"
+
+
+def test_an_error_after_the_last_save_decides():
+    assert_the_error_decides(CONFIG + _epoch(11) + _epoch(12))
