@@ -44,7 +44,8 @@ def run(args: argparse.Namespace) -> int:
     from bot.cluster.errors import ClusterError, ClusterUnavailable, HostKeyRejected
     from bot.cluster.sessions import ClusterSessions
     from bot.services import UsageProblem
-    from bot.services.submit import describe_not_applied, describe_start, submit_recipe
+    from bot.services.send_job import describe_not_applied
+    from bot.services.submit import describe_start, submit_recipe
     from bot.store import Store, StoreError
 
     args.recipe, args.overrides = recipe_and_overrides(args)

@@ -44,7 +44,7 @@ from bot.core.text import N_, Text, join_text
 from bot.core.units import GIB, parse_size
 from bot.services.overrides import OverrideError, apply_overrides, parse_overrides
 from bot.services.ports import SFTP, Runner
-from bot.services.submit import submit_env
+from bot.services.resume_point import submit_env
 
 if TYPE_CHECKING:
     from bot.config import ClusterConfig, Config, RecipeConfig

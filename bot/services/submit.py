@@ -1,73 +1,41 @@
 """Submit a recipe: validate overrides, find the checkpoint to resume from, sbatch, record.
 
 Used by `trainbot submit`, `/train submit` and `/train resume`, and by resubmits of a chain.
-The job learns where to resume through the environment: `TRAINBOT_RESUME_FROM` (checkpoint
-path, absent when starting from scratch) and `TRAINBOT_RESUME_ITER` (its iteration, when known).
-
-A recipe with a site submit wrapper (`submit_command`) gets its Slurm options (partition,
-account, qos, gres, mem, time, overrides applied) as sbatch's input environment variables
-(`SBATCH_PARTITION`, …, `SBATCH_MEM_PER_NODE`, `SBATCH_TIMELIMIT`), which the sbatch it runs
-reads unless the wrapper sets the same option on its command line. Overridden options are
-then checked against the submitted job: one the job did not get is never reported as
-applied (`SubmitResult.not_applied`).
+Where the job resumes and how it learns it: bot.services.resume_point; how the job is sent
+(sbatch, or a site submit wrapper) and which overrides a wrapper's job did not get:
+bot.services.send_job. Here: one submit into its run (one job of a run at a time, a
+person's submit kept in flight until its job is recorded), what it records and returns, and
+a submit whose end was not seen, found on the cluster by its job name.
 """
 
 from __future__ import annotations
 
 import logging
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.cluster.errors import (
-    ChannelClosed,
-    ClusterError,
-    CommandTimedOut,
-    OutcomeUnknown,
-    said,
-    submit_advice,
-)
+from bot.cluster.errors import ChannelClosed, ClusterError, OutcomeUnknown, said
 from bot.config import Config, RecipeConfig
-from bot.core.checkpoints import DEFAULT_POINTER, Checkpoint, lookup_stopped
-from bot.core.flight_recorder import flight_recorder_env
+from bot.core.checkpoints import Checkpoint
 from bot.core.policy import resume_start, run_latest
-from bot.core.slurm.array_spec import expand_task_path, task_resubmit_spec
+from bot.core.slurm.array_spec import task_resubmit_spec
 from bot.core.slurm.errors import SlurmParseError
 from bot.core.slurm.job_ref import parse_raw_job_ids
 from bot.core.slurm.sacct import sacct_ids_by_name_argv
-from bot.core.slurm.sbatch import (
-    RECIPE_OVERRIDABLE_OPTIONS,
-    SBATCH_INPUT_ENV,
-    options_not_applied,
-    sbatch_input_env,
-)
 from bot.core.slurm.squeue import squeue_ids_by_name_argv
 from bot.core.text import N_, Text
 from bot.crashpoint import crashpoint
 from bot.services import ServiceError, UsageProblem
 from bot.services.overrides import OverrideError, apply_overrides, parse_overrides
-from bot.services.ports import SFTP, SFTPCalls, Slurm
+from bot.services.ports import SFTP, Slurm
+from bot.services.resume_point import CheckpointLookupStopped, find_resume_checkpoint, submit_env
+from bot.services.send_job import NotApplied, send_job, wrapper_not_applied
 from bot.services.submit_deadlines import flight_in_flight_s, sender_command_at_most_s
 from bot.store import Attempt, Store, SubmitInFlight
 
 log = logging.getLogger(__name__)
-
-RESUME_ENV = "TRAINBOT_RESUME_FROM"
-RESUME_ITER_ENV = "TRAINBOT_RESUME_ITER"
-RECIPE_ENV = "TRAINBOT_RECIPE"
-CHAIN_ENV = "TRAINBOT_CHAIN_ID"
-
-
-@dataclass(frozen=True)
-class NotApplied:
-    """An override the submitted job did not get (a site wrapper set its own): what was
-    asked and what the job has, as Slurm writes it."""
-
-    key: str
-    requested: str
-    actual: str
 
 
 @dataclass(frozen=True)
@@ -108,78 +76,8 @@ def describe_start(result: SubmitResult, recipe: RecipeConfig) -> Text:
     return N_("starting from scratch (the recipe has no checkpoint dir)")
 
 
-def describe_not_applied(items: Sequence[NotApplied]) -> Text | str:
-    """The sentence for overrides a wrapper's job did not get ('' when none): `trainbot
-    submit` (its `str()`) and `/train submit` replies (translated by the renderer)."""
-    if not items:
-        return ""
-    pairs = [N_("%(key)s=%(requested)s (the job has %(actual)s)", key=n.key,
-                requested=n.requested, actual=n.actual) for n in items]
-    return N_("The site's submit command did not apply %(pairs)s.", pairs=pairs)
-
-
 # --------------------------------------------------------------------------------------------
 # submit
-
-
-def submit_env(recipe_name: str, recipe: RecipeConfig, checkpoint: Checkpoint | None) -> dict:
-    """Environment exported to the job: the flight recorder's when the recipe opts in, the
-    recipe's env, and where to resume from."""
-    env = flight_recorder_env(recipe.nccl_flight_recorder) if recipe.nccl_flight_recorder \
-        else {}
-    env.update(recipe.env)
-    env[RECIPE_ENV] = recipe_name
-    if checkpoint is not None:
-        env[RESUME_ENV] = checkpoint.path
-        if checkpoint.iteration is not None:
-            env[RESUME_ITER_ENV] = str(checkpoint.iteration)
-    return env
-
-
-def find_resume_checkpoint(recipe: RecipeConfig, sftp: SFTPCalls, task: int | None = None,
-                           *, at_most: int | None = None) -> Checkpoint | None:
-    """Latest complete checkpoint of the recipe, or None (no checkpoint dir / none yet);
-    with `at_most`, the latest at or below that iteration.
-
-    An array recipe's checkpoints are per task (`%a` in its dir): task `task`'s, and none
-    for a whole array's submit (each task starts as its script decides)."""
-    if recipe.checkpoint is None:
-        return None
-    if recipe.array is not None and task is None:
-        return None
-    from bot.cluster.checkpoints import LookupStopped, find_latest_checkpoint
-
-    ck = recipe.checkpoint
-    directory = expand_task_path(ck.dir, task) if task is not None else ck.dir
-    try:
-        return find_latest_checkpoint(
-            sftp, directory, ck.complete_rule, pointer_name=ck.pointer_file or None,
-            globs=ck.globs(), at_most=at_most,
-        )
-    except LookupStopped as exc:
-        if exc.bound.symlinks == 0:  # the directory's own listing took the bound
-            raise CheckpointLookupStopped(N_(
-                "not resumed: %(stopped)s, so the run neither resumes from one nor starts "
-                "from scratch. Move the old checkpoints and other files out of the directory, "
-                "then resume again",
-                stopped=lookup_stopped(directory, exc.decision))) from None
-        if exc.bound.symlinks is not None:  # its symlinked checkpoints' stats took it
-            raise CheckpointLookupStopped(N_(
-                "not resumed: %(stopped)s, so the run neither resumes from one nor starts "
-                "from scratch. Replace those symlinks with the directories they point to or "
-                "remove the old ones, then resume again",
-                stopped=lookup_stopped(directory, exc.decision))) from None
-        raise CheckpointLookupStopped(N_(
-            "not resumed: %(stopped)s, so the run neither resumes from one nor starts from "
-            "scratch. Remove the incomplete checkpoints or write a complete one's name in "
-            "%(pointer)s, then resume again",
-            stopped=lookup_stopped(directory, exc.decision),
-            pointer=ck.pointer_file or DEFAULT_POINTER)) from None
-
-
-class CheckpointLookupStopped(ServiceError):
-    """The resume's checkpoint lookup reached its request bound before a complete checkpoint:
-    the submit is refused (resuming an unchecked one or starting afresh would be a guess)."""
 
 
 #: Who the watcher's automatic resubmits are made by (bot.services.runs.AutoResubmitter).
@@ -343,7 +241,7 @@ def submit_recipe(
         if after_job is not None and chain is not None:
             _moved_on(store, chain.id, array_task, after_job)
         try:
-            job_id = _submit(slurm, effective, job_name, env)
+            job_id = send_job(slurm, effective, job_name, env)
         except OutcomeUnknown as exc:
             if not reconcile_unknown:
                 raise
@@ -364,7 +262,7 @@ def submit_recipe(
             detail=f"{type(exc).__name__}: {exc}",
         )  # fmt: skip
         raise
-    not_applied = _wrapper_not_applied(slurm, effective, job_id, typed)
+    not_applied = wrapper_not_applied(slurm, effective, job_id, typed)
 
     if chain is None:
         chain = store.chains.create(
@@ -506,62 +404,6 @@ def _array_of_submit(recipe_name: str, recipe: RecipeConfig, chain: Any,
         raise UsageProblem(f"task {array_task} of {recipe_name!r}: resubmit it into the "
                            "array's own chain")
     return recipe.model_copy(update={"array": task_resubmit_spec(array_task)})
-
-
-def _submit(slurm: Slurm, recipe: RecipeConfig, job_name: str, env: dict[str, str]) -> str:
-    """sbatch the recipe's script, or run its site wrapper; returns the job id as text."""
-    if recipe.sbatch_script is not None:
-        job_id = slurm.submit(recipe.submit_spec(job_name=job_name, env=env))
-        return str(job_id)
-    # A site wrapper gets the args and the environment (job name, resume point and the
-    # recipe's Slurm options as sbatch's input variables) and must print the job id. An end
-    # of it trainbot did not see (a timeout, a channel closed first) may have left a job, as
-    # sbatch's does (SlurmClient.submit): an OutcomeUnknown saying to look the name up.
-    assert recipe.submit_command is not None
-    options = {name: getattr(recipe, name) for name in SBATCH_INPUT_ENV}
-    env = {**env, **sbatch_input_env(options), "TRAINBOT_JOB_NAME": job_name}
-    argv = [*recipe.submit_command, *recipe.args]
-    try:
-        result = slurm.runner.run(argv, env=env, check=True)
-    except CommandTimedOut as exc:
-        raise OutcomeUnknown.timed_out(argv, exc, advice=submit_advice(job_name)) from exc
-    except OutcomeUnknown as exc:
-        raise exc.advised(submit_advice(job_name)) from exc
-    return parse_job_id(result.stdout, recipe.submit_command[0])
-
-
-def _wrapper_not_applied(slurm: Any, recipe: RecipeConfig, job_id: str,
-                         typed: Mapping[str, Any]) -> dict[str, str]:
-    """Overridden Slurm options a site wrapper's job did not get: key -> the job's value.
-
-    Asked only when a wrapper submitted with such overrides (sbatch itself always applies
-    its options). A job Slurm cannot show yet, or a Slurm that does not answer, leaves them
-    unchecked: the submit stands either way."""
-    requested = {k: v for k, v in typed.items() if k in RECIPE_OVERRIDABLE_OPTIONS}
-    if recipe.submit_command is None or not requested:
-        return {}
-    try:
-        job = slurm.job(int(job_id))
-    except (ClusterError, SlurmParseError) as exc:
-        log.warning("job %s: cannot check the overrides the submit command applied: %s",
-                    job_id, exc)
-        return {}
-    return options_not_applied(requested, job) if job is not None else {}
-
-
-_SUBMITTED_RE = re.compile(r"Submitted batch job (\d+)")
-_BARE_ID_RE = re.compile(r"^\s*(\d+)(?:;\S+)?\s*$", re.MULTILINE)
-
-
-def parse_job_id(stdout: str, command: str) -> str:
-    """The job id a submit wrapper printed (`Submitted batch job N` or a bare `N`)."""
-    match = _SUBMITTED_RE.search(stdout) or _BARE_ID_RE.search(stdout)
-    if match is None:
-        raise ServiceError(
-            f"submit command {command!r} printed no job id (expected 'Submitted batch job N' "
-            f"or a bare number): {stdout.strip()[-200:]!r}"
-        )
-    return match[1]
 
 
 #: How far the Slurm controller's clock may be behind trainbot's (both kept by NTP) when a

@@ -38,9 +38,10 @@ from bot.services.leases import process_holder
 from bot.services.ports import SFTP, Blocks, BotContext, Slurm
 from bot.services.preflight import PreflightOptions, PreflightUsageError, run_preflight
 from bot.services.runs import submit_and_announce
+from bot.services.send_job import describe_not_applied
 from bot.services.stacks import StackCollector, post_stacks
 from bot.services.status import StatusReport, job_status
-from bot.services.submit import describe_not_applied, describe_start
+from bot.services.submit import describe_start
 from bot.services.threads import code, open_thread, render
 from bot.store import Attempt
 

@@ -208,7 +208,7 @@ def test_resume_past_the_lookup_bound_is_refused_in_the_users_language(
 
     from bot.core.checkpoints import CHECKPOINT_REQUESTS
     from bot.core.text import render_text
-    from bot.services.submit import CheckpointLookupStopped, find_resume_checkpoint
+    from bot.services.resume_point import CheckpointLookupStopped, find_resume_checkpoint
     from bot.slack.render import translator
     from bot.store import Store
 

@@ -20,7 +20,8 @@ import pytest
 
 from bot.cluster.sessions import ClusterSessions
 from bot.config import Config
-from bot.services.submit import NotApplied, submit_recipe
+from bot.services.send_job import NotApplied
+from bot.services.submit import submit_recipe
 from bot.store import Store
 
 pytestmark = pytest.mark.integration

@@ -23,7 +23,7 @@ from dataclasses import replace
 from bot.core.findings import Finding
 from bot.core.launcher_lint.arith_calls import at_calls, with_later_passes
 from bot.core.launcher_lint.arith_findings import arith_finding
-from bot.core.launcher_lint.branches import (
+from bot.core.launcher_lint.branch_paths import (
     Step,
     last_to_run,
     path_index,

@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import replace
 from typing import NamedTuple
 
-from bot.core.launcher_lint.branches import Step
+from bot.core.launcher_lint.branch_paths import Step
 from bot.core.launcher_lint.calls import values_at_calls
 from bot.core.launcher_lint.counter_values import (
     BAD_OCTAL_RE,

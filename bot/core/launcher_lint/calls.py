@@ -9,7 +9,7 @@ import bisect
 import re
 from collections.abc import Callable
 
-from bot.core.launcher_lint.branches import Step, last_to_run
+from bot.core.launcher_lint.branch_paths import Step, last_to_run
 from bot.core.launcher_lint.model import Call, Construct, Opts
 from bot.core.launcher_lint.syntax import first_word
 from bot.core.shell_lexer import Memo, split_top_level

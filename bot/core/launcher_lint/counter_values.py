@@ -15,7 +15,7 @@ import re
 from collections.abc import Callable, Sequence
 from typing import overload
 
-from bot.core.launcher_lint.branches import Step, last_to_run
+from bot.core.launcher_lint.branch_paths import Step, last_to_run
 from bot.core.launcher_lint.messages import short
 from bot.core.launcher_lint.model import Arith, Construct, Scan
 

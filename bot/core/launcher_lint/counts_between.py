@@ -11,7 +11,7 @@ import heapq
 import re
 from collections.abc import Callable
 
-from bot.core.launcher_lint.branches import Coverage, Step, on_every_path
+from bot.core.launcher_lint.branch_paths import Coverage, Step, on_every_path
 from bot.core.launcher_lint.model import Arith, Construct
 from bot.core.shell_lexer import COMMAND_AT, Memo, group_end
 
@@ -107,7 +107,7 @@ class Counts:
     bodies left since are taken back, so that many counters of one variable cost time linear
     in their number; a counter before the last one asked starts its answer over. Where spans
     cross (not a script bash parses), each is answered over every count, as
-    branches.on_every_path does (`nested` False: the branches')."""
+    branch_paths.on_every_path does (`nested` False: the branches')."""
 
     def __init__(self, arith: list[Arith], spans: list[tuple[int, int]],
                  constructs: dict[tuple[int, int], Construct],
@@ -127,7 +127,7 @@ class Counts:
     def since(self, a: Arith, since: int) -> tuple[int, bool] | None:
         """Of the counts of `a`'s variable after offset `since` (its last assignment) and
         before `a` that run in its shell: the first the walk collected, and whether one of
-        them runs on every way bash goes from `since` to `a` (branches.on_every_path); None
+        them runs on every way bash goes from `since` to `a` (branch_paths.on_every_path); None
         when there are none."""
         counters = self.of.get(a.variable, [])
         if not self.nested:

@@ -279,7 +279,7 @@ def test_a_huge_root_stops_the_lookup_while_listing_it_and_says_so(peer: Peer) -
 
     from bot.core.text import render_text
     from bot.services.preflight import PreflightOptions, memory_section
-    from bot.services.submit import CheckpointLookupStopped, find_resume_checkpoint
+    from bot.services.resume_point import CheckpointLookupStopped, find_resume_checkpoint
     from bot.slack.render import translator
 
     ko = translator("ko").gettext
@@ -335,7 +335,7 @@ def test_a_resume_stopped_by_symlinked_checkpoints_says_it_stopped_listing_them(
     from fakes import make_config
 
     from bot.core.text import render_text
-    from bot.services.submit import CheckpointLookupStopped, find_resume_checkpoint
+    from bot.services.resume_point import CheckpointLookupStopped, find_resume_checkpoint
     from bot.slack.render import translator
 
     root = _root(peer, range(0))

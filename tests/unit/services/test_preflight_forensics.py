@@ -8,7 +8,7 @@ from fakes import make_config
 
 from bot.probes.toolchain import ptrace_checks, run_toolchain_probe
 from bot.services.preflight import flight_recorder_check
-from bot.services.submit import submit_env
+from bot.services.resume_point import submit_env
 
 
 def node(**ptrace: object) -> dict:

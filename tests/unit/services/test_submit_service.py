@@ -12,7 +12,7 @@ from bot.config import SLURM_OVERRIDE_FIELDS, RecipeConfig, parse_config
 from bot.core.slurm.sbatch import RECIPE_OVERRIDABLE_OPTIONS, SBATCH_INPUT_ENV, SubmitSpec
 from bot.services.overrides import OverrideError, apply_overrides, parse_overrides
 from bot.services.ports import SFTP, Slurm
-from bot.services.submit import RESUME_ENV
+from bot.services.resume_point import RESUME_ENV
 
 # submit_recipe's SFTP where the test has none: a recipe without checkpoints opens none
 # (NO_SFTP); the faked checkpoint lookup (`lookups`) only passes it on (LOOKUP_SFTP)
@@ -341,7 +341,8 @@ def test_a_wrapper_gets_the_recipes_slurm_options_with_the_overrides(wrap_config
 
 
 def test_overrides_a_wrapper_did_not_apply_are_never_reported_as_applied(wrap_config, store):
-    from bot.services.submit import NotApplied, describe_not_applied, submit_recipe
+    from bot.services.send_job import NotApplied, describe_not_applied
+    from bot.services.submit import submit_recipe
 
     slurm = fake_slurm()
     wrapped_job(slurm)  # the wrapper forces its own partition and mem on sbatch's command line
