@@ -35,6 +35,7 @@ if TYPE_CHECKING:
     from bot.cluster.ssh import SSHSettings
     from bot.config import Config
     from bot.services.ports import BotContext
+    from bot.store import Store
 
 REPO = Path(__file__).resolve().parents[1]
 DEV_CLUSTER_SCRIPTS = REPO / "deploy" / "dev-cluster"
@@ -380,6 +381,16 @@ def store_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path / 'state.db'}"
     return request.getfixturevalue("postgres_store_url")
+
+
+@pytest.fixture
+def replica_stores(store_url: str) -> Iterator[tuple[Store, Store]]:
+    """Two bot replicas' stores on one database (`store_url`): each its own `Store.open`
+    handle, with its own engine and connections, as two `trainbot run` processes have."""
+    from bot.store import Store
+
+    with Store.open(store_url) as a, Store.open(store_url) as b:
+        yield a, b
 
 
 @pytest.fixture

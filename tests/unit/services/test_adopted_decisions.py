@@ -16,7 +16,6 @@ from bot.services.ports import BotContext
 from bot.services.threads import render, root_view
 from bot.services.watch.tick import Watcher
 from bot.services.watch_events import ThreadEvents
-from bot.store import Store
 
 NOW = 1_732_871_000.0
 BOB = "U0BOB"  # adopts the job
@@ -25,12 +24,6 @@ PROGRESS = "".join(f"[2025-03-02 10:0{i}:00] iter {i * 100}/1000 loss 1.0\n" for
 NCCL = ("[E ProcessGroupNCCL.cpp:1182] [Rank 0] Watchdog caught collective operation timeout: "
         "WorkNCCL(SeqNum=1045, OpType=ALLREDUCE, NumelIn=1, NumelOut=1, Timeout(ms)=600000) "
         "ran for 600123 milliseconds before timing out.\n")
-
-
-@pytest.fixture
-def store(tmp_path):
-    with Store.open(f"sqlite:///{tmp_path / 's.db'}") as s:
-        yield s
 
 
 @pytest.fixture

@@ -24,7 +24,6 @@ from fakes import (
     make_context,
     present,
     recorded,
-    writer,
 )
 
 from bot.cluster.errors import ChannelClosed, OutcomeUnknown
@@ -59,13 +58,6 @@ STORY = Path(__file__).resolve().parents[2] / "fixtures" / "stories" / "88154.lo
 LOG = "/scratch/mix/logs/mix-88154.out"
 
 
-@pytest.fixture
-def store(tmp_path: Path):
-    s = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
-    yield s
-    s.close()
-
-
 class Story:
     """Job 88154 of chain `chain_id` running under a watcher; `posted` keeps (key, blocks)."""
 
@@ -83,14 +75,14 @@ class Story:
                                   charge_retry=True)
         store.attempts.record(chain_id=chain.id, job_id="88154", now=T0)
         store.watched_jobs.add("dev", "88154", now=T0, chain_id=chain.id)
-        writer(self.ctx).post_root(chain.id, "C0TRAIN", [], "mix")
+        recorded(self.ctx).post_root(chain.id, "C0TRAIN", [], "mix")
         self.slurm.add(88154, state="RUNNING", stdout_path=LOG, start_time=T0, name="mix")
         self.lines = STORY.read_bytes().splitlines(keepends=True)
         self.stall = next(i for i, x in enumerate(self.lines) if b"iter: 3470/" in x)
         self.sftp = FakeSFTP()
         self.sftp.append(LOG, b"".join(self.lines[: self.stall + 1]))
         self.posted: list[tuple[str, list]] = []
-        real_reply = writer(self.ctx).post_reply
+        real_reply = recorded(self.ctx).post_reply
 
         def capture(chain_id: int, key: str, blocks: list, text: str) -> str:
             if any(k == key for k, _ in self.posted):  # posted once by key, as by the poster
@@ -98,7 +90,7 @@ class Story:
             self.posted.append((key, blocks))
             return real_reply(chain_id, key, blocks, text)
 
-        writer(self.ctx).post_reply = capture  # type: ignore[method-assign]
+        recorded(self.ctx).post_reply = capture  # type: ignore[method-assign]
         self.watcher = Watcher("dev", slurm=self.slurm, reader=lambda: self.sftp, store=store,
                                catalogue=Catalogue.load(), sink=ThreadEvents(self.ctx),
                                config=self.ctx.config, checkpoint=FakeCheckpoints(3000))
@@ -194,7 +186,7 @@ def test_classes_that_do_not_charge_the_budget_stay_uncharged(store: Store,
     ctx = make_context(store, slurm)
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
     store.attempts.record(chain_id=chain.id, job_id="88154", now=T0)
-    writer(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
+    recorded(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
     # as the watcher records a finished job (bot.services.watch.tick.Watcher._finished)
     store.incidents.record("dev:88154:final", class_id=class_id, now=T0, chain_id=chain.id,
                            job_id="88154", state="posted",
@@ -214,7 +206,7 @@ def test_an_approved_time_limit_chunk_is_charged_only_without_progress(
     ctx = make_context(store, FakeSlurm())
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
     store.attempts.record(chain_id=chain.id, job_id="88154", now=T0, start_iter=2000)
-    writer(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
+    recorded(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
     cls = Catalogue.load().get("time_limit")
     d = Diagnosis(class_id="time_limit", action=cls.action, retryable=True,
                   charges_budget=cls.charges_budget, hint=cls.hint,
@@ -522,17 +514,17 @@ def test_a_settle_killed_after_recording_its_outcome_says_it_at_the_next_run_onc
     assert handle_click(s.ctx, token, ActionId.CANCEL_RESUME, "W0LEAD", T0 + 401).status == "done"
     s.slurm.cancel_answer_lost = None
 
-    post_reply = writer(s.ctx).post_reply
+    post_reply = recorded(s.ctx).post_reply
 
     def killed_at_the_note(chain_id: int, key: str, *args: Any) -> Any:
         if key.startswith("cancel-settled:"):  # the first thing said
             raise Killed
         return post_reply(chain_id, key, *args)
 
-    writer(s.ctx).post_reply = killed_at_the_note  # type: ignore[method-assign, assignment]
+    recorded(s.ctx).post_reply = killed_at_the_note  # type: ignore[method-assign, assignment]
     with pytest.raises(Killed):
         settle_unknown_cancels(s.ctx, T0 + 470)
-    del writer(s.ctx).post_reply
+    del recorded(s.ctx).post_reply
     said = ("Approved by <@W0LEAD>: cancelled job 88154 and resubmitted it as 88887 from "
             "scratch (no complete checkpoint). The prompt said iteration 3,000: the newest "
             "complete checkpoint changed since it was posted.")
@@ -558,17 +550,17 @@ def test_a_settle_killed_before_it_offered_the_cancel_again_offers_it_at_the_nex
     s.slurm.cancel_lost = ChannelClosed(["scancel", "88154"], "login", connection_lost=True)
     assert handle_click(s.ctx, token, choice, "W0LEAD", T0 + 401).status == "done"
     s.slurm.cancel_lost = None
-    capture = writer(s.ctx).post_reply
+    capture = recorded(s.ctx).post_reply
 
     def killed_offer(chain_id: int, key: str, blocks: list, text: str) -> str:
         if key.startswith("cancel-again:"):
             raise Killed
         return capture(chain_id, key, blocks, text)
 
-    writer(s.ctx).post_reply = killed_offer  # type: ignore[method-assign]
+    recorded(s.ctx).post_reply = killed_offer  # type: ignore[method-assign]
     with pytest.raises(Killed):
         settle_unknown_cancels(s.ctx, SCANCEL_OVER)
-    writer(s.ctx).post_reply = capture  # type: ignore[method-assign]
+    recorded(s.ctx).post_reply = capture  # type: ignore[method-assign]
     assert [k for k, _ in s.posted][-1] == f"cancel-settled:{token}"
 
     settle_unknown_cancels(s.ctx, SCANCEL_OVER + 60)
@@ -721,7 +713,7 @@ def _killed_in_the_resume(s: Story, where: str) -> str:
     s.slurm.add(88017, name="succ", account="root", partition="debug", priority=100,
                 submit_time=1000.0)
     token = s.stalled()["value"]
-    real_submit, capture = s.slurm.submit, writer(s.ctx).post_reply
+    real_submit, capture = s.slurm.submit, recorded(s.ctx).post_reply
     real_competitors, real_done = s.slurm.pending_competitors, s.store.approvals.mark_done
 
     def killed_submit(spec, *, script=None):
@@ -740,14 +732,14 @@ def _killed_in_the_resume(s: Story, where: str) -> str:
     if where in ("sbatch_sent", "sbatch_queued"):
         s.slurm.submit = killed_submit  # type: ignore[method-assign]
     elif where in ("announced", "hold_asked"):
-        writer(s.ctx).post_reply = killed_post  # type: ignore[method-assign]
+        recorded(s.ctx).post_reply = killed_post  # type: ignore[method-assign]
     elif where == "holds":
         s.slurm.pending_competitors = killed  # type: ignore[method-assign]
     else:
         s.store.approvals.mark_done = killed  # type: ignore[method-assign]
     with pytest.raises(Killed):
         handle_click(s.ctx, token, ActionId.CANCEL_RESUME, "W0LEAD", T0 + 401)
-    s.slurm.submit, writer(s.ctx).post_reply = real_submit, capture  # type: ignore[method-assign]
+    s.slurm.submit, recorded(s.ctx).post_reply = real_submit, capture  # type: ignore[method-assign]
     s.slurm.pending_competitors = real_competitors  # type: ignore[method-assign]
     s.store.approvals.mark_done = real_done  # type: ignore[method-assign]
     assert s.slurm.acted("cancel") == [88154]

@@ -16,7 +16,6 @@ from fakes import (
     make_context,
     present,
     recorded,
-    writer,
 )
 from support.mix_prompt import mix_prompt
 
@@ -54,7 +53,7 @@ def failed_run(ctx: BotContext) -> tuple[int, str]:
     """A chain whose job 88154 died (NCCL timeout), with its thread open."""
     chain = ctx.store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW - 100)
     ctx.store.attempts.record(chain_id=chain.id, job_id="88154", now=NOW - 100)
-    writer(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
+    recorded(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
     prompt = create_resubmit_prompt(
         ctx, recipe="mix", chain_id=chain.id, job_id="88154", now=NOW,
         summary="88154 died: NCCL watchdog timeout", resume_iter=3000, mem="1900G",
@@ -158,13 +157,13 @@ def test_authorized_click_resubmits_once_and_updates_the_message(
 def keep_replies(ctx: BotContext) -> dict[str, list]:
     """The blocks of each thread reply posted from now on, by key."""
     replies: dict[str, list] = {}
-    real_reply = writer(ctx).post_reply
+    real_reply = recorded(ctx).post_reply
 
     def keep_blocks(chain: int, key: str, blocks: list, text: str) -> str:
         replies[key] = blocks
         return real_reply(chain, key, blocks, text)
 
-    writer(ctx).post_reply = keep_blocks  # type: ignore[method-assign, assignment]
+    recorded(ctx).post_reply = keep_blocks  # type: ignore[method-assign, assignment]
     return replies
 
 
@@ -614,7 +613,7 @@ def test_held_competitor_released_when_resumed_job_fails_before_running(
 def test_a_korean_recipes_release_note_is_korean(store: Store, slurm: FakeSlurm) -> None:
     ctx = make_context(store, slurm, lang="ko")
     chain = ctx.store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW)
-    writer(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
+    recorded(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
     token = ctx.store.approvals.create(
         chain_id=chain.id, action=competitors.HOLD_ACTION, target_job="88017",
         payload={"cluster": "dev", "for_job": "88887", "recipe": "mix"}, allowed=["U0APPR"],
@@ -688,7 +687,7 @@ def gpu_fault_prompt(ctx: BotContext) -> tuple[int, str, list]:
     """A chain whose job 88154 died of a GPU fault on gpu-b12: the prompt leaves it out."""
     chain = ctx.store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW - 100)
     ctx.store.attempts.record(chain_id=chain.id, job_id="88154", now=NOW - 100)
-    writer(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
+    recorded(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
     prompt = create_resubmit_prompt(
         ctx, recipe="mix", chain_id=chain.id, job_id="88154", now=NOW, resume_iter=3000,
         summary="gpu_failure: proposing to resubmit on another node (--exclude=gpu-b12)",

@@ -25,13 +25,6 @@ LOG = "/logs/sweep-{}_{}.out"
 
 
 @pytest.fixture
-def store(tmp_path):
-    s = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
-    yield s
-    s.close()
-
-
-@pytest.fixture
 def lookups(monkeypatch):
     """Each task's checkpoint dir has iteration 100 * (task + 1); the dirs looked in."""
     seen: list[str] = []

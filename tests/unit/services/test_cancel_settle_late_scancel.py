@@ -8,7 +8,7 @@ not cancelled, offering the cancel again, while Slurm showed it CANCELLED."""
 from __future__ import annotations
 
 import pytest
-from fakes import AnswerLostSlurm, make_context, present, recorded, writer
+from fakes import AnswerLostSlurm, make_context, present, recorded
 
 from bot.cluster.errors import OutcomeUnknown
 from bot.core.takeover import RemoteDeadlines, cancel_takeover_s
@@ -28,12 +28,6 @@ LOST = OutcomeUnknown(["scancel", "88154"], "`scancel 88154` did not answer with
                       "effect")
 
 
-@pytest.fixture
-def store(tmp_path):
-    with Store.open(f"sqlite:///{tmp_path / 's.db'}") as s:
-        yield s
-
-
 def clicked(store: Store, choice: str) -> tuple[BotContext, AnswerLostSlurm, int, str]:
     """Job 88154 of run `mix` RUNNING, a prompt on it; W0LEAD clicks `choice` at NOW and its
     scancel's end is not seen (it outlived its deadline; not yet taken effect). (context,
@@ -44,7 +38,7 @@ def clicked(store: Store, choice: str) -> tuple[BotContext, AnswerLostSlurm, int
     store.attempts.record(chain_id=chain.id, job_id="88154", now=NOW - 1000)
     store.watched_jobs.add("dev", "88154", now=NOW - 1000, chain_id=chain.id)
     slurm.add(88154, name="mix", state="RUNNING", partition="debug", account="root")
-    writer(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
+    recorded(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
     token = create_resubmit_prompt(ctx, recipe="mix", chain_id=chain.id, job_id="88154",
                                    now=NOW - 100, summary="88154: stalled",
                                    offer_cancel=True).token

@@ -44,12 +44,6 @@ JUMP = RemoteDeadlines(jump=True)  # the click's runner: through a jump host (20
 SLOW_SFTP = RemoteDeadlines(sftp_s=60.0)  # the settle's runner: 60 s an SFTP request
 
 
-@pytest.fixture
-def store(tmp_path):
-    with Store.open(f"sqlite:///{tmp_path / 's.db'}") as s:
-        yield s
-
-
 def stalled_prompt(store: Store, runner: RemoteDeadlines) -> tuple[BotContext, AnswerLostSlurm,
                                                                     str]:
     """Run `mix` whose job 88154 stalled, a Cancel and resume prompt on it; the bot's SSH

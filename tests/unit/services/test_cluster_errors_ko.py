@@ -23,17 +23,10 @@ from bot.cluster.slurm import SlurmClient
 from bot.cluster.ssh import SSHRunner, SSHSettings
 from bot.core import train_grammar as c
 from bot.services.train import execute, say
-from bot.store import Store
 
 NOW = 1_732_871_000.0
 CHANNEL = "C0TRAIN"
 HANGUL = re.compile("[\uac00-\ud7a3]")
-
-
-@pytest.fixture
-def store(tmp_path):
-    with Store.open(f"sqlite:///{tmp_path / 's.db'}") as s:
-        yield s
 
 
 def reply(store, slurm, cmd, lang: str, actor: str = "U0ALICE") -> str:

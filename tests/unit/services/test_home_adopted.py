@@ -29,19 +29,12 @@ from bot.services.train import execute
 from bot.services.watch.tick import Watcher
 from bot.services.watch_events import ThreadEvents
 from bot.slack.views import HOME_CANCEL_JOB, HOME_STOP_WATCHING
-from bot.store import Store
 from handlers.home import make_cancel_job
 
 NOW = 1_732_871_000.0
 BOB = "U0BOB"  # adopts jobs; neither in a recipe's team nor an approver
 APPROVER = "U0APPR"  # slack.approvers (group leads): may cancel a job trainbot did not submit
 ALICE = "U0ALICE"  # a submitter of mix: her team's runs only
-
-
-@pytest.fixture
-def store(tmp_path):
-    with Store.open(f"sqlite:///{tmp_path / 's.db'}") as s:
-        yield s
 
 
 @pytest.fixture

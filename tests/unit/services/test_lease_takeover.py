@@ -13,7 +13,6 @@ from __future__ import annotations
 import logging
 from collections.abc import Mapping
 from functools import partial
-from typing import Any
 
 import pytest
 from support.race import race
@@ -52,22 +51,14 @@ class Processes:
         return self.pids.get(pid, "gone")
 
 
-@pytest.fixture
-def replicas(store_url: str) -> Any:
-    a, b = Store.open(store_url), Store.open(store_url)
-    yield a, b
-    a.close()
-    b.close()
-
-
 def _takeovers(caplog) -> list[str]:
     return [r.getMessage() for r in caplog.records
             if r.levelno == logging.WARNING and "taken over" in r.getMessage()]
 
 
 def test_a_restarted_replica_takes_its_dead_predecessors_lease_at_once_and_fences_it(
-        replicas, caplog) -> None:
-    a, b = replicas
+        replica_stores, caplog) -> None:
+    a, b = replica_stores
     old = LeaseKeeper(a.leases, holder=OLD, processes=Processes())
     now = [100.0]
     late = old.fence(LEASE, lambda: now[0])  # a write of the old process, were it late
@@ -92,8 +83,8 @@ def test_a_restarted_replica_takes_its_dead_predecessors_lease_at_once_and_fence
 
 
 def test_a_pid_reused_by_another_process_does_not_keep_the_dead_holders_lease(
-        replicas, caplog) -> None:
-    a, b = replicas
+        replica_stores, caplog) -> None:
+    a, b = replica_stores
     assert a.leases.acquire(LEASE, OLD, now=100.0, ttl_s=30.0)
     reused = Processes({4242: ProcStat("S", 30999)})  # the same pid, started later
     assert LeaseKeeper(b.leases, holder=NEW, processes=reused).holds(LEASE, 101.0, 10.0)
@@ -101,15 +92,15 @@ def test_a_pid_reused_by_another_process_does_not_keep_the_dead_holders_lease(
     assert "its pid now belongs to a process started at another time" in _takeovers(caplog)[0]
 
 
-def test_a_holder_that_exited_but_is_not_yet_reaped_is_dead(replicas) -> None:
-    a, b = replicas
+def test_a_holder_that_exited_but_is_not_yet_reaped_is_dead(replica_stores) -> None:
+    a, b = replica_stores
     assert a.leases.acquire(LEASE, OLD, now=100.0, ttl_s=30.0)
     zombie = Processes({4242: ProcStat("Z", 29026)})
     assert LeaseKeeper(b.leases, holder=NEW, processes=zombie).holds(LEASE, 101.0, 10.0)
 
 
-def test_a_live_replica_on_the_same_host_keeps_its_lease(replicas, caplog) -> None:
-    a, b = replicas
+def test_a_live_replica_on_the_same_host_keeps_its_lease(replica_stores, caplog) -> None:
+    a, b = replica_stores
     alive = Processes({4242: ProcStat("S", 29026)})
     caplog.set_level(logging.INFO, logger="bot.services.leases")
     assert a.leases.acquire(LEASE, OLD, now=100.0, ttl_s=30.0)
@@ -129,9 +120,9 @@ def test_a_live_replica_on_the_same_host_keeps_its_lease(replicas, caplog) -> No
     "vm:4242:96e72bf3",  # written before holders recorded their boot and start
     "A",
 ])
-def test_a_holder_that_cannot_be_judged_keeps_its_lease_until_the_ttl(replicas, holder
+def test_a_holder_that_cannot_be_judged_keeps_its_lease_until_the_ttl(replica_stores, holder
                                                                       ) -> None:
-    a, b = replicas
+    a, b = replica_stores
     assert a.leases.acquire(LEASE, holder, now=100.0, ttl_s=30.0)
     procs = Processes()  # no pid has a process: yet nothing proves it is the holder's
     keeper = LeaseKeeper(b.leases, holder=NEW, processes=procs)
@@ -142,8 +133,8 @@ def test_a_holder_that_cannot_be_judged_keeps_its_lease_until_the_ttl(replicas, 
     assert b.leases.epoch(LEASE) == 2
 
 
-def test_a_machine_that_cannot_be_read_or_judged_takes_nothing_over(replicas, caplog) -> None:
-    a, b = replicas
+def test_a_machine_that_cannot_be_read_or_judged_takes_nothing_over(replica_stores, caplog) -> None:
+    a, b = replica_stores
     assert a.leases.acquire(LEASE, OLD, now=100.0, ttl_s=30.0)
     assert not LeaseKeeper(b.leases, holder=NEW, processes=Processes(machine=None)).holds(
         LEASE, 101.0, every_s=10.0)
@@ -159,8 +150,8 @@ def test_a_machine_that_cannot_be_read_or_judged_takes_nothing_over(replicas, ca
     assert (b.leases.holder(LEASE), b.leases.epoch(LEASE)) == (OLD, 1)
 
 
-def test_of_two_replicas_taking_a_dead_holders_lease_at_once_one_does(replicas) -> None:
-    a, b = replicas
+def test_of_two_replicas_taking_a_dead_holders_lease_at_once_one_does(replica_stores) -> None:
+    a, b = replica_stores
     assert a.leases.acquire(LEASE, OLD, now=100.0, ttl_s=30.0)
     alive = {5151: ProcStat("S", 31000), 6262: ProcStat("S", 31500)}  # both new ones live
     keepers = [LeaseKeeper(a.leases, holder=OTHER, processes=Processes(alive)),
@@ -173,8 +164,8 @@ def test_of_two_replicas_taking_a_dead_holders_lease_at_once_one_does(replicas) 
     assert not loser.holds(LEASE, 102.0, every_s=10.0)  # the winner lives: it stands by
 
 
-def test_the_repository_takes_over_only_from_the_holder_named(replicas) -> None:
-    a, b = replicas
+def test_the_repository_takes_over_only_from_the_holder_named(replica_stores) -> None:
+    a, b = replica_stores
     assert a.leases.acquire(LEASE, OLD, now=100.0, ttl_s=30.0) == 1
     assert b.leases.take_over(LEASE, "someone-else", NEW, now=101.0, ttl_s=30.0) is None
     assert b.leases.take_over(LEASE, NEW, NEW, now=101.0, ttl_s=30.0) is None
@@ -187,8 +178,8 @@ def test_the_repository_takes_over_only_from_the_holder_named(replicas) -> None:
 
 
 def test_a_restarted_schedulers_first_run_is_at_once_under_the_dead_holders_lease(
-        replicas) -> None:
-    a, b = replicas
+        replica_stores) -> None:
+    a, b = replica_stores
     assert a.leases.acquire(LEASE, OLD, now=1000.0, ttl_s=90.0)  # watched every 30 s
     ran: list[float] = []
     scheduler = JobScheduler(LeaseKeeper(b.leases, holder=NEW, processes=Processes()),
@@ -212,14 +203,14 @@ def _statements(store: Store) -> list[str]:
     (format_holder("gpu-02", 4242, "96e72bf3", Machine("gpu-02", BOOT, "4026531836"), 29026),
      0),  # another host's: nothing to look at
 ])
-def test_a_skipped_run_reads_the_holder_once_with_its_take(replicas, caplog, holder,
+def test_a_skipped_run_reads_the_holder_once_with_its_take(replica_stores, caplog, holder,
                                                            looks: int) -> None:
     """A replica standing by for a live holder: each skipped run is the take it tries (one
     UPDATE) and one read of who holds the lease, in the same transaction, and /proc only for
     a holder of this host (one pid). Before, a skipped run read the holder twice more (the
     take's check, then the dead-holder judgement: three SELECTs and three transactions), and
     its first a fourth time for its log line."""
-    a, b = replicas
+    a, b = replica_stores
     alive = Processes({4242: ProcStat("S", 29026)})
     caplog.set_level(logging.INFO, logger="bot.services.leases")
     assert a.leases.acquire(LEASE, holder, now=100.0, ttl_s=30.0)

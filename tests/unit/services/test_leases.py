@@ -35,20 +35,12 @@ from bot.store.repos.replicas import LeasesRepo
 LEASE = "watch:alpha"
 
 
-@pytest.fixture
-def replicas(store_url: str) -> Any:
-    a, b = Store.open(store_url), Store.open(store_url)
-    yield a, b
-    a.close()
-    b.close()
-
-
 # ------------------------------------------------------------------------------ the repository
 
 
-def test_a_lease_is_renewed_by_its_holder_and_refused_to_another_until_it_lapses(replicas
+def test_a_lease_is_renewed_by_its_holder_and_refused_to_another_until_it_lapses(replica_stores
                                                                                 ) -> None:
-    a, b = replicas
+    a, b = replica_stores
     assert a.leases.acquire(LEASE, "A", now=100.0, ttl_s=30.0)  # free: taken
     assert b.leases.holder(LEASE) == "A"
     assert not b.leases.acquire(LEASE, "B", now=110.0, ttl_s=30.0)
@@ -60,8 +52,9 @@ def test_a_lease_is_renewed_by_its_holder_and_refused_to_another_until_it_lapses
     assert not a.leases.acquire(LEASE, "A", now=151.0, ttl_s=30.0)  # A lost it
 
 
-def test_a_renewal_keeps_when_the_lease_was_taken_and_a_takeover_restarts_it(replicas) -> None:
-    a, b = replicas
+def test_a_renewal_keeps_when_the_lease_was_taken_and_a_takeover_restarts_it(
+        replica_stores) -> None:
+    a, b = replica_stores
 
     def times() -> tuple[float, float]:
         with a.engine.begin() as conn:
@@ -75,9 +68,9 @@ def test_a_renewal_keeps_when_the_lease_was_taken_and_a_takeover_restarts_it(rep
     assert times() == (200.0, 260.0)
 
 
-def test_a_released_lease_is_free_at_once_and_only_its_holder_can_release_it(replicas
+def test_a_released_lease_is_free_at_once_and_only_its_holder_can_release_it(replica_stores
                                                                             ) -> None:
-    a, b = replicas
+    a, b = replica_stores
     assert a.leases.acquire(LEASE, "A", now=100.0, ttl_s=30.0)
     assert not b.leases.release(LEASE, "B")  # not B's to give up
     assert not b.leases.acquire(LEASE, "B", now=101.0, ttl_s=30.0)
@@ -87,15 +80,15 @@ def test_a_released_lease_is_free_at_once_and_only_its_holder_can_release_it(rep
     assert not a.leases.release(LEASE, "A")
 
 
-def test_leases_are_independent_by_name(replicas) -> None:
-    a, b = replicas
+def test_leases_are_independent_by_name(replica_stores) -> None:
+    a, b = replica_stores
     assert a.leases.acquire("watch:alpha", "A", now=100.0, ttl_s=30.0)
     assert b.leases.acquire("watch:beta", "B", now=100.0, ttl_s=30.0)
     assert (a.leases.holder("watch:beta"), b.leases.holder("watch:alpha")) == ("B", "A")
 
 
-def test_the_epoch_rises_with_each_new_holder_and_never_repeats(replicas) -> None:
-    a, b = replicas
+def test_the_epoch_rises_with_each_new_holder_and_never_repeats(replica_stores) -> None:
+    a, b = replica_stores
     assert a.leases.acquire(LEASE, "A", now=100.0, ttl_s=30.0) == 1
     assert a.leases.acquire(LEASE, "A", now=120.0, ttl_s=30.0) == 1  # renewed
     assert a.leases.acquire(LEASE, "A", now=200.0, ttl_s=30.0) == 1  # lapsed, nobody took it
@@ -106,9 +99,9 @@ def test_the_epoch_rises_with_each_new_holder_and_never_repeats(replicas) -> Non
     assert a.leases.acquire(LEASE, "A", now=302.0, ttl_s=30.0) is None
 
 
-def test_a_renewal_under_a_stale_epoch_or_after_a_release_is_refused(replicas) -> None:
+def test_a_renewal_under_a_stale_epoch_or_after_a_release_is_refused(replica_stores) -> None:
     """The fence: only the holder, under the epoch it took the lease with, may renew it."""
-    a, b = replicas
+    a, b = replica_stores
     epoch_a = a.leases.acquire(LEASE, "A", now=100.0, ttl_s=30.0)
     assert a.leases.renew(LEASE, "A", epoch_a, now=125.0, ttl_s=30.0)  # until 155
     assert not b.leases.acquire(LEASE, "B", now=150.0, ttl_s=30.0)
@@ -163,9 +156,9 @@ def test_a_lease_lasts_three_runs_and_at_least_30_s() -> None:
     assert lease_ttl(5.0) == 30.0
 
 
-def test_the_keeper_logs_once_when_ownership_changes_and_quietly_skips(replicas, caplog
+def test_the_keeper_logs_once_when_ownership_changes_and_quietly_skips(replica_stores, caplog
                                                                       ) -> None:
-    a, b = replicas
+    a, b = replica_stores
     keeper_a, keeper_b = LeaseKeeper(a.leases, holder="A"), LeaseKeeper(b.leases, holder="B")
     caplog.set_level(logging.DEBUG, logger="bot.services.leases")
     assert keeper_a.holds(LEASE, 100.0, every_s=30.0)
@@ -184,8 +177,8 @@ def test_the_keeper_logs_once_when_ownership_changes_and_quietly_skips(replicas,
 
 
 def test_a_fence_refuses_the_side_effects_of_a_replica_whose_lease_was_taken_over(
-        replicas, caplog) -> None:
-    a, b = replicas
+        replica_stores, caplog) -> None:
+    a, b = replica_stores
     now = [100.0]
     keeper_a, keeper_b = LeaseKeeper(a.leases, holder="A"), LeaseKeeper(b.leases, holder="B")
     fence = keeper_a.fence(LEASE, lambda: now[0])
@@ -204,8 +197,8 @@ def test_a_fence_refuses_the_side_effects_of_a_replica_whose_lease_was_taken_ove
     assert any("lost the lease (epoch 1)" in r.getMessage() for r in caplog.records)
 
 
-def test_heartbeats_keep_a_long_run_its_lease(replicas) -> None:
-    a, b = replicas
+def test_heartbeats_keep_a_long_run_its_lease(replica_stores) -> None:
+    a, b = replica_stores
     now = [100.0]
     keeper_a, keeper_b = LeaseKeeper(a.leases, holder="A"), LeaseKeeper(b.leases, holder="B")
     fence = keeper_a.fence(LEASE, lambda: now[0])
@@ -219,8 +212,8 @@ def test_heartbeats_keep_a_long_run_its_lease(replicas) -> None:
 
 
 def test_a_stopping_keeper_starts_no_side_effect_and_keeps_a_lease_whose_side_effect_runs(
-        replicas) -> None:
-    a, b = replicas
+        replica_stores) -> None:
+    a, b = replica_stores
     now = [100.0]
     keeper = LeaseKeeper(a.leases, holder="A")
     watch, holds = keeper.fence(LEASE, lambda: now[0]), keeper.fence("holds", lambda: now[0])
@@ -238,9 +231,9 @@ def test_a_stopping_keeper_starts_no_side_effect_and_keeps_a_lease_whose_side_ef
     assert not keeper.holds("holds", 101.0, every_s=10.0)
 
 
-def test_a_stop_ends_a_long_run_at_its_next_step_then_releases_the_lease(replicas,
+def test_a_stop_ends_a_long_run_at_its_next_step_then_releases_the_lease(replica_stores,
                                                                         caplog) -> None:
-    a, b = replicas
+    a, b = replica_stores
     scheduler = JobScheduler(LeaseKeeper(a.leases, holder="A"), clock=lambda: 1000.0)
     fence = scheduler.fence(LEASE)
     steps: list[int] = []
@@ -265,8 +258,8 @@ def test_a_stop_ends_a_long_run_at_its_next_step_then_releases_the_lease(replica
                in r.getMessage() for r in caplog.records)
 
 
-def test_a_stop_waits_for_a_stuck_run_no_longer_than_its_grace(replicas) -> None:
-    a, b = replicas
+def test_a_stop_waits_for_a_stuck_run_no_longer_than_its_grace(replica_stores) -> None:
+    a, b = replica_stores
     scheduler = JobScheduler(LeaseKeeper(a.leases, holder="A"), clock=lambda: 1000.0)
     entered, unstuck = threading.Event(), threading.Event()
 
@@ -308,13 +301,13 @@ def stall_takes(leases: LeasesRepo, *, until: threading.Event, land_first: bool 
 
 @pytest.mark.parametrize("stop_comes", ["before the take", "after the take"])
 def test_a_run_whose_take_stalls_past_the_stop_leaves_the_other_replica_the_lease_at_once(
-        replicas, caplog, stop_comes) -> None:
+        replica_stores, caplog, stop_comes) -> None:
     """A's run passes the keeper's stopping check, then its take stalls (a slow database)
     past the stop's grace and `release_all`; the take lands after them ("before the take":
     the stop comes before the store takes it; "after the take": between the take and its
     bookkeeping). The job does not run, and B takes the lease right after the stop, not
     after its TTL."""
-    a, b = replicas
+    a, b = replica_stores
     caplog.set_level(logging.INFO, logger="bot.services.leases")
     keeper = LeaseKeeper(a.leases, holder="A")
     scheduler = JobScheduler(keeper, clock=lambda: 1000.0)
@@ -338,11 +331,11 @@ def test_a_run_whose_take_stalls_past_the_stop_leaves_the_other_replica_the_leas
 
 
 def test_a_take_stalled_past_the_stop_keeps_a_lease_whose_side_effect_is_under_way(
-        replicas) -> None:
+        replica_stores) -> None:
     """As above, but an sbatch under A's lease is still under way at the stop: `release_all`
     leaves that lease A's, and the late take does not give it back either (B must not act
     before the sbatch has ended)."""
-    a, b = replicas
+    a, b = replica_stores
     keeper = LeaseKeeper(a.leases, holder="A")
     assert keeper.holds(LEASE, 1000.0, every_s=30)
     stopped = threading.Event()
@@ -363,14 +356,14 @@ def test_a_take_stalled_past_the_stop_keeps_a_lease_whose_side_effect_is_under_w
 
 
 def test_a_lease_left_to_its_side_effect_at_the_stop_is_renewed_then_released_when_it_ends(
-        replicas, caplog) -> None:
+        replica_stores, caplog) -> None:
     """An sbatch under A's lease is under way when A stops (its grace over, `release_all`
     run): the lease stays A's and is renewed while the sbatch runs (B must not act before it
     has ended); once the sbatch ends, the lease is released at once, not renewed again, and
     B takes the job over on its next run. Before, the lease stayed marked busy for the rest
     of the process: never released (B waited out its TTL, 90 s at a 30-s tick) and renewed
     by nobody."""
-    a, b = replicas
+    a, b = replica_stores
     caplog.set_level(logging.INFO, logger="bot.services.leases")
     keeper, keeper_b = LeaseKeeper(a.leases, holder="A"), LeaseKeeper(b.leases, holder="B")
     assert keeper.holds(LEASE, 1000.0, every_s=30)
@@ -389,12 +382,12 @@ def test_a_lease_left_to_its_side_effect_at_the_stop_is_renewed_then_released_wh
 
 
 def test_a_take_stalled_past_the_stop_gives_back_a_lease_whose_side_effect_has_ended(
-        replicas) -> None:
+        replica_stores) -> None:
     """A's sbatch is under way at the stop, and a run of A's whose take stalled lands after
     the sbatch ended: the lease is given back at once, as any lease taken while stopping (the
     job does not run), and B takes it. Before, the lease stayed marked busy for the rest of
     the process: the late take kept it A's, and B waited out its TTL."""
-    a, b = replicas
+    a, b = replica_stores
     keeper = LeaseKeeper(a.leases, holder="A")
     assert keeper.holds(LEASE, 1000.0, every_s=30)
     sbatch_ended = threading.Event()
@@ -415,12 +408,12 @@ def test_a_take_stalled_past_the_stop_gives_back_a_lease_whose_side_effect_has_e
 
 
 def test_a_side_effect_whose_renewal_failed_leaves_its_lease_to_be_released_at_the_stop(
-        replicas) -> None:
+        replica_stores) -> None:
     """The database fails the renewal that starts A's sbatch (the sbatch is not sent, the
     run fails); A then stops cleanly: the lease is released, B takes it over at once. Before,
     the failed renewal left the lease counted busy, so the stop left it to lapse after its
     TTL."""
-    a, b = replicas
+    a, b = replica_stores
     keeper = LeaseKeeper(a.leases, holder="A")
     assert keeper.holds(LEASE, 1000.0, every_s=30)
     renew = a.leases.renew
@@ -506,7 +499,7 @@ def test_two_replicas_on_one_database_run_each_job_in_one_and_fail_over_after_th
         b.store.close()
 
 
-def test_two_replicas_started_together_run_a_job_at_once_in_one_of_them(replicas) -> None:
+def test_two_replicas_started_together_run_a_job_at_once_in_one_of_them(replica_stores) -> None:
     """Each replica's first run of a job is at its start, not a tick (an hour here) later;
     the lease still lets one of them act, the other stands by."""
     acted: list[str] = []
@@ -519,7 +512,7 @@ def test_two_replicas_started_together_run_a_job_at_once_in_one_of_them(replicas
             return held
 
     schedulers = [JobScheduler(Keeper(store.leases, holder=holder))
-                  for store, holder in zip(replicas, "AB", strict=True)]
+                  for store, holder in zip(replica_stores, "AB", strict=True)]
     for scheduler, holder in zip(schedulers, "AB", strict=True):
         scheduler.run_repeating(LEASE, partial(lambda h, now: acted.append(h), holder),
                                 every_s=3600)
@@ -550,12 +543,12 @@ def test_a_replica_shutting_down_cleanly_hands_its_jobs_over_at_once(store_url) 
 
 
 def test_overlapping_checks_of_one_lease_recorded_out_of_order_still_release_it_at_stop(
-        replicas) -> None:
+        replica_stores) -> None:
     """Two runs of one job overlap in one replica (the scheduler's first run at its start and
     another): the first finds B's lease at 1000, the second takes it over at 1100 (it lapsed
     at 1090), and the first records its result last. The store says A holds it: a clean stop
     releases it, so B takes the job at once instead of after the TTL."""
-    a_store, b_store = replicas
+    a_store, b_store = replica_stores
     assert b_store.leases.acquire(LEASE, "B", now=1000.0, ttl_s=90.0)
     keeper = LeaseKeeper(a_store.leases, holder="A")
     take = a_store.leases.acquire_or_holder
@@ -652,7 +645,7 @@ def test_trainbot_run_takes_the_leases_and_releases_them_when_stopped(
 
 
 def test_a_replica_taking_a_cluster_back_starts_from_the_store_not_its_memory(
-        replicas) -> None:
+        replica_stores) -> None:
     """Replica A watched, lost the lease to B, and gets it back: what A kept in memory (tail
     positions, series) is as old as its last tick, so it is dropped before A ticks again."""
     class Watcher:
@@ -668,7 +661,7 @@ def test_a_replica_taking_a_cluster_back_starts_from_the_store_not_its_memory(
             self.calls.append("forget")
 
     now = [1000.0]
-    a_store, b_store = replicas
+    a_store, b_store = replica_stores
     a, b = LeaseKeeper(a_store.leases, holder="A"), LeaseKeeper(b_store.leases, holder="B")
     watcher = Watcher()
     job = JobScheduler(a, clock=lambda: now[0]).run_repeating(

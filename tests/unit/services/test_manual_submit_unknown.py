@@ -32,12 +32,6 @@ TIMED_OUT = OutcomeUnknown(
     "controller is overloaded or down; it may or may not have taken effect")
 
 
-@pytest.fixture
-def store(tmp_path):
-    with Store.open(f"sqlite:///{tmp_path / 's.db'}") as s:
-        yield s
-
-
 def failed_run(ctx: BotContext) -> int:
     """Run `mix` whose job 88154 failed: a chain with its thread."""
     return fakes.failed_run(ctx, now=NOW, channel=CHANNEL)

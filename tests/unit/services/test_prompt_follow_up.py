@@ -4,7 +4,6 @@ now; each step recorded in the store, so no replica repeats one."""
 
 from __future__ import annotations
 
-import pytest
 from fakes import T0, FakeSlurm, make_context, writer
 
 from bot.core.catalogue import Catalogue
@@ -21,13 +20,6 @@ from bot.store import Store
 HOUR = 3600.0
 FAILED = Accounting(state="FAILED", exit_code=1, signal=0, mem_limit_bytes=950 * GIB,
                     max_rss_bytes=940 * GIB)
-
-
-@pytest.fixture
-def store(tmp_path):
-    s = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
-    yield s
-    s.close()
 
 
 def prompted(store: Store, **recipe):

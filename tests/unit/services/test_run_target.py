@@ -7,7 +7,6 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-import pytest
 from fakes import T0, FakeSFTP, FakeSlurm, make_context, present
 from support.watcher import count_reads
 
@@ -23,13 +22,6 @@ from bot.store import Store
 LOG = "/logs/mix-{}.out"
 MEGATRON = (" iteration {it:>8}/   40000 | consumed samples: {it:>10} | elapsed time per "
             "iteration (ms): 2349.4 | learning rate: 9.7E-05 | lm loss: 2.72E+00 |\n")
-
-
-@pytest.fixture
-def store(tmp_path):
-    s = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
-    yield s
-    s.close()
 
 
 def run(store: Store, *, overrides: dict[str, str] | None = None,

@@ -21,7 +21,6 @@ from fakes import (
     RecordingMessageSink,
     make_context,
     recorded,
-    writer,
 )
 from support.watcher import stalled_thread
 
@@ -100,13 +99,6 @@ class GatedCollector:
         return self.report
 
 
-@pytest.fixture
-def store(tmp_path):
-    s = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
-    yield s
-    s.close()
-
-
 def stalled_watch(store: Store, collector: GatedCollector, **recipe: Any):
     """The 88154 story up to its stall, watched with stacks collected by `collector`; the
     watcher, the forensics, and the rest of the log (to end the job with)."""
@@ -173,7 +165,7 @@ def test_a_collection_that_gets_nothing_says_why_in_one_line(store, outcome, lin
 def test_the_summary_in_the_recipes_language(store) -> None:
     ctx = make_context(store, sink=UploadSink(store), lang="ko")
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
-    writer(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
+    recorded(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
     assert post_stacks(ctx, chain.id, "stacks:x", STUCK_RANK_3, "mix")
     text = recorded(ctx).posts[-1][3]
     assert text.startswith("🔎 Python 스택 · 작업 88154: rank 4개 중 3개가 `all_gather` ← "
@@ -324,7 +316,7 @@ def test_train_stacks_answers_the_asker_and_posts_in_the_runs_thread(store) -> N
     ctx.config.clusters["dev"].py_spy = "/opt/site/bin/py-spy"
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
     store.attempts.record(chain_id=chain.id, job_id="88154", now=T0)
-    writer(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
+    recorded(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
     reply = execute(ctx, parse_command("stacks 88154"), actor="U0ALICE", channel="C0TRAIN",
                     now=T0 + 60)
     assert reply.text.startswith("🔎 Python stacks · job 88154: 3 of 4 ranks in `all_gather`")
@@ -415,7 +407,7 @@ def test_processes_not_read_are_one_line_each_cause_below_the_summary(store) -> 
     report = build_report("88154", 0, out, "", collected_at="now")
     ctx = make_context(store, sink=UploadSink(store))
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
-    writer(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
+    recorded(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
     assert post_stacks(ctx, chain.id, "stacks:y", report, "mix")
     lines = recorded(ctx).posts[-1][3].splitlines()
     assert lines[1:] == [
@@ -462,7 +454,7 @@ def test_why_py_spy_is_missing_is_said_in_the_threads_language(store, monkeypatc
     clusters = FakeClusters(FakeSlurm(), runner=FakeRunner({}), sftp=FakeSFTP())
     report = StackCollector(ctx.config, clusters, clock=lambda: T0).collect("dev", "88154")
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
-    writer(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
+    recorded(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
     assert post_stacks(ctx, chain.id, "stacks:x", report, "mix")
     text = recorded(ctx).posts[-1][3]
     assert want in text, text

@@ -21,13 +21,6 @@ from bot.store import Store
 STALL_TICKS = (T0, T0 + 360, T0 + 420, T0 + 480, T0 + 540)  # the stall starts by T0 + 360
 
 
-@pytest.fixture
-def store(tmp_path):
-    s = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
-    yield s
-    s.close()
-
-
 def stall_prompt(store: Store, checkpoint, *, lang: str = "en",
                  **watcher) -> tuple[str, list[str]]:
     """The stall prompt the watcher posts while job 88154 stays stalled for several ticks:

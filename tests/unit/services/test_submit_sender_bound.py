@@ -56,12 +56,6 @@ def config_with(folder: Path, ssh_config: str) -> Config:
     return make_config().model_copy(update={"clusters": {"dev": dev}})
 
 
-@pytest.fixture
-def store(tmp_path):
-    with Store.open(f"sqlite:///{tmp_path / 's.db'}") as s:
-        yield s
-
-
 def test_a_submit_in_flight_counts_its_senders_commands_when_longer() -> None:
     assert (DIRECT.command_at_most_s, JUMP.command_at_most_s) == (120.0, 200.0)
     assert submit_in_flight_s(DIRECT) == 1140.0  # 19 minutes

@@ -158,14 +158,6 @@ def ck_config():
 
 
 @pytest.fixture
-def store(tmp_path):
-    from bot.store import Store
-
-    with Store.open(f"sqlite:///{tmp_path}/s.db") as s:
-        yield s
-
-
-@pytest.fixture
 def lookups(monkeypatch):
     import bot.cluster.checkpoints as ck
     from bot.core.checkpoints import Checkpoint

@@ -22,7 +22,6 @@ from fakes import (
     make_context,
     present,
     recorded,
-    writer,
 )
 from support.dying import Died, dies_at
 from support.in_flight import in_flight, jobs, recover, watched
@@ -57,12 +56,6 @@ SUBMIT_IN_FLIGHT_S = submit_in_flight_s(RemoteDeadlines())  # the dev cluster's:
 LATER = NOW + SUBMIT_IN_FLIGHT_S + 1  # the submit can no longer be in flight
 CHANNEL = "C0TRAIN"
 INTENT = "dev:88154:resubmit"  # the watcher's intent row of the automatic resubmit of 88154
-
-
-@pytest.fixture
-def store(tmp_path):
-    with Store.open(f"sqlite:///{tmp_path / 's.db'}") as s:
-        yield s
 
 
 @pytest.fixture
@@ -456,14 +449,14 @@ def test_a_hold_question_the_bot_died_before_posting_is_asked_once_by_the_follow
     ctx = make_context(store, slurm)
     chain = failed_run(ctx)
     slurm.add(88017, name="succ", partition="debug", account="root", priority=200)
-    real_reply = writer(ctx).post_reply
+    real_reply = recorded(ctx).post_reply
 
     def died_posting(chain_id: int, key: str, blocks: list, text: str) -> str:
         if key.startswith("hold-prompt:"):
             raise Died(key)
         return real_reply(chain_id, key, blocks, text)
 
-    writer(ctx).post_reply = died_posting  # type: ignore[method-assign]
+    recorded(ctx).post_reply = died_posting  # type: ignore[method-assign]
     with pytest.raises(Died):
         execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW)
     [hold] = [a for a in store.approvals.for_chain(chain) if a.action == "hold_competitor"]

@@ -43,12 +43,6 @@ CHANNEL = "C0TRAIN"
 INTENT = "dev:88154:resubmit"  # the watcher's intent row of the automatic resubmit of 88154
 
 
-@pytest.fixture
-def store(tmp_path):
-    with Store.open(f"sqlite:///{tmp_path / 's.db'}") as s:
-        yield s
-
-
 def automatic_resubmit_died_after_sbatch(store: Store, monkeypatch, **context
                                          ) -> tuple[BotContext, AnswerLostSlurm, int]:
     """Run `mix` (job 88154 failed): the watcher's automatic resubmit, the bot dying right

@@ -27,12 +27,6 @@ JUMP = RemoteDeadlines(jump=True)
 LOGIN = "Host gpu\n  HostName 127.0.0.1\n  Port 2222\n  User slurmci\n  IdentityFile /nonexistent\n"
 
 
-@pytest.fixture
-def store(tmp_path):
-    with Store.open(f"sqlite:///{tmp_path / 's.db'}") as s:
-        yield s
-
-
 def config_with(tmp_path: Path, ssh_config: str | None, **cluster: object) -> Config:
     """make_config()'s, its cluster `dev` reached as `gpu` through the ssh_config file
     holding `ssh_config` (None: no file there)."""

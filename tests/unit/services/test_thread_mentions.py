@@ -21,13 +21,6 @@ FAILED = Accounting(state="FAILED", exit_code=1, signal=0, mem_limit_bytes=950 *
 MANUAL = PolicyParams(backoff_s=60)
 
 
-@pytest.fixture
-def store(tmp_path):
-    s = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
-    yield s
-    s.close()
-
-
 def diag(class_id: str, **kw) -> Diagnosis:
     cls = Catalogue.load().classes[class_id]
     metrics = kw.pop("metrics", None) or DiagnosisMetrics(last_iter=3400, target_iter=8000)

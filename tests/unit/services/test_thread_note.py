@@ -6,18 +6,10 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-import pytest
 from fakes import T0, make_context, recorded
 
 from bot.services.threads import thread_note
 from bot.store import Store
-
-
-@pytest.fixture
-def store(tmp_path: Any):
-    s = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
-    yield s
-    s.close()
 
 
 def test_a_refused_note_is_logged_and_posted_once_the_chat_takes_it(

@@ -18,12 +18,6 @@ NOW = 1_732_871_000.0
 Verb = Literal["cancel", "hold", "release"]  # JobControl's
 
 
-@pytest.fixture
-def store(tmp_path):
-    with Store.open(f"sqlite:///{tmp_path / 's.db'}") as s:
-        yield s
-
-
 @pytest.mark.parametrize(("lang", "kind", "values", "text"), [
     ("en", "controlled", {"verb": "cancel", "job": "6100_2", "raw": 6103, "actor": "U1"},
      "Job 6100_2 (job 6103) cancelled by <@U1>."),

@@ -55,12 +55,6 @@ def code_span_words(text: str) -> list[str]:
 
 
 @pytest.fixture
-def store(tmp_path):
-    with Store.open(f"sqlite:///{tmp_path / 's.db'}") as s:
-        yield s
-
-
-@pytest.fixture
 def ctx(store):
     slurm = FakeSlurm()
     slurm.add(88017, name="mix", state="RUNNING")

@@ -16,7 +16,6 @@ from fakes import (
     make_context,
     present,
     recorded,
-    writer,
 )
 from support.dying import Died
 from support.watcher import stalled_thread
@@ -32,13 +31,6 @@ STORY = Path(__file__).resolve().parents[2] / "fixtures" / "stories" / "88154.lo
 LOG = "/scratch/mix/logs/mix-88154.out"
 
 
-@pytest.fixture
-def store(tmp_path):
-    s = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
-    yield s
-    s.close()
-
-
 def _buttons(blocks):
     return [e for b in blocks if b.get("type") == "actions" for e in b["elements"]]
 
@@ -48,13 +40,13 @@ def test_88154_story_in_the_thread_from_stall_to_approved_resubmit(store):
     ctx = make_context(store, slurm, clock=lambda: T0 + 1900)
     chain, sftp, rest = stalled_thread(ctx, slurm)
     posted: list[tuple[str, list]] = []
-    real_reply = writer(ctx).post_reply
+    real_reply = recorded(ctx).post_reply
 
     def capture(chain_id, key, blocks, text):
         posted.append((key, blocks))
         return real_reply(chain_id, key, blocks, text)
 
-    writer(ctx).post_reply = capture  # type: ignore[method-assign]
+    recorded(ctx).post_reply = capture  # type: ignore[method-assign]
     w = Watcher("dev", slurm=slurm, reader=lambda: sftp, store=store, catalogue=Catalogue.load(),
                 sink=ThreadEvents(ctx), config=ctx.config, checkpoint=FakeCheckpoints(3000))
     w.tick(T0)
@@ -95,7 +87,7 @@ def test_cluster_notice_goes_once_to_each_active_thread_of_that_cluster(store):
     a = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
     b = store.chains.create(recipe="mix", cluster="other", job_name="mix", now=T0)
     for c in (a, b):
-        writer(ctx).post_root(c.id, "C0TRAIN", [], "mix")
+        recorded(ctx).post_root(c.id, "C0TRAIN", [], "mix")
     sink = ThreadEvents(ctx)
     ev = WatchEvent("cluster_unreachable", "cluster:dev:down:1", "dev", "cluster dev down")
     sink.publish(ev)
@@ -117,7 +109,7 @@ def test_cluster_unreachable_note_says_the_error_in_the_threads_language(store, 
 
     ctx = make_context(store, lang=lang)
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
-    writer(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
+    recorded(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
     events: list[WatchEvent] = []
     threads = ThreadEvents(ctx)
 
@@ -164,7 +156,7 @@ def test_an_unreachable_notice_whose_post_failed_is_posted_later_as_recorded_in_
 
     ctx = make_context(store, lang="ko")
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
-    writer(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
+    recorded(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
     health = slack_refusing(ctx)
     for i in range(3):  # the 3rd tick decides the notice; Slack refuses its post
         health.failed(1_000_000.0 + 60 * i, CommandTimedOut(["squeue", "--me"], 20),
@@ -187,7 +179,7 @@ def test_an_unreachable_notice_a_restart_left_unposted_is_posted_from_the_store_
 
     ctx = make_context(store, lang="ko")
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
-    writer(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
+    recorded(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
     before = slack_refusing(ctx)
     for i in range(3):
         before.failed(1_000_000.0 + 60 * i, CommandTimedOut(["squeue", "--me"], 20),
@@ -214,7 +206,7 @@ def test_an_unreachable_notice_left_unposted_is_dropped_once_the_cluster_answers
 
     ctx = make_context(store, lang="ko")
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
-    writer(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
+    recorded(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
     health = slack_refusing(ctx)
     for i in range(3):
         health.failed(1_000_000.0 + 60 * i, CommandTimedOut(["squeue", "--me"], 20),
@@ -412,7 +404,7 @@ def test_a_restarted_bot_says_nothing_of_an_outage_over_before_it_was_told(store
     ctx = make_context(store)
     for _ in range(2):
         chain = ctx.store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
-        writer(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
+        recorded(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
     health = slack_refusing(ctx, fails=2)
     for i in range(3):
         health.failed(1_000_000.0 + 60 * i, CommandTimedOut(["squeue", "--me"], 20),
@@ -563,7 +555,7 @@ def test_a_notice_left_in_a_thread_that_refuses_lookups_has_its_end_tried_there_
 
     ctx = make_context(store)
     _died_between_slack_and_its_record(ctx, monkeypatch)
-    sink = writer(ctx)
+    sink = recorded(ctx)
     look_up, post_reply = sink.look_up, sink.post_reply
     tried: list[str] = []
 
@@ -609,7 +601,7 @@ def test_a_notice_intent_slack_does_not_have_is_not_taken_as_said(store):
 
     ctx = make_context(store)
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
-    writer(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
+    recorded(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
     store.incidents.record("cluster:dev:down:1000000", class_id="cluster_unreachable",
                            now=1_000_120.0, diagnosis={
                                "kind": "cluster_unreachable", "text": NOTICE, "job_id": None,
@@ -631,7 +623,7 @@ def test_a_notice_stored_before_the_outages_start_was_is_posted_and_dates_the_ou
 
     ctx = make_context(store)
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
-    writer(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
+    recorded(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
     text = (f"{NOTICE}: `squeue --me` did not finish within 20 s. Jobs are not being judged; "
             "nothing is concluded about them until it answers again.")
     store.incidents.record("cluster:dev:down:1000000", class_id="cluster_unreachable", now=
@@ -657,7 +649,7 @@ def test_time_limit_on_an_auto_resubmit_recipe_is_resumed_by_the_submit_service(
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
     store.attempts.record(chain_id=chain.id, job_id="88300", now=T0)
     store.watched_jobs.add("dev", "88300", now=T0, chain_id=chain.id)
-    writer(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
+    recorded(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
     sftp.append(LOG, b"".join(STORY.read_bytes().splitlines(keepends=True)[:300]))
     slurm.add(88300, state="TIMEOUT", exit_code=0, signal=0, stdout_path=LOG, name="mix",
               start_time=T0, end_time=T0 + 1300)
@@ -1005,18 +997,18 @@ def gpu_fault_watch(store, lang: str = "en", **policy):
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
     store.attempts.record(chain_id=chain.id, job_id="88400", now=T0)
     store.watched_jobs.add("dev", "88400", now=T0, chain_id=chain.id)
-    writer(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
+    recorded(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
     sftp.append(LOG, GPU_LOG)
     slurm.add(88400, state="FAILED", exit_code=1, signal=0, stdout_path=LOG, name="mix",
               node="gpu-b12", start_time=T0, end_time=T0 + 1300)
     posted: list[tuple[str, list, str]] = []
-    real_reply = writer(ctx).post_reply
+    real_reply = recorded(ctx).post_reply
 
     def capture(chain_id, key, blocks, text):
         posted.append((key, blocks, text))
         return real_reply(chain_id, key, blocks, text)
 
-    writer(ctx).post_reply = capture  # type: ignore[method-assign]
+    recorded(ctx).post_reply = capture  # type: ignore[method-assign]
     w = build_watcher(ctx, "dev")
     w.tick(T0 + 1310)
     return ctx, slurm, chain.id, w, posted

@@ -47,13 +47,6 @@ FAILED = Accounting(state="FAILED", exit_code=1, signal=0, mem_limit_bytes=950 *
 MANUAL = PolicyParams(backoff_s=60)
 
 
-@pytest.fixture
-def store(tmp_path):
-    s = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
-    yield s
-    s.close()
-
-
 @cache
 def catalogue() -> Catalogue:
     return Catalogue.load()

@@ -33,13 +33,6 @@ LOG = "/scratch/mix/logs/mix-88154.out"
 HANGUL = re.compile("[\uac00-\ud7a3]")
 
 
-@pytest.fixture
-def store(tmp_path):
-    s = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
-    yield s
-    s.close()
-
-
 def watched_incident(store: Store, templates_dir: Path | None = None, *,
                      checkpoints: Callable[..., Any] | None = None,
                      checkpoint_deadline_s: float | None = None, failed_posts: int = 0,

@@ -20,7 +20,6 @@ from fakes import (
     make_context,
     present,
     recorded,
-    writer,
 )
 from support.watcher import (
     CLUSTER,
@@ -977,7 +976,7 @@ def test_a_due_resubmit_whose_stored_decision_is_unreadable_asks_a_person(env, k
     # resubmitting …"), while the decision passed along keeps its facts whole
     assert note.decision.facts["why"] == "retryable"
     ctx = make_context(store, slurm, sftp=sftp)
-    writer(ctx).post_root(chain.id, "C0TRAIN", [], "auto")
+    recorded(ctx).post_root(chain.id, "C0TRAIN", [], "auto")
     ThreadEvents(ctx).publish(note)
     [said] = [text for kind, _, k, text in recorded(ctx).posts if k == f"{key}:ask"]
     assert said == mrkdwn_escape(note.text)

@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 from fakes import present
-from sqlalchemy import event, inspect
+from sqlalchemy import event, inspect, text
 from sqlalchemy.exc import IntegrityError
 from support.race import race, winners_of_race
 
@@ -618,20 +618,32 @@ def test_v16_store_keeps_the_first_of_a_jobs_duplicate_attempts_with_its_progres
                 f" VALUES ({chain.id}, '90500', 5, 'PENDING', 11.0)")
 
 
+#: Alice's submit of mix on dev in flight, as the store's `submits_in_flight.add` takes it
+#: (with `cluster` and `sent_at`).
+ALICES_FLIGHT: dict[str, Any] = dict(
+    recipe="mix", job_name="mix", chain_id=None, array_task=None, resumed_at=None,
+    charge_retry=False, actor="U0ALICE", channel="C1")
+
+
+def write_old_flight(old: Store, **columns: Any) -> None:
+    """Alice's submit of mix on dev in flight, sent at 5.0, as a trainbot of `old`'s schema
+    wrote it: the columns every version has, and that version's own `columns`."""
+    row = {"cluster": "dev", "recipe": "mix", "job_name": "mix", "charge_retry": False,
+           "actor": "U0ALICE", "channel": "C1", "sent_at": 5.0, **columns}
+    with old.engine.begin() as conn:
+        conn.execute(text(f"INSERT INTO submits_in_flight ({', '.join(row)})"
+                          f" VALUES ({', '.join(':' + name for name in row)})"), row)
+
+
 def test_v17_store_gets_submit_intents_keeping_its_submits_in_flight(store_url):
-    flight: dict[str, Any] = dict(
-        cluster="dev", recipe="mix", job_name="mix", chain_id=None, array_task=None,
-        resumed_at=None, charge_retry=False, actor="U0ALICE", channel="C1")
     with Store.open(store_url, target_version=17) as old:
         assert "intent" not in {c["name"] for c in
                                 inspect(old.engine).get_columns("submits_in_flight")}
-        with old.engine.begin() as conn:  # what a v17 trainbot wrote
-            conn.exec_driver_sql(
-                "INSERT INTO submits_in_flight (cluster, recipe, job_name, charge_retry, actor,"
-                " channel, sent_at) VALUES ('dev', 'mix', 'mix', false, 'U0ALICE', 'C1', 5.0)")
+        write_old_flight(old)
     with Store.open(store_url) as new:
         assert new.schema_version == new.latest_version == current_schema.SCHEMA_VERSION
-        new.submits_in_flight.add(**flight, sent_at=6.0, intent="dev:88154:resubmit")
+        new.submits_in_flight.add(cluster="dev", **ALICES_FLIGHT, sent_at=6.0,
+                                  intent="dev:88154:resubmit")
         got = [(f.actor, f.sent_at, f.intent)
                for f in new.submits_in_flight.sent_before("dev", 10.0)]
         assert got == [("U0ALICE", 5.0, None), ("U0ALICE", 6.0, "dev:88154:resubmit")]
@@ -640,20 +652,14 @@ def test_v17_store_gets_submit_intents_keeping_its_submits_in_flight(store_url):
 def test_v18_store_gets_senders_command_bounds_keeping_its_submits_in_flight(store_url):
     """Version 19 keeps the bound a submit's sender counted per remote command with the row
     in flight; a row written before has none (its lookup counts the current config's)."""
-    flight: dict[str, Any] = dict(
-        cluster="dev", recipe="mix", job_name="mix", chain_id=None, array_task=None,
-        resumed_at=None, charge_retry=False, actor="U0ALICE", channel="C1")
     with Store.open(store_url, target_version=18) as old:
         assert "command_at_most_s" not in {c["name"] for c in
                                            inspect(old.engine).get_columns("submits_in_flight")}
-        with old.engine.begin() as conn:  # what a v18 trainbot wrote
-            conn.exec_driver_sql(
-                "INSERT INTO submits_in_flight (cluster, recipe, job_name, charge_retry, actor,"
-                " channel, sent_at, intent) VALUES ('dev', 'mix', 'mix', false, 'U0ALICE',"
-                " 'C1', 5.0, 'dev:88154:resubmit')")
+        write_old_flight(old, intent="dev:88154:resubmit")
     with Store.open(store_url) as new:
         assert new.schema_version == new.latest_version == current_schema.SCHEMA_VERSION
-        new.submits_in_flight.add(**flight, sent_at=6.0, command_at_most_s=200.0)
+        new.submits_in_flight.add(cluster="dev", **ALICES_FLIGHT, sent_at=6.0,
+                                  command_at_most_s=200.0)
         got = [(f.sent_at, f.intent, f.command_at_most_s)
                for f in new.submits_in_flight.sent_before("dev", 10.0)]
         assert got == [(5.0, "dev:88154:resubmit", None), (6.0, None, 200.0)]
@@ -664,11 +670,7 @@ def test_v19_store_gets_the_intent_index_keeping_its_submits_in_flight(store_url
     with Store.open(store_url, target_version=19) as old:
         assert "ix_submits_in_flight_intent" not in {
             i["name"] for i in inspect(old.engine).get_indexes("submits_in_flight")}
-        with old.engine.begin() as conn:  # what a v19 trainbot wrote
-            conn.exec_driver_sql(
-                "INSERT INTO submits_in_flight (cluster, recipe, job_name, charge_retry, actor,"
-                " channel, sent_at, intent, command_at_most_s) VALUES ('dev', 'mix', 'mix',"
-                " false, 'U0ALICE', 'C1', 5.0, 'approval:tok', 200.0)")
+        write_old_flight(old, intent="approval:tok", command_at_most_s=200.0)
     with Store.open(store_url) as new:
         assert new.schema_version == new.latest_version == current_schema.SCHEMA_VERSION
         assert "ix_submits_in_flight_intent" in {
@@ -743,8 +745,7 @@ def test_submits_in_flight_are_read_by_their_intent_in_one_indexed_read(store):
     """`with_intent` returns the rows `sent_before` has with that intent (of that cluster,
     sent before the time, oldest first) in one SELECT, which the database answers from the
     intent's index (the plan of the very statement sent, with its parameters)."""
-    flight = dict(recipe="mix", job_name="mix", chain_id=None, array_task=None,
-                  resumed_at=None, charge_retry=False, actor="U0ALICE", channel="C1")
+    flight = ALICES_FLIGHT
     for i in range(30):  # the cluster's other submits in flight: people's, other approvals'
         store.submits_in_flight.add(cluster="dev", **flight, sent_at=float(i),
                                     intent=None if i % 3 else f"approval:other{i}")
