@@ -47,6 +47,12 @@ _MIB = 1024**2
 # ` and the same parts joined alike (`[Validation]:   eta: …  iter: …`): the training's eta and
 # iteration then, no progress of its own, and the validation set's meters (`loss: …`, no
 # `time`), no training's: a summary of an evaluation (Sample.evaluation_done).
+# Its inference (maskrcnn_benchmark/engine/inference.py, inference: the periodic validation's,
+# dataset_name `[Validation]`, and tools/train_net.py's run_test after training) logs `Start
+# evaluation on {dataset_name} dataset({len(dataset)} images).` before compute_on_dataset's
+# `tqdm(data_loader)`, an unlabelled bar counting the evaluation's batches; the validation then
+# runs its losses over a second such bar before its `[Validation]:` line.
+MASKRCNN_EVALUATION_START = re.compile(r"(?<![\w:])Start evaluation on .+ dataset\(\d+ images\)\.")
 _MASKRCNN = re.compile(r"(?<![\w:])(\[Validation\]:\s+)?eta: (?:\d+ days?, )?\d+:\d\d:\d\d\s+"
                        r"iter: (\d+)(?=\s)")
 # OpenMMLab's runners' lines (mmdet 2.x, mmseg 0.x, mmpose: open-mmlab/mmcv 1.x

@@ -186,6 +186,9 @@ class ProgressBars:
         # the run's completion marker was seen (`training_completed`): bare bars with another
         # total than the training bar's are its evaluation's or prediction's from here on
         self._completed = False
+        # the framework said its evaluation starts (`evaluation_started`) and no training
+        # progress came since: bare bars with another total than the training bar's are its
+        self._evaluating = False
 
     def training_completed(self) -> None:
         """The run's training ended here (the framework's completion marker: Hugging Face
@@ -196,6 +199,19 @@ class ProgressBars:
         evaluation's bar is drawn at the top, `45%|████▌     | 45/100`). The training bar drawn
         again at its total, or a labelled or loss-reporting bar, is still read as before."""
         self._completed = True
+
+    def evaluation_started(self) -> None:
+        """The framework said its evaluation starts here (maskrcnn-benchmark's `Start
+        evaluation on … dataset(N images).`): until training progresses again
+        (`training_progressed`), a bare bar (no label, no loss) counting to another total than
+        the training bar's is the evaluation's, wherever it is drawn, as after the run's
+        completion marker (`training_completed`)."""
+        self._evaluating = True
+
+    def training_progressed(self) -> None:
+        """A line showed training progress again: the evaluation `evaluation_started` opened
+        is over."""
+        self._evaluating = False
 
     def start_run(self) -> None:
         """A new process draws its bars from here (a requeued job's later run, appended to the
@@ -208,6 +224,7 @@ class ProgressBars:
         self._top_bar = None
         self._drawn_below = False
         self._completed = False
+        self._evaluating = False
 
     def is_evaluation_draw(self, raw: str, body: str, count: int | None, total: int,
                            has_loss: bool) -> bool:
@@ -216,11 +233,11 @@ class ProgressBars:
         the training's (its total kept); below a training bar that is the Trainer's
         (`_evaluates_below_training`), a bare one drawn below it (`_NESTED_BAR_END`, no label,
         no loss) counting to another total is an evaluation's: no iteration, target or pace of
-        training. After the run's completion marker (`training_completed`) a bare bar counting
-        to another total than the training bar's is an evaluation's too, drawn at the top or
-        not."""
-        if (self._completed and total != self.training_bar_total and not has_loss
-                and _UNLABELLED_BAR.match(body) is not None):
+        training. After the run's completion marker (`training_completed`), or in an evaluation
+        the framework said it started (`evaluation_started`), a bare bar counting to another
+        total than the training bar's is an evaluation's too, drawn at the top or not."""
+        if ((self._completed or self._evaluating) and total != self.training_bar_total
+                and not has_loss and _UNLABELLED_BAR.match(body) is not None):
             return True
         if "[A" not in raw or _NESTED_BAR_END.search(_last_segment(raw)) is None:
             self._top_bar_drawn(raw, count, total)

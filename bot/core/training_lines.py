@@ -18,7 +18,12 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bot.core.framework_lines import AnnouncedTargets, announced_totals, read_framework_line
+from bot.core.framework_lines import (
+    MASKRCNN_EVALUATION_START,
+    AnnouncedTargets,
+    announced_totals,
+    read_framework_line,
+)
 from bot.core.line_time import LogClock, message_after_time, split_line
 from bot.core.progress_bars import (
     EPOCH_BAR,
@@ -260,6 +265,8 @@ class LineParser:
                 event = self._checkpoint(line, line_no, t)
                 if event is not None:
                     s.iteration = s.target_iter = None  # "saving at iteration N" is not progress
+            if s.iteration is not None:
+                self.bars.training_progressed()  # an evaluation the framework opened is over
         except _ABSURD_NUMBER:
             return None, None
         _drop_implausible(s)
@@ -300,6 +307,8 @@ class LineParser:
             return
         for counted, total in announced_totals(body):
             self.targets = self.targets.with_total(counted, total)
+        if "Start evaluation on " in body and MASKRCNN_EVALUATION_START.search(body) is not None:
+            self.bars.evaluation_started()
         body = read_framework_line(body, s, self.targets)
         if s.is_evaluation:
             return  # a framework's evaluation line: its loss and figures are no training's

@@ -13,6 +13,8 @@ from __future__ import annotations
 import calendar
 from datetime import UTC, datetime
 
+from support.end_marker import read
+
 from bot.cli import main
 from bot.core.detectors import detect_stall
 from bot.core.metrics import MetricSeries
@@ -103,3 +105,52 @@ def test_each_validation_is_activity():
     finding = detect_stall(series, t + 900)
     assert finding is not None
     assert (finding.last_iter, finding.started_at) == (4000, t)
+
+
+def _periodic_validation(iteration: int) -> str:
+    """do_train's periodic validation after `iteration` (TEST_PERIOD): inference's `Start
+    evaluation on [Validation] dataset(500 images).`, compute_on_dataset's unlabelled tqdm bar
+    over the 250 batches (tqdm redraws it after carriage returns: one line), its times, the
+    validation losses' second bar, then the `[Validation]:` line."""
+    at = _LOGGER.format(h=10 + iteration // 6000, m=iteration // 100 % 60)
+    bar = "".join(f"\r{n * 100 // 250:3d}%|{'#' * (n // 25):<10}| {n}/250 [00:{n // 5:02d}<00:"
+                  f"{(250 - n) // 5:02d},  5.00it/s]" for n in range(0, 251, 50))
+    return (at.replace("trainer", "inference") + "Start evaluation on [Validation] "
+            "dataset(500 images).\n" + bar + "\n"
+            + at.replace("trainer", "inference") + "Total run time: 0:00:50.123456 "
+            "(0.1002 s / img per device, on 1 devices)\n"
+            + at.replace("trainer", "inference") + "Model inference time: 0:00:45.012345 "
+            "(0.0900 s / img per device, on 1 devices)\n" + bar + "\n" + _validation(iteration))
+
+
+def test_its_validations_bars_are_no_training_progress(tmp_path, capsys):
+    """The periodic validation's unlabelled bars count its 250 batches, not the training's
+    iterations: the run has no target (MAX_ITER is not printed) and is at iteration 2200, not
+    done at 250 of 250; `trainbot diagnose` reads it still running with the training's
+    figures."""
+    log = ("".join(_train(i) for i in range(20, 2001, 20)) + _periodic_validation(2000)
+           + "".join(_train(i) for i in range(2020, 2201, 20)))
+    series = MetricSeries()
+    series.feed_block(log)
+    assert (series.target_iter, series.last_iteration, series.last_loss) == (None, 2200, 1.478)
+    assert series.last_evaluation is not None
+    assert "[Validation]" in series.last_evaluation.text
+    assert read(log).class_id == "none"
+    path = tmp_path / "train.log"
+    path.write_text(log)
+    main(["diagnose", str(path)])
+    out = capsys.readouterr().out
+    assert "progress: iteration 2200, 0.51 s/iter, loss 1.478" in out
+    assert "of 250" not in out and "/250" not in out
+
+
+def test_a_log_cut_in_its_validation_is_at_the_training_iteration():
+    """Cut while the validation's bar counts its batches: the run is at iteration 2000 with no
+    target, the bar is the evaluation's (its batches), no progress of training."""
+    log = ("".join(_train(i) for i in range(20, 2001, 20))
+           + _periodic_validation(2000).split("Total run time")[0].rsplit("\n", 1)[0] + "\n")
+    series = MetricSeries()
+    series.feed_block(log)
+    assert (series.target_iter, series.last_iteration) == (None, 2000)
+    assert series.last_evaluation is not None
+    assert series.last_evaluation.evaluation_batches == (250, 250)
