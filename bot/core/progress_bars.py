@@ -65,6 +65,18 @@ EVALUATION_BAR = re.compile(
     r"^(?:(?:validating|validation|testing|predicting)(?: dataloader \d+)?|eval model:"
     rf"|epoch\s+\d+(?:\s*/\s*\d+)?{_EVALUATION_PHASE})\s*:"
     r"\s*\d{1,3}(?:\.\d+)?%\s*\|", re.IGNORECASE)
+# mmcv 1.x's ProgressBar (open-mmlab/mmcv mmcv/utils/progressbar.py 069a70c; mmengine's
+# mmengine/utils/progressbar.py alike), drawn on stdout: `[{' ' * width}] 0/{task_num}, elapsed:
+# 0s, ETA:` as it starts, then at each update, after a carriage return, `[{'>' * marks}{' ' *
+# rest}] {completed}/{task_num}, {fps:.1f} task/s, elapsed: {s}s, ETA: {eta:5}s` (fps `inf` at
+# 0 s), with no newline after its last draw. OpenMMLab's test loops draw it over the dataset's
+# images (mmdet's, mmseg's and mmpose's single_gpu_test and multi_gpu_test, rank 0's:
+# `mmcv.ProgressBar(len(dataset))`), which mmcv's EvalHook runs between training epochs or
+# iterations and tools/test.py after training; mmcv's training draws none (its TextLoggerHook
+# logs lines). It counts an evaluation's images to their total: no iteration, target or pace of
+# training.
+MMCV_PROGRESS_BAR = re.compile(
+    r"^\[[> ]{2,}\] (\d+)/(\d+), (?:(?:[\d.]+|inf) task/s, )?elapsed: \d+s, ETA:")
 # A bar labelled with the epoch it counts (Lightning's TQDMProgressBar: `Epoch 3:  45%|`, its
 # `set_description(f"Epoch {trainer.current_epoch}")` at each epoch's start; custom loops'
 # `tqdm(loader, desc=f"Epoch {epoch}")`), or with the epoch and the loop's number of epochs

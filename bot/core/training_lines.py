@@ -28,6 +28,7 @@ from bot.core.line_time import LogClock, message_after_time, split_line
 from bot.core.progress_bars import (
     EPOCH_BAR,
     EVALUATION_BAR,
+    MMCV_PROGRESS_BAR,
     NUMBER,
     TQDM_BAR,
     ProgressBars,
@@ -304,6 +305,10 @@ class LineParser:
             m = TQDM_BAR.search(body)
             if m:
                 s.evaluation_batches = (int(m.group(1)), int(m.group(2)))
+            return
+        if body[:1] == "[" and (m := MMCV_PROGRESS_BAR.match(body)) is not None:
+            # OpenMMLab's test loop's bar: an evaluation's images, no training progress
+            s.evaluation_batches = (int(m.group(1)), int(m.group(2)))
             return
         for counted, total in announced_totals(body):
             self.targets = self.targets.with_total(counted, total)

@@ -182,3 +182,57 @@ def test_each_epochs_evaluation_summary_is_new_activity():
     assert finding is not None
     assert (finding.last_iter, finding.started_at) == (200, second)
     assert "Epoch(val) [2][500]" in finding.last_text
+
+
+def _progress_bar(drawn: int, total: int = 500) -> str:
+    """mmcv's ProgressBar (mmcv/utils/progressbar.py) over `total` images up to `drawn`, as
+    single_gpu_test draws it on stdout: its start, then each update after a carriage return
+    (the first one `inf task/s`, at 0 s), 50 marks wide, 2.4 s an image; no newline."""
+    draws = [f"[{' ' * 50}] 0/{total}, elapsed: 0s, ETA:"]
+    for n in range(1, drawn + 1):
+        marks = 50 * n // total
+        fps = "inf" if n == 1 else f"{n / (2.4 * n):.1f}"
+        elapsed = 0 if n == 1 else round(2.4 * n)
+        draws.append(f"\r[{'>' * marks}{' ' * (50 - marks)}] {n}/{total}, {fps} task/s, "
+                     f"elapsed: {elapsed}s, ETA: {round(2.4 * (total - n)):5d}s")
+    return "".join(draws)
+
+
+@pytest.mark.parametrize(("bar", "batches"), [
+    (_progress_bar(0), (0, 500)),
+    (_progress_bar(1), (1, 500)),
+    (_progress_bar(120), (120, 500)),
+    (_progress_bar(500) + "2021-03-01 10:21:00,123 - mmdet - INFO - Evaluating bbox...",
+     (500, 500)),
+], ids=["started", "first-update", "mid-pass", "logger-line-after"])
+def test_mmcvs_progress_bar_is_an_evaluations_batches(bar: str, batches):
+    """The test loop's bar counts the evaluation's images: no iteration, target or pace of
+    training; the logger's next line, written after its last draw with no newline between,
+    is not read for one."""
+    sample, _ = LineParser().parse(bar, 1)
+    assert sample is not None
+    assert (sample.iteration, sample.target_iter, sample.sec_per_iter) == (None, None, None)
+    assert sample.evaluation_batches == batches
+
+
+def test_a_validation_drawing_mmcvs_progress_bar_is_activity():
+    """mmdet 2.x's epoch of 100 steps, then EvalHook's single_gpu_test drawing its bar over
+    500 images, read through `kubectl logs --timestamps` (its line stamped as it was written
+    out, 480 s into the pass, at 200 of 500): the run is active from the bar's line, not idle
+    since the epoch's last training line 480 s before (a stall threshold of 300 s); a bar that
+    stops advancing is a stall from its line, at the training's last iteration."""
+    t0 = float(calendar.timegm((2021, 3, 1, 10, 0, 0)))
+    train = "".join(
+        f"{_kubectl(t0 + 0.6 * i)} {_dated(t0 + 0.6 * i)} - mmdet - INFO - Epoch [1][{i}/100]\t"
+        "lr: 2.000e-04, eta: 0:10:00, time: 0.600, data_time: 0.010, memory: 3512, "
+        "loss_cls: 0.1500, loss: 0.4123\n" for i in (50, 100))
+    drawn_at = t0 + 60 + 480
+    series = MetricSeries()
+    series.feed_block(train + f"{_kubectl(drawn_at)} {_progress_bar(200)}")
+    assert series.last_evaluation is not None
+    assert series.last_evaluation.evaluation_batches == (200, 500)
+    assert (series.last_iteration, series.target_iter, series.sec_per_iter()) == (100, None, 0.6)
+    assert detect_stall(series, drawn_at + 250) is None
+    finding = detect_stall(series, drawn_at + 900)
+    assert finding is not None
+    assert (finding.last_iter, finding.started_at) == (100, drawn_at)
