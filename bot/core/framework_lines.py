@@ -66,12 +66,18 @@ _MASKRCNN = re.compile(r"(?<![\w:])(\[Validation\]:\s+)?eta: (?:\d+ days?, )?\d+
 # `Iter(val) [500]`, mmengine's `Epoch(val) [12][500/500]`, `Epoch(test) [500/500]`) is no
 # training progress but an evaluation's batches (mmcv's, logged once the pass is over, all of
 # them: EvalHook's `eval_iter_num`, the same count after each epoch's pass, or the epoch's
-# training steps before mmcv 1.3.x: a summary of the pass, Sample.evaluation_done). `time:` is
-# the seconds per step; `memory:` torch.cuda.max_memory_allocated in MiB: GPU memory, no host
-# memory.
+# training steps before mmcv 1.3.x: a summary of the pass, Sample.evaluation_done). mmengine
+# sums a pass up once it is over too (LogProcessor.get_log_after_epoch: `Epoch(val)
+# [12][500/500]    coco/bbox_mAP: 0.3740  …  data_time: 0.0100  time: 0.1000`, `Iter(val)
+# [500/500]    mIoU: …`, `Epoch(test) [500/500]    …`): all n of n and the evaluator's metrics,
+# no `eta:` (its batch lines, get_log_after_iter's, have one with IterTimerHook, 500/500 too:
+# `_OPENMMLAB_ETA`). The logged names may hold `/` and `-` (mmengine's `coco/bbox_mAP`,
+# mmcls's `accuracy_top-1`). `time:` is the seconds per step; `memory:`
+# torch.cuda.max_memory_allocated in MiB: GPU memory, no host memory.
 _OPENMMLAB = re.compile(
     r"(?<![\w(])(Epoch|Iter)(?:\((\w+)\))?\s*(?:\[\s*(\d+)\]\s*)?"
-    r"\[\s*(\d+)(?:/(\d+))?\]\s+[\w.]+: ")
+    r"\[\s*(\d+)(?:/(\d+))?\]\s+[\w./-]+: ")
+_OPENMMLAB_ETA = re.compile(r"(?<![\w.])eta: ")
 # mmengine's by-epoch lines name no epoch total (LogProcessor pads the epoch to the width of
 # max_epochs, no more): Runner._log_env logs the config before the loop (`Config:` and its
 # pretty_text, keys sorted, as Python: a top-level `max_epochs = 12` where the config names one,
@@ -286,8 +292,10 @@ def _openmmlab(body: str, s: Sample, targets: AnnouncedTargets) -> None:
     mmengine's `Epoch(train)` with every one of the epochs its config announced as the target,
     when it did) and its seconds per step; an evaluation's (`Epoch(val)`, `Iter(val)`,
     `Epoch(test)`) its batches done and their total, as an evaluation's bar (mmcv's `[500]`,
-    printed once the pass is over: all 500, a summary of the pass, new activity though the
-    epoch before printed the same count); any one's `memory:` is the GPU memory in MiB."""
+    printed once the pass is over, and mmengine's `[500/500]` with no `eta:`, its summary
+    after the pass: all 500, a summary of the pass, new activity though the pass's last batch
+    line or the epoch before printed the same count); any one's `memory:` is the GPU memory in
+    MiB."""
     m = _OPENMMLAB.search(body)
     if m is None:
         return
@@ -298,7 +306,9 @@ def _openmmlab(body: str, s: Sample, targets: AnnouncedTargets) -> None:
     if mode not in (None, "train"):
         # an evaluation's: its batches, no iteration, target or pace of training
         s.evaluation_batches = (int(step), int(steps if steps is not None else step))
-        s.evaluation_done = steps is None  # mmcv 1.x's: one line once the pass is over
+        # a summary once the pass is over: mmcv 1.x's (no total), mmengine's (n of n, no eta)
+        s.evaluation_done = steps is None or (
+            step == steps and _OPENMMLAB_ETA.search(body, m.start()) is None)
         return
     if steps is None or (kind == "Epoch") != (epoch is not None):
         return

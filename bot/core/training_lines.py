@@ -107,8 +107,9 @@ class Sample:
     # an evaluation pass's bar (batches done, its total): activity, no training progress
     evaluation_batches: tuple[int, int] | None = None
     # the line sums up an evaluation pass once it is over (maskrcnn-benchmark's `[Validation]:`
-    # line, mmcv's `Epoch(val) [12][500]`): a pass of its own, new activity whatever batches it
-    # counts (mmcv's count is the same every epoch), no training figure
+    # line, mmcv's `Epoch(val) [12][500]`, mmengine's `Epoch(val) [12][500/500]    coco/…`): a
+    # pass of its own, new activity whatever batches it counts (the same every epoch, and as
+    # the pass's last batch line's), no training figure
     evaluation_done: bool = False
     text: str = ""
 

@@ -67,27 +67,41 @@ def test_an_epoch_based_line_reads_as_an_epochs_bar(line: str):
     assert _read(line) == (11 * 7330 + 7300, None, 0.4123, 0.512)
 
 
-@pytest.mark.parametrize(("line", "batches"), [
+@pytest.mark.parametrize(("line", "batches", "summary"), [
     ("2021-03-01 10:00:00,123 - mmdet - INFO - Epoch(val) [12][500]\tbbox_mAP: 0.3740, "
-     "bbox_mAP_50: 0.5810", (500, 500)),
+     "bbox_mAP_50: 0.5810", (500, 500), True),
     ("2021-03-01 10:00:00,123 - mmseg - INFO - Iter(val) [500]\taAcc: 0.9500, mIoU: 0.7700",
-     (500, 500)),
+     (500, 500), True),
+    ("2021-03-01 10:00:00,123 - mmcls - INFO - Epoch(val) [100][313]\taccuracy_top-1: 76.5600, "
+     "accuracy_top-5: 93.0100", (313, 313), True),
     ("12/05 10:00:00 - mmengine - INFO - Epoch(val) [12][100/500]  eta: 0:00:40  time: 0.1000  "
-     "data_time: 0.0100  memory: 500", (100, 500)),
+     "data_time: 0.0100  memory: 500", (100, 500), False),
     ("12/05 10:00:00 - mmengine - INFO - Iter(val) [ 50/500]  eta: 0:00:45  time: 0.1000  "
-     "data_time: 0.0100  memory: 500", (50, 500)),
+     "data_time: 0.0100  memory: 500", (50, 500), False),
     ("12/05 10:00:00 - mmengine - INFO - Epoch(test) [500/500]  eta: 0:00:00  time: 0.1000  "
-     "data_time: 0.0100  memory: 500", (500, 500)),
-], ids=["mmcv-epoch-val", "mmcv-iter-val", "mmengine-epoch-val", "mmengine-iter-val",
-        "mmengine-test"])
-def test_an_evaluation_line_is_its_batches_no_training_progress(line: str, batches):
-    """Its batches done and their total, as an evaluation's bar is read (activity of the run);
-    mmcv's line, logged once the pass is over (EvalHook's `eval_iter_num`), counts all of
-    them."""
+     "data_time: 0.0100  memory: 500", (500, 500), False),
+    ("12/05 10:20:00 - mmengine - INFO - Epoch(val) [12][500/500]    coco/bbox_mAP: 0.3740  "
+     "coco/bbox_mAP_50: 0.5810  coco/bbox_mAP_75: 0.4040  coco/bbox_mAP_s: 0.2120  "
+     "data_time: 0.0100  time: 0.1000", (500, 500), True),
+    ("12/05 10:20:00 - mmengine - INFO - Iter(val) [500/500]    aAcc: 95.0000  mIoU: 77.0000  "
+     "mAcc: 85.0000  data_time: 0.0100  time: 0.1000", (500, 500), True),
+    ("12/05 10:20:00 - mmengine - INFO - Epoch(test) [500/500]    coco/AP: 0.7210  "
+     "coco/AP .5: 0.8920  data_time: 0.0100  time: 0.1000", (500, 500), True),
+], ids=["mmcv-epoch-val", "mmcv-iter-val", "mmcv-accuracy_top-1", "mmengine-epoch-val",
+        "mmengine-iter-val", "mmengine-test-last-batch", "mmengine-epoch-val-summary",
+        "mmengine-iter-val-summary", "mmengine-test-summary"])
+def test_an_evaluation_line_is_its_batches_no_training_progress(line: str, batches, summary):
+    """Its batches done and their total, as an evaluation's bar is read (activity of the run),
+    and no training figure (no loss, pace or iteration: `coco/bbox_mAP` and `time:` are the
+    evaluation's). A line once the pass is over sums it up (`evaluation_done`): mmcv's
+    (EvalHook's `eval_iter_num`, all of them; mmcls's hyphenated metric names too) and
+    mmengine's (LogProcessor.get_log_after_epoch: n of n, the evaluator's metrics, no eta),
+    not the pass's last batch line (get_log_after_iter at 500/500, its eta 0:00:00)."""
     sample, _ = LineParser().parse(line, 1)
     assert sample is not None
-    assert (sample.iteration, sample.target_iter, sample.sec_per_iter) == (None, None, None)
-    assert sample.evaluation_batches == batches
+    assert (sample.iteration, sample.target_iter, sample.loss, sample.sec_per_iter) == (
+        None, None, None, None)
+    assert (sample.evaluation_batches, sample.evaluation_done) == (batches, summary)
 
 
 def _kubectl(t: float) -> str:
@@ -166,24 +180,6 @@ def _dated(t: float) -> str:
     return datetime.fromtimestamp(t, UTC).strftime("%Y-%m-%d %H:%M:%S,000")
 
 
-def test_each_epochs_evaluation_summary_is_new_activity():
-    """mmcv's evaluation line counts the same 500 batches every epoch; the second epoch's is
-    a pass of its own all the same: the run is idle from it, not from its epoch's last
-    training line, 20 minutes before (a stall threshold of 300 s)."""
-    t0 = float(calendar.timegm((2021, 3, 1, 10, 0, 0)))
-    series = MetricSeries()
-    series.feed_block(_mmdet_epoch(1, t0) + _mmdet_epoch(2, t0 + 1260))
-    second = t0 + 1260 + 1260
-    assert series.last_evaluation is not None
-    assert "Epoch(val) [2][500]" in series.last_evaluation.text
-    assert (series.last_iteration, series.last_loss) == (200, 0.4123)
-    assert detect_stall(series, second + 250) is None
-    finding = detect_stall(series, second + 900)
-    assert finding is not None
-    assert (finding.last_iter, finding.started_at) == (200, second)
-    assert "Epoch(val) [2][500]" in finding.last_text
-
-
 def _progress_bar(drawn: int, total: int = 500) -> str:
     """mmcv's ProgressBar (mmcv/utils/progressbar.py) over `total` images up to `drawn`, as
     single_gpu_test draws it on stdout: its start, then each update after a carriage return
@@ -236,3 +232,44 @@ def test_a_validation_drawing_mmcvs_progress_bar_is_activity():
     finding = detect_stall(series, drawn_at + 900)
     assert finding is not None
     assert (finding.last_iter, finding.started_at) == (100, drawn_at)
+
+
+def _mmengine_epoch(epoch: int, t: float) -> str:
+    """mmdet 3.x's epoch `epoch` from `t`: 100 training steps 0.6 s apart (logged every 50),
+    its validation's 500 batches 0.12 s apart (logged every 250: get_log_after_iter), then
+    CocoMetric's evaluation, 10 minutes, and the pass's summary (get_log_after_epoch)."""
+    at = " - mmengine - INFO - "
+    train = "".join(
+        f"{_kubectl(t + 0.6 * i)}{at}Epoch(train) [{epoch}][{i:3d}/100]  lr: 2.0000e-04  "
+        "eta: 0:10:00  time: 0.6000  data_time: 0.0100  memory: 3512  loss: 0.4123\n"
+        for i in (50, 100))
+    val = "".join(
+        f"{_kubectl(t + 60 + 0.12 * b)}{at}Epoch(val) [{epoch}][{b:3d}/500]    eta: 0:00:30  "
+        "time: 0.1200  data_time: 0.0100  memory: 900\n" for b in (250, 500))
+    done = t + 60 + 60 + 600
+    return (train + val + f"{_kubectl(done)}{at}Epoch(val) [{epoch}][500/500]    "
+            "coco/bbox_mAP: 0.3740  coco/bbox_mAP_50: 0.5810  data_time: 0.0100  time: 0.1200\n")
+
+
+@pytest.mark.parametrize(("epoch_log", "epoch_s", "t0", "summary"), [
+    (_mmdet_epoch, 1260, (2021, 3, 1, 10, 0, 0), "Epoch(val) [2][500]\tbbox_mAP"),
+    (_mmengine_epoch, 720, (2025, 5, 14, 16, 0, 0), "Epoch(val) [2][500/500]    coco/bbox_mAP"),
+], ids=["mmcv", "mmengine"])
+def test_each_epochs_evaluation_summary_is_new_activity(epoch_log, epoch_s: int, t0, summary):
+    """The summary counts the same 500 batches every epoch (mmcv's `[500]`; mmengine's
+    `[500/500]`, as the pass's last batch line did, 10 minutes before it: the COCO evaluation
+    between them logs no line of its own); the second epoch's is a pass of its own all the
+    same: the run is idle from it, not from the training's or the batches' last line (a stall
+    threshold of 300 s); its metrics are no loss and its `time:` no pace of training."""
+    start = float(calendar.timegm(t0))
+    series = MetricSeries()
+    series.feed_block(epoch_log(1, start) + epoch_log(2, start + epoch_s))
+    second = start + 2 * epoch_s
+    assert series.last_evaluation is not None
+    assert summary in series.last_evaluation.text
+    assert (series.last_iteration, series.last_loss, series.sec_per_iter()) == (200, 0.4123, 0.6)
+    assert detect_stall(series, second + 250) is None
+    finding = detect_stall(series, second + 900)
+    assert finding is not None
+    assert (finding.last_iter, finding.started_at) == (200, second)
+    assert summary in finding.last_text
