@@ -1,6 +1,7 @@
 """The progress lines of named training frameworks' own loggers (pure; no I/O): torchvision's
 MetricLogger (and the DETR, DeiT and MAE scripts that copy it), maskrcnn-benchmark's trainer,
-OpenMMLab's runners, Swin Transformer's loops, PaddleOCR's, torchreid's, timm's and BasicSR's.
+OpenMMLab's runners, Swin Transformer's loops, PaddleOCR's, torchreid's, timm's and BasicSR's,
+and detectron2's inference.
 
 Each says, in its own shape, which step of the training it is at, its pace and its GPU memory;
 bot.core.training_lines' `LineParser` asks `read_framework_line` first, then reads what is
@@ -91,6 +92,18 @@ _OPENMMLAB_ETA = re.compile(r"(?<![\w.])eta: ")
 _MMENGINE_MAX_EPOCHS = re.compile(r"(?<![\w.])max_epochs ?= ?(\d+)(?=,|\)|\s*$)")
 _OPENMMLAB_TIME = re.compile(rf"(?<![\w.])time: ({NUMBER})(?=,|\s|$)")
 _OPENMMLAB_MEM = re.compile(r"(?<![\w.])memory: (\d+)(?=,|\s|$)")
+# detectron2's inference_on_dataset (facebookresearch/detectron2 detectron2/evaluation/
+# evaluator.py 02b5c4e295e9), which DefaultTrainer.test runs on each test dataset (EvalHook's
+# periodic evaluations, and its final one in after_train, after IterationTimer's `Total training
+# time` since 1dac147 (2021-04): the hooks run in their order; tools/plain_train_net.py's do_test
+# after do_train): `Start inference on {len(data_loader)} batches` (before 3a686d8, 2021-04:
+# `images`), then, past its warm-up, every 5 s (log_every_n_seconds) `Inference done
+# {idx + 1}/{total}. Dataloading: {:.4f} s/iter. Inference: {:.4f} s/iter. Eval: {:.4f} s/iter.
+# Total: {:.4f} s/iter. ETA={eta}` (before: `Inference done {}/{}. {:.4f} s / img. ETA={}`):
+# the evaluation's batches (0 of them as it starts), their seconds no pace of training.
+_DETECTRON2_INFERENCE = re.compile(
+    r"(?<![\w:])(?:Start inference on (\d+) (?:batches|images)(?=\s|$)"
+    r"|Inference done (\d+)/(\d+)\. )")
 # Swin Transformer's loops (microsoft/Swin-Transformer main.py f82860b; main_moe.py,
 # main_simmim_pt.py and main_simmim_ft.py alike): train_one_epoch's `Train: [{epoch}/{EPOCHS}]
 # [{idx}/{num_steps}]\teta {timedelta} lr {lr:.6f}\t …\ttime {val:.4f} ({avg:.4f})\tloss …\t
@@ -234,6 +247,8 @@ def read_framework_line(body: str, s: Sample, targets: AnnouncedTargets = _NONE_
         _basicsr(body, s, targets)
     if body.startswith(("iter ", "step ")):
         _nanogpt(body, s, targets)
+    if "nference " in body:
+        _detectron2_inference(body, s)
     return body
 
 
@@ -321,6 +336,17 @@ def _openmmlab(body: str, s: Sample, targets: AnnouncedTargets) -> None:
     pace = _OPENMMLAB_TIME.search(body, m.end())
     if pace is not None:
         s.sec_per_iter = float(pace.group(1))
+
+
+def _detectron2_inference(body: str, s: Sample) -> None:
+    """A detectron2 inference line (`_DETECTRON2_INFERENCE`): its batches done (none as it
+    starts) and their total, as an evaluation's bar; no iteration, target or pace of
+    training."""
+    m = _DETECTRON2_INFERENCE.search(body)
+    if m is None:
+        return
+    start, done, total = m.groups()
+    s.evaluation_batches = (0, int(start)) if start is not None else (int(done), int(total))
 
 
 def _swin(body: str, s: Sample) -> str:
