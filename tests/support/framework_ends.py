@@ -340,9 +340,10 @@ F["PaddleDetection"] = (
     "[05/01 19:32:00] ppdet.engine INFO: Total sample number: 5000, average FPS: 82.1\n"
     "[05/01 19:32:00] ppdet.engine.callbacks INFO: Best test bbox ap is 0.512.\n"
 )
+# train.py's line every 25 steps (the step before it counts), the save at --end-step, `Done!`
 F["k-diffusion"] = (
-    "Epoch: 41, step: 99990, loss: 0.0123, avg loss: 0.0456\n"
-    "Epoch: 41, step: 99999, loss: 0.0121, avg loss: 0.0455\n"
+    "Epoch: 41, step: 99950, loss: 0.0123, avg loss: 0.0456\n"
+    "Epoch: 41, step: 99975, loss: 0.0121, avg loss: 0.0455\n"
     "Saving to model_00100000.pth...\n"
     "Done!\n"
 )
@@ -468,7 +469,6 @@ F["diffusers train_dreambooth"] = (
 #: the frameworks whose finished run has no line of its own to go on: they read `none`
 #: (still running) as a run cut at the same place does
 NO_LINE_OF_THEIR_OWN = frozenset({
-    "k-diffusion",  # a bare `Done!`, as many a data script prints
     "fastai",  # its table's rows name no epoch total
 })
 #: the frameworks whose end is read by a line of its own (a signature), and that line's words;
@@ -495,13 +495,16 @@ MARKERS: dict[str, str] = {
     "torchreid": "Elapsed 0:42:07",
     "BasicSR (Real-ESRGAN, NAFNet, HAT ...)": "End of training. Time consumed",
 }
-#: the frameworks read `completed` by a total their log printed before the loop, each one's
-#: log cut at the same point short of the lines that prove the end: it reads `none`
+#: the frameworks read `completed` by a total their log printed before the loop or by the word
+#: after their last save, each one's log cut at the same point short of the lines that prove
+#: the end: it reads `none`
 CUT_SHORT: dict[str, str] = {
     # its last evaluation, and not the step after it (`iter 5000`)
     "nanoGPT": F["nanoGPT"].split("iter 5000:")[0],
     # its last epoch's last logged steps, not the save once the epoch is over
     "mmengine/mmdet": F["mmengine/mmdet"].split("05/01 19:28:12")[0],
+    # its save at the end step, not the `Done!` after it
+    "k-diffusion": F["k-diffusion"].removesuffix("Done!\n"),
 }
 ENDS: dict[str, tuple[str, str]] = {
     name: (log, "none" if name in NO_LINE_OF_THEIR_OWN else "completed")

@@ -35,6 +35,13 @@ _FINAL_SAVE = re.compile(r"Saving checkpoints? for ([0-9]+) into ")
 # follows it (`Epoch(val) [12][5000/5000]  coco/bbox_mAP: …`), then the loop's after_train
 # hooks, which print nothing of their own.
 _MMENGINE_SAVE = re.compile(r"(?<![\w:])Saving checkpoint at ([0-9]+) (epochs|iterations) *$")
+# k-diffusion's train.py (crowsonkb/k-diffusion train.py 4601bf0): save() says `Saving to
+# {name}_{step:08}.pth...` every save_every steps and once the step count reaches --end-step,
+# after which, only there, the loop says `Done!` and main returns; a KeyboardInterrupt leaves the
+# loop saying nothing. Both through tqdm.write, on stdout: the epoch's bar (stderr) is drawn
+# again after them, and once more as the process ends.
+_K_DIFFUSION_SAVE = re.compile(r"^Saving to \S+_[0-9]{8}\.pth\.\.\. *$")
+_K_DIFFUSION_DONE = re.compile(r"^Done! *$")
 # A trainer's progress table (Turi Create's and GraphLab's toolkits: `| Iteration | Loss |
 # Elapsed Time |`, one row per iteration or epoch) and the border that closes it.
 _TABLE_BORDER = re.compile(r"^\+(?:-+\+)+\s*$")
@@ -158,14 +165,25 @@ def ends_in_final_save(series: MetricSeries, tail: Sequence[tuple[int, str]]) ->
     `Saving checkpoints for N into`) writes when training stops: its step is past the last
     progress line and off the progress lines' step grid (a periodic save of a running job
     lands on the grid or is followed by more progress); or with mmengine's save at its
-    target (`_mmengine_save_at_target`)."""
+    target (`_mmengine_save_at_target`), or k-diffusion's at its end step
+    (`_k_diffusion_done`)."""
     lines = [t for _, t in tail if t.strip()]
     m = _FINAL_SAVE.search(lines[-1]) if lines else None
     every, last = series.log_every(), series.last_iteration
     if m is None or last is None or every <= 1:
-        return _mmengine_save_at_target(series, tail)
+        return _mmengine_save_at_target(series, tail) or _k_diffusion_done(tail)
     step = int(m.group(1))
     return step > last and step % every != 0
+
+
+def _k_diffusion_done(tail: Sequence[tuple[int, str]]) -> bool:
+    """The log's last line, but for its progress bar's draws, is k-diffusion's `Done!` right
+    after its save (`_K_DIFFUSION_SAVE`): the save at --end-step. A bare `Done!` (many a script's
+    word), or a save with no `Done!` after it (every save_every steps' save), is no end."""
+    lines = [message_after_time(normalize_line(t)) for _, t in tail if t.strip()]
+    said = [line for line in lines if not _BAR_PERCENT.search(line) and not _BAR_COUNT.search(line)]
+    return (len(said) >= 2 and _K_DIFFUSION_DONE.match(said[-1]) is not None
+            and _K_DIFFUSION_SAVE.match(said[-2]) is not None)
 
 
 def _mmengine_save_at_target(series: MetricSeries, tail: Sequence[tuple[int, str]]) -> bool:
