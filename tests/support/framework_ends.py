@@ -469,7 +469,10 @@ F["diffusers train_dreambooth"] = (
 #: the frameworks whose finished run has no line of its own to go on: they read `none`
 #: (still running) as a run cut at the same place does
 NO_LINE_OF_THEIR_OWN = frozenset({
-    "fastai",  # its table's rows name no epoch total
+    # its table's rows name no epoch total, nor does anything fit() prints in a log that is no
+    # terminal (fastprogress draws its bars, `Epoch 3/3 :`, on a tty only; after_fit prints
+    # nothing)
+    "fastai",
 })
 #: the frameworks whose end is read by a line of its own (a signature), and that line's words;
 #: the others are read by progress (a counter at its total) or a closing summary
