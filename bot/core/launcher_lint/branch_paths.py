@@ -18,7 +18,7 @@ Step = tuple[tuple[int, int], int]
 def branch_path(offset: int, constructs: dict[tuple[int, int], Construct]) -> tuple[Step, ...]:
     """The branches of `constructs` that hold `offset` (a branch of an `if` / `case`, a loop's
     body), outermost first."""
-    held = [(spans[i][0], key, i) for key, (spans, _always) in constructs.items()
+    held = [(spans[i][0], key, i) for key, (spans, _cover) in constructs.items()
             for i in range(len(spans)) if spans[i][0] <= offset < spans[i][1]]
     return tuple((key, i) for _start, key, i in sorted(held))
 
@@ -30,7 +30,7 @@ def path_index(constructs: dict[tuple[int, int], Construct]
     around the offset, not the number of branches in the script; and whether the spans nest
     (a branch lies inside the branch around its construct, as in every script bash parses).
     If some did not, each offset is read as branch_path reads it, over every span."""
-    ordered = sorted((start, end, key, i) for key, (spans, _always) in constructs.items()
+    ordered = sorted((start, end, key, i) for key, (spans, _cover) in constructs.items()
                      for i, (start, end) in enumerate(spans))
     parent: list[int] = []  # the index in `ordered` of the span around each (-1: none)
     stack: list[int] = []
@@ -77,13 +77,14 @@ def on_every_path(offsets: list[int], since: int, target: int,
         if not path:
             return True  # (the common case, decided without the others)
         paths.append(path)
-    return _covered(paths, constructs)
+    return _covered(paths, constructs, dict(path_of(target)))
 
 
-def _covered(paths: list[tuple[Step, ...]], constructs: dict[tuple[int, int], Construct]
-             ) -> bool:
+def _covered(paths: list[tuple[Step, ...]], constructs: dict[tuple[int, int], Construct],
+             reached: dict[tuple[int, int], int]) -> bool:
     """Does every way through the branches hold one of `paths` (each: the branches a command
-    is in, outermost first) to its end?"""
+    is in, outermost first) to its end? `reached`: the branch of each construct the way's end
+    is in (model.Cover.holds's `before`: only what runs before it counts)."""
     if any(not path for path in paths):
         return True
     by_construct: dict[tuple[int, int], dict[int, list[tuple[Step, ...]]]] = {}
@@ -91,9 +92,9 @@ def _covered(paths: list[tuple[Step, ...]], constructs: dict[tuple[int, int], Co
         (key, i), rest = path[0], path[1:]
         by_construct.setdefault(key, {}).setdefault(i, []).append(rest)
     for key, branches in by_construct.items():
-        spans, always = constructs[key]
-        if always and len(branches) == len(spans) and all(
-                _covered(inner, constructs) for inner in branches.values()):
+        spans, cover = constructs[key]
+        if cover.holds({i for i, inner in branches.items()
+                        if _covered(inner, constructs, reached)}, len(spans), reached.get(key)):
             return True
     return False
 
@@ -109,8 +110,13 @@ class Coverage:
     how to undo each change, latest last) as much; a question, the counter's depth."""
 
     def __init__(self, constructs: dict[tuple[int, int], Construct],
-                 log: list[Callable[[], object]]) -> None:
+                 log: list[Callable[[], object]],
+                 reached: dict[tuple[int, int], int] | None = None) -> None:
         self.constructs, self.log = constructs, log
+        # the branch of each construct the way's end is in, where it is known (model.Cover.
+        # holds's `before`: only what runs before it counts; `covers` reads those of the
+        # branches it is given as it goes)
+        self.reached = reached or {}
         self.root = CoverageNode()
 
     def add(self, path: tuple[Step, ...]) -> None:
@@ -128,11 +134,12 @@ class Coverage:
             return
         self._cover(node)
         for parent, (key, i) in reversed(way):
-            spans, always = self.constructs[key]
+            spans, cover = self.constructs[key]
             covered = parent.branches.setdefault(key, set())
             covered.add(i)
             self.log.append(functools.partial(covered.discard, i))
-            if not (always and len(covered) == len(spans)):
+            if key in parent.complete or not cover.holds(covered, len(spans),
+                                                         self.reached.get(key)):
                 return
             parent.complete.add(key)
             self.log.append(functools.partial(parent.complete.discard, key))
@@ -188,7 +195,7 @@ def last_to_run(assigned: list[tuple[int, str | None]], since: int, target: int,
     holds one on every way is found in time linear in the number of assignments after it."""
     path_of = path_of or (lambda offset: branch_path(offset, constructs))
     known = set(path_of(since)) | set(path_of(target))
-    coverage = Coverage(constructs, [])
+    coverage = Coverage(constructs, [], dict(path_of(target)))
     for k in range(len(assigned) - 1, -1, -1):
         coverage.add(tuple(step for step in path_of(assigned[k][0]) if step not in known))
         if coverage.root.covered:

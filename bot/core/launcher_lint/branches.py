@@ -10,7 +10,7 @@ from copy import copy
 from dataclasses import dataclass, field, replace
 from typing import Protocol
 
-from bot.core.launcher_lint.model import Construct, Hit, Opts, either
+from bot.core.launcher_lint.model import Construct, Cover, Hit, Opts, either
 from bot.core.launcher_lint.syntax import (
     OPENING_KEYWORDS,
     constant_status,
@@ -340,7 +340,8 @@ def branch_step(walk: BranchWalk, frames: list[Branches], step: str, patterns: s
             walk.left_loops.add(frame.key[0])  # (its next pass: on some runs only)
     # (after `&&` / `||`, `[ … ] && if true; then …`, bash may run none of its branches, as
     # it may skip any command there: syntax.and_or_branches)
-    walk.constructs[frame.key] = (tuple(frame.spans), frame.exhaustive and frame.skipped is None)
+    walk.constructs[frame.key] = (tuple(frame.spans),
+                                  Cover(frame.exhaustive and frame.skipped is None))
     if frame.kind == "if" or frame.kind == "case" and not frame.chained:
         walk.exclusive[frame.key] = frame.kind  # one pass through it runs one branch at most
     if passes == 0:  # bash makes no pass: nothing in the body runs, nothing it sets holds
@@ -444,7 +445,7 @@ def _leaving(walk: BranchWalk, loop: Branches, done: int) -> int | None:
     cut = min([leave] + [start for start, _end in holders])
     if holders and walk.loops.get(cut) == max(end for start, end in holders if start == cut):
         cut = walk.loops[cut]
-    walk.constructs[(cut, -1)] = (((cut, done),), False)
+    walk.constructs[(cut, -1)] = (((cut, done),), Cover())
     return leave
 
 

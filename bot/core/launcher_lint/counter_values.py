@@ -17,7 +17,7 @@ from typing import overload
 
 from bot.core.launcher_lint.branch_paths import Step, last_to_run
 from bot.core.launcher_lint.messages import short
-from bot.core.launcher_lint.model import Arith, Construct, Scan
+from bot.core.launcher_lint.model import Arith, Construct, Cover, Scan
 
 #: What sets a variable: a shell assignment (`n=0`, `n=0;`, `n="0"`, `local n=0`, `let n=0`),
 #: its value up to a blank or an operator, and an arithmetic one, blanks around `=` allowed
@@ -324,17 +324,23 @@ class Assigned:
                 depth[step] = d
         branch_from: dict[Step, int] = {}
         construct_from: dict[tuple[int, int], int] = {}
-        for step in sorted(depth, key=lambda step: -depth[step]):  # the deepest first
-            found = [right_in[step][-1]] if step in right_in else []
-            found += [construct_from[key] for key in inside.get(step, ())
-                      if key in construct_from]
-            if found:
-                branch_from[step] = max(found)
-            key = step[0]
-            spans, always = constructs[key]
-            if always and key not in construct_from and all(
-                    (key, i) in branch_from for i in range(len(spans))):
-                construct_from[key] = min(branch_from[key, i] for i in range(len(spans)))
+        by_depth: dict[int, list[Step]] = {}
+        for step, d in depth.items():
+            by_depth.setdefault(d, []).append(step)
+        for d in sorted(by_depth, reverse=True):  # the deepest first
+            for step in by_depth[d]:
+                found = [right_in[step][-1]] if step in right_in else []
+                found += [construct_from[key] for key in inside.get(step, ())
+                          if key in construct_from]
+                if found:
+                    branch_from[step] = max(found)
+            for key in {step[0] for step in by_depth[d]}:
+                spans, cover = constructs[key]
+                froms = {i: branch_from[key, i] for i in range(len(spans))
+                         if (key, i) in branch_from}
+                last = _last_covering(froms, cover, len(spans))
+                if last is not None:
+                    construct_from[key] = last
         self.right_in = right_in
         # the constructs right in each branch that are covered from some assignment on: by
         # the end of their last branch, with the latest that covers one ending there or before
@@ -388,6 +394,22 @@ class Assigned:
         while last in holes:
             last -= 1
         return [self.entries[last]] if last >= k else [], True
+
+
+def _last_covering(froms: dict[int, int], cover: Cover, branches: int) -> int | None:
+    """The last k such that the branches whose assignments from k on cover them (`froms`: the
+    last k of each branch that has one) run one of them on every way through their construct
+    (`cover`, of `branches` branches), None: no k. The fewer k leaves, the fewer it holds:
+    found by bisection."""
+    ks = sorted(set(froms.values()))
+    lo, hi = 0, len(ks)  # ks[:lo] hold, ks[hi:] do not
+    while lo < hi:
+        mid = (lo + hi) // 2
+        if cover.holds([i for i, f in froms.items() if f >= ks[mid]], branches):
+            lo = mid + 1
+        else:
+            hi = mid
+    return ks[lo - 1] if lo else None
 
 
 class Before(Sequence[tuple[int, str | None]]):

@@ -446,13 +446,14 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
         || n=2`), read as an `if`'s branches are (model.Scan.constructs, keyed by the
         operator's offset and -2, so that a loop's part past a `break` in one still nests:
         branches._leaving); one bash never runs, as a branch it never runs too (`true || n=5`)."""
-        for at, spans, always, never in and_or_branches(lst, off, self.memo, self.script_text):
-            key = (at, -2)
-            self.constructs[key] = (spans, always)
-            if frames:
-                frames[-1].inner.append(key)
-            if never:
-                self.never_run.extend(spans)
+        found = and_or_branches(lst, off, self.memo, self.script_text)
+        if found is None:
+            return
+        key = (found.at, -2)
+        self.constructs[key] = (found.spans, found.cover)
+        if frames:
+            frames[-1].inner.append(key)
+        self.never_run.extend(found.never)
 
     def _dead_end(self, start: int, end: int) -> None:
         """From `start` (a branch's, a body's) to `end`, bash runs into an `exit` (model.Scan.

@@ -4,6 +4,7 @@ and the statements each check turns into findings."""
 from __future__ import annotations
 
 import bisect
+from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
@@ -257,11 +258,65 @@ class Positional:
     index: int
 
 
+#: How a command of an and-or list after its first leaves the list's status, as Cover reads
+#: it: "free" (bash's semantics do not decide it), "true" / "false" (they do: `true`, `[ 1 ]`).
+ChainStatus = Literal["free", "true", "false"]
+
+
+@dataclass(frozen=True)
+class ChainLink:
+    """A command of an and-or list (Cover.chain): the operator before it ("" for the first),
+    how it leaves the status (ChainStatus), and the branch of the list's construct it is
+    (None: it sets and counts nothing, or bash runs it whenever it reaches the list)."""
+
+    op: str
+    status: ChainStatus
+    branch: int | None = None
+
+
+@dataclass(frozen=True)
+class Cover:
+    """Which of a construct's branches bash runs one of on every way through it (Construct):
+    of an `if` / `case` / loop, every branch where one of them always runs (`exhaustive`: an
+    `else`, a `*` pattern, a loop over words written out), none otherwise; of an and-or list
+    (`chain`: its commands, in order), the sets the list's grammar says: `&&` and `||` have
+    equal precedence and group to the left (`a && b || c && d` is `((a && b) || c) && d`),
+    and bash runs a command after `&&` when the status of the last command it ran is 0, after
+    `||` when it is not (so every way runs `b` or `c`, and every way runs `c` or `d`)."""
+
+    exhaustive: bool = False
+    chain: tuple[ChainLink, ...] = ()
+
+    def holds(self, covered: Collection[int], branches: int, before: int | None = None
+              ) -> bool:
+        """Does every way through the construct (of `branches` branches) run one of the
+        branches `covered`, counting only those before branch `before` (where the command
+        asked about is: a way to it runs them before it), all when None?"""
+        def hit(branch: int | None) -> bool:
+            return branch is not None and branch in covered and (
+                before is None or branch < before)
+
+        if not self.chain:
+            return self.exhaustive and all(hit(i) for i in range(branches))
+        # by the status the last command bash ran left (0, else 1): does every way that
+        # leaves it so run one of them (True where no way does)
+        ways = [True, True]
+        for link in self.chain:
+            if link.op:
+                runs = 0 if link.op == "&&" else 1  # the status the ways that run it have
+                reached, ways[runs] = ways[runs], True
+            else:
+                reached = False  # (the first command: every way runs it, none ran one yet)
+            after = reached or hit(link.branch)
+            for status in (0, 1) if link.status == "free" else (int(link.status == "false"),):
+                ways[status] = ways[status] and after
+        return ways[0] and ways[1]
+
+
 #: A `case`, `if` or loop as the walk read it (Scan.constructs): the spans of its branches (a
-#: loop's: its body), and whether one of them runs whenever it does (an `else`, a `*` pattern,
-#: a loop over words written out); or a command after `&&` / `||` bash may skip, or two in a
-#: row one of which it runs (syntax.and_or_branches).
-Construct = tuple[tuple[tuple[int, int], ...], bool]
+#: loop's: its body), and which of them bash runs one of on every way through it (Cover); or
+#: the commands of an and-or list bash may skip (syntax.and_or_branches).
+Construct = tuple[tuple[tuple[int, int], ...], Cover]
 
 
 @dataclass

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Protocol
 
 from bot.core.launcher_lint.branches import Branches, Marks
-from bot.core.launcher_lint.model import Arith, Construct, Opts
+from bot.core.launcher_lint.model import Arith, Construct, Cover, Opts
 from bot.core.shell_lexer import Memo, split_top_level
 
 
@@ -79,7 +79,7 @@ class PipeSubshells:
                     lead = len(cmd) - len(cmd.lstrip())
                     span = (c_off + lead, c_off + len(cmd.rstrip()))
                     if k == len(cmds) - 1 and self._lastpipe_partial():  # (in this shell on some
-                        self.constructs[(span[0], -2)] = ((span,), False)  # paths only)
+                        self.constructs[(span[0], -2)] = ((span,), Cover())  # paths only)
                     else:
                         self.piped.append(span)
 
@@ -101,7 +101,7 @@ class PipeSubshells:
         keyed (start, -2)), and a stop where it goes on stops it on some runs."""
         start = closing.key[0]
         if maybe:
-            self.constructs[(start, -2)] = (((start, end),), False)
+            self.constructs[(start, -2)] = (((start, end),), Cover())
             if goes_on:
                 self._partial_stops(closing.marks.arith)
             return

@@ -7,7 +7,9 @@ from __future__ import annotations
 import functools
 import re
 from collections import Counter
+from typing import NamedTuple
 
+from bot.core.launcher_lint.model import ChainLink, ChainStatus, Cover
 from bot.core.shell_lexer import CASE_BRANCH_ENDS, COMMAND_AT, Memo, split_top_level
 
 _CONDITION_KEYWORDS = {"if", "elif", "while", "until"}
@@ -179,55 +181,67 @@ _INERT_ELEMENT_RE = re.compile(r"(?:true|:|false|break|continue|exit|return)"
                                r"(?:[ \t]+[^\s;&|<>()]+)?")
 
 
-def and_or_branches(lst: str, off: int, memo: Memo, text: str
-                    ) -> list[tuple[int, tuple[tuple[int, int], ...], bool, bool]]:
-    """The commands of the and-or list `lst` (at `off`, after its keywords) that bash may skip,
-    as the statuses of the commands before their `&&` / `||` say (runs_after: `[ -f x ] &&
-    n=1`, `test … || ((n++))`), as it skips an `if` branch with no `else`: each read as a
-    construct of its own (model.Construct), its key's offset where the operator before it is.
-    Two bash may skip in a row with unlike operators before them (`[ … ] && n=1 || n=2`, `a ||
-    b && c`) are the two branches of one, one of which always runs (when bash skips the first,
-    the status before the second's operator makes it run it), though the second may run after
-    the first too (not exclusive). Each also says whether bash never runs it (`true || n=5`).
-    Not a compound that opens there (`[ … ] && if …`: the walk reads its branches), nor a
-    command that sets and counts nothing (_INERT_ELEMENT_RE). The statuses are read once, in
-    order, as runs_after reads them."""
+class AndOrBranches(NamedTuple):
+    """The commands of an and-or list bash may skip (and_or_branches): where the operator
+    before the first is (the construct's key), their spans, the Cover of the list, and the
+    spans of those bash never runs."""
+
+    at: int
+    spans: tuple[tuple[int, int], ...]
+    cover: Cover
+    never: tuple[tuple[int, int], ...]
+
+
+def and_or_branches(lst: str, off: int, memo: Memo, text: str) -> AndOrBranches | None:
+    """The commands of the and-or list `lst` (at `off`, after its keywords) that bash may skip
+    (`[ -f x ] && n=1`, `test … || ((n++))`), as it skips an `if` branch with no `else`: the
+    branches of one construct (model.Construct), keyed where the operator before the first of
+    them is, whose Cover reads the whole list by its grammar (`[ … ] && n=1 || n=2`: one of the
+    two runs on every way); with those bash never runs (`true || n=5`). Which statuses may
+    reach each command is read as bash runs the list: `&&` and `||` have equal precedence and
+    group to the left, a command after `&&` runs on a status of 0, one after `||` on any
+    other, and the list goes on with the status of the last command that ran; bash's semantics
+    decide some (constant_status: `true`, `false`), any other may be 0 or not. Not a compound
+    that opens there (`[ … ] && if …`: the walk reads its branches), nor a command that sets
+    and counts nothing (_INERT_ELEMENT_RE); the Cover still reads how each leaves the status.
+    None: no such command."""
     if "&&" not in lst and "||" not in lst:
-        return []
-    found: list[tuple[int, tuple[tuple[int, int], ...], bool, bool]] = []
-    runs: bool | None = True  # whether bash runs the next element (None: it may or may not)
-    status = True  # the status of the last element bash ran, where runs_after knows it
-    previous: tuple[str, int, str] | None = None
-    paired = False  # the construct found last is the element before's, and may take this one
-    before = ""  # the operator before the element before
+        return None
+    spans: list[tuple[int, int]] = []
+    never: list[tuple[int, int]] = []
+    chain: list[ChainLink] = []
+    at: int | None = None  # where the operator before the first branch is
+    reaching: set[int] = set()  # the statuses a way may have before the element (0, 1)
+    op_before = ""  # the operator before the element
+    chain_end = off  # where the element before ends
     for element, e_off, op in split_top_level(lst, off, ("&&", "||"), memo):
         cmd = element.strip()
-        if previous is not None and runs is not True and cmd and not (
+        known = constant_status(element, text)
+        leaves: ChainStatus = "free" if known is None else "true" if known else "false"
+        statuses = {0, 1} if known is None else {0 if known else 1}
+        runs_on = 1 if op_before == "||" else 0  # the status it runs after
+        runs = not op_before or runs_on in reaching
+        branch: int | None = None
+        if op_before and 1 - runs_on in reaching and cmd and not (  # (a way skips it)
                 first_word(cmd) in (*OPENING_KEYWORDS, "case")
                 or _INERT_ELEMENT_RE.fullmatch(cmd)):
             start = e_off + len(element) - len(element.lstrip())
-            span = (start, start + len(cmd))
-            if paired and runs is None and previous[2] != before:
-                at, spans, _always, _never = found[-1]
-                found[-1] = (at, (*spans, span), True, False)
-                paired = False
-            else:
-                found.append((previous[1] + len(previous[0]), (span,), False, runs is False))
-                paired = runs is None
-        else:
-            paired = False
-        before = previous[2] if previous is not None else ""
-        previous = (element, e_off, op)
-        if runs is None:
-            continue
-        if runs:
-            known = constant_status(element, text)
-            if known is None:
-                runs = None
-                continue
-            status = known
-        runs = status if op == "&&" else not status
-    return found
+            branch = len(spans)
+            spans.append((start, start + len(cmd)))
+            if not runs:
+                never.append(spans[-1])
+            if at is None:
+                at = chain_end
+        chain.append(ChainLink(op_before, leaves, branch))
+        if not op_before:
+            reaching = statuses
+        elif runs:
+            reaching = (reaching - {runs_on}) | statuses
+        chain_end = e_off + len(element)
+        op_before = op
+    if at is None:
+        return None
+    return AndOrBranches(at, tuple(spans), Cover(chain=tuple(chain)), tuple(never))
 
 
 @functools.lru_cache(maxsize=8)

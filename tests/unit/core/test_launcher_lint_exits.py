@@ -4,6 +4,8 @@ or past one bash may skip, reads as before."""
 
 from __future__ import annotations
 
+import itertools
+import random
 import subprocess
 
 import pytest
@@ -605,6 +607,122 @@ _RC = 'rc=${X:-0}\n'  # (0 on one run, 1 on the other: `[[ $rc -ne 0 ]]` tests w
     ("set -e\nn=0\nfalse || n=1\n((n++))\n", None),
     ("set -e\nn=0\ntrue || n=1\n((n++))\n", "fail"),
     ("set -e\nn=0\nfalse && { n=1; }\n((n++))\n", "fail"),
+    # … read as bash groups the list, `((a && b) || c) && d`: every way runs `c` or `d` (`c`
+    # is skipped only after `b` succeeded, which runs `d`), and a `true` there runs what
+    # follows its `&&` whatever ran before it (both said `warn`: `c` was paired with `b` only)
+    ('set -e\nn=0\n[ -n "${X:-}" ] && echo b || n=1 && n=2\n((n++))\n', None),
+    ('set -e\nn=0\n[ -n "${X:-}" ] && n=1 || true && n=2\n((n++))\n', None),
 ])
 def test_a_count_or_assignment_after_and_or_runs_on_some_runs_only(tmp_path, body, level):
     _counter_stops_bash_as_the_level_says(tmp_path, body, level)
+
+
+#: The commands of a generated and-or list: one whose status bash's semantics do not decide
+#: and that sets nothing (a test), `true`, `false`, and an assignment (a branch the lint reads).
+_CHAIN_COMMANDS = {"test": '[ -n "$T{i}" ]', "true": "true", "false": "false",
+                   "assign": "n={i}"}
+
+
+def _generated_chains(count: int) -> list[tuple[list[str], list[str]]]:
+    """`count` and-or lists of 1 to 8 commands (their kinds, _CHAIN_COMMANDS's, and the
+    operators between them), the same on every run."""
+    rng = random.Random(20261206)
+    chains = []
+    for _ in range(count):
+        size = rng.randint(1, 8)
+        chains.append(([rng.choice(list(_CHAIN_COMMANDS)) for _ in range(size)],
+                       [rng.choice(("&&", "||")) for _ in range(size - 1)]))
+    return chains
+
+
+#: An and-or list as the grammar groups it: a command's index, or (list, operator, index).
+_Tree = int | tuple["_Tree", str, int]
+
+
+def _evaluate(tree: _Tree, kinds: list[str], status_of: dict[int, int], ran: list[int]) -> int:
+    """Run `tree` (kinds: _CHAIN_COMMANDS's; `status_of`: the status of each command whose
+    status is not decided), adding each command run to `ran`; its status."""
+    if isinstance(tree, int):
+        ran.append(tree)
+        return {"true": 0, "false": 1}.get(kinds[tree], status_of.get(tree, 0))
+    left, op, right = tree
+    status = _evaluate(left, kinds, status_of, ran)
+    return _evaluate(right, kinds, status_of, ran) if (status == 0) == (op == "&&") else status
+
+
+def _reference_runs(kinds: list[str], ops: list[str]) -> list[tuple[int, ...]]:
+    """The commands bash runs of the list, for each outcome of those whose status is not
+    decided (a test, an assignment: 0 or 1), by the grammar of the manual's "Lists of
+    Commands": `&&` and `||` have equal precedence and are left-associative, so the list is
+    the tree ((c0 op1 c1) op2 c2) …; `a && b` runs b if and only if a's status is 0, `a ||
+    b` if and only if it is not, and its status is that of the last command it ran."""
+    free = [i for i, kind in enumerate(kinds) if kind in ("test", "assign")]
+    tree: _Tree = 0
+    for i, op in enumerate(ops, start=1):
+        tree = (tree, op, i)
+    runs = []
+    for outcome in itertools.product((0, 1), repeat=len(free)):
+        ran: list[int] = []
+        _evaluate(tree, kinds, dict(zip(free, outcome, strict=True)), ran)
+        runs.append(tuple(ran))
+    return runs
+
+
+def test_a_list_s_and_or_branches_follow_the_grammar_for_any_chain():
+    """For generated lists, the commands the lint reads as branches bash may skip, and which
+    sets of them bash runs one of on every way (model.Cover.holds, counting those before a
+    given branch only, or all), agree with a reference evaluator of the grammar."""
+    from bot.core.launcher_lint.syntax import and_or_branches
+
+    for kinds, ops in _generated_chains(250):
+        parts = [_CHAIN_COMMANDS[kind].format(i=i) for i, kind in enumerate(kinds)]
+        lst = parts[0] + "".join(f" {op} {part}" for op, part in zip(ops, parts[1:],
+                                                                       strict=True))
+        starts = [lst.index(part, lst.index(parts[i - 1]) + 1 if i else 0)
+                  for i, part in enumerate(parts)]
+        runs = _reference_runs(kinds, ops)
+        found = and_or_branches(lst, 0, {}, lst)
+        # the branches: the commands that may set something (not `true`, `false`) that bash
+        # skips on some outcome
+        skipped = {i for i, kind in enumerate(kinds)
+                   if kind in ("test", "assign") and any(i not in ran for ran in runs)}
+        command_of = [starts.index(start) for start, _end in found.spans] if found else []
+        assert set(command_of) == skipped, lst
+        if found is None:
+            continue
+        never = [i for i in command_of if not any(i in ran for ran in runs)]
+        assert [starts.index(start) for start, _end in found.never] == never, lst
+        branches = len(command_of)
+        for before in (None, *range(branches + 1)):
+            counted = command_of if before is None else command_of[:before]
+            for size in range(branches + 1):
+                for chosen in itertools.combinations(range(branches), size):
+                    hit = {command_of[b] for b in chosen} & set(counted)
+                    expected = all(hit & set(ran) for ran in runs)
+                    assert found.cover.holds(set(chosen), branches, before) == expected, (
+                        lst, chosen, before)
+
+
+def test_the_reference_evaluator_runs_lists_as_bash_does(tmp_path):
+    """The reference evaluator (_reference_runs) agrees with real bash on generated lists:
+    each command prints its index, its status set by the outcome."""
+    for kinds, ops in _generated_chains(40):
+        free = [i for i, kind in enumerate(kinds) if kind in ("test", "assign")]
+        functions = "".join(
+            f"c{i}() {{ printf '%s ' {i}; return "
+            f"{ {'true': '0', 'false': '1'}.get(kind, f'$S{i}') }; }}\n"
+            for i, kind in enumerate(kinds))
+        lst = "c0" + "".join(f" {op} c{i}" for i, op in enumerate(ops, start=1))
+        sets = "; ".join(f"S{i}=$(( m >> {k} & 1 ))" for k, i in enumerate(free)) or ":"
+        script = (f"{functions}for ((m = 0; m < {1 << len(free)}; m++)); do "
+                  f"{sets}; {lst}; echo; done\n")
+        launch = tmp_path / "chain.sh"
+        launch.write_text(script)
+        out = subprocess.run(["bash", str(launch)], capture_output=True, text=True,
+                             timeout=20).stdout
+        bash_runs = [tuple(int(i) for i in line.split()) for line in out.splitlines()]
+        # (bash counts the outcomes from the first free command's bit up)
+        expected = [_reference_runs(kinds, ops)[int("".join(
+            str(m >> k & 1) for k in range(len(free))) or "0", 2)]
+            for m in range(1 << len(free))]
+        assert bash_runs == expected, (lst, kinds)
