@@ -101,6 +101,11 @@ class Branches:
     # in it: script_exits), and every branch bash may run so far did
     branch_exits: bool = False
     all_exit: bool = True
+    # an `if`'s / a `case`'s: the branch being read ends the shell whenever it runs (an `exit`
+    # with no `break` / `continue` / `return` before it: engine._dead_end), and the indices in
+    # `spans` of those that did (model.Cover.ends)
+    branch_dies: bool = False
+    ends: list[int] = field(default_factory=list)
     # a loop's: where its body's own `exit` bash always runs on a pass ends (no `if`, `case`,
     # `&&` / `||` around it, no `break` / `continue` before it), the first pass ending the
     # shell whenever the body runs (None: none, or one may leave the loop first)
@@ -255,7 +260,9 @@ def branch_step(walk: BranchWalk, frames: list[Branches], step: str, patterns: s
         frame.all_left &= not frame.in_branch or dead or frame.branch_left or on
         frame.testing_on |= on and ended_by == ";;&"
         frame.all_exit &= not frame.in_branch or dead or frame.branch_exits
-        frame.branch_left = frame.branch_exits = False
+        if frame.in_branch and not dead and frame.branch_dies:
+            frame.ends.append(len(frame.spans) - 1)
+        frame.branch_left = frame.branch_exits = frame.branch_dies = False
     if step == "branch" and matches_everything(patterns):
         frame.testing_on = False  # (the patterns tested on match here)
     if step == "esac" and frame.testing_on:
@@ -341,7 +348,8 @@ def branch_step(walk: BranchWalk, frames: list[Branches], step: str, patterns: s
     # (after `&&` / `||`, `[ … ] && if true; then …`, bash may run none of its branches, as
     # it may skip any command there: syntax.and_or_branches)
     walk.constructs[frame.key] = (tuple(frame.spans),
-                                  Cover(frame.exhaustive and frame.skipped is None))
+                                  Cover(frame.exhaustive and frame.skipped is None,
+                                        ends=frozenset(frame.ends)))
     if frame.kind == "if" or frame.kind == "case" and not frame.chained:
         walk.exclusive[frame.key] = frame.kind  # one pass through it runs one branch at most
     if passes == 0:  # bash makes no pass: nothing in the body runs, nothing it sets holds

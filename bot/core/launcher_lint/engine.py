@@ -37,6 +37,7 @@ from bot.core.launcher_lint.positional import may_read_positional, positional_re
 from bot.core.launcher_lint.script_exits import (
     and_or_group_ends_shell,
     certainly_ends_shell,
+    ends_script_shell,
     group_ends_shell,
     may_end_shell,
 )
@@ -429,7 +430,7 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
         if frame.in_branch:  # (bash may skip it: model.Scan.maybe_exits, where it closes)
             frame.exit_seen.append(end)
             if frame.branch_from is not None:
-                self._dead_end(frame.branch_from, end)
+                frame.branch_dies |= self._dead_end(frame.branch_from, end)
         if frame.kind in ("if", "case") and frame.in_branch:
             frame.branch_exits = frame.branch_left = True
         elif frame.in_branch:
@@ -446,7 +447,8 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
         || n=2`), read as an `if`'s branches are (model.Scan.constructs, keyed by the
         operator's offset and -2, so that a loop's part past a `break` in one still nests:
         branches._leaving); one bash never runs, as a branch it never runs too (`true || n=5`)."""
-        found = and_or_branches(lst, off, self.memo, self.script_text)
+        found = and_or_branches(lst, off, self.memo, self.script_text,
+                                lambda command: ends_script_shell(command, self.script_text))
         if found is None:
             return
         key = (found.at, -2)
@@ -455,12 +457,14 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
             frames[-1].inner.append(key)
         self.never_run.extend(found.never)
 
-    def _dead_end(self, start: int, end: int) -> None:
+    def _dead_end(self, start: int, end: int) -> bool:
         """From `start` (a branch's, a body's) to `end`, bash runs into an `exit` (model.Scan.
         dead_ends), unless a `break` / `continue` / `return` may leave that way first (or it
-        is a `return`: the body's values then hold past the call)."""
-        if not MAY_LEAVE_RE.search(self.text, start, end):
-            self.dead_ends.append((start, end))
+        is a `return`: the body's values then hold past the call). Whether it does."""
+        if MAY_LEAVE_RE.search(self.text, start, end):
+            return False
+        self.dead_ends.append((start, end))
+        return True
 
     def _maybe_exits(self, frames: list[Branches], ends: list[int]) -> None:
         """`exit`s bash may run or skip, ending at `ends`: kept by the construct the walk is

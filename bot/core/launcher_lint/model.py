@@ -259,8 +259,9 @@ class Positional:
 
 
 #: How a command of an and-or list after its first leaves the list's status, as Cover reads
-#: it: "free" (bash's semantics do not decide it), "true" / "false" (they do: `true`, `[ 1 ]`).
-ChainStatus = Literal["free", "true", "false"]
+#: it: "free" (bash's semantics do not decide it), "true" / "false" (they do: `true`, `[ 1 ]`),
+#: "exit" (it ends the shell: `exit 0`, an `exec` of a command; nothing after it runs).
+ChainStatus = Literal["free", "true", "false", "exit"]
 
 
 @dataclass(frozen=True)
@@ -282,10 +283,14 @@ class Cover:
     (`chain`: its commands, in order), the sets the list's grammar says: `&&` and `||` have
     equal precedence and group to the left (`a && b || c && d` is `((a && b) || c) && d`),
     and bash runs a command after `&&` when the status of the last command it ran is 0, after
-    `||` when it is not (so every way runs `b` or `c`, and every way runs `c` or `d`)."""
+    `||` when it is not (so every way runs `b` or `c`, and every way runs `c` or `d`). A way
+    that ends the shell (`ends`: the branches of an `if` / `case` that end it whenever they
+    run; an `exit` of the list) goes past nothing: it counts as running one of them, but where
+    the command asked about is in the construct (`before`) and it ends the shell after it."""
 
     exhaustive: bool = False
     chain: tuple[ChainLink, ...] = ()
+    ends: frozenset[int] = frozenset()
 
     def holds(self, covered: Collection[int], branches: int, before: int | None = None
               ) -> bool:
@@ -293,7 +298,7 @@ class Cover:
         branches `covered`, counting only those before branch `before` (where the command
         asked about is: a way to it runs them before it), all when None?"""
         def hit(branch: int | None) -> bool:
-            return branch is not None and branch in covered and (
+            return branch is not None and (branch in covered or branch in self.ends) and (
                 before is None or branch < before)
 
         if not self.chain:
@@ -301,16 +306,22 @@ class Cover:
         # by the status the last command bash ran left (0, else 1): does every way that
         # leaves it so run one of them (True where no way does)
         ways = [True, True]
+        ended = True  # … and every way that ended the shell
+        counting = True  # (not yet past the branch `before`)
         for link in self.chain:
+            counting &= before is None or link.branch is None or link.branch < before
             if link.op:
                 runs = 0 if link.op == "&&" else 1  # the status the ways that run it have
                 reached, ways[runs] = ways[runs], True
             else:
                 reached = False  # (the first command: every way runs it, none ran one yet)
+            if link.status == "exit":
+                ended = ended and (reached or counting)
+                continue
             after = reached or hit(link.branch)
             for status in (0, 1) if link.status == "free" else (int(link.status == "false"),):
                 ways[status] = ways[status] and after
-        return ways[0] and ways[1]
+        return ended and ways[0] and ways[1]
 
 
 #: A `case`, `if` or loop as the walk read it (Scan.constructs): the spans of its branches (a

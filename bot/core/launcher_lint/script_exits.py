@@ -40,6 +40,12 @@ def ends_shell(command: str, in_function: bool = False) -> bool:
     return m is not None and bool(_REDIRECTION_RE.sub("", m.group(1) or "").strip())
 
 
+def ends_script_shell(command: str, text: str) -> bool:
+    """Is `command` (one simple command) an `exit` / an `exec` of a command (ends_shell, not a
+    `return`), in the script `text` that defines no function of that name?"""
+    return ends_shell(command) and not _redefined(text)
+
+
 def certainly_ends_shell(command: str, off: int, memo: Memo, text: str,
                          in_function: bool = False) -> bool:
     """Is `command` (an and-or list at `off`, run in the foreground) an `exit` / `exec`

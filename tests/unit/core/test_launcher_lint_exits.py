@@ -4,6 +4,8 @@ or past one bash may skip, reads as before."""
 
 from __future__ import annotations
 
+import contextlib
+import functools
 import itertools
 import random
 import subprocess
@@ -129,6 +131,9 @@ def _bash_exits_and_the_lint_says(tmp_path, body: str, codes: list[int], line: i
     ('set -e\nn=0\ncase "${X:-}" in 1) exit 0;& *) :;; esac\n((n++))\n', [1, 0], 5),
     ('set -e\nn=0\n[ -n "${X:-}" ] && if true; then exit 0; fi\n((n++))\n', [1, 0], 5),
     ('set -e\nn=0\n[ -n "${X:-}" ] && { exit 0; }\n((n++))\n', [1, 0], 5),
+    # … or past one whose other branch sets the counter to 0 (the runs that do not exit)
+    ('set -e\nn=0\n[ -n "${X:-}" ] && exit 0 || n=0\n((n++))\n', [1, 0], 5),
+    ('set -e\nn=5\nif [ -n "${X:-}" ]; then exit 0; else n=0; fi\n((n++))\n', [1, 0], 5),
     # … past a `return` bash may skip (with X=1 the function returns first), as past an `exit`
     ('set -e\nn=0\nf() { [ -n "${X:-}" ] && return; ((n++)); }\nf\n', [1, 0], 4),
     # … in a branch that exits, reading what the branch set (X=1), or past it, reading what
@@ -574,6 +579,34 @@ def test_what_a_branch_that_exits_assigns_holds_nowhere_past_it(tmp_path, body, 
     _counter_stops_bash_as_the_level_says(tmp_path, body, level)
 
 
+@pytest.mark.parametrize(("body", "level"), [
+    # a way that ends the shell reaches nothing past it: an `exit` in one branch (of an `if` /
+    # `case` that always runs one, or after `&&` / `||`) and an assignment in the other set `n`
+    # on every run that gets to the counter (each said `warn`, reading the way through the
+    # `exit` as one that goes on with `n` at 0)
+    ('set -e\nn=0\n[ -n "${X:-}" ] && exit 0 || n=1\n((n++))\n', None),
+    ('set -e\nn=0\n[ -n "${X:-}" ] || exit 0 && n=1\n((n++))\n', None),
+    ('set -e\nn=0\n[ -n "${X:-}" ] && n=1 || exit 0\n((n++))\n', None),
+    ('set -e\nn=0\nif [ -n "${X:-}" ]; then exit 0; else n=1; fi\n((n++))\n', None),
+    ('set -e\nn=0\nif [ -n "${X:-}" ]; then { echo a; exit 0; }; else n=1; fi\n((n++))\n', None),
+    ('set -e\nn=0\ncase "${X:-}" in 1) exit 0;; *) n=1;; esac\n((n++))\n', None),
+    ('set -e\nn=0\nf() { if [ -n "${X:-}" ]; then exit 0; else n=1; fi; }\nf\n((n++))\n', None),
+    # … but a way that leaves a function's body or a loop first goes on past it, without `n=1`
+    ('set -e\nn=0\nf() { [ -n "${X:-}" ] && return || n=1; }\nf\n((n++))\n', "warn"),
+    ('set -e\nn=0\nf() { if [ -n "${X:-}" ]; then return; else n=1; fi; }\nf\n((n++))\n', "warn"),
+    ('set -e\nn=0\nfor i in 1; do if [ -n "${X:-}" ]; then break; exit 0; else n=1; fi; done\n'
+     "((n++))\n", "warn"),
+    # … and a counter in the branch that exits reads what holds without the other branch
+    ('set -e\nn=0\nif [ -n "${X:-}" ]; then n=1; else ((n++)); exit 0; fi\n', "warn"),
+    # … where there is no `else` (the runs that take neither branch), as before
+    ('set -e\nn=0\nif [ -n "${X:-}" ]; then exit 0; elif [ -n "${Y:-}" ]; then n=1; fi\n'
+     "((n++))\n", "warn"),
+])
+def test_an_exit_in_one_branch_leaves_the_other_s_assignment_on_every_run_past_it(
+        tmp_path, body, level):
+    _counter_stops_bash_as_the_level_says(tmp_path, body, level)
+
+
 _RC = 'rc=${X:-0}\n'  # (0 on one run, 1 on the other: `[[ $rc -ne 0 ]]` tests which)
 
 
@@ -618,9 +651,10 @@ def test_a_count_or_assignment_after_and_or_runs_on_some_runs_only(tmp_path, bod
 
 
 #: The commands of a generated and-or list: one whose status bash's semantics do not decide
-#: and that sets nothing (a test), `true`, `false`, and an assignment (a branch the lint reads).
+#: and that sets nothing (a test), `true`, `false`, an assignment (a branch the lint reads),
+#: and an `exit` (it ends the shell: nothing after it runs).
 _CHAIN_COMMANDS = {"test": '[ -n "$T{i}" ]', "true": "true", "false": "false",
-                   "assign": "n={i}"}
+                   "assign": "n={i}", "exit": "exit {i}"}
 
 
 def _generated_chains(count: int) -> list[tuple[list[str], list[str]]]:
@@ -639,11 +673,18 @@ def _generated_chains(count: int) -> list[tuple[list[str], list[str]]]:
 _Tree = int | tuple["_Tree", str, int]
 
 
+class _Exited(Exception):
+    """An `exit` of the list ran: the shell ends."""
+
+
 def _evaluate(tree: _Tree, kinds: list[str], status_of: dict[int, int], ran: list[int]) -> int:
     """Run `tree` (kinds: _CHAIN_COMMANDS's; `status_of`: the status of each command whose
-    status is not decided), adding each command run to `ran`; its status."""
+    status is not decided), adding each command run to `ran`; its status (_Exited: an `exit`
+    ran)."""
     if isinstance(tree, int):
         ran.append(tree)
+        if kinds[tree] == "exit":
+            raise _Exited
         return {"true": 0, "false": 1}.get(kinds[tree], status_of.get(tree, 0))
     left, op, right = tree
     status = _evaluate(left, kinds, status_of, ran)
@@ -651,11 +692,12 @@ def _evaluate(tree: _Tree, kinds: list[str], status_of: dict[int, int], ran: lis
 
 
 def _reference_runs(kinds: list[str], ops: list[str]) -> list[tuple[int, ...]]:
-    """The commands bash runs of the list, for each outcome of those whose status is not
-    decided (a test, an assignment: 0 or 1), by the grammar of the manual's "Lists of
-    Commands": `&&` and `||` have equal precedence and are left-associative, so the list is
-    the tree ((c0 op1 c1) op2 c2) …; `a && b` runs b if and only if a's status is 0, `a ||
-    b` if and only if it is not, and its status is that of the last command it ran."""
+    """The commands bash runs of the list (an `exit` the last, where one ran), for each
+    outcome of those whose status is not decided (a test, an assignment: 0 or 1), by the
+    grammar of the manual's "Lists of Commands": `&&` and `||` have equal precedence and are
+    left-associative, so the list is the tree ((c0 op1 c1) op2 c2) …; `a && b` runs b if and
+    only if a's status is 0, `a || b` if and only if it is not, and its status is that of the
+    last command it ran."""
     free = [i for i, kind in enumerate(kinds) if kind in ("test", "assign")]
     tree: _Tree = 0
     for i, op in enumerate(ops, start=1):
@@ -663,15 +705,18 @@ def _reference_runs(kinds: list[str], ops: list[str]) -> list[tuple[int, ...]]:
     runs = []
     for outcome in itertools.product((0, 1), repeat=len(free)):
         ran: list[int] = []
-        _evaluate(tree, kinds, dict(zip(free, outcome, strict=True)), ran)
+        with contextlib.suppress(_Exited):
+            _evaluate(tree, kinds, dict(zip(free, outcome, strict=True)), ran)
         runs.append(tuple(ran))
     return runs
 
 
 def test_a_list_s_and_or_branches_follow_the_grammar_for_any_chain():
     """For generated lists, the commands the lint reads as branches bash may skip, and which
-    sets of them bash runs one of on every way (model.Cover.holds, counting those before a
-    given branch only, or all), agree with a reference evaluator of the grammar."""
+    sets of them bash runs one of on every way that goes on past the list (model.Cover.holds,
+    counting those before a given branch only, or all: a way that ends the shell after that
+    branch must run one too), agree with a reference evaluator of the grammar."""
+    from bot.core.launcher_lint.script_exits import ends_script_shell
     from bot.core.launcher_lint.syntax import and_or_branches
 
     for kinds, ops in _generated_chains(250):
@@ -681,11 +726,14 @@ def test_a_list_s_and_or_branches_follow_the_grammar_for_any_chain():
         starts = [lst.index(part, lst.index(parts[i - 1]) + 1 if i else 0)
                   for i, part in enumerate(parts)]
         runs = _reference_runs(kinds, ops)
-        found = and_or_branches(lst, 0, {}, lst)
-        # the branches: the commands that may set something (not `true`, `false`) that bash
-        # skips on some outcome
-        skipped = {i for i, kind in enumerate(kinds)
-                   if kind in ("test", "assign") and any(i not in ran for ran in runs)}
+        found = and_or_branches(lst, 0, {}, lst, functools.partial(ends_script_shell, text=lst))
+        # the branches: the commands that may set something (not `true`, `false`, `exit`)
+        # that bash skips on some outcome (one that ended the shell before it skips nothing),
+        # or never runs
+        skipped = {i for i, kind in enumerate(kinds) if kind in ("test", "assign") and i and (
+            all(i not in ran for ran in runs) or any(
+                i not in ran and not (kinds[ran[-1]] == "exit" and ran[-1] < i)
+                for ran in runs))}
         command_of = [starts.index(start) for start, _end in found.spans] if found else []
         assert set(command_of) == skipped, lst
         if found is None:
@@ -698,24 +746,30 @@ def test_a_list_s_and_or_branches_follow_the_grammar_for_any_chain():
             for size in range(branches + 1):
                 for chosen in itertools.combinations(range(branches), size):
                     hit = {command_of[b] for b in chosen} & set(counted)
-                    expected = all(hit & set(ran) for ran in runs)
+                    # (where the asked branch is, past which an `exit` counts no more)
+                    bound = command_of[before] if before is not None and before < branches \
+                        else len(kinds)
+                    expected = all(hit & set(ran) or kinds[ran[-1]] == "exit" and ran[-1] < bound
+                                   for ran in runs)
                     assert found.cover.holds(set(chosen), branches, before) == expected, (
                         lst, chosen, before)
 
 
 def test_the_reference_evaluator_runs_lists_as_bash_does(tmp_path):
     """The reference evaluator (_reference_runs) agrees with real bash on generated lists:
-    each command prints its index, its status set by the outcome."""
+    each command prints its index, its status set by the outcome (an `exit` ends the list's
+    subshell)."""
     for kinds, ops in _generated_chains(40):
         free = [i for i, kind in enumerate(kinds) if kind in ("test", "assign")]
         functions = "".join(
-            f"c{i}() {{ printf '%s ' {i}; return "
-            f"{ {'true': '0', 'false': '1'}.get(kind, f'$S{i}') }; }}\n"
+            f"c{i}() {{ printf '%s ' {i}; "
+            f"{'exit' if kind == 'exit' else 'return'} "
+            f"{ {'true': '0', 'false': '1', 'exit': '0'}.get(kind, f'$S{i}') }; }}\n"
             for i, kind in enumerate(kinds))
         lst = "c0" + "".join(f" {op} c{i}" for i, op in enumerate(ops, start=1))
         sets = "; ".join(f"S{i}=$(( m >> {k} & 1 ))" for k, i in enumerate(free)) or ":"
         script = (f"{functions}for ((m = 0; m < {1 << len(free)}; m++)); do "
-                  f"{sets}; {lst}; echo; done\n")
+                  f"{sets}; ( {lst} ); echo; done\n")
         launch = tmp_path / "chain.sh"
         launch.write_text(script)
         out = subprocess.run(["bash", str(launch)], capture_output=True, text=True,
