@@ -11,8 +11,15 @@ from bot.core.launcher_lint.arith import and_or_ariths
 from bot.core.launcher_lint.branches import Branches, Marks, branch_step
 from bot.core.launcher_lint.calls import call_sites
 from bot.core.launcher_lint.commands import CommandWalk, has_candidate
+from bot.core.launcher_lint.counts_between import find_subshells
 from bot.core.launcher_lint.empty_match import guard_greps
-from bot.core.launcher_lint.functions import FUNC_NAME_RE, FUNC_RE, FUNC_RE2, FunctionBodies
+from bot.core.launcher_lint.functions import (
+    FUNC_NAME_RE,
+    FUNC_RE,
+    FUNC_RE2,
+    FunctionBodies,
+    past_returns,
+)
 from bot.core.launcher_lint.interactive import may_source_startup, startup_sources
 from bot.core.launcher_lint.loop_exits import MAY_LEAVE_RE, LoopExits
 from bot.core.launcher_lint.model import (
@@ -618,6 +625,9 @@ def scan(script_text: str, code: str) -> Scan:
         analyzer.opts.errexit = True
         analyzer.opts.errexit_line = 1
     hits = analyzer.script(code, 0)
+    analyzer.constructs.update(past_returns(
+        code, analyzer.bodies, analyzer.constructs,
+        lambda: find_subshells(code) + analyzer.piped + analyzer.never_run))
     return Scan(analyzer.opts, hits, analyzer.arith, analyzer.unset, analyzer.nounset_line,
                 analyzer.too_deep_at, analyzer.line_starts, analyzer.interactive, analyzer.tees,
                 analyzer.positional, analyzer.subshells, analyzer.calls, analyzer.bodies,

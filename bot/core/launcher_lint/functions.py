@@ -8,18 +8,25 @@ counter in a body is judged (at the calls the walk records) is bot.core.launcher
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from typing import Protocol
 
 from bot.core.launcher_lint.branches import Marks
 from bot.core.launcher_lint.calls import call_sites, called_command
-from bot.core.launcher_lint.model import Arith, Call, Hit, Opts, with_
+from bot.core.launcher_lint.model import Arith, Call, Construct, Cover, Hit, Opts, with_
 from bot.core.launcher_lint.syntax import (
     condition_command,
     first_word,
     keyword_prefix,
     lists_and_branches,
 )
-from bot.core.shell_lexer import CASE_BRANCH_ENDS, Memo, group_end, split_top_level
+from bot.core.shell_lexer import (
+    CASE_BRANCH_ENDS,
+    COMMAND_AT,
+    Memo,
+    group_end,
+    split_top_level,
+)
 
 #: A function definition starting a command, its name and its body's opening `{` / `(`
 #: (FUNC_RE: `f() {`, `function f() {`; FUNC_RE2: `function f {`); FUNC_NAME_RE: anywhere.
@@ -28,6 +35,8 @@ FUNC_NAME_RE = re.compile(
     r"(?:function\s+([A-Za-z_][\w:-]*)\s*(?:\(\s*\)\s*)?|([A-Za-z_][\w:-]*)\s*\(\s*\)\s*)[{(]"
 )
 FUNC_RE2 = re.compile(r"^\s*function\s+([A-Za-z_][\w:-]*)\s*(\{|\()")
+#: A `return` where a command starts (`return`, `return 0`, `[ … ] && return`).
+_RETURN_RE = re.compile(COMMAND_AT + r"(return)(?![\w:-])")
 
 
 class _Walk(Protocol):
@@ -174,3 +183,37 @@ def _note_body_calls(walk: _Walk, body: str, off: int) -> None:
             if text.startswith("{") and text[1:2].isspace():  # a group: the script's shell
                 end = group_end(text, 0, at, walk.memo)
                 _note_body_calls(walk, text[1 : end - 1], at + 1)
+
+
+def past_returns(text: str, bodies: dict[str, tuple[int, int]],
+                 constructs: dict[tuple[int, int], Construct],
+                 inert: Callable[[], list[tuple[int, int]]]
+                 ) -> dict[tuple[int, int], Construct]:
+    """For each function body (`bodies`, in the script `text`) with a `return` in its shell
+    (not in a span `inert` gives, read only where a body has a `return`: a subshell, a
+    compound bash runs in one, a branch bash never runs; nor in a function defined inside
+    it), the part of the body bash runs on the calls that take no such `return` only: from
+    the start of the construct right inside the body around the first of them (or from it,
+    in none), to the body's end, as a construct of one branch bash may skip (keyed (start,
+    -3)), so that what the body sets after it holds past the call on some runs only (`f() {
+    [ … ] && return; n=1; }`), as past a loop's `break` (branches._leaving). One bash always
+    runs leaves the rest never run, which the walk already reads so (model.Scan.never_run)."""
+    found: dict[tuple[int, int], Construct] = {}
+    spans = sorted(bodies.values())
+    skipped: list[tuple[int, int]] | None = None
+    for start, end in spans:
+        if _RETURN_RE.search(text, start, end) is None:
+            continue
+        if skipped is None:
+            skipped = inert()
+        inner = [(s, e) for s, e in spans if start < s and e <= end]
+        leave = next((m.start(1) for m in _RETURN_RE.finditer(text, start, end)
+                      if not any(s <= m.start(1) < e for s, e in [*inner, *skipped])), None)
+        if leave is None:
+            continue
+        # (the constructs inside the body around it: from the outermost one's start on)
+        cut = min([leave] + [key[0] for key, (branches, _cover) in constructs.items()
+                             if start <= key[0] <= leave and branches
+                             and branches[-1][1] > leave])
+        found[(cut, -3)] = (((cut, end),), Cover())
+    return found

@@ -541,6 +541,32 @@ def test_nothing_past_a_return_bash_always_runs_in_a_function_is_read_as_run(
 
 
 @pytest.mark.parametrize(("body", "level"), [
+    # a `return` bash may skip leaves the rest of the function's body unrun on the calls that
+    # take it, as a `break` does the rest of a loop's body: what the body sets after it holds
+    # past the call on some runs only (each said nothing, reading `n=1` as run on every call)
+    ('set -e\nn=0\nf() { [ -n "${X:-}" ] && return; n=1; }\nf\n((n++))\n', "warn"),
+    ('set -e\nn=0\nf() { if [ -n "${X:-}" ]; then return; fi; n=1; }\nf\n((n++))\n', "warn"),
+    ('set -e\nf() { n=0; [ -n "${X:-}" ] && return; n=1; }\nf\n((n++))\n', "warn"),
+    ('set -e\nn=0\nf() { [ -n "${X:-}" ] && { echo a; return; }; n=1; }\nf\n((n++))\n', "warn"),
+    ('set -e\nn=0\nf() { for i in 1 2; do [ -n "${X:-}" ] && return; done; n=1; }\nf\n'
+     "((n++))\n", "warn"),
+    ('set -e\nn=0\nfor i in 1; do [ -n "${X:-}" ] && break; n=1; done\n((n++))\n', "warn"),
+    # … not an `exit` (that way goes past nothing, as at the script's level), a `return` in a
+    # subshell, one bash always runs after the assignment, nor one of a function defined in
+    # the body
+    ('set -e\nn=0\nf() { [ -n "${X:-}" ] && exit 0; n=1; }\nf\n((n++))\n', None),
+    ('set -e\nn=0\n[ -n "${X:-}" ] && exit 0\nn=1\n((n++))\n', None),
+    ('set -e\nn=0\nf() { ( if [ -n "${X:-}" ]; then return; fi ); n=1; }\nf\n((n++))\n', None),
+    ("set -e\nn=0\nf() { n=1; return; }\nf\n((n++))\n", None),
+    ('set -e\nn=0\nf() { g() { if [ -n "${X:-}" ]; then return; fi; }; g; n=1; }\nf\n'
+     "((n++))\n", None),
+])
+def test_a_return_bash_may_skip_leaves_the_rest_of_the_body_to_some_calls(
+        tmp_path, body, level):
+    _counter_stops_bash_as_the_level_says(tmp_path, body, level)
+
+
+@pytest.mark.parametrize(("body", "level"), [
     # a count before a reset, then a `break` bash may skip (`[ … ] && break`, an `if`): past the
     # loop the reset holds on the runs that do not break only; on those that break, the count
     # left `n` past 0 (a warning, where it said `fail`)
