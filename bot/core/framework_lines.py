@@ -215,6 +215,10 @@ _TARGET_ANNOUNCEMENTS: tuple[tuple[str, re.Pattern[str], Counted], ...] = (
     ("max_epochs", _MMENGINE_MAX_EPOCHS, "epochs"),  # mmengine's config
 )
 
+#: The texts that mark a line announcing a total (`_TARGET_ANNOUNCEMENTS`), for a locator of
+#: such lines (bot.core.metrics, in a series read sparsely).
+ANNOUNCEMENT_MARKERS = tuple(marker for marker, _, _ in _TARGET_ANNOUNCEMENTS)
+
 
 def announced_totals(body: str) -> Iterator[tuple[Counted, int]]:
     """The totals a line's message `body` announces (`_TARGET_ANNOUNCEMENTS`), each with what

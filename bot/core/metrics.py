@@ -10,10 +10,11 @@ start-of-training banner, `TRAINING_START`, once the run before it showed progre
 diagnosis reads the last run's catalogue matches from the same line, `MetricSeries.run_start`),
 so no figure spans two processes: the iteration that falls back to the resumed checkpoint's (or
 to 0), the hours the job waited in the queue, the RSS of a fresh process, a finished run's
-target or end before a run still going. The target the log printed and whether it prints its
-RSS carry over: they are the job's, not the run's. A run that writes no start line of its own
-starts at its first line timed after the start Slurm gives it (`MetricSeries.restarted`, told by
-the watcher).
+target or end before a run still going: the target is the last one the run's own lines named
+(the parser forgets the totals a framework announced before the run, `LineParser.start_run`).
+Whether the log prints its RSS carries over: it is the job's, not the run's. A run that writes
+no start line of its own starts at its first line timed after the start Slurm gives it
+(`MetricSeries.restarted`, told by the watcher).
 """
 
 from __future__ import annotations
@@ -28,6 +29,7 @@ from enum import IntEnum
 
 import numpy as np
 
+from bot.core.framework_lines import ANNOUNCEMENT_MARKERS
 from bot.core.training_lines import (
     RUN_START,
     TRAINING_START,
@@ -95,6 +97,11 @@ class LineCut(IntEnum):
     BEFORE_TRAINING_START = 2
 
 
+# Bytes locator for the lines announcing a framework's total in sparse mode (a later run's may
+# lie between the last progress and the banner that starts it: `LineParser.start_run`)
+_ANNOUNCEMENT_LOCATOR = compile_bytes_scanner(
+    "|".join(re.escape(marker) for marker in ANNOUNCEMENT_MARKERS).encode())
+
 # Bytes locators of the lines that may start a run (`run_start_lines`)
 _RUN_START = compile_bytes_scanner(re.escape(RUN_START).encode())
 _TRAINING_START = compile_bytes_scanner(TRAINING_START.pattern.encode())
@@ -120,7 +127,6 @@ class MetricSeries:
         self.max_samples = max_samples
         self.events: deque[CheckpointEvent] = deque(maxlen=max_events)
         self.lines_seen = 0
-        self.target_iter: int | None = None
         self.log_rss_seen = False  # has the log itself printed a host RSS?
         self.external_rss_source: str | None = None  # e.g. "sstat", see add_rss
         # submitit's start lines seen (`RUN_START`), and the line where the last run started
@@ -141,6 +147,7 @@ class MetricSeries:
         self.events.clear()
         self.stride = 1
         self.last_iteration: int | None = None
+        self.target_iter: int | None = None  # the last target a progress line named
         self.last_progress: Sample | None = None  # first sample at the highest iteration
         # the number of the latest line that printed an iteration: not last_progress's, as
         # each epoch's bar starts again at 0; exact in sparse mode too (feed_block adds each
@@ -243,20 +250,32 @@ class MetricSeries:
             fed += self._feed_run_block(data, line0, pos, cut, newlines[nl0:idx], part(pos, cut))
             if why is LineCut.AFTER_COMPLETION:
                 self.parser.training_completed()
-            elif why is LineCut.BEFORE_RUN_START or self.last_iteration:
+            elif why is LineCut.BEFORE_RUN_START:
                 self.start_run(first_line_no + idx)
+            elif self.last_iteration:
+                # the banner's run may have announced its totals before it (BasicSR)
+                self.start_run(first_line_no + idx,
+                               announced_from=self._after_last_progress(first_line_no + idx))
             line0, pos, nl0 = first_line_no + idx, cut, min(idx, len(newlines))
         return fed + self._feed_run_block(data, line0, pos, end, newlines[nl0:], part(pos, end))
 
-    def start_run(self, line_no: int) -> None:
+    def start_run(self, line_no: int, *, announced_from: int | None = None) -> None:
         """A later run of the job starts at `line_no` (a requeued job's, appended to the log):
-        the series is its from here on, and the parser reads its progress bars afresh
-        (`LineParser.start_run`). The target the log printed, whether it prints its RSS, where
-        sstat's RSS comes from and the log's clock carry over."""
+        the series is its from here on, and the parser reads its progress bars afresh and
+        forgets the totals announced before line `announced_from` (`LineParser.start_run`; by
+        default `line_no`: a run's own start line is its first). Whether the log prints its
+        RSS, where sstat's RSS comes from and the log's clock carry over."""
         self.run_start = line_no
         self.restarted_at = None
         self._reset_run(line_no)
-        self.parser.start_run()
+        self.parser.start_run(line_no if announced_from is None else announced_from)
+
+    def _after_last_progress(self, line_no: int) -> int:
+        """The line after the run's last progress line (`line_no` when it showed none): a
+        next run that starts at `line_no` with no line of its own before it (a framework's
+        banner, the first line timed after Slurm started the job again) may have printed its
+        first lines from there."""
+        return line_no if self.last_iteration_line is None else self.last_iteration_line + 1
 
     def restarted(self, at: float) -> None:
         """Slurm started the job again at log time `at` (a requeue: squeue's start time of the
@@ -277,7 +296,7 @@ class MetricSeries:
         line read sparsely (a long run's series) starts it at its first progress or checkpoint
         line read, a little after its first timed line."""
         if self.restarted_at is not None and time is not None and time >= self.restarted_at:
-            self.start_run(line_no)
+            self.start_run(line_no, announced_from=self._after_last_progress(line_no))
 
     def _feed_run_block(self, data: bytes, first_line_no: int, start: int, end: int,
                         newlines: np.ndarray, event_offsets: Iterable[int] | None) -> int:
@@ -307,17 +326,19 @@ class MetricSeries:
             self._next_line = first_line_no + i
             if i >= n_lines:
                 return n_lines
-        # Sparse: checkpoint lines (every one), then one line in `stride`.
+        # Sparse: checkpoint lines and announced totals (every one), then one line in `stride`.
         if event_offsets is None:
             event_offsets = [m.start() for m in _CKPT_LOCATOR.finditer(data, start, end)]
-        event_idx = sorted({int(x) for x in np.searchsorted(newlines, list(event_offsets))})
-        pending_events = deque(i for i in event_idx if first_line_no + i >= self._next_line)
+        announcements = [m.start() for m in _ANNOUNCEMENT_LOCATOR.finditer(data, start, end)]
+        located = sorted({int(x) for x in np.searchsorted(
+            newlines, [*event_offsets, *announcements])})
+        pending_events = deque(i for i in located if first_line_no + i >= self._next_line)
         i = max(0, self._next_line - first_line_no)
         last_sampled = -1
         while i < n_lines:
             while pending_events and pending_events[0] < i:
                 j = pending_events.popleft()
-                self._event_only(line_at(j), first_line_no + j)
+                self._located_only(line_at(j), first_line_no + j)
             found = False
             for k in range(i, min(i + 16, n_lines)):
                 sample, event = self.parser.parse(line_at(k), first_line_no + k)
@@ -334,7 +355,7 @@ class MetricSeries:
             i = (last_sampled if found else i + 15) + self.stride
         while pending_events:
             j = pending_events.popleft()
-            self._event_only(line_at(j), first_line_no + j)
+            self._located_only(line_at(j), first_line_no + j)
         # Always the block's last metric line, so latest iteration and progress are exact,
         # and an evaluation bar's last line after it, so is the run's last activity.
         tail_from = max(last_sampled + 1, n_lines - 64)
@@ -358,7 +379,9 @@ class MetricSeries:
         self.lines_seen = max(self.lines_seen, last_line_no)
         return n_lines
 
-    def _event_only(self, text: str, line_no: int) -> None:
+    def _located_only(self, text: str, line_no: int) -> None:
+        """A line located in sparse mode: its checkpoint event and the totals it announces."""
+        self.parser.read_announcement(text, line_no)
         event = self.parser.parse_event(text, line_no)
         if event is not None:
             self._add_event(event)

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from bot.core.framework_lines import (
     MASKRCNN_EVALUATION_START,
     AnnouncedTargets,
+    Counted,
     announced_totals,
     read_framework_line,
 )
@@ -218,6 +219,8 @@ class LineParser:
         self.clock = LogClock()
         self.bars = ProgressBars()
         self.targets = AnnouncedTargets()
+        # the line each total in `targets` was announced on (`start_run` keeps the later ones)
+        self._announced_on: dict[Counted, int] = {}
         self.extra = [re.compile(p) if isinstance(p, str) else p for p in extra_patterns]
         for pattern in self.extra:
             unknown = set(pattern.groupindex) - set(_EXTRA_GROUPS)
@@ -227,10 +230,20 @@ class LineParser:
                     f"{sorted(unknown)}; use {', '.join(_EXTRA_GROUPS)}"
                 )
 
-    def start_run(self) -> None:
+    def start_run(self, announced_from: int) -> None:
         """A later run's output starts (a requeued job's, appended to the log): its progress
-        bars are read afresh (`ProgressBars.start_run`); the clock carries over."""
+        bars are read afresh (`ProgressBars.start_run`), and the totals announced before line
+        `announced_from` are the earlier run's, forgotten (its `Scheduled epochs: 300.` is no
+        target of a rerun that announced none); one announced on that line or after it is the
+        new run's (BasicSR's `Total epochs: …; iters: …`, logged before the banner that starts
+        its run). The clock carries over."""
         self.bars.start_run()
+        kept = {counted: line for counted, line in self._announced_on.items()
+                if line >= announced_from}
+        targets = AnnouncedTargets()
+        for counted in kept:
+            targets = targets.with_total(counted, getattr(self.targets, counted))
+        self.targets, self._announced_on = targets, kept
 
     def training_completed(self) -> None:
         """The run's completion marker was the last line read: the bars after it are read as
@@ -292,6 +305,22 @@ class LineParser:
             return None
         return event if event is None or _plausible_iter(event.iteration) else None
 
+    def read_announcement(self, raw: str, line_no: int) -> None:
+        """Only the totals a line announces (for lines found by the announcement locator)."""
+        try:
+            self._announce(message_after_time(split_line(raw)[1]), line_no)
+        except _ABSURD_NUMBER:
+            return
+
+    def _announce(self, body: str, line_no: int) -> None:
+        """Keep the totals line `line_no`'s message `body` announces (`announced_totals`),
+        unless a later line announced one of the same count (a series reads a block's last
+        lines backwards)."""
+        for counted, total in announced_totals(body):
+            if line_no >= self._announced_on.get(counted, 0):
+                self.targets = self.targets.with_total(counted, total)
+                self._announced_on[counted] = line_no
+
     def _metrics(self, line: str, body: str, s: Sample) -> None:
         """The figures of a line's message: a recipe's patterns read all of it (its time too),
         the built-in grammar its `body`, the message after its time (`_time_end`)."""
@@ -311,8 +340,7 @@ class LineParser:
             # OpenMMLab's test loop's bar: an evaluation's images, no training progress
             s.evaluation_batches = (int(m.group(1)), int(m.group(2)))
             return
-        for counted, total in announced_totals(body):
-            self.targets = self.targets.with_total(counted, total)
+        self._announce(body, s.line_no)
         if "Start evaluation on " in body and MASKRCNN_EVALUATION_START.search(body) is not None:
             self.bars.evaluation_started()
         body = read_framework_line(body, s, self.targets)

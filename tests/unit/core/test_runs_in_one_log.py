@@ -210,6 +210,55 @@ def test_a_next_fit_after_a_finished_fit_is_in_progress(catalogue):
     assert read_log(catalogue, LIGHTNING_FIT).class_id == "completed"  # the fit alone
 
 
+# --- the totals a run announced --------------------------------------------------------------
+
+# BasicSR's model logs its network (basicsr/models/base_model.py, print_network: `Network:
+# {name}, with parameters: {n:,d}` and the network's repr) between the statistics that announce
+# the run's total and its banner (basicsr/train.py, main: create_train_val_dataloader, then
+# build_model, then `Start training from epoch: …`).
+_BASICSR_NETWORK = "".join(f"  (body.{i}): RRDB(conv1): Conv2d(64, 32, kernel_size=(3, 3))\n"
+                           for i in range(80))
+
+
+@pytest.mark.parametrize("block_bytes", [997, None])
+@pytest.mark.parametrize("max_samples", [16, 4096])
+def test_a_rerun_is_held_to_the_total_it_announced_before_its_banner(catalogue, block_bytes,
+                                                                      max_samples):
+    """BasicSR announces the rerun's 2,000 iterations before the banner that starts the rerun:
+    its progress is 300 of those 2,000, not of the first run's 30,000 (read densely or
+    downsampled, whatever blocks the log arrives in)."""
+    rerun = _basicsr_run(400, 300, total=2000).replace(
+        "Start training", _BASICSR_NETWORK + _basicsr_time(400) + "Start training")
+    analysis = LogAnalysis(catalogue, max_samples=max_samples)
+    data = (_basicsr_run(0, 30000, total=30000) + rerun).encode()
+    step = block_bytes or len(data)
+    for i in range(0, len(data), step):
+        analysis.feed(data[i:i + step])
+    analysis.finish()
+    d = analysis.diagnose(Accounting(state="RUNNING"))
+    assert (d.class_id, d.metrics.last_iter, d.metrics.target_iter) == ("none", 300, 2000)
+
+
+def _timm_epoch(epoch: int) -> str:
+    """timm's train.py: train_one_epoch's last update (of 100) logged, then validate's last
+    batch."""
+    return (f"Train: {epoch} [  99/100 (100%)]  Loss: 2.100 (2.20)  Time: 0.401s,  638.40/s  "
+            "(0.419s,  611.00/s)  LR: 1.000e-05  Data: 0.001 (0.010)\n"
+            "Test: [  48/48]  Time: 0.112 (0.312)  Loss:  0.9012 (0.9321)  Acc@1: 81.2500 "
+            "(80.1200)  Acc@5: 95.3125 (95.0120)\n")
+
+
+def test_a_rerun_that_announced_no_schedule_is_not_held_to_the_first_runs(catalogue):
+    """The first run announced 300 epochs (timm's `Scheduled epochs: 300.`); the restarted
+    workers' run shows no schedule of its own and ends in timm's best metric after its second
+    epoch: that run is over, not 2 epochs into the first run's 300 (nor ended short of
+    them)."""
+    first = "Scheduled epochs: 300.\n" + _timm_epoch(0) + _timm_epoch(1) + WORKER_FAILED
+    rerun = _timm_epoch(0) + _timm_epoch(1) + "*** Best metric: 80.120 (epoch 1)\n"
+    d = read_log(catalogue, first + RESTART + rerun)
+    assert (d.class_id, d.metrics.last_iter, d.metrics.target_iter) == ("completed", 200, None)
+
+
 # --- what starts no run ----------------------------------------------------------------------
 
 def test_each_nodes_banner_before_the_first_step_is_the_first_runs():
