@@ -129,8 +129,11 @@ class MetricSeries:
         self.lines_seen = 0
         self.log_rss_seen = False  # has the log itself printed a host RSS?
         self.external_rss_source: str | None = None  # e.g. "sstat", see add_rss
-        # submitit's start lines seen (`RUN_START`), and the line where the last run started
-        # when the log holds more than one (None: one run, the series is the whole log's)
+        # the runs the log showed (0: it showed no run's start): its first run, by submitit's
+        # start line (`RUN_START`), and each later run the series starts afresh at
+        # (`start_run`: a start line, a framework's banner after progress, Slurm starting the
+        # job again), with the run before it; and the line where the last run started when the
+        # log holds more than one (None: one run, the series is the whole log's)
         self.runs = 0
         self.run_start: int | None = None
         # Slurm started the job again (a requeue) at this log time and no line of that run has
@@ -240,10 +243,9 @@ class MetricSeries:
         fed = 0
         line0, pos, nl0 = first_line_no, start, 0  # the part of the block not fed yet
         for idx, why in cuts:  # by line, then `LineCut`'s order
-            if why is LineCut.BEFORE_RUN_START:
-                self.runs += 1
-                if self.runs == 1 and self._first_line == 1:
-                    continue  # the log's first run: what came before it is its preamble
+            if why is LineCut.BEFORE_RUN_START and self.runs == 0 and self._first_line == 1:
+                self.runs = 1
+                continue  # the log's first run: what came before it is its preamble
                 # (read from inside the log, as a restarted watcher's warm-up reads it, the
                 # lines before the first start seen are an earlier run's)
             cut = offset(idx)
@@ -263,8 +265,9 @@ class MetricSeries:
         """A later run of the job starts at `line_no` (a requeued job's, appended to the log):
         the series is its from here on, and the parser reads its progress bars afresh and
         forgets the totals announced before line `announced_from` (`LineParser.start_run`; by
-        default `line_no`: a run's own start line is its first). Whether the log prints its
-        RSS, where sstat's RSS comes from and the log's clock carry over."""
+        default `line_no`: a run's own start line is its first); `runs` counts it. Whether the
+        log prints its RSS, where sstat's RSS comes from and the log's clock carry over."""
+        self.runs = max(self.runs, 1) + 1
         self.run_start = line_no
         self.restarted_at = None
         self._reset_run(line_no)

@@ -146,6 +146,16 @@ def test_a_finished_run_after_a_crashed_one_is_completed(catalogue):
     assert _read(catalogue, HF_CRASHED).class_id == "cuda_oom"  # the first run alone
 
 
+def test_runs_count_the_submitit_run_and_the_rerun_its_banner_starts():
+    """submitit's start line begins the log's first run; the Trainer's banner after its
+    progress the second."""
+    series = MetricSeries()
+    series.feed_block("submitit INFO (2024-03-01 00:00:00,000) - Starting with JobEnvironment("
+                      "job_id=4242, hostname=node07, local_rank=0(1), node=0(1), "
+                      "global_rank=0(1))\n" + _hf_run(120) + _hf_run(40))
+    assert (series.runs, series.last_iteration) == (2, 40)
+
+
 def test_a_rerun_after_a_finished_train_is_in_progress(catalogue):
     d = read_log(catalogue, _hf_run(500) + HF_DONE + _hf_run(40))
     assert (d.class_id, d.decided_by, d.metrics.last_iter) == ("none", "progress", 40)
@@ -180,7 +190,7 @@ def test_a_restart_with_no_progress_before_it_starts_no_run():
     """The group failed before a step: the restarted workers' run is the first run."""
     series = MetricSeries()
     series.feed_block(WORKER_FAILED + RESTART + _worker_lines(0, 50))
-    assert series.run_start is None
+    assert (series.run_start, series.runs) == (None, 0)
     assert series.last_iteration == 50
 
 
@@ -285,3 +295,4 @@ def test_the_run_starts_at_the_banner_however_the_log_arrives(catalogue, block_b
     banner = _lines(first) + 4  # the rerun's `Start training from epoch: 0, iter: 0`
     assert "Start training" in BASICSR_RERUN.splitlines()[3]
     assert (analysis.series.run_start, analysis.series.last_iteration) == (banner, 300)
+    assert analysis.series.runs == 2
