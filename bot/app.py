@@ -138,13 +138,16 @@ def schedule_prompts(scheduler: JobScheduler, ctx: BotContext) -> None:
     """The `prompts` job on `scheduler`, every policy tick under its lease, its side effects
     fenced by it: the approved cancels whose end was not seen settled first
     (bot.services.cancel_settle), then the unanswered prompts reminded, escalated, expired
-    (bot.services.prompt_follow_up.follow_up_prompts). A settle's thread note Slack refuses
-    backs off across the runs (one Backoffs kept here). build_scheduler's, and the crash
-    tests' (tests/crash_driver.py --job prompts)."""
+    (bot.services.prompt_follow_up.follow_up_prompts), and the thread notes said outside
+    the watcher that a thread has not got yet tried again once their backoff allows
+    (bot.services.threads.say_pending_notes). A settle's thread note Slack refuses backs off
+    across the runs (one Backoffs kept here). build_scheduler's, and the crash tests'
+    (tests/crash_driver.py --job prompts)."""
     from bot.core.backoff import Backoffs
     from bot.services.cancel_settle import settle_unknown_cancels
     from bot.services.fencing import fenced_context
     from bot.services.prompt_follow_up import follow_up_prompts
+    from bot.services.threads import say_pending_notes
 
     prompts = fenced_context(ctx, scheduler.fence("prompts"))
     refused = Backoffs()  # the settles' thread notes Slack refused, across the job's runs
@@ -152,6 +155,7 @@ def schedule_prompts(scheduler: JobScheduler, ctx: BotContext) -> None:
     def prompts_tick(now: float) -> None:  # the cancels settled first, then the prompts
         settle_unknown_cancels(prompts, now, refused)
         follow_up_prompts(prompts, now)
+        say_pending_notes(prompts)
 
     scheduler.run_repeating("prompts", prompts_tick, every_s=ctx.config.policy.tick_s)
 

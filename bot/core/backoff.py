@@ -2,8 +2,8 @@
 watcher's failed ticks), the first refusal skips 1, then 2, 4, 8 and at most `MAX_SKIPPED`
 chances before the next try, so a refusal that lasts costs a try every `MAX_SKIPPED` + 1
 chances instead of one at each. Pure: the caller keeps one per thing tried (`Backoffs`: one
-per key, the things a caller tries by key). `after_try` is what a try's fate does to its
-key's backoff."""
+per key, the things a caller tries by key). `after_try` is what a post's try leaves to do
+(posted, later, given up), for every kind of thread note: the one place that decides it."""
 
 from __future__ import annotations
 
@@ -12,14 +12,21 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 MAX_SKIPPED = 16  # chances skipped at most between two tries (8.5 min at a 30-s tick)
+# tries of a post whose thread is not there (its run's root message never posted) before it is
+# given up: at 0, 2, 5, 10, 19, 36, 53 and 70 chances (35 min at a 30-s tick)
+THREADLESS_TRIES = 8
 
 
 @dataclass
 class Backoff:
-    """One thing's refusals in a row and the chances to skip before its next try."""
+    """One thing's refusals in a row and the chances to skip before its next try; `failed`:
+    its tries in a row not taken, whatever the reason (a failure series); `threadless`: those
+    of them made with no thread to post in."""
 
     refused: int = 0
     skip: int = 0
+    failed: int = 0
+    threadless: int = 0
 
     def due(self) -> bool:
         """Whether this chance is a try (True), or one skipped (counted off)."""
@@ -66,22 +73,54 @@ class Backoffs:
 # client's own retries did not outlast, a connection lost); `refused` (the chat said no to
 # the post, or to its lookup, in a way the next chance will not change: the bot out of the
 # channel, the channel gone or archived, a scope missing); `rejected` (the chat refused the
-# message itself, its size or its blocks: the same message will never be taken).
-Fate = Literal["taken", "failed", "refused", "rejected"]
+# message itself, its size or its blocks: the same message will never be taken);
+# `threadless` (not sent: its run's thread is not there, its root message never posted).
+Fate = Literal["taken", "failed", "refused", "rejected", "threadless"]
 
 
-def after_try(backoffs: Backoffs, key: str, fate: Fate) -> int | None:
-    """What a try of `key` whose fate is `fate` leaves to do: None when it is over (taken,
-    or rejected: given up, since sending the same message again cannot change Slack's
-    answer; its backoff forgotten either way), else the chances to skip before the next
-    try: 0 after a transient failure (its backoff as it was), 1, 2, 4, 8, at most
-    `MAX_SKIPPED` after refusals in a row."""
-    if fate in ("taken", "rejected"):
+@dataclass(frozen=True)
+class AfterTry:
+    """What a try leaves to do: `posted`; `later` (tried again once `skip` chances have been
+    skipped: 0 after a transient failure, else 1, 2, 4, 8, at most `MAX_SKIPPED`); or
+    `given_up` (never tried again: the message itself rejected, or still no thread after
+    `THREADLESS_TRIES` tries). `failed`: the tries in a row not taken, this one included
+    (posted: those before it), so a failure series is warned of once, at its first try
+    (`first_failure`), and once more when it ends (`recovered`, or given up)."""
+
+    outcome: Literal["posted", "later", "given_up"]
+    skip: int = 0
+    failed: int = 0
+
+    @property
+    def first_failure(self) -> bool:
+        return self.outcome == "later" and self.failed == 1
+
+    @property
+    def recovered(self) -> bool:
+        return self.outcome == "posted" and self.failed > 0
+
+
+def after_try(backoffs: Backoffs, key: str, fate: Fate) -> AfterTry:
+    """What a try of `key` whose fate is `fate` leaves to do (AfterTry), its backoff in
+    `backoffs` moved on: forgotten once it is over (taken; rejected, since sending the same
+    message again cannot change the chat's answer; threadless for the `THREADLESS_TRIES`th
+    time); kept as it was after a transient failure (tried at the next chance); grown after
+    a refusal, or a try with no thread (the root may be posted meanwhile)."""
+    backoff = backoffs.by_key.get(key)
+    if fate == "taken":
         backoffs.taken(key)
-        return None
+        return AfterTry("posted", failed=backoff.failed if backoff is not None else 0)
+    backoff = backoffs.by_key.setdefault(key, Backoff())
+    backoff.failed += 1
+    if fate == "threadless":
+        backoff.threadless += 1
+    if fate == "rejected" or backoff.threadless >= THREADLESS_TRIES:
+        backoffs.taken(key)
+        return AfterTry("given_up", failed=backoff.failed)
     if fate == "failed":
-        return 0
-    return backoffs.refused(key)
+        return AfterTry("later", 0, backoff.failed)
+    return AfterTry("later", backoff.refused_again(), backoff.failed)
 
 
-__all__ = ["MAX_SKIPPED", "Backoff", "Backoffs", "Fate", "after_try"]
+__all__ = ["MAX_SKIPPED", "THREADLESS_TRIES", "AfterTry", "Backoff", "Backoffs", "Fate",
+           "after_try"]

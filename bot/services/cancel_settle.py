@@ -36,7 +36,7 @@ from bot.services.prompt_follow_up import rewrite_prompt
 from bot.services.prompts import create_resubmit_prompt
 from bot.services.runs import approval_intent
 from bot.services.submit_deadlines import cluster_deadlines, step_bounds
-from bot.services.threads import has_thread, post_fate, post_safely, thread_note_refusal
+from bot.services.threads import has_thread, post_safely, say_note
 from bot.store import Approval
 
 log = logging.getLogger(__name__)
@@ -90,12 +90,16 @@ def settle_unknown_cancels(ctx: BotContext, now: float, refused: Backoffs | None
     note in the thread, the prompt rewritten, the cancel offered again; each post keyed, and
     the settle done saying it (the `cancel_announced` step) only once all went out, so a run
     that died (or a post Slack refused) half way is finished by the next, nothing said twice.
-    The thread's note Slack refuses itself (PostRefused: the bot out of the channel, a scope
-    missing; or its lookup refused) will not be taken at the next run: it is tried again
-    after 1, 2, 4, 8, at most 16 runs skipped (`refused`, bot.core.backoff.Backoffs, one
-    Backoff per note, kept by the caller across runs: bot.app.schedule_prompts), one warning
-    per try, and posted once when Slack takes it; a skipped run calls Slack for nothing of
-    it. Without `refused`, it is tried at every run.
+    The thread's note goes through bot.services.threads.say_note, as every kind of note
+    does: Slack refusing it (PostRefused: the bot out of the channel, a scope missing; or
+    its lookup refused), or the run having no thread yet, will not change at the next run:
+    it is tried again after 1, 2, 4, 8, at most 16 runs skipped (`refused`,
+    bot.core.backoff.Backoffs, one Backoff per note, kept by the caller across runs:
+    bot.app.schedule_prompts), and posted once when Slack takes it; a transient failure is
+    tried at the next run; a message Slack rejects itself (MessageRefused) is given up at
+    once. A failure series is one warning, and one more when it ends (posted, or given up);
+    a skipped run calls Slack for nothing of it. Without `refused`, a new Backoffs at each
+    run.
 
     A cancel whose click's process died before its scancel's end was seen (its `cancelling`
     or `cancelling_to_resume` step left alone, cancel_takeover_s old at the click's own
@@ -283,8 +287,12 @@ def _announce_settled(ctx: BotContext, approval: Approval, now: float, *,
     note in the thread, then the same words in the prompt rewritten (once the note is in: a
     refusal of both is one warning), the cancel offered again when it did not take effect.
     Each post is keyed (made at most once); the step `cancel_announced` is marked once all
-    went out, else the next run makes the ones left. A note Slack refused itself is not
-    tried (nor the prompt rewritten) until its backoff in `refused` is due.
+    went out, else the next run makes the ones left. The note goes through
+    bot.services.threads.say_note, the one decision (and log) of every kind of note: one
+    Slack did not take, or whose run has no thread yet, is not tried again (nor the prompt
+    rewritten) until its backoff in `refused` is due; one given up (Slack rejected the
+    message itself, or still no thread after THREADLESS_TRIES tries) is not said, and the
+    rest (the prompt, the cancel offered again) goes on.
     Then the Home tabs of who sees the run, once, unless the settle's resubmit refreshed
     them (`homes_refreshed`)."""
     settled = approval.payload.get("settled")
@@ -292,10 +300,9 @@ def _announce_settled(ctx: BotContext, approval: Approval, now: float, *,
     if settled is not None and chain_id is not None:
         text, blocks = settled["text"], settled["blocks"]
         key = _note_key(approval.token)
-        if not refused.due(key):
-            log.debug("%s: not tried this time (Slack refused it lately)", key)
-            return
-        if has_thread(ctx, chain_id) and not _note_posted(ctx, chain_id, key, text, refused):
+        if ctx.sink is not None and say_note(ctx, chain_id, key, text, refused,
+                                             what="settled cancel's note") in ("later",
+                                                                               "deferred"):
             return  # said at a later run
         rewrite_prompt(ctx, approval, text, blocks)
         if settled.get("offer_again") and not _offer_cancel_again(ctx, approval, now):
@@ -303,27 +310,6 @@ def _announce_settled(ctx: BotContext, approval: Approval, now: float, *,
     if ctx.store.approvals.mark_step(approval.token, "cancel_announced", now=now) \
             and chain_id is not None and not (settled or {}).get("homes_refreshed"):
         refresh_homes(ctx, chain_id, now)
-
-
-def _note_posted(ctx: BotContext, chain_id: int, key: str, text: str,
-                 refused: Backoffs) -> bool:
-    """Post the settle's note `text` under `key` in the chain's thread: True once it is
-    there. Refused (logged once per try), its backoff in `refused` grows when Slack refused
-    the post itself or its lookup (that will not change at the next run); a transient
-    failure is tried again at the next run."""
-    error = thread_note_refusal(ctx, chain_id, key, text)
-    if error is None:
-        refused.taken(key)
-        return True
-    chain = ctx.store.chains.get(chain_id)
-    run = f"chain {chain_id}" + (f" ({chain.job_name})" if chain is not None else "")
-    if post_fate(error) == "failed":
-        log.warning("%s: could not post the settled cancel's note %s: %s", run, key, error)
-        return False
-    skip = refused.refused(key)
-    log.warning("%s: Slack refused the settled cancel's note %s (%s): not tried for the "
-                "next %d run(s)", run, key, error, skip)
-    return False
 
 
 def _offer_cancel_again(ctx: BotContext, approval: Approval, now: float) -> bool:

@@ -21,6 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
 from bot.cluster.pyspy import PySpyPlacements
 from bot.config import Config
+from bot.core.backoff import Backoffs
 from bot.core.catalogue import Catalogue
 from bot.core.holders import Machine, PidNow
 from bot.services.logonce import OnceLog
@@ -261,9 +262,10 @@ class PartlyPosted(PostError):
 
 
 class PostLogged(PostError):
-    """A message for several threads that some did not get, each thread's failure logged
-    where it came (one warning per try, naming the run, the channel and the chat's error):
-    its publisher logs it at debug, so a refused try is warned of once."""
+    """A message (for one thread or several) that some did not get, each thread's failure
+    logged where it came (bot.services.threads.say_note: a failure series one warning,
+    naming the run, the channel, the thread and the chat's error): its publisher logs it at
+    debug, so a refused try is not warned of twice."""
 
 
 class PartlyLogged(PartlyPosted, PostLogged):
@@ -284,9 +286,10 @@ class PartlyDeferred(PartlyLogged, PostDeferred):
 
 class PostGivenUp(PostLogged):
     """Never to be posted: the chat refused the message itself (MessageRefused), which no
-    later try changes. Logged where it came (naming the run, the channel, the chat's error
-    and the message); its publisher records it so and publishes it no more (the watcher's
-    outbox: `dropped`)."""
+    later try changes, or its run still had no thread after bot.core.backoff
+    .THREADLESS_TRIES tries. Logged where it came (naming the run, the channel, the chat's
+    error and the message); its publisher records it so and publishes it no more (the
+    watcher's outbox: `dropped`)."""
 
 
 class ThreadWriter(Protocol):
@@ -395,3 +398,8 @@ class BotContext:
     # it): bot.services.runs looks such a row up again only once its cluster's in_flight_s
     # has passed since
     kept_looked_up: dict[str, float] = field(default_factory=dict)
+    # the thread notes said outside the watcher and the settles (bot.services.threads
+    # .thread_note) that the chat has not taken, by key, for the context's life (its fenced
+    # copies share it): a note tried from a click and again by the `prompts` job backs off,
+    # and is warned of, as one series of tries
+    notes: Backoffs = field(default_factory=Backoffs)

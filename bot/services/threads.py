@@ -3,17 +3,22 @@ the recipe's language (`render`: templates/<name>.json.j2, the site's `templates
 and posted through the thread writer (`ctx.sink`, bot.services.ports.ThreadWriter): the
 root (`open_thread`, rewritten in place as attempts change by `refresh_root`) and replies
 (`thread_message`, `thread_note`, `post_safely`), each once by its key.
+
+Every thread note, of whatever kind (the watcher's notes, a cluster's outage notice and its
+end, a settled cancel's note, `thread_note`'s), is tried through `say_note`: the one place
+that decides (bot.core.backoff.after_try) whether it is posted, tried again later (with a
+backoff) or given up, and logs it.
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, Literal
 
 from bot.config import Config
 from bot.core.arrays import ArrayRootView, ArrayTask, build_array_root
-from bot.core.backoff import Fate
+from bot.core.backoff import THREADLESS_TRIES, Backoffs, Fate, after_try
 from bot.core.incident import AttemptSummary, RootView, build_root
 from bot.core.models import ChunkBounds, logged_target, run_target
 from bot.core.text import mrkdwn_escape
@@ -27,11 +32,16 @@ from bot.services.ports import (
     RenderError,
     root_key,
 )
-from bot.store import Attempt, Chain
+from bot.store import Attempt, Chain, Incident
 
 log = logging.getLogger(__name__)
 
 MAX_SECTION = 3000
+# the store's class (its incidents table: the notes' outbox) of a note `thread_note` keeps
+# until its thread has it or it is given up
+THREAD_NOTE = "thread_note"
+# what became of a note's try (`say_note`): "deferred" when it was not made (its backoff)
+Said = Literal["posted", "later", "given_up", "deferred"]
 
 
 def lang_of(config: Config, recipe: str | None, channel: str | None = None) -> str:
@@ -119,25 +129,113 @@ def thread_message(ctx: BotContext, chain_id: int | None, key: str, template: st
 
 
 def thread_note(ctx: BotContext, chain_id: int | None, key: str, text: str) -> bool:
-    """Post `text` (trainbot's mrkdwn, already in the thread's language) once (by key) in the
-    chain's thread, through the note template (`thread_note_refusal`); False when there is no
-    thread, or the chat refused the post (logged; retried by its key next time)."""
-    if not has_thread(ctx, chain_id):
+    """Say `text` (trainbot's mrkdwn, already in the thread's language) once (by key) in the
+    chain's thread: kept in the store (class `THREAD_NOTE`, `pending`) and tried now through
+    `say_note` (the context's `notes` backoffs); True once the thread has it. One not posted
+    (Slack refused it, a transient failure, no thread yet: its run's root not posted) stays
+    `pending` and is tried again by the `prompts` job (`say_pending_notes`) once its backoff
+    allows; one given up (the message itself rejected, or still no thread after
+    THREADLESS_TRIES tries) is `dropped`. Without a thread writer (no Slack): False, nothing
+    kept."""
+    if ctx.sink is None or chain_id is None:
         return False
-    assert chain_id is not None
-    error = thread_note_refusal(ctx, chain_id, key, text)
-    if error is not None:
-        log.warning("chain %s: could not post reply %s: %s", chain_id, key, error)
-        return False
-    return True
+    chain = ctx.store.chains.get(chain_id)
+    note, _ = ctx.store.incidents.record(
+        key, class_id=THREAD_NOTE, now=ctx.clock(), chain_id=chain_id, state="pending",
+        diagnosis={"kind": "note", "text": text,
+                   "cluster": chain.cluster if chain is not None else None})
+    return _say_kept(ctx, note)
 
 
-def thread_note_refusal(ctx: BotContext, chain_id: int, key: str, text: str
-                        ) -> PostError | None:
+def say_pending_notes(ctx: BotContext) -> None:
+    """Try again each note `thread_note` kept `pending` whose backoff allows it (the
+    `prompts` job's runs are its chances: bot.app.schedule_prompts)."""
+    pending = ctx.store.incidents.of_class(THREAD_NOTE, ("pending",))
+    keys = {note.key for note in pending}
+    ctx.notes.forget(lambda key: key not in keys)  # posted or given up elsewhere
+    for note in pending:
+        _say_kept(ctx, note)
+
+
+def _say_kept(ctx: BotContext, note: Incident) -> bool:
+    """Try the kept note `note` (`thread_note`) and record what became of it: True once
+    posted."""
+    if note.state != "pending" or note.chain_id is None:
+        return note.state == "posted"
+    said = say_note(ctx, note.chain_id, note.key, str(note.diagnosis.get("text") or ""),
+                    ctx.notes)
+    if said in ("posted", "given_up"):
+        ctx.store.incidents.set_state_from(note.key, "pending",
+                                           "posted" if said == "posted" else "dropped")
+    return said == "posted"
+
+
+def say_note(ctx: BotContext, chain_id: int, key: str, text: str, tries: Backoffs, *,
+             what: str = "note") -> Said:
+    """Post the note `text` (trainbot's mrkdwn in the thread's language, through the note
+    template) once (by key) in the chain's thread, unless its backoff in `tries` (the
+    caller's, one per key across its chances) says to skip this chance; and decide, for
+    every kind of note alike (bot.core.backoff.after_try), what is left to do:
+    - "deferred": not tried this time (Slack is not called);
+    - "posted": the thread has it;
+    - "later": not posted, tried again once its backoff allows: a transient failure (a 5xx,
+      a rate limit outlasting the client's retries) at the next chance; Slack refusing the
+      post or its lookup (PostRefused, LookupRefused: the bot out of the channel, the
+      channel gone or archived, a scope missing), or no thread yet (its run's root message
+      not posted), after 1, 2, 4, 8, at most 16 chances skipped;
+    - "given_up": never tried again: Slack rejected the message itself (MessageRefused:
+      msg_too_long, invalid_blocks …, which no later try changes), or still no thread after
+      THREADLESS_TRIES tries.
+    Logged here, for every kind (`what` names it: "note", "notice" …): a failure series
+    once, at its first try, naming the run, the channel, the thread and Slack's error (its
+    later tries at debug); and once when it ends: posted after failures, or given up (with
+    its reason and the note's words, for whoever reads the log)."""
+    if not tries.due(key):
+        log.debug("%s: not tried this time (Slack did not take it lately)", key)
+        return "deferred"
+    chain = ctx.store.chains.get(chain_id)
+    run = f"chain {chain_id}" + (f" ({chain.job_name})" if chain is not None else "")
+    threaded = has_thread(ctx, chain_id)
+    root = ctx.store.slack_posts.get(root_key(chain_id)) if threaded else None
+    where = f"in {root.channel} (thread {root.ts})" if root is not None else "(no thread)"
+    error = _post_note(ctx, chain_id, key, text) if threaded else None
+    fate: Fate = post_fate(error) if threaded else "threadless"
+    after = after_try(tries, key, fate)
+    if after.outcome == "posted":
+        if after.recovered:
+            log.warning("%s: the %s %s is posted %s, after %d failed tr%s", run, what, key,
+                        where, after.failed, "y" if after.failed == 1 else "ies")
+        return "posted"
+    if after.outcome == "given_up":
+        if fate == "rejected":
+            log.warning("%s: Slack refused the %s %s itself %s (%s): given up, not tried "
+                        "again; it said: %s", run, what, key, where, error, text)
+        else:
+            log.warning("%s: the %s %s is given up after %d tries: its run has no thread (its "
+                        "root message was never posted); it said: %s", run, what, key,
+                        after.failed, text)
+        return "given_up"
+    level = logging.WARNING if after.first_failure else logging.DEBUG
+    if fate == "threadless":
+        log.log(level, "%s: the %s %s waits for its thread (its run's root message is not "
+                "posted): tried again after %d chance(s), given up after %d tries", run, what,
+                key, after.skip, THREADLESS_TRIES)
+    elif fate == "failed":
+        log.log(level, "%s: could not post the %s %s %s: %s; tried again at the next chance",
+                run, what, key, where, error)
+    elif isinstance(error, LookupRefused):
+        log.log(level, "%s: the %s %s may be %s and Slack refused to look it up (%s): not "
+                "tried the next %d time(s) it is due", run, what, key, where, error, after.skip)
+    else:
+        log.log(level, "%s: Slack refused the %s %s %s (%s): not tried the next %d time(s) it "
+                "is due", run, what, key, where, error, after.skip)
+    return "later"
+
+
+def _post_note(ctx: BotContext, chain_id: int, key: str, text: str) -> PostError | None:
     """Render `text` through the note template in the chain's recipe's language and post it
     once (by key) in the thread of `chain_id`, which has one (`has_thread`): None once it is
-    there, else the chat's refusal, for the caller to log (`thread_note` logs it). The one
-    place a note is rendered and posted."""
+    there, else the chat's refusal (`say_note` reads it)."""
     assert ctx.sink is not None
     blocks, fallback = render(ctx, "note", _chain_recipe(ctx, chain_id), {"text": text})
     try:
@@ -148,9 +246,9 @@ def thread_note_refusal(ctx: BotContext, chain_id: int, key: str, text: str
 
 
 def post_fate(error: PostError | None) -> Fate:
-    """What became of a post (`thread_note_refusal`'s answer) as bot.core.backoff reads it:
-    taken (None); rejected (MessageRefused: the message itself); refused (PostRefused, or
-    its lookup refused: the bot out of the channel, the channel gone or archived, a scope
+    """What became of a post (`_post_note`'s answer) as bot.core.backoff reads it: taken
+    (None); rejected (MessageRefused: the message itself); refused (PostRefused, or its
+    lookup refused: the bot out of the channel, the channel gone or archived, a scope
     missing); else failed (transient: a 5xx, a rate limit outlasting the client's
     retries)."""
     if error is None:

@@ -63,7 +63,7 @@ from dataclasses import asdict
 from typing import Any
 
 from bot.core.arrays import task_retries_through
-from bot.core.backoff import Backoffs, after_try
+from bot.core.backoff import Backoffs
 from bot.core.incident import build_completion
 from bot.core.metrics import MetricSeries
 from bot.core.models import QUIET_CLASSES, AttemptTrace, Diagnosis
@@ -92,12 +92,11 @@ from bot.services.stacks import Forensics
 from bot.services.threads import (
     has_thread,
     lang_of,
-    post_fate,
     refresh_root,
     render,
+    say_note,
     section,
     task_bounds,
-    thread_note_refusal,
 )
 from bot.services.watch.events import WatchEvent
 from bot.services.watch.health import BACK, NOTICE, notice_key_of
@@ -272,51 +271,40 @@ class ThreadEvents(EventWords):
     def _note(self, event: WatchEvent, text: str) -> None:
         """Post the plain note `event` (a held job, a warning without buttons, a job Slurm
         does not know, an automatic resubmit, a warning flushed at its job's end …) once in
-        its chain's thread; with no thread (no chain, its root not posted) it is logged only.
-        A note Slack does not take raises, so the outbox keeps it unposted (`pending`) and
-        the watcher publishes it again while it is still to say (a held job still held, a
-        resubmit not yet told; one whose condition went, a job released, is never
-        published again, so never posted once untrue). Each try that fails is one warning
-        naming the run, the channel and Slack's error (raised as PostLogged: the outbox
-        logs it at debug):
+        its chain's thread, through bot.services.threads.say_note (the one decision every
+        kind of note goes through, and its log: a failure series warned of once, naming the
+        run, the channel, the thread and Slack's error, and once when it ends). Without a
+        chain (or without Slack) it is logged only. A note not posted raises, so the outbox
+        keeps it unposted (`pending`) and the watcher publishes it again while it is still
+        to say (a held job still held, a resubmit not yet told; one whose condition went, a
+        job released, is never published again, so never posted once untrue):
         - Slack refused the post (PostRefused: not_in_channel, channel_not_found,
-          is_archived, a scope missing) or its lookup: that will not change at the next
-          chance, so it is tried again after 1, 2, 4, 8, at most 16 chances skipped
+          is_archived, a scope missing) or its lookup, or its run has no thread yet (its root
+          message not posted): tried again after 1, 2, 4, 8, at most 16 chances skipped
           (bot.core.backoff, one Backoffs per cluster like the outage notes'; PostDeferred
-          when skipped: Slack is not called), and posted once when Slack takes it;
+          when skipped: Slack is not called), and posted once when Slack takes it (PostLogged
+          meanwhile: the outbox logs it at debug);
         - a transient failure (a 5xx, a rate limit outlasting the client's retries): tried
           at the next chance;
-        - Slack refused the message itself (MessageRefused: msg_too_long, invalid_blocks …):
-          the same note will never be taken, and a thread that never hears it is better
-          than one warning every few minutes for good, so it is given up at once
-          (PostGivenUp: the outbox records it `dropped`, never published again) and its
-          warning says so and carries the note's words, for whoever reads the log. (Only
-          a trainbot bug builds such a note: the warning is its report.)
+        - Slack refused the message itself (MessageRefused: msg_too_long, invalid_blocks …),
+          or its run still has no thread after THREADLESS_TRIES tries: given up
+          (PostGivenUp: the outbox records it `dropped`, never published again), its warning
+          carrying the note's words. (Only a trainbot bug builds a message Slack rejects:
+          the warning is its report.)
         The backoffs of a run's notes are forgotten when the run ends (`chain_changed`)."""
         chain = self.ctx.store.chains.get(event.chain_id) if event.chain_id is not None \
             else None
-        if chain is None or not has_thread(self.ctx, chain.id):
+        if chain is None or self.ctx.sink is None:
             log.info("no thread for %s (chain %s): %s", event.key, event.chain_id, text)
             return
         refused = self._notes_refused.setdefault(event.cluster, Backoffs())
-        if not refused.due(event.key):
-            raise PostDeferred(f"{event.key}: not tried this time (Slack refused it lately)")
-        error = thread_note_refusal(self.ctx, chain.id, event.key, text)
-        fate = post_fate(error)
-        skip = after_try(refused, event.key, fate)
-        if error is None:
-            return
-        run = f"chain {chain.id} ({chain.job_name})"
-        if fate == "rejected":
-            log.warning("%s: Slack refused the note %s itself (%s): given up, not tried again; "
-                        "it said: %s", run, event.key, error, text)
-            raise PostGivenUp(f"{event.key}: given up: {error}") from error
-        if fate == "failed":
-            log.warning("%s: could not post the note %s: %s", run, event.key, error)
-        else:
-            log.warning("%s: Slack refused the note %s (%s): not tried the next %d time(s) "
-                        "it is due", run, event.key, error, skip)
-        raise PostLogged(f"{event.key}: not posted: {error}") from error
+        said = say_note(self.ctx, chain.id, event.key, text, refused)
+        if said == "deferred":
+            raise PostDeferred(f"{event.key}: not tried this time (not taken lately)")
+        if said == "given_up":
+            raise PostGivenUp(f"{event.key}: given up (logged)")
+        if said == "later":
+            raise PostLogged(f"{event.key}: not posted (logged)")
 
     def _forget_notes(self, chain: Chain) -> None:
         """Forget the backoffs of the notes of `chain`'s jobs (keyed `cluster:job:…`): the
@@ -332,13 +320,17 @@ class ThreadEvents(EventWords):
         """One note in every active chain's thread on the cluster, each thread's post tried
         whatever the others' did; an "answers again" note only in the threads that have, or
         may have, its outage's notice (`_told`: one whose notice Slack refused, or that never
-        had it, never heard the outage). A thread that has not got it (Slack refused the
-        post): PartlyLogged when others have it (the notice is said;
-        bot.services.watch.health publishes it again at the next tick, and the threads that
-        have it already get nothing twice: the poster's key), PostLogged when none has (each
-        thread's failure logged here, once per try: the outbox logs these at debug). A
-        thread whose lookup, or the post itself, Slack refused (`_notice_in`) is tried again
-        with a backoff: when no thread left was tried, PartlyDeferred or PostDeferred."""
+        had it, never heard the outage). A thread that has not got it (Slack did not take the
+        post, or the run has no thread yet: its root message not posted): PartlyLogged when
+        others have it (the notice is said; bot.services.watch.health publishes it again at
+        the next tick, and the threads that have it already get nothing twice: the poster's
+        key), PostLogged when none has (each thread's failure logged by
+        bot.services.threads.say_note: the outbox logs these at debug). A thread where it is
+        to be tried again with a backoff (`_notice_in`) and was not tried this time: when no
+        thread left was tried, PartlyDeferred or PostDeferred. A thread where it was given up
+        (Slack rejected the message itself, or the run still had no thread after
+        THREADLESS_TRIES tries) is done with; given up in every thread, it is PostGivenUp
+        (the outbox records it `dropped`: said nowhere)."""
         chains = [c for c in self.ctx.store.chains.with_status("active")
                   if c.cluster == event.cluster]
         prefix = _in_thread(event.key)
@@ -354,12 +346,13 @@ class ThreadEvents(EventWords):
         else:  # an earlier outage's notice (its end's, if refused, goes on: `_notice_in`)
             refused.forget(lambda k: ":down:" in k and not k.startswith(prefix))
         outcomes = {chain.id: self._notice_in(event, chain, f"{prefix}{chain.id}", refused)
-                    for chain in chains if has_thread(self.ctx, chain.id)}
-        unposted = [chain_id for chain_id, outcome in outcomes.items() if outcome != "posted"]
+                    for chain in chains} if self.ctx.sink is not None else {}
+        unposted = [chain_id for chain_id, outcome in outcomes.items()
+                    if outcome in ("later", "deferred")]
+        said = [chain_id for chain_id, outcome in outcomes.items() if outcome == "posted"]
         if not chains:
             log.warning("%s", event.text)
         if unposted:
-            said = [chain_id for chain_id, outcome in outcomes.items() if outcome == "posted"]
             deferred = all(outcomes[chain_id] == "deferred" for chain_id in unposted)
             # each thread's failure was logged where it came (`_notice_in`): PostLogged, so
             # the outbox does not warn of the same try again
@@ -367,51 +360,35 @@ class ThreadEvents(EventWords):
                 (PostDeferred if deferred else PostLogged)
             raise error(f"{event.key}: not posted in the threads of chains {unposted}"
                         f"{' (not tried this time)' if deferred else ''}")
+        if outcomes and not said:  # given up in every thread (each logged): said nowhere
+            raise PostGivenUp(f"{event.key}: given up in the threads of chains "
+                              f"{list(outcomes)}")
 
     def _notice_in(self, event: WatchEvent, chain: Chain, key: str, refused: Backoffs) -> str:
         """Post the cluster notice or "answers again" note `event` in the chain's thread
-        under `key`: "posted", "refused" (logged, one warning per try), or "deferred" (not
-        tried). Slack refusing to look up the post a try left there (an intent: the bot out
-        of the channel, no history scope), or refusing the post itself (PostRefused:
-        not_in_channel, channel_not_found, a scope missing), will not change at the next
-        tick: the thread is tried again after 1, then 2, 4, 8 and at most 16 chances skipped
-        (`refused`, bot.core.backoff.Backoffs, one Backoff per post: the notice's chances
-        are failed ticks, its end's every tick, bot.services.watch.health), until Slack
-        takes it (the bot back in the channel: the post found, or posted, once) or, for a
-        notice, the outage ends (its "answers again" note is tried there once, if the thread
-        may have the notice: `_told`). A transient failure (a 5xx, a rate limit) is tried
-        again at the next chance. A thread where an earlier outage's end is still refused
-        gets no new notice until it has that end: its posts keep their order."""
+        under `key`, through bot.services.threads.say_note (the one decision for every kind
+        of note, and its log): "posted", "later", "given_up" or "deferred" (not tried).
+        Slack refusing to look up the post a try left there (an intent: the bot out of the
+        channel, no history scope), or refusing the post itself (PostRefused:
+        not_in_channel, channel_not_found, a scope missing), or the run having no thread
+        yet, will not change at the next tick: the thread is tried again after 1, then 2, 4,
+        8 and at most 16 chances skipped (`refused`, bot.core.backoff.Backoffs, one Backoff
+        per post: the notice's chances are failed ticks, its end's every tick,
+        bot.services.watch.health), until Slack takes it (the bot back in the channel: the
+        post found, or posted, once) or, for a notice, the outage ends (its "answers again"
+        note is tried there once, if the thread may have the notice: `_told`). A transient
+        failure (a 5xx, a rate limit) is tried again at the next chance. A message Slack
+        rejects itself (MessageRefused) is given up there at once. A thread where an
+        earlier outage's end is still refused gets no new notice until it has that end: its
+        posts keep their order."""
         text = self._say(event, recipe=chain.recipe)
         notice = event.kind == NOTICE
-        if notice and any(":back:" in k and k.endswith(f":chain:{chain.id}")
-                          for k in refused.by_key):
+        if notice and any(":back:" in k and k.endswith(f":chain:{chain.id}") and b.refused
+                          for k, b in refused.by_key.items()):
             log.debug("%s: not tried before the end of the outage before it", key)
             return "deferred"
-        if not refused.due(key):
-            log.debug("%s: not tried this time (Slack refused it lately)", key)
-            return "deferred"
-        error = thread_note_refusal(self.ctx, chain.id, key, text)
-        if error is None:
-            refused.taken(key)
-            return "posted"
-        what = "notice" if notice else "'answers again' note"
-        if post_fate(error) == "failed":
-            log.warning("chain %s (%s): could not post the %s %s: %s", chain.id,
-                        chain.job_name, what, key, error)
-            return "refused"
-        skip = refused.refused(key)
-        chances = "failed tick(s)" if notice else "tick(s)"
-        if isinstance(error, LookupRefused):
-            log.warning("chain %s (%s): the %s %s may be in its thread and Slack refused to "
-                        "look it up (%s): not tried there for the next %d %s%s", chain.id,
-                        chain.job_name, what, key, error, skip, chances,
-                        "; its outage's end is tried there once" if notice else "")
-        else:
-            log.warning("chain %s (%s): Slack refused the %s %s (%s): not tried there for "
-                        "the next %d %s", chain.id, chain.job_name, what, key, error, skip,
-                        chances)
-        return "refused"
+        return say_note(self.ctx, chain.id, key, text, refused,
+                        what="notice" if notice else "'answers again' note")
 
     def said_in_a_thread(self, key: str) -> bool:
         """Whether a chain's thread has, or may have, the cluster notice `key`: its post there

@@ -17,6 +17,10 @@ Posts at most once, and none is lost while Slack can be asked:
   never a second upload of the same chart. (Intents stored before file ids were recorded are
   looked up by the file's title.)
 - `chat.update` (the root, same content) is idempotent: the client re-sends it by itself.
+- A call's failed attempts (a 429 or 5xx past the client's own retries, a connection lost)
+  are one failure series in the log: a warning at the first, debug after it, one line when
+  a later attempt goes through; when none does, the error raised is its end (the caller logs
+  it: a note's through bot.services.threads.say_note).
 - Residual risk: a lost root post older than the channel's latest 100 messages is not found
   by the lookup and is posted again.
 
@@ -132,6 +136,25 @@ def call_fate(exc: Exception) -> Fate:
     if isinstance(exc, SlackRequestError):  # the SDK refused the arguments
         return "refused"
     return "not_sent" if request_not_sent(exc) else "unknown"
+
+
+class _Attempts:
+    """One call's failed attempts (a post's, an upload's), logged as one failure series: its
+    first failure a warning, the attempts after it at debug, and, when a later attempt goes
+    through, one line saying so. When every attempt failed, the error the call raises is
+    the series' end (its caller logs it: bot.services.threads.say_note for a note)."""
+
+    def __init__(self, what: str) -> None:
+        self.what = what
+        self.failed = 0
+
+    def failure(self, message: str, *args: object) -> None:
+        log.log(logging.WARNING if self.failed == 0 else logging.DEBUG, message, *args)
+        self.failed += 1
+
+    def through(self) -> None:
+        if self.failed:
+            log.warning("%s went through after %d failed attempt(s)", self.what, self.failed)
 
 
 def _api_error(exc: Exception) -> str | None:
@@ -254,6 +277,7 @@ class SlackPoster:
         file_id = existing.ts if existing is not None else None  # completion asked for it
         unknown = existing is not None
         last: Exception | None = None
+        attempts = _Attempts(f"chart {key}")
         for attempt in range(self.max_attempts):
             if attempt:
                 self.sleep(backoff_delay(attempt - 1, self.backoff_s))
@@ -262,9 +286,10 @@ class SlackPoster:
                     found = self._find_file(channel, thread_ts, file_id, title)
                 except CALL_ERRORS as exc:
                     last = self._lookup_failed("files.completeUploadExternal", key, channel,
-                                               exc)
+                                               exc, attempts)
                     continue
                 if found:
+                    attempts.through()
                     return self._record_posted(key, found, thread_ts)
                 unknown = False
             if file_id is None:
@@ -273,7 +298,8 @@ class SlackPoster:
                 except CALL_ERRORS as exc:  # nothing is visible before the completion
                     if call_fate(exc) == "refused" or attempt == self.max_attempts - 1:
                         raise self._error("files upload", key, channel, exc) from exc
-                    log.warning("chart upload %s failed (%s); uploading again", key, exc)
+                    attempts.failure("chart upload %s failed (%s); uploading again", key,
+                                     exc)
                     last = exc
                     continue
                 self.store.slack_posts.record_file(key, file_id, now=self.clock())
@@ -290,10 +316,11 @@ class SlackPoster:
                     raise self._error("files.completeUploadExternal", key, channel,
                                       exc) from exc
                 unknown = fate == "unknown"
-                log.warning("chart %s: completion failed (%s)%s", key, exc,
-                            "; looking it up before completing again" if unknown else "")
+                attempts.failure("chart %s: completion failed (%s)%s", key, exc,
+                                 "; looking it up before completing again" if unknown else "")
                 last = exc
                 continue
+            attempts.through()
             return self._record_posted(key, file_id, thread_ts)
         assert last is not None
         raise self._gave_up("files.completeUploadExternal", key, channel, last, unknown=unknown)
@@ -341,6 +368,7 @@ class SlackPoster:
             kwargs["thread_ts"] = thread_ts
         unknown = existing is not None  # an intent left over: maybe posted already
         last: Exception | None = None
+        attempts = _Attempts(f"post {key}")
         for attempt in range(self.max_attempts):
             if attempt:
                 self.sleep(backoff_delay(attempt - 1, self.backoff_s))
@@ -348,9 +376,10 @@ class SlackPoster:
                 try:
                     found = self._find_message(channel, thread_ts, key)
                 except CALL_ERRORS as exc:
-                    last = self._lookup_failed("chat.postMessage", key, channel, exc)
+                    last = self._lookup_failed("chat.postMessage", key, channel, exc, attempts)
                     continue
                 if found:
+                    attempts.through()
                     return self._record_posted(key, found, thread_ts)
                 unknown = False
             try:
@@ -368,11 +397,12 @@ class SlackPoster:
                         else SlackPostRefused
                     raise refused(str(error), error=error.error) from exc
                 unknown = fate == "unknown"
-                log.warning("post %s failed (%s)%s", key, exc,
-                            "; looking it up before sending again" if unknown else "")
+                attempts.failure("post %s failed (%s)%s", key, exc,
+                                 "; looking it up before sending again" if unknown else "")
                 last = exc
                 continue
             crashpoint("slack_accepted", key)  # crash-safety test hook (no-op in production)
+            attempts.through()
             return self._record_posted(key, resp["ts"], thread_ts)
         assert last is not None
         raise self._gave_up("chat.postMessage", key, channel, last, unknown=unknown)
@@ -414,14 +444,16 @@ class SlackPoster:
                     return f["id"]
         return None
 
-    def _lookup_failed(self, method: str, key: str, channel: str, exc: Exception) -> Exception:
+    def _lookup_failed(self, method: str, key: str, channel: str, exc: Exception,
+                       attempts: _Attempts) -> Exception:
         """A reconciling lookup failed: raise if Slack refused it (SlackLookupRefused: asking
-        again will not tell, and nothing is sent meanwhile), else return it to retry."""
+        again will not tell, and nothing is sent meanwhile), else return it to retry (one
+        failure of the call's `attempts`)."""
         if call_fate(exc) == "refused":
             error = self._gave_up(method, key, channel, exc, unknown=True)
             raise SlackLookupRefused(str(error), error=error.error) from exc
-        log.warning("cannot look up %s in %s yet (%s); not sending it again meanwhile",
-                    key, channel, exc)
+        attempts.failure("cannot look up %s in %s yet (%s); not sending it again meanwhile",
+                         key, channel, exc)
         return exc
 
     def _call(self, method: str, key: str, channel: str, fn: Callable[[], Any]) -> Any:

@@ -230,11 +230,11 @@ def test_a_notice_whose_lookup_slack_refuses_is_tried_there_less_and_less_while_
     storing its ts; then Slack refuses every lookup there, and the cluster stays down. The
     notice may be in that thread, so it is not sent again: its lookup is tried at the first
     failed tick, then after 1, 2, 4, 8 and 16 ticks skipped (refused each time, one warning
-    each; a skipped tick calls Slack for nothing and warns of nothing). Once the lookups
-    answer again (the bot back in the channel, the scope granted), the next try finds the
-    notice: it is recorded posted and not tried again; the cluster answers and both threads
-    hear the end once. Before, the lookup was made, refused and warned of at every failed
-    tick."""
+    at the first, the tries after it at debug; a skipped tick calls Slack for nothing and
+    warns of nothing). Once the lookups answer again (the bot back in the channel, the scope
+    granted), the next try finds the notice: it is recorded posted and not tried again, one
+    warning saying so; the cluster answers and both threads hear the end once. Before, the
+    lookup was made, refused and warned of at every failed tick."""
     first, second = threads_in(store, slack_client, PRIVATE, CHANNEL)
     killed_as_slack_takes_the_notice(store, slack_client, monkeypatch)
     refuse(slack, refused, "groups:history")
@@ -252,17 +252,22 @@ def test_a_notice_whose_lookup_slack_refuses_is_tried_there_less_and_less_while_
         if any(r.levelno >= logging.WARNING and "cluster:dev:down:" in r.getMessage()
                for r in caplog.records):
             warned_at.append(i)
+            told = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING
+                    and r.name == "bot.services.threads"]
+            assert len(told) == 1 and ("Slack refused to look it up" if i == 0 else
+                                       f"is posted in {PRIVATE}") in told[0], told
 
     for i in range(36):
         tick(i)
     assert tried_at == [0, 2, 5, 10, 19]  # then every 17th tick: the next at 36
-    assert warned_at == tried_at
+    assert warned_at == [0]  # the series' first try
     assert said(slack, second, NOTICE) == 1
     assert present(store.incidents.get("cluster:dev:down:1000000")).state == "partly_posted"
     accept(slack, refused, "groups:history")
     for i in range(36, 40):
         tick(i)
     assert tried_at == [0, 2, 5, 10, 19, 36]  # found there at 36: not looked up again
+    assert warned_at == [0, 36]  # and the series' end
     assert present(store.slack_posts.get("cluster:dev:down:1000000:chain:1")).posted
     assert present(store.incidents.get("cluster:dev:down:1000000")).state == "posted"
     for i in range(3):
@@ -286,9 +291,10 @@ def test_a_notice_slack_refuses_to_post_is_tried_there_less_and_less_while_down(
     first thread (a private channel the bot was removed from: not_in_channel), or in every
     thread (the token lost chat:write: missing_scope). Asking again at the next tick will not
     change that: the refused thread is tried at the failed tick that decides the notice, then
-    after 1, 2, 4, 8 and 16 ticks skipped, one warning from the threads each time (a skipped
-    tick calls Slack for nothing and warns of nothing). Once Slack takes it (the bot back in
-    the channel, the scope granted), the next try posts it: once, and never again; the
+    after 1, 2, 4, 8 and 16 ticks skipped (a skipped tick calls Slack for nothing and warns
+    of nothing), one warning from the threads at the first try of the series (the tries
+    after it at debug). Once Slack takes it (the bot back in the channel, the scope
+    granted), the next try posts it: once, and never again, and one warning says so; the
     cluster answers and each thread hears the end once. Before, the post was sent, refused
     and warned of at every failed tick."""
     first, second = threads_in(store, slack_client, PRIVATE, CHANNEL)
@@ -306,17 +312,20 @@ def test_a_notice_slack_refuses_to_post_is_tried_there_less_and_less_while_down(
             tried_at.append(i)
             assert len(notice_posts_in(slack, PRIVATE)) == before + 1
         told = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING
-                and r.name == "bot.services.watch_events"
+                and r.name == "bot.services.threads"
                 and "cluster:dev:down:1000000:chain:1" in r.getMessage()]
         if any(r.levelno >= logging.WARNING and "cluster:dev:down:" in r.getMessage()
                for r in caplog.records):
             warned_at.append(i)
-            assert len(told) == 1 and "Slack refused the notice" in told[0], told
+            assert len(told) == 1, told
+            assert ("Slack refused the notice" if i == 2 else
+                    f"is posted in {PRIVATE} (thread {first}), after 5 failed tries") \
+                in told[0], told
 
     for i in range(25):  # the 3rd failed tick (2) decides the notice
         tick(i)
     assert tried_at == [2, 4, 7, 12, 21]  # then every 17th tick: the next at 38
-    assert warned_at == tried_at
+    assert warned_at == [2]  # the series' first try
     assert said_in(slack, PRIVATE, first, NOTICE) == 0
     assert said(slack, second, NOTICE) == (1 if refused == "the bot is out of its channel"
                                            else 0)
@@ -324,7 +333,7 @@ def test_a_notice_slack_refuses_to_post_is_tried_there_less_and_less_while_down(
     for i in range(25, 42):
         tick(i)
     assert tried_at == [2, 4, 7, 12, 21, 38]  # posted at 38: not tried again
-    assert warned_at == [2, 4, 7, 12, 21]
+    assert warned_at == [2, 38]  # and the series' end
     assert (said_in(slack, PRIVATE, first, NOTICE), said(slack, second, NOTICE)) == (1, 1)
     assert len(notice_posts_in(slack, CHANNEL)) == (
         1 if refused == "the bot is out of its channel" else 6)  # its own backoff
@@ -354,11 +363,12 @@ def test_a_refused_try_of_the_notice_is_one_warning_per_thread_naming_run_channe
         slack: SlackStandIn, slack_client: WebClient, store: Store, caplog: Any,
         refused: str) -> None:
     """Slack refuses the outage notice in the first thread (the bot out of its private
-    channel: not_in_channel) or in both (no chat:write: missing_scope). Each refused try is
-    one warning, from the threads, naming the run (chain and job name), the channel and
-    Slack's error; the outbox's "publishing … failed" / "reached some threads only" is
-    debug, and a tick whose threads were skipped warns of nothing. Before, each refused try
-    was warned of twice (the threads' and the outbox's)."""
+    channel: not_in_channel) or in both (no chat:write: missing_scope). The first refused
+    try in a thread is one warning, from the threads, naming the run (chain and job name),
+    the channel and Slack's error; the tries after it in the same series are debug, as is
+    the outbox's "publishing … failed" / "reached some threads only", and a tick whose
+    threads were skipped warns of nothing. Before, each refused try was warned of twice (the
+    threads' and the outbox's)."""
     threads_in(store, slack_client, PRIVATE, CHANNEL)
     if refused == "the bot is out of its channel":
         slack.outside.add(PRIVATE)
@@ -375,7 +385,7 @@ def test_a_refused_try_of_the_notice_is_one_warning_per_thread_naming_run_channe
         health.failed(1_000_000.0 + 60 * i, TIMED_OUT, TickReport(ok=True))
         if warnings_of_the_try(caplog):
             warned[i] = warnings_of_the_try(caplog)
-    assert sorted(warned) == [2, 4]  # the notice's tries: at the 3rd failed tick, then 1 skipped
+    assert sorted(warned) == [2]  # the notice's tries: at the 3rd failed tick, then 1 skipped
     for said_then in warned.values():
         assert len(said_then) == len(expected), said_then
         for text, (channel, run, error) in zip(said_then, expected, strict=True):
@@ -407,10 +417,11 @@ def test_an_answers_again_note_slack_refuses_is_tried_less_and_less_then_posted_
     """Both threads got the outage notice; then the bot is removed from the first thread's
     private channel (not_in_channel) or the token loses chat:write (every thread refuses),
     and the cluster answers. The "answers again" note is tried there at the tick the cluster
-    answers, then after 1, 2, 4 and 8 ticks skipped (one warning per try naming the run, the
-    channel and Slack's error; a skipped tick calls Slack for nothing); Slack accepts again,
-    and the next try posts it: once, never tried after, the thread reading notice then end.
-    Before, it was sent, refused and warned of (twice) at every tick."""
+    answers, then after 1, 2, 4 and 8 ticks skipped (one warning at the series' first try
+    naming the run, the channel and Slack's error, the tries after it at debug; a skipped
+    tick calls Slack for nothing); Slack accepts again, and the next try posts it: once,
+    never tried after, one warning saying so, the thread reading notice then end. Before, it
+    was sent, refused and warned of (twice) at every tick."""
     first, second = threads_in(store, slack_client, PRIVATE, CHANNEL)
     health = bot(store, slack_client)
     for i in range(3):
@@ -433,12 +444,15 @@ def test_an_answers_again_note_slack_refuses_is_tried_less_and_less_then_posted_
             warned_at.append(i)
             warned.append(warnings_of_the_try(caplog))
     assert tried_at == [0, 2, 5, 10, 19]  # Slack accepts from 12 on: posted at 19, then never
-    assert warned_at == [0, 2, 5, 10]
+    assert warned_at == [0, 19]  # the series' first try, and its end
     for said_then in warned:  # one per refused thread, the first thread's naming it all
         assert len(said_then) == (1 if refused == "the bot is out of its channel" else 2)
-        assert said_then[0].startswith("chain 1 (mix): Slack refused the 'answers again' note")
-        assert PRIVATE in said_then[0] and ("not_in_channel" if refused == "the bot is out "
-                                            "of its channel" else "missing_scope") in said_then[0]
+    said_first, said_end = warned[0][0], warned[1][0]
+    assert said_first.startswith("chain 1 (mix): Slack refused the 'answers again' note")
+    assert PRIVATE in said_first and ("not_in_channel" if refused == "the bot is out "
+                                      "of its channel" else "missing_scope") in said_first
+    assert said_end.startswith("chain 1 (mix): the 'answers again' note") and \
+        f"is posted in {PRIVATE} (thread {first}), after 4 failed tries" in said_end
     assert thread_texts(slack, PRIVATE, first) == [NOTICE, BACK]
     assert thread_texts(slack, CHANNEL, second) == [NOTICE, BACK]
     assert len(back_posts_in(slack, CHANNEL)) == (

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from bot.core.backoff import MAX_SKIPPED, Backoff, Backoffs, after_try
+from bot.core.backoff import MAX_SKIPPED, THREADLESS_TRIES, AfterTry, Backoff, Backoffs, after_try
 
 
 def test_a_refused_try_is_made_again_after_1_2_4_8_then_at_most_16_chances_skipped() -> None:
@@ -36,15 +36,41 @@ def test_backoffs_keep_one_backoff_per_key_until_it_is_taken_or_forgotten() -> N
 
 
 def test_after_a_try_a_refusal_backs_off_a_failure_comes_again_a_rejection_ends_it() -> None:
-    """`after_try`: refused tries skip 1, 2, 4 … chances; a transient failure between them is
-    tried at the next chance and leaves the backoff as it was; taken or rejected (the message
-    itself refused: never taken as it is), the key is over and its backoff forgotten."""
+    """`after_try`: refused tries are tried again after 1, 2, 4 … chances skipped; a transient
+    failure between them at the next chance, the backoff as it was; taken, the key is posted
+    and its backoff forgotten; rejected (the message itself refused: never taken as it is),
+    given up at once, never tried again. The tries in a row not taken make one failure
+    series: the first is the one warned of, and a post after it is a recovery."""
     backoffs = Backoffs()
-    assert after_try(backoffs, "a", "refused") == 1
-    assert after_try(backoffs, "a", "refused") == 2
-    assert after_try(backoffs, "a", "failed") == 0
-    assert after_try(backoffs, "a", "refused") == 4
-    assert after_try(backoffs, "a", "taken") is None and "a" not in backoffs.by_key
-    assert after_try(backoffs, "b", "refused") == 1
-    assert after_try(backoffs, "b", "rejected") is None and backoffs.by_key == {}
-    assert after_try(backoffs, "c", "failed") == 0 and backoffs.by_key == {}
+    assert after_try(backoffs, "a", "refused") == AfterTry("later", 1, failed=1)
+    assert after_try(backoffs, "a", "refused") == AfterTry("later", 2, failed=2)
+    assert after_try(backoffs, "a", "failed") == AfterTry("later", 0, failed=3)
+    assert after_try(backoffs, "a", "refused") == AfterTry("later", 4, failed=4)
+    assert [after_try(backoffs, "a", "refused").first_failure] == [False]
+    posted = after_try(backoffs, "a", "taken")
+    assert posted == AfterTry("posted", failed=5) and posted.recovered
+    assert "a" not in backoffs.by_key
+    assert not after_try(backoffs, "a", "taken").recovered  # taken at once: nothing to say
+    assert after_try(backoffs, "b", "refused").first_failure
+    assert after_try(backoffs, "b", "rejected").outcome == "given_up"
+    assert backoffs.by_key == {}
+    assert after_try(backoffs, "c", "rejected") == AfterTry("given_up", failed=1)
+    assert after_try(backoffs, "d", "failed") == AfterTry("later", 0, failed=1)
+    assert backoffs.due("d")  # a transient failure: the next chance is a try
+
+
+def test_a_note_with_no_thread_waits_with_a_backoff_then_is_given_up() -> None:
+    """A try with no thread (its run's root message not posted) is tried again less and
+    less often, like a refusal; still no thread at the `THREADLESS_TRIES`th try, it is
+    given up; the root posted before that, the next try posts it."""
+    backoffs, tried, outcomes = Backoffs(), [], []
+    for chance in range(100):
+        if "given_up" not in outcomes and backoffs.due("n"):
+            tried.append(chance)
+            outcomes.append(after_try(backoffs, "n", "threadless").outcome)
+    assert THREADLESS_TRIES == 8
+    assert tried == [0, 2, 5, 10, 19, 36, 53, 70]
+    assert outcomes == ["later"] * 7 + ["given_up"] and backoffs.by_key == {}
+    for _ in range(3):
+        after_try(backoffs, "m", "threadless")
+    assert after_try(backoffs, "m", "taken") == AfterTry("posted", failed=3)

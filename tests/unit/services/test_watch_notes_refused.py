@@ -84,11 +84,12 @@ def test_a_held_note_slack_refuses_is_tried_less_and_less_then_posted_once(
     """Job 87870 is held by an admin; its note is due 10 min on, and Slack refuses it (the
     bot removed from the run's private channel, chat:write lost, the channel archived or
     not found). The note stays unposted (its row `pending`) and is tried at the first tick,
-    then after 1, 2, 4 and 8 ticks skipped, one warning per try naming the run, the channel
-    and Slack's error; a skipped tick calls Slack for nothing of it. Slack accepts from tick
-    12 (or after refusing four tries): the next try (tick 19) posts it, once, and it is
-    never tried again. Before, the refused note was logged and its row marked `posted`:
-    the thread never heard the job was held."""
+    then after 1, 2, 4 and 8 ticks skipped; a skipped tick calls Slack for nothing of it.
+    The failure series is one warning, at its first try, naming the run, the channel and
+    Slack's error (the tries after it at debug), and one more when it ends. Slack accepts
+    from tick 12 (or after refusing four tries): the next try (tick 19) posts it, once, and
+    it is never tried again. Before, the refused note was logged and its row marked
+    `posted`: the thread never heard the job was held; then a warning came at every try."""
     watcher, _, chain_id, root = held_job(store, client)
     watcher.tick(T0)  # first seen held
     if refused in CHANNEL_GONE:
@@ -113,13 +114,14 @@ def test_a_held_note_slack_refuses_is_tried_less_and_less_then_posted_once(
         if i < 19:
             assert present(store.incidents.get(KEY)).state == "pending"
     assert tried_at == [0, 2, 5, 10, 19]  # Slack accepts from 12 on: posted at 19, then never
-    assert [w[0] for w in warned] == ["0", "2", "5", "10"]
+    assert [w[0] for w in warned] == ["0", "19"]  # the series' first try, and its end
     error = {"the bot is out of its channel": "not_in_channel",
              "the chat:write scope is missing": "missing_scope"}.get(refused, refused)
-    for _, *said in warned:  # one per try, naming the run, the channel and Slack's error
-        assert len(said) == 1, said
-        assert said[0].startswith(f"chain {chain_id} (mix): Slack refused the note {KEY}")
-        assert PRIVATE in said[0] and error in said[0]
+    [[_, first], [_, end]] = warned  # naming the run, the channel and Slack's error
+    assert first.startswith(f"chain {chain_id} (mix): Slack refused the note {KEY}")
+    assert PRIVATE in first and root in first and error in first
+    assert end == f"chain {chain_id} (mix): the note {KEY} is posted in {PRIVATE} (thread " \
+        f"{root}), after 4 failed tries"
     assert [str(m["text"]).startswith(HELD) for m in slack.replies(PRIVATE, root)] == [True]
     assert present(store.incidents.get(KEY)).state == "posted"
 
@@ -128,9 +130,12 @@ def test_a_held_note_rate_limited_past_the_retries_is_tried_at_each_tick_then_po
         slack: SlackStandIn, client: WebClient, store: Store, caplog: Any) -> None:
     """Slack answers 429 to every chat.postMessage of the held note for three ticks, past the
     client's own waits (1 + 5 sends) and the poster's four attempts: a transient failure, so
-    the note is tried again at the next tick, not backed off. One warning of the watcher's
-    per try names the run, the channel and Slack's error; the note is posted once, at the
-    tick Slack answers. Before, the first try's note was marked posted and never sent."""
+    the note is tried again at the next tick, not backed off. One warning names the run, the
+    channel and Slack's error at the first try, one says it is posted at the tick Slack
+    answers (the tries between at debug); the poster warns once per try of its four
+    attempts, not at each. The note is posted once. Before, the first try's note was marked
+    posted and never sent; then each try was a warning of the watcher's and four of the
+    poster's."""
     watcher, _, chain_id, root = held_job(store, client)
     watcher.tick(T0)
     slack.fail_next("chat.postMessage", status=429, count=3 * 6 * 4)
@@ -140,14 +145,18 @@ def test_a_held_note_rate_limited_past_the_retries_is_tried_at_each_tick_then_po
         caplog.clear()
         watcher.tick(T0 + 660 + 60 * i)
         said = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING
-                and r.name == "bot.services.watch_events"]
+                and r.name == "bot.services.threads"]
         if said:
             warned.append([str(i), *said])
-    assert [w[0] for w in warned] == ["0", "1", "2"]
-    for _, *said in warned:
-        assert len(said) == 1, said
-        assert said[0].startswith(f"chain {chain_id} (mix): could not post the note {KEY}")
-        assert PRIVATE in said[0] and "ratelimited" in said[0]
+        poster_said = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING
+                       and r.name == "bot.slack.poster"]
+        assert len(poster_said) == (1 if i < 3 else 0), poster_said  # not one per attempt
+    assert [w[0] for w in warned] == ["0", "3"]
+    [[_, first], [_, end]] = warned
+    assert first.startswith(f"chain {chain_id} (mix): could not post the note {KEY}")
+    assert PRIVATE in first and root in first and "ratelimited" in first
+    assert end == f"chain {chain_id} (mix): the note {KEY} is posted in {PRIVATE} (thread " \
+        f"{root}), after 3 failed tries"
     assert [str(m["text"]).startswith(HELD) for m in slack.replies(PRIVATE, root)] == [True]
     assert len(held_posts(slack)) == 3 * 6 * 4 + 1
     assert present(store.incidents.get(KEY)).state == "posted"

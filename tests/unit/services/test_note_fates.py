@@ -1,0 +1,312 @@
+"""Every kind of thread note trainbot posts, when Slack does not take it, through the real
+SlackPoster on the Slack stand-in (tests/slack_standin.py): the watcher's notes (its Outbox
+and ThreadEvents), a cluster's outage notice, a settled cancel's note (the scheduler's
+`prompts` job), the note a Home tab's "Stop watching" leaves and the one saying a submit
+the bot died in queued nothing (bot.services.threads.thread_note, tried again by the
+`prompts` job). Each is decided in one place (bot.services.threads.say_note over
+bot.core.backoff.after_try): a refusal is tried again once its backoff allows and posted
+once; a message Slack rejects itself is given up once, never sent again; a note whose run
+has no thread is not taken as posted, and is posted once the thread is there."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass
+from typing import Any
+
+import pytest
+from fakes import T0, AnswerLostSlurm, make_context, present
+from slack_sdk import WebClient
+from slack_standin import SlackStandIn
+from support.e2e import accept, refuse
+from support.in_flight import recover
+
+from bot.app import schedule_prompts
+from bot.cluster.errors import OutcomeUnknown
+from bot.core.backoff import THREADLESS_TRIES
+from bot.core.takeover import RemoteDeadlines, cancel_takeover_s, submit_in_flight_s
+from bot.services.approvals import handle_click
+from bot.services.home import stop_watching
+from bot.services.leases import LeaseKeeper
+from bot.services.ports import BotContext
+from bot.services.prompts import create_resubmit_prompt
+from bot.services.scheduler import JobScheduler
+from bot.services.threads import THREAD_NOTE, say_pending_notes
+from bot.services.watch.events import TickReport, WatchEvent
+from bot.services.watch.outbox import Outbox
+from bot.services.watch_events import ThreadEvents
+from bot.slack.poster import SlackPoster
+from bot.slack.retry import make_client
+from bot.slack.views import ActionId
+from bot.store import Store
+
+PRIVATE = "G0RUNS"  # the run's private channel (the bot is removed from it, then back)
+SETTLE_AT = T0 + cancel_takeover_s(RemoteDeadlines()) + 60  # a lost scancel is settled
+
+
+@pytest.fixture
+def slack() -> Iterator[SlackStandIn]:
+    with SlackStandIn() as server:
+        yield server
+
+
+@dataclass
+class Run:
+    """A run on cluster dev whose thread, if any, is in PRIVATE, with the real poster."""
+
+    ctx: BotContext
+    poster: SlackPoster
+    chain_id: int
+    clock: list[float]
+
+    def open_thread(self) -> str:
+        return self.poster.post_root(self.chain_id, PRIVATE, [], "mix")
+
+
+@dataclass
+class Note:
+    """One kind of note set up on `run`: `chance(i)` is its i-th chance (its first try at
+    0: a watcher's tick, a run of the `prompts` job …), `key` its post's, `state()` what its
+    publisher recorded of it: "posted", "pending" (still to say) or "dropped" (given up)."""
+
+    key: str
+    chance: Callable[[int], object]
+    state: Callable[[], str]
+
+
+def make_run(slack: SlackStandIn, store: Store, *, kind: str = "run", recipe: str = "mix",
+             slurm: AnswerLostSlurm | None = None) -> Run:
+    client: WebClient = make_client(slack.token, base_url=slack.api_url,
+                                    sleep=lambda s: None, timeout=10)
+    clock = [T0]
+    poster = SlackPoster(client, store, sleep=lambda s: None, clock=lambda: clock[0])
+    ctx = make_context(store, slurm or AnswerLostSlurm(lost=0, submitted_at=T0), sink=poster,
+                       charts=False, clock=lambda: clock[0])
+    chain = store.chains.create(recipe=recipe, cluster="dev", job_name="mix", now=T0 - 1000,
+                                kind=kind, watched_by="U0BOB" if kind == "adopted" else None)
+    store.attempts.record(chain_id=chain.id, job_id="88154", now=T0 - 1000)
+    store.watched_jobs.add("dev", "88154", now=T0 - 1000, chain_id=chain.id)
+    return Run(ctx, poster, chain.id, clock)
+
+
+def outbox_state(run: Run, key: str) -> Callable[[], str]:
+    return lambda: present(run.ctx.store.incidents.get(key)).state
+
+
+def watcher_note(run: Run) -> Note:
+    """A held job's note, emitted again at each tick (its job still held)."""
+    outbox = Outbox("dev", store=run.ctx.store, sink=ThreadEvents(run.ctx))
+    key = "dev:88154:held:1"
+    event = WatchEvent("held", key, "dev", "job 88154 has been held (JobHeldAdmin)",
+                       run.chain_id, "88154", "mix", text_only=True)
+    return Note(key, lambda i: outbox.emit(event, "held", T0 + 60 * i, TickReport(ok=True)),
+                outbox_state(run, key))
+
+
+def outage_notice(run: Run) -> Note:
+    """A cluster's unreachable notice, published again at each failed tick."""
+    outbox = Outbox("dev", store=run.ctx.store, sink=ThreadEvents(run.ctx))
+    event = WatchEvent("cluster_unreachable", "cluster:dev:down:1", "dev",
+                       "cluster dev unreachable for 3 ticks", text_only=True)
+    return Note(f"cluster:dev:down:1:chain:{run.chain_id}",
+                lambda i: outbox.emit(event, "cluster_unreachable", T0 + 60 * i,
+                                      TickReport(ok=False)),
+                outbox_state(run, "cluster:dev:down:1"))
+
+
+def settle_note(run: Run) -> Note:
+    """W0LEAD's Cancel whose scancel's end was lost, the job then CANCELLED: the `prompts`
+    job settles it and says so in the thread (its runs are the chances)."""
+    ctx, slurm = run.ctx, run.ctx.clusters.slurm("dev")
+    assert isinstance(slurm, AnswerLostSlurm)
+    slurm.add(88154, name="mix", state="RUNNING", partition="debug", account="root")
+    prompt = create_resubmit_prompt(ctx, recipe="mix", chain_id=run.chain_id, job_id="88154",
+                                    now=T0 - 100, summary="88154: stalled",
+                                    offer_cancel=True, post_key="prompt:88154")
+    slurm.cancel_lost = OutcomeUnknown(["scancel", "88154"], "did not answer within 60 s")
+    assert handle_click(ctx, prompt.token, ActionId.CANCEL, "W0LEAD", T0).status == "done"
+    slurm.cancel_lost = None
+    slurm.set(88154, state="CANCELLED", end_time=T0 + 10)
+    scheduler = JobScheduler(LeaseKeeper(ctx.store.leases), clock=lambda: run.clock[0])
+    schedule_prompts(scheduler, ctx)
+    [job] = scheduler.jobs()
+    key = f"cancel-settled:{prompt.token}"
+
+    def chance(i: int) -> None:
+        run.clock[0] = SETTLE_AT + 30 * i
+        job.func()
+
+    def state() -> str:
+        if "cancel_announced" not in ctx.store.approvals.steps(prompt.token):
+            return "pending"
+        post = ctx.store.slack_posts.get(key)
+        return "posted" if post is not None and post.posted else "dropped"
+
+    return Note(key, chance, state)
+
+
+def unwatched_note(run: Run) -> Note:
+    """U0BOB stops watching the job he adopted (a Home tab's "Stop watching"); the
+    `prompts` job's runs are the note's later chances."""
+
+    def chance(i: int) -> None:
+        if i == 0:
+            stop_watching(run.ctx, run.chain_id, "U0BOB", T0)
+        else:
+            say_pending_notes(run.ctx)
+
+    key = f"chain:{run.chain_id}:unwatched"
+    return Note(key, chance, outbox_state(run, key))
+
+
+def not_queued_note(run: Run) -> Note:
+    """A submit into the run that the bot died in before its sbatch: the `submits` job finds
+    no job of its name and says so in the thread; the `prompts` job's runs are the note's
+    later chances."""
+    store = run.ctx.store
+    flight = store.submits_in_flight.add(
+        cluster="dev", recipe="mix", job_name="mix", chain_id=run.chain_id, array_task=None,
+        resumed_at=None, charge_retry=False, actor="U0ALICE", channel=PRIVATE, sent_at=T0)
+    key = f"submit-not-queued:{flight.flight.id}:{T0:.0f}"
+
+    def chance(i: int) -> None:
+        if i == 0:
+            recover(run.ctx, T0 + submit_in_flight_s(RemoteDeadlines()) + 1)
+            assert store.submits_in_flight.sent_before("dev", float("inf")) == []
+        else:
+            say_pending_notes(run.ctx)
+
+    return Note(key, chance, outbox_state(run, key))
+
+
+KINDS: dict[str, tuple[Callable[[Run], Note], dict[str, Any]]] = {
+    "the watcher's note": (watcher_note, {}),
+    "an outage notice": (outage_notice, {}),
+    "a settled cancel's note": (settle_note, {}),
+    "the unwatched note": (unwatched_note, {"kind": "adopted", "recipe": ""}),
+    "the not-queued note": (not_queued_note, {}),
+}
+
+
+def tries(slack: SlackStandIn, key: str) -> list[Any]:
+    """The chat.postMessage calls of the post `key` made so far."""
+    return [r for r in slack.calls("chat.postMessage") if key in str(r.params.get("metadata"))]
+
+
+def warnings(caplog: Any, key: str) -> list[str]:
+    """The warnings of the post `key`, from the one place notes are decided
+    (bot.services.threads)."""
+    return [r.getMessage() for r in caplog.records if r.name == "bot.services.threads"
+            and r.levelno >= logging.WARNING and key in r.getMessage()]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_refused_note_is_tried_again_once_its_backoff_allows_and_posted_once(
+        slack: SlackStandIn, store: Store, caplog: Any, kind: str) -> None:
+    """The bot is removed from the run's private channel: the note is refused at its first
+    chance, not taken as posted, tried again after 1 then 2 chances skipped (Slack is not
+    called meanwhile). Invited back after chance 3, the next try (5) posts it, once; its
+    later chances send nothing. One warning at the series' first try (the run, the channel,
+    the thread, Slack's error), one when it is posted."""
+    make_note, run_kw = KINDS[kind]
+    run = make_run(slack, store, **run_kw)
+    root = run.open_thread()
+    note = make_note(run)
+    refuse(slack, "the bot is out of its channel", channel=PRIVATE)
+    caplog.set_level(logging.DEBUG)
+    tried_at = []
+    for i in range(9):
+        if i == 4:
+            accept(slack, "the bot is out of its channel", channel=PRIVATE)
+        before = len(tries(slack, note.key))
+        note.chance(i)
+        if len(tries(slack, note.key)) > before:
+            tried_at.append(i)
+        if i < 5:
+            assert note.state() == "pending", i
+    assert tried_at == [0, 2, 5]
+    assert note.state() == "posted"
+    assert [r for r in tries(slack, note.key) if r.response.get("ok")] != []
+    posted = [m for m in slack.replies(PRIVATE, root)
+              if (m.get("metadata") or {}).get("event_payload", {}).get("key") == note.key]
+    assert len(posted) == 1
+    first, end = warnings(caplog, note.key)
+    assert "Slack refused the" in first and note.key in first
+    assert PRIVATE in first and root in first and "not_in_channel" in first
+    assert f"{note.key} is posted in {PRIVATE} (thread {root}), after 2 failed tries" in end
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_note_slack_rejects_itself_is_given_up_once_and_never_sent_again(
+        slack: SlackStandIn, store: Store, caplog: Any, kind: str) -> None:
+    """Slack rejects the note itself (invalid_blocks: the same message will never be
+    taken): it is given up at its first try, one warning naming the run, the channel, the
+    thread and Slack's error; its later chances send nothing, and its publisher records it
+    given up (a settle goes on saying the rest)."""
+    make_note, run_kw = KINDS[kind]
+    run = make_run(slack, store, **run_kw)
+    root = run.open_thread()
+    note = make_note(run)
+    slack.fail_next("chat.postMessage", status=200, error="invalid_blocks")
+    caplog.set_level(logging.DEBUG)
+    for i in range(6):
+        note.chance(i)
+    assert [r.response.get("error") for r in tries(slack, note.key)] == ["invalid_blocks"]
+    assert note.state() == "dropped"
+    [said] = warnings(caplog, note.key)
+    assert "itself" in said and "given up, not tried again" in said and note.key in said
+    assert PRIVATE in said and root in said and "invalid_blocks" in said
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_note_whose_run_has_no_thread_waits_for_it_and_is_posted_once(
+        slack: SlackStandIn, store: Store, caplog: Any, kind: str) -> None:
+    """The run's root message was never posted: the note is not taken as posted (before,
+    it was logged and marked posted, and the thread never heard it), and nothing is sent.
+    The root posted after chance 1, the next try (2, its backoff) posts the note, once."""
+    make_note, run_kw = KINDS[kind]
+    run = make_run(slack, store, **run_kw)
+    note = make_note(run)
+    caplog.set_level(logging.DEBUG)
+    note.chance(0)
+    note.chance(1)
+    assert tries(slack, note.key) == [] and note.state() == "pending"
+    [waits] = warnings(caplog, note.key)
+    assert note.key in waits and "waits for its thread" in waits
+    root = run.open_thread()
+    for i in range(2, 6):
+        note.chance(i)
+    assert len(tries(slack, note.key)) == 1 and note.state() == "posted"
+    assert [m for m in slack.replies(PRIVATE, root)
+            if (m.get("metadata") or {}).get("event_payload", {}).get("key") == note.key]
+
+
+def test_a_note_whose_run_never_gets_a_thread_is_given_up_with_its_reason(
+        slack: SlackStandIn, store: Store, caplog: Any) -> None:
+    """A note whose run's root is never posted is tried THREADLESS_TRIES times (at 0, 2, 5,
+    10 … chances) and then given up, its row `dropped`, one warning saying why and what it
+    said: never marked posted, never waiting for good."""
+    run = make_run(slack, store)
+    note = watcher_note(run)
+    caplog.set_level(logging.DEBUG)
+    for i in range(80):
+        note.chance(i)
+        if i < 70:
+            assert note.state() == "pending", i
+    assert note.state() == "dropped" and tries(slack, note.key) == []
+    first, end = warnings(caplog, note.key)
+    assert "waits for its thread" in first
+    assert end == f"chain {run.chain_id} (mix): the note {note.key} is given up after " \
+        f"{THREADLESS_TRIES} tries: its run has no thread (its root message was never " \
+        "posted); it said: job 88154 has been held (JobHeldAdmin)"
+
+
+def test_thread_notes_are_kept_in_the_store_as_notes(slack: SlackStandIn, store: Store
+                                                     ) -> None:
+    """The Stop watching note is kept under its own class, not as one of the watcher's
+    events (nothing else reads it as an incident)."""
+    run = make_run(slack, store, kind="adopted", recipe="")
+    note = unwatched_note(run)
+    note.chance(0)
+    assert present(store.incidents.get(note.key)).class_id == THREAD_NOTE
