@@ -504,6 +504,18 @@ def test_a_word_that_only_starts_with_nan_is_no_nan_loss(cat: Catalogue, line: s
     assert cat.match_line(line) == []
 
 
+@pytest.mark.parametrize("line", [
+    # a word before `(nan` in prose, not a key's value; `nan` inside a path or a name
+    "loss AT(nan values) after the warmup", "loss: AT(nan values",
+    "loss: run(nan_dir)", "loss: /scratch/T(nan)/loss.csv", "loss: Cached(nanoGPT)",
+    # a FakeTensor or meta tensor prints `...`, never a value
+    "loss: FakeTensor(..., device='cuda:0', size=())",
+])
+def test_a_name_before_nan_that_is_no_tensors_repr_is_no_nan_loss(cat: Catalogue,
+                                                                  line: str) -> None:
+    assert cat.match_line(line) == []
+
+
 # --------------------------------------------------------------------------- accounting
 
 

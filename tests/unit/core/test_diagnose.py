@@ -2282,6 +2282,11 @@ def test_the_frameworks_own_nan_guards_are_a_nan_loss(catalogue, line: str):
     # a loss printed as the tensor itself
     "epoch 3 loss: tensor(nan, device='cuda:0', grad_fn=<AddBackward0>)",
     "loss tensor([inf], device='cuda:1')",
+    # ... as a tensor subclass, which torch's repr names by its class (_tensor_str.py), and
+    # one that is a parameter too, inside `Parameter(...)`
+    "epoch 3 loss: T(nan, device='cuda:0', grad_fn=<AddBackward0>)",
+    "train_loss=ScaledTensor(-inf)",
+    "loss: Parameter(MyTensor([nan, 0.5], device='cuda:0', requires_grad=True))",
 ])
 def test_a_nan_named_by_autograd_or_a_printed_loss_tensor_is_a_nan_loss(catalogue, line: str):
     d = read_log(catalogue, "step 10 loss 1.2\n" + line + "\n")

@@ -134,13 +134,17 @@ def test_the_max_time_stop_below_min_epochs_is_no_end(catalogue):
 
 # check_finite's metric as the f-string shows it when it is no plain 0-dim Tensor: torch's
 # Tensor.__format__ formats a 0-dim tensor as its float only when `type(self) is Tensor`, so a
-# tensor subclass shows its repr; before 1.6 (847e24011a) the metric was not squeezed, and a
-# 1-element one showed as `tensor([nan], ...)`. The metric is any the owner monitors.
+# tensor subclass shows its repr, named by its class (torch/_tensor_str.py, _str_intern:
+# `type(inp).__name__` instead of `tensor`); before 1.6 (847e24011a) the metric was not
+# squeezed, and a 1-element one showed as `tensor([nan], ...)`. The metric is any the owner
+# monitors.
 NON_FINITE_AS = ("Monitored metric val_acc = {value} is not finite. Previous best value was "
                  "0.812. Signaling Trainer to stop.")
 TENSOR_VALUES = ["tensor(nan, device='cuda:0')", "tensor(inf)", "tensor(-inf, device='cuda:1')",
                  "tensor(nan, device='cuda:0', dtype=torch.float64)",
-                 "tensor([nan], device='cuda:0')"]
+                 "tensor([nan], device='cuda:0')",
+                 "T(nan, device='cuda:0')", "ScaledMetric(inf)",
+                 "Parameter(MyTensor([nan], device='cuda:0', requires_grad=True))"]
 COLOUR = "\x1b[32mINFO\x1b[0m \x1b[2m[lightning.pytorch.callbacks.early_stopping]\x1b[0m "
 
 
@@ -162,3 +166,17 @@ def test_a_non_finite_metric_shown_as_a_tensor_is_a_divergence(catalogue, value,
     assert (d.class_id, d.decided_by, d.retryable) == ("nan_loss", "signature", False)
     assert any(f"val_acc = {value} is not finite" in e.text for e in d.evidence)
     assert explain_title(d) == catalogue.classes["nan_loss"].title  # the thread's heading
+
+
+@pytest.mark.parametrize("acct", [None, DONE], ids=["no accounting", "COMPLETED 0:0"])
+def test_a_non_finite_metric_whose_repr_spans_lines_is_a_divergence(catalogue, acct):
+    """A plain Parameter's repr is `Parameter containing:` and the tensor on the next line
+    (torch/nn/parameter.py, __repr__), so the f-string splits check_finite's message: its last
+    line (`tensor(nan, ...) is not finite. Previous best value was ...`) still names the stop,
+    and is the evidence."""
+    stop = NON_FINITE_AS.format(value="Parameter containing:\ntensor(nan, device='cuda:0', "
+                                      "requires_grad=True)")
+    d = read_log(catalogue, EPOCHS + OPEN_BAR + "\n" + stop + "\n", acct)
+    assert (d.class_id, d.decided_by, d.retryable) == ("nan_loss", "signature", False)
+    assert any(e.text.startswith("tensor(nan, device='cuda:0', requires_grad=True) is not "
+                                 "finite.") for e in d.evidence), d.evidence
