@@ -426,13 +426,13 @@ def completion_ending(matches: Iterable[Any], series: MetricSeries,
             and below_lightning_minimum(last.line_no, series, goes_on_text))):
         return CompletionEnding(marker_line=last.line_no)
     done = [m.line_no for m in done]
-    ends_training = _no_progress_after(done[-1], series)
-    ends_in_marker = ends_training if evaluation_start is None else _no_progress_after(
+    ends_training = no_progress_after(done[-1], series)
+    ends_in_marker = ends_training if evaluation_start is None else no_progress_after(
         done[-1], series, evaluation_start=evaluation_start)
     # an evaluation's bar drawn after the marker (the series reads a bare bar of another total
     # after one as an evaluation's: bot.core.progress_bars `training_completed`), and not
     # closed by the training's bar drawn again at its count after it (Lightning's validation
-    # on a stop mid-epoch, then the epoch's bar redrawn with its metrics: `_no_progress_after`)
+    # on a stop mid-epoch, then the epoch's bar redrawn with its metrics: `no_progress_after`)
     last_eval = series.last_evaluation
     evaluated = last_eval is not None and last_eval.line_no > done[-1] and not (
         series.last_iteration_line is not None
@@ -496,10 +496,11 @@ def opens_evaluation(text: str) -> bool:
     return EVALUATION_START.search(normalize_line(text)) is not None
 
 
-def _no_progress_after(marker_line: int, series: MetricSeries, *,
+def no_progress_after(marker_line: int, series: MetricSeries, *,
                        evaluation_start: int | None = None) -> bool:
-    """No training progress after the completion marker at `marker_line` (a line that printed
-    an iteration, other than the last bar before the marker drawn again at its count), up to
+    """No training progress after the line at `marker_line` (a completion marker, a stop on a
+    non-finite metric): no line that printed an iteration, other than the last bar before the
+    marker drawn again at its count, up to
     the evaluation opened at `evaluation_start` when that comes after the marker: the
     progress after that line is the evaluation's."""
     last_progress = series.last_iteration_line

@@ -23,8 +23,10 @@ name. A training framework's own announcement of the scheduler's signal is read 
 source (bot.core.diagnose.announced): submitit's time-out verdict far from the limit, or after
 it bypassed a SIGTERM, is a preemption, and the requeue and exit lines submitit prints after its
 verdict take the verdict's class; Megatron's or Lightning's exit 0 after a SIGTERM with Slurm's
-COMPLETED 0:0 is a time limit by hint. A job that starts again by itself after the run its log
-shows (Slurm's requeue, Lightning's or submitit's own) has nothing to act on
+COMPLETED 0:0 is a time limit by hint. Slurm's TIMEOUT after the run stopped on a non-finite
+loss or metric (no training progress after it) is the divergence, the time limit secondary:
+the run idled to the limit, and a resume diverges again. A job that starts again by itself
+after the run its log shows (Slurm's requeue, Lightning's or submitit's own) has nothing to act on
 (bot.core.diagnose.requeue); the matches weighed are those bot.core.diagnose.set_aside keeps. A
 job that ended while it waited in the queue (accounting's `never_started`) is judged from its
 accounting alone, whatever a log says: it ran nothing, and a person decides whether to submit it
@@ -48,6 +50,7 @@ from bot.core.detectors import (
     detect_silent_exit,
     detect_stall,
     leak_trend,
+    no_progress_after,
     overridden_markers,
 )
 from bot.core.diagnose.announced import (
@@ -243,6 +246,13 @@ def diagnose(
             primary, target):
         # Megatron's --exit-interval divides the run's length: its last stop is the end
         chosen, decided_by = "completed", PROGRESS
+    if chosen == "time_limit" and "time_limit" in state_classes and _stopped_on_non_finite(
+            primary, series):
+        # Slurm's TIMEOUT came after the run stopped on a non-finite loss or metric (Lightning's
+        # check_finite, its own NaN abort) and idled to the limit (a teardown, peers waiting in
+        # a collective): the divergence is why it made no progress, and a resume diverges again;
+        # the time limit stays a secondary class
+        chosen, decided_by = "nan_loss", SIGNATURE
     if chosen == "time_limit" and "time_limit" not in state_classes and (
             misread := submitit_preemption(
                 [m for m in primary if m.class_id == "time_limit"], matches)) is not None:
@@ -557,6 +567,15 @@ def _rank_killed_first(matches: Sequence[Any], primary: Sequence[Any],
     return next((m for m in matches if not m.primary and m.class_id == "host_oom"
                  and m.line_no > after and (m.line_no < first_abort or any(
                      r < m.line_no <= r + _ROOT_CAUSE_LINES for r in roots))), None)
+
+
+def _stopped_on_non_finite(primary: Sequence[Any], series: MetricSeries) -> bool:
+    """Did training stop at its last non-finite signature (a `nan_loss` primary match): no
+    training progress after it (`no_progress_after`: a bar Lightning draws again at its count
+    is none), or it is the last progress line itself (`iter 500 loss: nan`, then nothing)?"""
+    last = max((m.line_no for m in primary if m.class_id == "nan_loss"), default=None)
+    return last is not None and (last == series.last_iteration_line
+                                 or no_progress_after(last, series))
 
 
 def _remote_error_symptom(

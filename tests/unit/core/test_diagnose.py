@@ -3923,3 +3923,31 @@ def test_never_started_is_read_only_of_a_job_that_ended(catalogue, state):
     d = read_log(catalogue, EARLIER_JOBS_LOG,
                  Accounting(state=state, never_started=NeverStarted()))
     assert (d.detail or {}).get("kind") != "never_started"
+
+
+TIMED_OUT = Accounting(state="TIMEOUT", exit_code=0, signal=15, elapsed_s=7200.0)
+
+
+@pytest.mark.parametrize("text", [
+    # the run's own NaN abort on rank 0, its peers waiting in a collective until the limit
+    "step 10 loss 1.2\nstep 20 loss 1.1\nFloatingPointError: Loss is nan, stopping training\n",
+    # the last progress line printed the NaN, then nothing until the limit
+    "step 10 loss 1.2\nstep 20 loss 1.1\nstep 30 loss nan\n",
+], ids=["own abort", "last progress"])
+def test_a_run_that_stopped_on_a_nan_then_timed_out_diverged(catalogue, text):
+    """Slurm's TIMEOUT after the run stopped on a non-finite loss: nan_loss (stop, not
+    retryable: a resume diverges again) with the NaN line as evidence, the time limit a
+    secondary class; before, time_limit (resubmit) with no evidence."""
+    d = read_log(catalogue, text, TIMED_OUT)
+    assert (d.class_id, d.decided_by, d.retryable) == ("nan_loss", "signature", False)
+    assert d.secondary == ("time_limit",)
+    assert [e.line for e in d.evidence] == [3]
+
+
+def test_a_nan_that_training_went_on_after_is_no_cause_of_a_time_limit(catalogue):
+    """Training made progress after the NaN (a spike it survived): Slurm's TIMEOUT ended a run
+    that was still training, a time limit to resume from."""
+    text = "step 10 loss 1.2\nstep 20 loss nan\nstep 30 loss 1.1\nstep 40 loss 1.0\n"
+    d = read_log(catalogue, text, TIMED_OUT)
+    assert (d.class_id, d.retryable) == ("time_limit", True)
+    assert "nan_loss" in d.secondary

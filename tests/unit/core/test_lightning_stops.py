@@ -180,3 +180,25 @@ def test_a_non_finite_metric_whose_repr_spans_lines_is_a_divergence(catalogue, a
     assert (d.class_id, d.decided_by, d.retryable) == ("nan_loss", "signature", False)
     assert any(e.text.startswith("tensor(nan, device='cuda:0', requires_grad=True) is not "
                                  "finite.") for e in d.evidence), d.evidence
+
+
+TIMEOUT = Accounting(state="TIMEOUT", exit_code=0, signal=15, elapsed_s=7200.0)
+SLURM_TIME_LIMIT = ("slurmstepd: error: *** JOB 4242 ON gpu-a07 CANCELLED AT 2026-12-01T04:00:07 "
+                    "DUE TO TIME LIMIT ***\n")
+
+
+@pytest.mark.parametrize("stop", [NON_FINITE,
+                                  NON_FINITE_AS.format(value="T(nan, device='cuda:0')")],
+                         ids=["float", "tensor subclass"])
+@pytest.mark.parametrize("layout", list(_layouts("")))
+@pytest.mark.parametrize("slurm_line", ["", SLURM_TIME_LIMIT], ids=["no slurm line", "slurm line"])
+def test_a_non_finite_stop_that_idled_to_the_time_limit_is_a_divergence(catalogue, stop, layout,
+                                                                        slurm_line):
+    """check_finite stopped the run, which then idled until Slurm's TIMEOUT (a teardown, a peer
+    waiting): the divergence is why it stopped, and a resume diverges again, so it is nan_loss
+    (not retryable) with the stop as its evidence and the time limit a secondary class. Before,
+    it read time_limit, retryable, with no evidence when the log had no slurmstepd line."""
+    d = read_log(catalogue, _layouts(stop)[layout] + slurm_line, TIMEOUT)
+    assert (d.class_id, d.decided_by, d.retryable) == ("nan_loss", "signature", False)
+    assert "time_limit" in d.secondary
+    assert any("is not finite." in e.text for e in d.evidence), d.evidence
