@@ -250,8 +250,8 @@ def explain_title(diagnosis: Any, lang: str = "en", *,
 def explain_decided(diagnosis: Any, lang: str = "en", *,
                     override_dir: str | Path | None = None) -> str:
     """What decided a diagnosis, in `lang`, as an incident's confidence line says it (a
-    decisive line, how the log ends, Slurm accounting, a measured trend); empty when the log's
-    progress did (a running job, a completed run)."""
+    decisive line, how the log ends, Slurm accounting, a measured trend, the progress at the
+    run's target); empty when the log's progress short of a target did (a running job)."""
     return str(_render_explanation(diagnosis, lang, override_dir)["decided"])
 
 
@@ -259,7 +259,8 @@ def _render_explanation(diagnosis: Any, lang: str, override_dir: str | Path | No
                         ) -> dict[str, Any]:
     view = {"title": diagnosis.title, "detail": diagnosis.detail, "hint": diagnosis.hint,
             "translations": diagnosis.translations, "site_title": diagnosis.site_title,
-            "site_hint": diagnosis.site_hint, "decided_by": diagnosis.decided_by}
+            "site_hint": diagnosis.site_hint, "decided_by": diagnosis.decided_by,
+            "last_iter": diagnosis.metrics.last_iter, "target_iter": diagnosis.metrics.target_iter}
     return render_template("explanation", lang, view, override_dir=override_dir)
 
 

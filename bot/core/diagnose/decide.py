@@ -375,6 +375,9 @@ def diagnose(
         )
         decided_by = DETECTOR if silent is not None else (
             SIGNATURE if chosen == "completed" and _marker_decides(completion)
+            # COMPLETED 0:0 with the training progress at its target: the progress that got
+            # there decided it with sacct, no doubt left ("look closer" is for sacct alone)
+            else PROGRESS if chosen == "completed" and _target_reached(series, target)
             else ACCOUNTING)
         case_cause = SilentExit(silent) if silent is not None else None
         if chosen == "silent_exit" and (stopper := stopped_on_sigterm(matches, series)):
@@ -619,7 +622,8 @@ def _marker_decides(completion: CompletionEnding) -> bool:
     short of the target, a short run) it decides as in the log alone, and when they agree it
     is still the log's own line saying why the run ended, shown as the evidence (was: sacct
     decided then, and the card told the user "the log does not say why: look closer"). A run
-    with no marker that ends the log is decided by sacct."""
+    with no marker that ends the log is decided by its progress when that is at the run's
+    target (PROGRESS), else by sacct alone."""
     return completion.ends_in_marker
 
 

@@ -442,3 +442,48 @@ def test_the_card_of_a_job_still_running_says_what_would_be_lost_not_what_was(
     assert main(["report", str(log), "--state", "FAILED", "--exit-code", "1:0",
                  "--now", "2025-05-14 20:30:00", "--lang", lang, "--out", str(ended)]) == 0
     assert LOST[lang] in (_work_line(ended) or "")
+
+
+QUIET_FINISH = STORIES / "quiet-finish.log"  # steps to 300/300, no end-of-run message
+
+
+def _report_text(tmp_path: Path, log: Path, lang: str, *extra: str) -> str:
+    out = tmp_path / f"out-{log.stem}-{lang}"
+    assert main(["report", str(log), "--state", "COMPLETED", "--exit-code", "0:0", "--lang", lang,
+                 *extra, "--out", str(out)]) == 0
+    return (out / "message.txt").read_text()
+
+
+@pytest.mark.parametrize(("lang", "decided", "look_closer"), [
+    ("en", "🔎 Decided by the training progress: it reached its target (iteration 300 of 300).",
+     "look closer"),
+    ("ko", "🔎 학습 진행으로 판단했습니다: 목표에 도달했습니다(iteration 300 / 300).",
+     "직접 확인해 보세요"),
+])
+def test_report_on_a_completed_run_at_its_target_says_its_progress_decided(
+        tmp_path: Path, lang: str, decided: str, look_closer: str):
+    """COMPLETED 0:0 and the log's progress at its target, with no end-of-run message: the
+    progress that got there decided it with sacct, and the card says so (before: "Decided
+    only by Slurm accounting (the log does not say why): look closer")."""
+    text = _report_text(tmp_path, QUIET_FINISH, lang)
+    assert "(`completed`, COMPLETED 0:0)" in text
+    assert decided in text and look_closer not in text
+    # ... with no target to compare the progress with (the log prints none, none given),
+    # sacct alone decided it: look closer
+    no_target = tmp_path / "no-target.log"
+    no_target.write_text(QUIET_FINISH.read_text().replace("/300", ""))
+    text = _report_text(tmp_path, no_target, lang)
+    assert "(`completed`, COMPLETED 0:0)" in text and look_closer in text
+
+
+def test_report_on_a_completed_run_short_of_its_target_does_not_say_it_reached_it(
+        tmp_path: Path):
+    """Progress short of the target the recipe gives: the work did not happen (silent_exit,
+    its figures to check), never "reached its target"."""
+    short = tmp_path / "short.log"
+    short.write_text("".join(QUIET_FINISH.read_text().replace("/300", "")
+                             .splitlines(keepends=True)[:21]))
+    text = _report_text(tmp_path, short, "en", "--target-iter", "300")
+    assert "(`silent_exit`, COMPLETED 0:0)" in text
+    assert "it stopped at iteration 200 of 300" in text
+    assert "reached its target" not in text

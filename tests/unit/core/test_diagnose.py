@@ -3951,3 +3951,24 @@ def test_a_nan_that_training_went_on_after_is_no_cause_of_a_time_limit(catalogue
     d = read_log(catalogue, text, TIMED_OUT)
     assert (d.class_id, d.retryable) == ("time_limit", True)
     assert "nan_loss" in d.secondary
+
+
+@pytest.mark.parametrize(("steps", "target_iter", "class_id", "decided_by"), [
+    # at its target: the progress that got there decides, with sacct
+    ("/30", None, "completed", "progress"),
+    ("", 30, "completed", "progress"),
+    # no target to compare with: sacct alone ("look closer")
+    ("", None, "completed", "accounting"),
+    # short of its target: the work did not happen, as the measured progress says
+    ("/40", None, "silent_exit", "detector"),
+])
+def test_a_completed_run_with_no_marker_is_decided_by_its_progress_at_the_target(
+        catalogue, steps, target_iter, class_id, decided_by):
+    text = "".join(f"[2025-03-02 10:0{i}:00] iter {n}{steps} loss 1.2\n"
+                   for i, n in enumerate((10, 20, 30)))
+    analysis = LogAnalysis(catalogue)
+    analysis.feed_text(text)
+    analysis.finish()
+    d = analysis.diagnose(Accounting(state="COMPLETED", exit_code=0, signal=0, elapsed_s=900),
+                          target_iter=target_iter)
+    assert (d.class_id, d.decided_by) == (class_id, decided_by)
