@@ -242,10 +242,8 @@ class SSHRunner:
                     timeout=f"{timeout:g}")) from exc
             except (paramiko.SSHException, OSError, EOFError) as exc:
                 jump.close()
-                raise ClusterUnavailable(N_(
-                    "jump host %(jump)s could not open a tunnel to %(host)s: %(error)s (is "
-                    "AllowTcpForwarding enabled there?)", jump=f"{jhost}:{jport}",
-                    host=f"{ep.host}:{ep.port}", error=describe_error(exc))) from exc
+                raise ClusterUnavailable(tunnel_failed(f"{jhost}:{jport}",
+                                                       f"{ep.host}:{ep.port}", exc)) from exc
         try:
             client = self._connect_client(
                 ep.host,
@@ -552,10 +550,57 @@ class SSHRunner:
             raise
 
 
-def describe_error(exc: BaseException) -> str:
+# RFC 4254 5.1's reason codes for a refused channel open (paramiko's ChannelException.code),
+# as a person reads them; paramiko's own `str()` of the exception is its repr.
+_OPEN_FAILURES = {
+    1: N_("administratively prohibited"),
+    2: N_("connect failed"),
+    3: N_("unknown channel type"),
+    4: N_("resource shortage"),
+}
+
+
+def describe_error(exc: BaseException) -> str | Text:
     """`exc`'s message, or its type's name when it has none (paramiko raises a bare
-    EOFError on a lost connection: its text is empty, and an exception is never falsy)."""
+    EOFError on a lost connection: its text is empty, and an exception is never falsy); a
+    refused channel (paramiko's ChannelException) as its RFC 4254 reason and code."""
+    if isinstance(exc, paramiko.ChannelException):
+        reason = _OPEN_FAILURES.get(exc.code)
+        if reason is None:
+            return N_("the server refused the channel (open-failure code %(code)s)",
+                      code=exc.code)
+        return N_("the server refused the channel: %(reason)s (open-failure code %(code)s)",
+                  reason=reason, code=exc.code)
     return str(exc) or type(exc).__name__
+
+
+def tunnel_failed(jump: str, host: str, exc: BaseException) -> Text:
+    """The sentence for jump host `jump` (host:port) failing to open the tunnel to `host`
+    (host:port) with `exc`: a refusal (paramiko's ChannelException) says its RFC 4254 reason
+    and the fix that fits it; anything else says the error."""
+    code = exc.code if isinstance(exc, paramiko.ChannelException) else None
+    if code == 1:  # OpenSSH: AllowTcpForwarding no/remote, PermitOpen, a Match block
+        return N_("jump host %(jump)s could not open a tunnel to %(host)s: administratively "
+                  "prohibited (its sshd does not allow this forwarding). Allow it in the jump "
+                  "host's sshd_config: AllowTcpForwarding yes and a PermitOpen that lets "
+                  "%(host)s through, in any Match block that applies to this user too.",
+                  jump=jump, host=host)
+    if code == 2:  # the jump host's own TCP connect to the login node failed
+        return N_("jump host %(jump)s could not open a tunnel to %(host)s: connect failed (the "
+                  "jump host could not reach it). Check the login node's address and port as "
+                  "seen from the jump host: the name is looked up there, not here.",
+                  jump=jump, host=host)
+    if code == 3:
+        return N_("jump host %(jump)s could not open a tunnel to %(host)s: unknown channel "
+                  "type (its SSH server offers no TCP forwarding, direct-tcpip). Use a jump "
+                  "host whose sshd allows TCP forwarding.", jump=jump, host=host)
+    if code == 4:
+        return N_("jump host %(jump)s could not open a tunnel to %(host)s: resource shortage "
+                  "(it is out of sessions or resources). Retry later, or raise MaxSessions in "
+                  "the jump host's sshd_config.", jump=jump, host=host)
+    return N_("jump host %(jump)s could not open a tunnel to %(host)s: %(error)s (is "
+              "AllowTcpForwarding enabled there?)", jump=jump, host=host,
+              error=describe_error(exc))
 
 
 def close_channel(chan: paramiko.Channel) -> None:

@@ -39,6 +39,10 @@ class Peer:
     exec_runs: bool = False  # True: every command starts and runs, silent, until closed
     exec_drops: bool = False  # True: an exec request, once received, drops the connection
     tunnel_hangs: bool = False  # True: a tunnel's request (direct-tcpip) is never answered
+    # how a tunnel's request is refused: its RFC 4254 open-failure code (1: administratively
+    # prohibited, as an sshd with AllowTcpForwarding no; 2: connect failed, as one that cannot
+    # reach the login node)
+    tunnel_refusal: int = paramiko.common.OPEN_FAILED_ADMINISTRATIVELY_PROHIBITED
     sessions: int = 0  # channels opened to it (each SFTP channel is one session)
     read_at_most: int | None = None  # answer a read with at most this many bytes (SFTP allows)
     # the SFTP requests answered, by paramiko's name of their kind: open, read, close,
@@ -148,7 +152,7 @@ class _Server(paramiko.ServerInterface):
                                            destination: tuple[str, int]) -> int:
         if self.peer.tunnel_hangs:  # a jump host that never answers: its sshd is stuck (and
             self.peer.release.wait()  # so reads nothing more), or it cannot reach the host
-        return paramiko.common.OPEN_FAILED_ADMINISTRATIVELY_PROHIBITED
+        return self.peer.tunnel_refusal
 
     def check_channel_exec_request(self, channel: paramiko.Channel, command: bytes) -> bool:
         self.peer.exec_requests += 1

@@ -10,6 +10,7 @@ import os
 import re
 import subprocess
 
+import paramiko
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -142,3 +143,12 @@ def test_an_error_without_text_is_named_by_its_type() -> None:
     ("cannot connect to host: EOFError"), not an empty "cannot connect to host: "."""
     assert describe_error(EOFError()) == "EOFError"
     assert describe_error(OSError(111, "Connection refused")) == "[Errno 111] Connection refused"
+
+
+def test_a_refused_channel_is_said_by_its_reason_not_by_paramikos_repr() -> None:
+    """paramiko's ChannelException prints as its repr ("ChannelException(4, 'Resource
+    shortage')"): messages built from it say the RFC 4254 reason and code instead."""
+    assert str(describe_error(paramiko.ChannelException(4, "Resource shortage"))) == (
+        "the server refused the channel: resource shortage (open-failure code 4)")
+    assert str(describe_error(paramiko.ChannelException(9, "(unknown code)"))) == (
+        "the server refused the channel (open-failure code 9)")

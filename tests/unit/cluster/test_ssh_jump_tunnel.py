@@ -7,7 +7,9 @@ open_channel timeout does not bound; that wait is not reproduced here.
 
 The jump host is the in-process SSH peer (tests/support/sftp_peer.py), whose answer to a
 "direct-tcpip" request waits until the test ends, as an sshd that cannot reach the login
-node does (it answers once its own TCP connect ends).
+node does (it answers once its own TCP connect ends), or refuses it with the RFC 4254
+open-failure code the test sets: the error then says the reason and the fix, never
+paramiko's repr of the refusal.
 """
 
 from __future__ import annotations
@@ -16,10 +18,13 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import paramiko
 import pytest
 from support.sftp_peer import Peer, serve_peer
 
 from bot.cluster.errors import ClusterUnavailable
+from bot.core.text import render_text
+from bot.slack.render import translator
 
 LOGIN = "login.cluster.example"  # looked up by the jump host, never by trainbot
 
@@ -47,14 +52,40 @@ def test_a_jump_host_that_never_answers_the_tunnel_request_fails_at_connect_time
     assert isinstance(err.value.__cause__, TimeoutError)
 
 
-def test_a_jump_host_that_refuses_the_tunnel_still_says_so(jump: Peer) -> None:
+def refused(jump: Peer, code: int) -> ClusterUnavailable:
+    """The error of connecting through `jump` when it refuses the tunnel with `code`."""
+    jump.tunnel_refusal = code
     via = f"tester@127.0.0.1:{jump.port}"
     with jump.runner(host=LOGIN, port=22, proxy_jump=via, connect_timeout=5) as runner:
         started = time.monotonic()
         with pytest.raises(ClusterUnavailable) as err:
             runner.connect()
         assert time.monotonic() - started < 2.0
-    assert str(err.value) == (
-        f"jump host 127.0.0.1:{jump.port} could not open a tunnel to {LOGIN}:22: "
-        "ChannelException(1, 'Administratively prohibited') (is AllowTcpForwarding enabled "
-        "there?)")
+        assert not runner.is_connected
+    assert isinstance(err.value.__cause__, paramiko.ChannelException)
+    return err.value
+
+
+@pytest.mark.parametrize(("code", "said", "ko_words"), [
+    (paramiko.common.OPEN_FAILED_ADMINISTRATIVELY_PROHIBITED,
+     "administratively prohibited (its sshd does not allow this forwarding). Allow it in the "
+     "jump host's sshd_config: AllowTcpForwarding yes and a PermitOpen that lets {login} "
+     "through, in any Match block that applies to this user too.",
+     ("관리상 금지", "sshd_config", "AllowTcpForwarding yes", "PermitOpen", "Match 블록")),
+    (paramiko.common.OPEN_FAILED_CONNECT_FAILED,
+     "connect failed (the jump host could not reach it). Check the login node's address and "
+     "port as seen from the jump host: the name is looked up there, not here.",
+     ("연결 실패", "점프 호스트에서 본 로그인 노드의 주소와 포트")),
+], ids=["administratively-prohibited", "connect-failed"])
+def test_a_jump_host_that_refuses_the_tunnel_says_why_and_what_to_fix(
+        jump: Peer, code: int, said: str, ko_words: tuple[str, ...]) -> None:
+    """The jump host, the login node and the fix that fits the refusal's code, in English
+    and Korean; never paramiko's repr of the refusal."""
+    err = refused(jump, code)
+    login = f"{LOGIN}:22"
+    assert str(err) == (f"jump host 127.0.0.1:{jump.port} could not open a tunnel to {login}: "
+                        + said.format(login=login))
+    ko = render_text(err.text, translator("ko").gettext)
+    assert ko.startswith(f"점프 호스트 127.0.0.1:{jump.port}이(가) {login}(으)로 터널을"), ko
+    assert all(word in ko for word in ko_words), ko
+    assert "ChannelException(" not in ko
