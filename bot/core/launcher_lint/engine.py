@@ -172,6 +172,9 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
         self.maybe_exits: list[int] = []
         self.in_subshell = 0
         self.dead_ends: list[tuple[int, int]] = []  # model.Scan.dead_ends
+        #: their starts: a `{ … }` group whose body's start is one ends the shell whenever it
+        #: runs, as a branch that is one does (an and-or list's element: _and_or_branches)
+        self.dead_from: set[int] = set()
 
     def line_of(self, offset: int) -> int:
         return bisect.bisect_right(self.line_starts, offset)
@@ -235,6 +238,10 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
             parts = ((0, len(whole)),) if tail is None else ((0, tail), (tail, len(whole)))
             first_part, first_step = resume
             resume = (0, 0)
+            # the and-or lists of it with a `{ … }` group, read again once the walk has been
+            # through their groups (_and_or_branches), and how many dead_ends there were
+            grouped: list[tuple[str, int]] = []
+            dead_before = len(self.dead_ends)
             back: tuple[int, int, int] | None = None
             for part, (start, end) in enumerate(parts):
                 if part < first_part:
@@ -306,6 +313,8 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
                         break
                 if "&&" in lst or "||" in lst:  # (`[ -f x ] && n=1`: a branch bash may skip)
                     self._and_or_branches(frames, lst[cut:], lst_off + cut)
+                    if "{" in lst:
+                        grouped.append((lst[cut:], lst_off + cut))
                 if "|" in lst and "=" in lst:
                     self._pipe_elements(lst[cut:], lst_off + cut)
                 if (_op == "&" or piped is not None and part == 0) and MAY_LEAVE_RE.search(
@@ -398,6 +407,9 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
                                                     self.later_pass_of, nounset=False,
                                                     errexit_off=False))
                 hits.extend(self._and_or(lst, lst_off, errexit_mode=not status_only))
+            if grouped and len(self.dead_ends) > dead_before:  # (`[ … ] && { exit 0; } || …`)
+                for lst, lst_off in grouped:
+                    self._and_or_branches(frames, lst, lst_off)
             if ended is None and _op != "&" and ("exit" in whole or "exec" in whole):
                 cut = keyword_prefix(whole, idx in branches)[0]  # (`[ … ] && exit 0`)
                 if may_end_shell(whole[cut:], off + lead + cut, self.memo, self.script_text):
@@ -453,16 +465,23 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
         and_or_branches: `[ -f x ] && n=$((n+1))`, `[ … ] && ((n++)) || true`, `[ … ] && n=1
         || n=2`), read as an `if`'s branches are (model.Scan.constructs, keyed by the
         operator's offset and -2, so that a loop's part past a `break` in one still nests:
-        branches._leaving); one bash never runs, as a branch it never runs too (`true || n=5`)."""
-        found = and_or_branches(lst, off, self.memo, self.script_text,
-                                lambda command: ends_script_shell(command, self.script_text))
+        branches._leaving); one bash never runs, as a branch it never runs too (`true || n=5`).
+        An element that ends the shell: an `exit` / `exec`, or a `{ … }` group whose body the
+        walk found to end it whenever it runs (dead_from: `[ … ] && { echo; exit 0; } || n=1`),
+        known once the walk has been through it: a list with a group is read again then (the
+        same construct, its never-run commands added)."""
+        def ends_shell(command: str, at: int) -> bool:
+            return ends_script_shell(command, self.script_text) or bool(self.dead_from) and (
+                group_ends_shell(command, at, self.memo, self.dead_from, ""))
+
+        found = and_or_branches(lst, off, self.memo, self.script_text, ends_shell)
         if found is None:
             return
         key = (found.at, -2)
-        self.constructs[key] = (found.spans, found.cover)
-        if frames:
+        if frames and key not in self.constructs:
             frames[-1].inner.append(key)
-        self.never_run.extend(found.never)
+        self.constructs[key] = (found.spans, found.cover)
+        self.never_run.extend(span for span in found.never if span not in self.never_run)
 
     def _dead_end(self, start: int, end: int) -> bool:
         """From `start` (a branch's, a body's) to `end`, bash runs into an `exit` (model.Scan.
@@ -471,6 +490,7 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
         if MAY_LEAVE_RE.search(self.text, start, end):
             return False
         self.dead_ends.append((start, end))
+        self.dead_from.add(start)
         return True
 
     def _maybe_exits(self, frames: list[Branches], ends: list[int]) -> None:

@@ -194,7 +194,7 @@ class AndOrBranches(NamedTuple):
 
 
 def and_or_branches(lst: str, off: int, memo: Memo, text: str,
-                    ends_shell: Callable[[str], bool]) -> AndOrBranches | None:
+                    ends_shell: Callable[[str, int], bool]) -> AndOrBranches | None:
     """The commands of the and-or list `lst` (at `off`, after its keywords) that bash may skip
     (`[ -f x ] && n=1`, `test … || ((n++))`), as it skips an `if` branch with no `else`: the
     branches of one construct (model.Construct), keyed where the operator before the first of
@@ -206,8 +206,8 @@ def and_or_branches(lst: str, off: int, memo: Memo, text: str,
     decide some (constant_status: `true`, `false`), any other may be 0 or not. Not a compound
     that opens there (`[ … ] && if …`: the walk reads its branches), nor a command that sets
     and counts nothing (_INERT_ELEMENT_RE); the Cover still reads how each leaves the status,
-    and the ways that end the shell (`ends_shell` of a command: `[ … ] && exit 0 || n=1` runs
-    `n=1` on every way that goes on). None: no such command."""
+    and the ways that end the shell (`ends_shell` of a command and its offset: `[ … ] && exit 0
+    || n=1` runs `n=1` on every way that goes on). None: no such command."""
     if "&&" not in lst and "||" not in lst:
         return None
     spans: list[tuple[int, int]] = []
@@ -219,10 +219,11 @@ def and_or_branches(lst: str, off: int, memo: Memo, text: str,
     chain_end = off  # where the element before ends
     for element, e_off, op in split_top_level(lst, off, ("&&", "||"), memo):
         cmd = element.strip()
+        start = e_off + len(element) - len(element.lstrip())
         known = constant_status(element, text)
         leaves: ChainStatus = "free" if known is None else "true" if known else "false"
         statuses = {0, 1} if known is None else {0 if known else 1}
-        if ends_shell(cmd):
+        if ends_shell(cmd, start):
             leaves, statuses = "exit", set()
         runs_on = 1 if op_before == "||" else 0  # the status it runs after
         runs = not op_before or runs_on in reaching
@@ -230,7 +231,6 @@ def and_or_branches(lst: str, off: int, memo: Memo, text: str,
         if op_before and (not runs or 1 - runs_on in reaching) and cmd and not (  # (a way
                 first_word(cmd) in (*OPENING_KEYWORDS, "case")  # skips it)
                 or _INERT_ELEMENT_RE.fullmatch(cmd)):
-            start = e_off + len(element) - len(element.lstrip())
             branch = len(spans)
             spans.append((start, start + len(cmd)))
             if not runs:

@@ -616,6 +616,19 @@ def test_what_a_branch_that_exits_assigns_holds_nowhere_past_it(tmp_path, body, 
     ('set -e\nn=0\nif [ -n "${X:-}" ]; then exit 0; else n=1; fi\n((n++))\n', None),
     ('set -e\nn=0\nif [ -n "${X:-}" ]; then { echo a; exit 0; }; else n=1; fi\n((n++))\n', None),
     ('set -e\nn=0\ncase "${X:-}" in 1) exit 0;; *) n=1;; esac\n((n++))\n', None),
+    # … a `{ …; exit; }` group as a bare `exit` (each said `warn`): not a `( … )` subshell, whose
+    # `exit` ends the subshell only (its status 0 skips `|| n=1`), nor a group a `return` /
+    # `break` may leave first, nor a piped one
+    ('set -e\nn=0\n[ -n "${X:-}" ] && { echo a; exit 0; } || n=1\n((n++))\n', None),
+    ('set -e\nn=0\n[ -n "${X:-}" ] || { echo a; exit 0; } && n=1\n((n++))\n', None),
+    ('set -e\nn=0\n[ -n "${X:-}" ] && n=1 || { echo a; exit 0; }\n((n++))\n', None),
+    ('set -e\nn=0\nif true; then [ -n "${X:-}" ] && { exit 0; } || n=1; fi\n((n++))\n', None),
+    ('set -e\nn=0\n[ -n "${X:-}" ] && ( echo a; exit 0 ) || n=1\n((n++))\n', "warn"),
+    ('set -e\nn=0\nf() { [ -n "${X:-}" ] && { echo a; return; } || n=1; }\nf\n((n++))\n',
+     "warn"),
+    ('set -e\nn=0\nfor i in 1; do [ -n "${X:-}" ] && { break; exit 0; } || n=1; done\n'
+     "((n++))\n", "warn"),
+    ('set -e\nn=0\n[ -n "${X:-}" ] && { echo a; exit 0; } | cat || n=1\n((n++))\n', "warn"),
     ('set -e\nn=0\nf() { if [ -n "${X:-}" ]; then exit 0; else n=1; fi; }\nf\n((n++))\n', None),
     # … but a way that leaves a function's body or a loop first goes on past it, without `n=1`
     ('set -e\nn=0\nf() { [ -n "${X:-}" ] && return || n=1; }\nf\n((n++))\n', "warn"),
@@ -737,12 +750,19 @@ def _reference_runs(kinds: list[str], ops: list[str]) -> list[tuple[int, ...]]:
     return runs
 
 
+def _ends_script_shell(command: str, _at: int, text: str) -> bool:
+    """script_exits.ends_script_shell as syntax.and_or_branches asks it (with the command's
+    offset, which the generated lists, with no `{ … }` group, do not need)."""
+    from bot.core.launcher_lint.script_exits import ends_script_shell
+
+    return ends_script_shell(command, text)
+
+
 def test_a_list_s_and_or_branches_follow_the_grammar_for_any_chain():
     """For generated lists, the commands the lint reads as branches bash may skip, and which
     sets of them bash runs one of on every way that goes on past the list (model.Cover.holds,
     counting those before a given branch only, or all: a way that ends the shell after that
     branch must run one too), agree with a reference evaluator of the grammar."""
-    from bot.core.launcher_lint.script_exits import ends_script_shell
     from bot.core.launcher_lint.syntax import and_or_branches
 
     for kinds, ops in _generated_chains(250):
@@ -752,7 +772,7 @@ def test_a_list_s_and_or_branches_follow_the_grammar_for_any_chain():
         starts = [lst.index(part, lst.index(parts[i - 1]) + 1 if i else 0)
                   for i, part in enumerate(parts)]
         runs = _reference_runs(kinds, ops)
-        found = and_or_branches(lst, 0, {}, lst, functools.partial(ends_script_shell, text=lst))
+        found = and_or_branches(lst, 0, {}, lst, functools.partial(_ends_script_shell, text=lst))
         # the branches: the commands that may set something (not `true`, `false`, `exit`)
         # that bash skips on some outcome (one that ended the shell before it skips nothing),
         # or never runs
