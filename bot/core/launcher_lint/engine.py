@@ -11,7 +11,6 @@ from bot.core.launcher_lint.arith import and_or_ariths
 from bot.core.launcher_lint.branches import Branches, Marks, branch_step
 from bot.core.launcher_lint.calls import call_sites
 from bot.core.launcher_lint.commands import CommandWalk, has_candidate
-from bot.core.launcher_lint.counts_between import find_subshells
 from bot.core.launcher_lint.empty_match import guard_greps
 from bot.core.launcher_lint.functions import (
     FUNC_NAME_RE,
@@ -68,6 +67,7 @@ from bot.core.shell_lexer import (
     group_end,
     seed_subshells,
     split_top_level,
+    subshell_spans,
 )
 
 _CONDITION_KEYWORDS = {"if", "elif", "while", "until"}
@@ -647,7 +647,7 @@ def scan(script_text: str, code: str) -> Scan:
     hits = analyzer.script(code, 0)
     analyzer.constructs.update(past_returns(
         code, analyzer.bodies, analyzer.constructs,
-        lambda: find_subshells(code) + analyzer.piped + analyzer.never_run))
+        lambda: subshell_spans(code) + analyzer.piped + analyzer.never_run))
     return Scan(analyzer.opts, hits, analyzer.arith, analyzer.unset, analyzer.nounset_line,
                 analyzer.too_deep_at, analyzer.line_starts, analyzer.interactive, analyzer.tees,
                 analyzer.positional, analyzer.subshells, analyzer.calls, analyzer.bodies,

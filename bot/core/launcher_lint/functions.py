@@ -190,14 +190,15 @@ def past_returns(text: str, bodies: dict[str, tuple[int, int]],
                  inert: Callable[[], list[tuple[int, int]]]
                  ) -> dict[tuple[int, int], Construct]:
     """For each function body (`bodies`, in the script `text`) with a `return` in its shell
-    (not in a span `inert` gives, read only where a body has a `return`: a subshell, a
-    compound bash runs in one, a branch bash never runs; nor in a function defined inside
-    it), the part of the body bash runs on the calls that take no such `return` only: from
-    the start of the construct right inside the body around the first of them (or from it,
-    in none), to the body's end, as a construct of one branch bash may skip (keyed (start,
-    -3)), so that what the body sets after it holds past the call on some runs only (`f() {
-    [ … ] && return; n=1; }`), as past a loop's `break` (branches._leaving). One bash always
-    runs leaves the rest never run, which the walk already reads so (model.Scan.never_run)."""
+    (not in a span `inert` gives, read only where a body has a `return`: a subshell, `( … )`,
+    `$( … )` or backticks, whose `return` ends that subshell only, a compound bash runs in
+    one, a branch bash never runs; nor in a function defined inside it), the part of the
+    body bash runs on the calls that take no such `return` only: from the start of the
+    construct right inside the body around the first of them (or from it, in none), to the
+    body's end, as a construct of one branch bash may skip (keyed (start, -3)), so that what
+    the body sets after it holds past the call on some runs only (`f() { [ … ] && return;
+    n=1; }`), as past a loop's `break` (branches._leaving). One bash always runs leaves the
+    rest never run, which the walk already reads so (model.Scan.never_run)."""
     found: dict[tuple[int, int], Construct] = {}
     spans = sorted(bodies.values())
     skipped: list[tuple[int, int]] | None = None

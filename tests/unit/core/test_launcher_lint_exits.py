@@ -560,6 +560,14 @@ def test_nothing_past_a_return_bash_always_runs_in_a_function_is_read_as_run(
     ("set -e\nn=0\nf() { n=1; return; }\nf\n((n++))\n", None),
     ('set -e\nn=0\nf() { g() { if [ -n "${X:-}" ]; then return; fi; }; g; n=1; }\nf\n'
      "((n++))\n", None),
+    # … nor does one in a `$( … )` or backticks, which ends that subshell only (each said
+    # `warn`), but one past it still counts
+    ("set -e\nn=0\nf() { x=$(true || return); n=1; }\nf\n((n++))\n", None),
+    ("set -e\nn=0\nf() { x=$(return); n=1; }\nf\n((n++))\n", None),
+    ("set -e\nn=0\nf() { x=`return`; n=1; }\nf\n((n++))\n", None),
+    ('set -e\nn=0\nf() { echo "$([ -n "${X:-}" ] && return)"; n=1; }\nf\n((n++))\n', None),
+    ('set -e\nn=0\nf() { x=$(echo a; return 0); [ -n "${X:-}" ] && return; n=1; }\nf\n'
+     "((n++))\n", "warn"),
 ])
 def test_a_return_bash_may_skip_leaves_the_rest_of_the_body_to_some_calls(
         tmp_path, body, level):
