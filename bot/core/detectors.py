@@ -75,12 +75,13 @@ _NOT_FAILURES = frozenset({"completed", "memory_leak", "hang"})
 
 @dataclass(frozen=True)
 class StallFinding:
-    """Progress stopped: no new iteration, nor an evaluation's bar advancing after the last
-    one, since `started_at` (the last progress line, or that evaluation's last advance)."""
+    """Progress stopped: no new iteration, nor an evaluation's bar or a bar still drawing on
+    the unfinished last line advancing after the last one, since `started_at` (the last
+    progress line, or that bar's last advance)."""
 
     started_at: float
     last_iter: int | None  # the training's last iteration (an evaluation counts none)
-    last_line: int  # the line of started_at: the last progress or evaluation advance
+    last_line: int  # the line of started_at: the last progress or bar advance
     last_text: str
     stalled_s: float  # now - started_at
     threshold_s: float
@@ -150,7 +151,10 @@ def detect_stall(
     progress lines. An evaluation's bar advancing after the last progress line is activity
     (`MetricSeries.last_evaluation`): idleness counts from its last advance, so a long
     validation is no stall and one that stops advancing (a hang inside it) is, with the
-    training's last iteration. A job Slurm started again with no line of its new run seen yet
+    training's last iteration. So is a bar on the log's unfinished last line whose count the
+    watcher saw move (`MetricSeries.unfinished_bar`: redrawn after carriage returns, its line
+    has no newline yet), from the read that showed it; one frozen at its count is no
+    activity. A job Slurm started again with no line of its new run seen yet
     (`MetricSeries.restarted_at`) is idle from that start, not across its wait in the queue;
     one Slurm last showed stopped or suspended (`MetricSeries.paused_at`: SIGSTOP, `scontrol
     suspend`) is idle from then, not across the time its processes did not run.
@@ -163,11 +167,17 @@ def detect_stall(
         return None
     interval = series.progress_interval_s() or 0.0
     threshold = max(min_s, factor * interval)
-    active, since = last, last.time  # the last line of activity and its time
+    # the last line of activity, its text and its time
+    active_line, active_text, since = last.line_no, last.text, last.time
     evaluation = series.last_evaluation
     if (evaluation is not None and evaluation.time is not None
             and evaluation.line_no > last.line_no and evaluation.time > since):
-        active, since = evaluation, evaluation.time
+        active_line, active_text, since = evaluation.line_no, evaluation.text, evaluation.time
+    drawing = series.unfinished_bar
+    if drawing is not None and drawing.line_no >= last.line_no and drawing.advanced_at > since:
+        # a bar still drawing on the unfinished last line advanced then (its line may be the
+        # last progress line, complete since: its time is when it started)
+        active_line, active_text, since = drawing.line_no, drawing.text, drawing.advanced_at
     if series.restarted_at is not None and series.restarted_at > since:
         since = series.restarted_at  # Slurm started the job again since: silent from then
     if series.paused_at is not None and series.paused_at > since:
@@ -194,8 +204,8 @@ def detect_stall(
     return StallFinding(
         started_at=since,
         last_iter=last.iteration,
-        last_line=active.line_no,
-        last_text=active.text,
+        last_line=active_line,
+        last_text=active_text,
         stalled_s=idle,
         threshold_s=threshold,
         open_save=open_save,

@@ -30,6 +30,8 @@ from enum import IntEnum
 import numpy as np
 
 from bot.core.framework_lines import ANNOUNCEMENT_MARKERS
+from bot.core.line_time import message_after_time, split_line
+from bot.core.progress_bars import drawn_count
 from bot.core.training_lines import (
     RUN_START,
     TRAINING_START,
@@ -75,6 +77,44 @@ class SaveWindow:
 
     def contains_line(self, line_no: int) -> bool:
         return self.start_line <= line_no and (self.end_line is None or line_no <= self.end_line)
+
+
+@dataclass(frozen=True, slots=True)
+class UnfinishedBar:
+    """A progress bar drawn on a log's unfinished last line (tqdm's, mmcv's ProgressBar,
+    Lightning's: redrawn in place after a carriage return, with no newline until it ends), as
+    the reads of that line last showed its count change (`unfinished_bar_drawn`)."""
+
+    line_no: int
+    count: tuple[int, int]  # its last draw's count and total
+    advanced_at: float  # log time of the read that first showed that count
+    text: str  # that draw, as the line's evidence
+
+
+# How far back from an unfinished line's end its last draws are looked for: a draw is one
+# terminal line, the line itself may hold a megabyte of redraws.
+_LAST_DRAWS_BYTES = 4096
+
+
+def unfinished_bar_drawn(seen: UnfinishedBar | None, line_no: int, line: bytes,
+                         at: float) -> UnfinishedBar | None:
+    """What the log's unfinished last line (`line_no`, its bytes so far) read at log time `at`
+    says of the bar drawn on it, after `seen`: the bar at `at` when it shows a count `seen`
+    did not on this line (advanced, or started again), or a line `seen` was not; `seen` as it
+    was when the line draws the same count again (a hung job's bar stays frozen: redrawing
+    it, its elapsed time with it, is no activity) or shows no bar. Its last draw is read, or
+    the one before it when the last is still being written."""
+    draws = [d for d in line[-_LAST_DRAWS_BYTES:].decode("utf-8", "replace").split("\r")
+             if d.strip()]
+    for draw in reversed(draws[-2:]):
+        message = message_after_time(split_line(draw)[1])
+        count = drawn_count(message)
+        if count is None:
+            continue
+        if seen is not None and (seen.line_no, seen.count) == (line_no, count):
+            return seen
+        return UnfinishedBar(line_no, count, at, message[:300])
+    return seen
 
 
 MIN_RSS_CHART_POINTS = 2
@@ -161,6 +201,8 @@ class MetricSeries:
         # is active, though its training makes no progress
         self.last_evaluation: Sample | None = None
         self._evaluation_batches: tuple[int, int] | None = None
+        # the bar last seen advancing on the log's unfinished last line (`unfinished_line`)
+        self.unfinished_bar: UnfinishedBar | None = None
         self.last_loss: float | None = None
         self._step_s: deque[float] = deque(maxlen=256)  # recent seconds per iteration
         self._log_every: deque[int] = deque(maxlen=256)  # iterations between progress lines
@@ -293,6 +335,14 @@ class MetricSeries:
         log time `at`: its silence until then is theirs, so it counts from `at`
         (bot.core.detectors.detect_stall), not from the last line before the stop."""
         self.paused_at = at if self.paused_at is None else max(self.paused_at, at)
+
+    def unfinished_line(self, line_no: int, line: bytes, at: float) -> None:
+        """The log's last line `line_no` is unfinished (`line`: its bytes so far, no newline
+        yet), as read at log time `at`: a bar drawn on it whose count moved since the last
+        read is the run's activity from `at` (`unfinished_bar_drawn`,
+        bot.core.detectors.detect_stall). The line is parsed once, when complete (`feed_block`),
+        never from here."""
+        self.unfinished_bar = unfinished_bar_drawn(self.unfinished_bar, line_no, line, at)
 
     def _maybe_next_run(self, line_no: int, time: float | None) -> None:
         """A line of the run Slurm started again (`restarted`): the series is that run's. A

@@ -133,6 +133,16 @@ def _first_draw(raw: str) -> tuple[int, int] | None:
     return (int(m.group(1)), int(m.group(2))) if m is not None else None
 
 
+def drawn_count(message: str) -> tuple[int, int] | None:
+    """The count and total one bar's draw shows (`message`: a draw's message after its time):
+    mmcv's ProgressBar (`[>>>   ] 45/100, 9.0 task/s, elapsed: 5s, ETA:`) or tqdm's (`45/100
+    [00:10<00:12`, Lightning's bars too); None when it draws no bar."""
+    m = MMCV_PROGRESS_BAR.match(message) if message[:1] == "[" else None
+    if m is None and "/" in message:
+        m = TQDM_BAR.search(message)
+    return (int(m.group(1)), int(m.group(2))) if m is not None else None
+
+
 
 def is_start_up_bar(message: str) -> bool:
     """A progress bar of data preparation or loading before training (its label starts with

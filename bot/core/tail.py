@@ -58,7 +58,10 @@ class TailChunk:
     `first_line_no` is the 1-based line number of `lines[0]` in the file (so evidence can cite
     it); `bytes_read` is the number of new bytes consumed (the offset advance); `restarted` says
     the file was truncated, replaced or removed and reading began again at 0; `more` says bytes
-    beyond the budget are waiting; `reason` says why a restart happened.
+    beyond the budget are waiting; `reason` says why a restart happened. `unfinished` is the
+    file's last line as far as it is written (no newline yet: a progress bar redrawn after
+    carriage returns), not consumed: it is read again, and is one of `lines` once complete
+    (empty when the file ends with a newline or bytes beyond the budget are waiting).
     """
 
     lines: list[str]
@@ -68,6 +71,7 @@ class TailChunk:
     first_line_no: int
     more: bool = False
     reason: str = ""
+    unfinished: bytes = b""
 
 
 # ---- the protocol ---------------------------------------------------------------------------
@@ -481,9 +485,10 @@ def _chunk(state: TailState, data: bytes, got: FileRead, budget: int, restarted:
     # next time while an unchanged file (with or without a pending partial line) is skipped.
     new_state = replace(advance(state, data[:used], len(lines), state.offset + len(data),
                                 got.inode), mtime=got.mtime)
+    more = state.offset + len(data) < got.size
     return TailChunk(lines=lines, state=new_state, restarted=restarted, bytes_read=used,
-                     first_line_no=state.line_no + 1, more=state.offset + len(data) < got.size,
-                     reason=reason)
+                     first_line_no=state.line_no + 1, more=more, reason=reason,
+                     unfinished=b"" if more else data[used:])
 
 
 # ---- a tick's reads ------------------------------------------------------------------------

@@ -12,7 +12,9 @@ Log clock vs wall clock: log timestamps are parsed as written (no time zone). Th
 keeps `skew = last log time - the file's mtime` (when that line was written; the read time if
 SFTP gives no mtime) and the watcher judges a running job at `now + skew` on the log's clock,
 so a silent log ages with the wall clock — also right after a restart, from the persisted
-mtime.
+mtime. An unfinished last line (a progress bar redrawn after carriage returns) is not fed;
+it is told to the series as of the file's mtime on that clock
+(`MetricSeries.unfinished_line`: its bar's count moving is activity).
 """
 
 from __future__ import annotations
@@ -204,11 +206,15 @@ class LogFollower:
                 jw.log = self._apply(jw, followed, outcome, jw.analysis, report, now)
                 more = outcome.more
                 last = jw.analysis.series.last_time
+                # The file's mtime is when its last bytes were written (cluster clock, synced
+                # with ours by NTP); without it, when we read it.
+                written = jw.log.mtime if jw.log.mtime is not None else now
                 if last is not None and (jw.skew is None or jw.log.offset != before):
-                    # The file's mtime is when its last line was written (cluster clock,
-                    # synced with ours by NTP); without it, when we read it.
-                    written = jw.log.mtime if jw.log.mtime is not None else now
                     jw.skew = last - written
+                unfinished = outcome.chunks[-1].unfinished if outcome.chunks else b""
+                if unfinished and jw.skew is not None:  # a bar redrawn on the last line?
+                    jw.analysis.series.unfinished_line(jw.log.line_no + 1, unfinished,
+                                                       written + jw.skew)
             else:
                 jw.sampler_tail = self._apply(jw, followed, outcome, jw.sampler, report, now)
         return more

@@ -4,9 +4,12 @@ log ends around a completion marker."""
 from __future__ import annotations
 
 import calendar
+from collections import Counter
+from collections.abc import Callable
 
 import pytest
 from fakes import present
+from support.bar_draws import lightning_validation_draw, mmcv_draw
 
 from bot.core.catalogue import Match
 from bot.core.detectors import (
@@ -21,6 +24,8 @@ from bot.core.detectors import (
 )
 from bot.core.metrics import MetricSeries
 from bot.core.models import Accounting
+from bot.core.tail import READ, FileRead, TailState, apply_read, plan_read
+from bot.core.training_lines import CheckpointEvent, Sample
 from bot.core.units import GIB
 
 T0 = float(calendar.timegm((2025, 5, 14, 16, 0, 0)))
@@ -195,6 +200,106 @@ def test_an_evaluation_whose_bar_stops_advancing_is_a_stall(log, stopped_at: str
     assert finding.started_at == stopped
     assert finding.stalled_s == pytest.approx(1200)
     assert stopped_at in finding.last_text  # its evidence: the evaluation's last draw
+
+
+class _FollowedLog:
+    """A log followed as the watcher follows it, into a series: each read (bot.core.tail)
+    feeds the complete lines and tells the unfinished last line read at a log time
+    (`MetricSeries.unfinished_line`); `parsed` counts the parser's reads of each line."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self.data = bytearray(("\n".join(lines) + "\n").encode())
+        self.state = TailState("train.log")
+        self.series = MetricSeries()
+        self.parsed: Counter[int] = Counter()
+        parse = self.series.parser.parse
+
+        def counted(raw: str, line_no: int) -> tuple[Sample | None, CheckpointEvent | None]:
+            self.parsed[line_no] += 1
+            return parse(raw, line_no)
+
+        self.series.parser.parse = counted  # type: ignore[method-assign]
+
+    def read(self, at: float) -> None:
+        req = plan_read(self.state, 1 << 20)
+        start = req.offset - req.back
+        got = FileRead(READ, len(self.data), int(at), 1, start, bytes(self.data[start:]))
+        chunk = apply_read(self.state, req, got).chunk
+        assert chunk is not None
+        self.series.feed_lines(chunk.lines, chunk.first_line_no)
+        self.state = chunk.state
+        if chunk.unfinished:
+            self.series.unfinished_line(self.state.line_no + 1, chunk.unfinished, at)
+
+
+# a bar redrawn in place: mmcv's ProgressBar, Lightning's validation bar (tqdm)
+BAR_DRAWS = pytest.mark.parametrize("draw", [mmcv_draw, lightning_validation_draw],
+                                    ids=["mmcv", "lightning"])
+
+
+def _training_then_bar(draw: Callable[[int, int], bytes]) -> tuple[_FollowedLog, float]:
+    """100 timed training lines 5 s apart, read; then an evaluation's bar starts on line 101
+    (0 of 5,000 images), read: the log and the time of that read."""
+    log = _FollowedLog([f"{stamp(T0 + 5 * k)} iter={k + 1}/8000 loss=0.6" for k in range(100)])
+    log.read(T0 + 495)
+    start = T0 + 500
+    log.data += draw(0, 5000)
+    log.read(start)
+    return log, start
+
+
+@BAR_DRAWS
+def test_a_bar_redrawn_on_an_unfinished_line_whose_count_advances_is_no_stall(draw):
+    """A 20-minute evaluation drawn by a bar alone (carriage returns, no newline: no new line
+    for the watcher to read) is activity while its count rises, read after read: no stall,
+    though no line came for four times the threshold."""
+    log, start = _training_then_bar(draw)
+    for minute in range(1, 21):
+        log.data += draw(250 * minute, 5000)
+        log.read(start + 60 * minute)
+        assert detect_stall(log.series, start + 60 * minute + 30) is None
+    assert log.state.line_no == 100  # the bar's line is still unfinished: not consumed
+    assert detect_stall(log.series, start + 1200 + 290) is None
+
+
+@BAR_DRAWS
+def test_a_bar_frozen_at_its_count_on_an_unfinished_line_is_a_stall(draw):
+    """The evaluation hangs at 2,500 images: its bar, redrawn at that count (or not at all),
+    is no activity, so the stall is told past the threshold from the read that last showed
+    the count move, the bar's draw as its evidence and the training's last iteration."""
+    log, start = _training_then_bar(draw)
+    for minute in range(1, 11):
+        log.data += draw(250 * minute, 5000)
+        log.read(start + 60 * minute)
+    advanced = start + 600
+    for minute in range(11, 20):  # redrawn at the same count, then the same bytes read again
+        if minute < 15:
+            log.data += draw(2500, 5000)
+        log.read(start + 60 * minute)
+    assert detect_stall(log.series, advanced + 290) is None
+    finding = detect_stall(log.series, advanced + 360)
+    assert finding is not None
+    assert (finding.started_at, finding.last_iter, finding.last_line) == (advanced, 100, 101)
+    assert "2500/5000" in finding.last_text
+
+
+@BAR_DRAWS
+def test_an_unfinished_bar_line_is_parsed_once_when_it_completes(draw):
+    """The bar's line, read unfinished at every tick, is parsed once, when its newline comes
+    (as a complete line always was): the evaluation it drew is the series' then, not before."""
+    log, start = _training_then_bar(draw)
+    for minute in range(1, 21):
+        log.data += draw(250 * minute, 5000)
+        log.read(start + 60 * minute)
+    assert log.parsed[101] == 0 and log.series.lines_seen == 100
+    log.data += f"\n{stamp(start + 1201)} iter=101/8000 loss=0.6\n".encode()
+    log.read(start + 1201)
+    log.read(start + 1260)
+    assert (log.parsed[101], log.parsed[102]) == (1, 1)
+    evaluation = log.series.last_evaluation
+    assert evaluation is not None and evaluation.line_no == 101
+    assert evaluation.evaluation_batches == (5000, 5000)
+    assert log.series.last_iteration == 101
 
 
 # --- leak ---------------------------------------------------------------------------------

@@ -21,6 +21,7 @@ from fakes import (
     present,
     recorded,
 )
+from support.bar_draws import mmcv_draw
 from support.watcher import (
     CLUSTER,
     LOG,
@@ -659,6 +660,44 @@ def test_a_requeued_job_without_a_run_start_line_is_timed_from_its_new_start(env
     assert (series.last_iteration, series.sec_per_iter()) == (114, 2.0)
     assert sink.events == []
     _stall_told_at_114(w, sink, T0 + 1871 + 600)
+
+
+def test_an_evaluation_drawn_by_a_bar_alone_is_no_stall_until_its_count_freezes(env):
+    """After its last training line, the job evaluates for 15 minutes under mmcv's
+    ProgressBar alone: redrawn after carriage returns, its line gets no newline, so no new line
+    comes, but its count rises at every tick: no warning. Frozen at 3,750 images past the
+    5-minute threshold, the stall is warned once, the bar's draw as its evidence. Once the
+    line completes it is read once, as every line."""
+    store, slurm, sftp, sink = env
+    add_job(store, 7)
+    slurm.records[7] = running(7)
+    w = make_watcher(store, slurm, sftp, sink)
+    sftp.clock = T0 + 90
+    sftp.append(LOG, _progress_lines(100, 20, T0 + 1) + mmcv_draw(0, 5000))  # 119 at T0+86.5
+    w.tick(T0 + 91)
+    for minute in range(1, 16):
+        sftp.clock = T0 + 90 + 60 * minute
+        sftp.append(LOG, mmcv_draw(250 * minute, 5000))
+        w.tick(T0 + 91 + 60 * minute)
+    assert sink.events == []
+    frozen = T0 + 90 + 60 * 15
+    w.tick(frozen + 240)
+    assert sink.events == []
+    w.tick(frozen + 360)
+    [warn] = sink.events
+    assert warn.decision.class_id == "hang"
+    assert "3750/5000" in warn.diagnosis.evidence[0].text
+    w.tick(frozen + 420)
+    assert len(sink.events) == 1
+    sftp.clock = frozen + 480
+    sftp.append(LOG, mmcv_draw(5000, 5000) + b"\n" + _progress_lines(120, 2, frozen + 470))
+    w.tick(frozen + 481)
+    jw = w._jobs[7]
+    assert jw.analysis.lines == 23 and jw.log is not None and jw.log.line_no == 23
+    evaluation = jw.analysis.series.last_evaluation
+    assert evaluation is not None and evaluation.line_no == 21
+    assert evaluation.evaluation_batches == (5000, 5000)
+    assert jw.analysis.series.last_iteration == 121
 
 
 def test_the_watcher_ticks_under_a_real_apscheduler(env):
