@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import re
 
-from bot.core.launcher_lint.syntax import runs_after
+from bot.core.launcher_lint.syntax import always_run, runs_after
 from bot.core.shell_lexer import Memo, group_end, split_top_level
 
 #: `exit` with its status, or none (`exit`, `exit 3`, `exit "$rc"`).
@@ -48,16 +48,17 @@ def ends_script_shell(command: str, text: str) -> bool:
 
 def certainly_ends_shell(command: str, off: int, memo: Memo, text: str,
                          in_function: bool = False) -> bool:
-    """Is `command` (an and-or list at `off`, run in the foreground) an `exit` / `exec`
-    (ends_shell; a `return` too `in_function`, which ends the function's body) that bash
-    always runs: alone or after `&&` / `||` of commands whose status bash's semantics decide,
-    in the script `text` that defines no function of that name?"""
+    """Is `command` (an and-or list at `off`, run in the foreground) one holding an `exit` /
+    `exec` (ends_shell; a `return` too `in_function`, which ends the function's body) that
+    bash always runs (always_run: alone, first, or after `&&` / `||` of commands whose status
+    bash's semantics decide: `true && exit 0`, `exit 0 || n=1`), in the script `text` that
+    defines no function of that name?"""
     if "exit" not in command and "exec" not in command and not (
             in_function and "return" in command):
         return False
-    *heads, (last, _o, _op) = split_top_level(command, off, ("&&", "||"), memo)
-    return (ends_shell(last.strip(), in_function) and runs_after(heads, text) is True
-            and not _redefined(text))
+    elements = split_top_level(command, off, ("&&", "||"), memo)
+    return any(ends_shell(element.strip(), in_function)
+               for element, _o in always_run(elements, text)) and not _redefined(text)
 
 
 def may_end_shell(command: str, off: int, memo: Memo, text: str) -> bool:
@@ -86,15 +87,21 @@ def group_ends_shell(command: str, off: int, memo: Memo, ended: set[int], before
 
 def and_or_group_ends_shell(command: str, off: int, memo: Memo, ended: set[int], text: str
                             ) -> str | None:
-    """Is `command` (an and-or list at `off`, run in the foreground) one whose last element is
-    a `{ … }` group that ends the shell (group_ends_shell: `[ … ] && { …; exit 0; }`)? "always"
-    when bash runs it whenever it reaches the list, as the commands before its `&&` / `||` say
-    (`true && { exit 0; }`), "maybe" when it may run or skip it, as for `[ … ] && exit 0`
+    """Is `command` (an and-or list at `off`, run in the foreground) one holding a `{ … }`
+    group that ends the shell (group_ends_shell: `[ … ] && { …; exit 0; }`)? "always" when bash
+    runs one whenever it reaches the list (always_run: `true && { exit 0; }`, `{ exit 0; } ||
+    n=1`), "maybe" when the last element is one bash may run or skip, as for `[ … ] && exit 0`
     (may_end_shell); None otherwise (no such group, or one bash never runs)."""
-    *heads, (last, last_off, _op) = split_top_level(command, off, ("&&", "||"), memo)
-    group = last.lstrip()
-    if not heads or not group_ends_shell(group, last_off + len(last) - len(group), memo, ended,
-                                         ""):
+    elements = split_top_level(command, off, ("&&", "||"), memo)
+
+    def ends(element: str, at: int) -> bool:
+        group = element.lstrip()
+        return group_ends_shell(group, at + len(element) - len(group), memo, ended, "")
+
+    if any(ends(element, at) for element, at in always_run(elements, text)):
+        return "always"
+    *heads, (last, last_off, _op) = elements
+    if not heads or not ends(last, last_off):
         return None
     runs = runs_after(heads, text)
     return "always" if runs is True else "maybe" if runs is None else None

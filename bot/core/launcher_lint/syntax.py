@@ -7,7 +7,7 @@ from __future__ import annotations
 import functools
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
 from bot.core.launcher_lint.model import ChainLink, ChainStatus, Cover
@@ -173,6 +173,24 @@ def runs_after(heads: list[tuple[str, int, str]], text: str) -> bool | None:
             status = known
         runs = status if op == "&&" else not status
     return runs
+
+
+def always_run(elements: list[tuple[str, int, str]], text: str
+               ) -> Iterator[tuple[str, int]]:
+    """The elements of an and-or list (split_top_level: each with its offset and the `&&` /
+    `||` after it) bash runs whenever it reaches the list, in order, with their offsets: the
+    first, and each one after it that runs_after says always runs, up to the first element bash
+    runs whose status is not known (constant_status; `[ -n "$X" ]`), past which none is
+    certain. `exit 0 || n=1`: `exit 0`; `true && { exit 0; } || n=1`: `true`, the group."""
+    runs, status = True, True
+    for element, off, op in elements:
+        if runs:
+            yield element, off
+            known = constant_status(element, text)
+            if known is None:
+                return
+            status = known
+        runs = status if op == "&&" else not status
 
 
 #: An and-or list's command that sets and counts nothing: a constant status, or one that leaves

@@ -40,6 +40,15 @@ def _counter_stops_bash_as_the_level_says(tmp_path, body: str, level: str | None
     ("set -e\nn=0\nfalse || exit 3\n((n++))\n", None),
     ("set -e\nn=0\nexit\n((n++))\n", None),
     ("set -e\nexit 0\nn=0\n((n++))\n", None),
+    # … first in an and-or list, or after commands whose status bash's semantics decide, the
+    # rest of the list with it (each said `fail`: the list's `n=1` read as skipped, the shell
+    # as going on)
+    ("set -e\nn=0\nexit 0 || n=1\n((n++))\n", None),
+    ("set -e\nn=0\nexit 3 && n=1\n((n++))\n", None),
+    ("set -e\nn=0\ntrue && exit 0 || n=1\n((n++))\n", None),
+    ("set -e\nn=0\n{ echo a; exit 0; } || n=1\n((n++))\n", None),
+    ("set -e\nn=0\ntrue && { echo a; exit 0; } || n=1\n((n++))\n", None),
+    ("set -e\nn=0\nfalse && n=1 || { exit 0; } && n=2\n((n++))\n", None),
     # … in a branch bash always runs, or in every branch of an `if` / `case` one of whose
     # branches always runs
     ("set -e\nn=0\nif true; then exit 0; fi\n((n++))\n", None),
