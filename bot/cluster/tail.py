@@ -20,7 +20,7 @@ from bot.core.tail import (
     encode_requests,
     parse_frames,
 )
-from bot.core.text import N_
+from bot.core.text import N_, Text
 
 log = logging.getLogger(__name__)
 
@@ -28,6 +28,7 @@ SCRIPT = resources.files("bot.cluster").joinpath("tail_read.sh").read_text(encod
 ARGV = ("/bin/sh", "-c", SCRIPT, "trainbot-tail")
 PER_FILE_S = 0.02  # time allowed per file on top of the base timeout
 HUNG_RETRY_S = 300.0  # a path that did not answer is asked again after this long
+LOGIN_NODE = N_("the login node")  # where files are read when no cluster is named
 
 
 class Exchanger(Protocol):
@@ -49,7 +50,7 @@ class ShellTailReader:
     hung path costs one timeout, not one per tick.
     """
 
-    def __init__(self, runner: Exchanger, *, where: str = "the login node",
+    def __init__(self, runner: Exchanger, *, where: str | Text = LOGIN_NODE,
                  timeout: float = 15.0, clock: Callable[[], float] = time.monotonic) -> None:
         self.runner, self.where, self.timeout, self.clock = runner, where, timeout, clock
         self._hung: dict[str, float] = {}  # path -> when it last did not answer
@@ -78,8 +79,12 @@ class ShellTailReader:
             try:
                 got = parse_frames(answer.stdout, len(todo))
             except FramingError as exc:
-                raise ClusterError(f"reading files on {self.where}: {exc}; "
-                                   f"{_tail(answer.stderr)}") from exc
+                raise ClusterError(N_(
+                    "reading files on %(where)s: the answer is not the read script's (%(error)s; "
+                    "its error output: %(stderr)s). Something printed into the command's "
+                    "output, most often a shell startup file (~/.bashrc, /etc/bashrc) on the "
+                    "login node: make it print nothing when the shell is not interactive.",
+                    where=self.where, error=str(exc), stderr=_tail(answer.stderr))) from exc
             for i, result in zip(todo, got.results, strict=True):
                 if result is not None:
                     results[i] = result
@@ -90,10 +95,9 @@ class ShellTailReader:
                                 self.where, answer.exit_code, _tail(answer.stderr))
                 break
             if answer.exit_code is not None:
-                raise ClusterError(
-                    f"reading files on {self.where}: the read script stopped (exit "
-                    f"{answer.exit_code}) before answering for "
-                    f"{requests[todo[got.stopped_at]].path}: {_tail(answer.stderr)}")
+                raise ClusterError(_stopped(self.where, answer.exit_code,
+                                            requests[todo[got.stopped_at]].path,
+                                            _tail(answer.stderr)))
             hung = todo[got.stopped_at]
             path = requests[hung].path
             self._hung[path] = now
@@ -108,9 +112,24 @@ class ShellTailReader:
         return ReadBatch(final, round_trips=round_trips, bytes_moved=moved)
 
 
-def _tail(stderr: bytes, limit: int = 400) -> str:
+def _stopped(where: str | Text, code: int, path: str, stderr: str | Text) -> Text:
+    """The sentence for the read script ending (exit `code`) before it answered for `path`:
+    exit 90 (tail_read.sh could not make its temporary file) names the fix for it."""
+    if code == 90:
+        return N_("reading files on %(where)s: the read script stopped (exit %(code)s) before "
+                  "answering for %(path)s: it could not create a temporary file (%(stderr)s). "
+                  "Check that the temporary directory on the login node ($TMPDIR, else /tmp) "
+                  "is writable and not full; the files are read again next tick.",
+                  where=where, code=code, path=path, stderr=stderr)
+    return N_("reading files on %(where)s: the read script stopped (exit %(code)s) before "
+              "answering for %(path)s: %(stderr)s. Its error output says why; the files are "
+              "read again next tick.", where=where, code=code, path=path, stderr=stderr)
+
+
+def _tail(stderr: bytes, limit: int = 400) -> str | Text:
+    """The end of the read script's error output, or a sentence saying it had none."""
     text = stderr.decode("utf-8", "replace").strip()
-    return text[-limit:] if text else "no message"
+    return text[-limit:] if text else N_("no message")
 
 
 __all__ = ["ARGV", "SCRIPT", "ShellTailReader"]
