@@ -379,6 +379,14 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None,
                            stderr=subprocess.DEVNULL, check=False, timeout=300)
 
 
+def tick_failed(exc: BaseException) -> str:
+    """The console's line for a watcher tick that raised `exc`: its sentence (a cluster
+    error's English, paramiko's refusal by its reason), never its repr."""
+    from bot.cluster.ssh import describe_error
+
+    return f"▶ watcher tick failed (retrying next tick): {describe_error(exc)}"
+
+
 def _story(args: argparse.Namespace, checkout: Path, out_dir: Path,
            connection: dict[str, Any], out: TextIO, read: Callable[[], str] | None,
            started: float) -> int:
@@ -434,7 +442,7 @@ def _story(args: argparse.Namespace, checkout: Path, out_dir: Path,
             try:
                 watcher.tick(time.time())
             except Exception as exc:  # noqa: BLE001 - as the scheduler: said, then retried
-                sink.say(f"▶ watcher tick failed (retrying next tick): {exc!r}")
+                sink.say(tick_failed(exc))
             if not stall.released:
                 stall.saw(store.incidents.for_chain(result.chain_id), time.monotonic())
                 _release_stall(stall, store, clusters,

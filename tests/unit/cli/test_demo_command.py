@@ -212,3 +212,22 @@ def test_the_demo_thread_is_the_bots_own_root_templates_and_charts_in_a_folder(t
                       "chart-88154-final-rss.png"]
     for name in charts:
         assert f"{tmp_path / 'charts' / name}" in out.getvalue()  # the console says where
+
+
+def test_a_failed_watcher_tick_is_said_as_a_sentence_not_a_repr():
+    """The console line names the error by what it says: a cluster error's sentence, a
+    refused SSH channel by its reason, an error without text by its type."""
+    import paramiko
+
+    from bot.cluster.errors import ClusterUnavailable
+    from bot.core.text import N_
+
+    down = ClusterUnavailable(N_("cannot connect to %(host)s: %(error)s", host="gpu-a:22",
+                                 error="Connection refused"))
+    assert demo.tick_failed(down) == (
+        "▶ watcher tick failed (retrying next tick): cannot connect to gpu-a:22: "
+        "Connection refused")
+    assert demo.tick_failed(paramiko.ChannelException(1, "Administratively prohibited")) == (
+        "▶ watcher tick failed (retrying next tick): the server refused the channel: "
+        "administratively prohibited (open-failure code 1)")
+    assert demo.tick_failed(EOFError()).endswith(": EOFError")
