@@ -23,10 +23,11 @@ name. A training framework's own announcement of the scheduler's signal is read 
 source (bot.core.diagnose.announced): submitit's time-out verdict far from the limit, or after
 it bypassed a SIGTERM, is a preemption, and the requeue and exit lines submitit prints after its
 verdict take the verdict's class; Megatron's or Lightning's exit 0 after a SIGTERM with Slurm's
-COMPLETED 0:0 is a time limit by hint. Slurm's TIMEOUT after the run stopped on a non-finite
-loss or metric (no training progress after it) is the divergence, the time limit secondary:
-the run idled to the limit, and a resume diverges again. A job that starts again by itself
-after the run its log shows (Slurm's requeue, Lightning's or submitit's own) has nothing to act on
+COMPLETED 0:0 is a time limit by hint. Slurm's TIMEOUT, PREEMPTED or NODE_FAIL after the run
+stopped on a non-finite loss or metric (no training progress after it) is the divergence, the
+scheduler's class secondary: the run had stopped training, and a resume diverges again. A job
+that starts again by itself after the run its log shows (Slurm's requeue, Lightning's or
+submitit's own) has nothing to act on
 (bot.core.diagnose.requeue); the matches weighed are those bot.core.diagnose.set_aside keeps. A
 job that ended while it waited in the queue (accounting's `never_started`) is judged from its
 accounting alone, whatever a log says: it ran nothing, and a person decides whether to submit it
@@ -76,6 +77,7 @@ from bot.core.diagnose.cause import (
 )
 from bot.core.diagnose.closing_summary import ClosingShapes, ends_in_closing_summary
 from bot.core.diagnose.decisive import (
+    ACCOUNTING_FIRST,
     choose_class,
     class_priority,
     deciding_accounting,
@@ -246,12 +248,12 @@ def diagnose(
             primary, target):
         # Megatron's --exit-interval divides the run's length: its last stop is the end
         chosen, decided_by = "completed", PROGRESS
-    if chosen == "time_limit" and "time_limit" in state_classes and _stopped_on_non_finite(
-            primary, series):
-        # Slurm's TIMEOUT came after the run stopped on a non-finite loss or metric (Lightning's
-        # check_finite, its own NaN abort) and idled to the limit (a teardown, peers waiting in
-        # a collective): the divergence is why it made no progress, and a resume diverges again;
-        # the time limit stays a secondary class
+    if chosen in ACCOUNTING_FIRST and chosen in state_classes and _stopped_on_non_finite(
+            primary, series, chosen):
+        # Slurm's TIMEOUT, PREEMPTED or NODE_FAIL came after the run stopped on a non-finite
+        # loss or metric (Lightning's check_finite, its own NaN abort) and idled (a teardown,
+        # peers waiting in a collective): the divergence is why it made no progress, and a
+        # resume diverges again; the scheduler's class stays a secondary one
         chosen, decided_by = "nan_loss", SIGNATURE
     if chosen == "time_limit" and "time_limit" not in state_classes and (
             misread := submitit_preemption(
@@ -572,13 +574,16 @@ def _rank_killed_first(matches: Sequence[Any], primary: Sequence[Any],
                      r < m.line_no <= r + _ROOT_CAUSE_LINES for r in roots))), None)
 
 
-def _stopped_on_non_finite(primary: Sequence[Any], series: MetricSeries) -> bool:
-    """Did training stop at its last non-finite signature (a `nan_loss` primary match): no
-    training progress after it (`no_progress_after`: a bar Lightning draws again at its count
-    is none), or it is the last progress line itself (`iter 500 loss: nan`, then nothing)?"""
+def _stopped_on_non_finite(primary: Sequence[Any], series: MetricSeries, scheduled: str) -> bool:
+    """Did training stop at its last non-finite signature (a `nan_loss` primary match) before
+    the scheduler ended the job in the class `scheduled`: no training progress after it
+    (`no_progress_after`: a bar Lightning draws again at its count is none), or it is the last
+    progress line itself (`iter 500 loss: nan`, then nothing), and no line of that class before
+    it (slurmstepd's `DUE TO PREEMPTION` then a NaN is a run the preemption stopped)?"""
     last = max((m.line_no for m in primary if m.class_id == "nan_loss"), default=None)
     return last is not None and (last == series.last_iteration_line
-                                 or no_progress_after(last, series))
+                                 or no_progress_after(last, series)) and not any(
+        m.class_id == scheduled and m.line_no < last for m in primary)
 
 
 def _remote_error_symptom(

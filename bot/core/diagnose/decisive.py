@@ -26,7 +26,7 @@ from bot.core.models import (
 
 #: The scheduler's verdicts, which explain a job's end even when its log shows collateral
 #: errors: chosen first.
-_ACCOUNTING_FIRST = ("node_failure", "preempted", "time_limit")
+ACCOUNTING_FIRST = ("node_failure", "preempted", "time_limit")
 _WRAPPER = re.compile(
     r"ChildFailedError|exitcode\s*:\s*-6|Signal 6 \(SIGABRT\)|Fatal Python error: Aborted"
 )
@@ -106,7 +106,7 @@ def choose_class(
         if cid not in ("completed", "unknown_failure"):
             decisive.add(cid)
     # Scheduler verdicts explain the end even when the log shows collateral errors.
-    for cid in _ACCOUNTING_FIRST:
+    for cid in ACCOUNTING_FIRST:
         if cid in state_classes:
             return cid
     if not decisive:

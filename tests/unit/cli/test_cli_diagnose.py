@@ -600,3 +600,26 @@ def test_sacct_parsable_9_0_reads_as_the_137_it_may_print(capsys, tmp_path):
     assert json.loads(out)["class"] == "host_oom"
     code, out, _ = cli(capsys, str(log), "--state", "FAILED", "--exit-code", "1:0", "--json")
     assert json.loads(out)["class"] == "unknown_failure"
+
+
+@pytest.mark.parametrize(("state", "scheduled"), [("PREEMPTED", "preempted"),
+                                                  ("NODE_FAIL", "node_failure")])
+def test_a_run_that_stopped_on_a_nan_before_the_scheduler_ended_it_is_not_resubmitted(
+        capsys, tmp_path, state, scheduled):
+    """sacct's PREEMPTED or NODE_FAIL after the run stopped on a NaN loss: a resubmit resumes
+    before the NaN and diverges again, so the divergence is the class (stop) and the scheduler's
+    a secondary one; a NaN the run trained past leaves the scheduler's class (resubmit)."""
+    log = tmp_path / "train.log"
+    log.write_text("step 10 loss 1.2\nstep 20 loss 1.1\n"
+                   "FloatingPointError: Loss is nan, stopping training\n")
+    code, out, _ = cli(capsys, str(log), "--state", state, "--exit-code", "0:0", "--json")
+    result = json.loads(out)
+    assert (result["class"], result["action"], result["retryable"]) == ("nan_loss", "stop", False)
+    assert result["secondary"] == [scheduled]
+    assert [e["line"] for e in result["evidence"]] == [3]
+    log.write_text("step 10 loss 1.2\nstep 20 loss nan\nstep 30 loss 1.1\nstep 40 loss 1.0\n")
+    code, out, _ = cli(capsys, str(log), "--state", state, "--exit-code", "0:0", "--json")
+    result = json.loads(out)
+    assert (result["class"], result["action"], result["retryable"]) == (
+        scheduled, "resubmit", True)
+    assert "nan_loss" in result["secondary"]

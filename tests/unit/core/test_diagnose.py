@@ -3926,6 +3926,11 @@ def test_never_started_is_read_only_of_a_job_that_ended(catalogue, state):
 
 
 TIMED_OUT = Accounting(state="TIMEOUT", exit_code=0, signal=15, elapsed_s=7200.0)
+# the scheduler's ends (sacct's State) and their classes
+SCHEDULER_ENDS = [(TIMED_OUT, "time_limit"),
+                  (Accounting(state="PREEMPTED", exit_code=0, signal=0), "preempted"),
+                  (Accounting(state="NODE_FAIL", exit_code=0, signal=0), "node_failure")]
+SCHEDULER_IDS = ["TIMEOUT", "PREEMPTED", "NODE_FAIL"]
 
 
 @pytest.mark.parametrize("text", [
@@ -3934,23 +3939,47 @@ TIMED_OUT = Accounting(state="TIMEOUT", exit_code=0, signal=15, elapsed_s=7200.0
     # the last progress line printed the NaN, then nothing until the limit
     "step 10 loss 1.2\nstep 20 loss 1.1\nstep 30 loss nan\n",
 ], ids=["own abort", "last progress"])
-def test_a_run_that_stopped_on_a_nan_then_timed_out_diverged(catalogue, text):
-    """Slurm's TIMEOUT after the run stopped on a non-finite loss: nan_loss (stop, not
-    retryable: a resume diverges again) with the NaN line as evidence, the time limit a
-    secondary class; before, time_limit (resubmit) with no evidence."""
-    d = read_log(catalogue, text, TIMED_OUT)
+@pytest.mark.parametrize(("acct", "scheduled"), SCHEDULER_ENDS, ids=SCHEDULER_IDS)
+def test_a_run_that_stopped_on_a_nan_then_the_scheduler_ended_diverged(catalogue, text, acct,
+                                                                       scheduled):
+    """Slurm's TIMEOUT, PREEMPTED or NODE_FAIL after the run stopped on a non-finite loss:
+    nan_loss (stop, not retryable: a resume diverges again) with the NaN line as evidence, the
+    scheduler's class a secondary one; before, the scheduler's class (resubmit)."""
+    d = read_log(catalogue, text, acct)
     assert (d.class_id, d.decided_by, d.retryable) == ("nan_loss", "signature", False)
-    assert d.secondary == ("time_limit",)
+    assert d.secondary == (scheduled,)
     assert [e.line for e in d.evidence] == [3]
 
 
-def test_a_nan_that_training_went_on_after_is_no_cause_of_a_time_limit(catalogue):
-    """Training made progress after the NaN (a spike it survived): Slurm's TIMEOUT ended a run
-    that was still training, a time limit to resume from."""
+@pytest.mark.parametrize(("acct", "scheduled"), SCHEDULER_ENDS, ids=SCHEDULER_IDS)
+def test_a_nan_that_training_went_on_after_is_no_cause_of_the_schedulers_end(catalogue, acct,
+                                                                            scheduled):
+    """Training made progress after the NaN (a spike it survived): the scheduler ended a run
+    that was still training, its class to resume from."""
     text = "step 10 loss 1.2\nstep 20 loss nan\nstep 30 loss 1.1\nstep 40 loss 1.0\n"
-    d = read_log(catalogue, text, TIMED_OUT)
-    assert (d.class_id, d.retryable) == ("time_limit", True)
+    d = read_log(catalogue, text, acct)
+    assert (d.class_id, d.retryable) == (scheduled, True)
     assert "nan_loss" in d.secondary
+
+
+@pytest.mark.parametrize(("state", "scheduled", "reason"), [
+    ("PREEMPTED", "preempted", "PREEMPTION"), ("NODE_FAIL", "node_failure", "NODE FAILURE"),
+    ("TIMEOUT", "time_limit", "TIME LIMIT")])
+def test_a_nan_after_the_schedulers_own_line_is_no_divergence(catalogue, state, scheduled,
+                                                              reason):
+    """slurmstepd's line came first (the run torn down prints a NaN as it stops): the scheduler
+    ended the run, its class to resume from; the same NaN before that line is the divergence."""
+    slurm = (f"slurmstepd: error: *** JOB 4242 ON gpu-a07 CANCELLED AT 2026-12-01T04:00:07 "
+             f"DUE TO {reason} ***\n")
+    acct = Accounting(state=state, exit_code=0, signal=0)
+    d = read_log(catalogue, "step 10 loss 1.2\nstep 20 loss 1.1\n" + slurm + "step 30 loss nan\n",
+                 acct)
+    assert (d.class_id, d.retryable) == (scheduled, True)
+    assert "nan_loss" in d.secondary
+    d = read_log(catalogue, "step 10 loss 1.2\nstep 20 loss 1.1\nstep 30 loss nan\n" + slurm,
+                 acct)
+    assert (d.class_id, d.retryable) == ("nan_loss", False)
+    assert scheduled in d.secondary
 
 
 @pytest.mark.parametrize(("steps", "target_iter", "class_id", "decided_by"), [
