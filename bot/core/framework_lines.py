@@ -81,15 +81,23 @@ _OPENMMLAB = re.compile(
 _OPENMMLAB_ETA = re.compile(r"(?<![\w.])eta: ")
 # mmengine's by-epoch lines name no epoch total (LogProcessor pads the epoch to the width of
 # max_epochs, no more): Runner._log_env logs the config before the loop (`Config:` and its
-# pretty_text, keys sorted, as Python: a top-level `max_epochs = 12` where the config names one,
-# and `train_cfg = dict(max_epochs=12, type='EpochBasedTrainLoop', val_interval=1)`, one key a
-# line when long): `_MMENGINE_MAX_EPOCHS` (the last one printed: train_cfg's, after the
-# top-level one), the epochs announced (`_TARGET_ANNOUNCEMENTS`) for the target of its
-# `Epoch(train)` lines: the epochs' steps, as many each as the line's epoch counts.
+# pretty_text: Config._format_dict's `key=value` and `key=dict(…)`, sorted or as written, as
+# Python formatted by yapf: a top-level `max_epochs = 12` alone on its line where the config
+# names one, and `train_cfg = dict(max_epochs=12, type='EpochBasedTrainLoop', val_interval=1)`,
+# when long its keys on lines of their own, each line ending in `,` or the call's `)`):
+# `_MMENGINE_MAX_EPOCHS`, only in those shapes (a `max_epochs=12` among another call's
+# arguments, argparse's `Namespace(…)` or a `Trainer(…)`'s, is no mmengine config's), the last
+# one printed (train_cfg's, after the top-level one), the epochs announced
+# (`_TARGET_ANNOUNCEMENTS`) for the target of its `Epoch(train)` lines: the epochs' steps, as
+# many each as the line's epoch counts.
 # LoggerHook's ignore_last (its default) leaves an epoch's last steps past the last logging
 # interval unlogged (`[12][7300/7330]` is the last epoch's last line): CheckpointHook's save once
 # the epoch is over says the rest (bot.core.diagnose.quiet_ending, ends_in_final_save).
-_MMENGINE_MAX_EPOCHS = re.compile(r"(?<![\w.])max_epochs ?= ?(\d+)(?=,|\)|\s*$)")
+_MMENGINE_MAX_EPOCHS = re.compile(
+    r"^(?:max_epochs = (?=\d+$)"  # a top-level variable
+    r"|(?:\w+=[^=()]*, )*max_epochs=(?=\d+(?:, .*)?[,)]$)"  # a line of a long dict's keys
+    # a key of a `dict(…)` call, past its other keys (a tuple's parentheses in their values)
+    r"|.*?(?<![\w.])dict\((?:[^()]|\([^()]*\))*?(?<![^(\s])max_epochs=(?=\d+[,)]))(\d+)")
 _OPENMMLAB_TIME = re.compile(rf"(?<![\w.])time: ({NUMBER})(?=,|\s|$)")
 _OPENMMLAB_MEM = re.compile(r"(?<![\w.])memory: (\d+)(?=,|\s|$)")
 # detectron2's inference_on_dataset (facebookresearch/detectron2 detectron2/evaluation/

@@ -28,6 +28,12 @@ CONFIG_LONG = ("05/01 07:00:00 - mmengine - INFO - Config:\n"
                "    type='EpochBasedTrainLoop',\n"
                "    val_interval=10)\n")
 
+# yapf filling a line with several keys (an unsorted config: its keys as the file wrote them)
+CONFIG_FILLED = ("05/01 07:00:00 - mmengine - INFO - Config:\n"
+                 "train_cfg = dict(\n"
+                 "    type='EpochBasedTrainLoop', max_epochs=12, val_interval=1,\n"
+                 "    dynamic_intervals=[(280, 1)])\n")
+
 
 def _line(epoch: int, step: int, steps: int = STEPS) -> str:
     width = len(str(steps))
@@ -56,7 +62,8 @@ def _cut(log: str) -> str:
     return log[:log.rindex("05/01 19:28:12 - mmengine - INFO - Exp name")]
 
 
-@pytest.mark.parametrize("config", [CONFIG, CONFIG_LONG], ids=["one-line", "a-key-a-line"])
+@pytest.mark.parametrize("config", [CONFIG, CONFIG_LONG, CONFIG_FILLED],
+                         ids=["one-line", "a-key-a-line", "keys-filling-a-line"])
 def test_its_training_line_takes_every_epoch_its_config_said_as_its_target(config):
     parser = LineParser()
     for n, line in enumerate(config.splitlines(), 1):
@@ -64,6 +71,31 @@ def test_its_training_line_takes_every_epoch_its_config_said_as_its_target(confi
     sample, _ = parser.parse(_line(3, 7300).rstrip("\n"), 20)
     assert sample is not None
     assert (sample.iteration, sample.target_iter) == (2 * STEPS + 7300, 12 * STEPS)
+
+
+# the same number in another program's printed arguments: argparse's Namespace repr, a
+# Lightning Trainer's arguments, a traceback's source line of either
+OTHER_ARGUMENTS = [
+    "05/01 07:00:00 - mmengine - INFO - Namespace(config='configs/faster-rcnn.py', "
+    "max_epochs=12, work_dir=None)",
+    "Namespace(accelerator='gpu', devices=8, max_epochs=12)",
+    "Trainer(accelerator='gpu', devices=8, max_epochs=12)",
+    "    trainer = pl.Trainer(max_epochs=12, callbacks=[ckpt], logger=dict(name='x'))",
+    "max_epochs=12, lr=0.1",
+]
+
+
+@pytest.mark.parametrize("line", OTHER_ARGUMENTS,
+                         ids=["namespace-logged", "namespace", "trainer", "traceback", "print"])
+def test_a_max_epochs_in_other_printed_arguments_sets_no_target(line):
+    """Only mmengine's config dump (pretty_text: `max_epochs = 12` alone, a `dict(…)` key, a
+    long dict's key lines) announces its epochs: the same words in another call's arguments
+    would give the epoch lines after it (mmengine's, timm's) a target their run never had."""
+    parser = LineParser()
+    parser.parse(line, 1)
+    sample, _ = parser.parse(_line(3, 7300).rstrip("\n"), 2)
+    assert sample is not None
+    assert (sample.iteration, sample.target_iter) == (2 * STEPS + 7300, None)
 
 
 def test_the_save_after_the_last_epoch_ends_a_finished_run():
