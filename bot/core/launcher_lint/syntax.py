@@ -11,7 +11,13 @@ from collections.abc import Callable, Iterator
 from typing import NamedTuple
 
 from bot.core.launcher_lint.model import ChainLink, ChainStatus, Cover
-from bot.core.shell_lexer import CASE_BRANCH_ENDS, COMMAND_AT, Memo, split_top_level
+from bot.core.shell_lexer import (
+    CASE_BRANCH_ENDS,
+    COMMAND_AT,
+    Memo,
+    skip_quoted,
+    split_top_level,
+)
 
 _CONDITION_KEYWORDS = {"if", "elif", "while", "until"}
 _BODY_KEYWORDS = {"then", "do", "else", "fi", "done", "esac", "in"}
@@ -134,15 +140,28 @@ _CONSTANT_CONDITION_RE = re.compile(
     r"(?P<name>true|:|false)|(?P<test>\[)\s+[\w.,/+-]+\s+\]|(?P<cmd>test)\s+[\w.,/+-]+")
 
 
+#: The body of a `( … )` subshell that bash leaves by an `exit` of a literal status it runs
+#: first (`exit 0`, `exit 3; echo a`): the subshell's status is that one.
+_SUBSHELL_EXIT_RE = re.compile(r"\s*exit[ \t]+(?P<status>[0-9]+)[ \t]*(?:[;\n]|$)")
+
+
 def constant_status(condition: str, text: str) -> bool | None:
     """Whether the condition list `condition` (an `if`'s, without the keyword) always succeeds
-    (True) or always fails (False), by bash's semantics alone (_CONSTANT_CONDITION_RE, or `!`
-    before one); None for anything else, or when the script `text` defines a function of that
-    name (bash would call it)."""
+    (True) or always fails (False), by bash's semantics alone (_CONSTANT_CONDITION_RE, a `( … )`
+    subshell whose body first runs `exit N` (_SUBSHELL_EXIT_RE), or `!` before one); None for
+    anything else, or when the script `text` defines a function of that name (bash would call
+    it)."""
     cond = condition.strip().rstrip(";").strip()
     negated = cond.startswith("!") and cond[1:2].isspace()
     if negated:
         cond = cond[1:].strip()
+    if cond.startswith("(") and not cond.startswith("(("):
+        if skip_quoted(cond, 0) != len(cond):
+            return None  # (`( … ) | cat`, `( … ) > log`: not the subshell alone)
+        exits = _SUBSHELL_EXIT_RE.match(cond, 1, len(cond) - 1)
+        if exits is None or "exit" in _defined_names(text):
+            return None
+        return (int(exits.group("status")) % 256 == 0) != negated
     m = _CONSTANT_CONDITION_RE.fullmatch(cond)
     if m is None:
         return None
@@ -152,10 +171,11 @@ def constant_status(condition: str, text: str) -> bool | None:
     return (name != "false") != negated
 
 
-#: A function definition (`name() {`, `function name`) of a name a constant condition runs.
+#: A function definition (`name() {`, `function name`) of a name a constant condition runs
+#: (`exit`: in a constant subshell).
 _CONSTANT_DEFINED_RE = re.compile(
-    r"(?:^|[\s;&|({])(?:function\s+(true|:|false|\[|test)(?![\w:-])"
-    r"|(true|:|false|\[|test)\s*\(\s*\))")
+    r"(?:^|[\s;&|({])(?:function\s+(true|:|false|\[|test|exit)(?![\w:-])"
+    r"|(true|:|false|\[|test|exit)\s*\(\s*\))")
 
 
 def runs_after(heads: list[tuple[str, int, str]], text: str) -> bool | None:
@@ -269,8 +289,8 @@ def and_or_branches(lst: str, off: int, memo: Memo, text: str,
 
 @functools.lru_cache(maxsize=8)
 def _defined_names(text: str) -> frozenset[str]:
-    """The names of _CONSTANT_CONDITION_RE the script `text` defines a function of, read once
-    per script (constant_status is asked at each `if` and loop)."""
+    """The names of _CONSTANT_CONDITION_RE (and `exit`) the script `text` defines a function
+    of, read once per script (constant_status is asked at each `if` and loop)."""
     return frozenset(a or b for a, b in _CONSTANT_DEFINED_RE.findall(text))
 
 

@@ -696,6 +696,14 @@ _RC = 'rc=${X:-0}\n'  # (0 on one run, 1 on the other: `[[ $rc -ne 0 ]]` tests w
     ("set -e\nn=0\nfalse || n=1\n((n++))\n", None),
     ("set -e\nn=0\ntrue || n=1\n((n++))\n", "fail"),
     ("set -e\nn=0\nfalse && { n=1; }\n((n++))\n", "fail"),
+    # … as does a `( … )` subshell whose body first runs `exit N`: its status is N (each said
+    # `warn`, reading the subshell's status as either)
+    ("set -e\nn=0\n( exit 0 ) || n=1\n((n++))\n", "fail"),
+    ("set -e\nn=0\n( exit 0 ) && n=1\n((n++))\n", None),
+    ("set -e\nn=0\n( exit 3; echo a ) && n=1\n((n++))\n", "fail"),
+    ("set -e\nn=0\n( exit 3 ) || n=1\n((n++))\n", None),
+    ("set -e\nn=0\n! ( exit 3 ) || n=1\n((n++))\n", "fail"),
+    ("set -e\nn=0\nif ( exit 0 ); then :; else n=1; fi\n((n++))\n", "fail"),
     # … read as bash groups the list, `((a && b) || c) && d`: every way runs `c` or `d` (`c`
     # is skipped only after `b` succeeded, which runs `d`), and a `true` there runs what
     # follows its `&&` whatever ran before it (both said `warn`: `c` was paired with `b` only)
