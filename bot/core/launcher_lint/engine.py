@@ -43,6 +43,7 @@ from bot.core.launcher_lint.positional import may_read_positional, positional_re
 from bot.core.launcher_lint.script_exits import (
     and_or_group_ends_shell,
     certainly_ends_shell,
+    ends_function_body,
     ends_script_shell,
     group_ends_shell,
     may_end_shell,
@@ -474,13 +475,18 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
             return ends_script_shell(command, self.script_text) or bool(self.dead_from) and (
                 group_ends_shell(command, at, self.memo, self.dead_from, ""))
 
-        found = and_or_branches(lst, off, self.memo, self.script_text, ends_shell)
+        def returns(command: str) -> bool:
+            return ends_function_body(command, self.script_text)
+
+        found = and_or_branches(lst, off, self.memo, self.script_text, ends_shell,
+                                returns if self.function is not None else None)
         if found is None:
             return
-        key = (found.at, -2)
-        if frames and key not in self.constructs:
-            frames[-1].inner.append(key)
-        self.constructs[key] = (found.spans, found.cover)
+        if found.at is not None:
+            key = (found.at, -2)
+            if frames and key not in self.constructs:
+                frames[-1].inner.append(key)
+            self.constructs[key] = (found.spans, found.cover)
         self.never_run.extend(span for span in found.never if span not in self.never_run)
 
     def _dead_end(self, start: int, end: int) -> bool:

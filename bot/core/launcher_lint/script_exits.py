@@ -46,6 +46,12 @@ def ends_script_shell(command: str, text: str) -> bool:
     return ends_shell(command) and not _redefined(text)
 
 
+def ends_function_body(command: str, text: str) -> bool:
+    """Is `command` (one simple command) a `return`, in the script `text` that defines no
+    function of that name?"""
+    return _RETURN_RE.fullmatch(command) is not None and not _redefined(text)
+
+
 def certainly_ends_shell(command: str, off: int, memo: Memo, text: str,
                          in_function: bool = False) -> bool:
     """Is `command` (an and-or list at `off`, run in the foreground) one holding an `exit` /

@@ -222,17 +222,19 @@ _INERT_ELEMENT_RE = re.compile(r"(?:true|:|false|break|continue|exit|return)"
 
 class AndOrBranches(NamedTuple):
     """The commands of an and-or list bash may skip (and_or_branches): where the operator
-    before the first is (the construct's key), their spans, the Cover of the list, and the
-    spans of those bash never runs."""
+    before the first is (the construct's key; None when there is none), their spans, the Cover
+    of the list, and the spans of those bash never runs, and of the commands that set and
+    count nothing it never runs (`true || return`)."""
 
-    at: int
+    at: int | None
     spans: tuple[tuple[int, int], ...]
     cover: Cover
     never: tuple[tuple[int, int], ...]
 
 
 def and_or_branches(lst: str, off: int, memo: Memo, text: str,
-                    ends_shell: Callable[[str, int], bool]) -> AndOrBranches | None:
+                    ends_shell: Callable[[str, int], bool],
+                    returns: Callable[[str], bool] | None = None) -> AndOrBranches | None:
     """The commands of the and-or list `lst` (at `off`, after its keywords) that bash may skip
     (`[ -f x ] && n=1`, `test … || ((n++))`), as it skips an `if` branch with no `else`: the
     branches of one construct (model.Construct), keyed where the operator before the first of
@@ -245,7 +247,10 @@ def and_or_branches(lst: str, off: int, memo: Memo, text: str,
     that opens there (`[ … ] && if …`: the walk reads its branches), nor a command that sets
     and counts nothing (_INERT_ELEMENT_RE); the Cover still reads how each leaves the status,
     and the ways that end the shell (`ends_shell` of a command and its offset: `[ … ] && exit 0
-    || n=1` runs `n=1` on every way that goes on). None: no such command."""
+    || n=1` runs `n=1` on every way that goes on). In a function's body (`returns`: is a
+    command a `return` of it), one bash always runs leaves nothing after it in the list to run
+    (`return || n=1`); its way goes on past the call, so it covers nothing. None: no command
+    bash may skip, and none it never runs."""
     if "&&" not in lst and "||" not in lst:
         return None
     spans: list[tuple[int, int]] = []
@@ -265,6 +270,8 @@ def and_or_branches(lst: str, off: int, memo: Memo, text: str,
             leaves, statuses = "exit", set()
         runs_on = 1 if op_before == "||" else 0  # the status it runs after
         runs = not op_before or runs_on in reaching
+        if returns is not None and (not op_before or reaching == {runs_on}) and returns(cmd):
+            statuses = set()
         branch: int | None = None
         if op_before and (not runs or 1 - runs_on in reaching) and cmd and not (  # (a way
                 first_word(cmd) in (*OPENING_KEYWORDS, "case")  # skips it)
@@ -275,6 +282,8 @@ def and_or_branches(lst: str, off: int, memo: Memo, text: str,
                 never.append(spans[-1])
             if at is None:
                 at = chain_end
+        elif op_before and not runs and _INERT_ELEMENT_RE.fullmatch(cmd):
+            never.append((start, start + len(cmd)))  # (`true || return`: no way leaves there)
         chain.append(ChainLink(op_before, leaves, branch))
         if not op_before:
             reaching = statuses
@@ -282,7 +291,7 @@ def and_or_branches(lst: str, off: int, memo: Memo, text: str,
             reaching = (reaching - {runs_on}) | statuses
         chain_end = e_off + len(element)
         op_before = op
-    if at is None:
+    if at is None and not never:
         return None
     return AndOrBranches(at, tuple(spans), Cover(chain=tuple(chain)), tuple(never))
 

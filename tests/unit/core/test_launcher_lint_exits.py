@@ -543,6 +543,11 @@ def test_a_loop_whose_body_always_breaks_has_no_next_pass(tmp_path, body, level)
     ("set -e\nn=0\nf() { return | cat; ((n++)); }\nf\n", "fail"),
     ("set -e\nn=0\nf() { while true; do break; return; done; ((n++)); }\nf\n", "fail"),
     ("set -e\nn=0\nf() { return; }\nf\n((n++))\n", "fail"),
+    # … nor what follows it in its and-or list (each said `warn`, reading `n=1` as run on the
+    # runs the `return` is skipped)
+    ("set -e\nn=0\nf() { return || n=1; }\nf\n((n++))\n", "fail"),
+    ("set -e\nn=0\nf() { true && return 0 || n=1; }\nf\n((n++))\n", "fail"),
+    ("set -e\nn=0\nf() { for i in 1; do return || n=1; done; }\nf\n((n++))\n", "fail"),
 ])
 def test_nothing_past_a_return_bash_always_runs_in_a_function_is_read_as_run(
         tmp_path, body, level):
@@ -567,6 +572,8 @@ def test_nothing_past_a_return_bash_always_runs_in_a_function_is_read_as_run(
     ('set -e\nn=0\n[ -n "${X:-}" ] && exit 0\nn=1\n((n++))\n', None),
     ('set -e\nn=0\nf() { ( if [ -n "${X:-}" ]; then return; fi ); n=1; }\nf\n((n++))\n', None),
     ("set -e\nn=0\nf() { n=1; return; }\nf\n((n++))\n", None),
+    ("set -e\nn=0\nf() { true || return; n=1; }\nf\n((n++))\n", None),
+    ("set -e\nn=0\nf() { false && return; n=1; }\nf\n((n++))\n", None),
     ('set -e\nn=0\nf() { g() { if [ -n "${X:-}" ]; then return; fi; }; g; n=1; }\nf\n'
      "((n++))\n", None),
     # … nor does one in a `$( … )` or backticks, which ends that subshell only (each said
@@ -794,8 +801,8 @@ def test_a_list_s_and_or_branches_follow_the_grammar_for_any_chain():
         parts = [_CHAIN_COMMANDS[kind].format(i=i) for i, kind in enumerate(kinds)]
         lst = parts[0] + "".join(f" {op} {part}" for op, part in zip(ops, parts[1:],
                                                                        strict=True))
-        starts = [lst.index(part, lst.index(parts[i - 1]) + 1 if i else 0)
-                  for i, part in enumerate(parts)]
+        starts = list(itertools.accumulate(
+            (len(f"{part} {op} ") for part, op in zip(parts, ops, strict=False)), initial=0))
         runs = _reference_runs(kinds, ops)
         found = and_or_branches(lst, 0, {}, lst, functools.partial(_ends_script_shell, text=lst))
         # the branches: the commands that may set something (not `true`, `false`, `exit`)
@@ -807,10 +814,13 @@ def test_a_list_s_and_or_branches_follow_the_grammar_for_any_chain():
                 for ran in runs))}
         command_of = [starts.index(start) for start, _end in found.spans] if found else []
         assert set(command_of) == skipped, lst
-        if found is None:
+        # the commands bash never runs: the branches, and those that set nothing (`true ||
+        # false`, `true || exit 3`)
+        never = [i for i in range(len(kinds)) if not any(i in ran for ran in runs)]
+        ran_never = [starts.index(start) for start, _end in found.never] if found else []
+        assert ran_never == never, lst
+        if found is None or found.at is None:
             continue
-        never = [i for i in command_of if not any(i in ran for ran in runs)]
-        assert [starts.index(start) for start, _end in found.never] == never, lst
         branches = len(command_of)
         for before in (None, *range(branches + 1)):
             counted = command_of if before is None else command_of[:before]
