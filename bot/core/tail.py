@@ -33,6 +33,9 @@ class TailState:
     - `anchor`: hex of the bytes just before `offset` (replacement check, docs/architecture.md).
     - `inode`: the file's inode at the last read (None when unknown); `mtime` (whole seconds)
       with `size` lets an untouched file be skipped without reading it.
+    - `unterminated`: the last line consumed had no newline (a finished job's last line,
+      `take_last_line`) and nothing came after it since: a newline arriving next ends that
+      line, it is no line of its own.
     """
 
     path: str
@@ -42,6 +45,7 @@ class TailState:
     line_no: int = 0
     anchor: str = ""
     mtime: int | None = None
+    unterminated: bool = False
 
     def to_dict(self) -> dict[str, Any]:
         return asdict(self)
@@ -60,8 +64,9 @@ class TailChunk:
     the file was truncated, replaced or removed and reading began again at 0; `more` says bytes
     beyond the budget are waiting; `reason` says why a restart happened. `unfinished` is the
     file's last line as far as it is written (no newline yet: a progress bar redrawn after
-    carriage returns), not consumed: it is read again, and is one of `lines` once complete
-    (empty when the file ends with a newline or bytes beyond the budget are waiting).
+    carriage returns), not consumed: it is read again, and is one of `lines` once complete, or
+    once its writer has ended (`take_last_line`) (empty when the file ends with a newline or
+    bytes beyond the budget are waiting).
     """
 
     lines: list[str]
@@ -480,11 +485,15 @@ def apply_read(state: TailState, req: ReadRequest, got: FileRead, *,
 
 def _chunk(state: TailState, data: bytes, got: FileRead, budget: int, restarted: bool,
            reason: str) -> TailChunk:
-    lines, used = split_complete_lines(data, force=len(data) >= budget)
+    # the late newline of a last line already taken whole (take_last_line) ends it: skipped
+    late_newline = 1 if state.unterminated and data[:1] == b"\n" else 0
+    lines, used = split_complete_lines(data[late_newline:], force=len(data) >= budget)
+    used += late_newline
     # `size` records the end of the bytes examined, so a read cut short by the budget goes on
     # next time while an unchanged file (with or without a pending partial line) is skipped.
     new_state = replace(advance(state, data[:used], len(lines), state.offset + len(data),
-                                got.inode), mtime=got.mtime)
+                                got.inode), mtime=got.mtime,
+                        unterminated=state.unterminated and not data)
     more = state.offset + len(data) < got.size
     return TailChunk(lines=lines, state=new_state, restarted=restarted, bytes_read=used,
                      first_line_no=state.line_no + 1, more=more, reason=reason,
@@ -500,13 +509,15 @@ class TailItem:
     finished job) reads on while bytes are waiting and budget is left; `window` asks for that
     many bytes before the offset too (warm-up after a restart); `must_exist`: a missing file is
     its error (FileMissing), not an empty chunk (a job that ran and ended has written its
-    log)."""
+    log); `last_line`: its writer has ended (a finished job's log): an unfinished last line is
+    read, even when the file looks unchanged, and is its last line (take_last_line)."""
 
     state: TailState
     budget: int
     drain: bool = False
     window: int = 0
     must_exist: bool = False
+    last_line: bool = False
 
 
 @dataclass
@@ -522,17 +533,43 @@ class TailOutcome:
     error: OSError | None = None
 
 
+def take_last_line(outcome: TailOutcome) -> TailOutcome:
+    """A file whose writer has ended (a finished job's log), read to its end: its unfinished
+    last line (no newline: a process killed mid-write, a last `print(..., end="")`, a last
+    progress bar, an error written without one) is its last line, consumed as the others.
+    Unchanged when bytes are still waiting (`more`: the end is not read yet), when the read
+    failed, or when the file ends with a newline. Consumed once: the state moves past it
+    (`unterminated`), so a later read gives it again neither whole nor as a newline arriving
+    late."""
+    if outcome.error is not None or outcome.more or not outcome.chunks:
+        return outcome
+    last = outcome.chunks[-1]
+    if not last.unfinished:
+        return outcome
+    text = last.unfinished.decode("utf-8", errors="replace").rstrip("\r")
+    state = replace(advance(last.state, last.unfinished, 1, last.state.size, last.state.inode),
+                    unterminated=True)
+    taken = replace(last, lines=[*last.lines, text], state=state,
+                    bytes_read=last.bytes_read + len(last.unfinished), unfinished=b"")
+    return replace(outcome, chunks=[*outcome.chunks[:-1], taken], state=state)
+
+
 def read_tails(items: Sequence[TailItem],
                read_batch: Callable[[list[ReadRequest]], Sequence[FileRead]],
                max_rounds: int = 2) -> list[TailOutcome]:
     """Read every item in at most `max_rounds` batches: the first reads them all; the next
     ones only files that must be read again from 0 (bytes before the offset changed) and
     finished jobs' logs with more waiting within their budget. What is still waiting then is
-    read next tick (`more`)."""
+    read next tick (`more`). A `last_line` item's unfinished last line, once its file is read
+    to its end, is its last line (take_last_line)."""
     outcomes = [TailOutcome(item.state) for item in items]
     budgets = [item.budget for item in items]
-    pending: dict[int, tuple[ReadRequest, str]] = {
-        i: (plan_read(item.state, item.budget, item.window), "") for i, item in enumerate(items)}
+    pending: dict[int, tuple[ReadRequest, str]] = {}
+    for i, item in enumerate(items):
+        req = plan_read(item.state, item.budget, item.window)
+        if item.last_line and item.state.size > item.state.offset:
+            req = replace(req, size=-1)  # its pending unfinished line is read again
+        pending[i] = (req, "")
     for _ in range(max_rounds):
         if not pending:
             break
@@ -566,7 +603,8 @@ def read_tails(items: Sequence[TailItem],
             if items[i].drain and chunk.more and chunk.bytes_read and budgets[i] > 0:
                 following[i] = (plan_read(chunk.state, budgets[i]), "")
         pending = following
-    return outcomes
+    return [take_last_line(out) if item.last_line else out
+            for item, out in zip(items, outcomes, strict=True)]
 
 
 __all__ = [
@@ -599,4 +637,5 @@ __all__ = [
     "read_tails",
     "restart_reason",
     "split_complete_lines",
+    "take_last_line",
 ]

@@ -14,7 +14,9 @@ SFTP gives no mtime) and the watcher judges a running job at `now + skew` on the
 so a silent log ages with the wall clock — also right after a restart, from the persisted
 mtime. An unfinished last line (a progress bar redrawn after carriage returns) is not fed;
 it is told to the series as of the file's mtime on that clock
-(`MetricSeries.unfinished_line`: its bar's count moving is activity).
+(`MetricSeries.unfinished_line`: its bar's count moving is activity). Once the job has ended
+and its log is read to its end, that line is its last line and is fed once
+(bot.core.tail.take_last_line).
 """
 
 from __future__ import annotations
@@ -164,7 +166,8 @@ class LogFollower:
                 window = min(state.offset, self.warmup_bytes) if restored else 0
                 planned.append((jw.job_id, FollowedFile(kind, path, state, restored)))
                 items.append(TailItem(state, self.max_bytes_per_job, drain, window,
-                                      must_exist=ended))
+                                      must_exist=ended,
+                                      last_line=ended and kind == "log"))
         reads = {jw.job_id: JobReads() for jw, _, _ in jobs}
         if not items:
             return reads
@@ -249,7 +252,8 @@ class LogFollower:
                 str(jw.job_id), followed.path, offset=state.offset, size=state.size,
                 line_no=state.line_no,
                 signature=json.dumps({"anchor": state.anchor, "mtime": state.mtime,
-                                      "inode": state.inode}),
+                                      "inode": state.inode,
+                                      "unterminated": state.unterminated}),
             )
         return state
 
@@ -264,7 +268,8 @@ class LogFollower:
             sig = {}
         return TailState(path=path, offset=saved.offset, size=saved.size,
                          line_no=saved.line_no, anchor=sig.get("anchor", ""),
-                         mtime=sig.get("mtime"), inode=sig.get("inode"))
+                         mtime=sig.get("mtime"), inode=sig.get("inode"),
+                         unterminated=bool(sig.get("unterminated", False)))
 
     def _warm_up(self, jw: JobWatch, state: TailState, window: bytes,
                  target: LogAnalysis | SamplerSeries) -> LogAnalysis | SamplerSeries:
@@ -272,6 +277,8 @@ class LogFollower:
         offset (a silent job is still judged against its last progress line)."""
         if not window:
             return target
+        if state.unterminated:  # it ends with the last line taken without its newline
+            window += b"\n"
         if len(window) < state.offset:  # the window starts inside a line: skip to the next
             cut = window.find(b"\n") + 1
             window = window[cut:] if cut else b""

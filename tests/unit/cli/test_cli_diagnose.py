@@ -169,6 +169,19 @@ def test_completed_log_exits_zero(capsys, tmp_path):
     assert code == 0 and json.loads(out)["class"] == "completed"
 
 
+def test_a_logs_last_line_without_newline_is_read(capsys, tmp_path):
+    """The process died writing its error: the file's last line has no newline; it is read
+    as the others and decides the class."""
+    log = tmp_path / "killed.log"
+    log.write_bytes(b"".join(b"iter=%d/100 loss=0.5\n" % i for i in range(1, 21))
+                    + b"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.")
+    code, out, _ = cli(capsys, str(log), "--state", "FAILED", "--exit-code", "1:0", "--json")
+    result = json.loads(out)
+    assert code == 1 and result["class"] == "cuda_oom"
+    assert {"line": 21, "text": "torch.OutOfMemoryError: CUDA out of memory. Tried to "
+            "allocate 2.00 GiB."} in result["evidence"]
+
+
 PROMPT_RUN = ("user@host:~/proj$ python train.py\nLoading config base.yaml\n"
               + "".join(f"iter={i}/1000 loss=0.5\n" for i in range(1, 21)) + "user@host:~/proj$ \n")
 START_UP_RUN = ("user@host:~/proj$ python train.py\nLoading config base.yaml\n"

@@ -170,6 +170,43 @@ def test_a_finished_jobs_log_is_drained_in_a_second_batch_within_its_budget():
     assert len(files.batches) == 3 and len(out.chunks) == 1 and out.more
 
 
+def _last_line_read(files: Files, state: TailState, budget: int = 1 << 20):
+    (out,) = read_tails([TailItem(state, budget, drain=True, last_line=True)], files.read)
+    return out
+
+
+def test_an_ended_writers_unfinished_last_line_is_read_once_a_late_newline_no_line():
+    """Read while written, the last line without newline waits; once its writer has ended it
+    is the file's last line, read again though the file looks unchanged, then never again:
+    not on a later read, and a newline arriving late is no line of its own."""
+    files = Files()
+    files.write("/log", b"iter 1\nRuntimeError: CUDA out of memory.")
+    running = follow(files, TailState("/log"))
+    assert running.chunks[-1].lines == ["iter 1"]
+    assert running.chunks[-1].unfinished == b"RuntimeError: CUDA out of memory."
+    ended = _last_line_read(files, running.state)
+    assert [c.lines for c in ended.chunks] == [["RuntimeError: CUDA out of memory."]]
+    assert ended.state.line_no == 2 and ended.chunks[-1].unfinished == b""
+    again = _last_line_read(files, ended.state)
+    assert [c.lines for c in again.chunks] == [[]]
+    files.write("/log", files.content["/log"] + b"\n")
+    late = _last_line_read(files, again.state)
+    assert [c.lines for c in late.chunks] == [[]] and late.state.line_no == 2
+    files.write("/log", files.content["/log"] + b"epilogue\n")
+    after = _last_line_read(files, late.state)
+    assert [c.lines for c in after.chunks] == [["epilogue"]] and after.state.line_no == 3
+
+
+def test_a_last_line_is_not_taken_while_bytes_beyond_the_budget_wait():
+    files = Files()
+    files.write("/log", b"".join(b"line %02d\n" % i for i in range(100)) + b"Killed")  # 8 B
+    out = _last_line_read(files, TailState("/log"), budget=400)
+    assert out.more and all("Killed" not in line for c in out.chunks for line in c.lines)
+    while out.more:
+        out = _last_line_read(files, out.state, budget=400)
+    assert out.chunks[-1].lines[-1] == "Killed" and out.state.line_no == 101
+
+
 def test_a_warm_up_window_comes_with_the_new_bytes_when_the_file_is_the_same():
     files = Files()
     files.write("/log", b"old 1\nold 2\nnew\n")

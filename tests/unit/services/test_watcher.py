@@ -777,6 +777,41 @@ def test_finished_job_with_a_big_unread_log_is_diagnosed_only_when_caught_up(env
     assert sink.events[0].diagnosis.metrics.last_iter == 3470
 
 
+OOM_NO_NEWLINE = (b"torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB. GPU 0 "
+                  b"has a total capacity of 79.15 GiB of which 1.06 GiB is free.")
+
+
+def test_a_finished_jobs_last_line_without_newline_decides_its_class_once(env):
+    """The process died writing PyTorch's out-of-memory error, no newline after it. While the
+    job runs that line is not read (more of it may come); once Slurm says it FAILED, the log
+    read to its end, it is the log's line 21 and the incident is a CUDA OOM. The first post
+    fails; the newline arriving late before the retry is no line of its own: the retry tells
+    the same incident, from one line 21."""
+    store, slurm, sftp, sink = env
+    add_job(store, 7)
+    slurm.records[7] = running(7)
+    w = make_watcher(store, slurm, sftp, sink)
+    sftp.clock = T0 + 90
+    sftp.append(LOG, _progress_lines(100, 20, T0 + 1) + OOM_NO_NEWLINE)
+    w.tick(T0 + 91)
+    jw = w._jobs[7]
+    assert sink.events == [] and jw.analysis.lines == 20
+    assert jw.diagnosis is None or jw.diagnosis.class_id != "cuda_oom"
+    slurm.records[7] = replace(running(7), state="FAILED", exit_code=1, signal=0,
+                               end_time=T0 + 95)
+    sink.fail_next = 1
+    w.tick(T0 + 150)
+    assert sink.events == [] and jw.analysis.lines == 21
+    sftp.clock = T0 + 160
+    sftp.append(LOG, b"\n")
+    w.tick(T0 + 210)
+    [incident] = sink.events
+    assert incident.kind == "incident" and incident.diagnosis.class_id == "cuda_oom"
+    assert [(e.line, e.text) for e in incident.diagnosis.evidence if "OutOfMemory" in e.text] \
+        == [(21, OOM_NO_NEWLINE.decode())]
+    assert jw.analysis.lines == 21 and present(jw.log).line_no == 21
+
+
 def test_a_log_read_whose_channel_closed_is_retried_next_tick_not_judged(env, caplog):
     """The batched read's channel closed before its end (ChannelClosed from the runner's
     exchange): the finished job is neither diagnosed on what was read nor dropped; the next
