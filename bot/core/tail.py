@@ -14,6 +14,7 @@ from bot.core.text import N_, Text
 
 ANCHOR_BYTES = 64
 DEFAULT_MAX_BYTES = 1 << 20
+QUOTED_CHARS = 40  # how much of an answer a FramingError quotes
 
 # What the login node says of one file (the frame's status word).
 READ = "read"  # bytes from `start`: the window asked for before the offset, then new bytes
@@ -232,11 +233,11 @@ def parse_frames(out: bytes, count: int) -> Answers:
                 at = headed + 1 if kind in (b"F", b"G") else _first_unread(deferred, shares,
                                                                            members)
                 break
-            raise FramingError(f"no frame header at byte {pos}: {out[pos:pos + 40]!r}")
+            raise FramingError(f"no frame header at byte {pos}: {_quoted(out, pos)}")
         if kind == b"F":
             head = _HEADER.match(out, pos)
             if head is None:
-                raise FramingError(f"bad frame header at byte {pos}: {out[pos:pos + 60]!r}")
+                raise FramingError(f"bad frame header at byte {pos}: {_quoted(out, pos)}")
             index = _next_index(head, headed, count)
             headed = index
             status = head.group(2).decode()
@@ -250,7 +251,8 @@ def parse_frames(out: bytes, count: int) -> Answers:
                 raise FramingError(f"frame {index}: no trailer after its {length} bytes")
             got, rc = int(tail.group(2)), int(tail.group(3))
             if int(tail.group(1)) != index or got > length:
-                raise FramingError(f"frame {index}: trailer {tail.group(0)!r} does not match")
+                raise FramingError(f"frame {index}: trailer {_quoted(tail.group(0), 0)} "
+                                   "does not match")
             pos = tail.end()
             if status == MISSING:
                 results[index - 1] = FileRead(MISSING)
@@ -265,7 +267,7 @@ def parse_frames(out: bytes, count: int) -> Answers:
         elif kind == b"G":
             head = _DEFERRED.match(out, pos)
             if head is None:
-                raise FramingError(f"bad deferred header at byte {pos}: {out[pos:pos + 60]!r}")
+                raise FramingError(f"bad deferred header at byte {pos}: {_quoted(out, pos)}")
             index = _next_index(head, headed, count)
             headed = index
             size, mtime, inode, start, length, bucket = (int(head.group(i)) for i in range(3, 9))
@@ -277,7 +279,7 @@ def parse_frames(out: bytes, count: int) -> Answers:
         elif kind == b"B":
             head = _BUCKET.match(out, pos)
             if head is None:
-                raise FramingError(f"bad bucket header at byte {pos}: {out[pos:pos + 60]!r}")
+                raise FramingError(f"bad bucket header at byte {pos}: {_quoted(out, pos)}")
             bucket, n, total = (int(head.group(i)) for i in range(1, 4))
             lengths = [min(bucket, deferred[i][1]) for i in members.get(bucket, ())]
             if bucket in shares or len(lengths) != n or total != sum(lengths):
@@ -293,13 +295,14 @@ def parse_frames(out: bytes, count: int) -> Answers:
                 raise FramingError(f"bucket {bucket}: no trailer after its {total} bytes")
             got, rc = int(tail.group(2)), int(tail.group(3))
             if int(tail.group(1)) != bucket or got > total:
-                raise FramingError(f"bucket {bucket}: trailer {tail.group(0)!r} does not match")
+                raise FramingError(f"bucket {bucket}: trailer {_quoted(tail.group(0), 0)} "
+                                   "does not match")
             shares[bucket] = out[body:body + total] if got == total and rc == 0 else None
             pos = tail.end()
         elif kind == b"S":
             head = _POST.match(out, pos)
             if head is None or post is not None:
-                raise FramingError(f"bad stat part at byte {pos}: {out[pos:pos + 60]!r}")
+                raise FramingError(f"bad stat part at byte {pos}: {_quoted(out, pos)}")
             length = int(head.group(2))
             if len(out) < head.end() + length + 1:
                 at = min(deferred) if deferred else None
@@ -309,7 +312,7 @@ def parse_frames(out: bytes, count: int) -> Answers:
             post, post_sep = out[head.end():head.end() + length], head.group(1)
             pos = head.end() + length + 1
         else:
-            raise FramingError(f"unexpected byte at {pos}: {out[pos:pos + 40]!r}")
+            raise FramingError(f"unexpected byte at {pos}: {_quoted(out, pos)}")
     if at is None and headed < count:  # ended between two answers
         at = headed + 1
     if at is None and deferred and (post is None or set(shares) != set(members)):
@@ -319,6 +322,17 @@ def parse_frames(out: bytes, count: int) -> Answers:
     if deferred:
         _resolve(results, deferred, members, shares, post or b"", post_sep)
     return Answers(results)
+
+
+def _quoted(out: bytes, start: int) -> str:
+    """`out` from byte `start` on as a FramingError quotes it for a person (the text of a
+    shell greeting that came before the frames): decoded (bytes that are not UTF-8
+    replaced), in quotes with its control characters escaped (`\\n`), cut after
+    QUOTED_CHARS characters with a `…` after the quotes; never a bytes repr (`b'…'`)."""
+    raw = out[start:start + 4 * QUOTED_CHARS]  # a UTF-8 character is 4 bytes at most
+    text = raw.decode("utf-8", "replace")
+    cut = len(text) > QUOTED_CHARS or start + len(raw) < len(out)
+    return repr(text[:QUOTED_CHARS]) + ("…" if cut else "")
 
 
 def _next_index(head: re.Match[bytes], headed: int, count: int) -> int:

@@ -84,3 +84,20 @@ def test_without_a_cluster_name_the_login_node_is_said_in_the_users_language() -
         reader.read([ReadRequest(LOG)])
     assert str(err.value).startswith("reading files on the login node: ")
     assert korean(err.value).startswith("로그인 노드에서 파일을 읽는 중: ")
+
+
+def test_a_greeting_is_quoted_as_its_text_escaped_and_cut_short_never_as_bytes() -> None:
+    """A motd in colour (ANSI escapes), in Korean, with a byte that is not UTF-8 and a long
+    second line: the error quotes its first 40 characters as text, control characters
+    escaped, a `…` saying more followed; not Python's b'\\x1b[1m\\xec\\x95…' bytes repr."""
+    greeting = ("\x1b[1m안녕하세요, gpu-a\x1b[0m\n".encode() +
+                b"\xff Last login: Sun Dec  6 09:00:00 2026 from 10.0.0.7\n")
+    err = failure(Exchange(greeting, b"", 0))
+    quoted = r"'\x1b[1m안녕하세요, gpu-a\x1b[0m\n� Last login: Sun D'…"
+    said = str(err)
+    assert said.startswith("reading files on gpu-a: the answer is not the read script's "
+                           f"(unexpected byte at 0: {quoted}; its error output: no message)"), said
+    ko = korean(err)
+    assert ko.startswith("gpu-a에서 파일을 읽는 중: 응답이 읽기 스크립트의 것이 아닙니다 "
+                         f"(unexpected byte at 0: {quoted}; 오류 출력: 메시지 없음)"), ko
+    assert "b'" not in said + ko and "\x1b" not in said + ko
