@@ -464,9 +464,14 @@ class TailStep:
 
 
 def apply_read(state: TailState, req: ReadRequest, got: FileRead, *,
-               must_exist: bool = False) -> TailStep:
+               full_read: int, must_exist: bool = False) -> TailStep:
     """What one answer means for the tail at `state` (asked with `req`). Raises
-    FileReadFailed for a failed read, and FileMissing for a missing file that `must_exist`."""
+    FileReadFailed for a failed read, and FileMissing for a missing file that `must_exist`.
+
+    `full_read` is the most one read of the file gives (its whole budget): that many bytes
+    holding no newline are a line longer than any read, cut there so the tail goes on. Fewer
+    (a drain's read on the budget left, `req.budget` smaller) ending mid-line leave that line
+    whole for the next read."""
     if got.status == FAILED:
         raise FileReadFailed(state.path, got.error)
     if got.status == MISSING and must_exist:
@@ -484,7 +489,7 @@ def apply_read(state: TailState, req: ReadRequest, got: FileRead, *,
         return TailStep(TailChunk([], state, False, 0, state.line_no + 1))
     if got.status == NEW:
         why = restart_reason(state, got.size, got.inode) or f"{state.path} is a new file"
-        return TailStep(_chunk(fresh(state), got.data, got, req.budget, True, why))
+        return TailStep(_chunk(fresh(state), got.data, got, full_read, True, why))
     if got.start != req.offset - req.back:
         raise FramingError(f"{state.path}: read from {got.start}, asked from "
                            f"{req.offset - req.back}")
@@ -494,14 +499,14 @@ def apply_read(state: TailState, req: ReadRequest, got: FileRead, *,
         # Rewritten in place or replaced by a file at least as long: start over.
         return TailStep(None, reason=f"{state.path} was rewritten or replaced "
                                      "(bytes before offset changed)")
-    return TailStep(_chunk(state, data, got, req.budget, False, ""), window=window)
+    return TailStep(_chunk(state, data, got, full_read, False, ""), window=window)
 
 
-def _chunk(state: TailState, data: bytes, got: FileRead, budget: int, restarted: bool,
+def _chunk(state: TailState, data: bytes, got: FileRead, cut_at: int, restarted: bool,
            reason: str) -> TailChunk:
     # the late newline of a last line already taken whole (take_last_line) ends it: skipped
     late_newline = 1 if state.unterminated and data[:1] == b"\n" else 0
-    lines, used = split_complete_lines(data[late_newline:], force=len(data) >= budget)
+    lines, used = split_complete_lines(data[late_newline:], force=len(data) >= cut_at)
     used += late_newline
     # `size` records the end of the bytes examined, so a read cut short by the budget goes on
     # next time while an unchanged file (with or without a pending partial line) is skipped.
@@ -598,7 +603,8 @@ def read_tails(items: Sequence[TailItem],
                 following[i] = (replace(req, exact=True), restart_why)
                 continue
             try:
-                step = apply_read(out.state, req, got, must_exist=items[i].must_exist)
+                step = apply_read(out.state, req, got, full_read=items[i].budget,
+                                  must_exist=items[i].must_exist)
             except FileReadFailed as exc:
                 out.error = exc
                 continue

@@ -224,7 +224,7 @@ class _FollowedLog:
         req = plan_read(self.state, 1 << 20)
         start = req.offset - req.back
         got = FileRead(READ, len(self.data), int(at), 1, start, bytes(self.data[start:]))
-        chunk = apply_read(self.state, req, got).chunk
+        chunk = apply_read(self.state, req, got, full_read=req.budget).chunk
         assert chunk is not None
         self.series.feed_lines(chunk.lines, chunk.first_line_no)
         self.state = chunk.state

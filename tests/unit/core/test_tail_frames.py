@@ -115,18 +115,18 @@ def follow(files: Files, state: TailState, budget: int = 1 << 20, drain: bool = 
 
 
 @settings(max_examples=150)
-@given(st.lists(data, min_size=1, max_size=12), st.integers(1, 64))
-def test_appends_read_in_any_pieces_give_the_same_lines(pieces, budget):
-    """Whatever the pieces and the budget, the lines read are the file's lines, each once,
-    (a line longer than the budget is cut at it, never stalls) and the offset ends at the
-    last newline."""
+@given(st.lists(data, min_size=1, max_size=12), st.integers(1, 64), st.booleans())
+def test_appends_read_in_any_pieces_give_the_same_lines(pieces, budget, drain):
+    """Whatever the pieces, the budget and a drain's second read (on the budget left), the
+    lines read are the file's lines, each once and whole (a line longer than the budget is
+    cut at it, never stalls) and the offset ends at the last newline."""
     files, state, got = Files(), TailState("/log"), []
     whole = b""
     for piece in pieces:
         whole += piece
         files.write("/log", whole)
         for _ in range(len(whole) + 2):
-            out = follow(files, state, budget)
+            out = follow(files, state, budget, drain)
             for chunk in out.chunks:
                 got.extend(chunk.lines)
             state = out.state
@@ -168,6 +168,49 @@ def test_a_finished_jobs_log_is_drained_in_a_second_batch_within_its_budget():
     assert sum(c.bytes_read for c in out.chunks) <= 400 and out.more
     out = follow(files, TailState("/log"), budget=400, drain=False)
     assert len(files.batches) == 3 and len(out.chunks) == 1 and out.more
+
+
+def test_a_drains_second_read_ending_mid_line_leaves_that_line_whole_for_the_next_tick():
+    """The first read stops 2 bytes short of the budget, after `line 50`; the second one,
+    on those 2 bytes, reads `li` of `line 51`: that is no line, it is read whole next tick."""
+    files = Files()
+    files.write("/log", b"".join(b"line %d\n" % i for i in range(100)) + b"Killed")
+    out = follow(files, TailState("/log"), budget=400, drain=True)
+    assert [c.lines for c in out.chunks] == [[f"line {i}" for i in range(51)], []]
+    assert out.more and out.state.line_no == 51
+    out = follow(files, out.state, budget=400, drain=True)
+    assert out.chunks[0].lines[0] == "line 51" and out.chunks[0].first_line_no == 52
+
+
+def test_ticks_whose_leftover_budget_ends_mid_line_give_each_line_whole_once():
+    """A finished job's log read over ticks, each draining on the budget left after its first
+    read: that leftover ends inside `line 51` on the first tick and inside the error line on
+    the second; every line, the error line included, comes whole, once, numbered in order."""
+    error = "torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB."
+    files = Files()
+    files.write("/log", b"".join(b"line %d\n" % i for i in range(100)) + error.encode())
+    state, got = TailState("/log"), []
+    for _ in range(5):
+        out = _last_line_read(files, state, budget=400)
+        got += [(c.first_line_no + k, line) for c in out.chunks for k, line in enumerate(c.lines)]
+        state = out.state
+        if not out.more:
+            break
+    assert got == list(enumerate([f"line {i}" for i in range(100)] + [error], 1))
+    assert state.line_no == 101 and not out.more
+
+
+def test_a_line_longer_than_the_budget_is_cut_at_it_when_drained():
+    """A line longer than a whole read is cut at the budget, so the tail goes on past it."""
+    files = Files()
+    files.write("/log", b"a\n" + b"x" * 1000 + b"\nb\n")
+    state, got = TailState("/log"), []
+    for _ in range(6):
+        out = follow(files, state, budget=400, drain=True)
+        got += [line for c in out.chunks for line in c.lines]
+        state = out.state
+    assert "".join(got) == "a" + "x" * 1000 + "b" and got[0] == "a" and got[-1] == "b"
+    assert state.offset == 1005
 
 
 def _last_line_read(files: Files, state: TailState, budget: int = 1 << 20):
