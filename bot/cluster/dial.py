@@ -96,6 +96,16 @@ def connect_within(client: paramiko.SSHClient, budget: float, **kwargs: Any) -> 
         raise TimeoutError(f"not connected within {budget:g} s")
 
 
+class NameNotResolved(TimeoutError):
+    """A connection given up while the host's name was still being looked up: the name
+    (`host`) had no answer by the connection's deadline. Its text (the host, and the hung
+    lookups when there were no slot) is for the log; ssh.py says it to a person."""
+
+    def __init__(self, host: str, text: str) -> None:
+        super().__init__(text)
+        self.host = host
+
+
 class _Lookup:
     """One `socket.getaddrinfo` under way on its own thread, begun at the monotonic time
     `started`; its answer (or error) once `ended`. `stale`: a connection to its name failed
@@ -180,7 +190,7 @@ def resolve_within(host: str, port: int, ends: float) -> list[tuple[Any, ...]]:
                 if lookup is None:
                     raise _no_slot(key)
                 _went_stale(key)  # given up: the next connection looks the name up again
-                raise TimeoutError(f"{host} was not resolved in time")
+                raise NameNotResolved(host, f"{host} was not resolved in time")
             _lookups_changed.wait(left)
     if lookup.error is not None:
         raise _own_copy(lookup.error)
@@ -203,7 +213,7 @@ def _joined_or_begun(key: tuple[str, int]) -> _Lookup | None:
     return lookup
 
 
-def _no_slot(key: tuple[str, int]) -> TimeoutError:
+def _no_slot(key: tuple[str, int]) -> NameNotResolved:
     """A connection to `key` given up, `_lookups_lock` held, while its LOOKUPS_PER_NAME
     lookups under way, all stale, still hang: said as a failure (as a connection given up
     on its lookup is), and its error, naming the host and how long those lookups have been
@@ -211,9 +221,9 @@ def _no_slot(key: tuple[str, int]) -> TimeoutError:
     now = time.monotonic()
     _went_stale(key)
     ages = " and ".join(f"{now - x.started:.1f} s" for x in _lookups[key])
-    return TimeoutError(f"{key[0]} was not resolved in time: its {len(_lookups[key])} lookups "
-                        f"under way, begun {ages} ago before its last failed connection, "
-                        "still hang")
+    return NameNotResolved(key[0], f"{key[0]} was not resolved in time: its "
+                           f"{len(_lookups[key])} lookups under way, begun {ages} ago before "
+                           "its last failed connection, still hang")
 
 
 def _look_up(key: tuple[str, int], lookup: _Lookup) -> None:

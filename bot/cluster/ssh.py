@@ -36,7 +36,7 @@ from paramiko.common import cMSG_CHANNEL_REQUEST
 
 from bot.cluster.channels import wait_channel
 from bot.cluster.command_line import ENV_NOT_RECEIVED, build_command, env_stdin
-from bot.cluster.dial import connect_within, connection_failed
+from bot.cluster.dial import NameNotResolved, connect_within, connection_failed
 from bot.cluster.endpoint import (
     Endpoint,
     SSHSettings,
@@ -323,6 +323,13 @@ class SSHRunner:
                 "ssh authentication failed for user %(user)r at %(where)s with %(tried)s: "
                 "%(error)s. Check that the public key is in that user's authorized_keys.",
                 user=user, where=where, tried=tried, error=str(exc))) from exc
+        except NameNotResolved as exc:
+            client.close()
+            raise ClusterUnavailable(N_(
+                "ssh to %(where)s timed out after %(timeout)s s: the name %(host)s was not "
+                "resolved in time. Check the DNS servers of the bot's host (/etc/resolv.conf), "
+                "or give the host's address instead of its name.",
+                where=where, timeout=f"{timeout:g}", host=exc.host)) from exc
         except TimeoutError as exc:
             client.close()
             raise ClusterUnavailable(N_(

@@ -1,6 +1,6 @@
 """A connection's DNS lookup counts against its connect_timeout (bot.cluster.dial.connect_within):
 a resolver that hangs on the login node's name, or on the jump host's, fails the connection
-with the usual timed-out error naming that host within the deadline, and the name (not the
+with an error naming that host's name as not resolved within the deadline, and the name (not the
 address it resolved to) is what known_hosts is checked against.
 
 The resolver is injected: socket.getaddrinfo, which paramiko and trainbot both call, stalls on
@@ -26,6 +26,8 @@ from support.sftp_peer import Peer, serve_peer
 from bot.cluster import dial
 from bot.cluster.errors import ClusterUnavailable, HostKeyRejected
 from bot.cluster.ssh import SSHRunner, SSHSettings
+from bot.core.text import render_text
+from bot.slack.render import translator
 
 LOGIN = "login.cluster.example"
 BASTION = "bastion.cluster.example"
@@ -112,8 +114,7 @@ def test_a_hung_lookup_of_the_login_node_ends_at_connect_timeout(
     runner = SSHRunner(SSHSettings(host=LOGIN, user="u", known_hosts="/nonexistent",
                                    connect_timeout=0.5))
     message, took = _fails_within(runner)
-    assert message == (f"ssh to u@{LOGIN}:22 timed out after 0.5 s; is the host up and "
-                       "reachable?")
+    assert message == _not_resolved(f"u@{LOGIN}:22", LOGIN, "0.5")
     # Each of the two session attempts' connections: 0.5 s each at most. Before, the first
     # waited for the resolver (STALL_S here; a dead DNS server's timeouts and retries).
     assert took < runner.deadlines().connect_at_most_s + 1.0 < STALL_S
@@ -126,8 +127,7 @@ def test_a_hung_lookup_of_the_jump_host_ends_at_connect_timeout_naming_it(
     runner = SSHRunner(SSHSettings(host=LOGIN, user="u", known_hosts="/nonexistent",
                                    proxy_jump=f"jumper@{BASTION}:2222", connect_timeout=0.5))
     message, took = _fails_within(runner)
-    assert message == (f"ssh to jumper@{BASTION}:2222 timed out after 0.5 s; is the host up "
-                       "and reachable?")
+    assert message == _not_resolved(f"jumper@{BASTION}:2222", BASTION, "0.5")
     assert took < runner.deadlines().connect_at_most_s + 1.0 < STALL_S
     assert resolver["asked"] == [BASTION]  # the jump host looks the login node up
 
@@ -157,8 +157,7 @@ def test_a_hung_lookup_is_waited_for_not_started_again_by_each_connection(
                                    connect_timeout=0.2))
     for _ in range(3):
         message, _took = _fails_within(runner)
-        assert message == (f"ssh to u@{LOGIN}:22 timed out after 0.2 s; is the host up and "
-                           "reachable?")
+        assert message == _not_resolved(f"u@{LOGIN}:22", LOGIN, "0.2")
     threads = _resolvers(LOGIN)
     assert len(threads) == dial.LOOKUPS_PER_NAME == 2
     assert all(t.daemon for t in threads)
@@ -202,6 +201,14 @@ def _resolve_or_error(host: str, within_s: float) -> Any:
 def peer(tmp_path: Path) -> Iterator[Peer]:
     with serve_peer(tmp_path, sftp_timeout=5) as p:
         yield p
+
+
+def _not_resolved(where: str, host: str, timeout: str) -> str:
+    """What a person reads when a connection to `where` gave up on the lookup of `host`'s
+    name (the login node's, or the jump host's on the way)."""
+    return (f"ssh to {where} timed out after {timeout} s: the name {host} was not resolved in "
+            "time. Check the DNS servers of the bot's host (/etc/resolv.conf), or give the "
+            "host's address instead of its name.")
 
 
 def _known_hosts(peer: Peer, tmp_path: Path, name: str) -> str:
@@ -251,8 +258,9 @@ def test_a_reconnect_after_a_hung_lookup_does_not_wait_for_it_once_the_resolver_
                      connect_timeout=0.5) as runner:
         with pytest.raises(ClusterUnavailable) as err:
             runner.connect()
-        assert str(err.value) == (f"ssh to tester@{LOGIN}:{peer.port} timed out after 0.5 s; "
-                                  "is the host up and reachable?")
+        assert str(err.value) == _not_resolved(f"tester@{LOGIN}:{peer.port}", LOGIN, "0.5")
+        ko = render_text(err.value.text, translator("ko").gettext)
+        assert LOGIN in ko and "/etc/resolv.conf" in ko and "0.5초" in ko
         resolver["names"][LOGIN] = "127.0.0.1"  # answered again; the first lookup still hangs
         started = time.monotonic()
         runner.connect()
@@ -388,8 +396,7 @@ def test_a_connection_whose_lookup_another_gave_up_looks_again_and_connects_at_o
         resolver["names"][LOGIN] = "127.0.0.1"  # answered again; the first lookup still hangs
         with pytest.raises(ClusterUnavailable) as err:
             hasty.connect()  # joins the hung lookup, and gives up on it at 0.2 s
-        assert str(err.value) == (f"ssh to tester@{LOGIN}:{peer.port} timed out after 0.2 s; "
-                                  "is the host up and reachable?")
+        assert str(err.value) == _not_resolved(f"tester@{LOGIN}:{peer.port}", LOGIN, "0.2")
         connecting.join(2.0)
         assert out == [None]
         assert patient.is_connected
@@ -434,8 +441,7 @@ def test_a_third_connection_after_two_hung_lookups_connects_once_one_of_them_end
         for _ in range(2):
             with pytest.raises(ClusterUnavailable) as err:
                 hasty.connect()
-            assert str(err.value) == (f"ssh to tester@{LOGIN}:{peer.port} timed out after "
-                                      "0.2 s; is the host up and reachable?")
+            assert str(err.value) == _not_resolved(f"tester@{LOGIN}:{peer.port}", LOGIN, "0.2")
     _until(lambda: len(resolver["held"]) == 2)
     resolver["names"][LOGIN] = "127.0.0.1"  # answered again; the two lookups still hang
     with peer.runner(host=LOGIN, known_hosts=known_hosts, connect_timeout=5) as runner:
@@ -454,7 +460,7 @@ def test_a_connection_waiting_for_a_slot_gives_up_at_its_connect_timeout(
         resolver: dict[str, Any], peer: Peer, tmp_path: Path) -> None:
     """Both lookups of the login node's name under way began before its last failure and
     still hang: a connection waits for one to end until its own connect_timeout, then fails
-    with the usual timed-out error, its cause naming the host and the hung lookups, and
+    with the name-not-resolved error, its cause naming the host and the hung lookups, and
     without a third lookup. Before, it joined the newer hung lookup."""
     resolver["names"][LOGIN] = ("held", None)
     known_hosts = _known_hosts(peer, tmp_path, LOGIN)
@@ -467,8 +473,7 @@ def test_a_connection_waiting_for_a_slot_gives_up_at_its_connect_timeout(
         with pytest.raises(ClusterUnavailable) as err:
             runner.connect()
         took = time.monotonic() - started
-    assert str(err.value) == (f"ssh to tester@{LOGIN}:{peer.port} timed out after 0.2 s; is "
-                              "the host up and reachable?")
+    assert str(err.value) == _not_resolved(f"tester@{LOGIN}:{peer.port}", LOGIN, "0.2")
     assert 0.2 <= took < 1.0
     assert re.fullmatch(
         rf"{LOGIN} was not resolved in time: its 2 lookups under way, begun [0-9.]+ s and "
