@@ -5,15 +5,17 @@ root (`open_thread`, rewritten in place as attempts change by `refresh_root`) an
 (`thread_message`, `thread_note`, `post_safely`), each once by its key.
 
 Every thread note, of whatever kind (the watcher's notes, a cluster's outage notice and its
-end, a settled cancel's note, `thread_note`'s), is tried through `say_note`: the one place
-that decides (bot.core.backoff.after_try) whether it is posted, tried again later (with a
-backoff) or given up, and logs it.
+end, a settled cancel's note, `thread_note`'s), and every reply the watcher posts for an
+event (an incident, a stall prompt, a completed run's ✅ line), is tried through
+`say_in_thread` (a note's through `say_note`): the one place that decides
+(bot.core.backoff.after_try) whether it is posted, tried again later (with a backoff) or
+given up, and logs it.
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any, Literal
 
 from bot.config import Config
@@ -173,9 +175,24 @@ def _say_kept(ctx: BotContext, note: Incident) -> bool:
 def say_note(ctx: BotContext, chain_id: int, key: str, text: str, tries: Backoffs, *,
              what: str = "note") -> Said:
     """Post the note `text` (trainbot's mrkdwn in the thread's language, through the note
-    template) once (by key) in the chain's thread, unless its backoff in `tries` (the
-    caller's, one per key across its chances) says to skip this chance; and decide, for
-    every kind of note alike (bot.core.backoff.after_try), what is left to do:
+    template) once (by key) in the chain's thread, through `say_in_thread`."""
+    return say_in_thread(ctx, chain_id, key, text, tries,
+                         lambda: note_message(ctx, chain_id, text), what=what)
+
+
+def note_message(ctx: BotContext, chain_id: int, text: str) -> tuple[Blocks, str]:
+    """The note template with `text` (trainbot's mrkdwn), in the chain's recipe's language."""
+    return render(ctx, "note", _chain_recipe(ctx, chain_id), {"text": text})
+
+
+def say_in_thread(ctx: BotContext, chain_id: int, key: str, words: str, tries: Backoffs,
+                  message: Callable[[], tuple[Blocks, str]], *, what: str) -> Said:
+    """Post the reply `message()` builds (its blocks and fallback text; `words`: what it
+    says, for the log) once (by key) in the chain's thread, unless its backoff in `tries`
+    (the caller's, one per key across its chances) says to skip this chance; `message` is
+    called only when the post is tried (the thread there), so what it creates (an approval
+    prompt's token) is not made for a post that waits for its thread. Decide, for every
+    kind of reply alike (bot.core.backoff.after_try), what is left to do:
     - "deferred": not tried this time (Slack is not called);
     - "posted": the thread has it;
     - "later": not posted, tried again once its backoff allows: a transient failure (a 5xx,
@@ -186,10 +203,10 @@ def say_note(ctx: BotContext, chain_id: int, key: str, text: str, tries: Backoff
     - "given_up": never tried again: Slack rejected the message itself (MessageRefused:
       msg_too_long, invalid_blocks …, which no later try changes), or still no thread after
       THREADLESS_TRIES tries.
-    Logged here, for every kind (`what` names it: "note", "notice" …): a failure series
-    once, at its first try, naming the run, the channel, the thread and Slack's error (its
-    later tries at debug); and once when it ends: posted after failures, or given up (with
-    its reason and the note's words, for whoever reads the log)."""
+    Logged here, for every kind (`what` names it: "note", "notice", "incident" …): a
+    failure series once, at its first try, naming the run, the channel, the thread and
+    Slack's error (its later tries at debug); and once when it ends: posted after failures,
+    or given up (with its reason and its `words`, for whoever reads the log)."""
     if not tries.due(key):
         log.debug("%s: not tried this time (Slack did not take it lately)", key)
         return "deferred"
@@ -198,7 +215,7 @@ def say_note(ctx: BotContext, chain_id: int, key: str, text: str, tries: Backoff
     threaded = has_thread(ctx, chain_id)
     root = ctx.store.slack_posts.get(root_key(chain_id)) if threaded else None
     where = f"in {root.channel} (thread {root.ts})" if root is not None else "(no thread)"
-    error = _post_note(ctx, chain_id, key, text) if threaded else None
+    error = _post_reply(ctx, chain_id, key, *message()) if threaded else None
     fate: Fate = post_fate(error) if threaded else "threadless"
     after = after_try(tries, key, fate)
     if after.outcome == "posted":
@@ -209,11 +226,11 @@ def say_note(ctx: BotContext, chain_id: int, key: str, text: str, tries: Backoff
     if after.outcome == "given_up":
         if fate == "rejected":
             log.warning("%s: Slack refused the %s %s itself %s (%s): given up, not tried "
-                        "again; it said: %s", run, what, key, where, error, text)
+                        "again; it said: %s", run, what, key, where, error, words)
         else:
             log.warning("%s: the %s %s is given up after %d tries: its run has no thread (its "
                         "root message was never posted); it said: %s", run, what, key,
-                        after.failed, text)
+                        after.failed, words)
         return "given_up"
     level = logging.WARNING if after.first_failure else logging.DEBUG
     if fate == "threadless":
@@ -232,12 +249,11 @@ def say_note(ctx: BotContext, chain_id: int, key: str, text: str, tries: Backoff
     return "later"
 
 
-def _post_note(ctx: BotContext, chain_id: int, key: str, text: str) -> PostError | None:
-    """Render `text` through the note template in the chain's recipe's language and post it
-    once (by key) in the thread of `chain_id`, which has one (`has_thread`): None once it is
-    there, else the chat's refusal (`say_note` reads it)."""
+def _post_reply(ctx: BotContext, chain_id: int, key: str, blocks: Blocks,
+                fallback: str) -> PostError | None:
+    """Post `blocks` once (by key) in the thread of `chain_id`, which has one (`has_thread`):
+    None once it is there, else the chat's refusal (`say_in_thread` reads it)."""
     assert ctx.sink is not None
-    blocks, fallback = render(ctx, "note", _chain_recipe(ctx, chain_id), {"text": text})
     try:
         ctx.sink.post_reply(chain_id, key, blocks, fallback)
     except PostError as exc:
@@ -246,7 +262,7 @@ def _post_note(ctx: BotContext, chain_id: int, key: str, text: str) -> PostError
 
 
 def post_fate(error: PostError | None) -> Fate:
-    """What became of a post (`_post_note`'s answer) as bot.core.backoff reads it: taken
+    """What became of a post (`_post_reply`'s answer) as bot.core.backoff reads it: taken
     (None); rejected (MessageRefused: the message itself); refused (PostRefused, or its
     lookup refused: the bot out of the channel, the channel gone or archived, a scope
     missing); else failed (transient: a 5xx, a rate limit outlasting the client's

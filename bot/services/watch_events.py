@@ -32,7 +32,11 @@ moved (`progress_changed`: its progress at most once every persist_every_s), the
 root message is rewritten from the store (state, attempts,
 iterations, retries), so the top of the thread always tells where the run stands.
 Every post goes through `ctx.sink` (the Slack poster), which is idempotent by key, so a
-re-publish after a crash posts nothing twice.
+re-publish after a crash posts nothing twice. Every reply above (note, incident, stall
+prompt, ✅ line) is tried through bot.services.threads.say_in_thread (`_post`): one whose run
+has no thread yet, or that Slack did not take, stays `pending` in the outbox and is published
+again (backing off), its message built only when it is tried, so its approval prompt is asked
+once, in the thread that shows it.
 
 A stall warning also starts the collection of the job's Python stacks (`forensics`,
 bot.services.stacks.Forensics): in the background, so publishing (and the tick) never waits
@@ -58,7 +62,7 @@ from __future__ import annotations
 
 import logging
 from collections import OrderedDict
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict
 from typing import Any
 
@@ -84,7 +88,6 @@ from bot.services.ports import (
     PostError,
     PostGivenUp,
     PostLogged,
-    root_key,
 )
 from bot.services.probes import create_probe_offer, offers_probe
 from bot.services.prompts import Prompt, create_resubmit_prompt
@@ -92,8 +95,10 @@ from bot.services.stacks import Forensics
 from bot.services.threads import (
     has_thread,
     lang_of,
+    note_message,
     refresh_root,
     render,
+    say_in_thread,
     say_note,
     section,
     task_bounds,
@@ -123,8 +128,9 @@ class ThreadEvents(EventWords):
         # cluster -> its outage notices' and "answers again" notes' posts whose lookup, or the
         # post itself, Slack refused, by key (each cluster's touched by its own watch job only)
         self._refused: dict[str, Backoffs] = {}
-        # cluster -> its watcher's plain notes Slack refused, by key (`_note`)
-        self._notes_refused: dict[str, Backoffs] = {}
+        # cluster -> the backoffs of its watcher's replies not taken (notes, incidents, stall
+        # prompts, ✅ lines), by key (`_post`)
+        self._reply_tries: dict[str, Backoffs] = {}
 
     def publish(self, event: WatchEvent) -> None:
         if event.kind in ("cluster_unreachable", "cluster_back"):
@@ -195,6 +201,11 @@ class ThreadEvents(EventWords):
                                       started_at=rec.start_time if rec else None)
 
     def _incident(self, event: WatchEvent) -> None:
+        self._post(event, "incident", lambda: self._incident_message(event))
+
+    def _incident_message(self, event: WatchEvent) -> tuple[Blocks, str]:
+        """The incident's message (its approval prompt and probe offer made, or the open ones
+        found again: a re-publish asks once) and its head line."""
         d, dec = event.diagnosis, event.decision
         assert d is not None and dec is not None
         offers_resubmit = bool({OFFER_RESUBMIT, OFFER_RESUBMIT_MEM} & set(dec.offers))
@@ -218,9 +229,12 @@ class ThreadEvents(EventWords):
                  and event.recipe is not None else None)
         if probe is not None:
             blocks = _with_button(blocks, probe)
-        self._post(event, blocks, head)
+        return blocks, head
 
     def _completed(self, event: WatchEvent) -> None:
+        self._post(event, "✅ completed line", lambda: self._completed_message(event))
+
+    def _completed_message(self, event: WatchEvent) -> tuple[Blocks, str]:
         """One ✅ line: the iteration reached, the time since the chain's first submit and the
         attempts it took (the root already says COMPLETED); and, as an incident's head line
         does, why the run was judged without a file it could not read (the event's `facts`:
@@ -257,16 +271,21 @@ class ThreadEvents(EventWords):
             log.warning("completed template for %s failed (%s)", event.key, exc)
             shown = mrkdwn_escape(event.text)  # the watcher's words: escaped like any value
             blocks, text = [section(shown)], shown
-        self._post(event, blocks, text)
+        return blocks, text
 
     def _prompt(self, event: WatchEvent, *, offer_cancel: bool) -> None:
         if event.chain_id is None or event.recipe is None:
             self._note(event, self._say(event))
             return
+        self._post(event, "stall prompt",
+                   lambda: self._prompt_message(event, offer_cancel=offer_cancel))
+
+    def _prompt_message(self, event: WatchEvent, *, offer_cancel: bool) -> tuple[Blocks, str]:
+        """The warning's approval prompt (made, or the open one found again) and its head."""
         people = prompt_people(self.ctx.config, event.recipe)
         head = f"{mention_text(people)}{self._say(event, prompt=True)}".strip()
         prompt = self._create_prompt(event, head, offer_cancel=offer_cancel)
-        self._post(event, prompt.blocks, head)
+        return prompt.blocks, head
 
     def _note(self, event: WatchEvent, text: str) -> None:
         """Post the plain note `event` (a held job, a warning without buttons, a job Slurm
@@ -292,24 +311,16 @@ class ThreadEvents(EventWords):
           carrying the note's words. (Only a trainbot bug builds a message Slack rejects:
           the warning is its report.)
         The backoffs of a run's notes are forgotten when the run ends (`chain_changed`)."""
-        chain = self.ctx.store.chains.get(event.chain_id) if event.chain_id is not None \
-            else None
-        if chain is None or self.ctx.sink is None:
+        if event.chain_id is None:
             log.info("no thread for %s (chain %s): %s", event.key, event.chain_id, text)
             return
-        refused = self._notes_refused.setdefault(event.cluster, Backoffs())
-        said = say_note(self.ctx, chain.id, event.key, text, refused)
-        if said == "deferred":
-            raise PostDeferred(f"{event.key}: not tried this time (not taken lately)")
-        if said == "given_up":
-            raise PostGivenUp(f"{event.key}: given up (logged)")
-        if said == "later":
-            raise PostLogged(f"{event.key}: not posted (logged)")
+        chain_id = event.chain_id
+        self._post(event, "note", lambda: note_message(self.ctx, chain_id, text), words=text)
 
     def _forget_notes(self, chain: Chain) -> None:
-        """Forget the backoffs of the notes of `chain`'s jobs (keyed `cluster:job:…`): the
+        """Forget the backoffs of the replies to `chain`'s jobs (keyed `cluster:job:…`): the
         run has ended, none of them is published again."""
-        refused = self._notes_refused.get(chain.cluster)
+        refused = self._reply_tries.get(chain.cluster)
         if refused is None or not refused.by_key:
             return
         prefixes = tuple(f"{chain.cluster}:{a.job_id}:"
@@ -504,16 +515,38 @@ class ThreadEvents(EventWords):
             offer_cancel=offer_cancel, post_key=event.key, card=card,
         )
 
-    def _post(self, event: WatchEvent, blocks: Blocks, text: str) -> None:
-        if self.ctx.sink is None or event.chain_id is None:
-            log.info("%s: %s", event.key, text)
+    def _post(self, event: WatchEvent, what: str, message: Callable[[], tuple[Blocks, str]],
+              *, words: str | None = None) -> None:
+        """Post the reply `message()` builds for `event` (a `what`: a note, an incident …)
+        once in its chain's thread, through bot.services.threads.say_in_thread (the one
+        decision every reply the watcher posts goes through, bot.core.backoff.after_try, and
+        its log); `words` (the event's English text if not given) is what the log says it
+        said. Without a chain (or without Slack) it is logged only. Not posted, it raises, so
+        the outbox keeps the event `pending` and the watcher publishes it again (a finished
+        job stays watched until its incident is posted; a stall while it is seen; a note
+        while it is still to say): PostDeferred when its backoff skipped this chance (Slack
+        is not called, nothing is built), PostLogged when it was tried and not taken (Slack
+        refused it, a transient failure, or its run has no thread yet: its root message not
+        posted), PostGivenUp when it is given up (Slack rejected the message itself, or the
+        run still had no thread after THREADLESS_TRIES tries: the outbox records it
+        `dropped`). `message` is called only when the post is tried: an approval prompt is
+        made once there is a thread to show it in, and a re-publish finds the open one
+        (bot.services.prompts), so the thread gets one prompt, once (the poster's key)."""
+        chain = self.ctx.store.chains.get(event.chain_id) if event.chain_id is not None \
+            else None
+        said_words = event.text if words is None else words
+        if chain is None or self.ctx.sink is None:
+            log.info("no thread for %s (chain %s): %s", event.key, event.chain_id, said_words)
             return
-        root = self.ctx.store.slack_posts.get(root_key(event.chain_id))
-        if root is None or not root.posted:
-            log.warning("chain %s has no thread yet; %s not posted: %s", event.chain_id,
-                        event.key, text)
-            return
-        self.ctx.sink.post_reply(event.chain_id, event.key, blocks, text)
+        tries = self._reply_tries.setdefault(event.cluster, Backoffs())
+        said = say_in_thread(self.ctx, chain.id, event.key, said_words, tries, message,
+                             what=what)
+        if said == "deferred":
+            raise PostDeferred(f"{event.key}: not tried this time (not taken lately)")
+        if said == "given_up":
+            raise PostGivenUp(f"{event.key}: given up (logged)")
+        if said == "later":
+            raise PostLogged(f"{event.key}: not posted (logged)")
 
 
 def _in_thread(key: str) -> str:

@@ -3,10 +3,12 @@ SlackPoster on the Slack stand-in (tests/slack_standin.py): the watcher's notes 
 and ThreadEvents), a cluster's outage notice, a settled cancel's note (the scheduler's
 `prompts` job), the note a Home tab's "Stop watching" leaves and the one saying a submit
 the bot died in queued nothing (bot.services.threads.thread_note, tried again by the
-`prompts` job). Each is decided in one place (bot.services.threads.say_note over
-bot.core.backoff.after_try): a refusal is tried again once its backoff allows and posted
-once; a message Slack rejects itself is given up once, never sent again; a note whose run
-has no thread is not taken as posted, and is posted once the thread is there."""
+`prompts` job); and the watcher's replies that are more than a note: an incident with its
+approval prompt, a stall's prompt, a completed run's ✅ line. Each is decided in one place
+(bot.services.threads.say_in_thread over bot.core.backoff.after_try): a refusal is tried
+again once its backoff allows and posted once; a message Slack rejects itself is given up
+once, never sent again; a reply whose run has no thread is not taken as posted, and is
+posted once the thread is there."""
 
 from __future__ import annotations
 
@@ -25,11 +27,23 @@ from support.in_flight import recover
 from bot.app import schedule_prompts
 from bot.cluster.errors import OutcomeUnknown
 from bot.core.backoff import THREADLESS_TRIES
+from bot.core.catalogue import Catalogue
+from bot.core.models import Accounting, Diagnosis, DiagnosisMetrics
+from bot.core.policy import (
+    OFFER_CANCEL_RESUME,
+    AttemptFacts,
+    ChainHistory,
+    Decision,
+    DecisionKind,
+    PolicyParams,
+    decide,
+)
+from bot.core.slurm.records import JobRecord
 from bot.core.takeover import RemoteDeadlines, cancel_takeover_s, submit_in_flight_s
 from bot.services.approvals import handle_click
 from bot.services.home import stop_watching
 from bot.services.leases import LeaseKeeper
-from bot.services.ports import BotContext
+from bot.services.ports import BotContext, PostRefused
 from bot.services.prompts import create_resubmit_prompt
 from bot.services.scheduler import JobScheduler
 from bot.services.threads import THREAD_NOTE, say_pending_notes
@@ -102,6 +116,51 @@ def watcher_note(run: Run) -> Note:
                        run.chain_id, "88154", "mix", text_only=True)
     return Note(key, lambda i: outbox.emit(event, "held", T0 + 60 * i, TickReport(ok=True)),
                 outbox_state(run, key))
+
+
+def diagnosis(class_id: str, last_iter: int) -> Diagnosis:
+    cls = Catalogue.load().classes[class_id]
+    return Diagnosis(class_id=class_id, action=cls.action, retryable=cls.retryable,
+                     charges_budget=cls.charges_budget, hint=cls.hint, title=cls.title,
+                     metrics=DiagnosisMetrics(last_iter=last_iter, target_iter=8000))
+
+
+def watcher_reply(run: Run, event: WatchEvent, class_id: str) -> Note:
+    """The watcher's event `event`, emitted again at each tick (a finished job stays watched
+    until its incident is posted; a stall while it is seen)."""
+    outbox = Outbox("dev", store=run.ctx.store, sink=ThreadEvents(run.ctx))
+    return Note(event.key,
+                lambda i: outbox.emit(event, class_id, T0 + 60 * i, TickReport(ok=True)),
+                outbox_state(run, event.key))
+
+
+def incident(run: Run) -> Note:
+    """Job 88154's nccl_timeout: its incident asks for a resubmit (an approval prompt)."""
+    d = diagnosis("nccl_timeout", 3400)
+    dec = decide(d, ChainHistory(attempts=(AttemptFacts("88154", 1, last_iter=3400),)),
+                 PolicyParams(backoff_s=60), T0, checkpoint_iter=3000,
+                 accounting=Accounting(state="FAILED", exit_code=1, signal=0))
+    return watcher_reply(run, WatchEvent(
+        "incident", "dev:88154:final", "dev", "job 88154 FAILED: nccl_timeout", run.chain_id,
+        "88154", "mix", diagnosis=d, decision=dec,
+        record=JobRecord(job_id=88154, state="FAILED")), "nccl_timeout")
+
+
+def stall_prompt(run: Run) -> Note:
+    """Job 88154 stalled: a warning with Cancel and resume / Cancel / Dismiss buttons."""
+    dec = Decision(DecisionKind.WARN, "no progress for 40 min", "hang",
+                   offers=(OFFER_CANCEL_RESUME,), key="hang")
+    return watcher_reply(run, WatchEvent(
+        "warning", "dev:88154:hang:1", "dev", "job 88154 stalled for 40 min", run.chain_id,
+        "88154", "mix", diagnosis=diagnosis("hang", 3400), decision=dec), "hang")
+
+
+def completed_line(run: Run) -> Note:
+    """Job 88154 completed: the ✅ line that ends the thread."""
+    return watcher_reply(run, WatchEvent(
+        "incident", "dev:88154:final", "dev", "job 88154 COMPLETED", run.chain_id, "88154",
+        "mix", diagnosis=diagnosis("completed", 8000),
+        decision=Decision(DecisionKind.NONE, "the run completed", "completed")), "completed")
 
 
 def outage_notice(run: Run) -> Note:
@@ -186,7 +245,19 @@ KINDS: dict[str, tuple[Callable[[Run], Note], dict[str, Any]]] = {
     "a settled cancel's note": (settle_note, {}),
     "the unwatched note": (unwatched_note, {"kind": "adopted", "recipe": ""}),
     "the not-queued note": (not_queued_note, {}),
+    "an incident with its approval prompt": (incident, {}),
+    "a stall prompt": (stall_prompt, {}),
+    "a completed run's ✅ line": (completed_line, {}),
 }
+# the watcher's replies, each emitted again at every tick until it is posted or given up
+WATCHER_KINDS = {"the watcher's note": (watcher_note, "note", "job 88154 has been held "
+                                        "(JobHeldAdmin)"),
+                 "an incident with its approval prompt": (incident, "incident",
+                                                          "job 88154 FAILED: nccl_timeout"),
+                 "a stall prompt": (stall_prompt, "stall prompt",
+                                    "job 88154 stalled for 40 min"),
+                 "a completed run's ✅ line": (completed_line, "✅ completed line",
+                                              "job 88154 COMPLETED")}
 
 
 def tries(slack: SlackStandIn, key: str) -> list[Any]:
@@ -282,13 +353,44 @@ def test_a_note_whose_run_has_no_thread_waits_for_it_and_is_posted_once(
             if (m.get("metadata") or {}).get("event_payload", {}).get("key") == note.key]
 
 
-def test_a_note_whose_run_never_gets_a_thread_is_given_up_with_its_reason(
-        slack: SlackStandIn, store: Store, caplog: Any) -> None:
-    """A note whose run's root is never posted is tried THREADLESS_TRIES times (at 0, 2, 5,
-    10 … chances) and then given up, its row `dropped`, one warning saying why and what it
-    said: never marked posted, never waiting for good."""
+def test_an_incident_raised_while_the_root_post_fails_is_posted_once_the_root_is(
+        slack: SlackStandIn, store: Store) -> None:
+    """The run's root message is refused (the bot out of its channel) and its job fails
+    meanwhile: the incident is not taken as posted (before, it was logged and marked posted,
+    and the thread never had it), no approval is asked where nobody sees it. The root
+    posted, the incident's next try posts it in the thread with its approval prompt, once:
+    its later chances send nothing, and one approval is open, the one its buttons carry."""
     run = make_run(slack, store)
-    note = watcher_note(run)
+    refuse(slack, "the bot is out of its channel", channel=PRIVATE)
+    with pytest.raises(PostRefused):
+        run.open_thread()
+    note = incident(run)
+    for i in range(3):
+        note.chance(i)
+    assert tries(slack, note.key) == [] and note.state() == "pending"
+    assert store.approvals.for_chain(run.chain_id, "pending") == []
+    accept(slack, "the bot is out of its channel", channel=PRIVATE)
+    root = run.open_thread()
+    for i in range(3, 12):
+        note.chance(i)
+    assert note.state() == "posted" and len(tries(slack, note.key)) == 1
+    [posted] = [m for m in slack.replies(PRIVATE, root)
+                if (m.get("metadata") or {}).get("event_payload", {}).get("key") == note.key]
+    [approval] = store.approvals.for_chain(run.chain_id, "pending")
+    buttons = [e for b in posted["blocks"] if b["type"] == "actions" for e in b["elements"]]
+    assert buttons and {e["value"] for e in buttons} == {approval.token}
+
+
+@pytest.mark.parametrize("kind", WATCHER_KINDS)
+def test_a_note_whose_run_never_gets_a_thread_is_given_up_with_its_reason(
+        slack: SlackStandIn, store: Store, caplog: Any, kind: str) -> None:
+    """A watcher's reply whose run's root is never posted is tried THREADLESS_TRIES times
+    (at 0, 2, 5, 10 … chances) and then given up, its row `dropped`, one warning saying why
+    and what it said: never marked posted, never waiting for good (an incident's job is
+    then no longer held back)."""
+    make_note, what, said = WATCHER_KINDS[kind]
+    run = make_run(slack, store)
+    note = make_note(run)
     caplog.set_level(logging.DEBUG)
     for i in range(80):
         note.chance(i)
@@ -297,9 +399,9 @@ def test_a_note_whose_run_never_gets_a_thread_is_given_up_with_its_reason(
     assert note.state() == "dropped" and tries(slack, note.key) == []
     first, end = warnings(caplog, note.key)
     assert "waits for its thread" in first
-    assert end == f"chain {run.chain_id} (mix): the note {note.key} is given up after " \
+    assert end == f"chain {run.chain_id} (mix): the {what} {note.key} is given up after " \
         f"{THREADLESS_TRIES} tries: its run has no thread (its root message was never " \
-        "posted); it said: job 88154 has been held (JobHeldAdmin)"
+        f"posted); it said: {said}"
 
 
 def test_thread_notes_are_kept_in_the_store_as_notes(slack: SlackStandIn, store: Store
