@@ -212,7 +212,7 @@ def say_in_thread(ctx: BotContext, chain_id: int, key: str, words: str, tries: B
         return "deferred"
     chain = ctx.store.chains.get(chain_id)
     run = f"chain {chain_id}" + (f" ({chain.job_name})" if chain is not None else "")
-    threaded = has_thread(ctx, chain_id)
+    threaded = has_thread(ctx, chain_id) or _root_again(ctx, chain_id)
     root = ctx.store.slack_posts.get(root_key(chain_id)) if threaded else None
     where = f"in {root.channel} (thread {root.ts})" if root is not None else "(no thread)"
     error = _post_reply(ctx, chain_id, key, *message()) if threaded else None
@@ -247,6 +247,17 @@ def say_in_thread(ctx: BotContext, chain_id: int, key: str, words: str, tries: B
         log.log(level, "%s: Slack refused the %s %s %s (%s): not tried the next %d time(s) it "
                 "is due", run, what, key, where, error, after.skip)
     return "later"
+
+
+def _root_again(ctx: BotContext, chain_id: int) -> bool:
+    """The run's root message left unposted by a failure that was not Slack's refusal (a 5xx,
+    a rate limit outlasting the client's retries: its intent is kept, with its channel):
+    posted now (once, by its key: the poster first looks for an earlier send), so that a
+    reply waiting for the thread does not wait for good; True when the thread exists after.
+    A root Slack refused (its intent dropped) is not tried again here: the reply waits,
+    then is given up (say_in_thread)."""
+    intent = ctx.store.slack_posts.get(root_key(chain_id))
+    return intent is not None and open_thread(ctx, chain_id, intent.channel)
 
 
 def _post_reply(ctx: BotContext, chain_id: int, key: str, blocks: Blocks,

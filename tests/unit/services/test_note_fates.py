@@ -43,7 +43,7 @@ from bot.core.takeover import RemoteDeadlines, cancel_takeover_s, submit_in_flig
 from bot.services.approvals import handle_click
 from bot.services.home import stop_watching
 from bot.services.leases import LeaseKeeper
-from bot.services.ports import BotContext, PostRefused
+from bot.services.ports import BotContext, PostError, PostRefused
 from bot.services.prompts import create_resubmit_prompt
 from bot.services.scheduler import JobScheduler
 from bot.services.threads import THREAD_NOTE, say_pending_notes
@@ -375,6 +375,37 @@ def test_an_incident_raised_while_the_root_post_fails_is_posted_once_the_root_is
         note.chance(i)
     assert note.state() == "posted" and len(tries(slack, note.key)) == 1
     [posted] = [m for m in slack.replies(PRIVATE, root)
+                if (m.get("metadata") or {}).get("event_payload", {}).get("key") == note.key]
+    [approval] = store.approvals.for_chain(run.chain_id, "pending")
+    buttons = [e for b in posted["blocks"] if b["type"] == "actions" for e in b["elements"]]
+    assert buttons and {e["value"] for e in buttons} == {approval.token}
+
+
+@pytest.mark.parametrize("answer_lost", [False, True])
+def test_a_root_slack_failed_to_take_is_posted_by_the_first_reply_that_needs_it(
+        slack: SlackStandIn, store: Store, answer_lost: bool) -> None:
+    """The run's root message failed for a reason of Slack's own (a 500 on every attempt of
+    the poster; or the last one posted it and its answer was lost), not a refusal: its
+    intent is kept, with its channel. The incident's first try posts the root (found, not
+    sent again, when it was in fact posted) and then itself under it, with its approval
+    prompt, once: one root in the channel, one reply. Before, the incident waited for a
+    thread nothing would post, and was given up after THREADLESS_TRIES tries."""
+    run = make_run(slack, store)
+    attempts = run.poster.max_attempts
+    if answer_lost:
+        slack.fail_next("chat.postMessage", status=500, count=attempts - 1)
+        slack.fail_next("chat.postMessage", status=500, after_processing=True)
+    else:
+        slack.fail_next("chat.postMessage", status=500, count=attempts)
+    with pytest.raises(PostError):
+        run.open_thread()
+    assert len(slack.root_messages(PRIVATE)) == (1 if answer_lost else 0)
+    note = incident(run)
+    for i in range(4):
+        note.chance(i)
+    [root] = slack.root_messages(PRIVATE)
+    assert note.state() == "posted" and len(tries(slack, note.key)) == 1
+    [posted] = [m for m in slack.replies(PRIVATE, root["ts"])
                 if (m.get("metadata") or {}).get("event_payload", {}).get("key") == note.key]
     [approval] = store.approvals.for_chain(run.chain_id, "pending")
     buttons = [e for b in posted["blocks"] if b["type"] == "actions" for e in b["elements"]]
