@@ -35,35 +35,38 @@ def jump(tmp_path: Path) -> Iterator[Peer]:
         yield p
 
 
-def test_a_jump_host_that_never_answers_the_tunnel_request_fails_at_connect_timeout(
-        jump: Peer) -> None:
-    jump.tunnel_hangs = True
+def connect_through(jump: Peer, connect_timeout: float) -> tuple[ClusterUnavailable, float]:
+    """The error of connecting to LOGIN through `jump`, and how long it took to come; the
+    runner is left unconnected."""
     via = f"tester@127.0.0.1:{jump.port}"
-    with jump.runner(host=LOGIN, port=22, proxy_jump=via, connect_timeout=0.5) as runner:
+    with jump.runner(host=LOGIN, port=22, proxy_jump=via,
+                     connect_timeout=connect_timeout) as runner:
         started = time.monotonic()
         with pytest.raises(ClusterUnavailable) as err:
             runner.connect()
         took = time.monotonic() - started
         assert not runner.is_connected
-    assert str(err.value) == (f"ssh to tester@{LOGIN}:22 via {via} timed out after 0.5 s; is "
-                              "the host up and reachable?")
+    return err.value, took
+
+
+def test_a_jump_host_that_never_answers_the_tunnel_request_fails_at_connect_timeout(
+        jump: Peer) -> None:
+    jump.tunnel_hangs = True
+    err, took = connect_through(jump, 0.5)
+    assert str(err) == (f"ssh to tester@{LOGIN}:22 via tester@127.0.0.1:{jump.port} timed out "
+                        "after 0.5 s; is the host up and reachable?")
     # the jump host's connection (well within its 0.5 s here), then the tunnel's 0.5 s
     assert 0.5 <= took < 1.5
-    assert isinstance(err.value.__cause__, TimeoutError)
+    assert isinstance(err.__cause__, TimeoutError)
 
 
 def refused(jump: Peer, code: int) -> ClusterUnavailable:
     """The error of connecting through `jump` when it refuses the tunnel with `code`."""
     jump.tunnel_refusal = code
-    via = f"tester@127.0.0.1:{jump.port}"
-    with jump.runner(host=LOGIN, port=22, proxy_jump=via, connect_timeout=5) as runner:
-        started = time.monotonic()
-        with pytest.raises(ClusterUnavailable) as err:
-            runner.connect()
-        assert time.monotonic() - started < 2.0
-        assert not runner.is_connected
-    assert isinstance(err.value.__cause__, paramiko.ChannelException)
-    return err.value
+    err, took = connect_through(jump, 5)
+    assert took < 2.0
+    assert isinstance(err.__cause__, paramiko.ChannelException)
+    return err
 
 
 @pytest.mark.parametrize(("code", "said", "ko_words"), [
