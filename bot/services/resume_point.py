@@ -16,7 +16,6 @@ from bot.services.ports import SFTPCalls
 RESUME_ENV = "TRAINBOT_RESUME_FROM"
 RESUME_ITER_ENV = "TRAINBOT_RESUME_ITER"
 RECIPE_ENV = "TRAINBOT_RECIPE"
-CHAIN_ENV = "TRAINBOT_CHAIN_ID"
 
 
 def submit_env(recipe_name: str, recipe: RecipeConfig, checkpoint: Checkpoint | None) -> dict:

@@ -18,6 +18,7 @@ from bot.core.slurm.job_ref import array_task_in
 from bot.core.takeover import longest_bounds, settle_lead_s
 from bot.services.access import unwatched_submit_key
 from bot.services.ports import SFTP, Abandon, BotContext, ClusterSessions, LeaseLost, RenderError
+from bot.services.resume_point import find_resume_checkpoint
 from bot.services.submit import (
     AUTOMATIC_ACTOR,
     RESUBMIT_CLASS,
@@ -26,7 +27,6 @@ from bot.services.submit import (
     adopt_unrecorded_submit,
     describe_start,
     find_lost_submit,
-    find_resume_checkpoint,
     record_found_submit,
     recorded_result,
     sent_moment,
