@@ -55,10 +55,6 @@ class Backoffs:
         backoff = self.by_key.get(key)
         return backoff is None or backoff.due()
 
-    def refused(self, key: str) -> int:
-        """The try of `key` was refused: the chances to skip before its next one."""
-        return self.by_key.setdefault(key, Backoff()).refused_again()
-
     def taken(self, key: str) -> None:
         """The try of `key` went through: its next chance is a try."""
         self.by_key.pop(key, None)

@@ -25,10 +25,7 @@ def test_backoffs_keep_one_backoff_per_key_until_it_is_taken_or_forgotten() -> N
         for key in ("a", "b"):
             if backoffs.due(key):
                 tried.append((chance, key))
-                if key == "a" or chance < 2:
-                    backoffs.refused(key)
-                else:
-                    backoffs.taken(key)
+                after_try(backoffs, key, "refused" if key == "a" or chance < 2 else "taken")
     assert [c for c, k in tried if k == "a"] == [0, 2, 5, 10]
     assert [c for c, k in tried if k == "b"] == [0, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11]
     backoffs.forget(lambda key: key == "a")
