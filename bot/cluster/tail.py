@@ -9,7 +9,7 @@ from collections.abc import Callable, Sequence
 from importlib import resources
 from typing import Protocol
 
-from bot.cluster.errors import ClusterError
+from bot.cluster.errors import ClusterError, said
 from bot.cluster.ssh import Exchange
 from bot.core.tail import (
     FAILED,
@@ -77,14 +77,14 @@ class ShellTailReader:
             round_trips += 1
             moved += len(stdin) + len(answer.stdout)
             try:
-                got = parse_frames(answer.stdout, len(todo))
+                got = parse_frames(answer.stdout, [requests[i].path for i in todo])
             except FramingError as exc:
                 raise ClusterError(N_(
                     "reading files on %(where)s: the answer is not the read script's (%(error)s; "
                     "its error output: %(stderr)s). Something printed into the command's "
                     "output, most often a shell startup file (~/.bashrc, /etc/bashrc) on the "
                     "login node: make it print nothing when the shell is not interactive.",
-                    where=self.where, error=str(exc), stderr=_tail(answer.stderr))) from exc
+                    where=self.where, error=said(exc), stderr=_tail(answer.stderr))) from exc
             for i, result in zip(todo, got.results, strict=True):
                 if result is not None:
                     results[i] = result

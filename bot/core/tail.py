@@ -125,7 +125,9 @@ class ReadBatch:
 
 
 class FramingError(ValueError):
-    """The login node's answer is not a sequence of well-formed frames."""
+    """The login node's answer is not a sequence of well-formed frames. Raised with its
+    sentence (a Text, N_(): what is wrong and where in the answer, its stray text quoted),
+    which the reader's error carries into what a person reads."""
 
 
 class FileReadFailed(OSError):
@@ -205,8 +207,9 @@ _BUCKET_END = re.compile(rb"D(\d+) (\d+) (\d+)\n")
 _POST = re.compile(rb"S(\S+) (\d+)\n")
 
 
-def parse_frames(out: bytes, count: int) -> Answers:
-    """The answers in the read script's output (bot/cluster/tail_read.sh describes it).
+def parse_frames(out: bytes, paths: Sequence[str]) -> Answers:
+    """The answers in the read script's output (bot/cluster/tail_read.sh describes it) to a
+    batch asking for `paths`, in order (what an error names).
 
     Every part is length-framed (a header announces the bytes that follow, a trailer says
     how many of them are data), so any byte in a file, a frame marker included, is data. A
@@ -217,6 +220,7 @@ def parse_frames(out: bytes, count: int) -> Answers:
     (no answer in time) gives the answers before the cut and `stopped_at`. Raises
     FramingError for anything else: a malformed part, an index out of order, stray bytes.
     """
+    count = len(paths)
     results: list[FileRead | None] = [None] * count
     deferred: dict[int, tuple[str, int, int, int, int, int, int]] = {}
     members: dict[int, list[int]] = {}
@@ -233,11 +237,12 @@ def parse_frames(out: bytes, count: int) -> Answers:
                 at = headed + 1 if kind in (b"F", b"G") else _first_unread(deferred, shares,
                                                                            members)
                 break
-            raise FramingError(f"no frame header at byte {pos}: {_quoted(out, pos)}")
+            raise FramingError(N_("stray output at byte %(pos)s, with no newline after it: "
+                                  "%(quoted)s", pos=pos, quoted=_quoted(out, pos)))
         if kind == b"F":
             head = _HEADER.match(out, pos)
             if head is None:
-                raise FramingError(f"bad frame header at byte {pos}: {_quoted(out, pos)}")
+                raise _malformed(out, pos)
             index = _next_index(head, headed, count)
             headed = index
             status = head.group(2).decode()
@@ -248,11 +253,13 @@ def parse_frames(out: bytes, count: int) -> Answers:
                 if _cut_short(out, body + length, b"E"):
                     at = index
                     break
-                raise FramingError(f"frame {index}: no trailer after its {length} bytes")
+                raise FramingError(N_("the answer for %(path)s has no end line after its "
+                                      "%(length)s bytes", path=paths[index - 1], length=length))
             got, rc = int(tail.group(2)), int(tail.group(3))
             if int(tail.group(1)) != index or got > length:
-                raise FramingError(f"frame {index}: trailer {_quoted(tail.group(0), 0)} "
-                                   "does not match")
+                raise FramingError(N_("the answer for %(path)s ends with %(quoted)s, which does "
+                                      "not match its header", path=paths[index - 1],
+                                      quoted=_quoted(tail.group(0), 0)))
             pos = tail.end()
             if status == MISSING:
                 results[index - 1] = FileRead(MISSING)
@@ -267,23 +274,28 @@ def parse_frames(out: bytes, count: int) -> Answers:
         elif kind == b"G":
             head = _DEFERRED.match(out, pos)
             if head is None:
-                raise FramingError(f"bad deferred header at byte {pos}: {_quoted(out, pos)}")
+                raise _malformed(out, pos)
             index = _next_index(head, headed, count)
             headed = index
             size, mtime, inode, start, length, bucket = (int(head.group(i)) for i in range(3, 9))
             if not 0 < length <= min(bucket, size):
-                raise FramingError(f"deferred {index}: {length} bytes in bucket {bucket}")
+                raise FramingError(N_("the answer for %(path)s announces %(length)s bytes in a "
+                                      "bucket of %(bucket)s bytes, more than the bucket or the "
+                                      "file holds", path=paths[index - 1], length=length,
+                                      bucket=bucket))
             deferred[index] = (head.group(2).decode(), size, mtime, inode, start, length, bucket)
             members.setdefault(bucket, []).append(index)
             pos = head.end()
         elif kind == b"B":
             head = _BUCKET.match(out, pos)
             if head is None:
-                raise FramingError(f"bad bucket header at byte {pos}: {_quoted(out, pos)}")
+                raise _malformed(out, pos)
             bucket, n, total = (int(head.group(i)) for i in range(1, 4))
             lengths = [min(bucket, deferred[i][1]) for i in members.get(bucket, ())]
             if bucket in shares or len(lengths) != n or total != sum(lengths):
-                raise FramingError(f"bucket {bucket}: {n} files, {total} bytes unexpected")
+                raise FramingError(N_("the bucket of %(bucket)s bytes announces %(n)s files and "
+                                      "%(total)s bytes, which its files' headers do not add up "
+                                      "to", bucket=bucket, n=n, total=total))
             body = head.end()
             tail = _BUCKET_END.match(out, body + total)
             if tail is None:
@@ -292,27 +304,31 @@ def parse_frames(out: bytes, count: int) -> Answers:
                     ends = list(itertools.accumulate(lengths))
                     at = members[bucket][bisect.bisect_right(ends, got_bytes)]  # being read
                     break
-                raise FramingError(f"bucket {bucket}: no trailer after its {total} bytes")
+                raise FramingError(N_("the bucket of %(bucket)s bytes has no end line after its "
+                                      "%(total)s bytes", bucket=bucket, total=total))
             got, rc = int(tail.group(2)), int(tail.group(3))
             if int(tail.group(1)) != bucket or got > total:
-                raise FramingError(f"bucket {bucket}: trailer {_quoted(tail.group(0), 0)} "
-                                   "does not match")
+                raise FramingError(N_("the bucket of %(bucket)s bytes ends with %(quoted)s, which "
+                                      "does not match its header", bucket=bucket,
+                                      quoted=_quoted(tail.group(0), 0)))
             shares[bucket] = out[body:body + total] if got == total and rc == 0 else None
             pos = tail.end()
         elif kind == b"S":
             head = _POST.match(out, pos)
             if head is None or post is not None:
-                raise FramingError(f"bad stat part at byte {pos}: {_quoted(out, pos)}")
+                raise _malformed(out, pos)  # (or a second stat part)
             length = int(head.group(2))
             if len(out) < head.end() + length + 1:
                 at = min(deferred) if deferred else None
                 break
             if out[head.end() + length:head.end() + length + 1] != b"\n":
-                raise FramingError("stat part: no newline after its bytes")
+                raise FramingError(N_("the stat part has no newline after its %(length)s bytes",
+                                      length=length))
             post, post_sep = out[head.end():head.end() + length], head.group(1)
             pos = head.end() + length + 1
         else:
-            raise FramingError(f"unexpected byte at {pos}: {_quoted(out, pos)}")
+            raise FramingError(N_("stray output at byte %(pos)s: %(quoted)s", pos=pos,
+                                  quoted=_quoted(out, pos)))
     if at is None and headed < count:  # ended between two answers
         at = headed + 1
     if at is None and deferred and (post is None or set(shares) != set(members)):
@@ -322,6 +338,13 @@ def parse_frames(out: bytes, count: int) -> Answers:
     if deferred:
         _resolve(results, deferred, members, shares, post or b"", post_sep)
     return Answers(results)
+
+
+def _malformed(out: bytes, pos: int) -> FramingError:
+    """The error for a header (of a file's answer, a bucket or the stat part) at byte `pos`
+    that does not read as one."""
+    return FramingError(N_("malformed header at byte %(pos)s: %(quoted)s", pos=pos,
+                           quoted=_quoted(out, pos)))
 
 
 def _quoted(out: bytes, start: int) -> str:
@@ -338,7 +361,8 @@ def _quoted(out: bytes, start: int) -> str:
 def _next_index(head: re.Match[bytes], headed: int, count: int) -> int:
     index = int(head.group(1))
     if index != headed + 1 or index > count:
-        raise FramingError(f"frame {index} where frame {headed + 1} was due")
+        raise FramingError(N_("answer %(index)s came where answer %(due)s of %(count)s was "
+                              "due", index=index, due=headed + 1, count=count))
     return index
 
 

@@ -40,5 +40,5 @@ def answer_batch(requests: Sequence[ReadRequest],
     """A whole batch through the real framing: frames built, then parsed back."""
     out = b"".join(frame(k, answer(req, *(lookup.get(req.path) or (None, 0, 0))))
                    for k, req in enumerate(requests, 1))
-    return ReadBatch(parse_frames(out, len(requests)).results,  # type: ignore[arg-type]
+    return ReadBatch(parse_frames(out, [req.path for req in requests]).results,  # type: ignore[arg-type]
                      round_trips=1, bytes_moved=len(out))

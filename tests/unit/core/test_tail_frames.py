@@ -26,6 +26,12 @@ from bot.core.tail import (
     read_tails,
 )
 
+
+def paths(n: int) -> list[str]:
+    """The paths of a batch of `n` files (what parse_frames' errors name)."""
+    return [f"/scratch/run/f{k}.out" for k in range(1, n + 1)]
+
+
 MARKERS = [b"F1 read 1 2 3 4 5\n", b"E1 0 0\n", b"\nF2 missing 0 0 0 0 0\n", b"\0", b"\xff\xfe"]
 data = st.one_of(st.binary(max_size=300),
                  st.lists(st.sampled_from(MARKERS + [b"x\n", b"\r\n"]), max_size=20)
@@ -47,7 +53,7 @@ def test_frames_round_trip_whatever_the_bytes(answers):
     frame padded after a file shrank under the read."""
     out = b"".join(frame(k, r, padded_to=len(r.data) + pad if r.status in (READ, NEW) else None)
                    for k, (r, pad) in enumerate(answers, 1))
-    assert parse_frames(out, len(answers)).results == [r for r, _ in answers]
+    assert parse_frames(out, paths(len(answers))).results == [r for r, _ in answers]
 
 
 @settings(max_examples=200)
@@ -56,7 +62,7 @@ def test_output_cut_anywhere_gives_the_frames_before_the_cut(answers, draw):
     frames = [frame(k, r) for k, r in enumerate(answers, 1)]
     out = b"".join(frames)
     cut = draw.draw(st.integers(0, len(out)))
-    got = parse_frames(out[:cut], len(answers))
+    got = parse_frames(out[:cut], paths(len(answers)))
     complete = sum(1 for k in range(len(frames)) if len(b"".join(frames[:k + 1])) <= cut)
     assert got.results == answers[:complete] + [None] * (len(answers) - complete)
     assert got.stopped_at == (complete if complete < len(answers) else None)
@@ -67,12 +73,12 @@ def test_malformed_answers_are_framing_errors_not_data():
     for bad in (b"garbage\n", ok.replace(b"E1 3 0", b"E1 4 0"), ok + ok,
                 frame(2, FileRead(MISSING)), ok[:-1] + b"x\n" + b"F2 same 0 0 0 0 0\n"):
         with pytest.raises(FramingError):
-            parse_frames(bad, 2)
+            parse_frames(bad, paths(2))
 
 
 def test_a_failed_read_says_so():
     out = frame(1, FileRead(READ, 10, 1, 1, 0, b"ab"), padded_to=5, rc=1)
-    (got,) = parse_frames(out, 1).results
+    (got,) = parse_frames(out, paths(1)).results
     assert got is not None
     assert got.status == FAILED and "dd exit 1" in str(got.error) and got.data == b""
 
