@@ -559,6 +559,14 @@ def _ending_of(hints: list[Any], block: list[tuple[int, str]]) -> Ending | None:
     return None
 
 
+def says_error(text: str) -> bool:
+    """A line (normalized) is part of an error, not a warning: a traceback's header or frame,
+    or a line that reports an error (`_reports_error`) that no warning's words label
+    (`_WARNING`: `UserWarning: failed to …` is a warning)."""
+    return bool(_TRACEBACK.search(text) or _FRAME.match(text)
+                or (not _WARNING.search(text) and _reports_error(text)))
+
+
 def _reports_error(text: str) -> bool:
     """A line reports an error (`_ERROR_LINE`) or is a shell's notice of a fatal signal
     (`_SIGNAL_NOTICE`) once the metrics named an error on it are left out, wherever they are

@@ -21,6 +21,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from bot.core.catalogue.scanner import normalize_line
+from bot.core.diagnose.ending import says_error
 from bot.core.framework_lines import mmengine_epoch
 from bot.core.line_time import message_after_time
 from bot.core.metrics import MetricSeries
@@ -39,7 +40,10 @@ _MMENGINE_SAVE = re.compile(r"(?<![\w:])Saving checkpoint at ([0-9]+) (epochs|it
 # {name}_{step:08}.pth...` every save_every steps and once the step count reaches --end-step,
 # after which, only there, the loop says `Done!` and main returns; a KeyboardInterrupt leaves the
 # loop saying nothing. Both through tqdm.write, on stdout: the epoch's bar (stderr) is drawn
-# again after them, and once more as the process ends.
+# again after them, and once more as the process ends. Between the two, save() writes the
+# checkpoint (accelerator.save, json.dump, wandb.save): what those say on stderr (a warning and
+# the source line Python shows under it, wandb's `wandb: WARNING …`) lands there too, and is
+# neither progress nor an error.
 _K_DIFFUSION_SAVE = re.compile(r"^Saving to \S+_[0-9]{8}\.pth\.\.\. *$")
 _K_DIFFUSION_DONE = re.compile(r"^Done! *$")
 # A trainer's progress table (Turi Create's and GraphLab's toolkits: `| Iteration | Loss |
@@ -171,19 +175,30 @@ def ends_in_final_save(series: MetricSeries, tail: Sequence[tuple[int, str]]) ->
     m = _FINAL_SAVE.search(lines[-1]) if lines else None
     every, last = series.log_every(), series.last_iteration
     if m is None or last is None or every <= 1:
-        return _mmengine_save_at_target(series, tail) or _k_diffusion_done(tail)
+        return _mmengine_save_at_target(series, tail) or _k_diffusion_done(series, tail)
     step = int(m.group(1))
     return step > last and step % every != 0
 
 
-def _k_diffusion_done(tail: Sequence[tuple[int, str]]) -> bool:
-    """The log's last line, but for its progress bar's draws, is k-diffusion's `Done!` right
-    after its save (`_K_DIFFUSION_SAVE`): the save at --end-step. A bare `Done!` (many a script's
-    word), or a save with no `Done!` after it (every save_every steps' save), is no end."""
-    lines = [message_after_time(normalize_line(t)) for _, t in tail if t.strip()]
-    said = [line for line in lines if not _BAR_PERCENT.search(line) and not _BAR_COUNT.search(line)]
-    return (len(said) >= 2 and _K_DIFFUSION_DONE.match(said[-1]) is not None
-            and _K_DIFFUSION_SAVE.match(said[-2]) is not None)
+def _k_diffusion_done(series: MetricSeries, tail: Sequence[tuple[int, str]]) -> bool:
+    """The log's last line, but for its progress bar's draws, is k-diffusion's `Done!` after its
+    save (`_K_DIFFUSION_SAVE`), with nothing between them but what the save's writing may say
+    on stderr (a warning): the save at --end-step. A bare `Done!` (many a script's word), a
+    save with no `Done!` after it (every save_every steps' save), or one with training progress
+    (the series' or `_shows_progress`') or an error (a traceback: `says_error`) between them is
+    no end."""
+    lines = [(n, message_after_time(normalize_line(t))) for n, t in tail if t.strip()]
+    said = [(n, line) for n, line in lines
+            if not _BAR_PERCENT.search(line) and not _BAR_COUNT.search(line)]
+    if not said or _K_DIFFUSION_DONE.match(said[-1][1]) is None:
+        return False
+    save = next((i for i in range(len(said) - 2, -1, -1)
+                 if _K_DIFFUSION_SAVE.match(said[i][1]) is not None), None)
+    if save is None:
+        return False
+    progress = {s.line_no for s in series.samples if s.iteration is not None}
+    return not any(n in progress or _shows_progress(line) or says_error(line)
+                   for n, line in said[save + 1:-1])
 
 
 def _mmengine_save_at_target(series: MetricSeries, tail: Sequence[tuple[int, str]]) -> bool:
