@@ -82,22 +82,32 @@ _OPENMMLAB_ETA = re.compile(r"(?<![\w.])eta: ")
 # mmengine's by-epoch lines name no epoch total (LogProcessor pads the epoch to the width of
 # max_epochs, no more): Runner._log_env logs the config before the loop (`Config:` and its
 # pretty_text: Config._format_dict's `key=value` and `key=dict(…)`, sorted or as written, as
-# Python formatted by yapf: a top-level `max_epochs = 12` alone on its line where the config
-# names one, and `train_cfg = dict(max_epochs=12, type='EpochBasedTrainLoop', val_interval=1)`,
-# when long its keys on lines of their own, each line ending in `,` or the call's `)`):
-# `_MMENGINE_MAX_EPOCHS`, only in those shapes (a `max_epochs=12` among another call's
-# arguments, argparse's `Namespace(…)` or a `Trainer(…)`'s, is no mmengine config's), the last
-# one printed (train_cfg's, after the top-level one), the epochs announced
+# Python formatted by yapf (pep8, split_before_expression_after_opening_paren): a top-level
+# `max_epochs = 12` alone on its line where the config names one, and `train_cfg =
+# dict(max_epochs=12, type='EpochBasedTrainLoop', val_interval=1)`; a long one opened on a line
+# of its own, `train_cfg = dict(`, its keys on the lines after it (one a line, or several yapf
+# filled into one), each line ending in `,` or the call's `)`, a nested dict alike
+# (`    train_cfg=dict(`)): `_MMENGINE_MAX_EPOCHS` on a line of its own,
+# `_MMENGINE_MAX_EPOCHS_KEYS` on a line of keys only inside such a dict (`ConfigDictLines`), the
+# last one printed (train_cfg's, after the top-level one), the epochs announced
 # (`_TARGET_ANNOUNCEMENTS`) for the target of its `Epoch(train)` lines: the epochs' steps, as
-# many each as the line's epoch counts.
+# many each as the line's epoch counts. A `max_epochs=12` among another call's arguments
+# (argparse's `Namespace(…)`, a `Trainer(…)`'s, on one line or, in a Python 3.13 traceback of
+# a call written one argument a line, alone on its line) is no mmengine config's.
 # LoggerHook's ignore_last (its default) leaves an epoch's last steps past the last logging
 # interval unlogged (`[12][7300/7330]` is the last epoch's last line): CheckpointHook's save once
 # the epoch is over says the rest (bot.core.diagnose.quiet_ending, ends_in_final_save).
 _MMENGINE_MAX_EPOCHS = re.compile(
     r"^(?:max_epochs = (?=\d+$)"  # a top-level variable
-    r"|(?:\w+=[^=()]*, )*max_epochs=(?=\d+(?:, .*)?[,)]$)"  # a line of a long dict's keys
     # a key of a `dict(…)` call, past its other keys (a tuple's parentheses in their values)
     r"|.*?(?<![\w.])dict\((?:[^()]|\([^()]*\))*?(?<![^(\s])max_epochs=(?=\d+[,)]))(\d+)")
+_MMENGINE_MAX_EPOCHS_KEYS = re.compile(r"^(?:\w+=[^=()]*, )*max_epochs=(\d+)(?:, .*)?[,)]$")
+# A config dump's dict opened on a line of its own by a top-level assignment (pep8's blanks
+# around its `=`, which a keyword argument has none of); the strings on its lines, whose
+# brackets are text, and the brackets that open and close its calls, lists and tuples.
+_CONFIG_DICT_OPENED = re.compile(r"^[A-Za-z_]\w* = dict\(")
+_CONFIG_STRING = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
+_CONFIG_BRACKET = re.compile(r"(?<![\w.])dict\(|[(\[{)\]}]")
 _OPENMMLAB_TIME = re.compile(rf"(?<![\w.])time: ({NUMBER})(?=,|\s|$)")
 _OPENMMLAB_MEM = re.compile(r"(?<![\w.])memory: (\d+)(?=,|\s|$)")
 # detectron2's inference_on_dataset (facebookresearch/detectron2 detectron2/evaluation/
@@ -214,27 +224,59 @@ class AnnouncedTargets:
 _NONE_ANNOUNCED = AnnouncedTargets()
 
 #: The lines in which a framework announces its training's total before its loop: a text the
-#: line holds (tested before the pattern), the pattern (group 1: the total) and what the total
-#: counts. A new framework's announcement is a row here.
-_TARGET_ANNOUNCEMENTS: tuple[tuple[str, re.Pattern[str], Counted], ...] = (
-    ("Scheduled epochs: ", _SCHEDULED_EPOCHS, "epochs"),  # timm
-    ("Total epochs: ", _BASICSR_TOTAL, "iterations"),  # BasicSR
-    ("max_iters = ", _NANOGPT_MAX_ITERS, "iterations"),  # nanoGPT
-    ("max_epochs", _MMENGINE_MAX_EPOCHS, "epochs"),  # mmengine's config
+#: line holds (tested before the pattern), the pattern (group 1: the total), what the total
+#: counts and whether the line announces it only inside a config dump's dict opened on a line
+#: before it (`ConfigDictLines`). A new framework's announcement is a row here.
+_TARGET_ANNOUNCEMENTS: tuple[tuple[str, re.Pattern[str], Counted, bool], ...] = (
+    ("Scheduled epochs: ", _SCHEDULED_EPOCHS, "epochs", False),  # timm
+    ("Total epochs: ", _BASICSR_TOTAL, "iterations", False),  # BasicSR
+    ("max_iters = ", _NANOGPT_MAX_ITERS, "iterations", False),  # nanoGPT
+    ("max_epochs", _MMENGINE_MAX_EPOCHS, "epochs", False),  # mmengine's config
+    ("max_epochs", _MMENGINE_MAX_EPOCHS_KEYS, "epochs", True),  # its long dicts' key lines
 )
 
 #: The texts that mark a line announcing a total (`_TARGET_ANNOUNCEMENTS`), for a locator of
 #: such lines (bot.core.metrics, in a series read sparsely).
-ANNOUNCEMENT_MARKERS = tuple(marker for marker, _, _ in _TARGET_ANNOUNCEMENTS)
+ANNOUNCEMENT_MARKERS = tuple(dict.fromkeys(marker for marker, *_ in _TARGET_ANNOUNCEMENTS))
 
 
-def announced_totals(body: str) -> Iterator[tuple[Counted, int]]:
-    """The totals a line's message `body` announces (`_TARGET_ANNOUNCEMENTS`), each with what
-    it counts, in the table's order and one at a time: one read stands when a later one's
-    number is too long for `int` (the line parser then drops the line, as any such line)."""
-    for marker, pattern, counted in _TARGET_ANNOUNCEMENTS:
-        if marker in body and (m := pattern.search(body)) is not None:
+def announced_totals(body: str, *, in_config_dict: bool = False) -> Iterator[tuple[Counted, int]]:
+    """The totals a line's message `body` announces (`_TARGET_ANNOUNCEMENTS`; `in_config_dict`:
+    the line is inside a config dump's dict opened before it), each with what it counts, in the
+    table's order and one at a time: one read stands when a later one's number is too long for
+    `int` (the line parser then drops the line, as any such line)."""
+    for marker, pattern, counted, in_dict_only in _TARGET_ANNOUNCEMENTS:
+        if (marker in body and (in_config_dict or not in_dict_only)
+                and (m := pattern.search(body)) is not None):
             yield counted, int(m.group(1))
+
+
+class ConfigDictLines:
+    """Where a log's consecutive lines stand in a config dump's long dict (mmengine's and
+    mmcv's Config.pretty_text: `train_cfg = dict(` on a line of its own, its keys on the lines
+    after it up to its `)`): `inside` is fed each line's message in order and says whether the
+    line is one of that dict's, or of a dict nested in it, right inside a `dict(` (not in a
+    list or a tuple of it). A line that does not follow the one fed before (a log read
+    sparsely, or backwards) starts afresh: a key line alone is inside no dict."""
+
+    def __init__(self) -> None:
+        self._open: list[str] = []  # the brackets open, the innermost last (`dict(`, `(`, …)
+        self._next_line: int | None = None
+
+    def inside(self, body: str, line_no: int) -> bool:
+        """Whether the line `line_no` (its message `body`) is inside a config dump's dict, by
+        the brackets the lines before it left open; its own are then counted for the next."""
+        if line_no != self._next_line:
+            self._open = []
+        self._next_line = line_no + 1
+        inside = bool(self._open) and self._open[-1] == "dict("
+        if self._open or _CONFIG_DICT_OPENED.match(body) is not None:
+            for bracket in _CONFIG_BRACKET.findall(_CONFIG_STRING.sub("", body)):
+                if bracket[-1] in "([{":
+                    self._open.append(bracket)
+                elif self._open:
+                    self._open.pop()
+        return inside
 
 
 def read_framework_line(body: str, s: Sample, targets: AnnouncedTargets = _NONE_ANNOUNCED) -> str:

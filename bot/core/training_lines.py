@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from bot.core.framework_lines import (
     MASKRCNN_EVALUATION_START,
     AnnouncedTargets,
+    ConfigDictLines,
     Counted,
     announced_totals,
     read_framework_line,
@@ -221,6 +222,8 @@ class LineParser:
         self.targets = AnnouncedTargets()
         # the line each total in `targets` was announced on (`start_run` keeps the later ones)
         self._announced_on: dict[Counted, int] = {}
+        # where the lines stand in a config dump's long dict (its key lines announce a total)
+        self._config_dicts = ConfigDictLines()
         self.extra = [re.compile(p) if isinstance(p, str) else p for p in extra_patterns]
         for pattern in self.extra:
             unknown = set(pattern.groupindex) - set(_EXTRA_GROUPS)
@@ -313,10 +316,11 @@ class LineParser:
             return
 
     def _announce(self, body: str, line_no: int) -> None:
-        """Keep the totals line `line_no`'s message `body` announces (`announced_totals`),
-        unless a later line announced one of the same count (a series reads a block's last
-        lines backwards)."""
-        for counted, total in announced_totals(body):
+        """Keep the totals line `line_no`'s message `body` announces (`announced_totals`, in a
+        config dump's dict when the lines before it opened one), unless a later line announced
+        one of the same count (a series reads a block's last lines backwards)."""
+        in_config_dict = self._config_dicts.inside(body, line_no)
+        for counted, total in announced_totals(body, in_config_dict=in_config_dict):
             if line_no >= self._announced_on.get(counted, 0):
                 self.targets = self.targets.with_total(counted, total)
                 self._announced_on[counted] = line_no

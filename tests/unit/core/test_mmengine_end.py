@@ -98,6 +98,57 @@ def test_a_max_epochs_in_other_printed_arguments_sets_no_target(line):
     assert (sample.iteration, sample.target_iter) == (2 * STEPS + 7300, None)
 
 
+def _target_after(lines: str) -> int | None:
+    """The target of an `Epoch(train)` line read right after `lines`, each parsed in order."""
+    parser = LineParser()
+    for n, line in enumerate(lines.splitlines(), 1):
+        parser.parse(line, n)
+    sample, _ = parser.parse(_line(3, 7300).rstrip("\n"), len(lines.splitlines()) + 1)
+    assert sample is not None
+    return sample.target_iter
+
+
+# Python 3.13's traceback shows the whole source of a call written one argument a line (3.11's
+# showed its first line): `max_epochs=12,` alone on its line, in no config dump's dict
+TRAINER_CALL_313 = ("Traceback (most recent call last):\n"
+                    '  File "/work/train.py", line 41, in <module>\n'
+                    "    trainer = Trainer(\n"
+                    '        accelerator="gpu",\n'
+                    "        max_epochs=12,\n"
+                    "    )\n")
+ONE_ARGUMENT_A_LINE = {
+    "python-3.13-traceback": TRAINER_CALL_313,
+    "a-namespace-printed-one-a-line": "Namespace(\n    config='x.py',\n    max_epochs=12,\n)\n",
+    "the-key-line-alone": "    max_epochs=12,\n",
+    # a config dict's key line, but the lines between them not read (a log read sparsely)
+    "a-dicts-key-line-not-next": "train_cfg = dict(\n    type='EpochBasedTrainLoop',\n\n"
+                                 "    max_epochs=12,\n    val_interval=1)\n",
+}
+
+
+@pytest.mark.parametrize("lines", list(ONE_ARGUMENT_A_LINE.values()),
+                         ids=list(ONE_ARGUMENT_A_LINE))
+def test_a_max_epochs_key_line_sets_a_target_only_inside_a_config_dumps_dict(lines):
+    """A line of keys (`max_epochs=12,`) is mmengine's config only in a dict pretty_text opened
+    on the lines before it (`train_cfg = dict(`), its brackets followed line by line."""
+    assert _target_after(lines) is None
+    in_its_dict = "train_cfg = dict(\n    type='EpochBasedTrainLoop',\n    max_epochs=12,\n)\n"
+    assert _target_after(in_its_dict) == 12 * STEPS
+
+
+def test_a_nested_config_dict_and_a_string_with_brackets_keep_its_key_lines_inside():
+    nested = ("05/01 07:00:00 - mmengine - INFO - Config:\n"
+              "train_cfg = dict(\n"
+              "    loop=dict(\n        name='loop (by epoch[s]',\n        type='x'),\n"
+              "    max_epochs=12,\n"
+              "    type='EpochBasedTrainLoop')\n")
+    assert _target_after(nested) == 12 * STEPS
+    # the same key line after the dict's own `)`: no key of it
+    closed = nested.replace("    max_epochs=12,\n    type='EpochBasedTrainLoop')\n",
+                            "    type='EpochBasedTrainLoop')\nmax_epochs=12,\n")
+    assert _target_after(closed) is None
+
+
 def test_the_save_after_the_last_epoch_ends_a_finished_run():
     d = read(CONFIG + _epoch(11) + _epoch(12))
     assert (d.class_id, d.decided_by) == ("completed", "progress")
