@@ -140,17 +140,35 @@ _CONSTANT_CONDITION_RE = re.compile(
     r"(?P<name>true|:|false)|(?P<test>\[)\s+[\w.,/+-]+\s+\]|(?P<cmd>test)\s+[\w.,/+-]+")
 
 
-#: The body of a `( … )` subshell that bash leaves by an `exit` of a literal status it runs
-#: first (`exit 0`, `exit 3; echo a`): the subshell's status is that one.
-_SUBSHELL_EXIT_RE = re.compile(r"\s*exit[ \t]+(?P<status>[0-9]+)[ \t]*(?:[;\n]|$)")
+#: An `exit` of a literal status (`exit 3`): a subshell that runs it has that status.
+_LITERAL_EXIT_RE = re.compile(r"exit[ \t]+(?P<status>[0-9]+)[ \t]*")
+#: A word (or a redirection's) that expands to itself: no parameter, command or arithmetic
+#: expansion, no glob (a `$X` may be unset under `set -u`, `${X?}` or `$((1/0))` fail: bash
+#: then leaves the subshell with their status).
+_PLAIN_WORD = r"""(?:[\w./,:+%@=^~-]|"[^"$`\\!]*"|'[^']*')+"""
+#: A simple command bash runs to its end in a subshell whatever its status (it can fail, but
+#: its failure ends no subshell where `set -e` is ignored, as in a condition), unless the
+#: script defines a function of its name: a name and plain words (_PLAIN_WORD) and
+#: redirections (`echo "failed" >&2`), no assignment (to a readonly variable it ends the
+#: subshell).
+_COMPLETING_COMMAND_RE = re.compile(
+    r"(?P<name>[A-Za-z_][\w.-]*|:)(?:[ \t]+(?:[0-9]*(?:>>|>&|<&|&>>|&>|>|<)[ \t]*)?"
+    + _PLAIN_WORD + r")*[ \t]*")
+#: The builtins that may end a subshell, leave it for a loop or a function, or change how the
+#: commands after them end (`set -u`, a `trap … EXIT`), and the compound commands' keywords.
+_NOT_COMPLETING = frozenset((
+    "exit", "exec", "return", "break", "continue", "logout", "set", "shopt", "trap", "eval",
+    "source", "builtin", "command", "kill", "enable", "readonly", "declare", "typeset",
+    "local", "export", "unset", "shift", "if", "then", "elif", "else", "fi", "for", "while",
+    "until", "do", "done", "case", "esac", "select", "function", "time", "coproc"))
 
 
 def constant_status(condition: str, text: str) -> bool | None:
     """Whether the condition list `condition` (an `if`'s, without the keyword) always succeeds
     (True) or always fails (False), by bash's semantics alone (_CONSTANT_CONDITION_RE, a `( … )`
-    subshell whose body first runs `exit N` (_SUBSHELL_EXIT_RE), or `!` before one); None for
-    anything else, or when the script `text` defines a function of that name (bash would call
-    it)."""
+    subshell whose last command bash always runs is `exit N` (_subshell_status), or `!` before
+    one); None for anything else, or when the script `text` defines a function of that name
+    (bash would call it)."""
     cond = condition.strip().rstrip(";").strip()
     negated = cond.startswith("!") and cond[1:2].isspace()
     if negated:
@@ -158,10 +176,8 @@ def constant_status(condition: str, text: str) -> bool | None:
     if cond.startswith("(") and not cond.startswith("(("):
         if skip_quoted(cond, 0) != len(cond):
             return None  # (`( … ) | cat`, `( … ) > log`: not the subshell alone)
-        exits = _SUBSHELL_EXIT_RE.match(cond, 1, len(cond) - 1)
-        if exits is None or "exit" in _defined_names(text):
-            return None
-        return (int(exits.group("status")) % 256 == 0) != negated
+        status = _subshell_status(cond[1:-1], text)
+        return None if status is None else (status == 0) != negated
     m = _CONSTANT_CONDITION_RE.fullmatch(cond)
     if m is None:
         return None
@@ -171,11 +187,36 @@ def constant_status(condition: str, text: str) -> bool | None:
     return (name != "false") != negated
 
 
-#: A function definition (`name() {`, `function name`) of a name a constant condition runs
-#: (`exit`: in a constant subshell).
-_CONSTANT_DEFINED_RE = re.compile(
-    r"(?:^|[\s;&|({])(?:function\s+(true|:|false|\[|test|exit)(?![\w:-])"
-    r"|(true|:|false|\[|test|exit)\s*\(\s*\))")
+def _subshell_status(body: str, text: str) -> int | None:
+    """The status of a `( … )` subshell whose `body` (its lists, one a line or after `;`) bash
+    leaves by an `exit` of a literal status (_LITERAL_EXIT_RE) it always runs: the first, or
+    one after commands it runs to their end (_COMPLETING_COMMAND_RE, none of _NOT_COMPLETING
+    nor a function of the script `text`: `echo "failed" >&2; exit 1`). None for any other
+    body: one whose first `exit` has a status bash only knows as it runs (`exit "$rc"`, which
+    ends the subshell all the same: no `exit` after it runs), or that runs a command which may
+    end it first, or none. The status is bash's (mod 256). Asked where `set -e` is ignored (a
+    condition, a command before `&&` / `||`): a command that fails does not end the
+    subshell."""
+    for lst, _off, _op in split_top_level(body, 0, ("\n", ";")):
+        command = lst.strip()
+        if not command:
+            continue
+        if first_word(command) == "exit":
+            exits = _LITERAL_EXIT_RE.fullmatch(command)
+            if exits is None or "exit" in _defined_names(text):
+                return None
+            return int(exits.group("status")) % 256
+        completes = _COMPLETING_COMMAND_RE.fullmatch(command)
+        if completes is None or completes.group("name") in _NOT_COMPLETING or (
+                completes.group("name") in _defined_names(text)):
+            return None
+    return None
+
+
+#: A function definition (`name() {`, `function name`): its name (a constant condition's,
+#: `true`, `[`, or a command a constant subshell runs, `exit`, `echo`, is then the function's).
+_DEFINED_RE = re.compile(
+    r"(?:^|[\s;&|({])(?:function\s+([^\s;&|<>()=$`'\"]+)|([^\s;&|<>()=$`'\"]+)\s*\(\s*\))")
 
 
 def runs_after(heads: list[tuple[str, int, str]], text: str) -> bool | None:
@@ -298,9 +339,9 @@ def and_or_branches(lst: str, off: int, memo: Memo, text: str,
 
 @functools.lru_cache(maxsize=8)
 def _defined_names(text: str) -> frozenset[str]:
-    """The names of _CONSTANT_CONDITION_RE (and `exit`) the script `text` defines a function
-    of, read once per script (constant_status is asked at each `if` and loop)."""
-    return frozenset(a or b for a, b in _CONSTANT_DEFINED_RE.findall(text))
+    """The names the script `text` defines a function of (_DEFINED_RE), read once per script
+    (constant_status is asked at each `if` and loop)."""
+    return frozenset(a or b for a, b in _DEFINED_RE.findall(text))
 
 
 #: An extglob group (`@(…)`, `*(…)`, `+(…)`, `?(…)`) of `case` patterns.

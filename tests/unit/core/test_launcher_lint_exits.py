@@ -711,6 +711,18 @@ _RC = 'rc=${X:-0}\n'  # (0 on one run, 1 on the other: `[[ $rc -ne 0 ]]` tests w
     ("set -e\nn=0\n( exit 3 ) || n=1\n((n++))\n", None),
     ("set -e\nn=0\n! ( exit 3 ) || n=1\n((n++))\n", "fail"),
     ("set -e\nn=0\nif ( exit 0 ); then :; else n=1; fi\n((n++))\n", "fail"),
+    # … or runs commands bash runs to their end before that `exit` (each said `warn`): not one
+    # that may end the subshell first, with another status (`${X:?}`, a function of the
+    # script, an EXIT trap)
+    ("set -e\nn=0\n( echo a; exit 0 ) || n=1\n((n++))\n", "fail"),
+    ("set -e\nn=0\n( echo a; exit 3 ) || n=1\n((n++))\n", None),
+    ('set -e\nn=0\n(\n  echo "failed" >/dev/null\n  false\n  exit 0\n) || n=1\n((n++))\n',
+     "fail"),
+    ("set -e\nn=0\nif ( echo a >&2; exit 0 ); then :; else n=1; fi\n((n++))\n", "fail"),
+    ('set -e\nn=0\n( echo "${X:?}"; exit 0 ) || n=1\n((n++))\n', "warn"),
+    ('set -e\nn=0\nf() { [ -n "${X:-}" ] || exit 3; }\n( f; exit 0 ) || n=1\n((n++))\n', "warn"),
+    ("set -e\nn=0\n( trap '[ -n \"${X:-}\" ] || exit 3' EXIT; exit 0 ) || n=1\n((n++))\n",
+     "warn"),
     # … read as bash groups the list, `((a && b) || c) && d`: every way runs `c` or `d` (`c`
     # is skipped only after `b` succeeded, which runs `d`), and a `true` there runs what
     # follows its `&&` whatever ran before it (both said `warn`: `c` was paired with `b` only)
