@@ -117,9 +117,9 @@ def test_nothing_past_a_loop_or_group_that_always_exits_is_read_as_run(tmp_path,
 def _bash_exits_and_the_lint_says(tmp_path, body: str, codes: list[int], line: int | None
                                   ) -> None:
     """Real bash runs `body` with X empty and with X=1 and exits with `codes` (1: `set -e`
-    stopped on the counter; every `exit` of these scripts is `exit 0`), and the lint's one
-    counter finding is `fail` on `line` (a counter that stops bash on each run that reaches
-    it), or there is none (None)."""
+    stopped on the counter, or the row's own `exit` gave 1: `line` says which), and the
+    lint's one counter finding is `fail` on `line` (a counter that stops bash on each run that
+    reaches it), or there is none (None)."""
     script = f"#!/bin/bash\n{body}"
     launch = tmp_path / "launch.sh"
     launch.write_text(script)
@@ -156,6 +156,17 @@ def _bash_exits_and_the_lint_says(tmp_path, body: str, codes: list[int], line: i
     ('set -e\nn=0\n[ -n "${X:-}" ] && let n++\necho done\n', [0, 1], 4),
     ('set -e\nn=0\n[ -n "${X:-}" ] && ((n++)) || true\necho done\n', [0, 0], None),
     ('set -e\nn=0\n((n++)) && echo counted\necho done\n', [0, 0], None),
+    # an `exit` of any words ends the shell: its status only known as it runs (an arithmetic
+    # or command substitution), 2 for a word that is no number, 1 for more than one word
+    # (those with a substitution, a blank or a redirection said `fail` on the counter, not
+    # reading them as an `exit`)
+    ("set -e\nn=0\nexit \"$X\"\n((n++))\n", [2, 1], None),
+    ("set -e\nn=0\nexit $((X + 3))\n((n++))\n", [3, 4], None),
+    ('set -e\nn=0\nexit "$(echo 3)" || n=1\n((n++))\n', [3, 3], None),
+    ('set -e\nn=0\nexit "${X:-not a number}"\n((n++))\n', [2, 1], None),
+    ("set -e\nn=0\nexit $X 3\n((n++))\n", [3, 1], None),
+    ("set -e\nn=0\nexit 3 >&2\n((n++))\n", [3, 3], None),
+    ('set -e\nn=0\n[ -n "${X:-}" ] && exit $((X + 2))\n((n++))\n', [1, 3], 5),
 ])
 def test_a_counter_bash_reaches_on_some_runs_only_stops_each_run_that_reaches_it(
         tmp_path, body, codes, line):
@@ -534,6 +545,8 @@ def test_a_loop_whose_body_always_breaks_has_no_next_pass(tmp_path, body, level)
     ("set -e\nn=0\nf() { while true; do return; done; ((n++)); }\nf\n", None),
     ("set -e\nn=0\nf() { return; ((n++)); }\nf\n", None),
     ("set -e\nn=0\nf() { return 0; ((n++)); }\nf\n", None),
+    ("set -e\nn=0\nf() { return $((X * 0)); ((n++)); }\nf\n", None),  # (said `fail`)
+    ('set -e\nn=0\nf() { return "$(echo 0)"; ((n++)); }\nf\n', None),
     ("set -e\nn=0\nf() { if true; then return; fi; ((n++)); }\nf\n", None),
     ("set -e\nn=0\nf() { { echo a; return; }; ((n++)); }\nf\n", None),
     ("set -e\nn=0\nf() { for i in 1 2; do [ -n \"${X:-}\" ] && return 0; exit 0; done; "
@@ -720,6 +733,11 @@ _RC = 'rc=${X:-0}\n'  # (0 on one run, 1 on the other: `[[ $rc -ne 0 ]]` tests w
      "fail"),
     ("set -e\nn=0\nif ( echo a >&2; exit 0 ); then :; else n=1; fi\n((n++))\n", "fail"),
     ('set -e\nn=0\n( echo "${X:?}"; exit 0 ) || n=1\n((n++))\n', "warn"),
+    # … or an `exit` whose status bash only knows as it runs, which ends the subshell all the
+    # same: no `exit` after it counts
+    ('set -e\nn=0\n( exit "${X:-0}" ) || n=1\n((n++))\n', "warn"),
+    ('set -e\nn=0\n( exit "${X:-0}"; exit 3 ) || n=1\n((n++))\n', "warn"),
+    ("set -e\nn=0\n( echo a; exit $((X)) ) || n=1\n((n++))\n", "warn"),
     ('set -e\nn=0\nf() { [ -n "${X:-}" ] || exit 3; }\n( f; exit 0 ) || n=1\n((n++))\n', "warn"),
     ("set -e\nn=0\n( trap '[ -n \"${X:-}\" ] || exit 3' EXIT; exit 0 ) || n=1\n((n++))\n",
      "warn"),
