@@ -166,7 +166,8 @@ class BranchWalk(Protocol):
     """What branch_step reads and changes of the walk: the options where it is, the options a
     loop read again started from (by its `key`), where the outermost loop read again as its
     later passes starts (None: not in one), where each loop starts and its `done` is, and what
-    it has collected; the text it reads (a loop's words and input: syntax.loop_passes)."""
+    it has collected; the text it reads (a loop's words and input: syntax.loop_passes); the
+    function whose body it reads (None: none, where bash refuses a `return`)."""
 
     opts: Opts
     loop_starts: dict[tuple[int, int], Opts]
@@ -181,6 +182,7 @@ class BranchWalk(Protocol):
     text: str
     left_loops: set[int]
     one_pass: set[int]
+    function: str | None
 
     def marks(self, hits: list[Hit]) -> Marks: ...
 
@@ -284,7 +286,8 @@ def branch_step(walk: BranchWalk, frames: list[Branches], step: str, patterns: s
         if step == "then" and frame.kind == "if":
             # a condition bash's semantics decide (`if true`, `elif false`): the branch runs
             # whenever the condition is reached (no way past it), or never
-            constant = constant_status(frame.condition, walk.text)
+            constant = constant_status(frame.condition, walk.text,
+                                       outside_function=walk.function is None)
             if constant:
                 frame.reaching, frame.exhaustive = [], True
                 frame.certain = not frame.spans  # (no branch bash may run before it)

@@ -330,9 +330,10 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
                     # line, `false || case x in *) break;; esac`, as one on a line of its own)
                     self._leaving_list(frames, hits, lst[cut:], lst_off + cut, closed_left,
                                        lst_off + len(lst))
-                if _op != "&" and (closed_exit or tail is None and certainly_ends_shell(
+                if _op != "&" and (closed_exit or tail is None and (certainly_ends_shell(
                         lst[cut:], lst_off + cut, self.memo, self.script_text,
-                        self.function is not None)):
+                        self.function is not None) or not (frames or status_only)
+                        and self._refused_return_stops(lst[cut:], lst_off + cut))):
                     ended = self._ends_shell(frames, hits, lst_off + len(lst))
                 if frames and frames[-1].kind == "if" and not frames[-1].in_branch:
                     # a list of the condition: the last one decides its status
@@ -438,6 +439,17 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
             elif back is not None:  # a loop read again from its keyword
                 idx, resume = back[0] - 1, back[1:]
         return hits
+
+    def _refused_return_stops(self, lst: str, off: int) -> bool:
+        """Is `lst` (a list at `off` of the script's own text, in no `if`, `case` or loop) a
+        `return` alone, outside any function, where `set -e` is on on every path? Bash refuses
+        it ("can only `return' from a function or sourced script", status 2) and `set -e`
+        stops the script on that status, as on any other failing command; without `set -e`,
+        or tested (`return || n=1`: syntax.constant_status), bash goes on."""
+        return (self.depth == 1 and self.function is None and self.opts.errexit
+                and not self.opts.errexit_partial and "return" in lst
+                and ends_function_body(lst, self.script_text)
+                and len(split_top_level(lst, off, ("&&", "||"), self.memo)) == 1)
 
     def _ends_shell(self, frames: list[Branches], hits: list[Hit], end: int) -> int | None:
         """An `exit` bash always runs where the walk is (script_exits), its list ending at

@@ -12,7 +12,7 @@ from __future__ import annotations
 import functools
 import re
 
-from bot.core.launcher_lint.syntax import always_run, first_word, runs_after
+from bot.core.launcher_lint.syntax import always_run, runs_after, runs_builtin
 from bot.core.shell_lexer import Memo, group_end, split_top_level
 
 #: `exec` and what follows it.
@@ -27,11 +27,11 @@ _REDEFINED_RE = re.compile(r"(?:^|[\s;&|({])(?:function\s+(?:exit|exec|return)(?
 
 
 def ends_shell(command: str, in_function: bool = False) -> bool:
-    """Is `command` (one simple command) an `exit` (_runs_builtin), or an `exec` of a command?
+    """Is `command` (one simple command) an `exit` (syntax.runs_builtin), or an `exec` of a command?
     In a function's
     body (`in_function`), a `return` too: it ends the body's text as `exit` ends the script's
     (outside one bash refuses it and goes on)."""
-    if _runs_builtin(command, "exit") or in_function and _runs_builtin(command, "return"):
+    if runs_builtin(command, "exit") or in_function and runs_builtin(command, "return"):
         return True
     m = _EXEC_RE.fullmatch(command)
     return m is not None and bool(_REDIRECTION_RE.sub("", m.group(1) or "").strip())
@@ -46,17 +46,8 @@ def ends_script_shell(command: str, text: str) -> bool:
 def ends_function_body(command: str, text: str) -> bool:
     """Is `command` (one simple command) a `return`, in the script `text` that defines no
     function of that name?"""
-    return _runs_builtin(command, "return") and not _redefined(text)
+    return runs_builtin(command, "return") and not _redefined(text)
 
-
-def _runs_builtin(command: str, name: str) -> bool:
-    """Is `command` (one simple command) a run of the builtin `name` (`exit`, `return`), its
-    words and redirections whatever they are (`exit`, `exit 3`, `exit "$rc"`, `exit $((rc +
-    1))`, `exit "$(cat rc)" >&2`)? Bash's `exit` ends the shell with any of them: a status it
-    only knows as it runs, 2 for a word that is no number, 1 for more than one word (`exit
-    $X` where X holds a blank); `return` leaves the function alike. Not one piped (`exit 0 |
-    cat`: a subshell), nor a longer word (`exit_code=1`)."""
-    return first_word(command) == name and len(split_top_level(command, 0, ("|",))) == 1
 
 
 def certainly_ends_shell(command: str, off: int, memo: Memo, text: str,

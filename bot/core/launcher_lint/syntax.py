@@ -134,6 +134,16 @@ def keyword_prefix(lst: str, at_branch: bool) -> tuple[int, list[tuple[str, str]
         cut, rest = cut + end, rest[end:]
 
 
+def runs_builtin(command: str, name: str) -> bool:
+    """Is `command` (one simple command) a run of the builtin `name` (`exit`, `return`), its
+    words and redirections whatever they are (`exit`, `exit 3`, `exit "$rc"`, `exit $((rc +
+    1))`, `exit "$(cat rc)" >&2`)? Bash's `exit` ends the shell with any of them: a status it
+    only knows as it runs, 2 for a word that is no number, 1 for more than one word (`exit
+    $X` where X holds a blank); `return` leaves the function alike. Not one piped (`exit 0 |
+    cat`: a subshell), nor a longer word (`exit_code=1`)."""
+    return first_word(command) == name and len(split_top_level(command, 0, ("|",))) == 1
+
+
 #: A condition whose status bash's semantics alone decide: `true`, `:`, `false`, and `[ WORD ]`
 #: / `test WORD` with one literal word (a test of one argument succeeds when it is not empty).
 _CONSTANT_CONDITION_RE = re.compile(
@@ -163,16 +173,20 @@ _NOT_COMPLETING = frozenset((
     "until", "do", "done", "case", "esac", "select", "function", "time", "coproc"))
 
 
-def constant_status(condition: str, text: str) -> bool | None:
+def constant_status(condition: str, text: str, outside_function: bool = False
+                    ) -> bool | None:
     """Whether the condition list `condition` (an `if`'s, without the keyword) always succeeds
     (True) or always fails (False), by bash's semantics alone (_CONSTANT_CONDITION_RE, a `( … )`
-    subshell whose last command bash always runs is `exit N` (_subshell_status), or `!` before
-    one); None for anything else, or when the script `text` defines a function of that name
-    (bash would call it)."""
+    subshell whose last command bash always runs is `exit N` (_subshell_status), a `return`
+    `outside_function`, which bash refuses with status 2, or `!` before one); None for
+    anything else, or when the script `text` defines a function of that name (bash would call
+    it)."""
     cond = condition.strip().rstrip(";").strip()
     negated = cond.startswith("!") and cond[1:2].isspace()
     if negated:
         cond = cond[1:].strip()
+    if outside_function and runs_builtin(cond, "return"):
+        return None if "return" in _defined_names(text) else negated
     if cond.startswith("(") and not cond.startswith("(("):
         if skip_quoted(cond, 0) != len(cond):
             return None  # (`( … ) | cat`, `( … ) > log`: not the subshell alone)
@@ -290,8 +304,9 @@ def and_or_branches(lst: str, off: int, memo: Memo, text: str,
     and the ways that end the shell (`ends_shell` of a command and its offset: `[ … ] && exit 0
     || n=1` runs `n=1` on every way that goes on). In a function's body (`returns`: is a
     command a `return` of it), one bash always runs leaves nothing after it in the list to run
-    (`return || n=1`); its way goes on past the call, so it covers nothing. None: no command
-    bash may skip, and none it never runs."""
+    (`return || n=1`); its way goes on past the call, so it covers nothing. Outside one
+    (`returns` None), bash refuses a `return` with status 2 and goes on (`return || n=1` runs
+    `n=1`). None: no command bash may skip, and none it never runs."""
     if "&&" not in lst and "||" not in lst:
         return None
     spans: list[tuple[int, int]] = []
@@ -304,7 +319,7 @@ def and_or_branches(lst: str, off: int, memo: Memo, text: str,
     for element, e_off, op in split_top_level(lst, off, ("&&", "||"), memo):
         cmd = element.strip()
         start = e_off + len(element) - len(element.lstrip())
-        known = constant_status(element, text)
+        known = constant_status(element, text, outside_function=returns is None)
         leaves: ChainStatus = "free" if known is None else "true" if known else "false"
         statuses = {0, 1} if known is None else {0 if known else 1}
         if ends_shell(cmd, start):

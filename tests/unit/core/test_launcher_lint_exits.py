@@ -167,6 +167,12 @@ def _bash_exits_and_the_lint_says(tmp_path, body: str, codes: list[int], line: i
     ("set -e\nn=0\nexit $X 3\n((n++))\n", [3, 1], None),
     ("set -e\nn=0\nexit 3 >&2\n((n++))\n", [3, 3], None),
     ('set -e\nn=0\n[ -n "${X:-}" ] && exit $((X + 2))\n((n++))\n', [1, 3], 5),
+    # a `return` outside a function: bash refuses it with status 2, on which `set -e` stops
+    # the script (both said `fail` on the counter), and goes on where `set -e` is off
+    ("set -e\nn=0\nreturn\n((n++))\n", [2, 2], None),
+    ("set -e\nn=0\nreturn 0\n((n++))\n", [2, 2], None),
+    ("n=0\nreturn\nset -e\n((n++))\n", [1, 1], 5),
+    ("set -e\nn=0\nreturn | cat\n((n++))\n", [1, 1], 5),
 ])
 def test_a_counter_bash_reaches_on_some_runs_only_stops_each_run_that_reaches_it(
         tmp_path, body, codes, line):
@@ -600,6 +606,24 @@ def test_nothing_past_a_return_bash_always_runs_in_a_function_is_read_as_run(
 ])
 def test_a_return_bash_may_skip_leaves_the_rest_of_the_body_to_some_calls(
         tmp_path, body, level):
+    _counter_stops_bash_as_the_level_says(tmp_path, body, level)
+
+
+@pytest.mark.parametrize(("body", "level"), [
+    # a `return` outside a function fails (status 2) and bash goes on where its status is
+    # tested: it runs what follows `||`, never what follows `&&` or an `if`'s `then` (each
+    # said `warn`, reading `n=1` as run on some runs)
+    ("set -e\nn=0\nreturn || n=1\n((n++))\n", None),
+    ("set -e\nn=0\nreturn 0 || n=1\n((n++))\n", None),
+    ('set -e\nn=0\n[ -n "${X:-}" ] && return || n=1\n((n++))\n', None),
+    ("set -e\nn=0\nreturn && n=1\n((n++))\n", "fail"),
+    ("set -e\nn=0\nif return; then n=1; fi\n((n++))\n", "fail"),
+    ("set -e\nn=0\nif ! return 0; then n=1; fi\n((n++))\n", None),
+    # … but in a function it returns, and a function named `return` is called
+    ("set -e\nn=0\nf() { return || n=1; }\nf\n((n++))\n", "fail"),
+    ('set -e\nn=0\nreturn() { [ -n "${X:-}" ]; }\nreturn || n=1\n((n++))\n', "warn"),
+])
+def test_a_return_outside_a_function_fails_and_bash_goes_on(tmp_path, body, level):
     _counter_stops_bash_as_the_level_says(tmp_path, body, level)
 
 
