@@ -552,8 +552,9 @@ class TailItem:
     finished job) reads on while bytes are waiting and budget is left; `window` asks for that
     many bytes before the offset too (warm-up after a restart); `must_exist`: a missing file is
     its error (FileMissing), not an empty chunk (a job that ran and ended has written its
-    log); `last_line`: its writer has ended (a finished job's log): an unfinished last line is
-    read, even when the file looks unchanged, and is its last line (take_last_line)."""
+    log); `last_line`: its writer has ended (a finished job's log or sampler file): an
+    unfinished last line is read, even when the file looks unchanged, and is its last line
+    (take_last_line)."""
 
     state: TailState
     budget: int
@@ -577,9 +578,10 @@ class TailOutcome:
 
 
 def take_last_line(outcome: TailOutcome) -> TailOutcome:
-    """A file whose writer has ended (a finished job's log), read to its end: its unfinished
-    last line (no newline: a process killed mid-write, a last `print(..., end="")`, a last
-    progress bar, an error written without one) is its last line, consumed as the others.
+    """A file whose writer has ended (a finished job's log or sampler file), read to its end:
+    its unfinished last line (no newline: a process killed mid-write, a last
+    `print(..., end="")`, a last progress bar, an error or a sample written without one) is
+    its last line, consumed as the others.
     Unchanged when bytes are still waiting (`more`: the end is not read yet), when the read
     failed, or when the file ends with a newline. Consumed once: the state moves past it
     (`unterminated`), so a later read gives it again neither whole nor as a newline arriving

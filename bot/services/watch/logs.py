@@ -16,7 +16,8 @@ mtime. An unfinished last line (a progress bar redrawn after carriage returns) i
 it is told to the series as of the file's mtime on that clock
 (`MetricSeries.unfinished_line`: its bar's count moving is activity). Once the job has ended
 and its log is read to its end, that line is its last line and is fed once
-(bot.core.tail.take_last_line).
+(bot.core.tail.take_last_line); so is the sampler file's (the last sample before an OOM kill
+written without its newline).
 """
 
 from __future__ import annotations
@@ -165,9 +166,9 @@ class LogFollower:
                 assert state is not None
                 window = min(state.offset, self.warmup_bytes) if restored else 0
                 planned.append((jw.job_id, FollowedFile(kind, path, state, restored)))
+                # its writer has ended with it: an unfinished last line is its last line
                 items.append(TailItem(state, self.max_bytes_per_job, drain, window,
-                                      must_exist=ended,
-                                      last_line=ended and kind == "log"))
+                                      must_exist=ended, last_line=ended))
         reads = {jw.job_id: JobReads() for jw, _, _ in jobs}
         if not items:
             return reads

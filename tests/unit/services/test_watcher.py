@@ -869,6 +869,52 @@ def test_leak_seen_by_the_sampler_when_the_log_prints_no_rss(env):
     assert len(sink.events) == 1  # once per chain
 
 
+def _rss_sample(t: float, trainer_gib: int) -> bytes:
+    """One line of the job-side sampler (bot.probes.sampler), without its newline."""
+    import json as _json
+
+    return _json.dumps({"v": 1, "t": t, "rss": {"trainer": trainer_gib << 30, "worker": 0,
+                                                "other": 0},
+                        "cpu": {"trainer": 90, "worker": 0, "other": 0},
+                        "n": {"trainer": 1, "worker": 0, "other": 1}},
+                       separators=(",", ":")).encode()
+
+
+def test_an_oom_killed_jobs_last_sample_without_newline_reaches_its_incident_once(env):
+    """The sampler was killed writing its last sample (98 GiB, just before the OOM kill):
+    the line has no newline. While the job runs it is not read (more of it may come); the
+    bot restarts (a new watcher over the same store); once Slurm says OUT_OF_MEMORY, it is
+    the sampler file's last line: the incident's samples, its RSS chart, end at 98 GiB. The
+    first post fails; the newline arriving late before the retry is no sample of its own."""
+    store, slurm, sftp, sink = env
+    add_job(store, 88154)
+    slurm.records[88154] = running(88154, name="mix", workdir="/scratch/mix")
+    cfg = _Config(sampler_path="/scratch/mix/logs/rss-%j.jsonl")
+    sftp.clock = T0 + 90
+    sftp.append(LOG, _progress_lines(1, 20, T0 + 1))
+    sftp.append(RSS_PATH, b"".join(_rss_sample(T0 + 10 * k, 60 + 4 * k) + b"\n"
+                                   for k in range(9)) + _rss_sample(T0 + 90, 98))
+    w = make_watcher(store, slurm, sftp, sink, config=cfg, policy=None)
+    w.tick(T0 + 91)
+    assert present(w._jobs[88154].sampler.latest).rss["trainer"] == 92 << 30
+    w = make_watcher(store, slurm, sftp, sink, config=cfg, policy=None)  # the bot restarted
+    slurm.records[88154] = replace(running(88154, name="mix", workdir="/scratch/mix"),
+                                   state="OUT_OF_MEMORY", exit_code=0, signal=9,
+                                   end_time=T0 + 95)
+    sink.fail_next = 1
+    w.tick(T0 + 150)
+    assert "incident" not in sink.kinds()
+    jw = w._jobs[88154]
+    assert present(jw.sampler.latest).rss["trainer"] == 98 << 30  # read with no newline
+    sftp.clock = T0 + 160
+    sftp.append(RSS_PATH, b"\n")
+    w.tick(T0 + 210)
+    [incident] = [e for e in sink.events if e.kind == "incident"]
+    samples = present(incident.sampler)
+    assert [p.rss["trainer"] >> 30 for p in samples.points] == [*range(60, 96, 4), 98]
+    assert samples.bad_lines == 0 and present(jw.sampler_tail).line_no == 10
+
+
 def test_one_broken_job_does_not_starve_the_others(env, monkeypatch):
     store, slurm, sftp, sink = env
     add_job(store, 1)
