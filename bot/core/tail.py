@@ -35,8 +35,8 @@ class TailState:
     - `inode`: the file's inode at the last read (None when unknown); `mtime` (whole seconds)
       with `size` lets an untouched file be skipped without reading it.
     - `unterminated`: the last line consumed had no newline (a finished job's last line,
-      `take_last_line`) and nothing came after it since: a newline arriving next ends that
-      line, it is no line of its own.
+      `take_last_line`, or a line longer than a read, cut at the budget) and nothing came
+      after it since: a newline arriving next ends that line, it is no line of its own.
     """
 
     path: str
@@ -493,9 +493,10 @@ def apply_read(state: TailState, req: ReadRequest, got: FileRead, *,
     FileReadFailed for a failed read, and FileMissing for a missing file that `must_exist`.
 
     `full_read` is the most one read of the file gives (its whole budget): that many bytes
-    holding no newline are a line longer than any read, cut there so the tail goes on. Fewer
-    (a drain's read on the budget left, `req.budget` smaller) ending mid-line leave that line
-    whole for the next read."""
+    holding no newline, with bytes waiting after them, are a line longer than any read, cut
+    there so the tail goes on (`unterminated`: a newline coming next ends it, no empty line).
+    Fewer (a drain's read on the budget left, `req.budget` smaller) ending mid-line, or that
+    many ending the file, leave that line whole for the next read (or `take_last_line`)."""
     if got.status == FAILED:
         raise FileReadFailed(state.path, got.error)
     if got.status == MISSING and must_exist:
@@ -528,16 +529,20 @@ def apply_read(state: TailState, req: ReadRequest, got: FileRead, *,
 
 def _chunk(state: TailState, data: bytes, got: FileRead, cut_at: int, restarted: bool,
            reason: str) -> TailChunk:
-    # the late newline of a last line already taken whole (take_last_line) ends it: skipped
+    # the late newline of a line already taken without it (take_last_line, or cut at the
+    # budget) ends it: skipped
     late_newline = 1 if state.unterminated and data[:1] == b"\n" else 0
-    lines, used = split_complete_lines(data[late_newline:], force=len(data) >= cut_at)
+    more = state.offset + len(data) < got.size
+    # a whole read holding no newline is cut only when bytes wait after it: then the line is
+    # longer than any read; one that long ending the file is its unfinished last line
+    lines, used = split_complete_lines(data[late_newline:], force=more and len(data) >= cut_at)
     used += late_newline
+    cut = bool(lines) and data[used - 1:used] != b"\n"
     # `size` records the end of the bytes examined, so a read cut short by the budget goes on
     # next time while an unchanged file (with or without a pending partial line) is skipped.
     new_state = replace(advance(state, data[:used], len(lines), state.offset + len(data),
                                 got.inode), mtime=got.mtime,
-                        unterminated=state.unterminated and not data)
-    more = state.offset + len(data) < got.size
+                        unterminated=cut or (state.unterminated and not data))
     return TailChunk(lines=lines, state=new_state, restarted=restarted, bytes_read=used,
                      first_line_no=state.line_no + 1, more=more, reason=reason,
                      unfinished=b"" if more else data[used:])

@@ -124,8 +124,8 @@ def follow(files: Files, state: TailState, budget: int = 1 << 20, drain: bool = 
 @given(st.lists(data, min_size=1, max_size=12), st.integers(1, 64), st.booleans())
 def test_appends_read_in_any_pieces_give_the_same_lines(pieces, budget, drain):
     """Whatever the pieces, the budget and a drain's second read (on the budget left), the
-    lines read are the file's lines, each once and whole (a line longer than the budget is
-    cut at it, never stalls) and the offset ends at the last newline."""
+    lines read are the file's lines, each once and whole (one as long as the budget too; a
+    line longer is cut at it, never stalls) and the offset ends at the last newline."""
     files, state, got = Files(), TailState("/log"), []
     whole = b""
     for piece in pieces:
@@ -139,7 +139,7 @@ def test_appends_read_in_any_pieces_give_the_same_lines(pieces, budget, drain):
             if not out.more:
                 break
     complete = whole[:whole.rfind(b"\n") + 1]
-    if all(len(line) < budget for line in whole.split(b"\n")):
+    if all(len(line) <= budget for line in whole.split(b"\n")):
         expect = [ln.decode("utf-8", "replace").rstrip("\r")
                   for ln in complete.split(b"\n")[:-1]]
         assert got == expect
@@ -254,6 +254,49 @@ def test_a_last_line_is_not_taken_while_bytes_beyond_the_budget_wait():
     while out.more:
         out = _last_line_read(files, out.state, budget=400)
     assert out.chunks[-1].lines[-1] == "Killed" and out.state.line_no == 101
+
+
+def _lines_read(out) -> list[tuple[int, str]]:
+    """(line number, line) of every line a tick read."""
+    return [(c.first_line_no + k, line) for c in out.chunks for k, line in enumerate(c.lines)]
+
+
+@pytest.mark.parametrize(("extra", "expect"), [
+    (-1, [(2, "E" * 63)]),
+    (0, [(2, "E" * 64)]),
+    (1, [(2, "E" * 64), (3, "E")]),  # longer than any read: cut at it
+], ids=["budget-1", "budget", "budget+1"])
+def test_a_finished_logs_last_line_about_a_reads_length_is_taken_once(extra, expect):
+    """A finished job's log ends with an error line of a read's length (64 B), a byte short
+    or a byte over, without newline. As long as a read or shorter it is the log's last line,
+    whole; a byte longer it is cut at the budget, its last byte the last line. Each is taken
+    once: read after read, a newline arriving late is no line, the next line is numbered on."""
+    files = Files()
+    files.write("/log", b"iter 1\n" + b"E" * (64 + extra))
+    state, got = TailState("/log"), []
+    for write in (b"", b"", b"", b"\n", b"", b"epilogue\n"):
+        files.write("/log", files.content["/log"] + write)
+        out = _last_line_read(files, state, budget=64)
+        got += _lines_read(out)
+        state = out.state
+    assert got == [(1, "iter 1"), *expect, (len(expect) + 2, "epilogue")]
+
+
+def test_a_line_as_long_as_a_read_then_its_newline_is_one_line():
+    """A running job's line exactly one read long (64 B): read while its newline is not
+    written yet, it waits; read once the newline waits after it, it is one line, whole, and
+    that newline ends it: no empty line after it, the next line numbered on."""
+    files = Files()
+    files.write("/log", b"E" * 64)
+    out = follow(files, TailState("/log"), budget=64)
+    assert _lines_read(out) == [] and out.chunks[-1].unfinished == b"E" * 64
+    state, got = out.state, []
+    files.write("/log", files.content["/log"] + b"\nnext\n")
+    for _ in range(3):
+        out = follow(files, state, budget=64)
+        got += _lines_read(out)
+        state = out.state
+    assert got == [(1, "E" * 64), (2, "next")] and state.offset == 70
 
 
 def test_a_warm_up_window_comes_with_the_new_bytes_when_the_file_is_the_same():

@@ -812,6 +812,42 @@ def test_a_finished_jobs_last_line_without_newline_decides_its_class_once(env):
     assert jw.analysis.lines == 21 and present(jw.log).line_no == 21
 
 
+def test_a_finished_logs_last_line_one_read_long_is_read_once_across_a_restart(env):
+    """The process died writing PyTorch's out-of-memory error, exactly one read long (the
+    watcher's max_bytes_per_job), no newline after it. The job FAILED: its log is read over
+    ticks and that line is its line 21, whole. The first post fails; the bot restarts (a new
+    watcher over the same store) and the newline arrives late: it is no line of its own, and
+    the one incident is a CUDA OOM from one line 21."""
+    store, slurm, sftp, sink = env
+    add_job(store, 7)
+    sftp.clock = T0 + 90
+    sftp.append(LOG, _progress_lines(100, 20, T0 + 1) + OOM_NO_NEWLINE)
+    slurm.records[7] = replace(running(7), state="FAILED", exit_code=1, signal=0,
+                               end_time=T0 + 95)
+    budget = len(OOM_NO_NEWLINE)
+    w = make_watcher(store, slurm, sftp, sink, max_bytes_per_job=budget)
+    sink.fail_next = 1
+    now = T0 + 100
+    for _ in range(30):  # ticks further apart than the offsets are persisted
+        now += 400
+        w.tick(now)
+        if sink.fail_next == 0:  # the incident was told, and its post failed
+            break
+    assert sink.events == [] and w._jobs[7].analysis.lines == 21
+    w = make_watcher(store, slurm, sftp, sink, max_bytes_per_job=budget)  # the bot restarted
+    sftp.clock = now + 10
+    sftp.append(LOG, b"\n")
+    sink.fail_next = 1
+    w.tick(now + 400)
+    jw = w._jobs[7]
+    assert jw.analysis.lines == 21 and present(jw.log).line_no == 21
+    w.tick(now + 800)
+    [incident] = sink.events
+    assert incident.kind == "incident" and incident.diagnosis.class_id == "cuda_oom"
+    assert [(e.line, e.text) for e in incident.diagnosis.evidence if "OutOfMemory" in e.text] \
+        == [(21, OOM_NO_NEWLINE.decode())]
+
+
 def test_a_log_read_whose_channel_closed_is_retried_next_tick_not_judged(env, caplog):
     """The batched read's channel closed before its end (ChannelClosed from the runner's
     exchange): the finished job is neither diagnosed on what was read nor dropped; the next
