@@ -195,11 +195,12 @@ class SlurmClient:
         """Slurm version and JSON support, asked once per client and cached; sets `parsers`
         (and turns JSON off where the release's JSON is known wrong)."""
         if self._info is None:
-            version = self._run(sinfo_version_argv(), effects=False).stdout.strip()
+            argv = sinfo_version_argv()
+            version = self._run(argv, effects=False).stdout.strip()
             try:
                 release = parse_version(version)
             except SlurmParseError as exc:
-                raise SlurmParseError(f"{exc} (while reading `sinfo --version`)") from exc
+                raise exc.in_answer_to(argv) from exc
             self._release, self._release_asked = release, True
             self.parsers = choose_parsers(
                 release, want_json=bool(self.use_json) or self.sacct_json)
@@ -291,39 +292,43 @@ class SlurmClient:
 
     def _squeue(self, ids: Sequence[int]) -> dict[int, JobRecord]:
         if self._json():
-            text = self._run(squeue_argv(json=True), effects=False).stdout
-            records = self._parse(parse_squeue_json, text, self._version_hint())
+            argv = squeue_argv(json=True)
+            text = self._run(argv, effects=False).stdout
+            records = self._parse(parse_squeue_json, argv, text, self._version_hint(), jobs=ids)
             wanted = set(ids)
             return {k: v for k, v in records.items() if k in wanted or v.array_job_id in wanted}
-        result = self._run(squeue_argv(json=False, job_ids=ids), effects=False,
-                           allow=_INVALID_JOB_RE)
+        argv = squeue_argv(json=False, job_ids=ids)
+        result = self._run(argv, effects=False, allow=_INVALID_JOB_RE)
         if result.exit_code != 0:  # "Invalid job id specified": the controller forgot it
             return {}
-        return self._parse(parse_squeue_parsable, result.stdout)
+        return self._parse(parse_squeue_parsable, argv, result.stdout, jobs=ids)
 
     def _sacct(self, ids: Sequence[int]) -> dict[int, JobRecord]:
         self._check_version()
         if self.sacct_json:
-            text = self._run(sacct_argv(ids, json=True), effects=False).stdout
-            return self._parse(parse_sacct_json, text)
-        argv = sacct_argv(ids, fields=sacct_fields(self.slurm_release()))
-        return self._parse(parse_sacct_parsable, self._run(argv, effects=False).stdout)
+            argv = sacct_argv(ids, json=True)
+        else:
+            argv = sacct_argv(ids, fields=sacct_fields(self.slurm_release()))
+        parser = parse_sacct_json if self.sacct_json else parse_sacct_parsable
+        return self._parse(parser, argv, self._run(argv, effects=False).stdout, jobs=ids)
 
     def _version_hint(self) -> str | None:
         return self._info.version if self._info is not None else None
 
     @staticmethod
-    def _parse(parser, text: str, *args: object) -> dict[int, JobRecord]:  # noqa: ANN001
+    def _parse(parser, argv: Sequence[str], text: str, *args: object,  # noqa: ANN001
+               jobs: Sequence[int] = ()) -> dict[int, JobRecord]:
+        """`parser`'s records in `text`, Slurm's answer to `argv` (asked about `jobs`)."""
         try:
             return parser(text, *args)
         except SlurmReportedError as exc:
             # squeue --json with slurmctld down exits 0 and lists the failure in "errors".
             raise ClusterUnavailable(N_(
-                "Slurm did not answer (%(parser)s): %(error)s. Check slurmctld/slurmdbd on the "
-                "cluster; nothing was concluded about the jobs.", parser=parser.__name__,
-                error=str(exc))) from exc
+                "Slurm did not answer `%(command)s`: %(error)s. Check slurmctld/slurmdbd on the "
+                "cluster; nothing was concluded about the jobs.", command=argv_text(argv),
+                error=said(exc))) from exc
         except SlurmParseError as exc:
-            raise SlurmParseError(f"{exc} (while reading {parser.__name__})") from exc
+            raise exc.in_answer_to(argv, jobs) from exc
 
     def memory(self, job_ids: Iterable[int]) -> dict[int, StepMemory]:
         """Host memory (MaxRSS/AveRSS of the largest running step) per running job.
@@ -343,7 +348,7 @@ class SlurmClient:
         try:
             found = parse_sstat(result.stdout)
         except SlurmParseError as exc:
-            raise SlurmParseError(f"{exc} (while reading parse_sstat)") from exc
+            raise exc.in_answer_to(argv, wanted) from exc
         no_steps, unknown = sstat_missing(result.stderr)
         if not found and (UNAVAILABLE_RE.search(result.stderr)
                           or (not no_steps and set(wanted) <= unknown)):
@@ -368,12 +373,14 @@ class SlurmClient:
         if user is None and account is None:
             raise ValueError("pending_competitors needs a user or an account to look for")
         if self._json():
-            text = self._run(squeue_argv(json=True), effects=False).stdout
-            records = self._parse(parse_squeue_json, text, self._version_hint())
+            argv = squeue_argv(json=True)
+            text = self._run(argv, effects=False).stdout
+            records = self._parse(parse_squeue_json, argv, text, self._version_hint())
         else:
             argv = squeue_argv(json=False, user=user, account=account, partition=partition,
                                qos=qos, states="PENDING")
-            records = self._parse(parse_squeue_parsable, self._run(argv, effects=False).stdout)
+            records = self._parse(parse_squeue_parsable, argv,
+                                  self._run(argv, effects=False).stdout)
         return filter_competitors(records.values(), user=user, account=account,
                                   partition=partition, qos=qos, exclude=exclude)
 

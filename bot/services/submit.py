@@ -428,9 +428,13 @@ def find_unrecorded_submit(
     for argv in (squeue_ids_by_name_argv(job_name, user=user),
                  sacct_ids_by_name_argv(job_name, user=user)):
         try:
-            ids = parse_raw_job_ids(slurm.runner.run(argv, check=True).stdout)
+            listing = slurm.runner.run(argv, check=True).stdout
         except ChannelClosed as exc:  # a read: nothing changed, the lookup is asked again
             raise exc.as_read() from exc
+        try:
+            ids = parse_raw_job_ids(listing)
+        except SlurmParseError as exc:
+            raise exc.in_answer_to(argv) from exc
         found = sorted(i for i in ids if i > int(after_job) and str(i) not in known)
         if found and (array_task is not None or submitted_since is not None):
             records = slurm.jobs(found)

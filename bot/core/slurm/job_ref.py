@@ -80,6 +80,7 @@ def parse_raw_job_ids(text: str) -> set[int]:
         if not word:
             continue
         if not word.isdigit() or len(word) > 12:
-            raise SlurmParseError(f"expected one raw job id per line, got {word[:40]!r}")
+            raise SlurmParseError(N_("expected one raw job id per line, got %(word)s",
+                                     word=repr(word[:40])))
         ids.add(int(word))
     return ids

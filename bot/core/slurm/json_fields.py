@@ -10,6 +10,7 @@ from typing import Any
 from bot.core.slurm.errors import SlurmParseError, SlurmReportedError
 from bot.core.slurm.states import HELD_STATES, normalize_state
 from bot.core.slurm.values import INFINITE, INFINITE64, NO_VAL, NO_VAL64, decode_wait_status
+from bot.core.text import N_
 
 
 def json_number(value: Any) -> int | float | None:
@@ -98,11 +99,12 @@ def load_json(text: str, command: str) -> dict[str, Any]:
         data = json.loads(text)
     except json.JSONDecodeError as exc:
         head = text.strip()[:200]
-        raise SlurmParseError(f"{command} --json printed something that is not JSON: {head!r}")\
-            from exc
+        raise SlurmParseError(N_("%(command)s --json printed something that is not JSON: "
+                                 "%(start)s", command=command, start=repr(head))) from exc
     if not isinstance(data, dict) or not isinstance(data.get("jobs"), list):
-        raise SlurmParseError(f"{command} --json output has no 'jobs' list")
+        raise SlurmParseError(N_("%(command)s --json printed no 'jobs' list", command=command))
     errors = [e for e in data.get("errors") or [] if e]
     if errors and not data["jobs"]:
-        raise SlurmReportedError(f"{command} --json reported errors: {errors!r}", errors)
+        raise SlurmReportedError(N_("%(command)s --json reported errors: %(errors)s",
+                                    command=command, errors=repr(errors)), errors)
     return data

@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 
 from bot.core.slurm.errors import SlurmParseError
+from bot.core.text import N_
 
 
 def split_rows(text: str, n_fields: int, sep: str) -> list[list[str]]:
@@ -29,7 +30,7 @@ def split_rows(text: str, n_fields: int, sep: str) -> list[list[str]]:
         rows.append(parts)
     for row in rows:
         if len(row) < n_fields:
-            raise SlurmParseError(
-                f"expected {n_fields} '{sep}'-separated fields, got {len(row)}: {sep.join(row)!r}"
-            )
+            raise SlurmParseError(N_(
+                "expected %(n)s '%(sep)s'-separated fields, got %(got)s: %(row)s", n=n_fields,
+                sep=sep, got=len(row), row=repr(sep.join(row))))
     return rows

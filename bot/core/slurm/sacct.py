@@ -32,6 +32,7 @@ from bot.core.slurm.values import (
     parse_tres_mem,
 )
 from bot.core.slurm.version import FIRST_SACCT_OUTPUT_FIELDS
+from bot.core.text import N_
 
 SACCT_FIELDS: tuple[str, ...] = (
     "JobIDRaw", "JobID", "State", "ExitCode", "Reason", "User", "Account", "Partition", "QOS",
@@ -93,7 +94,7 @@ def parse_sacct_parsable(text: str, fields: Sequence[str] | None = None) -> dict
         fields = tuple(lines[0].split("|"))
         lines = lines[1:]
         if "JobName" in fields[:-1]:
-            raise SlurmParseError("sacct output must list JobName last (names may hold '|')")
+            raise SlurmParseError(N_("sacct output must list JobName last (names may hold '|')"))
     if not lines:
         return {}
     rows = []
@@ -110,7 +111,7 @@ def _sacct_parsable_row(raw: Mapping[str, str]) -> _SacctRow:
     # `123`, `123_4`, `123+1` (het component), `123.batch`, `123.0+1` (het step), `2681683_42+`
     match = re.fullmatch(r"(\d+)(?:_[^.]*)?(?:\+\d+)?(?:\.(.+))?\+?", id_text)
     if match is None:
-        raise SlurmParseError(f"sacct row has an unreadable JobID {id_text!r}")
+        raise SlurmParseError(N_("sacct row has an unreadable JobID %(id)s", id=repr(id_text)))
     code, signal = parse_exit_code(raw.get("ExitCode"))
     job_id = int(match[1])
     cpus = parse_count(raw.get("AllocCPUS"))

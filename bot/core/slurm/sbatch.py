@@ -13,6 +13,7 @@ from bot.core.slurm.argv import check_option_value
 from bot.core.slurm.errors import SlurmParseError
 from bot.core.slurm.records import JobRecord
 from bot.core.slurm.values import format_duration, format_slurm_size, parse_sbatch_time
+from bot.core.text import N_
 from bot.core.units import parse_size
 
 _ENV_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
@@ -158,7 +159,8 @@ def parse_sbatch_output(text: str) -> int:
         match = re.fullmatch(r"\s*(\d+)(?:;\S+)?\s*", line)
         if match:
             return int(match[1])
-    raise SlurmParseError(f"sbatch --parsable printed no job id: {text.strip()[:200]!r}")
+    raise SlurmParseError(N_("sbatch --parsable printed no job id: %(out)s",
+                             out=repr(text.strip()[:200])))
 
 
 def sbatch_input_env(options: Mapping[str, Any]) -> dict[str, str]:

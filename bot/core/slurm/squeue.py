@@ -29,6 +29,7 @@ from bot.core.slurm.values import (
     parse_time,
     parse_tres_mem,
 )
+from bot.core.text import N_
 
 # squeue -O (long format) fields, each written `Field:0|` by the argv builder: width 0 means
 # "never cut" and `|` is printed after the field. Name is last so a `|` inside a name lands
@@ -178,7 +179,7 @@ def _squeue_row(row: Mapping[str, str]) -> JobRecord:
     # remainder prints its task range there (`5-9%2`), which is no one task.
     job_id = parse_count(row.get("JobID"))
     if job_id is None:
-        raise SlurmParseError(f"squeue row has no numeric JobID: {dict(row)!r}")
+        raise SlurmParseError(N_("squeue row has no numeric JobID: %(row)s", row=repr(dict(row))))
     array_task = parse_count(row.get("ArrayTaskID"))
     array_job = parse_count(row.get("ArrayJobID"))
     is_array = array_task is not None or _is_task_range(row.get("ArrayTaskID"))

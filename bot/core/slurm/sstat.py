@@ -9,6 +9,7 @@ from dataclasses import dataclass, replace
 from bot.core.slurm.argv import job_ids_arg
 from bot.core.slurm.errors import SlurmParseError
 from bot.core.slurm.values import parse_count, parse_rss
+from bot.core.text import N_
 
 # Field order of `sstat_argv`; `parse_sstat` expects exactly these columns.
 SSTAT_FIELDS: tuple[str, ...] = ("JobID", "MaxRSS", "AveRSS", "MaxRSSNode", "MaxRSSTask", "NTasks")
@@ -68,15 +69,15 @@ def parse_sstat(text: str, fields: Sequence[str] = SSTAT_FIELDS) -> dict[int, St
         if len(parts) == n + 1 and parts[-1] == "":
             parts = parts[:-1]
         if len(parts) != n:
-            raise SlurmParseError(
-                f"sstat row has {len(parts)} '|'-separated fields, expected {n} "
-                f"({','.join(fields)}): {line!r}"
-            )
+            raise SlurmParseError(N_(
+                "sstat row has %(got)s '|'-separated fields, expected %(n)s (%(fields)s): "
+                "%(line)s", got=len(parts), n=n, fields=",".join(fields), line=repr(line)))
         raw = {f: v.strip() for f, v in zip(fields, parts, strict=True)}
         # `123.batch`, `123_4.0`, `123+1.0` (het component), `123.0+1` (het step)
         match = re.fullmatch(r"(\d+)(?:_\d+)?(?:\+\d+)?\.([\w-]+(?:\+\d+)?)", raw["JobID"])
         if match is None:
-            raise SlurmParseError(f"sstat row has an unreadable JobID {raw['JobID']!r}: {line!r}")
+            raise SlurmParseError(N_("sstat row has an unreadable JobID %(id)s: %(line)s",
+                                     id=repr(raw["JobID"]), line=repr(line)))
         job_id = int(match[1])
         steps.setdefault(job_id, []).append(StepMemory(
             job_id=job_id,

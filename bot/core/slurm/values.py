@@ -10,6 +10,7 @@ import re
 from datetime import UTC, datetime, tzinfo
 
 from bot.core.slurm.errors import SlurmParseError
+from bot.core.text import N_
 from bot.core.units import parse_size
 
 NO_VAL = 0xFFFFFFFE  # Slurm's "not set" for 32-bit fields
@@ -35,7 +36,8 @@ def parse_duration(text: str | None) -> float | None:
     if "-" in value:
         day_text, value = value.split("-", 1)
         if not day_text.isdigit():
-            raise SlurmParseError(f"{text!r} is not a Slurm duration ([D-]HH:MM:SS)")
+            raise SlurmParseError(N_("%(value)s is not a Slurm duration ([D-]HH:MM:SS)",
+                                     value=repr(text)))
         days = int(day_text)
         parts = value.split(":")
         if len(parts) == 1:  # D-HH
@@ -47,9 +49,11 @@ def parse_duration(text: str | None) -> float | None:
     try:
         numbers = [float(p) for p in parts]
     except ValueError as exc:
-        raise SlurmParseError(f"{text!r} is not a Slurm duration ([D-]HH:MM:SS)") from exc
+        raise SlurmParseError(N_("%(value)s is not a Slurm duration ([D-]HH:MM:SS)",
+                                     value=repr(text))) from exc
     if not 1 <= len(numbers) <= 3 or any(n < 0 for n in numbers):
-        raise SlurmParseError(f"{text!r} is not a Slurm duration ([D-]HH:MM:SS)")
+        raise SlurmParseError(N_("%(value)s is not a Slurm duration ([D-]HH:MM:SS)",
+                                     value=repr(text)))
     seconds = 0.0
     for n in numbers:
         seconds = seconds * 60 + n
@@ -96,7 +100,8 @@ def parse_rss(text: str | None) -> int | None:
     try:
         return parse_size(value, default_unit="B")
     except ValueError as exc:
-        raise SlurmParseError(f"{text!r} is not a sacct size (e.g. 123456K)") from exc
+        raise SlurmParseError(N_("%(value)s is not a sacct size (e.g. 123456K)",
+                                 value=repr(text))) from exc
 
 
 def parse_req_mem(text: str | None, cpus: int | None = None) -> int | None:
@@ -116,7 +121,8 @@ def parse_req_mem(text: str | None, cpus: int | None = None) -> int | None:
     try:
         amount = parse_size(value, default_unit="M")
     except ValueError as exc:
-        raise SlurmParseError(f"{text!r} is not a Slurm memory request (e.g. 100M)") from exc
+        raise SlurmParseError(N_("%(value)s is not a Slurm memory request (e.g. 100M)",
+                                 value=repr(text))) from exc
     if per_cpu:
         return amount * cpus if cpus else None
     return amount
@@ -160,7 +166,7 @@ def parse_time(text: str | None, tz: tzinfo = UTC) -> float | None:
     try:
         stamp = datetime.fromisoformat(value)
     except ValueError as exc:
-        raise SlurmParseError(f"{text!r} is not a Slurm timestamp") from exc
+        raise SlurmParseError(N_("%(value)s is not a Slurm timestamp", value=repr(text))) from exc
     if stamp.tzinfo is None:
         stamp = stamp.replace(tzinfo=tz)
     return stamp.timestamp()
@@ -172,7 +178,7 @@ def parse_exit_code(text: str | None) -> tuple[int | None, int | None]:
         return None, None
     match = re.fullmatch(r"\s*(\d+):(\d+)\s*", text)
     if match is None:
-        raise SlurmParseError(f"{text!r} is not an ExitCode (code:signal)")
+        raise SlurmParseError(N_("%(value)s is not an ExitCode (code:signal)", value=repr(text)))
     return int(match[1]), int(match[2])
 
 

@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 
 from bot.core.slurm.errors import SlurmParseError
+from bot.core.text import N_
 
 # Slurm releases trainbot is tested with: live on 22.05 and 24.11 (the two dev clusters),
 # through fixtures in the shapes of every release from 21.08 to 25.05 (tests/fixtures/slurm).
@@ -55,7 +56,8 @@ def parse_version(text: str) -> tuple[int, ...]:
     """(22, 5, 8) from `slurm 22.05.8` / `slurm-wlm 22.05.8` / `22.05.8-4+deb12u3`."""
     match = re.search(r"(\d+)\.(\d+)(?:\.(\d+))?", text)
     if match is None:
-        raise SlurmParseError(f"{text.strip()!r} does not contain a Slurm version (e.g. 22.05.8)")
+        raise SlurmParseError(N_("%(text)s does not contain a Slurm version (e.g. 22.05.8)",
+                                 text=repr(text.strip())))
     return tuple(int(g) for g in match.groups() if g is not None)
 
 
