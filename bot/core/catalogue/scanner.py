@@ -11,8 +11,13 @@ from bot.core.catalogue.model import Match
 from bot.core.catalogue.triggers import block_regex_source, is_lead, trie_regex
 from bot.core.logprefix import ANSI_ESCAPE, LINE_PREFIXES, PREFIX_STARTS
 
-#: A line shorter than this (normalized) is never joined with the next one as a hard wrap.
+#: A line shorter than this (normalized) is never joined with the next one as a hard wrap...
 MIN_WRAP_WIDTH = 40
+#: ... unless it ends in the head of a repr torch always splits over two lines: a plain
+#: Parameter's (torch/nn/parameter.py, Parameter.__repr__: `"Parameter containing:\n" +
+#: super().__repr__()`), its tensor on the next line (`loss: Parameter containing:`, then
+#: `tensor(nan, device='cuda:0', requires_grad=True)`).
+SPLIT_REPR_HEAD = "Parameter containing:"
 
 _SENTINEL_CHUNK = 1 << 20
 
@@ -243,9 +248,11 @@ class Scanner:
 
     def _wrap_hits(self, a: str, b: str, fast: bool = True) -> dict[str, tuple[str, bool]]:
         """Signatures that appear only when `a` and the next line `b` are joined ("" for a
-        fold inside a word, " " for a word wrap), with one of their triggers intact on a or b."""
+        fold inside a word, " " for a word wrap), with one of their triggers intact on a or b;
+        a short `a` only when it ends in a repr's head split from its tensor
+        (`SPLIT_REPR_HEAD`)."""
         hits: dict[str, tuple[str, bool]] = {}
-        if len(a) < MIN_WRAP_WIDTH or not b.strip():
+        if (len(a) < MIN_WRAP_WIDTH and not a.endswith(SPLIT_REPR_HEAD)) or not b.strip():
             return hits
         for k in self._candidate_sigs(a, b) if fast else self._all:
             sig = self.signatures[k]

@@ -2344,6 +2344,34 @@ def test_a_finite_loss_tensor_is_progress_not_a_nan_loss(catalogue):
     assert read_log(catalogue, "step 10 loss 1.2\n" + line + "\n").class_id == "none"
 
 
+# a plain Parameter's repr puts its tensor on the line after its head (torch/nn/parameter.py,
+# __repr__: `Parameter containing:\n` and the tensor's repr): a printed `loss: {param}` is split
+PARAMETER_LOSS = "epoch 3 loss: Parameter containing:\ntensor({value}, {suffix})"
+
+
+@pytest.mark.parametrize(("value", "suffix"), [
+    ("nan", "device='cuda:0', requires_grad=True"),
+    ("-inf", "requires_grad=True"),
+    ("[nan, 0.5000]", "device='cuda:0', requires_grad=True"),
+], ids=["nan-on-a-gpu", "inf-on-the-cpu", "a-vector"])
+def test_a_loss_printed_as_a_non_finite_parameter_is_a_nan_loss(catalogue, value, suffix):
+    log = "step 10 loss 1.2\n" + PARAMETER_LOSS.format(value=value, suffix=suffix) + "\n"
+    d = read_log(catalogue, log)
+    assert (d.class_id, d.decided_by, d.retryable) == ("nan_loss", "signature", False)
+    assert any(e.text.startswith("epoch 3 loss: Parameter containing: tensor(") for e in d.evidence)
+
+
+@pytest.mark.parametrize("log", [
+    # a finite Parameter
+    PARAMETER_LOSS.format(value="0.4312", suffix="device='cuda:0', requires_grad=True"),
+    # a NaN Parameter that is no loss, and a loss's head with no tensor after it
+    "epoch 3 weight: Parameter containing:\ntensor(nan, device='cuda:0', requires_grad=True)",
+    "epoch 3 loss: Parameter containing:\nstep 11 loss 1.1",
+], ids=["finite", "not-a-loss", "no-tensor-after-it"])
+def test_a_parameter_that_is_no_non_finite_loss_is_no_nan_loss(catalogue, log):
+    assert read_log(catalogue, "step 10 loss 1.2\n" + log + "\n").class_id != "nan_loss"
+
+
 @pytest.mark.parametrize("finish", [
     "{'train_runtime': 1234.56, 'train_samples_per_second': 12.3, 'train_steps_per_second': "
     "0.4, 'train_loss': 1.23, 'epoch': 3.0}",  # Hugging Face's Trainer when train() returns
