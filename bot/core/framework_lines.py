@@ -193,10 +193,13 @@ _BASICSR_TOTAL = re.compile(r"(?<![\w:])Total epochs: \d+; iters: (\d+)\.")
 # file's text after `Overriding config with config/train_shakespeare_char.py:` (its
 # `max_iters = 5000` line), in the order they are run (the last one printed is the one in
 # force): `_NANOGPT_MAX_ITERS`, the iterations announced (`_TARGET_ANNOUNCEMENTS`) for the
-# target. train.py's own default (600000) is printed nowhere: no target then. Every
+# target. train.py's own default (600000) is printed nowhere: no target then. `time`
+# is that one iteration's milliseconds (`dt = t1 - t0; t0 = t1` at each iteration's end: one that
+# evaluated and saved first counts those too, the first one its compilation), the pace. Every
 # eval_interval iterations, before that iteration's step, estimate_loss's `step {iter_num}: train
 # loss {:.4f}, val loss {:.4f}`: a summary of an evaluation (Sample.evaluation_done), no step.
-_NANOGPT = re.compile(rf"(?<![\w:])iter (\d+): loss (?:{NUMBER}|nan|inf), time {NUMBER}ms, mfu ")
+_NANOGPT = re.compile(
+    rf"(?<![\w:])iter (\d+): loss (?:{NUMBER}|nan|inf), time ({NUMBER})ms, mfu ")
 _NANOGPT_EVAL = re.compile(
     rf"(?<![\w:])step \d+: train loss (?:{NUMBER}|nan|inf), val loss (?:{NUMBER}|nan|inf)$")
 _NANOGPT_MAX_ITERS = re.compile(r"^(?:Overriding: )?max_iters = (\d+)\s*(?:#.*)?$")
@@ -491,11 +494,12 @@ def _basicsr(body: str, s: Sample, targets: AnnouncedTargets) -> None:
 
 def _nanogpt(body: str, s: Sample, targets: AnnouncedTargets) -> None:
     """A nanoGPT line: a training line's iteration (`_NANOGPT`) with the max_iters its
-    configurator announced as its target (when it did), or its evaluation's summary
-    (`_NANOGPT_EVAL`)."""
+    configurator announced as its target (when it did) and its milliseconds as the seconds per
+    iteration, or its evaluation's summary (`_NANOGPT_EVAL`)."""
     m = _NANOGPT.match(body)
     if m is not None:
         s.iteration = int(m.group(1))
+        s.sec_per_iter = float(m.group(2)) / 1000
         if targets.iterations is not None and targets.iterations >= s.iteration:
             s.target_iter = targets.iterations
     elif _NANOGPT_EVAL.match(body) is not None:

@@ -46,6 +46,15 @@ def test_its_iteration_line_takes_max_iters_as_its_target():
     assert (sample.iteration, sample.target_iter, sample.loss) == (4990, 5000, 0.8123)
 
 
+def test_its_iterations_time_is_the_pace():
+    """`time {dt*1000:.2f}ms` is one iteration's time: the pace, in seconds per iteration,
+    the median over the log (the last iteration's 5 s, which evaluated and saved, is one)."""
+    sample, _ = LineParser().parse("iter 4990: loss 0.8123, time 45.12ms, mfu 30.12%", 1)
+    assert sample is not None
+    assert sample.sec_per_iter == pytest.approx(0.04512)
+    assert read(FINISHED).metrics.sec_per_iter == 0.045  # as the diagnosis rounds it
+
+
 def test_the_iteration_at_max_iters_ends_a_finished_run():
     d = read(FINISHED)
     assert (d.class_id, d.decided_by) == ("completed", "progress")
