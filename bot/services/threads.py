@@ -199,10 +199,14 @@ def say_in_thread(ctx: BotContext, chain_id: int, key: str, words: str, tries: B
       a rate limit outlasting the client's retries) at the next chance; Slack refusing the
       post or its lookup (PostRefused, LookupRefused: the bot out of the channel, the
       channel gone or archived, a scope missing), or no thread yet (its run's root message
-      not posted), after 1, 2, 4, 8, at most 16 chances skipped;
+      not posted: tried again first when it was tried before, `_root_again`), after 1, 2,
+      4, 8, at most 16 chances skipped;
     - "given_up": never tried again: Slack rejected the message itself (MessageRefused:
-      msg_too_long, invalid_blocks …, which no later try changes), or still no thread after
-      THREADLESS_TRIES tries.
+      msg_too_long, invalid_blocks …, which no later try changes); its run's root message,
+      refused by Slack, refused again when tried for it (`_root_again`: that thread will not
+      come by itself, and waiting for it would hold the run back: its job's result, its
+      chain's status, its automatic resubmit); or still no thread after THREADLESS_TRIES
+      tries.
     Logged here, for every kind (`what` names it: "note", "notice", "incident" …): a
     failure series once, at its first try, naming the run, the channel, the thread and
     Slack's error (its later tries at debug); and once when it ends: posted after failures,
@@ -212,11 +216,13 @@ def say_in_thread(ctx: BotContext, chain_id: int, key: str, words: str, tries: B
         return "deferred"
     chain = ctx.store.chains.get(chain_id)
     run = f"chain {chain_id}" + (f" ({chain.job_name})" if chain is not None else "")
-    threaded = has_thread(ctx, chain_id) or _root_again(ctx, chain_id)
+    root_refused = None if has_thread(ctx, chain_id) else _root_again(ctx, chain_id)
+    threaded = has_thread(ctx, chain_id)
     root = ctx.store.slack_posts.get(root_key(chain_id)) if threaded else None
     where = f"in {root.channel} (thread {root.ts})" if root is not None else "(no thread)"
     error = _post_reply(ctx, chain_id, key, *message()) if threaded else None
-    fate: Fate = post_fate(error) if threaded else "threadless"
+    fate: Fate = post_fate(error) if threaded else \
+        "root_refused" if root_refused is not None else "threadless"
     after = after_try(tries, key, fate)
     if after.outcome == "posted":
         if after.recovered:
@@ -227,6 +233,10 @@ def say_in_thread(ctx: BotContext, chain_id: int, key: str, words: str, tries: B
         if fate == "rejected":
             log.warning("%s: Slack refused the %s %s itself %s (%s): given up, not tried "
                         "again; it said: %s", run, what, key, where, error, words)
+        elif fate == "root_refused":
+            log.warning("%s: the %s %s is given up: its run has no thread, Slack refused its "
+                        "root message (%s); the run's next reply tries the root again; it "
+                        "said: %s", run, what, key, root_refused, words)
         else:
             log.warning("%s: the %s %s is given up after %d tries: its run has no thread (its "
                         "root message was never posted); it said: %s", run, what, key,
@@ -249,15 +259,32 @@ def say_in_thread(ctx: BotContext, chain_id: int, key: str, words: str, tries: B
     return "later"
 
 
-def _root_again(ctx: BotContext, chain_id: int) -> bool:
-    """The run's root message left unposted by a failure that was not Slack's refusal (a 5xx,
-    a rate limit outlasting the client's retries: its intent is kept, with its channel):
-    posted now (once, by its key: the poster first looks for an earlier send), so that a
-    reply waiting for the thread does not wait for good; True when the thread exists after.
-    A root Slack refused (its intent dropped) is not tried again here: the reply waits,
-    then is given up (say_in_thread)."""
-    intent = ctx.store.slack_posts.get(root_key(chain_id))
-    return intent is not None and open_thread(ctx, chain_id, intent.channel)
+def _root_again(ctx: BotContext, chain_id: int) -> PostRefused | None:
+    """The run's root message, not posted, tried again (once, by its key) so that a reply
+    waiting for its thread does not wait for good: one left unposted by a failure that was
+    not Slack's refusal (a 5xx, a rate limit outlasting the client's retries: its intent is
+    kept, with its channel; the poster first looks for an earlier send) in that channel; one
+    Slack refused (kept `refused`: the bot out of the channel, the channel gone) in the
+    run's channel now (its recipe's, else the one it was refused in), so a thread fixed
+    meanwhile (the bot invited back) opens with the reply. Slack's refusal when Slack refused
+    it again: that thread will not come by itself (the reply is given up at once:
+    say_in_thread); else None, the thread there or not (a root never tried, or a transient
+    failure: logged by the poster)."""
+    root = ctx.store.slack_posts.get(root_key(chain_id))
+    message = _root_message(ctx, chain_id) if root is not None else None
+    if ctx.sink is None or root is None or root.posted or message is None:
+        return None
+    recipe = _chain_recipe(ctx, chain_id)
+    channel = root.channel
+    if root.refused and recipe is not None and recipe in ctx.config.recipes:
+        channel = ctx.config.channel_id_for(recipe) or channel
+    try:
+        ctx.sink.post_root(chain_id, channel, *message)
+    except PostRefused as exc:
+        return exc
+    except PostError:
+        return None
+    return None
 
 
 def _post_reply(ctx: BotContext, chain_id: int, key: str, blocks: Blocks,

@@ -355,7 +355,9 @@ class SlackPoster:
         existing = self.store.slack_posts.get(key)
         if existing is not None and existing.posted:
             return existing.ts
-        if existing is None:
+        # an intent left over: maybe posted already (a root refused before is not in Slack)
+        unknown = existing is not None and not existing.refused
+        if not unknown:
             self.store.slack_posts.record_intent(
                 key, channel=channel, kind=kind, chain_id=chain_id, thread_ts=thread_ts,
                 payload_hash=payload_hash(blocks, text), now=self.clock(),
@@ -366,7 +368,6 @@ class SlackPoster:
         }
         if thread_ts is not None:
             kwargs["thread_ts"] = thread_ts
-        unknown = existing is not None  # an intent left over: maybe posted already
         last: Exception | None = None
         attempts = _Attempts(f"post {key}")
         for attempt in range(self.max_attempts):
@@ -390,8 +391,13 @@ class SlackPoster:
                     # Slack answered no, and no earlier send of it is there (none was made,
                     # or the lookup above did not find it): no intent is left to reconcile,
                     # so the key reads as never posted (a cluster notice's "answers again"
-                    # note does not follow it: bot.services.watch_events.ThreadEvents._told)
-                    self.store.slack_posts.forget_intent(key)
+                    # note does not follow it: bot.services.watch_events.ThreadEvents._told);
+                    # a root is kept `refused`, with its channel: its replies then know its
+                    # thread will not come by itself (bot.services.threads.say_in_thread)
+                    if kind == "root":
+                        self.store.slack_posts.record_refused(key, now=self.clock())
+                    else:
+                        self.store.slack_posts.forget_intent(key)
                     error = self._error("chat.postMessage", key, channel, exc)
                     refused = SlackMessageRefused if error.error in MESSAGE_ERRORS \
                         else SlackPostRefused

@@ -185,6 +185,11 @@ class SlackPost:
     def posted(self) -> bool:
         return self.state == "posted"
 
+    @property
+    def refused(self) -> bool:
+        """A run's root message the chat refused (`SlackPostsRepo.record_refused`)."""
+        return self.state == "refused"
+
 
 @dataclass(frozen=True)
 class AuditEntry:

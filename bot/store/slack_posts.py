@@ -30,8 +30,16 @@ class SlackPostsRepo(_Repo):
         payload_hash: str | None = None,
         now: float | None = None,
     ) -> SlackPost:
-        """Store the intent to post `key` unless it exists; returns the (existing) row."""
+        """Store the intent to post `key` unless it exists; returns the (existing) row. A
+        root refused before (`record_refused`) is an intent again, to `channel`."""
         existing = self.get(key)
+        if existing is not None and existing.refused:
+            with self._engine.begin() as conn:
+                conn.execute(update(t.slack_posts).where(
+                    t.slack_posts.c.key == key, t.slack_posts.c.state == "refused",
+                ).values(channel=channel, thread_ts=thread_ts, state="intent",
+                         payload_hash=payload_hash, updated_at=_wall(now)))
+            existing = self.get(key)
         if existing is not None:
             return existing
         try:
@@ -86,6 +94,16 @@ class SlackPostsRepo(_Repo):
         posts = t.slack_posts
         with self._engine.begin() as conn:
             conn.execute(delete(posts).where(posts.c.key == key, posts.c.state == "intent"))
+
+    def record_refused(self, key: str, *, now: float | None = None) -> None:
+        """The chat refused to post `key`, a run's root message (nothing is in the chat): its
+        intent is kept as `refused`, with its channel, so the replies waiting for its thread
+        know it will not come by itself (bot.services.threads.say_in_thread tries it again
+        for them); its next try (`record_intent`) makes it an intent again."""
+        with self._engine.begin() as conn:
+            conn.execute(update(t.slack_posts).where(
+                t.slack_posts.c.key == key, t.slack_posts.c.state == "intent",
+            ).values(state="refused", updated_at=_wall(now)))
 
     def record_file(self, key: str, file_id: str | None, *, now: float | None = None) -> None:
         """Remember, before completing it, which uploaded file the chart intent `key` shares

@@ -107,7 +107,8 @@ def stalled_thread(ctx: BotContext, slurm: FakeSlurm, sftp: FakeSFTP | None = No
     return chain, sftp, b"".join(lines[stall + 1:])
 
 
-def timed_out(env: WatchEnv, resubmit: FakeResubmit, **policy: Any) -> tuple[Watcher, Chain]:
+def timed_out(env: tuple[Store, FakeSlurm, FakeSFTP, EventSink], resubmit: FakeResubmit,
+              **policy: Any) -> tuple[Watcher, Chain]:
     """Job 88300 of an `auto` recipe, resumed from iteration 1200, hit its time limit at
     T0 + 1300 after 300 log lines without saving a newer checkpoint (a retry, charged); a
     watcher that may resubmit it (from iteration 1200) through `resubmit`."""

@@ -71,3 +71,16 @@ def test_a_note_with_no_thread_waits_with_a_backoff_then_is_given_up() -> None:
     for _ in range(3):
         after_try(backoffs, "m", "threadless")
     assert after_try(backoffs, "m", "taken") == AfterTry("posted", failed=3)
+
+
+def test_a_note_whose_runs_root_slack_refused_is_given_up_at_once() -> None:
+    """The run's root message refused (tried again for the note, and refused again): its
+    thread will not come by itself, so the note is given up at its first try, not after
+    `THREADLESS_TRIES`; one that waited for its thread first is given up as well, its
+    series' tries counted."""
+    backoffs = Backoffs()
+    assert after_try(backoffs, "n", "root_refused") == AfterTry("given_up", failed=1)
+    assert backoffs.by_key == {}
+    after_try(backoffs, "m", "threadless")
+    assert after_try(backoffs, "m", "root_refused") == AfterTry("given_up", failed=2)
+    assert backoffs.by_key == {}

@@ -18,11 +18,21 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
-from fakes import T0, AnswerLostSlurm, make_context, present
+from fakes import (
+    T0,
+    AnswerLostSlurm,
+    FakeResubmit,
+    FakeSFTP,
+    FakeSlurm,
+    make_config,
+    make_context,
+    present,
+)
 from slack_sdk import WebClient
 from slack_standin import SlackStandIn
 from support.e2e import accept, refuse
 from support.in_flight import recover
+from support.watcher import timed_out
 
 from bot.app import schedule_prompts
 from bot.cluster.errors import OutcomeUnknown
@@ -67,7 +77,8 @@ def slack() -> Iterator[SlackStandIn]:
 
 @dataclass
 class Run:
-    """A run on cluster dev whose thread, if any, is in PRIVATE, with the real poster."""
+    """A run on cluster dev whose thread, if any, is in PRIVATE (its recipe's channel), with
+    the real poster."""
 
     ctx: BotContext
     poster: SlackPoster
@@ -91,17 +102,28 @@ class Note:
 
 def make_run(slack: SlackStandIn, store: Store, *, kind: str = "run", recipe: str = "mix",
              slurm: AnswerLostSlurm | None = None) -> Run:
-    client: WebClient = make_client(slack.token, base_url=slack.api_url,
-                                    sleep=lambda s: None, timeout=10)
-    clock = [T0]
-    poster = SlackPoster(client, store, sleep=lambda s: None, clock=lambda: clock[0])
-    ctx = make_context(store, slurm or AnswerLostSlurm(lost=0, submitted_at=T0), sink=poster,
-                       charts=False, clock=lambda: clock[0])
+    ctx, poster, clock = slack_context(slack, store, slurm)
     chain = store.chains.create(recipe=recipe, cluster="dev", job_name="mix", now=T0 - 1000,
                                 kind=kind, watched_by="U0BOB" if kind == "adopted" else None)
     store.attempts.record(chain_id=chain.id, job_id="88154", now=T0 - 1000)
     store.watched_jobs.add("dev", "88154", now=T0 - 1000, chain_id=chain.id)
     return Run(ctx, poster, chain.id, clock)
+
+
+def slack_context(slack: SlackStandIn, store: Store, slurm: FakeSlurm | None = None
+                  ) -> tuple[BotContext, SlackPoster, list[float]]:
+    """A bot's context over `slurm` (an AnswerLostSlurm by default) posting through the real
+    poster on the stand-in, its clock (T0 until a test moves it) and recipe mix's channel
+    PRIVATE."""
+    client: WebClient = make_client(slack.token, base_url=slack.api_url,
+                                    sleep=lambda s: None, timeout=10)
+    clock = [T0]
+    poster = SlackPoster(client, store, sleep=lambda s: None, clock=lambda: clock[0])
+    config = make_config()
+    config.slack.channels["training"] = PRIVATE  # recipe mix's channel
+    ctx = make_context(store, slurm or AnswerLostSlurm(lost=0, submitted_at=T0), sink=poster,
+                       config=config, charts=False, clock=lambda: clock[0])
+    return ctx, poster, clock
 
 
 def outbox_state(run: Run, key: str) -> Callable[[], str]:
@@ -353,32 +375,73 @@ def test_a_note_whose_run_has_no_thread_waits_for_it_and_is_posted_once(
             if (m.get("metadata") or {}).get("event_payload", {}).get("key") == note.key]
 
 
-def test_an_incident_raised_while_the_root_post_fails_is_posted_once_the_root_is(
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_reply_whose_runs_root_slack_refused_is_given_up_at_once_and_says_the_fix(
+        slack: SlackStandIn, store: Store, caplog: Any, kind: str) -> None:
+    """The run's root message is refused (the bot out of its channel): the reply's first
+    try posts the root again (there, its channel), refused again, and the reply is given up
+    there and then, not after THREADLESS_TRIES tries (about 35 min, its job's result,
+    chain status and automatic resubmit held back meanwhile), with one warning naming the
+    run, the channel, Slack's error and its fix. Nothing is posted in a thread, no approval
+    is asked where nobody sees it, and its later chances send nothing."""
+    make_note, run_kw = KINDS[kind]
+    run = make_run(slack, store, **run_kw)
+    refuse(slack, "the bot is out of its channel", channel=PRIVATE)
+    with pytest.raises(PostRefused):
+        run.open_thread()
+    note = make_note(run)
+    caplog.set_level(logging.DEBUG)
+    for i in range(4):
+        note.chance(i)
+        assert note.state() == "dropped", i
+    assert tries(slack, note.key) == []
+    roots = tries(slack, f"chain:{run.chain_id}:root")
+    assert [r.response.get("error") for r in roots] == ["not_in_channel"] * 2
+    assert store.approvals.for_chain(run.chain_id, "pending") == []
+    [said] = warnings(caplog, note.key)
+    assert f"chain {run.chain_id} (mix): " in said and "is given up" in said
+    assert PRIVATE in said and "not_in_channel" in said and "/invite @trainbot" in said
+
+
+def test_a_refused_root_opens_with_the_first_reply_once_the_bot_is_back(
         slack: SlackStandIn, store: Store) -> None:
-    """The run's root message is refused (the bot out of its channel) and its job fails
-    meanwhile: the incident is not taken as posted (before, it was logged and marked posted,
-    and the thread never had it), no approval is asked where nobody sees it. The root
-    posted, the incident's next try posts it in the thread with its approval prompt, once:
-    its later chances send nothing, and one approval is open, the one its buttons carry."""
+    """The root refused and an incident given up meanwhile; the bot invited back, the run's
+    next reply posts the root and itself under it, once."""
     run = make_run(slack, store)
     refuse(slack, "the bot is out of its channel", channel=PRIVATE)
     with pytest.raises(PostRefused):
         run.open_thread()
-    note = incident(run)
-    for i in range(3):
-        note.chance(i)
-    assert tries(slack, note.key) == [] and note.state() == "pending"
-    assert store.approvals.for_chain(run.chain_id, "pending") == []
+    incident(run).chance(0)
     accept(slack, "the bot is out of its channel", channel=PRIVATE)
-    root = run.open_thread()
-    for i in range(3, 12):
+    note = stall_prompt(run)
+    for i in range(1, 4):
         note.chance(i)
     assert note.state() == "posted" and len(tries(slack, note.key)) == 1
-    [posted] = [m for m in slack.replies(PRIVATE, root)
-                if (m.get("metadata") or {}).get("event_payload", {}).get("key") == note.key]
-    [approval] = store.approvals.for_chain(run.chain_id, "pending")
-    buttons = [e for b in posted["blocks"] if b["type"] == "actions" for e in b["elements"]]
-    assert buttons and {e["value"] for e in buttons} == {approval.token}
+    [root] = slack.root_messages(PRIVATE)
+    assert [m for m in slack.replies(PRIVATE, root["ts"])
+            if (m.get("metadata") or {}).get("event_payload", {}).get("key") == note.key]
+
+
+def test_a_timed_out_job_whose_runs_root_was_refused_is_ended_and_resubmitted_at_once(
+        slack: SlackStandIn, store: Store) -> None:
+    """Job 88300 of an `auto` recipe hits its time limit while its run's root message is
+    refused (the bot out of its channel): its incident is given up at the tick that sees the
+    end, so the job's result is stored, it is no longer watched, and its automatic resubmit
+    is made once the backoff has passed. Before, the job stayed watched, its result and its
+    resubmit held back, for THREADLESS_TRIES tries (about 35 min at a 30-s tick)."""
+    ctx, poster, _ = slack_context(slack, store)
+    resubmit = FakeResubmit(store)
+    watcher, chain = timed_out((store, FakeSlurm(), FakeSFTP(), ThreadEvents(ctx)), resubmit)
+    refuse(slack, "the bot is out of its channel", channel=PRIVATE)
+    with pytest.raises(PostRefused):
+        poster.post_root(chain.id, PRIVATE, [], "auto")
+    watcher.tick(T0 + 1310)
+    assert present(store.incidents.get("dev:88300:final")).state == "dropped"
+    assert present(store.attempts.get_by_job("88300")).result == "TIMEOUT"
+    assert store.watched_jobs.get("dev", "88300") is None
+    for t in (1380, 1440):
+        watcher.tick(T0 + t)
+    assert resubmit.calls == [("auto", chain.id, 1200)]
 
 
 @pytest.mark.parametrize("answer_lost", [False, True])
