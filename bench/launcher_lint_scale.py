@@ -9,8 +9,8 @@ Shapes: the incident's launcher repeated; 32k-style one-line functions; a long r
 launcher body of many statements; 1 MiB of nested `( … )` and of nested `$( … )`; a launcher
 whose heredocs (a generated config: shell-like text with quotes and brackets) make up most of
 it; the launcher body on one huge `;`-separated line; messages piped to `tee` without
-`pipefail`. A shape whose 1/8-size ratio is above NOT_LINEAR_ABOVE is marked "(not linear)".
-Each time is the median of `--repeat`
+`pipefail`; one long and-or list of tests, assignments and counts. A shape whose 1/8-size
+ratio is above NOT_LINEAR_ABOVE is marked "(not linear)". Each time is the median of `--repeat`
 runs, in CPU seconds of the process doing the work (the lint and the regex pass here, `bash -n`
 as a child), which other jobs on a shared machine disturb much less than wall time. Prints one
 table row per shape.
@@ -62,6 +62,10 @@ COMMENTS_HEAD = "n=0\n((n++)) || true\npython train.py --compile\n"
 #: Messages piped to tee, without pipefail (each one's "is the rest of the script only messages?"
 #: once re-read every statement below it)
 TEES = 'echo "step $i" | tee -a "$LOG_DIR/out.log"\n'
+#: One long and-or list (each line's last `||` continues it): tests, assignments and counts of
+#: one counter, each a command bash may skip (the counts' coverage once re-read the whole list
+#: at each count)
+AND_OR = '[ -n "$T" ] && n=1 || ((n++)) && echo a ||\n'
 
 
 def _shapes(size: int) -> dict[str, str]:
@@ -79,6 +83,8 @@ def _shapes(size: int) -> dict[str, str]:
         "comment and blank lines": head + COMMENTS_HEAD
         + (COMMENTS * (size // len(COMMENTS) + 1))[:size],
         "tee pipelines, no pipefail": "#!/bin/bash\n" + (TEES * (size // len(TEES) + 1))[:size],
+        "one long and-or list": head + "n=0\n" + AND_OR * (size // len(AND_OR) + 1)
+        + "true\n((n++))\n",
     }
 
 

@@ -9,7 +9,7 @@ import bisect
 import functools
 from collections.abc import Callable
 
-from bot.core.launcher_lint.model import Construct
+from bot.core.launcher_lint.model import Construct, CoveredBranches
 
 #: A branch the walk read: its construct's key in model.Scan.constructs, and its index there.
 Step = tuple[tuple[int, int], int]
@@ -134,12 +134,13 @@ class Coverage:
             return
         self._cover(node)
         for parent, (key, i) in reversed(way):
-            spans, cover = self.constructs[key]
-            covered = parent.branches.setdefault(key, set())
+            covered = parent.branches.get(key)
+            if covered is None:
+                spans, cover = self.constructs[key]
+                covered = parent.branches[key] = cover.tracker(len(spans), self.reached.get(key))
             covered.add(i)
             self.log.append(functools.partial(covered.discard, i))
-            if key in parent.complete or not cover.holds(covered, len(spans),
-                                                         self.reached.get(key)):
+            if key in parent.complete or not covered.holds():
                 return
             parent.complete.add(key)
             self.log.append(functools.partial(parent.complete.discard, key))
@@ -176,7 +177,7 @@ class CoverageNode:
         self.children: dict[Step, CoverageNode] = {}
         self.ends = False
         self.covered = False
-        self.branches: dict[tuple[int, int], set[int]] = {}
+        self.branches: dict[tuple[int, int], CoveredBranches] = {}
         self.complete: set[tuple[int, int]] = set()
 
 

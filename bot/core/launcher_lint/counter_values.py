@@ -405,7 +405,7 @@ def _last_covering(froms: dict[int, int], cover: Cover, branches: int) -> int | 
     lo, hi = 0, len(ks)  # ks[:lo] hold, ks[hi:] do not
     while lo < hi:
         mid = (lo + hi) // 2
-        if cover.holds([i for i, f in froms.items() if f >= ks[mid]], branches):
+        if cover.holds({i for i, f in froms.items() if f >= ks[mid]}, branches):
             lo = mid + 1
         else:
             hi = mid

@@ -4,6 +4,7 @@ and the statements each check turns into findings."""
 from __future__ import annotations
 
 import bisect
+import functools
 from collections.abc import Collection
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
@@ -303,25 +304,125 @@ class Cover:
 
         if not self.chain:
             return self.exhaustive and all(hit(i) for i in range(branches))
-        # by the status the last command bash ran left (0, else 1): does every way that
-        # leaves it so run one of them (True where no way does)
-        ways = [True, True]
-        ended = True  # … and every way that ended the shell
-        counting = True  # (not yet past the branch `before`)
+        state = _EVERY_WAY
+        for link, counting in zip(self.chain, self._counting(before), strict=True):
+            state = _link_map(link.op, link.status, hit(link.branch), counting)[state]
+        return state == _EVERY_WAY
+
+    def _counting(self, before: int | None) -> list[bool]:
+        """Of each link of the chain, is it before the branch `before` (every one when None):
+        an `exit` past it counts as running none of them?"""
+        counting, flags = True, []
         for link in self.chain:
             counting &= before is None or link.branch is None or link.branch < before
-            if link.op:
-                runs = 0 if link.op == "&&" else 1  # the status the ways that run it have
-                reached, ways[runs] = ways[runs], True
-            else:
-                reached = False  # (the first command: every way runs it, none ran one yet)
-            if link.status == "exit":
-                ended = ended and (reached or counting)
-                continue
-            after = reached or hit(link.branch)
-            for status in (0, 1) if link.status == "free" else (int(link.status == "false"),):
-                ways[status] = ways[status] and after
-        return ended and ways[0] and ways[1]
+            flags.append(counting)
+        return flags
+
+    def tracker(self, branches: int, before: int | None = None) -> CoveredBranches:
+        """An empty set of the construct's branches (of `branches`), whose `holds` says what
+        holds(it, branches, before) would, kept as branches are added and taken back."""
+        return CoveredBranches(self, branches, before)
+
+
+#: Cover.holds's reading of an and-or list, link by link: whether every way that left a
+#: status of 0 (bit 1), of 1 (bit 2), and every way that ended the shell (bit 4) ran one of
+#: the branches counted; each bit set before the first link (no way ran one nor needed to).
+_EVERY_WAY = 7
+
+
+@functools.cache
+def _link_map(op: str, status: ChainStatus, hit: bool, counting: bool) -> tuple[int, ...]:
+    """The state (_EVERY_WAY's bits) after bash runs a link of an and-or list (its operator
+    before it, `op`, and its `status`, ChainLink's), from each state before it (the map's
+    index): `hit` (the link is a branch counted), `counting` (it is before the branch asked
+    about: an `exit` there counts as running one)."""
+    after_each = []
+    for state in range(8):
+        ways = [bool(state & 1), bool(state & 2)]
+        ended = bool(state & 4)
+        if op:
+            runs = 0 if op == "&&" else 1  # the status the ways that run it have
+            reached, ways[runs] = ways[runs], True
+        else:
+            reached = False  # (the first command: every way runs it, none ran one yet)
+        if status == "exit":
+            ended = ended and (reached or counting)
+        else:
+            after = reached or hit
+            for left in (0, 1) if status == "free" else (int(status == "false"),):
+                ways[left] = ways[left] and after
+        after_each.append(ways[0] | ways[1] << 1 | ended << 2)
+    return tuple(after_each)
+
+
+#: A map of the eight states of _link_map to themselves (a link that changes nothing).
+_IDENTITY = tuple(range(8))
+
+
+class CoveredBranches:
+    """A set of a construct's branches (add, discard) and whether Cover.holds of it with
+    `branches` and `before` (holds), kept as it changes. Of an and-or list, each link is
+    read as the map of the eight states it makes (_link_map) (one where its branch is in
+    the set, one where not) and the list as their composition, held in a tree of partial
+    compositions: a change recomposes the links above it only, so that a set changed one
+    branch at a time, asked after each (branch_paths.Coverage), costs the log of the list's
+    length a change, not the list's length."""
+
+    def __init__(self, cover: Cover, branches: int, before: int | None) -> None:
+        self.cover, self.branches, self.before = cover, branches, before
+        self.members: set[int] = set()
+        self.leaf: dict[int, int] = {}  # each branch's link's leaf index
+        if not cover.chain:
+            return
+        self.size = 1 << max(0, (len(cover.chain) - 1).bit_length())
+        self.maps: list[tuple[tuple[int, ...], tuple[int, ...]]] = []  # (not hit, hit)
+        for k, (link, counting) in enumerate(zip(cover.chain, cover._counting(before),
+                                                  strict=True)):
+            self.maps.append((_link_map(link.op, link.status, False, counting),
+                              _link_map(link.op, link.status, True, counting)))
+            if link.branch is not None:
+                self.leaf[link.branch] = k
+        self.tree = [_IDENTITY] * (2 * self.size)
+        for k, (link, (missed, hit_map)) in enumerate(zip(cover.chain, self.maps,
+                                                          strict=True)):
+            self.tree[self.size + k] = hit_map if self._hit(link.branch) else missed
+        for node in range(self.size - 1, 0, -1):
+            self.tree[node] = _compose(self.tree[2 * node], self.tree[2 * node + 1])
+
+    def _hit(self, branch: int | None) -> bool:
+        return branch is not None and (branch in self.members or branch in self.cover.ends) and (
+            self.before is None or branch < self.before)
+
+    def add(self, branch: int) -> None:
+        if branch not in self.members:
+            self.members.add(branch)
+            self._changed(branch)
+
+    def discard(self, branch: int) -> None:
+        if branch in self.members:
+            self.members.discard(branch)
+            self._changed(branch)
+
+    def _changed(self, branch: int) -> None:
+        k = self.leaf.get(branch)
+        if k is None:
+            return
+        node = self.size + k
+        self.tree[node] = self.maps[k][self._hit(branch)]
+        node //= 2
+        while node:
+            self.tree[node] = _compose(self.tree[2 * node], self.tree[2 * node + 1])
+            node //= 2
+
+    def holds(self) -> bool:
+        if not self.cover.chain:
+            return self.cover.holds(self.members, self.branches, self.before)
+        return self.tree[1][_EVERY_WAY] == _EVERY_WAY
+
+
+def _compose(first: tuple[int, ...], then: tuple[int, ...]) -> tuple[int, ...]:
+    """The map of the states (_link_map's) of `first` followed by `then`."""
+    return tuple(then[s] for s in first)
 
 
 #: A `case`, `if` or loop as the walk read it (Scan.constructs): the spans of its branches (a

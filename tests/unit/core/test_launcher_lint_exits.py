@@ -890,6 +890,44 @@ def test_a_list_s_and_or_branches_follow_the_grammar_for_any_chain():
                         lst, chosen, before)
 
 
+def test_a_tracked_set_of_branches_holds_as_the_cover_says_after_each_change():
+    """model.CoveredBranches (what branch_paths.Coverage keeps as counts are added and taken
+    back) says what Cover.holds says of the same set, every bound, after each add and discard
+    of a generated sequence, for the generated lists (250 plus 20 of 40 to 200 commands: its
+    tree has levels)."""
+    from bot.core.launcher_lint.syntax import and_or_branches
+
+    rng = random.Random(20261207)
+    chains = _generated_chains(250) + [
+        ([rng.choice(list(_CHAIN_COMMANDS)) for _ in range(size)],
+         [rng.choice(("&&", "||")) for _ in range(size - 1)])
+        for size in (rng.randint(40, 200) for _ in range(20))]
+    compared = 0
+    for kinds, ops in chains:
+        parts = [_CHAIN_COMMANDS[kind].format(i=i) for i, kind in enumerate(kinds)]
+        lst = parts[0] + "".join(f" {op} {part}" for op, part in zip(ops, parts[1:],
+                                                                       strict=True))
+        found = and_or_branches(lst, 0, {}, lst, functools.partial(_ends_script_shell, text=lst))
+        if found is None or found.at is None:
+            continue
+        branches = len(found.spans)
+        for before in (None, *rng.sample(range(branches + 1), min(3, branches + 1))):
+            tracked = found.cover.tracker(branches, before)
+            members: set[int] = set()
+            for _ in range(3 * branches):
+                branch = rng.randrange(branches)
+                if rng.random() < 0.7:
+                    tracked.add(branch)
+                    members.add(branch)
+                else:
+                    tracked.discard(branch)
+                    members.discard(branch)
+                assert tracked.holds() == found.cover.holds(members, branches, before), (
+                    lst, members, before)
+                compared += 1
+    assert compared > 10000
+
+
 def test_the_reference_evaluator_runs_lists_as_bash_does(tmp_path):
     """The reference evaluator (_reference_runs) agrees with real bash on generated lists:
     each command prints its index, its status set by the outcome (an `exit` ends the list's
