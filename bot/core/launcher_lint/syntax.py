@@ -178,7 +178,8 @@ def constant_status(condition: str, text: str, outside_function: bool = False
     """Whether the condition list `condition` (an `if`'s, without the keyword) always succeeds
     (True) or always fails (False), by bash's semantics alone (_CONSTANT_CONDITION_RE, a `( … )`
     subshell whose last command bash always runs is `exit N` (_subshell_status), a `return`
-    `outside_function`, which bash refuses with status 2, or `!` before one); None for
+    `outside_function`, which bash refuses with status 2, a pipeline whose last command always
+    fails, or `!` before one); None for
     anything else, or when the script `text` defines a function of that name (bash would call
     it)."""
     cond = condition.strip().rstrip(";").strip()
@@ -187,6 +188,13 @@ def constant_status(condition: str, text: str, outside_function: bool = False
         cond = cond[1:].strip()
     if outside_function and runs_builtin(cond, "return"):
         return None if "return" in _defined_names(text) else negated
+    if "|" in cond and len(piped := split_top_level(cond, 0, ("|",))) > 1:
+        # a pipeline (each command in a subshell: an `exit` there ends that one only) has its
+        # last command's status, or, under `pipefail`, the last failing one's: either way it
+        # fails when its last command always does (`… | ( exit 3 )`); one that always
+        # succeeds leaves the others' statuses to `pipefail`
+        return negated if constant_status(piped[-1][0], text, outside_function) is False \
+            else None
     if cond.startswith("(") and not cond.startswith("(("):
         if skip_quoted(cond, 0) != len(cond):
             return None  # (`( … ) | cat`, `( … ) > log`: not the subshell alone)

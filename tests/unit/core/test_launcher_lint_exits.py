@@ -762,6 +762,17 @@ _RC = 'rc=${X:-0}\n'  # (0 on one run, 1 on the other: `[[ $rc -ne 0 ]]` tests w
     ('set -e\nn=0\n( exit "${X:-0}" ) || n=1\n((n++))\n', "warn"),
     ('set -e\nn=0\n( exit "${X:-0}"; exit 3 ) || n=1\n((n++))\n', "warn"),
     ("set -e\nn=0\n( echo a; exit $((X)) ) || n=1\n((n++))\n", "warn"),
+    # … and a pipeline whose last command always fails fails, `pipefail` or not (the first
+    # five said `warn`); a subshell piped or in the background ends no more than itself, and
+    # gives the list no status of its own (`( exit 0 ) | cat`: cat's)
+    ("set -e\nn=0\ncat /dev/null | ( exit 3 ) || n=1\n((n++))\n", None),
+    ("set -e\nn=0\ncat /dev/null | ( exit 3 ) && n=1\n((n++))\n", "fail"),
+    ("set -e\nset -o pipefail\nn=0\ntrue | ( echo a; exit 3 ) || n=1\n((n++))\n", None),
+    ("set -e\nn=0\nif ( exit 0 ) | false; then :; else n=1; fi\n((n++))\n", None),
+    ("set -e\nn=0\n! true | false || n=1\n((n++))\n", "fail"),
+    ('set -e\nn=0\n[ -n "${X:-}" ] && ( exit 0 ) | cat || n=1\n((n++))\n', "warn"),
+    ("set -e\nn=0\n( echo a; exit 0 ) &\nn=1\nwait\n((n++))\n", None),
+    ("set -e\nn=0\n( n=1; exit 0 ) | cat\n((n++))\n", "fail"),
     ('set -e\nn=0\nf() { [ -n "${X:-}" ] || exit 3; }\n( f; exit 0 ) || n=1\n((n++))\n', "warn"),
     ("set -e\nn=0\n( trap '[ -n \"${X:-}\" ] || exit 3' EXIT; exit 0 ) || n=1\n((n++))\n",
      "warn"),
