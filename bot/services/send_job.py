@@ -68,7 +68,7 @@ def send_job(slurm: Slurm, recipe: RecipeConfig, job_name: str, env: dict[str, s
         raise OutcomeUnknown.timed_out(argv, exc, advice=submit_advice(job_name)) from exc
     except OutcomeUnknown as exc:
         raise exc.advised(submit_advice(job_name)) from exc
-    return parse_job_id(result.stdout, recipe.submit_command[0])
+    return parse_job_id(result.stdout, recipe.submit_command[0], job_name)
 
 
 def wrapper_not_applied(slurm: Any, recipe: RecipeConfig, job_id: str,
@@ -94,12 +94,14 @@ _SUBMITTED_RE = re.compile(r"Submitted batch job (\d+)")
 _BARE_ID_RE = re.compile(r"^\s*(\d+)(?:;\S+)?\s*$", re.MULTILINE)
 
 
-def parse_job_id(stdout: str, command: str) -> str:
-    """The job id a submit wrapper printed (`Submitted batch job N` or a bare `N`)."""
+def parse_job_id(stdout: str, command: str, job_name: str) -> str:
+    """The job id a submit wrapper printed (`Submitted batch job N` or a bare `N`) for the job
+    `job_name`; a ServiceError saying what to do when there is none."""
     match = _SUBMITTED_RE.search(stdout) or _BARE_ID_RE.search(stdout)
     if match is None:
-        raise ServiceError(
-            f"submit command {command!r} printed no job id (expected 'Submitted batch job N' "
-            f"or a bare number): {stdout.strip()[-200:]!r}"
-        )
+        raise ServiceError(N_(
+            "the site's submit command %(command)r printed no job id (expected 'Submitted "
+            "batch job N' or a bare number): %(out)s. It may have submitted the job: look for "
+            "%(name)r in squeue before submitting again, and make the command print its job "
+            "id.", command=command, out=repr(stdout.strip()[-200:]), name=job_name))
     return match[1]

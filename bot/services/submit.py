@@ -218,7 +218,7 @@ def submit_recipe(
     job_name = effective.job_name or recipe_name
     chain = store.chains.get(chain_id) if chain_id is not None else None
     if chain_id is not None and chain is None:
-        raise UsageProblem(f"no run chain {chain_id}")
+        raise UsageProblem(_no_chain(chain_id, recipe_name))
     effective = _array_of_submit(recipe_name, effective, chain, array_task)
     whole_array = effective.array is not None and array_task is None
 
@@ -386,23 +386,34 @@ def find_lost_submit(config: Config, recipe_name: str, slurm: Slurm, store: Stor
                                   known=known, array_task=array_task, submitted_since=sent_at)
 
 
+def _no_chain(chain_id: int, recipe_name: str) -> Text:
+    """Why a submit into run chain `chain_id` (a resume, a Resubmit click, a lost submit's
+    recovery) cannot be made: trainbot has no such chain (removed, or never recorded)."""
+    return N_("trainbot has no run %(chain)s of %(recipe)r any more (removed, or never "
+              "recorded), so nothing can be resubmitted into it: start a new run with "
+              "`/train submit %(recipe)s`.", chain=chain_id, recipe=recipe_name)
+
+
 def _array_of_submit(recipe_name: str, recipe: RecipeConfig, chain: Any,
                      array_task: int | None) -> RecipeConfig:
     """The recipe as this submit runs it: a task's resubmit is the one-task array
     `--array=N` of the array's chain; a whole array is submitted into a new chain only."""
     if array_task is None:
         if recipe.array is not None and chain is not None:
-            raise UsageProblem(
-                f"recipe {recipe_name!r} submits a job array ({recipe.array}): "
-                f"`/train submit {recipe_name}` submits the whole array again, and a failed "
-                "task is resubmitted alone from its incident (Resubmit) or automatically")
+            raise UsageProblem(N_(
+                "recipe %(recipe)r submits a job array (%(array)s): `/train submit %(recipe)s` "
+                "submits the whole array again, and a failed task is resubmitted alone from "
+                "its incident (Resubmit) or automatically", recipe=recipe_name,
+                array=recipe.array))
         return recipe
     if recipe.array is None:
-        raise UsageProblem(f"recipe {recipe_name!r} submits no job array (no `array:`); "
-                           f"task {array_task} cannot be resubmitted alone")
+        raise UsageProblem(N_("recipe %(recipe)r submits no job array (no `array:`); task "
+                              "%(task)s cannot be resubmitted alone", recipe=recipe_name,
+                              task=array_task))
     if chain is None or chain.kind != "array":
-        raise UsageProblem(f"task {array_task} of {recipe_name!r}: resubmit it into the "
-                           "array's own chain")
+        raise UsageProblem(N_("task %(task)s of %(recipe)r is resubmitted into its array's "
+                              "own run, not into another one: use the Resubmit button of the "
+                              "task's incident", task=array_task, recipe=recipe_name))
     return recipe.model_copy(update={"array": task_resubmit_spec(array_task)})
 
 
@@ -465,7 +476,7 @@ def adopt_unrecorded_submit(
     recipe = config.recipe(recipe_name)
     chain = store.chains.get(chain_id)
     if chain is None:
-        raise UsageProblem(f"no run chain {chain_id}")
+        raise UsageProblem(_no_chain(chain_id, recipe_name))
     known = {a.job_id for a in store.attempts.for_chain(chain_id)}
     user = getattr(config.clusters.get(recipe.cluster), "user", None)
     job_id = find_unrecorded_submit(slurm, job_name=chain.job_name, user=user,
@@ -494,7 +505,7 @@ def record_found_submit(
     recipe = config.recipe(recipe_name)
     chain = store.chains.get(chain_id)
     if chain is None:
-        raise UsageProblem(f"no run chain {chain_id}")
+        raise UsageProblem(_no_chain(chain_id, recipe_name))
     whole_array = recipe.array is not None and array_task is None
     # what the lost submit resumed from
     checkpoint = None

@@ -159,11 +159,7 @@ def command_error_text(ctx: BotContext, exc: c.CommandError, channel: str | None
 
 def _status(ctx: BotContext, cmd: c.Status, actor: str, channel: str | None,
             now: float) -> Reply:
-    try:
-        report = job_status(ctx.config, cmd.target, store=ctx.store,
-                            slurm_for=ctx.clusters.slurm)
-    except UsageProblem as exc:
-        raise UsageProblem(str(exc)) from None
+    report = job_status(ctx.config, cmd.target, store=ctx.store, slurm_for=ctx.clusters.slurm)
     _audit(ctx, actor, "status", now, "ok", cmd.target if cmd.is_job else None,
            None if cmd.is_job else cmd.target)
     recipe = None if cmd.is_job else cmd.target
