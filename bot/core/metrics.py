@@ -26,6 +26,7 @@ from collections import deque
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from enum import IntEnum
+from typing import Any
 
 import numpy as np
 
@@ -89,6 +90,20 @@ class UnfinishedBar:
     count: tuple[int, int]  # its last draw's count and total
     advanced_at: float  # log time of the read that first showed that count
     text: str  # that draw, as the line's evidence
+
+    def to_json(self) -> list[Any]:
+        """As kept with the log's offset (bot.services.watch.logs), so a restart goes on
+        from it (`from_json`)."""
+        return [self.line_no, *self.count, self.advanced_at, self.text]
+
+    @classmethod
+    def from_json(cls, kept: Any) -> UnfinishedBar | None:
+        """The bar `to_json` kept; None for anything else (nothing kept, an older form)."""
+        try:
+            line_no, done, total, advanced_at, text = kept
+            return cls(int(line_no), (int(done), int(total)), float(advanced_at), str(text))
+        except (TypeError, ValueError):
+            return None
 
 
 # How far back from an unfinished line's end its last draws are looked for: a draw is one

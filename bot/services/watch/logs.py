@@ -11,10 +11,13 @@ judged against its last progress line.
 Log clock vs wall clock: log timestamps are parsed as written (no time zone). The follower
 keeps `skew = last log time - the file's mtime` (when that line was written; the read time if
 SFTP gives no mtime) and the watcher judges a running job at `now + skew` on the log's clock,
-so a silent log ages with the wall clock — also right after a restart, from the persisted
-mtime. An unfinished last line (a progress bar redrawn after carriage returns) is not fed;
-it is told to the series as of the file's mtime on that clock
-(`MetricSeries.unfinished_line`: its bar's count moving is activity). Once the job has ended
+so a silent log ages with the wall clock — also right after a restart: the skew is kept with
+the offset (else computed from the persisted mtime), as the file's mtime then may be a later
+redraw's of its unfinished last line. An unfinished last line (a progress bar redrawn after
+carriage returns) is not fed; it is told to the series as of the file's mtime on that clock
+(`MetricSeries.unfinished_line`: its bar's count moving is activity), and the bar as last
+seen is kept with the log's offset: after a restart the first read compares with it (a bar
+frozen before the restart is no activity for being seen again). Once the job has ended
 and its log is read to its end, that line is its last line and is fed once
 (bot.core.tail.take_last_line); so is the sampler file's (the last sample before an OOM kill
 written without its newline).
@@ -29,6 +32,7 @@ from dataclasses import dataclass, field
 from bot.cluster.errors import ClusterError
 from bot.config import RecipeConfig
 from bot.core.diagnose import LogAnalysis
+from bot.core.metrics import UnfinishedBar
 from bot.core.models import Diagnosis
 from bot.core.sampler_series import SamplerSeries
 from bot.core.slurm.records import JobRecord
@@ -92,12 +96,16 @@ class JobWatch:
 @dataclass(frozen=True)
 class FollowedFile:
     """One file of a job read this tick: the log or the sampler file, and the state its read
-    started from (`restored`: from the store, after a restart or a new path)."""
+    started from (`restored`: from the store, after a restart or a new path; then `skew` and
+    `bar` are what the store kept with a log's offset: its clock's skew, the bar last seen on
+    its unfinished last line)."""
 
     kind: str  # "log" | "sampler"
     path: str
     start: TailState
     restored: bool
+    skew: float | None = None
+    bar: UnfinishedBar | None = None
 
 
 @dataclass
@@ -160,12 +168,11 @@ class LogFollower:
                                        jw.sampler_tail)):
                 if path is None:
                     continue
-                restored = state is None or state.path != path
-                if restored:
-                    state = self._saved(jw, path)
-                assert state is not None
-                window = min(state.offset, self.warmup_bytes) if restored else 0
-                planned.append((jw.job_id, FollowedFile(kind, path, state, restored)))
+                followed = (self._saved(jw, kind, path) if state is None or state.path != path
+                            else FollowedFile(kind, path, state, restored=False))
+                state = followed.start
+                window = min(state.offset, self.warmup_bytes) if followed.restored else 0
+                planned.append((jw.job_id, followed))
                 # its writer has ended with it: an unfinished last line is its last line
                 items.append(TailItem(state, self.max_bytes_per_job, drain, window,
                                       must_exist=ended, last_line=ended))
@@ -206,7 +213,7 @@ class LogFollower:
                     continue
                 raise outcome.error
             if followed.kind == "log":
-                before = jw.log.offset if jw.log is not None else None
+                before = followed.start.offset
                 jw.log = self._apply(jw, followed, outcome, jw.analysis, report, now)
                 more = outcome.more
                 last = jw.analysis.series.last_time
@@ -219,17 +226,27 @@ class LogFollower:
                 if unfinished and jw.skew is not None:  # a bar redrawn on the last line?
                     jw.analysis.series.unfinished_line(jw.log.line_no + 1, unfinished,
                                                        written + jw.skew)
+                self._persist(jw, followed, jw.log, now, jw.skew,
+                              jw.analysis.series.unfinished_bar)
             else:
                 jw.sampler_tail = self._apply(jw, followed, outcome, jw.sampler, report, now)
+                self._persist(jw, followed, jw.sampler_tail, now)
         return more
 
     def _apply(self, jw: JobWatch, followed: FollowedFile, outcome: TailOutcome,
                target: LogAnalysis | SamplerSeries, report: TickReport,
                now: float) -> TailState:
-        """Feed one file's chunks into `target`; persist its offset. The new state."""
+        """Feed one file's chunks into `target`. The new state."""
         state = followed.start
         if followed.restored:
             target = self._warm_up(jw, state, outcome.window, target)
+            if isinstance(target, LogAnalysis):
+                # as the store kept them: the log clock's skew (so a log whose last line is
+                # unfinished, its mtime moved by redraws, keeps the skew its last complete line
+                # gave), and the bar last seen (this read's draw is compared with it)
+                jw.skew = followed.skew
+                if followed.bar is not None:
+                    target.series.unfinished_bar = followed.bar
         for chunk in outcome.chunks:
             if chunk.restarted and state.offset:  # a new file (requeue, rotation): start over
                 if isinstance(target, LogAnalysis):
@@ -244,6 +261,13 @@ class LogFollower:
                     target.feed_lines(chunk.lines)
             report.bytes_read += chunk.bytes_read
             state = chunk.state
+        return state
+
+    def _persist(self, jw: JobWatch, followed: FollowedFile, state: TailState, now: float,
+                 skew: float | None = None, bar: UnfinishedBar | None = None) -> None:
+        """Keep a file's tail state in the store (with a log's clock skew and the bar last
+        seen on its unfinished last line), at most every `persist_every_s` while it
+        changes."""
         start_state = None if followed.restored else followed.start
         last = jw.persisted_at.get(followed.path)
         due = last is None or now - last >= self.persist_every_s
@@ -254,23 +278,28 @@ class LogFollower:
                 line_no=state.line_no,
                 signature=json.dumps({"anchor": state.anchor, "mtime": state.mtime,
                                       "inode": state.inode,
-                                      "unterminated": state.unterminated}),
+                                      "unterminated": state.unterminated, "skew": skew,
+                                      "bar": bar.to_json() if bar is not None else None}),
             )
-        return state
 
-    def _saved(self, jw: JobWatch, path: str) -> TailState:
-        """The persisted tail state of `path` (from 0 when none)."""
+    def _saved(self, jw: JobWatch, kind: str, path: str) -> FollowedFile:
+        """The job's file at `path` as the store kept it: its tail state (from 0 when none)
+        and, for a log, its clock's skew and the bar last seen on its unfinished last line."""
         saved = self.store.tail_offsets.get(str(jw.job_id), path)
         if saved is None or saved.offset <= 0:
-            return TailState(path=path)
+            return FollowedFile(kind, path, TailState(path=path), restored=True)
         try:
             sig = json.loads(saved.inode_or_signature or "{}")
         except ValueError:
             sig = {}
-        return TailState(path=path, offset=saved.offset, size=saved.size,
-                         line_no=saved.line_no, anchor=sig.get("anchor", ""),
-                         mtime=sig.get("mtime"), inode=sig.get("inode"),
-                         unterminated=bool(sig.get("unterminated", False)))
+        state = TailState(path=path, offset=saved.offset, size=saved.size,
+                          line_no=saved.line_no, anchor=sig.get("anchor", ""),
+                          mtime=sig.get("mtime"), inode=sig.get("inode"),
+                          unterminated=bool(sig.get("unterminated", False)))
+        skew = sig.get("skew")
+        return FollowedFile(kind, path, state, restored=True,
+                            skew=float(skew) if isinstance(skew, int | float) else None,
+                            bar=UnfinishedBar.from_json(sig.get("bar")))
 
     def _warm_up(self, jw: JobWatch, state: TailState, window: bytes,
                  target: LogAnalysis | SamplerSeries) -> LogAnalysis | SamplerSeries:

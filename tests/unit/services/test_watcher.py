@@ -26,6 +26,7 @@ from support.watcher import (
     CLUSTER,
     LOG,
     STORY,
+    WatchEnv,
     add_job,
     catalogue,
     head_line,
@@ -662,12 +663,13 @@ def test_a_requeued_job_without_a_run_start_line_is_timed_from_its_new_start(env
     _stall_told_at_114(w, sink, T0 + 1871 + 600)
 
 
-def test_an_evaluation_drawn_by_a_bar_alone_is_no_stall_until_its_count_freezes(env):
-    """After its last training line, the job evaluates for 15 minutes under mmcv's
-    ProgressBar alone: redrawn after carriage returns, its line gets no newline, so no new line
-    comes, but its count rises at every tick: no warning. Frozen at 3,750 images past the
-    5-minute threshold, the stall is warned once, the bar's draw as its evidence. Once the
-    line completes it is read once, as every line."""
+def _evaluating(env: WatchEnv, advancing_minutes: int, *, restart_before: int | None,
+                minutes: int = 14) -> Watcher:
+    """Job 7's 20 training lines, then an evaluation under mmcv's ProgressBar alone: its
+    count rises by 250 images a minute for `advancing_minutes`, then the bar is redrawn at
+    that count each minute (it refreshes, frozen), read each minute up to `minutes`; the bot
+    restarts (a new watcher over the same store) before the tick of minute `restart_before`.
+    The watcher that reads on."""
     store, slurm, sftp, sink = env
     add_job(store, 7)
     slurm.records[7] = running(7)
@@ -675,10 +677,23 @@ def test_an_evaluation_drawn_by_a_bar_alone_is_no_stall_until_its_count_freezes(
     sftp.clock = T0 + 90
     sftp.append(LOG, _progress_lines(100, 20, T0 + 1) + mmcv_draw(0, 5000))  # 119 at T0+86.5
     w.tick(T0 + 91)
-    for minute in range(1, 16):
+    for minute in range(1, minutes + 1):
         sftp.clock = T0 + 90 + 60 * minute
-        sftp.append(LOG, mmcv_draw(250 * minute, 5000))
+        sftp.append(LOG, mmcv_draw(250 * min(minute, advancing_minutes), 5000))
+        if minute == restart_before:
+            w = make_watcher(store, slurm, sftp, sink)
         w.tick(T0 + 91 + 60 * minute)
+    return w
+
+
+def test_an_evaluation_drawn_by_a_bar_alone_is_no_stall_until_its_count_freezes(env):
+    """After its last training line, the job evaluates for 15 minutes under mmcv's
+    ProgressBar alone: redrawn after carriage returns, its line gets no newline, so no new line
+    comes, but its count rises at every tick: no warning. Frozen at 3,750 images past the
+    5-minute threshold, the stall is warned once, the bar's draw as its evidence. Once the
+    line completes it is read once, as every line."""
+    _, _, sftp, sink = env
+    w = _evaluating(env, 15, restart_before=None, minutes=15)
     assert sink.events == []
     frozen = T0 + 90 + 60 * 15
     w.tick(frozen + 240)
@@ -698,6 +713,34 @@ def test_an_evaluation_drawn_by_a_bar_alone_is_no_stall_until_its_count_freezes(
     assert evaluation is not None and evaluation.line_no == 21
     assert evaluation.evaluation_batches == (5000, 5000)
     assert jw.analysis.series.last_iteration == 121
+
+
+@pytest.mark.parametrize("restart_before", [None, 12], ids=["no restart", "restart"])
+def test_a_refreshing_bar_frozen_before_a_restart_is_warned_as_without_one(env,
+                                                                          restart_before):
+    """The bar froze at 2,500 images at minute 10 and is redrawn at that count every minute
+    since. The bot restarts at minute 12: seeing the bar again is no activity (the count it
+    last saw was kept with the log's offset), so the stall is warned 5 minutes after the
+    freeze, as without a restart, the frozen draw as its evidence."""
+    _, _, _, sink = env
+    w = _evaluating(env, 10, restart_before=restart_before)
+    frozen = T0 + 90 + 60 * 10
+    assert sink.events == []
+    w.tick(frozen + 360)
+    [warn] = sink.events
+    assert warn.decision.class_id == "hang"
+    assert "2500/5000" in warn.diagnosis.evidence[0].text
+
+
+def test_a_bar_still_advancing_across_a_restart_is_no_stall(env):
+    """The bot restarts during a long evaluation drawn by a bar alone, its last training
+    line 12 minutes old: the bar's count moved since the one kept with the log's offset, so
+    it is activity, no stall, whatever the first read after the restart saw."""
+    _, _, _, sink = env
+    w = _evaluating(env, 14, restart_before=12)
+    w.tick(T0 + 91 + 60 * 14 + 30)
+    assert sink.events == []
+    assert w._jobs[7].analysis.series.last_iteration == 119
 
 
 def test_the_watcher_ticks_under_a_real_apscheduler(env):
