@@ -13,9 +13,10 @@ Why this shape:
   lazily and reopened once, transparently, when it was dropped *before* a command started.
   A command that may already have run is never re-run.
 - Every wait is bounded: connecting (connect_timeout, the host name's DNS lookup included:
-  bot.cluster.dial), starting a command and its run (command_timeout), each SFTP reply
-  (sftp_timeout, on a pool of channels so that one hung path blocks no other read:
-  bot.cluster.sftp).
+  bot.cluster.dial), opening a session channel (connect_timeout; a connection that could not
+  open one in time is retired: bot.cluster.in_flight), starting a command and its run
+  (command_timeout), each SFTP reply (sftp_timeout, on a pool of channels so that one hung
+  path blocks no other read: bot.cluster.sftp).
 """
 
 from __future__ import annotations
@@ -53,6 +54,7 @@ from bot.cluster.errors import (
     ReadCutOff,
     said,
 )
+from bot.cluster.in_flight import CommandsInFlight
 from bot.cluster.sftp import DeadlineSFTPClient, SFTPPool
 from bot.core.takeover import RemoteDeadlines
 from bot.core.text import N_, Text
@@ -124,6 +126,7 @@ class SSHRunner:
         self._sftp: SFTPPool | None = None  # kept across reconnects: it asks for channels
         self._endpoint: Endpoint | None = None
         self._dialled: tuple[str, int] | None = None  # the name and port looked up, dialled
+        self._in_flight = CommandsInFlight()  # and the connections retired
 
     # ---- lifecycle -------------------------------------------------------------------------
 
@@ -150,18 +153,32 @@ class SSHRunner:
     def close(self) -> None:
         """Close SFTP, the transport and any jump host connection; safe to call twice."""
         with self._lock:
+            self._in_flight.close_retired()  # first: their channels' closes then need no send
             if self._sftp is not None:
                 self._sftp.close()
             self._drop()
 
     def _drop(self) -> None:
-        for obj in (self._client, self._jump):
-            if obj is not None:
-                try:
-                    obj.close()
-                except Exception:  # noqa: BLE001 - closing a dead connection may raise anything
-                    log.debug("ignored error while closing %r", obj, exc_info=True)
+        _close_clients(self._client, self._jump)
         self._client = self._jump = None
+
+    def _retire(self, transport: paramiko.Transport) -> None:
+        """`transport` could not open a session channel in time: no new command goes to it
+        (the next one connects afresh), and it is closed, with its jump host's connection,
+        once the commands in flight on it have ended, at the latest just after the last of
+        their deadlines (bot.cluster.in_flight). Said as a failed connection, as `_lost` does. A
+        transport that is no longer the runner's (retired or dropped by another thread) is
+        left as it is."""
+        with self._lock:  # every holder ends within connect_at_most_s (connecting is bounded)
+            if self._client is None or self._client.get_transport() is not transport:
+                return
+            client, jump = self._client, self._jump
+            self._client = self._jump = None
+            if self._dialled is not None:
+                connection_failed(*self._dialled)
+        log.warning("ssh connection to %s opened no session in time: retired",
+                    self.settings.host)
+        self._in_flight.retire(transport, lambda: _close_clients(client, jump))
 
     def _lost(self) -> None:
         """The connection found dead (dropped, not closed here): dropped, and its failure
@@ -371,15 +388,16 @@ class SSHRunner:
             stdin = header + body
         limit = self.settings.command_timeout if timeout is None else timeout
         chan = self._open_session()
-        try:
-            deadline = time.monotonic() + limit  # the exec request and the run, in all
+        deadline = time.monotonic() + limit  # the exec request and the run, in all
+        with self._in_flight.command(chan.get_transport(), deadline):
             try:
-                self._start(chan, args, command, limit)
-            except TimeoutError as exc:
-                raise CommandTimedOut(args, limit) from exc  # it may or may not have started
-            out, err, code = self._collect(chan, args, stdin, deadline - time.monotonic())
-        finally:
-            close_channel(chan)
+                try:
+                    self._start(chan, args, command, limit)
+                except TimeoutError as exc:
+                    raise CommandTimedOut(args, limit) from exc  # it may or may not have started
+                out, err, code = self._collect(chan, args, stdin, deadline - time.monotonic())
+            finally:
+                close_channel(chan)
         if code is None:
             raise CommandTimedOut(args, limit)
         if code == -1:  # paramiko's "no exit status" (a real one is unsigned)
@@ -400,17 +418,18 @@ class SSHRunner:
         known to be whole, and the read is safe to ask again."""
         args = tuple(str(a) for a in argv)
         chan = self._open_session()
-        try:
-            deadline = time.monotonic() + timeout  # the exec request and the run, in all
+        deadline = time.monotonic() + timeout  # the exec request and the run, in all
+        with self._in_flight.command(chan.get_transport(), deadline):
             try:
-                self._start(chan, args, build_command(args), timeout)
-            except TimeoutError:
-                return Exchange(b"", b"", None)
-            out, err, code = self._collect(chan, args, stdin, deadline - time.monotonic())
-        except ChannelClosed as exc:
-            raise exc.as_read() from exc
-        finally:
-            close_channel(chan)
+                try:
+                    self._start(chan, args, build_command(args), timeout)
+                except TimeoutError:
+                    return Exchange(b"", b"", None)
+                out, err, code = self._collect(chan, args, stdin, deadline - time.monotonic())
+            except ChannelClosed as exc:
+                raise exc.as_read() from exc
+            finally:
+                close_channel(chan)
         if code == -1:  # paramiko's "no exit status" (a real one is unsigned)
             raise ReadCutOff(args, self.settings.host, connection_lost=False)
         return Exchange(out, err, code)
@@ -445,13 +464,26 @@ class SSHRunner:
 
     def _open_session(self) -> paramiko.Channel:
         """A fresh session channel; reconnects once if the transport turns out to be dead.
+        One not opened within connect_timeout (the request could not leave, or no answer
+        came) retires the transport (`_retire`) and raises ClusterUnavailable saying so.
 
         Opening a channel executes nothing, so retrying here can never run a command twice.
         """
+        timeout = self.settings.connect_timeout
         for attempt in (1, 2):
             t = self._ensure_transport()
             try:
-                return t.open_session(timeout=self.settings.connect_timeout)
+                return open_session_within(t, timeout)
+            except TimeoutError as exc:
+                self._retire(t)
+                raise ClusterUnavailable(N_(
+                    "cannot open an ssh session on %(where)s: the connection did not open one "
+                    "within %(timeout)s s (the login node or its sshd is hung, or the network "
+                    "stopped carrying its data). That connection takes no new commands: the "
+                    "next command opens a new one, and the commands running on it end by "
+                    "their own deadlines. If this repeats, check from the bot's host that "
+                    "%(where)s is up and that `ssh %(where)s true` answers.",
+                    where=self.settings.host, timeout=f"{timeout:g}")) from exc
             except (paramiko.SSHException, OSError, EOFError) as exc:
                 alive = t.is_active()  # a dead one is dropped by the next _ensure_transport
                 if attempt == 2 or alive:  # a live transport refusing a session: do not retry
@@ -513,6 +545,13 @@ class SSHRunner:
                     wait_channel(chan, readable, remaining)
         except TimeoutError:  # stdin write blocked past the deadline
             return b"".join(out), b"".join(err), None
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            # a send cut by the connection's close (one retired: bot.cluster.in_flight)
+            transport = chan.get_transport()
+            if transport is not None and transport.is_active():
+                raise
+            self._forget_if_dead()
+            raise ChannelClosed(args, self.settings.host, connection_lost=True) from exc
         exit_code = chan.recv_exit_status()
         transport = chan.get_transport()
         if exit_code == -1 and (transport is None or not transport.is_active()):
@@ -617,6 +656,57 @@ def close_channel(chan: paramiko.Channel) -> None:
         chan.close()
     except (paramiko.SSHException, EOFError, OSError):  # the transport is gone already
         log.debug("closing a channel on a lost connection failed", exc_info=True)
+
+
+def _close_clients(*clients: paramiko.SSHClient | None) -> None:
+    """Close each client given (a login node's, then its jump host's), whatever closing a
+    dead connection raises."""
+    for client in clients:
+        if client is not None:
+            try:
+                client.close()
+            except Exception:  # noqa: BLE001 - closing a dead connection may raise anything
+                log.debug("ignored error while closing %r", client, exc_info=True)
+
+
+def open_session_within(transport: paramiko.Transport, timeout: float) -> paramiko.Channel:
+    """A session channel on `transport` opened within `timeout` seconds, else TimeoutError,
+    the transport left open. paramiko's own open_session timeout bounds only the wait for the
+    answer once the request has left; the send before it waits, without end, for the send in
+    progress on the connection (one at a time, under one lock) and for room in the TCP
+    window. Only closing the connection ends that wait, which would cut every command running
+    on it; so the opening runs on a thread of its own, given up at the deadline. A channel it
+    opens after that is closed there; the thread ends when its request leaves or the
+    connection is closed (SSHRunner retires it: bot.cluster.in_flight)."""
+    lock = threading.Lock()
+    done = threading.Event()
+    outcome: dict[str, Any] = {}
+
+    def open_it() -> None:
+        try:
+            chan = transport.open_session(timeout=math.inf)
+        except BaseException as exc:  # noqa: BLE001 - raised in the caller's thread
+            with lock:
+                outcome["error"] = exc
+                done.set()
+            return
+        with lock:
+            late = "given up" in outcome
+            outcome["channel"] = chan
+            done.set()
+        if late:
+            close_channel(chan)
+
+    threading.Thread(target=open_it, name="ssh session open", daemon=True).start()
+    done.wait(timeout)
+    with lock:
+        if not done.is_set():
+            outcome["given up"] = True
+            raise TimeoutError(f"no session opened within {timeout:g} s")
+    if "error" in outcome:
+        raise outcome["error"]
+    channel: paramiko.Channel = outcome["channel"]
+    return channel
 
 
 def within(timeout: float, close: Callable[[], object], request: Callable[[], T]) -> T:

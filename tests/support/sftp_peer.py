@@ -39,6 +39,8 @@ class Peer:
     exec_runs: bool = False  # True: every command starts and runs, silent, until closed
     exec_drops: bool = False  # True: an exec request, once received, drops the connection
     tunnel_hangs: bool = False  # True: a tunnel's request (direct-tcpip) is never answered
+    session_hangs: bool = False  # True: a session's opening is never answered (sshd is hung:
+    # the connection reads nothing more, its commands running get no answer either)
     # how a tunnel's request is refused: its RFC 4254 open-failure code (1: administratively
     # prohibited, as an sshd with AllowTcpForwarding no; 2: connect failed, as one that cannot
     # reach the login node)
@@ -144,6 +146,8 @@ class _Server(paramiko.ServerInterface):
 
     def check_channel_request(self, kind: str, chanid: int) -> int:
         if kind == "session":
+            if self.peer.session_hangs:
+                self.peer.release.wait()
             self.peer.sessions += 1
             return paramiko.common.OPEN_SUCCEEDED
         return paramiko.common.OPEN_FAILED_ADMINISTRATIVELY_PROHIBITED

@@ -1,0 +1,132 @@
+"""A session channel on the login node opens within connect_timeout (bot.cluster.ssh.SSHRunner
+._open_session), whatever it waits for: a login node whose sshd never answers the opening
+fails the command with a sentence naming the host and what to check, in English and Korean.
+That connection is retired, not closed under the commands running on it: they end by their
+own deadlines, it is closed after them, and the next command connects afresh
+(bot.cluster.in_flight).
+
+The login node is the in-process SSH peer (tests/support/sftp_peer.py), whose answer to a
+session's opening waits until the test ends (Peer.session_hangs): its connection then reads
+nothing more, as a hung sshd's does. tests/integration/test_ssh_send_blocked.py blocks the
+request's send itself (a TCP relay that stops reading), against a real sshd.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from support.sftp_peer import Peer, serve_peer
+
+from bot.cluster.errors import ClusterUnavailable, CommandTimedOut
+from bot.cluster.in_flight import END_GRACE_S, CommandsInFlight
+from bot.core.text import render_text
+from bot.slack.render import translator
+
+CONNECT_S = 0.5
+SLACK_S = 1.0
+
+
+@pytest.fixture
+def peer(tmp_path: Path) -> Iterator[Peer]:
+    with serve_peer(tmp_path, sftp_timeout=5) as p:
+        yield p
+
+
+def opening_fails(runner, host: str) -> ClusterUnavailable:  # noqa: ANN001
+    """The error of a command whose session's opening is never answered, checked to come
+    within connect_timeout and to say so, in English and Korean."""
+    started = time.monotonic()
+    with pytest.raises(ClusterUnavailable) as err:
+        runner.run(["true"])
+    assert time.monotonic() - started < CONNECT_S + SLACK_S
+    assert str(err.value) == (
+        f"cannot open an ssh session on {host}: the connection did not open one within "
+        f"{CONNECT_S:g} s (the login node or its sshd is hung, or the network stopped carrying "
+        "its data). That connection takes no new commands: the next command opens a new one, "
+        "and the commands running on it end by their own deadlines. If this repeats, check "
+        f"from the bot's host that {host} is up and that `ssh {host} true` answers.")
+    ko = render_text(err.value.text, translator("ko").gettext)
+    assert ko.startswith(f"{host}에서 ssh 세션을 열 수 없습니다: 연결이 {CONNECT_S:g}초 안에"), ko
+    assert f"`ssh {host} true`" in ko and "새 연결" in ko, ko
+    return err.value
+
+
+def test_a_session_never_opened_fails_at_connect_timeout_and_the_next_command_reconnects(
+        peer: Peer) -> None:
+    with peer.runner(connect_timeout=CONNECT_S) as runner:
+        stuck = runner.transport
+        peer.session_hangs = True
+        opening_fails(runner, "127.0.0.1")
+        assert not stuck.is_active()  # nothing was running on it: closed at once
+        peer.session_hangs = False
+        fresh = runner.transport
+        assert fresh is not stuck and fresh.is_active()
+        assert peer.sessions == 0
+        runner.sftp().stat(".")  # a session on the new connection
+        assert peer.sessions == 1
+
+
+def test_a_command_running_on_the_retired_connection_ends_at_its_own_deadline(
+        peer: Peer) -> None:
+    """The command running when another's session cannot open is not cut by that failure: it
+    ends when its own timeout (2 s) says, and its connection is closed then."""
+    peer.exec_runs = True  # the command runs, silent, until its channel is closed
+    ended: dict[str, object] = {}
+
+    def running() -> None:
+        try:
+            runner.run(["sleep", "60"], timeout=2.0)
+        except Exception as exc:  # noqa: BLE001 - checked below
+            ended["error"] = exc
+        ended["at"] = time.monotonic()
+
+    with peer.runner(connect_timeout=CONNECT_S) as runner:
+        stuck = runner.transport
+        started = time.monotonic()
+        thread = threading.Thread(target=running, daemon=True)
+        thread.start()
+        while peer.exec_requests == 0:
+            assert time.monotonic() - started < 5, "the command did not start"
+            time.sleep(0.01)
+        peer.session_hangs = True
+        opening_fails(runner, "127.0.0.1")
+        assert thread.is_alive() and stuck.is_active()  # running on, not cut
+        thread.join(2.0 + SLACK_S + 1)
+        assert not thread.is_alive()
+        assert isinstance(ended["error"], CommandTimedOut), ended
+        assert 2.0 <= float(ended["at"]) - started  # type: ignore[arg-type]
+        deadline = time.monotonic() + SLACK_S
+        while stuck.is_active() and time.monotonic() < deadline:
+            time.sleep(0.01)
+        assert not stuck.is_active()  # closed once its last command ended
+
+
+def test_a_retired_connection_is_closed_at_the_last_deadline_of_its_commands() -> None:
+    """A command that cannot end (its send waits on the connection) does not hold its retired
+    connection open past the last deadline of the commands running on it."""
+    closed: list[float] = []
+    in_flight = CommandsInFlight()
+    now = time.monotonic()
+    left = threading.Event()
+    entered = threading.Event()
+
+    def command(deadline: float) -> None:
+        with in_flight.command("connection", deadline):
+            entered.set()
+            left.wait(10)
+
+    for offset in (0.2, 0.6):
+        entered.clear()
+        threading.Thread(target=command, args=(now + offset,), daemon=True).start()
+        assert entered.wait(5)
+    in_flight.retire("connection", lambda: closed.append(time.monotonic()))
+    in_flight.retire("connection", lambda: closed.append(-1.0))  # retired already: left
+    time.sleep(0.6 + END_GRACE_S + SLACK_S)
+    left.set()
+    assert len(closed) == 1 and now + 0.6 <= closed[0] < now + 0.6 + END_GRACE_S + SLACK_S
+    in_flight.retire("idle", lambda: closed.append(0.0))  # nothing running: closed at once
+    assert closed[1:] == [0.0]
