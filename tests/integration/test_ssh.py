@@ -13,7 +13,7 @@ from pathlib import Path
 import paramiko
 import pytest
 from support.procs import exited
-from support.sshd import keygen, loopback_sshd
+from support.sshd import bastion_sshd, keygen
 
 from bot.cluster.errors import (
     ChannelClosed,
@@ -343,22 +343,9 @@ def test_proxy_jump_failure_says_the_tunnel_could_not_open(settings: SSHSettings
 
 @pytest.fixture
 def jump_sshd(dev_cluster, tmp_path: Path):
-    """A second sshd on a free loopback port that allows TCP forwarding: a bastion.
-
-    Started by this test with its own host key; it lets the dev cluster's test user in with
-    the same key. Stopped by its pid at the end.
-    """
-    with loopback_sshd(tmp_path, "jump", (
-        f"AuthorizedKeysFile {Path(dev_cluster.key_file).parent / 'authorized_keys'}\n"
-        f"AllowUsers {dev_cluster.user}\nPasswordAuthentication no\n"
-        "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
-        "AllowTcpForwarding yes\nPermitOpen any\nUseDNS no\n"
-    )) as (port, pub, log):
-        known = tmp_path / "known_hosts"
-        known.write_text(
-            Path(dev_cluster.known_hosts).read_text() + f"[127.0.0.1]:{port} ssh-ed25519 {pub}\n"
-        )
-        yield port, str(known), log
+    """A bastion (tests/support/sshd.py), started by this test."""
+    with bastion_sshd(dev_cluster, tmp_path) as bastion:
+        yield bastion
 
 
 def test_proxy_jump_reaches_the_cluster_through_a_bastion(

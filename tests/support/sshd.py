@@ -10,6 +10,7 @@ import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 
 def keygen(path: Path) -> str:
@@ -53,3 +54,21 @@ def loopback_sshd(tmp_path: Path, name: str, config: str) -> Iterator[tuple[int,
     finally:
         proc.terminate()
         proc.wait(timeout=10)
+
+
+@contextmanager
+def bastion_sshd(dev_cluster: Any, tmp_path: Path) -> Iterator[tuple[int, str, Path]]:
+    """A second sshd on a free loopback port that allows TCP forwarding: a bastion, letting
+    the dev cluster's test user in with the same key: (its port, a known_hosts file with the
+    dev cluster's hosts and it, its log file). Stopped by its pid at the end."""
+    with loopback_sshd(tmp_path, "jump", (
+        f"AuthorizedKeysFile {Path(dev_cluster.key_file).parent / 'authorized_keys'}\n"
+        f"AllowUsers {dev_cluster.user}\nPasswordAuthentication no\n"
+        "KbdInteractiveAuthentication no\nUsePAM no\nStrictModes no\n"
+        "AllowTcpForwarding yes\nPermitOpen any\nUseDNS no\n"
+    )) as (port, pub, log):
+        known = tmp_path / "known_hosts"
+        known.write_text(
+            Path(dev_cluster.known_hosts).read_text() + f"[127.0.0.1]:{port} ssh-ed25519 {pub}\n"
+        )
+        yield port, str(known), log

@@ -3,7 +3,8 @@ a jump host that takes the connection but never answers the tunnel's request fai
 connection with the usual timed-out error, naming the login node and the jump host, within
 its deadline. The same deadline, closing the jump host's connection, also ends a request that
 cannot leave (a key exchange in progress, a zero TCP window), which paramiko's own
-open_channel timeout does not bound; that wait is not reproduced here.
+open_channel timeout does not bound; tests/integration/test_ssh_send_blocked.py reproduces
+that wait against real sshd.
 
 The jump host is the in-process SSH peer (tests/support/sftp_peer.py), whose answer to a
 "direct-tcpip" request waits until the test ends, as an sshd that cannot reach the login
