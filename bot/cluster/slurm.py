@@ -397,19 +397,27 @@ class SlurmClient:
         Raises ClusterUnavailable saying to look for the job's name in squeue before
         submitting again; an end of sbatch trainbot did not see (its channel closed before
         the answer, or it outlived its timeout) stays an OutcomeUnknown (ChannelClosed, what
-        its caller reconciles with Slurm first), with the same advice.
+        its caller reconciles with Slurm first), with the same advice; so does an answer of
+        sbatch's, exit 0, without a job id trainbot can read (a site's sbatch wrapper printing
+        its own words): the job is most likely queued, under an id only its name can find.
         """
         if (script is None) == (spec.script_path is None):
             raise ValueError("submit needs exactly one of script (text) or script_path")
         advice = submit_advice(spec.job_name)
+        argv = sbatch_argv(spec)
         try:
-            result = self._run(sbatch_argv(spec), effects=True, stdin=script, env=spec.env)
+            result = self._run(argv, effects=True, stdin=script, env=spec.env)
         except OutcomeUnknown as exc:
             raise exc.advised(advice) from exc
         except ClusterUnavailable as exc:
             raise ClusterUnavailable(N_("%(first)s %(then)s", first=said(exc), then=advice)
                                      ) from exc
-        return parse_sbatch_output(result.stdout)
+        try:
+            return parse_sbatch_output(result.stdout)
+        except SlurmParseError as exc:  # it exited 0: most likely queued, its id unread
+            raise OutcomeUnknown(argv, N_(
+                "`%(command)s` exited 0 but trainbot cannot read a job id in what it printed "
+                "(%(error)s)", command=argv_text(argv), error=said(exc)), advice=advice) from exc
 
     def hold(self, job_id: int) -> None:
         """`scontrol hold`: priority 0, reason JobHeldUser (JobHeldAdmin if we are admin). An

@@ -23,7 +23,6 @@ from bot.core.slurm.sbatch import (
     sbatch_input_env,
 )
 from bot.core.text import N_, Text
-from bot.services import ServiceError
 from bot.services.ports import Slurm
 
 log = logging.getLogger(__name__)
@@ -68,7 +67,7 @@ def send_job(slurm: Slurm, recipe: RecipeConfig, job_name: str, env: dict[str, s
         raise OutcomeUnknown.timed_out(argv, exc, advice=submit_advice(job_name)) from exc
     except OutcomeUnknown as exc:
         raise exc.advised(submit_advice(job_name)) from exc
-    return parse_job_id(result.stdout, recipe.submit_command[0], job_name)
+    return parse_job_id(result.stdout, argv, job_name)
 
 
 def wrapper_not_applied(slurm: Any, recipe: RecipeConfig, job_id: str,
@@ -94,14 +93,14 @@ _SUBMITTED_RE = re.compile(r"Submitted batch job (\d+)")
 _BARE_ID_RE = re.compile(r"^\s*(\d+)(?:;\S+)?\s*$", re.MULTILINE)
 
 
-def parse_job_id(stdout: str, command: str, job_name: str) -> str:
-    """The job id a submit wrapper printed (`Submitted batch job N` or a bare `N`) for the job
-    `job_name`; a ServiceError saying what to do when there is none."""
+def parse_job_id(stdout: str, argv: Sequence[str], job_name: str) -> str:
+    """The job id the submit wrapper `argv` printed (`Submitted batch job N` or a bare `N`)
+    for the job `job_name`. None there, after an exit 0: an OutcomeUnknown (the job may well
+    be queued; its caller looks it up by name) that says to make the wrapper print the id."""
     match = _SUBMITTED_RE.search(stdout) or _BARE_ID_RE.search(stdout)
     if match is None:
-        raise ServiceError(N_(
-            "the site's submit command %(command)r printed no job id (expected 'Submitted "
-            "batch job N' or a bare number): %(out)s. It may have submitted the job: look for "
-            "%(name)r in squeue before submitting again, and make the command print its job "
-            "id.", command=command, out=repr(stdout.strip()[-200:]), name=job_name))
+        raise OutcomeUnknown(argv, N_(
+            "the site's submit command %(command)r exited 0 but printed no job id (expected "
+            "'Submitted batch job N' or a bare number): %(out)s; make it print the job id",
+            command=argv[0], out=repr(stdout.strip()[-200:])), advice=submit_advice(job_name))
     return match[1]

@@ -1,11 +1,10 @@
 """Why a request cannot be done, said in the recipe's language from where it is refused: a
-status target that is neither a recipe nor a job, a submit into a run that cannot take it, a
-site submit command that printed no job id."""
+status target that is neither a recipe nor a job, a submit into a run that cannot take it."""
 
 from __future__ import annotations
 
 import pytest
-from fakes import T0, FakeRunner, FakeSFTP, FakeSlurm, make_context
+from fakes import T0, FakeSFTP, FakeSlurm, make_context
 
 from bot.core import train_grammar as c
 from bot.core.text import render_text
@@ -70,22 +69,3 @@ def test_a_submit_into_a_run_that_cannot_take_it_says_why_in_both_languages(
     err = refused(store, **case)
     assert str(err) == english
     assert render_text(err.args[0], translator("ko").gettext) == korean
-
-
-def test_a_site_submit_command_that_prints_no_job_id_says_to_look_before_submitting_again(
-        store) -> None:
-    runner = FakeRunner(default=(0, "queued, see the portal\n", ""))
-    text = {}
-    for lang in ("en", "ko"):
-        ctx = make_context(store, FakeSlurm(runner=runner), lang=lang, sbatch_script=None,
-                           submit_command=["/opt/site/submit", "--team", "a"])
-        text[lang] = execute(ctx, c.Submit("mix"), actor="U0ALICE", channel="C0TRAIN",
-                             now=T0).text
-    assert "the site's submit command '/opt/site/submit' printed no job id (expected " \
-        "'Submitted batch job N' or a bare number): 'queued, see the portal'. It may have " \
-        "submitted the job: look for 'mix' in squeue before submitting again, and make the " \
-        "command print its job id." in text["en"], text["en"]
-    assert "사이트 제출 명령 '/opt/site/submit'이(가) 작업 ID를 출력하지 않았습니다('Submitted " \
-        "batch job N' 또는 숫자만 있어야 함): 'queued, see the portal'. 작업은 제출되었을 수 " \
-        "있습니다: 다시 제출하기 전에 squeue에서 'mix'을(를) 찾아보고, 명령이 작업 ID를 출력하게 " \
-        "하세요." in text["ko"], text["ko"]
