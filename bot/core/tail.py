@@ -156,16 +156,29 @@ def _sh_word(raw: bytes) -> bytes:
     return b"'" + raw.replace(b"'", b"'\\''") + b"'"
 
 
+def askable_path(path: str) -> bool:
+    """Whether `path` can be asked of the read script: not empty, no NUL byte (no file name
+    holds one, and sh's arguments cannot), and bytes (UTF-8, undecodable bytes kept by
+    surrogateescape; a lone surrogate of another kind is no file name's). A caller asks only
+    for such paths (the watcher's follower makes any other its job's FileReadFailed)."""
+    try:
+        raw = path.encode("utf-8", "surrogateescape")
+    except UnicodeEncodeError:
+        return False
+    return bool(raw) and b"\0" not in raw
+
+
 def encode_requests(requests: Sequence[ReadRequest]) -> bytes:
     """The batch as the read script's stdin: two lines of sh, `set -- 'PATH' "$t" ...` (every
     path single-quoted byte for byte, a newline in it included, each followed by the
     script's separator) and `nums='OFFSET BACK BUDGET SIZE MTIME INODE EXACT ...'` (x:
-    unknown)."""
+    unknown). Every path must be `askable_path` (ValueError otherwise: the caller's bug)."""
     paths, nums = [], []
     for req in requests:
+        if not askable_path(req.path):
+            raise ValueError(f"cannot read path {req.path!r}: empty, holding a NUL byte or "
+                             "not a file name's bytes")
         raw = req.path.encode("utf-8", "surrogateescape")
-        if not raw or b"\0" in raw:
-            raise ValueError(f"cannot read path {req.path!r}: empty or holding a NUL byte")
         if not 0 <= req.back <= req.offset or req.budget <= 0:
             raise ValueError(f"bad read request for {req.path!r}: {req}")
         paths.append(_sh_word(raw) + b' "$t"')
@@ -680,6 +693,7 @@ __all__ = [
     "TailStep",
     "advance",
     "apply_read",
+    "askable_path",
     "encode_requests",
     "frame",
     "fresh",

@@ -45,8 +45,10 @@ from bot.core.tail import (
     TailItem,
     TailOutcome,
     TailState,
+    askable_path,
     read_tails,
 )
+from bot.core.text import N_, Text
 from bot.services.ports import TailReader
 from bot.services.watch.events import TickReport
 from bot.services.watch.recipes import CheckpointLookup
@@ -125,6 +127,20 @@ class JobReads:
         return {f.kind: o.error for f, o in self.files if isinstance(o.error, FileReadFailed)}
 
 
+def unaskable(job_id: int, kind: str, path: str) -> Text:
+    """Why the job's file (`kind`: "log", "sampler") at `path` is not read: the path cannot
+    be a file's (bot.core.tail.askable_path: empty, a NUL byte), and where it came from to be
+    corrected."""
+    shown = repr(path)  # a NUL byte shown as \x00, an empty path as ''
+    if kind == "log":
+        return N_("the log path of job %(job)s, %(path)s, is empty or holds a NUL byte, so no "
+                  "file can be read there: correct the job's --output (Slurm's StdOut) or the "
+                  "recipe's log_path; the log is not read until then.", job=job_id, path=shown)
+    return N_("the sampler file path of job %(job)s, %(path)s, is empty or holds a NUL byte, "
+              "so no file can be read there: correct the recipe's sampler_path; the samples "
+              "are not read until then.", job=job_id, path=shown)
+
+
 class LogFollower:
     """Reads a cluster's job logs and sampler files into each job's analysis and sampler
     series: every file of the tick in one batch (`read`, bot.core.tail.read_tails over the
@@ -151,11 +167,13 @@ class LogFollower:
     def read(self, jobs: list[tuple[JobWatch, JobRecord, bool]],
              report: TickReport) -> dict[int, JobReads]:
         """Read the new bytes of every (job, record, drain) given, in one batch; nothing is
-        applied yet. A failed batch (connection lost) is every job's error; a file of a job
+        applied yet. A failed batch (connection lost) is every job's error; a file whose
+        path cannot be asked for (empty, a NUL byte: `unaskable`) is its job's alone (a
+        FileReadFailed, never sent, so the others read); a file of a job
         that ran and ended which does not exist is its error (FileMissing), where a job not
         started yet has empty files, and one that ended without starting
         (JobRecord.never_started) none to read."""
-        planned: list[tuple[int, FollowedFile]] = []
+        planned: list[tuple[int, FollowedFile, TailOutcome | None]] = []
         items: list[TailItem] = []
         for jw, record, drain in jobs:
             if record.never_started:
@@ -171,13 +189,19 @@ class LogFollower:
                 followed = (self._saved(jw, kind, path) if state is None or state.path != path
                             else FollowedFile(kind, path, state, restored=False))
                 state = followed.start
+                if not askable_path(path):  # its job's error; the batch reads the others
+                    planned.append((jw.job_id, followed, TailOutcome(
+                        state, error=FileReadFailed(path, unaskable(jw.job_id, kind, path)))))
+                    continue
                 window = min(state.offset, self.warmup_bytes) if followed.restored else 0
-                planned.append((jw.job_id, followed))
+                planned.append((jw.job_id, followed, None))
                 # its writer has ended with it: an unfinished last line is its last line
                 items.append(TailItem(state, self.max_bytes_per_job, drain, window,
                                       must_exist=ended, last_line=ended))
         reads = {jw.job_id: JobReads() for jw, _, _ in jobs}
         if not items:
+            for job_id, followed, refused in planned:
+                reads[job_id].files.append((followed, refused or TailOutcome(followed.start)))
             return reads
 
         def batch(requests: list[ReadRequest]) -> list[FileRead]:
@@ -193,8 +217,9 @@ class LogFollower:
             for r in reads.values():
                 r.error = exc
             return reads
-        for (job_id, followed), outcome in zip(planned, outcomes, strict=True):
-            reads[job_id].files.append((followed, outcome))
+        read = iter(outcomes)
+        for job_id, followed, refused in planned:
+            reads[job_id].files.append((followed, refused or next(read)))
         return reads
 
     def apply(self, jw: JobWatch, reads: JobReads, now: float, report: TickReport, *,

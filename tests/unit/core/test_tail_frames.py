@@ -20,6 +20,7 @@ from bot.core.tail import (
     ReadRequest,
     TailItem,
     TailState,
+    askable_path,
     encode_requests,
     frame,
     parse_frames,
@@ -87,8 +88,11 @@ def test_a_failed_read_says_so():
 def test_requests_quote_any_path(path):
     text = encode_requests([ReadRequest(path, 10, 4, 100, 12, None, 3)])
     assert text.startswith(b"set -- '") and text.endswith(b"' \"$t\"\nnums='10 4 100 12 x 3 0'\n")
-    with pytest.raises(ValueError):
-        encode_requests([ReadRequest(path + "\0", 0)])
+    assert askable_path(path)
+    for bad in (path + "\0", "", "\ud800"):  # a NUL byte, nothing, no file name's bytes
+        assert not askable_path(bad)
+        with pytest.raises(ValueError):
+            encode_requests([ReadRequest(bad, 0)])
 
 
 # ---- a tick's reads, against the read script's rules ------------------------------------------

@@ -1,0 +1,90 @@
+"""The watcher's batched log read when one job's file cannot be asked for, or one answer is
+wrong: that job's error alone (logged with it, said to a person in English and Korean), every
+other job's lines read as usual."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from fakes import T0, FakeSFTP
+from support.watcher import CLUSTER, LOG, WatchEnv, add_job, head_line, make_watcher, running
+
+from bot.core.slurm.records import JobRecord
+from bot.core.tail import ReadBatch, ReadRequest, encode_requests
+from bot.core.text import render_text
+from bot.slack.render import translator
+
+BAD = "/scratch/mix/logs/mix-\0-2.out"  # a NUL byte: no file name holds one
+
+
+def _encoding(sftp: FakeSFTP) -> None:
+    """The fake reader encodes each batch as the real one does (ShellTailReader), so a path
+    the read script cannot be given fails the batch there."""
+    read = sftp.read
+
+    def encoded(requests: Sequence[ReadRequest]) -> ReadBatch:
+        encode_requests(requests)
+        return read(requests)
+
+    sftp.read = encoded  # type: ignore[method-assign]
+
+
+def _lines(n: int) -> bytes:
+    return b"".join(b"2026-12-06 10:%02d:00 | INFO | iter: %d/8000 | loss: 0.9\n" % (k, k + 1)
+                    for k in range(n))
+
+
+def test_a_log_path_holding_a_nul_byte_is_its_jobs_error_and_the_other_jobs_lines_arrive(
+        env: WatchEnv, caplog) -> None:
+    store, slurm, sftp, sink = env
+    add_job(store, 1)
+    add_job(store, 2)
+    slurm.records[1] = running(1)
+    slurm.records[2] = JobRecord(job_id=2, state="RUNNING", stdout_path=BAD, start_time=T0)
+    sftp.append(LOG, _lines(5))
+    _encoding(sftp)
+    w = make_watcher(store, slurm, sftp, sink)
+    with caplog.at_level(logging.INFO):
+        w.tick(T0 + 30)
+        sftp.append(LOG, _lines(3))
+        w.tick(T0 + 60)
+    good = w._jobs[1].log
+    assert good is not None and good.line_no == 8  # both ticks' lines, once each
+    assert w._jobs[2].log is None  # nothing read, nothing applied
+    said = [r.getMessage() for r in caplog.records if "job 2" in r.getMessage()]
+    assert said == [
+        f"{CLUSTER}: job 2: its log cannot be read: {BAD}: the log path of job 2, "
+        "'/scratch/mix/logs/mix-\\x00-2.out', is empty or holds a NUL byte, so no file can be "
+        "read there: correct the job's --output (Slurm's StdOut) or the recipe's log_path; "
+        "the log is not read until then.; read again each tick"]  # once, not each tick
+
+
+def test_a_finished_job_whose_stored_log_path_is_empty_is_judged_saying_why_in_korean(
+        env: WatchEnv) -> None:
+    """The job ended; Slurm no longer says its log (22.05's sacct) and the path it was
+    followed at, as stored, is empty: after the wait for an unreadable log it is judged from
+    accounting, and its incident names the path, the job and the fix, in the thread's
+    language; the other job's incident is not held back by it."""
+    store, slurm, sftp, sink = env
+    add_job(store, 2)
+    add_job(store, 3)
+    store.tail_offsets.put("2", "", offset=0, size=0, line_no=0, signature="{}")
+    slurm.records[2] = JobRecord(job_id=2, state="FAILED", exit_code=1, signal=0,
+                                 start_time=T0, end_time=T0 + 100)
+    other = "/scratch/mix/logs/mix-3.out"
+    sftp.append(other, _lines(4))
+    slurm.records[3] = JobRecord(job_id=3, state="FAILED", exit_code=1, signal=0,
+                                 stdout_path=other, start_time=T0, end_time=T0 + 100)
+    _encoding(sftp)
+    w = make_watcher(store, slurm, sftp, sink, unreadable_file_s=600)
+    w.tick(T0 + 200)
+    assert [e.job_id for e in sink.events] == ["3"]
+    w.tick(T0 + 800)
+    [incident] = [e for e in sink.events if e.job_id == "2"]
+    assert incident.facts["log_path"] == ""
+    assert render_text(incident.facts["log_unreadable"], translator("ko").gettext) == (
+        "작업 2의 로그 경로 ''이(가) 비어 있거나 NUL 바이트를 담고 있어 그 경로에서는 어떤 "
+        "파일도 읽을 수 없습니다: 작업의 --output(Slurm의 StdOut)이나 레시피의 log_path를 "
+        "고치세요. 그때까지 로그를 읽지 않습니다.")
+    assert "log_path를 고치세요" in head_line(incident, "ko")
