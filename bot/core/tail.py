@@ -503,7 +503,9 @@ class TailStep:
 def apply_read(state: TailState, req: ReadRequest, got: FileRead, *,
                full_read: int, must_exist: bool = False) -> TailStep:
     """What one answer means for the tail at `state` (asked with `req`). Raises
-    FileReadFailed for a failed read, and FileMissing for a missing file that `must_exist`.
+    FileReadFailed for a failed read, or an answer that does not start where it was asked
+    (the reader's fault: nothing of it is used), and FileMissing for a missing file that
+    `must_exist`.
 
     `full_read` is the most one read of the file gives (its whole budget): that many bytes
     holding no newline, with bytes waiting after them, are a line longer than any read, cut
@@ -528,9 +530,11 @@ def apply_read(state: TailState, req: ReadRequest, got: FileRead, *,
     if got.status == NEW:
         why = restart_reason(state, got.size, got.inode) or f"{state.path} is a new file"
         return TailStep(_chunk(fresh(state), got.data, got, full_read, True, why))
-    if got.start != req.offset - req.back:
-        raise FramingError(f"{state.path}: read from {got.start}, asked from "
-                           f"{req.offset - req.back}")
+    if got.start != req.offset - req.back:  # the reader's bug: this file's, this tick's
+        raise FileReadFailed(state.path, N_(
+            "the login node's answer starts at byte %(start)s where byte %(asked)s was asked "
+            "(a fault of trainbot's reader); nothing of it is used, and it is read again next "
+            "tick", start=got.start, asked=req.offset - req.back))
     window, data = got.data[:req.back], got.data[req.back:]
     anchor = bytes.fromhex(state.anchor) if state.offset else b""
     if len(window) < req.back or window[len(window) - len(anchor):] != anchor:

@@ -40,7 +40,6 @@ from bot.core.slurm.values import expand_output_pattern
 from bot.core.tail import (
     FileRead,
     FileReadFailed,
-    FramingError,
     ReadRequest,
     TailItem,
     TailOutcome,
@@ -213,7 +212,7 @@ class LogFollower:
 
         try:
             outcomes = read_tails(items, batch)
-        except (ClusterError, OSError, FramingError) as exc:
+        except (ClusterError, OSError) as exc:
             for r in reads.values():
                 r.error = exc
             return reads

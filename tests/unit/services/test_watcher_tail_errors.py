@@ -6,13 +6,15 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Sequence
+from dataclasses import replace
 
 from fakes import T0, FakeSFTP
 from support.watcher import CLUSTER, LOG, WatchEnv, add_job, head_line, make_watcher, running
 
 from bot.core.slurm.records import JobRecord
-from bot.core.tail import ReadBatch, ReadRequest, encode_requests
+from bot.core.tail import READ, FileReadFailed, ReadBatch, ReadRequest, encode_requests
 from bot.core.text import render_text
+from bot.services.watch.events import TickReport
 from bot.slack.render import translator
 
 BAD = "/scratch/mix/logs/mix-\0-2.out"  # a NUL byte: no file name holds one
@@ -88,3 +90,46 @@ def test_a_finished_job_whose_stored_log_path_is_empty_is_judged_saying_why_in_k
         "파일도 읽을 수 없습니다: 작업의 --output(Slurm의 StdOut)이나 레시피의 log_path를 "
         "고치세요. 그때까지 로그를 읽지 않습니다.")
     assert "log_path를 고치세요" in head_line(incident, "ko")
+
+
+def test_an_answer_not_starting_where_asked_is_its_jobs_error_logged_once_with_it(
+        env: WatchEnv, caplog) -> None:
+    """The reader answers job 2's log from a byte it was not asked from (a fault of the
+    reader: an internal invariant): nothing of that answer is used, job 2's log is logged as
+    unreadable once, naming the job and the bytes, and job 1's lines arrive on every tick."""
+    store, slurm, sftp, sink = env
+    add_job(store, 1)
+    add_job(store, 2)
+    other = "/scratch/mix/logs/mix-2.out"
+    slurm.records[1] = running(1)
+    slurm.records[2] = JobRecord(job_id=2, state="RUNNING", stdout_path=other, start_time=T0)
+    sftp.append(LOG, _lines(5))
+    sftp.append(other, _lines(5))
+    read = sftp.read
+
+    def misplaced(requests: Sequence[ReadRequest]) -> ReadBatch:
+        batch = read(requests)
+        return replace(batch, results=[
+            replace(got, start=got.start + 1) if req.path == other and got.status == READ
+            else got for req, got in zip(requests, batch.results, strict=True)])
+
+    sftp.read = misplaced  # type: ignore[method-assign]
+    w = make_watcher(store, slurm, sftp, sink)
+    with caplog.at_level(logging.INFO):
+        w.tick(T0 + 30)
+        sftp.append(LOG, _lines(3))
+        w.tick(T0 + 60)
+    good = w._jobs[1].log
+    assert good is not None and good.line_no == 8
+    assert w._jobs[2].log is None  # nothing of the misplaced answer applied
+    said = [r.getMessage() for r in caplog.records if "job 2" in r.getMessage()]
+    assert said == [
+        f"{CLUSTER}: job 2: its log cannot be read: {other}: the login node's answer starts at "
+        "byte 1 where byte 0 was asked (a fault of trainbot's reader); nothing of it is used, "
+        "and it is read again next tick; read again each tick"]
+    [(_, outcome)] = w.logs.read([(w._jobs[2], slurm.records[2], False)],
+                                 TickReport(ok=True))[2].files
+    assert isinstance(outcome.error, FileReadFailed)
+    assert render_text(outcome.error.reason, translator("ko").gettext) == (
+        "로그인 노드의 응답이 요청한 바이트 0이(가) 아니라 바이트 1에서 시작합니다 (trainbot 읽기 "
+        "모듈의 결함). 응답은 전혀 쓰지 않고 다음 틱에 다시 읽습니다")
