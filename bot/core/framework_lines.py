@@ -94,9 +94,6 @@ _OPENMMLAB_ETA = re.compile(r"(?<![\w.])eta: ")
 # many each as the line's epoch counts. A `max_epochs=12` among another call's arguments
 # (argparse's `Namespace(…)`, a `Trainer(…)`'s, on one line or, in a Python 3.13 traceback of
 # a call written one argument a line, alone on its line) is no mmengine config's.
-# LoggerHook's ignore_last (its default) leaves an epoch's last steps past the last logging
-# interval unlogged (`[12][7300/7330]` is the last epoch's last line): CheckpointHook's save once
-# the epoch is over says the rest (bot.core.diagnose.quiet_ending, ends_in_final_save).
 _MMENGINE_MAX_EPOCHS = re.compile(
     r"^(?:max_epochs = (?=\d+$)"  # a top-level variable
     # a key of a `dict(…)` call, past its other keys (a tuple's parentheses in their values)
@@ -108,6 +105,19 @@ _MMENGINE_MAX_EPOCHS_KEYS = re.compile(r"^(?:\w+=[^=()]*, )*max_epochs=(\d+)(?:,
 _CONFIG_DICT_OPENED = re.compile(r"^[A-Za-z_]\w* = dict\(")
 _CONFIG_STRING = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
 _CONFIG_BRACKET = re.compile(r"(?<![\w.])dict\(|[(\[{)\]}]")
+# mmcv 1.x's `Epoch [E][i/n]` lines name no epoch total either: its EpochBasedRunner.run logs
+# it as it starts (open-mmlab/mmcv 1.x mmcv/runner/epoch_based_runner.py: `Start running, host:
+# …, work_dir: …`, then `workflow: %s, max: %d epochs`: `workflow: [('train', 1)], max: 12
+# epochs`), the max_epochs in force (the config's `runner = dict(type='EpochBasedRunner',
+# max_epochs=12)`, or before runner configs mmdet's top-level `total_epochs = 12`, which
+# tools/train.py passed to run() and its pretty_text prints alone on its line):
+# `_MMCV_MAX_EPOCHS`, `_MMCV_TOTAL_EPOCHS`, the epochs announced for its lines' target too.
+# LoggerHook's ignore_last (its default, mmcv's TextLoggerHook's too) leaves an epoch's last
+# steps past the last logging interval unlogged (`[12][7300/7330]` is the last epoch's last
+# line): CheckpointHook's save once the epoch is over says the rest (bot.core.diagnose.
+# quiet_ending, ends_in_final_save).
+_MMCV_MAX_EPOCHS = re.compile(r"(?<![\w:])workflow: \[.*\], max: (\d+) epochs$")
+_MMCV_TOTAL_EPOCHS = re.compile(r"^total_epochs = (\d+)$")
 _OPENMMLAB_TIME = re.compile(rf"(?<![\w.])time: ({NUMBER})(?=,|\s|$)")
 _OPENMMLAB_MEM = re.compile(r"(?<![\w.])memory: (\d+)(?=,|\s|$)")
 # detectron2's inference_on_dataset (facebookresearch/detectron2 detectron2/evaluation/
@@ -236,6 +246,8 @@ _TARGET_ANNOUNCEMENTS: tuple[tuple[str, re.Pattern[str], Counted, bool], ...] = 
     ("max_iters = ", _NANOGPT_MAX_ITERS, "iterations", False),  # nanoGPT
     ("max_epochs", _MMENGINE_MAX_EPOCHS, "epochs", False),  # mmengine's config
     ("max_epochs", _MMENGINE_MAX_EPOCHS_KEYS, "epochs", True),  # its long dicts' key lines
+    ("workflow: ", _MMCV_MAX_EPOCHS, "epochs", False),  # mmcv 1.x's EpochBasedRunner
+    ("total_epochs = ", _MMCV_TOTAL_EPOCHS, "epochs", False),  # its older configs
 )
 
 #: The texts that mark a line announcing a total (`_TARGET_ANNOUNCEMENTS`), for a locator of
@@ -361,8 +373,8 @@ def _openmmlab(body: str, s: Sample, targets: AnnouncedTargets) -> None:
     """An OpenMMLab runner's line (`_OPENMMLAB`): the training's gives its iteration (`Iter
     [i/N]`: i of the target N; `Epoch [E][i/n]`: the epochs before it, as many steps as this
     one's, and this one's, as an epoch's bar is read: bot.core.progress_bars, read_epoch_bar;
-    mmengine's `Epoch(train)` with every one of the epochs its config announced as the target,
-    when it did) and its seconds per step; an evaluation's (`Epoch(val)`, `Iter(val)`,
+    with every one of the epochs announced as the target, when they were: mmengine's config's,
+    mmcv 1.x's runner's) and its seconds per step; an evaluation's (`Epoch(val)`, `Iter(val)`,
     `Epoch(test)`) its batches done and their total, as an evaluation's bar (mmcv's `[500]`,
     printed once the pass is over, and mmengine's `[500/500]` with no `eta:`, its summary
     after the pass: all 500, a summary of the pass, new activity though the pass's last batch
@@ -388,7 +400,7 @@ def _openmmlab(body: str, s: Sample, targets: AnnouncedTargets) -> None:
         s.iteration, s.target_iter = int(step), int(steps)
     else:
         s.iteration = (max(int(epoch), 1) - 1) * int(steps) + int(step)
-        if mode == "train" and targets.epochs is not None and targets.epochs >= int(epoch):
+        if targets.epochs is not None and targets.epochs >= int(epoch):
             s.target_iter = targets.epochs * int(steps)
     pace = _OPENMMLAB_TIME.search(body, m.end())
     if pace is not None:
@@ -506,10 +518,12 @@ def _nanogpt(body: str, s: Sample, targets: AnnouncedTargets) -> None:
         s.evaluation_done = True
 
 
-def mmengine_epoch(text: str) -> tuple[int, int] | None:
-    """The epoch and its steps (`Epoch(train) [12][7300/7330]`: 12, 7330) of an mmengine
-    training line's text (its message, time and all), or None when it is no such line."""
-    m = _OPENMMLAB.search(text) if "Epoch(train)" in text else None
-    if m is None or m.group(2) != "train" or m.group(3) is None or m.group(5) is None:
+def openmmlab_epoch(text: str) -> tuple[int, int] | None:
+    """The epoch and its steps (`Epoch(train) [12][7300/7330]`, mmcv 1.x's `Epoch
+    [12][7300/7330]`: 12, 7330) of an OpenMMLab runner's by-epoch training line's text (its
+    message, time and all), or None when it is no such line."""
+    m = _OPENMMLAB.search(text) if "Epoch" in text else None
+    if (m is None or m.group(1) != "Epoch" or m.group(2) not in (None, "train")
+            or m.group(3) is None or m.group(5) is None):
         return None
     return int(m.group(3)), int(m.group(5))

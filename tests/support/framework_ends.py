@@ -166,6 +166,23 @@ F["mmengine/mmdet"] = (
     "05/01 19:32:00 - mmengine - INFO - Epoch(val) [12][5000/5000]    coco/bbox_mAP: 0.3740  coco"
     "/bbox_mAP_50: 0.5810  coco/bbox_mAP_75: 0.4040  data_time: 0.0010  time: 0.0412\n"
 )
+# mmcv 1.x's EpochBasedRunner announcing its epochs as it starts, TextLoggerHook's lines every 50
+# steps with ignore_last (the epoch's last 30 steps unlogged), CheckpointHook's save once the epoch
+# is over, EvalHook's results once its pass is over
+F["mmcv 1.x / mmdet 2.x"] = (
+    "2021-03-01 07:00:00,123 - mmdet - INFO - Start running, host: alice@gpu-a07, work_dir: /work"
+    "/faster_rcnn_r50_fpn_1x_coco\n"
+    "2021-03-01 07:00:00,124 - mmdet - INFO - workflow: [('train', 1)], max: 12 epochs\n"
+    "2021-03-01 19:27:40,123 - mmdet - INFO - Epoch [12][7250/7330]\tlr: 2.000e-04, eta: 0:00:4"
+    "1, time: 0.401, data_time: 0.010, memory: 4012, loss_rpn_cls: 0.0100, loss_bbox: 0.2000, los"
+    "s: 0.5123, grad_norm: 4.1000\n"
+    "2021-03-01 19:28:00,123 - mmdet - INFO - Epoch [12][7300/7330]\tlr: 2.000e-04, eta: 0:00:1"
+    "2, time: 0.401, data_time: 0.010, memory: 4012, loss_rpn_cls: 0.0100, loss_bbox: 0.2000, los"
+    "s: 0.5123, grad_norm: 4.1000\n"
+    "2021-03-01 19:28:12,123 - mmdet - INFO - Saving checkpoint at 12 epochs\n"
+    "2021-03-01 19:32:00,123 - mmdet - INFO - Epoch(val) [12][5000]\tbbox_mAP: 0.3740, bbox_mAP_"
+    "50: 0.5810, bbox_mAP_copypaste: 0.374 0.581 0.404 0.212 0.410 0.481\n"
+)
 F["deepspeed launcher"] = (
     "[2024-05-01 19:38:50,100] [INFO] [logging.py:96:log_dist] [Rank 0] step=5000, skipped=0, lr="
     "[3e-05], mom=[(0.9, 0.999)]\n"
@@ -506,6 +523,7 @@ CUT_SHORT: dict[str, str] = {
     "nanoGPT": F["nanoGPT"].split("iter 5000:")[0],
     # its last epoch's last logged steps, not the save once the epoch is over
     "mmengine/mmdet": F["mmengine/mmdet"].split("05/01 19:28:12")[0],
+    "mmcv 1.x / mmdet 2.x": F["mmcv 1.x / mmdet 2.x"].split("2021-03-01 19:28:12")[0],
     # its save at the end step, not the `Done!` after it
     "k-diffusion": F["k-diffusion"].removesuffix("Done!\n"),
 }

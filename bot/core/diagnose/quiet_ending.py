@@ -1,8 +1,8 @@
 """How a log ends when no error is said: a finished run, a run mid-pass, a shell's prompt.
 
 Read only for a job with no accounting, after the errors (bot.core.diagnose.ending) and the
-decisive evidence: a TensorFlow Estimator's final save, mmengine's save at its loop's target or a
-progress table's closing border ends a finished run (`ends_in_final_save`,
+decisive evidence: a TensorFlow Estimator's final save, an OpenMMLab runner's save at its loop's
+target or a progress table's closing border ends a finished run (`ends_in_final_save`,
 `ends_in_closed_progress_table`), and so does the bar of Keras fit()'s last epoch at its total
 (`ends_in_keras_last_epoch`), and so does a last progress line that is the last epoch's report with
 its loss, all that epoch's reports printed (`ends_at_last_epoch`); an epoch counter short of its
@@ -22,20 +22,21 @@ from typing import NamedTuple
 
 from bot.core.catalogue.scanner import normalize_line
 from bot.core.diagnose.ending import says_error
-from bot.core.framework_lines import mmengine_epoch
+from bot.core.framework_lines import openmmlab_epoch
 from bot.core.line_time import message_after_time
 from bot.core.metrics import MetricSeries
 from bot.core.progress_bars import is_start_up_bar
 
 # TensorFlow's Estimator (and Keras/Slim) writing a checkpoint: `Saving checkpoints for N into`.
 _FINAL_SAVE = re.compile(r"Saving checkpoints? for ([0-9]+) into ")
-# mmengine's CheckpointHook (open-mmlab/mmengine mmengine/hooks/checkpoint_hook.py 25434293):
+# mmengine's CheckpointHook (open-mmlab/mmengine mmengine/hooks/checkpoint_hook.py 25434293),
+# and mmcv 1.x's before it (open-mmlab/mmcv mmcv/runner/hooks/checkpoint.py):
 # `Saving checkpoint at {epoch + 1} epochs` in after_train_epoch, once that epoch's every step
 # ran, and `Saving checkpoint at {iter + 1} iterations` in after_train_iter, every interval and
 # (save_last, its default) at the loop's last epoch or iteration; the last epoch's validation
 # follows it (`Epoch(val) [12][5000/5000]  coco/bbox_mAP: …`), then the loop's after_train
 # hooks, which print nothing of their own.
-_MMENGINE_SAVE = re.compile(r"(?<![\w:])Saving checkpoint at ([0-9]+) (epochs|iterations) *$")
+_OPENMMLAB_SAVE = re.compile(r"(?<![\w:])Saving checkpoint at ([0-9]+) (epochs|iterations) *$")
 # k-diffusion's train.py (crowsonkb/k-diffusion train.py 4601bf0): save() says `Saving to
 # {name}_{step:08}.pth...` every save_every steps and once the step count reaches --end-step,
 # after which, only there, the loop says `Done!` and main returns; a KeyboardInterrupt leaves the
@@ -168,14 +169,14 @@ def ends_in_final_save(series: MetricSeries, tail: Sequence[tuple[int, str]]) ->
     """The log ends with the checkpoint a TensorFlow Estimator (or Keras/Slim's
     `Saving checkpoints for N into`) writes when training stops: its step is past the last
     progress line and off the progress lines' step grid (a periodic save of a running job
-    lands on the grid or is followed by more progress); or with mmengine's save at its
-    target (`_mmengine_save_at_target`), or k-diffusion's at its end step
+    lands on the grid or is followed by more progress); or with an OpenMMLab runner's save at
+    its target (`_openmmlab_save_at_target`), or k-diffusion's at its end step
     (`_k_diffusion_done`)."""
     lines = [t for _, t in tail if t.strip()]
     m = _FINAL_SAVE.search(lines[-1]) if lines else None
     every, last = series.log_every(), series.last_iteration
     if m is None or last is None or every <= 1:
-        return _mmengine_save_at_target(series, tail) or _k_diffusion_done(series, tail)
+        return _openmmlab_save_at_target(series, tail) or _k_diffusion_done(series, tail)
     step = int(m.group(1))
     return step > last and step % every != 0
 
@@ -201,26 +202,27 @@ def _k_diffusion_done(series: MetricSeries, tail: Sequence[tuple[int, str]]) -> 
                    for n, line in said[save + 1:-1])
 
 
-def _mmengine_save_at_target(series: MetricSeries, tail: Sequence[tuple[int, str]]) -> bool:
-    """After the log's last progress line, with no progress after it, mmengine's CheckpointHook
-    saved at the loop's target (`_MMENGINE_SAVE`): at the iteration its `Iter(train) [i/N]`
-    lines name, or at the epochs that, with the steps of the epoch the last `Epoch(train)
-    [E][i/n]` line counts, make the target its config's max_epochs gave them
-    (bot.core.framework_lines): a loop whose logger left its last steps unlogged
+def _openmmlab_save_at_target(series: MetricSeries, tail: Sequence[tuple[int, str]]) -> bool:
+    """After the log's last progress line, with no progress after it, mmengine's (or mmcv
+    1.x's) CheckpointHook saved at the loop's target (`_OPENMMLAB_SAVE`): at the iteration its
+    `Iter(train) [i/N]` lines name, or at the epochs that, with the steps of the epoch the last
+    `Epoch(train) [E][i/n]` (mmcv 1.x's `Epoch [E][i/n]`) line counts, make the target the
+    announced epochs gave them (its config's max_epochs, mmcv's runner's `max: N epochs`:
+    bot.core.framework_lines): a loop whose logger left its last steps unlogged
     (`[12][7300/7330]`) ran them all. A save at an earlier epoch, or none after the last
     progress line (a run cut there), is no end."""
     target, last_line = series.target_iter, series.last_iteration_line
     if target is None or last_line is None:
         return False
     save = next((m for n, t in reversed(tail) if n > last_line
-                 and (m := _MMENGINE_SAVE.search(normalize_line(t))) is not None), None)
+                 and (m := _OPENMMLAB_SAVE.search(normalize_line(t))) is not None), None)
     if save is None:
         return False
     count = int(save.group(1))
     if save.group(2) == "iterations":
         return count >= target
     last = next((s for s in reversed(series.samples) if s.line_no == last_line), None)
-    epoch = mmengine_epoch(last.text) if last is not None else None
+    epoch = openmmlab_epoch(last.text) if last is not None else None
     return epoch is not None and epoch[0] == count and count * epoch[1] == target
 
 

@@ -3,8 +3,8 @@ accounting: each framework's log tail (support.framework_ends, built from its so
 strings) reads `Training completed` where the code prints a line of its own after its loop or a
 counter at its total, and `running, nothing to report` where nothing tells its end from a cut run;
 one read by a total its log printed before its loop (nanoGPT's `max_iters`, mmengine's
-`max_epochs`) or by its last save's word (k-diffusion's `Done!`) reads `running` when cut short of
-it at the same point. The new markers (BasicSR's
+`max_epochs`, mmcv 1.x's runner's `max: 12 epochs`) or by its last save's word (k-diffusion's
+`Done!`) reads `running` when cut short of it at the same point. The new markers (BasicSR's
 `End of training. Time consumed`, DeepSpeed-Chat's `saving the final model ...`) are held to the
 end markers' rules too: more training or an error after one is no finished run."""
 
