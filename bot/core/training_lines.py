@@ -63,6 +63,12 @@ _UNITS = {
 #: (bot.core.metrics.run_start_lines finds them).
 RUN_START = "Starting with JobEnvironment("
 
+# A summary table's column rule, `|` or rich's heavy `┃` (the character itself, which the bytes
+# scanners read as its UTF-8), and the blanks between a rule and a column's name (coloured on a
+# terminal: SGR codes among them), for `TRAINING_START`.
+_COLUMN_RULE = "(?:\\||\u2503)"
+_CELL_GAP = r"(?:\x1b\[[0-9;]*m| )+"
+
 #: A training framework's banner as its training starts, printed once per run of its training
 #: loop: a later one starts another run in the same log (a user's rerun into the same output
 #: file, torchrun restarting its worker group, a resumed run appended to the log) once the run
@@ -84,11 +90,18 @@ RUN_START = "Starting with JobEnvironment("
 #:   src/lightning/pytorch/callbacks/model_summary.py, ModelSummary.on_fit_start: once per fit,
 #:   on global rank zero; utilities/model_summary/model_summary.py, _format_summary_table: the
 #:   columns' names, each padded to its column's width, joined by ` | `: `  | Name | Type |
-#:   Params | Mode`)
+#:   Params | Mode`), and RichModelSummary's (callbacks/rich_model_summary.py, summarize: a rich
+#:   Table of the columns ` `, `Name`, `Type`, `Params` and more, which rich draws in its
+#:   default box, HEAVY_HEAD: `┃   ┃ Name    ┃ Type       ┃ Params ┃ Mode  ┃`, or, on an output
+#:   that takes ASCII only, `|   | Name  | Type       | Params | Mode  |`; its header_style
+#:   (`bold magenta`) colours each cell only on a terminal: `┃\x1b[1;35m \x1b[0m\x1b[1;35mName
+#:   \x1b[0m…`)
 #: Unanchored (bot.core.metrics scans raw lines, with their prefixes, for it).
 TRAINING_START = re.compile(
     r"\*{5} Running training \*{5}|Start training from epoch: [0-9]+, iter: [0-9]+"
-    r"|; will restart worker group|\| Name +\| Type +\| Params\b")
+    r"|; will restart worker group"
+    rf"|{_COLUMN_RULE}{_CELL_GAP}Name{_CELL_GAP}{_COLUMN_RULE}{_CELL_GAP}Type{_CELL_GAP}"
+    rf"{_COLUMN_RULE}{_CELL_GAP}Params\b")
 
 
 @dataclass(slots=True)

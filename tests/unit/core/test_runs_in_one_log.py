@@ -15,8 +15,9 @@ run's. The banners, read from each framework's source:
 - Lightning: the model summary's header, `  | Name | Type | Params | Mode`, which
   ModelSummary.on_fit_start logs once per fit (Lightning-AI/pytorch-lightning
   src/lightning/pytorch/callbacks/model_summary.py; utilities/model_summary/model_summary.py,
-  _format_summary_table), and `` `Trainer.fit` stopped: `max_epochs=2` reached.`` as the fit
-  ends (loops/fit_loop.py, FitLoop.done)."""
+  _format_summary_table), or RichModelSummary's rich table (callbacks/rich_model_summary.py:
+  `┃   ┃ Name ┃ Type ┃ Params ┃ Mode ┃`), and `` `Trainer.fit` stopped: `max_epochs=2`
+  reached.`` as the fit ends (loops/fit_loop.py, FitLoop.done)."""
 
 from __future__ import annotations
 
@@ -212,12 +213,40 @@ LIGHTNING_FIT = (LIGHTNING_SUMMARY + _lightning_epoch(0, 50) + _lightning_epoch(
                  + "`Trainer.fit` stopped: `max_epochs=2` reached.\n")
 
 
-def test_a_next_fit_after_a_finished_fit_is_in_progress(catalogue):
+# RichModelSummary's table (callbacks/rich_model_summary.py, summarize: the columns ` `, `Name`,
+# `Type`, `Params`, `Mode`, `FLOPs`, then its grid of totals), as rich draws it in its default
+# box (HEAVY_HEAD) on a log file, in ASCII on an output that takes ASCII only, and coloured (its
+# header_style, `bold magenta`) on a terminal
+RICH_SUMMARY = ("┏━━━┳━━━━━━━┳━━━━━━━━┳━━━━━━━━┳━━━━━━━┳━━━━━━━┓\n"
+                "┃   ┃ Name  ┃ Type   ┃ Params ┃ Mode  ┃ FLOPs ┃\n"
+                "┡━━━╇━━━━━━━╇━━━━━━━━╇━━━━━━━━╇━━━━━━━╇━━━━━━━┩\n"
+                "│ 0 │ model │ ResNet │ 11.2 M │ train │ 0     │\n"
+                "└───┴───────┴────────┴────────┴───────┴───────┘\n"
+                "Trainable params: 11.2 M\nNon-trainable params: 0\nTotal params: 11.2 M\n")
+_HEADER_CELL = "\x1b[1;35m \x1b[0m\x1b[1;35m{}\x1b[0m\x1b[1;35m \x1b[0m"
+SUMMARIES = {
+    "model-summary": LIGHTNING_SUMMARY,
+    "rich-model-summary": RICH_SUMMARY,
+    "rich-in-ascii": ("+-------------------------------------------------+\n"
+                      "|   | Name  | Type   | Params | Mode  | FLOPs |\n"
+                      "|---+-------+--------+--------+-------+-------|\n"
+                      "| 0 | model | ResNet | 11.2 M | train | 0     |\n"
+                      "+-------------------------------------------------+\n"),
+    "rich-on-a-terminal": RICH_SUMMARY.replace(
+        "┃   ┃ Name  ┃ Type   ┃ Params ┃ Mode  ┃ FLOPs ┃",
+        "┃" + "┃".join(_HEADER_CELL.format(name)
+                       for name in (" ", "Name ", "Type  ", "Params", "Mode ", "FLOPs")) + "┃"),
+}
+
+
+@pytest.mark.parametrize("summary", list(SUMMARIES.values()), ids=list(SUMMARIES))
+def test_a_next_fit_after_a_finished_fit_is_in_progress(catalogue, summary):
     """Its progress is the next fit's, 20 batches into its first epoch, not the finished
-    fit's 100."""
-    d = read_log(catalogue, LIGHTNING_FIT + LIGHTNING_SUMMARY + _lightning_epoch(0, 20))
+    fit's 100, whichever summary callback printed the next fit's table."""
+    fit = LIGHTNING_FIT.replace(LIGHTNING_SUMMARY, summary)
+    d = read_log(catalogue, fit + summary + _lightning_epoch(0, 20))
     assert (d.class_id, d.decided_by, d.metrics.last_iter) == ("none", "progress", 20)
-    assert read_log(catalogue, LIGHTNING_FIT).class_id == "completed"  # the fit alone
+    assert read_log(catalogue, fit).class_id == "completed"  # the fit alone
 
 
 # --- the totals a run announced --------------------------------------------------------------
