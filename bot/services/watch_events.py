@@ -43,7 +43,9 @@ bot.services.stacks.Forensics): in the background, so publishing (and the tick) 
 for it; the grouped stacks, or the one line saying why there are none, follow in the thread
 (key `stacks:<the warning's key>`), the full dump attached. An `nccl_timeout` incident of a
 recipe with `nccl_flight_recorder` likewise brings the ranks' flight-recorder summary (key
-`flight_recorder:<the incident's key>`).
+`flight_recorder:<the incident's key>`). Each is begun once, as soon as the thread is there,
+whether or not the event's own reply is posted yet: a stall prompt Slack did not take (a 5xx,
+a rate limit) does not hold back the stacks of the stall.
 
 Charts (`ctx.charts`, from the event's in-memory series and sampler): after
 an incident its host RSS, progress and loss PNGs (keys `chart:<job>:final:<name>`), after a
@@ -131,8 +133,29 @@ class ThreadEvents(EventWords):
         # cluster -> the backoffs of its watcher's replies not taken (notes, incidents, stall
         # prompts, ✅ lines), by key (`_post`)
         self._reply_tries: dict[str, Backoffs] = {}
+        # the events whose forensics were begun (`_forensics`: once each), by key
+        self._collected: set[str] = set()
 
     def publish(self, event: WatchEvent) -> None:
+        try:
+            self._reply(event)
+        except PostError:  # not posted (yet): its forensics need its thread, not the reply
+            self._forensics(event)
+            raise
+        self._forensics(event)
+        if event.kind == "incident" and not _completed(event):
+            self._charts(event, "final", CHART_NAMES)
+        elif event.kind == "warning" and event.decision is not None and \
+                event.decision.class_id == "memory_leak":
+            self._charts(event, "leak", ("rss.png",))
+        if event.chain_id is not None and event.kind != "incident":
+            # (an incident's: the watcher stores the job's result after it, then tells
+            # `chain_changed` or `progress_changed`, the one rewrite its tick costs)
+            refresh_root(self.ctx, event.chain_id)
+            refresh_homes(self.ctx, event.chain_id, self.ctx.clock())
+
+    def _reply(self, event: WatchEvent) -> None:
+        """The event's reply in its thread (its kind's), or a cluster's notice in each."""
         if event.kind in ("cluster_unreachable", "cluster_back"):
             self._cluster_notice(event)
         elif event.kind == "incident" and _completed(event):
@@ -145,18 +168,6 @@ class ThreadEvents(EventWords):
             self._prompt(event, offer_cancel=True)
         else:
             self._note(event, self._say(event))
-        if event.kind == "incident" and not _completed(event):
-            self._charts(event, "final", CHART_NAMES)
-        elif event.kind == "warning" and event.decision is not None and \
-                event.decision.class_id == "memory_leak":
-            self._charts(event, "leak", ("rss.png",))
-        if self.forensics is not None and event.job_id:
-            self._forensics(event, self.forensics)
-        if event.chain_id is not None and event.kind != "incident":
-            # (an incident's: the watcher stores the job's result after it, then tells
-            # `chain_changed` or `progress_changed`, the one rewrite its tick costs)
-            refresh_root(self.ctx, event.chain_id)
-            refresh_homes(self.ctx, event.chain_id, self.ctx.clock())
 
     def cluster_watched(self, cluster: str) -> None:
         """The watcher polled `cluster` with jobs for the first time: begin placing py-spy
@@ -184,17 +195,27 @@ class ThreadEvents(EventWords):
 
     # ------------------------------------------------------------------ kinds
 
-    def _forensics(self, event: WatchEvent, forensics: Forensics) -> None:
+    def _forensics(self, event: WatchEvent) -> None:
         """A stall: collect the ranks' stacks; an NCCL timeout of a recipe that records its
-        collectives: read the flight recorder (both in the background, see module doc)."""
-        assert event.job_id is not None
-        dec, d = event.decision, event.diagnosis
+        collectives: read the flight recorder (both in the background, see module doc).
+        Once per event, as soon as its thread is there to post them in, whether or not the
+        event's own reply is posted: a stall prompt Slack did not take yet (a 5xx, a rate
+        limit: published again at the next tick) does not hold back the stacks of the
+        stall it is about, and its next publish does not collect them again (their post is
+        made once by its key: a bot restarted since collects once more, posts nothing
+        twice)."""
+        forensics, dec, d = self.forensics, event.decision, event.diagnosis
+        if forensics is None or event.job_id is None or event.key in self._collected or \
+                not has_thread(self.ctx, event.chain_id):
+            return
         if event.kind == "warning" and dec is not None and dec.class_id == "hang":
+            self._collected.add(event.key)
             forensics.stacks(event.cluster, event.job_id, event.chain_id, event.recipe,
                              f"stacks:{event.key}", record=event.record, sampler=event.sampler)
         elif event.kind == "incident" and d is not None and d.class_id == "nccl_timeout" and \
                 event.recipe in self.ctx.config.recipes and \
                 self.ctx.config.recipe(event.recipe).nccl_flight_recorder:
+            self._collected.add(event.key)
             rec = event.record
             forensics.flight_recorder(event.cluster, event.job_id, event.chain_id,
                                       event.recipe, f"flight_recorder:{event.key}",
@@ -318,14 +339,24 @@ class ThreadEvents(EventWords):
         self._post(event, "note", lambda: note_message(self.ctx, chain_id, text), words=text)
 
     def _forget_notes(self, chain: Chain) -> None:
-        """Forget the backoffs of the replies to `chain`'s jobs (keyed `cluster:job:…`): the
-        run has ended, none of them is published again."""
+        """Forget the backoffs of the replies to `chain`'s jobs (keyed `cluster:job:…`), and
+        which of them had their forensics begun: the run has ended, none of them is
+        published again; but a reply still `pending` (a completed run's ✅ line, whose run
+        ends at its first try: bot.services.watch.tick) keeps its backoff until it is posted
+        or given up."""
         refused = self._reply_tries.get(chain.cluster)
-        if refused is None or not refused.by_key:
+        if (refused is None or not refused.by_key) and not self._collected:
             return
         prefixes = tuple(f"{chain.cluster}:{a.job_id}:"
                          for a in self.ctx.store.attempts.for_chain(chain.id))
-        refused.forget(lambda key: key.startswith(prefixes))
+        if refused is not None:
+            refused.forget(lambda key: key.startswith(prefixes) and not self._pending(key))
+        self._collected -= {key for key in self._collected if key.startswith(prefixes)}
+
+    def _pending(self, key: str) -> bool:
+        """Whether the watcher's event `key` is still to be published (its outbox row)."""
+        row = self.ctx.store.incidents.get(key)
+        return row is not None and row.state == "pending"
 
     def _cluster_notice(self, event: WatchEvent) -> None:
         """One note in every active chain's thread on the cluster, each thread's post tried

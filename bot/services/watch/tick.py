@@ -22,7 +22,10 @@ Per tick:
 - pending job held by an admin: `held_report` once the hold has lasted long enough;
 - finished job: the rest of the log, its ONE checkpoint lookup (within
   `checkpoint_deadline_s`; kept while its incident's post is retried), `diagnose`, `decide`;
-  the attempt row gets progress, result, cause and work lost; the job leaves the watch list.
+  the attempt row gets progress, result, cause and work lost; the job leaves the watch list
+  once its incident is posted (kept watched, its incident published again, meanwhile). A
+  completed run's result (and its root, Home's rows with it) does not wait for its ✅ line:
+  it is stored at the line's first try, once.
 
 Adopted jobs (watched without trainbot submitting them: chains of kind "adopted" or "array"
 with no recipe) are judged alike, with no recipe (nothing is resubmitted). A whole array is
@@ -58,6 +61,7 @@ from bot.core.catalogue import Catalogue
 from bot.core.checkpoints import Checkpoint
 from bot.core.diagnose import LogAnalysis
 from bot.core.metrics import MIN_RSS_CHART_POINTS, MetricSeries
+from bot.core.models import Diagnosis
 from bot.core.policy import (
     OFFER_CANCEL_RESUME,
     Decision,
@@ -88,7 +92,7 @@ from bot.services.watch.recipes import RecipeSettings
 from bot.services.watch.resubmit import AutoResubmits, Recover, Resubmit
 from bot.services.watch.sstat import add_sstat_sample, read_memory
 from bot.services.watch.unreadable import UnreadableFiles
-from bot.store import Store, WatchedJob
+from bot.store import Chain, Store, WatchedJob
 
 log = logging.getLogger(__name__)
 
@@ -601,6 +605,11 @@ class Watcher:
             diag.class_id, now, report,
             extra={"decision": decision.to_json()},
         )
+        completed = diag.class_id == "completed"
+        if completed and not self._result_stored(jw):
+            # nothing waits for a ✅ line: the run's result is stored (its root rewritten,
+            # Home's rows with it) at its first try, whether or not Slack took the line
+            self._end_attempt(jw, record, diag, decision, chain, now)
         if not posted:
             return  # publishing failed: keep watching, the next tick retries
         resubmitting = (decision.kind == DecisionKind.RESUBMIT_NOW and self.resubmits is not None
@@ -608,6 +617,23 @@ class Watcher:
         if resubmitting:
             assert self.resubmits is not None and jw.chain_id is not None and jw.recipe
             self.resubmits.record_due(jw.chain_id, str(jw.job_id), jw.recipe, decision, now)
+        if not completed:
+            self._end_attempt(jw, record, diag, decision, chain, now)
+        self._unwatch(str(jw.job_id), now)
+        if chain is not None and chain.parallel and not resubmitting:
+            self.chains.end_adopted(chain.id, now)  # an array goes on while tasks remain
+
+    def _result_stored(self, jw: JobWatch) -> bool:
+        """Whether the finished job's result is in its attempt row (`_end_attempt` ran for
+        it: a completed run's, at an earlier tick whose ✅ line Slack did not take)."""
+        attempt = self.store.attempts.get_by_job(str(jw.job_id), self.cluster)
+        return attempt is not None and attempt.result is not None
+
+    def _end_attempt(self, jw: JobWatch, record: JobRecord, diag: Diagnosis,
+                     decision: Decision, chain: Chain | None, now: float) -> None:
+        """The finished job's result into its attempt row, and a run's status (completed,
+        or stopped when the decision stops it) into its chain's, whose root is rewritten
+        now (`ChainBook.ended`: Home's rows with it; a parallel chain's at the tick's end)."""
         self.chains.update_attempt(
             jw, now, force=True, state=record.state, last_iter=diag.metrics.last_iter,
             ended_at=record.end_time or now, result=record.state, cause=diag.class_id,
@@ -623,9 +649,6 @@ class Watcher:
             elif decision.stop_chain:
                 self.store.chains.set_status(chain.id, "stopped", now=now)
             self.chains.ended(chain.id, now)
-        self._unwatch(str(jw.job_id), now)
-        if chain is not None and chain.parallel and not resubmitting:
-            self.chains.end_adopted(chain.id, now)  # an array goes on while tasks remain
 
     def _unwatch(self, job: str, now: float) -> None:
         """Done with a job: off the watch list, its tail offsets and in-memory state gone."""

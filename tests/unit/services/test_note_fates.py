@@ -24,6 +24,7 @@ from fakes import (
     FakeResubmit,
     FakeSFTP,
     FakeSlurm,
+    RecordingHomePublisher,
     make_config,
     make_context,
     present,
@@ -32,7 +33,7 @@ from slack_sdk import WebClient
 from slack_standin import SlackStandIn
 from support.e2e import accept, refuse
 from support.in_flight import recover
-from support.watcher import timed_out
+from support.watcher import LOG, add_job, make_watcher, timed_out
 
 from bot.app import schedule_prompts
 from bot.cluster.errors import OutcomeUnknown
@@ -49,6 +50,7 @@ from bot.core.policy import (
     decide,
 )
 from bot.core.slurm.records import JobRecord
+from bot.core.stacks import PERMISSION_DENIED, ProcessFailure, StackReport
 from bot.core.takeover import RemoteDeadlines, cancel_takeover_s, submit_in_flight_s
 from bot.services.approvals import handle_click
 from bot.services.home import stop_watching
@@ -56,6 +58,7 @@ from bot.services.leases import LeaseKeeper
 from bot.services.ports import BotContext, PostError, PostRefused
 from bot.services.prompts import create_resubmit_prompt
 from bot.services.scheduler import JobScheduler
+from bot.services.stacks import Forensics
 from bot.services.threads import THREAD_NOTE, say_pending_notes
 from bot.services.watch.events import TickReport, WatchEvent
 from bot.services.watch.outbox import Outbox
@@ -110,11 +113,12 @@ def make_run(slack: SlackStandIn, store: Store, *, kind: str = "run", recipe: st
     return Run(ctx, poster, chain.id, clock)
 
 
-def slack_context(slack: SlackStandIn, store: Store, slurm: FakeSlurm | None = None
+def slack_context(slack: SlackStandIn, store: Store, slurm: FakeSlurm | None = None, *,
+                  home: RecordingHomePublisher | None = None
                   ) -> tuple[BotContext, SlackPoster, list[float]]:
     """A bot's context over `slurm` (an AnswerLostSlurm by default) posting through the real
-    poster on the stand-in, its clock (T0 until a test moves it) and recipe mix's channel
-    PRIVATE."""
+    poster on the stand-in (Home tabs to `home`), its clock (T0 until a test moves it) and
+    recipe mix's channel PRIVATE."""
     client: WebClient = make_client(slack.token, base_url=slack.api_url,
                                     sleep=lambda s: None, timeout=10)
     clock = [T0]
@@ -122,7 +126,7 @@ def slack_context(slack: SlackStandIn, store: Store, slurm: FakeSlurm | None = N
     config = make_config()
     config.slack.channels["training"] = PRIVATE  # recipe mix's channel
     ctx = make_context(store, slurm or AnswerLostSlurm(lost=0, submitted_at=T0), sink=poster,
-                       config=config, charts=False, clock=lambda: clock[0])
+                       config=config, charts=False, home=home, clock=lambda: clock[0])
     return ctx, poster, clock
 
 
@@ -147,10 +151,12 @@ def diagnosis(class_id: str, last_iter: int) -> Diagnosis:
                      metrics=DiagnosisMetrics(last_iter=last_iter, target_iter=8000))
 
 
-def watcher_reply(run: Run, event: WatchEvent, class_id: str) -> Note:
+def watcher_reply(run: Run, event: WatchEvent, class_id: str, *,
+                  forensics: Forensics | None = None) -> Note:
     """The watcher's event `event`, emitted again at each tick (a finished job stays watched
     until its incident is posted; a stall while it is seen)."""
-    outbox = Outbox("dev", store=run.ctx.store, sink=ThreadEvents(run.ctx))
+    outbox = Outbox("dev", store=run.ctx.store,
+                    sink=ThreadEvents(run.ctx, forensics=forensics))
     return Note(event.key,
                 lambda i: outbox.emit(event, class_id, T0 + 60 * i, TickReport(ok=True)),
                 outbox_state(run, event.key))
@@ -168,13 +174,15 @@ def incident(run: Run) -> Note:
         record=JobRecord(job_id=88154, state="FAILED")), "nccl_timeout")
 
 
-def stall_prompt(run: Run) -> Note:
-    """Job 88154 stalled: a warning with Cancel and resume / Cancel / Dismiss buttons."""
+def stall_prompt(run: Run, forensics: Forensics | None = None) -> Note:
+    """Job 88154 stalled: a warning with Cancel and resume / Cancel / Dismiss buttons (and
+    its stacks collected by `forensics`)."""
     dec = Decision(DecisionKind.WARN, "no progress for 40 min", "hang",
                    offers=(OFFER_CANCEL_RESUME,), key="hang")
     return watcher_reply(run, WatchEvent(
         "warning", "dev:88154:hang:1", "dev", "job 88154 stalled for 40 min", run.chain_id,
-        "88154", "mix", diagnosis=diagnosis("hang", 3400), decision=dec), "hang")
+        "88154", "mix", diagnosis=diagnosis("hang", 3400), decision=dec), "hang",
+        forensics=forensics)
 
 
 def completed_line(run: Run) -> Note:
@@ -496,6 +504,94 @@ def test_a_note_whose_run_never_gets_a_thread_is_given_up_with_its_reason(
     assert end == f"chain {run.chain_id} (mix): the {what} {note.key} is given up after " \
         f"{THREADLESS_TRIES} tries: its run has no thread (its root message was never " \
         f"posted); it said: {said}"
+
+
+class Collector:
+    """A stall's stack collection (bot.services.stacks.StackCollector) that reads none (py-spy
+    may not attach), counting its collections."""
+
+    def __init__(self) -> None:
+        self.jobs: list[str] = []
+
+    def prepare(self, cluster: str) -> None:
+        pass
+
+    def collect(self, cluster: str, job_id: str, *,
+                trainer_pids: dict[str, tuple[int, ...]] | None = None) -> StackReport:
+        self.jobs.append(job_id)
+        return StackReport(job_id, None,
+                           ProcessFailure("", None, None, PERMISSION_DENIED, "EPERM"))
+
+
+def in_thread(slack: SlackStandIn, root: str, key: str) -> list[dict[str, Any]]:
+    """The replies posted under `key` in the thread of `root` (in PRIVATE)."""
+    return [m for m in slack.replies(PRIVATE, root)
+            if (m.get("metadata") or {}).get("event_payload", {}).get("key") == key]
+
+
+def test_a_stall_prompt_slack_did_not_take_does_not_hold_back_the_stalls_stacks(
+        slack: SlackStandIn, store: Store) -> None:
+    """Slack answers the stall prompt with a 500 on every attempt: the prompt stays pending,
+    tried again at the next tick, but the stacks of the stall are collected now (while the
+    job is stalled, not once Slack takes the prompt) and said in the thread. The prompt's
+    next try posts it, once, and collects nothing again."""
+    run = make_run(slack, store)
+    root = run.open_thread()
+    collector = Collector()
+    forensics = Forensics(run.ctx, collector)  # type: ignore[arg-type]
+    note = stall_prompt(run, forensics)
+    slack.fail_next("chat.postMessage", status=500, count=run.poster.max_attempts)
+    note.chance(0)
+    assert forensics.wait(10)
+    assert note.state() == "pending" and in_thread(slack, root, note.key) == []
+    assert collector.jobs == ["88154"] and len(in_thread(slack, root, f"stacks:{note.key}")) == 1
+    for i in range(1, 3):
+        note.chance(i)
+    assert forensics.wait(10)
+    assert note.state() == "posted" and len(in_thread(slack, root, note.key)) == 1
+    assert collector.jobs == ["88154"] and len(in_thread(slack, root, f"stacks:{note.key}")) == 1
+    forensics.close()
+
+
+def test_a_completed_line_slack_did_not_take_does_not_hold_back_the_root_and_home(
+        slack: SlackStandIn, store: Store, caplog: Any) -> None:
+    """Job 88154 completes while Slack answers its ✅ line with a 500 on every attempt: the
+    line stays pending (the job watched, the line tried again at the next tick), but the
+    run's result is stored at once, its root rewritten to say COMPLETED and the Home tab of
+    the run's viewer published. The next tick posts the ✅ line, once, and rewrites neither
+    again; the line's failure series is one warning, and one when it is posted (the run's
+    end does not restart it)."""
+    home = RecordingHomePublisher()
+    ctx, poster, _ = slack_context(slack, store, home=home)
+    chain = add_job(store, 88154)
+    root = poster.post_root(chain.id, PRIVATE, [], "mix")
+    store.home_viewers.record("U0ALICE", T0, ttl_s=3600.0)  # her team runs mix
+    slurm, sftp = FakeSlurm(), FakeSFTP()
+    sftp.append(LOG, b"".join(f"iter: {i}/8000 | loss: 0.4\n".encode()
+                              for i in range(100, 8001, 100)))
+    slurm.records[88154] = JobRecord(job_id=88154, state="COMPLETED", exit_code=0, signal=0,
+                                     elapsed_s=1000, stdout_path=LOG, start_time=T0,
+                                     end_time=T0 + 1000)
+    watcher = make_watcher(store, slurm, sftp, ThreadEvents(ctx))
+    slack.fail_next("chat.postMessage", status=500, count=poster.max_attempts)
+    watcher.tick(T0 + 1030)
+    line = present(store.incidents.get("dev:88154:final"))
+    assert line.class_id == "completed" and line.state == "pending"
+    assert in_thread(slack, root, line.key) == []
+    assert store.watched_jobs.get("dev", "88154") is not None
+    assert present(store.attempts.get_by_job("88154")).result == "COMPLETED"
+    assert present(store.chains.get(chain.id)).status == "completed"
+    [rewrite] = slack.ok_calls("chat.update")
+    assert "COMPLETED" in str(rewrite.params.get("blocks"))
+    assert home.users() == ["U0ALICE"]
+    watcher.tick(T0 + 1090)
+    assert present(store.incidents.get(line.key)).state == "posted"
+    assert len(in_thread(slack, root, line.key)) == 1
+    assert store.watched_jobs.get("dev", "88154") is None
+    assert len(slack.ok_calls("chat.update")) == 1 and home.users() == ["U0ALICE"]
+    first, end = warnings(caplog, line.key)
+    assert "could not post the ✅ completed line" in first
+    assert "is posted in G0RUNS" in end and "after 1 failed try" in end
 
 
 def test_thread_notes_are_kept_in_the_store_as_notes(slack: SlackStandIn, store: Store
