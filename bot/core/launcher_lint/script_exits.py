@@ -12,13 +12,11 @@ from __future__ import annotations
 import functools
 import re
 
-from bot.core.launcher_lint.syntax import always_run, runs_after, runs_builtin
+from bot.core.launcher_lint.syntax import REDIRECTION_RE, always_run, runs_after, runs_builtin
 from bot.core.shell_lexer import Memo, group_end, split_top_level
 
 #: `exec` and what follows it.
 _EXEC_RE = re.compile(r"exec(?:[ \t]+(.*))?", re.S)
-#: A redirection (`>log`, `2>&1`, `&>> out`, `< in`, `3<> f`) and its word.
-_REDIRECTION_RE = re.compile(r"[0-9]*(?:>>|>&|<&|&>>|&>|>\||<>|>|<)[ \t]*[^\s;&|<>()]+")
 #: A function's name alone on its line, its body's `{` on the next (`f()`, `function f`).
 _FUNCTION_HEAD_RE = re.compile(r"(?:function\s+)?[A-Za-z_][\w:-]*\s*\(\s*\)|function\s+\S+")
 #: A function the script defines named `exit`, `exec` or `return` (bash would call it).
@@ -34,7 +32,7 @@ def ends_shell(command: str, in_function: bool = False) -> bool:
     if runs_builtin(command, "exit") or in_function and runs_builtin(command, "return"):
         return True
     m = _EXEC_RE.fullmatch(command)
-    return m is not None and bool(_REDIRECTION_RE.sub("", m.group(1) or "").strip())
+    return m is not None and bool(REDIRECTION_RE.sub("", m.group(1) or "").strip())
 
 
 def ends_script_shell(command: str, text: str) -> bool:
@@ -86,7 +84,7 @@ def group_ends_shell(command: str, off: int, memo: Memo, ended: set[int], before
             off + 1 not in ended) or _FUNCTION_HEAD_RE.fullmatch(before.strip()):
         return False
     end = group_end(command, 0, off, memo)
-    return not _REDIRECTION_RE.sub("", command[end:]).strip()
+    return not REDIRECTION_RE.sub("", command[end:]).strip()
 
 
 def and_or_group_ends_shell(command: str, off: int, memo: Memo, ended: set[int], text: str

@@ -150,6 +150,8 @@ _CONSTANT_CONDITION_RE = re.compile(
     r"(?P<name>true|:|false)|(?P<test>\[)\s+[\w.,/+-]+\s+\]|(?P<cmd>test)\s+[\w.,/+-]+")
 
 
+#: A redirection (`>log`, `2>&1`, `&>> out`, `< in`, `3<> f`) and its word.
+REDIRECTION_RE = re.compile(r"[0-9]*(?:>>|>&|<&|&>>|&>|>\||<>|>|<)[ \t]*[^\s;&|<>()]+")
 #: An `exit` of a literal status (`exit 3`): a subshell that runs it has that status.
 _LITERAL_EXIT_RE = re.compile(r"exit[ \t]+(?P<status>[0-9]+)[ \t]*")
 #: A word (or a redirection's) that expands to itself: no parameter, command or arithmetic
@@ -177,7 +179,9 @@ def constant_status(condition: str, text: str, outside_function: bool = False
                     ) -> bool | None:
     """Whether the condition list `condition` (an `if`'s, without the keyword) always succeeds
     (True) or always fails (False), by bash's semantics alone (_CONSTANT_CONDITION_RE, a `( … )`
-    subshell whose last command bash always runs is `exit N` (_subshell_status), a `return`
+    subshell whose last command bash always runs is `exit N` (_subshell_status), redirections
+    after it or none (a redirection that fails gives it status 1: `( exit 3 ) > log` always
+    fails, `( exit 0 ) > log` is not known), a `return`
     `outside_function`, which bash refuses with status 2, a pipeline whose last command always
     fails, or `!` before one); None for
     anything else, or when the script `text` defines a function of that name (bash would call
@@ -196,10 +200,14 @@ def constant_status(condition: str, text: str, outside_function: bool = False
         return negated if constant_status(piped[-1][0], text, outside_function) is False \
             else None
     if cond.startswith("(") and not cond.startswith("(("):
-        if skip_quoted(cond, 0) != len(cond):
-            return None  # (`( … ) | cat`, `( … ) > log`: not the subshell alone)
-        status = _subshell_status(cond[1:-1], text)
-        return None if status is None else (status == 0) != negated
+        end = skip_quoted(cond, 0)
+        if REDIRECTION_RE.sub("", cond[end:]).strip():
+            return None  # (`( … ) & x`: not the subshell alone)
+        status = _subshell_status(cond[1 : end - 1], text)
+        if status is None or status == 0 and end != len(cond):
+            # (`( exit 0 ) > log` fails when the redirection does: only a failure is sure)
+            return None
+        return (status == 0) != negated
     m = _CONSTANT_CONDITION_RE.fullmatch(cond)
     if m is None:
         return None

@@ -776,6 +776,15 @@ _RC = 'rc=${X:-0}\n'  # (0 on one run, 1 on the other: `[[ $rc -ne 0 ]]` tests w
     ('set -e\nn=0\nf() { [ -n "${X:-}" ] || exit 3; }\n( f; exit 0 ) || n=1\n((n++))\n', "warn"),
     ("set -e\nn=0\n( trap '[ -n \"${X:-}\" ] || exit 3' EXIT; exit 0 ) || n=1\n((n++))\n",
      "warn"),
+    # … and a subshell with redirections keeps its status, but when a redirection fails (then
+    # 1): one that always fails fails, one that always succeeds is not known (the first four
+    # said `warn`, reading any redirection as an unknown status)
+    ("set -e\nn=0\n( exit 3 ) > /dev/null || n=1\n((n++))\n", None),
+    ("set -e\nn=0\n( echo a; exit 3 ) >/dev/null 2>&1 || n=1\n((n++))\n", None),
+    ("set -e\nn=0\nif ( exit 3 ) 2>/dev/null; then n=1; fi\n((n++))\n", "fail"),
+    ("set -e\nn=0\n! ( exit 3 ) > /dev/null || n=1\n((n++))\n", "fail"),
+    ('set -e\nn=0\n( exit 0 ) > "${X:+/nonexistent}/dev/null" || n=1\n((n++))\n', "warn"),
+    ('set -e\nn=0\n( exit 0 ) > "${X:+/nonexistent}/dev/null" && n=1\n((n++))\n', "warn"),
     # … read as bash groups the list, `((a && b) || c) && d`: every way runs `c` or `d` (`c`
     # is skipped only after `b` succeeded, which runs `d`), and a `true` there runs what
     # follows its `&&` whatever ran before it (both said `warn`: `c` was paired with `b` only)
