@@ -110,6 +110,10 @@ class Branches:
     # `&&` / `||` around it, no `break` / `continue` before it), the first pass ending the
     # shell whenever the body runs (None: none, or one may leave the loop first)
     exit_at: int | None = None
+    # an `if`'s / a loop's: the condition being read ends the shell (an `exit` bash always
+    # runs in it; a `return` in a function's body): its branch never runs, and no way goes
+    # past the condition to the next one or past the construct
+    condition_ends: bool = False
     # where the `exit`s in it that bash may run or skip end (model.Scan.maybe_exits), kept
     # until it closes in the script's shell (none when piped: `fi | cat`)
     exit_seen: list[int] = field(default_factory=list)
@@ -249,6 +253,8 @@ def branch_step(walk: BranchWalk, frames: list[Branches], step: str, patterns: s
         if frame.dead is None:  # (one bash never runs is no branch: model.Scan.constructs)
             frame.spans.append((frame.branch_from, key[0]))
         frame.branch_from = None
+    condition_ends = step in ("then", "do") and frame.condition_ends
+    frame.condition_ends &= frame.kind != "if"  # (a loop's is kept to its `done`)
     if step == "then" and frame.dead is not None:  # the `then` of an `elif` never reached
         frame.branch_from, frame.in_branch = key[0], True
         return None
@@ -282,6 +288,15 @@ def branch_step(walk: BranchWalk, frames: list[Branches], step: str, patterns: s
         if frame.never:  # (a loop's body bash never runs: no way into it)
             frame.reaching = []
             frame.kill(walk, hits, key[0])
+            return None
+        if condition_ends:  # (`if return; then`: no way into the branch, nor past it)
+            frame.reaching = []
+            # (… and, reached whenever the construct is, no branch of it runs: an `elif`'s,
+            # after a branch bash may run, leaves that branch one bash may skip)
+            frame.exhaustive |= not frame.spans
+            frame.kill(walk, hits, key[0])
+            if frame.kind != "if" and frame.exit_at is None:
+                frame.exit_at = key[0]  # (its first pass ends the shell)
             return None
         if step == "then" and frame.kind == "if":
             # a condition bash's semantics decide (`if true`, `elif false`): the branch runs
@@ -334,7 +349,8 @@ def branch_step(walk: BranchWalk, frames: list[Branches], step: str, patterns: s
             walk.loop_parent[frame.key[0]] = None if around is None else around.key[0]
         walk.loops[frame.key[0]] = key[0]
         passes = loop_passes(walk.text, frame.key[0], key[0])
-        frame.exhaustive = loop_runs(walk.text, frame.key[0], key[0])  # its body runs
+        # its body runs, or its condition ends the shell (`while exit 3; do`)
+        frame.exhaustive = frame.condition_ends or loop_runs(walk.text, frame.key[0], key[0])
         leave = _leaving(walk, frame, key[0]) if frame.exhaustive and frame.spans else None
         if leave is not None and frame.exit_at is not None and leave < frame.exit_at and any(
                 not walk.text.startswith("return", at)
@@ -375,8 +391,10 @@ def branch_step(walk: BranchWalk, frames: list[Branches], step: str, patterns: s
     if exempt:
         walk.drop(frame.marks, hits, everything=False)
     ways_out = frame.exits + frame.reaching + (
-        [copy(walk.opts)] if frame.in_branch and not dead else [])
-    walk.opts = either(ways_out + ([frame.skipped] if frame.skipped else []))
+        [copy(walk.opts)] if frame.in_branch and not dead else []) + (
+        [frame.skipped] if frame.skipped else [])
+    # (none: its condition ends the shell, `if return; then`; nothing runs past it)
+    walk.opts = either(ways_out) if ways_out else copy(walk.opts)
     return None
 
 

@@ -330,8 +330,12 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
                     # line, `false || case x in *) break;; esac`, as one on a line of its own)
                     self._leaving_list(frames, hits, lst[cut:], lst_off + cut, closed_left,
                                        lst_off + len(lst))
+                # (a condition's list without its keyword: `if return; then` in a function
+                # returns from it, `while exit 3; do` ends the shell)
+                command, command_off = condition_command(lst[cut:], lst_off + cut) if (
+                    frames and frames[-1].in_condition) else (lst[cut:], lst_off + cut)
                 if _op != "&" and (closed_exit or tail is None and (certainly_ends_shell(
-                        lst[cut:], lst_off + cut, self.memo, self.script_text,
+                        command, command_off, self.memo, self.script_text,
                         self.function is not None) or not (frames or status_only)
                         and self._refused_return_stops(lst[cut:], lst_off + cut))):
                     ended = self._ends_shell(frames, hits, lst_off + len(lst))
@@ -455,10 +459,15 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
         """An `exit` bash always runs where the walk is (script_exits), its list ending at
         `end`: past it nothing of this walk's text runs (returned: where that starts), or, in
         a branch, the branch ends the shell (and leaves the loop it is in) whenever it runs;
-        in a loop's body, the rest of the body never runs."""
+        in a loop's body, the rest of the body never runs; in an `if` / `elif` / `while`
+        condition, no way goes past it (Branches.condition_ends)."""
         if not frames:
             return end
         frame = frames[-1]
+        if frame.in_condition:  # (no way past the condition: branches.branch_step)
+            frame.condition_ends = True
+            frame.exit_seen.append(end)
+            return None
         if frame.in_branch:  # (bash may skip it: model.Scan.maybe_exits, where it closes)
             frame.exit_seen.append(end)
             if frame.branch_from is not None:

@@ -35,8 +35,10 @@ FUNC_NAME_RE = re.compile(
     r"(?:function\s+([A-Za-z_][\w:-]*)\s*(?:\(\s*\)\s*)?|([A-Za-z_][\w:-]*)\s*\(\s*\)\s*)[{(]"
 )
 FUNC_RE2 = re.compile(r"^\s*function\s+([A-Za-z_][\w:-]*)\s*(\{|\()")
-#: A `return` where a command starts (`return`, `return 0`, `[ … ] && return`).
-_RETURN_RE = re.compile(COMMAND_AT + r"(return)(?![\w:-])")
+#: A `return` where a command starts (`return`, `return 0`, `[ … ] && return`), a
+#: condition's first among them (`if return; then`, `elif ! return`).
+_RETURN_RE = re.compile(r"(?:" + COMMAND_AT + r"|(?:(?<=\bif)|(?<=\belif)|(?<=\bwhile)"
+                        r"|(?<=\buntil)|(?<=\s!))[ \t]+)(return)(?![\w:-])")
 
 
 class _Walk(Protocol):

@@ -49,6 +49,12 @@ def _counter_stops_bash_as_the_level_says(tmp_path, body: str, level: str | None
     ("set -e\nn=0\n{ echo a; exit 0; } || n=1\n((n++))\n", None),
     ("set -e\nn=0\ntrue && { echo a; exit 0; } || n=1\n((n++))\n", None),
     ("set -e\nn=0\nfalse && n=1 || { exit 0; } && n=2\n((n++))\n", None),
+    # … in a condition, which bash runs as any other command (each said `fail`); in a
+    # function, a `return` there leaves the body
+    ("set -e\nn=0\nif exit 0; then :; fi\n((n++))\n", None),
+    ("set -e\nn=0\nwhile exit 3; do :; done\n((n++))\n", None),
+    ("set -e\nn=0\nif false; then :; elif ! exit 0; then :; else n=1; fi\n((n++))\n", None),
+    ("set -e\nn=0\nf() { if return; then :; fi; ((n++)); }\nf\n", None),
     # … in a branch bash always runs, or in every branch of an `if` / `case` one of whose
     # branches always runs
     ("set -e\nn=0\nif true; then exit 0; fi\n((n++))\n", None),
@@ -143,6 +149,8 @@ def _bash_exits_and_the_lint_says(tmp_path, body: str, codes: list[int], line: i
     # … or past one whose other branch sets the counter to 0 (the runs that do not exit)
     ('set -e\nn=0\n[ -n "${X:-}" ] && exit 0 || n=0\n((n++))\n', [1, 0], 5),
     ('set -e\nn=5\nif [ -n "${X:-}" ]; then exit 0; else n=0; fi\n((n++))\n', [1, 0], 5),
+    # … or in an `elif`'s condition, which a branch before it may skip
+    ('set -e\nn=0\nif [ -n "${X:-}" ]; then :; elif exit 0; then :; fi\n((n++))\n', [0, 1], 5),
     # … past a `return` bash may skip (with X=1 the function returns first), as past an `exit`
     ('set -e\nn=0\nf() { [ -n "${X:-}" ] && return; ((n++)); }\nf\n', [1, 0], 4),
     # … in a branch that exits, reading what the branch set (X=1), or past it, reading what
@@ -603,6 +611,21 @@ def test_nothing_past_a_return_bash_always_runs_in_a_function_is_read_as_run(
     ('set -e\nn=0\nf() { echo "$([ -n "${X:-}" ] && return)"; n=1; }\nf\n((n++))\n', None),
     ('set -e\nn=0\nf() { x=$(echo a; return 0); [ -n "${X:-}" ] && return; n=1; }\nf\n'
      "((n++))\n", "warn"),
+    # a `return` in a condition (an `if`'s, an `elif`'s, a loop's) returns all the same:
+    # nothing past it in the body runs (each said nothing, reading `n=1` as run), and one in
+    # an `elif` after a branch bash may run leaves it to some calls; piped, a subshell's
+    ("set -e\nn=0\nf() { if return; then :; fi; n=1; }\nf\n((n++))\n", "fail"),
+    ("set -e\nn=0\nf() { if ! return 0; then n=1; fi; n=1; }\nf\n((n++))\n", "fail"),
+    ("set -e\nn=0\nf() { if echo a; return; then :; fi; n=1; }\nf\n((n++))\n", "fail"),
+    ("set -e\nn=0\nf() { while return; do :; done; n=1; }\nf\n((n++))\n", "fail"),
+    ("set -e\nn=0\nf() { until return; do n=1; done; n=1; }\nf\n((n++))\n", "fail"),
+    ("set -e\nn=0\nf() { if false; then :; elif return; then :; else :; fi; n=1; }\nf\n"
+     "((n++))\n", "fail"),
+    ('set -e\nn=0\nf() { if [ -n "${X:-}" ]; then :; elif return; then :; fi; n=1; }\nf\n'
+     "((n++))\n", "warn"),
+    ('set -e\nn=0\nf() { while [ -n "${X:-}" ] && return; do :; done; n=1; }\nf\n((n++))\n',
+     "warn"),
+    ("set -e\nn=0\nf() { if return; then :; fi | cat; n=1; }\nf\n((n++))\n", None),
 ])
 def test_a_return_bash_may_skip_leaves_the_rest_of_the_body_to_some_calls(
         tmp_path, body, level):
