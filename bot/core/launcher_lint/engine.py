@@ -53,6 +53,7 @@ from bot.core.launcher_lint.syntax import (
     and_or_branches,
     compound_tail,
     condition_command,
+    constant_status,
     first_word,
     function_calls,
     keyword_prefix,
@@ -85,6 +86,14 @@ _GROUP_BEFORE_AND_OR_RE = re.compile(r"\}\s*(?:&&|\|\|)")
 #: A `{ … }` group that starts an and-or list or comes after its `&&` / `||`
 #: (`{ set -e; false; }`, `true && { set -e; }`).
 _GROUP_LAST_RE = re.compile(r"(?:^|&&|\|\|)\s*\{\s")
+
+#: What a command that always fails holds (syntax.constant_status): `false`, a `( … )`
+#: subshell, a `return` (refused outside a function).
+_MAY_FAIL_RE = re.compile(r"\b(?:false|return)\b|\(")
+
+#: A `fi` / `done` / `esac` followed by `&&` / `||` in its list (`fi || true`, `done | cat &&
+#: x`): bash ignores `set -e` in the whole compound.
+_EXEMPT_CLOSER_RE = re.compile(r"\b(?:fi|done|esac)\b[^\n;]*?(?:&&|\|\|)")
 
 
 
@@ -176,6 +185,8 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
         #: their starts: a `{ … }` group whose body's start is one ends the shell whenever it
         #: runs, as a branch that is one does (an and-or list's element: _and_or_branches)
         self.dead_from: set[int] = set()
+        #: _exempt_closers's (None: not read yet)
+        self.exempt_closers: list[int] | None = None
 
     def line_of(self, offset: int) -> int:
         return bisect.bisect_right(self.line_starts, offset)
@@ -336,8 +347,8 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
                     frames and frames[-1].in_condition) else (lst[cut:], lst_off + cut)
                 if _op != "&" and (closed_exit or tail is None and (certainly_ends_shell(
                         command, command_off, self.memo, self.script_text,
-                        self.function is not None) or not (frames or status_only)
-                        and self._refused_return_stops(lst[cut:], lst_off + cut))):
+                        self.function is not None) or not status_only
+                        and self._fails_under_errexit(frames, lst[cut:], lst_off + cut))):
                     ended = self._ends_shell(frames, hits, lst_off + len(lst))
                 if frames and frames[-1].kind == "if" and not frames[-1].in_branch:
                     # a list of the condition: the last one decides its status
@@ -444,16 +455,33 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
                 idx, resume = back[0] - 1, back[1:]
         return hits
 
-    def _refused_return_stops(self, lst: str, off: int) -> bool:
-        """Is `lst` (a list at `off` of the script's own text, in no `if`, `case` or loop) a
-        `return` alone, outside any function, where `set -e` is on on every path? Bash refuses
-        it ("can only `return' from a function or sourced script", status 2) and `set -e`
-        stops the script on that status, as on any other failing command; without `set -e`,
-        or tested (`return || n=1`: syntax.constant_status), bash goes on."""
-        return (self.depth == 1 and self.function is None and self.opts.errexit
-                and not self.opts.errexit_partial and "return" in lst
-                and ends_function_body(lst, self.script_text)
-                and len(split_top_level(lst, off, ("&&", "||"), self.memo)) == 1)
+    def _fails_under_errexit(self, frames: list[Branches], lst: str, off: int) -> bool:
+        """Is `lst` (a list at `off` of the script's own text, not in a function, a group or a
+        substitution) one whose status bash's semantics say is a failure (syntax.
+        constant_status: `false`, `( exit 3 )`, `true | false`, a `return`, which bash refuses
+        outside a function with status 2; the last command of an and-or list bash always runs,
+        `true && false`), where `set -e` is on on every path and stops on it? Not negated
+        (`! true`: `set -e` ignores it), nor in a condition, nor in a compound whose closing
+        keyword may be before `&&` / `||` (`fi || true`: bash ignores `set -e` in all of it;
+        read so wherever one comes later in the script, _exempt_closers). Bash ends the shell
+        there as on an `exit` (in a compound piped or in the background, its subshell)."""
+        if not (self.depth == 1 and self.function is None and self.opts.errexit
+                and not self.opts.errexit_partial and _MAY_FAIL_RE.search(lst)):
+            return False
+        if frames and (any(f.in_condition for f in frames) or bisect.bisect_left(
+                self._exempt_closers(), off) < len(self._exempt_closers())):
+            return False
+        *heads, (last, _o, _op) = split_top_level(lst, off, ("&&", "||"), self.memo)
+        return (not last.lstrip().startswith("!") and runs_after(heads, self.script_text)
+                is True and constant_status(last, self.script_text, outside_function=True)
+                is False)
+
+    def _exempt_closers(self) -> list[int]:
+        """Where each `fi` / `done` / `esac` followed by `&&` / `||` on its list is, in order
+        (read once)."""
+        if self.exempt_closers is None:
+            self.exempt_closers = [m.start() for m in _EXEMPT_CLOSER_RE.finditer(self.text)]
+        return self.exempt_closers
 
     def _ends_shell(self, frames: list[Branches], hits: list[Hit], end: int) -> int | None:
         """An `exit` bash always runs where the walk is (script_exits), its list ending at

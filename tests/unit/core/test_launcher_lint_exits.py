@@ -181,6 +181,35 @@ def _bash_exits_and_the_lint_says(tmp_path, body: str, codes: list[int], line: i
     ("set -e\nn=0\nreturn 0\n((n++))\n", [2, 2], None),
     ("n=0\nreturn\nset -e\n((n++))\n", [1, 1], 5),
     ("set -e\nn=0\nreturn | cat\n((n++))\n", [1, 1], 5),
+    # under `set -e`, a command bash's semantics say always fails (`false`, `( exit 3 )`, a
+    # pipeline whose last command is one, a `return` outside a function: status 2) ends the
+    # script where `set -e` applies: nothing past it runs, also past one in a branch bash
+    # always runs, a loop's body or a `case` branch (each said `fail` on the counter)
+    ("set -e\nn=0\nfalse\n((n++))\n", [1, 1], None),
+    ("set -e\nn=0\n( exit 3 )\n((n++))\n", [3, 3], None),
+    ("set -e\nn=0\ntrue | ( exit 3 )\n((n++))\n", [3, 3], None),
+    ("set -e\nn=0\ntrue && ( exit 3 )\n((n++))\n", [3, 3], None),
+    ("set -e\nn=0\nif true; then ( exit 3 ); fi\n((n++))\n", [3, 3], None),
+    ("set -e\nn=0\nif true; then return; fi\n((n++))\n", [2, 2], None),
+    ("set -e\nn=0\nfor i in 1 2; do ( echo a; exit 3 ); done\n((n++))\n", [3, 3], None),
+    ("set -e\nn=0\nwhile true; do return; done\n((n++))\n", [2, 2], None),
+    ("set -e\nn=0\ncase x in *) false;; esac\n((n++))\n", [1, 1], None),
+    # … on the runs that take a branch holding it only; what that branch set holds on none
+    ('set -e\nn=0\nif [ -n "${X:-}" ]; then ( exit 3 ); fi\n((n++))\n', [1, 3], 5),
+    ('set -e\nn=5\nif [ -n "${X:-}" ]; then n=0; ( exit 3 ); fi\n((n++))\n', [0, 3], None),
+    ('set -e\nn=0\nif [ -n "${X:-}" ]; then ( exit 3 ); else n=1; fi\n((n++))\n', [0, 3], None),
+    # … not where bash ignores `set -e`: a compound before `&&` / `||`, a negated pipeline, a
+    # condition, a command before `&&` / `||`, nor where `set -e` is off; in a piped compound
+    # (a subshell), it ends that subshell only
+    ("set -e\nn=0\nif true; then ( exit 3 ); fi || true\n((n++))\n", [1, 1], 5),
+    ("set -e\nn=0\nfor i in 1; do ( exit 3 ); n=1; done || true\n((n++))\n", [0, 0], None),
+    ("set -e\nn=0\nif true; then false; n=1; fi && true\n((n++))\n", [0, 0], None),
+    ("set -e\nn=0\n! ( exit 3 )\n((n++))\n", [1, 1], 5),
+    ("set -e\nn=0\nif ( exit 3 ); then :; fi\n((n++))\n", [1, 1], 5),
+    ("set -e\nn=0\nwhile false; do :; done\n((n++))\n", [1, 1], 5),
+    ("set -e\nn=0\nfalse && true\n((n++))\n", [1, 1], 5),
+    ("n=0\nfalse\nset -e\n((n++))\n", [1, 1], 5),
+    ("set -e\nn=0\nif true; then false; n=1; fi | cat\n((n++))\n", [1, 1], 5),
 ])
 def test_a_counter_bash_reaches_on_some_runs_only_stops_each_run_that_reaches_it(
         tmp_path, body, codes, line):
