@@ -55,7 +55,7 @@ import time
 from collections.abc import Callable
 from typing import Any
 
-from bot.cluster.errors import ClusterError, ClusterUnavailable
+from bot.cluster.errors import ClusterError, ClusterUnavailable, said
 from bot.config import Config, PolicyConfig
 from bot.core.catalogue import Catalogue
 from bot.core.checkpoints import Checkpoint
@@ -91,7 +91,7 @@ from bot.services.watch.outbox import Outbox
 from bot.services.watch.recipes import RecipeSettings
 from bot.services.watch.resubmit import AutoResubmits, Recover, Resubmit
 from bot.services.watch.sstat import add_sstat_sample, read_memory
-from bot.services.watch.unreadable import UnreadableFiles
+from bot.services.watch.unreadable import READ_FAILED_NOTE_TICKS, UnreadableFiles
 from bot.store import Chain, Store, WatchedJob
 
 log = logging.getLogger(__name__)
@@ -352,6 +352,8 @@ class Watcher:
         reads = reads if reads is not None else JobReads()
         if record.is_running:
             self._restarted(jw, record, now)
+            if self._batch_failed(jw, reads, now, report):
+                return
             if self.unreadable.running(jw, reads, now):
                 # what did read is applied; the rest is read again next tick, and the job is
                 # judged when its files read
@@ -373,6 +375,8 @@ class Watcher:
                 # that cancel's is settled by bot.services.cancel_settle.settle_unknown_cancels,
                 # never judged as a failure of the chain here.
                 return
+            if self._batch_failed(jw, reads, now, report):
+                return
             unreadable = self.unreadable.finished(jw, reads, now)
             # waiting for a file that cannot be read: what did read is applied, the rest is
             # read again next tick
@@ -382,6 +386,28 @@ class Watcher:
                     or waiting:
                 return  # (or more of the log than one tick may read: judged when caught up)
             self._finished(w, jw, record, now, report, unreadable=unreadable)
+
+    def _batch_failed(self, jw: JobWatch, reads: JobReads, now: float,
+                      report: TickReport) -> bool:
+        """Did this tick's batched read fail as a whole (none of the job's files read: it is
+        not judged this tick)? Logged once per failure series (UnreadableFiles.batch); once
+        the series has lasted READ_FAILED_NOTE_TICKS ticks, the run's thread is told, once
+        per series (its key is the series' start; emitted again each tick after, so a post
+        that failed is tried again), in the thread's language."""
+        failures = self.unreadable.batch(jw, reads, now)
+        if failures is None:
+            return False
+        if failures.ticks >= READ_FAILED_NOTE_TICKS and reads.error is not None:
+            job = str(jw.job_id)
+            text = (f"job {job}'s files have not been read for {failures.ticks} ticks in a "
+                    f"row: {reads.error}. It is not judged until they read again; trainbot "
+                    "reads them again each tick.")
+            self.outbox.emit(WatchEvent(
+                "read_failed", f"{self.cluster}:{job}:read_failed:{int(failures.since)}",
+                self.cluster, text, jw.chain_id, job, jw.recipe,
+                facts={"ticks": failures.ticks, "seconds": now - failures.since,
+                       "error": said(reads.error)}), "read_failed", now, report)
+        return True
 
     def _forget_unwatched(self, ids: set[int], now: float) -> None:
         """Jobs no longer watched (unwatched, finished elsewhere; `ids` are those watched):

@@ -21,20 +21,44 @@ file read again, or ended while it could not be read: the ended job's wait follo
 is requeued (its next run's reads start anew), the job is no longer watched, or the watcher
 forgets what it held (Watcher.forget: another replica watched the cluster meanwhile).
 
+A tick whose batched read failed as a whole (the read command's answer unreadable, its
+channel closed: JobReads.error) read none of the job's files: the job is not judged that
+tick (`batch`). That failure series is logged once per job when it starts and once when it
+ends (its files read again, or the job no longer followed), the ticks between at debug
+(bot.core.backoff.after_try, the Slack poster's once-per-failure-series rule, one Backoffs
+by job); once it has lasted `READ_FAILED_NOTE_TICKS` ticks the tick tells the run's thread,
+once per series (bot.services.watch.tick).
+
 The tick (bot.services.watch.tick) asks this module at each of those moments; the memory
 itself is the job's JobWatch (`unreadable_since`, `judged_without_logged`,
-`running_unreadable`) and the store's watched_jobs.unreadable_since.
+`running_unreadable`), the store's watched_jobs.unreadable_since and, for failed batches,
+this object's (in memory: a restart starts a series anew).
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
+from bot.core.backoff import Backoffs, after_try
 from bot.core.tail import FileMissing, FileReadFailed
 from bot.services.watch.logs import JobReads, JobWatch
 from bot.store import Store
 
 log = logging.getLogger(__name__)
+
+# ticks in a row a job's files were not read (its tick's batched read failed) before its
+# run's thread is told, once per failure series (10 minutes at a 60-s tick)
+READ_FAILED_NOTE_TICKS = 10
+
+
+@dataclass(frozen=True)
+class BatchFailures:
+    """A job's tick whose batched read failed: the ticks in a row it has (this one
+    included) and when the first of them was."""
+
+    ticks: int
+    since: float
 
 
 class UnreadableFiles:
@@ -45,6 +69,44 @@ class UnreadableFiles:
         self.cluster = cluster
         self.store = store
         self.unreadable_file_s = unreadable_file_s
+        self._batches = Backoffs()  # by job id: its ticks in a row whose batched read failed
+        self._batch_since: dict[int, float] = {}  # by job id: when that series began
+
+    # ------------------------------------------------------------------ a failed batch
+
+    def batch(self, jw: JobWatch, reads: JobReads, now: float) -> BatchFailures | None:
+        """The failure series of the job's batched reads when this tick's failed as a whole
+        (JobReads.error: none of its files read; the job is not judged this tick), else
+        None. Logged once per series and job (after_try's first failure, and its end: the
+        files read again), in the log's English, with the reader's sentence; the ticks
+        between at debug."""
+        key = str(jw.job_id)
+        if reads.error is None:
+            if after_try(self._batches, key, "taken").recovered:
+                since = self._batch_since.pop(jw.job_id, now)
+                log.info("%s: job %s: its files read again after %.0f s of failed batched "
+                         "reads", self.cluster, jw.job_id, now - since)
+            return None
+        after = after_try(self._batches, key, "failed")
+        if after.first_failure:
+            self._batch_since[jw.job_id] = now
+            log.warning("%s: job %s: the batched read of its files failed: %s; read again each "
+                        "tick, the job judged once they read", self.cluster, jw.job_id,
+                        reads.error)
+        else:
+            log.debug("%s: job %s: the batched read of its files failed again (%d ticks in a "
+                      "row): %s", self.cluster, jw.job_id, after.failed, reads.error)
+        return BatchFailures(after.failed, self._batch_since.setdefault(jw.job_id, now))
+
+    def _batch_over(self, jw: JobWatch, until: float | None, why: str) -> None:
+        """The job is no longer followed here (`why`): a failure series of its batched reads
+        is logged once as ended, and forgotten."""
+        since = self._batch_since.pop(jw.job_id, None)
+        self._batches.taken(str(jw.job_id))
+        if since is not None:
+            log.info("%s: job %s %s; the batched read of its files had failed for the last "
+                     "%.0f s", self.cluster, jw.job_id, why,
+                     (since if until is None else until) - since)
 
     # ------------------------------------------------------------------ a running job
 
@@ -104,6 +166,7 @@ class UnreadableFiles:
         is logged once as such, its end never seen."""
         self._ended(jw, now, "%s: job %s is no longer watched; its %s %s could not "
                              "be read for the last %.0f s")
+        self._batch_over(jw, now, "is no longer watched")
 
     def forgotten(self, jw: JobWatch, last_tick_at: float | None) -> None:
         """The watcher forgets what it held (another replica watched the cluster meanwhile):
@@ -114,6 +177,7 @@ class UnreadableFiles:
             "%s: job %s is no longer followed from this replica's memory (another replica "
             "watched the cluster meanwhile); its %s %s could not be read for the last %.0f s "
             "this replica watched it")
+        self._batch_over(jw, last_tick_at, "is no longer followed from this replica's memory")
 
     def _ended(self, jw: JobWatch, until: float | None, message: str) -> None:
         """Log `message` (its arguments: the cluster, the job, the file's kind and path, and

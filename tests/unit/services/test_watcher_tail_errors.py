@@ -11,10 +11,13 @@ from dataclasses import replace
 from fakes import T0, FakeSFTP
 from support.watcher import CLUSTER, LOG, WatchEnv, add_job, head_line, make_watcher, running
 
+from bot.cluster.ssh import Exchange
+from bot.cluster.tail import ShellTailReader
 from bot.core.slurm.records import JobRecord
 from bot.core.tail import READ, FileReadFailed, ReadBatch, ReadRequest, encode_requests
 from bot.core.text import render_text
 from bot.services.watch.events import TickReport
+from bot.services.watch.unreadable import READ_FAILED_NOTE_TICKS
 from bot.slack.render import translator
 
 BAD = "/scratch/mix/logs/mix-\0-2.out"  # a NUL byte: no file name holds one
@@ -30,6 +33,16 @@ def _encoding(sftp: FakeSFTP) -> None:
         return read(requests)
 
     sftp.read = encoded  # type: ignore[method-assign]
+
+
+class Answering:
+    """A runner whose read command answers `answer` (the Exchanger the reader needs)."""
+
+    def __init__(self, answer: Exchange) -> None:
+        self.answer = answer
+
+    def exchange(self, argv: Sequence[str], *, stdin: bytes, timeout: float) -> Exchange:
+        return self.answer
 
 
 def _lines(n: int) -> bytes:
@@ -92,25 +105,32 @@ def test_a_finished_job_whose_stored_log_path_is_empty_is_judged_saying_why_in_k
     assert "log_path를 고치세요" in head_line(incident, "ko")
 
 
+OTHER = "/scratch/mix/logs/mix-2.out"  # job 2's log
+
+
+def _two_running(env: WatchEnv) -> None:
+    """Jobs 1 (writing LOG) and 2 (writing OTHER) running, five lines each."""
+    store, slurm, sftp, _ = env
+    for job, path in ((1, LOG), (2, OTHER)):
+        add_job(store, job)
+        slurm.records[job] = JobRecord(job_id=job, state="RUNNING", stdout_path=path,
+                                       start_time=T0)
+        sftp.append(path, _lines(5))
+
+
 def test_an_answer_not_starting_where_asked_is_its_jobs_error_logged_once_with_it(
         env: WatchEnv, caplog) -> None:
     """The reader answers job 2's log from a byte it was not asked from (a fault of the
     reader: an internal invariant): nothing of that answer is used, job 2's log is logged as
     unreadable once, naming the job and the bytes, and job 1's lines arrive on every tick."""
     store, slurm, sftp, sink = env
-    add_job(store, 1)
-    add_job(store, 2)
-    other = "/scratch/mix/logs/mix-2.out"
-    slurm.records[1] = running(1)
-    slurm.records[2] = JobRecord(job_id=2, state="RUNNING", stdout_path=other, start_time=T0)
-    sftp.append(LOG, _lines(5))
-    sftp.append(other, _lines(5))
+    _two_running(env)
     read = sftp.read
 
     def misplaced(requests: Sequence[ReadRequest]) -> ReadBatch:
         batch = read(requests)
         return replace(batch, results=[
-            replace(got, start=got.start + 1) if req.path == other and got.status == READ
+            replace(got, start=got.start + 1) if req.path == OTHER and got.status == READ
             else got for req, got in zip(requests, batch.results, strict=True)])
 
     sftp.read = misplaced  # type: ignore[method-assign]
@@ -124,7 +144,7 @@ def test_an_answer_not_starting_where_asked_is_its_jobs_error_logged_once_with_i
     assert w._jobs[2].log is None  # nothing of the misplaced answer applied
     said = [r.getMessage() for r in caplog.records if "job 2" in r.getMessage()]
     assert said == [
-        f"{CLUSTER}: job 2: its log cannot be read: {other}: the login node's answer starts at "
+        f"{CLUSTER}: job 2: its log cannot be read: {OTHER}: the login node's answer starts at "
         "byte 1 where byte 0 was asked (a fault of trainbot's reader); nothing of it is used, "
         "and it is read again next tick; read again each tick"]
     [(_, outcome)] = w.logs.read([(w._jobs[2], slurm.records[2], False)],
@@ -133,3 +153,46 @@ def test_an_answer_not_starting_where_asked_is_its_jobs_error_logged_once_with_i
     assert render_text(outcome.error.reason, translator("ko").gettext) == (
         "로그인 노드의 응답이 요청한 바이트 0이(가) 아니라 바이트 1에서 시작합니다 (trainbot 읽기 "
         "모듈의 결함). 응답은 전혀 쓰지 않고 다음 틱에 다시 읽습니다")
+
+
+def test_a_failing_batch_read_is_logged_once_per_job_and_series_and_told_once_in_its_thread(
+        env: WatchEnv, caplog) -> None:
+    """The login shell greets before the read script's answer (a ~/.bashrc that echoes): every
+    tick's batched read fails as a whole. Each job's log says so once when it starts and once
+    when its files read again, not each tick; after READ_FAILED_NOTE_TICKS ticks each run's
+    thread is told once, in its language, with the reader's sentence and its fix."""
+    store, slurm, sftp, sink = env
+    _two_running(env)
+    read = sftp.read
+    greeted = ShellTailReader(Answering(Exchange(b"Welcome to login1\n", b"", 0)), where="dev")
+    sftp.read = greeted.read  # type: ignore[method-assign]
+    w = make_watcher(store, slurm, sftp, sink)
+    with caplog.at_level(logging.INFO):
+        for k in range(READ_FAILED_NOTE_TICKS + 2):
+            w.tick(T0 + 60 * (k + 1))
+            told = [e for e in sink.events if e.kind == "read_failed"]
+            assert len(told) == (0 if k + 1 < READ_FAILED_NOTE_TICKS else 2), k
+        sftp.read = read  # type: ignore[method-assign]
+        w.tick(T0 + 60 * (READ_FAILED_NOTE_TICKS + 3))
+        w.tick(T0 + 60 * (READ_FAILED_NOTE_TICKS + 4))
+    said = [(r.levelname, r.getMessage()) for r in caplog.records if "job 1" in r.getMessage()]
+    assert said == [
+        ("WARNING", f"{CLUSTER}: job 1: the batched read of its files failed: reading files on "
+         "dev: the answer is not the read script's (stray output at byte 0: 'Welcome to "
+         "login1\\n'; its error output: no message). Something printed into the command's "
+         "output, most often a shell startup file (~/.bashrc, /etc/bashrc) on the login node: "
+         "make it print nothing when the shell is not interactive.; read again each tick, the "
+         "job judged once they read"),
+        ("INFO", f"{CLUSTER}: job 1: its files read again after 720 s of failed batched "
+                 "reads")], said
+    good = w._jobs[1].log
+    assert good is not None and good.line_no == 5  # read once they read
+    note = next(e for e in sink.events if e.kind == "read_failed" and e.job_id == "1")
+    assert note.key == f"{CLUSTER}:1:read_failed:{int(T0 + 60)}"
+    assert head_line(note).startswith(
+        "The files of job 1 have not been read for 10 ticks in a row (9 min): reading files on "
+        "dev: the answer is not the read script's"), head_line(note)
+    ko = head_line(note, "ko")
+    assert ko.startswith("작업 1의 파일을 10틱 연속으로(9분) 읽지 못했습니다: dev에서 파일을 "
+                         "읽는 중: 응답이 읽기 스크립트의 것이 아닙니다"), ko
+    assert "매 틱 다시 읽습니다" in ko
