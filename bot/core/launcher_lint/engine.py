@@ -50,6 +50,7 @@ from bot.core.launcher_lint.script_exits import (
 )
 from bot.core.launcher_lint.shebang import shebang_errexit
 from bot.core.launcher_lint.syntax import (
+    REDIRECTION_RE,
     and_or_branches,
     compound_tail,
     condition_command,
@@ -185,6 +186,9 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
         #: their starts: a `{ … }` group whose body's start is one ends the shell whenever it
         #: runs, as a branch that is one does (an and-or list's element: _and_or_branches)
         self.dead_from: set[int] = set()
+        #: where each `{ … }` group's body the walk reads where `set -e` applies as in the
+        #: script's own text starts (_note_errexit_group)
+        self.errexit_texts: set[int] = set()
         #: _exempt_closers's (None: not read yet)
         self.exempt_closers: list[int] | None = None
 
@@ -348,7 +352,7 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
                 if _op != "&" and (closed_exit or tail is None and (certainly_ends_shell(
                         command, command_off, self.memo, self.script_text,
                         self.function is not None) or not status_only
-                        and self._fails_under_errexit(frames, lst[cut:], lst_off + cut))):
+                        and self._fails_under_errexit(frames, lst[cut:], lst_off + cut, base))):
                     ended = self._ends_shell(frames, hits, lst_off + len(lst))
                 if frames and frames[-1].kind == "if" and not frames[-1].in_branch:
                     # a list of the condition: the last one decides its status
@@ -423,6 +427,8 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
                     self.arith.extend(and_or_ariths(lst, lst_off, self.memo,
                                                     self.later_pass_of, nounset=False,
                                                     errexit_off=False))
+                if not status_only and "{" in lst and self._errexit_applies(frames, lst_off, base):
+                    self._note_errexit_group(lst, lst_off)
                 hits.extend(self._and_or(lst, lst_off, errexit_mode=not status_only))
             if grouped and len(self.dead_ends) > dead_before:  # (`[ … ] && { exit 0; } || …`)
                 for lst, lst_off in grouped:
@@ -455,26 +461,46 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
                 idx, resume = back[0] - 1, back[1:]
         return hits
 
-    def _fails_under_errexit(self, frames: list[Branches], lst: str, off: int) -> bool:
-        """Is `lst` (a list at `off` of the script's own text, not in a function, a group or a
-        substitution) one whose status bash's semantics say is a failure (syntax.
-        constant_status: `false`, `( exit 3 )`, `true | false`, a `return`, which bash refuses
-        outside a function with status 2; the last command of an and-or list bash always runs,
-        `true && false`), where `set -e` is on on every path and stops on it? Not negated
-        (`! true`: `set -e` ignores it), nor in a condition, nor in a compound whose closing
-        keyword may be before `&&` / `||` (`fi || true`: bash ignores `set -e` in all of it;
-        read so wherever one comes later in the script, _exempt_closers). Bash ends the shell
-        there as on an `exit` (in a compound piped or in the background, its subshell)."""
-        if not (self.depth == 1 and self.function is None and self.opts.errexit
-                and not self.opts.errexit_partial and _MAY_FAIL_RE.search(lst)):
-            return False
-        if frames and (any(f.in_condition for f in frames) or bisect.bisect_left(
-                self._exempt_closers(), off) < len(self._exempt_closers())):
+    def _fails_under_errexit(self, frames: list[Branches], lst: str, off: int, base: int
+                             ) -> bool:
+        """Is `lst` (a list at `off` of the text the walk reads from `base`) one whose status
+        bash's semantics say is a failure (syntax.constant_status: `false`, `( exit 3 )`, `true
+        | false`, a `return`, which bash refuses outside a function with status 2; the last
+        command of an and-or list bash always runs, `true && false`), where `set -e` stops on
+        it (_errexit_applies)? Not negated (`! true`: `set -e` ignores it). Bash ends the
+        shell there as on an `exit` (in a compound piped or in the background, its
+        subshell)."""
+        if not (_MAY_FAIL_RE.search(lst) and self._errexit_applies(frames, off, base)):
             return False
         *heads, (last, _o, _op) = split_top_level(lst, off, ("&&", "||"), self.memo)
         return (not last.lstrip().startswith("!") and runs_after(heads, self.script_text)
                 is True and constant_status(last, self.script_text, outside_function=True)
                 is False)
+
+    def _errexit_applies(self, frames: list[Branches], off: int, base: int) -> bool:
+        """Does `set -e` stop on a failing command at `off` of the text the walk reads from
+        `base`: the script's own text, or a `{ … }` group's body read where it applies
+        (errexit_texts), not in a function, where it is on on every path; not in a condition,
+        nor in a compound whose closing keyword may be before `&&` / `||` (`fi || true`: bash
+        ignores `set -e` in all of it; read so wherever one comes later in the script,
+        _exempt_closers)."""
+        if not ((self.depth == 1 or base in self.errexit_texts) and self.function is None
+                and self.opts.errexit and not self.opts.errexit_partial):
+            return False
+        return not frames or not any(f.in_condition for f in frames) and bisect.bisect_left(
+            self._exempt_closers(), off) == len(self._exempt_closers())
+
+    def _note_errexit_group(self, lst: str, off: int) -> None:
+        """The and-or list `lst` (at `off`, where `set -e` applies: _errexit_applies) whose
+        last element is a `{ … }` group, redirections after it or none: `set -e` applies in
+        its body as here (errexit_texts), bash running it or not."""
+        last, last_off, _op = split_top_level(lst, off, ("&&", "||"), self.memo)[-1]
+        group = last.lstrip()
+        if group.startswith("{") and group[1:2] in (" ", "\t", "\n"):
+            group_off = last_off + len(last) - len(group)
+            end = group_end(group, 0, group_off, self.memo)
+            if not REDIRECTION_RE.sub("", group[end:]).strip():
+                self.errexit_texts.add(group_off + 1)
 
     def _exempt_closers(self) -> list[int]:
         """Where each `fi` / `done` / `esac` followed by `&&` / `||` on its list is, in order

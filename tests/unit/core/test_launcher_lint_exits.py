@@ -210,6 +210,17 @@ def _bash_exits_and_the_lint_says(tmp_path, body: str, codes: list[int], line: i
     ("set -e\nn=0\nfalse && true\n((n++))\n", [1, 1], 5),
     ("n=0\nfalse\nset -e\n((n++))\n", [1, 1], 5),
     ("set -e\nn=0\nif true; then false; n=1; fi | cat\n((n++))\n", [1, 1], 5),
+    # … in a `{ … }` group's body too, where `set -e` applies to the group (each said
+    # `fail` or `warn`): not in one before `||`, in a condition or piped
+    ("set -e\nn=0\n{ echo a; false; }\n((n++))\n", [1, 1], None),
+    ("set -e\nn=0\nif true; then { false; }; fi\n((n++))\n", [1, 1], None),
+    ("set -e\nn=0\n{ { ( exit 3 ); }; } 2>/dev/null\n((n++))\n", [3, 3], None),
+    ("set -e\nn=0\n{ return; }\n((n++))\n", [2, 2], None),
+    ('set -e\nn=5\n[ -n "${X:-}" ] && { n=0; ( exit 3 ); }\n((n++))\n', [0, 3], None),
+    ('set -e\nn=0\n[ -n "${X:-}" ] && { false; }\n((n++))\n', [1, 1], 5),
+    ("set -e\nn=0\n{ echo a; false; } || true\n((n++))\n", [1, 1], 5),
+    ("set -e\nn=0\nif { false; }; then :; fi\n((n++))\n", [1, 1], 5),
+    ("set -e\nn=0\n{ false; } | cat\n((n++))\n", [1, 1], 5),
 ])
 def test_a_counter_bash_reaches_on_some_runs_only_stops_each_run_that_reaches_it(
         tmp_path, body, codes, line):
