@@ -483,6 +483,170 @@ F["diffusers train_dreambooth"] = (
     "00,  1.25it/s, loss=0.0401, lr=5e-6]\n"
 )
 
+# YOLOv5's train.py (ultralytics/yolov5 5081342f04fb): the epoch header, its bar
+# (`{epoch}/{epochs - 1}`), val.py's table, then after the loop `{n} epochs completed in {h:.3f}
+# hours.`, strip_optimizer's lines and the best weights' validation
+F["YOLOv5"] = (
+    "\n"
+    "      Epoch    GPU_mem   box_loss   obj_loss   cls_loss  Instances       Size\n"
+    "      99/99      3.81G    0.02871    0.02173   0.004382         71        640: 100%|\u2588"
+    "\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588| 8/8 [00:02<00:00,  3.10it/s]\n"
+    "                 Class     Images  Instances          P          R      mAP50   mAP50-95: 1"
+    "00%|\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588| 4/4 [00:01<00:00,  3.41it/"
+    "s]\n"
+    "                   all        128        929      0.812      0.745      0.823      0.612\n"
+    "\n"
+    "100 epochs completed in 0.089 hours.\n"
+    "Optimizer stripped from runs/train/exp/weights/last.pt, 14.8MB\n"
+    "Optimizer stripped from runs/train/exp/weights/best.pt, 14.8MB\n"
+    "\n"
+    "Validating runs/train/exp/weights/best.pt...\n"
+    "Fusing layers... \n"
+    "Model summary: 157 layers, 7225885 parameters, 0 gradients, 16.4 GFLOPs\n"
+    "                 Class     Images  Instances          P          R      mAP50   mAP50-95: 1"
+    "00%|\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588\u2588| 4/4 [00:01<00:00,  3.41it/"
+    "s]\n"
+    "                   all        128        929      0.812      0.745      0.823      0.612\n"
+    "Results saved to \x1b[1mruns/train/exp\x1b[0m\n"
+)
+# Swin Transformer's main.py and logger.py (microsoft/Swin-Transformer f82860bfb522): rank 0's
+# console handler's colored format (`[time name]` green, `(file line)` yellow), train_one_epoch's
+# `Train: [{epoch}/{EPOCHS}][{idx}/{num_steps}]` line, the epoch's time, the last epoch's save,
+# validate's lines, then after the loop `Training time {timedelta}`
+_SWIN = ("\x1b[32m[2024-05-01 19:{} swin_tiny_patch4_window7_224]\x1b[0m\x1b[33m(main.py {})\x1b"
+         "[0m: INFO ")
+F["Swin Transformer"] = (
+    "\x1b[32m[2024-05-01 19:28:00 swin_tiny_patch4_window7_224]\x1b[0m\x1b[33m(main.py 222)\x1b[0m"
+    ": INFO Train: [299/300][1240/1251]\teta 0:00:04 lr 0.000001\t wd 0.0500\ttime 0.4012 (0.4120)"
+    "\tloss 2.8123 (2.9012)\tgrad_norm 3.1234 (3.4012)\tloss_scale 65536.0000 (65536.0000)\tmem 12"
+    "012MB\n"
+    "\x1b[32m[2024-05-01 19:28:05 swin_tiny_patch4_window7_224]\x1b[0m\x1b[33m(main.py 231)\x1b[0m"
+    ": INFO EPOCH 299 training takes 0:08:35\n"
+    "\x1b[32m[2024-05-01 19:28:06 swin_tiny_patch4_window7_224]\x1b[0m\x1b[33m(main.py 150)\x1b[0m"
+    ": INFO ckpt/swin_tiny/default/ckpt_epoch_299.pth saving......\n"
+    "\x1b[32m[2024-05-01 19:28:08 swin_tiny_patch4_window7_224]\x1b[0m\x1b[33m(main.py 152)\x1b[0m"
+    ": INFO ckpt/swin_tiny/default/ckpt_epoch_299.pth saved !!!\n"
+    "\x1b[32m[2024-05-01 19:29:00 swin_tiny_patch4_window7_224]\x1b[0m\x1b[33m(main.py 271)\x1b[0m"
+    ": INFO Test: [190/196]\tTime 0.112 (0.312)\tLoss 0.9012 (0.9321)\tAcc@1 81.250 (81.190)\tAcc@"
+    "5 95.312 (95.512)\tMem 12012MB\n"
+    "\x1b[32m[2024-05-01 19:29:02 swin_tiny_patch4_window7_224]\x1b[0m\x1b[33m(main.py 278)\x1b[0m"
+    ": INFO  * Acc@1 81.190 Acc@5 95.512\n"
+    "\x1b[32m[2024-05-01 19:29:02 swin_tiny_patch4_window7_224]\x1b[0m\x1b[33m(main.py 165)\x1b[0m"
+    ": INFO Accuracy of the network on the 50000 test images: 81.2%\n"
+    "\x1b[32m[2024-05-01 19:29:02 swin_tiny_patch4_window7_224]\x1b[0m\x1b[33m(main.py 167)\x1b[0m"
+    ": INFO Max accuracy: 81.19%\n"
+    "\x1b[32m[2024-05-01 19:29:02 swin_tiny_patch4_window7_224]\x1b[0m\x1b[33m(main.py 171)\x1b[0m"
+    ": INFO Training time 1 day, 19:01:02\n"
+)
+# ConvNeXt's main.py (facebookresearch/ConvNeXt 2313ff8e), as DeiT's: MetricLogger's lines, the
+# epoch's evaluation, `Max accuracy: …`, then after the loop `Training time {timedelta}`
+F["DeiT / ConvNeXt"] = (
+    "Epoch: [299]  [1250/1251]  eta: 0:00:00  lr: 0.000001  min_lr: 0.000001  loss: 2.8123 (2.90"
+    "12)  weight_decay: 0.0500 (0.0500)  time: 0.4012  data: 0.0012  max mem: 20121\n"
+    "Epoch: [299] Total time: 0:08:31 (0.4089 s / it)\n"
+    "Averaged stats: lr: 0.000001  min_lr: 0.000001  loss: 2.9012 (2.9012)\n"
+    "Test:  [  0/196]  eta: 0:05:00  loss: 0.6123 (0.6123)  acc1: 84.3750 (84.3750)  acc5: 96.093"
+    "8 (96.0938)  time: 1.5312  data: 1.2012  max mem: 20121\n"
+    "Test: Total time: 0:00:41 (0.2092 s / it)\n"
+    "* Acc@1 82.112 Acc@5 95.861 loss 0.812\n"
+    "Accuracy of the model on the 50000 test images: 82.1%\n"
+    "Max accuracy: 82.11%\n"
+    "Training time 2 days, 1:02:03\n"
+)
+# nnU-Net v2's nnUNetTrainer (MIC-DKFZ/nnUNet nnunetv2/training/nnUNetTrainer/nnUNetTrainer.py
+# 0e495086eb10): print_to_log_file's `{datetime}: ` and its arguments joined by blanks, an
+# epoch's lines, on_train_end's `Training done.` after the final save, then run_training.py's
+# perform_actual_validation
+_NNUNET = "2024-05-01 19:{}.{:06d}: "
+F["nnU-Net v2"] = (
+    "2024-05-01 19:20:00.000012: \n"
+    "2024-05-01 19:20:00.000013: Epoch 999\n"
+    "2024-05-01 19:20:00.000014: Current learning rate: 2e-05\n"
+    "2024-05-01 19:22:30.000012: train_loss -0.9012\n"
+    "2024-05-01 19:22:30.000013: val_loss -0.8912\n"
+    "2024-05-01 19:22:30.000014: Pseudo dice [np.float32(0.9123), np.float32(0.8812)]\n"
+    "2024-05-01 19:22:30.000015: Epoch time: 150.12 s\n"
+    "2024-05-01 19:22:33.000012: Training done.\n"
+    "2024-05-01 19:22:33.000020: predicting case_001\n"
+    "2024-05-01 19:22:34.000012: case_001, shape torch.Size([1, 138, 512, 512]), rank 0\n"
+    "2024-05-01 19:24:00.000012: Validation complete\n"
+    "2024-05-01 19:24:00.000013: Mean Validation Dice:  0.8912312\n"
+)
+# nnU-Net v1's NetworkTrainer.run_training (MIC-DKFZ/nnUNet nnunetv1 branch c673c349,
+# nnunet/training/network_training/network_trainer.py): `\nepoch: ` and the epoch (its
+# max_num_epochs, 1000, is printed nowhere), the epoch's losses and `This epoch took …`, then the
+# final save (save_checkpoint's `saving checkpoint...`, every save's) and run_training.py's
+# validate (`finished prediction`, determine_postprocessing's prints), which --validation_only
+# runs alike
+F["nnU-Net v1"] = (
+    "2024-05-01 19:20:00.000012: \n"
+    "epoch:  999\n"
+    "2024-05-01 19:22:30.000012: train loss : -0.9012\n"
+    "2024-05-01 19:22:30.000013: validation loss: -0.8912\n"
+    "2024-05-01 19:22:30.000014: Average global foreground Dice: [0.9123, 0.8812]\n"
+    "2024-05-01 19:22:30.000015: (interpret this as an estimate for the Dice of the different clas"
+    "ses. This is not exact.)\n"
+    "2024-05-01 19:22:31.000012: lr: 0.0\n"
+    "2024-05-01 19:22:31.000013: This epoch took 150.123456 s\n"
+    "\n"
+    "2024-05-01 19:22:31.000020: saving checkpoint...\n"
+    "2024-05-01 19:22:33.000012: done, saving took 2.12 seconds\n"
+    "case_001 (2, 138, 512, 512)\n"
+    "2024-05-01 19:23:59.000012: finished prediction\n"
+    "2024-05-01 19:23:59.000013: evaluation of raw predictions\n"
+    "2024-05-01 19:24:00.000012: determining postprocessing\n"
+    "done\n"
+    "for which classes:\n"
+    "[]\n"
+    "min_object_sizes\n"
+    "None\n"
+)
+# open_clip's training (mlfoundations/open_clip src/open_clip_train/legacy_main.py and
+# legacy_train.py 89fb801f1e60, the classic main): its logger's `{time} | INFO | root | `,
+# train_one_epoch's `Train Epoch: {epoch} [{samples}/{samples_per_epoch} ({percent:.0f}%)] …`
+# (the epoch's samples, no epoch total), then evaluate's zero-shot lines; after the loop only an
+# opt-in remote sync's lines
+_OPEN_CLIP = "2024-05-01,19:{} | INFO | root | "
+F["open_clip"] = (
+    "2024-05-01,19:28:02:00 | INFO | root | Train Epoch: 31 [ 409600/409600 (100%)] Data (t): 0.01"
+    "2 Batch (t): 0.412, 9942.1/s, 1242.8/s/gpu LR: 0.000000 Logit Scale: 100.000 Contrastive_loss"
+    ": 0.81123 (0.82101) Loss: 0.81123 (0.82101)\n"
+    "2024-05-01,19:28:09:00 | INFO | root | Finished zero-shot imagenet.\n"
+    "2024-05-01,19:28:09:00 | INFO | root | Eval Epoch: 32 imagenet-zeroshot-val-top1: 0.3612\tima"
+    "genet-zeroshot-val-top5: 0.6412\n"
+)
+# torchtitan's Trainer.train (pytorch/torchtitan torchtitan/trainer.py b5bcd76c66d0): torchrun's
+# `[rank0]:` prefix, its logger's `[titan] {time} - root - INFO - `, MetricsProcessor.log's
+# colored step line, the last step's save, then after the loop `Training completed`
+_TITAN = "[rank0]:[titan] 2024-05-01 19:{},123 - root - INFO - "
+F["torchtitan"] = (
+    "[rank0]:[titan] 2024-05-01 19:38:40,123 - root - INFO - \x1b[31mstep: 9990  \x1b[32mloss:  2."
+    "1134  \x1b[38;2;180;60;0mgrad_norm:  0.3121  \x1b[38;2;54;234;195mmemory: 60.12GiB(75.91%)  "
+    "\x1b[34mtps: 3,012  \x1b[36mtflops: 150.12  \x1b[35mmfu: 48.12%\x1b[39m\n"
+    "[rank0]:[titan] 2024-05-01 19:38:50,123 - root - INFO - \x1b[31mstep: 10000  \x1b[32mloss:  2"
+    ".1101  \x1b[38;2;180;60;0mgrad_norm:  0.3101  \x1b[38;2;54;234;195mmemory: 60.12GiB(75.91%)  "
+    "\x1b[34mtps: 3,012  \x1b[36mtflops: 150.12  \x1b[35mmfu: 48.12%\x1b[39m\n"
+    "[rank0]:[titan] 2024-05-01 19:38:51,123 - root - INFO - Saving the checkpoint (or staging if "
+    "async is enabled).\n"
+    "[rank0]:[titan] 2024-05-01 19:38:58,123 - root - INFO - Finished saving the checkpoint (or st"
+    "aging if async is enabled)in 7.12 seconds.\n"
+    "[rank0]:[titan] 2024-05-01 19:39:00,123 - root - INFO - Training completed\n"
+    "[rank0]:[titan] 2024-05-01 19:39:00,123 - root - INFO - Process group destroyed\n"
+)
+# LitGPT's pretrain.py (Lightning-AI/litgpt 26857050): fit()'s iteration line, the final
+# validation and save, then after fit() returned `Training time: {s:.2f}s` and the memory used
+F["LitGPT pretrain"] = (
+    "Epoch 1 | iter 99800 step 12475 | loss train: 2.113, val: 2.201 | iter time: 412.12 ms (step)"
+    " remaining time: 0:01:12\n"
+    "Epoch 1 | iter 100000 step 12500 | loss train: 2.110, val: 2.199 | iter time: 412.12 ms (ste"
+    "p) remaining time: 0:00:00\n"
+    "Validating ...\n"
+    "Final evaluation | val loss: 2.198 | val ppl: 9.007\n"
+    "Saving checkpoint to 'out/pretrain/final/lit_model.pth'\n"
+    "Training time: 41212.12s\n"
+    "Memory used: 61.21 GB\n"
+)
+
 #: the frameworks whose finished run has no line of its own to go on: they read `none`
 #: (still running) as a run cut at the same place does
 NO_LINE_OF_THEIR_OWN = frozenset({
@@ -490,6 +654,12 @@ NO_LINE_OF_THEIR_OWN = frozenset({
     # terminal (fastprogress draws its bars, `Epoch 3/3 :`, on a tty only; after_fit prints
     # nothing)
     "fastai",
+    # its `epoch:  999` names no total (max_num_epochs is printed nowhere); after the loop the
+    # final save's lines are every save's and validate's are --validation_only's too
+    "nnU-Net v1",
+    # its `Train Epoch: 31 [...]` lines count the epoch's samples, not the epochs; after the
+    # loop it prints nothing but an opt-in remote sync's lines
+    "open_clip",
 })
 #: the frameworks whose end is read by a line of its own (a signature), and that line's words;
 #: the others are read by progress (a counter at its total) or a closing summary
@@ -514,10 +684,16 @@ MARKERS: dict[str, str] = {
     "keras early stop": "Restoring model weights",
     "torchreid": "Elapsed 0:42:07",
     "BasicSR (Real-ESRGAN, NAFNet, HAT ...)": "End of training. Time consumed",
+    "YOLOv5": "epochs completed in",
+    "Swin Transformer": "Training time 1 day",
+    "DeiT / ConvNeXt": "Training time 2 days",
+    "nnU-Net v2": "Training done.",
+    "torchtitan": "Training completed",
+    "LitGPT pretrain": "Training time: 41212.12s",
 }
-#: the frameworks read `completed` by a total their log printed before the loop or by the word
-#: after their last save, each one's log cut at the same point short of the lines that prove
-#: the end: it reads `none`
+#: the frameworks read `completed` by a total their log printed before the loop, by the word
+#: after their last save or by a line of their own, each one's log cut at the same point short
+#: of the lines that prove the end: it reads `none`
 CUT_SHORT: dict[str, str] = {
     # its last evaluation, and not the step after it (`iter 5000`)
     "nanoGPT": F["nanoGPT"].split("iter 5000:")[0],
@@ -526,6 +702,13 @@ CUT_SHORT: dict[str, str] = {
     "mmcv 1.x / mmdet 2.x": F["mmcv 1.x / mmdet 2.x"].split("2021-03-01 19:28:12")[0],
     # its save at the end step, not the `Done!` after it
     "k-diffusion": F["k-diffusion"].removesuffix("Done!\n"),
+    # the last epoch's validation, not the line after the loop
+    "Swin Transformer": F["Swin Transformer"].split(_SWIN.format("29:02", 171))[0],
+    "DeiT / ConvNeXt": F["DeiT / ConvNeXt"].removesuffix("Training time 2 days, 1:02:03\n"),
+    # the last epoch's lines, not on_train_end's
+    "nnU-Net v2": F["nnU-Net v2"].split(_NNUNET.format("22:33", 12))[0],
+    "torchtitan": F["torchtitan"].split(_TITAN.format("39:00"))[0],
+    "LitGPT pretrain": F["LitGPT pretrain"].split("Training time")[0],
 }
 ENDS: dict[str, tuple[str, str]] = {
     name: (log, "none" if name in NO_LINE_OF_THEIR_OWN else "completed")
