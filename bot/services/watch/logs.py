@@ -29,7 +29,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from bot.cluster.errors import ClusterError
+from bot.cluster.errors import ClusterError, said
 from bot.config import RecipeConfig
 from bot.core.diagnose import LogAnalysis
 from bot.core.metrics import UnfinishedBar
@@ -166,9 +166,10 @@ class LogFollower:
     def read(self, jobs: list[tuple[JobWatch, JobRecord, bool]],
              report: TickReport) -> dict[int, JobReads]:
         """Read the new bytes of every (job, record, drain) given, in one batch; nothing is
-        applied yet. A failed batch (connection lost) is every job's error; a file whose
-        path cannot be asked for (empty, a NUL byte: `unaskable`) is its job's alone (a
-        FileReadFailed, never sent, so the others read); a file of a job
+        applied yet. A failed batch (connection lost, an answer not the read script's) is
+        every job's error (JobReads.error), each of its files a FileReadFailed with its
+        sentence; a file whose path cannot be asked for (empty, a NUL byte: `unaskable`) is
+        its job's alone (a FileReadFailed, never sent, so the others read); a file of a job
         that ran and ended which does not exist is its error (FileMissing), where a job not
         started yet has empty files, and one that ended without starting
         (JobRecord.never_started) none to read."""
@@ -213,8 +214,13 @@ class LogFollower:
         try:
             outcomes = read_tails(items, batch)
         except (ClusterError, OSError) as exc:
+            # every job's error, and each file asked for a failed read saying why (a
+            # finished job waits for it as for an unreadable file: UnreadableFiles.finished)
             for r in reads.values():
                 r.error = exc
+            for job_id, followed, refused in planned:
+                reads[job_id].files.append((followed, refused or TailOutcome(
+                    followed.start, error=FileReadFailed(followed.path, said(exc)))))
             return reads
         read = iter(outcomes)
         for job_id, followed, refused in planned:
@@ -225,11 +231,9 @@ class LogFollower:
               without_unreadable: bool = False) -> bool:
         """Feed what was read of the job into its analysis and sampler series and persist the
         offsets; True when unread log bytes remain. Raises the error that kept a file from
-        being read (the job is then not judged this tick); `without_unreadable`: a file whose
-        read failed (FileReadFailed) is left as it is instead (a finished job judged without
-        it)."""
-        if reads.error is not None:
-            raise reads.error
+        being read (the job is then not judged this tick; a failed batch's is each file's
+        FileReadFailed); `without_unreadable`: a file whose read failed (FileReadFailed) is
+        left as it is instead (a finished job judged without it)."""
         more = False
         for followed, outcome in reads.files:
             if outcome.error is not None:

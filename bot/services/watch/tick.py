@@ -375,8 +375,10 @@ class Watcher:
                 # that cancel's is settled by bot.services.cancel_settle.settle_unknown_cancels,
                 # never judged as a failure of the chain here.
                 return
-            if self._batch_failed(jw, reads, now, report):
-                return
+            # a failed batched read (logged once per series) is each file's failed read:
+            # waited for as an unreadable file, then judged without it, its incident saying
+            # why (no read_failed note: the job is judged, not held back)
+            self.unreadable.batch(jw, reads, now)
             unreadable = self.unreadable.finished(jw, reads, now)
             # waiting for a file that cannot be read: what did read is applied, the rest is
             # read again next tick
@@ -389,8 +391,8 @@ class Watcher:
 
     def _batch_failed(self, jw: JobWatch, reads: JobReads, now: float,
                       report: TickReport) -> bool:
-        """Did this tick's batched read fail as a whole (none of the job's files read: it is
-        not judged this tick)? Logged once per failure series (UnreadableFiles.batch); once
+        """Did this tick's batched read fail as a whole (none of the running job's files read:
+        it is not judged this tick)? Logged once per failure series (UnreadableFiles.batch); once
         the series has lasted READ_FAILED_NOTE_TICKS ticks, the run's thread is told, once
         per series (its key is the series' start; emitted again each tick after, so a post
         that failed is tried again), in the thread's language."""

@@ -22,8 +22,10 @@ is requeued (its next run's reads start anew), the job is no longer watched, or 
 forgets what it held (Watcher.forget: another replica watched the cluster meanwhile).
 
 A tick whose batched read failed as a whole (the read command's answer unreadable, its
-channel closed: JobReads.error) read none of the job's files: the job is not judged that
-tick (`batch`). That failure series is logged once per job when it starts and once when it
+channel closed: JobReads.error) read none of the job's files: a running job is not judged
+that tick (`batch`); for a finished job each of its files is a failed read, with the
+reader's sentence, waited for `unreadable_file_s` like any unreadable file and then judged
+without it (`finished`). That failure series is logged once per job when it starts and once when it
 ends (its files read again, or the job no longer followed), the ticks between at debug
 (bot.core.backoff.after_try, the Slack poster's once-per-failure-series rule, one Backoffs
 by job); once it has lasted `READ_FAILED_NOTE_TICKS` ticks the tick tells the run's thread,
@@ -196,11 +198,11 @@ class UnreadableFiles:
         once when only its sampler file is missing; None while they read or may still (read
         again next tick). The wait is logged once when it starts and once when it ends (the
         files read again, or the job judged without them: once for its incident, not again
-        each tick its post is retried), not each tick it goes on. A tick
-        whose read failed as a whole (the connection) read nothing: the wait goes on as it
-        was."""
-        if reads.error is not None:
-            return None
+        each tick its post is retried), not each tick it goes on. A tick whose batched read
+        failed as a whole (JobReads.error: the connection, an answer not the read script's)
+        is each file's failed read with the reader's sentence, waited for alike: a lasting
+        one does not keep the job from being judged (its incident says why its log was not
+        read)."""
         failures = reads.failures
         # A missing sampler file is not waited for (a job that ended before its sampler
         # started has none): it is judged without it at once.

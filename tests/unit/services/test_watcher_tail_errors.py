@@ -196,3 +196,34 @@ def test_a_failing_batch_read_is_logged_once_per_job_and_series_and_told_once_in
     assert ko.startswith("작업 1의 파일을 10틱 연속으로(9분) 읽지 못했습니다: dev에서 파일을 "
                          "읽는 중: 응답이 읽기 스크립트의 것이 아닙니다"), ko
     assert "매 틱 다시 읽습니다" in ko
+
+
+def test_a_job_that_finished_while_batch_reads_fail_is_judged_once_after_the_wait(
+        env: WatchEnv) -> None:
+    """Every tick's batched read fails (the login shell greets). Job 2 has finished: its log
+    is waited for as an unreadable one, unreadable_file_s, then it is judged from accounting
+    alone, once, its incident saying why its log was not read, in the thread's language;
+    job 1, still running, is not judged."""
+    store, slurm, sftp, sink = env
+    _two_running(env)
+    slurm.records[2] = JobRecord(job_id=2, state="FAILED", exit_code=1, signal=0,
+                                 stdout_path=OTHER, start_time=T0, end_time=T0 + 50)
+    greeted = ShellTailReader(Answering(Exchange(b"Welcome to login1\n", b"", 0)), where="dev")
+    sftp.read = greeted.read  # type: ignore[method-assign]
+    w = make_watcher(store, slurm, sftp, sink, unreadable_file_s=600)
+    for k in range(10):  # T0+60 .. T0+600: within the wait
+        w.tick(T0 + 60 * (k + 1))
+    assert [e for e in sink.events if e.kind == "incident"] == []
+    for k in range(10, 14):  # T0+660: the wait is over
+        w.tick(T0 + 60 * (k + 1))
+    [incident] = [e for e in sink.events if e.kind == "incident"]
+    assert incident.job_id == "2"
+    assert incident.facts["log_path"] == OTHER
+    assert head_line(incident).count(
+        f"Its log {OTHER} could not be read (reading files on dev: the answer is not the read "
+        "script's") == 1, head_line(incident)
+    assert "judged from Slurm's accounting alone" in head_line(incident)
+    ko = render_text(incident.facts["log_unreadable"], translator("ko").gettext)
+    assert ko.startswith("dev에서 파일을 읽는 중: 응답이 읽기 스크립트의 것이 아닙니다"), ko
+    assert ko in head_line(incident, "ko")
+    assert store.watched_jobs.get(CLUSTER, "1") is not None  # the running job waits
