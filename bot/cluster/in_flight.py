@@ -7,6 +7,10 @@ the latest just after the last of their deadlines (END_GRACE_S): paramiko sends 
 at a time per connection, under one lock, so when a send cannot leave (the peer reads
 nothing: its TCP window is zero) every command on the connection waits in its next send (its
 stdin, its window adjust, its signal, its channel's close) until the connection is closed.
+
+A connection gets stuck with no new command too: then the command still in flight
+END_GRACE_S after its deadline (its signal and its channel's close did not leave) is said to
+the runner (`overstayed`), which retires its connection the same way.
 """
 
 from __future__ import annotations
@@ -23,6 +27,11 @@ a command at its deadline to end by itself (its signal and its channel's close s
 a close at the deadline itself would race, cutting it as a lost connection."""
 
 
+@dataclass(eq=False)  # each command is itself, whatever its deadline
+class _Command:
+    deadline: float
+
+
 @dataclass
 class _Retired:
     close: Callable[[], None]
@@ -31,29 +40,48 @@ class _Retired:
 
 class CommandsInFlight:
     """The deadlines (monotonic times) of the commands in flight on each connection (its
-    transport, any hashable object), and the connections retired, each closed once."""
+    transport, any hashable object), and the connections retired, each closed once.
+    `overstayed(connection)` is called, on a timer's thread, when a command is still in
+    flight on `connection` END_GRACE_S after its deadline: it could not end, the sends on its
+    connection do not leave, and the caller retires it (`retire`)."""
 
-    def __init__(self) -> None:
+    def __init__(self, overstayed: Callable[[object], None]) -> None:
         self._lock = threading.Lock()
-        self._deadlines: dict[object, list[float]] = {}
+        self._overstayed = overstayed
+        self._commands: dict[object, list[_Command]] = {}
         self._retired: dict[object, _Retired] = {}
 
     @contextmanager
     def command(self, connection: object, deadline: float) -> Iterator[None]:
         """A command in flight on `connection` for the block, due to end by `deadline`; a
-        retired connection is closed as the last command on it leaves."""
+        retired connection is closed as the last command on it leaves. A block still running
+        END_GRACE_S after `deadline` is said to `overstayed`."""
+        entry = _Command(deadline)
         with self._lock:
-            self._deadlines.setdefault(connection, []).append(deadline)
+            self._commands.setdefault(connection, []).append(entry)
+        watch = threading.Timer(max(deadline + END_GRACE_S - time.monotonic(), 0.0),
+                                self._watch, (connection, entry))
+        watch.daemon = True
+        watch.start()
         try:
             yield
         finally:
+            watch.cancel()
             with self._lock:
-                left = self._deadlines[connection]
-                left.remove(deadline)
+                left = self._commands[connection]
+                left.remove(entry)
                 if not left:
-                    del self._deadlines[connection]
+                    del self._commands[connection]
             if not left:
                 self._close(connection)
+
+    def _watch(self, connection: object, entry: _Command) -> None:
+        """`entry`'s grace after its deadline is over: said to `overstayed` if it is still in
+        flight on `connection`."""
+        with self._lock:
+            overstayed = entry in self._commands.get(connection, ())
+        if overstayed:
+            self._overstayed(connection)
 
     def retire(self, connection: object, close: Callable[[], None]) -> None:
         """`connection` takes no new command (the caller no longer hands it out): `close()`
@@ -64,7 +92,7 @@ class CommandsInFlight:
             if connection in self._retired:
                 return
             retired = self._retired[connection] = _Retired(close)
-            deadlines = self._deadlines.get(connection)
+            deadlines = [c.deadline for c in self._commands.get(connection, ())]
             if deadlines:
                 delay = max(deadlines) + END_GRACE_S - time.monotonic()
                 retired.timer = threading.Timer(max(delay, 0.0), self._close, (connection,))

@@ -15,8 +15,9 @@ Why this shape:
 - Every wait is bounded: connecting (connect_timeout, the host name's DNS lookup included:
   bot.cluster.dial), opening a session channel (connect_timeout; a connection that could not
   open one in time is retired: bot.cluster.in_flight), starting a command and its run
-  (command_timeout), each SFTP reply (sftp_timeout, on a pool of channels so that one hung
-  path blocks no other read: bot.cluster.sftp).
+  (command_timeout; one that cannot end by then, its signal and its channel's close stuck
+  behind a send that cannot leave, retires its connection too), each SFTP reply (sftp_timeout,
+  on a pool of channels so that one hung path blocks no other read: bot.cluster.sftp).
 """
 
 from __future__ import annotations
@@ -126,7 +127,7 @@ class SSHRunner:
         self._sftp: SFTPPool | None = None  # kept across reconnects: it asks for channels
         self._endpoint: Endpoint | None = None
         self._dialled: tuple[str, int] | None = None  # the name and port looked up, dialled
-        self._in_flight = CommandsInFlight()  # and the connections retired
+        self._in_flight = CommandsInFlight(self._overstayed)  # and the connections retired
 
     # ---- lifecycle -------------------------------------------------------------------------
 
@@ -162,8 +163,8 @@ class SSHRunner:
         _close_clients(self._client, self._jump)
         self._client = self._jump = None
 
-    def _retire(self, transport: paramiko.Transport) -> None:
-        """`transport` could not open a session channel in time: no new command goes to it
+    def _retire(self, transport: object, why: str) -> None:
+        """`transport`'s sends do not leave (`why`: how that showed): no new command goes to it
         (the next one connects afresh), and it is closed, with its jump host's connection,
         once the commands in flight on it have ended, at the latest just after the last of
         their deadlines (bot.cluster.in_flight). Said as a failed connection, as `_lost` does. A
@@ -176,9 +177,16 @@ class SSHRunner:
             self._client = self._jump = None
             if self._dialled is not None:
                 connection_failed(*self._dialled)
-        log.warning("ssh connection to %s opened no session in time: retired",
-                    self.settings.host)
+        log.warning("ssh connection to %s %s: retired", self.settings.host, why)
         self._in_flight.retire(transport, lambda: _close_clients(client, jump))
+
+    def _overstayed(self, transport: object) -> None:
+        """A command on `transport` is still in flight END_GRACE_S after its deadline: its
+        signal or its channel's close (or a send before them) did not leave, and with no new
+        command on the connection nothing else would retire it. Retired: it is closed now, or
+        just after the last deadline of its other commands, which cuts the sends waiting; the
+        command ends timed out (`_collect`)."""
+        self._retire(transport, "could not end a command by its deadline")
 
     def _lost(self) -> None:
         """The connection found dead (dropped, not closed here): dropped, and its failure
@@ -475,7 +483,7 @@ class SSHRunner:
             try:
                 return open_session_within(t, timeout)
             except TimeoutError as exc:
-                self._retire(t)
+                self._retire(t, "opened no session in time")
                 raise ClusterUnavailable(N_(
                     "cannot open an ssh session on %(where)s: the connection did not open one "
                     "within %(timeout)s s (the login node or its sshd is hung, or the network "
@@ -506,10 +514,12 @@ class SSHRunner:
         limit: float,
     ) -> tuple[bytes, bytes, int | None]:
         """Send stdin, read stdout and stderr until the exit status; exit code None when
-        `limit` seconds passed first (the remote process is then sent SIGTERM), -1 when the
-        channel closed first (paramiko's `recv_exit_status()` then). ChannelClosed
-        (`connection_lost`) when the channel's own connection is gone by then: checked on the
-        channel's transport, not the runner's, which another thread may have reconnected."""
+        `limit` seconds passed first (the remote process is then sent SIGTERM), also when,
+        past `limit`, a send was cut by the connection's close (a command that could not end
+        by its deadline retires its connection: `_overstayed`), -1 when the channel closed first
+        (paramiko's `recv_exit_status()` then). ChannelClosed (`connection_lost`) when the
+        channel's own connection is gone by then: checked on the channel's transport, not the
+        runner's, which another thread may have reconnected."""
         deadline = time.monotonic() + limit
         out: list[bytes] = []
         err: list[bytes] = []
@@ -551,6 +561,8 @@ class SSHRunner:
             if transport is not None and transport.is_active():
                 raise
             self._forget_if_dead()
+            if time.monotonic() >= deadline:  # it had not ended by its deadline: timed out
+                return b"".join(out), b"".join(err), None
             raise ChannelClosed(args, self.settings.host, connection_lost=True) from exc
         exit_code = chan.recv_exit_status()
         transport = chan.get_transport()

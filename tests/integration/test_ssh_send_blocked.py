@@ -1,6 +1,8 @@
 """A channel's opening whose request cannot leave ends at connect_timeout, with a sentence a
 person can act on, over a real sshd: the login node's session (bot.cluster.ssh.SSHRunner.
-_open_session) and the jump host's tunnel (SSHRunner._open_client).
+_open_session) and the jump host's tunnel (SSHRunner._open_client). A command running when its
+connection stops taking data ends at its own timeout, and the grace after it
+(bot.cluster.in_flight.END_GRACE_S), whether another command's opening comes or not.
 
 Between trainbot and sshd runs a TCP relay (the project's LatencyRelay, no delay) that stops
 reading what trainbot sends on one connection once it has carried a given number of bytes:
@@ -13,11 +15,13 @@ it is, as for tests/support/latency_relay.py.)
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import dataclasses
 import socket
 import sys
 import threading
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -26,7 +30,7 @@ import pytest
 from support.latency_relay import LatencyRelay, relayed_known_hosts
 from support.sshd import bastion_sshd
 
-from bot.cluster.errors import ChannelClosed, ClusterUnavailable
+from bot.cluster.errors import ClusterUnavailable, CommandTimedOut
 from bot.cluster.in_flight import END_GRACE_S
 from bot.cluster.ssh import SSHRunner
 from bot.core.text import render_text
@@ -113,12 +117,37 @@ def said_in_korean(err: ClusterUnavailable) -> str:
     return render_text(err.text, translator("ko").gettext)
 
 
-def test_a_session_behind_a_send_that_cannot_leave_fails_at_connect_timeout(
-        dev_cluster: Any, tmp_path: Path) -> None:
-    """A command is sending its stdin when the login node's connection stops taking data: the
-    next command's session cannot open. It fails within connect_timeout saying what happened
-    and what to check; the running command ends at its own timeout, as a lost connection; the
-    command after them runs on a new connection."""
+@dataclasses.dataclass
+class StdinRunning:
+    """A command sending its stdin (RUNNING_S its timeout) on `runner`'s connection, which
+    `relay` stopped carrying 1 MiB into it: its send waits for room."""
+
+    runner: SSHRunner
+    relay: StallingRelay
+    thread: threading.Thread
+    started: float
+    ended: dict[str, Any]
+
+    def ends_timed_out(self) -> None:
+        """It ended by its timeout and the grace after it (its connection closed then, as
+        its send waits), saying it timed out."""
+        self.thread.join(RUNNING_S + END_GRACE_S + SLACK_S)
+        assert not self.thread.is_alive(), "the running command outlived its timeout"
+        assert self.ended["at"] - self.started < RUNNING_S + END_GRACE_S + SLACK_S
+        error = self.ended["error"]
+        assert isinstance(error, CommandTimedOut), self.ended
+        assert str(error) == f"`sh -c 'cat >/dev/null'` did not finish within {RUNNING_S:g} s"
+        assert render_text(error.text, translator("ko").gettext) == \
+            f"`sh -c 'cat >/dev/null'`이(가) {RUNNING_S:g}초 안에 끝나지 않았습니다"
+
+    def next_command_connects_afresh(self) -> None:
+        assert self.runner.run(["echo", "fresh"]).stdout == "fresh\n"
+        assert self.relay.accepted == 2  # the stalled connection, then a new one
+
+
+@contextlib.contextmanager
+def stdin_running_when_the_relay_stalls(dev_cluster: Any, tmp_path: Path
+                                        ) -> Iterator[StdinRunning]:
     settings = dev_cluster.ssh_settings()
     with StallingRelay((settings.host, settings.port)) as relay:
         known = relayed_known_hosts(settings.known_hosts, settings.host, settings.port,
@@ -134,47 +163,60 @@ def test_a_session_behind_a_send_that_cannot_leave_fails_at_connect_timeout(
             assert isinstance(sock, socket.socket)  # connected directly, no jump host
             sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 64 << 10)
             relay.stall_after = relay.carried + (1 << 20)  # 1 MiB into the stdin below
-            running: dict[str, Any] = {}
+            ended: dict[str, Any] = {}
 
             def send_stdin() -> None:
-                running["started"] = time.monotonic()
                 try:
                     runner.run(["sh", "-c", "cat >/dev/null"], stdin=b"x" * FILL,
                                timeout=RUNNING_S)
-                except Exception as exc:  # noqa: BLE001 - checked below
-                    running["error"] = exc
-                running["ended"] = time.monotonic()
+                except Exception as exc:  # noqa: BLE001 - checked by ends_timed_out
+                    ended["error"] = exc
+                ended["at"] = time.monotonic()
 
             thread = threading.Thread(target=send_stdin, daemon=True)
+            running = StdinRunning(runner, relay, thread, time.monotonic(), ended)
             thread.start()
-            assert relay.stalled.wait(RUNNING_S), ("the relay never stopped reading", running)
+            assert relay.stalled.wait(RUNNING_S), ("the relay never stopped reading", ended)
             assert a_send_waits_for_room(1.5), "the stdin's send found room: nothing blocked"
+            yield running
 
-            started = time.monotonic()
-            with pytest.raises(ClusterUnavailable) as err:
-                runner.run(["echo", "blocked"])
-            assert time.monotonic() - started < CONNECT_S + SLACK_S
-            host = settings.host
-            assert str(err.value) == (
-                f"cannot open an ssh session on {host}: the connection did not open one "
-                f"within {CONNECT_S:g} s (the login node or its sshd is hung, or the network "
-                "stopped carrying its data). That connection takes no new commands: the next "
-                "command opens a new one, and the commands running on it end by their own "
-                f"deadlines. If this repeats, check from the bot's host that {host} is up and "
-                f"that `ssh {host} true` answers.")
-            ko = said_in_korean(err.value)
-            assert ko.startswith(f"{host}에서 ssh 세션을 열 수 없습니다"), ko
-            assert f"`ssh {host} true`" in ko, ko
 
-            # its connection closed just after its deadline (END_GRACE_S), as its send waits
-            thread.join(RUNNING_S + END_GRACE_S + SLACK_S)
-            assert not thread.is_alive(), "the running command outlived its timeout"
-            assert running["ended"] - running["started"] < RUNNING_S + END_GRACE_S + SLACK_S
-            assert isinstance(running["error"], ChannelClosed), running
-            assert running["error"].connection_lost
+def test_a_session_behind_a_send_that_cannot_leave_fails_at_connect_timeout(
+        dev_cluster: Any, tmp_path: Path) -> None:
+    """A command is sending its stdin when the login node's connection stops taking data: the
+    next command's session cannot open. It fails within connect_timeout saying what happened
+    and what to check; the running command ends timed out, by its own timeout and the grace
+    after it; the command after them runs on a new connection."""
+    with stdin_running_when_the_relay_stalls(dev_cluster, tmp_path) as running:
+        started = time.monotonic()
+        with pytest.raises(ClusterUnavailable) as err:
+            running.runner.run(["echo", "blocked"])
+        assert time.monotonic() - started < CONNECT_S + SLACK_S
+        host = dev_cluster.ssh_settings().host
+        assert str(err.value) == (
+            f"cannot open an ssh session on {host}: the connection did not open one "
+            f"within {CONNECT_S:g} s (the login node or its sshd is hung, or the network "
+            "stopped carrying its data). That connection takes no new commands: the next "
+            "command opens a new one, and the commands running on it end by their own "
+            f"deadlines. If this repeats, check from the bot's host that {host} is up and "
+            f"that `ssh {host} true` answers.")
+        ko = said_in_korean(err.value)
+        assert ko.startswith(f"{host}에서 ssh 세션을 열 수 없습니다"), ko
+        assert f"`ssh {host} true`" in ko, ko
 
-            assert runner.run(["echo", "fresh"]).stdout == "fresh\n"
-            assert relay.accepted == 2  # the stalled connection, then a new one
+        running.ends_timed_out()
+        running.next_command_connects_afresh()
+
+
+def test_a_command_behind_a_send_that_cannot_leave_ends_at_its_timeout_with_none_after(
+        dev_cluster: Any, tmp_path: Path) -> None:
+    """A command is sending its stdin when the login node's connection stops taking data, and
+    no command comes after it to find the connection stuck: its signal and its channel's
+    close cannot leave either. It ends timed out, by its own timeout and the grace after it,
+    its connection retired and closed; the next command runs on a new connection."""
+    with stdin_running_when_the_relay_stalls(dev_cluster, tmp_path) as running:
+        running.ends_timed_out()
+        running.next_command_connects_afresh()
 
 
 def test_a_tunnel_behind_a_send_that_cannot_leave_fails_at_connect_timeout(

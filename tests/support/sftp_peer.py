@@ -46,6 +46,11 @@ class Peer:
     # reach the login node)
     tunnel_refusal: int = paramiko.common.OPEN_FAILED_ADMINISTRATIVELY_PROHIBITED
     sessions: int = 0  # channels opened to it (each SFTP channel is one session)
+    received: int = 0  # bytes read from the client, over all its connections
+    # once `received` reaches it, a connection reads nothing more until the test ends (the
+    # host hung with a command running): the client's sends fill the buffers, then wait for
+    # room in a TCP window that stays zero
+    stall_after: int | None = None
     read_at_most: int | None = None  # answer a read with at most this many bytes (SFTP allows)
     # the SFTP requests answered, by paramiko's name of their kind: open, read, close,
     # opendir, readdir, stat, realpath, ...
@@ -133,6 +138,32 @@ class _CountingSFTPServer(paramiko.SFTPServer):
         super()._process(t, request_number, msg)  # type: ignore[misc]  # private
 
 
+class _PeerSocket:
+    """The peer's end of a connection, counting what it reads (Peer.received) and reading
+    nothing more once Peer.stall_after is reached, until the test ends."""
+
+    def __init__(self, sock: socket.socket, peer: Peer) -> None:
+        self.sock, self.peer = sock, peer
+        self.capped = False
+
+    def recv(self, n: int) -> bytes:
+        stall = self.peer.stall_after
+        if stall is not None:
+            if not self.capped:  # not autotuned up to 32 MiB: the client's sends soon fill it
+                self.sock.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 64 << 10)
+                self.capped = True
+            if self.peer.received >= stall:
+                self.peer.release.wait()
+            else:
+                n = min(n, stall - self.peer.received)
+        data = self.sock.recv(n)
+        self.peer.received += len(data)
+        return data
+
+    def __getattr__(self, name: str) -> Any:  # the rest is the socket's
+        return getattr(self.sock, name)
+
+
 class _Server(paramiko.ServerInterface):
     def __init__(self, peer: Peer, client_key: paramiko.PKey) -> None:
         self.peer, self.client_key = peer, client_key
@@ -195,7 +226,8 @@ def serve_peer(tmp_path: Path, *, sftp_timeout: float) -> Iterator[Peer]:
                 sock, _ = listener.accept()
             except OSError:
                 return
-            t = paramiko.Transport(sock)
+            # socket-like, as paramiko documents it takes (its stubs say socket)
+            t = paramiko.Transport(_PeerSocket(sock, p))  # type: ignore[arg-type]
             t.add_server_key(host_key)
             t.set_subsystem_handler("sftp", _CountingSFTPServer, _Files, p)
             transports.append(t)

@@ -3,7 +3,9 @@
 fails the command with a sentence naming the host and what to check, in English and Korean.
 That connection is retired, not closed under the commands running on it: they end by their
 own deadlines, it is closed after them, and the next command connects afresh
-(bot.cluster.in_flight).
+(bot.cluster.in_flight). A command that cannot end by its deadline (its signal and its
+channel's close wait behind a send that cannot leave) retires its connection the same way,
+with no other command coming.
 
 The login node is the in-process SSH peer (tests/support/sftp_peer.py), whose answer to a
 session's opening waits until the test ends (Peer.session_hangs): its connection then reads
@@ -13,6 +15,7 @@ request's send itself (a TCP relay that stops reading), against a real sshd.
 
 from __future__ import annotations
 
+import socket
 import threading
 import time
 from collections.abc import Iterator
@@ -109,7 +112,8 @@ def test_a_retired_connection_is_closed_at_the_last_deadline_of_its_commands() -
     """A command that cannot end (its send waits on the connection) does not hold its retired
     connection open past the last deadline of the commands running on it."""
     closed: list[float] = []
-    in_flight = CommandsInFlight()
+    overstayed: list[object] = []
+    in_flight = CommandsInFlight(overstayed.append)
     now = time.monotonic()
     left = threading.Event()
     entered = threading.Event()
@@ -128,5 +132,48 @@ def test_a_retired_connection_is_closed_at_the_last_deadline_of_its_commands() -
     time.sleep(0.6 + END_GRACE_S + SLACK_S)
     left.set()
     assert len(closed) == 1 and now + 0.6 <= closed[0] < now + 0.6 + END_GRACE_S + SLACK_S
+    assert overstayed == ["connection", "connection"]  # each, once its grace was over
     in_flight.retire("idle", lambda: closed.append(0.0))  # nothing running: closed at once
     assert closed[1:] == [0.0]
+
+
+def test_a_command_that_cannot_end_by_its_deadline_retires_its_connection(peer: Peer) -> None:
+    """A command is sending its stdin when the login node stops reading (its TCP window
+    zero), and no command comes after it: its signal and its channel's close cannot leave
+    either. It ends within its timeout and END_GRACE_S, timed out, saying so in English and
+    Korean; its connection is closed and the next command runs on a new one."""
+    peer.exec_runs = True  # the command runs, reading nothing, until its channel is closed
+    ended: dict[str, object] = {}
+    with peer.runner(connect_timeout=CONNECT_S) as runner:
+        stuck = runner.transport
+        sock = stuck.sock
+        assert isinstance(sock, socket.socket)
+        # not autotuned (up to 4 MiB here): the stdin below fills it, and the peer's buffer
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 64 << 10)
+        peer.stall_after = peer.received + (256 << 10)
+        started = time.monotonic()
+
+        def running() -> None:
+            try:
+                runner.run(["cat"], stdin=b"x" * (4 << 20), timeout=2.0)
+            except Exception as exc:  # noqa: BLE001 - checked below
+                ended["error"] = exc
+            ended["at"] = time.monotonic()
+
+        thread = threading.Thread(target=running, daemon=True)
+        thread.start()
+        thread.join(2.0 + END_GRACE_S + SLACK_S)
+        assert not thread.is_alive(), "the command outlived its timeout and grace"
+        assert peer.received >= peer.stall_after  # it stopped reading: the sends were stuck
+        error = ended["error"]
+        assert isinstance(error, CommandTimedOut), ended
+        assert 2.0 <= float(ended["at"]) - started  # type: ignore[arg-type]
+        assert str(error) == "`cat` did not finish within 2 s"
+        assert render_text(error.text, translator("ko").gettext) == \
+            "`cat`이(가) 2초 안에 끝나지 않았습니다"
+        assert not stuck.is_active()
+        peer.stall_after = None
+        peer.exec_runs = False
+        fresh = runner.transport
+        assert fresh is not stuck and fresh.is_active()
+        runner.sftp().stat(".")  # a session on the new connection
