@@ -8,6 +8,7 @@ the training bar, as Hugging Face Trainer's) and which count one epoch's batches
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 
 #: A number as a log prints it (`3`, `-0.31`, `.5`, `1.2E+00`), as a regex.
 NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
@@ -77,6 +78,33 @@ EVALUATION_BAR = re.compile(
 # training.
 MMCV_PROGRESS_BAR = re.compile(
     r"^\[[> ]{2,}\] (\d+)/(\d+), (?:(?:[\d.]+|inf) task/s, )?elapsed: \d+s, ETA:")
+# A Rich progress bar (Textualize/rich rich/progress.py, Progress: its columns rendered in a
+# grid, one blank between them, each task on a line of its own) as Lightning's RichProgressBar
+# configures it (Lightning-AI/pytorch-lightning src/lightning/pytorch/callbacks/progress/
+# rich_progress.py, configure_columns and MetricsTextColumn): the task's description, the bar
+# (rich/progress_bar.py: `━` across its width, `╸` or `╺` where the done part ends; no colour in
+# a file), BatchesProcessedColumn's `{completed}/{total}`, CustomTimeColumn's `{elapsed} •
+# {remaining}` (`str(timedelta(…))`: `0:01:02`, `-:--:--` unknown), ProcessingSpeedColumn's
+# `{speed:.2f}it/s`, and for the training's task its progress-bar metrics, `{name}: {value:.3f}`
+# joined by blanks: `Epoch 3/9  ━━━━━━━━━━ 120/200 0:01:02 • 0:00:40 3.21it/s v_num: 0
+# train_loss: 0.512`. A plain rich.progress bar with a count column (MofNCompleteColumn's
+# `{completed}/{total}`, a percentage before it) reads alike. In a file rich writes a task's
+# line once its Progress stops (the end of fit, an exception) and, where the console is forced
+# to be a terminal, at each refresh after the cursor moves that ANSI removal drops. A bar drawn
+# in ASCII (`-`, a console encoding that has no `━`) is not read: dashes and a count are too
+# common in other lines.
+RICH_BAR = re.compile(
+    r"^(.*?)\s*[━╸╺]{3,}\s+(?:\d{1,3}%\s+)?(\d+)/(\d+)(?![\d/])(.*)$")
+# Lightning's descriptions of its tasks (callbacks/progress/progress_bar.py, ProgressBar): the
+# training's `Epoch {current_epoch}`, then `/{max_epochs - 1}` when it has a number of epochs
+# (RichProgressBar._get_train_description; `-2` for max_epochs -1, no end), both from 0,
+# padded to `Validation`'s length; `Sanity Checking` (start-up), `Validation`, `Testing` and
+# `Predicting` (an evaluation's batches).
+_RICH_EPOCH = re.compile(r"^Epoch (\d+)(?:/(-?\d+))?$")
+_RICH_EVALUATION = re.compile(
+    r"^(?:validation|validating|testing|predicting|eval(?:uat(?:e|ing|ion))?|test)\b", re.I)
+
+
 # A bar labelled with the epoch it counts (Lightning's TQDMProgressBar: `Epoch 3:  45%|`, its
 # `set_description(f"Epoch {trainer.current_epoch}")` at each epoch's start; custom loops'
 # `tqdm(loader, desc=f"Epoch {epoch}")`), or with the epoch and the loop's number of epochs
@@ -158,6 +186,44 @@ def is_start_up_bar(message: str) -> bool:
     return ("%" in message and "|" in message and _START_UP_BAR.match(message) is not None
             and ("loss" not in message.lower() or _BAR_RATE_AND_LOSS.search(message) is None))
 
+
+
+@dataclass(frozen=True, slots=True)
+class RichDraw:
+    """What one Rich progress bar's line (`RICH_BAR`) shows: `evaluation_batches` for an
+    evaluation's task (its batches done and their total: no training progress), else the
+    training's `iteration` and `target` (None: none; no iteration either: a start-up task's,
+    which shows nothing), and `rest`, the columns after its count (its pace and metrics)."""
+
+    iteration: int | None
+    target: int | None
+    evaluation_batches: tuple[int, int] | None
+    rest: str
+
+
+def read_rich_bar(message: str) -> RichDraw | None:
+    """A Rich progress bar's line (`RICH_BAR`: `message`, a line's message after its time),
+    None for another line. A start-up task's (`Sanity Checking`, `is_start_up_bar`'s labels)
+    shows nothing (no iteration, no batches). Lightning's `Epoch 3/9` counts one epoch's
+    batches, its epochs numbered from 0 to the last: its iteration is the batches of the
+    epochs before it and this one's, its target all the epochs' batches (none without a
+    number of epochs: `Epoch 3`, `Epoch 3/-2`). A task described as an evaluation
+    (`Validation`, `Testing`, `Predicting`) counts its batches; any other task (unlabelled, a
+    loop's own) counts the training's to its total, as an unlabelled tqdm bar does."""
+    m = RICH_BAR.match(message) if "━" in message else None
+    if m is None:
+        return None
+    label, done, total, rest = m.group(1).strip(), int(m.group(2)), int(m.group(3)), m.group(4)
+    if _START_UP_BAR.match(f"{label} 0%|") is not None:
+        return RichDraw(None, None, None, rest)
+    if _RICH_EVALUATION.match(label) is not None:
+        return RichDraw(None, None, (done, total), rest)
+    epoch = _RICH_EPOCH.match(label)
+    if epoch is None:
+        return RichDraw(done, total, None, rest)
+    last = int(epoch.group(2)) if epoch.group(2) is not None else -1
+    return RichDraw(int(epoch.group(1)) * total + done,
+                    (last + 1) * total if last >= 0 else None, None, rest)
 
 
 class ProgressBars:

@@ -35,6 +35,7 @@ from bot.core.progress_bars import (
     TQDM_BAR,
     ProgressBars,
     is_start_up_bar,
+    read_rich_bar,
 )
 from bot.core.units import GIB, MAX_SIZE
 
@@ -357,6 +358,14 @@ class LineParser:
             # OpenMMLab's test loop's bar: an evaluation's images, no training progress
             s.evaluation_batches = (int(m.group(1)), int(m.group(2)))
             return
+        if "━" in body and (rich := read_rich_bar(body)) is not None:
+            # a Rich progress bar (Lightning's RichProgressBar): an evaluation's batches, a
+            # start-up task (nothing), or the training's progress, its pace and loss after it
+            s.evaluation_batches = rich.evaluation_batches
+            if rich.iteration is not None:
+                s.iteration, s.target_iter = rich.iteration, rich.target
+                _read_figures(rich.rest, s)
+            return
         self._announce(body, s.line_no)
         if "Start evaluation on " in body and MASKRCNN_EVALUATION_START.search(body) is not None:
             self.bars.evaluation_started()
@@ -396,16 +405,7 @@ class LineParser:
                 if m.group(3):
                     rate = float(m.group(3))
                     s.sec_per_iter = rate if m.group(4) == "s/it" else (1 / rate if rate else None)
-        for m in _KV.finditer(body):
-            _apply_kv(m, s)
-        if s.sec_per_iter is None:
-            m = _RATE.search(body)
-            if m:
-                rate = float(m.group(1))
-                if m.group(2).lower().startswith("s/"):
-                    s.sec_per_iter = rate
-                elif rate > 0:
-                    s.sec_per_iter = 1 / rate
+        _read_figures(body, s)
 
     def _checkpoint(self, line: str, line_no: int, t: float | None) -> CheckpointEvent | None:
         if _CKPT_END.search(line):
@@ -448,6 +448,21 @@ def _drop_implausible(s: Sample) -> None:
         value = getattr(s, attr)
         if value is not None and not 0 <= value <= MAX_SIZE:
             setattr(s, attr, None)
+
+
+def _read_figures(body: str, s: Sample) -> None:
+    """The key-value figures of a message (`_KV`: `loss=0.31`, `s/iter: 4.5`, `rss=45GiB`)
+    and, if none gave a pace, its rate (`7.20it/s`, `2.1 s/it`), where `s` has none yet."""
+    for m in _KV.finditer(body):
+        _apply_kv(m, s)
+    if s.sec_per_iter is None:
+        rate_m = _RATE.search(body)
+        if rate_m:
+            rate = float(rate_m.group(1))
+            if rate_m.group(2).lower().startswith("s/"):
+                s.sec_per_iter = rate
+            elif rate > 0:
+                s.sec_per_iter = 1 / rate
 
 
 def _apply_kv(m: re.Match[str], s: Sample) -> None:

@@ -918,3 +918,79 @@ def test_a_slashed_log_times_its_progress(lines):
     series = MetricSeries()
     series.feed_lines(lines)
     assert series.progress_interval_s() == pytest.approx(60)
+
+
+# Lightning's RichProgressBar as a file receives its tasks' lines (rich's Progress, its
+# columns one blank apart: the description padded to `Validation`'s length, a bar of `━`
+# with `╸` where the done part ends, `{done}/{total}`, `{elapsed} • {remaining}`,
+# `{speed:.2f}it/s`, the training task's metrics `name: value`).
+_RICH_BAR = "━━━━━━━━━━━━━━╸━━━━━━━━━━━━━━━━━━━━━━━━━"
+
+
+@pytest.mark.parametrize(("line", "progress"), [
+    (f"Epoch 3/9  {_RICH_BAR} 120/200 0:01:02 • 0:00:40 3.21it/s v_num: 0 train_loss: 0.512",
+     (720, 2000, 0.512, 1 / 3.21)),
+    # no number of epochs (max_epochs -1: by steps), an unknown remaining time
+    (f"Epoch 3/-2 {_RICH_BAR} 120/200 0:01:02 • -:--:-- 3.21it/s v_num: 0 loss: 0.5",
+     (720, None, 0.5, 1 / 3.21)),
+    # a plain rich.progress bar with a percentage and a count column
+    (f"Training   {_RICH_BAR}  45% 45/100 0:00:40", (45, 100, None, None)),
+])
+def test_a_rich_progress_bar_is_read_as_the_trainings_progress(
+        line: str, progress: tuple[int, int | None, float | None, float | None]):
+    """An epoch's Rich bar counts the epochs before it (numbered from 0) and its batches, to
+    all the epochs' batches; its rate is the pace and its metrics' loss the loss."""
+    iteration, target, loss, pace = progress
+    s, _ = parse(line)
+    assert s is not None and (s.iteration, s.target_iter) == (iteration, target), s
+    assert s.loss == (pytest.approx(loss) if loss is not None else None)
+    assert s.sec_per_iter == (pytest.approx(pace) if pace is not None else None)
+
+
+@pytest.mark.parametrize(("line", "batches"), [
+    (f"Validation {_RICH_BAR} 10/50 0:00:02 • 0:00:08 5.00it/s", (10, 50)),
+    (f"Testing    {_RICH_BAR} 50/50 0:00:09 • 0:00:00 5.00it/s", (50, 50)),
+    (f"Predicting {_RICH_BAR} 3/50 0:00:01 • 0:00:15 3.00it/s", (3, 50)),
+    (f"Sanity Checking {_RICH_BAR} 2/2 0:00:00 • 0:00:00 0.00it/s", None),
+])
+def test_a_rich_evaluation_bar_is_no_training_progress(
+        line: str, batches: tuple[int, int] | None):
+    """Lightning's validation, test and predict tasks count their batches (activity), no
+    iteration, target or pace; its sanity check is start-up output, nothing."""
+    s, _ = parse(line)
+    if batches is None:
+        assert s is None, s
+    else:
+        assert s is not None and not s.is_metric and s.evaluation_batches == batches, s
+
+
+def _rich_fit(epochs: int, batches: int = 4, val_batches: int = 2) -> str:
+    """A Lightning fit with RichProgressBar on a console forced to be a terminal: at each
+    refresh the cursor goes back over the tasks' lines (`\\x1b[2K\\x1b[1A`) and each visible
+    task's line is written again, the validation's below the epoch's while it runs."""
+    out, up = "", "\r\x1b[2K\x1b[1A\x1b[2K"
+    for e in range(epochs):
+        train = ""
+        for b in range(1, batches + 1):
+            train = (f"Epoch {e}/{epochs - 1}  {_RICH_BAR} {b}/{batches} 0:00:0{b} • 0:00:01 "
+                     f"2.00it/s v_num: 0 train_loss: 0.{9 - e}00")
+            out += f"{up}{train}\n"
+        for b in range(1, val_batches + 1):
+            out += (f"{up}{train}\nValidation {_RICH_BAR} {b}/{val_batches} 0:00:00 • "
+                    "0:00:00 9.00it/s\n")
+    return out
+
+
+def test_a_rich_fit_counts_the_epochs_batches_and_its_validation_is_no_progress():
+    """A Rich fit's progress goes on across epochs to all the epochs' batches, the validation
+    task between them counting none of it; the last epoch's last batch is the target."""
+    series = MetricSeries()
+    series.feed_block(_rich_fit(epochs=3))
+    assert (series.last_iteration, series.target_iter) == (12, 12)
+    assert series.sec_per_iter() == pytest.approx(0.5)
+    assert not any(s.iteration is not None and "Validation" in s.text for s in series.samples)
+    lines = _rich_fit(epochs=3).splitlines(keepends=True)
+    cut = next(n for n, line in enumerate(lines) if "Epoch 2/2" in line and " 4/4 " in line)
+    series = MetricSeries()
+    series.feed_block("".join(lines[:cut]))
+    assert (series.last_iteration, series.target_iter) == (11, 12)
