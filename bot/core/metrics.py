@@ -32,7 +32,7 @@ import numpy as np
 
 from bot.core.framework_lines import ANNOUNCEMENT_MARKERS
 from bot.core.line_time import message_after_time, split_line
-from bot.core.progress_bars import drawn_count
+from bot.core.progress_bars import drawn_count, summed_up_later
 from bot.core.training_lines import (
     RUN_START,
     TRAINING_START,
@@ -226,6 +226,22 @@ class MetricSeries:
         self._last_external: Sample | None = None
 
     # feeding ---------------------------------------------------------------------------
+
+    @property
+    def ends_inside_evaluation(self) -> bool:
+        """The run's last activity is an evaluation pass it started after its last training
+        progress whose framework sums the pass up in a line of its own once it is over
+        (`progress_bars.summed_up_later`: mmcv's ProgressBar, then `Epoch(val) [12][500]`),
+        with no such line after it, its bar at its total or not. A run cut there is not proven
+        finished, whatever its training reached. (Another framework's bar, which no such line
+        follows, is over at its total; one short of it at the log's end is
+        `ends_in_open_progress_bar`'s.)"""
+        evaluation = self.last_evaluation
+        if evaluation is None or evaluation.evaluation_batches is None or (
+                self.last_iteration_line is not None
+                and evaluation.line_no <= self.last_iteration_line):
+            return False  # none, a pass summed up, or training went on after it
+        return summed_up_later(message_after_time(evaluation.text))
 
     @property
     def last_time(self) -> float | None:

@@ -172,6 +172,18 @@ def drawn_count(message: str) -> tuple[int, int] | None:
 
 
 
+def summed_up_later(message: str) -> bool:
+    """Whether an evaluation's bar (`message`: its draw, after the line's time) is one whose
+    framework logs a line of its own once the pass is over, so that until that line the pass
+    is not over, its bar at its total or not: mmcv 1.x's ProgressBar (`MMCV_PROGRESS_BAR`),
+    drawn by single_gpu_test or multi_gpu_test in EvalHook._do_evaluate (mmdet's, mmseg's
+    core/evaluation/eval_hooks.py), which then sets the log buffer's `eval_iter_num`, runs the
+    dataset's evaluate (COCO's: minutes, its tables logged) and puts its results in the
+    buffer, which TextLoggerHook logs as `Epoch(val) [12][500]\tbbox_mAP: …` (`Iter(val)
+    [500]`: `Sample.evaluation_done`)."""
+    return message[:1] == "[" and MMCV_PROGRESS_BAR.match(message) is not None
+
+
 def is_start_up_bar(message: str) -> bool:
     """A progress bar of data preparation or loading before training (its label starts with
     one of `START_UP_BAR_LABELS`: `Map: 100%|██████████| 1000/1000 [00:01<00:00, …]`): start-up

@@ -347,6 +347,7 @@ def diagnose(
         elif acct.state is None and (
             completion.ends_in_marker
             or (_target_reached(series, target) and not ends_in_open_progress_bar(tail)
+                and not series.ends_inside_evaluation
                 and (target_iter is not None or not epochs_left(tail)))
             or ends_in_final_save(series, tail)
             or ends_in_closed_progress_table(tail)
@@ -355,7 +356,8 @@ def diagnose(
             or (summary := ends_in_closing_summary(tail, series, closing_shapes)) is not None
         ):
             # no accounting: a completion marker with no training progress after it, the
-            # target reached, a final save, a closed progress table, Keras's last epoch
+            # target reached (no evaluation it started after it still open: mmcv's, until its
+            # `Epoch(val)` line), a final save, a closed progress table, Keras's last epoch
             # finished, the last epoch's report as the last progress or a closing summary new to
             # the log after its last progress ends a finished run
             chosen = "completed"

@@ -273,3 +273,32 @@ def test_each_epochs_evaluation_summary_is_new_activity(epoch_log, epoch_s: int,
     assert finding is not None
     assert (finding.last_iter, finding.started_at) == (200, second)
     assert summary in finding.last_text
+
+
+_MMSEG_EVALUATES = "2021-03-01 10:20:30,123 - mmseg - INFO - per class results:\n"
+_MMSEG_EVALUATED = ("2021-03-01 10:21:00,123 - mmseg - INFO - Iter(val) [500]\taAcc: 0.9500, "
+                    "mIoU: 0.7700, mAcc: 0.8500\n")
+
+
+@pytest.mark.parametrize("end", [
+    _progress_bar(120),
+    _progress_bar(500),
+    _progress_bar(500) + "\n" + _MMSEG_EVALUATES,
+], ids=["mid-pass", "bar-at-its-total", "evaluating"])
+def test_a_log_cut_in_its_final_evaluation_is_not_proven_finished(end: str):
+    """mmseg's last iteration, then EvalHook's evaluation (its ProgressBar over the images,
+    then the dataset's evaluate): with no accounting a log cut before TextLoggerHook's
+    `Iter(val) [500]` is still running (`none`), whatever the training reached; that line
+    ends the pass and the run reads completed."""
+    d = read(_mmseg_log(80000) + end)
+    assert (d.class_id, d.decided_by) == ("none", "progress"), d
+    d = read(_mmseg_log(80000) + end + ("\n" if not end.endswith("\n") else "")
+             + _MMSEG_EVALUATED)
+    assert (d.class_id, d.decided_by) == ("completed", "progress"), d
+
+
+def test_an_evaluation_cut_short_before_more_training_is_no_open_pass():
+    """A periodic evaluation cut off (its bar short of its total) and training going on
+    after it: the run reaching its target later reads completed."""
+    d = read(_mmseg_log(79950) + _progress_bar(120) + "\n" + _mmseg_iter(80000))
+    assert (d.class_id, d.decided_by) == ("completed", "progress"), d
