@@ -54,6 +54,11 @@ _MIB = 1024**2
 # `tqdm(data_loader)`, an unlabelled bar counting the evaluation's batches; the validation then
 # runs its losses over a second such bar before its `[Validation]:` line.
 MASKRCNN_EVALUATION_START = re.compile(r"(?<![\w:])Start evaluation on .+ dataset\(\d+ images\)\.")
+#: The texts that mark a line opening or summing up a framework's evaluation (maskrcnn-benchmark's
+#: `Start evaluation on …` and `[Validation]:` lines, above), for a locator of such lines
+#: (bot.core.metrics, in a series read sparsely: the bars between them are the evaluation's only
+#: once the line that opened it was read).
+EVALUATION_MARKERS = ("Start evaluation on ", "[Validation]: ")
 _MASKRCNN = re.compile(r"(?<![\w:])(\[Validation\]:\s+)?eta: (?:\d+ days?, )?\d+:\d\d:\d\d\s+"
                        r"iter: (\d+)(?=\s)")
 # OpenMMLab's runners' lines (mmdet 2.x, mmseg 0.x, mmpose: open-mmlab/mmcv 1.x

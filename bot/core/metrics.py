@@ -30,7 +30,7 @@ from typing import Any
 
 import numpy as np
 
-from bot.core.framework_lines import ANNOUNCEMENT_MARKERS
+from bot.core.framework_lines import ANNOUNCEMENT_MARKERS, EVALUATION_MARKERS
 from bot.core.line_time import message_after_time, split_line
 from bot.core.progress_bars import drawn_count, summed_up_later
 from bot.core.training_lines import (
@@ -156,6 +156,11 @@ class LineCut(IntEnum):
 # lie between the last progress and the banner that starts it: `LineParser.start_run`)
 _ANNOUNCEMENT_LOCATOR = compile_bytes_scanner(
     "|".join(re.escape(marker) for marker in ANNOUNCEMENT_MARKERS).encode())
+# Bytes locator for the lines opening or summing up a framework's evaluation in sparse mode (the
+# bars after maskrcnn-benchmark's `Start evaluation on` are its evaluation's only once that line
+# was read: LineParser, ProgressBars.evaluation_started)
+_EVALUATION_LOCATOR = compile_bytes_scanner(
+    "|".join(re.escape(marker) for marker in EVALUATION_MARKERS).encode())
 
 # Bytes locators of the lines that may start a run (`run_start_lines`)
 _RUN_START = compile_bytes_scanner(re.escape(RUN_START).encode())
@@ -410,12 +415,14 @@ class MetricSeries:
             self._next_line = first_line_no + i
             if i >= n_lines:
                 return n_lines
-        # Sparse: checkpoint lines and announced totals (every one), then one line in `stride`.
+        # Sparse: checkpoint lines, announced totals and an evaluation's opening and summing-up
+        # lines (every one), then one line in `stride`.
         if event_offsets is None:
             event_offsets = [m.start() for m in _CKPT_LOCATOR.finditer(data, start, end)]
         announcements = [m.start() for m in _ANNOUNCEMENT_LOCATOR.finditer(data, start, end)]
+        evaluations = [m.start() for m in _EVALUATION_LOCATOR.finditer(data, start, end)]
         located = sorted({int(x) for x in np.searchsorted(
-            newlines, [*event_offsets, *announcements])})
+            newlines, [*event_offsets, *announcements, *evaluations])})
         pending_events = deque(i for i in located if first_line_no + i >= self._next_line)
         i = max(0, self._next_line - first_line_no)
         last_sampled = -1
@@ -464,7 +471,14 @@ class MetricSeries:
         return n_lines
 
     def _located_only(self, text: str, line_no: int) -> None:
-        """A line located in sparse mode: its checkpoint event and the totals it announces."""
+        """A line located in sparse mode: its checkpoint event and the totals it announces;
+        a line opening or summing up an evaluation (`EVALUATION_MARKERS`) is read whole (the
+        parser then reads the bars after an opening line as the evaluation's, and a summary
+        is the run's activity)."""
+        if any(marker in text for marker in EVALUATION_MARKERS):
+            sample, _ = self.parser.parse(text, line_no)
+            if sample is not None and sample.is_evaluation:
+                self._evaluation_drawn(sample)
         self.parser.read_announcement(text, line_no)
         event = self.parser.parse_event(text, line_no)
         if event is not None:

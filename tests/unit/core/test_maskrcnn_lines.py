@@ -154,3 +154,22 @@ def test_a_log_cut_in_its_validation_is_at_the_training_iteration():
     assert (series.target_iter, series.last_iteration) == (None, 2000)
     assert series.last_evaluation is not None
     assert series.last_evaluation.evaluation_batches == (250, 250)
+
+
+def test_a_log_read_sparsely_keeps_its_validations_bars_out_of_training():
+    """A long run's log is read sparsely (one line in so many, once the series is full): each
+    periodic validation's `Start evaluation on` line is read all the same, so the bars after
+    it stay its batches wherever the sampled lines fall, never the training's progress (no
+    target of 250, no bar's count as an iteration), and its `[Validation]:` line is the run's
+    activity."""
+    log = "".join("".join(_train(i) for i in range(v - 480, v + 1, 20)) + _periodic_validation(v)
+                  for v in range(500, 60001, 500))
+    for max_samples in (32, 64, 100):
+        series = MetricSeries(max_samples=max_samples)
+        series.feed_block(log)
+        assert series.stride > 1
+        assert series.target_iter is None, max_samples
+        assert not any(s.iteration is not None and "%|" in s.text for s in series.samples)
+        assert not any(s.target_iter == 250 for s in series.samples), max_samples
+        assert series.last_evaluation is not None
+        assert "[Validation]" in series.last_evaluation.text
