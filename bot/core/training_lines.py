@@ -98,6 +98,15 @@ _CELL_GAP = r"(?:\x1b\[[0-9;]*m| )+"
 #:   (`bold magenta`) colours each cell only on a terminal: `┃\x1b[1;35m \x1b[0m\x1b[1;35mName
 #:   \x1b[0m…`)
 #: Unanchored (bot.core.metrics scans raw lines, with their prefixes, for it).
+#: A rerun that crashes before its banner (at import, loading its data or model) is read with
+#: the run before it: nothing it prints is safely a new process's. An import-time crash prints
+#: only its traceback, before any line of the script's own (Hugging Face's example scripts log
+#: `Process rank: …` and `Training/evaluation parameters …` from main(), after their imports;
+#: other scripts print nothing alike), and a traceback of the script's `<module>` frames ending
+#: in an ImportError is also what one process prints when a script that trains at module level
+#: imports after its training (`import matplotlib.pyplot` to plot): a cut there would read a
+#: finished training as a run with no progress. Read together, the rerun's crash still decides
+#: the class (its traceback, or sacct's state), the run before's figures beside it.
 TRAINING_START = re.compile(
     r"\*{5} Running training \*{5}|Start training from epoch: [0-9]+, iter: [0-9]+"
     r"|; will restart worker group"

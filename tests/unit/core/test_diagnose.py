@@ -4029,3 +4029,24 @@ def test_a_completed_run_with_no_marker_is_decided_by_its_progress_at_the_target
     d = analysis.diagnose(Accounting(state="COMPLETED", exit_code=0, signal=0, elapsed_s=900),
                           target_iter=target_iter)
     assert (d.class_id, d.decided_by) == (class_id, decided_by)
+
+
+# A requeued job (sbatch --open-mode=append) whose rerun crashed at import, before any line of
+# its own: its traceback alone follows the finished run (no banner, no start line)
+RERUN_CRASHED_AT_IMPORT = ('Traceback (most recent call last):\n'
+                           '  File "/home/u/run_clm.py", line 31, in <module>\n'
+                           '    import evaluate\n'
+                           "ModuleNotFoundError: No module named 'evaluate'\n")
+
+
+@pytest.mark.parametrize("acct", [None, Accounting(state="FAILED", exit_code=1, signal=0,
+                                                   elapsed_s=30)])
+def test_a_rerun_crashed_before_its_banner_decides_the_class_read_with_the_run_before(
+        catalogue, acct):
+    """Nothing before a banner tells a new process from the finished one (training_lines,
+    TRAINING_START): the log is read as one run, and the rerun's crash, after the run's
+    completion marker, is what the job ended in (not `completed`), its traceback the
+    evidence."""
+    d = read_log(catalogue, HF_TRAINED + RERUN_CRASHED_AT_IMPORT, acct)
+    assert d.class_id == "unknown_failure"
+    assert "ModuleNotFoundError" in d.evidence[-1].text
