@@ -403,3 +403,7 @@ class BotContext:
     # copies share it): a note tried from a click and again by the `prompts` job backs off,
     # and is warned of, as one series of tries
     notes: Backoffs = field(default_factory=Backoffs)
+    # the posts and root rewrites made through bot.services.threads.post_safely and
+    # refresh_root that the chat has not taken, by key, for the context's life (its fenced
+    # copies share it): their failed tries in a row are one failure series in the log
+    posts: Backoffs = field(default_factory=Backoffs)

@@ -314,17 +314,44 @@ def post_fate(error: PostError | None) -> Fate:
 
 def post_safely(ctx: BotContext, kind: str, chain_id: int, key_or_channel: str,
                 blocks: Blocks, text: str) -> str | None:
-    """Post a thread root or reply; a Slack failure is logged, never undoes the action that
-    was already taken on the cluster (the post is retried by its key next time)."""
+    """Post a thread root or reply; a Slack failure is logged (`_in_series`), never undoes
+    the action that was already taken on the cluster (the post is retried by its key next
+    time)."""
     if ctx.sink is None:
         return None
+    key = root_key(chain_id) if kind == "root" else key_or_channel
+    what = f"post {kind} {key_or_channel}"
     try:
         if kind == "root":
-            return ctx.sink.post_root(chain_id, key_or_channel, blocks, text)
-        return ctx.sink.post_reply(chain_id, key_or_channel, blocks, text)
+            ts = ctx.sink.post_root(chain_id, key_or_channel, blocks, text)
+        else:
+            ts = ctx.sink.post_reply(chain_id, key_or_channel, blocks, text)
     except PostError as exc:
-        log.warning("chain %s: could not post %s %s: %s", chain_id, kind, key_or_channel, exc)
+        _in_series(ctx, chain_id, key, what, exc)
         return None
+    _in_series(ctx, chain_id, key, what, None)
+    return ts
+
+
+def _in_series(ctx: BotContext, chain_id: int, key: str, what: str,
+               error: PostError | None) -> None:
+    """Log a try of `what` (`post_safely`'s post, `refresh_root`'s rewrite, under `key`) as
+    one failure series per key, decided as every reply's is (bot.core.backoff.after_try,
+    over the context's `posts`): its first failure a warning, the failures after it at
+    debug, and one warning when it ends: gone through after failures, or given up (Slack
+    rejected the message itself). A caller that tries again every tick (a root's rewrite
+    while Slack is down) thus warns once, not at every try."""
+    if error is None and key not in ctx.posts.by_key:
+        return  # taken, with no failure before it: nothing to say, nothing kept
+    after = after_try(ctx.posts, key, post_fate(error))
+    if after.recovered:
+        log.warning("chain %s: %s went through after %d failed tr%s", chain_id, what,
+                    after.failed, "y" if after.failed == 1 else "ies")
+    elif after.outcome == "given_up":
+        log.warning("chain %s: could not %s: %s", chain_id, what, error)
+    elif after.outcome == "later":
+        log.log(logging.WARNING if after.first_failure else logging.DEBUG,
+                "chain %s: could not %s: %s", chain_id, what, error)
 
 
 def chain_target(config: Config, chain: Chain, attempts: Sequence[Attempt]) -> int | None:
@@ -425,7 +452,8 @@ def refresh_root(ctx: BotContext, chain_id: int) -> bool:
     """Rewrite the root in place (chat.update) from the store: new job, state, attempts.
 
     The sink skips an unchanged root. Sinks that can only post (test recorders) are left
-    alone. False when there is no thread or Slack refused the update (retried next time).
+    alone. False when there is no thread or Slack refused the update (retried next time;
+    logged as one failure series: `_in_series`).
     """
     update = getattr(ctx.sink, "update_root", None)
     if update is None or not has_thread(ctx, chain_id):
@@ -434,9 +462,11 @@ def refresh_root(ctx: BotContext, chain_id: int) -> bool:
     if message is None:
         return False
     blocks, text = message
+    key, what = f"update:{root_key(chain_id)}", "update the root message"
     try:
         update(chain_id, blocks, text)
     except PostError as exc:
-        log.warning("chain %s: could not update the root message: %s", chain_id, exc)
+        _in_series(ctx, chain_id, key, what, exc)
         return False
+    _in_series(ctx, chain_id, key, what, None)
     return True

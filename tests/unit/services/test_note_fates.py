@@ -59,7 +59,7 @@ from bot.services.ports import BotContext, PostError, PostRefused
 from bot.services.prompts import create_resubmit_prompt
 from bot.services.scheduler import JobScheduler
 from bot.services.stacks import Forensics
-from bot.services.threads import THREAD_NOTE, say_pending_notes
+from bot.services.threads import THREAD_NOTE, post_safely, refresh_root, say_pending_notes
 from bot.services.watch.events import TickReport, WatchEvent
 from bot.services.watch.outbox import Outbox
 from bot.services.watch_events import ThreadEvents
@@ -592,6 +592,51 @@ def test_a_completed_line_slack_did_not_take_does_not_hold_back_the_root_and_hom
     first, end = warnings(caplog, line.key)
     assert "could not post the ✅ completed line" in first
     assert "is posted in G0RUNS" in end and "after 1 failed try" in end
+
+
+def threads_warnings(caplog: Any) -> list[str]:
+    """Every warning bot.services.threads logged."""
+    return [r.getMessage() for r in caplog.records if r.name == "bot.services.threads"
+            and r.levelno >= logging.WARNING]
+
+
+def test_a_root_rewrite_slack_keeps_failing_is_warned_of_once_and_when_it_goes_through(
+        slack: SlackStandIn, store: Store, caplog: Any) -> None:
+    """Slack answers chat.update with a 500, past the client's own retries, at three
+    rewrites of the root in a row (a watcher rewrites it as its run moves, every tick at
+    most): one warning at the first, naming the run and Slack's error, the next two at
+    debug; the fourth goes through, and one warning says so. Before, each failed rewrite was
+    a warning."""
+    run = make_run(slack, store)
+    run.open_thread()
+    slack.fail_next("chat.update", status=500, count=3 * 4)  # 3 rewrites, 4 sends each
+    caplog.set_level(logging.DEBUG)
+    assert [refresh_root(run.ctx, run.chain_id) for _ in range(4)] == [False] * 3 + [True]
+    assert len(slack.calls("chat.update")) == 3 * 4 + 1
+    first, end = threads_warnings(caplog)
+    assert first.startswith(f"chain {run.chain_id}: could not update the root message: ")
+    assert "injected" in first
+    assert end == f"chain {run.chain_id}: update the root message went through after 3 " \
+        "failed tries"
+
+
+def test_a_reply_post_slack_keeps_failing_is_warned_of_once_and_when_it_goes_through(
+        slack: SlackStandIn, store: Store, caplog: Any) -> None:
+    """A reply posted through post_safely (a prompt's follow-up, a stack summary …) under
+    one key, Slack answering a 500 to every attempt of three calls in a row: the threads
+    warn at the first only; the fourth call posts it, once, and one warning says so."""
+    run = make_run(slack, store)
+    root = run.open_thread()
+    slack.fail_next("chat.postMessage", status=500, count=3 * run.poster.max_attempts)
+    caplog.set_level(logging.DEBUG)
+    posted = [post_safely(run.ctx, "reply", run.chain_id, "follow-up:1", [], "hello")
+              for _ in range(4)]
+    assert posted[:3] == [None] * 3 and posted[3] is not None
+    assert len(in_thread(slack, root, "follow-up:1")) == 1
+    first, end = threads_warnings(caplog)
+    assert first.startswith(f"chain {run.chain_id}: could not post reply follow-up:1: ")
+    assert end == f"chain {run.chain_id}: post reply follow-up:1 went through after 3 " \
+        "failed tries"
 
 
 def test_thread_notes_are_kept_in_the_store_as_notes(slack: SlackStandIn, store: Store
