@@ -262,6 +262,7 @@ class Watcher:
         self._records.update(records)
         memory = read_memory(self.slurm, self.cluster, records, self._jobs, report)
         reads = self._read_files(watched, records, report)
+        self.unreadable.tick_read(reads, now)
         for w in watched:
             job_id = int(w.job_id)
             record = records.get(job_id)
@@ -322,6 +323,7 @@ class Watcher:
         self.chains.forget()
         for jw in self._jobs.values():
             self.unreadable.forgotten(jw, self._last_tick_at)
+        self.unreadable.failing_since = None
         self._jobs.clear()
         self._records.clear()
         self.health.forget()
@@ -394,18 +396,23 @@ class Watcher:
         """Did this tick's batched read fail as a whole (none of the running job's files read:
         it is not judged this tick)? Logged once per failure series (UnreadableFiles.batch); once
         the series has lasted READ_FAILED_NOTE_TICKS ticks, the run's thread is told, once
-        per series (its key is the series' start; emitted again each tick after, so a post
-        that failed is tried again), in the thread's language."""
+        per thread and cluster series (its key is the chain's and the start of the cluster's
+        failed batches, UnreadableFiles.failing_since: an array's tasks, a job that began
+        being read while they failed, share one note; emitted again each tick after, so a
+        post that failed is tried again), in the thread's language."""
         failures = self.unreadable.batch(jw, reads, now)
         if failures is None:
             return False
         if failures.ticks >= READ_FAILED_NOTE_TICKS and reads.error is not None:
             job = str(jw.job_id)
+            thread = f"chain:{jw.chain_id}" if jw.chain_id is not None else job
+            since = self.unreadable.failing_since
+            series = int(failures.since if since is None else since)
             text = (f"job {job}'s files have not been read for {failures.ticks} ticks in a "
                     f"row: {reads.error}. It is not judged until they read again; trainbot "
                     "reads them again each tick.")
             self.outbox.emit(WatchEvent(
-                "read_failed", f"{self.cluster}:{job}:read_failed:{int(failures.since)}",
+                "read_failed", f"{self.cluster}:{thread}:read_failed:{series}",
                 self.cluster, text, jw.chain_id, job, jw.recipe,
                 facts={"ticks": failures.ticks, "seconds": now - failures.since,
                        "error": said(reads.error)}), "read_failed", now, report)

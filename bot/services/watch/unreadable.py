@@ -29,7 +29,10 @@ without it (`finished`). That failure series is logged once per job when it star
 ends (its files read again, or the job no longer followed), the ticks between at debug
 (bot.core.backoff.after_try, the Slack poster's once-per-failure-series rule, one Backoffs
 by job); once it has lasted `READ_FAILED_NOTE_TICKS` ticks the tick tells the run's thread,
-once per series (bot.services.watch.tick).
+once per thread and cluster series (bot.services.watch.tick): the batch is the cluster's,
+so its ticks whose batched read failed, in a row, are one series (`tick_read`,
+`failing_since`) whichever jobs were in it, and the jobs of one thread (an array's tasks,
+a job that started while reads failed) share its note.
 
 The tick (bot.services.watch.tick) asks this module at each of those moments; the memory
 itself is the job's JobWatch (`unreadable_since`, `judged_without_logged`,
@@ -73,8 +76,21 @@ class UnreadableFiles:
         self.unreadable_file_s = unreadable_file_s
         self._batches = Backoffs()  # by job id: its ticks in a row whose batched read failed
         self._batch_since: dict[int, float] = {}  # by job id: when that series began
+        # when the cluster's ticks whose batched read failed, in a row, began (None: the
+        # last batch read); in memory like the jobs' series
+        self.failing_since: float | None = None
 
     # ------------------------------------------------------------------ a failed batch
+
+    def tick_read(self, reads: dict[int, JobReads], now: float) -> None:
+        """The tick's batched read of the cluster's files (`reads`, by job): the cluster's
+        series of failed batches (`failing_since`) begins at its first failed one and ends at
+        one that read; a tick that read no file says nothing of it."""
+        if any(r.error is not None for r in reads.values()):
+            if self.failing_since is None:
+                self.failing_since = now
+        elif reads:
+            self.failing_since = None
 
     def batch(self, jw: JobWatch, reads: JobReads, now: float) -> BatchFailures | None:
         """The failure series of the job's batched reads when this tick's failed as a whole

@@ -188,7 +188,7 @@ def test_a_failing_batch_read_is_logged_once_per_job_and_series_and_told_once_in
     good = w._jobs[1].log
     assert good is not None and good.line_no == 5  # read once they read
     note = next(e for e in sink.events if e.kind == "read_failed" and e.job_id == "1")
-    assert note.key == f"{CLUSTER}:1:read_failed:{int(T0 + 60)}"
+    assert note.key == f"{CLUSTER}:chain:{note.chain_id}:read_failed:{int(T0 + 60)}"
     assert head_line(note).startswith(
         "The files of job 1 have not been read for 10 ticks in a row (9 min): reading files on "
         "dev: the answer is not the read script's"), head_line(note)
@@ -227,3 +227,36 @@ def test_a_job_that_finished_while_batch_reads_fail_is_judged_once_after_the_wai
     assert ko.startswith("dev에서 파일을 읽는 중: 응답이 읽기 스크립트의 것이 아닙니다"), ko
     assert ko in head_line(incident, "ko")
     assert store.watched_jobs.get(CLUSTER, "1") is not None  # the running job waits
+
+
+def test_a_thread_whose_jobs_all_fail_to_read_is_told_once_per_series(env: WatchEnv) -> None:
+    """An array's tasks share one run thread: while every batched read fails (one cause, the
+    cluster's read script), that thread gets one note, not one per task, a task that began
+    being read later included; another run's thread gets its own; a new series after the
+    files read again is told again."""
+    store, slurm, sftp, sink = env
+    _two_running(env)
+    array, other = store.watched_jobs.get(CLUSTER, "1"), store.watched_jobs.get(CLUSTER, "2")
+    assert array is not None and other is not None
+    store.watched_jobs.add(CLUSTER, "3", now=T0, chain_id=array.chain_id)
+    late = "/scratch/mix/logs/mix-3.out"
+    sftp.append(late, _lines(2))
+    slurm.records[3] = JobRecord(job_id=3, state="PENDING")
+    read = sftp.read
+    greeted = ShellTailReader(Answering(Exchange(b"Welcome to login1\n", b"", 0)), where="dev")
+    sftp.read = greeted.read  # type: ignore[method-assign]
+    w = make_watcher(store, slurm, sftp, sink)
+    for k in range(READ_FAILED_NOTE_TICKS + 4):
+        if k == 2:  # task 3 starts: its own series is two ticks shorter
+            slurm.records[3] = JobRecord(job_id=3, state="RUNNING", stdout_path=late,
+                                         start_time=T0 + 150)
+        w.tick(T0 + 60 * (k + 1))
+    told = [e for e in sink.events if e.kind == "read_failed"]
+    assert sorted(e.chain_id or 0 for e in told) == sorted(
+        [array.chain_id or 0, other.chain_id or 0]), told
+    sftp.read = read  # type: ignore[method-assign]
+    w.tick(T0 + 60 * (READ_FAILED_NOTE_TICKS + 5))  # the files read: the series ends
+    sftp.read = greeted.read  # type: ignore[method-assign]
+    for k in range(READ_FAILED_NOTE_TICKS):
+        w.tick(T0 + 60 * (READ_FAILED_NOTE_TICKS + 6 + k))
+    assert len([e for e in sink.events if e.kind == "read_failed"]) == 4
