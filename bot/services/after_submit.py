@@ -9,7 +9,7 @@ from __future__ import annotations
 from bot.services import competitors as comp
 from bot.services.home import refresh_homes
 from bot.services.ports import BotContext
-from bot.services.submit import SubmitResult
+from bot.services.submit_result import SubmitResult
 
 
 def after_person_submit(ctx: BotContext, recipe: str, result: SubmitResult, now: float, *,

@@ -39,6 +39,7 @@ from bot.services.cancel_steps import (
     UNKNOWN_CANCEL_STEP,
     scancel_over_at,
 )
+from bot.services.lost_submit import SubmitNotQueued
 from bot.services.ports import BotContext, Slurm
 from bot.services.runs import (
     announce_submit,
@@ -48,14 +49,9 @@ from bot.services.runs import (
     lost_resubmit,
     submit_and_announce,
 )
-from bot.services.submit import (
-    RunMovedOn,
-    RunSubmitInFlight,
-    SubmitNotQueued,
-    SubmitResult,
-    sent_moment,
-)
+from bot.services.submit import RunMovedOn, RunSubmitInFlight, sent_moment
 from bot.services.submit_deadlines import step_bounds
+from bot.services.submit_result import SubmitResult
 from bot.services.threads import task_bounds
 from bot.store import Approval, Attempt
 

@@ -22,7 +22,7 @@ from bot.core.slurm.records import JobRecord
 from bot.core.text import Text
 from bot.services.access import approvers_now
 from bot.services.ports import BotContext
-from bot.services.submit import SubmitResult
+from bot.services.submit_result import SubmitResult
 from bot.services.threads import post_safely, render, thread_message
 from bot.slack.views import ActionId
 from bot.store import Approval

@@ -17,22 +17,24 @@ from bot.core.policy import Decision, run_latest, run_rows
 from bot.core.slurm.job_ref import array_task_in
 from bot.core.takeover import longest_bounds, settle_lead_s
 from bot.services.access import unwatched_submit_key
+from bot.services.lost_submit import (
+    adopt_unrecorded_submit,
+    find_lost_submit,
+    record_found_submit,
+    recorded_result,
+)
 from bot.services.ports import SFTP, Abandon, BotContext, ClusterSessions, LeaseLost, RenderError
 from bot.services.resume_point import find_resume_checkpoint
 from bot.services.submit import (
     AUTOMATIC_ACTOR,
     RESUBMIT_CLASS,
     RunSubmitInFlight,
-    SubmitResult,
-    adopt_unrecorded_submit,
     describe_start,
-    find_lost_submit,
-    record_found_submit,
-    recorded_result,
     sent_moment,
     submit_recipe,
 )
 from bot.services.submit_deadlines import cluster_deadlines, flight_in_flight_s, in_flight_s
+from bot.services.submit_result import SubmitResult
 from bot.services.threads import (
     has_thread,
     open_thread,

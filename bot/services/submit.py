@@ -3,56 +3,33 @@
 Used by `trainbot submit`, `/train submit` and `/train resume`, and by resubmits of a chain.
 Where the job resumes and how it learns it: bot.services.resume_point; how the job is sent
 (sbatch, or a site submit wrapper) and which overrides a wrapper's job did not get:
-bot.services.send_job. Here: one submit into its run (one job of a run at a time, a
-person's submit kept in flight until its job is recorded), what it records and returns, and
-a submit whose end was not seen, found on the cluster by its job name.
+bot.services.send_job; what it returns: bot.services.submit_result; a submit whose answer was
+lost, found on the cluster by its job name: bot.services.lost_submit. Here: one submit into
+its run (one job of a run at a time, a person's submit kept in flight until its job is
+recorded) and what it records.
 """
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import Any
 
-from bot.cluster.errors import ChannelClosed, ClusterError, OutcomeUnknown, said
+from bot.cluster.errors import OutcomeUnknown
 from bot.config import Config, RecipeConfig
-from bot.core.checkpoints import Checkpoint
 from bot.core.policy import resume_start, run_latest
 from bot.core.slurm.array_spec import task_resubmit_spec
-from bot.core.slurm.errors import SlurmParseError
-from bot.core.slurm.job_ref import parse_raw_job_ids
-from bot.core.slurm.sacct import sacct_ids_by_name_argv
-from bot.core.slurm.squeue import squeue_ids_by_name_argv
 from bot.core.text import N_, Text
 from bot.crashpoint import crashpoint
 from bot.services import ServiceError, UsageProblem
+from bot.services.lost_submit import look_up_lost_submit, no_run_chain
 from bot.services.overrides import OverrideError, apply_overrides, parse_overrides
 from bot.services.ports import SFTP, Slurm
-from bot.services.resume_point import CheckpointLookupStopped, find_resume_checkpoint, submit_env
+from bot.services.resume_point import find_resume_checkpoint, submit_env
 from bot.services.send_job import NotApplied, send_job, wrapper_not_applied
-from bot.services.submit_deadlines import flight_in_flight_s, sender_command_at_most_s
-from bot.store import Attempt, Store, SubmitInFlight
-
-log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class SubmitResult:
-    """What was submitted: the Slurm job, its chain and the checkpoint it resumes from.
-
-    `overrides` are the ones the job got (as typed); `not_applied` the ones it did not."""
-
-    job_id: str
-    chain_id: int
-    attempt_no: int
-    job_name: str
-    checkpoint: Checkpoint | None
-    overrides: dict[str, Any] = field(default_factory=dict)
-    not_applied: tuple[NotApplied, ...] = ()
-    display_id: str | None = None  # `140_4`: task 4 resubmitted as the one-task array 140
-    array: str | None = None  # the --array spec it was submitted with
+from bot.services.submit_deadlines import sender_command_at_most_s
+from bot.services.submit_result import SubmitResult
+from bot.store import Store, SubmitInFlight
 
 
 def describe_start(result: SubmitResult, recipe: RecipeConfig) -> Text:
@@ -143,6 +120,29 @@ def _moved_on(store: Store, chain_id: int, array_task: int | None, after: str) -
     raise RunMovedOn(after, latest.shown_id, by, latest.state)
 
 
+def _array_of_submit(recipe_name: str, recipe: RecipeConfig, chain: Any,
+                     array_task: int | None) -> RecipeConfig:
+    """The recipe as this submit runs it: a task's resubmit is the one-task array
+    `--array=N` of the array's chain; a whole array is submitted into a new chain only."""
+    if array_task is None:
+        if recipe.array is not None and chain is not None:
+            raise UsageProblem(N_(
+                "recipe %(recipe)r submits a job array (%(array)s): `/train submit %(recipe)s` "
+                "submits the whole array again, and a failed task is resubmitted alone from "
+                "its incident (Resubmit) or automatically", recipe=recipe_name,
+                array=recipe.array))
+        return recipe
+    if recipe.array is None:
+        raise UsageProblem(N_("recipe %(recipe)r submits no job array (no `array:`); task "
+                              "%(task)s cannot be resubmitted alone", recipe=recipe_name,
+                              task=array_task))
+    if chain is None or chain.kind != "array":
+        raise UsageProblem(N_("task %(task)s of %(recipe)r is resubmitted into its array's "
+                              "own run, not into another one: use the Resubmit button of the "
+                              "task's incident", task=array_task, recipe=recipe_name))
+    return recipe.model_copy(update={"array": task_resubmit_spec(array_task)})
+
+
 def submit_recipe(
     config: Config,
     recipe_name: str,
@@ -178,7 +178,7 @@ def submit_recipe(
 
     `reconcile_unknown` (a person's submit: `/train submit|resume`, a Resubmit button): a
     submit whose end was not seen (OutcomeUnknown) is looked up by its job name at once
-    (`find_unrecorded_submit`, as the watcher's automatic resubmit does after a crash): the
+    (`bot.services.lost_submit`, as the watcher's automatic resubmit does after a crash): the
     job found is recorded, watched and returned as sbatch's answer would have been; none
     found raises SubmitNotQueued (it most likely did not go through); a lookup that
     fails raises the OutcomeUnknown again, saying so. Without it the OutcomeUnknown goes up
@@ -218,7 +218,7 @@ def submit_recipe(
     job_name = effective.job_name or recipe_name
     chain = store.chains.get(chain_id) if chain_id is not None else None
     if chain_id is not None and chain is None:
-        raise UsageProblem(_no_chain(chain_id, recipe_name))
+        raise UsageProblem(no_run_chain(chain_id, recipe_name))
     effective = _array_of_submit(recipe_name, effective, chain, array_task)
     whole_array = effective.array is not None and array_task is None
 
@@ -246,9 +246,9 @@ def submit_recipe(
             if not reconcile_unknown:
                 raise
             assert flight is not None  # kept above whenever reconcile_unknown
-            job_id = _look_up_lost_submit(config, recipe_name, slurm, store, exc, flight,
-                                          job_name=job_name, chain=chain, array_task=array_task,
-                                          sent_at=now)
+            job_id = look_up_lost_submit(config, recipe_name, slurm, store, exc, flight,
+                                         job_name=job_name, chain=chain, array_task=array_task,
+                                         sent_at=now)
             found_by_name = True
         crashpoint("sbatch_returned", job_name)  # crash-safety test hook (no-op in production)
     except Exception as exc:
@@ -317,232 +317,3 @@ def submit_recipe(
         display_id=f"{job_id}_{array_task}" if array_task is not None else None,
         array=effective.array,
     )
-
-
-class SubmitNotQueued(ServiceError):
-    """A submit whose end trainbot did not see (OutcomeUnknown), then looked up by its job
-    name (`job_name`) and not found: it most likely did not go through (a request still in
-    flight to an overloaded controller is the exception, hence the squeue check the message
-    asks for before submitting again)."""
-
-    def __init__(self, job_name: str) -> None:
-        super().__init__(N_(
-            "trainbot did not see the end of the submit of %(name)s, and when it looked, no "
-            "job of that name was queued or had run since: it most likely did not go through. "
-            "If `squeue --name %(name)s` still shows none, submit again.", name=job_name))
-        self.job_name = job_name
-
-
-def _look_up_lost_submit(config: Config, recipe_name: str, slurm: Slurm, store: Store,
-                         lost: OutcomeUnknown, flight: SubmitInFlight, *, job_name: str,
-                         chain: Any, array_task: int | None, sent_at: float) -> str:
-    """The job a submit whose end was not seen (`lost`) left, found by its name
-    (`find_lost_submit`: a job of the same name someone submitted by hand before the click
-    is not this submit's, and is never adopted). Raises SubmitNotQueued when there is none,
-    and `lost` again (with what the lookup said) when the lookup fails, saying when the
-    submit is looked for again: its row in flight's (`flight`) bound, the one
-    bot.services.runs.recover_submits_in_flight waits for (flight_in_flight_s: its sender's
-    command bound when longer than the config's)."""
-    try:
-        found = find_lost_submit(config, recipe_name, slurm, store, job_name=job_name,
-                                 chain=chain, array_task=array_task, sent_at=sent_at)
-    except (ClusterError, SlurmParseError) as exc:
-        log.warning("submit of %s: its end was not seen, and looking it up failed: %s",
-                    job_name, exc)
-        raise lost.advised(N_(
-            "Looking it up by name failed too (%(error)s): trainbot looks for it again in "
-            "%(minutes)d minutes and, if it is there, records it and tells the run's thread.",
-            error=said(exc),
-            minutes=round(flight_in_flight_s(config, flight) / 60))) from lost
-    if found is None:
-        raise SubmitNotQueued(job_name)
-    log.warning("submit of %s: its end was not seen; found its job %s by name", job_name, found)
-    return found
-
-
-def find_lost_submit(config: Config, recipe_name: str, slurm: Slurm, store: Store, *,
-                     job_name: str, chain: Any, array_task: int | None,
-                     sent_at: float, cluster: str | None = None) -> str | None:
-    """The job a person's submit whose end was not seen left, by its name (None: none): one
-    that no job the run (`chain`; a new run, None: the recipe's runs of that name) records
-    is, submitted once the sbatch was sent (`sent_at`, trainbot's clock), with an id above
-    every job recorded before then. A job recorded since (a second submit, made before this
-    one was recovered) may have a higher id: the lost one is looked for below it too.
-    `cluster`: the submit's (default: the recipe's), whose user's jobs are looked at; a
-    recipe no longer configured is looked up so. Raises ClusterError / SlurmParseError when
-    the lookup fails."""
-    if chain is not None:
-        chains = [chain]
-    else:
-        chains = [c for c in store.chains.for_recipe(recipe_name) if c.job_name == job_name]
-    before = sent_at - SUBMIT_CLOCK_MARGIN_S  # recorded before the sbatch, on any replica
-    recorded = [(a.job_id, a.submitted_at) for c in chains for a in store.attempts.for_chain(c.id)]
-    recorded += [(str(c.array_job_id), c.created_at) for c in chains if c.array_job_id is not None]
-    known = {job for job, _ in recorded}
-    after = max((int(job) for job, at in recorded if at < before and job.isdigit()), default=0)
-    cluster = cluster if cluster is not None else config.recipe(recipe_name).cluster
-    user = getattr(config.clusters.get(cluster), "user", None)
-    return find_unrecorded_submit(slurm, job_name=job_name, user=user, after_job=str(after),
-                                  known=known, array_task=array_task, submitted_since=sent_at)
-
-
-def _no_chain(chain_id: int, recipe_name: str) -> Text:
-    """Why a submit into run chain `chain_id` (a resume, a Resubmit click, a lost submit's
-    recovery) cannot be made: trainbot has no such chain (removed, or never recorded)."""
-    return N_("trainbot has no run %(chain)s of %(recipe)r any more (removed, or never "
-              "recorded), so nothing can be resubmitted into it: start a new run with "
-              "`/train submit %(recipe)s`.", chain=chain_id, recipe=recipe_name)
-
-
-def _array_of_submit(recipe_name: str, recipe: RecipeConfig, chain: Any,
-                     array_task: int | None) -> RecipeConfig:
-    """The recipe as this submit runs it: a task's resubmit is the one-task array
-    `--array=N` of the array's chain; a whole array is submitted into a new chain only."""
-    if array_task is None:
-        if recipe.array is not None and chain is not None:
-            raise UsageProblem(N_(
-                "recipe %(recipe)r submits a job array (%(array)s): `/train submit %(recipe)s` "
-                "submits the whole array again, and a failed task is resubmitted alone from "
-                "its incident (Resubmit) or automatically", recipe=recipe_name,
-                array=recipe.array))
-        return recipe
-    if recipe.array is None:
-        raise UsageProblem(N_("recipe %(recipe)r submits no job array (no `array:`); task "
-                              "%(task)s cannot be resubmitted alone", recipe=recipe_name,
-                              task=array_task))
-    if chain is None or chain.kind != "array":
-        raise UsageProblem(N_("task %(task)s of %(recipe)r is resubmitted into its array's "
-                              "own run, not into another one: use the Resubmit button of the "
-                              "task's incident", task=array_task, recipe=recipe_name))
-    return recipe.model_copy(update={"array": task_resubmit_spec(array_task)})
-
-
-#: How far the Slurm controller's clock may be behind trainbot's (both kept by NTP) when a
-#: job's submit time is compared with the moment trainbot sent its sbatch.
-SUBMIT_CLOCK_MARGIN_S = 300.0
-
-
-def find_unrecorded_submit(
-    slurm: Slurm, *, job_name: str, user: str | None, after_job: str, known: set[str],
-    array_task: int | None = None, submitted_since: float | None = None,
-) -> str | None:
-    """A job named `job_name` with an id above `after_job` that no attempt records: what a
-    resubmit left behind when the bot died between `sbatch` and recording the attempt.
-
-    One squeue (queued/running) and, if nothing is there, one sacct (finished since); job ids
-    only grow, so "above the failed attempt's id" means "submitted after it". With
-    `array_task` the resubmit was the one-task array `--array=N`: only a job that is task N
-    of an array of its own id counts (a sibling task of the original array that started
-    since has the same name and a higher id, and is no resubmit). With `submitted_since`
-    (epoch seconds: when the lost sbatch was sent) only a job Slurm says was submitted then
-    or later (less SUBMIT_CLOCK_MARGIN_S) counts."""
-    for argv in (squeue_ids_by_name_argv(job_name, user=user),
-                 sacct_ids_by_name_argv(job_name, user=user)):
-        try:
-            listing = slurm.runner.run(argv, check=True).stdout
-        except ChannelClosed as exc:  # a read: nothing changed, the lookup is asked again
-            raise exc.as_read() from exc
-        try:
-            ids = parse_raw_job_ids(listing)
-        except SlurmParseError as exc:
-            raise exc.in_answer_to(argv) from exc
-        found = sorted(i for i in ids if i > int(after_job) and str(i) not in known)
-        if found and (array_task is not None or submitted_since is not None):
-            records = slurm.jobs(found)
-            found = [i for i in found if (rec := records.get(i)) is not None
-                     and (array_task is None
-                          or rec.array_job_id == i and rec.array_task_id == array_task)
-                     and (submitted_since is None or rec.submit_time is not None
-                          and rec.submit_time >= submitted_since - SUBMIT_CLOCK_MARGIN_S)]
-        if found:
-            return str(found[0])
-    return None
-
-
-def adopt_unrecorded_submit(
-    config: Config, recipe_name: str, *, chain_id: int, after_job: str, slurm: Slurm,
-    sftp: SFTP, store: Store, now: float, resumed_at: int | None,
-    charge_retry: bool = False, array_task: int | None = None,
-    submitted_at: float | None = None,
-) -> SubmitResult | None:
-    """Record (as the chain's next attempt, watched, charged as the lost submit would have
-    been) a job a crashed resubmit left on the cluster; None when there is none (then
-    submitting is safe). `array_task`: the lost submit resubmitted that task of an array;
-    `submitted_at`: when its sbatch was sent, when known (else `now`).
-
-    `resumed_at` is the iteration the lost submit resumed from (its decision's
-    `resume_from`; None: from scratch): the attempt records the newest checkpoint at or below
-    it, never one the job saved since (the bot may come back long after it ran)."""
-    recipe = config.recipe(recipe_name)
-    chain = store.chains.get(chain_id)
-    if chain is None:
-        raise UsageProblem(_no_chain(chain_id, recipe_name))
-    known = {a.job_id for a in store.attempts.for_chain(chain_id)}
-    user = getattr(config.clusters.get(recipe.cluster), "user", None)
-    job_id = find_unrecorded_submit(slurm, job_name=chain.job_name, user=user,
-                                    after_job=after_job, known=known, array_task=array_task)
-    if job_id is None:
-        return None
-    return record_found_submit(config, recipe_name, chain_id=chain_id, job_id=job_id,
-                               sftp=sftp, store=store, now=now, resumed_at=resumed_at,
-                               charge_retry=charge_retry, array_task=array_task,
-                               submitted_at=submitted_at)
-
-
-def record_found_submit(
-    config: Config, recipe_name: str, *, chain_id: int, job_id: str, sftp: SFTP, store: Store,
-    now: float, resumed_at: int | None, charge_retry: bool = False,
-    array_task: int | None = None, actor: str = "trainbot", found: str = "adopted_after_crash",
-    submitted_at: float | None = None,
-) -> SubmitResult:
-    """Record `job_id`, a job a submit whose end was not seen left on the cluster and that
-    was found by its name, as chain `chain_id`'s next attempt, watched, charged as the lost
-    submit would have been; `resumed_at`: the iteration it resumed from (the attempt records
-    the newest checkpoint at or below it, never one the job saved since). A whole job array's
-    submit (an array recipe, no `array_task`) is only watched, as submit_recipe's: its tasks
-    become attempt rows as they start. `found` names how it was found, in the audit log;
-    `submitted_at`: when its sbatch was sent, when known (else `now`)."""
-    recipe = config.recipe(recipe_name)
-    chain = store.chains.get(chain_id)
-    if chain is None:
-        raise UsageProblem(_no_chain(chain_id, recipe_name))
-    whole_array = recipe.array is not None and array_task is None
-    # what the lost submit resumed from
-    checkpoint = None
-    if resumed_at is not None and not whole_array:
-        try:
-            checkpoint = find_resume_checkpoint(recipe, sftp, array_task, at_most=resumed_at)
-        except CheckpointLookupStopped:  # the job runs already: recorded with no checkpoint
-            checkpoint = None
-    attempt_no, display_id = 0, None
-    if not whole_array:
-        attempt, new = store.attempts.record(
-            chain_id=chain_id, job_id=job_id, now=now,
-            start_iter=checkpoint.iteration if checkpoint else None,
-            checkpoint_path=checkpoint.path if checkpoint else None,
-            charge_retry=charge_retry,
-            display_id=f"{job_id}_{array_task}" if array_task is not None else None,
-            submitted_at=submitted_at,
-        )
-        if not new:  # another path found the job first: watched and in the ledger by it
-            return recorded_result(attempt, chain.job_name)
-        attempt_no, display_id = attempt.attempt_no, attempt.display_id
-    store.watched_jobs.add(recipe.cluster, job_id, now=now, chain_id=chain_id)
-    store.audit.record(
-        actor=actor, action="submit", now=now, recipe=recipe_name, job_id=job_id,
-        result="ok", detail={"chain_id": chain_id, "attempt_no": attempt_no,
-                             **({"array": recipe.array} if whole_array else {}),
-                             found: True},
-    )  # fmt: skip
-    return SubmitResult(job_id=job_id, chain_id=chain_id, attempt_no=attempt_no,
-                        job_name=chain.job_name, checkpoint=checkpoint,
-                        display_id=display_id, array=recipe.array if whole_array else None)
-
-
-def recorded_result(attempt: Attempt, job_name: str) -> SubmitResult:
-    """The submit result of job `attempt.job_id` as its attempt recorded it (where it
-    resumed from: its checkpoint's path and iteration)."""
-    ck = (Checkpoint(attempt.checkpoint_path, attempt.start_iter, "pointer")
-          if attempt.checkpoint_path else None)
-    return SubmitResult(attempt.job_id, attempt.chain_id, attempt.attempt_no, job_name, ck,
-                        display_id=attempt.display_id)

@@ -37,8 +37,7 @@ from bot.core.takeover import (
     settle_takeover_s,
     submit_in_flight_s,
 )
-from bot.services import ServiceError
-from bot.services import submit as submit_mod
+from bot.services import ServiceError, lost_submit
 from bot.services.after_submit import after_person_submit
 from bot.services.approvals import handle_click
 from bot.services.approved_choices import charges_budget
@@ -469,7 +468,7 @@ def test_a_lost_resume_found_by_the_recovery_and_the_settle_at_once_is_one_attem
     def settle() -> None:
         settle_unknown_cancels(s.ctx, later)
 
-    real_lookup = submit_mod.find_unrecorded_submit
+    real_lookup = lost_submit.find_unrecorded_submit
     between = [recovery] if interrupted == "settle" else []
 
     def lookup_then_the_other_path(*args: Any, **kwargs: Any) -> str | None:
@@ -478,7 +477,7 @@ def test_a_lost_resume_found_by_the_recovery_and_the_settle_at_once_is_one_attem
             between.pop()()  # runs whole, finding the job this lookup found
         return found
 
-    monkeypatch.setattr(submit_mod, "find_unrecorded_submit", lookup_then_the_other_path)
+    monkeypatch.setattr(lost_submit, "find_unrecorded_submit", lookup_then_the_other_path)
     if interrupted == "recovery":  # it runs first, whole: the row is the settle's, left alone
         recovery()
         assert len(store.submits_in_flight.sent_before("dev", float("inf"))) == 1

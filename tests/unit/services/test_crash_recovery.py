@@ -9,15 +9,14 @@ from fakes import (
     AnswerLostSlurm,
     FakeCheckpoints,
     FakeResubmit,
-    FakeRunner,
-    FakeSlurm,
     RecordingEventSink,
     make_config,
 )
 from support.watcher import CLUSTER, make_watcher, timed_out
 
 from bot.core.policy import PolicyParams
-from bot.services.submit import adopt_unrecorded_submit, find_unrecorded_submit, submit_recipe
+from bot.services.lost_submit import adopt_unrecorded_submit
+from bot.services.submit import submit_recipe
 
 KEY = f"{CLUSTER}:88300:resubmit"
 
@@ -174,43 +173,6 @@ def test_due_resubmit_of_an_ended_chain_submits_nothing(env):
     store.chains.set_status(chain.id, "stopped", now=T0 + 1320)
     w.tick(T0 + 1400)
     assert resub.calls == [] and store.incidents.get(KEY).state == "due"
-
-
-def _slurm(squeue: str, sacct: str) -> FakeSlurm:
-    """A Slurm whose runner answers squeue and sacct with these job-id lists."""
-    return FakeSlurm(runner=FakeRunner({"squeue": (0, squeue, ""), "sacct": (0, sacct, "")}))
-
-
-def test_unrecorded_job_is_the_first_newer_unknown_one_by_name():
-    slurm = _slurm(squeue="88290\n88300\n88310\n88305\n", sacct="")
-    found = find_unrecorded_submit(slurm, job_name="mix; rm -rf ~", user="alice",
-                                   after_job="88300", known={"88310"})
-    assert found == "88305"
-    assert slurm.runner.argvs() == [["squeue", "-h", "--name=mix; rm -rf ~", "--user=alice",
-                                     "-o", "%A"]]  # one argv word: never a shell string
-
-
-def test_finished_unrecorded_job_is_found_in_sacct():
-    slurm = _slurm(squeue="", sacct="88301\n")
-    found = find_unrecorded_submit(slurm, job_name="mix", user=None, after_job="88300",
-                                   known=set())
-    assert found == "88301" and [a[0] for a in slurm.runner.argvs()] == ["squeue", "sacct"]
-    none = find_unrecorded_submit(_slurm("", ""), job_name="mix", user=None,
-                                  after_job="88300", known=set())
-    assert none is None
-
-
-def test_a_tasks_lost_resubmit_is_its_one_task_array_never_a_sibling_task():
-    """Task 1 of array 88280 (raw 88300) was resubmitted as `--array=1`: a sibling task of
-    the original array that started since (raw 88305, same name) is not that resubmit."""
-    slurm = _slurm(squeue="88305\n88306\n", sacct="")
-    slurm.add(88305, name="sweep", state="RUNNING", array_job_id=88280, array_task_id=2)
-    slurm.add(88306, name="sweep", state="PENDING", array_job_id=88306, array_task_id=1)
-    found = find_unrecorded_submit(slurm, job_name="sweep", user=None, after_job="88300",
-                                   known=set(), array_task=1)
-    assert found == "88306"
-    assert find_unrecorded_submit(slurm, job_name="sweep", user=None, after_job="88300",
-                                  known=set(), array_task=0) is None
 
 
 def test_warning_left_pending_by_a_crash_is_told_before_the_incident(env):

@@ -31,6 +31,7 @@ from bot.cluster.errors import CommandFailed, CommandTimedOut
 from bot.core import train_grammar as c
 from bot.core.policy import Decision, DecisionKind
 from bot.core.takeover import RemoteDeadlines, post_takeover_s, submit_in_flight_s
+from bot.services import lost_submit
 from bot.services import submit as submit_mod
 from bot.services.competitors import propose_holds_for_submit
 from bot.services.home import home_view, publish_home
@@ -42,6 +43,7 @@ from bot.services.runs import (
     recover_submits_in_flight,
     submit_and_announce,
 )
+from bot.services.submit_result import SubmitResult
 from bot.services.threads import has_thread
 from bot.services.train import execute
 from bot.services.watch.events import TickReport
@@ -405,7 +407,7 @@ def test_a_recovery_the_bot_died_in_before_recording_the_job_asks_once_the_next_
     slurm, chain = resume_died_after_sbatch(store)
     slurm.add(88017, name="succ", partition="debug", account="root", priority=200)
     # the recovering bot dies too, once its lookup found the job and before it recorded it
-    real = submit_mod.record_found_submit
+    real = lost_submit.record_found_submit
     monkeypatch.setattr("bot.services.runs.record_found_submit",
                         lambda *a, **kw: (_ for _ in ()).throw(Died("recording")))
     with pytest.raises(Died):
@@ -429,8 +431,8 @@ def test_holds_proposed_twice_for_one_submitted_job_ask_once(store: Store) -> No
     slurm.add(90500, name="mix", partition="debug", account="root", priority=100)
     slurm.add(88017, name="succ", partition="debug", account="root", priority=200)
     store.attempts.record(chain_id=chain, job_id="90500", now=NOW)
-    result = submit_mod.SubmitResult(job_id="90500", chain_id=chain, attempt_no=1,
-                                     job_name="mix", checkpoint=None)
+    result = SubmitResult(job_id="90500", chain_id=chain, attempt_no=1, job_name="mix",
+                          checkpoint=None)
     [first] = propose_holds_for_submit(ctx, "mix", result, NOW)
     [again] = propose_holds_for_submit(ctx, "mix", result, NOW + 60)
     assert again == first

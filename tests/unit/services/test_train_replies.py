@@ -75,7 +75,8 @@ def test_an_array_submit_says_where_its_tasks_start_as_trainbot_submit_does(
     """A whole array's reply and thread note say where its tasks start in
     bot.services.submit.describe_start's phrase, the one `trainbot submit` prints."""
     from bot.services.runs import submitted_view
-    from bot.services.submit import SubmitResult, describe_start
+    from bot.services.submit import describe_start
+    from bot.services.submit_result import SubmitResult
     from bot.services.threads import render
 
     ctx = make_context(store, lang=lang)
@@ -106,7 +107,8 @@ def test_a_submit_says_where_it_resumes_as_every_resume_does(store, lang: str, r
     the `/train` reply, the thread note and `trainbot submit` alike."""
     from bot.core.checkpoints import Checkpoint
     from bot.services.runs import submitted_view
-    from bot.services.submit import SubmitResult, describe_start
+    from bot.services.submit import describe_start
+    from bot.services.submit_result import SubmitResult
     from bot.services.threads import render
 
     ctx = make_context(store, lang=lang)
