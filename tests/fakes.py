@@ -712,9 +712,11 @@ def make_context(store: Store, slurm: FakeSlurm | Mapping[str, FakeSlurm] | None
     (the packaged one and `catalogue.extra`), the store, FakeClusters of `slurm` (a new
     FakeSlurm by default; one per cluster name from a mapping) and `sftp`, or `clusters` a
     test built itself.
-    The thread writer is `sink` (default: a RecordingMessageSink), with charts unless `charts`
-    is False; without `slack`, neither (what would be posted is logged). `home` publishes
-    Home tabs; `clock` is the handlers' clock.
+    The thread writer is `sink` (default: a RecordingMessageSink, read back with recorded()),
+    with charts unless `charts` is False, and `home` publishes Home tabs (default: a
+    RecordingHomePublisher, read back with homes()); without `slack`, none of them (what would
+    be posted is logged), as bot.app.build_context without Slack. `clock` is the handlers'
+    clock.
     Without an SSH runner (FakeClusters' has_ssh), trainbot's py-spy counts as placed on
     every cluster already (`ctx.pyspy`, as a bot that ran before leaves it), so a watcher
     built on the context (bot.app.build_watcher: its forensics begin the placement at the
@@ -728,8 +730,12 @@ def make_context(store: Store, slurm: FakeSlurm | Mapping[str, FakeSlurm] | None
     if not slack and sink is not None:
         raise TypeError("make_context: a thread writer without Slack")
     config = config or make_config(slack_lang=slack_lang, **recipe_over)
+    if not slack and home is not None:
+        raise TypeError("make_context: a Home tab publisher without Slack")
     if slack and sink is None:
         sink = RecordingMessageSink(store)
+    if slack and home is None:
+        home = RecordingHomePublisher()
     if clusters is None:
         clusters = FakeClusters(slurm or FakeSlurm(), sftp)
     catalogue = Catalogue.load(config.catalogue.extra)
@@ -749,7 +755,7 @@ def fake_slurm(ctx: BotContext, cluster: str = "dev") -> FakeSlurm:
 
 
 def homes(ctx: BotContext) -> RecordingHomePublisher:
-    """`ctx`'s Home tab publisher: a RecordingHomePublisher the test gave make_context."""
+    """`ctx`'s Home tab publisher: the RecordingHomePublisher make_context gives by default."""
     assert isinstance(ctx.home, RecordingHomePublisher), ctx.home
     return ctx.home
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from fakes import FakeSFTP, FakeSlurm, RecordingHomePublisher, adopt, make_context, recorded
+from fakes import FakeSFTP, FakeSlurm, adopt, make_context, recorded
 
 from bot.core.units import GIB
 from bot.services.home import home_view, render_home
@@ -41,8 +41,7 @@ def lang() -> str:
 
 @pytest.fixture
 def ctx(store, slurm, lang) -> BotContext:
-    return make_context(store, slurm, home=RecordingHomePublisher(), clock=lambda: NOW,
-                        slack_lang=lang)
+    return make_context(store, slurm, clock=lambda: NOW, slack_lang=lang)
 
 
 @pytest.fixture

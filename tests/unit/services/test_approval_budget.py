@@ -18,7 +18,6 @@ from fakes import (
     FakeCheckpoints,
     FakeSFTP,
     FakeSlurm,
-    RecordingHomePublisher,
     homes,
     make_config,
     make_context,
@@ -454,8 +453,7 @@ def test_a_lost_resume_found_by_the_recovery_and_the_settle_at_once_is_one_attem
     recovery leaves the row to the settle, whose approval is still approved: 88887 is one
     attempt of the run, charged once, in the ledger once, the thread tells it once, and each
     viewer's Home tab is published once."""
-    s = Story(store, slurm=AnswerLostSlurm(first_id=88887, lost=0, submitted_at=T0 + 470),
-              home=RecordingHomePublisher())
+    s = Story(store, slurm=AnswerLostSlurm(first_id=88887, lost=0, submitted_at=T0 + 470))
     token = _settle_killed(s, after_sbatch=True)
     for user in ("W0LEAD", "U0ALICE", "U0NOBODY"):  # each opened their Home tab lately
         publish_home(s.ctx, user, T0 + 400)
@@ -800,8 +798,7 @@ def test_a_settled_cancel_and_resume_refreshes_each_home_tab_once(
     process killed in the resubmit's sbatch) republishes the Home tab of each viewer who sees
     the run once, showing the resumed job; one whose scancel did not take effect, once, with
     the cancel offered again. An outsider's tab is not published."""
-    s = Story(store, slurm=AnswerLostSlurm(first_id=88887, lost=0),
-              home=RecordingHomePublisher())
+    s = Story(store, slurm=AnswerLostSlurm(first_id=88887, lost=0))
     if unseen == "process_died_in_sbatch":
         _killed_in_the_resume(s, "sbatch_sent")
         later = T0 + 401 + SETTLE_TAKEOVER_S

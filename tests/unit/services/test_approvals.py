@@ -10,7 +10,6 @@ import pytest
 from fakes import (
     FakeRunner,
     FakeSlurm,
-    RecordingHomePublisher,
     homes,
     make_config,
     make_context,
@@ -475,7 +474,7 @@ def test_the_resubmit_button_refreshes_each_home_tab_once_and_asks_the_hold_ques
     """A Resubmit ends as every person's submit does (after_person_submit): the run with its
     new job on the Home tab of each viewer who sees it, once; the presser's, when they
     pressed it there, with what the click did; the hold question asked once."""
-    ctx = make_context(store, slurm, home=RecordingHomePublisher())
+    ctx = make_context(store, slurm)
     slurm.add(88017, name="succ", account="root", partition="debug", priority=100,
               submit_time=1000.0)
     _, token = failed_run(ctx)

@@ -9,7 +9,7 @@ import logging
 from typing import Any
 
 import pytest
-from fakes import FakeSFTP, FakeSlurm, RecordingHomePublisher, adopt, make_context
+from fakes import FakeSFTP, FakeSlurm, adopt, homes, make_context
 from slack_standin import MAX_VIEW_BLOCKS, validate_blocks
 from support.mix_prompt import mix_prompt
 
@@ -56,8 +56,7 @@ def lang() -> str:
 
 @pytest.fixture
 def ctx(store, slurm, lang) -> BotContext:
-    return make_context(store, slurm, home=RecordingHomePublisher(), clock=lambda: NOW,
-                        slack_lang=lang)
+    return make_context(store, slurm, clock=lambda: NOW, slack_lang=lang)
 
 
 
@@ -110,12 +109,12 @@ def test_an_adopted_jobs_prompt_never_offers_a_resubmit(ctx):
 def test_watching_and_a_change_refresh_the_tabs_of_who_sees_it(ctx):
     for user in (BOB, APPROVER, ALICE):
         publish_home(ctx, user, NOW - 10)
-    ctx.home.published.clear()
+    homes(ctx).published.clear()
     chain_id = adopt(ctx, 4242, actor=BOB, now=NOW)
-    assert sorted(ctx.home.users()) == [APPROVER, BOB]  # not Alice: not hers to see
-    ctx.home.published.clear()
+    assert sorted(homes(ctx).users()) == [APPROVER, BOB]  # not Alice: not hers to see
+    homes(ctx).published.clear()
     refresh_homes(ctx, chain_id, NOW + 5)  # what the watcher calls when its row changes
-    assert sorted(ctx.home.users()) == [APPROVER, BOB]
+    assert sorted(homes(ctx).users()) == [APPROVER, BOB]
 
 
 def test_more_adopted_jobs_than_fit_are_counted_in_an_and_n_more_line(ctx, slurm):
@@ -154,7 +153,7 @@ def test_the_adopted_rows_read_in_the_tabs_language(ctx, slurm, lang, words):
 def test_who_adopted_a_job_or_an_approver_may_stop_watching_it_and_nobody_else(ctx, slurm):
     chain_id = adopt(ctx, 6100, actor=BOB, now=NOW)
     publish_home(ctx, APPROVER, NOW)
-    ctx.home.published.clear()
+    homes(ctx).published.clear()
     refused = stop_watching(ctx, chain_id, ALICE, NOW + 1)
     assert refused.startswith("Refused: job 6100 is watched for <@U0BOB>")
     assert ctx.store.chains.get(chain_id).status == "active"
@@ -165,7 +164,7 @@ def test_who_adopted_a_job_or_an_approver_may_stop_watching_it_and_nobody_else(c
     assert ctx.store.chains.get(chain_id).status == "stopped"
     assert slurm.acted("cancel") == []  # Slurm is not touched
     assert ctx.sink.texts()[-1] == done  # the thread says who stopped it
-    assert ctx.home.users() == [APPROVER]  # his tab no longer offers buttons for it
+    assert homes(ctx).users() == [APPROVER]  # his tab no longer offers buttons for it
     [row] = rows(ctx, APPROVER)
     assert row["buttons"] == []
     assert stop_watching(ctx, chain_id, APPROVER, NOW + 3) == "6100 is not watched any more."
@@ -223,7 +222,7 @@ def test_train_unwatch_is_the_home_tabs_stop_watching(ctx, slurm):
     array_chain = adopt(ctx, 6100, actor=BOB, now=NOW)
     publish_home(ctx, BOB, NOW)
     publish_home(ctx, APPROVER, NOW)
-    ctx.home.published.clear()
+    homes(ctx).published.clear()
 
     def unwatch(text: str, user: str) -> str:
         return execute(ctx, parse_command(text), actor=user, channel="C0TRAIN",
@@ -244,7 +243,7 @@ def test_train_unwatch_is_the_home_tabs_stop_watching(ctx, slurm):
     assert ctx.store.chains.get(array_chain).status == "stopped"
     assert {w.chain_id for w in ctx.store.watched_jobs.list("dev")} == {job_chain}
     assert ctx.sink.texts()[-1] == done  # the thread says who stopped it
-    assert sorted(ctx.home.users()) == [APPROVER, BOB]  # both tabs, his own too
+    assert sorted(homes(ctx).users()) == [APPROVER, BOB]  # both tabs, his own too
     assert unwatch("unwatch 4242", APPROVER).startswith("<@U0APPR> stopped watching 4242")
     assert ctx.store.watched_jobs.list("dev") == [] and slurm.acted("cancel") == []
     assert unwatch("unwatch 4242", APPROVER) == (
@@ -482,11 +481,11 @@ def test_home_cancel_of_an_adopted_array_task_names_it_as_the_tab_does(ctx, slur
     assert (row["job_id"], cancel["job_id"], cancel["value"]) == ("6100_1", "6100_1", "6101")
     click = make_cancel_job(ctx)
     click(body={"user": {"id": BOB}}, action={"value": "6101"}, logger=logging.getLogger("t"))
-    user, blocks = ctx.home.published[-1]
+    user, blocks = homes(ctx).published[-1]
     assert user == BOB and _notice(blocks) == refused and slurm.acted("cancel") == []
     click(body={"user": {"id": APPROVER}}, action={"value": "6101"},
           logger=logging.getLogger("t"))
-    user, blocks = ctx.home.published[-1]
+    user, blocks = homes(ctx).published[-1]
     assert user == APPROVER and _notice(blocks) == done
     assert slurm.acted("cancel") == [6101]
 

@@ -24,8 +24,8 @@ from fakes import (
     FakeRunner,
     FakeSFTP,
     FakeSlurm,
-    RecordingHomePublisher,
     RecordingMessageSink,
+    homes,
     make_config,
     make_context,
     present,
@@ -107,9 +107,8 @@ class Replica:
         sftp = FakeSFTP()
         sftp.append(LOG, b"".join(story_lines()[:300]))
         self.sink = SlowSink(self.store)
-        self.home = RecordingHomePublisher()
-        ctx = make_context(self.store, self.slurm, sftp=sftp, config=CONFIG, sink=self.sink,
-                           home=self.home)
+        ctx = make_context(self.store, self.slurm, sftp=sftp, config=CONFIG, sink=self.sink)
+        self.home = homes(ctx)
         keeper = LeaseKeeper(self.store.leases, holder=name, renew_every_s=0.01)
         scheduler = build_scheduler(ctx, leases=keeper, clock=lambda: self.now)
         self.watch = {job.id: job for job in scheduler.jobs()}[WATCH].func
@@ -267,10 +266,11 @@ def test_every_side_effect_of_a_scheduled_job_is_refused_once_its_lease_moved(
     with Store.open(f"sqlite:///{tmp_path / 'state.db'}") as store:
         slurm = FakeSlurm({4242: JobRecord(job_id=4242, state="PENDING")},
                           runner=FakeRunner(default=(0, "", "")))
-        sink, home = AllWriter(store), RecordingHomePublisher()
+        sink = AllWriter(store)
         store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=1.0)  # chain 1
-        ctx = make_context(store, config=CONFIG, sink=sink, home=home,
+        ctx = make_context(store, config=CONFIG, sink=sink,
                            clusters=FakeClusters(slurm, runner=slurm.runner))
+        home = homes(ctx)
         now = [1000.0]
         keeper = LeaseKeeper(store.leases, holder="A")
         fenced = fenced_context(ctx, keeper.fence(WATCH, lambda: now[0]))

@@ -24,7 +24,7 @@ from fakes import (
     FakeResubmit,
     FakeSFTP,
     FakeSlurm,
-    RecordingHomePublisher,
+    homes,
     make_config,
     make_context,
     present,
@@ -113,12 +113,11 @@ def make_run(slack: SlackStandIn, store: Store, *, kind: str = "run", recipe: st
     return Run(ctx, poster, chain.id, clock)
 
 
-def slack_context(slack: SlackStandIn, store: Store, slurm: FakeSlurm | None = None, *,
-                  home: RecordingHomePublisher | None = None
+def slack_context(slack: SlackStandIn, store: Store, slurm: FakeSlurm | None = None
                   ) -> tuple[BotContext, SlackPoster, list[float]]:
     """A bot's context over `slurm` (an AnswerLostSlurm by default) posting through the real
-    poster on the stand-in (Home tabs to `home`), its clock (T0 until a test moves it) and
-    recipe mix's channel PRIVATE."""
+    poster on the stand-in (Home tabs recorded: homes()), its clock (T0 until a test moves it)
+    and recipe mix's channel PRIVATE."""
     client: WebClient = make_client(slack.token, base_url=slack.api_url,
                                     sleep=lambda s: None, timeout=10)
     clock = [T0]
@@ -126,7 +125,7 @@ def slack_context(slack: SlackStandIn, store: Store, slurm: FakeSlurm | None = N
     config = make_config()
     config.slack.channels["training"] = PRIVATE  # recipe mix's channel
     ctx = make_context(store, slurm or AnswerLostSlurm(lost=0, submitted_at=T0), sink=poster,
-                       config=config, charts=False, home=home, clock=lambda: clock[0])
+                       config=config, charts=False, clock=lambda: clock[0])
     return ctx, poster, clock
 
 
@@ -561,8 +560,8 @@ def test_a_completed_line_slack_did_not_take_does_not_hold_back_the_root_and_hom
     the run's viewer published. The next tick posts the ✅ line, once, and rewrites neither
     again; the line's failure series is one warning, and one when it is posted (the run's
     end does not restart it)."""
-    home = RecordingHomePublisher()
-    ctx, poster, _ = slack_context(slack, store, home=home)
+    ctx, poster, _ = slack_context(slack, store)
+    home = homes(ctx)
     chain = add_job(store, 88154)
     root = poster.post_root(chain.id, PRIVATE, [], "mix")
     store.home_viewers.record("U0ALICE", T0, ttl_s=3600.0)  # her team runs mix

@@ -16,7 +16,6 @@ import pytest
 from fakes import (
     AnswerLostSlurm,
     FakeSlurm,
-    RecordingHomePublisher,
     homes,
     make_config,
     make_context,
@@ -141,7 +140,7 @@ def test_a_bot_started_again_records_the_lost_resume_at_its_start_not_a_tick_lat
 def test_a_recovered_job_is_shown_once_on_the_home_tabs_of_who_sees_the_run(
         store: Store, dies_after_sbatch) -> None:
     slurm, chain = resume_died_after_sbatch(store)
-    ctx = make_context(store, slurm, home=RecordingHomePublisher())
+    ctx = make_context(store, slurm)
     for user in ("U0ALICE", "U0NOBODY"):  # both opened their Home tab lately
         publish_home(ctx, user, LATER - 60)
     homes(ctx).published.clear()
@@ -303,7 +302,7 @@ def test_the_runs_people_may_cancel_the_job_its_thread_told_about_and_nobody_els
 def test_the_home_tab_offers_the_cancel_of_the_job_its_thread_told_about_to_the_runs_people(
         store: Store, dies_after_sbatch, monkeypatch) -> None:
     _ctx, slurm, _chain = lost_below_a_later_attempt(store, monkeypatch)
-    ctx = make_context(store, slurm, home=RecordingHomePublisher(), clock=lambda: LATER + 60)
+    ctx = make_context(store, slurm, clock=lambda: LATER + 60)
     adopted = fakes.adopt(ctx, 90500, actor="U0OWNER", now=LATER + 30)  # watched by mix's owner
 
     def row(user: str) -> list[dict]:

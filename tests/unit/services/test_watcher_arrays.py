@@ -9,8 +9,8 @@ from fakes import (
     T0,
     FakeSFTP,
     FakeSlurm,
-    RecordingHomePublisher,
     RecordingMessageSink,
+    homes,
     make_context,
 )
 from support.watcher import CLUSTER, count_reads, make_watcher
@@ -138,9 +138,8 @@ class RootRecorder(RecordingMessageSink):
 
 def test_the_arrays_thread_root_shows_its_running_tasks_iterations(env):
     store, slurm, sftp, _ = env
-    home = RecordingHomePublisher()
     root = RootRecorder(store)
-    ctx = make_context(store, slurm, sftp=sftp, sink=root, home=home, charts=False,
+    ctx = make_context(store, slurm, sftp=sftp, sink=root, charts=False,
                        clock=lambda: T0)
     chain = store.chains.create(recipe="", cluster=CLUSTER, job_name="sweep", now=T0,
                                 kind="array", array_job_id=6100, watched_by="U0ALICE")
@@ -151,12 +150,12 @@ def test_the_arrays_thread_root_shows_its_running_tasks_iterations(env):
     start(slurm, sftp, 6101, 0)
     w = make_watcher(store, slurm, sftp, ThreadEvents(ctx), persist_every_s=300)
     w.tick(T0 + 60)
-    assert home.users() == ["U0ALICE"]  # the task started: its Home row counts it
+    assert homes(ctx).users() == ["U0ALICE"]  # the task started: its Home row counts it
     sftp.append(LOG.format(0), b"iter: 4321/10000 | loss: 0.4\n")
     w.tick(T0 + 400)
     tasks = next(b for b in root.roots[-1] if b.get("block_id") == "tasks")["text"]["text"]
     assert "6100_0" in tasks and "4,321" in tasks and "RUNNING" in tasks
-    assert home.users() == ["U0ALICE"]  # nothing on Home moved
+    assert homes(ctx).users() == ["U0ALICE"]  # nothing on Home moved
 
 
 def test_a_failed_task_is_named_as_the_arrays_task_and_the_array_goes_on(env):
