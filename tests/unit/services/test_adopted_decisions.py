@@ -8,7 +8,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
-from fakes import FakeSFTP, FakeSlurm, adopt, make_context, recorded
+from fakes import FakeSFTP, FakeSlurm, adopt, recorded
+from support.e2e import NOW
 
 from bot.core.units import GIB
 from bot.services.home import home_view, render_home
@@ -17,7 +18,6 @@ from bot.services.threads import render, root_view
 from bot.services.watch.tick import Watcher
 from bot.services.watch_events import ThreadEvents
 
-NOW = 1_732_871_000.0
 BOB = "U0BOB"  # adopts the job
 LOG = "/home/bob/logs/eval-4242.out"
 PROGRESS = "".join(f"[2025-03-02 10:0{i}:00] iter {i * 100}/1000 loss 1.0\n" for i in range(1, 4))
@@ -32,16 +32,6 @@ def slurm() -> FakeSlurm:
     slurm.add(4242, name="eval-run", state="RUNNING", user="bob", stdout_path=LOG,
               start_time=NOW - 600)
     return slurm
-
-
-@pytest.fixture
-def lang() -> str:
-    return "en"
-
-
-@pytest.fixture
-def ctx(store, slurm, lang) -> BotContext:
-    return make_context(store, slurm, clock=lambda: NOW, slack_lang=lang)
 
 
 @pytest.fixture

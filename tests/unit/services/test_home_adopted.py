@@ -9,8 +9,9 @@ import logging
 from typing import Any
 
 import pytest
-from fakes import FakeSFTP, FakeSlurm, adopt, homes, make_context
+from fakes import FakeSFTP, FakeSlurm, adopt, homes
 from slack_standin import MAX_VIEW_BLOCKS, validate_blocks
+from support.e2e import NOW
 from support.mix_prompt import mix_prompt
 
 from bot.core.train_grammar import Unwatch, parse_command
@@ -31,7 +32,6 @@ from bot.services.watch_events import ThreadEvents
 from bot.slack.views import HOME_CANCEL_JOB, HOME_STOP_WATCHING
 from handlers.home import make_cancel_job
 
-NOW = 1_732_871_000.0
 BOB = "U0BOB"  # adopts jobs; neither in a recipe's team nor an approver
 APPROVER = "U0APPR"  # slack.approvers (group leads): may cancel a job trainbot did not submit
 ALICE = "U0ALICE"  # a submitter of mix: her team's runs only
@@ -46,17 +46,6 @@ def slurm() -> FakeSlurm:
         slurm.add(6100 + task, name="sweep", state=state, array_job_id=6100,
                   array_task_id=task)
     return slurm
-
-
-@pytest.fixture
-def lang() -> str:
-    """The bot's language (slack.lang); a test parametrized on `lang` overrides it."""
-    return "en"
-
-
-@pytest.fixture
-def ctx(store, slurm, lang) -> BotContext:
-    return make_context(store, slurm, clock=lambda: NOW, slack_lang=lang)
 
 
 
