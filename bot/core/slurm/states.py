@@ -56,11 +56,7 @@ def normalize_state(text: str | None) -> str | None:
     word = text.strip().split(" ", 1)[0].upper() if text.strip() else ""
     if not word:
         return None
-    if word.endswith("+"):
-        stem = word.rstrip("+")
-        matches = sorted(s for s in KNOWN_STATES if s.startswith(stem))
-        return matches[0] if len(matches) == 1 else stem
-    return word
+    return _uncut(word, KNOWN_STATES)
 
 
 def cancelled_by(text: str | None) -> int | None:
@@ -83,8 +79,15 @@ def normalize_reason(text: str | None) -> str | None:
         value = value[1:-1]  # squeue's default format wraps the reason in parentheses
     if not value or value in {"(null)", "n/a"}:
         return None
-    if value.endswith("+"):
-        stem = value.rstrip("+")
-        matches = sorted(r for r in KNOWN_REASONS if r.startswith(stem))
-        return matches[0] if len(matches) == 1 else stem
-    return value
+    return _uncut(value, KNOWN_REASONS)
+
+
+def _uncut(value: str, known: frozenset[str]) -> str:
+    """`value` as Slurm printed it in a column too narrow for it, completed: a value cut to
+    its column ends in `+` (`OUT_OF_ME+`), and stands for the one `known` value that starts
+    with the rest; with none or several, the rest alone. A value not cut is itself."""
+    if not value.endswith("+"):
+        return value
+    stem = value.rstrip("+")
+    matches = [k for k in known if k.startswith(stem)]
+    return matches[0] if len(matches) == 1 else stem

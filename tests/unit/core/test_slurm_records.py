@@ -481,6 +481,9 @@ def test_states_and_reasons():
     assert normalize_state("NODE_FAIL") == "NODE_FAIL"
     assert normalize_state("") is None
     assert normalize_reason("JobHeldA+") == "JobHeldAdmin"
+    # a cut value that several known ones start with is left as what the column kept
+    assert normalize_state("REQUEUE+") == "REQUEUE"
+    assert normalize_reason("Depend+") == "Depend"
     assert normalize_reason("(Resources)") == "Resources"
     assert normalize_reason("") is None
 
