@@ -404,6 +404,7 @@ class BotContext:
     # and is warned of, as one series of tries
     notes: Backoffs = field(default_factory=Backoffs)
     # the posts and root rewrites made through bot.services.threads.post_safely and
-    # refresh_root that the chat has not taken, by key, for the context's life (its fenced
-    # copies share it): their failed tries in a row are one failure series in the log
-    posts: Backoffs = field(default_factory=Backoffs)
+    # refresh_root that the chat has not taken, by run (chain id) then key, for the context's
+    # life (its fenced copies share it): their failed tries in a row are one failure series in
+    # the log; a run's are forgotten when it ends (bot.services.watch_events.ThreadEvents)
+    posts: dict[int, Backoffs] = field(default_factory=dict)

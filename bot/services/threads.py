@@ -340,10 +340,14 @@ def _in_series(ctx: BotContext, chain_id: int, key: str, what: str,
     over the context's `posts`): its first failure a warning, the failures after it at
     debug, and one warning when it ends: gone through after failures, or given up (Slack
     rejected the message itself). A caller that tries again every tick (a root's rewrite
-    while Slack is down) thus warns once, not at every try."""
-    if error is None and key not in ctx.posts.by_key:
+    while Slack is down) thus warns once, not at every try. A key never tried again (a post
+    whose action is not retried) is kept until its run ends (`forget_posts`)."""
+    if error is None and key not in ctx.posts.get(chain_id, Backoffs()).by_key:
         return  # taken, with no failure before it: nothing to say, nothing kept
-    after = after_try(ctx.posts, key, post_fate(error))
+    tries = ctx.posts.setdefault(chain_id, Backoffs())
+    after = after_try(tries, key, post_fate(error))
+    if not tries.by_key:
+        del ctx.posts[chain_id]  # none of the run's left to try
     if after.recovered:
         log.warning("chain %s: %s went through after %d failed tr%s", chain_id, what,
                     after.failed, "y" if after.failed == 1 else "ies")
@@ -352,6 +356,13 @@ def _in_series(ctx: BotContext, chain_id: int, key: str, what: str,
     elif after.outcome == "later":
         log.log(logging.WARNING if after.first_failure else logging.DEBUG,
                 "chain %s: could not %s: %s", chain_id, what, error)
+
+
+def forget_posts(ctx: BotContext, chain_id: int) -> None:
+    """Forget the failure series of `chain_id`'s posts and root rewrites (`_in_series`): its
+    run has ended, so its root is not rewritten again and a post of it not taken (one whose
+    action is not tried again) would otherwise be kept for the process's life."""
+    ctx.posts.pop(chain_id, None)
 
 
 def chain_target(config: Config, chain: Chain, attempts: Sequence[Attempt]) -> int | None:

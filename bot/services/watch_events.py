@@ -95,6 +95,7 @@ from bot.services.probes import create_probe_offer, offers_probe
 from bot.services.prompts import Prompt, create_resubmit_prompt
 from bot.services.stacks import Forensics
 from bot.services.threads import (
+    forget_posts,
     has_thread,
     lang_of,
     note_message,
@@ -177,14 +178,19 @@ class ThreadEvents(EventWords):
 
     def chain_changed(self, chain_id: int) -> None:
         """A finished attempt's result is in the store: show it at the top of the thread (and
-        forget the progress of a chain that has ended)."""
+        forget the progress, the replies' backoffs and, once its root shows its end, the
+        failure series of the posts of a chain that has ended: bot.services.threads
+        .forget_posts)."""
         chain = self.ctx.store.chains.get(chain_id)
-        if chain is None or chain.status != "active":
+        ended = chain is None or chain.status != "active"
+        if ended:
             self._progress.pop(chain_id, None)
             if chain is not None:
                 self._forget_notes(chain)
         refresh_root(self.ctx, chain_id)
         refresh_homes(self.ctx, chain_id, self.ctx.clock())
+        if ended:
+            forget_posts(self.ctx, chain_id)
 
     def progress_changed(self, chain_id: int) -> None:
         """Only what the chain's root shows moved: its running jobs' iterations (at most once

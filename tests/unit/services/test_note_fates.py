@@ -646,3 +646,25 @@ def test_thread_notes_are_kept_in_the_store_as_notes(slack: SlackStandIn, store:
     note = unwatched_note(run)
     note.chance(0)
     assert present(store.incidents.get(note.key)).class_id == THREAD_NOTE
+
+
+def test_a_post_slack_did_not_take_is_forgotten_when_its_run_ends(
+        slack: SlackStandIn, store: Store, caplog: Any) -> None:
+    """A reply posted through post_safely that Slack answered with a 500 on every attempt,
+    and never tried again (its action is over), is forgotten when its run ends: the bot keeps
+    no failure series of an ended run for its whole life. Before, its entry stayed in
+    BotContext.posts until the bot stopped."""
+    run = make_run(slack, store)
+    run.open_thread()
+    slack.fail_next("chat.postMessage", status=500, count=run.poster.max_attempts)
+    caplog.set_level(logging.DEBUG)
+    assert post_safely(run.ctx, "reply", run.chain_id, "follow-up:1", [], "hello") is None
+    assert "follow-up:1" in run.ctx.posts[run.chain_id].by_key
+    events = ThreadEvents(run.ctx)
+    events.chain_changed(run.chain_id)  # still active: kept
+    assert "follow-up:1" in run.ctx.posts[run.chain_id].by_key
+    store.chains.set_status(run.chain_id, "completed", now=T0)
+    events.chain_changed(run.chain_id)
+    assert run.chain_id not in run.ctx.posts
+    [first] = threads_warnings(caplog)
+    assert first.startswith(f"chain {run.chain_id}: could not post reply follow-up:1: ")
