@@ -1,7 +1,7 @@
 """The progress lines of named training frameworks' own loggers (pure; no I/O): torchvision's
 MetricLogger (and the DETR, DeiT and MAE scripts that copy it), maskrcnn-benchmark's trainer,
-OpenMMLab's runners, Swin Transformer's loops, PaddleOCR's, torchreid's, timm's and BasicSR's,
-and detectron2's inference.
+OpenMMLab's runners, Swin Transformer's loops, PaddleOCR's, torchreid's, timm's, BasicSR's,
+nanoGPT's and StyleGAN's, and detectron2's inference.
 
 Each says, in its own shape, which step of the training it is at, its pace and its GPU memory;
 bot.core.training_lines' `LineParser` asks `read_framework_line` first, then reads what is
@@ -218,6 +218,16 @@ _NANOGPT = re.compile(
 _NANOGPT_EVAL = re.compile(
     rf"(?<![\w:])step \d+: train loss (?:{NUMBER}|nan|inf), val loss (?:{NUMBER}|nan|inf)$")
 _NANOGPT_MAX_ITERS = re.compile(r"^(?:Overriding: )?max_iters = (\d+)\s*(?:#.*)?$")
+# StyleGAN2-ADA's and StyleGAN3's training_loop (NVlabs/stylegan2-ada-pytorch training/
+# training_loop.py d72cc7d041b4; stylegan3's alike): each tick's `tick {cur_tick:<5d} kimg
+# {cur_nimg / 1e3:<8.1f} time {format_time:<12s} sec/tick {:<7.1f} sec/kimg {:<7.2f} …`, the
+# thousands of images shown so far (kimg) counted as its iterations and its seconds per kimg as
+# the pace. The line names no total: the loop announces it first, `Training for {total_kimg}
+# kimg...`, and runs until cur_nimg >= total_kimg * 1000; its last tick, at that total (a batch's
+# images past it at most), is then logged, a last snapshot and metrics follow and `Exiting...`.
+# The kimg are counted down to whole ones: a tick at the total is the loop's last
+_STYLEGAN_TICK = re.compile(rf"^tick (\d+) +kimg ({NUMBER}) +time .+ sec/kimg ({NUMBER}) ")
+_STYLEGAN_TOTAL_KIMG = re.compile(r"^Training for (\d+) kimg\.\.\.$")
 
 #: What an announced total counts: the name of its `AnnouncedTargets` field.
 Counted = Literal["epochs", "iterations"]
@@ -249,6 +259,7 @@ _TARGET_ANNOUNCEMENTS: tuple[tuple[str, re.Pattern[str], Counted, bool], ...] = 
     ("Scheduled epochs: ", _SCHEDULED_EPOCHS, "epochs", False),  # timm
     ("Total epochs: ", _BASICSR_TOTAL, "iterations", False),  # BasicSR
     ("max_iters = ", _NANOGPT_MAX_ITERS, "iterations", False),  # nanoGPT
+    ("Training for ", _STYLEGAN_TOTAL_KIMG, "iterations", False),  # StyleGAN2-ADA, StyleGAN3
     ("max_epochs", _MMENGINE_MAX_EPOCHS, "epochs", False),  # mmengine's config
     ("max_epochs", _MMENGINE_MAX_EPOCHS_KEYS, "epochs", True),  # its long dicts' key lines
     ("workflow: ", _MMCV_MAX_EPOCHS, "epochs", False),  # mmcv 1.x's EpochBasedRunner
@@ -321,6 +332,8 @@ def read_framework_line(body: str, s: Sample, targets: AnnouncedTargets = _NONE_
         _basicsr(body, s, targets)
     if body.startswith(("iter ", "step ")):
         _nanogpt(body, s, targets)
+    if body.startswith("tick "):
+        _stylegan(body, s, targets)
     if "nference " in body:
         _detectron2_inference(body, s)
     return body
@@ -521,6 +534,18 @@ def _nanogpt(body: str, s: Sample, targets: AnnouncedTargets) -> None:
             s.target_iter = targets.iterations
     elif _NANOGPT_EVAL.match(body) is not None:
         s.evaluation_done = True
+
+
+def _stylegan(body: str, s: Sample, targets: AnnouncedTargets) -> None:
+    """A StyleGAN tick line (`_STYLEGAN_TICK`): its whole kimg as the iteration, the kimg the
+    loop announced as the target (when it did), its seconds per kimg as the pace."""
+    m = _STYLEGAN_TICK.match(body)
+    if m is None:
+        return
+    s.iteration = int(float(m.group(2)))
+    s.sec_per_iter = float(m.group(3))
+    if targets.iterations is not None and targets.iterations >= s.iteration:
+        s.target_iter = targets.iterations
 
 
 def openmmlab_epoch(text: str) -> tuple[int, int] | None:

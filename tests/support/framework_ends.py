@@ -647,6 +647,76 @@ F["LitGPT pretrain"] = (
     "Memory used: 61.21 GB\n"
 )
 
+# StyleGAN2-ADA's training_loop (NVlabs/stylegan2-ada-pytorch training/training_loop.py
+# d72cc7d041b4; StyleGAN3's alike): `Training for {total_kimg} kimg...`, each tick's line, the
+# tick at the total, its snapshot's metrics, then after the loop `Exiting...`
+F["StyleGAN2-ADA / StyleGAN3"] = (
+    "Training for 25000 kimg...\n"
+    "\n"
+    "tick 0     kimg 0.1      time 1m 02s       sec/tick 98.1    sec/kimg 24.52   maintenance 0.0 "
+    "   cpumem 5.21   gpumem 12.11  augment 0.412\n"
+    "tick 1     kimg 4.1      time 2m 40s       sec/tick 98.1    sec/kimg 24.52   maintenance 0.0 "
+    "   cpumem 5.21   gpumem 12.11  augment 0.412\n"
+    "tick 6249  kimg 24996.0  time 6d 23h 10m   sec/tick 98.1    sec/kimg 24.52   maintenance 0.0 "
+    "   cpumem 5.21   gpumem 12.11  augment 0.412\n"
+    "tick 6250  kimg 25000.0  time 6d 23h 12m   sec/tick 98.1    sec/kimg 24.52   maintenance 0.0 "
+    "   cpumem 5.21   gpumem 12.11  augment 0.412\n"
+    "Evaluating metrics...\n"
+    "{\"results\": {\"fid50k_full\": 2.9212}, \"metric\": \"fid50k_full\", \"total_time\": 612.1, "
+    "\"total_time_str\": \"10m 12s\", \"num_gpus\": 8, \"snapshot_pkl\": \"network-snapshot-025000"
+    ".pkl\", \"timestamp\": 1714591234.12}\n"
+    "\n"
+    "Exiting...\n"
+)
+# OpenPCDet's tools/train.py and train_utils.py (open-mmlab/OpenPCDet 8cacccec11db): its
+# logger's `%(asctime)s  %(levelname)5s  %(message)s`, train_one_epoch's `Train: {epoch}/{total}
+# ...` lines (the epoch's last step unlogged), `End training ...` after train_model, then its
+# evaluation of the last checkpoints
+F["OpenPCDet"] = (
+    "2024-05-01 19:28:00,123   INFO  Train:   80/80 (100%) [3700/3712 ( 100%)]  Loss: 0.4123 (0.42"
+    "1)  LR: 1.000e-06  Time cost: 28:31/00:05 [1 day, 14:01:02/00:05]  Acc_iter 296950      Data "
+    "time: 0.01(0.01)  Forward time: 0.40(0.41)  Batch time: 0.41(0.42)\n"
+    "2024-05-01 19:28:05,123   INFO  Train:   80/80 (100%) [3711/3712 ( 100%)]  Loss: 0.4101 (0.42"
+    "1)  LR: 1.000e-06  Time cost: 28:36/00:00 [1 day, 14:01:07/00:00]  Acc_iter 296960      Data "
+    "time: 0.01(0.01)  Forward time: 0.40(0.41)  Batch time: 0.41(0.42)\n"
+    "2024-05-01 19:28:06,123   INFO  **********************End training cfgs/kitti_models/pointpil"
+    "lar(default)**********************\n"
+    "\n"
+    "\n"
+    "\n"
+    "2024-05-01 19:28:06,123   INFO  **********************Start evaluation cfgs/kitti_models/poin"
+    "tpillar(default)**********************\n"
+    "2024-05-01 19:28:07,123   INFO  ==> Loading parameters from checkpoint output/kitti_models/po"
+    "intpillar/default/ckpt/checkpoint_epoch_80.pth to GPU\n"
+    "2024-05-01 19:28:07,123   INFO  *************** EPOCH 80 EVALUATION *****************\n"
+    "2024-05-01 19:31:00,123   INFO  *************** Performance of EPOCH 80 *****************\n"
+    "2024-05-01 19:31:00,123   INFO  Generate label finished(sec_per_example: 0.0312 second).\n"
+    "2024-05-01 19:31:00,123   INFO  recall_roi_0.3: 0.000000\n"
+    "2024-05-01 19:31:10,123   INFO  Result is saved to output/kitti_models/pointpillar/default/ev"
+    "al/eval_with_train/epoch_80/val\n"
+    "2024-05-01 19:31:10,123   INFO  ****************Evaluation done.*****************\n"
+    "2024-05-01 19:31:10,123   INFO  **********************End evaluation cfgs/kitti_models/pointp"
+    "illar(default)**********************\n"
+)
+# SlowFast's tools/train_net.py (facebookresearch/SlowFast 287ec0076846): its logger's
+# `[%m/%d %H:%M:%S][INFO] file: line: `, the meters' json_stats (keys sorted), then after the
+# loop `training done: {result_string}`
+F["SlowFast"] = (
+    "[05/01 19:28:00][INFO] logging.py:   97: json_stats: {\"RAM\": \"41.21/503.81G\", \"_type\": "
+    "\"train_iter_\", \"dt\": 0.41, \"dt_data\": 0.001, \"dt_net\": 0.40, \"epoch\": \"196/196\", "
+    "\"eta\": \"0:00:04\", \"gpu_mem\": \"9.12G\", \"grad_norm\": 3.12, \"iter\": \"1240/1250\", "
+    "\"loss\": 1.21, \"lr\": 1e-05, \"top1_err\": 25.0, \"top5_err\": 6.25}\n"
+    "[05/01 19:28:05][INFO] logging.py:   97: json_stats: {\"RAM\": \"41.21/503.81G\", \"_type\": "
+    "\"train_epoch\", \"dt\": 0.41, \"dt_data\": 0.001, \"dt_net\": 0.40, \"epoch\": \"196/196\", "
+    "\"eta\": \"0:00:00\", \"gpu_mem\": \"9.12G\", \"grad_norm\": 3.12, \"loss\": 1.21, \"lr\": 1e"
+    "-05, \"top1_err\": 24.1, \"top5_err\": 6.1}\n"
+    "[05/01 19:31:00][INFO] logging.py:   97: json_stats: {\"RAM\": \"41.21/503.81G\", \"_type\": "
+    "\"val_epoch\", \"epoch\": \"196/196\", \"gpu_mem\": \"9.12G\", \"min_top1_err\": 22.1, \"min_"
+    "top5_err\": 5.9, \"time_diff\": 0.12, \"top1_err\": 22.1, \"top5_err\": 5.9}\n"
+    "[05/01 19:31:00][INFO] train_net.py:  756: training done: _p34.57_f49.83 _t12.31_m9.12 _a77.9"
+    "0 Top5 Acc: 94.10 MEM: 9.12 f: 49.8300\n"
+)
+
 #: the frameworks whose finished run has no line of its own to go on: they read `none`
 #: (still running) as a run cut at the same place does
 NO_LINE_OF_THEIR_OWN = frozenset({
@@ -690,6 +760,8 @@ MARKERS: dict[str, str] = {
     "nnU-Net v2": "Training done.",
     "torchtitan": "Training completed",
     "LitGPT pretrain": "Training time: 41212.12s",
+    "OpenPCDet": "End training cfgs/kitti_models/pointpillar",
+    "SlowFast": "training done: _p34.57",
 }
 #: the frameworks read `completed` by a total their log printed before the loop, by the word
 #: after their last save or by a line of their own, each one's log cut at the same point short
@@ -709,6 +781,12 @@ CUT_SHORT: dict[str, str] = {
     "nnU-Net v2": F["nnU-Net v2"].split(_NNUNET.format("22:33", 12))[0],
     "torchtitan": F["torchtitan"].split(_TITAN.format("39:00"))[0],
     "LitGPT pretrain": F["LitGPT pretrain"].split("Training time")[0],
+    # its tick short of the kimg it announced
+    "StyleGAN2-ADA / StyleGAN3": F["StyleGAN2-ADA / StyleGAN3"].split("tick 6250 ")[0],
+    # the last epoch's logged steps, not train.py's line after train_model
+    "OpenPCDet": F["OpenPCDet"].split("2024-05-01 19:28:06,123")[0],
+    # the last epoch's evaluation, not train()'s line after the loop
+    "SlowFast": F["SlowFast"].split("[05/01 19:31:00][INFO] train_net.py")[0],
 }
 ENDS: dict[str, tuple[str, str]] = {
     name: (log, "none" if name in NO_LINE_OF_THEIR_OWN else "completed")

@@ -52,19 +52,29 @@ DS_CHAT = ENDS["deepspeed-chat step1"][0]
 # a next run's first lines after the marker (the same script run again in one job; BasicSR's
 # lines are its MessageLogger's, bot.core.framework_lines)
 DS_CHAT_AGAIN = "".join(f"Epoch: 0, Step: {s}, Rank: 0, loss = 2.{s:04d}\n" for s in (1, 2, 3))
+OPENPCDET = ENDS["OpenPCDet"][0]
+SLOWFAST = ENDS["SlowFast"][0]
+# its next run's training bar (train_one_epoch's tqdm `train` bar on rank 0, its postfix the
+# step's figures; its `Train: ...` log lines are not read as progress)
+OPENPCDET_AGAIN = "".join(
+    f"train:  {s * 10}%|{'#' * s}{' ' * (10 - s)}| {s * 371}/3712 [0{s}:00<25:00,  2.45it/s, "
+    f"loss=1.{s}1, lr=0.002, d_time=0.01(0.01), f_time=0.40(0.41), b_time=0.41(0.42)]\n"
+    for s in (1, 2, 3))
 BASICSR_AGAIN = "".join(
     f"2024-05-01 19:3{s + 2}:00,123 INFO: [train..][epoch:  1, iter:{s * 100:8,d}, "
     f"lr:(1.000e-04,)] [eta: 1 day, 2:03:04, time (data): 0.215 (0.003)] l_pix: 3.{s}000e-02 \n"
     for s in (1, 2, 3))
 
 
-@pytest.mark.parametrize(("log", "again"), [(BASICSR, BASICSR_AGAIN), (DS_CHAT, DS_CHAT_AGAIN)],
-                         ids=["basicsr", "deepspeed-chat"])
+@pytest.mark.parametrize(("log", "again"), [
+    (BASICSR, BASICSR_AGAIN), (DS_CHAT, DS_CHAT_AGAIN), (OPENPCDET, OPENPCDET_AGAIN)],
+    ids=["basicsr", "deepspeed-chat", "openpcdet"])
 def test_more_training_after_the_new_markers_is_still_running(log, again):
     assert_still_running(log + again)
 
 
-@pytest.mark.parametrize("log", [BASICSR, DS_CHAT], ids=["basicsr", "deepspeed-chat"])
+@pytest.mark.parametrize("log", [BASICSR, DS_CHAT, OPENPCDET, SLOWFAST],
+                         ids=["basicsr", "deepspeed-chat", "openpcdet", "slowfast"])
 def test_an_error_after_the_new_markers_decides(log):
     assert_the_error_decides(log)
 
