@@ -52,6 +52,7 @@ from bot.core.launcher_lint.shebang import shebang_errexit
 from bot.core.launcher_lint.syntax import (
     REDIRECTION_RE,
     and_or_branches,
+    and_or_compounds,
     compound_tail,
     condition_command,
     constant_status,
@@ -91,10 +92,6 @@ _GROUP_LAST_RE = re.compile(r"(?:^|&&|\|\|)\s*\{\s")
 #: What a command that always fails holds (syntax.constant_status): `false`, a `( … )`
 #: subshell, a `return` (refused outside a function).
 _MAY_FAIL_RE = re.compile(r"\b(?:false|return)\b|\(")
-
-#: A `fi` / `done` / `esac` followed by `&&` / `||` in its list (`fi || true`, `done | cat &&
-#: x`): bash ignores `set -e` in the whole compound.
-_EXEMPT_CLOSER_RE = re.compile(r"\b(?:fi|done|esac)\b[^\n;]*?(?:&&|\|\|)")
 
 
 
@@ -189,8 +186,10 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
         #: where each `{ … }` group's body the walk reads where `set -e` applies as in the
         #: script's own text starts (_note_errexit_group)
         self.errexit_texts: set[int] = set()
-        #: _exempt_closers's (None: not read yet)
-        self.exempt_closers: list[int] | None = None
+        #: the `case`s / `if`s / loops whose closing keyword is followed by `&&` / `||`, by
+        #: their keys (syntax.and_or_compounds), of each text read (by its offset)
+        self.and_or_compounds: set[tuple[int, int]] = set()
+        self.compounds_read: set[int] = set()
 
     def line_of(self, offset: int) -> int:
         return bisect.bisect_right(self.line_starts, offset)
@@ -225,6 +224,10 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
         hits: list[Hit] = []
         lists, branches = lists_and_branches(
             split_top_level(text, base, ("\n", ";", "&", *CASE_BRANCH_ENDS), self.memo))
+        if base not in self.compounds_read and ("&&" in text or "||" in text) and (
+                "fi" in text or "done" in text or "esac" in text):
+            self.compounds_read.add(base)
+            self.and_or_compounds |= and_or_compounds(lists, branches, self.memo)
         last = len(lists) - 1
         trailing_from: int | None = None  # lists[trailing_from:] are all TRAILING_RE
         frames: list[Branches] = []  # the `case`s / `if`s this list is in, the innermost last
@@ -427,7 +430,7 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
                     self.arith.extend(and_or_ariths(lst, lst_off, self.memo,
                                                     self.later_pass_of, nounset=False,
                                                     errexit_off=False))
-                if not status_only and "{" in lst and self._errexit_applies(frames, lst_off, base):
+                if not status_only and "{" in lst and self._errexit_applies(frames, base):
                     self._note_errexit_group(lst, lst_off)
                 hits.extend(self._and_or(lst, lst_off, errexit_mode=not status_only))
             if grouped and len(self.dead_ends) > dead_before:  # (`[ … ] && { exit 0; } || …`)
@@ -470,25 +473,23 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
         it (_errexit_applies)? Not negated (`! true`: `set -e` ignores it). Bash ends the
         shell there as on an `exit` (in a compound piped or in the background, its
         subshell)."""
-        if not (_MAY_FAIL_RE.search(lst) and self._errexit_applies(frames, off, base)):
+        if not (_MAY_FAIL_RE.search(lst) and self._errexit_applies(frames, base)):
             return False
         *heads, (last, _o, _op) = split_top_level(lst, off, ("&&", "||"), self.memo)
         return (not last.lstrip().startswith("!") and runs_after(heads, self.script_text)
                 is True and constant_status(last, self.script_text, outside_function=True)
                 is False)
 
-    def _errexit_applies(self, frames: list[Branches], off: int, base: int) -> bool:
-        """Does `set -e` stop on a failing command at `off` of the text the walk reads from
+    def _errexit_applies(self, frames: list[Branches], base: int) -> bool:
+        """Does `set -e` stop on a failing command where the walk is, in the text it reads from
         `base`: the script's own text, or a `{ … }` group's body read where it applies
         (errexit_texts), not in a function, where it is on on every path; not in a condition,
-        nor in a compound whose closing keyword may be before `&&` / `||` (`fi || true`: bash
-        ignores `set -e` in all of it; read so wherever one comes later in the script,
-        _exempt_closers)."""
+        nor in a compound whose closing keyword is before `&&` / `||` (`fi || true`: bash
+        ignores `set -e` in all of it; syntax.and_or_compounds)."""
         if not ((self.depth == 1 or base in self.errexit_texts) and self.function is None
                 and self.opts.errexit and not self.opts.errexit_partial):
             return False
-        return not frames or not any(f.in_condition for f in frames) and bisect.bisect_left(
-            self._exempt_closers(), off) == len(self._exempt_closers())
+        return not any(f.in_condition or f.key in self.and_or_compounds for f in frames)
 
     def _note_errexit_group(self, lst: str, off: int) -> None:
         """The and-or list `lst` (at `off`, where `set -e` applies: _errexit_applies) whose
@@ -501,13 +502,6 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
             end = group_end(group, 0, group_off, self.memo)
             if not REDIRECTION_RE.sub("", group[end:]).strip():
                 self.errexit_texts.add(group_off + 1)
-
-    def _exempt_closers(self) -> list[int]:
-        """Where each `fi` / `done` / `esac` followed by `&&` / `||` on its list is, in order
-        (read once)."""
-        if self.exempt_closers is None:
-            self.exempt_closers = [m.start() for m in _EXEMPT_CLOSER_RE.finditer(self.text)]
-        return self.exempt_closers
 
     def _ends_shell(self, frames: list[Branches], hits: list[Hit], end: int) -> int | None:
         """An `exit` bash always runs where the walk is (script_exits), its list ending at

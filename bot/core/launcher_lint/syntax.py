@@ -84,6 +84,44 @@ def piped_compound(lst: str, off: int, memo: Memo) -> int | None:
     return None
 
 
+def and_or_compounds(lists: list[tuple[str, int, str]], branches: dict[int, str], memo: Memo
+                     ) -> set[tuple[int, int]]:
+    """The `case`s / `if`s / loops of `lists` (a text's lists and their `case` branches:
+    lists_and_branches) whose closing keyword is followed by `&&` / `||` on its list (`fi ||
+    true`, `done | cat && x`): bash ignores `set -e` in all of such a compound. Each is named
+    as the walk names it (Branches.key: the offset of the part of the list its keyword is on,
+    the step), its keyword and its closing keyword matched as the walk matches them
+    (keyword_prefix, the compound after `&&` / `||` or a pipe on a part of its own); one pass,
+    so the walk knows it before it reads the compound's body."""
+    opened: list[tuple[str, tuple[int, int]]] = []
+    exempt: set[tuple[int, int]] = set()
+    for idx, (raw, off, _op) in enumerate(lists):
+        whole = raw.strip()
+        at = off + len(raw) - len(raw.lstrip())
+        tail = compound_tail(whole, at, memo) if "&&" in whole or "||" in whole else None
+        if tail is None and "|" in whole:
+            tail = piped_compound(whole, at, memo)
+        parts = ((0, len(whole)),) if tail is None else ((0, tail), (tail, len(whole)))
+        for part, (start, end) in enumerate(parts):
+            lst = whole[start:end]
+            cut, steps = keyword_prefix(lst, idx in branches and part == 0)
+            for k, (step, _patterns) in enumerate(steps):
+                if step == "case" or step in OPENING_KEYWORDS:
+                    opened.append((OPENING_KEYWORDS.get(step, step), (at + start, k)))
+                elif step in _CLOSING_KINDS and opened and opened[-1][0] in _CLOSING_KINDS[step]:
+                    rest = lst[cut:]
+                    if rest.lstrip().startswith(("&&", "||")) or (
+                            "&&" in rest or "||" in rest) and len(split_top_level(
+                                rest, at + start + cut, ("&&", "||"), memo)) > 1:
+                        exempt.add(opened[-1][1])
+                    opened.pop()
+    return exempt
+
+
+#: The kinds of compound (Branches.kind) each closing keyword closes.
+_CLOSING_KINDS = {"fi": ("if",), "esac": ("case",), "done": ("while", "for")}
+
+
 def _last_compound(elements: list[tuple[str, int, str]], off: int) -> int | None:
     """Where the compound command that is the last of `elements` (a list split at its
     operators, each element's text and offset) starts, relative to `off`; None when there is

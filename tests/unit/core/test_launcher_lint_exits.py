@@ -210,6 +210,22 @@ def _bash_exits_and_the_lint_says(tmp_path, body: str, codes: list[int], line: i
     ("set -e\nn=0\nfalse && true\n((n++))\n", [1, 1], 5),
     ("n=0\nfalse\nset -e\n((n++))\n", [1, 1], 5),
     ("set -e\nn=0\nif true; then false; n=1; fi | cat\n((n++))\n", [1, 1], 5),
+    # … read compound by compound: one before `&&` / `||` later in the script, or in a
+    # substitution, leaves `set -e` on in the others (each said `fail` on the counter)
+    ("set -e\nn=0\nif true; then ( exit 3 ); fi\nif true; then :; fi || true\n((n++))\n",
+     [3, 3], None),
+    ("set -e\nn=0\nfor i in 1; do false; done\ncase x in *) :;; esac && true\n((n++))\n",
+     [1, 1], None),
+    ("set -e\nn=0\nwhile true; do ( exit 3 ); done\nx=$(if true; then :; fi || true)\n((n++))\n",
+     [3, 3], None),
+    ("set -e\nn=0\nfor i in 1; do if true; then false; fi || true; ( exit 3 ); done\n((n++))\n",
+     [3, 3], None),
+    ("set -e\nn=0\nif true; then { false; }; fi\nfor i in 1; do :; done || true\n((n++))\n",
+     [1, 1], None),
+    # … and one inside a compound before `||` is exempt with it
+    ("set -e\nn=0\ncase x in *) if true; then false; fi; n=1;; esac || true\n((n++))\n",
+     [0, 0], None),
+    ("set -e\nn=0\nif true; then false; n=1; fi | cat && true\n((n++))\n", [1, 1], 5),
     # … in a `{ … }` group's body too, where `set -e` applies to the group (each said
     # `fail` or `warn`): not in one before `||`, in a condition or piped
     ("set -e\nn=0\n{ echo a; false; }\n((n++))\n", [1, 1], None),
