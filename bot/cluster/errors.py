@@ -196,6 +196,7 @@ class SFTPTimedOut(ClusterUnavailable):
         waiting: tuple[str, float] | None = None,
         stuck: Sequence[tuple[str, str]] = (),
         busy: int = 0,
+        stuck_send: bool = False,
     ):
         self.op = op
         self.path = path
@@ -211,6 +212,13 @@ class SFTPTimedOut(ClusterUnavailable):
             message = N_("SFTP %(op)s of %(path)s on %(where)s not sent: all %(n)s SFTP channels "
                          "wait on paths that do not answer (%(hung)s; a hung filesystem?)",
                          **what, n=len(stuck), hung=hung)
+        elif stuck_send:
+            message = N_("SFTP %(op)s of %(path)s on %(where)s: the connection could not send "
+                         "within %(timeout)s s (the login node or its sshd is hung, or the "
+                         "network stopped carrying its data). That connection was closed: the "
+                         "next request opens a new one. If this repeats, check from the bot's "
+                         "host that %(where)s is up and that `ssh %(where)s true` answers.",
+                         **what, timeout=f"{timeout:g}")
         elif busy:
             message = N_("SFTP %(op)s of %(path)s on %(where)s: no SFTP channel came free within "
                          "%(timeout)s s (all %(n)s busy)", **what, timeout=f"{timeout:g}", n=busy)

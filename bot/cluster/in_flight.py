@@ -8,6 +8,9 @@ at a time per connection, under one lock, so when a send cannot leave (the peer 
 nothing: its TCP window is zero) every command on the connection waits in its next send (its
 stdin, its window adjust, its signal, its channel's close) until the connection is closed.
 
+An SFTP request is a command here too (bot.cluster.sftp.DeadlineSFTPClient registers each
+send and each reply read with its reply deadline): paramiko sends it on the same connection.
+
 A connection gets stuck with no new command too: then the command still in flight
 END_GRACE_S after its deadline (its signal and its channel's close did not leave) is said to
 the runner (`overstayed`), which retires its connection the same way.
@@ -100,6 +103,11 @@ class CommandsInFlight:
                 retired.timer.start()
         if not deadlines:
             self._close(connection)
+
+    def retired(self, connection: object) -> bool:
+        """Whether `connection` is retired and not closed yet (it takes no new work)."""
+        with self._lock:
+            return connection in self._retired
 
     def close_retired(self) -> None:
         """Close every retired connection now (the runner is closing)."""

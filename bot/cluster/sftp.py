@@ -16,6 +16,7 @@ from paramiko.sftp import CMD_CLOSE, CMD_NAMES, CMD_OPEN, CMD_OPENDIR, CMD_READD
 
 from bot.cluster.channels import wait_channel
 from bot.cluster.errors import LeaseAbandoned, SFTPTimedOut
+from bot.cluster.in_flight import CommandsInFlight
 
 log = logging.getLogger(__name__)
 
@@ -84,12 +85,27 @@ class _NoReply(Exception):
     Private: the pool and a lookup lease raise SFTPTimedOut (naming the request) instead."""
 
 
+class ConnectionStuck(Exception):  # noqa: N818 - a state, as _NoReply
+    """A send (or a reply's read, which sends its window adjust) on an SFTP channel did not
+    end by its deadline and was cut by its connection's close: the connection was stuck and
+    retired (bot.cluster.in_flight). The pool and a lookup lease raise SFTPTimedOut naming
+    the request instead; the runner, opening a channel, ClusterUnavailable."""
+
+
 class DeadlineSFTPClient(paramiko.SFTPClient):
     """An SFTPClient (one thread at a time) whose every reply must come within `timeout`.
 
     The wait happens before a reply's first byte is read; a reply that starts but stalls
     half-way trips the channel's own timeout (socket.timeout) and the channel is discarded.
     `close()` from another thread ends a wait at once (the request then raises).
+
+    A send does not stop at the timeout by itself: paramiko sends one message at a time per
+    connection and retries a send that finds the TCP window full until the connection is
+    closed. With `in_flight` (the runner's), each send, each reply's read once it has come (it
+    may send a window adjust) and the channel's close is a command in flight on the channel's
+    connection, due in `timeout`: one still stuck END_GRACE_S past it retires the connection,
+    whose close cuts it, and the request raises ConnectionStuck. A channel on a retired
+    connection is not `usable`: the pool opens a new one (on the runner's new connection).
     """
 
     if TYPE_CHECKING:  # paramiko's private members used here (not in its type stubs)
@@ -97,8 +113,12 @@ class DeadlineSFTPClient(paramiko.SFTPClient):
 
         def _read_response(self, waitfor: int | None = None) -> tuple[int, object]: ...
 
-    def __init__(self, chan: paramiko.Channel, timeout: float):
+    def __init__(self, chan: paramiko.Channel, timeout: float, *,
+                 in_flight: CommandsInFlight | None = None):
         self.timeout = timeout
+        self._in_flight = in_flight
+        self._connection = chan.get_transport()
+        self.cut = False  # a send or read on it was cut past its deadline: ConnectionStuck
         chan.settimeout(timeout)
         self._readable = threading.Event()  # see wait_readable
         self._status_error = False  # the last synchronous reply was an error status
@@ -141,10 +161,49 @@ class DeadlineSFTPClient(paramiko.SFTPClient):
             self._status_error = True
             raise
 
+    def _send_packet(self, t: int, packet: object) -> None:
+        """paramiko's: every request (and the version exchange) is sent here."""
+        with self._bounded():
+            super()._send_packet(t, packet)  # type: ignore[misc]  # private, not in the stubs
+
     def _read_packet(self) -> tuple[int, bytes]:
         if not self.wait_readable(self.timeout):
             raise _NoReply(f"no SFTP reply within {self.timeout:g} s")
-        return super()._read_packet()  # type: ignore[misc]  # private, not in the stubs
+        with self._bounded():  # reading the reply come may send a window adjust
+            packet: tuple[int, bytes] = super()._read_packet()  # type: ignore[misc]  # private
+            return packet
+
+    def close(self) -> None:
+        with self._bounded():  # the channel's close is a send too
+            super().close()
+
+    @contextmanager
+    def _bounded(self) -> Iterator[None]:
+        """The block in flight on the channel's connection, due in `timeout` seconds (see the
+        class); a send or read in it failing past that, the connection closed, raises
+        ConnectionStuck."""
+        if self._in_flight is None:
+            yield
+            return
+        deadline = time.monotonic() + self.timeout
+        try:
+            with self._in_flight.command(self._connection, deadline):
+                yield
+        except (paramiko.SSHException, OSError, EOFError) as exc:
+            # past its deadline, or on a channel cut so before (a file's close after its
+            # write was cut): what paramiko raises then is the cut, not a lost connection
+            self.cut = self.cut or (time.monotonic() >= deadline
+                                    and not self._connection.is_active())
+            if self.cut:
+                raise ConnectionStuck(f"no SFTP send within {self.timeout:g} s") from exc
+            raise
+
+    @property
+    def usable(self) -> bool:
+        """Open, on a live connection that is not retired (it takes no new request)."""
+        return (not self.sock.closed and self._connection.is_active()
+                and not (self._in_flight is not None
+                         and self._in_flight.retired(self._connection)))
 
     def wait_readable(self, timeout: float) -> bool:
         """True once the channel has reply bytes, EOF or is closed (by either side, from any
@@ -366,9 +425,10 @@ class SFTPPool(_Requests):
             log.warning("%s: SFTP %s %s got no answer within %g s; its channel is set aside",
                         self.where, op, path, self.timeout)
             return SFTPTimedOut(op, path, self.timeout, self.where), True
-        if isinstance(exc, TimeoutError):
+        if isinstance(exc, (TimeoutError, ConnectionStuck)):
             self._discard(client)
-            return SFTPTimedOut(op, path, self.timeout, self.where), True
+            return SFTPTimedOut(op, path, self.timeout, self.where,
+                                stuck_send=isinstance(exc, ConnectionStuck)), True
         if not _alive(client):
             self._discard(client)
             return exc, True
@@ -538,8 +598,10 @@ class LeaseSFTP(_Requests):
     ) -> tuple[BaseException, bool]:
         if self._lease.abandoned and isinstance(exc, Exception):  # paramiko's, of the close
             return LeaseAbandoned(op, path, self.where), True
-        if isinstance(exc, (_NoReply, TimeoutError)):  # no reply; a reply stalled half-way
-            return SFTPTimedOut(op, path, client.timeout, self.where), True
+        if isinstance(exc, (_NoReply, TimeoutError, ConnectionStuck)):  # no reply; a reply
+            # stalled half-way; a send stuck
+            return SFTPTimedOut(op, path, client.timeout, self.where,
+                                stuck_send=isinstance(exc, ConnectionStuck)), True
         return exc, False
 
 
@@ -607,8 +669,7 @@ class RemoteFile:
 
 
 def _alive(client: DeadlineSFTPClient) -> bool:
-    chan = client.channel
-    return not chan.closed and chan.get_transport().is_active()
+    return client.usable
 
 
 def _close_quietly(client: DeadlineSFTPClient) -> None:
@@ -618,5 +679,5 @@ def _close_quietly(client: DeadlineSFTPClient) -> None:
         log.debug("ignored error while closing an SFTP channel", exc_info=True)
 
 
-__all__ = ["DeadlineSFTPClient", "LeaseSFTP", "LookupLease", "RemoteFile", "SFTPPool",
-           "each_request", "open_failed", "sent_request"]
+__all__ = ["ConnectionStuck", "DeadlineSFTPClient", "LeaseSFTP", "LookupLease", "RemoteFile",
+           "SFTPPool", "each_request", "open_failed", "sent_request"]

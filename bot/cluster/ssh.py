@@ -17,7 +17,8 @@ Why this shape:
   open one in time is retired: bot.cluster.in_flight), starting a command and its run
   (command_timeout; one that cannot end by then, its signal and its channel's close stuck
   behind a send that cannot leave, retires its connection too), each SFTP reply (sftp_timeout,
-  on a pool of channels so that one hung path blocks no other read: bot.cluster.sftp).
+  on a pool of channels so that one hung path blocks no other read: bot.cluster.sftp), and
+  each SFTP send (sftp_timeout: one stuck retires its connection as a command does).
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ from bot.cluster.errors import (
     said,
 )
 from bot.cluster.in_flight import CommandsInFlight
-from bot.cluster.sftp import DeadlineSFTPClient, SFTPPool
+from bot.cluster.sftp import ConnectionStuck, DeadlineSFTPClient, SFTPPool
 from bot.core.takeover import RemoteDeadlines
 from bot.core.text import N_, Text
 
@@ -591,8 +592,8 @@ class SSHRunner:
         chan = self._open_session()
         try:
             within(timeout, lambda: close_channel(chan), lambda: chan.invoke_subsystem("sftp"))
-            return DeadlineSFTPClient(chan, timeout)
-        except TimeoutError as exc:
+            return DeadlineSFTPClient(chan, timeout, in_flight=self._in_flight)
+        except (TimeoutError, ConnectionStuck) as exc:
             close_channel(chan)
             raise ClusterUnavailable(N_(
                 "the SFTP server on %(where)s did not start within %(timeout)s s",

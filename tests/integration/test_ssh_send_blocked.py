@@ -30,7 +30,7 @@ import pytest
 from support.latency_relay import LatencyRelay, relayed_known_hosts
 from support.sshd import bastion_sshd
 
-from bot.cluster.errors import ClusterUnavailable, CommandTimedOut
+from bot.cluster.errors import ClusterUnavailable, CommandTimedOut, SFTPTimedOut
 from bot.cluster.in_flight import END_GRACE_S
 from bot.cluster.ssh import SSHRunner
 from bot.core.text import render_text
@@ -217,6 +217,60 @@ def test_a_command_behind_a_send_that_cannot_leave_ends_at_its_timeout_with_none
     with stdin_running_when_the_relay_stalls(dev_cluster, tmp_path) as running:
         running.ends_timed_out()
         running.next_command_connects_afresh()
+
+
+def test_an_sftp_upload_behind_a_send_that_cannot_leave_ends_at_sftp_timeout(
+        dev_cluster: Any, tmp_path: Path) -> None:
+    """An SFTP upload (pipelined writes) is under way when the login node's connection stops
+    taking data: its send is cut at sftp_timeout and the grace after it, saying what to check
+    (en, ko); the connection is closed and the next SFTP request runs on a new one."""
+    settings = dev_cluster.ssh_settings()
+    local = tmp_path / "upload"
+    local.write_bytes(b"x" * FILL)
+    remote = f".trainbot-sftp-send-blocked-{tmp_path.name}"
+    with StallingRelay((settings.host, settings.port)) as relay:
+        known = relayed_known_hosts(settings.known_hosts, settings.host, settings.port,
+                                    relay.port, directory=str(tmp_path))
+        s = dataclasses.replace(settings, port=relay.port, known_hosts=known,
+                                connect_timeout=CONNECT_S, sftp_timeout=RUNNING_S)
+        with SSHRunner(s) as runner:
+            pool = runner.sftp()
+            pool.stat(".")
+            sock = runner.transport.sock
+            assert isinstance(sock, socket.socket)  # connected directly, no jump host
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 64 << 10)  # see above
+            relay.stall_after = relay.carried + (1 << 20)
+            ended: dict[str, Any] = {}
+
+            def upload() -> None:
+                try:
+                    pool.put(str(local), remote)
+                except Exception as exc:  # noqa: BLE001 - checked below
+                    ended["error"] = exc
+                ended["at"] = time.monotonic()
+
+            thread = threading.Thread(target=upload, daemon=True)
+            thread.start()
+            assert relay.stalled.wait(RUNNING_S), ("the relay never stopped reading", ended)
+            stalled = time.monotonic()
+            assert a_send_waits_for_room(1.5), "the upload's send found room: nothing blocked"
+            thread.join(RUNNING_S + END_GRACE_S + SLACK_S)
+            assert not thread.is_alive(), "the SFTP upload outlived its deadline"
+            assert ended["at"] - stalled < RUNNING_S + END_GRACE_S + SLACK_S
+            host = settings.host
+            error = ended["error"]
+            assert isinstance(error, SFTPTimedOut), ended
+            assert str(error) == (
+                f"SFTP put of {remote} on {host}: the connection could not send within "
+                f"{RUNNING_S:g} s (the login node or its sshd is hung, or the network stopped "
+                "carrying its data). That connection was closed: the next request opens a new "
+                f"one. If this repeats, check from the bot's host that {host} is up and that "
+                f"`ssh {host} true` answers.")
+            ko = said_in_korean(error)
+            assert ko.startswith(f"{host}에서 {remote}의 SFTP put: 연결이"), ko
+            assert pool.stat(".").st_mode is not None  # on a new connection
+            assert relay.accepted == 2
+            pool.remove(remote)
 
 
 def test_a_tunnel_behind_a_send_that_cannot_leave_fails_at_connect_timeout(

@@ -63,9 +63,11 @@ class Peer:
 
 
 class _Handle(paramiko.SFTPHandle):
-    def __init__(self, peer: Peer, path: str, f) -> None:  # noqa: ANN001
+    def __init__(self, peer: Peer, path: str, f, *, writing: bool = False) -> None:  # noqa: ANN001
         super().__init__()
         self.peer, self.path, self.readfile = peer, path, f
+        if writing:  # an upload (SFTPClient.put): written as sent
+            self.writefile = f
 
     def read(self, offset: int, length: int) -> bytes | int:
         _maybe_hang(self.peer, self.path, "read")
@@ -96,11 +98,12 @@ class _Files(paramiko.SFTPServerInterface):
 
     def open(self, path: str, flags: int, attr: paramiko.SFTPAttributes) -> _Handle | int:
         _maybe_hang(self.peer, path, "open")
-        try:
-            f = open(self._real(path), "rb")  # noqa: SIM115 - closed by paramiko's handle
+        writing = bool(flags & (os.O_WRONLY | os.O_RDWR))
+        try:  # closed by paramiko's handle
+            f = open(self._real(path), "wb" if writing else "rb")  # noqa: SIM115
         except OSError as exc:
             return paramiko.SFTPServer.convert_errno(exc.errno or 0)  # None, 0: SFTP_FAILURE
-        return _Handle(self.peer, path, f)
+        return _Handle(self.peer, path, f, writing=writing)
 
     def list_folder(self, path: str) -> list[paramiko.SFTPAttributes] | int:
         _maybe_hang(self.peer, path, "listdir")

@@ -1,0 +1,146 @@
+"""Every SFTP request's send is bounded by sftp_timeout, as a command's is by its timeout
+(bot.cluster.sftp.DeadlineSFTPClient, bot.cluster.in_flight): paramiko sends one message at a
+time per connection and retries a send that finds the TCP window full until the connection is
+closed, so a login node that reads nothing more held an SFTP write (and every later request on
+the connection) without end, whatever the reply deadline. Now a send stuck past sftp_timeout
+retires its connection, whose close cuts it: the caller gets a sentence naming the request,
+the path, the host and what to check, in English and Korean, and the next request runs on a
+new connection. A retired connection's idle SFTP channels are not used again.
+
+The login node is the in-process SSH peer (tests/support/sftp_peer.py): Peer.stall_after
+makes its connection read nothing more, Peer.session_hangs leaves a session's opening
+unanswered (a hung sshd).
+"""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from support.sftp_peer import Peer, serve_peer
+
+from bot.cluster.errors import ClusterUnavailable, CommandTimedOut, SFTPTimedOut
+from bot.cluster.in_flight import END_GRACE_S
+from bot.core.text import render_text
+from bot.slack.render import translator
+
+SFTP_S = 1.0
+CONNECT_S = 0.5
+SLACK_S = 1.5
+
+
+@pytest.fixture
+def peer(tmp_path: Path) -> Iterator[Peer]:
+    with serve_peer(tmp_path, sftp_timeout=SFTP_S) as p:
+        yield p
+
+
+def test_an_sftp_write_stuck_in_its_send_ends_by_its_deadline(peer: Peer, tmp_path: Path) -> None:
+    """An upload (pipelined writes) is under way when the login node stops reading: its sends
+    fill the TCP buffers and wait. It fails within sftp_timeout and END_GRACE_S, saying the
+    connection could not send and what to check (en, ko); that connection is closed and the
+    next request is answered on a new one."""
+    local = tmp_path / "big"
+    local.write_bytes(b"x" * (4 << 20))
+    ended: dict[str, object] = {}
+    with peer.runner(connect_timeout=CONNECT_S) as runner:
+        pool = runner.sftp()
+        pool.stat(".")
+        stuck = runner.transport
+        sock = stuck.sock
+        assert isinstance(sock, socket.socket)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 64 << 10)  # not autotuned
+        peer.stall_after = peer.received + (256 << 10)
+        started = time.monotonic()
+
+        def upload() -> None:
+            try:
+                pool.put(str(local), "files-up")
+            except Exception as exc:  # noqa: BLE001 - checked below
+                ended["error"] = exc
+            ended["at"] = time.monotonic()
+
+        thread = threading.Thread(target=upload, daemon=True)
+        thread.start()
+        thread.join(SFTP_S + END_GRACE_S + SLACK_S)
+        assert not thread.is_alive(), "the SFTP write outlived its deadline and grace"
+        assert peer.received >= peer.stall_after  # it stopped reading: the sends were stuck
+        error = ended["error"]
+        assert isinstance(error, SFTPTimedOut), ended
+        assert float(ended["at"]) - started >= SFTP_S  # type: ignore[arg-type]
+        assert str(error) == (
+            "SFTP put of files-up on 127.0.0.1: the connection could not send within 1 s (the "
+            "login node or its sshd is hung, or the network stopped carrying its data). That "
+            "connection was closed: the next request opens a new one. If this repeats, check "
+            "from the bot's host that 127.0.0.1 is up and that `ssh 127.0.0.1 true` answers.")
+        ko = render_text(error.text, translator("ko").gettext)
+        assert ko.startswith("127.0.0.1에서 files-up의 SFTP put: 연결이 1초 안에 요청을 보내지"), ko
+        assert "`ssh 127.0.0.1 true`" in ko, ko
+        assert not stuck.is_active()
+        peer.stall_after = None
+        assert pool.stat(".").st_mode is not None  # answered, on a new connection
+        assert runner.transport is not stuck
+        assert all(c.get_transport() is runner.transport for c in pool.channels)
+
+
+def _retire_by_a_hung_opening(runner, peer: Peer) -> None:  # noqa: ANN001
+    """The login node's sshd stops answering a session's opening: the runner retires the
+    connection (bot.cluster.ssh.SSHRunner._open_session)."""
+    peer.session_hangs = True
+    with pytest.raises(ClusterUnavailable, match="cannot open an ssh session"):
+        runner.run(["true"])
+    peer.session_hangs = False  # the next connection answers
+
+
+def test_an_idle_retired_connections_sftp_channels_are_reopened_on_the_new_one(
+        peer: Peer) -> None:
+    """The pool's idle channel was on a connection retired with nothing running: it is
+    closed at once, and the next SFTP request opens a channel on the new connection."""
+    with peer.runner(connect_timeout=CONNECT_S) as runner:
+        pool = runner.sftp()
+        pool.stat(".")
+        old = runner.transport
+        _retire_by_a_hung_opening(runner, peer)
+        assert not old.is_active()
+        sessions = peer.sessions
+        started = time.monotonic()
+        assert pool.stat(".").st_mode is not None
+        assert time.monotonic() - started < SFTP_S
+        assert runner.transport is not old and peer.sessions > sessions
+        assert [c.get_transport() for c in pool.channels] == [runner.transport]
+
+
+def test_a_busy_retired_connections_idle_sftp_channel_is_not_used(peer: Peer) -> None:
+    """A command runs on the connection when it is retired, so it stays open until the
+    command's deadline; the pool's idle channel on it is not handed out (its sshd answers
+    nothing more): the request is answered at once on a new connection."""
+    peer.exec_runs = True  # the command runs, silent, until its channel is closed
+    with peer.runner(connect_timeout=CONNECT_S) as runner:
+        pool = runner.sftp()
+        pool.stat(".")
+        old = runner.transport
+        ended: list[BaseException] = []
+
+        def command() -> None:
+            try:
+                runner.run(["sleep"], timeout=3.0)
+            except Exception as exc:  # noqa: BLE001 - checked below
+                ended.append(exc)
+
+        running = threading.Thread(target=command, daemon=True)
+        running.start()
+        time.sleep(0.3)  # the command is running
+        _retire_by_a_hung_opening(runner, peer)
+        assert old.is_active()  # the command still runs on it
+        started = time.monotonic()
+        assert pool.stat(".").st_mode is not None
+        assert time.monotonic() - started < SFTP_S
+        assert runner.transport is not old
+        assert [c.get_transport() for c in pool.channels] == [runner.transport]
+        running.join(3.0 + END_GRACE_S + SLACK_S)
+        assert [type(e) for e in ended] == [CommandTimedOut]  # ended by its own deadline
+        assert not old.is_active()
