@@ -72,8 +72,13 @@ class Backoffs:
 # message itself, its size or its blocks: the same message will never be taken);
 # `threadless` (not sent: its run's thread is not there, its root message never posted);
 # `root_refused` (not sent: the chat refused its run's root message, tried again for it: the
-# thread will not come by itself, so waiting for it would only hold the run back).
-Fate = Literal["taken", "failed", "refused", "rejected", "threadless", "root_refused"]
+# thread will not come by itself, so waiting for it would only hold the run back);
+# `channelless` (not sent: its run's root message was never posted and the run has no
+# channel to post it in: the same).
+Fate = Literal["taken", "failed", "refused", "rejected", "threadless", "root_refused",
+               "channelless"]
+# the fates whose post is given up at their first try: no later try can change them
+GIVEN_UP_AT_ONCE: tuple[Fate, ...] = ("rejected", "root_refused", "channelless")
 
 
 @dataclass(frozen=True)
@@ -81,10 +86,10 @@ class AfterTry:
     """What a try leaves to do: `posted`; `later` (tried again once `skip` chances have been
     skipped: 0 after a transient failure, else 1, 2, 4, 8, at most `MAX_SKIPPED`); or
     `given_up` (never tried again: the message itself rejected, its run's root message
-    refused, or still no thread after `THREADLESS_TRIES` tries). `failed`: the tries in a
-    row not taken, this one included (posted: those before it), so a failure series is
-    warned of once, at its first try (`first_failure`), and once more when it ends
-    (`recovered`, or given up)."""
+    refused or without a channel to go to, or still no thread after `THREADLESS_TRIES`
+    tries). `failed`: the tries in a row not taken, this one included (posted: those before
+    it), so a failure series is warned of once, at its first try (`first_failure`), and
+    once more when it ends (`recovered`, or given up)."""
 
     outcome: Literal["posted", "later", "given_up"]
     skip: int = 0
@@ -102,10 +107,10 @@ class AfterTry:
 def after_try(backoffs: Backoffs, key: str, fate: Fate) -> AfterTry:
     """What a try of `key` whose fate is `fate` leaves to do (AfterTry), its backoff in
     `backoffs` moved on: forgotten once it is over (taken; rejected, since sending the same
-    message again cannot change the chat's answer; root_refused, since its thread will not
-    come by itself; threadless for the `THREADLESS_TRIES`th time); kept as it was after a
-    transient failure (tried at the next chance); grown after a refusal, or a try with no
-    thread (the root may be posted meanwhile)."""
+    message again cannot change the chat's answer; root_refused and channelless, since its
+    thread will not come by itself; threadless for the `THREADLESS_TRIES`th time); kept as
+    it was after a transient failure (tried at the next chance); grown after a refusal, or a
+    try with no thread (the root may be posted meanwhile)."""
     backoff = backoffs.by_key.get(key)
     if fate == "taken":
         backoffs.taken(key)
@@ -114,7 +119,7 @@ def after_try(backoffs: Backoffs, key: str, fate: Fate) -> AfterTry:
     backoff.failed += 1
     if fate == "threadless":
         backoff.threadless += 1
-    if fate in ("rejected", "root_refused") or backoff.threadless >= THREADLESS_TRIES:
+    if fate in GIVEN_UP_AT_ONCE or backoff.threadless >= THREADLESS_TRIES:
         backoffs.taken(key)
         return AfterTry("given_up", failed=backoff.failed)
     if fate == "failed":

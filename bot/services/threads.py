@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from typing import Any, Literal
 
 from bot.config import Config
@@ -199,14 +200,14 @@ def say_in_thread(ctx: BotContext, chain_id: int, key: str, words: str, tries: B
       a rate limit outlasting the client's retries) at the next chance; Slack refusing the
       post or its lookup (PostRefused, LookupRefused: the bot out of the channel, the
       channel gone or archived, a scope missing), or no thread yet (its run's root message
-      not posted: tried again first when it was tried before, `_root_again`), after 1, 2,
-      4, 8, at most 16 chances skipped;
+      not posted: tried first, `_root_again`), after 1, 2, 4, 8, at most 16 chances
+      skipped;
     - "given_up": never tried again: Slack rejected the message itself (MessageRefused:
       msg_too_long, invalid_blocks …, which no later try changes); its run's root message,
-      refused by Slack, refused again when tried for it (`_root_again`: that thread will not
-      come by itself, and waiting for it would hold the run back: its job's result, its
-      chain's status, its automatic resubmit); or still no thread after THREADLESS_TRIES
-      tries.
+      refused by Slack, refused again when tried for it, or with no channel to go to
+      (`_root_again`: that thread will not come by itself, and waiting for it would hold the
+      run back: its job's result, its chain's status, its automatic resubmit); or still no
+      thread after THREADLESS_TRIES tries.
     Logged here, for every kind (`what` names it: "note", "notice", "incident" …): a
     failure series once, at its first try, naming the run, the channel, the thread and
     Slack's error (its later tries at debug); and once when it ends: posted after failures,
@@ -216,13 +217,14 @@ def say_in_thread(ctx: BotContext, chain_id: int, key: str, words: str, tries: B
         return "deferred"
     chain = ctx.store.chains.get(chain_id)
     run = f"chain {chain_id}" + (f" ({chain.job_name})" if chain is not None else "")
-    root_refused = None if has_thread(ctx, chain_id) else _root_again(ctx, chain_id)
+    unrooted = None if has_thread(ctx, chain_id) else _root_again(ctx, chain_id)
     threaded = has_thread(ctx, chain_id)
     root = ctx.store.slack_posts.get(root_key(chain_id)) if threaded else None
     where = f"in {root.channel} (thread {root.ts})" if root is not None else "(no thread)"
     error = _post_reply(ctx, chain_id, key, *message()) if threaded else None
     fate: Fate = post_fate(error) if threaded else \
-        "root_refused" if root_refused is not None else "threadless"
+        "root_refused" if isinstance(unrooted, PostRefused) else \
+        "channelless" if isinstance(unrooted, NoChannel) else "threadless"
     after = after_try(tries, key, fate)
     if after.outcome == "posted":
         if after.recovered:
@@ -236,7 +238,11 @@ def say_in_thread(ctx: BotContext, chain_id: int, key: str, words: str, tries: B
         elif fate == "root_refused":
             log.warning("%s: the %s %s is given up: its run has no thread, Slack refused its "
                         "root message (%s); the run's next reply tries the root again; it "
-                        "said: %s", run, what, key, root_refused, words)
+                        "said: %s", run, what, key, unrooted, words)
+        elif isinstance(unrooted, NoChannel):
+            log.warning("%s: the %s %s is given up: its run has no thread and no channel to "
+                        "post its root message in: set %s; it said: %s", run, what, key,
+                        unrooted.setting, words)
         else:
             log.warning("%s: the %s %s is given up after %d tries: its run has no thread (its "
                         "root message was never posted); it said: %s", run, what, key,
@@ -259,25 +265,37 @@ def say_in_thread(ctx: BotContext, chain_id: int, key: str, words: str, tries: B
     return "later"
 
 
-def _root_again(ctx: BotContext, chain_id: int) -> PostRefused | None:
-    """The run's root message, not posted, tried again (once, by its key) so that a reply
-    waiting for its thread does not wait for good: one left unposted by a failure that was
-    not Slack's refusal (a 5xx, a rate limit outlasting the client's retries: its intent is
+@dataclass(frozen=True)
+class NoChannel:
+    """A run's root message never posted that has no channel to go to: `setting` is the
+    configuration key that gives it one."""
+
+    setting: str
+
+
+def _root_again(ctx: BotContext, chain_id: int) -> PostRefused | NoChannel | None:
+    """The run's root message, not posted, tried (once, by its key) so that a reply waiting
+    for its thread does not wait for good: one left unposted by a failure that was not
+    Slack's refusal (a 5xx, a rate limit outlasting the client's retries: its intent is
     kept, with its channel; the poster first looks for an earlier send) in that channel; one
-    Slack refused (kept `refused`: the bot out of the channel, the channel gone) in the
-    run's channel now (its recipe's, else the one it was refused in), so a thread fixed
-    meanwhile (the bot invited back) opens with the reply. Slack's refusal when Slack refused
-    it again: that thread will not come by itself (the reply is given up at once:
-    say_in_thread); else None, the thread there or not (a root never tried, or a transient
-    failure: logged by the poster)."""
+    never tried (the bot stopped between recording its submit and posting it: nothing of it
+    is in the store) or one Slack refused (kept `refused`: the bot out of the channel, the
+    channel gone) in the run's channel now (`_thread_channel`; a refused one's, else), so a
+    thread fixed meanwhile (the bot invited back) opens with the reply. Slack's refusal when
+    Slack refused it; NoChannel when it has nowhere to go: that thread will not come by
+    itself (the reply is given up at once: say_in_thread); else None, the thread there or
+    not (a transient failure: logged by the poster)."""
     root = ctx.store.slack_posts.get(root_key(chain_id))
-    message = _root_message(ctx, chain_id) if root is not None else None
-    if ctx.sink is None or root is None or root.posted or message is None:
+    message = _root_message(ctx, chain_id)
+    if ctx.sink is None or (root is not None and root.posted) or message is None:
         return None
-    recipe = _chain_recipe(ctx, chain_id)
-    channel = root.channel
-    if root.refused and recipe is not None and recipe in ctx.config.recipes:
-        channel = ctx.config.channel_id_for(recipe) or channel
+    channel = root.channel if root is not None else None
+    if root is None or root.refused:
+        channel, setting = _thread_channel(ctx, chain_id)
+        channel = channel or (root.channel if root is not None else None)
+        if channel is None:
+            return NoChannel(setting)
+    assert channel is not None
     try:
         ctx.sink.post_root(chain_id, channel, *message)
     except PostRefused as exc:
@@ -285,6 +303,21 @@ def _root_again(ctx: BotContext, chain_id: int) -> PostRefused | None:
     except PostError:
         return None
     return None
+
+
+def _thread_channel(ctx: BotContext, chain_id: int) -> tuple[str | None, str]:
+    """The channel the chain's thread goes to as configured now, and the key that sets it: a
+    configured recipe's (`recipes.<name>.channel`, else `slack.default_channel`, else the
+    one it was started in); a run without one (adopted, its recipe no longer configured):
+    the one it was started in, else `slack.default_channel`'s."""
+    chain = ctx.store.chains.get(chain_id)
+    recipe = _chain_recipe(ctx, chain_id)
+    started = chain.channel if chain is not None else None
+    if recipe is not None and recipe in ctx.config.recipes:
+        return ctx.config.channel_id_for(recipe) or started, f"recipes.{recipe}.channel"
+    default = ctx.config.slack.default_channel
+    return started or (ctx.config.slack.channels.get(default) if default else None), \
+        "slack.default_channel"
 
 
 def _post_reply(ctx: BotContext, chain_id: int, key: str, blocks: Blocks,

@@ -362,12 +362,14 @@ def test_a_note_slack_rejects_itself_is_given_up_once_and_never_sent_again(
 @pytest.mark.parametrize("kind", KINDS)
 def test_a_note_whose_run_has_no_thread_waits_for_it_and_is_posted_once(
         slack: SlackStandIn, store: Store, caplog: Any, kind: str) -> None:
-    """The run's root message was never posted: the note is not taken as posted (before,
-    it was logged and marked posted, and the thread never heard it), and nothing is sent.
-    The root posted after chance 1, the next try (2, its backoff) posts the note, once."""
+    """The run's root message is not posted (Slack answers 500 to every attempt when the
+    note's first try posts it): the note is not taken as posted (before, it was logged and
+    marked posted, and the thread never heard it), and nothing is sent. The root posted after
+    chance 1, the next try (2, its backoff) posts the note, once."""
     make_note, run_kw = KINDS[kind]
     run = make_run(slack, store, **run_kw)
     note = make_note(run)
+    slack.fail_next("chat.postMessage", status=500, count=run.poster.max_attempts)
     caplog.set_level(logging.DEBUG)
     note.chance(0)
     note.chance(1)
@@ -483,15 +485,62 @@ def test_a_root_slack_failed_to_take_is_posted_by_the_first_reply_that_needs_it(
 
 
 @pytest.mark.parametrize("kind", WATCHER_KINDS)
+def test_a_reply_after_a_crash_before_the_root_posts_the_root_once_and_itself_under_it(
+        slack: SlackStandIn, store: Store, kind: str) -> None:
+    """The bot stopped after recording the run's submit (its chain, attempt and watched
+    job) and before posting its root message: nothing of the root is in the store. A new
+    bot over the same store: the run's first reply posts the root in the recipe's channel,
+    once, and itself under it, at its first try. Before, the reply waited THREADLESS_TRIES
+    tries (about 35 min, its job held back) for a root nothing would post, then was given
+    up."""
+    make_note, _, _ = WATCHER_KINDS[kind]
+    crashed = make_run(slack, store)
+    ctx, poster, clock = slack_context(slack, store)  # the bot started again
+    note = make_note(Run(ctx, poster, crashed.chain_id, clock))
+    note.chance(0)
+    [root] = slack.root_messages(PRIVATE)
+    assert len(tries(slack, f"chain:{crashed.chain_id}:root")) == 1
+    assert note.state() == "posted" and len(in_thread(slack, root["ts"], note.key)) == 1
+    for i in range(1, 4):
+        note.chance(i)
+    assert len(slack.root_messages(PRIVATE)) == 1 and len(tries(slack, note.key)) == 1
+
+
+@pytest.mark.parametrize("kind", WATCHER_KINDS)
+def test_a_reply_whose_run_has_no_channel_is_given_up_at_once_and_names_the_setting(
+        slack: SlackStandIn, store: Store, caplog: Any, kind: str) -> None:
+    """The run's recipe has no channel (neither its own nor slack.default_channel), so its
+    root message was never posted and never will be: the reply is given up at its first
+    try, nothing sent, one warning naming the run and the setting to fix. Before, it waited
+    THREADLESS_TRIES tries (about 35 min, its job held back), then was given up."""
+    make_note, _, _ = WATCHER_KINDS[kind]
+    run = make_run(slack, store)
+    run.ctx.config.recipes["mix"].channel = None
+    run.ctx.config.slack.default_channel = None
+    note = make_note(run)
+    caplog.set_level(logging.DEBUG)
+    for i in range(3):
+        note.chance(i)
+        assert note.state() == "dropped", i
+    assert slack.calls("chat.postMessage") == []
+    [said] = warnings(caplog, note.key)
+    assert said.startswith(f"chain {run.chain_id} (mix): ") and "is given up" in said
+    assert "no channel" in said and "set recipes.mix.channel" in said
+
+
+@pytest.mark.parametrize("kind", WATCHER_KINDS)
 def test_a_note_whose_run_never_gets_a_thread_is_given_up_with_its_reason(
         slack: SlackStandIn, store: Store, caplog: Any, kind: str) -> None:
-    """A watcher's reply whose run's root is never posted is tried THREADLESS_TRIES times
-    (at 0, 2, 5, 10 … chances) and then given up, its row `dropped`, one warning saying why
-    and what it said: never marked posted, never waiting for good (an incident's job is
-    then no longer held back)."""
+    """A watcher's reply whose run's root is never posted (Slack answers 500 to every
+    attempt of it, tried with each of the reply's tries) is tried THREADLESS_TRIES times (at
+    0, 2, 5, 10 … chances) and then given up, its row `dropped`, one warning saying why and
+    what it said: never marked posted, never waiting for good (an incident's job is then no
+    longer held back)."""
     make_note, what, said = WATCHER_KINDS[kind]
     run = make_run(slack, store)
     note = make_note(run)
+    slack.fail_next("chat.postMessage", status=500,
+                    count=THREADLESS_TRIES * run.poster.max_attempts)
     caplog.set_level(logging.DEBUG)
     for i in range(80):
         note.chance(i)
