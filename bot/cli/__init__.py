@@ -97,6 +97,19 @@ def load_config_arg(args: argparse.Namespace, recipe: str | None = None) -> Conf
     return config
 
 
+def size_flag(flag: str, text: str | None) -> int | None:
+    """Bytes of a size flag's Slurm-style value (`400G`, `563200M`), None when the flag is not
+    given; a value that is not a size is a UsageError naming `flag` and the accepted form."""
+    from bot.core.units import parse_size
+
+    if text is None:
+        return None
+    try:
+        return parse_size(text)
+    except ValueError as exc:
+        raise UsageError(f"{flag}: {exc}") from None
+
+
 def command_names() -> list[str]:
     """The subcommands: one module of this package each, named as the command."""
     return sorted(m.name for m in pkgutil.iter_modules(__path__) if m.name not in HELPER_MODULES)

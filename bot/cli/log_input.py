@@ -13,7 +13,7 @@ import sys
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bot.cli import UsageError
+from bot.cli import UsageError, size_flag
 from bot.cli import progress as cli_progress
 from bot.core.catalogue import Catalogue, CatalogueError
 from bot.core.diagnose import LogAnalysis, analyze_file
@@ -24,7 +24,6 @@ from bot.core.slurm.errors import SlurmParseError
 from bot.core.slurm.sacct import parse_sacct_json, parse_sacct_parsable
 from bot.core.slurm.states import KNOWN_STATES, normalize_state
 from bot.core.slurm.values import parse_duration, parse_exit_code
-from bot.core.units import parse_size
 
 
 def add_log_arguments(parser: argparse.ArgumentParser) -> None:
@@ -106,16 +105,6 @@ def elapsed_flag(text: str | None) -> float | None:
     if seconds is None or not math.isfinite(seconds):
         raise UsageError(f"--elapsed {text!r} must be seconds (e.g. 10) or [D-]HH:MM:SS")
     return seconds
-
-
-def mem_limit_flag(text: str | None) -> int | None:
-    """`--mem-limit`: bytes of a Slurm size (`400G`, `563200M`)."""
-    if text is None:
-        return None
-    try:
-        return parse_size(text)
-    except ValueError as exc:
-        raise UsageError(f"--mem-limit: {exc}") from None
 
 
 def sacct_flag(path: str, log: str) -> Accounting:
@@ -214,7 +203,7 @@ def read_log_arguments(args: argparse.Namespace) -> LogInput:
     now = now_flag(args.now)
     # as sacct --parsable2 prints it, 128 off a status of 128 or more (a hint, never deciding)
     accounting = Accounting(state=state, exit_code=exit_code, signal=signal, elapsed_s=elapsed,
-                            mem_limit_bytes=mem_limit_flag(args.mem_limit),
+                            mem_limit_bytes=size_flag("--mem-limit", args.mem_limit),
                             exit_code_mod_128=exit_code is not None)
     if args.sacct is not None:
         accounting = with_sacct(accounting, sacct_flag(args.sacct, args.log))

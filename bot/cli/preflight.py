@@ -19,6 +19,7 @@ from bot.cli import (
     add_config_argument,
     load_config_arg,
     recipe_and_overrides,
+    size_flag,
 )
 
 NAME = "preflight"
@@ -65,16 +66,7 @@ def configure(parser: argparse.ArgumentParser) -> None:
 
 def _options(args: argparse.Namespace):  # -> PreflightOptions
     from bot.core.memory_budget import SaveMode, parse_count
-    from bot.core.units import parse_size
     from bot.services.preflight import PreflightOptions
-
-    def size(flag: str, value: str | None) -> int | None:
-        if value is None:
-            return None
-        try:
-            return parse_size(value)
-        except ValueError as exc:
-            raise UsageError(f"{flag}: {exc}") from None
 
     try:
         params = parse_count(args.params) if args.params else None
@@ -85,10 +77,11 @@ def _options(args: argparse.Namespace):  # -> PreflightOptions
             raise UsageError(f"{flag} must be a positive number")
     return PreflightOptions(
         script_path=args.script, params=params, ranks_per_node=args.ranks,
-        workers_per_rank=args.workers, worker_rss_bytes=size("--worker-rss", args.worker_rss),
-        mem_bytes=size("--mem", args.mem), per_gpu_cap_bytes=size("--per-gpu-cap",
-                                                                  args.per_gpu_cap),
-        site_floor_bytes=size("--site-floor", args.site_floor),
+        workers_per_rank=args.workers,
+        worker_rss_bytes=size_flag("--worker-rss", args.worker_rss),
+        mem_bytes=size_flag("--mem", args.mem),
+        per_gpu_cap_bytes=size_flag("--per-gpu-cap", args.per_gpu_cap),
+        site_floor_bytes=size_flag("--site-floor", args.site_floor),
         save_mode=SaveMode(args.save_mode) if args.save_mode else None,
         ema=False if args.no_ema else None,
         toolchain=not args.no_toolchain, env_setup=args.env_setup, python=args.python,

@@ -37,3 +37,12 @@ def test_the_full_listing_and_unknown_commands_still_work(capsys) -> None:
     assert "invalid choice: 'nosuchcommand'" in capsys.readouterr().err
     helptext = build_parser().format_help()
     assert all(name in helptext for name in command_names())
+
+
+@pytest.mark.parametrize("flag", ["--worker-rss", "--mem", "--per-gpu-cap", "--site-floor"])
+def test_a_bad_preflight_size_names_the_flag_and_the_form_it_takes(capsys, flag) -> None:
+    code = main(["preflight", "mix", flag, "lots"])
+    out, err = capsys.readouterr()
+    assert (code, out) == (2, "")
+    assert err == (f"trainbot preflight: {flag}: 'lots' is not a memory size; use a number "
+                   "with K, M, G or T (e.g. 400G, 950GB, 563200M, 1T)\n")
