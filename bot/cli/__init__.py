@@ -20,6 +20,7 @@ from bot import __version__
 
 if TYPE_CHECKING:
     from bot.config import Config
+    from bot.store import Store
 
 EXIT_OK = 0
 EXIT_FAILED = 1
@@ -95,6 +96,17 @@ def load_config_arg(args: argparse.Namespace, recipe: str | None = None) -> Conf
         except KeyError as exc:
             raise UsageError(f"{exc.args[0]} in {config.source}") from None
     return config
+
+
+def open_store(config: Config) -> Store:
+    """The store at the config's `store.url` (a context manager: use it in `with`); one that
+    cannot be opened is a UsageError that says why."""
+    from bot.store import Store, StoreError
+
+    try:
+        return Store.open(config.store.url)
+    except StoreError as exc:
+        raise UsageError(str(exc)) from None
 
 
 def size_flag(flag: str, text: str | None) -> int | None:

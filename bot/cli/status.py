@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import argparse
-import sys
 
 from bot.cli import (
     EXIT_FAILED,
@@ -12,6 +11,7 @@ from bot.cli import (
     UsageError,
     add_config_argument,
     load_config_arg,
+    open_store,
 )
 
 NAME = "status"
@@ -30,15 +30,9 @@ def run(args: argparse.Namespace) -> int:
     from bot.cluster.sessions import ClusterSessions
     from bot.services import UsageProblem
     from bot.services.status import job_status
-    from bot.store import Store, StoreError
 
     config = load_config_arg(args)
-    try:
-        store_cm = Store.open(config.store.url)
-    except StoreError as exc:
-        print(f"trainbot status: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    with store_cm as store, ClusterSessions(config) as sessions:
+    with open_store(config) as store, ClusterSessions(config) as sessions:
         try:
             report = job_status(config, args.target, store=store, slurm_for=sessions.slurm)
         except UsageProblem as exc:

@@ -18,6 +18,7 @@ from bot.cli import (
     UsageError,
     add_config_argument,
     load_config_arg,
+    open_store,
     recipe_and_overrides,
 )
 
@@ -46,18 +47,12 @@ def run(args: argparse.Namespace) -> int:
     from bot.services import UsageProblem
     from bot.services.send_job import describe_not_applied
     from bot.services.submit import describe_start, submit_recipe
-    from bot.store import Store, StoreError
 
     args.recipe, args.overrides = recipe_and_overrides(args)
     config = load_config_arg(args, recipe=args.recipe)
     cluster = config.recipes[args.recipe].cluster
     actor = f"cli:{getpass.getuser()}"
-    try:
-        store_cm = Store.open(config.store.url)
-    except StoreError as exc:
-        print(f"trainbot submit: {exc}", file=sys.stderr)
-        return EXIT_USAGE
-    with store_cm as store, ClusterSessions(config) as sessions:
+    with open_store(config) as store, ClusterSessions(config) as sessions:
         try:
             result = submit_recipe(
                 config,

@@ -46,3 +46,18 @@ def test_a_bad_preflight_size_names_the_flag_and_the_form_it_takes(capsys, flag)
     assert (code, out) == (2, "")
     assert err == (f"trainbot preflight: {flag}: 'lots' is not a memory size; use a number "
                    "with K, M, G or T (e.g. 400G, 950GB, 563200M, 1T)\n")
+
+
+@pytest.mark.parametrize("argv", [["status"], ["submit", "mix"]])
+def test_a_store_that_cannot_be_opened_is_a_usage_error_saying_why(tmp_path, capsys,
+                                                                   argv) -> None:
+    config = tmp_path / "trainbot.yaml"
+    config.write_text(
+        "clusters:\n  dev: {host: 127.0.0.1, port: 1, user: u, key_file: /k, known_hosts: /kh}\n"
+        "recipes:\n  mix: {cluster: dev, sbatch_script: /s.sbatch}\n"
+        "store: {url: 'postgresql+psycopg://trainbot@db.example.org:port/trainbot'}\n")
+    code = main([*argv, "--config", str(config)])
+    out, err = capsys.readouterr()
+    assert (code, out) == (2, "")
+    assert err.startswith(f"trainbot {argv[0]}: store.url ")
+    assert "is not a database URL (its port is not a number)" in err
