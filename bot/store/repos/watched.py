@@ -43,26 +43,30 @@ class WatchedJobsRepo(_Repo):
             return False
         return True
 
+    # The times a watched job's row keeps, the only columns _set_since writes.
+    _SINCE_COLUMNS = frozenset({"held_since", "unreadable_since"})
+
     def set_held_since(self, cluster: str, job_id: str, held_since: float | None) -> None:
         """Record when the job was first seen held (None: it is not held any more)."""
-        with self._engine.begin() as conn:
-            conn.execute(
-                update(t.watched_jobs)
-                .where(t.watched_jobs.c.cluster == cluster,
-                       t.watched_jobs.c.job_id == str(job_id))
-                .values(held_since=held_since)
-            )
+        self._set_since(cluster, job_id, "held_since", held_since)
 
     def set_unreadable_since(self, cluster: str, job_id: str,
                              unreadable_since: float | None) -> None:
         """Record when the ended job's log or sampler file was first found unreadable or
         missing (None: its files read again)."""
+        self._set_since(cluster, job_id, "unreadable_since", unreadable_since)
+
+    def _set_since(self, cluster: str, job_id: str, column: str, since: float | None) -> None:
+        """Write one of _SINCE_COLUMNS of the job's row (`column` is a name in this module,
+        never one from input)."""
+        if column not in self._SINCE_COLUMNS:
+            raise ValueError(f"{column!r} is not one of {sorted(self._SINCE_COLUMNS)}")
         with self._engine.begin() as conn:
             conn.execute(
                 update(t.watched_jobs)
                 .where(t.watched_jobs.c.cluster == cluster,
                        t.watched_jobs.c.job_id == str(job_id))
-                .values(unreadable_since=unreadable_since)
+                .values({column: since})
             )
 
     def remove(self, cluster: str, job_id: str) -> bool:

@@ -480,6 +480,19 @@ def test_watched_jobs(store):
     ]
 
 
+def test_a_watched_jobs_times_are_set_for_that_job_only_and_apart(store):
+    store.watched_jobs.add("dev", "12", now=1.0)
+    store.watched_jobs.add("prod", "12", now=1.0)
+    store.watched_jobs.set_held_since("dev", "12", 5.0)
+    store.watched_jobs.set_unreadable_since("dev", "12", 6.0)
+    times = {(w.cluster, w.job_id): (w.held_since, w.unreadable_since)
+             for w in store.watched_jobs.list()}
+    assert times == {("dev", "12"): (5.0, 6.0), ("prod", "12"): (None, None)}
+    store.watched_jobs.set_held_since("dev", "12", None)
+    assert (present(store.watched_jobs.get("dev", "12")).held_since,
+            present(store.watched_jobs.get("dev", "12")).unreadable_since) == (None, 6.0)
+
+
 def test_v1_store_is_upgraded_in_place_keeping_data(store_url):
     with Store.open(store_url, target_version=1) as old:
         assert old.schema_version == 1
