@@ -13,11 +13,11 @@ from typing import Protocol
 from bot.core.launcher_lint.model import Construct, Cover, Hit, Opts, either
 from bot.core.launcher_lint.syntax import (
     OPENING_KEYWORDS,
+    branch_matches,
     constant_status,
     loop_leaves_at,
     loop_passes,
     loop_runs,
-    matches_everything,
 )
 
 
@@ -76,6 +76,8 @@ class Branches:
     exhaustive: bool = False
     # an `if`'s: the last list of the condition being read (the walk sets it)
     condition: str = ""
+    # a `case`'s: its word when it is one literal word (syntax.case_word; "": another)
+    word: str = ""
     # in a branch bash never runs (`if false; then`, an `else` after `if true`, a `case`
     # branch after `*)`: no way into it; from an `elif` with no way in, its condition too):
     # what the walk had collected where that began, where it is, and the options there
@@ -237,7 +239,8 @@ def branch_step(walk: BranchWalk, frames: list[Branches], step: str, patterns: s
         start = copy(walk.opts)  # never changed: `either` makes new options
         frames.append(Branches(kind=OPENING_KEYWORDS.get(step, step), reaching=[start],
                                 marks=walk.marks(hits), start=start, again=at, key=key,
-                                skipped=skip, later_pass=later))
+                                skipped=skip, later_pass=later,
+                                word=patterns if step == "case" else ""))
         return None
     kinds = {"branch": ("case",), "esac": ("case",), "do": ("while", "for"),
              "done": ("while", "for")}.get(step, ("if",))
@@ -271,7 +274,7 @@ def branch_step(walk: BranchWalk, frames: list[Branches], step: str, patterns: s
         if frame.in_branch and not dead and frame.branch_dies:
             frame.ends.append(len(frame.spans) - 1)
         frame.branch_left = frame.branch_exits = frame.branch_dies = False
-    if step == "branch" and matches_everything(patterns):
+    if step == "branch" and branch_matches(patterns, frame.word) is True:
         frame.testing_on = False  # (the patterns tested on match here)
     if step == "esac" and frame.testing_on:
         frame.all_left = False  # (no pattern below a `;;&` matched: no branch left)
@@ -282,7 +285,8 @@ def branch_step(walk: BranchWalk, frames: list[Branches], step: str, patterns: s
         walk.opts, frame.dead = copy(dead_opts), None
     if step in ("then", "do", "branch", "else"):
         frame.branch_from = key[0]
-        frame.exhaustive |= step == "else" or step == "branch" and matches_everything(patterns)
+        frame.exhaustive |= step == "else" or step == "branch" and branch_matches(
+            patterns, frame.word) is True
     if step in ("then", "do"):  # the condition ran: its end is the way to the next or past
         frame.reaching, frame.in_branch = [copy(walk.opts)], True
         if frame.never:  # (a loop's body bash never runs: no way into it)
@@ -320,9 +324,12 @@ def branch_step(walk: BranchWalk, frames: list[Branches], step: str, patterns: s
                 frame.reaching.append(end)
             else:
                 frame.exits.append(end)
-        ways_in = frame.reaching + ([frame.falling] if frame.falling else [])
+        # (a `case` pattern that never matches its word, `case x in y)`: the pattern test
+        # gets past it only; bash may fall into it still)
+        never = step == "branch" and branch_matches(patterns, frame.word) is False
+        ways_in = ([] if never else frame.reaching) + ([frame.falling] if frame.falling else [])
         # a branch (an `elif`'s condition) with no way in never runs: after a `*` that ended
-        # with `;;`, after `if true` / `elif true`
+        # with `;;`, after `if true` / `elif true`, a pattern that never matches
         walk.opts = either(ways_in) if ways_in else copy(walk.opts)
         if not ways_in:
             frame.kill(walk, hits, key[0])
@@ -330,9 +337,9 @@ def branch_step(walk: BranchWalk, frames: list[Branches], step: str, patterns: s
         # (or the first `case` branch, when its pattern is `*`)
         frame.certain = not frame.spans and bool(ways_in) and (
             step == "else" and frame.kind == "if" or step == "branch" and frame.kind == "case"
-            and matches_everything(patterns))
+            and branch_matches(patterns, frame.word) is True)
         frame.falling, frame.in_branch = None, step != "elif"
-        if step == "else" or matches_everything(patterns):
+        if step == "else" or branch_matches(patterns, frame.word) is True:
             frame.reaching = []  # no pattern test / condition gets past this branch
         return None
     frames.pop()  # esac, fi, done

@@ -143,7 +143,8 @@ def first_word(lst: str) -> str:
 def keyword_prefix(lst: str, at_branch: bool) -> tuple[int, list[tuple[str, str]]]:
     """How far the keywords (`then`, `do`, `esac`, …) and `case` patterns that start `lst` (a
     stripped list) reach: the command after them starts at `lst[cut:]`, as one on a line of
-    its own; and the steps of a `case`, `if` or loop among them, in order: ("case", ""),
+    its own; and the steps of a `case`, `if` or loop among them, in order: ("case", its word
+    when it is one literal word: case_word),
     ("branch", its patterns), ("esac", ""); ("if", ""), ("then", ""), ("elif", ""), ("else",
     ""), ("fi", ""); ("while", "") (or `until`, `for`, `select`), ("do", ""), ("done", ""); an
     `if` / `elif` / loop keyword ending the prefix (its condition is `lst[cut:]`).
@@ -159,12 +160,12 @@ def keyword_prefix(lst: str, at_branch: bool) -> tuple[int, list[tuple[str, str]
             end = rest.find(first) + len(first)
         elif (at_branch or first == "case") and (branch := _BRANCH_RE.match(rest)):
             if first == "case":
-                steps.append(("case", ""))
+                steps.append(("case", case_word(rest)))
             steps.append(("branch", branch.group("patterns")))
             end, at_branch = branch.end(), False
         else:
             if first == "case" and _CASE_HEADER_END_RE.search(rest):
-                steps.append(("case", ""))  # the first pattern is on the next line
+                steps.append(("case", case_word(rest)))  # the first pattern is on the next line
             elif first == "elif" or first in OPENING_KEYWORDS:
                 steps.append((first, ""))
             return cut, steps
@@ -417,9 +418,8 @@ def _defined_names(text: str) -> frozenset[str]:
 _EXTGLOB_GROUP_RE = re.compile(r"[@*+?]\((.*)\)", re.S)
 
 
-def matches_everything(patterns: str) -> bool:
-    """Does a branch's `patterns` (`a|*`) match every word: an alternative of only `*`, or an
-    extglob group with one (`@(/no|*)`)? Other patterns may match none."""
+def split_alternatives(patterns: str) -> list[str]:
+    """A branch's `patterns` (`a|@(b|c)`) split at their top-level `|`."""
     depth, start, alternatives = 0, 0, []
     for i, c in enumerate(patterns):
         depth += (c == "(") - (c == ")")
@@ -427,12 +427,46 @@ def matches_everything(patterns: str) -> bool:
             alternatives.append(patterns[start:i])
             start = i + 1
     alternatives.append(patterns[start:])
-    for alternative in (a.strip() for a in alternatives):
+    return alternatives
+
+
+def matches_everything(patterns: str) -> bool:
+    """Does a branch's `patterns` (`a|*`) match every word: an alternative of only `*`, or an
+    extglob group with one (`@(/no|*)`)? Other patterns may match none."""
+    for alternative in (a.strip() for a in split_alternatives(patterns)):
         group = _EXTGLOB_GROUP_RE.fullmatch(alternative)
         if (alternative and not alternative.strip("*")) or (
                 group and matches_everything(group.group(1))):
             return True
     return False
+
+
+def case_word(header: str) -> str:
+    """The word of `header` (a list from its `case` keyword: `case x in`) when it is the same
+    whatever the environment (_FIXED_WORD_RE: no expansion, no glob), without its quotes;
+    "" for any other."""
+    word = _CASE_WORD_RE.match(header)
+    return word.group(1).replace('"', "").replace("'", "") if word else ""
+
+
+def branch_matches(patterns: str, word: str) -> bool | None:
+    """Does a `case` branch's `patterns` match its `case`'s word whenever tested: True when
+    they match every word (matches_everything) or one alternative is the `case`'s literal
+    `word` itself (case_word, "": none; `x)`, `a|"x")`: quotes removed, no glob); False when
+    every alternative is a literal word that differs from it even ignoring ASCII case (as
+    `shopt -s nocasematch` compares); None when it depends on what runs."""
+    if matches_everything(patterns):
+        return True
+    if not word:
+        return None
+    literals = [a.replace('"', "").replace("'", "") if _FIXED_WORD_RE.fullmatch(a) else None
+                for a in (a.strip() for a in split_alternatives(patterns))]
+    if word in literals:
+        return True
+    if None in literals or not word.isascii():
+        return None
+    return False if all(a.isascii() and a.lower() != word.lower() for a in literals
+                        if a is not None) else None
 
 
 #: Call sites are classified one by one only up to this many functions (each costs a pass).
@@ -573,6 +607,8 @@ _FOR_WORDS_RE = re.compile(r"\s+[A-Za-z_]\w*\s+in\b([^;\n]*)[;\n]")
 #: A word of a `for` list that is one word whatever the environment: no expansion, no glob
 #: (`*`, `?`, `[`), no brace expansion, quotes without a blank or an expansion inside.
 _FIXED_WORD_RE = re.compile(r"(?:[\w.,:/+@%=-]|\"[\w.,:/+@%=-]*\"|'[\w.,:/+@%=-]*')+")
+#: A `case` header whose word is one such word (`case x in`, `case "gpu" in`).
+_CASE_WORD_RE = re.compile(r"case\s+(" + _FIXED_WORD_RE.pattern + r")\s+in\b")
 #: A `while` condition bash never gets past: `false`, or a `read` (after assignments: `IFS=
 #: read -r line`) from a loop whose input is `/dev/null` (`done < /dev/null`).
 _WHILE_NEVER_RE = re.compile(r"\s+(?:false|(?P<read>(?:[A-Za-z_]\w*=\S*\s+)*read\b[^;\n|&]*))"

@@ -194,6 +194,16 @@ def _bash_exits_and_the_lint_says(tmp_path, body: str, codes: list[int], line: i
     ("set -e\nn=0\nfor i in 1 2; do ( echo a; exit 3 ); done\n((n++))\n", [3, 3], None),
     ("set -e\nn=0\nwhile true; do return; done\n((n++))\n", [2, 2], None),
     ("set -e\nn=0\ncase x in *) false;; esac\n((n++))\n", [1, 1], None),
+    # … a `case` branch whose pattern is the `case`'s own literal word (quotes aside) too,
+    # and one past patterns that are other literal words, which never match it
+    ("set -e\nn=0\ncase x in x) false;; esac\n((n++))\n", [1, 1], None),
+    ("set -e\nn=0\ncase gpu in\n  'gpu') false;;\nesac\n((n++))\n", [1, 1], None),
+    ('set -e\nn=0\ncase "gpu" in cpu) :;; gpu|tpu) ( exit 3 );; esac\n((n++))\n', [3, 3], None),
+    # … not past a glob, a word that expands, or a literal bash may fall from
+    ("set -e\nn=0\ncase x in x*) false;; esac\n((n++))\n", [1, 1], 5),
+    ("set -e\nn=0\ncase $X in x) false;; esac\n((n++))\n", [1, 1], 5),
+    ("set -e\nn=0\ncase x in y) n=1;& x) :;; esac\n((n++))\n", [1, 1], 5),
+    ("set -e\nn=0\ncase x in y) :;; x) n=1;; esac\n((n++))\n", [0, 0], None),
     # … on the runs that take a branch holding it only; what that branch set holds on none
     ('set -e\nn=0\nif [ -n "${X:-}" ]; then ( exit 3 ); fi\n((n++))\n', [1, 3], 5),
     ('set -e\nn=5\nif [ -n "${X:-}" ]; then n=0; ( exit 3 ); fi\n((n++))\n', [0, 3], None),
