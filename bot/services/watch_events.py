@@ -207,25 +207,36 @@ class ThreadEvents(EventWords):
         Once per event, as soon as its thread is there to post them in, whether or not the
         event's own reply is posted: a stall prompt Slack did not take yet (a 5xx, a rate
         limit: published again at the next tick) does not hold back the stacks of the
-        stall it is about, and its next publish does not collect them again (their post is
-        made once by its key: a bot restarted since collects once more, posts nothing
-        twice)."""
+        stall it is about, and its next publish does not collect them again: begun in this
+        process (`_collected`), or their post already in the store (`_reported`: a bot
+        restarted since does not collect a still-stalled job's stacks once more)."""
         forensics, dec, d = self.forensics, event.decision, event.diagnosis
         if forensics is None or event.job_id is None or event.key in self._collected or \
                 not has_thread(self.ctx, event.chain_id):
             return
         if event.kind == "warning" and dec is not None and dec.class_id == "hang":
+            key = f"stacks:{event.key}"
             self._collected.add(event.key)
-            forensics.stacks(event.cluster, event.job_id, event.chain_id, event.recipe,
-                             f"stacks:{event.key}", record=event.record, sampler=event.sampler)
+            if not self._reported(key):
+                forensics.stacks(event.cluster, event.job_id, event.chain_id, event.recipe,
+                                 key, record=event.record, sampler=event.sampler)
         elif event.kind == "incident" and d is not None and d.class_id == "nccl_timeout" and \
                 event.recipe in self.ctx.config.recipes and \
                 self.ctx.config.recipe(event.recipe).nccl_flight_recorder:
+            key = f"flight_recorder:{event.key}"
             self._collected.add(event.key)
             rec = event.record
-            forensics.flight_recorder(event.cluster, event.job_id, event.chain_id,
-                                      event.recipe, f"flight_recorder:{event.key}",
-                                      started_at=rec.start_time if rec else None)
+            if not self._reported(key):
+                forensics.flight_recorder(event.cluster, event.job_id, event.chain_id,
+                                          event.recipe, key,
+                                          started_at=rec.start_time if rec else None)
+
+    def _reported(self, key: str) -> bool:
+        """Whether the forensics post `key` (a stall's stacks, an NCCL timeout's flight
+        recorder) is in the store, posted or its intent left (maybe posted): collected
+        before, by this process or one before it; one Slack refused, or never begun, is
+        not (collected again)."""
+        return self.ctx.store.slack_posts.get(key) is not None
 
     def _incident(self, event: WatchEvent) -> None:
         self._post(event, "incident", lambda: self._incident_message(event))

@@ -601,6 +601,31 @@ def test_a_stall_prompt_slack_did_not_take_does_not_hold_back_the_stalls_stacks(
     forensics.close()
 
 
+def test_a_bot_restarted_during_a_stall_does_not_collect_its_stacks_again(
+        slack: SlackStandIn, store: Store) -> None:
+    """The stall's stacks are collected and posted while Slack does not take its prompt;
+    then the bot restarts (a new bot over the same store), the job still stalled: the
+    prompt's next try posts it, once, and the stacks are not collected again (py-spy is not
+    attached to the job twice), their post still one. Before, the record of the collection
+    was in memory only, and the new bot collected them once more."""
+    run = make_run(slack, store)
+    root = run.open_thread()
+    forensics = Forensics(run.ctx, Collector())  # type: ignore[arg-type]
+    slack.fail_next("chat.postMessage", status=500, count=run.poster.max_attempts)
+    stall_prompt(run, forensics).chance(0)
+    assert forensics.wait(10)
+    ctx, poster, clock = slack_context(slack, store)  # the bot started again
+    collector = Collector()
+    forensics = Forensics(ctx, collector)  # type: ignore[arg-type]
+    note = stall_prompt(Run(ctx, poster, run.chain_id, clock), forensics)
+    assert note.state() == "pending"
+    for i in range(1, 3):
+        note.chance(i)
+    assert forensics.wait(10)
+    assert note.state() == "posted" and len(in_thread(slack, root, note.key)) == 1
+    assert collector.jobs == [] and len(in_thread(slack, root, f"stacks:{note.key}")) == 1
+
+
 def test_a_completed_line_slack_did_not_take_does_not_hold_back_the_root_and_home(
         slack: SlackStandIn, store: Store, caplog: Any) -> None:
     """Job 88154 completes while Slack answers its ✅ line with a 500 on every attempt: the
