@@ -14,10 +14,18 @@ send and each reply read with its reply deadline): paramiko sends it on the same
 A connection gets stuck with no new command too: then the command still in flight
 END_GRACE_S after its deadline (its signal and its channel's close did not leave) is said to
 the runner (`overstayed`), which retires its connection the same way.
+
+One clock thread per CommandsInFlight keeps every deadline (a heap, under one condition):
+started at the first one, it sleeps until the earliest is due and stops when the runner
+closes. A large log read tracks two operations per 32 KiB request: a thread each would be
+hundreds per tick.
 """
 
 from __future__ import annotations
 
+import functools
+import heapq
+import itertools
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -35,24 +43,31 @@ class _Command:
     deadline: float
 
 
-@dataclass
+@dataclass(eq=False)  # each retirement is itself: its clock entry closes only it
 class _Retired:
     close: Callable[[], None]
-    timer: threading.Timer | None = None
 
 
 class CommandsInFlight:
     """The deadlines (monotonic times) of the commands in flight on each connection (its
     transport, any hashable object), and the connections retired, each closed once.
-    `overstayed(connection)` is called, on a timer's thread, when a command is still in
+    `overstayed(connection)` is called, on the clock's thread, when a command is still in
     flight on `connection` END_GRACE_S after its deadline: it could not end, the sends on its
-    connection do not leave, and the caller retires it (`retire`)."""
+    connection do not leave, and the caller retires it (`retire`). `clock` gives the time the
+    deadlines are in (tests pass their own and call `fire_due`)."""
 
-    def __init__(self, overstayed: Callable[[object], None]) -> None:
-        self._lock = threading.Lock()
+    def __init__(self, overstayed: Callable[[object], None],
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self._due = threading.Condition(threading.Lock())  # guards everything below
         self._overstayed = overstayed
-        self._commands: dict[object, list[_Command]] = {}
+        self._clock = clock
+        self._commands: dict[object, set[_Command]] = {}
         self._retired: dict[object, _Retired] = {}
+        # (due time, order, connection, what is due): a command still in flight is reported,
+        # a retirement not yet closed is closed; one ended or closed before is dropped
+        self._heap: list[tuple[float, int, object, _Command | _Retired]] = []
+        self._order = itertools.count()
+        self._clock_thread: threading.Thread | None = None
 
     @contextmanager
     def command(self, connection: object, deadline: float) -> Iterator[None]:
@@ -60,69 +75,102 @@ class CommandsInFlight:
         retired connection is closed as the last command on it leaves. A block still running
         END_GRACE_S after `deadline` is said to `overstayed`."""
         entry = _Command(deadline)
-        with self._lock:
-            self._commands.setdefault(connection, []).append(entry)
-        watch = threading.Timer(max(deadline + END_GRACE_S - time.monotonic(), 0.0),
-                                self._watch, (connection, entry))
-        watch.daemon = True
-        watch.start()
+        with self._due:
+            self._commands.setdefault(connection, set()).add(entry)
+            self._at(deadline + END_GRACE_S, connection, entry)
         try:
             yield
         finally:
-            watch.cancel()
-            with self._lock:
+            with self._due:
                 left = self._commands[connection]
-                left.remove(entry)
+                left.discard(entry)
                 if not left:
                     del self._commands[connection]
             if not left:
                 self._close(connection)
-
-    def _watch(self, connection: object, entry: _Command) -> None:
-        """`entry`'s grace after its deadline is over: said to `overstayed` if it is still in
-        flight on `connection`."""
-        with self._lock:
-            overstayed = entry in self._commands.get(connection, ())
-        if overstayed:
-            self._overstayed(connection)
 
     def retire(self, connection: object, close: Callable[[], None]) -> None:
         """`connection` takes no new command (the caller no longer hands it out): `close()`
         it now when no command is in flight on it, else when the last has ended, or
         END_GRACE_S after the last of their deadlines, whichever comes first. A connection
         retired already is left as it is."""
-        with self._lock:
+        with self._due:
             if connection in self._retired:
                 return
             retired = self._retired[connection] = _Retired(close)
             deadlines = [c.deadline for c in self._commands.get(connection, ())]
             if deadlines:
-                delay = max(deadlines) + END_GRACE_S - time.monotonic()
-                retired.timer = threading.Timer(max(delay, 0.0), self._close, (connection,))
-                retired.timer.daemon = True
-                retired.timer.start()
+                self._at(max(deadlines) + END_GRACE_S, connection, retired)
         if not deadlines:
             self._close(connection)
 
     def retired(self, connection: object) -> bool:
         """Whether `connection` is retired and not closed yet (it takes no new work)."""
-        with self._lock:
+        with self._due:
             return connection in self._retired
 
     def close_retired(self) -> None:
-        """Close every retired connection now (the runner is closing)."""
-        with self._lock:
+        """Close every retired connection now and stop the clock (the runner is closing; a
+        command tracked after starts it again)."""
+        with self._due:
             connections = list(self._retired)
+            self._heap.clear()
+            self._clock_thread = None  # the clock thread sees it is no longer the clock
+            self._due.notify_all()
         for connection in connections:
             self._close(connection)
 
+    def fire_due(self) -> None:
+        """Do what is due by now (the clock's time): say each command still in flight past
+        its deadline and END_GRACE_S to `overstayed`, close each retired connection past its
+        last deadline and END_GRACE_S. Each once: what is done leaves the heap."""
+        for fire in self._take_due():
+            fire()
+
+    def _at(self, due: float, connection: object, what: _Command | _Retired) -> None:
+        """Have the clock look at `what` on `connection` at `due` (the lock held)."""
+        order = next(self._order)
+        heapq.heappush(self._heap, (due, order, connection, what))
+        if self._clock_thread is None:
+            self._clock_thread = threading.Thread(target=self._keep_time, daemon=True,
+                                                  name="ssh-in-flight-clock")
+            self._clock_thread.start()
+        elif self._heap[0][1] == order:  # sooner than the clock sleeps until
+            self._due.notify_all()
+
+    def _take_due(self) -> list[Callable[[], None]]:
+        """What is due by now, taken off the heap: the calls to make, outside the lock."""
+        fires: list[Callable[[], None]] = []
+        with self._due:
+            now = self._clock()
+            while self._heap and self._heap[0][0] <= now:
+                _, _, connection, what = heapq.heappop(self._heap)
+                if isinstance(what, _Command):
+                    if what in self._commands.get(connection, ()):
+                        fires.append(functools.partial(self._overstayed, connection))
+                elif self._retired.get(connection) is what:
+                    del self._retired[connection]
+                    fires.append(what.close)
+        return fires
+
+    def _keep_time(self) -> None:
+        """The clock thread: sleep until the earliest due time (or a sooner one comes), do
+        what is due, until `close_retired` stops it."""
+        me = threading.current_thread()
+        while True:
+            with self._due:
+                if self._clock_thread is not me:
+                    return
+                wait = self._heap[0][0] - self._clock() if self._heap else None
+                if wait is None or wait > 0:
+                    self._due.wait(wait)
+                    continue
+            self.fire_due()
+
     def _close(self, connection: object) -> None:
         """Close `connection` if it is retired and not closed yet: once, whoever comes first
-        (its last command, its timer, the runner's close)."""
-        with self._lock:
+        (its last command, the clock, the runner's close)."""
+        with self._due:
             retired = self._retired.pop(connection, None)
-        if retired is None:
-            return
-        if retired.timer is not None:
-            retired.timer.cancel()
-        retired.close()
+        if retired is not None:
+            retired.close()
