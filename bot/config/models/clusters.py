@@ -51,7 +51,10 @@ class ClusterConfig(_Model):
     sftp_timeout: float = Field(
         15.0, gt=0, description="Seconds one SFTP request (stat, read of a log) may wait for "
         "its answer; a path that does not answer (a hung filesystem) is given up on while the "
-        "other reads go on.",
+        "other reads go on. It also bounds each send (a request, an upload's writes, a "
+        "reply's window adjust), each reply's read and each channel's close: one stuck past "
+        "it (the login node reads nothing more) retires its connection, and the next request "
+        "opens a new one.",
     )
     use_json: bool = Field(
         False,
