@@ -437,9 +437,15 @@ class MetricSeries:
                     self._add_event(event)
                     if pending_events and pending_events[0] == k:
                         pending_events.popleft()
-                if sample is not None:
+                if sample is not None and sample.is_evaluation:
+                    # an evaluation's line is activity, no training sample (maskrcnn-benchmark's
+                    # `[Validation]:` shows a GPU memory): the block's last training line
+                    # before it stays in the tail's reach, and the samples in line order
+                    self._maybe_next_run(sample.line_no, sample.time)
+                    self._evaluation_drawn(sample)
+                elif sample is not None:
                     self._add(sample)
-                    if sample.is_metric:  # an evaluation bar's activity samples no metric
+                    if sample.is_metric:
                         last_sampled = k
                         found = True
                         break

@@ -156,14 +156,19 @@ def test_a_log_cut_in_its_validation_is_at_the_training_iteration():
     assert series.last_evaluation.evaluation_batches == (250, 250)
 
 
+def _validated_every_500(last: int) -> str:
+    """A run's log up to iteration `last`: its training lines every 20 iterations, a periodic
+    validation (`_periodic_validation`) every 500 (TEST_PERIOD)."""
+    return "".join("".join(_train(i) for i in range(v - 480, v + 1, 20)) + _periodic_validation(v)
+                   for v in range(500, last + 1, 500))
+
 def test_a_log_read_sparsely_keeps_its_validations_bars_out_of_training():
     """A long run's log is read sparsely (one line in so many, once the series is full): each
     periodic validation's `Start evaluation on` line is read all the same, so the bars after
     it stay its batches wherever the sampled lines fall, never the training's progress (no
     target of 250, no bar's count as an iteration), and its `[Validation]:` line is the run's
     activity."""
-    log = "".join("".join(_train(i) for i in range(v - 480, v + 1, 20)) + _periodic_validation(v)
-                  for v in range(500, 60001, 500))
+    log = _validated_every_500(60000)
     for max_samples in (32, 64, 100):
         series = MetricSeries(max_samples=max_samples)
         series.feed_block(log)
@@ -173,3 +178,20 @@ def test_a_log_read_sparsely_keeps_its_validations_bars_out_of_training():
         assert not any(s.target_iter == 250 for s in series.samples), max_samples
         assert series.last_evaluation is not None
         assert "[Validation]" in series.last_evaluation.text
+
+
+def test_a_log_read_sparsely_ends_at_its_last_training_iteration():
+    """The log ends in its 120th validation's `[Validation]:` line, after the training's line
+    at 60000: read sparsely with whatever number of samples, the run is at iteration 60000
+    (the validation line's GPU memory took the place of the block's last training line: 58980
+    read with 64 samples at most) and its validation the last activity."""
+    log = _validated_every_500(60000)
+    for max_samples in range(16, 129, 16):
+        series = MetricSeries(max_samples=max_samples)
+        series.feed_block(log)
+        assert series.stride > 1
+        assert series.last_iteration == 60000, max_samples
+        assert series.last_progress is not None
+        assert "iter: 60000 " in series.last_progress.text
+        assert series.last_evaluation is not None
+        assert "[Validation]:   eta: 1 day, 2:03:04  iter: 60000" in series.last_evaluation.text
