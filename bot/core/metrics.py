@@ -454,20 +454,21 @@ class MetricSeries:
             j = pending_events.popleft()
             self._located_only(line_at(j), first_line_no + j)
         # Always the block's last metric line, so latest iteration and progress are exact,
-        # and an evaluation bar's last line after it, so is the run's last activity.
-        tail_from = max(last_sampled + 1, n_lines - 64)
-        evaluation = None
-        for k in range(n_lines - 1, tail_from - 1, -1):
+        # and an evaluation bar's last line after it, so is the run's last activity. The tail
+        # is parsed in the log's order: the parser's state at the block's end is the log's (an
+        # evaluation opened after the last training line is still open for the next block).
+        progress = evaluation = None
+        for k in range(max(last_sampled + 1, n_lines - 64), n_lines):
             sample, _ = self.parser.parse(line_at(k), first_line_no + k)
             if sample is None:
                 continue
             if sample.iteration is not None:
-                self._add(sample)
-                break
-            if sample.is_evaluation and evaluation is None:
+                progress, evaluation = sample, None
+            elif sample.is_evaluation:
                 evaluation = sample
-        if evaluation is not None:
-            self._add(evaluation)
+        for sample in (progress, evaluation):
+            if sample is not None:
+                self._add(sample)
         # The latest timestamp of the block (for `now` of offline logs).
         for k in range(n_lines - 1, max(last_sampled, n_lines - 64), -1):
             if self.parser.clock.parse_line(line_at(k)) is not None:

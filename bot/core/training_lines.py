@@ -344,7 +344,8 @@ class LineParser:
     def _announce(self, body: str, line_no: int) -> None:
         """Keep the totals line `line_no`'s message `body` announces (`announced_totals`, in a
         config dump's dict when the lines before it opened one), unless a later line announced
-        one of the same count (a series reads a block's last lines backwards)."""
+        one of the same count (a series read sparsely reads a block's located lines before its
+        tail's: `MetricSeries._feed_run_block`)."""
         in_config_dict = self._config_dicts.inside(body, line_no)
         for counted, total in announced_totals(body, in_config_dict=in_config_dict):
             if line_no >= self._announced_on.get(counted, 0):

@@ -195,3 +195,24 @@ def test_a_log_read_sparsely_ends_at_its_last_training_iteration():
         assert "iter: 60000 " in series.last_progress.text
         assert series.last_evaluation is not None
         assert "[Validation]:   eta: 1 day, 2:03:04  iter: 60000" in series.last_evaluation.text
+
+
+def test_a_validation_across_two_blocks_of_a_log_read_sparsely_is_no_training():
+    """A long run's log read sparsely in two blocks (a watched log that grew), the first ending
+    inside a validation (its `Start evaluation on` line, its first bar) and the second holding
+    the rest (its second bar, its `[Validation]:` line): the second block's bar counts the
+    validation's 250 batches, not the training's iterations (no target of 250: the first
+    block's end was read backwards, the training line last, as if no evaluation were open)."""
+    log = _validated_every_500(30000) + "".join(_train(i) for i in range(30020, 30501, 20))
+    validation = _periodic_validation(30500)
+    cut = validation.rindex("\n", 0, validation.index("Total run time")) + 1
+    first, second = log + validation[:cut], validation[cut:]
+    for max_samples in (16, 32, 64):
+        series = MetricSeries(max_samples=max_samples)
+        series.feed_block(first)
+        assert series.stride > 1
+        series.feed_block(second, first.count("\n") + 1)
+        assert (series.target_iter, series.last_iteration) == (None, 30500), max_samples
+        assert not any(s.target_iter == 250 for s in series.samples), max_samples
+        assert series.last_evaluation is not None
+        assert "[Validation]:   eta: 1 day, 2:03:04  iter: 30500" in series.last_evaluation.text
