@@ -76,6 +76,9 @@ class Branches:
     exhaustive: bool = False
     # an `if`'s: the last list of the condition being read (the walk sets it)
     condition: str = ""
+    # a loop's: the status of the last list of its body read, as bash's semantics decide it
+    # (syntax.constant_status; None: not known, or not a simple command; the walk sets it)
+    body_status: bool | None = None
     # a `case`'s: its word when it is one literal word (syntax.case_word; "": another)
     word: str = ""
     # in a branch bash never runs (`if false; then`, an `else` after `if true`, a `case`

@@ -60,6 +60,7 @@ from bot.core.launcher_lint.syntax import (
     function_calls,
     keyword_prefix,
     lists_and_branches,
+    loop_status,
     next_text,
     piped_compound,
     runs_after,
@@ -259,7 +260,7 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
             resume = (0, 0)
             # the and-or lists of it with a `{ … }` group, read again once the walk has been
             # through their groups (_and_or_branches), and how many dead_ends there were
-            grouped: list[tuple[str, int]] = []
+            grouped: list[tuple[str, int, bool | None]] = []
             dead_before = len(self.dead_ends)
             back: tuple[int, int, int] | None = None
             for part, (start, end) in enumerate(parts):
@@ -271,6 +272,9 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
                 # one on a line of its own does
                 cut, steps = keyword_prefix(lst, idx in branches and part == 0)
                 closed_left = closed_exit = False
+                # the status of the loop whose `done` this list starts (`done && n=1`), when
+                # bash's semantics decide it (syntax.loop_status; None: not known)
+                closed_status: bool | None = None
                 # the compound this list closes runs in a subshell when it is piped or run in
                 # the background (`fi | cat`, `esac &`): it leaves no loop of this shell
                 background = cut > 0 and _op == "&" and part == len(parts) - 1
@@ -328,12 +332,24 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
                             # (its `break` / `continue` leave no loop of this shell)
                             self._in_subshell(frames, closing.key[0], lst_off + len(lst),
                                               maybe and not closing.never)
+                        # (… not one bash may skip, `[ … ] && for …`: the test's status then)
+                        if closing is not None and step == "done" and k == len(steps) - 1 and (
+                                closing.skipped is None and not closing.never
+                                and lst[cut:].lstrip().startswith(("&&", "||"))):
+                            closed_status = loop_status(self.text, closing.key[0], lst_off,
+                                                        closing.body_status)
                     if back is not None:
                         break
+                if frames and frames[-1].kind in ("while", "for") and frames[-1].in_branch:
+                    # (a list of a loop's body: the last one read decides the loop's status;
+                    # one in the background has status 0, one before a compound's is not known)
+                    frames[-1].body_status = constant_status(
+                        lst[cut:], self.script_text, outside_function=self.function is None
+                    ) if _op != "&" and part == len(parts) - 1 else None
                 if "&&" in lst or "||" in lst:  # (`[ -f x ] && n=1`: a branch bash may skip)
-                    self._and_or_branches(frames, lst[cut:], lst_off + cut)
+                    self._and_or_branches(frames, lst[cut:], lst_off + cut, closed_status)
                     if "{" in lst:
-                        grouped.append((lst[cut:], lst_off + cut))
+                        grouped.append((lst[cut:], lst_off + cut, closed_status))
                 if "|" in lst and "=" in lst:
                     self._pipe_elements(lst[cut:], lst_off + cut)
                 if (_op == "&" or piped is not None and part == 0) and MAY_LEAVE_RE.search(
@@ -434,8 +450,8 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
                     self._note_errexit_group(lst, lst_off)
                 hits.extend(self._and_or(lst, lst_off, errexit_mode=not status_only))
             if grouped and len(self.dead_ends) > dead_before:  # (`[ … ] && { exit 0; } || …`)
-                for lst, lst_off in grouped:
-                    self._and_or_branches(frames, lst, lst_off)
+                for lst, lst_off, closed_status in grouped:
+                    self._and_or_branches(frames, lst, lst_off, closed_status)
             if ended is None and _op != "&" and ("exit" in whole or "exec" in whole):
                 cut = keyword_prefix(whole, idx in branches)[0]  # (`[ … ] && exit 0`)
                 if may_end_shell(whole[cut:], off + lead + cut, self.memo, self.script_text):
@@ -530,7 +546,8 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
         return None
 
 
-    def _and_or_branches(self, frames: list[Branches], lst: str, off: int) -> None:
+    def _and_or_branches(self, frames: list[Branches], lst: str, off: int,
+                         closed_status: bool | None = None) -> None:
         """The commands of the and-or list `lst` (at `off`) bash may skip (syntax.
         and_or_branches: `[ -f x ] && n=$((n+1))`, `[ … ] && ((n++)) || true`, `[ … ] && n=1
         || n=2`), read as an `if`'s branches are (model.Scan.constructs, keyed by the
@@ -539,7 +556,8 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
         An element that ends the shell: an `exit` / `exec`, or a `{ … }` group whose body the
         walk found to end it whenever it runs (dead_from: `[ … ] && { echo; exit 0; } || n=1`),
         known once the walk has been through it: a list with a group is read again then (the
-        same construct, its never-run commands added)."""
+        same construct, its never-run commands added). `closed_status`: that of the loop whose
+        `done` starts the list (`done && n=1`), when known."""
         def ends_shell(command: str, at: int) -> bool:
             return ends_script_shell(command, self.script_text) or bool(self.dead_from) and (
                 group_ends_shell(command, at, self.memo, self.dead_from, ""))
@@ -548,7 +566,7 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
             return ends_function_body(command, self.script_text)
 
         found = and_or_branches(lst, off, self.memo, self.script_text, ends_shell,
-                                returns if self.function is not None else None)
+                                returns if self.function is not None else None, closed_status)
         if found is None:
             return
         if found.at is not None:

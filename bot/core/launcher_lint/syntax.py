@@ -344,7 +344,8 @@ class AndOrBranches(NamedTuple):
 
 def and_or_branches(lst: str, off: int, memo: Memo, text: str,
                     ends_shell: Callable[[str, int], bool],
-                    returns: Callable[[str], bool] | None = None) -> AndOrBranches | None:
+                    returns: Callable[[str], bool] | None = None,
+                    closed_status: bool | None = None) -> AndOrBranches | None:
     """The commands of the and-or list `lst` (at `off`, after its keywords) that bash may skip
     (`[ -f x ] && n=1`, `test … || ((n++))`), as it skips an `if` branch with no `else`: the
     branches of one construct (model.Construct), keyed where the operator before the first of
@@ -361,7 +362,9 @@ def and_or_branches(lst: str, off: int, memo: Memo, text: str,
     command a `return` of it), one bash always runs leaves nothing after it in the list to run
     (`return || n=1`); its way goes on past the call, so it covers nothing. Outside one
     (`returns` None), bash refuses a `return` with status 2 and goes on (`return || n=1` runs
-    `n=1`). None: no command bash may skip, and none it never runs."""
+    `n=1`). A list that starts with `&&` / `||` (after the `done` that closes a loop: `done &&
+    n=1`) starts from `closed_status`, the compound's status when known (loop_status). None: no
+    command bash may skip, and none it never runs."""
     if "&&" not in lst and "||" not in lst:
         return None
     spans: list[tuple[int, int]] = []
@@ -374,7 +377,8 @@ def and_or_branches(lst: str, off: int, memo: Memo, text: str,
     for element, e_off, op in split_top_level(lst, off, ("&&", "||"), memo):
         cmd = element.strip()
         start = e_off + len(element) - len(element.lstrip())
-        known = constant_status(element, text, outside_function=returns is None)
+        known = constant_status(element, text, outside_function=returns is None) if (
+            cmd or op_before) else closed_status
         leaves: ChainStatus = "free" if known is None else "true" if known else "false"
         statuses = {0, 1} if known is None else {0 if known else 1}
         if ends_shell(cmd, start):
@@ -642,6 +646,21 @@ def loop_passes(code: str, start: int, done: int) -> int | None:
     if keyword == "until" and _UNTIL_NEVER_RE.match(code, at):
         return 0
     return None
+
+
+def loop_status(code: str, start: int, done: int, body_status: bool | None) -> bool | None:
+    """The status of the loop (loop_passes's `start` and `done`) as bash leaves it, that of
+    the last command its body ran, 0 when it ran none: success when bash makes no pass
+    (loop_passes) or the body's last list always succeeds (`body_status`, its constant_status),
+    failure when bash makes a pass and that list always fails (`for i in a; do false; done`);
+    None when either is not known, or a `break`, `continue` or `return` (loop_leaves_at) may
+    end a pass elsewhere."""
+    passes = loop_passes(code, start, done)
+    if passes == 0:
+        return True
+    if body_status is None or loop_leaves_at(code, start, done) is not None:
+        return None
+    return True if body_status else (False if passes else None)
 
 
 #: A `while` / `until` condition on its keyword's line, up to `do`.

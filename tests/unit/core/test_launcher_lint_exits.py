@@ -879,6 +879,30 @@ _RC = 'rc=${X:-0}\n'  # (0 on one run, 1 on the other: `[[ $rc -ne 0 ]]` tests w
     # follows its `&&` whatever ran before it (both said `warn`: `c` was paired with `b` only)
     ('set -e\nn=0\n[ -n "${X:-}" ] && echo b || n=1 && n=2\n((n++))\n', None),
     ('set -e\nn=0\n[ -n "${X:-}" ] && n=1 || true && n=2\n((n++))\n', None),
+    # … and a loop's status, that of the last command its body ran (0 when none ran), where
+    # the passes and that command's status decide it (each said `warn`)
+    ("set -e\nn=0\nfor i in a b; do :; done && n=1\n((n++))\n", None),
+    ("set -e\nn=0\nfor i in a; do false; done || n=1\n((n++))\n", None),
+    ("set -e\nn=0\nfor i in a b\ndo\n  ( exit 3 )\ndone || n=1\n((n++))\n", None),
+    ("set -e\nn=0\nfor i in a; do false; done && n=1\n((n++))\n", "fail"),
+    ("set -e\nn=0\nfor i in; do false; done && n=1\n((n++))\n", None),
+    ("set -e\nn=0\nfor i in; do false; done || n=1\n((n++))\n", "fail"),
+    ("set -e\nn=0\nwhile false; do false; done && n=1\n((n++))\n", None),
+    ("set -e\nn=0\nuntil true; do false; done || n=1\n((n++))\n", "fail"),
+    ('set -e\nn=0\nfor i in ${X:-}; do :; done && n=1\n((n++))\n', None),
+    ("set -e\nn=0\nfor i in 1; do for j in 1; do false; done || n=1; done\n((n++))\n", None),
+    # … not where the run decides it: passes over words that expand, a `break` / `continue`
+    # bash may run, a compound last in the body
+    ('set -e\nn=0\nfor i in ${X:-}; do false; done || n=1\n((n++))\n', "warn"),
+    ('set -e\nn=0\nfor i in a; do [ -n "${X:-}" ] || break; false; done || n=1\n((n++))\n',
+     "warn"),
+    ('set -e\nn=0\nfor i in a; do [ -n "${X:-}" ] && continue; ( exit 3 ); done && n=1\n'
+     "((n++))\n", "warn"),
+    ('set -e\nn=0\nfor i in a; do if true; then [ -n "${X:-}" ]; fi; done || n=1\n((n++))\n',
+     "warn"),
+    ('set -e\nn=0\n[ -n "${X:-}" ] && for i in a; do :; done && n=1\n((n++))\n', "warn"),
+    ('set -e\nn=0\n[ -n "${X:-}" ] || for i in a; do false; done || n=1\n((n++))\n', "warn"),
+    ("set -e\nn=0\ntrue && for i in a; do :; done && n=1\n((n++))\n", None),
 ])
 def test_a_count_or_assignment_after_and_or_runs_on_some_runs_only(tmp_path, body, level):
     _counter_stops_bash_as_the_level_says(tmp_path, body, level)
