@@ -280,6 +280,10 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
                 background = cut > 0 and _op == "&" and part == len(parts) - 1
                 piped_on = cut > 0 and self._piped(lst[cut:], lst_off + cut)
                 in_subshell = background or piped_on
+                # … to the end of the pipeline it is an element of (`fi | cat && n=1`: `n=1`
+                # runs in this shell), or of the list in the background
+                sub_end = lst_off + len(lst) if background else lst_off + cut + len(
+                    split_top_level(lst[cut:], lst_off + cut, ("&&", "||"), self.memo)[0][0])
                 if steps:
                     skip = copy(self.opts) if part and not tail_runs else None
                     # what only `set -e` makes a finding in the compound this list closes does
@@ -325,12 +329,12 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
                         # shell on those only)
                         maybe = closing is not None and closing.piped_maybe and not in_subshell
                         if closing is not None and sub:
-                            self._subshell(closing, lst_off + len(lst), maybe,
+                            self._subshell(closing, sub_end, maybe,
                                            exempt or not closing.start.errexit,
                                            piped_on and closing.start.pipefail_partial)
                         if closing is not None and (sub or closing.never):
                             # (its `break` / `continue` leave no loop of this shell)
-                            self._in_subshell(frames, closing.key[0], lst_off + len(lst),
+                            self._in_subshell(frames, closing.key[0], sub_end,
                                               maybe and not closing.never)
                         # (… not one bash may skip, `[ … ] && for …`: the test's status then)
                         if closing is not None and step == "done" and k == len(steps) - 1 and (

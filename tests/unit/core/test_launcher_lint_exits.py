@@ -903,6 +903,20 @@ _RC = 'rc=${X:-0}\n'  # (0 on one run, 1 on the other: `[[ $rc -ne 0 ]]` tests w
     ('set -e\nn=0\n[ -n "${X:-}" ] && for i in a; do :; done && n=1\n((n++))\n', "warn"),
     ('set -e\nn=0\n[ -n "${X:-}" ] || for i in a; do false; done || n=1\n((n++))\n', "warn"),
     ("set -e\nn=0\ntrue && for i in a; do :; done && n=1\n((n++))\n", None),
+    # … and a piped compound's pipeline, whose status is its last element's: what follows its
+    # `&&` / `||` runs in this shell (the loop and `if` rows said `fail`: `n=1` read as in
+    # the compound's subshell, a `break` there as leaving no loop); `{ …; }` and `( … )` read
+    # so already; not a list run in the background
+    ('set -e\nn=0\nfor i in a; do :; done | [ -n "${X:-}" ] && n=1\n((n++))\n', "warn"),
+    ('set -e\nn=0\nif true; then :; fi | [ -n "${X:-}" ] && n=1\n((n++))\n', "warn"),
+    ('set -e\nn=0\n{ :; } | [ -n "${X:-}" ] && n=1\n((n++))\n', "warn"),
+    ('set -e\nn=0\n( : ) | [ -n "${X:-}" ] && n=1\n((n++))\n', "warn"),
+    ('set -e\nn=0\necho | if true; then [ -n "${X:-}" ]; fi && n=1\n((n++))\n', "warn"),
+    ('set -e\nn=0\nfor i in 1; do for j in 1; do :; done | [ -n "${X:-}" ] && break; n=1; '
+     "done\n((n++))\n", "warn"),
+    ("set -e\nn=0\nfor i in a; do :; done | false && n=1\n((n++))\n", "fail"),
+    ("set -e\nn=0\nif true; then :; fi | false && n=1\n((n++))\n", "fail"),
+    ('set -e\nn=0\nif true; then :; fi | [ -n "${X:-}" ] && n=1 &\nwait\n((n++))\n', "fail"),
 ])
 def test_a_count_or_assignment_after_and_or_runs_on_some_runs_only(tmp_path, body, level):
     _counter_stops_bash_as_the_level_says(tmp_path, body, level)
