@@ -1,7 +1,7 @@
 """The progress lines of named training frameworks' own loggers (pure; no I/O): torchvision's
 MetricLogger (and the DETR, DeiT and MAE scripts that copy it), maskrcnn-benchmark's trainer,
 OpenMMLab's runners, Swin Transformer's loops, PaddleOCR's, torchreid's, timm's, BasicSR's,
-nanoGPT's and StyleGAN's, and detectron2's inference.
+nanoGPT's, StyleGAN's, OpenPCDet's and SlowFast's, and detectron2's inference.
 
 Each says, in its own shape, which step of the training it is at, its pace and its GPU memory;
 bot.core.training_lines' `LineParser` asks `read_framework_line` first, then reads what is
@@ -13,6 +13,7 @@ to `read_framework_line`.
 
 from __future__ import annotations
 
+import json
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
@@ -228,6 +229,32 @@ _NANOGPT_MAX_ITERS = re.compile(r"^(?:Overriding: )?max_iters = (\d+)\s*(?:#.*)?
 # The kimg are counted down to whole ones: a tick at the total is the loop's last
 _STYLEGAN_TICK = re.compile(rf"^tick (\d+) +kimg ({NUMBER}) +time .+ sec/kimg ({NUMBER}) ")
 _STYLEGAN_TOTAL_KIMG = re.compile(r"^Training for (\d+) kimg\.\.\.$")
+# OpenPCDet's train_one_epoch (open-mmlab/OpenPCDet tools/train_utils/train_utils.py
+# 8cacccec11db), unless tools/train.py ran with --use_tqdm_to_record: `Train:
+# {cur_epoch+1:>4d}/{total_epochs} ({:>3.0f}%) [{cur_it:>4d}/{total_it_each_epoch} ({:>3.0f}%)]
+# Loss: {loss.val:#.4g} ({loss.avg:#.3g})  LR: {lr:.3e}  Time cost: …  Acc_iter
+# {accumulated_iter:<10d}  Data time: …  Forward time: …  Batch time: {val:.2f}({avg:.2f})`,
+# every logger_iter_interval steps, at an epoch's first step and at its last, each once its
+# step is done: cur_it counts from 0 (the last step's line is `3711/3712`), so the steps done
+# are the epochs before it (as many as this one's) and this one's up to cur_it and it; the
+# target every epoch's steps (the last step's line reaches it: only the checkpoint's save and
+# `End training …` follow); `Batch time` the step's seconds. With --use_tqdm_to_record it
+# draws tqdm bars instead (bot.core.progress_bars)
+_OPENPCDET = re.compile(
+    r"(?<![\w:])Train: +(\d+)/(\d+) \( *\d+%\) \[ *(\d+)/(\d+) \( *\d+%\)\] +"
+    rf"Loss: ({NUMBER}|nan|inf) \(")
+_OPENPCDET_TIME = re.compile(rf"(?<![\w/])Batch time: ({NUMBER})\(")
+# SlowFast's meters (facebookresearch/SlowFast slowfast/utils/meters.py 287ec0076846), logged by
+# slowfast/utils/logging.py's log_json_stats as `json_stats: {…}` (simplejson, keys sorted,
+# floats to 5 places): TrainMeter.log_iter_stats's `"_type": "train_iter_"` (`train_iter_ssl`)
+# every LOG_PERIOD steps with `"epoch": "{cur_epoch+1}/{MAX_EPOCH}"`, `"iter": "{cur_iter+1}/
+# {epoch_iters}"`, `"dt"` (the step's seconds) and `"loss"` (the window's median): the steps done
+# are the epochs before it (as many as this one's) and this one's, the target every epoch's
+# steps; its `train_epoch` summary names no step. ValMeter's `val_iter` lines count its
+# evaluation's batches (`"iter": "{cur_iter+1}/{max_iter}"`) and its `val_epoch` line sums the
+# pass up: an evaluation's, no training figure
+_SLOWFAST_JSON_STATS = "json_stats: {"
+_COUNT_OF_TOTAL = re.compile(r"(\d+)/(\d+)")
 
 #: What an announced total counts: the name of its `AnnouncedTargets` field.
 Counted = Literal["epochs", "iterations"]
@@ -325,6 +352,7 @@ def read_framework_line(body: str, s: Sample, targets: AnnouncedTargets = _NONE_
         body = _swin(body, s)
     elif "Train: " in body and "[" in body:
         _timm(body, s, targets)
+        _openpcdet(body, s)
     if "epoch: [" in body:
         _paddleocr(body, s)
         _torchreid(body, s)
@@ -334,6 +362,8 @@ def read_framework_line(body: str, s: Sample, targets: AnnouncedTargets = _NONE_
         _nanogpt(body, s, targets)
     if body.startswith("tick "):
         _stylegan(body, s, targets)
+    if _SLOWFAST_JSON_STATS in body:
+        _slowfast(body, s)
     if "nference " in body:
         _detectron2_inference(body, s)
     return body
@@ -546,6 +576,48 @@ def _stylegan(body: str, s: Sample, targets: AnnouncedTargets) -> None:
     s.sec_per_iter = float(m.group(3))
     if targets.iterations is not None and targets.iterations >= s.iteration:
         s.target_iter = targets.iterations
+
+
+def _openpcdet(body: str, s: Sample) -> None:
+    """An OpenPCDet training line (`_OPENPCDET`): its steps done as the iteration, every
+    epoch's steps as the target, its loss and the step's seconds (`Batch time`) as the pace."""
+    m = _OPENPCDET.search(body)
+    if m is None:
+        return
+    epoch, epochs, step, steps = (int(g) for g in m.group(1, 2, 3, 4))
+    s.iteration = (max(epoch, 1) - 1) * steps + step + 1  # cur_it counts from 0
+    s.target_iter = epochs * steps
+    s.loss = float(m.group(5))
+    pace = _OPENPCDET_TIME.search(body, m.end())
+    if pace is not None:
+        s.sec_per_iter = float(pace.group(1))
+
+
+def _slowfast(body: str, s: Sample) -> None:
+    """A SlowFast `json_stats:` line (`_SLOWFAST_JSON_STATS`): a training step's gives its steps
+    done as the iteration, every epoch's steps as the target, its loss and `dt` as the pace; a
+    validation's its batches (`val_iter`) or the summary of its pass (`val_epoch`)."""
+    try:
+        stats = json.loads(body[body.index(_SLOWFAST_JSON_STATS) + len(_SLOWFAST_JSON_STATS) - 1:])
+    except ValueError:
+        return
+    kind = stats.get("_type") if isinstance(stats, dict) else None
+    if not isinstance(kind, str):
+        return
+    epoch = _COUNT_OF_TOTAL.fullmatch(str(stats.get("epoch", "")))
+    step = _COUNT_OF_TOTAL.fullmatch(str(stats.get("iter", "")))
+    if kind.startswith("val_epoch"):
+        s.evaluation_done = True
+    elif kind.startswith("val_iter") and step is not None:
+        s.evaluation_batches = (int(step.group(1)), int(step.group(2)))
+    elif kind.startswith("train_iter") and epoch is not None and step is not None:
+        steps = int(step.group(2))
+        s.iteration = (max(int(epoch.group(1)), 1) - 1) * steps + int(step.group(1))
+        s.target_iter = int(epoch.group(2)) * steps
+        if isinstance(loss := stats.get("loss"), (int, float)):
+            s.loss = float(loss)
+        if isinstance(pace := stats.get("dt"), (int, float)):
+            s.sec_per_iter = float(pace)
 
 
 def openmmlab_epoch(text: str) -> tuple[int, int] | None:

@@ -100,6 +100,9 @@ _CELL_GAP = r"(?:\x1b\[[0-9;]*m| )+"
 #: - StyleGAN2-ADA's and StyleGAN3's `Training for 25000 kimg...` (NVlabs/stylegan2-ada-pytorch
 #:   training/training_loop.py, training_loop: once, right before its loop; also the total its
 #:   tick lines are read against, bot.core.framework_lines)
+#: - OpenPCDet's `**********************Start training cfgs/kitti_models/pointpillar(default)
+#:   **********************` (open-mmlab/OpenPCDet tools/train.py 8cacccec11db, main: once,
+#:   right before train_model; 22 stars each side, since 405730d 2020-06)
 #: Unanchored (bot.core.metrics scans raw lines, with their prefixes, for it).
 #: A rerun that crashes before its banner (at import, loading its data or model) is read with
 #: the run before it: nothing it prints is safely a new process's. An import-time crash prints
@@ -112,7 +115,7 @@ _CELL_GAP = r"(?:\x1b\[[0-9;]*m| )+"
 #: the class (its traceback, or sacct's state), the run before's figures beside it.
 TRAINING_START = re.compile(
     r"\*{5} Running training \*{5}|Start training from epoch: [0-9]+, iter: [0-9]+"
-    r"|; will restart worker group|Training for [0-9]+ kimg\.\.\."
+    r"|; will restart worker group|Training for [0-9]+ kimg\.\.\.|\*{22}Start training [^*]+\*{22}"
     rf"|{_COLUMN_RULE}{_CELL_GAP}Name{_CELL_GAP}{_COLUMN_RULE}{_CELL_GAP}Type{_CELL_GAP}"
     rf"{_COLUMN_RULE}{_CELL_GAP}Params\b")
 

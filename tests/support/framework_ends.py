@@ -670,13 +670,13 @@ F["StyleGAN2-ADA / StyleGAN3"] = (
 )
 # OpenPCDet's tools/train.py and train_utils.py (open-mmlab/OpenPCDet 8cacccec11db): its
 # logger's `%(asctime)s  %(levelname)5s  %(message)s`, train_one_epoch's `Train: {epoch}/{total}
-# ...` lines (the epoch's last step unlogged), `End training ...` after train_model, then its
-# evaluation of the last checkpoints
+# ... [{cur_it}/{steps} ...]` lines (cur_it from 0: `3711/3712` is the epoch's last step, done),
+# `End training ...` after train_model, then its evaluation of the last checkpoints
 F["OpenPCDet"] = (
-    "2024-05-01 19:28:00,123   INFO  Train:   80/80 (100%) [3700/3712 ( 100%)]  Loss: 0.4123 (0.42"
+    "2024-05-01 19:28:00,123   INFO  Train:   80/80 (100%) [3700/3712 (100%)]  Loss: 0.4123 (0.42"
     "1)  LR: 1.000e-06  Time cost: 28:31/00:05 [1 day, 14:01:02/00:05]  Acc_iter 296950      Data "
     "time: 0.01(0.01)  Forward time: 0.40(0.41)  Batch time: 0.41(0.42)\n"
-    "2024-05-01 19:28:05,123   INFO  Train:   80/80 (100%) [3711/3712 ( 100%)]  Loss: 0.4101 (0.42"
+    "2024-05-01 19:28:05,123   INFO  Train:   80/80 (100%) [3711/3712 (100%)]  Loss: 0.4101 (0.42"
     "1)  LR: 1.000e-06  Time cost: 28:36/00:00 [1 day, 14:01:07/00:00]  Acc_iter 296960      Data "
     "time: 0.01(0.01)  Forward time: 0.40(0.41)  Batch time: 0.41(0.42)\n"
     "2024-05-01 19:28:06,123   INFO  **********************End training cfgs/kitti_models/pointpil"
@@ -783,8 +783,8 @@ CUT_SHORT: dict[str, str] = {
     "LitGPT pretrain": F["LitGPT pretrain"].split("Training time")[0],
     # its tick short of the kimg it announced
     "StyleGAN2-ADA / StyleGAN3": F["StyleGAN2-ADA / StyleGAN3"].split("tick 6250 ")[0],
-    # the last epoch's logged steps, not train.py's line after train_model
-    "OpenPCDet": F["OpenPCDet"].split("2024-05-01 19:28:06,123")[0],
+    # a step short of the last epoch's last (its `Train:` line reaches the total)
+    "OpenPCDet": F["OpenPCDet"].split("2024-05-01 19:28:05,123")[0],
     # the last epoch's evaluation, not train()'s line after the loop
     "SlowFast": F["SlowFast"].split("[05/01 19:31:00][INFO] train_net.py")[0],
 }

@@ -55,11 +55,25 @@ DS_CHAT_AGAIN = "".join(f"Epoch: 0, Step: {s}, Rank: 0, loss = 2.{s:04d}\n" for 
 OPENPCDET = ENDS["OpenPCDet"][0]
 SLOWFAST = ENDS["SlowFast"][0]
 # its next run's training bar (train_one_epoch's tqdm `train` bar on rank 0, its postfix the
-# step's figures; its `Train: ...` log lines are not read as progress)
-OPENPCDET_AGAIN = "".join(
+# step's figures: with --use_tqdm_to_record) or its `Start training …` line and `Train: ...` log
+# lines (without it)
+OPENPCDET_BAR_AGAIN = "".join(
     f"train:  {s * 10}%|{'#' * s}{' ' * (10 - s)}| {s * 371}/3712 [0{s}:00<25:00,  2.45it/s, "
     f"loss=1.{s}1, lr=0.002, d_time=0.01(0.01), f_time=0.40(0.41), b_time=0.41(0.42)]\n"
     for s in (1, 2, 3))
+OPENPCDET_AGAIN = "2024-05-02 08:00:00,123   INFO  " + "*" * 22 + (
+    "Start training cfgs/kitti_models/pointpillar(default)") + "*" * 22 + "\n" + "".join(
+    f"2024-05-02 08:0{s}:00,123   INFO  Train: {1:>4d}/80 ({100 / 80:>3.0f}%) [{it:>4d}/3712 "
+    f"({100 * it / 3712:>3.0f}%)]  Loss: 1.{s}12 (1.{s}1)  LR: 1.000e-03  Time cost: 0{s}:00/25:00 "
+    f"[0{s}:00/1 day, 14:00:00]  Acc_iter {it + 1:<10d}  Data time: 0.01(0.01)  Forward time: "
+    f"0.40(0.41)  Batch time: 0.41(0.42)\n" for s, it in ((1, 49), (2, 99), (3, 149)))
+# its next run's TrainMeter lines (json_stats, keys sorted)
+SLOWFAST_AGAIN = "".join(
+    f"[05/02 08:0{s}:00][INFO] logging.py:   97: json_stats: {{\"RAM\": \"41.21/503.81G\", "
+    f"\"_type\": \"train_iter_\", \"dt\": 0.41, \"dt_data\": 0.001, \"dt_net\": 0.40, "
+    f"\"epoch\": \"1/196\", \"eta\": \"1 day, 4:00:00\", \"gpu_mem\": \"9.12G\", \"grad_norm\": "
+    f"3.12, \"iter\": \"{s * 10}/1250\", \"loss\": 5.{s}1, \"lr\": 0.0001, \"top1_err\": 99.0, "
+    f"\"top5_err\": 95.0}}\n" for s in (1, 2, 3))
 BASICSR_AGAIN = "".join(
     f"2024-05-01 19:3{s + 2}:00,123 INFO: [train..][epoch:  1, iter:{s * 100:8,d}, "
     f"lr:(1.000e-04,)] [eta: 1 day, 2:03:04, time (data): 0.215 (0.003)] l_pix: 3.{s}000e-02 \n"
@@ -67,8 +81,9 @@ BASICSR_AGAIN = "".join(
 
 
 @pytest.mark.parametrize(("log", "again"), [
-    (BASICSR, BASICSR_AGAIN), (DS_CHAT, DS_CHAT_AGAIN), (OPENPCDET, OPENPCDET_AGAIN)],
-    ids=["basicsr", "deepspeed-chat", "openpcdet"])
+    (BASICSR, BASICSR_AGAIN), (DS_CHAT, DS_CHAT_AGAIN), (OPENPCDET, OPENPCDET_BAR_AGAIN),
+    (OPENPCDET, OPENPCDET_AGAIN), (SLOWFAST, SLOWFAST_AGAIN)],
+    ids=["basicsr", "deepspeed-chat", "openpcdet-bar", "openpcdet", "slowfast"])
 def test_more_training_after_the_new_markers_is_still_running(log, again):
     assert_still_running(log + again)
 
