@@ -17,6 +17,7 @@ from bot.core.slurm.records import JobRecord
 from bot.core.tail import READ, FileReadFailed, ReadBatch, ReadRequest, encode_requests
 from bot.core.text import render_text
 from bot.services.watch.events import TickReport
+from bot.services.watch.tick import Watcher
 from bot.services.watch.unreadable import READ_FAILED_NOTE_TICKS
 from bot.slack.render import translator
 
@@ -50,6 +51,22 @@ def _lines(n: int) -> bytes:
                     for k in range(n))
 
 
+def _two_ticks_job_1_reads(env: WatchEnv, caplog) -> tuple[Watcher, list[str]]:
+    """Two ticks, three lines more in job 1's log between them: job 1's lines of both ticks
+    arrive, once each; nothing of job 2's log is read or applied. What the watcher logged of
+    job 2, in order, with the watcher."""
+    store, slurm, sftp, sink = env
+    w = make_watcher(store, slurm, sftp, sink)
+    with caplog.at_level(logging.INFO):
+        w.tick(T0 + 30)
+        sftp.append(LOG, _lines(3))
+        w.tick(T0 + 60)
+    good = w._jobs[1].log
+    assert good is not None and good.line_no == 8
+    assert w._jobs[2].log is None
+    return w, [r.getMessage() for r in caplog.records if "job 2" in r.getMessage()]
+
+
 def test_a_log_path_holding_a_nul_byte_is_its_jobs_error_and_the_other_jobs_lines_arrive(
         env: WatchEnv, caplog) -> None:
     store, slurm, sftp, sink = env
@@ -59,15 +76,7 @@ def test_a_log_path_holding_a_nul_byte_is_its_jobs_error_and_the_other_jobs_line
     slurm.records[2] = JobRecord(job_id=2, state="RUNNING", stdout_path=BAD, start_time=T0)
     sftp.append(LOG, _lines(5))
     _encoding(sftp)
-    w = make_watcher(store, slurm, sftp, sink)
-    with caplog.at_level(logging.INFO):
-        w.tick(T0 + 30)
-        sftp.append(LOG, _lines(3))
-        w.tick(T0 + 60)
-    good = w._jobs[1].log
-    assert good is not None and good.line_no == 8  # both ticks' lines, once each
-    assert w._jobs[2].log is None  # nothing read, nothing applied
-    said = [r.getMessage() for r in caplog.records if "job 2" in r.getMessage()]
+    w, said = _two_ticks_job_1_reads(env, caplog)
     assert said == [
         f"{CLUSTER}: job 2: its log cannot be read: {BAD}: the log path of job 2, "
         "'/scratch/mix/logs/mix-\\x00-2.out', is empty or holds a NUL byte, so no file can be "
@@ -134,15 +143,7 @@ def test_an_answer_not_starting_where_asked_is_its_jobs_error_logged_once_with_i
             else got for req, got in zip(requests, batch.results, strict=True)])
 
     sftp.read = misplaced  # type: ignore[method-assign]
-    w = make_watcher(store, slurm, sftp, sink)
-    with caplog.at_level(logging.INFO):
-        w.tick(T0 + 30)
-        sftp.append(LOG, _lines(3))
-        w.tick(T0 + 60)
-    good = w._jobs[1].log
-    assert good is not None and good.line_no == 8
-    assert w._jobs[2].log is None  # nothing of the misplaced answer applied
-    said = [r.getMessage() for r in caplog.records if "job 2" in r.getMessage()]
+    w, said = _two_ticks_job_1_reads(env, caplog)
     assert said == [
         f"{CLUSTER}: job 2: its log cannot be read: {OTHER}: the login node's answer starts at "
         "byte 1 where byte 0 was asked (a fault of trainbot's reader); nothing of it is used, "
