@@ -80,7 +80,6 @@ def look_up_lost_submit(config: Config, recipe_name: str, slurm: Slurm, store: S
     return found
 
 
-
 def find_lost_submit(config: Config, recipe_name: str, slurm: Slurm, store: Store, *,
                      job_name: str, chain: Any, array_task: int | None,
                      sent_at: float, cluster: str | None = None) -> str | None:
@@ -105,7 +104,6 @@ def find_lost_submit(config: Config, recipe_name: str, slurm: Slurm, store: Stor
     user = getattr(config.clusters.get(cluster), "user", None)
     return find_unrecorded_submit(slurm, job_name=job_name, user=user, after_job=str(after),
                                   known=known, array_task=array_task, submitted_since=sent_at)
-
 
 
 def no_run_chain(chain_id: int, recipe_name: str) -> Text:

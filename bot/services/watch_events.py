@@ -356,7 +356,8 @@ class ThreadEvents(EventWords):
         self._post(event, "note", lambda: note_message(self.ctx, chain_id, text), words=text)
 
     def _forget_notes(self, chain: Chain) -> None:
-        """Forget the backoffs of the replies to `chain`'s jobs (keyed `cluster:job:…`), and
+        """Forget the backoffs of the replies to `chain`'s jobs (keyed `cluster:job:…`) and to
+        the run itself (`cluster:chain:ID:…`, the read_failed note: bot.services.watch.tick), and
         which of them had their forensics begun: the run has ended, none of them is
         published again; but a reply still `pending` (a completed run's ✅ line, whose run
         ends at its first try: bot.services.watch.tick) keeps its backoff until it is posted
@@ -364,8 +365,8 @@ class ThreadEvents(EventWords):
         refused = self._reply_tries.get(chain.cluster)
         if (refused is None or not refused.by_key) and not self._collected:
             return
-        prefixes = tuple(f"{chain.cluster}:{a.job_id}:"
-                         for a in self.ctx.store.attempts.for_chain(chain.id))
+        prefixes = (f"{chain.cluster}:chain:{chain.id}:", *(
+            f"{chain.cluster}:{a.job_id}:" for a in self.ctx.store.attempts.for_chain(chain.id)))
         if refused is not None:
             refused.forget(lambda key: key.startswith(prefixes) and not self._pending(key))
         self._collected -= {key for key in self._collected if key.startswith(prefixes)}

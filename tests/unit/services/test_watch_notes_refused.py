@@ -197,18 +197,21 @@ def test_a_note_slack_refuses_for_itself_is_given_up_once_and_never_sent_again(
     assert present(store.incidents.get("dev:87870:resubmit:ask")).state == "dropped"
 
 
+@pytest.mark.parametrize("run_key", [False, True], ids=["job's note", "run's note"])
 def test_a_refused_notes_backoff_is_forgotten_when_its_run_ends(
-        slack: SlackStandIn, client: WebClient, store: Store) -> None:
+        slack: SlackStandIn, client: WebClient, store: Store, run_key: bool) -> None:
     """The backoff a refused note leaves lasts while its run does: once the run has ended
     (the watcher tells the sink `chain_changed`), it is forgotten (a bot watching for months
-    keeps none of its ended runs'), so that key would be tried at once again."""
+    keeps none of its ended runs'), so that key would be tried at once again; a note keyed
+    by its job's id, or by its run (`dev:chain:ID:…`, as the read_failed note is)."""
     poster = SlackPoster(client, store, sleep=lambda s: None, clock=lambda: T0)
     ctx = make_context(store, FakeSlurm(), sink=poster, charts=False, clock=lambda: T0)
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
     store.attempts.record(chain_id=chain.id, job_id="87870", now=T0)
     poster.post_root(chain.id, PRIVATE, [], "mix")
     events = ThreadEvents(ctx)
-    note = WatchEvent("held", KEY, "dev", HELD, chain.id, "87870", "mix", text_only=True)
+    key = f"dev:chain:{chain.id}:read_failed:{T0}" if run_key else KEY
+    note = WatchEvent("held", key, "dev", HELD, chain.id, "87870", "mix", text_only=True)
     slack.fail_next("chat.postMessage", status=200, error="is_archived", count=3)
     with pytest.raises(PostLogged):
         events.publish(note)  # refused: skips the next chance
