@@ -346,14 +346,14 @@ def diagnose(
             case_cause = Evaluating(completion.marker_line)
         elif acct.state is None and (
             completion.ends_in_marker
-            or (_target_reached(series, target) and not ends_in_open_progress_bar(tail)
-                and not series.ends_inside_evaluation
-                and (target_iter is not None or not epochs_left(tail)))
-            or ends_in_final_save(series, tail)
-            or ends_in_closed_progress_table(tail)
-            or ends_in_keras_last_epoch(tail)
-            or ends_at_last_epoch(tail)
-            or (summary := ends_in_closing_summary(tail, series, closing_shapes)) is not None
+            or not series.ends_inside_evaluation and (
+                (_target_reached(series, target) and not ends_in_open_progress_bar(tail)
+                 and (target_iter is not None or not epochs_left(tail)))
+                or ends_in_final_save(series, tail)
+                or ends_in_closed_progress_table(tail)
+                or ends_in_keras_last_epoch(tail)
+                or ends_at_last_epoch(tail)
+                or (summary := ends_in_closing_summary(tail, series, closing_shapes)) is not None)
         ):
             # no accounting: a completion marker with no training progress after it, the
             # target reached (no evaluation it started after it still open: mmcv's, until its

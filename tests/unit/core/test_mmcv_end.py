@@ -75,6 +75,27 @@ def test_the_save_after_the_last_epoch_ends_a_run_whose_last_steps_were_not_logg
     assert read(_cut(log)).class_id == "none"
 
 
+def _evaluation_drawn(drawn: int, total: int = 500) -> str:
+    """EvalHook's pass after the save: mmcv's ProgressBar (mmcv/utils/progressbar.py) over
+    `total` images up to `drawn`, each draw after a carriage return, no newline."""
+    draws = [f"[{' ' * 50}] 0/{total}, elapsed: 0s, ETA:"]
+    draws += [f"[{'>' * (50 * n // total)}{' ' * (50 - 50 * n // total)}] {n}/{total}, "
+              f"{'inf' if n == 1 else '0.4'} task/s, elapsed: {0 if n == 1 else round(2.4 * n)}s, "
+              f"ETA: {round(2.4 * (total - n)):5d}s" for n in range(1, drawn + 1)]
+    return "\r".join(draws)
+
+
+@pytest.mark.parametrize("drawn", [1, 120, 499])
+def test_a_log_cut_in_the_evaluation_after_the_last_save_is_not_proven_finished(drawn):
+    # the save at the target ends the run only once EvalHook's `Epoch(val)` line sums its
+    # pass up: the last epoch's validation comes after the save
+    log = (START + _epoch(11, 7330) + _cut(_epoch(12, 7330))
+           + f"{AT}Saving checkpoint at 12 epochs\n")
+    assert read(log + _evaluation_drawn(drawn)).class_id == "none"
+    summed = log + _evaluation_drawn(500) + f"\n{AT}Epoch(val) [12][500]\tbbox_mAP: 0.3740\n"
+    assert read(summed).class_id == "completed"
+
+
 @pytest.mark.parametrize("log", [
     START + _epoch(10, 7300) + _cut(_epoch(11, 7300)),  # an earlier epoch's last step
     START + _epoch(10, 7330) + _epoch(11, 7330),  # an earlier epoch's save
