@@ -46,7 +46,7 @@ def _one_after_another(n: int) -> tuple[float, int]:
             pass
     elapsed = time.perf_counter() - started
     peak = max(peak, threading.active_count())
-    in_flight.close_retired()
+    in_flight.stop_clock()
     return elapsed, peak
 
 
@@ -59,7 +59,7 @@ def _all_at_once(n: int) -> tuple[float, int]:
                                                   time.monotonic() + SFTP_TIMEOUT_S))
         peak = threading.active_count()
     elapsed = time.perf_counter() - started
-    in_flight.close_retired()
+    in_flight.stop_clock()
     return elapsed, peak
 
 

@@ -17,8 +17,8 @@ the runner (`overstayed`), which retires its connection the same way.
 
 One clock thread per CommandsInFlight keeps every deadline (a heap, under one condition):
 started at the first one, it sleeps until the earliest is due and stops when the runner
-closes. A large log read tracks two operations per 32 KiB request: a thread each would be
-hundreds per tick.
+has closed (its thread ended before the runner's close returns). A large log read tracks
+two operations per 32 KiB request: a thread each would be hundreds per tick.
 """
 
 from __future__ import annotations
@@ -36,6 +36,10 @@ END_GRACE_S = 1.0
 """How long after the last deadline of its commands a retired connection is closed: time for
 a command at its deadline to end by itself (its signal and its channel's close sent), which
 a close at the deadline itself would race, cutting it as a lost connection."""
+
+STOP_WAIT_S = 5.0
+"""How long stopping the clock waits for its thread to end (`CommandsInFlight.stop_clock`):
+what it does when due (a connection's close, the runner retiring one) is quick."""
 
 
 @dataclass(eq=False)  # each command is itself, whatever its deadline
@@ -110,15 +114,23 @@ class CommandsInFlight:
             return connection in self._retired
 
     def close_retired(self) -> None:
-        """Close every retired connection now and stop the clock (the runner is closing; a
-        command tracked after starts it again)."""
+        """Close every retired connection now (the runner is closing)."""
         with self._due:
             connections = list(self._retired)
-            self._heap.clear()
-            self._clock_thread = None  # the clock thread sees it is no longer the clock
-            self._due.notify_all()
         for connection in connections:
             self._close(connection)
+
+    def stop_clock(self, wait: float = STOP_WAIT_S) -> None:
+        """Stop the clock (the runner has closed: what is due is dropped) and wait, at most
+        `wait` seconds, for its thread to end: it may be doing what was due, which may take
+        the runner's lock (`overstayed`), so the runner calls this after releasing it. A
+        command tracked after starts the clock again."""
+        with self._due:
+            clock, self._clock_thread = self._clock_thread, None  # it sees it is not the clock
+            self._heap.clear()
+            self._due.notify_all()
+        if clock is not None and clock is not threading.current_thread():
+            clock.join(wait)
 
     def fire_due(self) -> None:
         """Do what is due by now (the clock's time): say each command still in flight past
@@ -155,7 +167,7 @@ class CommandsInFlight:
 
     def _keep_time(self) -> None:
         """The clock thread: sleep until the earliest due time (or a sooner one comes), do
-        what is due, until `close_retired` stops it."""
+        what is due, until `stop_clock` stops it."""
         me = threading.current_thread()
         while True:
             with self._due:

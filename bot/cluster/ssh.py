@@ -153,12 +153,16 @@ class SSHRunner:
         self._ensure_transport()
 
     def close(self) -> None:
-        """Close SFTP, the transport and any jump host connection; safe to call twice."""
+        """Close the transport, any jump host connection and SFTP; safe to call twice. The
+        connections first: their SFTP channels' closes then need no send, which on a
+        connection that cannot send would wait until something closed it. The clock of the
+        commands in flight (bot.cluster.in_flight) is stopped last, its thread ended."""
         with self._lock:
-            self._in_flight.close_retired()  # first: their channels' closes then need no send
+            self._in_flight.close_retired()
+            self._drop()
             if self._sftp is not None:
                 self._sftp.close()
-            self._drop()
+        self._in_flight.stop_clock()  # the lock released: what it is doing may take it
 
     def _drop(self) -> None:
         _close_clients(self._client, self._jump)
@@ -170,14 +174,26 @@ class SSHRunner:
         once the commands in flight on it have ended, at the latest just after the last of
         their deadlines (bot.cluster.in_flight). Said as a failed connection, as `_lost` does. A
         transport that is no longer the runner's (retired or dropped by another thread) is
-        left as it is."""
-        with self._lock:  # every holder ends within connect_at_most_s (connecting is bounded)
+        left as it is. The runner's lock is waited for at most connect_at_most_s, which every
+        holder ends within (connecting is bounded); a holder past it (none should be) leaves
+        the runner as it is and the transport is retired alone, its sends still cut at the
+        latest deadline of its commands."""
+        wait = self.deadlines().connect_at_most_s
+        if not self._lock.acquire(timeout=wait):
+            log.warning("ssh connection to %s %s: retired without the runner's lock, held "
+                        "for over %g s", self.settings.host, why, wait)
+            if isinstance(transport, paramiko.Transport):
+                self._in_flight.retire(transport, transport.close)
+            return
+        try:
             if self._client is None or self._client.get_transport() is not transport:
                 return
             client, jump = self._client, self._jump
             self._client = self._jump = None
             if self._dialled is not None:
                 connection_failed(*self._dialled)
+        finally:
+            self._lock.release()
         log.warning("ssh connection to %s %s: retired", self.settings.host, why)
         self._in_flight.retire(transport, lambda: _close_clients(client, jump))
 

@@ -34,7 +34,7 @@ def test_many_tracked_operations_start_one_thread_at_most() -> None:
             pass
     assert during <= before + 1
     assert threading.active_count() <= before + 1
-    in_flight.close_retired()  # the runner closes: the clock stops
+    in_flight.stop_clock()  # the runner has closed: the clock stops
     stop_by = time.monotonic() + 2
     while threading.active_count() > before and time.monotonic() < stop_by:
         time.sleep(0.01)
@@ -55,7 +55,7 @@ def test_only_operations_still_in_flight_are_reported_once() -> None:
         in_flight.fire_due()
         in_flight.fire_due()
         assert overstayed == ["stuck"]
-    in_flight.close_retired()
+    in_flight.stop_clock()
 
 
 def test_a_retired_connection_is_closed_once_at_its_last_deadline_and_grace() -> None:
@@ -74,4 +74,4 @@ def test_a_retired_connection_is_closed_once_at_its_last_deadline_and_grace() ->
         assert closed == ["connection"] and not in_flight.retired("connection")
     in_flight.fire_due()  # its commands leave after: not closed again
     assert closed == ["connection"]
-    in_flight.close_retired()
+    in_flight.stop_clock()

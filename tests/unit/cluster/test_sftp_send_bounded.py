@@ -20,6 +20,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import paramiko
 import pytest
 from support.sftp_peer import Peer, serve_peer
 
@@ -144,3 +145,77 @@ def test_a_busy_retired_connections_idle_sftp_channel_is_not_used(peer: Peer) ->
         running.join(3.0 + END_GRACE_S + SLACK_S)
         assert [type(e) for e in ended] == [CommandTimedOut]  # ended by its own deadline
         assert not old.is_active()
+
+
+def _clocks() -> set[threading.Thread]:
+    """The in-flight clock threads alive now (bot.cluster.in_flight)."""
+    return {t for t in threading.enumerate() if t.name == "ssh-in-flight-clock"}
+
+
+def _stuck_sending(runner, peer: Peer) -> threading.Thread:  # noqa: ANN001
+    """The runner's connection stops being read by the login node while a send is under way
+    (a large message, as a command's stdin): that send waits for room in a TCP window that
+    stays zero, and every later send on the connection waits behind it. The sending thread,
+    which ends when the connection is closed."""
+    transport = runner.transport
+    sock = transport.sock
+    assert isinstance(sock, socket.socket)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 64 << 10)  # not autotuned
+    peer.stall_after = peer.received + (64 << 10)
+
+    def flood() -> None:
+        try:
+            while True:
+                transport.send_ignore(128 << 10)
+        except (EOFError, OSError, paramiko.SSHException):  # the connection closed under it
+            return
+
+    thread = threading.Thread(target=flood, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 5
+    while peer.received < peer.stall_after:
+        assert time.monotonic() < deadline, "the login node never stopped reading"
+        time.sleep(0.01)
+    time.sleep(0.3)  # the buffers fill: the send waits for room
+    assert thread.is_alive()
+    return thread
+
+
+def test_closing_a_runner_whose_connection_cannot_send_ends_at_once_with_no_clock_left(
+        peer: Peer) -> None:
+    """The runner closes (the bot stops) while its connection to a hung login node cannot
+    send, an SFTP channel idle in its pool: the close returns at once, without waiting on
+    that channel's close (a send behind the stuck one), and leaves no clock thread behind.
+    Before, it waited for the clock to retire the connection, which waited for the close:
+    the bot never stopped."""
+    clocks = _clocks()
+    runner = peer.runner(connect_timeout=CONNECT_S)
+    try:
+        pool = runner.sftp()
+        pool.stat(".")
+        stuck = runner.transport
+        sending = _stuck_sending(runner, peer)
+        closing = threading.Thread(target=runner.close, daemon=True)
+        started = time.monotonic()
+        closing.start()
+        closing.join(SFTP_S + END_GRACE_S + SLACK_S)
+        assert not closing.is_alive(), "the runner's close never returned"
+        assert time.monotonic() - started < SLACK_S  # not at a deadline: at once
+        assert not stuck.is_active()
+        sending.join(SLACK_S)
+        assert not sending.is_alive()  # the stuck send was cut
+        assert _clocks() <= clocks, "a clock thread outlived the runner's close"
+        assert pool.channels == []
+    finally:
+        peer.release.set()  # the login node reads again: a close still waiting ends
+        runner.close()
+
+
+def test_closing_a_runner_after_sftp_leaves_no_clock_thread(peer: Peer) -> None:
+    """Each runner closed after an SFTP request left its clock thread running (the pool's
+    channels' closes started it again): a bot that makes a runner per check leaked one each."""
+    clocks = _clocks()
+    for _ in range(3):
+        with peer.runner(connect_timeout=CONNECT_S) as runner:
+            runner.sftp().stat(".")
+    assert _clocks() <= clocks

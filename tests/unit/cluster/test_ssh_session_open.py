@@ -177,3 +177,28 @@ def test_a_command_that_cannot_end_by_its_deadline_retires_its_connection(peer: 
         fresh = runner.transport
         assert fresh is not stuck and fresh.is_active()
         runner.sftp().stat(".")  # a session on the new connection
+
+
+def test_a_connection_overstaying_while_the_runner_is_held_is_still_closed(peer: Peer) -> None:
+    """A command overstays its deadline (its sends do not leave) while another task holds the
+    runner past any bound: the clock does not wait for it. The connection is closed within
+    connect_timeout, which cuts the sends waiting; before, the clock (every deadline of the
+    runner) waited as long as the holder."""
+    with peer.runner(connect_timeout=CONNECT_S) as runner:
+        stuck = runner.transport
+        held, release = threading.Event(), threading.Event()
+
+        def hold() -> None:
+            with runner._lock:  # noqa: SLF001 - a holder stuck, as none should be
+                held.set()
+                release.wait(10)
+
+        threading.Thread(target=hold, daemon=True).start()
+        assert held.wait(5)
+        started = time.monotonic()
+        try:
+            runner._overstayed(stuck)  # noqa: SLF001 - what the clock calls
+            assert time.monotonic() - started < CONNECT_S + SLACK_S
+            assert not stuck.is_active()
+        finally:
+            release.set()
