@@ -16,9 +16,11 @@ Why this shape:
   bot.cluster.dial), opening a session channel (connect_timeout; a connection that could not
   open one in time is retired: bot.cluster.in_flight), starting a command and its run
   (command_timeout; one that cannot end by then, its signal and its channel's close stuck
-  behind a send that cannot leave, retires its connection too), each SFTP reply (sftp_timeout,
-  on a pool of channels so that one hung path blocks no other read: bot.cluster.sftp), and
-  each SFTP send (sftp_timeout: one stuck retires its connection as a command does).
+  behind a send that cannot leave, retires its connection too), starting an SFTP channel's
+  subsystem (sftp_timeout, in flight as a command is: `_session`), each SFTP reply
+  (sftp_timeout, on a pool of channels so that one hung path blocks no other read:
+  bot.cluster.sftp), and each SFTP send (sftp_timeout: one stuck retires its connection as a
+  command does).
 """
 
 from __future__ import annotations
@@ -30,7 +32,8 @@ import re
 import shlex
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -412,17 +415,12 @@ class SSHRunner:
             body = stdin.encode() if isinstance(stdin, str) else (stdin or b"")
             stdin = header + body
         limit = self.settings.command_timeout if timeout is None else timeout
-        chan = self._open_session()
-        deadline = time.monotonic() + limit  # the exec request and the run, in all
-        with self._in_flight.command(chan.get_transport(), deadline):
+        with self._session(limit) as (chan, deadline):  # the exec request and the run, in all
             try:
-                try:
-                    self._start(chan, args, command, limit)
-                except TimeoutError as exc:
-                    raise CommandTimedOut(args, limit) from exc  # it may or may not have started
-                out, err, code = self._collect(chan, args, stdin, deadline - time.monotonic())
-            finally:
-                close_channel(chan)
+                self._start(chan, args, command, limit)
+            except TimeoutError as exc:
+                raise CommandTimedOut(args, limit) from exc  # it may or may not have started
+            out, err, code = self._collect(chan, args, stdin, deadline - time.monotonic())
         if code is None:
             raise CommandTimedOut(args, limit)
         if code == -1:  # paramiko's "no exit status" (a real one is unsigned)
@@ -442,9 +440,7 @@ class SSHRunner:
         changed) when the channel closed before the exit status came: what came then is not
         known to be whole, and the read is safe to ask again."""
         args = tuple(str(a) for a in argv)
-        chan = self._open_session()
-        deadline = time.monotonic() + timeout  # the exec request and the run, in all
-        with self._in_flight.command(chan.get_transport(), deadline):
+        with self._session(timeout) as (chan, deadline):  # the exec request and the run
             try:
                 try:
                     self._start(chan, args, build_command(args), timeout)
@@ -453,8 +449,6 @@ class SSHRunner:
                 out, err, code = self._collect(chan, args, stdin, deadline - time.monotonic())
             except ChannelClosed as exc:
                 raise exc.as_read() from exc
-            finally:
-                close_channel(chan)
         if code == -1:  # paramiko's "no exit status" (a real one is unsigned)
             raise ReadCutOff(args, self.settings.host, connection_lost=False)
         return Exchange(out, err, code)
@@ -486,6 +480,27 @@ class SSHRunner:
             self._forget_if_dead()
             raise ChannelClosed(args, self.settings.host, connection_lost=lost,
                                 starting=True) from exc
+
+    @contextmanager
+    def _session(self, limit: float, *, keep: bool = False
+                 ) -> Iterator[tuple[paramiko.Channel, float]]:
+        """A fresh session channel (`_open_session`) and its deadline, `limit` seconds after
+        its opening: what the block sends on it (a command's request and run, the SFTP
+        subsystem's request) is in flight on its connection until the block ends
+        (bot.cluster.in_flight: a send that cannot leave by the deadline retires the
+        connection, whose close cuts it: `_overstayed`). The channel is closed as the block
+        ends, its close in flight too; with `keep`, only when the block raises (the caller
+        keeps it)."""
+        chan = self._open_session()
+        deadline = time.monotonic() + limit
+        kept = False
+        with self._in_flight.command(chan.get_transport(), deadline):
+            try:
+                yield chan, deadline
+                kept = keep
+            finally:
+                if not kept:
+                    close_channel(chan)
 
     def _open_session(self) -> paramiko.Channel:
         """A fresh session channel; reconnects once if the transport turns out to be dead.
@@ -604,25 +619,29 @@ class SSHRunner:
             return self._sftp
 
     def _open_sftp_client(self, timeout: float) -> DeadlineSFTPClient:
-        """A new SFTP channel on the live transport, ready within `timeout` or refused."""
-        chan = self._open_session()
+        """A new SFTP channel on the live transport, ready within `timeout` or refused: the
+        subsystem's request in flight as a command's (`_session`: one that cannot leave
+        retires the connection), then the SFTP version exchange, each of whose sends and
+        reply DeadlineSFTPClient bounds itself."""
         try:
-            within(timeout, lambda: close_channel(chan), lambda: chan.invoke_subsystem("sftp"))
-            return DeadlineSFTPClient(chan, timeout, in_flight=self._in_flight)
+            with self._session(timeout, keep=True) as (chan, _deadline):
+                # paramiko waits for sshd's answer to "subsystem" without a timeout
+                within(timeout, lambda: close_channel(chan),
+                       lambda: chan.invoke_subsystem("sftp"))
+            try:
+                return DeadlineSFTPClient(chan, timeout, in_flight=self._in_flight)
+            except BaseException:
+                close_channel(chan)
+                raise
         except (TimeoutError, ConnectionStuck) as exc:
-            close_channel(chan)
             raise ClusterUnavailable(N_(
                 "the SFTP server on %(where)s did not start within %(timeout)s s",
                 where=self.settings.host, timeout=f"{timeout:g}")) from exc
         except (paramiko.SSHException, OSError, EOFError) as exc:
-            close_channel(chan)
             self._forget_if_dead()
             raise ClusterUnavailable(N_("cannot open SFTP on %(where)s: %(error)s",
                                         where=self.settings.host,
                                         error=describe_error(exc))) from exc
-        except BaseException:
-            close_channel(chan)
-            raise
 
 
 # RFC 4254 5.1's reason codes for a refused channel open (paramiko's ChannelException.code),

@@ -219,3 +219,52 @@ def test_closing_a_runner_after_sftp_leaves_no_clock_thread(peer: Peer) -> None:
         with peer.runner(connect_timeout=CONNECT_S) as runner:
             runner.sftp().stat(".")
     assert _clocks() <= clocks
+
+
+def test_an_sftp_channel_whose_subsystem_request_cannot_leave_fails_by_its_deadline(
+        peer: Peer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new SFTP channel asks for the "sftp" subsystem while its connection cannot send
+    (the login node stopped reading during another send): the request waits behind that
+    send. It fails within sftp_timeout and END_GRACE_S, saying the SFTP server did not start
+    (en, ko); the connection is retired (closed: nothing else ran on it) and the next request
+    opens a new one. Before, it waited until something else closed the connection."""
+    invoke_subsystem = paramiko.Channel.invoke_subsystem
+    with peer.runner(connect_timeout=CONNECT_S) as runner:
+        stuck = runner.transport
+        sending: list[threading.Thread] = []
+
+        def behind_a_stuck_send(chan: paramiko.Channel, name: str) -> None:
+            monkeypatch.setattr(paramiko.Channel, "invoke_subsystem", invoke_subsystem)  # once
+            sending.append(_stuck_sending(runner, peer))
+            invoke_subsystem(chan, name)
+
+        monkeypatch.setattr(paramiko.Channel, "invoke_subsystem", behind_a_stuck_send)
+        ended: dict[str, object] = {}
+
+        def first_request() -> None:
+            try:
+                runner.sftp().stat(".")
+            except Exception as exc:  # noqa: BLE001 - checked below
+                ended["error"] = exc
+            ended["at"] = time.monotonic()
+
+        started = time.monotonic()
+        thread = threading.Thread(target=first_request, daemon=True)
+        thread.start()
+        thread.join(SFTP_S + END_GRACE_S + SLACK_S)
+        try:
+            assert not thread.is_alive(), "the SFTP channel's opening outlived its deadline"
+            assert float(ended["at"]) - started >= SFTP_S  # type: ignore[arg-type]
+            error = ended["error"]
+            assert isinstance(error, ClusterUnavailable), ended
+            assert str(error) == "the SFTP server on 127.0.0.1 did not start within 1 s"
+            assert render_text(error.text, translator("ko").gettext) == \
+                "127.0.0.1의 SFTP 서버가 1초 안에 시작되지 않았습니다"
+            assert not stuck.is_active()
+            sending[0].join(SLACK_S)
+            assert not sending[0].is_alive()  # the send it waited behind was cut
+            peer.stall_after = None
+            assert runner.sftp().stat(".").st_mode is not None  # on a new connection
+            assert runner.transport is not stuck
+        finally:
+            peer.release.set()  # the login node reads again: a request still waiting ends
