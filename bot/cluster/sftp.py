@@ -97,7 +97,8 @@ class DeadlineSFTPClient(paramiko.SFTPClient):
 
     The wait happens before a reply's first byte is read; a reply that starts but stalls
     half-way trips the channel's own timeout (socket.timeout) and the channel is discarded.
-    `close()` from another thread ends a wait at once (the request then raises).
+    `close()` from another thread ends a wait at once (the request then raises). Made, it
+    exchanges versions with the server: TimeoutError when its reply does not come in time.
 
     A send does not stop at the timeout by itself: paramiko sends one message at a time per
     connection and retries a send that finds the TCP window full until the connection is
@@ -125,7 +126,10 @@ class DeadlineSFTPClient(paramiko.SFTPClient):
         # The pool's count of close() calls when it handed this channel out (SFTPPool): a
         # channel out at a close() is closed when it comes back.
         self.pool_closings = 0
-        super().__init__(chan)
+        try:
+            super().__init__(chan)  # the SFTP version exchange
+        except _NoReply as exc:  # the server never said it started: no request to name
+            raise TimeoutError(str(exc)) from exc
 
     def _async_request(self, fileobj: object, t: int, *args: object) -> int:
         """Every request paramiko sends passes here (each_request's `before` sees it first)."""

@@ -45,6 +45,8 @@ class Peer:
     # prohibited, as an sshd with AllowTcpForwarding no; 2: connect failed, as one that cannot
     # reach the login node)
     tunnel_refusal: int = paramiko.common.OPEN_FAILED_ADMINISTRATIVELY_PROHIBITED
+    sftp_start_hangs: bool = False  # True: an SFTP channel's version request is never
+    # answered (sftp-server started but stuck, as on a hung home directory)
     sessions: int = 0  # channels opened to it (each SFTP channel is one session)
     received: int = 0  # bytes read from the client, over all its connections
     # once `received` reaches it, a connection reads nothing more until the test ends (the
@@ -135,6 +137,13 @@ class _CountingSFTPServer(paramiko.SFTPServer):
                  sftp_si: type[paramiko.SFTPServerInterface], peer: Peer) -> None:
         super().__init__(channel, name, server, sftp_si, peer)
         self.peer = peer
+
+    def start_subsystem(self, name: str, transport: paramiko.Transport,
+                        channel: paramiko.Channel) -> None:
+        if self.peer.sftp_start_hangs:
+            self.peer.release.wait()
+            return
+        super().start_subsystem(name, transport, channel)
 
     def _process(self, t: int, request_number: int, msg: paramiko.Message) -> None:
         self.peer.requests[CMD_NAMES.get(t, str(t))] += 1

@@ -603,3 +603,24 @@ def test_a_channel_in_use_when_the_pool_closes_is_closed_when_returned(peer: Pee
         before = peer.sessions
         assert read_lines(sftp, logs[0]) == ["iter 0"] * 3
         assert peer.sessions - before == 1 and len(sftp.channels) == 1
+
+
+def test_an_sftp_server_that_never_answers_its_start_fails_the_request_by_the_deadline(
+        peer: Peer) -> None:
+    """The login node starts sftp-server but it never answers the version request (stuck,
+    as on a hung home directory): the request fails within the SFTP deadline saying the
+    SFTP server did not start, a cluster error the callers handle; its channel is closed and
+    the next request, the server answering again, goes on the same connection. Before, the
+    SFTP client's private no-reply error came out of the pool, which no caller handles."""
+    peer.sftp_start_hangs = True
+    with peer.runner() as runner:
+        connection = runner.transport
+        started = time.monotonic()
+        with pytest.raises(ClusterUnavailable) as err:
+            runner.sftp().stat(".")
+        assert time.monotonic() - started < TIMEOUT + 1.0
+        assert str(err.value) == "the SFTP server on 127.0.0.1 did not start within 1 s"
+        assert runner.sftp().channels == []
+        peer.sftp_start_hangs = False
+        assert runner.sftp().stat(".").st_mode is not None
+        assert runner.transport is connection
