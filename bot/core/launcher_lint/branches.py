@@ -76,9 +76,13 @@ class Branches:
     exhaustive: bool = False
     # an `if`'s: the last list of the condition being read (the walk sets it)
     condition: str = ""
-    # a loop's: the status of the last list of its body read, as bash's semantics decide it
-    # (syntax.constant_status; None: not known, or not a simple command; the walk sets it)
+    # the status of the last list read of the loop's body or of the branch being read, as
+    # bash's semantics decide it (syntax.constant_status; None: not known, or a compound
+    # whose status is not; the walk sets it)
     body_status: bool | None = None
+    # an `if`'s / a `case`'s: the status each branch bash may run and leave past `fi` /
+    # `esac` left (its last list's body_status), in order
+    out_statuses: list[bool | None] = field(default_factory=list)
     # a `case`'s: its word when it is one literal word (syntax.case_word; "": another)
     word: str = ""
     # in a branch bash never runs (`if false; then`, an `else` after `if true`, a `case`
@@ -134,6 +138,18 @@ class Branches:
     # a loop's: the spans of its body whose `break` / `continue` / `return` leave no loop of
     # this shell (`true || break`, `( break )`, `{ break; } | cat`), in the order read
     inert: list[tuple[int, int]] = field(default_factory=list)
+
+    @property
+    def status(self) -> bool | None:
+        """An `if`'s / a `case`'s status past `fi` / `esac`, as bash's semantics decide it:
+        0 on a way that runs no branch (no condition succeeded, no pattern matched), else the
+        status of the last command of the branch that ran (out_statuses); True / False when
+        every way past it leaves the same one, None when one is not known or they differ, or
+        a branch falls through (`;&`, `;;&`)."""
+        if self.kind not in ("if", "case") or self.chained:
+            return None
+        ways = set(self.out_statuses) | ({True} if self.reaching else set())
+        return ways.pop() if len(ways) == 1 else None
 
     @property
     def leaves_whenever_run(self) -> bool:
@@ -276,6 +292,10 @@ def branch_step(walk: BranchWalk, frames: list[Branches], step: str, patterns: s
         frame.all_exit &= not frame.in_branch or dead or frame.branch_exits
         if frame.in_branch and not dead and frame.branch_dies:
             frame.ends.append(len(frame.spans) - 1)
+        if frame.in_branch and not dead and not (frame.branch_left or frame.branch_exits) and (
+                step != "branch" or ended_by not in (";&", ";;&")):
+            frame.out_statuses.append(frame.body_status)  # (a way past `fi` / `esac`)
+        frame.body_status = None
         frame.branch_left = frame.branch_exits = frame.branch_dies = False
     if step == "branch" and branch_matches(patterns, frame.word) is True:
         frame.testing_on = False  # (the patterns tested on match here)

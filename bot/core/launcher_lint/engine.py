@@ -337,19 +337,25 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
                             self._in_subshell(frames, closing.key[0], sub_end,
                                               maybe and not closing.never)
                         # (… not one bash may skip, `[ … ] && for …`: the test's status then)
-                        if closing is not None and step == "done" and k == len(steps) - 1 and (
-                                closing.skipped is None and not closing.never
-                                and lst[cut:].lstrip().startswith(("&&", "||"))):
-                            closed_status = loop_status(self.text, closing.key[0], lst_off,
-                                                        closing.body_status)
+                        if closing is not None and k == len(steps) - 1 and (
+                                closing.skipped is None and not closing.never and not sub):
+                            closed_status = loop_status(
+                                self.text, closing.key[0], lst_off, closing.body_status
+                            ) if step == "done" else closing.status
                     if back is not None:
                         break
-                if frames and frames[-1].kind in ("while", "for") and frames[-1].in_branch:
-                    # (a list of a loop's body: the last one read decides the loop's status;
-                    # one in the background has status 0, one before a compound's is not known)
-                    frames[-1].body_status = constant_status(
-                        lst[cut:], self.script_text, outside_function=self.function is None
+                if frames and frames[-1].in_branch:
+                    # (a list of a loop's body or of a branch: the last one read decides the
+                    # loop's / the branch's status; one in the background has status 0, one
+                    # before a compound's is not known; a closer alone, `fi`, has the status
+                    # of the compound it closes)
+                    rest = lst[cut:]
+                    frames[-1].body_status = (
+                        closed_status if steps and not rest.strip() else constant_status(
+                            rest, self.script_text, outside_function=self.function is None)
                     ) if _op != "&" and part == len(parts) - 1 else None
+                if not lst[cut:].lstrip().startswith(("&&", "||")):
+                    closed_status = None  # (the status a list after the closer starts from)
                 if "&&" in lst or "||" in lst:  # (`[ -f x ] && n=1`: a branch bash may skip)
                     self._and_or_branches(frames, lst[cut:], lst_off + cut, closed_status)
                     if "{" in lst:

@@ -15,6 +15,7 @@ from bot.core.shell_lexer import (
     CASE_BRANCH_ENDS,
     COMMAND_AT,
     Memo,
+    skip_group,
     skip_quoted,
     split_top_level,
 )
@@ -222,7 +223,7 @@ def constant_status(condition: str, text: str, outside_function: bool = False
     after it or none (a redirection that fails gives it status 1: `( exit 3 ) > log` always
     fails, `( exit 0 ) > log` is not known), a `return`
     `outside_function`, which bash refuses with status 2, a pipeline whose last command always
-    fails, or `!` before one); None for
+    fails, or `!` before one, a `{ …; }` group (_group_status)); None for
     anything else, or when the script `text` defines a function of that name (bash would call
     it)."""
     cond = condition.strip().rstrip(";").strip()
@@ -238,6 +239,9 @@ def constant_status(condition: str, text: str, outside_function: bool = False
         # succeeds leaves the others' statuses to `pipefail`
         return negated if constant_status(piped[-1][0], text, outside_function) is False \
             else None
+    if cond.startswith("{") and cond[1:2].isspace():
+        group = _group_status(cond, text, outside_function)
+        return None if group is None else group != negated
     if cond.startswith("(") and not cond.startswith("(("):
         end = skip_quoted(cond, 0)
         if REDIRECTION_RE.sub("", cond[end:]).strip():
@@ -254,6 +258,34 @@ def constant_status(condition: str, text: str, outside_function: bool = False
     if name in _defined_names(text):
         return None
     return (name != "false") != negated
+
+
+#: What may end a group's body before its last list, or the shell, or leave a loop or a
+#: function from it (a word of its own): the group's status is then not its last list's.
+_GROUP_LEAVES_RE = re.compile(r"(?<![\w$./:-])(?:break|continue|return|exit|exec|eval|source"
+                              r"|logout)(?![\w:-])|(?:^|[\s;&|(])\.[ \t]")
+
+
+def _group_status(group: str, text: str, outside_function: bool) -> bool | None:
+    """The status of the `{ …; }` group `group` (redirections after it or none: one that
+    fails gives it status 1, so only a failure is sure there) where `set -e` is ignored (a
+    condition, before `&&` / `||`): that of its body's last list (constant_status), bash
+    running every list before it, none of which may leave the group (_GROUP_LEAVES_RE: no
+    `break`, `return`, `exit`, … in the body); None when not known, or the last list runs in
+    the background."""
+    end = skip_group(group, 0)
+    if end > len(group) or group[end - 1] != "}":
+        return None
+    after = REDIRECTION_RE.sub("", group[end:]).strip()
+    body = group[1 : end - 1]
+    if after or _GROUP_LEAVES_RE.search(body):
+        return None
+    lists = [(lst, op) for lst, _off, op in split_top_level(body, 0, ("\n", ";", "&"))
+             if lst.strip()]
+    if not lists or lists[-1][1] == "&":
+        return None
+    status = constant_status(lists[-1][0], text, outside_function)
+    return None if status is None or status and end != len(group) else status
 
 
 def _subshell_status(body: str, text: str) -> int | None:

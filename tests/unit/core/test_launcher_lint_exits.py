@@ -903,6 +903,35 @@ _RC = 'rc=${X:-0}\n'  # (0 on one run, 1 on the other: `[[ $rc -ne 0 ]]` tests w
     ('set -e\nn=0\n[ -n "${X:-}" ] && for i in a; do :; done && n=1\n((n++))\n', "warn"),
     ('set -e\nn=0\n[ -n "${X:-}" ] || for i in a; do false; done || n=1\n((n++))\n', "warn"),
     ("set -e\nn=0\ntrue && for i in a; do :; done && n=1\n((n++))\n", None),
+    # … and an `if`'s / a `case`'s status, 0 when no branch ran, else that of the last
+    # command of the branch that ran, and a `{ …; }` group's, its last list's (each said
+    # `warn`)
+    ("set -e\nn=0\nif true; then :; fi && n=1\n((n++))\n", None),
+    ("set -e\nn=0\nif false; then false; fi && n=1\n((n++))\n", None),
+    ("set -e\nn=0\nif true; then false; fi || n=1\n((n++))\n", None),
+    ("set -e\nn=0\nif true; then false; fi && n=1\n((n++))\n", "fail"),
+    ("set -e\nn=0\nif false; then false; fi || n=1\n((n++))\n", "fail"),
+    ("set -e\nn=0\nif true; then n=1; false; fi || n=0\n((n++))\n", "fail"),
+    ('set -e\nn=0\nif [ -n "${X:-}" ]; then :; fi && n=1\n((n++))\n', None),
+    ('set -e\nn=0\nif [ -n "${X:-}" ]; then false; else false; fi || n=1\n((n++))\n', None),
+    ('set -e\nn=0\nif [ -n "${X:-}" ]; then false; elif true; then false; fi && n=1\n'
+     "((n++))\n", "fail"),
+    ('set -e\nn=0\nif [ -n "${X:-}" ]; then exit 0; fi && n=1\n((n++))\n', None),
+    ('set -e\nn=0\nif [ -n "${X:-}" ]; then\n  if true; then false; fi\nelse\n'
+     "  { echo a; false; }\nfi || n=1\n((n++))\n", None),
+    ("set -e\nn=0\nfor i in a; do if true; then false; fi; done || n=1\n((n++))\n", None),
+    ("set -e\nn=0\ncase x in x) false;; esac || n=1\n((n++))\n", None),
+    ("set -e\nn=0\ncase x in y) false;; esac && n=1\n((n++))\n", None),
+    ("set -e\nn=0\ncase x in x) false;; esac && n=1\n((n++))\n", "fail"),
+    ('set -e\nn=0\ncase "${X:-}" in 1) false;; *) false;; esac || n=1\n((n++))\n', None),
+    ("set -e\nn=0\n{ echo a; false; } || n=1\n((n++))\n", None),
+    ("set -e\nn=0\n{\n  echo a\n  false\n} > /dev/null || n=1\n((n++))\n", None),
+    ("set -e\nn=0\n{ :; } && n=1\n((n++))\n", None),
+    ("set -e\nn=0\n{ :; } || n=1\n((n++))\n", "fail"),
+    # … not where the run decides it: a branch bash may skip or take
+    ('set -e\nn=0\nif [ -n "${X:-}" ]; then false; fi && n=1\n((n++))\n', "warn"),
+    ('set -e\nn=0\nif [ -n "${X:-}" ]; then false; else :; fi || n=1\n((n++))\n', "warn"),
+    ('set -e\nn=0\ncase "${X:-}" in 1) false;; esac && n=1\n((n++))\n', "warn"),
     # … and a piped compound's pipeline, whose status is its last element's: what follows its
     # `&&` / `||` runs in this shell (the loop and `if` rows said `fail`: `n=1` read as in
     # the compound's subshell, a `break` there as leaving no loop); `{ …; }` and `( … )` read
