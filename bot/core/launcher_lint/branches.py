@@ -80,9 +80,15 @@ class Branches:
     # bash's semantics decide it (syntax.constant_status; None: not known, or a compound
     # whose status is not; the walk sets it)
     body_status: bool | None = None
+    # a `!` negates its status (`! if …; fi`; bash ignores `set -e` in all of it)
+    negated: bool = False
     # an `if`'s / a `case`'s: the status each branch bash may run and leave past `fi` /
     # `esac` left (its last list's body_status), in order
     out_statuses: list[bool | None] = field(default_factory=list)
+    # a `case`'s: the status of each branch that ended with `;;&` and whose end still reaches
+    # the next pattern test (in `reaching`, after the header's way): no pattern below it may
+    # match, the `case` then leaving with it
+    tested_on_statuses: list[bool | None] = field(default_factory=list)
     # a `case`'s: its word when it is one literal word (syntax.case_word; "": another)
     word: str = ""
     # in a branch bash never runs (`if false; then`, an `else` after `if true`, a `case`
@@ -143,12 +149,14 @@ class Branches:
     def status(self) -> bool | None:
         """An `if`'s / a `case`'s status past `fi` / `esac`, as bash's semantics decide it:
         0 on a way that runs no branch (no condition succeeded, no pattern matched), else the
-        status of the last command of the branch that ran (out_statuses); True / False when
-        every way past it leaves the same one, None when one is not known or they differ, or
-        a branch falls through (`;&`, `;;&`)."""
-        if self.kind not in ("if", "case") or self.chained:
+        status of the last command of the branch that ran last (out_statuses; a `;&` branch's
+        way goes on into the next, a `;;&` branch's leaves with it when no pattern below
+        matches: tested_on_statuses); True / False when every way past it leaves the same one,
+        None when one is not known or they differ."""
+        if self.kind not in ("if", "case"):
             return None
-        ways = set(self.out_statuses) | ({True} if self.reaching else set())
+        ways = set(self.out_statuses) | set(self.tested_on_statuses) | (
+            {True} if len(self.reaching) > len(self.tested_on_statuses) else set())
         return ways.pop() if len(ways) == 1 else None
 
     @property
@@ -295,7 +303,7 @@ def branch_step(walk: BranchWalk, frames: list[Branches], step: str, patterns: s
         if frame.in_branch and not dead and not (frame.branch_left or frame.branch_exits) and (
                 step != "branch" or ended_by not in (";&", ";;&")):
             frame.out_statuses.append(frame.body_status)  # (a way past `fi` / `esac`)
-        frame.body_status = None
+        status, frame.body_status = frame.body_status, None
         frame.branch_left = frame.branch_exits = frame.branch_dies = False
     if step == "branch" and branch_matches(patterns, frame.word) is True:
         frame.testing_on = False  # (the patterns tested on match here)
@@ -345,6 +353,8 @@ def branch_step(walk: BranchWalk, frames: list[Branches], step: str, patterns: s
                 frame.falling = end
             elif ended_by == ";;&":
                 frame.reaching.append(end)
+                frame.tested_on_statuses.append(None if frame.branch_left or frame.branch_exits
+                                                else status)
             else:
                 frame.exits.append(end)
         # (a `case` pattern that never matches its word, `case x in y)`: the pattern test
@@ -364,6 +374,7 @@ def branch_step(walk: BranchWalk, frames: list[Branches], step: str, patterns: s
         frame.falling, frame.in_branch = None, step != "elif"
         if step == "else" or branch_matches(patterns, frame.word) is True:
             frame.reaching = []  # no pattern test / condition gets past this branch
+            frame.tested_on_statuses = []
         return None
     frames.pop()  # esac, fi, done
     if frames:

@@ -20,7 +20,7 @@ from bot.core.launcher_lint.functions import (
     past_returns,
 )
 from bot.core.launcher_lint.interactive import may_source_startup, startup_sources
-from bot.core.launcher_lint.loop_exits import MAY_LEAVE_RE, LoopExits
+from bot.core.launcher_lint.loop_exits import MAY_LEAVE_RE, LoopExits, leaves_with_0
 from bot.core.launcher_lint.model import (
     MAX_DEPTH,
     Arith,
@@ -225,7 +225,8 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
         hits: list[Hit] = []
         lists, branches = lists_and_branches(
             split_top_level(text, base, ("\n", ";", "&", *CASE_BRANCH_ENDS), self.memo))
-        if base not in self.compounds_read and ("&&" in text or "||" in text) and (
+        if base not in self.compounds_read and (
+                "&&" in text or "||" in text or "!" in text) and (
                 "fi" in text or "done" in text or "esac" in text):
             self.compounds_read.add(base)
             self.and_or_compounds |= and_or_compounds(lists, branches, self.memo)
@@ -295,13 +296,20 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
                               or self._and_or_after(lst[cut:], lst_off + cut))
                     for k in range(first_step if part == first_part else 0, len(steps)):
                         step, patterns = steps[k]
+                        if step == "!":  # (read with the compound it negates, opened next)
+                            continue
                         closing = frames[-1] if frames and step in ("fi", "esac", "done") else None
                         sub = in_subshell or closing is not None and closing.piped
                         back = branch_step(self, frames, step, patterns, branches.get(idx, ""),
-                                                 (idx, part, k), (lst_off, k), hits, exempt,
-                                                 skip if k == 0 else None)
+                                                 (idx, part, k), (lst_off, k), hits,
+                                                 exempt or closing is not None and closing.negated,
+                                                 skip if k == 0 or k == 1 and steps[0][0] == "!"
+                                                 else None)
                         if back is not None:
                             break
+                        if k and steps[k - 1][0] == "!" and frames and (
+                                frames[-1].key == (lst_off, k)):
+                            frames[-1].negated = True
                         if tail_runs is False and part == 1 and frames and (
                                 frames[-1].key == (lst_off, k)):
                             # (`true || if …`: bash never runs any of it)
@@ -342,6 +350,8 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
                             closed_status = loop_status(
                                 self.text, closing.key[0], lst_off, closing.body_status
                             ) if step == "done" else closing.status
+                            if closing.negated and closed_status is not None:
+                                closed_status = not closed_status
                     if back is not None:
                         break
                 if frames and frames[-1].in_branch:
@@ -351,7 +361,14 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
                     # of the compound it closes)
                     rest = lst[cut:]
                     frames[-1].body_status = (
-                        closed_status if steps and not rest.strip() else constant_status(
+                        # (a `case` pattern with no command after it yet: an empty branch
+                        # leaves with 0)
+                        (True if steps[-1][0] == "branch" else closed_status)
+                        if steps and not rest.strip()
+                        # (a `break` / `continue` last in a loop's body: it leaves with 0)
+                        else True if frames[-1].kind in ("while", "for") and leaves_with_0(
+                            rest.strip())
+                        else constant_status(
                             rest, self.script_text, outside_function=self.function is None)
                     ) if _op != "&" and part == len(parts) - 1 else None
                 if not lst[cut:].lstrip().startswith(("&&", "||")):

@@ -20,6 +20,17 @@ from bot.core.shell_lexer import CASE_BRANCH_ENDS, Memo, group_end, split_top_le
 #: too: whatever its count bash leaves this loop, or stops on a count out of range, and it
 #: may leave each loop around it, branches._leaves_past).
 LEAVE_LOOP_RE = re.compile(r"(?:break|continue)(?:[ \t]+([^\s;&|<>()]+))?")
+
+
+def leaves_with_0(command: str) -> bool:
+    """Is `command` a `break` / `continue` of no count or a count written out of 1 or more
+    (`break 2`), which leaves its loop (or goes on to its next pass) with status 0? (`break 0`
+    / `break $n` may be out of range: status 1, no loop left.)"""
+    leave = LEAVE_LOOP_RE.fullmatch(command)
+    count = leave.group(1) or "1" if leave else ""
+    return count.isdigit() and int(count) > 0
+
+
 #: What a `break`, `continue` or `return` may be in (syntax.loop_leaves_at's words).
 MAY_LEAVE_RE = re.compile(r"break|continue|return")
 #: Redirections after a group (`{ …; } > f 2>&1`): bash still runs it in this shell.

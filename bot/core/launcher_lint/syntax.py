@@ -89,7 +89,8 @@ def and_or_compounds(lists: list[tuple[str, int, str]], branches: dict[int, str]
                      ) -> set[tuple[int, int]]:
     """The `case`s / `if`s / loops of `lists` (a text's lists and their `case` branches:
     lists_and_branches) whose closing keyword is followed by `&&` / `||` on its list (`fi ||
-    true`, `done | cat && x`): bash ignores `set -e` in all of such a compound. Each is named
+    true`, `done | cat && x`), or that a `!` negates (`! if …`): bash ignores `set -e` in all
+    of such a compound. Each is named
     as the walk names it (Branches.key: the offset of the part of the list its keyword is on,
     the step), its keyword and its closing keyword matched as the walk matches them
     (keyword_prefix, the compound after `&&` / `||` or a pipe on a part of its own); one pass,
@@ -109,6 +110,8 @@ def and_or_compounds(lists: list[tuple[str, int, str]], branches: dict[int, str]
             for k, (step, _patterns) in enumerate(steps):
                 if step == "case" or step in OPENING_KEYWORDS:
                     opened.append((OPENING_KEYWORDS.get(step, step), (at + start, k)))
+                    if k and steps[k - 1][0] == "!":  # (`! if …`: as one before `||`)
+                        exempt.add(opened[-1][1])
                 elif step in _CLOSING_KINDS and opened and opened[-1][0] in _CLOSING_KINDS[step]:
                     rest = lst[cut:]
                     if rest.lstrip().startswith(("&&", "||")) or (
@@ -148,8 +151,9 @@ def keyword_prefix(lst: str, at_branch: bool) -> tuple[int, list[tuple[str, str]
     when it is one literal word: case_word),
     ("branch", its patterns), ("esac", ""); ("if", ""), ("then", ""), ("elif", ""), ("else",
     ""), ("fi", ""); ("while", "") (or `until`, `for`, `select`), ("do", ""), ("done", ""); an
-    `if` / `elif` / loop keyword ending the prefix (its condition is `lst[cut:]`).
-    `at_branch`: a branch's pattern starts `lst`."""
+    `if` / `elif` / loop keyword ending the prefix (its condition is `lst[cut:]`); ("!", "")
+    before the `case`, `if` or loop a `!` negates (`! if …; fi`: its status negated, `set -e`
+    ignored in all of it). `at_branch`: a branch's pattern starts `lst`."""
     cut = 0
     steps: list[tuple[str, str]] = []
     rest = lst
@@ -164,6 +168,10 @@ def keyword_prefix(lst: str, at_branch: bool) -> tuple[int, list[tuple[str, str]
                 steps.append(("case", case_word(rest)))
             steps.append(("branch", branch.group("patterns")))
             end, at_branch = branch.end(), False
+        elif first == "!" and rest[1:2].isspace() and first_word(rest[1:].lstrip()) in (
+                *OPENING_KEYWORDS, "case"):
+            steps.append(("!", ""))  # (`! if …`: the compound's status negated)
+            end = 1
         else:
             if first == "case" and _CASE_HEADER_END_RE.search(rest):
                 steps.append(("case", case_word(rest)))  # the first pattern is on the next line
@@ -637,7 +645,7 @@ def condition_command(lst: str, off: int) -> tuple[str, int]:
 
 
 #: A loop's keyword after the keywords that may start its list (`then while …`, `do for …`).
-_LOOP_KEYWORD_RE = re.compile(r"(?:(?:then|do|else)\s+)*(for|while|until|select)\b")
+_LOOP_KEYWORD_RE = re.compile(r"(?:(?:then|do|else)\s+)*(?:!\s+)?(for|while|until|select)\b")
 #: A `for` loop over words written out (`for i in 1 2; do`): the words, up to `;` / a line end.
 _FOR_WORDS_RE = re.compile(r"\s+[A-Za-z_]\w*\s+in\b([^;\n]*)[;\n]")
 #: A word of a `for` list that is one word whatever the environment: no expansion, no glob
@@ -683,16 +691,17 @@ def loop_passes(code: str, start: int, done: int) -> int | None:
 def loop_status(code: str, start: int, done: int, body_status: bool | None) -> bool | None:
     """The status of the loop (loop_passes's `start` and `done`) as bash leaves it, that of
     the last command its body ran, 0 when it ran none: success when bash makes no pass
-    (loop_passes) or the body's last list always succeeds (`body_status`, its constant_status),
-    failure when bash makes a pass and that list always fails (`for i in a; do false; done`);
-    None when either is not known, or a `break`, `continue` or `return` (loop_leaves_at) may
+    (loop_passes) or the body's last list always succeeds (`body_status`, its constant_status;
+    a `break` / `continue` leaves with status 0 too, so none changes that), failure when bash
+    makes a pass and that list always fails (`for i in a; do false; done`); None when either
+    is not known, or, for a failure, a `break`, `continue` or `return` (loop_leaves_at) may
     end a pass elsewhere."""
     passes = loop_passes(code, start, done)
-    if passes == 0:
+    if passes == 0 or body_status:
         return True
     if body_status is None or loop_leaves_at(code, start, done) is not None:
         return None
-    return True if body_status else (False if passes else None)
+    return False if passes else None
 
 
 #: A `while` / `until` condition on its keyword's line, up to `do`.
