@@ -1,7 +1,8 @@
 """The progress lines of named training frameworks' own loggers (pure; no I/O): torchvision's
 MetricLogger (and the DETR, DeiT and MAE scripts that copy it), maskrcnn-benchmark's trainer,
 OpenMMLab's runners, Swin Transformer's loops, PaddleOCR's, torchreid's, timm's, BasicSR's,
-nanoGPT's, StyleGAN's, OpenPCDet's and SlowFast's, and detectron2's inference.
+nanoGPT's, StyleGAN's, OpenPCDet's and SlowFast's, torchtune's recipes' bars, and detectron2's
+inference.
 
 Each says, in its own shape, which step of the training it is at, its pace and its GPU memory;
 bot.core.training_lines' `LineParser` asks `read_framework_line` first, then reads what is
@@ -19,7 +20,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Literal
 
-from bot.core.progress_bars import NUMBER
+from bot.core.progress_bars import NUMBER, TQDM_BAR
 
 if TYPE_CHECKING:
     from bot.core.training_lines import Sample
@@ -256,6 +257,24 @@ _OPENPCDET_TIME = re.compile(rf"(?<![\w/])Batch time: ({NUMBER})\(")
 _SLOWFAST_JSON_STATS = "json_stats: {"
 _COUNT_OF_TOTAL = re.compile(r"(\d+)/(\d+)")
 
+# torchtune's recipes (pytorch/torchtune recipes/full_finetune_single_device.py and the other
+# recipes' train(), bd2a0fc7c314): a tqdm bar per epoch counting its optimizer steps,
+# `tqdm(total=self._steps_per_epoch)` (the full_finetune recipes' with `initial=inner_step_count,
+# desc=f"{self.epochs_run}|{self.global_step}"`), described after each step as
+# `f"{curr_epoch + 1}|{self.global_step}|Loss: {loss}"`: `3|3000|Loss: 0.8123: 100%|██████████|
+# 1000/1000 [41:12<00:00,  2.47s/it]`. The bar's total is one epoch's steps, not the run's; the
+# global step counts the run's steps (a resumed run's from its checkpoint's): the iteration.
+# The run's total is every epoch's steps (TrainingProgress.total_training_steps: total_epochs *
+# steps_per_epoch, max_steps_per_epoch already in the bar's total); the epochs are printed
+# before the loop, in config.log_config's dump (`Running FullFinetuneRecipeSingleDevice with
+# resolved config:`, then OmegaConf.to_yaml of the config, keys sorted): `epochs: 3` alone on
+# its line, `_TORCHTUNE_EPOCHS`, the epochs announced (`_TARGET_ANNOUNCEMENTS`) for the target.
+# After the loop only the checkpointer's final save speaks (`Saving final epoch checkpoint.`, the
+# catalogue's marker); its metric logger writes a file (DiskLogger) unless configured to stdout
+# (StdoutLogger's `Step 1000 | loss:0.8123 lr:2e-05 …`, the generic grammar's).
+_TORCHTUNE_BAR = re.compile(rf"^(\d+)\|(\d+)(?:\|Loss: ({NUMBER}|nan|inf))?: *\d{{1,3}}%\|")
+_TORCHTUNE_EPOCHS = re.compile(r"^epochs: (\d+)$")
+
 #: What an announced total counts: the name of its `AnnouncedTargets` field.
 Counted = Literal["epochs", "iterations"]
 
@@ -287,6 +306,7 @@ _TARGET_ANNOUNCEMENTS: tuple[tuple[str, re.Pattern[str], Counted, bool], ...] = 
     ("Total epochs: ", _BASICSR_TOTAL, "iterations", False),  # BasicSR
     ("max_iters = ", _NANOGPT_MAX_ITERS, "iterations", False),  # nanoGPT
     ("Training for ", _STYLEGAN_TOTAL_KIMG, "iterations", False),  # StyleGAN2-ADA, StyleGAN3
+    ("epochs: ", _TORCHTUNE_EPOCHS, "epochs", False),  # torchtune's config dump
     ("max_epochs", _MMENGINE_MAX_EPOCHS, "epochs", False),  # mmengine's config
     ("max_epochs", _MMENGINE_MAX_EPOCHS_KEYS, "epochs", True),  # its long dicts' key lines
     ("workflow: ", _MMCV_MAX_EPOCHS, "epochs", False),  # mmcv 1.x's EpochBasedRunner
@@ -364,6 +384,8 @@ def read_framework_line(body: str, s: Sample, targets: AnnouncedTargets = _NONE_
         _stylegan(body, s, targets)
     if _SLOWFAST_JSON_STATS in body:
         _slowfast(body, s)
+    if body[:1].isdigit() and "|" in body:
+        body = _torchtune(body, s, targets)
     if "nference " in body:
         _detectron2_inference(body, s)
     return body
@@ -618,6 +640,26 @@ def _slowfast(body: str, s: Sample) -> None:
             s.loss = float(loss)
         if isinstance(pace := stats.get("dt"), (int, float)):
             s.sec_per_iter = float(pace)
+
+
+def _torchtune(body: str, s: Sample, targets: AnnouncedTargets) -> str:
+    """A torchtune recipe's bar (`_TORCHTUNE_BAR`): its global step as the iteration, every
+    announced epoch's steps (as many as this bar counts) as the target (when the config dump
+    announced the epochs), its loss and its rate as the pace. The body left for the rest of
+    the grammar: without the bar's count, which counts one epoch's steps, not the run's."""
+    m = _TORCHTUNE_BAR.match(body)
+    bar = TQDM_BAR.search(body, m.end()) if m is not None else None
+    if m is None or bar is None:
+        return body
+    s.iteration = int(m.group(2))
+    steps = int(bar.group(2))
+    if targets.epochs is not None and targets.epochs * steps >= s.iteration:
+        s.target_iter = targets.epochs * steps
+    if m.group(3) is not None:
+        s.loss = float(m.group(3))
+    if bar.group(3) is not None and (rate := float(bar.group(3))) > 0:
+        s.sec_per_iter = rate if bar.group(4) == "s/it" else 1 / rate
+    return body[:bar.start()] + body[bar.end():]
 
 
 def openmmlab_epoch(text: str) -> tuple[int, int] | None:

@@ -716,6 +716,32 @@ F["SlowFast"] = (
     "[05/01 19:31:00][INFO] train_net.py:  756: training done: _p34.57_f49.83 _t12.31_m9.12 _a77.9"
     "0 Top5 Acc: 94.10 MEM: 9.12 f: 49.8300\n"
 )
+# torchtune's recipes (pytorch/torchtune recipes/full_finetune_single_device.py, torchtune/
+# training/checkpointing/_checkpointer.py bd2a0fc7c314): config.log_config's dump (`epochs: 3`),
+# the last epoch's bar (`{curr_epoch + 1}|{global_step}|Loss: {loss:.4f}`, its total one
+# epoch's steps: a file gets its draws after carriage returns), then the final save's lines
+_TUNE = "INFO:torchtune.utils._logging:"
+_TUNE_BAR = "3|{}|Loss: 0.8123: {:3.0f}%|{:<10}| {}/1000 [{}<{},  2.47s/it]"
+F["torchtune"] = (
+    _TUNE + "Running FullFinetuneRecipeSingleDevice with resolved config:\n"
+    "\n"
+    "batch_size: 2\n"
+    "device: cuda\n"
+    "epochs: 3\n"
+    "max_steps_per_epoch: null\n"
+    "\n"
+    + "\r".join(_TUNE_BAR.format(2000 + n, n / 10, "\u2588" * (n // 100), n,
+                                 f"{n * 247 // 6000:02d}:00", f"{(1000 - n) * 247 // 6000:02d}:00")
+                for n in (250, 500, 750, 999, 1000)) + "\n"
+    + _TUNE + "Model checkpoint of size 4.98 GiB saved to /tmp/out/epoch_2/model-00001-of-0000"
+    "2.safetensors\n"
+    + _TUNE + "Model checkpoint of size 1.12 GiB saved to /tmp/out/epoch_2/model-00002-of-0000"
+    "2.safetensors\n"
+    + _TUNE + "Saving final epoch checkpoint.\n"
+    + _TUNE + "The full model checkpoint, including all weights and configurations, has been sa"
+    "ved successfully.You can now use this checkpoint for further training or inference.\n"
+    + _TUNE + "Saving checkpoint took 41.23 secs\n"
+)
 
 #: the frameworks whose finished run has no line of its own to go on: they read `none`
 #: (still running) as a run cut at the same place does
@@ -762,6 +788,7 @@ MARKERS: dict[str, str] = {
     "LitGPT pretrain": "Training time: 41212.12s",
     "OpenPCDet": "End training cfgs/kitti_models/pointpillar",
     "SlowFast": "training done: _p34.57",
+    "torchtune": "Saving final epoch checkpoint.",
 }
 #: the frameworks read `completed` by a total their log printed before the loop, by the word
 #: after their last save or by a line of their own, each one's log cut at the same point short
@@ -787,6 +814,8 @@ CUT_SHORT: dict[str, str] = {
     "OpenPCDet": F["OpenPCDet"].split("2024-05-01 19:28:05,123")[0],
     # the last epoch's evaluation, not train()'s line after the loop
     "SlowFast": F["SlowFast"].split("[05/01 19:31:00][INFO] train_net.py")[0],
+    # its last epoch's bar short of the epoch's total (its draws up to `999/1000`)
+    "torchtune": F["torchtune"].split("\r3|3000|")[0] + "\n",
 }
 ENDS: dict[str, tuple[str, str]] = {
     name: (log, "none" if name in NO_LINE_OF_THEIR_OWN else "completed")

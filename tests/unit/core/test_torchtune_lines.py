@@ -1,0 +1,80 @@
+"""torchtune's recipes' progress bars, built from their source's format strings (pytorch/
+torchtune recipes/full_finetune_single_device.py and the other recipes' train(), bd2a0fc7c314):
+a tqdm bar per epoch counting that epoch's optimizer steps, described after each step as
+`f"{curr_epoch + 1}|{self.global_step}|Loss: {loss_value:.4f}"` (tqdm's default format after
+it: `{desc}: {percentage:3.0f}%|{bar}| {n}/{total} [{elapsed}<{remaining}, {rate}]`), the
+full_finetune recipes' first draw of an epoch described `f"{self.epochs_run}|{self.global_step}"`;
+the epochs come before the loop in config.log_config's dump (`epochs: 3`, OmegaConf.to_yaml with
+sorted keys). After the loop only the checkpointer's final save speaks (`Saving final epoch
+checkpoint.`, the catalogue's marker: tests/unit/core/test_completion_markers.py)."""
+
+from __future__ import annotations
+
+import pytest
+from support.end_marker import read
+
+from bot.core.training_lines import LineParser, Sample
+
+EPOCHS, STEPS = 3, 1000
+CONFIG = ("INFO:torchtune.utils._logging:Running FullFinetuneRecipeSingleDevice with resolved "
+          "config:\n\nbatch_size: 2\ncheckpointer:\n  _component_: torchtune.training.FullModelHF"
+          f"Checkpointer\ndevice: cuda\nepochs: {EPOCHS}\ngradient_accumulation_steps: 8\n"
+          "max_steps_per_epoch: null\n\n")
+
+
+def bar(epoch: int, inner: int, loss: float | None = 0.8123, s_per_it: float = 2.47) -> str:
+    """The bar's draw after `inner` steps of epoch `epoch` (from 1): its description after a
+    step (`loss`), or the epoch's first draw (`loss` None: `{epochs_run}|{global_step}`)."""
+    step = (epoch - 1) * STEPS + inner
+    desc = f"{epoch}|{step}|Loss: {loss:.4f}" if loss is not None else f"{epoch - 1}|{step}"
+    filled = "\u2588" * (10 * inner // STEPS)
+    return (f"{desc}: {100 * inner / STEPS:3.0f}%|{filled:<10}| {inner}/{STEPS} "
+            f"[{inner * s_per_it // 60:02.0f}:{inner * s_per_it % 60:02.0f}<41:12, "
+            f"{s_per_it:.2f}s/it]")
+
+
+def epoch_bars(epoch: int, upto: int = STEPS) -> str:
+    """An epoch's bar as a file gets it: its draws after carriage returns, then the newline of
+    its close."""
+    draws = [bar(epoch, 0, None)] + [bar(epoch, n) for n in range(1, upto + 1, 250)]
+    return "\r".join([*draws, bar(epoch, upto)]) + "\n"
+
+
+def _sample(*lines: str) -> Sample:
+    parser = LineParser()
+    samples = [parser.parse(line, n)[0] for n, line in enumerate(lines, 1)]
+    assert samples[-1] is not None
+    return samples[-1]
+
+
+def test_a_bar_gives_the_runs_step_of_every_announced_epochs_its_loss_and_pace():
+    s = _sample(*CONFIG.splitlines(), bar(2, 640, loss=0.5123, s_per_it=2.5))
+    assert (s.iteration, s.target_iter) == (STEPS + 640, EPOCHS * STEPS)
+    assert s.loss == pytest.approx(0.5123)
+    assert s.sec_per_iter == pytest.approx(2.5)
+
+
+def test_an_epochs_first_draw_gives_the_steps_done():
+    assert _sample(*CONFIG.splitlines(), bar(2, 0, None)).iteration == STEPS
+
+
+def test_with_no_config_dump_a_bar_has_no_target():
+    # its total is one epoch's steps, not the run's
+    s = _sample(bar(1, STEPS))
+    assert (s.iteration, s.target_iter) == (STEPS, None)
+
+
+def test_the_first_epochs_end_is_no_end_of_the_run():
+    d = read(CONFIG + epoch_bars(1))
+    assert (d.class_id, d.decided_by) == ("none", "progress")
+
+
+def test_the_last_epochs_bar_at_its_total_ends_a_finished_run_by_progress():
+    # cut after the loop, before the final save's lines
+    d = read(CONFIG + epoch_bars(1) + epoch_bars(2) + epoch_bars(3))
+    assert (d.class_id, d.decided_by) == ("completed", "progress")
+
+
+def test_a_run_cut_mid_epoch_is_still_running():
+    d = read(CONFIG + epoch_bars(1) + epoch_bars(2, upto=500))
+    assert (d.class_id, d.decided_by) == ("none", "progress")
