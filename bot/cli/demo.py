@@ -382,7 +382,7 @@ def run(args: argparse.Namespace, *, out: TextIO | None = None,
 def tick_failed(exc: BaseException) -> str:
     """The console's line for a watcher tick that raised `exc`: its sentence (a cluster
     error's English, paramiko's refusal by its reason), never its repr."""
-    from bot.cluster.ssh import describe_error
+    from bot.cluster.channels import describe_error
 
     return f"▶ watcher tick failed (retrying next tick): {describe_error(exc)}"
 

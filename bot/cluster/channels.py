@@ -1,11 +1,24 @@
-"""The one way trainbot waits on a paramiko channel (a command's output, an SFTP reply)."""
+"""paramiko channels, the one way trainbot handles them: waiting on one (a command's output, an
+SFTP reply), opening a session within a deadline, a request paramiko waits on without one, an
+"exec" request split where it leaves, a "signal", closing one on a lost connection, and a
+channel's failure as a person reads it. bot.cluster.ssh's SSHRunner uses them."""
 
 from __future__ import annotations
 
+import logging
+import math
 import threading
 import time
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 import paramiko
+from paramiko.common import cMSG_CHANNEL_REQUEST
+
+from bot.core.text import N_, Text
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 def wait_channel(chan: paramiko.Channel, event: threading.Event, timeout: float) -> bool:
@@ -32,4 +45,161 @@ def wait_channel(chan: paramiko.Channel, event: threading.Event, timeout: float)
         event.wait(remaining)
 
 
-__all__ = ["wait_channel"]
+# RFC 4254 5.1's reason codes for a refused channel open (paramiko's ChannelException.code),
+# as a person reads them; paramiko's own `str()` of the exception is its repr.
+_OPEN_FAILURES = {
+    1: N_("administratively prohibited"),
+    2: N_("connect failed"),
+    3: N_("unknown channel type"),
+    4: N_("resource shortage"),
+}
+
+
+def describe_error(exc: BaseException) -> str | Text:
+    """`exc`'s message, or its type's name when it has none (paramiko raises a bare
+    EOFError on a lost connection: its text is empty, and an exception is never falsy); a
+    refused channel (paramiko's ChannelException) as its RFC 4254 reason and code."""
+    if isinstance(exc, paramiko.ChannelException):
+        reason = _OPEN_FAILURES.get(exc.code)
+        if reason is None:
+            return N_("the server refused the channel (open-failure code %(code)s)",
+                      code=exc.code)
+        return N_("the server refused the channel: %(reason)s (open-failure code %(code)s)",
+                  reason=reason, code=exc.code)
+    return str(exc) or type(exc).__name__
+
+
+def close_channel(chan: paramiko.Channel) -> None:
+    """Close `chan`, also when its connection is gone: paramiko then fails sending the close
+    (EOFError, a broken pipe), which must not hide the error that brought the caller here."""
+    try:
+        chan.close()
+    except (paramiko.SSHException, EOFError, OSError):  # the transport is gone already
+        log.debug("closing a channel on a lost connection failed", exc_info=True)
+
+
+def open_session_within(transport: paramiko.Transport, timeout: float) -> paramiko.Channel:
+    """A session channel on `transport` opened within `timeout` seconds, else TimeoutError,
+    the transport left open. paramiko's own open_session timeout bounds only the wait for the
+    answer once the request has left; the send before it waits, without end, for the send in
+    progress on the connection (one at a time, under one lock) and for room in the TCP
+    window. Only closing the connection ends that wait, which would cut every command running
+    on it; so the opening runs on a thread of its own, given up at the deadline. A channel it
+    opens after that is closed there; the thread ends when its request leaves or the
+    connection is closed (bot.cluster.ssh.SSHRunner retires it: bot.cluster.in_flight)."""
+    lock = threading.Lock()
+    done = threading.Event()
+    outcome: dict[str, Any] = {}
+
+    def open_it() -> None:
+        try:
+            chan = transport.open_session(timeout=math.inf)
+        except BaseException as exc:  # noqa: BLE001 - raised in the caller's thread
+            with lock:
+                outcome["error"] = exc
+                done.set()
+            return
+        with lock:
+            late = "given up" in outcome
+            outcome["channel"] = chan
+            done.set()
+        if late:
+            close_channel(chan)
+
+    threading.Thread(target=open_it, name="ssh session open", daemon=True).start()
+    done.wait(timeout)
+    with lock:
+        if not done.is_set():
+            outcome["given up"] = True
+            raise TimeoutError(f"no session opened within {timeout:g} s")
+    if "error" in outcome:
+        raise outcome["error"]
+    channel: paramiko.Channel = outcome["channel"]
+    return channel
+
+
+def within(timeout: float, close: Callable[[], object], request: Callable[[], T]) -> T:
+    """`request()`'s answer, for a request that paramiko waits on without a timeout (exec,
+    subsystem), or only in part (a channel's opening); after `timeout` seconds `close()`
+    what it waits on (its channel, its connection), which ends paramiko's wait, and raise
+    TimeoutError."""
+    state = {"done": False, "fired": False}
+    lock = threading.Lock()
+
+    def expire() -> None:
+        with lock:
+            if state["done"]:
+                return
+            state["fired"] = True
+        close()
+
+    timer = threading.Timer(timeout, expire)
+    timer.daemon = True
+    timer.start()
+    try:
+        answer = request()
+    except (paramiko.SSHException, EOFError, OSError):
+        if not state["fired"]:
+            raise
+    finally:
+        timer.cancel()
+        with lock:
+            state["done"] = True
+    if state["fired"]:
+        raise TimeoutError(f"no answer within {timeout:g} s")
+    return answer
+
+
+class NotSent(Exception):
+    """A command's "exec" request did not leave: sshd got no whole request, nothing ran."""
+
+
+def request_exec(chan: paramiko.Channel, command: str) -> None:
+    """paramiko's `Channel.exec_command` (the same request, the same wait for sshd's answer),
+    split where the request leaves: NotSent when it did not (the channel not open, its
+    connection gone, the send failing: a packet cut short is never decoded, so sshd runs
+    nothing), paramiko's own errors after it did (the answer never came: the command may or
+    may not have run). paramiko's call raises the same errors for both."""
+    if chan.closed or chan.eof_sent or not chan.active:  # paramiko's @open_only
+        raise NotSent(N_("its channel was not open"))
+    transport = chan.get_transport()
+    if transport is None or not transport.is_active():  # paramiko would drop it silently
+        raise NotSent(N_("the connection was gone"))
+    m = _channel_request(chan, "exec", command, want_reply=True)
+    # paramiko's own steps, as exec_command takes them (private: not in its type stubs)
+    chan._event_pending()  # type: ignore[attr-defined]  # noqa: SLF001
+    try:
+        transport._send_user_message(m)  # type: ignore[attr-defined]  # noqa: SLF001
+    except (paramiko.SSHException, OSError, EOFError) as exc:
+        raise NotSent(N_("the connection failed sending it (%(error)s)",
+                          error=describe_error(exc))) from exc
+    chan._wait_for_event()  # type: ignore[attr-defined]  # noqa: SLF001
+
+
+def _channel_request(chan: paramiko.Channel, kind: str, arg: str, *,
+                     want_reply: bool) -> paramiko.Message:
+    """The SSH "channel request" message `kind` (RFC 4254 6.5 "exec", 6.9 "signal") with its
+    one string argument, as paramiko builds it."""
+    m = paramiko.Message()
+    m.add_byte(cMSG_CHANNEL_REQUEST)
+    m.add_int(chan.remote_chanid)
+    m.add_string(kind)
+    m.add_boolean(want_reply)
+    m.add_string(arg)
+    return m
+
+
+def send_signal(chan: paramiko.Channel, name: str) -> None:
+    """Ask sshd to signal the channel's process (OpenSSH >= 7.9 honours it); best effort.
+
+    paramiko has no public call for this channel request, so it is built here.
+    """
+    m = _channel_request(chan, "signal", name, want_reply=False)
+    try:
+        chan.transport._send_user_message(m)  # type: ignore[union-attr]  # noqa: SLF001
+    except Exception:  # noqa: BLE001 - the command is abandoned either way
+        log.debug("could not send SIG%s to the remote command", name, exc_info=True)
+
+
+__all__ = ["NotSent", "close_channel", "describe_error", "open_session_within", "request_exec",
+           "send_signal", "wait_channel", "within"]

@@ -1,6 +1,7 @@
-"""bot.cluster.ssh's `_exec` and `_send_signal` take paramiko's own private steps (no public
-call splits where an exec request leaves, or sends a "signal" request). pyproject caps paramiko
-to the major versions known to have them; this says which one a release removed, by name."""
+"""bot.cluster.channels' `request_exec` and `send_signal` take paramiko's own private steps (no
+public call splits where an exec request leaves, or sends a "signal" request). pyproject caps
+paramiko to the major versions known to have them; this says which one a release removed, by
+name."""
 
 from __future__ import annotations
 
@@ -21,10 +22,10 @@ def test_paramiko_still_has_the_private_calls_ssh_exec_takes(owner: type, name: 
     found = getattr(owner, name, None)
     assert callable(found), (
         f"paramiko {paramiko.__version__} has no {owner.__name__}.{name}, which "
-        "bot/cluster/ssh.py (_exec, _send_signal) calls: port them to this paramiko, or keep "
-        "the cap on paramiko in pyproject.toml")
+        "bot/cluster/channels.py (request_exec, send_signal) calls: port them to this "
+        "paramiko, or keep the cap on paramiko in pyproject.toml")
     wanted = {"_send_user_message": ["self", "data"]}.get(name, ["self"])
     params = list(inspect.signature(found).parameters)
     assert params == wanted, (
         f"paramiko {paramiko.__version__}'s {owner.__name__}.{name} takes {params}, not "
-        f"{wanted} as bot/cluster/ssh.py calls it")
+        f"{wanted} as bot/cluster/channels.py calls it")

@@ -210,7 +210,7 @@ def _closing_at_its_wait(runner: SSHRunner, monkeypatch: pytest.MonkeyPatch,
     commands' start times (time.monotonic) are appended to."""
     import bot.cluster.ssh as ssh
 
-    exec_request = ssh._exec  # noqa: SLF001
+    exec_request = ssh.request_exec
     started_at: list[float] = []
 
     def start(chan: paramiko.Channel, command: str) -> None:
@@ -220,7 +220,7 @@ def _closing_at_its_wait(runner: SSHRunner, monkeypatch: pytest.MonkeyPatch,
         chan.close = lambda: close(chan)  # type: ignore[method-assign]
         started_at.append(time.monotonic())
 
-    monkeypatch.setattr(ssh, "_exec", start)
+    monkeypatch.setattr(ssh, "request_exec", start)
     return started_at
 
 

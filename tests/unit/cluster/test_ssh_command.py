@@ -15,11 +15,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from bot.cluster.channels import describe_error
 from bot.cluster.errors import ClusterError
 from bot.cluster.ssh import (
     SSHSettings,
     build_command,
-    describe_error,
     env_stdin,
     parse_proxy_jump,
     resolve_endpoint,
