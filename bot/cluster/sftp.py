@@ -365,7 +365,7 @@ class SFTPPool(_Requests):
         with self._cond:
             client, self._lookup = self._lookup, None
             closings = self._closings
-        if client is not None and not _alive(client):  # its transport died since
+        if client is not None and not client.usable:  # its transport died since
             _close_quietly(client)
             client = None
         if client is None:
@@ -382,7 +382,7 @@ class SFTPPool(_Requests):
         the pool was not closed while it was out."""
         with self._cond:
             kept = (self._lookup is None and client.pool_closings == self._closings
-                    and _alive(client) and not client.outstanding())
+                    and client.usable and not client.outstanding())
             if kept:
                 self._lookup = client
         if not kept:
@@ -433,7 +433,7 @@ class SFTPPool(_Requests):
             self._discard(client)
             return SFTPTimedOut(op, path, self.timeout, self.where,
                                 stuck_send=isinstance(exc, ConnectionStuck)), True
-        if not _alive(client):
+        if not client.usable:
             self._discard(client)
             return exc, True
         if not held:
@@ -451,7 +451,7 @@ class SFTPPool(_Requests):
                                            waiting=(s.op, time.monotonic() - s.since))
                 while self._idle:
                     client = self._idle.pop()
-                    if _alive(client):
+                    if client.usable:
                         self._busy += 1
                         client.pool_closings = self._closings
                         return client
@@ -514,7 +514,7 @@ class SFTPPool(_Requests):
             self._busy += len(ready)
         for s in ready:
             try:
-                done = _alive(s.client) and s.client.read_late_replies()
+                done = s.client.usable and s.client.read_late_replies()
                 if done and s.file is not None:
                     s.file.close()
             except Exception:  # noqa: BLE001 - a channel that fails here is simply dropped
@@ -525,7 +525,7 @@ class SFTPPool(_Requests):
                 log.info("%s: SFTP %s %s answered after %.0f s; its channel is back in use",
                          self.where, s.op, s.path, time.monotonic() - s.since)
                 self._checkin(s.client)
-            elif _alive(s.client):
+            elif s.client.usable:
                 with self._cond:  # more replies still outstanding
                     self._busy -= 1
                     self._stuck.append(s)
@@ -670,10 +670,6 @@ class RemoteFile:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
-
-
-def _alive(client: DeadlineSFTPClient) -> bool:
-    return client.usable
 
 
 def _close_quietly(client: DeadlineSFTPClient) -> None:

@@ -198,10 +198,7 @@ class SSHRunner:
         try:
             if self._client is None or self._client.get_transport() is not transport:
                 return
-            client, jump = self._client, self._jump
-            self._client = self._jump = None
-            if self._dialled is not None:
-                connection_failed(*self._dialled)
+            client, jump = self._take_connection()
         finally:
             self._lock.release()
         log.warning("ssh connection to %s %s: retired", self.settings.host, why)
@@ -219,9 +216,16 @@ class SSHRunner:
         """The connection found dead (dropped, not closed here): dropped, and its failure
         said (bot.cluster.dial.connection_failed), so the reconnect does not take the answer
         of a lookup of the name it dialled begun before (an address since changed)."""
+        _close_clients(*self._take_connection())
+
+    def _take_connection(self) -> tuple[paramiko.SSHClient | None, paramiko.SSHClient | None]:
+        """The runner's connection (its client and jump host's), no longer the runner's (the
+        next command connects afresh), its failure said (`_lost`); the lock held."""
+        client, jump = self._client, self._jump
+        self._client = self._jump = None
         if self._dialled is not None:
             connection_failed(*self._dialled)
-        self._drop()
+        return client, jump
 
     # ---- connecting ------------------------------------------------------------------------
 
@@ -482,10 +486,7 @@ class SSHRunner:
                 "reached sshd, so it did not run", command=shlex.join(args),
                 where=self.settings.host, why=said(exc))) from (exc.__cause__ or exc)
         except (paramiko.SSHException, OSError, EOFError) as exc:
-            transport = chan.get_transport()
-            lost = transport is None or not transport.is_active()
-            self._forget_if_dead()
-            raise ChannelClosed(args, self.settings.host, connection_lost=lost,
+            raise ChannelClosed(args, self.settings.host, connection_lost=self._lost_under(chan),
                                 starting=True) from exc
 
     @contextmanager
@@ -545,6 +546,16 @@ class SSHRunner:
             if self._client is not None and not self.is_connected:
                 self._lost()
 
+    def _lost_under(self, chan: paramiko.Channel) -> bool:
+        """Whether `chan`'s own connection is gone: checked on the channel's transport, not
+        the runner's, which another thread may have reconnected. When it is, the runner's
+        connection is forgotten if it is dead too (`_forget_if_dead`)."""
+        transport = chan.get_transport()
+        if transport is not None and transport.is_active():
+            return False
+        self._forget_if_dead()
+        return True
+
     def _collect(
         self,
         chan: paramiko.Channel,
@@ -596,17 +607,13 @@ class SSHRunner:
             return b"".join(out), b"".join(err), None
         except (paramiko.SSHException, OSError, EOFError) as exc:
             # a send cut by the connection's close (one retired: bot.cluster.in_flight)
-            transport = chan.get_transport()
-            if transport is not None and transport.is_active():
+            if not self._lost_under(chan):
                 raise
-            self._forget_if_dead()
             if time.monotonic() >= deadline:  # it had not ended by its deadline: timed out
                 return b"".join(out), b"".join(err), None
             raise ChannelClosed(args, self.settings.host, connection_lost=True) from exc
         exit_code = chan.recv_exit_status()
-        transport = chan.get_transport()
-        if exit_code == -1 and (transport is None or not transport.is_active()):
-            self._forget_if_dead()
+        if exit_code == -1 and self._lost_under(chan):
             raise ChannelClosed(args, self.settings.host, connection_lost=True)
         return b"".join(out), b"".join(err), exit_code
 
