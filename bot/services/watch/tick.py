@@ -323,7 +323,7 @@ class Watcher:
         self.chains.forget()
         for jw in self._jobs.values():
             self.unreadable.forgotten(jw, self._last_tick_at)
-        self.unreadable.failing_since = None
+        self.unreadable.series_over()
         self._jobs.clear()
         self._records.clear()
         self.health.forget()
@@ -398,24 +398,29 @@ class Watcher:
         the series has lasted READ_FAILED_NOTE_TICKS ticks, the run's thread is told, once
         per thread and cluster series (its key is the chain's and the start of the cluster's
         failed batches, UnreadableFiles.failing_since: an array's tasks, a job that began
-        being read while they failed, share one note; emitted again each tick after, so a
-        post that failed is tried again), in the thread's language."""
+        being read while they failed, share one note; emitted at each tick until the outbox
+        takes it, so a post that failed is tried again, then no more: UnreadableFiles.noted),
+        in the thread's language."""
         failures = self.unreadable.batch(jw, reads, now)
         if failures is None:
             return False
-        if failures.ticks >= READ_FAILED_NOTE_TICKS and reads.error is not None:
-            job = str(jw.job_id)
-            thread = f"chain:{jw.chain_id}" if jw.chain_id is not None else job
-            since = self.unreadable.failing_since
-            series = int(failures.since if since is None else since)
-            text = (f"job {job}'s files have not been read for {failures.ticks} ticks in a "
-                    f"row: {reads.error}. It is not judged until they read again; trainbot "
-                    "reads them again each tick.")
-            self.outbox.emit(WatchEvent(
-                "read_failed", f"{self.cluster}:{thread}:read_failed:{series}",
-                self.cluster, text, jw.chain_id, job, jw.recipe,
+        if failures.ticks < READ_FAILED_NOTE_TICKS:
+            return True
+        job = str(jw.job_id)
+        thread = f"chain:{jw.chain_id}" if jw.chain_id is not None else job
+        since = self.unreadable.failing_since
+        series = int(failures.since if since is None else since)
+        key = f"{self.cluster}:{thread}:read_failed:{series}"
+        if key in self.unreadable.noted:
+            return True
+        text = (f"job {job}'s files have not been read for {failures.ticks} ticks in a "
+                f"row: {failures.error}. It is not judged until they read again; trainbot "
+                "reads them again each tick.")
+        if self.outbox.emit(WatchEvent(
+                "read_failed", key, self.cluster, text, jw.chain_id, job, jw.recipe,
                 facts={"ticks": failures.ticks, "seconds": now - failures.since,
-                       "error": said(reads.error)}), "read_failed", now, report)
+                       "error": said(failures.error)}), "read_failed", now, report):
+            self.unreadable.noted.add(key)
         return True
 
     def _forget_unwatched(self, ids: set[int], now: float) -> None:

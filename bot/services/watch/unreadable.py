@@ -60,10 +60,11 @@ READ_FAILED_NOTE_TICKS = 10
 @dataclass(frozen=True)
 class BatchFailures:
     """A job's tick whose batched read failed: the ticks in a row it has (this one
-    included) and when the first of them was."""
+    included), when the first of them was, and why this one failed (JobReads.error)."""
 
     ticks: int
     since: float
+    error: Exception
 
 
 class UnreadableFiles:
@@ -79,6 +80,9 @@ class UnreadableFiles:
         # when the cluster's ticks whose batched read failed, in a row, began (None: the
         # last batch read); in memory like the jobs' series
         self.failing_since: float | None = None
+        # the keys of the read_failed notes of that series the outbox took (emitted once
+        # each: bot.services.watch.tick)
+        self.noted: set[str] = set()
 
     # ------------------------------------------------------------------ a failed batch
 
@@ -90,7 +94,13 @@ class UnreadableFiles:
             if self.failing_since is None:
                 self.failing_since = now
         elif reads:
-            self.failing_since = None
+            self.series_over()
+
+    def series_over(self) -> None:
+        """The cluster's series of failed batches is over (a batch read, or the watcher
+        forgets what it held): its start and its notes forgotten."""
+        self.failing_since = None
+        self.noted.clear()
 
     def batch(self, jw: JobWatch, reads: JobReads, now: float) -> BatchFailures | None:
         """The failure series of the job's batched reads when this tick's failed as a whole
@@ -114,7 +124,8 @@ class UnreadableFiles:
         else:
             log.debug("%s: job %s: the batched read of its files failed again (%d ticks in a "
                       "row): %s", self.cluster, jw.job_id, after.failed, reads.error)
-        return BatchFailures(after.failed, self._batch_since.setdefault(jw.job_id, now))
+        return BatchFailures(after.failed, self._batch_since.setdefault(jw.job_id, now),
+                             reads.error)
 
     def _batch_over(self, jw: JobWatch, until: float | None, why: str) -> None:
         """The job is no longer followed here (`why`): a failure series of its batched reads

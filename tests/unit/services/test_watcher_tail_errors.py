@@ -261,3 +261,62 @@ def test_a_thread_whose_jobs_all_fail_to_read_is_told_once_per_series(env: Watch
     for k in range(READ_FAILED_NOTE_TICKS):
         w.tick(T0 + 60 * (READ_FAILED_NOTE_TICKS + 6 + k))
     assert len([e for e in sink.events if e.kind == "read_failed"]) == 4
+
+
+def _read_failed_writes(store) -> list[str]:
+    """The keys of the read_failed events the watcher records in `store` from now on, one
+    per write (Outbox.emit's upsert), in order."""
+    writes: list[str] = []
+    record = store.incidents.record
+
+    def counted(key: str, **kw):
+        if kw.get("class_id") == "read_failed":
+            writes.append(key)
+        return record(key, **kw)
+
+    store.incidents.record = counted
+    return writes
+
+
+def test_a_lasting_batch_failure_records_each_threads_note_once(env: WatchEnv) -> None:
+    """Every batched read fails for READ_FAILED_NOTE_TICKS + 5 ticks; jobs 1 and 3 are tasks
+    of one array (one thread), job 2 another run's: each thread's note is written to the
+    store once and posted once, not written again for every job each tick the series lasts."""
+    store, slurm, sftp, sink = env
+    _two_running(env)
+    array, other = store.watched_jobs.get(CLUSTER, "1"), store.watched_jobs.get(CLUSTER, "2")
+    assert array is not None and other is not None
+    store.watched_jobs.add(CLUSTER, "3", now=T0, chain_id=array.chain_id)
+    slurm.records[3] = JobRecord(job_id=3, state="RUNNING", stdout_path="/scratch/mix/logs/"
+                                 "mix-3.out", start_time=T0)
+    greeted = ShellTailReader(Answering(Exchange(b"Welcome to login1\n", b"", 0)), where="dev")
+    sftp.read = greeted.read  # type: ignore[method-assign]
+    writes = _read_failed_writes(store)
+    w = make_watcher(store, slurm, sftp, sink)
+    for k in range(READ_FAILED_NOTE_TICKS + 5):
+        w.tick(T0 + 60 * (k + 1))
+    series = int(T0 + 60)
+    assert sorted(writes) == sorted(
+        f"{CLUSTER}:chain:{chain}:read_failed:{series}"
+        for chain in (array.chain_id, other.chain_id)), writes
+    assert len([e for e in sink.events if e.kind == "read_failed"]) == 2
+
+
+def test_a_read_failed_note_whose_post_failed_is_posted_at_the_next_tick(
+        env: WatchEnv) -> None:
+    """Slack is down when the lasting batch failure's note is due: it is posted at the next
+    tick, once, and neither written nor posted again while the series lasts."""
+    store, slurm, sftp, sink = env
+    add_job(store, 1)
+    slurm.records[1] = running(1)
+    greeted = ShellTailReader(Answering(Exchange(b"Welcome to login1\n", b"", 0)), where="dev")
+    sftp.read = greeted.read  # type: ignore[method-assign]
+    writes = _read_failed_writes(store)
+    w = make_watcher(store, slurm, sftp, sink)
+    for k in range(READ_FAILED_NOTE_TICKS + 4):
+        if k + 1 == READ_FAILED_NOTE_TICKS:
+            sink.fail_next = 1
+        w.tick(T0 + 60 * (k + 1))
+        told = [e for e in sink.events if e.kind == "read_failed"]
+        assert len(told) == (1 if k + 1 > READ_FAILED_NOTE_TICKS else 0), k
+    assert len(writes) == 2  # the failed try, and the one that posted
