@@ -25,14 +25,13 @@ A tick whose batched read failed as a whole (the read command's answer unreadabl
 channel closed: JobReads.error) read none of the job's files: a running job is not judged
 that tick (`batch`); for a finished job each of its files is a failed read, with the
 reader's sentence, waited for `unreadable_file_s` like any unreadable file and then judged
-without it (`finished`). That failure series is logged once per job when it starts and once when it
-ends (its files read again, or the job no longer followed), the ticks between at debug
-(bot.core.backoff.after_try, the Slack poster's once-per-failure-series rule, one Backoffs
-by job); once it has lasted `READ_FAILED_NOTE_TICKS` ticks the tick tells the run's thread,
-once per thread and cluster series (bot.services.watch.tick): the batch is the cluster's,
-so its ticks whose batched read failed, in a row, are one series (`tick_read`,
-`failing_since`) whichever jobs were in it, and the jobs of one thread (an array's tasks,
-a job that started while reads failed) share its note.
+without it (`finished`). That failure series is logged once per job when it starts and once
+when it ends (its files read again, or the job no longer followed), the ticks between at debug
+(its BatchFailures, by job); once it has lasted `READ_FAILED_NOTE_TICKS` ticks the tick tells
+the run's thread, once per thread and cluster series (bot.services.watch.tick): the batch is
+the cluster's, so its ticks whose batched read failed, in a row, are one series (`tick_read`,
+`failing_since`) whichever jobs were in it, and the jobs of one thread (an array's tasks, a
+job that started while reads failed) share its note.
 
 The tick (bot.services.watch.tick) asks this module at each of those moments; the memory
 itself is the job's JobWatch (`unreadable_since`, `judged_without_logged`,
@@ -45,7 +44,6 @@ from __future__ import annotations
 import logging
 from dataclasses import dataclass
 
-from bot.core.backoff import Backoffs, after_try
 from bot.core.tail import FileMissing, FileReadFailed
 from bot.services.watch.logs import JobReads, JobWatch
 from bot.store import Store
@@ -75,8 +73,8 @@ class UnreadableFiles:
         self.cluster = cluster
         self.store = store
         self.unreadable_file_s = unreadable_file_s
-        self._batches = Backoffs()  # by job id: its ticks in a row whose batched read failed
-        self._batch_since: dict[int, float] = {}  # by job id: when that series began
+        # by job id: its series of ticks in a row whose batched read failed
+        self._batches: dict[int, BatchFailures] = {}
         # when the cluster's ticks whose batched read failed, in a row, began (None: the
         # last batch read); in memory like the jobs' series
         self.failing_since: float | None = None
@@ -105,37 +103,36 @@ class UnreadableFiles:
     def batch(self, jw: JobWatch, reads: JobReads, now: float) -> BatchFailures | None:
         """The failure series of the job's batched reads when this tick's failed as a whole
         (JobReads.error: none of its files read; the job is not judged this tick), else
-        None. Logged once per series and job (after_try's first failure, and its end: the
-        files read again), in the log's English, with the reader's sentence; the ticks
-        between at debug."""
-        key = str(jw.job_id)
+        None. Logged once per series and job (its first failed tick, and its end: the files
+        read again), in the log's English, with the reader's sentence; the ticks between at
+        debug."""
         if reads.error is None:
-            if after_try(self._batches, key, "taken").recovered:
-                since = self._batch_since.pop(jw.job_id, now)
+            over = self._batches.pop(jw.job_id, None)
+            if over is not None:
                 log.info("%s: job %s: its files read again after %.0f s of failed batched "
-                         "reads", self.cluster, jw.job_id, now - since)
+                         "reads", self.cluster, jw.job_id, now - over.since)
             return None
-        after = after_try(self._batches, key, "failed")
-        if after.first_failure:
-            self._batch_since[jw.job_id] = now
+        last = self._batches.get(jw.job_id)
+        if last is None:
             log.warning("%s: job %s: the batched read of its files failed: %s; read again each "
                         "tick, the job judged once they read", self.cluster, jw.job_id,
                         reads.error)
+            failures = BatchFailures(1, now, reads.error)
         else:
+            failures = BatchFailures(last.ticks + 1, last.since, reads.error)
             log.debug("%s: job %s: the batched read of its files failed again (%d ticks in a "
-                      "row): %s", self.cluster, jw.job_id, after.failed, reads.error)
-        return BatchFailures(after.failed, self._batch_since.setdefault(jw.job_id, now),
-                             reads.error)
+                      "row): %s", self.cluster, jw.job_id, failures.ticks, reads.error)
+        self._batches[jw.job_id] = failures
+        return failures
 
     def _batch_over(self, jw: JobWatch, until: float | None, why: str) -> None:
         """The job is no longer followed here (`why`): a failure series of its batched reads
         is logged once as ended, and forgotten."""
-        since = self._batch_since.pop(jw.job_id, None)
-        self._batches.taken(str(jw.job_id))
-        if since is not None:
+        over = self._batches.pop(jw.job_id, None)
+        if over is not None:
             log.info("%s: job %s %s; the batched read of its files had failed for the last "
                      "%.0f s", self.cluster, jw.job_id, why,
-                     (since if until is None else until) - since)
+                     (over.since if until is None else until) - over.since)
 
     # ------------------------------------------------------------------ a running job
 
