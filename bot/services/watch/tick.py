@@ -323,7 +323,9 @@ class Watcher:
         self.chains.forget()
         for jw in self._jobs.values():
             self.unreadable.forgotten(jw, self._last_tick_at)
-        self.unreadable.series_over()
+        self.unreadable.series_over(
+            self._last_tick_at, "the cluster is no longer followed from this replica's memory "
+            "(another replica watched it meanwhile)")
         self._jobs.clear()
         self._records.clear()
         self.health.forget()
@@ -394,9 +396,9 @@ class Watcher:
     def _batch_failed(self, jw: JobWatch, reads: JobReads, now: float,
                       report: TickReport) -> bool:
         """Did this tick's batched read fail as a whole (none of the running job's files read:
-        it is not judged this tick)? Logged once per failure series (UnreadableFiles.batch); once
-        the series has lasted READ_FAILED_NOTE_TICKS ticks, the run's thread is told, once
-        per thread and cluster series (its key is the chain's and the start of the cluster's
+        it is not judged this tick)? Logged once per cluster series (UnreadableFiles.tick_read);
+        once the job's series has lasted READ_FAILED_NOTE_TICKS ticks, the run's thread is told,
+        once per thread and cluster series (its key is the chain's and the start of the cluster's
         failed batches, UnreadableFiles.failing_since: an array's tasks, a job that began
         being read while they failed, share one note; emitted at each tick until the outbox
         takes it, so a post that failed is tried again, then no more: UnreadableFiles.noted),

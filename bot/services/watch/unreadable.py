@@ -25,13 +25,15 @@ A tick whose batched read failed as a whole (the read command's answer unreadabl
 channel closed: JobReads.error) read none of the job's files: a running job is not judged
 that tick (`batch`); for a finished job each of its files is a failed read, with the
 reader's sentence, waited for `unreadable_file_s` like any unreadable file and then judged
-without it (`finished`). That failure series is logged once per job when it starts and once
-when it ends (its files read again, or the job no longer followed), the ticks between at debug
-(its BatchFailures, by job); once it has lasted `READ_FAILED_NOTE_TICKS` ticks the tick tells
-the run's thread, once per thread and cluster series (bot.services.watch.tick): the batch is
-the cluster's, so its ticks whose batched read failed, in a row, are one series (`tick_read`,
-`failing_since`) whichever jobs were in it, and the jobs of one thread (an array's tasks, a
-job that started while reads failed) share its note.
+without it (`finished`). The batch is the cluster's, so its ticks whose batched read failed,
+in a row, are one series (`tick_read`, `failing_since`) whichever jobs were in it, logged once
+for all of them: a warning when it starts, naming its cause and how many jobs' files it kept
+from being read, and once when it ends (the files read again, or the watcher forgets what it
+held); the ticks between, and each job's own series (its BatchFailures), at debug; a job no
+longer followed during it is logged once as such. Once a job's series has lasted
+`READ_FAILED_NOTE_TICKS` ticks the tick tells the run's thread, once per thread and cluster
+series (bot.services.watch.tick): the jobs of one thread (an array's tasks, a job that started
+while reads failed) share its note.
 
 The tick (bot.services.watch.tick) asks this module at each of those moments; the memory
 itself is the job's JobWatch (`unreadable_since`, `judged_without_logged`,
@@ -87,41 +89,52 @@ class UnreadableFiles:
     def tick_read(self, reads: dict[int, JobReads], now: float) -> None:
         """The tick's batched read of the cluster's files (`reads`, by job): the cluster's
         series of failed batches (`failing_since`) begins at its first failed one and ends at
-        one that read; a tick that read no file says nothing of it."""
-        if any(r.error is not None for r in reads.values()):
-            if self.failing_since is None:
-                self.failing_since = now
-        elif reads:
-            self.series_over()
+        one that read; a tick that read no file says nothing of it. The series is logged once
+        when it begins, a warning naming its cause and how many jobs' files it kept from
+        being read, and once when it ends; the ticks between at debug."""
+        failed = [r.error for r in reads.values() if r.error is not None]
+        if not failed:
+            if reads:
+                self.series_over(now, "the batched read of the jobs' files read again")
+            return
+        jobs = f"{len(failed)} job" if len(failed) == 1 else f"{len(failed)} jobs"
+        if self.failing_since is None:
+            self.failing_since = now
+            log.warning("%s: the batched read of the files of %s failed: %s; read again each "
+                        "tick, a running job judged once its files read, a finished one "
+                        "after %.0f s without them", self.cluster, jobs, failed[0],
+                        self.unreadable_file_s)
+        else:
+            log.debug("%s: the batched read of the files of %s failed again (for %.0f s): %s",
+                      self.cluster, jobs, now - self.failing_since, failed[0])
 
-    def series_over(self) -> None:
-        """The cluster's series of failed batches is over (a batch read, or the watcher
-        forgets what it held): its start and its notes forgotten."""
+    def series_over(self, until: float | None, why: str) -> None:
+        """The cluster's series of failed batches is over (`why`: a batch read, or the
+        watcher forgets what it held, up to `until`; None: when it began): logged once as
+        over, with how long it lasted, and its start and its notes forgotten."""
+        since = self.failing_since
+        if since is not None:
+            log.info("%s: %s after %.0f s of failed batched reads", self.cluster, why,
+                     (since if until is None else until) - since)
         self.failing_since = None
         self.noted.clear()
 
     def batch(self, jw: JobWatch, reads: JobReads, now: float) -> BatchFailures | None:
         """The failure series of the job's batched reads when this tick's failed as a whole
         (JobReads.error: none of its files read; the job is not judged this tick), else
-        None. Logged once per series and job (its first failed tick, and its end: the files
-        read again), in the log's English, with the reader's sentence; the ticks between at
-        debug."""
+        None. Logged at debug only: the cluster's series is logged once for all its jobs
+        (`tick_read`)."""
         if reads.error is None:
             over = self._batches.pop(jw.job_id, None)
             if over is not None:
-                log.info("%s: job %s: its files read again after %.0f s of failed batched "
-                         "reads", self.cluster, jw.job_id, now - over.since)
+                log.debug("%s: job %s: its files read again after %.0f s of failed batched "
+                          "reads", self.cluster, jw.job_id, now - over.since)
             return None
         last = self._batches.get(jw.job_id)
-        if last is None:
-            log.warning("%s: job %s: the batched read of its files failed: %s; read again each "
-                        "tick, the job judged once they read", self.cluster, jw.job_id,
-                        reads.error)
-            failures = BatchFailures(1, now, reads.error)
-        else:
-            failures = BatchFailures(last.ticks + 1, last.since, reads.error)
-            log.debug("%s: job %s: the batched read of its files failed again (%d ticks in a "
-                      "row): %s", self.cluster, jw.job_id, failures.ticks, reads.error)
+        failures = (BatchFailures(1, now, reads.error) if last is None
+                    else BatchFailures(last.ticks + 1, last.since, reads.error))
+        log.debug("%s: job %s: the batched read of its files failed (%d ticks in a row): %s",
+                  self.cluster, jw.job_id, failures.ticks, reads.error)
         self._batches[jw.job_id] = failures
         return failures
 
@@ -239,9 +252,12 @@ class UnreadableFiles:
             self._set_since(jw, None)
             return failures or None
         if jw.unreadable_since is None:
-            log.warning("%s: job %s ended and its files cannot be read: %s; read again each "
-                        "tick for %.0f s, then judged without them", self.cluster, jw.job_id,
-                        "; ".join(str(f) for f in waited.values()), self.unreadable_file_s)
+            # a failed batch's cause is the cluster's, warned of once for all its jobs
+            # (`tick_read`)
+            log.log(logging.INFO if reads.error is not None else logging.WARNING,
+                    "%s: job %s ended and its files cannot be read: %s; read again each tick "
+                    "for %.0f s, then judged without them", self.cluster, jw.job_id,
+                    "; ".join(str(f) for f in waited.values()), self.unreadable_file_s)
             self._set_since(jw, now)
         assert jw.unreadable_since is not None
         if now - jw.unreadable_since < self.unreadable_file_s:

@@ -909,7 +909,7 @@ def test_a_log_read_whose_channel_closed_is_retried_next_tick_not_judged(env, ca
     w = make_watcher(store, slurm, sftp, sink)
     w.tick(T0 + 200)
     assert sink.events == [] and store.watched_jobs.get(CLUSTER, "88154") is not None
-    assert "the batched read of its files failed" in caplog.text
+    assert "the batched read of the files of 1 job failed" in caplog.text
     sftp.read = read
     w.tick(T0 + 260)
     assert sink.events[0].diagnosis.class_id == "nccl_timeout"

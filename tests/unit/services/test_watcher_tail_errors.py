@@ -156,12 +156,19 @@ def test_an_answer_not_starting_where_asked_is_its_jobs_error_logged_once_with_i
         "모듈의 결함). 응답은 전혀 쓰지 않고 다음 틱에 다시 읽습니다")
 
 
-def test_a_failing_batch_read_is_logged_once_per_job_and_series_and_told_once_in_its_thread(
+GREETED = ("reading files on dev: the answer is not the read script's (stray output at byte 0: "
+           "'Welcome to login1\\n'; its error output: no message). Something printed into the "
+           "command's output, most often a shell startup file (~/.bashrc, /etc/bashrc) on the "
+           "login node: make it print nothing when the shell is not interactive.")
+
+
+def test_a_failing_batch_read_is_logged_once_per_series_and_told_once_in_its_thread(
         env: WatchEnv, caplog) -> None:
     """The login shell greets before the read script's answer (a ~/.bashrc that echoes): every
-    tick's batched read fails as a whole. Each job's log says so once when it starts and once
-    when its files read again, not each tick; after READ_FAILED_NOTE_TICKS ticks each run's
-    thread is told once, in its language, with the reader's sentence and its fix."""
+    tick's batched read fails as a whole. The log says so once when it starts, with the cause
+    and how many jobs it keeps unread, and once when the files read again, not each tick nor
+    each job; after READ_FAILED_NOTE_TICKS ticks each run's thread is told once, in its
+    language, with the reader's sentence and its fix."""
     store, slurm, sftp, sink = env
     _two_running(env)
     read = sftp.read
@@ -176,16 +183,14 @@ def test_a_failing_batch_read_is_logged_once_per_job_and_series_and_told_once_in
         sftp.read = read  # type: ignore[method-assign]
         w.tick(T0 + 60 * (READ_FAILED_NOTE_TICKS + 3))
         w.tick(T0 + 60 * (READ_FAILED_NOTE_TICKS + 4))
-    said = [(r.levelname, r.getMessage()) for r in caplog.records if "job 1" in r.getMessage()]
+    said = [(r.levelname, r.getMessage()) for r in caplog.records
+            if "batched read" in r.getMessage()]
     assert said == [
-        ("WARNING", f"{CLUSTER}: job 1: the batched read of its files failed: reading files on "
-         "dev: the answer is not the read script's (stray output at byte 0: 'Welcome to "
-         "login1\\n'; its error output: no message). Something printed into the command's "
-         "output, most often a shell startup file (~/.bashrc, /etc/bashrc) on the login node: "
-         "make it print nothing when the shell is not interactive.; read again each tick, the "
-         "job judged once they read"),
-        ("INFO", f"{CLUSTER}: job 1: its files read again after 720 s of failed batched "
-                 "reads")], said
+        ("WARNING", f"{CLUSTER}: the batched read of the files of 2 jobs failed: {GREETED}; "
+         "read again each tick, a running job judged once its files read, a finished one "
+         "after 600 s without them"),
+        ("INFO", f"{CLUSTER}: the batched read of the jobs' files read again after 720 s of "
+                 "failed batched reads")], said
     good = w._jobs[1].log
     assert good is not None and good.line_no == 5  # read once they read
     note = next(e for e in sink.events if e.kind == "read_failed" and e.job_id == "1")
@@ -197,6 +202,30 @@ def test_a_failing_batch_read_is_logged_once_per_job_and_series_and_told_once_in
     assert ko.startswith("작업 1의 파일을 10틱 연속으로(9분) 읽지 못했습니다: dev에서 파일을 "
                          "읽는 중: 응답이 읽기 스크립트의 것이 아닙니다"), ko
     assert "매 틱 다시 읽습니다" in ko
+
+
+def test_a_lasting_batch_failure_of_three_jobs_is_one_warning(env: WatchEnv, caplog) -> None:
+    """Every batched read fails for five ticks (the login shell greets) while jobs 1 and 2
+    run and job 3 has ended: one warning says it, its cause and the three jobs it keeps
+    unread, not one per job nor one per tick; the finished job's wait for its log is no
+    second warning of the same cause."""
+    store, slurm, sftp, sink = env
+    _two_running(env)
+    add_job(store, 3)
+    slurm.records[3] = JobRecord(job_id=3, state="FAILED", exit_code=1, signal=0,
+                                 stdout_path="/scratch/mix/logs/mix-3.out", start_time=T0,
+                                 end_time=T0 + 50)
+    greeted = ShellTailReader(Answering(Exchange(b"Welcome to login1\n", b"", 0)), where="dev")
+    sftp.read = greeted.read  # type: ignore[method-assign]
+    w = make_watcher(store, slurm, sftp, sink, unreadable_file_s=600)
+    with caplog.at_level(logging.INFO):
+        for k in range(5):
+            w.tick(T0 + 60 * (k + 1))
+    warned = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert warned == [
+        f"{CLUSTER}: the batched read of the files of 3 jobs failed: {GREETED}; read again "
+        "each tick, a running job judged once its files read, a finished one after 600 s "
+        "without them"], warned
 
 
 def test_a_job_that_finished_while_batch_reads_fail_is_judged_once_after_the_wait(
