@@ -16,8 +16,9 @@ the offset (else computed from the persisted mtime), as the file's mtime then ma
 redraw's of its unfinished last line. An unfinished last line (a progress bar redrawn after
 carriage returns) is not fed; it is told to the series as of the file's mtime on that clock
 (`MetricSeries.unfinished_line`: its bar's count moving is activity), and the bar as last
-seen is kept with the log's offset: after a restart the first read compares with it (a bar
-frozen before the restart is no activity for being seen again). Once the job has ended
+seen is kept with the log's offset, written at once when a read first finds it frozen: after a
+restart the first read compares with it (a bar frozen before the restart is no activity for
+being seen again, though it froze after the offset's last throttled write). Once the job has ended
 and its log is read to its end, that line is its last line and is fed once
 (bot.core.tail.take_last_line); so is the sampler file's (the last sample before an OOM kill
 written without its newline).
@@ -70,6 +71,8 @@ class JobWatch:
     held_since: float | None = None
     record: JobRecord | None = None
     persisted_at: dict[str, float] = field(default_factory=dict)  # tail offsets, by path
+    # the bar kept with the log's offset in the store, as last written (or restored)
+    persisted_bar: UnfinishedBar | None = None
     attempt: Attempt | None = None  # the store's attempt row as last read / written
     diagnosis: Diagnosis | None = None  # the last full diagnosis of the running job
     judged_at: float = 0.0
@@ -251,11 +254,13 @@ class LogFollower:
                 if last is not None and (jw.skew is None or jw.log.offset != before):
                     jw.skew = last - written
                 unfinished = outcome.chunks[-1].unfinished if outcome.chunks else b""
+                seen = jw.analysis.series.unfinished_bar
                 if unfinished and jw.skew is not None:  # a bar redrawn on the last line?
                     jw.analysis.series.unfinished_line(jw.log.line_no + 1, unfinished,
                                                        written + jw.skew)
-                self._persist(jw, followed, jw.log, now, jw.skew,
-                              jw.analysis.series.unfinished_bar)
+                bar = jw.analysis.series.unfinished_bar
+                self._persist(jw, followed, jw.log, now, jw.skew, bar,
+                              frozen=bar is not None and bar == seen)
             else:
                 jw.sampler_tail = self._apply(jw, followed, outcome, jw.sampler, report, now)
                 self._persist(jw, followed, jw.sampler_tail, now)
@@ -273,6 +278,7 @@ class LogFollower:
                 # unfinished, its mtime moved by redraws, keeps the skew its last complete line
                 # gave), and the bar last seen (this read's draw is compared with it)
                 jw.skew = followed.skew
+                jw.persisted_bar = followed.bar
                 if followed.bar is not None:
                     target.series.unfinished_bar = followed.bar
         for chunk in outcome.chunks:
@@ -292,15 +298,23 @@ class LogFollower:
         return state
 
     def _persist(self, jw: JobWatch, followed: FollowedFile, state: TailState, now: float,
-                 skew: float | None = None, bar: UnfinishedBar | None = None) -> None:
+                 skew: float | None = None, bar: UnfinishedBar | None = None, *,
+                 frozen: bool = False) -> None:
         """Keep a file's tail state in the store (with a log's clock skew and the bar last
         seen on its unfinished last line), at most every `persist_every_s` while it
-        changes."""
+        changes; and at once when this read found the log's bar `frozen` (its count as the
+        last read saw it) at a count the store does not have: a restart then compares its
+        first read with the count it froze at, not one of up to `persist_every_s` before,
+        so it takes no frozen bar for an advance (one write per freeze)."""
         start_state = None if followed.restored else followed.start
         last = jw.persisted_at.get(followed.path)
         due = last is None or now - last >= self.persist_every_s
-        if state != start_state and due:  # an idle log costs no write; a busy one, few
+        unsaved_freeze = frozen and bar != jw.persisted_bar
+        # an idle log costs no write; a busy one, few
+        if (state != start_state and due) or unsaved_freeze:
             jw.persisted_at[followed.path] = now
+            if followed.kind == "log":
+                jw.persisted_bar = bar
             self.store.tail_offsets.put(
                 str(jw.job_id), followed.path, offset=state.offset, size=state.size,
                 line_no=state.line_no,

@@ -715,21 +715,26 @@ def test_an_evaluation_drawn_by_a_bar_alone_is_no_stall_until_its_count_freezes(
     assert jw.analysis.series.last_iteration == 121
 
 
-@pytest.mark.parametrize("restart_before", [None, 12], ids=["no restart", "restart"])
-def test_a_refreshing_bar_frozen_before_a_restart_is_warned_as_without_one(env,
+@pytest.mark.parametrize(("advancing", "restart_before"), [(10, None), (10, 12), (7, None), (7, 9)],
+                         ids=["no restart", "restart", "frozen after the offset, no restart",
+                              "frozen after the offset, restart"])
+def test_a_refreshing_bar_frozen_before_a_restart_is_warned_as_without_one(env, advancing,
                                                                           restart_before):
-    """The bar froze at 2,500 images at minute 10 and is redrawn at that count every minute
-    since. The bot restarts at minute 12: seeing the bar again is no activity (the count it
-    last saw was kept with the log's offset), so the stall is warned 5 minutes after the
-    freeze, as without a restart, the frozen draw as its evidence."""
+    """The bar's count rose 250 images a minute up to minute `advancing`, then froze: it is
+    redrawn at that count every minute since. The bot restarts two minutes after the freeze:
+    seeing the bar again is no activity, so the stall is warned 5 minutes after the freeze, as
+    without a restart, the frozen draw as its evidence; whether the log's offset (written every
+    300 s: minutes 0, 5, 10) was last written with the frozen count (minute 10) or before the
+    bar froze (at minute 5 with 1,250 images, the bar frozen at minute 7: a read that finds it
+    frozen writes it with the offset)."""
     _, _, _, sink = env
-    w = _evaluating(env, 10, restart_before=restart_before)
-    frozen = T0 + 90 + 60 * 10
-    assert sink.events == []
+    w = _evaluating(env, advancing, restart_before=restart_before, minutes=advancing + 4)
+    frozen = T0 + 90 + 60 * advancing
+    assert sink.events == []  # 4 minutes after the freeze
     w.tick(frozen + 360)
     [warn] = sink.events
     assert warn.decision.class_id == "hang"
-    assert "2500/5000" in warn.diagnosis.evidence[0].text
+    assert f"{250 * advancing}/5000" in warn.diagnosis.evidence[0].text
 
 
 def test_a_bar_still_advancing_across_a_restart_is_no_stall(env):
