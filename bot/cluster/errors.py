@@ -30,6 +30,15 @@ def said(exc: BaseException) -> Any:
     return exc.args[0] if len(exc.args) == 1 and isinstance(exc.args[0], Text) else str(exc)
 
 
+def stuck_connection(what: Text, then: Text, where: str) -> Text:
+    """The sentence for a connection to `where` that stopped carrying what trainbot sends (or
+    whose sshd answers nothing): `what` did not happen by its deadline, why that happens,
+    `then` what became of the connection, and what to check (written here only)."""
+    return N_("%(what)s (the login node or its sshd is hung, or the network stopped carrying "
+              "its data). %(then)s If this repeats, check from the bot's host that %(where)s is "
+              "up and that `ssh %(where)s true` answers.", what=what, then=then, where=where)
+
+
 class ClusterUnavailable(ClusterError):
     """The login node or the Slurm controller did not answer. Never means 'job not found'."""
 
@@ -213,12 +222,10 @@ class SFTPTimedOut(ClusterUnavailable):
                          "wait on paths that do not answer (%(hung)s; a hung filesystem?)",
                          **what, n=len(stuck), hung=hung)
         elif stuck_send:
-            message = N_("SFTP %(op)s of %(path)s on %(where)s: the connection could not send "
-                         "within %(timeout)s s (the login node or its sshd is hung, or the "
-                         "network stopped carrying its data). That connection was closed: the "
-                         "next request opens a new one. If this repeats, check from the bot's "
-                         "host that %(where)s is up and that `ssh %(where)s true` answers.",
-                         **what, timeout=f"{timeout:g}")
+            message = stuck_connection(
+                N_("SFTP %(op)s of %(path)s on %(where)s: the connection could not send within "
+                   "%(timeout)s s", **what, timeout=f"{timeout:g}"),
+                N_("That connection was closed: the next request opens a new one."), where)
         elif busy:
             message = N_("SFTP %(op)s of %(path)s on %(where)s: no SFTP channel came free within "
                          "%(timeout)s s (all %(n)s busy)", **what, timeout=f"{timeout:g}", n=busy)

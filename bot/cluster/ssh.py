@@ -66,6 +66,7 @@ from bot.cluster.errors import (
     HostKeyRejected,
     ReadCutOff,
     said,
+    stuck_connection,
 )
 from bot.cluster.in_flight import CommandsInFlight
 from bot.cluster.sftp import ConnectionStuck, DeadlineSFTPClient, SFTPPool
@@ -524,14 +525,13 @@ class SSHRunner:
                 return open_session_within(t, timeout)
             except TimeoutError as exc:
                 self._retire(t, "opened no session in time")
-                raise ClusterUnavailable(N_(
-                    "cannot open an ssh session on %(where)s: the connection did not open one "
-                    "within %(timeout)s s (the login node or its sshd is hung, or the network "
-                    "stopped carrying its data). That connection takes no new commands: the "
-                    "next command opens a new one, and the commands running on it end by "
-                    "their own deadlines. If this repeats, check from the bot's host that "
-                    "%(where)s is up and that `ssh %(where)s true` answers.",
-                    where=self.settings.host, timeout=f"{timeout:g}")) from exc
+                raise ClusterUnavailable(stuck_connection(
+                    N_("cannot open an ssh session on %(where)s: the connection did not open "
+                       "one within %(timeout)s s", where=self.settings.host,
+                       timeout=f"{timeout:g}"),
+                    N_("That connection takes no new commands: the next command opens a new "
+                       "one, and the commands running on it end by their own deadlines."),
+                    self.settings.host)) from exc
             except (paramiko.SSHException, OSError, EOFError) as exc:
                 alive = t.is_active()  # a dead one is dropped by the next _ensure_transport
                 if attempt == 2 or alive:  # a live transport refusing a session: do not retry
