@@ -174,6 +174,10 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
         #: where each text the walk read to an `exit` bash always runs there starts (a `{ … }`
         #: group's body: script_exits.group_ends_shell)
         self.ended_groups: set[int] = set()
+        #: the functions whose body ends the shell where a plain call runs it (functions.
+        #: FunctionBodies._note_ending_body)
+        self.ending_bodies: dict[str, str] = {}
+        self.leaving_bodies: dict[str, bool] = {}
         #: model.Scan.left_loops, maybe_exits; how many subshells (`( … )`, `$( … )`, a
         #: pipeline's elements) around where the walk is
         self.left_loops: set[int] = set()
@@ -397,9 +401,15 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
                     frames and frames[-1].in_condition) else (lst[cut:], lst_off + cut)
                 if _op != "&" and (closed_exit or tail is None and (certainly_ends_shell(
                         command, command_off, self.memo, self.script_text,
-                        self.function is not None) or not status_only
+                        self.function is not None) or self.ending_bodies and self._ending_call(
+                            command, command_off) == "exit" or not status_only
                         and self._fails_under_errexit(frames, lst[cut:], lst_off + cut, base))):
                     ended = self._ends_shell(frames, hits, lst_off + len(lst))
+                if self.function is not None and not frames and tail is None and _op != "&" and (
+                        base == self.bodies[self.function][0]):
+                    # (a list of a function's body, run whenever the body is: does it end the
+                    # shell where a plain call runs the body?)
+                    self._note_ending_body(lst[cut:], lst_off + cut, ended is not None)
                 if frames and frames[-1].kind == "if" and not frames[-1].in_branch:
                     # a list of the condition: the last one decides its status
                     condition = lst[cut:].lstrip()
@@ -513,10 +523,19 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
         bash's semantics say is a failure (syntax.constant_status: `false`, `( exit 3 )`, `true
         | false`, a `return`, which bash refuses outside a function with status 2; the last
         command of an and-or list bash always runs, `true && false`), where `set -e` stops on
-        it (_errexit_applies)? Not negated (`! true`: `set -e` ignores it). Bash ends the
-        shell there as on an `exit` (in a compound piped or in the background, its
-        subshell)."""
-        if not (_MAY_FAIL_RE.search(lst) and self._errexit_applies(frames, base)):
+        it (_errexit_applies)? Not negated (`! true`: `set -e` ignores it). Or a plain call of
+        a function whose body such a command ends (FunctionBodies._ending_call: "errexit";
+        under `set -e` bash runs the body as where it is called). Bash ends the shell there as
+        on an `exit` (in a compound piped or in the background, its subshell)."""
+        if not (_MAY_FAIL_RE.search(lst) or self.ending_bodies) or not self._errexit_applies(
+                frames, base):
+            return False
+        return self._always_fails(lst, off) or self._ending_call(lst, off) == "errexit"
+
+    def _always_fails(self, lst: str, off: int) -> bool:
+        """Is the and-or list `lst` (at `off`) one whose status bash's semantics say is a
+        failure (_fails_under_errexit's, wherever `set -e` applies or not)?"""
+        if not _MAY_FAIL_RE.search(lst):
             return False
         *heads, (last, _o, _op) = split_top_level(lst, off, ("&&", "||"), self.memo)
         return (not last.lstrip().startswith("!") and runs_after(heads, self.script_text)

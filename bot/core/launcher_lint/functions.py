@@ -19,6 +19,7 @@ from bot.core.launcher_lint.syntax import (
     first_word,
     keyword_prefix,
     lists_and_branches,
+    loop_leaves_at,
 )
 from bot.core.shell_lexer import (
     CASE_BRANCH_ENDS,
@@ -57,10 +58,17 @@ class _Walk(Protocol):
     ran_without_nounset: set[str]
     arith: list[Arith]
     calls: list[Call]
+    text: str
+    ending_bodies: dict[str, str]
+    leaving_bodies: dict[str, bool]
 
     def script(self, text: str, base: int, status_only: bool = False) -> list[Hit]: ...
 
     def marks(self, hits: list[Hit]) -> Marks: ...
+
+    def _always_fails(self, lst: str, off: int) -> bool: ...
+
+    def _ending_call(self, lst: str, off: int) -> str | None: ...
 
     def drop(self, marks: Marks, hits: list[Hit], everything: bool) -> None: ...
 
@@ -112,6 +120,41 @@ class FunctionBodies:
         self.opts.errexit, self.opts.errexit_off_line = saved_errexit, saved_off_line
         self.opts.errexit_in_body, self.opts.errexit_in_body_partial = saved_in_body
         self.function = saved_function
+
+    def _note_ending_body(self: _Walk, command: str, off: int, ended: bool) -> None:
+        """`command` (an and-or list at `off` of the body of the function the walk reads, run
+        whenever the body runs: on no branch, condition or `&&` / `||` of it) ends the shell
+        (`ended`: the walk met an `exit` bash always runs there, or a plain call of a function
+        whose body does: "exit"), or fails where `set -e` is on in the body (a command that
+        always fails, `false`, `( exit 3 )`, or a plain call of a function whose body does:
+        "errexit", which ends the shell only where `set -e` applies at the call): noted in
+        ending_bodies, "exit" over "errexit". Not in a body with a `return`, `break` or
+        `continue` (it may leave the body, or the caller's loop, first)."""
+        name = self.function
+        if name is None or self.ending_bodies.get(name) == "exit":
+            return
+        if name not in self.leaving_bodies:
+            start, end = self.bodies[name]
+            self.leaving_bodies[name] = loop_leaves_at(self.text, start, end) is not None
+        if self.leaving_bodies[name]:
+            return
+        called = self._ending_call(command, off) if self.ending_bodies else None
+        if ended or called == "exit":
+            self.ending_bodies[name] = "exit"
+        elif self.opts.errexit and not self.opts.errexit_partial and (
+                called == "errexit" or self._always_fails(command, off)):
+            self.ending_bodies[name] = "errexit"
+
+    def _ending_call(self: _Walk, lst: str, off: int) -> str | None:
+        """Is the list `lst` (at `off`) a plain call (alone: no `&&` / `||`, no pipe, no
+        `!`; redirections or not) of a function whose body ends the shell (ending_bodies):
+        "exit" / "errexit" as noted there; None otherwise."""
+        command, _at, negated = called_command(lst, off)
+        kind = self.ending_bodies.get(first_word(command))
+        if kind is None or negated or "&&" in command or "||" in command or "|" in command and (
+                len(split_top_level(command, off, ("|",), self.memo)) > 1):
+            return None
+        return kind
 
     def _note_calls_without_nounset(self: _Walk, lst: str, off: int) -> None:
         """The functions of guarded_bodies that the and-or list `lst` (at `off`, outside any

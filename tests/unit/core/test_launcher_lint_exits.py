@@ -253,6 +253,32 @@ def test_a_counter_bash_reaches_on_some_runs_only_stops_each_run_that_reaches_it
     _bash_exits_and_the_lint_says(tmp_path, body, codes, line)
 
 
+@pytest.mark.parametrize(("body", "codes", "line"), [
+    # a plain call runs the function's body as where it is called: a command that always
+    # fails there under `set -e`, or an `exit`, ends the script (each said `fail`)
+    ("set -e\nn=0\nf() { ( exit 3 ); }\nf\n((n++))\n", [3, 3], None),
+    ("set -e\nn=0\nf() {\n  echo a\n  ( exit 3 )\n}\nf > /dev/null\n((n++))\n", [3, 3], None),
+    ("n=0\nf() { ( exit 3 ); }\nset -e\nf\n((n++))\n", [3, 3], None),
+    ("set -e\nn=0\nf() { exit 3; }\nf\n((n++))\n", [3, 3], None),
+    ("n=0\nf() { echo a; exit 3; }\nf\nset -e\n((n++))\n", [3, 3], None),
+    ("set -e\nn=0\nf() { ( exit 3 ); }\ng() { echo a; f; }\ng\n((n++))\n", [3, 3], None),
+    ("set -e\nn=0\nf() { ( exit 3 ); }\nfor i in a; do f; ((n++)); done\n", [3, 3], None),
+    # … on the runs that make the call only
+    ('set -e\nn=0\nf() { ( exit 3 ); }\nif [ -n "${X:-}" ]; then f; fi\n((n++))\n', [1, 3], 6),
+    # … not where `set -e` is off at the call or in the body, the call is tested (`||`, `!`)
+    # or piped
+    ("n=0\nf() { ( exit 3 ); }\nf\nset -e\n((n++))\n", [1, 1], 6),
+    ("set -e\nn=0\nf() { set +e; ( exit 3 ); }\nf\n((n++))\n", [1, 1], 6),
+    ("set -e\nn=0\nf() { ( exit 3 ); }\nf || true\n((n++))\n", [1, 1], 6),
+    ("set -e\nn=0\nf() { ( exit 3 ); }\n! f\n((n++))\n", [1, 1], 6),
+    ("set -e\nn=0\nf() { ( exit 3 ); }\nf | cat\n((n++))\n", [1, 1], 6),
+    ("set -e\nn=0\nf() { ( exit 3 ); n=1; }\nf || true\n((n++))\n", [0, 0], None),
+])
+def test_a_plain_call_of_a_function_whose_body_ends_the_script_ends_it(
+        tmp_path, body, codes, line):
+    _bash_exits_and_the_lint_says(tmp_path, body, codes, line)
+
+
 def _reads_as_bash_runs(tmp_path, body: str, level: str | None) -> None:
     """`body`'s last `((n++))` under `set -e`: real bash, run with X empty and with X=1, stops
     before its end on both runs (fail), on one (warn), or on neither (None), and the lint's
