@@ -39,6 +39,10 @@ def stuck_connection(what: Text, then: Text, where: str) -> Text:
               "up and that `ssh %(where)s true` answers.", what=what, then=then, where=where)
 
 
+CONNECTION_CLOSED = N_("That connection was closed: the next request opens a new one.")
+"""A stuck_connection's `then` for a connection closed when its send was cut."""
+
+
 class ClusterUnavailable(ClusterError):
     """The login node or the Slurm controller did not answer. Never means 'job not found'."""
 
@@ -225,7 +229,7 @@ class SFTPTimedOut(ClusterUnavailable):
             message = stuck_connection(
                 N_("SFTP %(op)s of %(path)s on %(where)s: the connection could not send within "
                    "%(timeout)s s", **what, timeout=f"{timeout:g}"),
-                N_("That connection was closed: the next request opens a new one."), where)
+                CONNECTION_CLOSED, where)
         elif busy:
             message = N_("SFTP %(op)s of %(path)s on %(where)s: no SFTP channel came free within "
                          "%(timeout)s s (all %(n)s busy)", **what, timeout=f"{timeout:g}", n=busy)

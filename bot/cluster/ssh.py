@@ -59,6 +59,7 @@ from bot.cluster.endpoint import (
     resolve_endpoint,
 )
 from bot.cluster.errors import (
+    CONNECTION_CLOSED,
     ChannelClosed,
     ClusterUnavailable,
     CommandFailed,
@@ -639,23 +640,35 @@ class SSHRunner:
         reply DeadlineSFTPClient bounds itself."""
         try:
             with self._session(timeout, keep=True) as (chan, _deadline):
-                # paramiko waits for sshd's answer to "subsystem" without a timeout
-                within(timeout, lambda: close_channel(chan),
-                       lambda: chan.invoke_subsystem("sftp"))
+                try:
+                    # paramiko waits for sshd's answer to "subsystem" without a timeout
+                    within(timeout, lambda: close_channel(chan),
+                           lambda: chan.invoke_subsystem("sftp"))
+                except TimeoutError as exc:  # a request that could not leave: cut with its
+                    # connection (`_session`)
+                    raise self._sftp_not_started(timeout, cut=self._lost_under(chan)) from exc
             try:
                 return DeadlineSFTPClient(chan, timeout, in_flight=self._in_flight)
             except BaseException:
                 close_channel(chan)
                 raise
-        except (TimeoutError, ConnectionStuck) as exc:
-            raise ClusterUnavailable(N_(
-                "the SFTP server on %(where)s did not start within %(timeout)s s",
-                where=self.settings.host, timeout=f"{timeout:g}")) from exc
+        except (TimeoutError, ConnectionStuck) as exc:  # the version exchange's
+            raise self._sftp_not_started(
+                timeout, cut=isinstance(exc, ConnectionStuck)) from exc
         except (paramiko.SSHException, OSError, EOFError) as exc:
             self._forget_if_dead()
             raise ClusterUnavailable(N_("cannot open SFTP on %(where)s: %(error)s",
                                         where=self.settings.host,
                                         error=describe_error(exc))) from exc
+
+    def _sftp_not_started(self, timeout: float, *, cut: bool) -> ClusterUnavailable:
+        """An SFTP channel not ready within `timeout`; `cut`: a send of it could not leave,
+        and its connection was closed (said with what to check)."""
+        late = N_("the SFTP server on %(where)s did not start within %(timeout)s s",
+                  where=self.settings.host, timeout=f"{timeout:g}")
+        if not cut:
+            return ClusterUnavailable(late)
+        return ClusterUnavailable(stuck_connection(late, CONNECTION_CLOSED, self.settings.host))
 
 
 def tunnel_failed(jump: str, host: str, exc: BaseException) -> Text:

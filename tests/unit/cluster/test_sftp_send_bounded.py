@@ -34,6 +34,19 @@ CONNECT_S = 0.5
 SLACK_S = 1.5
 
 
+def says_its_connection_was_closed(error: Exception, what: str, what_ko: str) -> None:
+    """`error` says `what` (in Korean `what_ko`), why, that its connection was closed and what
+    to check, in English and Korean."""
+    assert str(error) == (
+        f"{what} (the login node or its sshd is hung, or the network stopped carrying its "
+        "data). That connection was closed: the next request opens a new one. If this repeats, "
+        "check from the bot's host that 127.0.0.1 is up and that `ssh 127.0.0.1 true` answers.")
+    assert isinstance(error, ClusterUnavailable)
+    ko = render_text(error.text, translator("ko").gettext)
+    assert ko.startswith(f"{what_ko} ("), ko
+    assert "그 연결은 닫았습니다" in ko and "`ssh 127.0.0.1 true`" in ko, ko
+
+
 @pytest.fixture
 def peer(tmp_path: Path) -> Iterator[Peer]:
     with serve_peer(tmp_path, sftp_timeout=SFTP_S) as p:
@@ -73,14 +86,9 @@ def test_an_sftp_write_stuck_in_its_send_ends_by_its_deadline(peer: Peer, tmp_pa
         error = ended["error"]
         assert isinstance(error, SFTPTimedOut), ended
         assert float(ended["at"]) - started >= SFTP_S  # type: ignore[arg-type]
-        assert str(error) == (
-            "SFTP put of files-up on 127.0.0.1: the connection could not send within 1 s (the "
-            "login node or its sshd is hung, or the network stopped carrying its data). That "
-            "connection was closed: the next request opens a new one. If this repeats, check "
-            "from the bot's host that 127.0.0.1 is up and that `ssh 127.0.0.1 true` answers.")
-        ko = render_text(error.text, translator("ko").gettext)
-        assert ko.startswith("127.0.0.1에서 files-up의 SFTP put: 연결이 1초 안에 요청을 보내지"), ko
-        assert "`ssh 127.0.0.1 true`" in ko, ko
+        says_its_connection_was_closed(
+            error, "SFTP put of files-up on 127.0.0.1: the connection could not send within 1 s",
+            "127.0.0.1에서 files-up의 SFTP put: 연결이 1초 안에 요청을 보내지 못했습니다")
         assert not stuck.is_active()
         peer.stall_after = None
         assert pool.stat(".").st_mode is not None  # answered, on a new connection
@@ -225,9 +233,10 @@ def test_an_sftp_channel_whose_subsystem_request_cannot_leave_fails_by_its_deadl
         peer: Peer, monkeypatch: pytest.MonkeyPatch) -> None:
     """A new SFTP channel asks for the "sftp" subsystem while its connection cannot send
     (the login node stopped reading during another send): the request waits behind that
-    send. It fails within sftp_timeout and END_GRACE_S, saying the SFTP server did not start
-    (en, ko); the connection is retired (closed: nothing else ran on it) and the next request
-    opens a new one. Before, it waited until something else closed the connection."""
+    send. It fails within sftp_timeout and END_GRACE_S, saying the SFTP server did not start,
+    that the connection was closed and what to check (en, ko); the connection is retired
+    (closed: nothing else ran on it) and the next request opens a new one. Before, it waited
+    until something else closed the connection."""
     invoke_subsystem = paramiko.Channel.invoke_subsystem
     with peer.runner(connect_timeout=CONNECT_S) as runner:
         stuck = runner.transport
@@ -257,9 +266,9 @@ def test_an_sftp_channel_whose_subsystem_request_cannot_leave_fails_by_its_deadl
             assert float(ended["at"]) - started >= SFTP_S  # type: ignore[arg-type]
             error = ended["error"]
             assert isinstance(error, ClusterUnavailable), ended
-            assert str(error) == "the SFTP server on 127.0.0.1 did not start within 1 s"
-            assert render_text(error.text, translator("ko").gettext) == \
-                "127.0.0.1의 SFTP 서버가 1초 안에 시작되지 않았습니다"
+            says_its_connection_was_closed(
+                error, "the SFTP server on 127.0.0.1 did not start within 1 s",
+                "127.0.0.1의 SFTP 서버가 1초 안에 시작되지 않았습니다")
             assert not stuck.is_active()
             sending[0].join(SLACK_S)
             assert not sending[0].is_alive()  # the send it waited behind was cut
