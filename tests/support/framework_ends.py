@@ -742,6 +742,47 @@ F["torchtune"] = (
     "ved successfully.You can now use this checkpoint for further training or inference.\n"
     + _TUNE + "Saving checkpoint took 41.23 secs\n"
 )
+# MosaicML composer's Trainer (mosaicml/composer 6405188805a0, composer/trainer/trainer.py,
+# composer/loggers/progress_bar_logger.py): ProgressBarLogger's `Config:` of the hyperparameters
+# it was given, then its bars, drawn at position 1 (each draw after a newline and a carriage
+# return, then tqdm's cursor-up): with max_duration in batches one bar to it (`train` padded to
+# 29), each evaluation's bar (`eval           Batch   4800: `); in epochs a bar per epoch
+# (`train          Epoch   2: `, its epoch from 0, no epochs' total) and each evaluation's. Fit
+# prints nothing of its own after its loop
+_COMPOSER_CONFIG = (
+    "******************************\n"
+    "Config:\n"
+    "composer_commit_hash: None\n"
+    "composer_version: 0.32.0\n"
+    "node_name: unknown because NODENAME environment variable not set\n"
+    "num_gpus_per_node: 8\n"
+    "num_nodes: 1\n"
+    "rank_zero_seed: 17\n"
+    "\n"
+    "******************************\n")
+_COMPOSER_BAR = "{:15}{} {:3.0f}%|{:<25}| {}/{} [{}<{}, {}{}]"
+
+
+def _composer_draws(label: str, point: str, counts: tuple[int, ...], total: int,
+                    postfix: str = "") -> str:
+    """A composer bar's draws of `counts` of `total`, as a file gets them."""
+    return "".join(
+        "\n\r" + _COMPOSER_BAR.format(label, point, 100 * n / total, "\u2588" * (25 * n // total),
+                                      n, total, "01:02", "00:00", "18.93ba/s", postfix) + "\x1b[A"
+        for n in counts)
+
+
+# its training bar up to a batch short of max_duration
+_COMPOSER_SHORT = _COMPOSER_CONFIG + _composer_draws(
+    "train", " " * 14, (4200, 4600, 4799), 4800, ", loss/train/total=2.1102")
+F["composer (max_duration in batches)"] = (
+    _COMPOSER_SHORT
+    + _composer_draws("train", " " * 14, (4800,), 4800, ", loss/train/total=2.1102")
+    + _composer_draws("eval", "Batch   4800: ", (0, 10, 20), 20) + "\n")
+F["composer (max_duration in epochs)"] = (
+    _COMPOSER_CONFIG
+    + _composer_draws("train", "Epoch   2: ", (600, 781, 782), 782, ", loss/train/total=0.4123")
+    + _composer_draws("eval", "Epoch   2: ", (0, 10, 20), 20) + "\n")
 
 #: the frameworks whose finished run has no line of its own to go on: they read `none`
 #: (still running) as a run cut at the same place does
@@ -756,6 +797,10 @@ NO_LINE_OF_THEIR_OWN = frozenset({
     # its `Train Epoch: 31 [...]` lines count the epoch's samples, not the epochs; after the
     # loop it prints nothing but an opt-in remote sync's lines
     "open_clip",
+    # its bar per epoch counts the epoch's batches (`train          Epoch   2:`, from 0) and
+    # names no epochs' total (max_duration is printed only with auto_log_hparams); fit prints
+    # nothing after its loop
+    "composer (max_duration in epochs)",
 })
 #: the frameworks whose end is read by a line of its own (a signature), and that line's words;
 #: the others are read by progress (a counter at its total) or a closing summary
@@ -814,6 +859,8 @@ CUT_SHORT: dict[str, str] = {
     "OpenPCDet": F["OpenPCDet"].split("2024-05-01 19:28:05,123")[0],
     # the last epoch's evaluation, not train()'s line after the loop
     "SlowFast": F["SlowFast"].split("[05/01 19:31:00][INFO] train_net.py")[0],
+    # its bar a batch short of max_duration
+    "composer (max_duration in batches)": _COMPOSER_SHORT + "\n",
     # its last epoch's bar short of the epoch's total (its draws up to `999/1000`)
     "torchtune": F["torchtune"].split("\r3|3000|")[0] + "\n",
 }
