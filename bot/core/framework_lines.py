@@ -1,7 +1,7 @@
 """The progress lines of named training frameworks' own loggers (pure; no I/O): torchvision's
 MetricLogger (and the DETR, DeiT and MAE scripts that copy it), maskrcnn-benchmark's trainer,
 OpenMMLab's runners, Swin Transformer's loops, PaddleOCR's, torchreid's, timm's, BasicSR's,
-nanoGPT's, StyleGAN's, OpenPCDet's and SlowFast's, torchtune's recipes' bars, MosaicML
+nanoGPT's, StyleGAN's, OpenPCDet's, SlowFast's and pycls's, torchtune's recipes' bars, MosaicML
 composer's Trainer's bars and console lines, and detectron2's inference.
 
 Each says, in its own shape, which step of the training it is at, its pace and its GPU memory;
@@ -253,9 +253,22 @@ _OPENPCDET_TIME = re.compile(rf"(?<![\w/])Batch time: ({NUMBER})\(")
 # are the epochs before it (as many as this one's) and this one's, the target every epoch's
 # steps; its `train_epoch` summary names no step. ValMeter's `val_iter` lines count its
 # evaluation's batches (`"iter": "{cur_iter+1}/{max_iter}"`) and its `val_epoch` line sums the
-# pass up: an evaluation's, no training figure
-_SLOWFAST_JSON_STATS = "json_stats: {"
+# pass up: an evaluation's, no training figure.
+# pycls's meters (facebookresearch/pycls pycls/core/meters.py 5719de641657), which SlowFast's
+# come from, log the same way (pycls/core/logging.py, dump_log_data: `json_stats: ` and
+# simplejson's dump, keys sorted, floats to 4 places, after its `[%(filename)s: %(lineno)3d]: `):
+# TrainMeter's `"_type": "train_iter"` every LOG_PERIOD steps (its `"epoch"` and `"iter"` as
+# SlowFast's, `"time_diff"` the step's seconds), and `train_epoch` after the epoch; TestMeter's
+# `test_iter` and `test_epoch` (the EMA model's `test_ema_iter`, `test_ema_epoch`) are the
+# evaluation pycls/core/trainer.py's train_model runs after each epoch. Its loop then saves the
+# epoch's checkpoint (`Wrote checkpoint to: …/checkpoints/model_epoch_0100.pyth`, the epoch from
+# 1) and prints nothing after the last: a last epoch's steps left unlogged (LOG_PERIOD not
+# dividing them) are told done by that save (bot.core.diagnose.quiet_ending,
+# ends_in_final_save; `json_stats_epoch`)
+_JSON_STATS = "json_stats: {"
 _COUNT_OF_TOTAL = re.compile(r"(\d+)/(\d+)")
+_JSON_STATS_TRAIN_EPOCH = re.compile(
+    r'json_stats: \{.*?"_type": "train_iter\w*".*?"epoch": "(\d+)/\d+".*?"iter": "\d+/(\d+)"')
 
 # torchtune's recipes (pytorch/torchtune recipes/full_finetune_single_device.py and the other
 # recipes' train(), bd2a0fc7c314): a tqdm bar per epoch counting its optimizer steps,
@@ -413,8 +426,8 @@ def read_framework_line(body: str, s: Sample, targets: AnnouncedTargets = _NONE_
         _nanogpt(body, s, targets)
     if body.startswith("tick "):
         _stylegan(body, s, targets)
-    if _SLOWFAST_JSON_STATS in body:
-        _slowfast(body, s)
+    if _JSON_STATS in body:
+        _json_stats(body, s)
     if body[:1].isdigit() and "|" in body:
         body = _torchtune(body, s, targets)
     elif "%|" in body:
@@ -650,12 +663,14 @@ def _openpcdet(body: str, s: Sample) -> None:
         s.sec_per_iter = float(pace.group(1))
 
 
-def _slowfast(body: str, s: Sample) -> None:
-    """A SlowFast `json_stats:` line (`_SLOWFAST_JSON_STATS`): a training step's gives its steps
-    done as the iteration, every epoch's steps as the target, its loss and `dt` as the pace; a
-    validation's its batches (`val_iter`) or the summary of its pass (`val_epoch`)."""
+def _json_stats(body: str, s: Sample) -> None:
+    """A SlowFast or pycls `json_stats:` line (`_JSON_STATS`): a training step's gives its steps
+    done as the iteration, every epoch's steps as the target, its loss and the step's seconds
+    (SlowFast's `dt`, pycls's `time_diff`) as the pace; a validation's or test's its batches
+    (`val_iter`, `test_iter`, `test_ema_iter`) or the summary of its pass (`val_epoch`,
+    `test_epoch`, `test_ema_epoch`)."""
     try:
-        stats = json.loads(body[body.index(_SLOWFAST_JSON_STATS) + len(_SLOWFAST_JSON_STATS) - 1:])
+        stats = json.loads(body[body.index(_JSON_STATS) + len(_JSON_STATS) - 1:])
     except ValueError:
         return
     kind = stats.get("_type") if isinstance(stats, dict) else None
@@ -663,17 +678,19 @@ def _slowfast(body: str, s: Sample) -> None:
         return
     epoch = _COUNT_OF_TOTAL.fullmatch(str(stats.get("epoch", "")))
     step = _COUNT_OF_TOTAL.fullmatch(str(stats.get("iter", "")))
-    if kind.startswith("val_epoch"):
-        s.evaluation_done = True
-    elif kind.startswith("val_iter") and step is not None:
-        s.evaluation_batches = (int(step.group(1)), int(step.group(2)))
+    if kind.startswith(("val_", "test_")):
+        if "_epoch" in kind:
+            s.evaluation_done = True
+        elif "_iter" in kind and step is not None:
+            s.evaluation_batches = (int(step.group(1)), int(step.group(2)))
     elif kind.startswith("train_iter") and epoch is not None and step is not None:
         steps = int(step.group(2))
         s.iteration = (max(int(epoch.group(1)), 1) - 1) * steps + int(step.group(1))
         s.target_iter = int(epoch.group(2)) * steps
         if isinstance(loss := stats.get("loss"), (int, float)):
             s.loss = float(loss)
-        if isinstance(pace := stats.get("dt"), (int, float)):
+        pace = stats.get("dt", stats.get("time_diff"))
+        if isinstance(pace, (int, float)):
             s.sec_per_iter = float(pace)
 
 
@@ -746,6 +763,14 @@ def _composer_console(body: str, s: Sample) -> None:
     elif (m := _COMPOSER_EVAL.match(body)) is not None:
         s.evaluation_batches = (int(m.group(1)), int(m.group(2)))
         s.evaluation_done = m.group(3) == ":"
+
+
+def json_stats_epoch(text: str) -> tuple[int, int] | None:
+    """The epoch and its steps (`"epoch": "100/100"`, `"iter": "5000/5005"`: 100, 5005) of a
+    SlowFast or pycls training `json_stats:` line's text (its message, prefix and all; the
+    keys sorted put both before the figures), or None when it is no such line."""
+    m = _JSON_STATS_TRAIN_EPOCH.search(text) if _JSON_STATS in text else None
+    return (int(m.group(1)), int(m.group(2))) if m is not None else None
 
 
 def openmmlab_epoch(text: str) -> tuple[int, int] | None:

@@ -783,6 +783,30 @@ F["composer (max_duration in epochs)"] = (
     _COMPOSER_CONFIG
     + _composer_draws("train", "Epoch   2: ", (600, 781, 782), 782, ", loss/train/total=0.4123")
     + _composer_draws("eval", "Epoch   2: ", (0, 10, 20), 20) + "\n")
+# pycls's train_model (facebookresearch/pycls pycls/core/trainer.py, meters.py, logging.py
+# 5719de641657): its logger's `[%(filename)s: %(lineno)3d]: `, the meters' json_stats (keys
+# sorted; LOG_PERIOD 10 leaves the last 5 of 5005 steps unlogged), the epoch's summary, its
+# test and its EMA model's, then the epoch's save, the last thing it prints
+_PYCLS = "[meters.py: {}]: json_stats: "
+F["pycls"] = (
+    _PYCLS.format(153) + '{"_type": "train_iter", "epoch": "100/100", "eta": "0:00:02", "iter": "'
+    '5000/5005", "loss": 1.2101, "lr": 0.0001, "mem": 9123, "time_avg": 0.2012, "time_diff": 0.20'
+    '09, "top1_err": 25.0000, "top5_err": 6.2500}\n'
+    + _PYCLS.format(177) + '{"_type": "train_epoch", "epoch": "100/100", "eta": "0:00:00", "loss"'
+    ': 1.1900, "lr": 0.0001, "mem": 9123, "time_avg": 0.2012, "time_epoch": 1007.0060, "top1_err"'
+    ': 24.1000, "top5_err": 6.1000}\n'
+    + _PYCLS.format(238) + '{"_type": "test_iter", "epoch": "100/100", "iter": "190/196", "mem": '
+    '9123, "time_avg": 0.1001, "time_diff": 0.0998, "top1_err": 22.1000, "top5_err": 5.9000}\n'
+    + _PYCLS.format(260) + '{"_type": "test_epoch", "epoch": "100/100", "mem": 9123, "min_top1_er'
+    'r": 22.1000, "min_top5_err": 5.9000, "time_avg": 0.1001, "time_epoch": 19.6196, "top1_err": 2'
+    '2.1000, "top5_err": 5.9000}\n'
+    + _PYCLS.format(238) + '{"_type": "test_ema_iter", "epoch": "100/100", "iter": "190/196", "me'
+    'm": 9123, "time_avg": 0.1001, "time_diff": 0.0998, "top1_err": 21.9000, "top5_err": 5.8000}\n'
+    + _PYCLS.format(260) + '{"_type": "test_ema_epoch", "epoch": "100/100", "mem": 9123, "min_top'
+    '1_err": 21.9000, "min_top5_err": 5.8000, "time_avg": 0.1001, "time_epoch": 19.6196, "top1_er'
+    'r": 21.9000, "top5_err": 5.8000}\n'
+    "[trainer.py: 193]: Wrote checkpoint to: /tmp/pycls/checkpoints/model_epoch_0100.pyth\n"
+)
 
 #: the frameworks whose finished run has no line of its own to go on: they read `none`
 #: (still running) as a run cut at the same place does
@@ -861,6 +885,8 @@ CUT_SHORT: dict[str, str] = {
     "SlowFast": F["SlowFast"].split("[05/01 19:31:00][INFO] train_net.py")[0],
     # its bar a batch short of max_duration
     "composer (max_duration in batches)": _COMPOSER_SHORT + "\n",
+    # its last epoch's test and its EMA model's, not the save after them
+    "pycls": F["pycls"].split("[trainer.py: 193]")[0],
     # its last epoch's bar short of the epoch's total (its draws up to `999/1000`)
     "torchtune": F["torchtune"].split("\r3|3000|")[0] + "\n",
 }

@@ -1,8 +1,8 @@
 """How a log ends when no error is said: a finished run, a run mid-pass, a shell's prompt.
 
 Read only for a job with no accounting, after the errors (bot.core.diagnose.ending) and the
-decisive evidence: a TensorFlow Estimator's final save, an OpenMMLab runner's save at its loop's
-target or a progress table's closing border ends a finished run (`ends_in_final_save`,
+decisive evidence: a TensorFlow Estimator's final save, an OpenMMLab runner's or pycls's save at
+its loop's target or a progress table's closing border ends a finished run (`ends_in_final_save`,
 `ends_in_closed_progress_table`), and so does the bar of Keras fit()'s last epoch at its total
 (`ends_in_keras_last_epoch`), and so does a last progress line that is the last epoch's report with
 its loss, all that epoch's reports printed (`ends_at_last_epoch`); an epoch counter short of its
@@ -17,12 +17,12 @@ Pure: no file or clock access.
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from bot.core.catalogue.scanner import normalize_line
 from bot.core.diagnose.ending import says_error
-from bot.core.framework_lines import openmmlab_epoch
+from bot.core.framework_lines import json_stats_epoch, openmmlab_epoch
 from bot.core.line_time import message_after_time
 from bot.core.metrics import MetricSeries
 from bot.core.progress_bars import is_start_up_bar
@@ -37,6 +37,12 @@ _FINAL_SAVE = re.compile(r"Saving checkpoints? for ([0-9]+) into ")
 # follows it (`Epoch(val) [12][5000/5000]  coco/bbox_mAP: …`), then the loop's after_train
 # hooks, which print nothing of their own.
 _OPENMMLAB_SAVE = re.compile(r"(?<![\w:])Saving checkpoint at ([0-9]+) (epochs|iterations) *$")
+# pycls's train_model (facebookresearch/pycls pycls/core/trainer.py 5719de641657): after each
+# epoch's training and test, `Wrote checkpoint to: {OUT_DIR}/checkpoints/model_epoch_0100.pyth`
+# (pycls/core/checkpoint.py, get_checkpoint: `model_epoch_{:04d}.pyth`, the epoch from 1), the
+# last thing its loop prints; older releases wrote it every CHECKPOINT_PERIOD epochs and at the
+# last.
+_PYCLS_SAVE = re.compile(r"(?<![\w:])Wrote checkpoint to: \S*model_epoch_([0-9]+)\.pyth *$")
 # k-diffusion's train.py (crowsonkb/k-diffusion train.py 4601bf0): save() says `Saving to
 # {name}_{step:08}.pth...` every save_every steps and once the step count reaches --end-step,
 # after which, only there, the loop says `Done!` and main returns; a KeyboardInterrupt leaves the
@@ -176,7 +182,8 @@ def ends_in_final_save(series: MetricSeries, tail: Sequence[tuple[int, str]]) ->
     m = _FINAL_SAVE.search(lines[-1]) if lines else None
     every, last = series.log_every(), series.last_iteration
     if m is None or last is None or every <= 1:
-        return _openmmlab_save_at_target(series, tail) or _k_diffusion_done(series, tail)
+        return (_openmmlab_save_at_target(series, tail) or _pycls_save_at_target(series, tail)
+                or _k_diffusion_done(series, tail))
     step = int(m.group(1))
     return step > last and step % every != 0
 
@@ -211,19 +218,46 @@ def _openmmlab_save_at_target(series: MetricSeries, tail: Sequence[tuple[int, st
     bot.core.framework_lines): a loop whose logger left its last steps unlogged
     (`[12][7300/7330]`) ran them all. A save at an earlier epoch, or none after the last
     progress line (a run cut there), is no end."""
-    target, last_line = series.target_iter, series.last_iteration_line
-    if target is None or last_line is None:
-        return False
-    save = next((m for n, t in reversed(tail) if n > last_line
-                 and (m := _OPENMMLAB_SAVE.search(normalize_line(t))) is not None), None)
+    save = _save_after_progress(series, tail, _OPENMMLAB_SAVE)
     if save is None:
         return False
-    count = int(save.group(1))
     if save.group(2) == "iterations":
-        return count >= target
-    last = next((s for s in reversed(series.samples) if s.line_no == last_line), None)
-    epoch = openmmlab_epoch(last.text) if last is not None else None
-    return epoch is not None and epoch[0] == count and count * epoch[1] == target
+        return series.target_iter is not None and int(save.group(1)) >= series.target_iter
+    return _saved_at_last_epoch(series, int(save.group(1)), openmmlab_epoch)
+
+
+def _pycls_save_at_target(series: MetricSeries, tail: Sequence[tuple[int, str]]) -> bool:
+    """After the log's last progress line, with no progress after it, pycls saved its last
+    epoch's checkpoint (`_PYCLS_SAVE`): the epoch of its last `train_iter` line, whose
+    epochs' steps are the target (bot.core.framework_lines, `json_stats_epoch`): its last
+    steps, left unlogged when LOG_PERIOD does not divide them, all ran. An earlier epoch's
+    save, or none after the last progress line, is no end."""
+    save = _save_after_progress(series, tail, _PYCLS_SAVE)
+    return save is not None and _saved_at_last_epoch(series, int(save.group(1)), json_stats_epoch)
+
+
+def _save_after_progress(series: MetricSeries, tail: Sequence[tuple[int, str]],
+                         save: re.Pattern[str]) -> re.Match[str] | None:
+    """The last line of the tail after the series' last progress line that `save` matches
+    (a framework's save of its checkpoint), None when there is none or the series has no
+    target."""
+    last_line = series.last_iteration_line
+    if series.target_iter is None or last_line is None:
+        return None
+    return next((m for n, t in reversed(tail) if n > last_line
+                 and (m := save.search(normalize_line(t))) is not None), None)
+
+
+def _saved_at_last_epoch(series: MetricSeries, epoch_saved: int,
+                         epoch_of: Callable[[str], tuple[int, int] | None]) -> bool:
+    """A save at `epoch_saved` is the loop's last: the series' last progress line is of that
+    epoch (`epoch_of` its text: its epoch and that epoch's steps), and that many epochs of its
+    steps are the series' target."""
+    last = next((s for s in reversed(series.samples)
+                 if s.line_no == series.last_iteration_line), None)
+    epoch = epoch_of(last.text) if last is not None else None
+    return (epoch is not None and epoch[0] == epoch_saved
+            and epoch_saved * epoch[1] == series.target_iter)
 
 
 def ends_in_closed_progress_table(tail: Sequence[tuple[int, str]]) -> bool:

@@ -11,8 +11,7 @@ from __future__ import annotations
 
 import pytest
 from support.end_marker import read
-
-from bot.core.training_lines import LineParser, Sample
+from support.line_sample import last_sample
 
 EPOCH_BATCHES, EVAL_BATCHES, MAX_BATCHES = 782, 20, 4800
 
@@ -44,28 +43,22 @@ def drawn(*draws: str) -> str:
     return "".join(f"\n\r{draw}\x1b[A" for draw in draws) + "\n"
 
 
-def _sample(line: str) -> Sample:
-    sample, _ = LineParser().parse(line, 1)
-    assert sample is not None
-    return sample
-
-
 def test_an_epochs_bar_gives_the_batches_done_no_target_its_loss_and_pace():
-    s = _sample(epoch_bar(2, 352, loss=0.5123))
+    s = last_sample(epoch_bar(2, 352, loss=0.5123))
     assert (s.iteration, s.target_iter) == (2 * EPOCH_BATCHES + 352, None)
     assert s.loss == pytest.approx(0.5123)
     assert s.sec_per_iter == pytest.approx(1 / 18.93)
 
 
 def test_the_bar_of_a_run_in_batches_counts_to_max_duration():
-    s = _sample(run_bar(1200))
+    s = last_sample(run_bar(1200))
     assert (s.iteration, s.target_iter) == (1200, MAX_BATCHES)
     assert s.loss == pytest.approx(0.4123)
 
 
 @pytest.mark.parametrize("point", ["Epoch   0: ", "Batch  4800: "], ids=["epochs", "batches"])
 def test_an_evaluators_bar_is_an_evaluations(point):
-    s = _sample(eval_bar(point, 10))
+    s = last_sample(eval_bar(point, 10))
     assert s.evaluation_batches == (10, EVAL_BATCHES)
     assert (s.iteration, s.target_iter, s.loss) == (None, None, None)
 
@@ -74,7 +67,7 @@ def test_an_evaluators_bar_is_an_evaluations(point):
     ("[batch=120/4800]:", 120, 4800), ("[token=1048576/2097152]:", 1048576, 2097152),
     ("[epoch=2][batch=120/782]:", 902, None)], ids=["batches", "tokens", "epochs"])
 def test_a_console_line_gives_its_count(line, iteration, target):
-    s = _sample(line)
+    s = last_sample(line)
     assert (s.iteration, s.target_iter) == (iteration, target)
 
 
@@ -82,7 +75,7 @@ def test_a_console_line_gives_its_count(line, iteration, target):
     ("[Eval batch=3/10] Eval on eval data", (3, 10), False),
     ("[Eval batch=10/10] Eval on eval data:", (10, 10), True)], ids=["batch", "end"])
 def test_a_console_evaluation_line_is_an_evaluations(line, batches, done):
-    s = _sample(line)
+    s = last_sample(line)
     assert (s.evaluation_batches, s.evaluation_done) == (batches, done)
     assert s.iteration is None
 

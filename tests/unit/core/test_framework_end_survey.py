@@ -3,8 +3,10 @@ accounting: each framework's log tail (support.framework_ends, built from its so
 strings) reads `Training completed` where the code prints a line of its own after its loop or a
 counter at its total, and `running, nothing to report` where nothing tells its end from a cut run;
 one read by a total its log printed before its loop (nanoGPT's `max_iters`, mmengine's
-`max_epochs`, mmcv 1.x's runner's `max: 12 epochs`) or by its last save's word (k-diffusion's
-`Done!`) reads `running` when cut short of it at the same point. The new markers (BasicSR's
+`max_epochs`, mmcv 1.x's runner's `max: 12 epochs`, torchtune's config's `epochs: 3`), by its
+last save's word (k-diffusion's `Done!`) or by its save at the last epoch its progress lines
+count (pycls's `Wrote checkpoint to: …/model_epoch_0100.pyth`) reads `running` when cut short of
+it at the same point. The new markers (BasicSR's
 `End of training. Time consumed`, DeepSpeed-Chat's `saving the final model ...`) are held to the
 end markers' rules too: more training or an error after one is no finished run."""
 

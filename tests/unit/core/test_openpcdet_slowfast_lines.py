@@ -13,8 +13,7 @@ import json
 
 import pytest
 from support.end_marker import read
-
-from bot.core.training_lines import LineParser, Sample
+from support.line_sample import last_sample
 
 EPOCHS, STEPS = 80, 3712
 # train_one_epoch's format string, its Time cost's tqdm intervals filled in
@@ -62,14 +61,8 @@ VAL_EPOCH = _slowfast({"_type": "val_epoch", "epoch": f"{MAX_EPOCH}/{MAX_EPOCH}"
                        "min_top5_err": 5.9})
 
 
-def _sample(line: str) -> Sample:
-    sample, _ = LineParser().parse(line, 1)
-    assert sample is not None
-    return sample
-
-
 def test_an_openpcdet_line_gives_its_steps_done_of_every_epochs_its_loss_and_pace():
-    s = _sample(_pcdet(3, 99, loss=0.5123, batch_s=0.45))
+    s = last_sample(_pcdet(3, 99, loss=0.5123, batch_s=0.45))
     # two epochs' steps and this one's up to cur_it 99, the 100th
     assert (s.iteration, s.target_iter) == (2 * STEPS + 100, EPOCHS * STEPS)
     assert s.loss == pytest.approx(0.5123)
@@ -84,7 +77,7 @@ def test_openpcdets_last_steps_line_ends_a_finished_run_by_progress():
 
 
 def test_a_slowfast_training_line_gives_its_steps_done_of_every_epochs_its_loss_and_pace():
-    s = _sample(_train_iter(3, 640, loss=2.345, dt=0.52))
+    s = last_sample(_train_iter(3, 640, loss=2.345, dt=0.52))
     assert (s.iteration, s.target_iter) == (2 * EPOCH_ITERS + 640, MAX_EPOCH * EPOCH_ITERS)
     assert s.loss == pytest.approx(2.345)
     assert s.sec_per_iter == pytest.approx(0.52)
@@ -94,7 +87,7 @@ def test_a_slowfast_training_line_gives_its_steps_done_of_every_epochs_its_loss_
 @pytest.mark.parametrize(("line", "batches", "done"), [
     (VAL_ITER, (10, 50), False), (VAL_EPOCH, None, True)], ids=["val_iter", "val_epoch"])
 def test_slowfasts_validation_lines_are_an_evaluations(line, batches, done):
-    s = _sample(line)
+    s = last_sample(line)
     assert (s.evaluation_batches, s.evaluation_done) == (batches, done)
     assert (s.iteration, s.loss, s.sec_per_iter) == (None, None, None)
 

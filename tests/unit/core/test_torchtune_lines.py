@@ -12,8 +12,7 @@ from __future__ import annotations
 
 import pytest
 from support.end_marker import read
-
-from bot.core.training_lines import LineParser, Sample
+from support.line_sample import last_sample
 
 EPOCHS, STEPS = 3, 1000
 CONFIG = ("INFO:torchtune.utils._logging:Running FullFinetuneRecipeSingleDevice with resolved "
@@ -40,27 +39,20 @@ def epoch_bars(epoch: int, upto: int = STEPS) -> str:
     return "\r".join([*draws, bar(epoch, upto)]) + "\n"
 
 
-def _sample(*lines: str) -> Sample:
-    parser = LineParser()
-    samples = [parser.parse(line, n)[0] for n, line in enumerate(lines, 1)]
-    assert samples[-1] is not None
-    return samples[-1]
-
-
 def test_a_bar_gives_the_runs_step_of_every_announced_epochs_its_loss_and_pace():
-    s = _sample(*CONFIG.splitlines(), bar(2, 640, loss=0.5123, s_per_it=2.5))
+    s = last_sample(*CONFIG.splitlines(), bar(2, 640, loss=0.5123, s_per_it=2.5))
     assert (s.iteration, s.target_iter) == (STEPS + 640, EPOCHS * STEPS)
     assert s.loss == pytest.approx(0.5123)
     assert s.sec_per_iter == pytest.approx(2.5)
 
 
 def test_an_epochs_first_draw_gives_the_steps_done():
-    assert _sample(*CONFIG.splitlines(), bar(2, 0, None)).iteration == STEPS
+    assert last_sample(*CONFIG.splitlines(), bar(2, 0, None)).iteration == STEPS
 
 
 def test_with_no_config_dump_a_bar_has_no_target():
     # its total is one epoch's steps, not the run's
-    s = _sample(bar(1, STEPS))
+    s = last_sample(bar(1, STEPS))
     assert (s.iteration, s.target_iter) == (STEPS, None)
 
 
