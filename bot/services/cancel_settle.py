@@ -36,7 +36,7 @@ from bot.services.prompt_follow_up import rewrite_prompt
 from bot.services.prompts import create_resubmit_prompt
 from bot.services.runs import approval_intent
 from bot.services.submit_deadlines import cluster_deadlines, step_bounds
-from bot.services.threads import has_thread, post_safely, say_note
+from bot.services.threads import RootTries, has_thread, post_safely, say_note
 from bot.store import Approval
 
 log = logging.getLogger(__name__)
@@ -119,7 +119,8 @@ def settle_unknown_cancels(ctx: BotContext, now: float, refused: Backoffs | None
     refused = Backoffs() if refused is None else refused
     notes = {_note_key(a.token) for a in unannounced}
     refused.forget(lambda key: key not in notes)  # said, or no longer to say
-    _each(ctx, unannounced, now, partial(_announce_settled, refused=refused),
+    _each(ctx, unannounced, now, partial(_announce_settled, refused=refused,
+                                         roots=RootTries()),
           "saying the settled cancel")
 
 
@@ -282,7 +283,7 @@ def _note_key(token: str) -> str:
 
 
 def _announce_settled(ctx: BotContext, approval: Approval, now: float, *,
-                      refused: Backoffs) -> None:
+                      refused: Backoffs, roots: RootTries) -> None:
     """Say what the settle of `approval`'s unknown cancel found (recorded with its end): a
     note in the thread, then the same words in the prompt rewritten (once the note is in: a
     refusal of both is one warning), the cancel offered again when it did not take effect.
@@ -292,7 +293,8 @@ def _announce_settled(ctx: BotContext, approval: Approval, now: float, *,
     Slack did not take, or whose run has no thread yet, is not tried again (nor the prompt
     rewritten) until its backoff in `refused` is due; one given up (Slack rejected the
     message itself, or still no thread after THREADLESS_TRIES tries) is not said, and the
-    rest (the prompt, the cancel offered again) goes on.
+    rest (the prompt, the cancel offered again) goes on. A run's notes waiting for its
+    thread try its root once in the run (`roots`).
     Then the Home tabs of who sees the run, once, unless the settle's resubmit refreshed
     them (`homes_refreshed`)."""
     settled = approval.payload.get("settled")
@@ -301,8 +303,8 @@ def _announce_settled(ctx: BotContext, approval: Approval, now: float, *,
         text, blocks = settled["text"], settled["blocks"]
         key = _note_key(approval.token)
         if ctx.sink is not None and say_note(ctx, chain_id, key, text, refused,
-                                             what="settled cancel's note") in ("later",
-                                                                               "deferred"):
+                                             what="settled cancel's note",
+                                             roots=roots) in ("later", "deferred"):
             return  # said at a later run
         rewrite_prompt(ctx, approval, text, blocks)
         if settled.get("offer_again") and not _offer_cancel_again(ctx, approval, now):

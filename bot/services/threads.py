@@ -1,8 +1,9 @@
 """Run threads: every Block Kit message of a run's thread comes from a template, rendered in
 the recipe's language (`render`: templates/<name>.json.j2, the site's `templates.dir` first)
 and posted through the thread writer (`ctx.sink`, bot.services.ports.ThreadWriter): the
-root (`open_thread`, rewritten in place as attempts change by `refresh_root`) and replies
-(`thread_message`, `thread_note`, `post_safely`), each once by its key.
+root (`open_thread`, the one way it is posted; rewritten in place as attempts change by
+`refresh_root`) and replies (`thread_message`, `thread_note`, `post_safely`), each once by
+its key.
 
 Every thread note, of whatever kind (the watcher's notes, a cluster's outage notice and its
 end, a settled cancel's note, `thread_note`'s), and every reply the watcher posts for an
@@ -152,21 +153,23 @@ def thread_note(ctx: BotContext, chain_id: int | None, key: str, text: str) -> b
 
 def say_pending_notes(ctx: BotContext) -> None:
     """Try again each note `thread_note` kept `pending` whose backoff allows it (the
-    `prompts` job's runs are its chances: bot.app.schedule_prompts)."""
+    `prompts` job's runs are its chances: bot.app.schedule_prompts); a run's notes waiting
+    for its thread try its root once in the run (RootTries)."""
     pending = ctx.store.incidents.of_class(THREAD_NOTE, ("pending",))
     keys = {note.key for note in pending}
     ctx.notes.forget(lambda key: key not in keys)  # posted or given up elsewhere
+    roots = RootTries()
     for note in pending:
-        _say_kept(ctx, note)
+        _say_kept(ctx, note, roots)
 
 
-def _say_kept(ctx: BotContext, note: Incident) -> bool:
+def _say_kept(ctx: BotContext, note: Incident, roots: RootTries | None = None) -> bool:
     """Try the kept note `note` (`thread_note`) and record what became of it: True once
     posted."""
     if note.state != "pending" or note.chain_id is None:
         return note.state == "posted"
     said = say_note(ctx, note.chain_id, note.key, str(note.diagnosis.get("text") or ""),
-                    ctx.notes)
+                    ctx.notes, roots=roots)
     if said in ("posted", "given_up"):
         ctx.store.incidents.set_state_from(note.key, "pending",
                                            "posted" if said == "posted" else "dropped")
@@ -174,11 +177,11 @@ def _say_kept(ctx: BotContext, note: Incident) -> bool:
 
 
 def say_note(ctx: BotContext, chain_id: int, key: str, text: str, tries: Backoffs, *,
-             what: str = "note") -> Said:
+             what: str = "note", roots: RootTries | None = None) -> Said:
     """Post the note `text` (trainbot's mrkdwn in the thread's language, through the note
     template) once (by key) in the chain's thread, through `say_in_thread`."""
     return say_in_thread(ctx, chain_id, key, text, tries,
-                         lambda: note_message(ctx, chain_id, text), what=what)
+                         lambda: note_message(ctx, chain_id, text), what=what, roots=roots)
 
 
 def note_message(ctx: BotContext, chain_id: int, text: str) -> tuple[Blocks, str]:
@@ -187,7 +190,8 @@ def note_message(ctx: BotContext, chain_id: int, text: str) -> tuple[Blocks, str
 
 
 def say_in_thread(ctx: BotContext, chain_id: int, key: str, words: str, tries: Backoffs,
-                  message: Callable[[], tuple[Blocks, str]], *, what: str) -> Said:
+                  message: Callable[[], tuple[Blocks, str]], *, what: str,
+                  roots: RootTries | None = None) -> Said:
     """Post the reply `message()` builds (its blocks and fallback text; `words`: what it
     says, for the log) once (by key) in the chain's thread, unless its backoff in `tries`
     (the caller's, one per key across its chances) says to skip this chance; `message` is
@@ -200,12 +204,13 @@ def say_in_thread(ctx: BotContext, chain_id: int, key: str, words: str, tries: B
       a rate limit outlasting the client's retries) at the next chance; Slack refusing the
       post or its lookup (PostRefused, LookupRefused: the bot out of the channel, the
       channel gone or archived, a scope missing), or no thread yet (its run's root message
-      not posted: tried first, `_root_again`), after 1, 2, 4, 8, at most 16 chances
+      not posted: tried first, `open_thread`, once per tick for all of its replies: `roots`,
+      the caller's tick's, else this reply's own), after 1, 2, 4, 8, at most 16 chances
       skipped;
     - "given_up": never tried again: Slack rejected the message itself (MessageRefused:
       msg_too_long, invalid_blocks …, which no later try changes); its run's root message,
       refused by Slack, refused again when tried for it, or with no channel to go to
-      (`_root_again`: that thread will not come by itself, and waiting for it would hold the
+      (`open_thread`: that thread will not come by itself, and waiting for it would hold the
       run back: its job's result, its chain's status, its automatic resubmit); or still no
       thread after THREADLESS_TRIES tries.
     Logged here, for every kind (`what` names it: "note", "notice", "incident" …): a
@@ -217,14 +222,14 @@ def say_in_thread(ctx: BotContext, chain_id: int, key: str, words: str, tries: B
         return "deferred"
     chain = ctx.store.chains.get(chain_id)
     run = f"chain {chain_id}" + (f" ({chain.job_name})" if chain is not None else "")
-    unrooted = None if has_thread(ctx, chain_id) else _root_again(ctx, chain_id)
-    threaded = has_thread(ctx, chain_id)
+    rooted = (roots or RootTries()).open(ctx, chain_id)
+    threaded = rooted.open
     root = ctx.store.slack_posts.get(root_key(chain_id)) if threaded else None
     where = f"in {root.channel} (thread {root.ts})" if root is not None else "(no thread)"
     error = _post_reply(ctx, chain_id, key, *message()) if threaded else None
     fate: Fate = post_fate(error) if threaded else \
-        "root_refused" if isinstance(unrooted, PostRefused) else \
-        "channelless" if isinstance(unrooted, NoChannel) else "threadless"
+        "root_refused" if rooted.refused is not None else \
+        "channelless" if rooted.no_channel is not None else "threadless"
     after = after_try(tries, key, fate)
     if after.outcome == "posted":
         if after.recovered:
@@ -238,11 +243,11 @@ def say_in_thread(ctx: BotContext, chain_id: int, key: str, words: str, tries: B
         elif fate == "root_refused":
             log.warning("%s: the %s %s is given up: its run has no thread, Slack refused its "
                         "root message (%s); the run's next reply tries the root again; it "
-                        "said: %s", run, what, key, unrooted, words)
-        elif isinstance(unrooted, NoChannel):
+                        "said: %s", run, what, key, rooted.refused, words)
+        elif rooted.no_channel is not None:
             log.warning("%s: the %s %s is given up: its run has no thread and no channel to "
                         "post its root message in: set %s; it said: %s", run, what, key,
-                        unrooted.setting, words)
+                        rooted.no_channel, words)
         else:
             log.warning("%s: the %s %s is given up after %d tries: its run has no thread (its "
                         "root message was never posted); it said: %s", run, what, key,
@@ -266,43 +271,33 @@ def say_in_thread(ctx: BotContext, chain_id: int, key: str, words: str, tries: B
 
 
 @dataclass(frozen=True)
-class NoChannel:
-    """A run's root message never posted that has no channel to go to: `setting` is the
-    configuration key that gives it one."""
+class Rooted:
+    """What `open_thread` left of a run's thread: `open` once its root message is posted;
+    else, when that thread will not come by itself, why: `refused` (Slack's refusal of the
+    root) or `no_channel` (the configuration key that gives the run a channel); neither: a
+    transient failure (logged), or no root to post yet (no attempt in the store)."""
 
-    setting: str
+    open: bool
+    refused: PostRefused | None = None
+    no_channel: str | None = None
 
 
-def _root_again(ctx: BotContext, chain_id: int) -> PostRefused | NoChannel | None:
-    """The run's root message, not posted, tried (once, by its key) so that a reply waiting
-    for its thread does not wait for good: one left unposted by a failure that was not
-    Slack's refusal (a 5xx, a rate limit outlasting the client's retries: its intent is
-    kept, with its channel; the poster first looks for an earlier send) in that channel; one
-    never tried (the bot stopped between recording its submit and posting it: nothing of it
-    is in the store) or one Slack refused (kept `refused`: the bot out of the channel, the
-    channel gone) in the run's channel now (`_thread_channel`; a refused one's, else), so a
-    thread fixed meanwhile (the bot invited back) opens with the reply. Slack's refusal when
-    Slack refused it; NoChannel when it has nowhere to go: that thread will not come by
-    itself (the reply is given up at once: say_in_thread); else None, the thread there or
-    not (a transient failure: logged by the poster)."""
-    root = ctx.store.slack_posts.get(root_key(chain_id))
-    message = _root_message(ctx, chain_id)
-    if ctx.sink is None or (root is not None and root.posted) or message is None:
-        return None
-    channel = root.channel if root is not None else None
-    if root is None or root.refused:
-        channel, setting = _thread_channel(ctx, chain_id)
-        channel = channel or (root.channel if root is not None else None)
-        if channel is None:
-            return NoChannel(setting)
-    assert channel is not None
-    try:
-        ctx.sink.post_root(chain_id, channel, *message)
-    except PostRefused as exc:
-        return exc
-    except PostError:
-        return None
-    return None
+class RootTries:
+    """The roots of thread-less runs tried during one tick (a watcher's, a `prompts` job's
+    run), by chain id, with what each try left (`open_thread`): a run's several replies
+    waiting for its thread try its root once in the tick, and the later ones read what that
+    try left. A thread opened stays open (`has_thread`); a failed try is the tick's answer
+    for all of its run's replies."""
+
+    def __init__(self) -> None:
+        self._tried: dict[int, Rooted] = {}
+
+    def open(self, ctx: BotContext, chain_id: int) -> Rooted:
+        """The run's thread, its root tried (`open_thread`) unless it was this tick."""
+        tried = self._tried.get(chain_id)
+        if tried is None or (not tried.open and has_thread(ctx, chain_id)):
+            tried = self._tried[chain_id] = open_thread(ctx, chain_id)
+        return tried
 
 
 def _thread_channel(ctx: BotContext, chain_id: int) -> tuple[str | None, str]:
@@ -345,20 +340,16 @@ def post_fate(error: PostError | None) -> Fate:
     return "refused" if isinstance(error, (LookupRefused, PostRefused)) else "failed"
 
 
-def post_safely(ctx: BotContext, kind: str, chain_id: int, key_or_channel: str,
+def post_safely(ctx: BotContext, kind: str, chain_id: int, key: str,
                 blocks: Blocks, text: str) -> str | None:
-    """Post a thread root or reply; a Slack failure is logged (`_in_series`), never undoes
-    the action that was already taken on the cluster (the post is retried by its key next
-    time)."""
+    """Post a reply (`kind`: "reply"; a run's root is `open_thread`'s); a Slack failure is
+    logged (`_in_series`), never undoes the action that was already taken on the cluster
+    (the post is retried by its key next time)."""
     if ctx.sink is None:
         return None
-    key = root_key(chain_id) if kind == "root" else key_or_channel
-    what = f"post {kind} {key_or_channel}"
+    what = f"post {kind} {key}"
     try:
-        if kind == "root":
-            ts = ctx.sink.post_root(chain_id, key_or_channel, blocks, text)
-        else:
-            ts = ctx.sink.post_reply(chain_id, key_or_channel, blocks, text)
+        ts = ctx.sink.post_reply(chain_id, key, blocks, text)
     except PostError as exc:
         _in_series(ctx, chain_id, key, what, exc)
         return None
@@ -478,18 +469,40 @@ def _root_message(ctx: BotContext, chain_id: int) -> tuple[Blocks, str] | None:
     return render(ctx, "root", None if view.adopted else view.recipe, view)
 
 
-def open_thread(ctx: BotContext, chain_id: int, channel: str | None) -> bool:
-    """Post the chain's root message (the root template) into `channel` unless it is
-    already there; True when the thread exists afterwards."""
+def open_thread(ctx: BotContext, chain_id: int, channel: str | None = None) -> Rooted:
+    """The one way a run's root message (the root template, or an array's) is posted: once,
+    by its key, unless the thread is there. Where: a root whose post was begun and not
+    confirmed (a 5xx, a rate limit outlasting the client's retries, a bot stopped in it:
+    its intent kept, with its channel) in that channel, where the poster first looks for
+    the earlier send; a new root, or one Slack refused (kept `refused`: the bot out of the
+    channel, the channel gone), in `channel` (the submit's: its recipe's, else the one it
+    was typed in), else in the run's channel now (`_thread_channel`; a refused one's, else),
+    so a thread fixed meanwhile (the bot invited back) opens now. What it left (Rooted):
+    open, or why not (Slack's refusal; no channel to go to: that thread will not come by
+    itself); a failure is logged as one series (`_in_series`)."""
     if ctx.sink is None:
-        return False
+        return Rooted(False)
     if has_thread(ctx, chain_id):
-        return True
-    message = _root_message(ctx, chain_id) if channel is not None else None
-    if message is None or channel is None:
-        return False
-    blocks, text = message
-    return post_safely(ctx, "root", chain_id, channel, blocks, text) is not None
+        return Rooted(True)
+    root = ctx.store.slack_posts.get(root_key(chain_id))
+    if root is not None and not root.refused:
+        channel = root.channel
+    elif channel is None:
+        channel, setting = _thread_channel(ctx, chain_id)
+        channel = channel or (root.channel if root is not None else None)
+        if channel is None:
+            return Rooted(False, no_channel=setting)
+    message = _root_message(ctx, chain_id)
+    if message is None:
+        return Rooted(False)
+    key, what = root_key(chain_id), f"post the root message in {channel}"
+    try:
+        ctx.sink.post_root(chain_id, channel, *message)
+    except PostError as exc:
+        _in_series(ctx, chain_id, key, what, exc)
+        return Rooted(False, refused=exc if isinstance(exc, PostRefused) else None)
+    _in_series(ctx, chain_id, key, what, None)
+    return Rooted(True)
 
 
 def refresh_root(ctx: BotContext, chain_id: int) -> bool:

@@ -95,6 +95,7 @@ from bot.services.probes import create_probe_offer, offers_probe
 from bot.services.prompts import Prompt, create_resubmit_prompt
 from bot.services.stacks import Forensics
 from bot.services.threads import (
+    RootTries,
     forget_posts,
     has_thread,
     lang_of,
@@ -136,6 +137,13 @@ class ThreadEvents(EventWords):
         self._reply_tries: dict[str, Backoffs] = {}
         # the events whose forensics were begun (`_forensics`: once each), by key
         self._collected: set[str] = set()
+        # the roots of thread-less runs tried this tick (`new_tick`): once per run and tick
+        self._roots = RootTries()
+
+    def new_tick(self) -> None:
+        """A watcher's tick begins: the roots of runs without a thread are tried again, once
+        each for all of the run's replies in it (bot.services.threads.RootTries)."""
+        self._roots = RootTries()
 
     def publish(self, event: WatchEvent) -> None:
         try:
@@ -448,7 +456,7 @@ class ThreadEvents(EventWords):
             log.debug("%s: not tried before the end of the outage before it", key)
             return "deferred"
         return say_note(self.ctx, chain.id, key, text, refused,
-                        what="notice" if notice else "'answers again' note")
+                        what="notice" if notice else "'answers again' note", roots=self._roots)
 
     def said_in_a_thread(self, key: str) -> bool:
         """Whether a chain's thread has, or may have, the cluster notice `key`: its post there
@@ -589,7 +597,7 @@ class ThreadEvents(EventWords):
             return
         tries = self._reply_tries.setdefault(event.cluster, Backoffs())
         said = say_in_thread(self.ctx, chain.id, event.key, said_words, tries, message,
-                             what=what)
+                             what=what, roots=self._roots)
         if said == "deferred":
             raise PostDeferred(f"{event.key}: not tried this time (not taken lately)")
         if said == "given_up":
@@ -693,6 +701,13 @@ class WebhookEvents:
     def cluster_watched(self, cluster: str) -> None:
         """The threads' (py-spy placed ahead of a stall)."""
         self.inner.cluster_watched(cluster)
+
+    def new_tick(self) -> None:
+        """The threads' (the roots of thread-less runs tried once per tick), when they
+        listen."""
+        tell = getattr(self.inner, "new_tick", None)
+        if tell is not None:
+            tell()
 
     def chain_changed(self, chain_id: int) -> None:
         """A chain's attempts or status changed in the store (a job ended and its result is

@@ -84,7 +84,8 @@ class EventSink(Protocol):
     and `said_in_a_thread(key) -> bool`: whether a thread has the cluster notice published
     under `key` (its post recorded), asked of one left `pending` (bot.services.watch.outbox);
     and `cluster_watched(cluster)`: called once per watcher, on its first poll of the cluster
-    that finds jobs to watch (the threads begin placing py-spy there, ahead of a stall).
+    that finds jobs to watch (the threads begin placing py-spy there, ahead of a stall);
+    and `new_tick()`: called as each tick begins.
     """
 
     def publish(self, event: WatchEvent) -> None: ...

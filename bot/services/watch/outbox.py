@@ -193,6 +193,12 @@ class Outbox:
         (its running jobs' iterations, a single run's state): Home is not told."""
         self._tell_sink("progress_changed", chain_id)
 
+    def new_tick(self) -> None:
+        """Tell the sink (when it listens) that a tick of the watcher begins."""
+        tell = getattr(self.sink, "new_tick", None)
+        if tell is not None:
+            tell()
+
     def cluster_watched(self) -> None:
         """Tell the sink (when it listens) that the watcher found jobs on its cluster for the
         first time; a failure is logged only."""

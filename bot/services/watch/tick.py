@@ -240,6 +240,7 @@ class Watcher:
     def _tick(self, now: float, report: TickReport) -> TickReport:
         watched = self.store.watched_jobs.list(self.cluster)
         self.chains.new_tick(watched)
+        self.outbox.new_tick()
         ids = sorted({int(w.job_id) for w in watched})
         report.jobs = len(ids)
         if not ids:

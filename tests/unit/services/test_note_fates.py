@@ -742,3 +742,39 @@ def test_a_post_slack_did_not_take_is_forgotten_when_its_run_ends(
     assert run.chain_id not in run.ctx.posts
     [first] = threads_warnings(caplog)
     assert first.startswith(f"chain {run.chain_id}: could not post reply follow-up:1: ")
+
+
+def test_a_threadless_runs_replies_in_one_tick_try_its_root_once(
+        slack: SlackStandIn, store: Store) -> None:
+    """A run whose root message Slack does not take (a 500 on every attempt) has two
+    replies pending in the watcher's outbox, a held note and a stall prompt: each tick tries
+    the root once for both (the poster's attempts of one try), not once per reply; once
+    Slack takes it, a tick posts one root and both replies under it."""
+    run = make_run(slack, store)
+    outbox = Outbox("dev", store=store, sink=ThreadEvents(run.ctx))
+    dec = Decision(DecisionKind.WARN, "no progress for 40 min", "hang",
+                   offers=(OFFER_CANCEL_RESUME,), key="hang")
+    events = [
+        (WatchEvent("held", "dev:88154:held:1", "dev", "job 88154 has been held",
+                    run.chain_id, "88154", "mix", text_only=True), "held"),
+        (WatchEvent("warning", "dev:88154:hang:1", "dev", "job 88154 stalled for 40 min",
+                    run.chain_id, "88154", "mix", diagnosis=diagnosis("hang", 3400),
+                    decision=dec), "hang")]
+    root_key = f"chain:{run.chain_id}:root"
+
+    def tick(i: int) -> None:
+        outbox.new_tick()
+        for event, class_id in events:
+            outbox.emit(event, class_id, T0 + 60 * i, TickReport(ok=True))
+
+    attempts = run.poster.max_attempts
+    slack.fail_next("chat.postMessage", status=500, count=2 * attempts)
+    tick(0)
+    assert len(tries(slack, root_key)) == attempts  # one try: the poster's attempts
+    for i in (1, 2):  # the replies' backoff skips tick 1
+        tick(i)
+    assert len(tries(slack, root_key)) == 2 * attempts
+    for i in range(3, 8):
+        tick(i)
+    [root] = slack.root_messages(PRIVATE)
+    assert [len(in_thread(slack, root["ts"], e.key)) for e, _ in events] == [1, 1]
