@@ -382,7 +382,7 @@ def announce_submit(
         if target is None:
             log.warning("no channel for %s's thread: set recipes.%s.channel", recipe, recipe)
             return
-        if not open_thread(ctx, chain_id, target).open:
+        if not open_thread(ctx, chain_id, target, wait=True).open:
             return
     # a task's resubmit resolves that task's previous attempt
     attempts = run_rows(ctx.store.attempts.for_chain(chain_id),

@@ -16,6 +16,8 @@ given up, and logs it.
 from __future__ import annotations
 
 import logging
+import secrets
+import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -41,6 +43,11 @@ from bot.store import Attempt, Chain, Incident
 log = logging.getLogger(__name__)
 
 MAX_SECTION = 3000
+# how long a try of a run's root message holds its claim (`open_thread`): longer than a
+# post's attempts take (the poster's 4, each with the client's own retries); a try that
+# outlasts it may be joined by another, and a bot stopped in one holds the root back as long
+ROOT_CLAIM_S = 300.0
+ROOT_CLAIM_POLL_S = 0.1  # how often a try waiting for another's claim looks again
 # the store's class (its incidents table: the notes' outbox) of a note `thread_note` keeps
 # until its thread has it or it is given up
 THREAD_NOTE = "thread_note"
@@ -469,7 +476,8 @@ def _root_message(ctx: BotContext, chain_id: int) -> tuple[Blocks, str] | None:
     return render(ctx, "root", None if view.adopted else view.recipe, view)
 
 
-def open_thread(ctx: BotContext, chain_id: int, channel: str | None = None) -> Rooted:
+def open_thread(ctx: BotContext, chain_id: int, channel: str | None = None, *,
+                wait: bool = False) -> Rooted:
     """The one way a run's root message (the root template, or an array's) is posted: once,
     by its key, unless the thread is there. Where: a root whose post was begun and not
     confirmed (a 5xx, a rate limit outlasting the client's retries, a bot stopped in it:
@@ -479,9 +487,48 @@ def open_thread(ctx: BotContext, chain_id: int, channel: str | None = None) -> R
     was typed in), else in the run's channel now (`_thread_channel`; a refused one's, else),
     so a thread fixed meanwhile (the bot invited back) opens now. What it left (Rooted):
     open, or why not (Slack's refusal; no channel to go to: that thread will not come by
-    itself); a failure is logged as one series (`_in_series`)."""
+    itself); a failure is logged as one series (`_in_series`).
+
+    Its try is claimed in the store first (`_claim_root`), so one replica, one thread at a
+    time tries it and the run gets one root: a submit's announcement and a watcher's reply
+    (or two replicas) at the same moment would each post it. A root claimed by another try
+    is not tried: a reply tries it at its next chance; `wait` (a submit announcing itself,
+    whose "submitted" note goes under that root) waits for that try's end, at most until
+    its claim lapses (ROOT_CLAIM_S), and tries it then if it is still not posted."""
     if ctx.sink is None:
         return Rooted(False)
+    holder = _claim_root(ctx, chain_id, wait=wait)
+    if holder is None:
+        return Rooted(has_thread(ctx, chain_id))
+    try:
+        return _post_root(ctx, chain_id, channel)
+    finally:
+        ctx.store.command_claims.release(_root_claim_key(chain_id), holder)
+
+
+def _root_claim_key(chain_id: int) -> str:
+    return f"post:{root_key(chain_id)}"
+
+
+def _claim_root(ctx: BotContext, chain_id: int, *, wait: bool) -> str | None:
+    """Claim the try of the run's root message (the store's claims, shared by every
+    replica: exactly one of several concurrent claims is taken) for ROOT_CLAIM_S; the
+    claim's holder, or None when the thread is there or another try holds the claim (with
+    `wait`: once the thread is there, or when the other claim outlasted ROOT_CLAIM_S)."""
+    holder, key = secrets.token_hex(8), _root_claim_key(chain_id)
+    deadline = time.monotonic() + ROOT_CLAIM_S
+    while not has_thread(ctx, chain_id):
+        if ctx.store.command_claims.claim(key, holder, ctx.clock(), ROOT_CLAIM_S):
+            return holder
+        if not wait or time.monotonic() >= deadline:
+            return None
+        time.sleep(ROOT_CLAIM_POLL_S)
+    return None
+
+
+def _post_root(ctx: BotContext, chain_id: int, channel: str | None) -> Rooted:
+    """`open_thread`'s try, its claim held."""
+    assert ctx.sink is not None
     if has_thread(ctx, chain_id):
         return Rooted(True)
     root = ctx.store.slack_posts.get(root_key(chain_id))

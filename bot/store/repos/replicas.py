@@ -158,7 +158,9 @@ class LeasesRepo(_Repo):
 
 class CommandClaimsRepo(_Repo):
     """Slash-command invocations claimed by key (Slack's trigger_id), shared by every replica
-    on the database, so an invocation Slack delivers again (a late ack) is carried out once.
+    on the database, so an invocation Slack delivers again (a late ack) is carried out once;
+    and the tries of a run's root message (bot.services.threads.open_thread), so one try
+    at a time posts it.
     A claim is one INSERT on the primary key: on SQLite and PostgreSQL alike exactly one of
     several concurrent claims of a key commits. Claims lapse after their TTL and are deleted
     by the next claim, so the table holds only the last TTL's commands."""
@@ -174,6 +176,13 @@ class CommandClaimsRepo(_Repo):
         except IntegrityError:  # claimed by another delivery: theirs stands
             return False
         return True
+
+    def release(self, key: str, holder: str) -> None:
+        """End `holder`'s claim of `key` (nothing when it is another's, or gone): a side
+        effect whose try is over, so the next try need not wait for the claim to lapse."""
+        claims = t.command_claims
+        with self._engine.begin() as conn:
+            conn.execute(delete(claims).where(claims.c.key == key, claims.c.holder == holder))
 
     def holder(self, key: str) -> str | None:
         """Who claimed `key` (None if nobody has, or the claim was deleted)."""

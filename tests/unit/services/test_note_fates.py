@@ -13,6 +13,7 @@ posted once the thread is there."""
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -55,8 +56,10 @@ from bot.core.takeover import RemoteDeadlines, cancel_takeover_s, submit_in_flig
 from bot.services.approvals import handle_click
 from bot.services.home import stop_watching
 from bot.services.leases import LeaseKeeper
+from bot.services.lost_submit import recorded_result
 from bot.services.ports import BotContext, PostError, PostRefused
 from bot.services.prompts import create_resubmit_prompt
+from bot.services.runs import announce_submit
 from bot.services.scheduler import JobScheduler
 from bot.services.stacks import Forensics
 from bot.services.threads import THREAD_NOTE, post_safely, refresh_root, say_pending_notes
@@ -778,3 +781,45 @@ def test_a_threadless_runs_replies_in_one_tick_try_its_root_once(
         tick(i)
     [root] = slack.root_messages(PRIVATE)
     assert [len(in_thread(slack, root["ts"], e.key)) for e, _ in events] == [1, 1]
+
+
+class HeldRootPost:
+    """Slack's chat.postMessage of a run's root held at the wire until a second root post
+    arrives (at most 2 s): the moment two tries of the root are under way at once."""
+
+    def __init__(self, poster: SlackPoster) -> None:
+        self.inner = poster.client.chat_postMessage
+        self.arrived = threading.Barrier(2, timeout=2)
+        poster.client.chat_postMessage = self  # type: ignore[method-assign]
+
+    def __call__(self, **kwargs: Any) -> Any:
+        if ":root" in str(kwargs.get("metadata")):
+            try:
+                self.arrived.wait()
+            except threading.BrokenBarrierError:
+                pass
+        return self.inner(**kwargs)
+
+
+def test_a_submit_announced_while_a_watcher_reply_needs_the_root_posts_one_root(
+        slack: SlackStandIn, store: Store) -> None:
+    """A run just submitted: the submit announces itself (its root, then its "submitted"
+    note) while the watcher, on another replica over the same store, posts the run's first
+    reply, which needs the root too. Their tries of the root meet (each posting it held at
+    Slack's door until the other's arrives): the run gets one root message, with the
+    reply and the submitted note under it. Before, each posted its own root."""
+    run = make_run(slack, store)
+    watcher_ctx, watcher_poster, clock = slack_context(slack, store)  # the other replica
+    HeldRootPost(run.poster)
+    HeldRootPost(watcher_poster)
+    note = watcher_note(Run(watcher_ctx, watcher_poster, run.chain_id, clock))
+    attempt = present(store.attempts.get_by_job("88154"))
+    reply = threading.Thread(target=note.chance, args=(0,))
+    reply.start()
+    announce_submit(run.ctx, "mix", recorded_result(attempt, "mix"), "U0BOB", None)
+    reply.join(10)
+    for i in range(1, 4):  # the reply, if its root was another's to post, comes next
+        note.chance(i)
+    [root] = slack.root_messages(PRIVATE)
+    assert len(in_thread(slack, root["ts"], note.key)) == 1
+    assert len(in_thread(slack, root["ts"], f"chain:{run.chain_id}:attempt:1:submitted")) == 1
