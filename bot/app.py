@@ -167,7 +167,9 @@ def build_scheduler(ctx: BotContext, *, leases: LeaseKeeper | None = None,
     """The bot's jobs: `holds` (release held competitors once their resumed job runs) and
     `prompts` (settle approved cancels whose end was not seen, then remind, escalate, expire
     unanswered prompts: schedule_prompts) and `submits` (a person's submit
-    the bot died in, found by its job name: bot.services.runs.recover_submits_in_flight) every
+    the bot died in, found by its job name: bot.services.runs.recover_submits_in_flight;
+    at its first run, the runs whose root message the bot died posting announced:
+    bot.services.runs.announce_unposted_roots) every
     policy tick, `probes` (run
     the DataLoader probes people asked for, bot.services.probes) every few seconds, and
     `watch:<cluster>` for each configured cluster every `tick_interval` (the watchers of
@@ -180,7 +182,7 @@ def build_scheduler(ctx: BotContext, *, leases: LeaseKeeper | None = None,
     from bot.services.competitors import release_started
     from bot.services.fencing import fenced_context
     from bot.services.probes import PROBES_EVERY_S, run_requested_probes
-    from bot.services.runs import recover_submits_in_flight
+    from bot.services.runs import announce_unposted_roots, recover_submits_in_flight
 
     scheduler = JobScheduler(leases or LeaseKeeper(ctx.store.leases), clock=clock)
     holds = fenced_context(ctx, scheduler.fence("holds"))
@@ -188,10 +190,15 @@ def build_scheduler(ctx: BotContext, *, leases: LeaseKeeper | None = None,
                             every_s=ctx.config.policy.tick_s)
     schedule_prompts(scheduler, ctx)
     submits = fenced_context(ctx, scheduler.fence("submits"))
-    scheduler.run_repeating(
-        "submits",
-        lambda now: recover_submits_in_flight(submits, now, after_submit=after_person_submit),
-        every_s=ctx.config.policy.tick_s)
+    announced: list[bool] = []  # the unposted roots, once per process (its first run)
+
+    def recover_submits(now: float) -> None:
+        if not announced:
+            announce_unposted_roots(submits)
+            announced.append(True)
+        recover_submits_in_flight(submits, now, after_submit=after_person_submit)
+
+    scheduler.run_repeating("submits", recover_submits, every_s=ctx.config.policy.tick_s)
     probes = fenced_context(ctx, scheduler.fence("probes"))
     scheduler.run_repeating("probes", lambda now: run_requested_probes(probes, now),
                             every_s=PROBES_EVERY_S)

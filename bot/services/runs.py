@@ -399,6 +399,39 @@ def announce_submit(
     post_safely(ctx, "reply", chain_id, key, blocks, text)
 
 
+def announce_unposted_roots(ctx: BotContext) -> None:
+    """At startup: each run whose root message's post was begun and never confirmed (its
+    intent kept: the bot stopped, or Slack failed, between announcing the run's submit and
+    Slack's answer) is announced as its latest submit would have been: its root posted once
+    (`open_thread`: the poster looks the intent up first, so a root Slack has is recorded,
+    not sent again) and that submit's "submitted" note (a resumed job's resolution), once by
+    its key (`announce_submit`), by who submitted it (its audit entry). Before, the root
+    waited for the run's first reply and the note was never said. A run not trainbot's (an
+    adopted job) or whose recipe is no longer configured gets its root only."""
+    if ctx.sink is None:
+        return
+    for post in ctx.store.slack_posts.unposted():
+        chain = ctx.store.chains.get(post.chain_id) if post.kind == "root" and \
+            post.chain_id is not None else None
+        attempts = ctx.store.attempts.for_chain(chain.id) if chain is not None else []
+        if chain is None or not attempts:
+            continue
+        if chain.adopted or chain.recipe not in ctx.config.recipes:
+            open_thread(ctx, chain.id)
+            continue
+        latest = attempts[-1]
+        submit = next((e for e in ctx.store.audit.recent(job_id=latest.job_id)
+                       if e.action == "submit" and e.result == "ok"), None)
+        log.warning("chain %s: its root message was begun and never confirmed: announcing "
+                    "job %s now", chain.id, latest.shown_id)
+        try:
+            announce_submit(ctx, chain.recipe, recorded_result(latest, chain.job_name),
+                            submit.actor if submit is not None else AUTOMATIC_ACTOR,
+                            chain.channel)
+        except RenderError as exc:  # a template bug must not stop the other runs'
+            log.error("chain %s: job %s not announced: %s", chain.id, latest.job_id, exc)
+
+
 def submitted_view(recipe: str, result: SubmitResult, actor: str, recipe_config: RecipeConfig
                    ) -> dict[str, Any]:
     """What the `submitted` template shows: who, which attempt, where it starts (`start`,

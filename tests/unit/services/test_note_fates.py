@@ -59,7 +59,7 @@ from bot.services.leases import LeaseKeeper
 from bot.services.lost_submit import recorded_result
 from bot.services.ports import BotContext, PostError, PostRefused
 from bot.services.prompts import create_resubmit_prompt
-from bot.services.runs import announce_submit
+from bot.services.runs import announce_submit, announce_unposted_roots
 from bot.services.scheduler import JobScheduler
 from bot.services.stacks import Forensics
 from bot.services.threads import THREAD_NOTE, post_safely, refresh_root, say_pending_notes
@@ -823,3 +823,30 @@ def test_a_submit_announced_while_a_watcher_reply_needs_the_root_posts_one_root(
     [root] = slack.root_messages(PRIVATE)
     assert len(in_thread(slack, root["ts"], note.key)) == 1
     assert len(in_thread(slack, root["ts"], f"chain:{run.chain_id}:attempt:1:submitted")) == 1
+
+
+@pytest.mark.parametrize("in_slack", [False, True], ids=["not sent", "sent"])
+def test_a_root_the_bot_died_posting_is_announced_once_at_startup(
+        slack: SlackStandIn, store: Store, in_slack: bool) -> None:
+    """The bot stopped while posting a submitted run's root message: its intent is kept
+    (Slack got it, or not), its "submitted" note never posted. The bot started again
+    announces the run at once: one root (found, not sent again, when Slack has it) and the
+    submit's note under it, naming who submitted; a second restart posts nothing. Before,
+    the root waited for the run's first reply, and the note was never said."""
+    run = make_run(slack, store)
+    store.audit.record(actor="U0BOB", action="submit", now=T0 - 1000, recipe="mix",
+                       job_id="88154", detail={"chain_id": run.chain_id, "attempt_no": 1})
+    root_key = f"chain:{run.chain_id}:root"
+    store.slack_posts.record_intent(root_key, channel=PRIVATE, kind="root",
+                                    chain_id=run.chain_id, now=T0 - 999)
+    if in_slack:  # Slack took it, its answer lost with the bot
+        run.poster.client.chat_postMessage(channel=PRIVATE, text="mix", metadata={
+            "event_type": "trainbot_post", "event_payload": {"key": root_key}})
+    for _restart in range(2):
+        ctx, _, _ = slack_context(slack, store)
+        announce_unposted_roots(ctx)
+    [root] = slack.root_messages(PRIVATE)
+    assert len(tries(slack, root_key)) == 1
+    [note] = in_thread(slack, root["ts"], f"chain:{run.chain_id}:attempt:1:submitted")
+    assert "U0BOB" in str(note["blocks"])
+
