@@ -65,6 +65,7 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
+from concurrent.futures import Future
 from dataclasses import asdict
 from typing import Any
 
@@ -216,35 +217,66 @@ class ThreadEvents(EventWords):
         event's own reply is posted: a stall prompt Slack did not take yet (a 5xx, a rate
         limit: published again at the next tick) does not hold back the stacks of the
         stall it is about, and its next publish does not collect them again: begun in this
-        process (`_collected`), or their post already in the store (`_reported`: a bot
-        restarted since does not collect a still-stalled job's stacks once more)."""
-        forensics, dec, d = self.forensics, event.decision, event.diagnosis
-        if forensics is None or event.job_id is None or event.key in self._collected or \
+        process (`_collected`; a collection whose post did not go through is not, so the
+        event's next publish begins it again), or their post in the store (`_reported`: a
+        bot restarted since does not collect a still-stalled job's stacks once more)."""
+        begin = self._forensics_of(event)
+        if begin is None or event.key in self._collected or \
                 not has_thread(self.ctx, event.chain_id):
             return
+        key, collect = begin
+        try:
+            if self._reported(key):
+                self._collected.add(event.key)
+                return
+        except PostError as exc:  # Slack may have it: asked again at the next publish
+            log.info("%s: not collected now: cannot tell whether its post is there (%s)", key,
+                     exc)
+            return
+        self._collected.add(event.key)
+        collect().add_done_callback(lambda done: self._collection_ended(event.key, done))
+
+    def _forensics_of(self, event: WatchEvent
+                      ) -> tuple[str, Callable[[], Future[bool]]] | None:
+        """The forensics `event` calls for (its post's key, and what begins them), by its
+        kind: a stall's stacks, an NCCL timeout's flight recorder (its recipe recording
+        its collectives); None for any other event, or without forensics."""
+        forensics, dec, d = self.forensics, event.decision, event.diagnosis
+        job_id, chain_id, rec = event.job_id, event.chain_id, event.record
+        if forensics is None or job_id is None:
+            return None
         if event.kind == "warning" and dec is not None and dec.class_id == "hang":
             key = f"stacks:{event.key}"
-            self._collected.add(event.key)
-            if not self._reported(key):
-                forensics.stacks(event.cluster, event.job_id, event.chain_id, event.recipe,
-                                 key, record=event.record, sampler=event.sampler)
-        elif event.kind == "incident" and d is not None and d.class_id == "nccl_timeout" and \
-                event.recipe in self.ctx.config.recipes and \
-                self.ctx.config.recipe(event.recipe).nccl_flight_recorder:
+            return key, lambda: forensics.stacks(event.cluster, job_id, chain_id, event.recipe,
+                                                 key, record=rec, sampler=event.sampler)
+        recipe = event.recipe
+        if event.kind == "incident" and d is not None and d.class_id == "nccl_timeout" and \
+                recipe is not None and recipe in self.ctx.config.recipes and \
+                self.ctx.config.recipe(recipe).nccl_flight_recorder:
             key = f"flight_recorder:{event.key}"
-            self._collected.add(event.key)
-            rec = event.record
-            if not self._reported(key):
-                forensics.flight_recorder(event.cluster, event.job_id, event.chain_id,
-                                          event.recipe, key,
-                                          started_at=rec.start_time if rec else None)
+            return key, lambda: forensics.flight_recorder(
+                event.cluster, job_id, chain_id, recipe, key,
+                started_at=rec.start_time if rec else None)
+        return None
+
+    def _collection_ended(self, event_key: str, done: Future[bool]) -> None:
+        """A collection's end: one whose post did not go through (a 5xx, Slack refusing it,
+        its collection failing) is not collected: the event's next publish begins it again."""
+        if done.cancelled() or done.exception() is not None or not done.result():
+            self._collected.discard(event_key)
 
     def _reported(self, key: str) -> bool:
         """Whether the forensics post `key` (a stall's stacks, an NCCL timeout's flight
-        recorder) is in the store, posted or its intent left (maybe posted): collected
-        before, by this process or one before it; one Slack refused, or never begun, is
-        not (collected again)."""
-        return self.ctx.store.slack_posts.get(key) is not None
+        recorder) is in the thread: recorded posted, or its intent (a post begun and never
+        confirmed: a 5xx, a bot stopped in it) found there (the thread writer's `look_up`,
+        then recorded posted); collected before, by this process or one before it. One
+        Slack does not have, refused or never begun, is not (collected again). Raises
+        PostError when Slack cannot tell."""
+        post = self.ctx.store.slack_posts.get(key)
+        if post is None or post.posted:
+            return post is not None
+        look_up = getattr(self.ctx.sink, "look_up", None)  # test recorders cannot look up
+        return look_up is None or bool(look_up(key))
 
     def _incident(self, event: WatchEvent) -> None:
         self._post(event, "incident", lambda: self._incident_message(event))

@@ -850,3 +850,28 @@ def test_a_root_the_bot_died_posting_is_announced_once_at_startup(
     [note] = in_thread(slack, root["ts"], f"chain:{run.chain_id}:attempt:1:submitted")
     assert "U0BOB" in str(note["blocks"])
 
+
+def test_a_stalls_stacks_slack_did_not_take_are_collected_and_posted_after_a_restart(
+        slack: SlackStandIn, store: Store) -> None:
+    """Slack answers 500 to every attempt of the stall prompt and of the stall's stacks
+    (their post's intent left: Slack may have it); then the bot restarts, the job still
+    stalled: the prompt's next try posts it, and the stacks, which Slack does not have, are
+    collected again and posted, once. Before, the intent read as their post made: the new
+    bot neither collected them nor posted anything, and the thread never got the stacks."""
+    run = make_run(slack, store)
+    root = run.open_thread()
+    forensics = Forensics(run.ctx, Collector())  # type: ignore[arg-type]
+    slack.fail_next("chat.postMessage", status=500, count=2 * run.poster.max_attempts)
+    stall_prompt(run, forensics).chance(0)
+    assert forensics.wait(10)
+    stacks = f"stacks:{stall_prompt(run).key}"
+    assert in_thread(slack, root, stacks) == [] and store.slack_posts.get(stacks) is not None
+    ctx, poster, clock = slack_context(slack, store)  # the bot started again
+    collector = Collector()
+    forensics = Forensics(ctx, collector)  # type: ignore[arg-type]
+    note = stall_prompt(Run(ctx, poster, run.chain_id, clock), forensics)
+    for i in range(1, 3):
+        note.chance(i)
+    assert forensics.wait(10)
+    assert note.state() == "posted" and len(in_thread(slack, root, note.key)) == 1
+    assert collector.jobs == ["88154"] and len(in_thread(slack, root, stacks)) == 1
