@@ -217,7 +217,7 @@ class MetricSeries:
         # block's last such line)
         self.last_iteration_line: int | None = None
         # the last line of an evaluation pass's bar that advanced (its batches differ from the
-        # bar's draw before), or that sums up a pass over (`Sample.evaluation_done`): the run
+        # same pass's draw before), or that sums up a pass over (`Sample.evaluation_done`): the run
         # is active, though its training makes no progress
         self.last_evaluation: Sample | None = None
         self._evaluation_batches: tuple[int, int] | None = None
@@ -535,14 +535,18 @@ class MetricSeries:
 
     def _evaluation_drawn(self, s: Sample) -> None:
         """An evaluation's line: the last evaluation when its batches moved since the bar's
-        draw before (a redraw at the same count is no activity), or when it sums up a pass
-        that is over (`Sample.evaluation_done`: each is a pass of its own)."""
+        draw before in the same pass (a redraw at the same count is no activity), or when it
+        sums up a pass that is over (`Sample.evaluation_done`: each is a pass of its own). A
+        bar drawn after a summary is the next pass's, new activity whatever it counts: mmcv's
+        EvalHook draws each pass's ProgressBar to the same total its last summary counted
+        (`Epoch(val) [11][500]`, then the next epoch's bar at 500/500), and that bar at its
+        total is no end of its pass (`ends_inside_evaluation`: the summary follows it)."""
         last = self.last_evaluation
         if last is not None and last.line_no >= s.line_no:
             return
         if s.evaluation_done or s.evaluation_batches != self._evaluation_batches:
             self.last_evaluation = s
-        self._evaluation_batches = s.evaluation_batches
+        self._evaluation_batches = None if s.evaluation_done else s.evaluation_batches
 
     def add_rss(self, rss_bytes: int, *, source: str, time: float | None = None
                 ) -> Sample | None:
