@@ -423,35 +423,34 @@ class MetricSeries:
         evaluations = [m.start() for m in _EVALUATION_LOCATOR.finditer(data, start, end)]
         located = sorted({int(x) for x in np.searchsorted(
             newlines, [*event_offsets, *announcements, *evaluations])})
-        pending_events = deque(i for i in located if first_line_no + i >= self._next_line)
+        pending = deque(i for i in located if first_line_no + i >= self._next_line)
         i = max(0, self._next_line - first_line_no)
         last_sampled = -1
         while i < n_lines:
-            while pending_events and pending_events[0] < i:
-                j = pending_events.popleft()
+            while pending and pending[0] < i:
+                j = pending.popleft()
                 self._located_only(line_at(j), first_line_no + j)
             found = False
             for k in range(i, min(i + 16, n_lines)):
                 sample, event = self.parser.parse(line_at(k), first_line_no + k)
                 if event is not None:
                     self._add_event(event)
-                    if pending_events and pending_events[0] == k:
-                        pending_events.popleft()
-                if sample is not None and sample.is_evaluation:
-                    # an evaluation's line is activity, no training sample (maskrcnn-benchmark's
-                    # `[Validation]:` shows a GPU memory): the block's last training line
-                    # before it stays in the tail's reach, and the samples in line order
-                    self._maybe_next_run(sample.line_no, sample.time)
-                    self._evaluation_drawn(sample)
-                elif sample is not None:
+                if sample is not None:
                     self._add(sample)
-                    if sample.is_metric:
+                    if sample.is_training:
+                        # an evaluation's line is none, a figure on it or not
+                        # (maskrcnn-benchmark's `[Validation]:` shows a GPU memory): the block's
+                        # last training line before it stays in the tail's reach
                         last_sampled = k
                         found = True
                         break
+            # the located lines the window read are read (read again after the training line
+            # that ends it, an evaluation's opening line would open it again)
+            while pending and pending[0] <= k:
+                pending.popleft()
             i = (last_sampled if found else i + 15) + self.stride
-        while pending_events:
-            j = pending_events.popleft()
+        while pending:
+            j = pending.popleft()
             self._located_only(line_at(j), first_line_no + j)
         # Always the block's last metric line, so latest iteration and progress are exact,
         # and an evaluation bar's last line after it, so is the run's last activity. The tail
@@ -478,14 +477,14 @@ class MetricSeries:
         return n_lines
 
     def _located_only(self, text: str, line_no: int) -> None:
-        """A line located in sparse mode: its checkpoint event and the totals it announces;
-        a line opening or summing up an evaluation (`EVALUATION_MARKERS`) is read whole (the
-        parser then reads the bars after an opening line as the evaluation's, and a summary
-        is the run's activity)."""
+        """A line located in sparse mode that no window read: its checkpoint event and the
+        totals it announces; a line opening or summing up an evaluation (`EVALUATION_MARKERS`)
+        is read whole (the parser then reads the bars after an opening line as the
+        evaluation's, and a summary is the run's activity: `_add`)."""
         if any(marker in text for marker in EVALUATION_MARKERS):
             sample, _ = self.parser.parse(text, line_no)
             if sample is not None and sample.is_evaluation:
-                self._evaluation_drawn(sample)
+                self._add(sample)
         self.parser.read_announcement(text, line_no)
         event = self.parser.parse_event(text, line_no)
         if event is not None:
@@ -498,11 +497,15 @@ class MetricSeries:
         self.events.append(event)
 
     def _add(self, s: Sample) -> None:
+        """A parsed line's sample, read densely or sparsely: a training line's figures
+        (`Sample.is_training`) are the series' samples; an evaluation's line (its bar, its
+        summary) is the run's activity (`_evaluation_drawn`) and none, a figure on it or not
+        (maskrcnn-benchmark's `[Validation]:` shows a GPU memory): kept out of the charts,
+        pace and leak fit, as the sparse reader's window passes it by for a training line."""
         self._maybe_next_run(s.line_no, s.time)
         if s.is_evaluation:
             self._evaluation_drawn(s)
-            if not s.is_metric:
-                return  # no metric: kept out of the samples (charts, pace, leak fit)
+            return
         if self.samples and self.samples[-1].line_no >= s.line_no:
             return
         if s.host_rss_bytes is not None:

@@ -151,6 +151,12 @@ class Sample:
         return self.evaluation_batches is not None or self.evaluation_done
 
     @property
+    def is_training(self) -> bool:
+        """The line shows the training's figures (`is_metric`) and is no evaluation's: a sample
+        of the series (bot.core.metrics.MetricSeries)."""
+        return self.is_metric and not self.is_evaluation
+
+    @property
     def is_metric(self) -> bool:
         return (
             self.iteration is not None

@@ -216,3 +216,51 @@ def test_a_validation_across_two_blocks_of_a_log_read_sparsely_is_no_training():
         assert not any(s.target_iter == 250 for s in series.samples), max_samples
         assert series.last_evaluation is not None
         assert "[Validation]:   eta: 1 day, 2:03:04  iter: 30500" in series.last_evaluation.text
+
+
+def test_its_validation_line_reads_alike_densely_and_sparsely():
+    """The same log read densely (every line) and sparsely (one line in so many, once the
+    series is full): its `[Validation]:` lines, which show a GPU memory, are the run's activity
+    and no training sample either way (before, the dense reading kept each among the samples,
+    a point of the charts, and the sparse one only the block's last)."""
+    log = _validated_every_500(6000)
+    dense, sparse = MetricSeries(), MetricSeries(max_samples=16)
+    dense.feed_block(log)
+    sparse.feed_block(log)
+    assert (dense.stride, sparse.stride > 1) == (1, True)
+    for series in (dense, sparse):
+        assert series.last_iteration == 6000
+        assert series.last_evaluation is not None
+        assert "[Validation]:   eta: 1 day, 2:03:04  iter: 6000" in series.last_evaluation.text
+        assert not any("[Validation]" in s.text for s in series.samples)
+
+
+def _bar(done: int, total: int) -> str:
+    """An unlabelled tqdm bar's draw on a line of its own, no loss."""
+    return (f"{done * 100 // total:3d}%|{'#' * (done * 10 // total):<10}| {done}/{total} "
+            "[00:10<00:12,  7.20it/s]\n")
+
+
+def test_an_evaluation_read_sparsely_closes_at_the_training_line_after_it():
+    """A script training with unlabelled tqdm bars (one draw a line, no loss) in two stages (a
+    1000-step one, then a 3000-step one) that validates through maskrcnn-benchmark's inference
+    near the first stage's end (pycocotools loading the validation set, `Start evaluation on
+    …`, its bar over 250 batches): the training's bar after the validation closes it, so the
+    second stage's bars are training progress, read sparsely as densely. Before, the sparse
+    reader read the opening line again after the window that had read it and the training
+    line after it, which opened the evaluation again: the second stage's bars read as the
+    evaluation's, the run at 990 of 1000."""
+    at = _LOGGER.format(h=10, m=0).replace("trainer", "inference")
+    log = ("".join(_bar(n, 1000) for n in range(10, 981, 10))
+           + "loading annotations into memory...\nDone (t=0.52s)\ncreating index...\n"
+           "index created!\n" + at + "Start evaluation on [Validation] dataset(500 images).\n"
+           + _bar(250, 250) + _bar(990, 1000) + _bar(1000, 1000)
+           + "".join(_bar(n, 3000) for n in range(10, 2001, 10)))
+    dense = MetricSeries()
+    dense.feed_block(log)
+    assert (dense.last_iteration, dense.target_iter) == (2000, 3000)
+    for max_samples in range(16, 129, 4):
+        series = MetricSeries(max_samples=max_samples)
+        series.feed_block(log)
+        assert series.stride > 1
+        assert (series.last_iteration, series.target_iter) == (2000, 3000), max_samples
