@@ -112,6 +112,10 @@ _MMENGINE_MAX_EPOCHS_KEYS = re.compile(r"^(?:\w+=[^=()]*, )*max_epochs=(\d+)(?:,
 _CONFIG_DICT_OPENED = re.compile(r"^[A-Za-z_]\w* = dict\(")
 _CONFIG_STRING = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
 _CONFIG_BRACKET = re.compile(r"(?<![\w.])dict\(|[(\[{)\]}]")
+# How each line of such a dict ends, yapf's lines being split after an opening bracket or a
+# comma, or closing brackets: `train_cfg = dict(`, `    max_epochs=12,`, `    ],`,
+# `    val_interval=10)`.
+_CONFIG_LINE_END = (",", "(", "[", "{", ")", "]", "}")
 # mmcv 1.x's `Epoch [E][i/n]` lines name no epoch total either: its EpochBasedRunner.run logs
 # it as it starts (open-mmlab/mmcv 1.x mmcv/runner/epoch_based_runner.py: `Start running, host:
 # …, work_dir: …`, then `workflow: %s, max: %d epochs`: `workflow: [('train', 1)], max: 12
@@ -379,7 +383,9 @@ class ConfigDictLines:
     after it up to its `)`): `inside` is fed each line's message in order and says whether the
     line is one of that dict's, or of a dict nested in it, right inside a `dict(` (not in a
     list or a tuple of it). A line that does not follow the one fed before (a log read
-    sparsely, or backwards) starts afresh: a key line alone is inside no dict."""
+    sparsely, or backwards) starts afresh: a key line alone is inside no dict. So does a line
+    that is no config line (`_CONFIG_LINE_END`: the logger's next record, a training line), so
+    a dict the log leaves open (its closing lines lost) ends there, not at the log's end."""
 
     def __init__(self) -> None:
         self._open: list[str] = []  # the brackets open, the innermost last (`dict(`, `(`, …)
@@ -388,11 +394,13 @@ class ConfigDictLines:
     def inside(self, body: str, line_no: int) -> bool:
         """Whether the line `line_no` (its message `body`) is inside a config dump's dict, by
         the brackets the lines before it left open; its own are then counted for the next."""
-        if line_no != self._next_line:
+        if line_no != self._next_line or not body.endswith(_CONFIG_LINE_END):
             self._open = []
         self._next_line = line_no + 1
         inside = bool(self._open) and self._open[-1] == "dict("
-        if self._open or _CONFIG_DICT_OPENED.match(body) is not None:
+        # every line the parser reads comes here: a substring test leaves the regex the lines
+        # that may open a dict
+        if self._open or ("dict(" in body and _CONFIG_DICT_OPENED.match(body) is not None):
             for bracket in _CONFIG_BRACKET.findall(_CONFIG_STRING.sub("", body)):
                 if bracket[-1] in "([{":
                     self._open.append(bracket)

@@ -187,3 +187,22 @@ def test_an_iteration_based_loops_save_at_its_target_ends_it():
 
 def test_an_error_after_the_last_save_decides():
     assert_the_error_decides(CONFIG + _epoch(11) + _epoch(12))
+
+
+def test_a_config_dict_the_log_leaves_open_ends_at_the_next_line_of_no_config():
+    """A config dump whose long dict the log never closes (its last lines lost) ends at the
+    next line that is no config line (pretty_text's lines end in a comma or a bracket): the
+    logger's next record, a training line. A key line printed after that (`max_epochs=24,`
+    alone) is no key of it: the training lines after it read as progress with the config's 12
+    epochs as their target. Before, the dict stayed open to the log's end and that line set
+    24."""
+    unclosed = ("05/01 07:00:00 - mmengine - INFO - Config:\n"
+                "max_epochs = 12\n"
+                "model = dict(\n"
+                "    type='FasterRCNN',\n")
+    assert _target_after(unclosed + _line(1, 50) + "max_epochs=24,\n") == 12 * STEPS
+    # its lines read in order up to such a line are still its keys
+    assert _target_after(unclosed + "    max_epochs=24,\n") == 24 * STEPS
+    # and so are they when something stamped each line with a time of its own
+    stamped = "".join(f"2025-05-01 07:00:00 {line}\n" for line in CONFIG_LONG.splitlines()[1:])
+    assert _target_after(stamped) == 12 * STEPS
