@@ -152,15 +152,15 @@ class LineCut(IntEnum):
     BEFORE_TRAINING_START = 2
 
 
-# Bytes locator for the lines announcing a framework's total in sparse mode (a later run's may
-# lie between the last progress and the banner that starts it: `LineParser.start_run`)
-_ANNOUNCEMENT_LOCATOR = compile_bytes_scanner(
-    "|".join(re.escape(marker) for marker in ANNOUNCEMENT_MARKERS).encode())
-# Bytes locator for the lines opening or summing up a framework's evaluation in sparse mode (the
-# bars after maskrcnn-benchmark's `Start evaluation on` are its evaluation's only once that line
-# was read: LineParser, ProgressBars.evaluation_started)
-_EVALUATION_LOCATOR = compile_bytes_scanner(
-    "|".join(re.escape(marker) for marker in EVALUATION_MARKERS).encode())
+# Bytes locator, in one scan of a block, for the lines a series read sparsely reads besides its
+# sampled ones (`MetricSeries._located_only`): those announcing a framework's total (a later
+# run's may lie between the last progress and the banner that starts it: `LineParser.start_run`)
+# and those opening or summing up a framework's evaluation (the bars after maskrcnn-benchmark's
+# `Start evaluation on` are its evaluation's only once that line was read: LineParser,
+# ProgressBars.evaluation_started)
+_MARKED_LINE_LOCATOR = compile_bytes_scanner(
+    "|".join(re.escape(marker) for marker in (*ANNOUNCEMENT_MARKERS, *EVALUATION_MARKERS))
+    .encode())
 
 # Bytes locators of the lines that may start a run (`run_start_lines`)
 _RUN_START = compile_bytes_scanner(re.escape(RUN_START).encode())
@@ -416,13 +416,11 @@ class MetricSeries:
             if i >= n_lines:
                 return n_lines
         # Sparse: checkpoint lines, announced totals and an evaluation's opening and summing-up
-        # lines (every one), then one line in `stride`.
+        # lines (every one: `_CKPT_LOCATOR`, `_MARKED_LINE_LOCATOR`), then one line in `stride`.
         if event_offsets is None:
             event_offsets = [m.start() for m in _CKPT_LOCATOR.finditer(data, start, end)]
-        announcements = [m.start() for m in _ANNOUNCEMENT_LOCATOR.finditer(data, start, end)]
-        evaluations = [m.start() for m in _EVALUATION_LOCATOR.finditer(data, start, end)]
-        located = sorted({int(x) for x in np.searchsorted(
-            newlines, [*event_offsets, *announcements, *evaluations])})
+        marked = [m.start() for m in _MARKED_LINE_LOCATOR.finditer(data, start, end)]
+        located = sorted({int(x) for x in np.searchsorted(newlines, [*event_offsets, *marked])})
         pending = deque(i for i in located if first_line_no + i >= self._next_line)
         i = max(0, self._next_line - first_line_no)
         last_sampled = -1
