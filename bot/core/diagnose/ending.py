@@ -159,6 +159,12 @@ _COLLATERAL_EXCEPTION = re.compile(
 # checks): the verdict before it (`Possible transient error!`) was a warning the run survived.
 NOT_FATAL_VALIDATION = re.compile(
     r"Continuing normal execution because failed validation was not fatal")
+# A framework's report that it caught an out-of-memory error and goes on (the catalogue's
+# cuda_oom hints that say so: fairseq's recovery from the OOM it logged before): the OOM before
+# it was no cause if training or a completion marker follows (bot.core.diagnose.set_aside).
+OOM_RECOVERY = re.compile(
+    r"attempting to recover from OOM in forward/backward pass"
+    r"|ran out of memory in validation step, retrying batch|OOM in all workers, skipping update")
 
 
 # When an error block names no cause in the catalogue's words, its own words may: for each

@@ -7,6 +7,9 @@ the run survived, or a failure that is not the one the log shows.
   may survive, where three or more are a divergence;
 - Inductor's `CppCompileError` when a compiler's own diagnostic on a source file is in the log:
   the compiler ran and rejected the generated code, so no compiler is missing.
+- an out-of-memory error that the framework caught and recovered from (its recovery line after
+  it, then training or a completion marker: fairseq's `attempting to recover from OOM in
+  forward/backward pass`): what its log says of an OOM the run survived, not what ended it;
 - an end-of-training report that a trainer prints from a finally block (detectron2's `Total
   training time`, YOLOX's `Training of experiment is done`) after the same trainer logged the
   exception that ended its loop (`Exception during training:`, `Exception in training:`): the
@@ -21,7 +24,7 @@ import re
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from bot.core.diagnose.ending import NOT_FATAL_VALIDATION
+from bot.core.diagnose.ending import NOT_FATAL_VALIDATION, OOM_RECOVERY
 from bot.core.metrics import MetricSeries
 
 # A C/C++ compiler's own diagnostic on a source file (gcc's and clang's `file:line:col: error:`,
@@ -57,11 +60,35 @@ _TRANSIENT_VERDICT = re.compile(r"iteration #[0-9]+: Possible transient error!")
 def deciding_matches(matches: Iterable[Any], series: MetricSeries,
                      tail: Sequence[tuple[int, str]]) -> list[Any]:
     """The matches in line order, less those set aside: Megatron's transient-error verdicts the
-    run survived, DeepSpeed's overflows at the minimum loss scale when too few to be a divergence,
-    Inductor's compile error beside a compiler's own diagnostic, a trainer's end-of-loop report
-    after its loop's exception."""
+    run survived, out-of-memory errors its framework recovered from, DeepSpeed's overflows at the
+    minimum loss scale when too few to be a divergence, Inductor's compile error beside a
+    compiler's own diagnostic, a trainer's end-of-loop report after its loop's exception."""
     return _without_failed_loop_reports(_without_single_overflows(_without_rejected_compiles(
-        _without_survived_verdicts(sorted(matches, key=lambda m: m.line_no), series, tail))))
+        _without_recovered_ooms(_without_survived_verdicts(
+            sorted(matches, key=lambda m: m.line_no), series, tail), series))))
+
+
+def _without_recovered_ooms(matches: list[Any], series: MetricSeries) -> list[Any]:
+    """The matches less the out-of-memory errors (cuda_oom's primary matches) that the
+    framework caught and recovered from: its recovery line (`OOM_RECOVERY`, a cuda_oom hint)
+    after the error, and a training line (the series' last sample) or a completion marker
+    after that line; and those recovery lines, the report of an error survived (no failure of
+    a COMPLETED job). An OOM with no recovery line after it, or whose recovery the log ends in,
+    still decides."""
+    recoveries = [m for m in matches
+                  if m.class_id == "cuda_oom" and not m.primary and OOM_RECOVERY.search(m.text)]
+    if not recoveries:
+        return matches
+    went_on = max([series.samples[-1].line_no if series.samples else 0,
+                   *(m.line_no for m in matches if m.primary and m.class_id == "completed")])
+    survived = [m for m in recoveries if m.line_no < went_on]
+
+    def recovered(oom: Any) -> bool:
+        return any(m.line_no > oom.line_no for m in survived)
+
+    aside = survived + [m for m in matches if m.primary and m.class_id == "cuda_oom"
+                        and recovered(m)]
+    return [m for m in matches if m not in aside]
 
 
 def _without_failed_loop_reports(matches: list[Any]) -> list[Any]:

@@ -1,0 +1,112 @@
+"""An out-of-memory error the training framework catches and recovers from is no cause of the
+run's end: the run goes on after its recovery line. Each framework's lines are built from its
+source's format strings.
+
+fairseq (facebookresearch/fairseq fairseq/trainer.py 3d262bb25690): Trainer.train_step catches
+a RuntimeError whose text says `out of memory`, logs it through `_log_oom` (`OOM: Ran out of
+memory with exception: {exc}`, then `torch.cuda.memory_summary()` of each device), then
+`attempting to recover from OOM in forward/backward pass`, and goes on with the next batch;
+valid_step logs `ran out of memory in validation step, retrying batch` and retries once;
+an OOM in the optimizer step is `OOM during optimization, irrecoverable` and re-raised. Before
+its 2020 move to `logging` (bafeed46, 2019) it printed the same with a `| ` prefix
+(`| WARNING: attempting to recover ...`, `| WARNING: OOM in all workers, skipping update`)."""
+
+from __future__ import annotations
+
+import pytest
+from support.diagnosis import read_log
+
+from bot.core.catalogue import Catalogue
+from bot.core.models import Accounting
+
+
+@pytest.fixture(scope="module")
+def catalogue() -> Catalogue:
+    return Catalogue.load()
+
+
+def _fairseq(minute: int, level: str, name: str, message: str) -> str:
+    """A line in fairseq_cli.train's logging format (`%(asctime)s | %(levelname)s | %(name)s |
+    %(message)s`)."""
+    return f"2024-05-01 10:{minute:02d}:00 | {level} | {name} | {message}\n"
+
+
+def _train_inner(minute: int, update: int) -> str:
+    return _fairseq(minute, "INFO", "train_inner",
+                    f"epoch 001:    {update} / 1000 loss=9.12, ppl=556.2, wps=12345, ups=1.2, "
+                    f"wpb=8192, bsz=64, num_updates={update}, lr=0.0005, gnorm=1.2, "
+                    f"train_wall=80, gb_free=10.1, wall={minute * 60}")
+
+
+OOM_TEXT = ("CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 39.59 GiB total capacity; "
+            "35.10 GiB already allocated; 1.02 GiB free; 36.90 GiB reserved in total by PyTorch)")
+MEMORY_SUMMARY = (
+    "|===========================================================================|\n"
+    "|                  PyTorch CUDA memory summary, device ID 0                 |\n"
+    "|---------------------------------------------------------------------------|\n"
+    "|            CUDA OOMs: 1            |        cudaMalloc retries: 1         |\n"
+    "|===========================================================================|\n"
+    "| Allocated memory      |   30612 MB |   39870 MB |  512 GB    |  482 GB    |\n"
+    "|===========================================================================|\n")
+TRAINING = _train_inner(1, 100) + _train_inner(2, 200)
+LOGGED_OOM = (_fairseq(3, "WARNING", "fairseq.trainer",
+                       f"OOM: Ran out of memory with exception: {OOM_TEXT}")
+              + _fairseq(3, "WARNING", "fairseq.trainer", "") + MEMORY_SUMMARY)
+RECOVERY = _fairseq(3, "WARNING", "fairseq.trainer",
+                    "attempting to recover from OOM in forward/backward pass")
+DONE = _fairseq(9, "INFO", "fairseq_cli.train", "done training in 540.2 seconds")
+COMPLETED = Accounting(state="COMPLETED", exit_code=0, signal=0, elapsed_s=600)
+
+
+def test_a_run_that_trains_on_after_fairseqs_recovery_from_an_oom_is_running(catalogue):
+    d = read_log(catalogue, TRAINING + LOGGED_OOM + RECOVERY + _train_inner(4, 300))
+    assert d.class_id == "none"
+
+
+@pytest.mark.parametrize("acct", [None, COMPLETED])
+def test_a_run_that_finishes_after_fairseqs_recovery_from_an_oom_completed(catalogue, acct):
+    text = TRAINING + LOGGED_OOM + RECOVERY + _train_inner(4, 300) + DONE
+    d = read_log(catalogue, text, acct)
+    assert d.class_id == "completed"
+    assert "cuda_oom" not in d.secondary
+
+
+def test_fairseqs_retried_validation_batch_is_survived(catalogue):
+    retry = _fairseq(5, "WARNING", "fairseq.trainer",
+                     "ran out of memory in validation step, retrying batch")
+    d = read_log(catalogue, TRAINING + LOGGED_OOM + retry + _train_inner(6, 300) + DONE)
+    assert d.class_id == "completed"
+
+
+def test_fairseqs_printed_recovery_before_its_logging_is_survived(catalogue):
+    """fairseq before 0.9 printed its lines with a `| ` prefix."""
+    progress = ("| epoch 001:   {n} / 1000 loss=9.12, nll_loss=8.1, ppl=274.4, wps=12345, ups=1, "
+                "wpb=8192, bsz=64, num_updates={n}, lr=0.0005, gnorm=1.2, clip=0.000, oom=0.000, "
+                "wall=80, train_wall=70\n")
+    text = (progress.format(n=100) + f"| OOM: Ran out of memory with exception: {OOM_TEXT}\n"
+            "| WARNING: attempting to recover from OOM in forward/backward pass\n"
+            "| WARNING: OOM in all workers, skipping update\n"
+            + progress.format(n=200) + "| done training in 540.2 seconds\n")
+    assert read_log(catalogue, text).class_id == "completed"
+
+
+def test_an_oom_whose_recovery_the_log_ends_in_is_still_the_cause(catalogue):
+    """Nothing after the recovery line shows the run survived it."""
+    d = read_log(catalogue, TRAINING + LOGGED_OOM + RECOVERY)
+    assert d.class_id == "cuda_oom"
+
+
+def test_an_oom_fairseq_does_not_recover_from_is_the_cause(catalogue):
+    """An earlier OOM recovered from does not excuse the one in the optimizer step."""
+    irrecoverable = (
+        _fairseq(7, "WARNING", "fairseq.trainer",
+                 f"OOM: Ran out of memory with exception: {OOM_TEXT}")
+        + _fairseq(7, "ERROR", "fairseq.trainer", "OOM during optimization, irrecoverable")
+        + "Traceback (most recent call last):\n"
+        '  File "/opt/fairseq/fairseq/trainer.py", line 1003, in train_step\n'
+        "    self.task.optimizer_step(\n"
+        f"torch.cuda.OutOfMemoryError: {OOM_TEXT}\n")
+    text = TRAINING + LOGGED_OOM + RECOVERY + _train_inner(4, 300) + irrecoverable
+    d = read_log(catalogue, text)
+    assert d.class_id == "cuda_oom"
+    assert min(e.line for e in d.evidence) > len((TRAINING + LOGGED_OOM).splitlines())
