@@ -337,7 +337,9 @@ def branch_step(walk: BranchWalk, frames: list[Branches], step: str, patterns: s
             # a condition bash's semantics decide (`if true`, `elif false`): the branch runs
             # whenever the condition is reached (no way past it), or never
             constant = constant_status(frame.condition, walk.text,
-                                       outside_function=walk.function is None)
+                                       outside_function=walk.function is None,
+                                       pipefail=None if walk.function is not None
+                                       else walk.opts.pipefail_known)
             if constant:
                 frame.reaching, frame.exhaustive = [], True
                 frame.certain = not frame.spans  # (no branch bash may run before it)

@@ -373,7 +373,8 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
                         else True if frames[-1].kind in ("while", "for") and leaves_with_0(
                             rest.strip())
                         else constant_status(
-                            rest, self.script_text, outside_function=self.function is None)
+                            rest, self.script_text, outside_function=self.function is None,
+                            pipefail=self._pipefail())
                     ) if _op != "&" and part == len(parts) - 1 else None
                 if not lst[cut:].lstrip().startswith(("&&", "||")):
                     closed_status = None  # (the status a list after the closer starts from)
@@ -538,9 +539,16 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
         if not _MAY_FAIL_RE.search(lst):
             return False
         *heads, (last, _o, _op) = split_top_level(lst, off, ("&&", "||"), self.memo)
-        return (not last.lstrip().startswith("!") and runs_after(heads, self.script_text)
-                is True and constant_status(last, self.script_text, outside_function=True)
-                is False)
+        pipefail = self._pipefail()
+        return (not last.lstrip().startswith("!") and runs_after(
+            heads, self.script_text, pipefail) is True and constant_status(
+                last, self.script_text, outside_function=True, pipefail=pipefail) is False)
+
+    def _pipefail(self) -> bool | None:
+        """Is `pipefail` on (True) or off (False) on every path that reaches where the walk
+        is; None where it is on on some only, or in a function's body (whose options are its
+        call's)."""
+        return None if self.function is not None else self.opts.pipefail_known
 
     def _errexit_applies(self, frames: list[Branches], base: int) -> bool:
         """Does `set -e` stop on a failing command where the walk is, in the text it reads from
@@ -612,7 +620,8 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
             return ends_function_body(command, self.script_text)
 
         found = and_or_branches(lst, off, self.memo, self.script_text, ends_shell,
-                                returns if self.function is not None else None, closed_status)
+                                returns if self.function is not None else None, closed_status,
+                                self._pipefail())
         if found is None:
             return
         if found.at is not None:

@@ -73,6 +73,12 @@ class Opts:
         """pipefail is on on every path that reaches here."""
         return self.pipefail and not self.pipefail_partial
 
+    @property
+    def pipefail_known(self) -> bool | None:
+        """pipefail on (True) or off (False) on every path that reaches here; None: on on
+        some only."""
+        return True if self.pipefail_sure else None if self.pipefail else False
+
     def strict_mode(self, needs_pipefail: bool = False) -> tuple[str, ...]:
         """The options a message says the launcher runs with: `set -e`, and `pipefail` when it
         is on on every path, or may be on and what the message describes fails only through it

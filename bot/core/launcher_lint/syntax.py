@@ -223,15 +223,16 @@ _NOT_COMPLETING = frozenset((
     "until", "do", "done", "case", "esac", "select", "function", "time", "coproc"))
 
 
-def constant_status(condition: str, text: str, outside_function: bool = False
-                    ) -> bool | None:
+def constant_status(condition: str, text: str, outside_function: bool = False,
+                    pipefail: bool | None = None) -> bool | None:
     """Whether the condition list `condition` (an `if`'s, without the keyword) always succeeds
     (True) or always fails (False), by bash's semantics alone (_CONSTANT_CONDITION_RE, a `( … )`
     subshell whose last command bash always runs is `exit N` (_subshell_status), redirections
     after it or none (a redirection that fails gives it status 1: `( exit 3 ) > log` always
     fails, `( exit 0 ) > log` is not known), a `return`
-    `outside_function`, which bash refuses with status 2, a pipeline whose last command always
-    fails, or `!` before one, a `{ …; }` group (_group_status)); None for
+    `outside_function`, which bash refuses with status 2, a pipeline as `pipefail` (True: on,
+    False: off, None: not known) says (_pipeline_status), or `!` before one, a `{ …; }` group
+    (_group_status)); None for
     anything else, or when the script `text` defines a function of that name (bash would call
     it)."""
     cond = condition.strip().rstrip(";").strip()
@@ -241,14 +242,11 @@ def constant_status(condition: str, text: str, outside_function: bool = False
     if outside_function and runs_builtin(cond, "return"):
         return None if "return" in _defined_names(text) else negated
     if "|" in cond and len(piped := split_top_level(cond, 0, ("|",))) > 1:
-        # a pipeline (each command in a subshell: an `exit` there ends that one only) has its
-        # last command's status, or, under `pipefail`, the last failing one's: either way it
-        # fails when its last command always does (`… | ( exit 3 )`); one that always
-        # succeeds leaves the others' statuses to `pipefail`
-        return negated if constant_status(piped[-1][0], text, outside_function) is False \
-            else None
+        pipeline = _pipeline_status([p for p, _o, _op in piped], text, outside_function,
+                                    pipefail)
+        return None if pipeline is None else pipeline != negated
     if cond.startswith("{") and cond[1:2].isspace():
-        group = _group_status(cond, text, outside_function)
+        group = _group_status(cond, text, outside_function, pipefail)
         return None if group is None else group != negated
     if cond.startswith("(") and not cond.startswith("(("):
         end = skip_quoted(cond, 0)
@@ -274,7 +272,27 @@ _GROUP_LEAVES_RE = re.compile(r"(?<![\w$./:-])(?:break|continue|return|exit|exec
                               r"|logout)(?![\w:-])|(?:^|[\s;&|(])\.[ \t]")
 
 
-def _group_status(group: str, text: str, outside_function: bool) -> bool | None:
+def _pipeline_status(commands: list[str], text: str, outside_function: bool,
+                     pipefail: bool | None) -> bool | None:
+    """The status of the pipeline of `commands` (each run in a subshell: an `exit` there ends
+    that one only): its last command's, or, under `pipefail`, the last failing one's (0 when
+    none fails). It fails when its last command always does (`… | ( exit 3 )`), or, `pipefail`
+    on, any command does; it succeeds when every command always does, or, `pipefail` off,
+    its last one does (`false | true`); None otherwise, or where `pipefail` is not known
+    (None) and that decides it."""
+    last = constant_status(commands[-1], text, outside_function)
+    if last is False:
+        return False
+    if last is True and pipefail is False:
+        return True
+    others = [constant_status(c, text, outside_function) for c in commands[:-1]]
+    if pipefail and False in others:
+        return False
+    return True if last is True and all(others) else None
+
+
+def _group_status(group: str, text: str, outside_function: bool,
+                  pipefail: bool | None = None) -> bool | None:
     """The status of the `{ …; }` group `group` (redirections after it or none: one that
     fails gives it status 1, so only a failure is sure there) where `set -e` is ignored (a
     condition, before `&&` / `||`): that of its body's last list (constant_status), bash
@@ -292,7 +310,7 @@ def _group_status(group: str, text: str, outside_function: bool) -> bool | None:
              if lst.strip()]
     if not lists or lists[-1][1] == "&":
         return None
-    status = constant_status(lists[-1][0], text, outside_function)
+    status = constant_status(lists[-1][0], text, outside_function, pipefail)
     return None if status is None or status and end != len(group) else status
 
 
@@ -328,16 +346,17 @@ _DEFINED_RE = re.compile(
     r"(?:^|[\s;&|({])(?:function\s+([^\s;&|<>()=$`'\"]+)|([^\s;&|<>()=$`'\"]+)\s*\(\s*\))")
 
 
-def runs_after(heads: list[tuple[str, int, str]], text: str) -> bool | None:
+def runs_after(heads: list[tuple[str, int, str]], text: str,
+               pipefail: bool | None = None) -> bool | None:
     """Whether bash runs the command of an and-or list after `heads` (its elements before it,
     each with the `&&` / `||` after it), as the statuses bash's semantics decide
     (constant_status, the script `text`'s functions taken into account) say: always (`false
     ||`, `true &&`, none), never (`true ||`, `false &&`), or None when a status it needs is
-    not known (`[ -n "$X" ] &&`)."""
+    not known (`[ -n "$X" ] &&`); `pipefail` as constant_status's."""
     runs, status = True, True
     for element, _off, op in heads:
         if runs:
-            known = constant_status(element, text)
+            known = constant_status(element, text, pipefail=pipefail)
             if known is None:
                 return None
             status = known
@@ -385,7 +404,8 @@ class AndOrBranches(NamedTuple):
 def and_or_branches(lst: str, off: int, memo: Memo, text: str,
                     ends_shell: Callable[[str, int], bool],
                     returns: Callable[[str], bool] | None = None,
-                    closed_status: bool | None = None) -> AndOrBranches | None:
+                    closed_status: bool | None = None,
+                    pipefail: bool | None = None) -> AndOrBranches | None:
     """The commands of the and-or list `lst` (at `off`, after its keywords) that bash may skip
     (`[ -f x ] && n=1`, `test … || ((n++))`), as it skips an `if` branch with no `else`: the
     branches of one construct (model.Construct), keyed where the operator before the first of
@@ -403,8 +423,9 @@ def and_or_branches(lst: str, off: int, memo: Memo, text: str,
     (`return || n=1`); its way goes on past the call, so it covers nothing. Outside one
     (`returns` None), bash refuses a `return` with status 2 and goes on (`return || n=1` runs
     `n=1`). A list that starts with `&&` / `||` (after the `done` that closes a loop: `done &&
-    n=1`) starts from `closed_status`, the compound's status when known (loop_status). None: no
-    command bash may skip, and none it never runs."""
+    n=1`) starts from `closed_status`, the compound's status when known (loop_status).
+    `pipefail`: on, off, or not known (None) where the list runs (a pipeline's status). None:
+    no command bash may skip, and none it never runs."""
     if "&&" not in lst and "||" not in lst:
         return None
     spans: list[tuple[int, int]] = []
@@ -417,8 +438,8 @@ def and_or_branches(lst: str, off: int, memo: Memo, text: str,
     for element, e_off, op in split_top_level(lst, off, ("&&", "||"), memo):
         cmd = element.strip()
         start = e_off + len(element) - len(element.lstrip())
-        known = constant_status(element, text, outside_function=returns is None) if (
-            cmd or op_before) else closed_status
+        known = constant_status(element, text, outside_function=returns is None,
+                                pipefail=pipefail) if cmd or op_before else closed_status
         leaves: ChainStatus = "free" if known is None else "true" if known else "false"
         statuses = {0, 1} if known is None else {0 if known else 1}
         if ends_shell(cmd, start):

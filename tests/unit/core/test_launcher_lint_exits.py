@@ -279,6 +279,19 @@ def test_a_plain_call_of_a_function_whose_body_ends_the_script_ends_it(
     _bash_exits_and_the_lint_says(tmp_path, body, codes, line)
 
 
+@pytest.mark.parametrize(("body", "codes", "line"), [
+    # under `pipefail` a pipeline one of whose commands always fails always fails: `set -e`
+    # ends the script there (said `fail`); without it, its last command's status
+    ("set -eo pipefail\nn=0\n( exit 3 ) | true\n((n++))\n", [3, 3], None),
+    ("set -o pipefail\nset -e\nn=0\necho a | ( exit 3 ) | cat\n((n++))\n", [3, 3], None),
+    ("set -e\nn=0\n( exit 3 ) | true\n((n++))\n", [1, 1], 5),
+    ("set -eo pipefail\nset +o pipefail\nn=0\n( exit 3 ) | true\n((n++))\n", [1, 1], 6),
+])
+def test_a_pipeline_that_always_fails_under_pipefail_ends_the_script(
+        tmp_path, body, codes, line):
+    _bash_exits_and_the_lint_says(tmp_path, body, codes, line)
+
+
 def _reads_as_bash_runs(tmp_path, body: str, level: str | None) -> None:
     """`body`'s last `((n++))` under `set -e`: real bash, run with X empty and with X=1, stops
     before its end on both runs (fail), on one (warn), or on neither (None), and the lint's
@@ -986,6 +999,18 @@ _RC = 'rc=${X:-0}\n'  # (0 on one run, 1 on the other: `[[ $rc -ne 0 ]]` tests w
     ("set -e\nn=0\n! while false; do :; done || n=1\n((n++))\n", None),
     ("set -e\nn=0\n! if true; then :; fi\n((n++))\n", "fail"),
     ('set -e\nn=0\n! if [ -n "${X:-}" ]; then false; fi\n((n++))\n', "fail"),
+    # … and a pipeline's, its last command's without `pipefail` (`set -o pipefail` / `set -eo
+    # pipefail` read where the script says them), the last failing one's with it (each said
+    # `warn`)
+    ("set -e\nn=0\nfalse | true || n=1\n((n++))\n", "fail"),
+    ("set -eo pipefail\nn=0\nfalse | true || n=1\n((n++))\n", None),
+    ("set -euo pipefail\nn=0\nfalse | true && n=1\n((n++))\n", "fail"),
+    ("set -e\nset -o pipefail\nset +o pipefail\nn=0\nfalse | true || n=1\n((n++))\n", "fail"),
+    ("set -eo pipefail\nn=0\nif false | true; then n=1; fi\n((n++))\n", "fail"),
+    ("set -e\nn=0\nif false | true; then n=1; fi\n((n++))\n", None),
+    ("set -e\nn=0\ntrue | true && n=1\n((n++))\n", None),
+    ('set -e\nn=0\nif [ -n "${X:-}" ]; then set -o pipefail; fi\nfalse | true || n=1\n'
+     "((n++))\n", "warn"),
     # … not where the run decides it: a branch bash may skip or take
     ('set -e\nn=0\nfor i in a; do [ -n "${X:-}" ] && break; false; done || n=1\n((n++))\n',
      "warn"),
