@@ -93,6 +93,10 @@ _GROUP_LAST_RE = re.compile(r"(?:^|&&|\|\|)\s*\{\s")
 #: What a command that always fails holds (syntax.constant_status): `false`, a `( … )`
 #: subshell, a `return` (refused outside a function).
 _MAY_FAIL_RE = re.compile(r"\b(?:false|return)\b|\(")
+#: How a list starts whose status syntax.constant_status may know (`true`, `:`, `false`, `[`,
+#: `test`, `!`, `return`, a `{ … }` group, a `( … )` subshell), or one that leaves a loop
+#: (`break`, `continue`), or one with a pipe in it (a pipeline's status).
+_MAY_BE_CONSTANT_RE = re.compile(r"(?:true|:|false|\[|test|!|return|break|continue|\{|\()|[^|]*\|")
 
 
 
@@ -363,18 +367,8 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
                     # loop's / the branch's status; one in the background has status 0, one
                     # before a compound's is not known; a closer alone, `fi`, has the status
                     # of the compound it closes)
-                    rest = lst[cut:]
-                    frames[-1].body_status = (
-                        # (a `case` pattern with no command after it yet: an empty branch
-                        # leaves with 0)
-                        (True if steps[-1][0] == "branch" else closed_status)
-                        if steps and not rest.strip()
-                        # (a `break` / `continue` last in a loop's body: it leaves with 0)
-                        else True if frames[-1].kind in ("while", "for") and leaves_with_0(
-                            rest.strip())
-                        else constant_status(
-                            rest, self.script_text, outside_function=self.function is None,
-                            pipefail=self._pipefail())
+                    frames[-1].body_status = self._last_status(
+                        frames[-1], steps, lst[cut:], closed_status
                     ) if _op != "&" and part == len(parts) - 1 else None
                 if not lst[cut:].lstrip().startswith(("&&", "||")):
                     closed_status = None  # (the status a list after the closer starts from)
@@ -531,7 +525,26 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
         if not (_MAY_FAIL_RE.search(lst) or self.ending_bodies) or not self._errexit_applies(
                 frames, base):
             return False
-        return self._always_fails(lst, off) or self._ending_call(lst, off) == "errexit"
+        return self._always_fails(lst, off) or bool(self.ending_bodies) and self._ending_call(
+            lst, off) == "errexit"
+
+    def _last_status(self, frame: Branches, steps: list[tuple[str, str]], rest: str,
+                     closed_status: bool | None) -> bool | None:
+        """The status of `rest`, the command after the keywords (`steps`) of a list of the
+        branch or loop body `frame` is reading, as its last list: a closer's alone (`fi`),
+        that of the compound it closes (`closed_status`); a `case` pattern's alone, 0 (an
+        empty branch leaves with 0, and a command after it on later lists decides); a
+        `break` / `continue` in a loop's body, 0; else syntax.constant_status's, read only
+        for a list it may know (_MAY_BE_CONSTANT_RE)."""
+        command = rest.strip()
+        if not command:
+            return (True if steps[-1][0] == "branch" else closed_status) if steps else None
+        if not _MAY_BE_CONSTANT_RE.match(command):
+            return None
+        if frame.kind in ("while", "for") and leaves_with_0(command):
+            return True
+        return constant_status(command, self.script_text, outside_function=self.function is None,
+                               pipefail=self._pipefail("|" in command))
 
     def _always_fails(self, lst: str, off: int) -> bool:
         """Is the and-or list `lst` (at `off`) one whose status bash's semantics say is a
@@ -539,16 +552,16 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
         if not _MAY_FAIL_RE.search(lst):
             return False
         *heads, (last, _o, _op) = split_top_level(lst, off, ("&&", "||"), self.memo)
-        pipefail = self._pipefail()
+        pipefail = self._pipefail("|" in lst)
         return (not last.lstrip().startswith("!") and runs_after(
             heads, self.script_text, pipefail) is True and constant_status(
                 last, self.script_text, outside_function=True, pipefail=pipefail) is False)
 
-    def _pipefail(self) -> bool | None:
+    def _pipefail(self, piped: bool = True) -> bool | None:
         """Is `pipefail` on (True) or off (False) on every path that reaches where the walk
         is; None where it is on on some only, or in a function's body (whose options are its
-        call's)."""
-        return None if self.function is not None else self.opts.pipefail_known
+        call's), or where no pipeline is asked about (`piped` False: it says nothing then)."""
+        return None if self.function is not None or not piped else self.opts.pipefail_known
 
     def _errexit_applies(self, frames: list[Branches], base: int) -> bool:
         """Does `set -e` stop on a failing command where the walk is, in the text it reads from
@@ -621,7 +634,7 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
 
         found = and_or_branches(lst, off, self.memo, self.script_text, ends_shell,
                                 returns if self.function is not None else None, closed_status,
-                                self._pipefail())
+                                self._pipefail("|" in lst))
         if found is None:
             return
         if found.at is not None:
