@@ -32,10 +32,7 @@ from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 
-END_GRACE_S = 1.0
-"""How long after the last deadline of its commands a retired connection is closed: time for
-a command at its deadline to end by itself (its signal and its channel's close sent), which
-a close at the deadline itself would race, cutting it as a lost connection."""
+from bot.core.takeover import END_GRACE_S  # the takeovers count it in each remote call
 
 STOP_WAIT_S = 5.0
 """How long stopping the clock waits for its thread to end (`CommandsInFlight.stop_clock`):

@@ -25,6 +25,14 @@ SESSION_ATTEMPTS = 2
 """Attempts at a session channel for one command (bot.cluster.ssh.SSHRunner._open_session):
 the first, and one more on a new connection when the first found the connection dead."""
 
+END_GRACE_S = 1.0
+"""How long after the last deadline of its commands a retired connection is closed
+(bot.cluster.in_flight): time for a command at its deadline to end by itself (its signal and
+its channel's close sent), which a close at the deadline itself would race, cutting it as a
+lost connection. So a remote call whose send cannot leave (the connection stuck) ends this
+long after its deadline, when its connection's close cuts the send: each call's worst case
+below counts it."""
+
 
 @dataclass(frozen=True)
 class RemoteDeadlines:
@@ -61,22 +69,28 @@ class RemoteDeadlines:
     def command_at_most_s(self) -> float:
         """One remote command at its worst: its session channel (session_at_most_s), then
         its run, from the exec request to its exit status, within `command_s` in all
-        (bot.cluster.ssh.SSHRunner.run)."""
-        return self.session_at_most_s + self.command_s
+        (bot.cluster.ssh.SSHRunner.run), and END_GRACE_S more when a send of it (its stdin,
+        its signal, its channel's close) cannot leave: it ends when its connection, retired,
+        is closed."""
+        return self.session_at_most_s + self.command_s + END_GRACE_S
 
     @property
     def sftp_channel_at_most_s(self) -> float:
         """Opening an SFTP channel at its worst: a session channel (session_at_most_s, as a
         command's), then the sftp subsystem's start and the SFTP version exchange, each
-        within the SFTP deadline (bot.cluster.ssh.SSHRunner._open_sftp_client)."""
-        return self.session_at_most_s + 2 * self.sftp_s
+        within the SFTP deadline (bot.cluster.ssh.SSHRunner._open_sftp_client), and
+        END_GRACE_S more once: a send of either that cannot leave ends when its connection,
+        retired, is closed, which ends the opening there."""
+        return self.session_at_most_s + 2 * self.sftp_s + END_GRACE_S
 
     @property
     def lookup_at_most_s(self) -> float:
         """One checkpoint lookup at its worst: the opening of its LOOKUP_CHANNELS SFTP channel
         (sftp_channel_at_most_s), then its CHECKPOINT_REQUESTS SFTP requests, the bound the
         lookup stops at (bot.core.checkpoints), each at `sftp_s` (counted as the client
-        sends it: a listing's opendir, readdirs and close, a file's reads)."""
+        sends it: a listing's opendir, readdirs and close, a file's reads); a send among them that
+        cannot leave ends the lookup (its connection closed, END_GRACE_S past its deadline),
+        the one END_GRACE_S its channel's opening counts."""
         return LOOKUP_CHANNELS * self.sftp_channel_at_most_s + CHECKPOINT_REQUESTS * self.sftp_s
 
 
@@ -176,8 +190,8 @@ def submit_in_flight_s(deadlines: RemoteDeadlines, sent: float | None = None) ->
     """How long a person's submit may stay in flight before bot.services.runs
     .recover_submits_in_flight takes it for one the bot died in: SUBMIT_COMMANDS remote
     commands at their worst (each at sent_command_at_most_s: its sender's bound `sent`, when
-    kept, if longer than the current one), plus the margin (1140 s, 19 minutes, with the
-    default deadlines: 10 s to connect, 60 s a command, no jump host; 1860 s, 31 minutes,
+    kept, if longer than the current one), plus the margin (1149 s, over 19 minutes, with the
+    default deadlines: 10 s to connect, 60 s a command, no jump host; 1869 s, over 31 minutes,
     through a jump host)."""
     return SUBMIT_COMMANDS * sent_command_at_most_s(deadlines, sent) + TAKEOVER_MARGIN_S
 
@@ -186,7 +200,7 @@ def cancel_takeover_s(deadlines: RemoteDeadlines, marked: StepBounds | None = No
     """How old an approved cancel's `cancelling` or `cancelling_to_resume` step with no step
     after it must be before bot.services.cancel_settle takes its scancel for one whose end was
     not seen (its click's process died): CANCEL_COMMANDS remote commands at their worst, plus
-    the margin (540 s with the default deadlines). Each command at the longer of the click's
+    the margin (544 s with the default deadlines). Each command at the longer of the click's
     own bound (`marked`: kept with the step) and the current config's, so a click that went
     through a jump host since taken out of the config (or ran with a longer timeout) is not
     taken over while it may still be in its scancel; `marked` None (a step marked before its
@@ -221,7 +235,7 @@ def settle_takeover_s(deadlines: RemoteDeadlines, sent: float | None = None,
     """How old a cancel's `cancel_settled` or `cancel_resuming` step whose approval has no
     outcome yet must be before another run takes it over (bot.services.cancel_settle):
     RESUME_COMMANDS remote commands at their worst, one checkpoint lookup at its worst
-    (RemoteDeadlines.lookup_at_most_s), SLACK_CALLS Slack calls, plus the margin (3810 s with
+    (RemoteDeadlines.lookup_at_most_s), SLACK_CALLS Slack calls, plus the margin (3830 s with
     the default deadlines). The commands are counted at the longest of the current config's
     bound, the one its resubmit's sender kept on its row in flight (`sent`, when one is
     there) and the one the step's marker kept with the step (`marked`); the lookup at the
@@ -242,7 +256,7 @@ def settle_lead_s(deadlines: RemoteDeadlines, sent: float | None = None,
     .recover_submits_in_flight looks it up as a person's: the settle's takeover time (its
     step, marked before the row, is that old by then, so a live settle has ended and a dead
     one's takeover was due) plus the submit's own in-flight window (the takeover's lookup and
-    resubmit); 4950 s with the default deadlines. A settle that cannot finish (Slurm no longer
+    resubmit); 4979 s with the default deadlines. A settle that cannot finish (Slurm no longer
     knows the cancelled job) then never holds the run's submits for ever. `sent`: the
     resubmit's sender's command bound kept on its row (submit_in_flight_s); `marked`: the
     bounds its settle's steps' markers kept (settle_takeover_s)."""

@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import pytest
 
+from bot.core.checkpoints import CHECKPOINT_REQUESTS
 from bot.core.takeover import (
     CANCEL_COMMANDS,
+    END_GRACE_S,
     RESUME_COMMANDS,
     SCANCEL_KILL_AFTER_S,
     SUBMIT_COMMANDS,
@@ -24,9 +26,9 @@ from bot.core.takeover import (
 
 
 def test_the_default_deadlines_give_the_takeovers_their_minutes() -> None:
-    assert submit_in_flight_s(RemoteDeadlines()) == 1140.0  # "looks again in 19 minutes"
-    assert settle_takeover_s(RemoteDeadlines()) == 3810.0
-    assert settle_lead_s(RemoteDeadlines()) == 4950.0  # a settle's row, then looked up
+    assert submit_in_flight_s(RemoteDeadlines()) == 1149.0  # "looks again in 19 minutes"
+    assert settle_takeover_s(RemoteDeadlines()) == 3830.0
+    assert settle_lead_s(RemoteDeadlines()) == 4979.0  # a settle's row, then looked up
 
 
 @pytest.mark.parametrize("connect_s", [10.0, 30.0])
@@ -42,13 +44,31 @@ def test_one_command_at_its_worst_counts_the_retry_the_lock_and_each_hop(
     direct = RemoteDeadlines(connect_s=connect_s, command_s=60.0)
     assert direct.connect_at_most_s == connect_s
     assert direct.session_at_most_s == 2 * (connect_s + connect_s + connect_s)
-    assert direct.command_at_most_s == 6 * connect_s + 60.0
+    assert direct.command_at_most_s == 6 * connect_s + 60.0 + END_GRACE_S
     jumped = RemoteDeadlines(connect_s=connect_s, command_s=60.0, jump=True)
     assert jumped.connect_at_most_s == 3 * connect_s  # jump host, tunnel, login node
-    assert jumped.command_at_most_s == 2 * (3 * connect_s * 2 + connect_s) + 60.0
-    assert jumped.sftp_channel_at_most_s == jumped.session_at_most_s + 2 * jumped.sftp_s
+    assert jumped.command_at_most_s == 2 * (3 * connect_s * 2 + connect_s) + 60.0 + END_GRACE_S
+    assert jumped.sftp_channel_at_most_s == \
+        jumped.session_at_most_s + 2 * jumped.sftp_s + END_GRACE_S
     assert submit_in_flight_s(jumped) > submit_in_flight_s(direct)
     assert settle_takeover_s(jumped) > settle_takeover_s(direct)
+
+
+@pytest.mark.parametrize("deadlines", [
+    RemoteDeadlines(), RemoteDeadlines(connect_s=30.0, command_s=300.0, sftp_s=60.0, jump=True),
+    RemoteDeadlines(connect_s=1.0, command_s=2.0, sftp_s=0.5)])
+def test_a_call_whose_send_cannot_leave_ends_within_its_counted_worst_case(
+        deadlines: RemoteDeadlines) -> None:
+    """A send that cannot leave (the connection stuck) ends when its connection, retired, is
+    closed, END_GRACE_S past the call's deadline (bot.cluster.in_flight): a command whose
+    session opened at its worst then ends END_GRACE_S after its run's deadline, an SFTP
+    channel whose subsystem was answered at its deadline END_GRACE_S after its version
+    exchange's. Each worst case the takeovers count is at least that. Before, both left the
+    grace out: a lease could end a second before the call it covers."""
+    d = deadlines
+    assert d.command_at_most_s >= d.session_at_most_s + d.command_s + END_GRACE_S
+    assert d.sftp_channel_at_most_s >= d.session_at_most_s + d.sftp_s + d.sftp_s + END_GRACE_S
+    assert d.lookup_at_most_s >= d.sftp_channel_at_most_s + CHECKPOINT_REQUESTS * d.sftp_s
 
 
 @pytest.mark.parametrize("command_s", [60.0, 300.0])
@@ -74,18 +94,18 @@ def test_slower_sftp_and_connections_lengthen_the_settles_takeover() -> None:
     base = settle_takeover_s(RemoteDeadlines())
     assert settle_takeover_s(RemoteDeadlines(sftp_s=60.0)) > base
     assert settle_takeover_s(RemoteDeadlines(connect_s=30.0)) > base
-    assert submit_in_flight_s(RemoteDeadlines(connect_s=30.0)) > 1140.0
+    assert submit_in_flight_s(RemoteDeadlines(connect_s=30.0)) > 1149.0
 
 
 def test_a_cancels_scancel_is_taken_over_sooner_than_the_resume_after_it() -> None:
     """The click's job read and scancel at their full deadlines end before its `cancelling`
-    step may be taken over (540 s with the defaults), well before the rest of a cancel and
+    step may be taken over (544 s with the defaults), well before the rest of a cancel and
     resume's (the settle's) takeover."""
     for command_s in (60.0, 300.0):
         d = RemoteDeadlines(command_s=command_s)
         assert CANCEL_COMMANDS * d.command_at_most_s < cancel_takeover_s(d) \
             < settle_takeover_s(d)
-    assert cancel_takeover_s(RemoteDeadlines()) == 540.0
+    assert cancel_takeover_s(RemoteDeadlines()) == 544.0
 
 
 def test_the_settles_takeover_allows_the_lookups_channel_to_open_at_its_worst() -> None:
@@ -94,12 +114,12 @@ def test_the_settles_takeover_allows_the_lookups_channel_to_open_at_its_worst() 
     takeover allows that beside the 80 requests, at default and slower deadlines alike."""
     from dataclasses import replace
 
-    from bot.core.checkpoints import CHECKPOINT_REQUESTS
     from bot.core.takeover import LOOKUP_CHANNELS
 
     for d in (RemoteDeadlines(), RemoteDeadlines(connect_s=30.0, sftp_s=60.0)):
-        assert d.sftp_channel_at_most_s == d.session_at_most_s + 2 * d.sftp_s
-        without_lookup = settle_takeover_s(replace(d, sftp_s=0.0)) - d.session_at_most_s
+        assert d.sftp_channel_at_most_s == d.session_at_most_s + 2 * d.sftp_s + END_GRACE_S
+        without_lookup = settle_takeover_s(replace(d, sftp_s=0.0)) - d.session_at_most_s \
+            - END_GRACE_S
         assert settle_takeover_s(d) - without_lookup == \
             LOOKUP_CHANNELS * d.sftp_channel_at_most_s + CHECKPOINT_REQUESTS * d.sftp_s
     assert LOOKUP_CHANNELS == 1
@@ -107,12 +127,12 @@ def test_the_settles_takeover_allows_the_lookups_channel_to_open_at_its_worst() 
 
 def test_a_cancels_takeover_waits_for_its_clicks_own_commands_when_longer() -> None:
     """The click kept its commands' bound with its `cancelling` step (a jump host: 200 s a
-    command): its takeover counts it, not the current config's 120 s; a shorter kept bound
+    command): its takeover counts it, not the current config's 121 s; a shorter kept bound
     never shortens it; a step marked before bounds were kept counts the config's, as before."""
     d = RemoteDeadlines()
     assert cancel_takeover_s(d, StepBounds(200.0, 0.0)) == CANCEL_COMMANDS * 200.0 + 60.0 \
-        == 860.0 > cancel_takeover_s(d) == cancel_takeover_s(d, None) == 540.0
-    assert cancel_takeover_s(d, StepBounds(10.0, 0.0)) == 540.0
+        == 860.0 > cancel_takeover_s(d) == cancel_takeover_s(d, None) == 544.0
+    assert cancel_takeover_s(d, StepBounds(10.0, 0.0)) == 544.0
 
 
 def test_a_settles_takeover_waits_for_its_markers_lookup_and_commands_when_longer() -> None:
@@ -122,15 +142,15 @@ def test_a_settles_takeover_waits_for_its_markers_lookup_and_commands_when_longe
     before bounds were kept counts the config's lookup, as before."""
     d = RemoteDeadlines()
     slow = RemoteDeadlines(sftp_s=60.0)
-    assert d.lookup_at_most_s == 1290.0 and slow.lookup_at_most_s == 180.0 + 80 * 60.0
+    assert d.lookup_at_most_s == 1291.0 and slow.lookup_at_most_s == 181.0 + 80 * 60.0
     looked = StepBounds(d.command_at_most_s, slow.lookup_at_most_s)
-    assert settle_takeover_s(d, marked=looked) == 3810.0 - 1290.0 + 4980.0 == 7500.0
-    assert settle_takeover_s(d, marked=StepBounds(0.0, 0.0)) == settle_takeover_s(d) == 3810.0
+    assert settle_takeover_s(d, marked=looked) == 3830.0 - 1291.0 + 4981.0 == 7520.0
+    assert settle_takeover_s(d, marked=StepBounds(0.0, 0.0)) == settle_takeover_s(d) == 3830.0
     jumped = StepBounds(200.0, 0.0)
     assert settle_takeover_s(d, marked=jumped) == settle_takeover_s(d, 200.0)
     assert settle_takeover_s(d, 300.0, jumped) == settle_takeover_s(d, 300.0)
     assert settle_takeover_s(d, 150.0, jumped) == settle_takeover_s(d, 200.0)
-    assert settle_lead_s(d, None, looked) == 7500.0 + submit_in_flight_s(d)
+    assert settle_lead_s(d, None, looked) == 7520.0 + submit_in_flight_s(d)
 
 
 def test_the_longest_kept_bounds_are_each_bounds_longest() -> None:
@@ -138,7 +158,7 @@ def test_the_longest_kept_bounds_are_each_bounds_longest() -> None:
     assert longest_bounds(StepBounds(200.0, 10.0), None, StepBounds(120.0, 40.0)) == \
         StepBounds(200.0, 40.0)
     assert own_bounds(RemoteDeadlines(), RemoteDeadlines(jump=True)) == StepBounds(
-        200.0, RemoteDeadlines(jump=True).lookup_at_most_s)
+        201.0, RemoteDeadlines(jump=True).lookup_at_most_s)
 
 
 @pytest.mark.parametrize("runner", [

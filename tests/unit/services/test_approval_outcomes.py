@@ -221,7 +221,7 @@ def test_a_cancel_whose_end_was_not_seen_says_why_and_when_in_the_recipes_langua
 ) -> None:
     """The prompt says when trainbot first looks again (the recipe's policy.cancel_settle_s)
     and when it may conclude "not cancelled": once the scancel can no longer land
-    (scancel_over_at, 540 s after the click with the default deadlines). Before, it said the
+    (scancel_over_at, 544 s after the click with the default deadlines). Before, it said the
     first look would say the job still runs, which only comes 9 minutes later."""
     slurm = FakeSlurm()
     slurm.add(88154, state="RUNNING", name="mix")
@@ -252,8 +252,8 @@ def test_an_unseen_cancel_through_a_jump_host_names_its_clicks_longer_scancel_bo
     store: Store
 ) -> None:
     """The time the prompt names for "not cancelled" is the click's scancel_over_at, at the
-    bounds its runner kept with its step: through a jump host 200 s a command, 4 × 200 + 60 =
-    860 s (about 14 min), not the config's 540 s; the first look is still the recipe's
+    bounds its runner kept with its step: through a jump host 201 s a command, 4 × 201 + 60 =
+    864 s (about 14 min), not the config's 544 s; the first look is still the recipe's
     policy.cancel_settle_s."""
     slurm = FakeSlurm()
     slurm.runner = FakeRunner(deadlines=RemoteDeadlines(jump=True))

@@ -43,6 +43,7 @@ from bot.store import Store
 
 NOW = 1_000_000.0
 DIRECT, JUMP = RemoteDeadlines(), RemoteDeadlines(jump=True)
+DIRECT_S, JUMP_S = 1149.0, 1869.0  # a submit's time in flight: over 19 minutes, over 31
 LOGIN = "Host gpu\n  HostName 127.0.0.1\n  Port 2222\n  User slurmci\n  IdentityFile /nonexistent\n"
 PROXYJUMP = LOGIN + "  ProxyJump ops@bastion.example.org:22\n"
 
@@ -57,13 +58,13 @@ def config_with(folder: Path, ssh_config: str) -> Config:
 
 
 def test_a_submit_in_flight_counts_its_senders_commands_when_longer() -> None:
-    assert (DIRECT.command_at_most_s, JUMP.command_at_most_s) == (120.0, 200.0)
-    assert submit_in_flight_s(DIRECT) == 1140.0  # 19 minutes
-    assert submit_in_flight_s(DIRECT, JUMP.command_at_most_s) == 1860.0  # 31: its sender's
-    assert submit_in_flight_s(JUMP, DIRECT.command_at_most_s) == 1860.0  # the current one's
-    assert submit_in_flight_s(DIRECT, None) == 1140.0  # a row written before: as before
-    assert settle_takeover_s(DIRECT, 200.0) > settle_takeover_s(DIRECT) == 3810.0
-    assert settle_lead_s(DIRECT, 200.0) == settle_takeover_s(DIRECT, 200.0) + 1860.0
+    assert (DIRECT.command_at_most_s, JUMP.command_at_most_s) == (121.0, 201.0)
+    assert submit_in_flight_s(DIRECT) == DIRECT_S == 1149.0  # 19 minutes
+    assert submit_in_flight_s(DIRECT, JUMP.command_at_most_s) == JUMP_S == 1869.0  # 31: its
+    assert submit_in_flight_s(JUMP, DIRECT.command_at_most_s) == 1869.0  # sender's; the current
+    assert submit_in_flight_s(DIRECT, None) == 1149.0  # a row written before: as before
+    assert settle_takeover_s(DIRECT, 201.0) > settle_takeover_s(DIRECT) == 3830.0
+    assert settle_lead_s(DIRECT, 201.0) == settle_takeover_s(DIRECT, 201.0) + 1869.0
 
 
 def test_a_resume_sent_through_a_jump_host_is_not_looked_up_when_the_jump_is_removed(
@@ -80,12 +81,12 @@ def test_a_resume_sent_through_a_jump_host_is_not_looked_up_when_the_jump_is_rem
     with pytest.raises(Died):
         execute(ctx, c.Resume("mix"), actor="U0ALICE", channel="C0TRAIN", now=NOW)
     [flight] = store.submits_in_flight.sent_before("dev", float("inf"))
-    assert flight.command_at_most_s == 200.0  # the jump host's bound, kept by its sender
+    assert flight.command_at_most_s == 201.0  # the jump host's bound, kept by its sender
 
     ctx = make_context(store, slurm, config=config_with(tmp_path, LOGIN))  # no jump now
-    recover(ctx, NOW + 19 * 60 + 1)  # the current config's bound: the sbatch may still land
+    recover(ctx, NOW + DIRECT_S + 1)  # the current config's bound: the sbatch may still land
     assert jobs(store, chain) == ["88154"] and in_flight(store) == ["mix"]
-    recover(ctx, NOW + 31 * 60 + 1)  # the sender's
+    recover(ctx, NOW + JUMP_S + 1)  # the sender's
     assert jobs(store, chain) == ["88154", "90500"] and in_flight(store) == []
     assert len(slurm.acted("submit")) == 1
 
@@ -97,9 +98,9 @@ def test_a_row_written_before_its_senders_bound_was_kept_is_looked_up_at_the_cur
     store.submits_in_flight.add(cluster="dev", recipe="mix", job_name="mix", chain_id=None,
                                 array_task=None, resumed_at=None, charge_retry=False,
                                 actor="U0ALICE", channel="C0TRAIN", sent_at=NOW)
-    recover(ctx, NOW + 19 * 60 - 1)
+    recover(ctx, NOW + DIRECT_S - 1)
     assert in_flight(store) == ["mix"]
-    recover(ctx, NOW + 19 * 60 + 1)
+    recover(ctx, NOW + DIRECT_S + 1)
     assert in_flight(store) == []
 
 
@@ -113,17 +114,17 @@ def test_the_sender_keeps_its_runners_cached_jump_host_when_the_config_has_none(
         return sender_command_at_most_s(config, "dev",
                                         FakeSlurm(runner=FakeRunner(deadlines=deadlines)))
 
-    assert bound(config, JUMP) == 200.0
-    assert bound(config, DIRECT) == 120.0
-    assert bound(config, OSError("x")) == 120.0  # its endpoint cannot be resolved
-    assert bound(config_with(tmp_path, PROXYJUMP), DIRECT) == 200.0
+    assert bound(config, JUMP) == 201.0
+    assert bound(config, DIRECT) == 121.0
+    assert bound(config, OSError("x")) == 121.0  # its endpoint cannot be resolved
+    assert bound(config_with(tmp_path, PROXYJUMP), DIRECT) == 201.0
 
 
 def test_a_fenced_senders_row_keeps_its_runners_jump_host(
         store: Store, tmp_path: Path, monkeypatch) -> None:
     """A scheduled job's submit goes through the fenced ports (bot.services.fencing): the
     bound kept on its row is still its SSH runner's own. Before, the fenced runner had no
-    deadlines() for the sender to find, and the row kept the config's 120 s."""
+    deadlines() for the sender to find, and the row kept the config's 121 s."""
     monkeypatch.setattr(submit_mod, "crashpoint", dies_at("sbatch_returned"))
     slurm = AnswerLostSlurm(lost=0, submitted_at=NOW)
     slurm.runner = FakeRunner(slurm.runner.answers, deadlines=JUMP)  # went through a jump
@@ -135,14 +136,14 @@ def test_a_fenced_senders_row_keeps_its_runners_jump_host(
     with pytest.raises(Died):
         execute(fenced, c.Resume("mix"), actor="U0ALICE", channel="C0TRAIN", now=NOW)
     [flight] = store.submits_in_flight.sent_before("dev", float("inf"))
-    assert flight.command_at_most_s == 200.0
+    assert flight.command_at_most_s == 201.0
 
 
 def test_a_lost_submits_reply_names_the_bound_its_lookup_waits_for(
         store: Store, tmp_path: Path) -> None:
     """Alice's submit through the runner's cached jump host, its sbatch answer lost and its
     lookup by name failing: the reply says trainbot looks again in 31 minutes, the bound its
-    row keeps (200 s per command) and the recovery waits for. Before, it said the config's
+    row keeps (201 s per command) and the recovery waits for. Before, it said the config's
     19 minutes, and the recovery did not look until 31."""
     slurm = AnswerLostSlurm(error=ChannelClosed(
         ["sbatch", "--parsable"], "login", connection_lost=True, advice=submit_advice("mix")))
@@ -153,11 +154,11 @@ def test_a_lost_submits_reply_names_the_bound_its_lookup_waits_for(
     assert reply.endswith("trainbot looks for it again in 31 minutes and, if it is there, "
                           "records it and tells the run's thread."), reply
     [flight] = store.submits_in_flight.sent_before("dev", float("inf"))
-    assert flight.command_at_most_s == 200.0
+    assert flight.command_at_most_s == 201.0
     slurm.lookup_error = None
-    recover(ctx, NOW + 19 * 60 + 1)  # not looked up at the config's 19 minutes ...
+    recover(ctx, NOW + DIRECT_S + 1)  # not looked up at the config's 19 minutes ...
     assert in_flight(store) == ["mix"]
-    recover(ctx, NOW + 31 * 60 + 1)  # ... but at the 31 the reply named: its job is found
+    recover(ctx, NOW + JUMP_S + 1)  # ... but at the 31 the reply named: its job is found
     assert in_flight(store) == [] and len(slurm.acted("submit")) == 1
 
 
