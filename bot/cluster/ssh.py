@@ -190,19 +190,17 @@ class SSHRunner:
         holder ends within (connecting is bounded); a holder past it (none should be) leaves
         the runner as it is and the transport is retired alone, its sends still cut at the
         latest deadline of its commands."""
-        wait = self.deadlines().connect_at_most_s
-        if not self._lock.acquire(timeout=wait):
-            log.warning("ssh connection to %s %s: retired without the runner's lock, held "
-                        "for over %g s", self.settings.host, why, wait)
+        try:
+            with self._locked():
+                if self._client is None or self._client.get_transport() is not transport:
+                    return
+                client, jump = self._take_connection()
+        except ClusterUnavailable as exc:  # the lock not had in time
+            log.warning("ssh connection to %s %s: retired without the runner's lock (%s)",
+                        self.settings.host, why, exc)
             if isinstance(transport, paramiko.Transport):
                 self._in_flight.retire(transport, transport.close)
             return
-        try:
-            if self._client is None or self._client.get_transport() is not transport:
-                return
-            client, jump = self._take_connection()
-        finally:
-            self._lock.release()
         log.warning("ssh connection to %s %s: retired", self.settings.host, why)
         self._in_flight.retire(transport, lambda: _close_clients(client, jump))
 
@@ -248,13 +246,8 @@ class SSHRunner:
     def _ensure_transport(self) -> paramiko.Transport:
         """The live transport, connecting when there is none. Another thread's connection in
         the making is waited for at most the time one connection may take
-        (RemoteDeadlines.connect_at_most_s), then ClusterUnavailable."""
-        wait = self.deadlines().connect_at_most_s
-        if not self._lock.acquire(timeout=wait):
-            raise ClusterUnavailable(N_(
-                "the connection to %(where)s was still being made by another task after "
-                "%(timeout)s s", where=self.settings.host, timeout=f"{wait:g}"))
-        try:
+        (RemoteDeadlines.connect_at_most_s), then ClusterUnavailable (`_locked`)."""
+        with self._locked():
             if self._client is not None:
                 t = self._client.get_transport()
                 if t is not None and t.is_active():
@@ -266,6 +259,20 @@ class SSHRunner:
             assert t is not None
             t.set_keepalive(30)
             return t
+
+    @contextmanager
+    def _locked(self) -> Iterator[None]:
+        """The runner's lock, held for the block, waited for at most the time one connection
+        may take (RemoteDeadlines.connect_at_most_s): each holder keeps it no longer, its
+        connecting bounded. A holder past that (none should be) leaves the caller a
+        ClusterUnavailable saying the connection was still being made by another task."""
+        wait = self.deadlines().connect_at_most_s
+        if not self._lock.acquire(timeout=wait):
+            raise ClusterUnavailable(N_(
+                "the connection to %(where)s was still being made by another task after "
+                "%(timeout)s s", where=self.settings.host, timeout=f"{wait:g}"))
+        try:
+            yield
         finally:
             self._lock.release()
 
@@ -543,9 +550,17 @@ class SSHRunner:
         raise AssertionError("unreachable")
 
     def _forget_if_dead(self) -> None:
-        with self._lock:
-            if self._client is not None and not self.is_connected:
-                self._lost()
+        """Forget the runner's connection when it is dead (`_lost`), the runner's lock waited
+        for at most as long as `_locked` allows. Not had by then, the connection is left to
+        the next command's `_ensure_transport`, which finds it dead itself: the caller's own
+        error (a command that did not run, a channel closed under one that may have) is
+        what the person reads, never replaced by the wait's."""
+        try:
+            with self._locked():
+                if self._client is not None and not self.is_connected:
+                    self._lost()
+        except ClusterUnavailable as exc:
+            log.warning("ssh connection to %s not checked: %s", self.settings.host, exc)
 
     def _lost_under(self, chan: paramiko.Channel) -> bool:
         """Whether `chan`'s own connection is gone: checked on the channel's transport, not
@@ -622,8 +637,9 @@ class SSHRunner:
 
     def sftp(self) -> SFTPPool:
         """The cluster's SFTP: one object for the runner's life, on channels of the current
-        transport; every reply waits at most settings.sftp_timeout (see bot.cluster.sftp)."""
-        with self._lock:
+        transport; every reply waits at most settings.sftp_timeout (see bot.cluster.sftp). The
+        runner's lock is waited for as `_locked` allows, then ClusterUnavailable."""
+        with self._locked():
             if self._sftp is None:
                 self._sftp = SFTPPool(
                     self._open_sftp_client,

@@ -1,40 +1,80 @@
-"""A command waits for a connection another thread is making at most the time one connection
-may take (bot.core.takeover.RemoteDeadlines.connect_at_most_s), as the takeovers count it."""
+"""The runner's lock, held while a connection is made, is waited for at most the time one
+connection may take (bot.core.takeover.RemoteDeadlines.connect_at_most_s), as the takeovers
+count it: by a command, by the cluster's SFTP, by the check after a channel closed."""
 
 from __future__ import annotations
 
 import threading
 import time
-
-import pytest
+from collections.abc import Callable
 
 from bot.cluster.errors import ClusterUnavailable
 from bot.cluster.ssh import SSHRunner, SSHSettings
 
+SETTINGS = SSHSettings(host="127.0.0.1", port=1, user="u", known_hosts="/nonexistent",
+                       connect_timeout=0.3)
+STILL_CONNECTING = ("the connection to 127.0.0.1 was still being made by another task after "
+                    "0.3 s")
 
-def test_a_connection_another_thread_makes_is_waited_for_one_connections_time() -> None:
-    settings = SSHSettings(host="127.0.0.1", port=1, user="u", known_hosts="/nonexistent",
-                           connect_timeout=0.3)
-    runner = SSHRunner(settings)
-    connecting, release = threading.Event(), threading.Event()
 
-    def another_thread_connecting() -> None:  # holds the runner's connection lock
+def while_another_thread_connects(runner: SSHRunner,
+                                  call: Callable[[], object]) -> tuple[object, float]:
+    """`call()`'s answer (or what it raised) while another thread holds the runner's lock, as
+    _ensure_transport does while it connects (for 5 s at most), and how long it took."""
+    holding, release = threading.Event(), threading.Event()
+
+    def another_thread_connecting() -> None:
         with runner._lock:  # noqa: SLF001 - what _ensure_transport holds while it connects
-            connecting.set()
+            holding.set()
             release.wait(5)
 
     holder = threading.Thread(target=another_thread_connecting, daemon=True)
     holder.start()
-    assert connecting.wait(5)
+    assert holding.wait(5)
     started = time.monotonic()
     try:
-        with pytest.raises(ClusterUnavailable) as err:
-            runner.run(["true"])
-        took = time.monotonic() - started
+        try:
+            outcome = call()
+        except ClusterUnavailable as exc:
+            outcome = exc
+        return outcome, time.monotonic() - started
     finally:
         release.set()
         holder.join(5)
-    assert str(err.value) == ("the connection to 127.0.0.1 was still being made by another "
-                              "task after 0.3 s")
+
+
+def test_a_connection_another_thread_makes_is_waited_for_one_connections_time() -> None:
+    runner = SSHRunner(SETTINGS)
+    outcome, took = while_another_thread_connects(runner, lambda: runner.run(["true"]))
+    assert isinstance(outcome, ClusterUnavailable) and str(outcome) == STILL_CONNECTING
     assert took < 2.0  # before, it waited for the other thread, however long it took
     assert runner.deadlines().connect_at_most_s == 0.3
+
+
+def test_sftp_waits_for_another_threads_connection_one_connections_time() -> None:
+    """The cluster's SFTP asked for while another thread holds the runner's lock fails after
+    one connection's time, saying so. Before, it waited for the other thread, however long."""
+    runner = SSHRunner(SETTINGS)
+    outcome, took = while_another_thread_connects(runner, runner.sftp)
+    assert isinstance(outcome, ClusterUnavailable) and str(outcome) == STILL_CONNECTING
+    assert took < 2.0
+
+
+class _DeadChannel:
+    """A channel whose connection is gone (paramiko gives None for a closed transport)."""
+
+    def get_transport(self) -> None:
+        return None
+
+
+def test_a_channel_closed_under_its_command_is_said_so_while_another_thread_connects() -> None:
+    """A channel found closed under its command while another thread holds the runner's lock
+    (connecting): the command is said cut by its lost connection after one connection's time
+    at most (the runner's connection, if dead, left to the next command to drop). Before, it
+    waited for the other thread, however long."""
+    runner = SSHRunner(SETTINGS)
+    dead = _DeadChannel()
+    outcome, took = while_another_thread_connects(
+        runner, lambda: runner._lost_under(dead))  # type: ignore[arg-type]  # noqa: SLF001
+    assert outcome is True  # ChannelClosed(connection_lost=True): it may have run
+    assert 0.25 < took < 2.0
