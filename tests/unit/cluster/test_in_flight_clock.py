@@ -23,22 +23,19 @@ class _TestClock:
 
 def test_many_tracked_operations_start_one_thread_at_most() -> None:
     in_flight = CommandsInFlight(lambda connection: None)
-    before = threading.active_count()
+    before = set(threading.enumerate())
     deadline = time.monotonic() + 60
     with ExitStack() as stack:
         for i in range(OPERATIONS):
             stack.enter_context(in_flight.command(f"connection-{i % 4}", deadline + i))
-        during = threading.active_count()
+        during = set(threading.enumerate()) - before
     for _ in range(OPERATIONS):  # one after another, as a log read's requests
         with in_flight.command("connection-0", time.monotonic() + 15):
             pass
-    assert during <= before + 1
-    assert threading.active_count() <= before + 1
-    in_flight.stop_clock()  # the runner has closed: the clock stops
-    stop_by = time.monotonic() + 2
-    while threading.active_count() > before and time.monotonic() < stop_by:
-        time.sleep(0.01)
-    assert threading.active_count() == before
+    started = set(threading.enumerate()) - before
+    assert len(during) == 1 and started == during  # the clock, one thread for all
+    in_flight.stop_clock()  # the runner has closed: the clock stops, its thread ended
+    assert not any(thread.is_alive() for thread in started)
 
 
 def test_only_operations_still_in_flight_are_reported_once() -> None:
