@@ -160,11 +160,13 @@ _COLLATERAL_EXCEPTION = re.compile(
 NOT_FATAL_VALIDATION = re.compile(
     r"Continuing normal execution because failed validation was not fatal")
 # A framework's report that it caught an out-of-memory error and goes on (the catalogue's
-# cuda_oom hints that say so: fairseq's recovery from the OOM it logged before): the OOM before
-# it was no cause if training or a completion marker follows (bot.core.diagnose.set_aside).
+# cuda_oom hints that say so: fairseq's recovery from the OOM it logged before, Lightning's
+# batch size finder backing off): the OOM before it was no cause if training or a completion
+# marker follows (bot.core.diagnose.set_aside), and a log that ends after it ends in no error.
 OOM_RECOVERY = re.compile(
     r"attempting to recover from OOM in forward/backward pass"
-    r"|ran out of memory in validation step, retrying batch|OOM in all workers, skipping update")
+    r"|ran out of memory in validation step, retrying batch|OOM in all workers, skipping update"
+    r"|Batch size [0-9]+ failed, trying batch size [0-9]+")
 
 
 # When an error block names no cause in the catalogue's words, its own words may: for each
@@ -511,16 +513,20 @@ def _error_block(
 ) -> tuple[list[Any], list[tuple[int, str]]]:
     """The catalogue hints and the last lines after the log's last progress or completion
     line or Megatron's notice that it trains on after a non-fatal check
-    (`NOT_FATAL_VALIDATION`): the block an unhandled error would be in; `tail` is not empty.
+    (`NOT_FATAL_VALIDATION`) or a framework's report that it goes on after an out-of-memory
+    error it caught (`OOM_RECOVERY`): the block an unhandled error would be in; `tail` is not
+    empty.
     A completion line a launcher labels as another rank's than rank 0 (`[rank1]:`, srun's
     `1: `) does not end the block: rank 1 finished, rank 0's error before or after it is
     still the run's end."""
     raw = dict(tail)
     done = [m.line_no for m in matches if m.class_id == "completed"
             and labelled_rank(raw.get(m.line_no, "")) in (None, 0)]
-    going_on = [n for n, text in tail if NOT_FATAL_VALIDATION.search(text)]
+    going_on = [n for n, text in tail if NOT_FATAL_VALIDATION.search(text)] + [
+        m.line_no for m in matches
+        if m.class_id == "cuda_oom" and not m.primary and OOM_RECOVERY.search(m.text)]
     after = max(tail[0][0], series.samples[-1].line_no if series.samples else 0,
-                done[-1] if done else 0, going_on[-1] + 1 if going_on else 0)
+                done[-1] if done else 0, max(going_on) + 1 if going_on else 0)
     hints = [m for m in matches
              if not m.primary and m.line_no >= after and m.class_id != "completed"]
     return hints, [(n, t) for n, t in tail if n >= after]

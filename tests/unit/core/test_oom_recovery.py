@@ -9,7 +9,13 @@ memory with exception: {exc}`, then `torch.cuda.memory_summary()` of each device
 valid_step logs `ran out of memory in validation step, retrying batch` and retries once;
 an OOM in the optimizer step is `OOM during optimization, irrecoverable` and re-raised. Before
 its 2020 move to `logging` (bafeed46, 2019) it printed the same with a `| ` prefix
-(`| WARNING: attempting to recover ...`, `| WARNING: OOM in all workers, skipping update`)."""
+(`| WARNING: attempting to recover ...`, `| WARNING: OOM in all workers, skipping update`).
+
+Lightning's batch size finder (Lightning-AI/pytorch-lightning src/lightning/pytorch/tuner/
+batch_size_scaling.py 7f0c3436cd): a trial whose RuntimeError `is_oom_error` says is an OOM is
+caught without a word of the OOM, then `_adjust_batch_size` logs `Batch size {batch_size}
+{desc}, trying batch size {new_size}` (desc `failed`, or `succeeded` as it grows), and the
+search ends in `Finished batch size finder, will continue with full run using batch size N`."""
 
 from __future__ import annotations
 
@@ -110,3 +116,41 @@ def test_an_oom_fairseq_does_not_recover_from_is_the_cause(catalogue):
     d = read_log(catalogue, text)
     assert d.class_id == "cuda_oom"
     assert min(e.line for e in d.evidence) > len((TRAINING + LOGGED_OOM).splitlines())
+
+
+FINDER = ("GPU available: True (cuda), used: True\n"
+          "Batch size 2 succeeded, trying batch size 4\n"
+          "Batch size 4 succeeded, trying batch size 8\n"
+          "Batch size 8 failed, trying batch size 4\n")
+FINDER_DONE = "Finished batch size finder, will continue with full run using batch size 4\n"
+EPOCH_BAR = ("Epoch 0:  45%|████▌     | 450/1000 [02:10<02:39,  3.45it/s, v_num=3, "
+             "train_loss=0.512]\n")
+
+
+def test_a_log_that_ends_in_lightnings_batch_size_finder_backing_off_is_running(catalogue):
+    assert read_log(catalogue, FINDER).class_id == "none"
+    assert read_log(catalogue, FINDER + FINDER_DONE + EPOCH_BAR).class_id == "none"
+
+
+def test_a_run_that_finishes_after_lightnings_finder_backed_off_completed(catalogue):
+    end = ("Epoch 9: 100%|██████████| 1000/1000 [04:50<00:00,  3.45it/s, v_num=3, "
+           "train_loss=0.112]\n`Trainer.fit` stopped: `max_epochs=10` reached.\n")
+    d = read_log(catalogue, FINDER + FINDER_DONE + EPOCH_BAR + end, COMPLETED)
+    assert d.class_id == "completed"
+
+
+def test_an_oom_after_lightnings_finder_is_the_cause(catalogue):
+    """The finder's pick still runs out of memory in the fit: nothing caught that one."""
+    oom = ("Traceback (most recent call last):\n"
+           '  File "train.py", line 40, in <module>\n'
+           "    trainer.fit(model, datamodule=dm)\n"
+           f"torch.OutOfMemoryError: {OOM_TEXT}\n")
+    assert read_log(catalogue, FINDER + FINDER_DONE + EPOCH_BAR + oom).class_id == "cuda_oom"
+
+
+def test_another_error_after_lightnings_finder_backed_off_still_reads_as_a_failure(catalogue):
+    error = ("Traceback (most recent call last):\n"
+             '  File "train.py", line 40, in <module>\n'
+             "    trainer.fit(model, datamodule=dm)\n"
+             "KeyError: 'labels'\n")
+    assert read_log(catalogue, FINDER + error).class_id == "unknown_failure"
