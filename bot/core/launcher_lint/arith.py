@@ -69,9 +69,9 @@ def and_or_ariths(lst: str, off: int, memo: Memo, zero_after: int | None, *, nou
     does not stop on: under `set -u` (`nounset`), where `n`, when nothing sets it, is an
     unbound variable that stops bash with or without `set -e`, whatever tests their status
     (`|| true`, an `if` condition); where `set -e` is off (`errexit_off`) or a command's
-    status is tested (the `&&` / `||` after it; the last one's by `keyword`, when `lst` is a
-    condition: model.Arith.tested_by), where a value arithmetic cannot read ("08") leaves `n`
-    as it was. Not in a pipeline, whose commands run in subshells (`zero_after`:
+    status is tested (the `&&` / `||` after it, a `!` before it; the last one's by `keyword`,
+    when `lst` is a condition: model.Arith.tested_by), where a value arithmetic cannot read
+    ("08") leaves `n` as it was. Not in a pipeline, whose commands run in subshells (`zero_after`:
     model.Arith.zero_after)."""
     if "((" not in lst and "let" not in lst:
         return []
@@ -80,12 +80,15 @@ def and_or_ariths(lst: str, off: int, memo: Memo, zero_after: int | None, *, nou
         if len(split_top_level(element, e_off, ("|",), memo)) > 1:
             continue
         cmd = element.strip()
+        at = e_off + len(element) - len(element.lstrip())
+        tested_by = op or keyword
+        if cmd[:1] == "!" and cmd[1:2].isspace():  # `! ((n++))`: its status negated
+            bang = len(cmd) - len(cmd[1:].lstrip())
+            cmd, at, tested_by = cmd[bang:], at + bang, "!"
         m = ARITH_RE.match(cmd) or LET_RE.match(cmd)
         if m and not m.group(2).startswith("="):  # `((n=0))` reads no `n`
-            at = e_off + len(element) - len(element.lstrip())
             found.append(Arith(at, cmd, m.group(1), zero_after=zero_after, nounset=nounset,
-                               errexit=False, errexit_off=errexit_off,
-                               tested_by=op or keyword))
+                               errexit=False, errexit_off=errexit_off, tested_by=tested_by))
     return found
 
 

@@ -252,6 +252,8 @@ def _tested(tested_by: str) -> Text:
     tests, none of it a stop."""
     if tested_by in ("&&", "||"):
         return N_("`%(op)s` tests it, so `set -e` does not stop the launcher", op=tested_by)
+    if tested_by == "!":
+        return N_("`!` negates it to 0, so `set -e` does not stop the launcher")
     if tested_by in ("if", "elif"):
         return N_("`%(keyword)s` takes it as false: its `then` branch is skipped and the "
                   "launcher goes on", keyword=tested_by)

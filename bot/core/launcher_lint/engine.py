@@ -37,7 +37,7 @@ from bot.core.launcher_lint.model import (
     either,
 )
 from bot.core.launcher_lint.nounset import may_read_unset, unset_reads
-from bot.core.launcher_lint.options import OptionWalk
+from bot.core.launcher_lint.options import NEGATED_GROUP_RE, OptionWalk
 from bot.core.launcher_lint.pipe_subshells import PipeSubshells
 from bot.core.launcher_lint.positional import may_read_positional, positional_reads
 from bot.core.launcher_lint.script_exits import (
@@ -85,6 +85,10 @@ _GROUP_AFTER_AND_OR_RE = re.compile(r"(?:&&|\|\|)\s*\{\s")
 
 #: A `{ … }` group before an and-or list's `&&` / `||` (`{ set -e; } && echo ok`).
 _GROUP_BEFORE_AND_OR_RE = re.compile(r"\}\s*(?:&&|\|\|)")
+
+#: A `{ … }` group a `!` negates, first in an and-or list or after its `&&` / `||` (`! { set +e;
+#: }`, `[ -f x ] && ! { …; }`).
+_NEGATED_GROUP_RE = re.compile(r"(?:^|&&|\|\|)\s*" + NEGATED_GROUP_RE.pattern)
 
 #: A `{ … }` group that starts an and-or list or comes after its `&&` / `||`
 #: (`{ set -e; false; }`, `true && { set -e; }`).
@@ -431,7 +435,11 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
                     if not status_only:
                         self._condition(lst, lst_off, next_text(lists, idx))
                     continue  # an if/while condition never triggers errexit
-                if not lst or first in ("for", "!"):
+                if first == "!":
+                    if not status_only:
+                        self._negated(lst, lst_off)
+                    continue
+                if not lst or first == "for":
                     continue
                 defined = FUNC_NAME_RE.match(lst)
                 if defined and not self.function_calls.get(defined.group(1) or defined.group(2)):
@@ -453,7 +461,8 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
                             self._guarded_calls(lst, lst_off)
                         if self.may_source_startup:
                             self.interactive.extend(startup_sources(lst, lst_off))
-                    if _OPTION_AFTER_AND_OR_RE.search(lst) or _GROUP_BEFORE_AND_OR_RE.search(lst):
+                    if (_OPTION_AFTER_AND_OR_RE.search(lst) or _GROUP_BEFORE_AND_OR_RE.search(lst)
+                            or "!" in lst and _NEGATED_GROUP_RE.search(lst)):
                         self._and_or_options(lst, lst_off)
                     if self.may_tee and "tee" in lst and not self.opts.pipefail_sure:
                         if trailing_from is None:
@@ -769,8 +778,21 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
             if self.guarded_bodies:
                 self._guarded_calls(command, command_off)
         if (_OPTION_AFTER_AND_OR_RE.search(command) or _GROUP_BEFORE_AND_OR_RE.search(command)
-                or _GROUP_LAST_RE.search(command)):
+                or _GROUP_LAST_RE.search(command) or _NEGATED_GROUP_RE.search(command)):
             self._and_or_options(command, command_off, in_condition=True)
+
+    def _negated(self, lst: str, off: int) -> None:
+        """An and-or list whose first pipeline a `!` negates (`! ((n++))`, `! { set +e; … }`):
+        bash ignores `set -e` in that pipeline, whose status it flips (syntax.constant_status
+        reads it so), and runs it in the script's shell: its counters count, tested
+        (and_or_ariths), and a negated `{ … }` group's body sets the options past it, as a
+        group before `&&` / `||` does (_and_or_options)."""
+        self.arith.extend(and_or_ariths(lst, off, self.memo, self.later_pass_of,
+                                        nounset=self.opts.nounset,
+                                        errexit_off=not self.opts.errexit))
+        if (_OPTION_AFTER_AND_OR_RE.search(lst) or _GROUP_BEFORE_AND_OR_RE.search(lst)
+                or _NEGATED_GROUP_RE.search(lst)):
+            self._and_or_options(lst, off)
 
     def _positional(self, lst: str, off: int) -> None:
         """`$N` read under `set -u` at the script's level (in a function it is the function's

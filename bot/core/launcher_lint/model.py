@@ -171,8 +171,9 @@ class Arith:
     unset `n` is then an unbound variable, not 0); `errexit_off`: `set -e` is off there (an
     arithmetic error stops nothing: `n` stays as it was); `tested_by`: what tests its status,
     so that `set -e` does not stop on it and an arithmetic error ("08") goes by: the `&&` /
-    `||` after it, the `if` / `elif` / `while` / `until` whose condition it ends, or
-    "condition" (another command of a condition, or one after `!`); "" when nothing does."""
+    `||` after it, the `!` that negates it (`! ((n++))`), the `if` / `elif` / `while` /
+    `until` whose condition it ends, or "condition" (another command of a condition, or one
+    after `!` there); "" when nothing does."""
 
     offset: int
     command: str

@@ -13,6 +13,9 @@ from bot.core.launcher_lint.model import Hit, Opts, either
 from bot.core.launcher_lint.syntax import first_word
 from bot.core.shell_lexer import Memo, group_end, shell_words, split_top_level
 
+#: A `{ … }` group a `!` negates (`! { set +e; }`): bash stops in none of its commands.
+NEGATED_GROUP_RE = re.compile(r"!\s+\{\s")
+
 #: A word of `set` that turns options on or off (`-e`, `+u`, `-euo`).
 _SET_FLAGS_RE = re.compile(r"[-+][A-Za-z]+")
 
@@ -125,7 +128,8 @@ class OptionWalk:
         """What an and-or list's commands before its last (and the last, when it is a `set`)
         do to the options, in order: a `set` / `shopt` after `&&` / `||` (`[ -n "$STRICT" ] &&
         set -e`), and the commands of a `{ … }` group before `&&` / `||` (`{ set -e; } && echo
-        ok`), which run in the script's shell, exempt from `set -e` (bash stops in no command
+        ok`) or a `!` negates (`! { set +e; }`, anywhere in the list), which run in the
+        script's shell, exempt from `set -e` (bash stops in no command
         of an and-or list but the last) and not from `set -u`. Bash runs each after the first
         or not, so past it the options are `either` of both; a group last in the list is read
         where its status is (_and_or, _outside_errexit), but in an `if` / `while` condition
@@ -138,11 +142,13 @@ class OptionWalk:
             if i and first_word(text) in ("set", "shopt"):
                 before = copy(self.opts)
                 self._track_options(text, at)
-            elif (op or in_condition) and text.startswith("{") and text[1:2] in (" ", "\t", "\n"):
+            elif (negated := NEGATED_GROUP_RE.match(text)) or (op or in_condition) and (
+                    text.startswith("{") and text[1:2] in (" ", "\t", "\n")):
                 if len(split_top_level(text, at, ("|",), self.memo)) > 1:
                     continue  # `{ … } | tee log && …`: a pipeline's group runs in a subshell
                 before = copy(self.opts)
-                self._exempt_group(text, at)
+                bang = negated.end() - 2 if negated else 0  # (`! { …; }`: the group)
+                self._exempt_group(text[bang:], at + bang)
             else:
                 continue
             if i:

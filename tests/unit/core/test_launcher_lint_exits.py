@@ -1038,6 +1038,35 @@ def test_a_count_or_assignment_after_and_or_runs_on_some_runs_only(tmp_path, bod
     _counter_stops_bash_as_the_level_says(tmp_path, body, level)
 
 
+@pytest.mark.parametrize(("body", "level"), [
+    # `!` before a command or a `{ … }` group: bash ignores `set -e` in it and runs it in the
+    # script's shell, so its count holds past it (each said `fail`: the negated list was not
+    # read, the counter after it read `n` at 0) and its `set` holds too
+    ("set -e\nn=0\n! ((n++))\n((n++))\n", None),
+    ("set -e\nn=0\n! ((n++)); ((n++))\n", None),
+    ("set -e\nn=0\n! let n++\n((n++))\n", None),
+    ("set -e\nn=0\n! ((n++)) || true\n((n++))\n", None),
+    ("set -e\nn=0\n! { ((n++)); }\n((n++))\n", None),
+    ("set -e\nn=0\n! { false; ((n++)); }\n((n++))\n", None),
+    ("set -e\nn=0\ntrue && ! ((n++))\n((n++))\n", None),
+    ("set -e\nn=0\ntrue && ! { ((n++)); }\n((n++))\n", None),
+    ("set -e\n! { set +e; }\nn=0\n((n++))\ntrue\n", None),
+    # … its status negated (said `warn`: `n=5` read as maybe skipped)
+    ("set -e\nn=0\n! ((n++)) && n=5\n((n++))\n", None),
+    # … on the runs that reach it only; a `set -e` in the group holds past it
+    ('set -e\nn=0\n[ -n "${X:-}" ] && ! ((n++))\n((n++))\n', "warn"),
+    ("n=0\n! { set -e; }\n((n++))\n", "fail"),
+    # … not in a subshell or a pipeline, nor a count of another variable, nor `! false`
+    ("set -e\nn=0\n! ( ((n++)) )\n((n++))\n", "fail"),
+    ("set -e\nn=0\n! ((n++)) | cat\n((n++))\n", "fail"),
+    ("set -e\nn=0\n! { ((n++)); } | cat\n((n++))\n", "fail"),
+    ("set -e\nn=0\n! ((m++))\n((n++))\n", "fail"),
+    ("set -e\nn=0\n! false\n((n++))\n", "fail"),
+])
+def test_a_negated_command_counts_and_is_exempt_from_set_e(tmp_path, body, level):
+    _counter_stops_bash_as_the_level_says(tmp_path, body, level)
+
+
 #: The commands of a generated and-or list: one whose status bash's semantics do not decide
 #: and that sets nothing (a test), `true`, `false`, an assignment (a branch the lint reads),
 #: and an `exit` (it ends the shell: nothing after it runs).

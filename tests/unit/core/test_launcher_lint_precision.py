@@ -619,6 +619,9 @@ def test_an_arithmetic_error_without_errexit_agrees_with_real_bash(tmp_path, sni
     ("set -e\nn=08\nif ! ((n++)); then echo BODY; fi", True,
      "a condition tests it, so `set -e` does not stop the launcher"),
     ("n=08\nif ((n++)); then echo BODY; fi", False, "`if` takes it as false"),
+    ("set -e\nn=08\n! ((n++))", False,
+     "`!` negates it to 0, so `set -e` does not stop the launcher"),
+    ("set -e\nn=08\n! let n++ && echo BODY", True, "`!` negates it to 0"),
 ])
 def test_an_arithmetic_error_whose_status_is_tested_agrees_with_real_bash(tmp_path, snippet,
                                                                          body_runs, said):
