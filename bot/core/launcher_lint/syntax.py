@@ -47,14 +47,17 @@ _BRANCH_RE = re.compile(r"(?:case\s.*?\sin\s+)?\(?(?P<patterns>" + _PATTERN_PIEC
 _CASE_HEADER_END_RE = re.compile(r"(?:^|\s)case\s.*\sin$", re.S)
 
 
-#: A compound command's keyword after an and-or list's `&&` / `||` (`[ -f x ] && if …`).
-_COMPOUND_AFTER_AND_OR_RE = re.compile(r"(?:&&|\|\|)\s*(?:if|while|until|for|select|case)\b")
+#: A compound command's keyword after an and-or list's `&&` / `||` (`[ -f x ] && if …`), a `!`
+#: before it or none (`[ -f x ] && ! if …`).
+_COMPOUND_AFTER_AND_OR_RE = re.compile(
+    r"(?:&&|\|\|)\s*(?:!\s+)?(?:if|while|until|for|select|case)\b")
 
 
 def compound_tail(lst: str, off: int, memo: Memo) -> int | None:
     """Where the compound command (`if`, loop, `case`) that is the last command of and-or list
-    `lst` (a stripped list at `off`) starts, as in `[ -f x ] && if …`, `A || while …`; None
-    when there is none. Bash runs it after the commands before it, or not."""
+    `lst` (a stripped list at `off`) starts, as in `[ -f x ] && if …`, `A || while …`, at the
+    `!` that negates it (`A && ! if …`: keyword_prefix reads it so); None when there is none.
+    Bash runs it after the commands before it, or not."""
     if not _COMPOUND_AFTER_AND_OR_RE.search(lst):
         return None
     return _last_compound(split_top_level(lst, off, ("&&", "||"), memo), off)
@@ -134,7 +137,10 @@ def _last_compound(elements: list[tuple[str, int, str]], off: int) -> int | None
         return None
     text, at, _op = elements[-1]
     lead = len(text) - len(text.lstrip())
-    if first_word(text[lead:]) not in (*OPENING_KEYWORDS, "case"):
+    command = text[lead:]
+    if command[:1] == "!" and command[1:2].isspace():  # (`! if …`: from its `!`)
+        command = command[1:].lstrip()
+    if first_word(command) not in (*OPENING_KEYWORDS, "case"):
         return None
     return at - off + lead
 

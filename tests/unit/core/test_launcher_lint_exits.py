@@ -1067,6 +1067,26 @@ def test_a_negated_command_counts_and_is_exempt_from_set_e(tmp_path, body, level
     _counter_stops_bash_as_the_level_says(tmp_path, body, level)
 
 
+@pytest.mark.parametrize(("body", "level"), [
+    # a compound a `!` negates after `&&` / `||` is one bash runs or skips, `set -e` ignored in
+    # it, its status negated (the `[` / `false` rows said nothing, `n=1` read as always run;
+    # the `((n++))` one said `fail` on the counter in the `if`; the `|| n=1` one `warn`)
+    ('set -e\nn=0\n[ -n "${X:-}" ] && ! if true; then n=1; fi\n((n++))\n', "warn"),
+    ('set -e\nn=0\n[ -n "${X:-}" ] || ! case x in x) false; n=1;; esac\n((n++))\n', "warn"),
+    ("set -e\nn=0\nfalse && ! if true; then n=1; fi\n((n++))\n", "fail"),
+    ("set -e\nn=0\ntrue || ! case x in x) n=1;; esac\n((n++))\n", "fail"),
+    ("set -e\nn=0\ntrue && ! if true; then ((n++)); fi\n((n++))\n", None),
+    ("set -e\nn=0\ntrue && ! if true; then false; n=1; fi\n((n++))\n", None),
+    ("set -e\nn=0\ntrue && ! for i in a; do false; n=1; done\n((n++))\n", None),
+    ("set -e\nn=0\ntrue && ! if true; then :; fi || n=1\n((n++))\n", None),
+    ("set -e\nn=0\ntrue && ! if true; then false; fi || n=1\n((n++))\n", "fail"),
+    ("set -e\nn=0\ntrue && ! if true; then :; fi\n((n++))\n", "fail"),
+    ("set -e\nn=0\ntrue && ! while false; do :; done\n((n++))\n", "fail"),
+])
+def test_a_negated_compound_after_and_or_runs_on_some_runs_only(tmp_path, body, level):
+    _counter_stops_bash_as_the_level_says(tmp_path, body, level)
+
+
 #: The commands of a generated and-or list: one whose status bash's semantics do not decide
 #: and that sets nothing (a test), `true`, `false`, an assignment (a branch the lint reads),
 #: and an `exit` (it ends the shell: nothing after it runs).
