@@ -285,12 +285,18 @@ _JSON_STATS_TRAIN_EPOCH = re.compile(
 # steps_per_epoch, max_steps_per_epoch already in the bar's total); the epochs are printed
 # before the loop, in config.log_config's dump (`Running FullFinetuneRecipeSingleDevice with
 # resolved config:`, then OmegaConf.to_yaml of the config, keys sorted): `epochs: 3` alone on
-# its line, `_TORCHTUNE_EPOCHS`, the epochs announced (`_TARGET_ANNOUNCEMENTS`) for the target.
+# its line, `_TORCHTUNE_EPOCHS`, the epochs announced (`_TARGET_ANNOUNCEMENTS`) for the target
+# only inside that dump (`ResolvedConfigLines`: another program's YAML `epochs: 3` is no run's
+# total of such bars; the banner also starts a run, bot.core.training_lines.TRAINING_START).
 # After the loop only the checkpointer's final save speaks (`Saving final epoch checkpoint.`, the
 # catalogue's marker); its metric logger writes a file (DiskLogger) unless configured to stdout
 # (StdoutLogger's `Step 1000 | loss:0.8123 lr:2e-05 …`, the generic grammar's).
 _TORCHTUNE_BAR = re.compile(rf"^(\d+)\|(\d+)(?:\|Loss: ({NUMBER}|nan|inf))?: *\d{{1,3}}%\|")
 _TORCHTUNE_EPOCHS = re.compile(r"^epochs: (\d+)$")
+# config.log_config's banner (after its logger's prefix, if any: `INFO:torchtune.utils._logging:`)
+# and a line of the YAML dump after it, stripped (`key: value`, `key:`, a list's `- item`)
+_TORCHTUNE_RESOLVED_CONFIG = re.compile(r"(?:^|:)Running \w+ with resolved config:$")
+_YAML_LINE = re.compile(r"^(?:[\w.-]+:(?: .*)?|- .*|-)$")
 
 # MosaicML composer's Trainer (mosaicml/composer 6405188805a0). Its ProgressBarLogger, on by
 # default (progress_bar=True; composer/loggers/progress_bar_logger.py, _build_pbar), draws tqdm
@@ -345,34 +351,42 @@ class AnnouncedTargets:
 
 _NONE_ANNOUNCED = AnnouncedTargets()
 
+#: Where a line announces a total: on any line, only inside a config dump's dict opened on a
+#: line before it (mmengine's, `ConfigDictLines`), or only inside torchtune's resolved config
+#: (`ResolvedConfigLines`).
+Where = Literal["any line", "config dict", "resolved config"]
+
 #: The lines in which a framework announces its training's total before its loop: a text the
 #: line holds (tested before the pattern), the pattern (group 1: the total), what the total
-#: counts and whether the line announces it only inside a config dump's dict opened on a line
-#: before it (`ConfigDictLines`). A new framework's announcement is a row here.
-_TARGET_ANNOUNCEMENTS: tuple[tuple[str, re.Pattern[str], Counted, bool], ...] = (
-    ("Scheduled epochs: ", _SCHEDULED_EPOCHS, "epochs", False),  # timm
-    ("Total epochs: ", _BASICSR_TOTAL, "iterations", False),  # BasicSR
-    ("max_iters = ", _NANOGPT_MAX_ITERS, "iterations", False),  # nanoGPT
-    ("Training for ", _STYLEGAN_TOTAL_KIMG, "iterations", False),  # StyleGAN2-ADA, StyleGAN3
-    ("epochs: ", _TORCHTUNE_EPOCHS, "epochs", False),  # torchtune's config dump
-    ("max_epochs", _MMENGINE_MAX_EPOCHS, "epochs", False),  # mmengine's config
-    ("max_epochs", _MMENGINE_MAX_EPOCHS_KEYS, "epochs", True),  # its long dicts' key lines
-    ("workflow: ", _MMCV_MAX_EPOCHS, "epochs", False),  # mmcv 1.x's EpochBasedRunner
-    ("total_epochs = ", _MMCV_TOTAL_EPOCHS, "epochs", False),  # its older configs
+#: counts and where the line announces it (`Where`). A new framework's announcement is a row
+#: here.
+_TARGET_ANNOUNCEMENTS: tuple[tuple[str, re.Pattern[str], Counted, Where], ...] = (
+    ("Scheduled epochs: ", _SCHEDULED_EPOCHS, "epochs", "any line"),  # timm
+    ("Total epochs: ", _BASICSR_TOTAL, "iterations", "any line"),  # BasicSR
+    ("max_iters = ", _NANOGPT_MAX_ITERS, "iterations", "any line"),  # nanoGPT
+    ("Training for ", _STYLEGAN_TOTAL_KIMG, "iterations", "any line"),  # StyleGAN2-ADA, StyleGAN3
+    ("epochs: ", _TORCHTUNE_EPOCHS, "epochs", "resolved config"),  # torchtune's config dump
+    ("max_epochs", _MMENGINE_MAX_EPOCHS, "epochs", "any line"),  # mmengine's config
+    ("max_epochs", _MMENGINE_MAX_EPOCHS_KEYS, "epochs", "config dict"),  # its long dicts' keys
+    ("workflow: ", _MMCV_MAX_EPOCHS, "epochs", "any line"),  # mmcv 1.x's EpochBasedRunner
+    ("total_epochs = ", _MMCV_TOTAL_EPOCHS, "epochs", "any line"),  # its older configs
 )
 
-#: The texts that mark a line announcing a total (`_TARGET_ANNOUNCEMENTS`), for a locator of
-#: such lines (bot.core.metrics, in a series read sparsely).
-ANNOUNCEMENT_MARKERS = tuple(dict.fromkeys(marker for marker, *_ in _TARGET_ANNOUNCEMENTS))
+#: The texts that mark a line announcing a total (`_TARGET_ANNOUNCEMENTS`) or opening the dump
+#: some announce in (torchtune's banner), for a locator of such lines (bot.core.metrics, in a
+#: series read sparsely).
+ANNOUNCEMENT_MARKERS = (*dict.fromkeys(marker for marker, *_ in _TARGET_ANNOUNCEMENTS),
+                        " with resolved config:")
 
 
-def announced_totals(body: str, *, in_config_dict: bool = False) -> Iterator[tuple[Counted, int]]:
-    """The totals a line's message `body` announces (`_TARGET_ANNOUNCEMENTS`; `in_config_dict`:
-    the line is inside a config dump's dict opened before it), each with what it counts, in the
-    table's order and one at a time: one read stands when a later one's number is too long for
-    `int` (the line parser then drops the line, as any such line)."""
-    for marker, pattern, counted, in_dict_only in _TARGET_ANNOUNCEMENTS:
-        if (marker in body and (in_config_dict or not in_dict_only)
+def announced_totals(body: str, *, inside: frozenset[Where] = frozenset()
+                     ) -> Iterator[tuple[Counted, int]]:
+    """The totals a line's message `body` announces (`_TARGET_ANNOUNCEMENTS`; `inside`: the
+    dumps the line is inside of, besides `any line`), each with what it counts, in the table's
+    order and one at a time: one read stands when a later one's number is too long for `int`
+    (the line parser then drops the line, as any such line)."""
+    for marker, pattern, counted, where in _TARGET_ANNOUNCEMENTS:
+        if (marker in body and (where == "any line" or where in inside)
                 and (m := pattern.search(body)) is not None):
             yield counted, int(m.group(1))
 
@@ -407,6 +421,27 @@ class ConfigDictLines:
                 elif self._open:
                     self._open.pop()
         return inside
+
+
+class ResolvedConfigLines:
+    """Whether a log's lines are inside torchtune's resolved config (config.log_config's
+    `Running FullFinetuneRecipeSingleDevice with resolved config:`, then OmegaConf.to_yaml's
+    lines): `inside` is fed the messages of the lines in order (blank ones never are) and says
+    whether the line is one of the YAML lines after that banner, up to the first line that is
+    none (`key: value`, `key:`, `- item`: the next log line). A series read sparsely feeds the
+    banner and the announcing lines it located (bot.core.metrics); the lines between them it
+    does not read keep the dump open."""
+
+    def __init__(self) -> None:
+        self._open = False
+
+    def inside(self, body: str) -> bool:
+        """Whether the line of message `body` is one of the dump's."""
+        if " with resolved config:" in body and _TORCHTUNE_RESOLVED_CONFIG.search(body):
+            self._open = True
+            return False
+        self._open = self._open and _YAML_LINE.match(body) is not None
+        return self._open
 
 
 def read_framework_line(body: str, s: Sample, targets: AnnouncedTargets = _NONE_ANNOUNCED) -> str:

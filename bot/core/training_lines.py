@@ -23,6 +23,8 @@ from bot.core.framework_lines import (
     AnnouncedTargets,
     ConfigDictLines,
     Counted,
+    ResolvedConfigLines,
+    Where,
     announced_totals,
     read_framework_line,
 )
@@ -103,6 +105,10 @@ _CELL_GAP = r"(?:\x1b\[[0-9;]*m| )+"
 #: - OpenPCDet's `**********************Start training cfgs/kitti_models/pointpillar(default)
 #:   **********************` (open-mmlab/OpenPCDet tools/train.py 8cacccec11db, main: once,
 #:   right before train_model; 22 stars each side, since 405730d 2020-06)
+#: - torchtune's `Running FullFinetuneRecipeSingleDevice with resolved config:` (pytorch/torchtune
+#:   torchtune/config/_utils.py bd2a0fc7c314, log_config: each recipe's recipe_main logs it once,
+#:   on rank zero, before its recipe's setup; its config dump follows, whose `epochs: 3` is the
+#:   run's, bot.core.framework_lines)
 #: Unanchored (bot.core.metrics scans raw lines, with their prefixes, for it).
 #: A rerun that crashes before its banner (at import, loading its data or model) is read with
 #: the run before it: nothing it prints is safely a new process's. An import-time crash prints
@@ -116,6 +122,7 @@ _CELL_GAP = r"(?:\x1b\[[0-9;]*m| )+"
 TRAINING_START = re.compile(
     r"\*{5} Running training \*{5}|Start training from epoch: [0-9]+, iter: [0-9]+"
     r"|; will restart worker group|Training for [0-9]+ kimg\.\.\.|\*{22}Start training [^*]+\*{22}"
+    r"|Running \w+ with resolved config:"
     rf"|{_COLUMN_RULE}{_CELL_GAP}Name{_CELL_GAP}{_COLUMN_RULE}{_CELL_GAP}Type{_CELL_GAP}"
     rf"{_COLUMN_RULE}{_CELL_GAP}Params\b")
 
@@ -259,6 +266,8 @@ class LineParser:
         self._announced_on: dict[Counted, int] = {}
         # where the lines stand in a config dump's long dict (its key lines announce a total)
         self._config_dicts = ConfigDictLines()
+        # whether the lines are in torchtune's config dump (its `epochs: 3` announces a total)
+        self._resolved_config = ResolvedConfigLines()
         self.extra = [re.compile(p) if isinstance(p, str) else p for p in extra_patterns]
         for pattern in self.extra:
             unknown = set(pattern.groupindex) - set(_EXTRA_GROUPS)
@@ -355,8 +364,12 @@ class LineParser:
         config dump's dict when the lines before it opened one), unless a later line announced
         one of the same count (a series read sparsely reads a block's located lines before its
         tail's: `MetricSeries._feed_run_block`)."""
-        in_config_dict = self._config_dicts.inside(body, line_no)
-        for counted, total in announced_totals(body, in_config_dict=in_config_dict):
+        inside: set[Where] = set()
+        if self._config_dicts.inside(body, line_no):
+            inside.add("config dict")
+        if self._resolved_config.inside(body):
+            inside.add("resolved config")
+        for counted, total in announced_totals(body, inside=frozenset(inside)):
             if line_no >= self._announced_on.get(counted, 0):
                 self.targets = self.targets.with_total(counted, total)
                 self._announced_on[counted] = line_no

@@ -14,6 +14,8 @@ import pytest
 from support.end_marker import read
 from support.line_sample import last_sample
 
+from bot.core.metrics import MetricSeries
+
 EPOCHS, STEPS = 3, 1000
 CONFIG = ("INFO:torchtune.utils._logging:Running FullFinetuneRecipeSingleDevice with resolved "
           "config:\n\nbatch_size: 2\ncheckpointer:\n  _component_: torchtune.training.FullModelHF"
@@ -70,3 +72,24 @@ def test_the_last_epochs_bar_at_its_total_ends_a_finished_run_by_progress():
 def test_a_run_cut_mid_epoch_is_still_running():
     d = read(CONFIG + epoch_bars(1) + epoch_bars(2, upto=500))
     assert (d.class_id, d.decided_by) == ("none", "progress")
+
+
+@pytest.mark.parametrize(("before", "target"), [
+    # another program's YAML (a copied recipe's own print of its config)
+    ("epochs: 3\n", None),
+    # a line after the dump ended (its own `epochs: 2` stands)
+    (CONFIG.replace(f"epochs: {EPOCHS}", "epochs: 2") + "Setting manual seed to local seed "
+     "1234. Local seed is seed + rank = 1234 + 0\nepochs: 3\n", 2 * STEPS),
+], ids=["no banner", "after the dump"])
+def test_a_yaml_epochs_line_outside_torchtunes_dump_gives_no_target(before, target):
+    s = last_sample(*before.splitlines(), bar(1, STEPS))
+    assert (s.iteration, s.target_iter) == (STEPS, target)
+
+
+def test_a_rerun_appended_to_the_log_starts_a_run_of_its_own_epochs():
+    rerun = CONFIG.replace(f"epochs: {EPOCHS}", "epochs: 2")
+    series = MetricSeries()
+    series.feed_block(CONFIG + epoch_bars(1) + epoch_bars(2, upto=500) + rerun + epoch_bars(1))
+    assert series.runs == 2
+    assert series.last_progress is not None
+    assert (series.last_progress.iteration, series.last_progress.target_iter) == (STEPS, 2 * STEPS)
