@@ -1,8 +1,8 @@
 """The progress lines of named training frameworks' own loggers (pure; no I/O): torchvision's
 MetricLogger (and the DETR, DeiT and MAE scripts that copy it), maskrcnn-benchmark's trainer,
 OpenMMLab's runners, Swin Transformer's loops, PaddleOCR's, torchreid's, timm's, BasicSR's,
-nanoGPT's, StyleGAN's, OpenPCDet's, SlowFast's and pycls's, torchtune's recipes' bars, MosaicML
-composer's Trainer's bars and console lines, and detectron2's inference.
+nanoGPT's, StyleGAN's, OpenPCDet's, SlowFast's and pycls's, torchtune's recipes' bars and
+validation, MosaicML composer's Trainer's bars and console lines, and detectron2's inference.
 
 Each says, in its own shape, which step of the training it is at, its pace and its GPU memory;
 bot.core.training_lines' `LineParser` asks `read_framework_line` first, then reads what is
@@ -57,10 +57,11 @@ _MIB = 1024**2
 # runs its losses over a second such bar before its `[Validation]:` line.
 MASKRCNN_EVALUATION_START = re.compile(r"(?<![\w:])Start evaluation on .+ dataset\(\d+ images\)\.")
 #: The texts that mark a line opening or summing up a framework's evaluation (maskrcnn-benchmark's
-#: `Start evaluation on …` and `[Validation]:` lines, above), for a locator of such lines
-#: (bot.core.metrics, in a series read sparsely: the bars between them are the evaluation's only
-#: once the line that opened it was read).
-EVALUATION_MARKERS = ("Start evaluation on ", "[Validation]: ")
+#: `Start evaluation on …` and `[Validation]:` lines, above; torchtune's `Validation loss: …`,
+#: `_TORCHTUNE_VALIDATION`), for a locator of such lines (bot.core.metrics, in a series read
+#: sparsely: the bars between them are the evaluation's only once the line that opened it was
+#: read, and a summary is the run's activity).
+EVALUATION_MARKERS = ("Start evaluation on ", "[Validation]: ", "Validation loss: ")
 _MASKRCNN = re.compile(r"(?<![\w:])(\[Validation\]:\s+)?eta: (?:\d+ days?, )?\d+:\d\d:\d\d\s+"
                        r"iter: (\d+)(?=\s)")
 # OpenMMLab's runners' lines (mmdet 2.x, mmseg 0.x, mmpose: open-mmlab/mmcv 1.x
@@ -293,6 +294,13 @@ _JSON_STATS_TRAIN_EPOCH = re.compile(
 # (StdoutLogger's `Step 1000 | loss:0.8123 lr:2e-05 …`, the generic grammar's).
 _TORCHTUNE_BAR = re.compile(rf"^(\d+)\|(\d+)(?:\|Loss: ({NUMBER}|nan|inf))?: *\d{{1,3}}%\|")
 _TORCHTUNE_EPOCHS = re.compile(r"^epochs: (\d+)$")
+# The distributed recipes' validation (recipes/full_finetune_distributed.py,
+# lora_finetune_distributed.py, qat_distributed.py: validate(), run every run_val_every_n_steps
+# steps): rank zero logs `f"Validation loss: {avg_val_loss:.4f}"` (`inf` with no tokens), a
+# summary of the pass (Sample.evaluation_done), no training loss; as its own log line, after its
+# logger's prefix if any (logged after a bar's refresh, it may also follow the bar's draw on its
+# line: that line's figures are the bar's)
+_TORCHTUNE_VALIDATION = re.compile(rf"(?:^|:)Validation loss: (?:{NUMBER}|nan|inf)$")
 # config.log_config's banner (after its logger's prefix, if any: `INFO:torchtune.utils._logging:`)
 # and a line of the YAML dump after it, stripped (`key: value`, `key:`, a list's `- item`)
 _TORCHTUNE_RESOLVED_CONFIG = re.compile(r"(?:^|:)Running \w+ with resolved config:$")
@@ -479,6 +487,8 @@ def read_framework_line(body: str, s: Sample, targets: AnnouncedTargets = _NONE_
         _composer_console(body, s)
     if "nference " in body:
         _detectron2_inference(body, s)
+    if "Validation loss: " in body and _TORCHTUNE_VALIDATION.search(body) is not None:
+        s.evaluation_done = True
     return body
 
 

@@ -93,3 +93,27 @@ def test_a_rerun_appended_to_the_log_starts_a_run_of_its_own_epochs():
     assert series.runs == 2
     assert series.last_progress is not None
     assert (series.last_progress.iteration, series.last_progress.target_iter) == (STEPS, 2 * STEPS)
+
+
+@pytest.mark.parametrize("line", [
+    "Validation loss: 0.7012", "INFO:torchtune.utils._logging:Validation loss: 0.7012",
+    "Validation loss: inf"], ids=["alone", "after its logger's prefix", "no tokens"])
+def test_the_distributed_recipes_validation_loss_is_an_evaluations_summary(line):
+    # validate()'s `f"Validation loss: {avg_val_loss:.4f}"`: no training loss
+    s = last_sample(*CONFIG.splitlines(), bar(1, 500), line)
+    assert s.evaluation_done
+    assert s.loss is None
+
+
+def test_a_validation_after_a_bars_draw_leaves_the_bars_figures():
+    # validate() runs after pbar.refresh(): its line may follow the bar's last draw
+    s = last_sample(*CONFIG.splitlines(), bar(1, 500) + "Validation loss: 0.7012")
+    assert (s.iteration, s.target_iter) == (500, EPOCHS * STEPS)
+    assert s.loss == pytest.approx(0.8123)
+
+
+def test_the_runs_losses_leave_the_validations_out():
+    series = MetricSeries()
+    series.feed_block(f"{CONFIG}{bar(1, 500)}\nValidation loss: 0.7012\n{bar(1, 750)}\n")
+    assert 0.7012 not in [s.loss for s in series.samples]
+    assert series.samples[-1].loss == pytest.approx(0.8123)
