@@ -245,11 +245,23 @@ _STYLEGAN_TOTAL_KIMG = re.compile(r"^Training for (\d+) kimg\.\.\.$")
 # are the epochs before it (as many as this one's) and this one's up to cur_it and it; the
 # target every epoch's steps (the last step's line reaches it: only the checkpoint's save and
 # `End training …` follow); `Batch time` the step's seconds. With --use_tqdm_to_record it
-# draws tqdm bars instead (bot.core.progress_bars)
+# draws tqdm bars instead: train_model's `tqdm.trange(start_epoch, total_epochs, desc='epochs')`,
+# counting the epochs done (`epochs:  33%|███▎      | 1/3 [...]`, train_one_epoch's disp_dict
+# as its postfix: `loss=…, lr=…, d_time=…`), and below it each epoch's `tqdm(total=
+# total_it_each_epoch, desc='train')`, counting that epoch's steps, its postfix the run's
+# (`total_it=` accumulated_iter, a resumed run's from its checkpoint's). The train bar's count is
+# one epoch's, not the run's: its total_it is the iteration, the epochs bar's total times its
+# total the target (`_OPENPCDET_EPOCHS_BAR`, the epochs announced: its first draw, `0/3`, comes
+# before the first train bar's). The epochs bar's count is no step of the run, and is left out:
+# it moves only once the epoch's checkpoint is saved (the next loop's turn), after the train
+# bar's draws at its total, and every rank draws it (the train bar is rank zero's alone).
 _OPENPCDET = re.compile(
     r"(?<![\w:])Train: +(\d+)/(\d+) \( *\d+%\) \[ *(\d+)/(\d+) \( *\d+%\)\] +"
     rf"Loss: ({NUMBER}|nan|inf) \(")
 _OPENPCDET_TIME = re.compile(rf"(?<![\w/])Batch time: ({NUMBER})\(")
+_OPENPCDET_EPOCHS_BAR = re.compile(r"^epochs: +\d{1,3}%\|[^|]*\| *\d+/(\d+) \[")
+_OPENPCDET_TRAIN_BAR = re.compile(r"^train: +\d{1,3}%\|")
+_OPENPCDET_TOTAL_IT = re.compile(r"[ ,]total_it=(\d+)\]$")
 # SlowFast's meters (facebookresearch/SlowFast slowfast/utils/meters.py 287ec0076846), logged by
 # slowfast/utils/logging.py's log_json_stats as `json_stats: {…}` (simplejson, keys sorted,
 # floats to 5 places): TrainMeter.log_iter_stats's `"_type": "train_iter_"` (`train_iter_ssl`)
@@ -373,6 +385,7 @@ _TARGET_ANNOUNCEMENTS: tuple[tuple[str, re.Pattern[str], Counted, Where], ...] =
     ("Total epochs: ", _BASICSR_TOTAL, "iterations", "any line"),  # BasicSR
     ("max_iters = ", _NANOGPT_MAX_ITERS, "iterations", "any line"),  # nanoGPT
     ("Training for ", _STYLEGAN_TOTAL_KIMG, "iterations", "any line"),  # StyleGAN2-ADA, StyleGAN3
+    ("epochs: ", _OPENPCDET_EPOCHS_BAR, "epochs", "any line"),  # OpenPCDet's epochs bar
     ("epochs: ", _TORCHTUNE_EPOCHS, "epochs", "resolved config"),  # torchtune's config dump
     ("max_epochs", _MMENGINE_MAX_EPOCHS, "epochs", "any line"),  # mmengine's config
     ("max_epochs", _MMENGINE_MAX_EPOCHS_KEYS, "epochs", "config dict"),  # its long dicts' keys
@@ -481,6 +494,8 @@ def read_framework_line(body: str, s: Sample, targets: AnnouncedTargets = _NONE_
         _json_stats(body, s)
     if body[:1].isdigit() and "|" in body:
         body = _torchtune(body, s, targets)
+    elif body.startswith(("train:", "epochs:")):
+        body = _openpcdet_bar(body, s, targets)
     elif "%|" in body:
         body = _composer_bar(body, s)
     elif body[:1] == "[" and "=" in body:
@@ -716,6 +731,23 @@ def _openpcdet(body: str, s: Sample) -> None:
         s.sec_per_iter = float(pace.group(1))
 
 
+def _openpcdet_bar(body: str, s: Sample, targets: AnnouncedTargets) -> str:
+    """An OpenPCDet bar: the train bar's (`_OPENPCDET_TRAIN_BAR`, its postfix's `total_it=`)
+    run's steps done as the iteration, every announced epoch's steps (as many as this bar
+    counts) as the target, its rate as the pace; the epochs bar's (`_OPENPCDET_EPOCHS_BAR`)
+    nothing but its postfix's figures. The body left for the rest of the grammar: without the
+    bar's count, which is one epoch's steps or the epochs', not the run's steps."""
+    bar = TQDM_BAR.search(body)
+    if bar is None:
+        return body
+    if _OPENPCDET_EPOCHS_BAR.match(body) is not None:
+        return body[:bar.start()] + body[bar.end():]
+    total_it = _OPENPCDET_TOTAL_IT.search(body, bar.end())
+    if _OPENPCDET_TRAIN_BAR.match(body) is None or total_it is None:
+        return body
+    return _run_step_of_epoch_bar(body, bar, int(total_it.group(1)), s, targets)
+
+
 def _json_stats(body: str, s: Sample) -> None:
     """A SlowFast or pycls `json_stats:` line (`_JSON_STATS`): a training step's gives its steps
     done as the iteration, every epoch's steps as the target, its loss and the step's seconds
@@ -756,12 +788,22 @@ def _torchtune(body: str, s: Sample, targets: AnnouncedTargets) -> str:
     bar = TQDM_BAR.search(body, m.end()) if m is not None else None
     if m is None or bar is None:
         return body
-    s.iteration = int(m.group(2))
-    steps = int(bar.group(2))
-    if targets.epochs is not None and targets.epochs * steps >= s.iteration:
-        s.target_iter = targets.epochs * steps
     if m.group(3) is not None:
         s.loss = float(m.group(3))
+    return _run_step_of_epoch_bar(body, bar, int(m.group(2)), s, targets)
+
+
+def _run_step_of_epoch_bar(body: str, bar: re.Match[str], step: int, s: Sample,
+                           targets: AnnouncedTargets) -> str:
+    """A bar counting one epoch's steps (`bar`: its `TQDM_BAR` match in `body`) that names the
+    run's `step` elsewhere (torchtune's description, OpenPCDet's postfix): that step as the
+    iteration, every announced epoch's steps (as many as this bar counts) as the target, the
+    bar's rate as the pace. The body left for the rest of the grammar: without the bar's count,
+    one epoch's steps, not the run's."""
+    s.iteration = step
+    steps = int(bar.group(2))
+    if targets.epochs is not None and targets.epochs * steps >= step:
+        s.target_iter = targets.epochs * steps
     if bar.group(3) is not None and (rate := float(bar.group(3))) > 0:
         s.sec_per_iter = rate if bar.group(4) == "s/it" else 1 / rate
     return body[:bar.start()] + body[bar.end():]

@@ -103,3 +103,78 @@ def test_slowfasts_last_steps_line_ends_a_finished_run_by_progress():
 def test_slowfast_short_of_its_last_step_is_still_running():
     d = read(f"{_train_iter(MAX_EPOCH, 1230)}\n{_train_iter(MAX_EPOCH, 1240)}\n")
     assert (d.class_id, d.decided_by) == ("none", "progress")
+
+
+# OpenPCDet with --use_tqdm_to_record (train_utils.py, train_model and train_one_epoch): rank
+# zero's `tqdm.trange(start_epoch, total_epochs, desc='epochs')` at position 0, its postfix
+# train_one_epoch's disp_dict after each step; below it (position 1: a newline before each draw,
+# the cursor moved up after it) each epoch's `tqdm(total=total_it_each_epoch, desc='train')`,
+# drawn at its update() and at set_postfix(dict(total_it=accumulated_iter)), closed cleared
+# (leave) but for the last epoch's, left drawn at position 0; the epochs bar moves once the
+# epoch's checkpoint is saved
+BAR_EPOCHS, BAR_STEPS = 3, 400
+DISP = ", loss=0.412, lr=0.000123, d_time=0.01(0.01), f_time=0.40(0.41), b_time=0.41(0.42)"
+START = ("2024-05-01 19:00:00,123   INFO  **********************Start training cfgs/kitti_models/"
+         "pointpillar(default)**********************\n")
+END = ("2024-05-01 19:28:06,123   INFO  **********************End training cfgs/kitti_models/poin"
+       "tpillar(default)**********************\n\n\n\n")
+
+
+def epochs_draw(done: int, postfix: str = DISP) -> str:
+    filled = "\u2588" * (10 * done // BAR_EPOCHS)
+    return (f"\repochs: {100 * done / BAR_EPOCHS:3.0f}%|{filled:<10}| {done}/{BAR_EPOCHS} "
+            f"[{done * 164 // 60:02d}:{done * 164 % 60:02d}<05:28, 164.00s/it{postfix}]")
+
+
+def train_draw(done: int, total_it: int) -> str:
+    filled = "\u2588" * (10 * done // BAR_STEPS)
+    return (f"\rtrain: {100 * done / BAR_STEPS:3.0f}%|{filled:<10}| {done}/{BAR_STEPS} "
+            f"[02:44<00:00,  2.44it/s, total_it={total_it}]")
+
+
+def bar_epoch(epoch: int) -> str:
+    """Epoch `epoch`'s (from 0) draws as a file gets them, up to the epochs bar's move after it
+    (the last epoch's train bar left drawn)."""
+    out = f"\n\rtrain:   0%|          | 0/{BAR_STEPS} [00:00<?, ?it/s]\x1b[A"
+    for done in (1, 200, BAR_STEPS):
+        total_it = epoch * BAR_STEPS + done
+        out += f"\n{train_draw(done, total_it - 1)}\x1b[A"  # update()
+        out += f"\n{train_draw(done, total_it)}\x1b[A{epochs_draw(epoch)}"  # the postfixes
+    if epoch + 1 == BAR_EPOCHS:
+        out += train_draw(BAR_STEPS, total_it) + "\n"
+    else:
+        out += "\n\r\x1b[A"
+    return out + epochs_draw(epoch + 1)
+
+
+def test_an_openpcdet_train_bar_gives_the_runs_steps_of_every_epochs_and_its_pace():
+    s = last_sample(epochs_draw(0, postfix=""), train_draw(200, BAR_STEPS + 200))
+    assert (s.iteration, s.target_iter) == (BAR_STEPS + 200, BAR_EPOCHS * BAR_STEPS)
+    assert s.sec_per_iter == pytest.approx(1 / 2.44)
+
+
+def test_openpcdets_first_epoch_at_its_total_is_no_end_of_the_run():
+    # cut while the first epoch's checkpoint is saved: its train bar at its total, the epochs
+    # bar not moved yet
+    log = START + epochs_draw(0, postfix="") + bar_epoch(0)
+    d = read(log[:log.rindex(epochs_draw(1))] + "\n")
+    assert (d.class_id, d.decided_by) == ("none", "progress")
+    d = read(log + "\n")
+    assert (d.class_id, d.decided_by) == ("none", "progress")
+
+
+def test_openpcdets_last_epoch_ends_a_finished_run():
+    epochs = START + epochs_draw(0, postfix="") + "".join(map(bar_epoch, range(BAR_EPOCHS)))
+    d = read(epochs + "\n")
+    assert (d.class_id, d.decided_by) == ("completed", "progress")
+    d = read(epochs + "\n" + END)
+    assert (d.class_id, d.decided_by) == ("completed", "signature")
+
+
+def test_another_ranks_epochs_bar_is_no_step_of_the_run():
+    # every rank draws the epochs bar (rank zero's alone has a postfix): another rank's moved
+    # to `1/3` while rank zero saves the first epoch's checkpoint
+    log = START + epochs_draw(0, postfix="") + bar_epoch(0)
+    log = log[:log.rindex(epochs_draw(1))] + "\n" + epochs_draw(1, postfix="") + "\n"
+    d = read(log)
+    assert (d.class_id, d.decided_by) == ("none", "progress")
