@@ -547,6 +547,9 @@ class RecordingMessageSink:
                                              now=0)
         return True
 
+    def post_at_most_s(self) -> float:
+        return 0.0  # a post is a list's append
+
     def update_reply(self, chain_id: int, key: str, blocks: list, text: str) -> None:
         if any(p[0] == "reply" and p[2] == key for p in self.posts):
             self.posts.append(("update", chain_id, key, text))

@@ -185,6 +185,9 @@ class FencedThreadWriter:
 
         return look_up
 
+    def post_at_most_s(self) -> float:
+        return self.inner.post_at_most_s()
+
 
 class FencedHomePublisher:
     """A `HomePublisher` whose views.publish (a run's change refreshing viewers' tabs) is

@@ -321,6 +321,11 @@ class ThreadWriter(Protocol):
         lookup)."""
         ...
 
+    def post_at_most_s(self) -> float:
+        """The longest one post may take, its retries and their waits included (how long a
+        try of a run's root holds its claim: bot.services.threads.open_thread)."""
+        ...
+
 
 class JsonPoster(Protocol):
     """Where JSON events go besides the threads (a generic webhook); raises PostError."""

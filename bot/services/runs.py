@@ -37,6 +37,7 @@ from bot.services.submit_deadlines import cluster_deadlines, flight_in_flight_s,
 from bot.services.submit_result import SubmitResult
 from bot.services.threads import (
     has_thread,
+    keep_reply,
     open_thread,
     post_safely,
     refresh_root,
@@ -371,19 +372,25 @@ def announce_submit(
 ) -> None:
     """Open or continue the run's thread: the root (posted, or rewritten for the new job),
     then the first job's "submitted" note or a resumed job's resolution (which says so when
-    the job resumed elsewhere than the approved `prompt` said)."""
+    the job resumed elsewhere than the approved `prompt` said). A root another try is
+    posting now (`open_thread`'s claim: a watcher's reply, another replica) is not waited
+    for, so the watcher's tick that resubmitted is not held: the note is kept for the thread
+    (`keep_reply`), posted under that root once it is there."""
     if ctx.sink is None:
         return
     chain_id = result.chain_id
-    if has_thread(ctx, chain_id):
+    threaded = has_thread(ctx, chain_id)
+    if threaded:
         refresh_root(ctx, chain_id)
     else:
         target = ctx.config.channel_id_for(recipe) or channel
         if target is None:
             log.warning("no channel for %s's thread: set recipes.%s.channel", recipe, recipe)
             return
-        if not open_thread(ctx, chain_id, target, wait=True).open:
+        rooted = open_thread(ctx, chain_id, target)
+        if not rooted.open and not rooted.claimed:
             return
+        threaded = rooted.open
     # a task's resubmit resolves that task's previous attempt
     attempts = run_rows(ctx.store.attempts.for_chain(chain_id),
                         array_task_in(result.display_id))
@@ -396,7 +403,10 @@ def announce_submit(
         key = f"resolution:{result.job_id}"
         blocks, text = render(ctx, "resolution", recipe,
                               resolution_view(recipe, result, actor, previous, prompt))
-    post_safely(ctx, "reply", chain_id, key, blocks, text)
+    if threaded:
+        post_safely(ctx, "reply", chain_id, key, blocks, text)
+    else:
+        keep_reply(ctx, chain_id, key, blocks, text)
 
 
 def announce_unposted_roots(ctx: BotContext) -> None:

@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import logging
 import secrets
-import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -43,11 +42,6 @@ from bot.store import Attempt, Chain, Incident
 log = logging.getLogger(__name__)
 
 MAX_SECTION = 3000
-# how long a try of a run's root message holds its claim (`open_thread`): longer than a
-# post's attempts take (the poster's 4, each with the client's own retries); a try that
-# outlasts it may be joined by another, and a bot stopped in one holds the root back as long
-ROOT_CLAIM_S = 300.0
-ROOT_CLAIM_POLL_S = 0.1  # how often a try waiting for another's claim looks again
 # the store's class (its incidents table: the notes' outbox) of a note `thread_note` keeps
 # until its thread has it or it is given up
 THREAD_NOTE = "thread_note"
@@ -150,12 +144,25 @@ def thread_note(ctx: BotContext, chain_id: int | None, key: str, text: str) -> b
     kept."""
     if ctx.sink is None or chain_id is None:
         return False
+    return _say_kept(ctx, _keep(ctx, chain_id, key, {"kind": "note", "text": text}))
+
+
+def keep_reply(ctx: BotContext, chain_id: int, key: str, blocks: Blocks, text: str) -> None:
+    """Keep the reply `blocks` (`text`: its fallback) for the chain's thread, not tried now:
+    kept in the store as `thread_note`'s notes are (class `THREAD_NOTE`, `pending`), posted
+    once (by key) under the run's root by the `prompts` job (`say_pending_notes`) once the
+    thread is there (a run whose root another try is posting: `Rooted.claimed`)."""
+    _keep(ctx, chain_id, key, {"kind": "reply", "text": text, "blocks": blocks})
+
+
+def _keep(ctx: BotContext, chain_id: int, key: str, said: dict[str, Any]) -> Incident:
+    """The kept reply `key` (`said`: its text, a rendered reply's blocks) of the chain's
+    thread, recorded `pending` unless it was before."""
     chain = ctx.store.chains.get(chain_id)
-    note, _ = ctx.store.incidents.record(
+    kept, _ = ctx.store.incidents.record(
         key, class_id=THREAD_NOTE, now=ctx.clock(), chain_id=chain_id, state="pending",
-        diagnosis={"kind": "note", "text": text,
-                   "cluster": chain.cluster if chain is not None else None})
-    return _say_kept(ctx, note)
+        diagnosis={**said, "cluster": chain.cluster if chain is not None else None})
+    return kept
 
 
 def say_pending_notes(ctx: BotContext) -> None:
@@ -171,12 +178,15 @@ def say_pending_notes(ctx: BotContext) -> None:
 
 
 def _say_kept(ctx: BotContext, note: Incident, roots: RootTries | None = None) -> bool:
-    """Try the kept note `note` (`thread_note`) and record what became of it: True once
-    posted."""
+    """Try the kept note `note` (`thread_note`'s, or a rendered reply `keep_reply` kept)
+    and record what became of it: True once posted."""
     if note.state != "pending" or note.chain_id is None:
         return note.state == "posted"
-    said = say_note(ctx, note.chain_id, note.key, str(note.diagnosis.get("text") or ""),
-                    ctx.notes, roots=roots)
+    text, blocks = str(note.diagnosis.get("text") or ""), note.diagnosis.get("blocks")
+    said = say_note(ctx, note.chain_id, note.key, text, ctx.notes, roots=roots) \
+        if blocks is None else \
+        say_in_thread(ctx, note.chain_id, note.key, text, ctx.notes, lambda: (blocks, text),
+                      what="reply", roots=roots)
     if said in ("posted", "given_up"):
         ctx.store.incidents.set_state_from(note.key, "pending",
                                            "posted" if said == "posted" else "dropped")
@@ -282,11 +292,13 @@ class Rooted:
     """What `open_thread` left of a run's thread: `open` once its root message is posted;
     else, when that thread will not come by itself, why: `refused` (Slack's refusal of the
     root) or `no_channel` (the configuration key that gives the run a channel); neither: a
-    transient failure (logged), or no root to post yet (no attempt in the store)."""
+    transient failure (logged), or no root to post yet (no attempt in the store); `claimed`:
+    another try (this replica's or another's) is posting it now, not tried here."""
 
     open: bool
     refused: PostRefused | None = None
     no_channel: str | None = None
+    claimed: bool = False
 
 
 class RootTries:
@@ -476,8 +488,7 @@ def _root_message(ctx: BotContext, chain_id: int) -> tuple[Blocks, str] | None:
     return render(ctx, "root", None if view.adopted else view.recipe, view)
 
 
-def open_thread(ctx: BotContext, chain_id: int, channel: str | None = None, *,
-                wait: bool = False) -> Rooted:
+def open_thread(ctx: BotContext, chain_id: int, channel: str | None = None) -> Rooted:
     """The one way a run's root message (the root template, or an array's) is posted: once,
     by its key, unless the thread is there. Where: a root whose post was begun and not
     confirmed (a 5xx, a rate limit outlasting the client's retries, a bot stopped in it:
@@ -492,14 +503,14 @@ def open_thread(ctx: BotContext, chain_id: int, channel: str | None = None, *,
     Its try is claimed in the store first (`_claim_root`), so one replica, one thread at a
     time tries it and the run gets one root: a submit's announcement and a watcher's reply
     (or two replicas) at the same moment would each post it. A root claimed by another try
-    is not tried: a reply tries it at its next chance; `wait` (a submit announcing itself,
-    whose "submitted" note goes under that root) waits for that try's end, at most until
-    its claim lapses (ROOT_CLAIM_S), and tries it then if it is still not posted."""
+    is not tried, nor waited for (`claimed`): a reply tries it at its next chance, a
+    submit's note is kept for the thread (`keep_reply`)."""
     if ctx.sink is None:
         return Rooted(False)
-    holder = _claim_root(ctx, chain_id, wait=wait)
+    holder = _claim_root(ctx, chain_id)
     if holder is None:
-        return Rooted(has_thread(ctx, chain_id))
+        threaded = has_thread(ctx, chain_id)
+        return Rooted(threaded, claimed=not threaded)
     try:
         return _post_root(ctx, chain_id, channel)
     finally:
@@ -510,20 +521,19 @@ def _root_claim_key(chain_id: int) -> str:
     return f"post:{root_key(chain_id)}"
 
 
-def _claim_root(ctx: BotContext, chain_id: int, *, wait: bool) -> str | None:
+def _claim_root(ctx: BotContext, chain_id: int) -> str | None:
     """Claim the try of the run's root message (the store's claims, shared by every
-    replica: exactly one of several concurrent claims is taken) for ROOT_CLAIM_S; the
-    claim's holder, or None when the thread is there or another try holds the claim (with
-    `wait`: once the thread is there, or when the other claim outlasted ROOT_CLAIM_S)."""
-    holder, key = secrets.token_hex(8), _root_claim_key(chain_id)
-    deadline = time.monotonic() + ROOT_CLAIM_S
-    while not has_thread(ctx, chain_id):
-        if ctx.store.command_claims.claim(key, holder, ctx.clock(), ROOT_CLAIM_S):
-            return holder
-        if not wait or time.monotonic() >= deadline:
-            return None
-        time.sleep(ROOT_CLAIM_POLL_S)
-    return None
+    replica: exactly one of several concurrent claims is taken) for as long as one post can
+    take at worst (the thread writer's `post_at_most_s`: a try outlasting its claim could
+    be joined by another; a bot stopped in one holds the root back as long); the claim's
+    holder, or None when the thread is there or another try holds the claim."""
+    assert ctx.sink is not None
+    if has_thread(ctx, chain_id):
+        return None
+    holder = secrets.token_hex(8)
+    taken = ctx.store.command_claims.claim(_root_claim_key(chain_id), holder, ctx.clock(),
+                                           ctx.sink.post_at_most_s())
+    return holder if taken else None
 
 
 def _post_root(ctx: BotContext, chain_id: int, channel: str | None) -> Rooted:

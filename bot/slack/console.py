@@ -145,6 +145,10 @@ class ConsoleSink:
                      thread_ts=root)
         return ts
 
+    def post_at_most_s(self) -> float:
+        """A post is a print: nothing to wait for, no retry."""
+        return 0.0
+
     def look_up(self, key: str) -> bool:
         """Whether the terminal showed `key`: a post is printed before it is recorded, so
         one recorded at all, even as an intent (the demo stopped between the two records),

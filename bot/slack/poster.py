@@ -46,7 +46,7 @@ from slack_sdk.errors import SlackApiError, SlackRequestError
 from bot.core.redact import Redactor
 from bot.crashpoint import crashpoint
 from bot.services.ports import LookupRefused, MessageRefused, PostError, PostRefused, root_key
-from bot.slack.retry import Sleep, backoff_delay, request_not_sent
+from bot.slack.retry import Sleep, backoff_at_most, backoff_delay, call_at_most_s, request_not_sent
 
 log = logging.getLogger(__name__)
 
@@ -215,6 +215,14 @@ class SlackPoster:
         blocks, text = self._redacted(blocks, text)
         return self._post(key, kind="reply", chain_id=chain_id, channel=root.channel,
                           thread_ts=root.ts, blocks=blocks, text=text)
+
+    def post_at_most_s(self) -> float:
+        """The longest one post (`_post`) may take: `max_attempts` attempts, each a lookup
+        of an earlier send and the chat.postMessage, each call at most its client's worst
+        (bot.slack.retry.call_at_most_s), with the backoffs between the attempts."""
+        backoffs = sum(backoff_at_most(attempt, self.backoff_s)
+                       for attempt in range(self.max_attempts - 1))
+        return self.max_attempts * 2 * call_at_most_s(self.client) + backoffs
 
     def look_up(self, key: str) -> bool:
         """Whether Slack has the message `key`: its post recorded, or its intent (a post the

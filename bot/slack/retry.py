@@ -144,10 +144,32 @@ class ServerErrorBackoffHandler(_Backoff, ServerErrorRetryHandler):
         return _method_of(request) not in self.skip_methods
 
 
+JITTER = 0.25  # a backoff's delay is lengthened by up to this share (backoff_delay)
+
+
 def backoff_delay(attempt: int, base_s: float = 0.5, cap_s: float = 30.0) -> float:
     """Exponential backoff with up to 25 % jitter: base·2^attempt, capped."""
     delay = min(cap_s, base_s * (2**attempt))
-    return delay * (1.0 + 0.25 * random.random())  # noqa: S311 - jitter, not crypto
+    return delay * (1.0 + JITTER * random.random())  # noqa: S311 - jitter, not crypto
+
+
+def backoff_at_most(attempt: int, base_s: float = 0.5, cap_s: float = 30.0) -> float:
+    """The longest `backoff_delay(attempt, base_s, cap_s)` waits (its jitter at its most)."""
+    return min(cap_s, base_s * (2**attempt)) * (1.0 + JITTER)
+
+
+def call_at_most_s(client: WebClient) -> float:
+    """The longest one Web API call through `client` may take, its retries included:
+    slack_sdk counts a call's retries across all of its handlers (one RetryState), so at
+    most the largest handler's `max_retry_count` of them, each after the longest wait any
+    handler makes (a 429's Retry-After, up to RetryAfterHandler.max_wait_s; a backoff's
+    delay), and each request at most the client's `timeout`."""
+    handlers = client.retry_handlers or []
+    retries = max((h.max_retry_count for h in handlers), default=0)
+    waits = [h.max_wait_s if isinstance(h, RetryAfterHandler) else
+             backoff_at_most(retries - 1, h.backoff_s) if isinstance(h, _Backoff) else 0.0
+             for h in handlers]
+    return (1 + retries) * client.timeout + retries * max(waits, default=0.0)
 
 
 def make_client(

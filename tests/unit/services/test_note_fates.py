@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import Any
@@ -62,7 +63,14 @@ from bot.services.prompts import create_resubmit_prompt
 from bot.services.runs import announce_submit, announce_unposted_roots
 from bot.services.scheduler import JobScheduler
 from bot.services.stacks import Forensics
-from bot.services.threads import THREAD_NOTE, post_safely, refresh_root, say_pending_notes
+from bot.services.threads import (
+    THREAD_NOTE,
+    Rooted,
+    open_thread,
+    post_safely,
+    refresh_root,
+    say_pending_notes,
+)
 from bot.services.watch.events import TickReport, WatchEvent
 from bot.services.watch.outbox import Outbox
 from bot.services.watch_events import ThreadEvents
@@ -820,9 +828,85 @@ def test_a_submit_announced_while_a_watcher_reply_needs_the_root_posts_one_root(
     reply.join(10)
     for i in range(1, 4):  # the reply, if its root was another's to post, comes next
         note.chance(i)
+    say_pending_notes(run.ctx)  # the submitted note, if its root was another's to post
     [root] = slack.root_messages(PRIVATE)
     assert len(in_thread(slack, root["ts"], note.key)) == 1
     assert len(in_thread(slack, root["ts"], f"chain:{run.chain_id}:attempt:1:submitted")) == 1
+
+
+class SlowRootPost:
+    """Slack's chat.postMessage of a run's root held at the wire until `answer` is set (at
+    most 5 s): `arrived` once it is there."""
+
+    def __init__(self, poster: SlackPoster) -> None:
+        self.inner = poster.client.chat_postMessage
+        self.arrived, self.answer = threading.Event(), threading.Event()
+        poster.client.chat_postMessage = self  # type: ignore[method-assign]
+
+    def __call__(self, **kwargs: Any) -> Any:
+        if ":root" in str(kwargs.get("metadata")):
+            self.arrived.set()
+            self.answer.wait(5)
+        return self.inner(**kwargs)
+
+
+def test_a_submit_announced_while_another_try_posts_the_root_does_not_wait_for_it(
+        slack: SlackStandIn, store: Store) -> None:
+    """The watcher, on another replica, is posting a run's root (Slack slow to answer) when
+    a submit into the run announces itself (the watcher's automatic resubmit, in its tick):
+    the announcement returns at once, its "submitted" note kept; once the other try's root
+    is in, the `prompts` job's next run posts the note under it: one root, the watcher's
+    reply and the note under it. Before, the announcement waited for the other try (up to
+    its claim's 5 minutes), holding the tick."""
+    run = make_run(slack, store)
+    watcher_ctx, watcher_poster, clock = slack_context(slack, store)  # the other replica
+    slow = SlowRootPost(watcher_poster)
+    note = watcher_note(Run(watcher_ctx, watcher_poster, run.chain_id, clock))
+    reply = threading.Thread(target=note.chance, args=(0,))
+    reply.start()
+    assert slow.arrived.wait(5)
+    attempt = present(store.attempts.get_by_job("88154"))
+    started = time.monotonic()
+    announce_submit(run.ctx, "mix", recorded_result(attempt, "mix"), "U0BOB", None)
+    took = time.monotonic() - started
+    slow.answer.set()
+    reply.join(10)
+    assert took < 1
+    [root] = slack.root_messages(PRIVATE)
+    submitted = f"chain:{run.chain_id}:attempt:1:submitted"
+    assert in_thread(slack, root["ts"], submitted) == []
+    say_pending_notes(run.ctx)
+    assert len(slack.root_messages(PRIVATE)) == 1
+    assert len(in_thread(slack, root["ts"], note.key)) == 1
+    [said] = in_thread(slack, root["ts"], submitted)
+    assert "U0BOB" in str(said["blocks"])
+
+
+def test_a_root_slack_rate_limits_for_ten_minutes_keeps_its_claim_and_gets_one_root(
+        slack: SlackStandIn, store: Store) -> None:
+    """Slack answers a run's root post 429 (Retry-After: 120) five times over: the client
+    waits 10 minutes before its post goes through. Meanwhile, once 5 minutes are past, the
+    watcher on another replica needs the root too: it finds the root's try still claimed and
+    posts none. One root. Before, the claim lapsed after 5 minutes, the other replica took
+    it and the run got two roots."""
+    run = make_run(slack, store)
+    other, _, other_clock = slack_context(slack, store)  # the other replica
+    clock, others = run.clock, list[Rooted]()
+
+    def wait(s: float) -> None:  # the client's and the poster's waits, in the bots' time
+        clock[0] += s
+        other_clock[0] = clock[0]
+        if clock[0] - T0 > 300 and not others:
+            others.append(open_thread(other, run.chain_id))
+
+    client = make_client(slack.token, base_url=slack.api_url, sleep=wait, timeout=10)
+    poster = SlackPoster(client, store, sleep=wait, clock=lambda: clock[0])
+    ctx = make_context(store, AnswerLostSlurm(lost=0, submitted_at=T0), sink=poster,
+                       config=run.ctx.config, charts=False, clock=lambda: clock[0])
+    slack.fail_next("chat.postMessage", status=429, retry_after=120, count=5)
+    assert open_thread(ctx, run.chain_id).open
+    assert clock[0] - T0 == 600 and [o.claimed for o in others] == [True]
+    assert len(slack.root_messages(PRIVATE)) == 1
 
 
 @pytest.mark.parametrize("in_slack", [False, True], ids=["not sent", "sent"])
