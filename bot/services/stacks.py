@@ -52,7 +52,7 @@ from bot.core.stacks import (
 from bot.core.text import N_
 from bot.probes.stacks import collect_stacks
 from bot.services.ports import SFTP, BotContext, ClusterSessions, LeaseLost
-from bot.services.threads import has_thread, post_safely, render
+from bot.services.threads import has_thread, post_or_keep, render
 
 if TYPE_CHECKING:
     from bot.core.sampler_series import SamplerSeries
@@ -195,12 +195,14 @@ def post_stacks(ctx: BotContext, chain_id: int | None, key: str, report: StackRe
                 recipe: str | None = None) -> bool:
     """The summary (or the one line saying why there is none) under `key` in the chain's
     thread, and the full dump as a file (`key:dump`); False when there is no thread or the
-    post failed (a failed upload only loses the file)."""
+    post failed: the summary is then kept for the thread (bot.services.threads.post_or_keep:
+    the `prompts` job posts it later, without the file; the stall's prompt, once posted, is
+    not published again to collect them anew). A failed upload only loses the file."""
     if not has_thread(ctx, chain_id):
         return False
     assert chain_id is not None and ctx.sink is not None
     blocks, text = render(ctx, "stacks", recipe, report.to_view())
-    if post_safely(ctx, "reply", chain_id, key, blocks, text) is None:
+    if not post_or_keep(ctx, chain_id, key, blocks, text):
         return False
     upload = getattr(ctx.sink, "upload_file", None)  # test recorders cannot upload
     if report.dump and upload is not None:
@@ -283,7 +285,7 @@ class Forensics:
             view = {"job_id": job_id, "dir": directory, "error": said(exc), "summary": None}
         try:
             blocks, text = render(self.ctx, "flight_recorder", recipe, view)
-            return post_safely(self.ctx, "reply", chain_id, key, blocks, text) is not None
+            return post_or_keep(self.ctx, chain_id, key, blocks, text)
         except LeaseLost as exc:
             log.info("%s: not posting the flight recorder: %s", key, exc)
         except Exception:  # noqa: BLE001 - a background reader must never die silently

@@ -155,6 +155,17 @@ def keep_reply(ctx: BotContext, chain_id: int, key: str, blocks: Blocks, text: s
     _keep(ctx, chain_id, key, {"kind": "reply", "text": text, "blocks": blocks})
 
 
+def post_or_keep(ctx: BotContext, chain_id: int, key: str, blocks: Blocks, text: str) -> bool:
+    """Post the reply `blocks` now (`post_safely`); one not taken (a 5xx, Slack refusing it)
+    is kept for the thread (`keep_reply`), tried again by the `prompts` job with the kept
+    notes' backoff (bot.core.backoff.after_try), so a reply that nothing else tries again
+    (the stacks of a stall whose prompt is posted) is not lost. True when posted now."""
+    if post_safely(ctx, "reply", chain_id, key, blocks, text) is not None:
+        return True
+    keep_reply(ctx, chain_id, key, blocks, text)
+    return False
+
+
 def _keep(ctx: BotContext, chain_id: int, key: str, said: dict[str, Any]) -> Incident:
     """The kept reply `key` (`said`: its text, a rendered reply's blocks) of the chain's
     thread, recorded `pending` unless it was before."""

@@ -612,6 +612,44 @@ def test_a_stall_prompt_slack_did_not_take_does_not_hold_back_the_stalls_stacks(
     forensics.close()
 
 
+class FailingPostCollector(Collector):
+    """A Collector after whose collection Slack answers the stacks' post 500 at every one of
+    the poster's attempts (`attempts`)."""
+
+    def __init__(self, slack: SlackStandIn, attempts: int) -> None:
+        super().__init__()
+        self.slack, self.attempts = slack, attempts
+
+    def collect(self, cluster: str, job_id: str, *,
+                trainer_pids: dict[str, tuple[int, ...]] | None = None) -> StackReport:
+        self.slack.fail_next("chat.postMessage", status=500, count=self.attempts)
+        return super().collect(cluster, job_id, trainer_pids=trainer_pids)
+
+
+def test_stacks_slack_did_not_take_after_the_stall_prompt_was_posted_are_posted_later(
+        slack: SlackStandIn, store: Store) -> None:
+    """The stall prompt is posted; the stall's stacks, collected then, are not: Slack answers
+    their post 500. The prompt is not published again (it is posted), so nothing collects
+    them anew: the stacks are kept, and the `prompts` job's next run posts them, once, not
+    collected again. Before, they were never posted."""
+    run = make_run(slack, store)
+    root = run.open_thread()
+    collector = FailingPostCollector(slack, run.poster.max_attempts)
+    forensics = Forensics(run.ctx, collector)  # type: ignore[arg-type]
+    note = stall_prompt(run, forensics)
+    note.chance(0)
+    assert forensics.wait(10)
+    stacks = f"stacks:{note.key}"
+    assert note.state() == "posted" and in_thread(slack, root, stacks) == []
+    for i in range(1, 3):
+        note.chance(i)
+        say_pending_notes(run.ctx)
+    assert forensics.wait(10)
+    assert collector.jobs == ["88154"] and len(in_thread(slack, root, stacks)) == 1
+    assert "No stacks of job 88154" in str(in_thread(slack, root, stacks)[0]["blocks"])
+    forensics.close()
+
+
 def test_a_bot_restarted_during_a_stall_does_not_collect_its_stacks_again(
         slack: SlackStandIn, store: Store) -> None:
     """The stall's stacks are collected and posted while Slack does not take its prompt;
