@@ -1265,3 +1265,33 @@ def test_the_reference_evaluator_runs_lists_as_bash_does(tmp_path):
             str(m >> k & 1) for k in range(len(free))) or "0", 2)]
             for m in range(1 << len(free))]
         assert bash_runs == expected, (lst, kinds)
+
+
+@pytest.mark.parametrize(("body", "level"), [
+    # a call whose status is tested runs its body with `set -e` off there: the counter that
+    # starts a list of it counts at the call (each said `fail`, the body's count never seen)
+    ("set -e\nn=0\nf() { ((n++)); }\nf || true\n((n++))\n", None),
+    ("set -e\nn=0\nf() { ((n++)); }\n! f\n((n++))\n", None),
+    ("set -e\nn=0\nf() { ((n++)); }\nif f; then :; fi\n((n++))\n", None),
+    ("set -e\nn=0\nf() { ((n++)); }\nif ! f; then :; fi\n((n++))\n", None),
+    ("set -e\nn=0\nf() { ((n++)); }\nwhile f; do break; done\n((n++))\n", None),
+    ("set -e\nn=0\nf() { ((n++)); }\nf || true\nf\n((n++))\n", None),
+    ("set -e\nn=0\nf() { n=0; ((n++)); }\nf || true\n((n++))\n", None),
+    ("set -e\nn=0\nf() { let n++; }\nf && true\n((n++))\n", None),
+    # … on the runs that make the call only
+    ('set -e\nn=0\nf() { ((n++)); }\n[ -n "$X" ] && f || true\n((n++))\n', "warn"),
+    ('set -e\nn=0\nf() { ((n++)); }\nif [ -n "$X" ]; then f || true; fi\n((n++))\n', "warn"),
+    # no count at the call: made before the definition, in a subshell or pipeline, the body's
+    # counter in a subshell, pipeline or skipped `||`, the body setting it back after it, or
+    # set again after the call
+    ("set -e\nn=0\nf || true\nf() { ((n++)); }\n((n++))\n", "fail"),
+    ("set -e\nn=0\nf() { ((n++)); }\n( f || true )\n((n++))\n", "fail"),
+    ("set -e\nn=0\nf() { ((n++)); }\nf | cat || true\n((n++))\n", "fail"),
+    ("set -e\nn=0\nf() { ( ((n++)) ); }\nf || true\n((n++))\n", "fail"),
+    ("set -e\nn=0\nf() { ((n++)) | cat; }\nf || true\n((n++))\n", "fail"),
+    ("set -e\nn=0\nf() { true || ((n++)); }\nf || true\n((n++))\n", "fail"),
+    ("set -e\nn=0\nf() { ((n++)); n=0; }\nf || true\n((n++))\n", "fail"),
+    ("set -e\nn=0\nf() { ((n++)); }\nf || true\nn=0\n((n++))\n", "fail"),
+])
+def test_a_tested_call_counts_its_bodys_counter(tmp_path, body, level):
+    _counter_stops_bash_as_the_level_says(tmp_path, body, level)
