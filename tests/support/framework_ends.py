@@ -807,6 +807,35 @@ F["pycls"] = (
     'r": 21.9000, "top5_err": 5.8000}\n'
     "[trainer.py: 193]: Wrote checkpoint to: /tmp/pycls/checkpoints/model_epoch_0100.pyth\n"
 )
+# SpeechBrain's Brain.fit and a recipe's evaluate (speechbrain/speechbrain speechbrain/core.py,
+# speechbrain/utils/epoch_loop.py, train_logger.py, checkpoints.py 9c826ef3937b; the recipes'
+# template templates/speech_recognition/ASR/train.py): its console's `%(name)s - %(message)s`,
+# EpochCounter's `Going into epoch {N}` (its limit printed nowhere), each epoch's unlabelled bars,
+# the recipe's `epoch: {N}, lr: … - train loss: … - valid loss: …` line, the checkpointer's save,
+# then after fit() the best checkpoint's load and the test stage's `Epoch loaded: {N} - test …`
+_SPEECHBRAIN = "speechbrain.{} - "
+F["SpeechBrain"] = (
+    "speechbrain.utils.epoch_loop - Going into epoch 15\n"
+    "speechbrain.utils.train_logger - epoch: 15, lr: 8.00e-01 - train loss: 5.12e-01 - valid loss"
+    ": 6.01e-01, valid CER: 2.91, valid WER: 8.12\n"
+    "speechbrain.utils.checkpoints - Saved an end-of-epoch checkpoint in results/CRDNN_BPE_960h_L"
+    "M/2602/save/CKPT+2024-05-01+19-28-00+00\n"
+    "speechbrain.utils.checkpoints - Deleted checkpoint in results/CRDNN_BPE_960h_LM/2602/save/CK"
+    "PT+2024-05-01+18-07-00+00\n"
+    "speechbrain.utils.checkpoints - Loading a checkpoint from results/CRDNN_BPE_960h_LM/2602/save"
+    "/CKPT+2024-05-01+19-28-00+00\n"
+    "speechbrain.utils.train_logger - Epoch loaded: 15 - test loss: 6.12e-01, test CER: 2.80, tes"
+    "t WER: 7.91\n"
+)
+# its EpochCounterWithStopper ending the epochs on patience (one message on two lines)
+F["SpeechBrain early stop"] = (
+    "speechbrain.utils.train_logger - epoch: 31, lr: 1.00e-04 - train loss: 2.12e-01 - valid loss"
+    ": 3.01e-01, valid error: 8.12e-02\n"
+    "speechbrain.utils.epoch_loop - 5 epochs without improvement.\n"
+    "Patience of 5 is exhausted, stopping.\n"
+    "speechbrain.utils.checkpoints - Saved an end-of-epoch checkpoint in results/ecapa/1986/save/"
+    "CKPT+2024-05-01+19-28-00+00\n"
+)
 
 #: the frameworks whose finished run has no line of its own to go on: they read `none`
 #: (still running) as a run cut at the same place does
@@ -858,6 +887,8 @@ MARKERS: dict[str, str] = {
     "OpenPCDet": "End training cfgs/kitti_models/pointpillar",
     "SlowFast": "training done: _p34.57",
     "torchtune": "Saving final epoch checkpoint.",
+    "SpeechBrain": "Epoch loaded: 15 - test loss",
+    "SpeechBrain early stop": "Patience of 5 is exhausted",
 }
 #: the frameworks read `completed` by a total their log printed before the loop, by the word
 #: after their last save or by a line of their own, each one's log cut at the same point short
@@ -889,6 +920,11 @@ CUT_SHORT: dict[str, str] = {
     "pycls": F["pycls"].split("[trainer.py: 193]")[0],
     # its last epoch's bar short of the epoch's total (its draws up to `999/1000`)
     "torchtune": F["torchtune"].split("\r3|3000|")[0] + "\n",
+    # its last epoch's lines and save, not the test stage after fit()
+    "SpeechBrain": F["SpeechBrain"].split(_SPEECHBRAIN.format("utils.checkpoints") + "Loading")[0],
+    # the epoch before patience ran out
+    "SpeechBrain early stop": F["SpeechBrain early stop"].split(
+        _SPEECHBRAIN.format("utils.epoch_loop"))[0],
 }
 ENDS: dict[str, tuple[str, str]] = {
     name: (log, "none" if name in NO_LINE_OF_THEIR_OWN else "completed")

@@ -56,6 +56,7 @@ DS_CHAT = ENDS["deepspeed-chat step1"][0]
 DS_CHAT_AGAIN = "".join(f"Epoch: 0, Step: {s}, Rank: 0, loss = 2.{s:04d}\n" for s in (1, 2, 3))
 OPENPCDET = ENDS["OpenPCDet"][0]
 SLOWFAST = ENDS["SlowFast"][0]
+SPEECHBRAIN = ENDS["SpeechBrain"][0]
 # its next run's training bar (train_one_epoch's tqdm `train` bar on rank 0, its postfix the
 # step's figures: with --use_tqdm_to_record) or its `Start training …` line and `Train: ...` log
 # lines (without it)
@@ -90,8 +91,8 @@ def test_more_training_after_the_new_markers_is_still_running(log, again):
     assert_still_running(log + again)
 
 
-@pytest.mark.parametrize("log", [BASICSR, DS_CHAT, OPENPCDET, SLOWFAST],
-                         ids=["basicsr", "deepspeed-chat", "openpcdet", "slowfast"])
+@pytest.mark.parametrize("log", [BASICSR, DS_CHAT, OPENPCDET, SLOWFAST, SPEECHBRAIN],
+                         ids=["basicsr", "deepspeed-chat", "openpcdet", "slowfast", "speechbrain"])
 def test_an_error_after_the_new_markers_decides(log):
     assert_the_error_decides(log)
 
@@ -102,3 +103,13 @@ def test_a_per_epoch_time_or_another_save_is_no_end():
                  "Saving the final model to out/ after epoch 3", "saving model ..."):
         assert read(DS_CHAT_AGAIN + line + "\n" + DS_CHAT_AGAIN).class_id == "none"
         assert read(DS_CHAT_AGAIN + DS_CHAT_AGAIN + line + "\n").class_id == "none"
+
+
+def test_speechbrains_step_limit_ends_its_epochs():
+    # Brain._fit_train once optimizer_step_limit is reached (speechbrain/core.py 9c826ef3937b),
+    # then the last validation; not a recipe's own words for another limit
+    epoch = ("speechbrain.utils.train_logger - epoch: 3, lr: 1.00e-03 - train loss: 5.12e-01 - "
+             "valid loss: 6.01e-01\n")
+    d = read(epoch + "speechbrain.core - Train iteration limit exceeded\n" + epoch)
+    assert (d.class_id, d.decided_by) == ("completed", "signature")
+    assert read(epoch + "Train iteration limit exceeded by 3 steps; clipping\n").class_id == "none"
