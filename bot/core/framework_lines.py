@@ -1,8 +1,9 @@
 """The progress lines of named training frameworks' own loggers (pure; no I/O): torchvision's
 MetricLogger (and the DETR, DeiT and MAE scripts that copy it), maskrcnn-benchmark's trainer,
 OpenMMLab's runners, Swin Transformer's loops, PaddleOCR's, torchreid's, timm's, BasicSR's,
-nanoGPT's, StyleGAN's, OpenPCDet's, SlowFast's and pycls's, torchtune's recipes' bars and
-validation, MosaicML composer's Trainer's bars and console lines, and detectron2's inference.
+nanoGPT's, StyleGAN's, OpenPCDet's, SlowFast's, pycls's and MONAI's, torchtune's recipes' bars
+and validation, MosaicML composer's Trainer's bars and console lines, and detectron2's
+inference.
 
 Each says, in its own shape, which step of the training it is at, its pace and its GPU memory;
 bot.core.training_lines' `LineParser` asks `read_framework_line` first, then reads what is
@@ -286,6 +287,16 @@ _JSON_STATS = "json_stats: {"
 _COUNT_OF_TOTAL = re.compile(r"(\d+)/(\d+)")
 _JSON_STATS_TRAIN_EPOCH = re.compile(
     r'json_stats: \{.*?"_type": "train_iter\w*".*?"epoch": "(\d+)/\d+".*?"iter": "\d+/(\d+)"')
+# MONAI's StatsHandler (Project-MONAI/MONAI monai/handlers/stats_handler.py d388d1c6fec8,
+# _default_iteration_print; since 72021b6, 2020-05): `Epoch: {epoch}/{max_epochs}, Iter:
+# {i}/{epoch_length} -- ` and the output's `{name}: {value:.4f} ` (`Loss: 0.4123 `, its tag, for
+# a scalar output; the dict's scalar keys, sorted, for a dict: the trainers' `loss: 0.4123 `),
+# after every iteration, i counting the epoch's iterations from 1: the steps done are the epochs
+# before it (as many as this one's) and this one's, the target every epoch's. No pace. Its
+# `Iter: 20/20` alone is the epoch's end, not the training's (the generic grammar read it so).
+# An evaluator's engine runs as `Epoch: {E}/{E}` (SupervisedEvaluator.run: max_epochs = the
+# trainer's epoch), but its default output_transform gives no scalar: it prints no such line
+_MONAI = re.compile(r"(?<![\w:])Epoch: (\d+)/(\d+), Iter: (\d+)/(\d+) --(?= |$)")
 
 # torchtune's recipes (pytorch/torchtune recipes/full_finetune_single_device.py and the other
 # recipes' train(), bd2a0fc7c314): a tqdm bar per epoch counting its optimizer steps,
@@ -500,6 +511,8 @@ def read_framework_line(body: str, s: Sample, targets: AnnouncedTargets = _NONE_
         body = _composer_bar(body, s)
     elif body[:1] == "[" and "=" in body:
         _composer_console(body, s)
+    if ", Iter: " in body:
+        body = _monai(body, s)
     if "nference " in body:
         _detectron2_inference(body, s)
     if "Validation loss: " in body and _TORCHTUNE_VALIDATION.search(body) is not None:
@@ -866,6 +879,19 @@ def json_stats_epoch(text: str) -> tuple[int, int] | None:
     keys sorted put both before the figures), or None when it is no such line."""
     m = _JSON_STATS_TRAIN_EPOCH.search(text) if _JSON_STATS in text else None
     return (int(m.group(1)), int(m.group(2))) if m is not None else None
+
+
+def _monai(body: str, s: Sample) -> str:
+    """A MONAI StatsHandler iteration line (`_MONAI`): its steps done as the iteration, every
+    epoch's as the target. The body left for the rest of the grammar (its output's `loss: …`):
+    without the epoch's own `Iter: i/n`, which is no count of the training's."""
+    m = _MONAI.search(body)
+    if m is None:
+        return body
+    epoch, epochs, step, steps = (int(g) for g in m.group(1, 2, 3, 4))
+    s.iteration = (max(epoch, 1) - 1) * steps + step
+    s.target_iter = epochs * steps
+    return body[:m.start()] + body[m.end():]
 
 
 def openmmlab_epoch(text: str) -> tuple[int, int] | None:

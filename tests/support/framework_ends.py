@@ -836,6 +836,24 @@ F["SpeechBrain early stop"] = (
     "speechbrain.utils.checkpoints - Saved an end-of-epoch checkpoint in results/ecapa/1986/save/"
     "CKPT+2024-05-01+19-28-00+00\n"
 )
+# MONAI's SupervisedTrainer as its tutorials run it (Project-MONAI/MONAI d388d1c6fec8;
+# logging.basicConfig(level=INFO), so ignite's engines log too: pytorch/ignite
+# ignite/engine/engine.py de08e799cfb5): StatsHandler's `Epoch: {e}/{max_epochs}, Iter:
+# {i}/{epoch_length} -- loss: …` (monai.apps.get_logger's format) every iteration, the trainer's
+# `Epoch[100] Complete. Time taken: …`, the evaluator's run and its StatsHandler's metrics, then
+# the trainer's own `Engine run finished. Time taken: …` (ignite's logger names its engine)
+_MONAI = "2024-05-01 19:{} - INFO - "
+F["MONAI"] = "".join(
+    f"2024-05-01 19:28:{i:02d},123 - INFO - Epoch: 100/100, Iter: {i}/20 -- loss: 0.{i}23 \n"
+    for i in (18, 19, 20)) + (
+    "INFO:ignite.engine.engine.SupervisedTrainer:Epoch[100] Complete. Time taken: 00:00:24.123\n"
+    "INFO:ignite.engine.engine.SupervisedEvaluator:Engine run starting with max_epochs=100.\n"
+    "INFO:ignite.engine.engine.SupervisedEvaluator:Epoch[100] Complete. Time taken: 00:00:03.012\n"
+    "2024-05-01 19:28:24,123 - INFO - Epoch[100] Metrics -- val_mean_dice: 0.8123 \n"
+    "2024-05-01 19:28:24,124 - INFO - Key metric: val_mean_dice best value: 0.8123 at epoch: 100\n"
+    "INFO:ignite.engine.engine.SupervisedEvaluator:Engine run finished. Time taken: 00:00:03.012\n"
+    "INFO:ignite.engine.engine.SupervisedTrainer:Engine run finished. Time taken: 00:41:12.345\n"
+)
 
 #: the frameworks whose finished run has no line of its own to go on: they read `none`
 #: (still running) as a run cut at the same place does
@@ -889,6 +907,7 @@ MARKERS: dict[str, str] = {
     "torchtune": "Saving final epoch checkpoint.",
     "SpeechBrain": "Epoch loaded: 15 - test loss",
     "SpeechBrain early stop": "Patience of 5 is exhausted",
+    "MONAI": "SupervisedTrainer:Engine run finished",
 }
 #: the frameworks read `completed` by a total their log printed before the loop, by the word
 #: after their last save or by a line of their own, each one's log cut at the same point short
@@ -925,6 +944,8 @@ CUT_SHORT: dict[str, str] = {
     # the epoch before patience ran out
     "SpeechBrain early stop": F["SpeechBrain early stop"].split(
         _SPEECHBRAIN.format("utils.epoch_loop"))[0],
+    # its last epoch short of its last iteration
+    "MONAI": F["MONAI"].split(_MONAI.format("28:20,123"))[0],
 }
 ENDS: dict[str, tuple[str, str]] = {
     name: (log, "none" if name in NO_LINE_OF_THEIR_OWN else "completed")

@@ -57,6 +57,7 @@ DS_CHAT_AGAIN = "".join(f"Epoch: 0, Step: {s}, Rank: 0, loss = 2.{s:04d}\n" for 
 OPENPCDET = ENDS["OpenPCDet"][0]
 SLOWFAST = ENDS["SlowFast"][0]
 SPEECHBRAIN = ENDS["SpeechBrain"][0]
+MONAI = ENDS["MONAI"][0]
 # its next run's training bar (train_one_epoch's tqdm `train` bar on rank 0, its postfix the
 # step's figures: with --use_tqdm_to_record) or its `Start training …` line and `Train: ...` log
 # lines (without it)
@@ -77,6 +78,10 @@ SLOWFAST_AGAIN = "".join(
     f"\"epoch\": \"1/196\", \"eta\": \"1 day, 4:00:00\", \"gpu_mem\": \"9.12G\", \"grad_norm\": "
     f"3.12, \"iter\": \"{s * 10}/1250\", \"loss\": 5.{s}1, \"lr\": 0.0001, \"top1_err\": 99.0, "
     f"\"top5_err\": 95.0}}\n" for s in (1, 2, 3))
+# its next run's StatsHandler lines
+MONAI_AGAIN = "".join(
+    f"2024-05-01 19:30:0{i},123 - INFO - Epoch: 1/100, Iter: {i}/20 -- loss: 1.{i}1 \n"
+    for i in (1, 2, 3))
 BASICSR_AGAIN = "".join(
     f"2024-05-01 19:3{s + 2}:00,123 INFO: [train..][epoch:  1, iter:{s * 100:8,d}, "
     f"lr:(1.000e-04,)] [eta: 1 day, 2:03:04, time (data): 0.215 (0.003)] l_pix: 3.{s}000e-02 \n"
@@ -85,14 +90,15 @@ BASICSR_AGAIN = "".join(
 
 @pytest.mark.parametrize(("log", "again"), [
     (BASICSR, BASICSR_AGAIN), (DS_CHAT, DS_CHAT_AGAIN), (OPENPCDET, OPENPCDET_BAR_AGAIN),
-    (OPENPCDET, OPENPCDET_AGAIN), (SLOWFAST, SLOWFAST_AGAIN)],
-    ids=["basicsr", "deepspeed-chat", "openpcdet-bar", "openpcdet", "slowfast"])
+    (OPENPCDET, OPENPCDET_AGAIN), (SLOWFAST, SLOWFAST_AGAIN), (MONAI, MONAI_AGAIN)],
+    ids=["basicsr", "deepspeed-chat", "openpcdet-bar", "openpcdet", "slowfast", "monai"])
 def test_more_training_after_the_new_markers_is_still_running(log, again):
     assert_still_running(log + again)
 
 
-@pytest.mark.parametrize("log", [BASICSR, DS_CHAT, OPENPCDET, SLOWFAST, SPEECHBRAIN],
-                         ids=["basicsr", "deepspeed-chat", "openpcdet", "slowfast", "speechbrain"])
+@pytest.mark.parametrize("log", [BASICSR, DS_CHAT, OPENPCDET, SLOWFAST, SPEECHBRAIN, MONAI],
+                         ids=["basicsr", "deepspeed-chat", "openpcdet", "slowfast", "speechbrain",
+                              "monai"])
 def test_an_error_after_the_new_markers_decides(log):
     assert_the_error_decides(log)
 
