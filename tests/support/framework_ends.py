@@ -854,6 +854,20 @@ F["MONAI"] = "".join(
     "INFO:ignite.engine.engine.SupervisedEvaluator:Engine run finished. Time taken: 00:00:03.012\n"
     "INFO:ignite.engine.engine.SupervisedTrainer:Engine run finished. Time taken: 00:41:12.345\n"
 )
+# latent-diffusion's main.py (CompVis/latent-diffusion a506df575647; stable-diffusion's and
+# taming-transformers' alike), Lightning 1.4: each epoch's bar (`Epoch {n}:`, no epoch total:
+# its configs set no max_epochs and Lightning 1.4 prints none), CUDACallback's `Average Epoch
+# time` and `Average Peak memory` after it; after fit() nothing of its own (trainer.test's output
+# when a test set is configured, then the profiler's summary: an empty line by default)
+_LDM_BAR = ("Epoch {}: {:3d}%|{:<10}| {}/1000 [{}<{},  1.50it/s, loss=0.0123, v_num=0, train/los"
+            "s_simple_step=0.0123, train/loss_vlb_step=0.000123, train/loss_step=0.0123, global_st"
+            "ep={}.000]")
+F["latent-diffusion main.py"] = "".join(
+    "\r".join(_LDM_BAR.format(epoch, n // 10, "\u2588" * (n // 100), n, f"{n * 10 // 1000:02d}:00",
+                              f"{10 - n * 10 // 1000:02d}:00", epoch * 1000 + n - 1)
+              for n in (250, 500, 750, 1000))
+    + "\nAverage Epoch time: 612.34 seconds\nAverage Peak memory 30123.45MiB\n"
+    for epoch in (41, 42)) + "\n"
 
 #: the frameworks whose finished run has no line of its own to go on: they read `none`
 #: (still running) as a run cut at the same place does
@@ -872,6 +886,9 @@ NO_LINE_OF_THEIR_OWN = frozenset({
     # names no epochs' total (max_duration is printed only with auto_log_hparams); fit prints
     # nothing after its loop
     "composer (max_duration in epochs)",
+    # its `Epoch 42:` bars name no epoch total; after fit() it prints nothing of its own (its
+    # `Summoning checkpoint.` is an exception's or a signal's: no end)
+    "latent-diffusion main.py",
 })
 #: the frameworks whose end is read by a line of its own (a signature), and that line's words;
 #: the others are read by progress (a counter at its total) or a closing summary

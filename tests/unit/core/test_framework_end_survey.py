@@ -119,3 +119,28 @@ def test_speechbrains_step_limit_ends_its_epochs():
     d = read(epoch + "speechbrain.core - Train iteration limit exceeded\n" + epoch)
     assert (d.class_id, d.decided_by) == ("completed", "signature")
     assert read(epoch + "Train iteration limit exceeded by 3 steps; clipping\n").class_id == "none"
+
+
+LDM = ENDS["latent-diffusion main.py"][0]
+# main.py's melk (CompVis/latent-diffusion main.py a506df575647): on an exception out of
+# trainer.fit (before its traceback), on SIGUSR1 (Slurm's --signal before a time limit: the run
+# goes on) and on a KeyboardInterrupt Lightning caught (SetupCallback.on_keyboard_interrupt)
+SUMMONING = "Summoning checkpoint.\n"
+LDM_OOM = ("Traceback (most recent call last):\n"
+           '  File "main.py", line 719, in <module>\n'
+           "    trainer.fit(model, data)\n"
+           "torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; "
+           "79.15 GiB total capacity; 75.12 GiB already allocated; 1.02 GiB free; 76.01 GiB "
+           "reserved in total by PyTorch)\n")
+# the next epoch's bar
+LDM_MORE = "\r".join(
+    f"Epoch 43: {n // 10:3d}%|{'#' * (n // 100):<10}| {n}/1000 [01:00<09:00,  1.50it/s, loss=0.01"
+    f"23, v_num=0, global_step={43000 + n - 1}.000]" for n in (100, 200, 300)) + "\n"
+
+
+def test_ldms_summoning_checkpoint_is_a_failure_sign_not_an_end():
+    d = read(LDM + SUMMONING)
+    assert (d.class_id, d.decided_by) == ("unknown_failure", "hint")
+    assert read(LDM + SUMMONING + LDM_OOM).class_id == "cuda_oom"
+    # a signal's: the training goes on after it
+    assert read(LDM + SUMMONING + LDM_MORE).class_id == "none"
