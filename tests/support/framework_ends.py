@@ -183,6 +183,23 @@ F["mmcv 1.x / mmdet 2.x"] = (
     "2021-03-01 19:32:00,123 - mmdet - INFO - Epoch(val) [12][5000]\tbbox_mAP: 0.3740, bbox_mAP_"
     "50: 0.5810, bbox_mAP_copypaste: 0.374 0.581 0.404 0.212 0.410 0.481\n"
 )
+# mmcv 1.x's IterBasedRunner (open-mmlab/mmcv 1.x mmcv/runner/iter_based_runner.py: `workflow:
+# %s, max: %d iters` as it starts), mmseg 0.x's runner: TextLoggerHook's `Iter [i/N]` lines name
+# the total themselves (no announcement needed), every 50 iterations here, the last one short of
+# it; CheckpointHook's save at the last iteration (`Saving checkpoint at 80000 iterations`), then
+# EvalHook's results (`Iter(val) [500]`, once its pass is over)
+F["mmcv 1.x IterBasedRunner / mmseg 0.x"] = (
+    "2021-03-01 07:00:00,123 - mmseg - INFO - Start running, host: alice@gpu-a07, work_dir: /work"
+    "/deeplabv3_r50-d8_512x1024_80k_cityscapes\n"
+    "2021-03-01 07:00:00,124 - mmseg - INFO - workflow: [('train', 1)], max: 80000 iters\n"
+    "2021-03-01 19:27:40,123 - mmseg - INFO - Iter [79900/80000]\tlr: 1.000e-04, eta: 0:00:41, t"
+    "ime: 0.401, data_time: 0.010, memory: 4012, decode.loss_seg: 0.1000, loss: 0.1123\n"
+    "2021-03-01 19:28:00,123 - mmseg - INFO - Iter [79950/80000]\tlr: 1.000e-04, eta: 0:00:12, t"
+    "ime: 0.401, data_time: 0.010, memory: 4012, decode.loss_seg: 0.1000, loss: 0.1123\n"
+    "2021-03-01 19:28:12,123 - mmseg - INFO - Saving checkpoint at 80000 iterations\n"
+    "2021-03-01 19:32:00,123 - mmseg - INFO - Iter(val) [500]\tmIoU: 0.7740, mAcc: 0.8500, aAcc"
+    ": 0.9500\n"
+)
 F["deepspeed launcher"] = (
     "[2024-05-01 19:38:50,100] [INFO] [logging.py:96:log_dist] [Rank 0] step=5000, skipped=0, lr="
     "[3e-05], mom=[(0.9, 0.999)]\n"
@@ -935,6 +952,8 @@ CUT_SHORT: dict[str, str] = {
     # its last epoch's last logged steps, not the save once the epoch is over
     "mmengine/mmdet": F["mmengine/mmdet"].split("05/01 19:28:12")[0],
     "mmcv 1.x / mmdet 2.x": F["mmcv 1.x / mmdet 2.x"].split("2021-03-01 19:28:12")[0],
+    "mmcv 1.x IterBasedRunner / mmseg 0.x": F["mmcv 1.x IterBasedRunner / mmseg 0.x"].split(
+        "2021-03-01 19:28:12")[0],
     # its save at the end step, not the `Done!` after it
     "k-diffusion": F["k-diffusion"].removesuffix("Done!\n"),
     # the last epoch's validation, not the line after the loop
