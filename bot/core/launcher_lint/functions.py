@@ -87,6 +87,8 @@ class FunctionBodies:
         self.bodies[name] = (off + brace + 1, off + end - 1)
         saved_errexit, saved_off_line = self.opts.errexit, self.opts.errexit_off_line
         saved_in_body = self.opts.errexit_in_body, self.opts.errexit_in_body_partial
+        saved_pipefail = (self.opts.pipefail, self.opts.pipefail_partial,
+                          self.opts.pipefail_line, self.opts.pipefail_off_line)
         self.opts.errexit_in_body = self.opts.errexit_in_body_partial = False
         saved_function = self.function
         self.function = name
@@ -119,6 +121,13 @@ class FunctionBodies:
         hits.extend(body_hits)
         self.opts.errexit, self.opts.errexit_off_line = saved_errexit, saved_off_line
         self.opts.errexit_in_body, self.opts.errexit_in_body_partial = saved_in_body
+        if (self.opts.pipefail, self.opts.pipefail_partial) == saved_pipefail[:2]:
+            (self.opts.pipefail, self.opts.pipefail_partial, self.opts.pipefail_line,
+             self.opts.pipefail_off_line) = saved_pipefail
+        else:
+            # the body turns pipefail on or off: on from its calls on, which the walk does not
+            # place, so not known past the definition (`strict() { set -o pipefail; }`)
+            self.opts.pipefail, self.opts.pipefail_partial = True, True
         self.function = saved_function
 
     def _note_ending_body(self: _Walk, command: str, off: int, ended: bool) -> None:

@@ -15,10 +15,12 @@ import pytest
 from bot.core.launcher_lint import CHECK_ARITH_UNSET, CHECK_ARITH_ZERO, lint_launcher
 
 
-def _counter_stops_bash_as_the_level_says(tmp_path, body: str, level: str | None) -> None:
+def _counter_stops_bash_as_the_level_says(tmp_path, body: str, level: str | None,
+                                          lint_level: str | None = None) -> None:
     """`body`'s `((n++))` under `set -e`: real bash, run with X empty and with X=1, stops on it
     (status 1; every `exit` of these scripts is `exit 0` or `exit 3`) on both runs (fail), on
-    one (warn), or on neither (None), and the lint's finding on that line says the same."""
+    one (warn), or on neither (None), and the lint's finding on that line says the same (or
+    `lint_level`, where the lint cannot know as much as the two runs show)."""
     script = f"#!/bin/bash\n{body}"
     launch = tmp_path / "launch.sh"
     launch.write_text(script)
@@ -29,7 +31,8 @@ def _counter_stops_bash_as_the_level_says(tmp_path, body: str, level: str | None
     found = [f for f in lint_launcher(script)
              if f.check in (CHECK_ARITH_ZERO, CHECK_ARITH_UNSET) and f.level != "pass"]
     counter = script.count("\n", 0, script.rindex("((n++))")) + 1
-    assert [(f.level, f.line) for f in found] == ([(level, counter)] if level else [])
+    said = lint_level or level
+    assert [(f.level, f.line) for f in found] == ([(said, counter)] if said else [])
 
 
 @pytest.mark.parametrize(("body", "level"), [
@@ -1295,3 +1298,20 @@ def test_the_reference_evaluator_runs_lists_as_bash_does(tmp_path):
 ])
 def test_a_tested_call_counts_its_bodys_counter(tmp_path, body, level):
     _counter_stops_bash_as_the_level_says(tmp_path, body, level)
+
+
+@pytest.mark.parametrize(("body", "level", "lint_level"), [
+    # a function whose body turns pipefail on or off leaves it not known past its definition:
+    # its calls, not the definition, change it (each said nothing, the body's `set` read as
+    # run where it is defined)
+    ("set -e\nn=0\nstrict() { set -o pipefail; }\nfalse | true || n=1\nstrict\n((n++))\n",
+     "fail", "warn"),
+    ('set -eo pipefail\nn=0\nrelax() { set +o pipefail; }\n[ -n "$X" ] && relax\n'
+     "false | true && n=1\n((n++))\n", "warn", None),
+    # (a body that leaves it as it was: as before the definition)
+    ("set -e\nn=0\nsame() { set -o pipefail; set +o pipefail; }\nfalse | true || n=1\nsame\n"
+     "((n++))\n", "fail", None),
+])
+def test_pipefail_a_function_body_sets_is_not_known_past_its_definition(
+        tmp_path, body, level, lint_level):
+    _counter_stops_bash_as_the_level_says(tmp_path, body, level, lint_level)
