@@ -21,12 +21,17 @@ from bot.core.launcher_lint.model import Arith, Construct, Cover, Scan
 
 #: What sets a variable: a shell assignment (`n=0`, `n=0;`, `n="0"`, `local n=0`, `let n=0`),
 #: its value up to a blank or an operator, and an arithmetic one, blanks around `=` allowed
-#: (`((n=0))`, `(( n = 0 ))`, `for ((n = 0; …))`); `==` compares. `+=` appends (`n+=1`: "01",
-#: or 1 with `declare -i`) or adds (`((n+=1))`).
+#: (`((n=0))`, `(( n = 0 ))`, `for ((n = 0; …))`, `let n=0`); `==` compares. `+=` appends
+#: (`n+=1`: "01", or 1 with `declare -i`) or adds (`((n+=1))`, `let n+=8`: 8, not "08"), an
+#: arithmetic `-=` subtracts (`((n-=1))`); a pre-increment or -decrement (`((++n))`, `let --n`)
+#: leaves the value it evaluates to.
 _ASSIGNMENT_RE = re.compile(
     r"(?<![\w$])(?P<var>[A-Za-z_]\w*)(?P<op>\+?)=(?!=)(?P<value>[^\s;&|)]*)"
-    r"|\(\(\s*(?P<avar>[A-Za-z_]\w*)\s*(?P<aop>\+?)=(?!=)\s*(?P<avalue>[^\s;,)]*)"
+    r"|(?:\(\(\s*|(?<![\w$])let\s+[\"']?)(?:(?P<avar>[A-Za-z_]\w*)\s*(?P<aop>[-+]?)=(?!=)\s*"
+    r"(?P<avalue>[^\s;,)\"']*)|(?P<pop>\+\+|--)\s*(?P<pvar>[A-Za-z_]\w*))"
 )
+#: A decimal integer as arithmetic reads it (no leading 0, which makes it octal).
+_DECIMAL_RE = re.compile(r"-?[1-9][0-9]*")
 #: What may come before a command's first word on its line: a separator or a keyword, then
 #: assignments (`FOO=1 n=0 cmd`).
 _COMMAND_START_RE = re.compile(
@@ -85,7 +90,9 @@ def assigned_values(code: str, wanted: set[str], prefixes: dict[int, tuple[str, 
     values: dict[str, list[tuple[int, str | None]]] = {}
     for m in _ASSIGNMENT_RE.finditer(code):
         shell = m.group("var") is not None
-        var, op, text = m.group("var", "op", "value") if shell else m.group("avar", "aop", "avalue")
+        var, op, text = m.group("var", "op", "value") if shell else m.group(
+            "avar", "aop", "avalue") if m.group("avar") is not None else m.group(
+            "pvar", "pop", "pop")  # (`((++n))`: no text, its operator says the value)
         if (var not in wanted or m.start() in prefixes
                 or any(start <= m.start() < end for start, end in never_run)):
             continue  # not wanted, set for one command only (`n=0 cmd`), or never run
@@ -93,7 +100,11 @@ def assigned_values(code: str, wanted: set[str], prefixes: dict[int, tuple[str, 
         earlier = values.setdefault(var, [])
         was = earlier[-1][1] if earlier else ""  # unset: "" appended to, 0 added to
         value: str | None
-        if not op:
+        if op in ("++", "--"):  # `((++n))`: one more (less) than it held, where that is known
+            held = "0" if was is not None and ZERO_RE.fullmatch(was) else was
+            value = str(int(held) + (1 if op == "++" else -1)) if held is not None and (
+                held == "0" or _DECIMAL_RE.fullmatch(held)) else None
+        elif not op:
             # an arithmetic assignment holds the number, in decimal
             value = text if shell or ZERO_RE.fullmatch(text) or text.isdigit() and \
                 not text.startswith("0") else None
@@ -197,7 +208,7 @@ def assignment_text(code: str, at: int) -> str:
     m = _ASSIGNMENT_RE.match(code, at)
     if m is None:
         return short(code[at:].split(None, 1)[0], 40)
-    end = code.find("))", m.end()) + 2 if m.group("avar") else m.end()
+    end = code.find("))", m.end()) + 2 if code.startswith("((", at) else m.end()
     return short(code[at:max(end, m.end())], 40)
 
 

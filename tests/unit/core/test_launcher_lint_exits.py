@@ -1315,3 +1315,35 @@ def test_a_tested_call_counts_its_bodys_counter(tmp_path, body, level):
 def test_pipefail_a_function_body_sets_is_not_known_past_its_definition(
         tmp_path, body, level, lint_level):
     _counter_stops_bash_as_the_level_says(tmp_path, body, level, lint_level)
+
+
+@pytest.mark.parametrize(("body", "level"), [
+    # a pre-increment or -decrement evaluates to the value it leaves: from 0, 1 or -1, status 0,
+    # and the counter after it reads that (each said `fail`, the variable read as still 0)
+    ("set -e\nn=0\n((++n))\n((n++))\n", None),
+    ("set -e\nn=0\n(( ++n )); ((n++))\n", None),
+    ("set -e\nn=0\nlet ++n\n((n++))\n", None),
+    ('set -e\nn=0\nlet "++n"\n((n++))\n', None),
+    ("set -e\nn=0\n((--n))\n((n++))\n", None),
+    ("set -e\n((++n))\n((n++))\n", None),
+    ("set -e\nn=0\nfor i in 1 2; do ((++n)); done\n((n++))\n", None),
+    # an arithmetic `-=`, and `let`'s `+=` / `-=`, which add, not append (`let n+=8` is 8, not
+    # "08"; each said `fail`)
+    ("set -e\nn=0\n((n-=1))\n((n++))\n", None),
+    ("set -e\nn=0\nlet n+=8\n((n++))\n", None),
+    ("set -e\nn=0\nlet n-=1\n((n++))\n", None),
+    # … on the runs that make it only
+    ('set -e\nn=0\nif [ -n "$X" ]; then ((++n)); fi\n((n++))\n', "warn"),
+    ("set -e\nn=0\nfor i in $X; do ((++n)); done\n((n++))\n", "warn"),
+    # a pre-increment or -decrement to 0, `-=` / `+=` of 0, `let n=0`, or one in a subshell,
+    # leaves 0 where the counter reads it
+    ("set -e\nn=1\n((--n)) || true\n((n++))\n", "fail"),
+    ("set -e\nn=-1\nlet ++n || true\n((n++))\n", "fail"),
+    ("set -e\nn=0\n((n-=0)) || true\n((n++))\n", "fail"),
+    ('set -e\nn=0\nlet "n+=0" || true\n((n++))\n', "fail"),
+    ("set -e\nn=5\nlet n=0 || true\n((n++))\n", "fail"),
+    ("set -e\nn=0\n( ((++n)) )\n((n++))\n", "fail"),
+])
+def test_a_pre_increment_or_an_arithmetic_add_leaves_what_it_evaluates_to(tmp_path, body,
+                                                                         level):
+    _counter_stops_bash_as_the_level_says(tmp_path, body, level)
