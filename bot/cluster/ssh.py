@@ -180,27 +180,33 @@ class SSHRunner:
         _close_clients(self._client, self._jump)
         self._client = self._jump = None
 
-    def _retire(self, transport: object, why: str) -> None:
+    def _retire(self, transport: object, why: str, *, wait: bool = True) -> None:
         """`transport`'s sends do not leave (`why`: how that showed): no new command goes to it
         (the next one connects afresh), and it is closed, with its jump host's connection,
         once the commands in flight on it have ended, at the latest just after the last of
         their deadlines (bot.cluster.in_flight). Said as a failed connection, as `_lost` does. A
         transport that is no longer the runner's (retired or dropped by another thread) is
         left as it is. The runner's lock is waited for at most connect_at_most_s, which every
-        holder ends within (connecting is bounded); a holder past it (none should be) leaves
-        the runner as it is and the transport is retired alone, its sends still cut at the
-        latest deadline of its commands."""
-        try:
-            with self._locked():
-                if self._client is None or self._client.get_transport() is not transport:
-                    return
-                client, jump = self._take_connection()
-        except ClusterUnavailable as exc:  # the lock not had in time
-            log.warning("ssh connection to %s %s: retired without the runner's lock (%s)",
-                        self.settings.host, why, exc)
+        holder ends within (connecting is bounded), or not at all without `wait` (the in-flight
+        clock's thread, whose waiting would delay every other deadline of the runner): not
+        had, the runner is left as it is and the transport is retired alone, its sends still
+        cut at the latest deadline of its commands."""
+        if wait:
+            had = self._lock.acquire(timeout=self.deadlines().connect_at_most_s)
+        else:
+            had = self._lock.acquire(blocking=False)
+        if not had:
+            log.warning("ssh connection to %s %s: retired without the runner's lock (another "
+                        "task held it)", self.settings.host, why)
             if isinstance(transport, paramiko.Transport):
                 self._in_flight.retire(transport, transport.close)
             return
+        try:
+            if self._client is None or self._client.get_transport() is not transport:
+                return
+            client, jump = self._take_connection()
+        finally:
+            self._lock.release()
         log.warning("ssh connection to %s %s: retired", self.settings.host, why)
         self._in_flight.retire(transport, lambda: _close_clients(client, jump))
 
@@ -209,8 +215,12 @@ class SSHRunner:
         signal or its channel's close (or a send before them) did not leave, and with no new
         command on the connection nothing else would retire it. Retired: it is closed now, or
         just after the last deadline of its other commands, which cuts the sends waiting; the
-        command ends timed out (`_collect`)."""
-        self._retire(transport, "could not end a command by its deadline")
+        command ends timed out (`_collect`). Called on the in-flight clock's thread, so the
+        runner's lock is not waited for (`_retire`); a transport retired already is left to
+        its close, due already."""
+        if self._in_flight.retired(transport):
+            return
+        self._retire(transport, "could not end a command by its deadline", wait=False)
 
     def _lost(self) -> None:
         """The connection found dead (dropped, not closed here): dropped, and its failure

@@ -21,6 +21,7 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 
+import paramiko
 import pytest
 from support.sftp_peer import Peer, serve_peer
 
@@ -56,6 +57,18 @@ def opening_fails(runner, host: str) -> ClusterUnavailable:  # noqa: ANN001
     assert ko.startswith(f"{host}에서 ssh 세션을 열 수 없습니다: 연결이 {CONNECT_S:g}초 안에"), ko
     assert f"`ssh {host} true`" in ko and "새 연결" in ko, ko
     return err.value
+
+
+def reading_stops(runner, peer: Peer) -> paramiko.Transport:  # noqa: ANN001
+    """The runner's connection, whose login node reads 256 KiB more, then nothing: a command's
+    4 MiB stdin fills the TCP buffers (the bot's not autotuned, up to 4 MiB here) and its
+    sends wait, with every later send on the connection."""
+    stuck = runner.transport
+    sock = stuck.sock
+    assert isinstance(sock, socket.socket)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 64 << 10)
+    peer.stall_after = peer.received + (256 << 10)
+    return stuck
 
 
 def test_a_session_never_opened_fails_at_connect_timeout_and_the_next_command_reconnects(
@@ -145,12 +158,7 @@ def test_a_command_that_cannot_end_by_its_deadline_retires_its_connection(peer: 
     peer.exec_runs = True  # the command runs, reading nothing, until its channel is closed
     ended: dict[str, object] = {}
     with peer.runner(connect_timeout=CONNECT_S) as runner:
-        stuck = runner.transport
-        sock = stuck.sock
-        assert isinstance(sock, socket.socket)
-        # not autotuned (up to 4 MiB here): the stdin below fills it, and the peer's buffer
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 64 << 10)
-        peer.stall_after = peer.received + (256 << 10)
+        stuck = reading_stops(runner, peer)
         started = time.monotonic()
 
         def running() -> None:
@@ -164,7 +172,8 @@ def test_a_command_that_cannot_end_by_its_deadline_retires_its_connection(peer: 
         thread.start()
         thread.join(2.0 + END_GRACE_S + SLACK_S)
         assert not thread.is_alive(), "the command outlived its timeout and grace"
-        assert peer.received >= peer.stall_after  # it stopped reading: the sends were stuck
+        # it stopped reading: the sends were stuck
+        assert peer.stall_after is not None and peer.received >= peer.stall_after
         error = ended["error"]
         assert isinstance(error, CommandTimedOut), ended
         assert 2.0 <= float(ended["at"]) - started  # type: ignore[arg-type]
@@ -202,3 +211,46 @@ def test_a_connection_overstaying_while_the_runner_is_held_is_still_closed(peer:
             assert not stuck.is_active()
         finally:
             release.set()
+
+
+def test_a_command_overstaying_while_another_task_connects_is_cut_at_its_due_time(
+        peer: Peer) -> None:
+    """A command's sends stop leaving (the login node reads nothing) while another task holds
+    the runner's lock, as connecting to a hung node does for up to connect_at_most_s (3 s
+    here): its connection is closed at its due time (its timeout and END_GRACE_S), not when
+    the lock is released. Before, the in-flight clock waited for the lock, and every deadline
+    of the runner slipped with it."""
+    connect_s = 3.0
+    peer.exec_runs = True  # the command runs, reading nothing, until its channel is closed
+    held, release = threading.Event(), threading.Event()
+
+    def another_task_connecting() -> None:
+        with runner._lock:  # noqa: SLF001 - what _ensure_transport holds while it connects
+            held.set()
+            release.wait(10)
+
+    def running() -> None:
+        with pytest.raises(CommandTimedOut):
+            runner.run(["cat"], stdin=b"x" * (4 << 20), timeout=1.0)
+
+    with peer.runner(connect_timeout=connect_s) as runner:
+        stuck = reading_stops(runner, peer)
+        started = time.monotonic()
+        threading.Thread(target=running, daemon=True).start()
+        while peer.exec_requests == 0:
+            assert time.monotonic() - started < 1.0, "the command did not start"
+            time.sleep(0.01)
+        holder = threading.Thread(target=another_task_connecting, daemon=True)
+        holder.start()
+        assert held.wait(5)
+        try:
+            due = started + 1.0 + END_GRACE_S
+            while stuck.is_active() and time.monotonic() < due + connect_s:
+                time.sleep(0.01)
+            closed_at = time.monotonic()
+            assert not stuck.is_active()
+            assert closed_at < due + 0.5, f"closed {closed_at - due:.1f} s after its due time"
+            assert holder.is_alive()  # the lock still held: not waited for
+        finally:
+            release.set()
+            holder.join(5)
