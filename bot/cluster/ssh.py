@@ -177,7 +177,7 @@ class SSHRunner:
         self._in_flight.stop_clock()  # the lock released: what it is doing may take it
 
     def _drop(self) -> None:
-        _close_clients(self._client, self._jump)
+        _close_connection(self._client, self._jump)
         self._client = self._jump = None
 
     def _retire(self, transport: object, why: str, *, wait: bool = True) -> None:
@@ -208,7 +208,7 @@ class SSHRunner:
         finally:
             self._lock.release()
         log.warning("ssh connection to %s %s: retired", self.settings.host, why)
-        self._in_flight.retire(transport, lambda: _close_clients(client, jump))
+        self._in_flight.retire(transport, lambda: _close_connection(client, jump))
 
     def _overstayed(self, transport: object) -> None:
         """A command on `transport` is still in flight END_GRACE_S after its deadline: its
@@ -226,7 +226,7 @@ class SSHRunner:
         """The connection found dead (dropped, not closed here): dropped, and its failure
         said (bot.cluster.dial.connection_failed), so the reconnect does not take the answer
         of a lookup of the name it dialled begun before (an address since changed)."""
-        _close_clients(*self._take_connection())
+        _close_connection(*self._take_connection())
 
     def _take_connection(self) -> tuple[paramiko.SSHClient | None, paramiko.SSHClient | None]:
         """The runner's connection (its client and jump host's), no longer the runner's (the
@@ -726,15 +726,20 @@ def tunnel_failed(jump: str, host: str, exc: BaseException) -> Text:
               error=describe_error(exc))
 
 
-def _close_clients(*clients: paramiko.SSHClient | None) -> None:
-    """Close each client given (a login node's, then its jump host's), whatever closing a
-    dead connection raises."""
-    for client in clients:
-        if client is not None:
+def _close_connection(client: paramiko.SSHClient | None,
+                      jump: paramiko.SSHClient | None) -> None:
+    """Close a connection: its jump host's client (if any) first, then its login node's,
+    whatever closing a dead connection raises. In that order because the login node's
+    transport runs over a channel of the jump host's: closing it first closes that channel,
+    whose close sends on the jump host's connection, and waits without end when that
+    connection cannot send; closed first, the jump host's connection takes its channels
+    with it, and the login node's close sends nothing there."""
+    for each in (jump, client):
+        if each is not None:
             try:
-                client.close()
+                each.close()
             except Exception:  # noqa: BLE001 - closing a dead connection may raise anything
-                log.debug("ignored error while closing %r", client, exc_info=True)
+                log.debug("ignored error while closing %r", each, exc_info=True)
 
 
 # Endpoint, SSHSettings, host_key_name, parse_proxy_jump and resolve_endpoint live in

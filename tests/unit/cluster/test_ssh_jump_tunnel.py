@@ -15,6 +15,7 @@ paramiko's repr of the refusal.
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -24,6 +25,7 @@ import pytest
 from support.sftp_peer import Peer, serve_peer
 
 from bot.cluster.errors import ClusterUnavailable
+from bot.cluster.ssh import SSHRunner, SSHSettings
 from bot.core.text import render_text
 from bot.slack.render import translator
 
@@ -93,3 +95,45 @@ def test_a_jump_host_that_refuses_the_tunnel_says_why_and_what_to_fix(
     assert ko.startswith(f"점프 호스트 127.0.0.1:{jump.port}이(가) {login}(으)로 터널을"), ko
     assert all(word in ko for word in ko_words), ko
     assert "ChannelException(" not in ko
+
+
+class _JumpConnectionThatCannotSend:
+    """A jump host's client whose connection cannot send (its TCP window zero): closing it
+    sends nothing (it closes its socket), and cuts every send waiting on it."""
+
+    def __init__(self) -> None:
+        self.closed = threading.Event()
+
+    def close(self) -> None:
+        self.closed.set()
+
+
+class _LoginOverTheJump:
+    """A login node's client over a channel of `jump`: paramiko's close closes its socket,
+    that channel, whose close sends on the jump host's connection and so waits until that
+    connection is closed (without end in paramiko; 10 s here, for the test's sake)."""
+
+    def __init__(self, jump: _JumpConnectionThatCannotSend) -> None:
+        self.jump = jump
+
+    def close(self) -> None:
+        self.jump.closed.wait(10)
+
+
+def test_closing_a_runner_whose_jump_connection_cannot_send_returns_at_once() -> None:
+    """The runner closes (the bot stops) while its jump host's connection cannot send: the
+    close returns at once. Before, it closed the login node's client first, whose tunnel
+    channel's close waited on the jump host's connection without end, the runner's lock
+    held (or the in-flight clock's thread stuck, for a retired connection)."""
+    runner = SSHRunner(SSHSettings(host=LOGIN, port=22, user="u", known_hosts="/nonexistent",
+                                   proxy_jump="tester@127.0.0.1:1", connect_timeout=0.5))
+    jump = _JumpConnectionThatCannotSend()
+    runner._client = _LoginOverTheJump(jump)  # type: ignore[assignment]  # noqa: SLF001
+    runner._jump = jump  # type: ignore[assignment]  # noqa: SLF001
+    closing = threading.Thread(target=runner.close, daemon=True)
+    started = time.monotonic()
+    closing.start()
+    closing.join(5)
+    assert not closing.is_alive(), "the runner's close never returned"
+    assert time.monotonic() - started < 1.0
+    assert jump.closed.is_set() and not runner.is_connected
