@@ -17,8 +17,9 @@ the runner (`overstayed`), which retires its connection the same way.
 
 One clock thread per CommandsInFlight keeps every deadline (a heap, under one condition):
 started at the first one, it sleeps until the earliest is due and stops when the runner
-has closed (its thread ended before the runner's close returns). A large log read tracks
-two operations per 32 KiB request: a thread each would be hundreds per tick.
+has closed (its thread ended before the runner's close returns) or nothing is left to keep.
+A large log read tracks two operations per 32 KiB request: a thread each would be hundreds
+per tick.
 """
 
 from __future__ import annotations
@@ -164,14 +165,19 @@ class CommandsInFlight:
 
     def _keep_time(self) -> None:
         """The clock thread: sleep until the earliest due time (or a sooner one comes), do
-        what is due, until `stop_clock` stops it."""
+        what is due, until `stop_clock` stops it or nothing is left to keep (the next
+        deadline tracked starts it again: a clock started after the runner's close, by a
+        channel handed back then, would otherwise sleep without end)."""
         me = threading.current_thread()
         while True:
             with self._due:
                 if self._clock_thread is not me:
                     return
-                wait = self._heap[0][0] - self._clock() if self._heap else None
-                if wait is None or wait > 0:
+                if not self._heap:
+                    self._clock_thread = None
+                    return
+                wait = self._heap[0][0] - self._clock()
+                if wait > 0:
                     self._due.wait(wait)
                     continue
             self.fire_due()

@@ -277,3 +277,20 @@ def test_an_sftp_channel_whose_subsystem_request_cannot_leave_fails_by_its_deadl
             assert runner.transport is not stuck
         finally:
             peer.release.set()  # the login node reads again: a request still waiting ends
+
+
+def test_a_channel_handed_back_after_the_runner_closed_leaves_no_clock_thread(
+        peer: Peer) -> None:
+    """A lookup lease ends after its runner closed (the watcher's checkpoint lookup, say): its
+    channel's close is tracked, which starts the clock again. That clock ends once nothing is
+    left to keep, by the close's deadline and END_GRACE_S. Before, it slept without end: a
+    thread leaked per runner."""
+    clocks = _clocks()
+    runner = peer.runner(connect_timeout=CONNECT_S)
+    with runner.sftp().lookup_channel() as lease:
+        lease.sftp.stat(".")
+        runner.close()  # the last close: the lease ends after it
+    deadline = time.monotonic() + SFTP_S + END_GRACE_S + SLACK_S
+    while _clocks() - clocks and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert not _clocks() - clocks, "a clock thread outlived its runner"
