@@ -409,6 +409,9 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
                     # (a list of a function's body, run whenever the body is: does it end the
                     # shell where a plain call runs the body?)
                     self._note_ending_body(lst[cut:], lst_off + cut, ended is not None)
+                if self.ending_bodies and first_word(lst[cut:]) == "unset" and not (
+                        status_only or self.in_subshell):
+                    self._note_unset_functions(lst[cut:], lst_off + cut)
                 if frames and frames[-1].kind == "if" and not frames[-1].in_branch:
                     # a list of the condition: the last one decides its status
                     condition = lst[cut:].lstrip()

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from itertools import takewhile
 from typing import Protocol
 
 from bot.core.launcher_lint.branches import Marks
@@ -26,6 +27,7 @@ from bot.core.shell_lexer import (
     COMMAND_AT,
     Memo,
     group_end,
+    shell_words,
     split_top_level,
 )
 
@@ -70,6 +72,8 @@ class _Walk(Protocol):
 
     def _ending_call(self, lst: str, off: int) -> str | None: ...
 
+    def _forget_body(self, name: str) -> None: ...
+
     def drop(self, marks: Marks, hits: list[Hit], everything: bool) -> None: ...
 
 
@@ -79,6 +83,7 @@ class FunctionBodies:
     def _function_body(self: _Walk, lst: str, off: int, m: re.Match[str],
                        hits: list[Hit]) -> None:
         name = m.group(1)
+        self._forget_body(name)  # (a definition again: what the last body did holds no more)
         calls = self.function_calls.get(name, set())
         if not calls:
             return  # never called: its body never runs
@@ -154,6 +159,26 @@ class FunctionBodies:
                 called == "errexit" or self._always_fails(command, off)):
             self.ending_bodies[name] = "errexit"
 
+    def _forget_body(self: _Walk, name: str) -> None:
+        """The function `name` is defined again or unset: what the walk noted of its last
+        body (ending_bodies, leaving_bodies) does not hold for the calls after."""
+        self.ending_bodies.pop(name, None)
+        self.leaving_bodies.pop(name, None)
+
+    def _note_unset_functions(self: _Walk, lst: str, off: int) -> None:
+        """The functions the `unset -f` that starts the and-or list `lst` (at `off`, in the
+        script's shell: not piped) removes: no later call runs the body the walk read
+        (_forget_body). One bash may skip (`[ … ] && unset -f f`) changes nothing here."""
+        command, at, _op = split_top_level(lst, off, ("&&", "||"), self.memo)[0]
+        if first_word(command) != "unset" or len(
+                split_top_level(command, at, ("|",), self.memo)) > 1:
+            return
+        words = shell_words(command, at, self.memo)[1:]
+        flags = list(takewhile(lambda w: w.startswith("-") and w != "--", words))
+        if any("f" in flag for flag in flags):
+            for name in words[len(flags):]:
+                self._forget_body(name)
+
     def _ending_call(self: _Walk, lst: str, off: int) -> str | None:
         """Is the list `lst` (at `off`) a plain call (alone: no `&&` / `||`, no pipe, no
         `!`; redirections or not) of a function whose body ends the shell (ending_bodies):
@@ -163,6 +188,8 @@ class FunctionBodies:
         if kind is None or negated or "&&" in command or "||" in command or "|" in command and (
                 len(split_top_level(command, off, ("|",), self.memo)) > 1):
             return None
+        if FUNC_RE.match(command) or FUNC_RE2.match(command):
+            return None  # `f() { :; }`: the function defined again, no call
         return kind
 
     def _note_calls_without_nounset(self: _Walk, lst: str, off: int) -> None:

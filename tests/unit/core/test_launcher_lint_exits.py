@@ -1347,3 +1347,21 @@ def test_pipefail_a_function_body_sets_is_not_known_past_its_definition(
 def test_a_pre_increment_or_an_arithmetic_add_leaves_what_it_evaluates_to(tmp_path, body,
                                                                          level):
     _counter_stops_bash_as_the_level_says(tmp_path, body, level)
+
+
+@pytest.mark.parametrize(("body", "level"), [
+    # a function defined again, or removed by `unset -f`, runs its new body (or the builtin)
+    # at the calls after: its last body's `exit` / failure ends nothing there (each said
+    # nothing, the first body read as run at the call)
+    ("set -e\nn=0\nf() { exit 0; }\nf() { :; }\nf\n((n++))\n", "fail"),
+    ("set -e\nn=0\nf() { exit 0; }\nfunction f { :; }\nf\n((n++))\n", "fail"),
+    ("set -e\nn=0\nf() { false; }\nf() { :; }\nf\n((n++))\n", "fail"),
+    ("set -e\nn=0\ntrue() { exit 0; }\nunset -f true\ntrue\n((n++))\n", "fail"),
+    ("set -e\nn=0\ntrue() { exit 0; }\nunset -f true && :\ntrue\n((n++))\n", "fail"),
+    # (… not the one defined last, nor one `unset -v` or a subshell's `unset -f` leaves)
+    ("set -e\nn=0\nf() { :; }\nf() { exit 0; }\nf\n((n++))\n", None),
+    ("set -e\nn=0\ntrue() { exit 0; }\nunset -v true\ntrue\n((n++))\n", None),
+    ("set -e\nn=0\ntrue() { exit 0; }\n( unset -f true )\ntrue\n((n++))\n", None),
+])
+def test_a_function_defined_again_or_unset_ends_nothing_its_last_body_did(tmp_path, body, level):
+    _counter_stops_bash_as_the_level_says(tmp_path, body, level)
