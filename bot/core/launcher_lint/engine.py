@@ -288,6 +288,7 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
                 # the status of the loop whose `done` this list starts (`done && n=1`), when
                 # bash's semantics decide it (syntax.loop_status; None: not known)
                 closed_status: bool | None = None
+                negated_closer = False  # (it closes a compound a `!` negates: `! if …; fi`)
                 # the compound this list closes runs in a subshell when it is piped or run in
                 # the background (`fi | cat`, `esac &`): it leaves no loop of this shell
                 background = cut > 0 and _op == "&" and part == len(parts) - 1
@@ -311,6 +312,8 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
                         if step == "!":  # (read with the compound it negates, opened next)
                             continue
                         closing = frames[-1] if frames and step in ("fi", "esac", "done") else None
+                        if k == len(steps) - 1:
+                            negated_closer = closing is not None and closing.negated
                         sub = in_subshell or closing is not None and closing.piped
                         back = branch_step(self, frames, step, patterns, branches.get(idx, ""),
                                                  (idx, part, k), (lst_off, k), hits,
@@ -376,8 +379,19 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
                     ) if _op != "&" and part == len(parts) - 1 else None
                 if not lst[cut:].lstrip().startswith(("&&", "||")):
                     closed_status = None  # (the status a list after the closer starts from)
+                and_or_from = cut
+                if negated_closer and piped_on and not background:
+                    # `! for …; done | true && n=1`: the `!` negates the whole pipeline, whose
+                    # status the list after it starts from (its last command's without
+                    # pipefail, a failing one's with it; not known otherwise)
+                    and_or_from = sub_end - lst_off
+                    closed_status = constant_status(
+                        lst[cut:and_or_from], self.script_text,
+                        outside_function=self.function is None, pipefail=self._pipefail())
+                    closed_status = None if closed_status is None else not closed_status
                 if "&&" in lst or "||" in lst:  # (`[ -f x ] && n=1`: a branch bash may skip)
-                    self._and_or_branches(frames, lst[cut:], lst_off + cut, closed_status)
+                    self._and_or_branches(frames, lst[and_or_from:], lst_off + and_or_from,
+                                          closed_status)
                     if "{" in lst:
                         grouped.append((lst[cut:], lst_off + cut, closed_status))
                 if "|" in lst and "=" in lst:

@@ -1085,6 +1085,15 @@ def test_a_negated_command_counts_and_is_exempt_from_set_e(tmp_path, body, level
     ("set -e\nn=0\ntrue && ! if true; then false; fi || n=1\n((n++))\n", "fail"),
     ("set -e\nn=0\ntrue && ! if true; then :; fi\n((n++))\n", "fail"),
     ("set -e\nn=0\ntrue && ! while false; do :; done\n((n++))\n", "fail"),
+    # … and one piped: the `!` negates the whole pipeline, whose status is its last
+    # command's without pipefail (each said nothing, the pipe's status read unnegated)
+    ("set -e\nn=0\n! for i in a; do :; done | true && n=1\n((n++))\n", "fail"),
+    ("set -e\nn=0\n! case x in x) :;; esac | true && n=1\n((n++))\n", "fail"),
+    ("set -e\nn=0\n! if true; then :; fi | true && n=1\n((n++))\n", "fail"),
+    ("set -e\nn=0\n! for i in a; do :; done | false || n=1\n((n++))\n", "fail"),
+    ("set -e\nn=0\n! for i in a; do :; done | true || n=1\n((n++))\n", None),
+    ('set -e\nn=0\n! for i in a; do :; done | [ -n "$X" ] && n=1\n((n++))\n', "warn"),
+    ("set -eo pipefail\nn=0\n! case x in x) :;; esac | false || n=1\n((n++))\n", "fail"),
 ])
 def test_a_negated_compound_after_and_or_runs_on_some_runs_only(tmp_path, body, level):
     _counter_stops_bash_as_the_level_says(tmp_path, body, level)
