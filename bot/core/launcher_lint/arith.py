@@ -92,53 +92,67 @@ def and_or_ariths(lst: str, off: int, memo: Memo, zero_after: int | None, *, nou
     return found
 
 
-def _counted_at_tested_calls(code: str, calls: list[Call], bodies: dict[str, tuple[int, int]],
-                             values: dict[str, list[tuple[int, str | None]]],
-                             subshells: list[tuple[int, int]],
-                             path_of: Callable[[int], tuple[Step, ...]]) -> list[Arith]:
-    """The counts that a call made from the script's shell whose status is tested (`f || true`,
-    `! f`, `if f`: model.Call.tested; `set -e` is off in the body there) makes: each counter
-    that starts a list of its function's body bash runs whenever the body runs (in no branch,
-    loop or subshell of the body, nor past a `return` bash may take: `path_of` the body's
-    start's; the body assigning the variable after it (`values`) leaves it uncounted), as a
-    count at the call, so that a counter after the call reads the variable as
-    counted (`n=0; f() { ((n++)); }; f || true; ((n++))`: 1). Not a call made through other
-    bodies (model.Call.chain), nor one before the function is defined (no body to run yet)."""
-    tested = [c for c in calls if c.tested and not c.in_function and not c.chain
+def _counted_at_calls(code: str, calls: list[Call], bodies: dict[str, tuple[int, int]],
+                      values: dict[str, list[tuple[int, str | None]]],
+                      subshells: list[tuple[int, int]],
+                      path_of: Callable[[int], tuple[Step, ...]]) -> list[Arith]:
+    """The counts that a call made from the script's shell makes: each counter that starts a
+    list of its function's body bash runs whenever the body runs (in no branch, loop or
+    subshell of the body, nor past a `return` bash may take: `path_of` the body's start's;
+    the body assigning the variable after it (`values`) leaves it uncounted), as a count at
+    the call, so that a counter after the call reads the variable as counted (`n=0; f() {
+    ((n++)); }; f || true; ((n++))`: 1). At a call whose status is tested (`f || true`, `! f`,
+    `if f`: model.Call.tested; `set -e` is off in the body there) every such counter counts;
+    at one that is not, those whose own status is tested by `||` or `!` (`((n++)) || true`,
+    `! ((n++))`: an untested one that reads 0 stops bash there, judged at the call; one before
+    `&&` may leave the body's status 1, which stops bash at the call). Not a call made through
+    other bodies (model.Call.chain), one before the function is defined (no body to run yet),
+    nor one in a list run in the background (`f &`, `f || true &`: a subshell)."""
+    placed = [c for c in calls if not c.in_function and not c.chain
               and c.name in bodies and c.offset > bodies[c.name][1]]
-    if not tested:
+    if not placed:
         return []
     memo: Memo = {}
-    # the counters that start a list of each body called so, not in the background or a pipe
-    starting: list[tuple[str, int, str, str]] = []
-    for name in {c.name for c in tested}:
+    # the counters that start a list of each body called so, not in the background or a pipe,
+    # and whether their own status is tested
+    starting: list[tuple[str, int, str, str, bool]] = []
+    for name in {c.name for c in placed}:
         start, end = bodies[name]
         if "((" not in code[start:end] and "let" not in code[start:end]:
             continue
         for raw, l_off, op in split_top_level(code[start:end], start, ("\n", ";", "&"), memo):
             if op == "&":  # in the background: a subshell
                 continue
-            element, e_off, _op = split_top_level(raw, l_off, ("&&", "||"), memo)[0]
+            element, e_off, and_or = split_top_level(raw, l_off, ("&&", "||"), memo)[0]
             cmd = element.strip()
+            tested = and_or == "||"
             if cmd[:1] == "!" and cmd[1:2].isspace():
-                cmd = cmd[1:].lstrip()
+                cmd, tested = cmd[1:].lstrip(), True
             m = ARITH_RE.match(cmd) or LET_RE.match(cmd)
             if m and not m.group(2).startswith("=") and len(
                     split_top_level(element, e_off, ("|",), memo)) == 1:
-                starting.append((name, e_off + element.find(cmd), cmd, m.group(1)))
+                starting.append((name, e_off + element.find(cmd), cmd, m.group(1), tested))
     if not starting:
         return []
-    inside = enclosing([*subshells, *bodies.values()], [o for _n, o, _c, _v in starting])
-    runs: dict[str, list[tuple[str, str]]] = {}  # each body's counters run whenever it runs
-    for name, o, cmd, var in starting:
+    inside = enclosing([*subshells, *bodies.values()], [o for _n, o, _c, _v, _t in starting])
+    # each body's counters run whenever it runs, and whether their own status is tested
+    runs: dict[str, list[tuple[str, str, bool]]] = {}
+    for name, o, cmd, var, tested in starting:
         start, end = bodies[name]
         assigned = values.get(var, [])
         k = bisect.bisect_right(assigned, o, key=lambda v: v[0])
         if (inside.get(o) == (start, end) and path_of(o) == path_of(start)
                 and not (k < len(assigned) and assigned[k][0] < end)):
-            runs.setdefault(name, []).append((cmd, var))
+            runs.setdefault(name, []).append((cmd, var, tested))
+    if not runs:
+        return []
+    # the lists run in the background (`f || true &`), read once for all the calls
+    background = [(at, at + len(lst)) for lst, at, op in split_top_level(
+        code, 0, ("\n", ";", "&"), memo) if op == "&"]
+    behind = enclosing(background, [c.offset for c in placed]) if background else {}
     return [Arith(c.offset, cmd, var, errexit=False, tested_by="||")
-            for c in tested for cmd, var in runs.get(c.name, [])]
+            for c in placed if c.offset not in behind
+            for cmd, var, tested in runs.get(c.name, []) if tested or c.tested]
 
 
 def check_arith(scan: Scan, code: str) -> list[Finding]:
@@ -201,7 +215,7 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
         if in_subshell else {}
     # the innermost loop bash may make more than one pass through around each counter
     innermost = enclosing(list(repeating.items()), [a.offset for a in scan.arith])
-    counts = Counts(scan.arith + _counted_at_tested_calls(code, placed, scan.bodies, values,
+    counts = Counts(scan.arith + _counted_at_calls(code, placed, scan.bodies, values,
                                                           subshells, path_of),
                     subshells + [(s, e) for s, e, _n in spans], scan.constructs, path_of, nested)
     # the counters the walk also collected where `set -e` applies: judged there

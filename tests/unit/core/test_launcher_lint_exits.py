@@ -1374,3 +1374,34 @@ def test_a_pre_increment_or_an_arithmetic_add_leaves_what_it_evaluates_to(tmp_pa
 ])
 def test_a_function_defined_again_or_unset_ends_nothing_its_last_body_did(tmp_path, body, level):
     _counter_stops_bash_as_the_level_says(tmp_path, body, level)
+
+
+@pytest.mark.parametrize(("body", "level"), [
+    # a call whose status is not tested runs its body's counter whose own status is tested by
+    # `||` or `!` whatever it reads: it counts at the call (each said `fail`)
+    ("set -e\nn=0\nf() { ((n++)) || true; }\nf\n((n++))\n", None),
+    ("set -e\nn=0\nf() { ((n++)) || true; }\nf; ((n++))\n", None),
+    ("set -e\nn=0\nf() { ! ((n++)); }\nf\n((n++))\n", None),
+    ("set -e\nn=0\nf() { let n++ || :; }\nf\n((n++))\n", None),
+    ("set -e\nn=0\nf() { echo a; ((n++)) || true; echo b; }\nf\n((n++))\n", None),
+    ("set -e\nn=0\nf() { ((n++)) || true; }\nfor i in 1 2; do f; done\n((n++))\n", None),
+    # … on the runs that make the call only
+    ('set -e\nn=0\nf() { ((n++)) || true; }\nif [ -n "$X" ]; then f; fi\n((n++))\n', "warn"),
+    ('set -e\nn=0\nf() { ((n++)) || true; }\n[ -n "$X" ] && f\n((n++))\n', "warn"),
+    ("set -e\nn=0\nf() { ((n++)) || true; }\nfor i in $X; do f; done\n((n++))\n", "warn"),
+    # no count at the call: in the background, a subshell, a pipeline or `$( … )`, the body's
+    # counter in a subshell or skipped, set back after it or after the call, a call before the
+    # definition; a counter before `&&` leaves the body's status 1 (bash stops at the call)
+    ("set -e\nn=0\nf() { ((n++)) || true; }\nf &\nwait\n((n++))\n", "fail"),
+    ("set -e\nn=0\nf() { ((n++)); }\nf || true &\nwait\n((n++))\n", "fail"),
+    ("set -e\nn=0\nf() { ((n++)) || true; }\n( f )\n((n++))\n", "fail"),
+    ("set -e\nn=0\nf() { ((n++)) || true; }\nf | cat\n((n++))\n", "fail"),
+    ("set -e\nn=0\nf() { ((n++)) || true; }\nx=$(f)\n((n++))\n", "fail"),
+    ("set -e\nn=0\nf() { ( ((n++)) || true ); }\nf\n((n++))\n", "fail"),
+    ("set -e\nn=0\nf() { true || ((n++)) || true; }\nf\n((n++))\n", "fail"),
+    ("set -e\nn=0\nf() { ((n++)) || true; n=0; }\nf\n((n++))\n", "fail"),
+    ("set -e\nn=0\nf() { ((n++)) || true; }\nf\nn=0\n((n++))\n", "fail"),
+    ("set -e\nn=0\nf() { ((n++)) && true; }\nf\n((n++))\n", "fail"),
+])
+def test_a_call_counts_its_bodys_counter_whose_status_is_tested(tmp_path, body, level):
+    _counter_stops_bash_as_the_level_says(tmp_path, body, level)
