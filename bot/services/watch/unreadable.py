@@ -111,24 +111,27 @@ class UnreadableFiles:
     def series_over(self, until: float | None, why: str) -> None:
         """The cluster's series of failed batches is over (`why`: a batch read, or the
         watcher forgets what it held, up to `until`; None: when it began): logged once as
-        over, with how long it lasted, and its start and its notes forgotten."""
+        over, with how long it lasted, and its start, its notes and its jobs' series
+        forgotten."""
         since = self.failing_since
         if since is not None:
             log.info("%s: %s after %.0f s of failed batched reads", self.cluster, why,
                      (since if until is None else until) - since)
         self.failing_since = None
         self.noted.clear()
+        # a job's series is one of the cluster's: it ends with it, the job's files read or not
+        # (a pending job's series starts anew when it runs again)
+        for job_id, over in self._batches.items():
+            log.debug("%s: job %s: its series of failed batched reads is over after %.0f s",
+                      self.cluster, job_id, (over.since if until is None else until) - over.since)
+        self._batches.clear()
 
     def batch(self, jw: JobWatch, reads: JobReads, now: float) -> BatchFailures | None:
         """The failure series of the job's batched reads when this tick's failed as a whole
         (JobReads.error: none of its files read; the job is not judged this tick), else
         None. Logged at debug only: the cluster's series is logged once for all its jobs
-        (`tick_read`)."""
+        (`tick_read`), and ends the job's (`series_over`)."""
         if reads.error is None:
-            over = self._batches.pop(jw.job_id, None)
-            if over is not None:
-                log.debug("%s: job %s: its files read again after %.0f s of failed batched "
-                          "reads", self.cluster, jw.job_id, now - over.since)
             return None
         last = self._batches.get(jw.job_id)
         failures = (BatchFailures(1, now, reads.error) if last is None
@@ -194,11 +197,13 @@ class UnreadableFiles:
         over is read from 0) and is read only once it runs, so each file of the run that could
         not be read (JobWatch.running_unreadable) is logged once, with how long, and
         forgotten: the next run's reads start anew (a file that still cannot be read is logged
-        when that starts again), and no "unread for" spans the wait in the queue."""
+        when that starts again), and no "unread for" spans the wait in the queue; so is a
+        failure series of its batched reads (the next run's starts at one tick)."""
         self._ended(jw, now, "%s: job %s was requeued while its %s %s could not "
                              "be read (unread for %.0f s); its next run's reads "
                              "start anew")
         jw.running_unreadable.clear()
+        self._batch_over(jw, now, "was requeued")
 
     def unwatched(self, jw: JobWatch, now: float) -> None:
         """The job is no longer watched: a file of it that could not be read when it last ran

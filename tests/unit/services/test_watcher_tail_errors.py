@@ -349,3 +349,31 @@ def test_a_read_failed_note_whose_post_failed_is_posted_at_the_next_tick(
         told = [e for e in sink.events if e.kind == "read_failed"]
         assert len(told) == (1 if k + 1 > READ_FAILED_NOTE_TICKS else 0), k
     assert len(writes) == 2  # the failed try, and the one that posted
+
+
+def test_a_requeued_jobs_read_failed_note_counts_only_its_new_series(env: WatchEnv) -> None:
+    """Every batched read fails for 6 ticks; job 1 is requeued (pending), job 2's files read
+    again (the cluster's series ends); job 1 runs again and the reads fail again: its thread
+    is told after READ_FAILED_NOTE_TICKS ticks of this new series, saying 10 ticks and 9
+    minutes, not after 4 ticks spanning both series."""
+    store, slurm, sftp, sink = env
+    _two_running(env)
+    read = sftp.read
+    greeted = ShellTailReader(Answering(Exchange(b"Welcome to login1\n", b"", 0)), where="dev")
+    sftp.read = greeted.read  # type: ignore[method-assign]
+    w = make_watcher(store, slurm, sftp, sink)
+    for k in range(6):
+        w.tick(T0 + 60 * (k + 1))
+    slurm.records[1] = JobRecord(job_id=1, state="PENDING")
+    sftp.read = read  # type: ignore[method-assign]
+    w.tick(T0 + 60 * 7)  # job 2's files read: the cluster's series is over
+    slurm.records[1] = JobRecord(job_id=1, state="RUNNING", stdout_path=LOG,
+                                 start_time=T0 + 60 * 7 + 30)
+    sftp.read = greeted.read  # type: ignore[method-assign]
+    start = T0 + 60 * 8
+    for k in range(READ_FAILED_NOTE_TICKS):
+        w.tick(start + 60 * k)
+        told = [e for e in sink.events if e.kind == "read_failed" and e.job_id == "1"]
+        assert len(told) == (0 if k + 1 < READ_FAILED_NOTE_TICKS else 1), k
+    assert head_line(told[0]).startswith(
+        "The files of job 1 have not been read for 10 ticks in a row (9 min)"), head_line(told[0])
