@@ -67,6 +67,12 @@ class BatchFailures:
     error: Exception
 
 
+def _lasted(since: float, until: float | None) -> float:
+    """How long something that began at `since` lasted up to `until` (None: up to its start,
+    no time)."""
+    return (since if until is None else until) - since
+
+
 class UnreadableFiles:
     """The unreadable files of one cluster's watched jobs (see module doc): a finished job's
     wait of `unreadable_file_s`, kept in `store`, and the log lines of both waits."""
@@ -116,14 +122,14 @@ class UnreadableFiles:
         since = self.failing_since
         if since is not None:
             log.info("%s: %s after %.0f s of failed batched reads", self.cluster, why,
-                     (since if until is None else until) - since)
+                     _lasted(since, until))
         self.failing_since = None
         self.noted.clear()
         # a job's series is one of the cluster's: it ends with it, the job's files read or not
         # (a pending job's series starts anew when it runs again)
         for job_id, over in self._batches.items():
             log.debug("%s: job %s: its series of failed batched reads is over after %.0f s",
-                      self.cluster, job_id, (over.since if until is None else until) - over.since)
+                      self.cluster, job_id, _lasted(over.since, until))
         self._batches.clear()
 
     def batch(self, jw: JobWatch, reads: JobReads, now: float) -> BatchFailures | None:
@@ -147,8 +153,7 @@ class UnreadableFiles:
         over = self._batches.pop(jw.job_id, None)
         if over is not None:
             log.info("%s: job %s %s; the batched read of its files had failed for the last "
-                     "%.0f s", self.cluster, jw.job_id, why,
-                     (over.since if until is None else until) - over.since)
+                     "%.0f s", self.cluster, jw.job_id, why, _lasted(over.since, until))
 
     # ------------------------------------------------------------------ a running job
 
@@ -228,8 +233,7 @@ class UnreadableFiles:
         for how long up to `until` it could not be read; None: up to when it was first found
         so) once for each of the running job's files it remembers as unreadable."""
         for kind, (path, since) in jw.running_unreadable.items():
-            log.info(message, self.cluster, jw.job_id, kind, path,
-                     (since if until is None else until) - since)
+            log.info(message, self.cluster, jw.job_id, kind, path, _lasted(since, until))
 
     # ------------------------------------------------------------------ a finished job
 
