@@ -16,12 +16,13 @@ the offset (else computed from the persisted mtime), as the file's mtime then ma
 redraw's of its unfinished last line. An unfinished last line (a progress bar redrawn after
 carriage returns) is not fed; it is told to the series as of the file's mtime on that clock
 (`MetricSeries.unfinished_line`: its bar's count moving is activity), and the bar as last
-seen is kept with the log's offset, written at once when a read first finds it frozen: after a
-restart the first read compares with it (a bar frozen before the restart is no activity for
-being seen again, though it froze after the offset's last throttled write). Once the job has ended
-and its log is read to its end, that line is its last line and is fed once
-(bot.core.tail.take_last_line); so is the sampler file's (the last sample before an OOM kill
-written without its newline).
+seen is kept with the log's offset, written at once when a read finds it frozen (unchanged for
+`persist_every_s` / 2): after a restart the first read compares with it (a bar frozen before
+the restart is no activity for being seen again, though it froze after the offset's last
+throttled write; a restart sooner after the freeze takes it for an advance at its first read).
+Once the job has ended and its log is read to its end, that line is its last line and is fed
+once (bot.core.tail.take_last_line); so is the sampler file's (the last sample before an OOM
+kill written without its newline).
 """
 
 from __future__ import annotations
@@ -254,13 +255,17 @@ class LogFollower:
                 if last is not None and (jw.skew is None or jw.log.offset != before):
                     jw.skew = last - written
                 unfinished = outcome.chunks[-1].unfinished if outcome.chunks else b""
-                seen = jw.analysis.series.unfinished_bar
+                series = jw.analysis.series
+                unchanged = False
                 if unfinished and jw.skew is not None:  # a bar redrawn on the last line?
-                    jw.analysis.series.unfinished_line(jw.log.line_no + 1, unfinished,
-                                                       written + jw.skew)
-                bar = jw.analysis.series.unfinished_bar
-                self._persist(jw, followed, jw.log, now, jw.skew, bar,
-                              frozen=bar is not None and bar == seen)
+                    seen = series.unfinished_bar
+                    series.unfinished_line(jw.log.line_no + 1, unfinished, written + jw.skew)
+                    # the bar on this unfinished line, at the count the last read saw
+                    unchanged = (series.unfinished_bar is not None
+                                 and series.unfinished_bar == seen
+                                 and seen.line_no == jw.log.line_no + 1)
+                self._persist(jw, followed, jw.log, now, jw.skew, series.unfinished_bar,
+                              unchanged=unchanged)
             else:
                 jw.sampler_tail = self._apply(jw, followed, outcome, jw.sampler, report, now)
                 self._persist(jw, followed, jw.sampler_tail, now)
@@ -299,17 +304,21 @@ class LogFollower:
 
     def _persist(self, jw: JobWatch, followed: FollowedFile, state: TailState, now: float,
                  skew: float | None = None, bar: UnfinishedBar | None = None, *,
-                 frozen: bool = False) -> None:
+                 unchanged: bool = False) -> None:
         """Keep a file's tail state in the store (with a log's clock skew and the bar last
         seen on its unfinished last line), at most every `persist_every_s` while it
-        changes; and at once when this read found the log's bar `frozen` (its count as the
-        last read saw it) at a count the store does not have: a restart then compares its
-        first read with the count it froze at, not one of up to `persist_every_s` before,
-        so it takes no frozen bar for an advance (one write per freeze)."""
+        changes; and at once when this read found the log's bar `unchanged` (still drawn at
+        the count the last read saw) for `persist_every_s` / 2 on the log's clock (frozen: a
+        bar stepping more slowly than the tick is seen unchanged for less) at a count the
+        store does not have: a restart then compares its first read with the count it froze
+        at, not one of up to `persist_every_s` before, so it takes no frozen bar for an
+        advance (one write per freeze)."""
         start_state = None if followed.restored else followed.start
         last = jw.persisted_at.get(followed.path)
         due = last is None or now - last >= self.persist_every_s
-        unsaved_freeze = frozen and bar != jw.persisted_bar
+        unsaved_freeze = (unchanged and bar is not None and skew is not None
+                          and bar != jw.persisted_bar
+                          and now + skew - bar.advanced_at >= self.persist_every_s / 2)
         # an idle log costs no write; a busy one, few
         if (state != start_state and due) or unsaved_freeze:
             jw.persisted_at[followed.path] = now

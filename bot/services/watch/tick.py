@@ -141,9 +141,9 @@ class Watcher:
     A running job gets the full `diagnose` every `judge_every_s` and the cheap stall check on
     every tick (a stall triggers the full diagnosis at once). Store writes of a running job's
     progress (tail offset, attempt last_iter) happen at most every `persist_every_s` (and once
-    when a progress bar on the log's last line freezes, so a restart does not take it for an
-    advance): after a crash the watcher re-reads at most that much log (event keys make the
-    re-read harmless).
+    when a progress bar on the log's last line freezes, unchanged for `persist_every_s` / 2,
+    so a restart does not take it for an advance): after a crash the watcher re-reads at most
+    that much log (event keys make the re-read harmless).
     State changes and finished jobs are written at once. Thread roots rewritten for progress
     alone are counted in `progress_rewrites`, the workspace's budget in the store that the
     watchers of every replica share (bot.services.watch.chains.ProgressRewriteBudget;

@@ -715,18 +715,20 @@ def test_an_evaluation_drawn_by_a_bar_alone_is_no_stall_until_its_count_freezes(
     assert jw.analysis.series.last_iteration == 121
 
 
-@pytest.mark.parametrize(("advancing", "restart_before"), [(10, None), (10, 12), (7, None), (7, 9)],
+@pytest.mark.parametrize(("advancing", "restart_before"),
+                         [(10, None), (10, 12), (6, None), (6, 10)],
                          ids=["no restart", "restart", "frozen after the offset, no restart",
                               "frozen after the offset, restart"])
 def test_a_refreshing_bar_frozen_before_a_restart_is_warned_as_without_one(env, advancing,
                                                                           restart_before):
     """The bar's count rose 250 images a minute up to minute `advancing`, then froze: it is
-    redrawn at that count every minute since. The bot restarts two minutes after the freeze:
-    seeing the bar again is no activity, so the stall is warned 5 minutes after the freeze, as
-    without a restart, the frozen draw as its evidence; whether the log's offset (written every
-    300 s: minutes 0, 5, 10) was last written with the frozen count (minute 10) or before the
-    bar froze (at minute 5 with 1,250 images, the bar frozen at minute 7: a read that finds it
-    frozen writes it with the offset)."""
+    redrawn at that count every minute since. The bot restarts after the freeze: seeing the bar
+    again is no activity, so the stall is warned 5 minutes after the freeze, as without a
+    restart, the frozen draw as its evidence; whether the log's offset (written every 300 s:
+    minutes 0, 5, 10) was last written with the frozen count (minute 10, the restart two
+    minutes later) or before the bar froze (at minute 5 with 1,250 images, the bar frozen at
+    minute 6: the read that finds it unchanged for 150 s, at minute 9, writes it with the
+    offset; the restart follows it)."""
     _, _, _, sink = env
     w = _evaluating(env, advancing, restart_before=restart_before, minutes=advancing + 4)
     frozen = T0 + 90 + 60 * advancing
@@ -735,6 +737,39 @@ def test_a_refreshing_bar_frozen_before_a_restart_is_warned_as_without_one(env, 
     [warn] = sink.events
     assert warn.decision.class_id == "hang"
     assert f"{250 * advancing}/5000" in warn.diagnosis.evidence[0].text
+
+
+def test_a_slowly_stepping_bar_writes_its_offset_at_the_throttles_pace(env):
+    """An evaluation's bar steps every 90 or 150 s, read every minute: each step's count is
+    seen unchanged by the next read or two, never for persist_every_s / 2 (150 s), so it is no
+    freeze: over 20 minutes the log's offset is written every persist_every_s (minutes 0, 5,
+    10, 15, 20), not once per step, and no stall is warned."""
+    store, slurm, sftp, sink = env
+    add_job(store, 7)
+    slurm.records[7] = running(7)
+    w = make_watcher(store, slurm, sftp, sink)
+    writes: list[str] = []
+    put = store.tail_offsets.put
+
+    def counted(job_id: str, path: str, **kw: Any) -> None:
+        writes.append(path)
+        put(job_id, path, **kw)
+
+    store.tail_offsets.put = counted
+    steps = [90 + 60 * (k % 2) for k in range(20)]  # 90, 150, 90, ... s apart
+    stepped_at = [sum(steps[:k]) for k in range(len(steps))]
+    sftp.clock = T0 + 90
+    sftp.append(LOG, _progress_lines(100, 20, T0 + 1) + mmcv_draw(0, 5000))
+    w.tick(T0 + 91)
+    for minute in range(1, 21):
+        sftp.clock = T0 + 90 + 60 * minute
+        done = 250 * sum(1 for t in stepped_at if 0 < t <= 60 * minute)
+        sftp.append(LOG, mmcv_draw(done, 5000))  # redrawn each minute, at its count
+        w.tick(T0 + 91 + 60 * minute)
+    assert writes == [LOG] * 5, writes
+    bar = w._jobs[7].analysis.series.unfinished_bar
+    assert bar is not None and bar.count == (2500, 5000)  # 10 steps
+    assert sink.events == []
 
 
 def test_a_bar_still_advancing_across_a_restart_is_no_stall(env):
