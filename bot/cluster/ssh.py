@@ -275,12 +275,13 @@ class SSHRunner:
         """The runner's lock, held for the block, waited for at most the time one connection
         may take (RemoteDeadlines.connect_at_most_s): each holder keeps it no longer, its
         connecting bounded. A holder past that (none should be) leaves the caller a
-        ClusterUnavailable saying the connection was still being made by another task."""
+        ClusterUnavailable saying another task was still connecting or closing a connection
+        (the holders: `_ensure_transport`, `close`, `_retire`, `_forget_if_dead`, `sftp`)."""
         wait = self.deadlines().connect_at_most_s
         if not self._lock.acquire(timeout=wait):
             raise ClusterUnavailable(N_(
-                "the connection to %(where)s was still being made by another task after "
-                "%(timeout)s s", where=self.settings.host, timeout=f"{wait:g}"))
+                "another task was still connecting to %(where)s or closing its connection "
+                "after %(timeout)s s", where=self.settings.host, timeout=f"{wait:g}"))
         try:
             yield
         finally:

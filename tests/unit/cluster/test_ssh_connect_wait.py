@@ -10,11 +10,15 @@ from collections.abc import Callable
 
 from bot.cluster.errors import ClusterUnavailable
 from bot.cluster.ssh import SSHRunner, SSHSettings
+from bot.core.text import render_text
+from bot.slack.render import translator
 
 SETTINGS = SSHSettings(host="127.0.0.1", port=1, user="u", known_hosts="/nonexistent",
                        connect_timeout=0.3)
-STILL_CONNECTING = ("the connection to 127.0.0.1 was still being made by another task after "
-                    "0.3 s")
+STILL_CONNECTING = ("another task was still connecting to 127.0.0.1 or closing its connection "
+                    "after 0.3 s")
+STILL_CONNECTING_KO = ("0.3초가 지나도록 다른 작업이 127.0.0.1에 연결하거나 그 연결을 닫는 "
+                       "중이었습니다")
 
 
 def while_another_thread_connects(runner: SSHRunner,
@@ -47,6 +51,8 @@ def test_a_connection_another_thread_makes_is_waited_for_one_connections_time() 
     runner = SSHRunner(SETTINGS)
     outcome, took = while_another_thread_connects(runner, lambda: runner.run(["true"]))
     assert isinstance(outcome, ClusterUnavailable) and str(outcome) == STILL_CONNECTING
+    # said of any holder (a close, a retirement too), not only of a connection being made
+    assert render_text(outcome.text, translator("ko").gettext) == STILL_CONNECTING_KO
     assert took < 2.0  # before, it waited for the other thread, however long it took
     assert runner.deadlines().connect_at_most_s == 0.3
 
