@@ -677,7 +677,10 @@ class SSHRunner:
             try:
                 return DeadlineSFTPClient(chan, timeout, in_flight=self._in_flight)
             except BaseException:
-                close_channel(chan)
+                # the channel's close is a send: in flight, as `_session`'s (one that cannot
+                # leave retires the connection, whose close cuts it)
+                with self._in_flight.command(chan.get_transport(), time.monotonic() + timeout):
+                    close_channel(chan)
                 raise
         except (TimeoutError, ConnectionStuck) as exc:  # the version exchange's
             raise self._sftp_not_started(

@@ -24,6 +24,7 @@ import paramiko
 import pytest
 from support.sftp_peer import Peer, serve_peer
 
+from bot.cluster import ssh
 from bot.cluster.errors import ClusterUnavailable, CommandTimedOut, SFTPTimedOut
 from bot.cluster.in_flight import END_GRACE_S
 from bot.core.text import render_text
@@ -189,6 +190,23 @@ def _stuck_sending(runner, peer: Peer) -> threading.Thread:  # noqa: ANN001
     return thread
 
 
+def _first_sftp_request(runner) -> tuple[threading.Thread, dict[str, object]]:  # noqa: ANN001
+    """A stat on the runner's SFTP, on a thread of its own (started), and what it ended with:
+    its error, and when (monotonic), filled in as it ends."""
+    ended: dict[str, object] = {}
+
+    def first_request() -> None:
+        try:
+            runner.sftp().stat(".")
+        except Exception as exc:  # noqa: BLE001 - the caller checks it
+            ended["error"] = exc
+        ended["at"] = time.monotonic()
+
+    thread = threading.Thread(target=first_request, daemon=True)
+    thread.start()
+    return thread, ended
+
+
 def test_closing_a_runner_whose_connection_cannot_send_ends_at_once_with_no_clock_left(
         peer: Peer) -> None:
     """The runner closes (the bot stops) while its connection to a hung login node cannot
@@ -248,18 +266,8 @@ def test_an_sftp_channel_whose_subsystem_request_cannot_leave_fails_by_its_deadl
             invoke_subsystem(chan, name)
 
         monkeypatch.setattr(paramiko.Channel, "invoke_subsystem", behind_a_stuck_send)
-        ended: dict[str, object] = {}
-
-        def first_request() -> None:
-            try:
-                runner.sftp().stat(".")
-            except Exception as exc:  # noqa: BLE001 - checked below
-                ended["error"] = exc
-            ended["at"] = time.monotonic()
-
         started = time.monotonic()
-        thread = threading.Thread(target=first_request, daemon=True)
-        thread.start()
+        thread, ended = _first_sftp_request(runner)
         thread.join(SFTP_S + END_GRACE_S + SLACK_S)
         try:
             assert not thread.is_alive(), "the SFTP channel's opening outlived its deadline"
@@ -294,3 +302,30 @@ def test_a_channel_handed_back_after_the_runner_closed_leaves_no_clock_thread(
     while _clocks() - clocks and time.monotonic() < deadline:
         time.sleep(0.05)
     assert not _clocks() - clocks, "a clock thread outlived its runner"
+
+
+def test_an_sftp_channel_whose_version_exchange_failed_is_closed_by_its_deadline(
+        peer: Peer, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A new SFTP channel's version exchange fails (no reply in time) just as its connection
+    stops sending: the channel's close waits behind the stuck send. The request still fails
+    within sftp_timeout and END_GRACE_S, saying the SFTP server did not start, and its
+    connection is closed. Before, that close was not in flight: it waited until something
+    else closed the connection, holding the caller."""
+    sending: list[threading.Thread] = []
+
+    def exchange_failed(*args: object, **kwargs: object) -> None:
+        sending.append(_stuck_sending(runner, peer))
+        raise TimeoutError("no SFTP version in time")
+
+    with peer.runner(connect_timeout=CONNECT_S) as runner:
+        stuck = runner.transport
+        monkeypatch.setattr(ssh, "DeadlineSFTPClient", exchange_failed)
+        thread, ended = _first_sftp_request(runner)
+        thread.join(SFTP_S + END_GRACE_S + SLACK_S)
+        try:
+            assert not thread.is_alive(), "the failed SFTP channel's close outlived its deadline"
+            assert str(ended["error"]).startswith(
+                "the SFTP server on 127.0.0.1 did not start within 1 s"), ended
+            assert not stuck.is_active()
+        finally:
+            peer.release.set()  # the login node reads again: a close still waiting ends
