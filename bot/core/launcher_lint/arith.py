@@ -95,13 +95,17 @@ def and_or_ariths(lst: str, off: int, memo: Memo, zero_after: int | None, *, nou
 def _counted_at_calls(code: str, calls: list[Call], bodies: dict[str, tuple[int, int]],
                       values: dict[str, list[tuple[int, str | None]]],
                       subshells: list[tuple[int, int]],
-                      path_of: Callable[[int], tuple[Step, ...]]) -> list[Arith]:
+                      path_of: Callable[[int], tuple[Step, ...]],
+                      never_run: list[tuple[int, int]]) -> tuple[list[Arith], list[Arith]]:
     """The counts that a call made from the script's shell makes: each counter that starts a
-    list of its function's body bash runs whenever the body runs (in no branch, loop or
-    subshell of the body, nor past a `return` bash may take: `path_of` the body's start's;
-    the body assigning the variable after it (`values`) leaves it uncounted), as a count at
-    the call, so that a counter after the call reads the variable as counted (`n=0; f() {
-    ((n++)); }; f || true; ((n++))`: 1). At a call whose status is tested (`f || true`, `! f`,
+    list of its function's body in no subshell or nested body of it, nor in what bash never
+    runs (`never_run`, or past a `return` that starts a list of the body: one it always
+    takes), the body assigning the variable after it (`values`) leaving it
+    uncounted, as a count at the call, so that a counter after the call reads the variable as
+    counted (`n=0; f() { ((n++)); }; f || true; ((n++))`: 1): those bash runs whenever the
+    body runs (`path_of` the body's start's), and those it may skip (past a `return` bash
+    may take, `[ … ] && return`, where the walk read the body's branches: counted on some
+    runs only). At a call whose status is tested (`f || true`, `! f`,
     `if f`: model.Call.tested; `set -e` is off in the body there) every such counter counts;
     at one that is not, those whose own status is tested by `||` or `!` (`((n++)) || true`,
     `! ((n++))`: an untested one that reads 0 stops bash there, judged at the call; one before
@@ -111,11 +115,12 @@ def _counted_at_calls(code: str, calls: list[Call], bodies: dict[str, tuple[int,
     placed = [c for c in calls if not c.in_function and not c.chain
               and c.name in bodies and c.offset > bodies[c.name][1]]
     if not placed:
-        return []
+        return [], []
     memo: Memo = {}
     # the counters that start a list of each body called so, not in the background or a pipe,
     # and whether their own status is tested
     starting: list[tuple[str, int, str, str, bool]] = []
+    returns: dict[str, list[int]] = {}  # the `return`s that start a list of each body
     for name in {c.name for c in placed}:
         start, end = bodies[name]
         if "((" not in code[start:end] and "let" not in code[start:end]:
@@ -125,6 +130,8 @@ def _counted_at_calls(code: str, calls: list[Call], bodies: dict[str, tuple[int,
                 continue
             element, e_off, and_or = split_top_level(raw, l_off, ("&&", "||"), memo)[0]
             cmd = element.strip()
+            if cmd == "return" or cmd.startswith("return "):  # (one bash takes if it runs it)
+                returns.setdefault(name, []).append(e_off)
             tested = and_or == "||"
             if cmd[:1] == "!" and cmd[1:2].isspace():
                 cmd, tested = cmd[1:].lstrip(), True
@@ -133,26 +140,38 @@ def _counted_at_calls(code: str, calls: list[Call], bodies: dict[str, tuple[int,
                     split_top_level(element, e_off, ("|",), memo)) == 1:
                 starting.append((name, e_off + element.find(cmd), cmd, m.group(1), tested))
     if not starting:
-        return []
-    inside = enclosing([*subshells, *bodies.values()], [o for _n, o, _c, _v, _t in starting])
-    # each body's counters run whenever it runs, and whether their own status is tested
-    runs: dict[str, list[tuple[str, str, bool]]] = {}
+        return [], []
+    inside = enclosing([*subshells, *bodies.values()], [
+        *(o for _n, o, _c, _v, _t in starting), *(o for r in returns.values() for o in r)])
+    # each body's counters that run when it runs, whether their own status is tested, and
+    # whether bash runs them whenever it runs the body
+    runs: dict[str, list[tuple[str, str, bool, bool]]] = {}
     for name, o, cmd, var, tested in starting:
         start, end = bodies[name]
         assigned = values.get(var, [])
         k = bisect.bisect_right(assigned, o, key=lambda v: v[0])
-        if (inside.get(o) == (start, end) and path_of(o) == path_of(start)
+        # (past a `return` bash takes whenever the body runs: never run, as past one the
+        # walk read in never_run)
+        if (inside.get(o) == (start, end)
+                and not any(s <= o < e for s, e in never_run)
+                and not any(r < o and inside.get(r) == (start, end)
+                            and path_of(r) == path_of(start) for r in returns.get(name, []))
                 and not (k < len(assigned) and assigned[k][0] < end)):
-            runs.setdefault(name, []).append((cmd, var, tested))
+            runs.setdefault(name, []).append((cmd, var, tested, path_of(o) == path_of(start)))
     if not runs:
-        return []
+        return [], []
     # the lists run in the background (`f || true &`), read once for all the calls
     background = [(at, at + len(lst)) for lst, at, op in split_top_level(
         code, 0, ("\n", ";", "&"), memo) if op == "&"]
     behind = enclosing(background, [c.offset for c in placed]) if background else {}
-    return [Arith(c.offset, cmd, var, errexit=False, tested_by="||")
-            for c in placed if c.offset not in behind
-            for cmd, var, tested in runs.get(c.name, []) if tested or c.tested]
+    counted: tuple[list[Arith], list[Arith]] = ([], [])  # (every run's, some runs')
+    for c in placed:
+        if c.offset not in behind:
+            for cmd, var, tested, always in runs.get(c.name, []):
+                if tested or c.tested:
+                    counted[not always].append(Arith(c.offset, cmd, var, errexit=False,
+                                                     tested_by="||"))
+    return counted
 
 
 def check_arith(scan: Scan, code: str) -> list[Finding]:
@@ -215,9 +234,11 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
         if in_subshell else {}
     # the innermost loop bash may make more than one pass through around each counter
     innermost = enclosing(list(repeating.items()), [a.offset for a in scan.arith])
-    counts = Counts(scan.arith + _counted_at_calls(code, placed, scan.bodies, values,
-                                                          subshells, path_of),
-                    subshells + [(s, e) for s, e, _n in spans], scan.constructs, path_of, nested)
+    at_calls_always, at_calls_maybe = _counted_at_calls(code, placed, scan.bodies, values,
+                                                        subshells, path_of, never_run)
+    counts = Counts(scan.arith + at_calls_always + at_calls_maybe,
+                    subshells + [(s, e) for s, e, _n in spans], scan.constructs, path_of, nested,
+                    maybe=len(scan.arith) + len(at_calls_always))
     # the counters the walk also collected where `set -e` applies: judged there
     errexit_at = {a.offset for a in scan.arith if a.errexit}
     unsets: dict[str, list[int]] = {}  # where `unset n` is, by variable

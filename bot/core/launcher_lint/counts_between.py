@@ -111,7 +111,11 @@ class Counts:
 
     def __init__(self, arith: list[Arith], spans: list[tuple[int, int]],
                  constructs: dict[tuple[int, int], Construct],
-                 path_of: Callable[[int], tuple[Step, ...]], nested: bool) -> None:
+                 path_of: Callable[[int], tuple[Step, ...]], nested: bool,
+                 maybe: int | None = None) -> None:
+        # arith[maybe:]: counts bash makes on some runs only (a call's, of a counter in a
+        # branch of its body: arith._counted_at_calls), which cover no way to a counter
+        self.maybe = len(arith) if maybe is None else maybe
         self.enclosing = enclosing(spans, [b.offset for b in arith])
         self.nesting = _Nesting(spans)
         self.constructs, self.path_of = constructs, path_of
@@ -133,7 +137,8 @@ class Counts:
         if not self.nested:
             counts = sorted((k, offset) for offset, k in counters
                             if since < offset < a.offset and self._runs_with(offset, a.offset))
-            return (counts[0][1], on_every_path([offset for _k, offset in counts], since,
+            return (counts[0][1], on_every_path([offset for k, offset in counts
+                                                 if k < self.maybe], since,
                                                 a.offset, self.constructs, self.path_of)
                     ) if counts else None
         read = self.read.get((a.variable, since))
@@ -154,8 +159,9 @@ class Counts:
             if read.first is None or k < read.first[1]:
                 read.log.append(functools.partial(setattr, read, "first", read.first))
                 read.first = (offset, k)
-            read.coverage.add(tuple(step for step in self.path_of(offset)
-                                    if step not in read.known))
+            if k < self.maybe:
+                read.coverage.add(tuple(step for step in self.path_of(offset)
+                                        if step not in read.known))
         read.upto = a.offset
         if read.first is None:
             return None

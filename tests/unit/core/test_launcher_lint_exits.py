@@ -1405,3 +1405,23 @@ def test_a_function_defined_again_or_unset_ends_nothing_its_last_body_did(tmp_pa
 ])
 def test_a_call_counts_its_bodys_counter_whose_status_is_tested(tmp_path, body, level):
     _counter_stops_bash_as_the_level_says(tmp_path, body, level)
+
+
+@pytest.mark.parametrize(("body", "level"), [
+    # a call's body whose counter is past a `return` bash may take counts at the call on some
+    # runs only (each said `fail`, where bash goes on when X is empty)
+    ('set -e\nn=0\nf() { [ -n "$X" ] && return; ((n++)); }\nf || true\n((n++))\n', "warn"),
+    ('set -e\nn=0\nf() { if [ -n "$X" ]; then return; fi; ((n++)); }\nf || true\n((n++))\n',
+     "warn"),
+    ('set -e\nn=0\nf() { [ -n "$X" ] && return; ((n++)) || true; }\nf\n((n++))\n', "warn"),
+    # … none past a `return` that starts a list of the body (bash always takes it), nor one in
+    # a subshell, nor where the variable is set again after the call
+    ("set -e\nn=0\nf() { return; ((n++)); }\nf || true\n((n++))\n", "fail"),
+    ("set -e\nn=0\nf() { return 0; ((n++)); }\nf || true\n((n++))\n", "fail"),
+    ('set -e\nn=0\nf() { [ -n "$X" ] && return; ( ((n++)) ); }\nf || true\n((n++))\n', "fail"),
+    ('set -e\nn=0\nf() { [ -n "$X" ] && return; ((n++)); }\nf || true\nn=0\n((n++))\n', "fail"),
+    # (a `return` in a subshell leaves that subshell only)
+    ("set -e\nn=0\nf() { ( return ); ((n++)); }\nf || true\n((n++))\n", None),
+])
+def test_a_call_counts_its_bodys_counter_past_a_return_on_some_runs(tmp_path, body, level):
+    _counter_stops_bash_as_the_level_says(tmp_path, body, level)
