@@ -253,7 +253,9 @@ _STYLEGAN_TOTAL_KIMG = re.compile(r"^Training for (\d+) kimg\.\.\.$")
 # (`total_it=` accumulated_iter, a resumed run's from its checkpoint's). The train bar's count is
 # one epoch's, not the run's: its total_it is the iteration, the epochs bar's total times its
 # total the target (`_OPENPCDET_EPOCHS_BAR`, the epochs announced: its first draw, `0/3`, comes
-# before the first train bar's). The epochs bar's count is no step of the run, and is left out:
+# before the first train bar's; any script's `tqdm(range(10), desc="epochs")` draws the same bar,
+# so it is OpenPCDet's only in a run that showed the train bar: bot.core.training_lines keeps
+# the epochs it counts until then). The epochs bar's count is no step of the run, and is left out:
 # it moves only once the epoch's checkpoint is saved (the next loop's turn), after the train
 # bar's draws at its total, and every rank draws it (the train bar is rank zero's alone).
 _OPENPCDET = re.compile(
@@ -396,7 +398,6 @@ _TARGET_ANNOUNCEMENTS: tuple[tuple[str, re.Pattern[str], Counted, Where], ...] =
     ("Total epochs: ", _BASICSR_TOTAL, "iterations", "any line"),  # BasicSR
     ("max_iters = ", _NANOGPT_MAX_ITERS, "iterations", "any line"),  # nanoGPT
     ("Training for ", _STYLEGAN_TOTAL_KIMG, "iterations", "any line"),  # StyleGAN2-ADA, StyleGAN3
-    ("epochs: ", _OPENPCDET_EPOCHS_BAR, "epochs", "any line"),  # OpenPCDet's epochs bar
     ("epochs: ", _TORCHTUNE_EPOCHS, "epochs", "resolved config"),  # torchtune's config dump
     ("max_epochs", _MMENGINE_MAX_EPOCHS, "epochs", "any line"),  # mmengine's config
     ("max_epochs", _MMENGINE_MAX_EPOCHS_KEYS, "epochs", "config dict"),  # its long dicts' keys
@@ -476,11 +477,30 @@ class ResolvedConfigLines:
         return self._open
 
 
-def read_framework_line(body: str, s: Sample, targets: AnnouncedTargets = _NONE_ANNOUNCED) -> str:
+def openpcdet_epochs_bar_total(body: str) -> int | None:
+    """The epochs a line's message `body` counts when it is a bar labelled `epochs` drawn as
+    OpenPCDet's (`_OPENPCDET_EPOCHS_BAR`); any script's `tqdm(..., desc="epochs")` draws the
+    same, so it is OpenPCDet's only in a run that showed its train bar (`is_openpcdet_train_bar`,
+    the caller's to know)."""
+    m = _OPENPCDET_EPOCHS_BAR.match(body) if body.startswith("epochs:") else None
+    return int(m.group(1)) if m is not None else None
+
+
+def is_openpcdet_train_bar(body: str) -> bool:
+    """Whether a line's message `body` is OpenPCDet's train bar: labelled `train`, its postfix's
+    `total_it=` the run's steps (`_OPENPCDET_TRAIN_BAR`, `_OPENPCDET_TOTAL_IT`)."""
+    return (body.startswith("train:") and _OPENPCDET_TRAIN_BAR.match(body) is not None
+            and _OPENPCDET_TOTAL_IT.search(body) is not None)
+
+
+def read_framework_line(body: str, s: Sample, targets: AnnouncedTargets = _NONE_ANNOUNCED,
+                        *, openpcdet_bars: bool = False) -> str:
     """The figures a named framework's logger puts on a line's message `body` (after its time),
     set on `s`; the body left for the generic grammar (bot.core.training_lines): without the
     figures it must not read again as its own (a GPU memory as a host memory). `targets`: the
-    totals the log announced before the loop, for the target of lines that name none."""
+    totals the log announced before the loop, for the target of lines that name none;
+    `openpcdet_bars`: whether the run showed OpenPCDet's train bar (its `epochs:` bar is then
+    OpenPCDet's, else any script's bar, the generic grammar's)."""
     if "eta: " in body:
         body = _metric_logger(body, s)
         if "iter: " in body:
@@ -505,7 +525,7 @@ def read_framework_line(body: str, s: Sample, targets: AnnouncedTargets = _NONE_
         _json_stats(body, s)
     if body[:1].isdigit() and "|" in body:
         body = _torchtune(body, s, targets)
-    elif body.startswith(("train:", "epochs:")):
+    elif body.startswith("train:") or (openpcdet_bars and body.startswith("epochs:")):
         body = _openpcdet_bar(body, s, targets)
     elif "%|" in body:
         body = _composer_bar(body, s)

@@ -26,6 +26,8 @@ from bot.core.framework_lines import (
     ResolvedConfigLines,
     Where,
     announced_totals,
+    is_openpcdet_train_bar,
+    openpcdet_epochs_bar_total,
     read_framework_line,
 )
 from bot.core.line_time import LogClock, message_after_time, split_line
@@ -268,6 +270,10 @@ class LineParser:
         self._config_dicts = ConfigDictLines()
         # whether the lines are in torchtune's config dump (its `epochs: 3` announces a total)
         self._resolved_config = ResolvedConfigLines()
+        # whether the run showed OpenPCDet's train bar (its `epochs:` bar is then OpenPCDet's and
+        # announces the epochs), and the last `epochs:` bar's total and line until then
+        self._openpcdet_bars = False
+        self._epochs_bar: tuple[int, int] | None = None
         self.extra = [re.compile(p) if isinstance(p, str) else p for p in extra_patterns]
         for pattern in self.extra:
             unknown = set(pattern.groupindex) - set(_EXTRA_GROUPS)
@@ -291,6 +297,9 @@ class LineParser:
         for counted in kept:
             targets = targets.with_total(counted, getattr(self.targets, counted))
         self.targets, self._announced_on = targets, kept
+        self._openpcdet_bars = False
+        if self._epochs_bar is not None and self._epochs_bar[1] < announced_from:
+            self._epochs_bar = None
 
     def training_completed(self) -> None:
         """The run's completion marker was the last line read: the bars after it are read as
@@ -370,9 +379,27 @@ class LineParser:
         if self._resolved_config.inside(body):
             inside.add("resolved config")
         for counted, total in announced_totals(body, inside=frozenset(inside)):
-            if line_no >= self._announced_on.get(counted, 0):
-                self.targets = self.targets.with_total(counted, total)
-                self._announced_on[counted] = line_no
+            self._keep_total(counted, total, line_no)
+        epochs = openpcdet_epochs_bar_total(body)
+        if epochs is not None:
+            if self._openpcdet_bars:
+                self._keep_total("epochs", epochs, line_no)
+            elif self._epochs_bar is None or line_no >= self._epochs_bar[1]:
+                self._epochs_bar = (epochs, line_no)
+
+    def _keep_total(self, counted: Counted, total: int, line_no: int) -> None:
+        """Keep a total line `line_no` announced, unless a later line announced one of the same
+        count (`_announce`)."""
+        if line_no >= self._announced_on.get(counted, 0):
+            self.targets = self.targets.with_total(counted, total)
+            self._announced_on[counted] = line_no
+
+    def _openpcdet_train_bar_shown(self) -> None:
+        """The run showed OpenPCDet's train bar: its `epochs:` bars are OpenPCDet's, the last one
+        before it announced the epochs (its first draw comes before the train bar's)."""
+        self._openpcdet_bars = True
+        if self._epochs_bar is not None:
+            self._keep_total("epochs", *self._epochs_bar)
 
     def _metrics(self, line: str, body: str, s: Sample) -> None:
         """The figures of a line's message: a recipe's patterns read all of it (its time too),
@@ -404,7 +431,9 @@ class LineParser:
         self._announce(body, s.line_no)
         if "Start evaluation on " in body and MASKRCNN_EVALUATION_START.search(body) is not None:
             self.bars.evaluation_started()
-        body = read_framework_line(body, s, self.targets)
+        if not self._openpcdet_bars and is_openpcdet_train_bar(body):
+            self._openpcdet_train_bar_shown()
+        body = read_framework_line(body, s, self.targets, openpcdet_bars=self._openpcdet_bars)
         if s.is_evaluation:
             return  # a framework's evaluation line: its loss and figures are no training's
         m = _MEGATRON.search(body) if "iteration" in body else None

@@ -178,3 +178,12 @@ def test_another_ranks_epochs_bar_is_no_step_of_the_run():
     log = log[:log.rindex(epochs_draw(1))] + "\n" + epochs_draw(1, postfix="") + "\n"
     d = read(log)
     assert (d.class_id, d.decided_by) == ("none", "progress")
+
+
+def test_a_scripts_own_epochs_bar_ends_its_run_by_its_progress():
+    # any script's `tqdm(range(10), desc="epochs")`: drawn like OpenPCDet's epochs bar, but with
+    # no OpenPCDet train bar before it, its count is the run's progress
+    draws = "".join(f"\repochs: {10 * done:3d}%|{'#' * done:<10}| {done}/10 "
+                    f"[00:{done:02d}<00:{10 - done:02d},  1.00s/it]" for done in range(1, 11))
+    d = read(draws + "\n")
+    assert (d.class_id, d.decided_by) == ("completed", "progress")
