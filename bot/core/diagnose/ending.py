@@ -159,14 +159,21 @@ _COLLATERAL_EXCEPTION = re.compile(
 # checks): the verdict before it (`Possible transient error!`) was a warning the run survived.
 NOT_FATAL_VALIDATION = re.compile(
     r"Continuing normal execution because failed validation was not fatal")
-# A framework's report that it caught an out-of-memory error and goes on (the catalogue's
-# cuda_oom hints that say so: fairseq's recovery from the OOM it logged before, Lightning's
-# batch size finder backing off): the OOM before it was no cause if training or a completion
-# marker follows (bot.core.diagnose.set_aside), and a log that ends after it ends in no error.
-OOM_RECOVERY = re.compile(
-    r"attempting to recover from OOM in forward/backward pass"
-    r"|ran out of memory in validation step, retrying batch|OOM in all workers, skipping update"
-    r"|Batch size [0-9]+ failed, trying batch size [0-9]+")
+# fairseq's reports that it caught the out-of-memory error it logged just before and goes on
+# (the catalogue's cuda_oom hints, verbatim): that OOM was no cause if training or a completion
+# marker follows (bot.core.diagnose.set_aside).
+FAIRSEQ_OOM_RECOVERIES = (
+    "attempting to recover from OOM in forward/backward pass",
+    "ran out of memory in validation step, retrying batch",
+    "OOM in all workers, skipping update",
+)
+# Lightning's batch size finder backing off from a trial's OOM, which it never logs (a
+# catalogue cuda_oom hint, verbatim): it recovers from no OOM line of the log.
+LIGHTNING_BATCH_SIZE_BACK_OFF = "Batch size [0-9]+ failed, trying batch size [0-9]+"
+OOM_RECOVERY = re.compile("|".join(FAIRSEQ_OOM_RECOVERIES))
+# A framework's report that it caught an out-of-memory error and goes on (fairseq's recovery,
+# Lightning's finder backing off): a log that ends after it ends in no error.
+GOES_ON_AFTER_OOM = re.compile("|".join((*FAIRSEQ_OOM_RECOVERIES, LIGHTNING_BATCH_SIZE_BACK_OFF)))
 
 
 # When an error block names no cause in the catalogue's words, its own words may: for each
@@ -514,7 +521,7 @@ def _error_block(
     """The catalogue hints and the last lines after the log's last progress or completion
     line or Megatron's notice that it trains on after a non-fatal check
     (`NOT_FATAL_VALIDATION`) or a framework's report that it goes on after an out-of-memory
-    error it caught (`OOM_RECOVERY`): the block an unhandled error would be in; `tail` is not
+    error it caught (`GOES_ON_AFTER_OOM`): the block an unhandled error would be in; `tail` is not
     empty.
     A completion line a launcher labels as another rank's than rank 0 (`[rank1]:`, srun's
     `1: `) does not end the block: rank 1 finished, rank 0's error before or after it is
@@ -524,7 +531,7 @@ def _error_block(
             and labelled_rank(raw.get(m.line_no, "")) in (None, 0)]
     going_on = [n for n, text in tail if NOT_FATAL_VALIDATION.search(text)] + [
         m.line_no for m in matches
-        if m.class_id == "cuda_oom" and not m.primary and OOM_RECOVERY.search(m.text)]
+        if m.class_id == "cuda_oom" and not m.primary and GOES_ON_AFTER_OOM.search(m.text)]
     after = max(tail[0][0], series.samples[-1].line_no if series.samples else 0,
                 done[-1] if done else 0, max(going_on) + 1 if going_on else 0)
     hints = [m for m in matches

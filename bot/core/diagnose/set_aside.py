@@ -7,9 +7,9 @@ the run survived, or a failure that is not the one the log shows.
   may survive, where three or more are a divergence;
 - Inductor's `CppCompileError` when a compiler's own diagnostic on a source file is in the log:
   the compiler ran and rejected the generated code, so no compiler is missing.
-- an out-of-memory error that the framework caught and recovered from (its recovery line after
-  it, then training or a completion marker: fairseq's `attempting to recover from OOM in
-  forward/backward pass`): what its log says of an OOM the run survived, not what ended it;
+- an out-of-memory error that fairseq caught and recovered from (its recovery line right after
+  it, `attempting to recover from OOM in forward/backward pass`, then training or a completion
+  marker): what its log says of an OOM the run survived, not what ended it;
 - an end-of-training report that a trainer prints from a finally block (detectron2's `Total
   training time`, YOLOX's `Training of experiment is done`) after the same trainer logged the
   exception that ended its loop (`Exception during training:`, `Exception in training:`): the
@@ -21,10 +21,12 @@ The decision (bot.core.diagnose.decide) reads the matches `deciding_matches` kee
 from __future__ import annotations
 
 import re
+from bisect import bisect_left
 from collections.abc import Iterable, Sequence
 from typing import Any
 
-from bot.core.diagnose.ending import NOT_FATAL_VALIDATION, OOM_RECOVERY
+from bot.core.diagnose.ending import GOES_ON_AFTER_OOM, NOT_FATAL_VALIDATION, OOM_RECOVERY
+from bot.core.logprefix import labelled_rank
 from bot.core.metrics import MetricSeries
 
 # A C/C++ compiler's own diagnostic on a source file (gcc's and clang's `file:line:col: error:`,
@@ -55,6 +57,8 @@ _OVERFLOWS_AT_MINIMUM = 3
 # fatal=False)`: the spiky-loss and large-grads checks) it is a warning, after which Megatron
 # prints that it goes on (ending.NOT_FATAL_VALIDATION) and trains on.
 _TRANSIENT_VERDICT = re.compile(r"iteration #[0-9]+: Possible transient error!")
+# A Python traceback's header (the catalogue's unknown_failure hint): an exception nothing caught.
+_TRACEBACK = re.compile(r"Traceback \(most recent call last\)")
 
 
 def deciding_matches(matches: Iterable[Any], series: MetricSeries,
@@ -65,30 +69,51 @@ def deciding_matches(matches: Iterable[Any], series: MetricSeries,
     compiler's own diagnostic, a trainer's end-of-loop report after its loop's exception."""
     return _without_failed_loop_reports(_without_single_overflows(_without_rejected_compiles(
         _without_recovered_ooms(_without_survived_verdicts(
-            sorted(matches, key=lambda m: m.line_no), series, tail), series))))
+            sorted(matches, key=lambda m: m.line_no), series, tail), series, tail))))
 
 
-def _without_recovered_ooms(matches: list[Any], series: MetricSeries) -> list[Any]:
-    """The matches less the out-of-memory errors (cuda_oom's primary matches) that the
-    framework caught and recovered from: its recovery line (`OOM_RECOVERY`, a cuda_oom hint)
-    after the error, and a training line (the series' last sample) or a completion marker
-    after that line; and those recovery lines, the report of an error survived (no failure of
-    a COMPLETED job). An OOM with no recovery line after it, or whose recovery the log ends in,
-    still decides."""
-    recoveries = [m for m in matches
-                  if m.class_id == "cuda_oom" and not m.primary and OOM_RECOVERY.search(m.text)]
+def _without_recovered_ooms(matches: list[Any], series: MetricSeries,
+                            tail: Sequence[tuple[int, str]]) -> list[Any]:
+    """The matches less the out-of-memory errors (cuda_oom's primary matches) that fairseq
+    caught and recovered from, and the reports of going on after an OOM (`GOES_ON_AFTER_OOM`,
+    cuda_oom hints: fairseq's recoveries, Lightning's batch size finder backing off) that a
+    training line (the series' last sample) or a completion marker follows: the report of an
+    error survived (no failure of a COMPLETED job). Only fairseq's recovery (`OOM_RECOVERY`)
+    answers an OOM line, and only those just before it (`_answered_ooms`); Lightning's finder
+    logs none of the OOMs it backs off from. An OOM with no recovery just after it, or whose
+    recovery the log ends in, still decides."""
+    recoveries = [m for m in matches if m.class_id == "cuda_oom" and not m.primary
+                  and GOES_ON_AFTER_OOM.search(m.text)]
     if not recoveries:
         return matches
     went_on = max([series.samples[-1].line_no if series.samples else 0,
                    *(m.line_no for m in matches if m.primary and m.class_id == "completed")])
     survived = [m for m in recoveries if m.line_no < went_on]
-
-    def recovered(oom: Any) -> bool:
-        return any(m.line_no > oom.line_no for m in survived)
-
-    aside = survived + [m for m in matches if m.primary and m.class_id == "cuda_oom"
-                        and recovered(m)]
+    trained = [s.line_no for s in series.samples]
+    raw = dict(tail)
+    aside = list(survived)
+    for recovery in (m for m in survived if OOM_RECOVERY.search(m.text)):
+        before = bisect_left(trained, recovery.line_no)
+        since = max([trained[before - 1] if before else 0,
+                     *(m.line_no for m in recoveries if m.line_no < recovery.line_no)])
+        aside += _answered_ooms(
+            [m for m in matches if since < m.line_no < recovery.line_no], recovery, raw)
     return [m for m in matches if m not in aside]
+
+
+def _answered_ooms(between: list[Any], recovery: Any, raw: dict[int, str]) -> list[Any]:
+    """The OOM lines fairseq's `recovery` answers, among the matches `between` it and the last
+    training line or other recovery before it: those of the recovery's rank (the launcher's
+    label on their raw lines among the log's last lines `raw`, `labelled_rank`, or none),
+    unless a `Traceback` is among them. fairseq logs the OOM it catches (Trainer._log_oom:
+    `OOM: Ran out of memory with exception: ...`, its memory summary) and its recovery right
+    after it, with no traceback; an OOM raised through a traceback, or another rank's, is one
+    nothing caught."""
+    if any(_TRACEBACK.search(m.text) for m in between):
+        return []
+    rank = labelled_rank(raw.get(recovery.line_no, ""))
+    return [m for m in between if m.primary and m.class_id == "cuda_oom"
+            and labelled_rank(raw.get(m.line_no, "")) == rank]
 
 
 def _without_failed_loop_reports(matches: list[Any]) -> list[Any]:

@@ -23,6 +23,11 @@ import pytest
 from support.diagnosis import read_log
 
 from bot.core.catalogue import Catalogue
+from bot.core.diagnose.ending import (
+    FAIRSEQ_OOM_RECOVERIES,
+    GOES_ON_AFTER_OOM,
+    LIGHTNING_BATCH_SIZE_BACK_OFF,
+)
 from bot.core.models import Accounting
 
 
@@ -154,3 +159,49 @@ def test_another_error_after_lightnings_finder_backed_off_still_reads_as_a_failu
              "    trainer.fit(model, datamodule=dm)\n"
              "KeyError: 'labels'\n")
     assert read_log(catalogue, FINDER + error).class_id == "unknown_failure"
+
+
+UNCAUGHT_OOM = ("Traceback (most recent call last):\n"
+                '  File "/opt/fairseq/fairseq_cli/train.py", line 180, in train\n'
+                "    log_output = trainer.train_step(samples)\n"
+                f"torch.cuda.OutOfMemoryError: {OOM_TEXT}\n")
+FAILED = Accounting(state="FAILED", exit_code=1, signal=0, elapsed_s=600)
+
+
+@pytest.mark.parametrize("acct", [None, FAILED])
+def test_an_oom_raised_through_a_traceback_is_the_cause_despite_a_later_recovery(catalogue, acct):
+    """fairseq logs the OOM it catches with no traceback: one raised through a traceback (a
+    rank's own) is no OOM its recovery line answers."""
+    ranks = "".join(f"[rank1]:{line}\n" for line in UNCAUGHT_OOM.splitlines())
+    for uncaught in (UNCAUGHT_OOM, ranks):
+        d = read_log(catalogue, TRAINING + uncaught + RECOVERY + _train_inner(4, 300), acct)
+        assert d.class_id == "cuda_oom"
+
+
+def test_another_ranks_recovery_answers_no_oom(catalogue):
+    caught = "".join(f"[rank1]:{line}\n" for line in LOGGED_OOM.splitlines())
+    d = read_log(catalogue, TRAINING + caught + f"[rank0]:{RECOVERY}" + _train_inner(4, 300),
+                 FAILED)
+    assert d.class_id == "cuda_oom"
+
+
+def test_a_recovery_answers_no_oom_before_the_training_line_before_it(catalogue):
+    text = TRAINING + UNCAUGHT_OOM + _train_inner(4, 300) + LOGGED_OOM + RECOVERY
+    d = read_log(catalogue, text + _train_inner(5, 400), FAILED)
+    assert d.class_id == "cuda_oom"
+    assert min(e.line for e in d.evidence) <= len((TRAINING + UNCAUGHT_OOM).splitlines())
+
+
+@pytest.mark.parametrize("acct", [None, FAILED])
+def test_lightnings_finder_backing_off_answers_no_oom_in_the_log(catalogue, acct):
+    """The finder never logs the OOM it backs off from: an OOM line before its back-off is
+    another one, which nothing caught."""
+    text = TRAINING + UNCAUGHT_OOM + "Batch size 8 failed, trying batch size 4\n" + EPOCH_BAR
+    assert read_log(catalogue, text, acct).class_id == "cuda_oom"
+
+
+def test_the_reports_of_going_on_after_an_oom_are_the_catalogues_hints(catalogue):
+    hints = {p.pattern for p in catalogue.classes["cuda_oom"].hints}
+    assert {*FAIRSEQ_OOM_RECOVERIES, LIGHTNING_BATCH_SIZE_BACK_OFF} <= hints
+    reports = [line for line in hints if GOES_ON_AFTER_OOM.search(line.replace("[0-9]+", "8"))]
+    assert sorted(reports) == sorted({*FAIRSEQ_OOM_RECOVERIES, LIGHTNING_BATCH_SIZE_BACK_OFF})
