@@ -42,6 +42,39 @@ def process_holder() -> str:
                          procs.machine(), procs.own_start())
 
 
+class DeadHolders:
+    """Whether a holder (of a lease, of a claim in the store) is provably dead, judged from
+    this machine's processes (bot.core.holders; `processes`: /proc, bot.ops.procfs.ProcFS):
+    the one way the replicas take a dead process's lease or claim over at once."""
+
+    def __init__(self, processes: LocalProcesses) -> None:
+        self.processes = processes
+        self._here: tuple[Machine | None] | None = None  # this process's machine, once read
+
+    def death(self, holder: str, *, what: str) -> Death | None:
+        """Why `holder` (of `what`, named in the log) is provably dead; None when it is not
+        proven, or cannot be judged (logged): its hold then lapses after its TTL. /proc is
+        read only for a holder that can be judged (a process of this host, boot and pid
+        namespace: its pid is looked at on each call, for its death to be seen at once)."""
+        try:
+            if self._here is None:  # read once: where this process runs does not change
+                self._here = (self.processes.machine(),)
+            here = self._here[0]
+            pid = pid_to_look_at(holder, here)
+            return holder_death(holder, here,
+                                None if pid is None else self.processes.pid_now(pid))
+        except Exception:  # noqa: BLE001 - not judged: the hold lapses after its TTL
+            log.exception("%s: could not judge whether holder %s is alive", what,
+                          holder_label(holder))
+            return None
+
+
+@functools.cache
+def process_judge() -> DeadHolders:
+    """This process's judge of holders, from /proc (made once: its machine is read once)."""
+    return DeadHolders(ProcFS())
+
+
 def lease_ttl(every_s: float) -> float:
     """How long a lease on a job run every `every_s` seconds lasts without renewal: three
     runs (one slow or failed run does not hand the job over), at least 30 s."""
@@ -71,8 +104,7 @@ class LeaseKeeper:
         self.holder = holder or process_holder()
         self.label = holder_label(self.holder)  # in log lines; the store has the whole id
         self.renew_every_s = renew_every_s  # during a side effect; default: a third of the TTL
-        self.processes = processes if processes is not None else ProcFS()
-        self._here: tuple[Machine | None] | None = None  # this process's machine, once read
+        self.judge = DeadHolders(processes) if processes is not None else process_judge()
         self._seen: dict[str, bool] = {}  # lease name -> held at its last check
         self._held: dict[str, _Held] = {}  # the leases held now
         self._stopping = False
@@ -158,23 +190,12 @@ class LeaseKeeper:
                  name, self.label, epoch)
 
     def _dead_holder(self, name: str, holder: str | None) -> tuple[str, Death] | None:
-        """`holder`, whose lease `name` runs, and why it is dead, when it is provably dead.
-        A skipped run's only reads: the holder, read by the take it tried, and /proc only for
-        a holder that can be judged (a process of this host, boot and pid namespace: the pid
-        must be looked at on each run for its death to be seen at once)."""
+        """`holder`, whose lease `name` runs, and why it is dead, when it is provably dead
+        (`DeadHolders.death`: a skipped run's only reads are the holder, read by the take it
+        tried, and /proc only for a holder that can be judged)."""
         if holder is None or holder == self.holder:
             return None
-        try:
-            if self._here is None:  # read once: where this process runs does not change
-                self._here = (self.processes.machine(),)
-            here = self._here[0]
-            pid = pid_to_look_at(holder, here)
-            death = holder_death(holder, here,
-                                 None if pid is None else self.processes.pid_now(pid))
-        except Exception:  # noqa: BLE001 - not judged: the lease lapses after its TTL
-            log.exception("%s: could not judge whether holder %s is alive", name,
-                          holder_label(holder))
-            return None
+        death = self.judge.death(holder, what=name)
         return None if death is None else (holder, death)
 
     def held_elsewhere(self, name: str) -> bool:

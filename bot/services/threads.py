@@ -16,7 +16,6 @@ given up, and logs it.
 from __future__ import annotations
 
 import logging
-import secrets
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Literal
@@ -24,9 +23,11 @@ from typing import Any, Literal
 from bot.config import Config
 from bot.core.arrays import ArrayRootView, ArrayTask, build_array_root
 from bot.core.backoff import THREADLESS_TRIES, Backoffs, Fate, after_try
+from bot.core.holders import holder_label
 from bot.core.incident import AttemptSummary, RootView, build_root
 from bot.core.models import ChunkBounds, logged_target, run_target
 from bot.core.text import mrkdwn_escape
+from bot.services.leases import process_holder, process_judge
 from bot.services.ports import (
     Blocks,
     BotContext,
@@ -536,15 +537,30 @@ def _claim_root(ctx: BotContext, chain_id: int) -> str | None:
     """Claim the try of the run's root message (the store's claims, shared by every
     replica: exactly one of several concurrent claims is taken) for as long as one post can
     take at worst (the thread writer's `post_at_most_s`: a try outlasting its claim could
-    be joined by another; a bot stopped in one holds the root back as long); the claim's
-    holder, or None when the thread is there or another try holds the claim."""
+    be joined by another), held by this process (`process_holder`); the claim's holder, or
+    None when the thread is there or another try holds the claim. A claim whose holder is
+    provably dead (a bot of this host killed in its try, restarted: `DeadHolders`, as the
+    leases judge theirs) is taken over at once (atomically: of several takers one gets it),
+    so the restarted bot's startup announcement posts the root instead of waiting for the
+    dead try's claim to lapse; another live try's claim, or one that cannot be judged,
+    stands."""
     assert ctx.sink is not None
     if has_thread(ctx, chain_id):
         return None
-    holder = secrets.token_hex(8)
-    taken = ctx.store.command_claims.claim(_root_claim_key(chain_id), holder, ctx.clock(),
-                                           ctx.sink.post_at_most_s())
-    return holder if taken else None
+    holder, key, now = process_holder(), _root_claim_key(chain_id), ctx.clock()
+    hold_s = ctx.sink.post_at_most_s()
+    if ctx.store.command_claims.claim(key, holder, now, hold_s):
+        return holder
+    other = ctx.store.command_claims.holder(key)
+    if other is None or other == holder:  # released meanwhile, or this process's other try
+        return None
+    death = process_judge().death(other, what=key)
+    if death is None or not ctx.store.command_claims.take_over(key, other, holder, now, hold_s):
+        return None
+    log.warning("chain %s: its root's try was claimed by %s, which is dead (%s): tried "
+                "here (%s) at once, not when that claim lapses", chain_id,
+                holder_label(other), death.value, holder_label(holder))
+    return holder
 
 
 def _post_root(ctx: BotContext, chain_id: int, channel: str | None) -> Rooted:

@@ -177,6 +177,20 @@ class CommandClaimsRepo(_Repo):
             return False
         return True
 
+    def take_over(self, key: str, dead: str, holder: str, now: float, ttl_s: float) -> bool:
+        """Take `key`'s claim from `dead`, a holder the caller proved dead (bot.core.holders),
+        at once whatever its expiry, for `holder` until `now + ttl_s`: one conditional UPDATE
+        on the row still naming `dead`, so of several takers exactly one gets it. False if
+        `dead` no longer holds it (another took it over first, or it was released)."""
+        if dead == holder:
+            return False
+        claims = t.command_claims
+        with self._engine.begin() as conn:
+            result = conn.execute(
+                update(claims).where(claims.c.key == key, claims.c.holder == dead)
+                .values(holder=holder, claimed_at=now, expires_at=now + ttl_s))
+        return result.rowcount == 1
+
     def release(self, key: str, holder: str) -> None:
         """End `holder`'s claim of `key` (nothing when it is another's, or gone): a side
         effect whose try is over, so the next try need not wait for the claim to lapse."""

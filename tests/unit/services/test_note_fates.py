@@ -13,6 +13,8 @@ posted once the thread is there."""
 from __future__ import annotations
 
 import logging
+import socket
+import subprocess
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -41,6 +43,7 @@ from bot.app import schedule_prompts
 from bot.cluster.errors import OutcomeUnknown
 from bot.core.backoff import THREADLESS_TRIES
 from bot.core.catalogue import Catalogue
+from bot.core.holders import ProcStat, format_holder
 from bot.core.models import Accounting, Diagnosis, DiagnosisMetrics
 from bot.core.policy import (
     OFFER_CANCEL_RESUME,
@@ -54,6 +57,7 @@ from bot.core.policy import (
 from bot.core.slurm.records import JobRecord
 from bot.core.stacks import PERMISSION_DENIED, ProcessFailure, StackReport
 from bot.core.takeover import RemoteDeadlines, cancel_takeover_s, submit_in_flight_s
+from bot.ops.procfs import ProcFS
 from bot.services.approvals import handle_click
 from bot.services.home import stop_watching
 from bot.services.leases import LeaseKeeper
@@ -947,6 +951,17 @@ def test_a_root_slack_rate_limits_for_ten_minutes_keeps_its_claim_and_gets_one_r
     assert len(slack.root_messages(PRIVATE)) == 1
 
 
+def root_left_unposted(store: Store, run: Run) -> str:
+    """U0BOB submitted `run`, and the bot stopped while posting its root (its intent kept,
+    never confirmed): the root's key."""
+    store.audit.record(actor="U0BOB", action="submit", now=T0 - 1000, recipe="mix",
+                       job_id="88154", detail={"chain_id": run.chain_id, "attempt_no": 1})
+    root_key = f"chain:{run.chain_id}:root"
+    store.slack_posts.record_intent(root_key, channel=PRIVATE, kind="root",
+                                    chain_id=run.chain_id, now=T0 - 999)
+    return root_key
+
+
 @pytest.mark.parametrize("in_slack", [False, True], ids=["not sent", "sent"])
 def test_a_root_the_bot_died_posting_is_announced_once_at_startup(
         slack: SlackStandIn, store: Store, in_slack: bool) -> None:
@@ -956,11 +971,7 @@ def test_a_root_the_bot_died_posting_is_announced_once_at_startup(
     submit's note under it, naming who submitted; a second restart posts nothing. Before,
     the root waited for the run's first reply, and the note was never said."""
     run = make_run(slack, store)
-    store.audit.record(actor="U0BOB", action="submit", now=T0 - 1000, recipe="mix",
-                       job_id="88154", detail={"chain_id": run.chain_id, "attempt_no": 1})
-    root_key = f"chain:{run.chain_id}:root"
-    store.slack_posts.record_intent(root_key, channel=PRIVATE, kind="root",
-                                    chain_id=run.chain_id, now=T0 - 999)
+    root_key = root_left_unposted(store, run)
     if in_slack:  # Slack took it, its answer lost with the bot
         run.poster.client.chat_postMessage(channel=PRIVATE, text="mix", metadata={
             "event_type": "trainbot_post", "event_payload": {"key": root_key}})
@@ -970,6 +981,48 @@ def test_a_root_the_bot_died_posting_is_announced_once_at_startup(
     [root] = slack.root_messages(PRIVATE)
     assert len(tries(slack, root_key)) == 1
     [note] = in_thread(slack, root["ts"], f"chain:{run.chain_id}:attempt:1:submitted")
+    assert "U0BOB" in str(note["blocks"])
+
+
+@pytest.mark.parametrize("holder_alive", [False, True], ids=["dead", "alive"])
+def test_a_root_claimed_by_a_bot_killed_posting_it_is_announced_at_once_at_restart(
+        slack: SlackStandIn, store: Store, holder_alive: bool) -> None:
+    """The bot was killed while posting a submitted run's root: its intent is kept and its
+    claim of the root's try (held for a post's worst case, over an hour and a half) is left
+    in the store, named for the killed process of this host. The bot started again proves
+    that process dead (no process has its pid) and announces the run at once: one root, the
+    submit's note under it. Before, the claim held the root back until it lapsed. A claim
+    held by a process that lives (another replica of this host, posting it now) still
+    stands: nothing is posted by the restarted bot, its note kept for the thread."""
+    run = make_run(slack, store)
+    root_key = root_left_unposted(store, run)
+    procs = ProcFS()
+    with subprocess.Popen(["sleep", "30"]) as other:
+        try:
+            if holder_alive:  # another replica of this host, posting the root now
+                found = procs.pid_now(other.pid)
+                assert isinstance(found, ProcStat)
+                pid, start = other.pid, found.start
+            else:  # the killed bot: above any pid_max, so no process has its pid
+                pid, start = 2**22 + 1, 29026
+            claimer = format_holder(socket.gethostname(), pid, "96e72bf3", procs.machine(),
+                                    start)
+            assert store.command_claims.claim(f"post:{root_key}", claimer, T0 - 999, 6244.0)
+            ctx, _, _ = slack_context(slack, store)  # the bot started again
+            announce_unposted_roots(ctx)
+            say_pending_notes(ctx)
+        finally:
+            other.kill()
+    submitted = f"chain:{run.chain_id}:attempt:1:submitted"
+    if holder_alive:
+        assert slack.root_messages(PRIVATE) == [] and tries(slack, root_key) == []
+        assert store.command_claims.holder(f"post:{root_key}") == claimer
+        kept = present(store.incidents.get(submitted))
+        assert (kept.class_id, kept.state) == (THREAD_NOTE, "pending")
+        return
+    [root] = slack.root_messages(PRIVATE)
+    assert len(tries(slack, root_key)) == 1
+    [note] = in_thread(slack, root["ts"], submitted)
     assert "U0BOB" in str(note["blocks"])
 
 
