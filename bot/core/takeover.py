@@ -20,6 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bot.core.checkpoints import CHECKPOINT_REQUESTS
+from bot.core.slack_bounds import default_post_at_most_s
 
 SESSION_ATTEMPTS = 2
 """Attempts at a session channel for one command (bot.cluster.ssh.SSHRunner._open_session):
@@ -170,8 +171,6 @@ SLACK_CALL_S = 30.0
 TAKEOVER_MARGIN_S = 60.0
 """What the store's and the process's own work, and the clocks of two replicas, may add."""
 
-POST_ATTEMPTS = 4
-"""The Slack poster's attempts at one post (bot.slack.poster.SlackPoster's max_attempts)."""
 
 
 def sent_command_at_most_s(deadlines: RemoteDeadlines, sent: float | None) -> float:
@@ -266,6 +265,7 @@ def settle_lead_s(deadlines: RemoteDeadlines, sent: float | None = None,
 def post_takeover_s() -> float:
     """How old a record whose keyed Slack post its process makes right after it (a hold
     prompt's question: bot.services.competitors) must be, that post still not made, before
-    another run makes it: the poster's POST_ATTEMPTS at SLACK_CALL_S each, plus the margin
-    (180 s)."""
-    return POST_ATTEMPTS * SLACK_CALL_S + TAKEOVER_MARGIN_S
+    another run makes it: the poster's worst case, its attempts, the client's retries and
+    429 waits (bot.core.slack_bounds.default_post_at_most_s, as the poster counts its own),
+    plus the margin (6304 s with the defaults)."""
+    return default_post_at_most_s() + TAKEOVER_MARGIN_S

@@ -43,10 +43,11 @@ from urllib.request import Request, urlopen
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackRequestError
 
+from bot.core import slack_bounds
 from bot.core.redact import Redactor
 from bot.crashpoint import crashpoint
 from bot.services.ports import LookupRefused, MessageRefused, PostError, PostRefused, root_key
-from bot.slack.retry import Sleep, backoff_at_most, backoff_delay, call_at_most_s, request_not_sent
+from bot.slack.retry import Sleep, backoff_delay, call_at_most_s, request_not_sent
 
 log = logging.getLogger(__name__)
 
@@ -174,8 +175,8 @@ class SlackPoster:
         *,
         sleep: Sleep = time.sleep,
         clock: Callable[[], float] = time.time,
-        max_attempts: int = 4,
-        backoff_s: float = 0.5,
+        max_attempts: int = slack_bounds.POST_ATTEMPTS,
+        backoff_s: float = slack_bounds.BACKOFF_S,
         redactor: Redactor | None = None,
     ):
         self.client = client
@@ -217,12 +218,12 @@ class SlackPoster:
                           thread_ts=root.ts, blocks=blocks, text=text)
 
     def post_at_most_s(self) -> float:
-        """The longest one post (`_post`) may take: `max_attempts` attempts, each a lookup
-        of an earlier send and the chat.postMessage, each call at most its client's worst
-        (bot.slack.retry.call_at_most_s), with the backoffs between the attempts."""
-        backoffs = sum(backoff_at_most(attempt, self.backoff_s)
-                       for attempt in range(self.max_attempts - 1))
-        return self.max_attempts * 2 * call_at_most_s(self.client) + backoffs
+        """The longest one post (`_post`) may take (bot.core.slack_bounds.post_at_most_s):
+        `max_attempts` attempts, each a lookup of an earlier send and the chat.postMessage,
+        each call at most its client's worst (bot.slack.retry.call_at_most_s), with the
+        backoffs between the attempts."""
+        return slack_bounds.post_at_most_s(self.max_attempts, self.backoff_s,
+                                           call_at_most_s(self.client))
 
     def look_up(self, key: str) -> bool:
         """Whether Slack has the message `key`: its post recorded, or its intent (a post the

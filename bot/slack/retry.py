@@ -20,6 +20,19 @@ from slack_sdk.http_retry.request import HttpRequest
 from slack_sdk.http_retry.response import HttpResponse
 from slack_sdk.http_retry.state import RetryState
 
+from bot.core import slack_bounds as bounds
+from bot.core.slack_bounds import (
+    BACKOFF_CAP_S,
+    BACKOFF_S,
+    CALL_TIMEOUT_S,
+    CONNECTION_DROP_RETRIES,
+    JITTER,
+    RATE_LIMIT_RETRIES,
+    RETRY_AFTER_MAX_WAIT_S,
+    SERVER_ERROR_RETRIES,
+    backoff_at_most,
+)
+
 Sleep = Callable[[float], None]
 
 # Methods the client never re-sends after a 5xx or a dropped connection: each sending may
@@ -45,7 +58,8 @@ class _Backoff(RetryHandler):
     before slack_sdk's handler among their bases, so `max_retry_count` reaches that one."""
 
     def __init__(self, max_retry_count: int, *, sleep: Sleep = time.sleep,
-                 backoff_s: float = 0.5, skip_methods: Iterable[str] = NON_IDEMPOTENT) -> None:
+                 backoff_s: float = BACKOFF_S,
+                 skip_methods: Iterable[str] = NON_IDEMPOTENT) -> None:
         super().__init__(max_retry_count=max_retry_count)
         self.sleep = sleep
         self.backoff_s = backoff_s
@@ -91,8 +105,9 @@ class RetryAfterHandler(RateLimitErrorRetryHandler):
     A rate-limited request was not processed by Slack, so resending any method is safe.
     """
 
-    def __init__(self, max_retry_count: int = 5, *, sleep: Sleep = time.sleep,
-                 max_wait_s: float = 120.0, on_wait: Callable[[float], None] | None = None):
+    def __init__(self, max_retry_count: int = RATE_LIMIT_RETRIES, *, sleep: Sleep = time.sleep,
+                 max_wait_s: float = RETRY_AFTER_MAX_WAIT_S,
+                 on_wait: Callable[[float], None] | None = None):
         super().__init__(max_retry_count=max_retry_count)
         self.sleep = sleep
         self.max_wait_s = max_wait_s
@@ -144,32 +159,25 @@ class ServerErrorBackoffHandler(_Backoff, ServerErrorRetryHandler):
         return _method_of(request) not in self.skip_methods
 
 
-JITTER = 0.25  # a backoff's delay is lengthened by up to this share (backoff_delay)
-
-
-def backoff_delay(attempt: int, base_s: float = 0.5, cap_s: float = 30.0) -> float:
-    """Exponential backoff with up to 25 % jitter: base·2^attempt, capped."""
+def backoff_delay(attempt: int, base_s: float = BACKOFF_S, cap_s: float = BACKOFF_CAP_S
+                  ) -> float:
+    """Exponential backoff with up to JITTER (25 %) jitter: base·2^attempt, capped; at most
+    bot.core.slack_bounds.backoff_at_most."""
     delay = min(cap_s, base_s * (2**attempt))
     return delay * (1.0 + JITTER * random.random())  # noqa: S311 - jitter, not crypto
 
 
-def backoff_at_most(attempt: int, base_s: float = 0.5, cap_s: float = 30.0) -> float:
-    """The longest `backoff_delay(attempt, base_s, cap_s)` waits (its jitter at its most)."""
-    return min(cap_s, base_s * (2**attempt)) * (1.0 + JITTER)
-
-
 def call_at_most_s(client: WebClient) -> float:
-    """The longest one Web API call through `client` may take, its retries included:
-    slack_sdk counts a call's retries across all of its handlers (one RetryState), so at
-    most the largest handler's `max_retry_count` of them, each after the longest wait any
-    handler makes (a 429's Retry-After, up to RetryAfterHandler.max_wait_s; a backoff's
-    delay), and each request at most the client's `timeout`."""
+    """The longest one Web API call through `client` may take, its retries included
+    (bot.core.slack_bounds.call_at_most_s): the largest handler's `max_retry_count`, the
+    longest wait any handler makes (a 429's Retry-After, up to RetryAfterHandler.max_wait_s;
+    a backoff's delay), the client's `timeout`."""
     handlers = client.retry_handlers or []
     retries = max((h.max_retry_count for h in handlers), default=0)
     waits = [h.max_wait_s if isinstance(h, RetryAfterHandler) else
              backoff_at_most(retries - 1, h.backoff_s) if isinstance(h, _Backoff) else 0.0
              for h in handlers]
-    return (1 + retries) * client.timeout + retries * max(waits, default=0.0)
+    return bounds.call_at_most_s(client.timeout, retries, max(waits, default=0.0))
 
 
 def make_client(
@@ -177,10 +185,10 @@ def make_client(
     *,
     base_url: str | None = None,
     sleep: Sleep = time.sleep,
-    rate_limit_retries: int = 5,
-    server_error_retries: int = 3,
-    backoff_s: float = 0.5,
-    timeout: int = 30,
+    rate_limit_retries: int = RATE_LIMIT_RETRIES,
+    server_error_retries: int = SERVER_ERROR_RETRIES,
+    backoff_s: float = BACKOFF_S,
+    timeout: int = CALL_TIMEOUT_S,
     on_call: Callable[[str], None] | None = None,
     on_rate_limit_wait: Callable[[float], None] | None = None,
 ) -> WebClient:
@@ -188,7 +196,7 @@ def make_client(
     what cannot be performed twice (see docs/architecture.md, bot/slack/retry.py).
     `on_call(method)` is told each Web API call, `on_rate_limit_wait(s)` each 429 wait."""
     handlers = [
-        ConnectionDropHandler(2, sleep=sleep, backoff_s=backoff_s),
+        ConnectionDropHandler(CONNECTION_DROP_RETRIES, sleep=sleep, backoff_s=backoff_s),
         RetryAfterHandler(rate_limit_retries, sleep=sleep, on_wait=on_rate_limit_wait),
         ServerErrorBackoffHandler(server_error_retries, sleep=sleep, backoff_s=backoff_s),
     ]

@@ -54,6 +54,7 @@ from bot.core.policy import (
     PolicyParams,
     decide,
 )
+from bot.core.slack_bounds import default_post_at_most_s
 from bot.core.slurm.records import JobRecord
 from bot.core.stacks import PERMISSION_DENIED, ProcessFailure, StackReport
 from bot.core.takeover import RemoteDeadlines, cancel_takeover_s, submit_in_flight_s
@@ -1007,7 +1008,8 @@ def test_a_root_claimed_by_a_bot_killed_posting_it_is_announced_at_once_at_resta
                 pid, start = 2**22 + 1, 29026
             claimer = format_holder(socket.gethostname(), pid, "96e72bf3", procs.machine(),
                                     start)
-            assert store.command_claims.claim(f"post:{root_key}", claimer, T0 - 999, 6244.0)
+            assert store.command_claims.claim(f"post:{root_key}", claimer, T0 - 999,
+                                                 default_post_at_most_s())
             ctx, _, _ = slack_context(slack, store)  # the bot started again
             announce_unposted_roots(ctx)
             say_pending_notes(ctx)
