@@ -375,7 +375,9 @@ def announce_submit(
     the job resumed elsewhere than the approved `prompt` said). A root another try is
     posting now (`open_thread`'s claim: a watcher's reply, another replica) is not waited
     for, so the watcher's tick that resubmitted is not held: the note is kept for the thread
-    (`keep_reply`), posted under that root once it is there."""
+    (`keep_reply`), posted under that root once it is there; so is it when this try of the
+    root failed for now (a 5xx, a rate limit outlasting the retries), the root tried again
+    with it. A root Slack refused, or with no channel to go to, keeps no note."""
     if ctx.sink is None:
         return
     chain_id = result.chain_id
@@ -388,7 +390,7 @@ def announce_submit(
             log.warning("no channel for %s's thread: set recipes.%s.channel", recipe, recipe)
             return
         rooted = open_thread(ctx, chain_id, target)
-        if not rooted.open and not rooted.claimed:
+        if rooted.refused is not None or rooted.no_channel is not None:
             return
         threaded = rooted.open
     # a task's resubmit resolves that task's previous attempt

@@ -877,6 +877,25 @@ def test_a_submit_announced_while_a_watcher_reply_needs_the_root_posts_one_root(
     assert len(in_thread(slack, root["ts"], f"chain:{run.chain_id}:attempt:1:submitted")) == 1
 
 
+def test_a_submits_note_whose_root_slack_failed_is_kept_and_posted_under_it_later(
+        slack: SlackStandIn, store: Store) -> None:
+    """Slack answers 500 to every attempt of a submitted run's root: the announcement keeps
+    its "submitted" note; the `prompts` job's next run posts the root and the note under
+    it, once, naming who submitted. Before, the note was dropped: the thread never said who
+    submitted the run."""
+    run = make_run(slack, store)
+    attempt = present(store.attempts.get_by_job("88154"))
+    slack.fail_next("chat.postMessage", status=500, count=run.poster.max_attempts)
+    announce_submit(run.ctx, "mix", recorded_result(attempt, "mix"), "U0BOB", None)
+    assert slack.root_messages(PRIVATE) == []
+    submitted = f"chain:{run.chain_id}:attempt:1:submitted"
+    for _ in range(2):
+        say_pending_notes(run.ctx)
+    [root] = slack.root_messages(PRIVATE)
+    [said] = in_thread(slack, root["ts"], submitted)
+    assert "U0BOB" in str(said["blocks"])
+
+
 class SlowRootPost:
     """Slack's chat.postMessage of a run's root held at the wire until `answer` is set (at
     most 5 s): `arrived` once it is there."""
