@@ -265,7 +265,8 @@ def settle_lead_s(deadlines: RemoteDeadlines, sent: float | None = None,
 def post_takeover_s() -> float:
     """How old a record whose keyed Slack post its process makes right after it (a hold
     prompt's question: bot.services.competitors) must be, that post still not made, before
-    another run makes it: the poster's worst case, its attempts, the client's retries and
-    429 waits (bot.core.slack_bounds.default_post_at_most_s, as the poster counts its own),
-    plus the margin (6304 s with the defaults)."""
+    another run makes it: the poster's worst case, its deadline that its attempts, the
+    client's retries and 429 waits stop at, then one request
+    (bot.core.slack_bounds.default_post_at_most_s, as the poster counts its own), plus the
+    margin (390 s with the defaults)."""
     return default_post_at_most_s() + TAKEOVER_MARGIN_S

@@ -21,6 +21,9 @@ Posts at most once, and none is lost while Slack can be asked:
   are one failure series in the log: a warning at the first, debug after it, one line when
   a later attempt goes through; when none does, the error raised is its end (the caller logs
   it: a note's through bot.services.threads.say_note).
+- One post has one deadline (`deadline_s`, bot.core.slack_bounds.POST_DEADLINE_S): its
+  attempts, the client's retries and 429 waits all stop at it (a Retry-After ending past it
+  is not waited), and it then fails as when its attempts run out.
 - Residual risk: a lost root post older than the channel's latest 100 messages is not found
   by the lookup and is posted again.
 
@@ -47,7 +50,7 @@ from bot.core import slack_bounds
 from bot.core.redact import Redactor
 from bot.crashpoint import crashpoint
 from bot.services.ports import LookupRefused, MessageRefused, PostError, PostRefused, root_key
-from bot.slack.retry import Sleep, backoff_delay, call_at_most_s, request_not_sent
+from bot.slack.retry import Sleep, backoff_delay, post_deadline, request_not_sent
 
 log = logging.getLogger(__name__)
 
@@ -177,6 +180,7 @@ class SlackPoster:
         clock: Callable[[], float] = time.time,
         max_attempts: int = slack_bounds.POST_ATTEMPTS,
         backoff_s: float = slack_bounds.BACKOFF_S,
+        deadline_s: float = slack_bounds.POST_DEADLINE_S,
         redactor: Redactor | None = None,
     ):
         self.client = client
@@ -186,6 +190,7 @@ class SlackPoster:
         self.clock = clock
         self.max_attempts = max_attempts
         self.backoff_s = backoff_s
+        self.deadline_s = deadline_s
 
     # --- public API -------------------------------------------------------------------------
 
@@ -219,11 +224,9 @@ class SlackPoster:
 
     def post_at_most_s(self) -> float:
         """The longest one post (`_post`) may take (bot.core.slack_bounds.post_at_most_s):
-        `max_attempts` attempts, each a lookup of an earlier send and the chat.postMessage,
-        each call at most its client's worst (bot.slack.retry.call_at_most_s), with the
-        backoffs between the attempts."""
-        return slack_bounds.post_at_most_s(self.max_attempts, self.backoff_s,
-                                           call_at_most_s(self.client))
+        its deadline (`deadline_s`, which its attempts, the client's retries and 429 waits
+        all stop at), then its last request, at most the client's `timeout`."""
+        return slack_bounds.post_at_most_s(self.deadline_s, self.client.timeout)
 
     def look_up(self, key: str) -> bool:
         """Whether Slack has the message `key`: its post recorded, or its intent (a post the
@@ -379,46 +382,56 @@ class SlackPoster:
             kwargs["thread_ts"] = thread_ts
         last: Exception | None = None
         attempts = _Attempts(f"post {key}")
-        for attempt in range(self.max_attempts):
-            if attempt:
-                self.sleep(backoff_delay(attempt - 1, self.backoff_s))
-            if unknown:
+        deadline = self.clock() + self.deadline_s
+        with post_deadline(self.clock, deadline):
+            for attempt in range(self.max_attempts):
+                if attempt:
+                    delay = backoff_delay(attempt - 1, self.backoff_s)
+                    if not slack_bounds.waits_in_time(self.clock(), delay, deadline):
+                        break
+                    self.sleep(delay)
+                if unknown:
+                    try:
+                        found = self._find_message(channel, thread_ts, key)
+                    except CALL_ERRORS as exc:
+                        last = self._lookup_failed("chat.postMessage", key, channel, exc,
+                                                   attempts)
+                        continue
+                    if found:
+                        attempts.through()
+                        return self._record_posted(key, found, thread_ts)
+                    unknown = False
+                    if not slack_bounds.waits_in_time(self.clock(), 0.0, deadline):
+                        last = TimeoutError(f"its {self.deadline_s:g} s deadline passed")
+                        break
                 try:
-                    found = self._find_message(channel, thread_ts, key)
+                    resp = self.client.chat_postMessage(**kwargs)
                 except CALL_ERRORS as exc:
-                    last = self._lookup_failed("chat.postMessage", key, channel, exc, attempts)
+                    fate = call_fate(exc)
+                    if fate == "refused":
+                        # Slack answered no, and no earlier send of it is there (none was
+                        # made, or the lookup above did not find it): no intent is left to
+                        # reconcile, so the key reads as never posted (a cluster notice's
+                        # "answers again" note does not follow it:
+                        # bot.services.watch_events.ThreadEvents._told); a root is kept
+                        # `refused`, with its channel: its replies then know its thread will
+                        # not come by itself (bot.services.threads.say_in_thread)
+                        if kind == "root":
+                            self.store.slack_posts.record_refused(key, now=self.clock())
+                        else:
+                            self.store.slack_posts.forget_intent(key)
+                        error = self._error("chat.postMessage", key, channel, exc)
+                        refused = SlackMessageRefused if error.error in MESSAGE_ERRORS \
+                            else SlackPostRefused
+                        raise refused(str(error), error=error.error) from exc
+                    unknown = fate == "unknown"
+                    attempts.failure("post %s failed (%s)%s", key, exc,
+                                     "; looking it up before sending again" if unknown else "")
+                    last = exc
                     continue
-                if found:
-                    attempts.through()
-                    return self._record_posted(key, found, thread_ts)
-                unknown = False
-            try:
-                resp = self.client.chat_postMessage(**kwargs)
-            except CALL_ERRORS as exc:
-                fate = call_fate(exc)
-                if fate == "refused":
-                    # Slack answered no, and no earlier send of it is there (none was made,
-                    # or the lookup above did not find it): no intent is left to reconcile,
-                    # so the key reads as never posted (a cluster notice's "answers again"
-                    # note does not follow it: bot.services.watch_events.ThreadEvents._told);
-                    # a root is kept `refused`, with its channel: its replies then know its
-                    # thread will not come by itself (bot.services.threads.say_in_thread)
-                    if kind == "root":
-                        self.store.slack_posts.record_refused(key, now=self.clock())
-                    else:
-                        self.store.slack_posts.forget_intent(key)
-                    error = self._error("chat.postMessage", key, channel, exc)
-                    refused = SlackMessageRefused if error.error in MESSAGE_ERRORS \
-                        else SlackPostRefused
-                    raise refused(str(error), error=error.error) from exc
-                unknown = fate == "unknown"
-                attempts.failure("post %s failed (%s)%s", key, exc,
-                                 "; looking it up before sending again" if unknown else "")
-                last = exc
-                continue
-            crashpoint("slack_accepted", key)  # crash-safety test hook (no-op in production)
-            attempts.through()
-            return self._record_posted(key, resp["ts"], thread_ts)
+                crashpoint("slack_accepted", key)  # crash-safety test hook (no-op in prod)
+                attempts.through()
+                return self._record_posted(key, resp["ts"], thread_ts)
         assert last is not None
         raise self._gave_up("chat.postMessage", key, channel, last, unknown=unknown)
 

@@ -5,7 +5,9 @@ from __future__ import annotations
 import random
 import socket
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
+from contextlib import contextmanager
+from contextvars import ContextVar
 from typing import Any
 from urllib.error import URLError
 
@@ -30,10 +32,35 @@ from bot.core.slack_bounds import (
     RATE_LIMIT_RETRIES,
     RETRY_AFTER_MAX_WAIT_S,
     SERVER_ERROR_RETRIES,
-    backoff_at_most,
 )
 
 Sleep = Callable[[float], None]
+
+# The deadline of the post being made in this thread (bot.slack.poster.SlackPoster._post):
+# its clock and the time it ends at. None outside a post: the handlers' own limits only.
+_POST_DEADLINE: ContextVar[tuple[Callable[[], float], float] | None] = ContextVar(
+    "post_deadline", default=None)
+
+
+@contextmanager
+def post_deadline(clock: Callable[[], float], deadline: float) -> Iterator[None]:
+    """Within it, the handlers below make no wait that would end at or past `deadline` (by
+    `clock`): the call fails as when its retries run out (bot.core.slack_bounds)."""
+    token = _POST_DEADLINE.set((clock, deadline))
+    try:
+        yield
+    finally:
+        _POST_DEADLINE.reset(token)
+
+
+def waits_in_time(wait_s: float) -> bool:
+    """Whether a wait of `wait_s` before a retry ends before the current post's deadline
+    (always, outside a post)."""
+    current = _POST_DEADLINE.get()
+    if current is None:
+        return True
+    clock, deadline = current
+    return bounds.waits_in_time(clock(), wait_s, deadline)
 
 # Methods the client never re-sends after a 5xx or a dropped connection: each sending may
 # make one more message or file appear. The poster reconciles them instead.
@@ -74,8 +101,10 @@ class _Backoff(RetryHandler):
         response: HttpResponse | None = None,
         error: Exception | None = None,
     ) -> None:
-        state.next_attempt_requested = True
         wait = backoff_delay(state.current_attempt, self.backoff_s)
+        if not waits_in_time(wait):
+            return  # past the post's deadline: the call fails as when retries run out
+        state.next_attempt_requested = True
         self.waits.append(wait)
         self.sleep(wait)
         state.increment_current_attempt()
@@ -124,7 +153,6 @@ class RetryAfterHandler(RateLimitErrorRetryHandler):
     ) -> None:
         if response is None:  # pragma: no cover - _can_retry requires a response
             raise error  # type: ignore[misc]
-        state.next_attempt_requested = True
         wait = 1.0
         for k, v in response.headers.items():
             if k.lower() == "retry-after":
@@ -135,6 +163,9 @@ class RetryAfterHandler(RateLimitErrorRetryHandler):
                     wait = 1.0
                 break
         wait = min(max(wait, 0.0), self.max_wait_s)
+        if not waits_in_time(wait):
+            return  # a Retry-After past the post's deadline is not waited: the 429 stands
+        state.next_attempt_requested = True
         self.waits.append(wait)
         if self.on_wait is not None:
             self.on_wait(wait)
@@ -162,22 +193,9 @@ class ServerErrorBackoffHandler(_Backoff, ServerErrorRetryHandler):
 def backoff_delay(attempt: int, base_s: float = BACKOFF_S, cap_s: float = BACKOFF_CAP_S
                   ) -> float:
     """Exponential backoff with up to JITTER (25 %) jitter: base·2^attempt, capped; at most
-    bot.core.slack_bounds.backoff_at_most."""
+    (1 + JITTER)·min(cap, base·2^attempt)."""
     delay = min(cap_s, base_s * (2**attempt))
     return delay * (1.0 + JITTER * random.random())  # noqa: S311 - jitter, not crypto
-
-
-def call_at_most_s(client: WebClient) -> float:
-    """The longest one Web API call through `client` may take, its retries included
-    (bot.core.slack_bounds.call_at_most_s): the largest handler's `max_retry_count`, the
-    longest wait any handler makes (a 429's Retry-After, up to RetryAfterHandler.max_wait_s;
-    a backoff's delay), the client's `timeout`."""
-    handlers = client.retry_handlers or []
-    retries = max((h.max_retry_count for h in handlers), default=0)
-    waits = [h.max_wait_s if isinstance(h, RetryAfterHandler) else
-             backoff_at_most(retries - 1, h.backoff_s) if isinstance(h, _Backoff) else 0.0
-             for h in handlers]
-    return bounds.call_at_most_s(client.timeout, retries, max(waits, default=0.0))
 
 
 def make_client(

@@ -1,31 +1,94 @@
-"""A keyed post another process may still be making (a hold prompt's question whose bot died,
-bot.services.prompt_follow_up) is taken over only once the poster's own worst case is past,
-the client's retries and 429 waits included: one formula (bot.core.slack_bounds) for both."""
+"""One Slack post has one overall deadline (bot.core.slack_bounds.POST_DEADLINE_S): the
+poster's attempts, the client's retries and its 429 waits all stop at it. A keyed post
+another process may still be making (a hold prompt's question whose bot died,
+bot.services.prompt_follow_up) and a run's root claim wait for the post's worst case, that
+deadline and one request: one formula (bot.core.slack_bounds) for both."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from pathlib import Path
+
 import pytest
+from slack_standin import SlackStandIn
 
-from bot.core.slack_bounds import default_post_at_most_s
+from bot.core import slack_bounds
+from bot.core.slack_bounds import default_post_at_most_s, waits_in_time
 from bot.core.takeover import post_takeover_s
-from bot.slack.poster import SlackPoster
+from bot.slack.poster import SlackPoster, SlackPostError
 from bot.slack.retry import make_client
+from bot.store import Store
+
+T0 = 1_800_000_000.0
 
 
-def test_a_posts_takeover_waits_out_the_posters_worst_case() -> None:
-    """The bot's poster over the bot's client: 4 attempts of a lookup and a send, each call
-    up to 6 requests of 30 s with 5 Retry-After waits of 120 s between them. A takeover of its
-    post waits at least that long. Before, it waited 180 s (4 calls of 30 s, plus the margin)
-    while the poster could still be posting for over an hour and a half."""
+def test_a_posts_takeover_waits_minutes_not_hours() -> None:
+    """The bot's poster over the bot's client: a post ends by its 300 s deadline plus one
+    request of 30 s; a takeover of its post (and a root's claim) waits that, plus the
+    margin: 6.5 minutes. Before, 6244 s (6304 s for the takeover): 4 attempts of 2 calls
+    of 6 requests and 5 Retry-After waits of 120 s, over an hour and a half."""
     poster = SlackPoster(make_client("xoxb-test"), store=None)
-    assert poster.post_at_most_s() == pytest.approx(default_post_at_most_s())
-    assert poster.post_at_most_s() == pytest.approx(4 * 2 * (6 * 30 + 5 * 120) + 4.375)
+    assert poster.post_at_most_s() == pytest.approx(default_post_at_most_s()) == 330
+    assert post_takeover_s() == pytest.approx(390)
     assert post_takeover_s() >= poster.post_at_most_s()
 
 
-def test_a_poster_with_more_attempts_counts_them() -> None:
-    """A poster given more attempts (or a client a longer timeout) is counted with them: its
-    claim of a root and its bound grow with its own settings."""
-    client = make_client("xoxb-test", timeout=60)
-    assert SlackPoster(client, store=None, max_attempts=6).post_at_most_s() > \
-        SlackPoster(make_client("xoxb-test"), store=None).post_at_most_s()
+@pytest.mark.parametrize("retry_after", [0.0, 1.0, 29.5, 60.0, 119.0, 120.0])
+@pytest.mark.parametrize("request_s", [0.0, 10.0, 30.0])
+def test_the_bound_holds_whatever_slack_answers(retry_after: float, request_s: float
+                                                ) -> None:
+    """Every request taking up to the client's timeout and answered 429 (any Retry-After),
+    the waits and backoffs of every attempt made only while they end before the deadline,
+    as the poster and the client make them: the post's last request ends within the bound."""
+    deadline = slack_bounds.POST_DEADLINE_S
+    now = 0.0
+    for attempt in range(slack_bounds.POST_ATTEMPTS):
+        backoff = slack_bounds.BACKOFF_S * 2 ** max(attempt - 1, 0) * (1 + slack_bounds.JITTER)
+        if attempt:
+            if not waits_in_time(now, backoff, deadline):
+                break
+            now += backoff
+        for call in range(2):  # a lookup and a send
+            if call and not waits_in_time(now, 0.0, deadline):
+                break
+            now += request_s
+            for _retry in range(slack_bounds.RATE_LIMIT_RETRIES):
+                if not waits_in_time(now, retry_after, deadline):
+                    break
+                now += retry_after + request_s
+    assert now <= default_post_at_most_s()
+
+
+@pytest.fixture
+def slack() -> Iterator[SlackStandIn]:
+    with SlackStandIn() as server:
+        yield server
+
+
+@pytest.fixture
+def store(tmp_path: Path) -> Iterator[Store]:
+    with Store.open(f"sqlite:///{tmp_path / 'state.db'}") as s:
+        yield s
+
+
+def test_a_post_slack_keeps_rate_limiting_gives_up_by_its_deadline(
+        slack: SlackStandIn, store: Store) -> None:
+    """Slack answers every chat.postMessage 429 with Retry-After: 120. The post waits out
+    the Retry-Afters that end before its 300 s deadline, then fails (the error of a post
+    whose retries ran out, its intent kept for the next try): within 5 minutes, not after
+    4 attempts of 5 waits of 2 minutes (40 minutes) as before."""
+    clock = [T0]
+
+    def wait(s: float) -> None:  # the client's and the poster's waits, in fake time
+        clock[0] += s
+
+    client = make_client(slack.token, base_url=slack.api_url, sleep=wait, timeout=10)
+    poster = SlackPoster(client, store, sleep=wait, clock=lambda: clock[0])
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
+    slack.fail_next("chat.postMessage", status=429, retry_after=120, count=100)
+    with pytest.raises(SlackPostError, match="429|ratelimited"):
+        poster.post_root(chain.id, "C0TRAINING", [], "mix submitted")
+    assert clock[0] - T0 <= slack_bounds.POST_DEADLINE_S
+    assert slack.ok_calls("chat.postMessage") == []
+    post = store.slack_posts.get(f"chain:{chain.id}:root")
+    assert post is not None and not post.posted
