@@ -230,7 +230,9 @@ def say_in_thread(ctx: BotContext, chain_id: int, key: str, words: str, tries: B
     - "deferred": not tried this time (Slack is not called);
     - "posted": the thread has it;
     - "later": not posted, tried again once its backoff allows: a transient failure (a 5xx,
-      a rate limit outlasting the client's retries) at the next chance; Slack refusing the
+      a rate limit outlasting the client's retries), or its run's root claimed by another
+      try or failed for now (`Rooted.for_now`: never given up for it), at the next chance;
+      Slack refusing the
       post or its lookup (PostRefused, LookupRefused: the bot out of the channel, the
       channel gone or archived, a scope missing), or no thread yet (its run's root message
       not posted: tried first, `open_thread`, once per tick for all of its replies: `roots`,
@@ -258,7 +260,8 @@ def say_in_thread(ctx: BotContext, chain_id: int, key: str, words: str, tries: B
     error = _post_reply(ctx, chain_id, key, *message()) if threaded else None
     fate: Fate = post_fate(error) if threaded else \
         "root_refused" if rooted.refused is not None else \
-        "channelless" if rooted.no_channel is not None else "threadless"
+        "channelless" if rooted.no_channel is not None else \
+        "failed" if rooted.for_now else "threadless"
     after = after_try(tries, key, fate)
     if after.outcome == "posted":
         if after.recovered:
@@ -287,6 +290,11 @@ def say_in_thread(ctx: BotContext, chain_id: int, key: str, words: str, tries: B
         log.log(level, "%s: the %s %s waits for its thread (its run's root message is not "
                 "posted): tried again after %d chance(s), given up after %d tries", run, what,
                 key, after.skip, THREADLESS_TRIES)
+    elif fate == "failed" and not threaded:
+        log.log(level, "%s: the %s %s waits for its thread (its run's root message %s): tried "
+                "again at the next chance", run, what, key,
+                "is being posted by another try" if rooted.claimed else
+                "could not be posted for now")
     elif fate == "failed":
         log.log(level, "%s: could not post the %s %s %s: %s; tried again at the next chance",
                 run, what, key, where, error)
@@ -304,13 +312,22 @@ class Rooted:
     """What `open_thread` left of a run's thread: `open` once its root message is posted;
     else, when that thread will not come by itself, why: `refused` (Slack's refusal of the
     root) or `no_channel` (the configuration key that gives the run a channel); neither: a
-    transient failure (logged), or no root to post yet (no attempt in the store); `claimed`:
-    another try (this replica's or another's) is posting it now, not tried here."""
+    transient failure (logged: `failed`), or no root to post yet (no attempt in the store);
+    `claimed`: another try (this replica's or another's) is posting it now, not tried here.
+    A claimed or failed root is one whose thread may come at the next chance (`for_now`):
+    its replies wait for it, never given up for it (only a root not there counts toward
+    bot.core.backoff.THREADLESS_TRIES)."""
 
     open: bool
     refused: PostRefused | None = None
     no_channel: str | None = None
     claimed: bool = False
+    failed: bool = False
+
+    @property
+    def for_now(self) -> bool:
+        """Not open for now only: claimed by another try, or its try failed for now."""
+        return self.claimed or self.failed
 
 
 class RootTries:
@@ -584,7 +601,9 @@ def _post_root(ctx: BotContext, chain_id: int, channel: str | None) -> Rooted:
         ctx.sink.post_root(chain_id, channel, *message)
     except PostError as exc:
         _in_series(ctx, chain_id, key, what, exc)
-        return Rooted(False, refused=exc if isinstance(exc, PostRefused) else None)
+        if isinstance(exc, PostRefused):
+            return Rooted(False, refused=exc)
+        return Rooted(False, failed=True)
     _in_series(ctx, chain_id, key, what, None)
     return Rooted(True)
 

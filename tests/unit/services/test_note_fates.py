@@ -41,7 +41,7 @@ from support.watcher import LOG, add_job, make_watcher, timed_out
 
 from bot.app import schedule_prompts
 from bot.cluster.errors import OutcomeUnknown
-from bot.core.backoff import THREADLESS_TRIES
+from bot.core.backoff import MAX_SKIPPED, THREADLESS_TRIES
 from bot.core.catalogue import Catalogue
 from bot.core.holders import ProcStat, format_holder
 from bot.core.models import Accounting, Diagnosis, DiagnosisMetrics
@@ -380,20 +380,19 @@ def test_a_note_whose_run_has_no_thread_waits_for_it_and_is_posted_once(
         slack: SlackStandIn, store: Store, caplog: Any, kind: str) -> None:
     """The run's root message is not posted (Slack answers 500 to every attempt when the
     note's first try posts it): the note is not taken as posted (before, it was logged and
-    marked posted, and the thread never heard it), and nothing is sent. The root posted after
-    chance 1, the next try (2, its backoff) posts the note, once."""
+    marked posted, and the thread never heard it), and nothing is sent. Its root failed for
+    now, the next chance (1) tries it again and posts the note under it, once."""
     make_note, run_kw = KINDS[kind]
     run = make_run(slack, store, **run_kw)
     note = make_note(run)
     slack.fail_next("chat.postMessage", status=500, count=run.poster.max_attempts)
     caplog.set_level(logging.DEBUG)
     note.chance(0)
-    note.chance(1)
     assert tries(slack, note.key) == [] and note.state() == "pending"
     [waits] = warnings(caplog, note.key)
     assert note.key in waits and "waits for its thread" in waits
     root = run.open_thread()
-    for i in range(2, 6):
+    for i in range(1, 6):
         note.chance(i)
     assert len(tries(slack, note.key)) == 1 and note.state() == "posted"
     assert [m for m in slack.replies(PRIVATE, root)
@@ -542,32 +541,6 @@ def test_a_reply_whose_run_has_no_channel_is_given_up_at_once_and_names_the_sett
     [said] = warnings(caplog, note.key)
     assert said.startswith(f"chain {run.chain_id} (mix): ") and "is given up" in said
     assert "no channel" in said and "set recipes.mix.channel" in said
-
-
-@pytest.mark.parametrize("kind", WATCHER_KINDS)
-def test_a_note_whose_run_never_gets_a_thread_is_given_up_with_its_reason(
-        slack: SlackStandIn, store: Store, caplog: Any, kind: str) -> None:
-    """A watcher's reply whose run's root is never posted (Slack answers 500 to every
-    attempt of it, tried with each of the reply's tries) is tried THREADLESS_TRIES times (at
-    0, 2, 5, 10 … chances) and then given up, its row `dropped`, one warning saying why and
-    what it said: never marked posted, never waiting for good (an incident's job is then no
-    longer held back)."""
-    make_note, what, said = WATCHER_KINDS[kind]
-    run = make_run(slack, store)
-    note = make_note(run)
-    slack.fail_next("chat.postMessage", status=500,
-                    count=THREADLESS_TRIES * run.poster.max_attempts)
-    caplog.set_level(logging.DEBUG)
-    for i in range(80):
-        note.chance(i)
-        if i < 70:
-            assert note.state() == "pending", i
-    assert note.state() == "dropped" and tries(slack, note.key) == []
-    first, end = warnings(caplog, note.key)
-    assert "waits for its thread" in first
-    assert end == f"chain {run.chain_id} (mix): the {what} {note.key} is given up after " \
-        f"{THREADLESS_TRIES} tries: its run has no thread (its root message was never " \
-        f"posted); it said: {said}"
 
 
 class Collector:
@@ -803,7 +776,9 @@ def test_a_threadless_runs_replies_in_one_tick_try_its_root_once(
     """A run whose root message Slack does not take (a 500 on every attempt) has two
     replies pending in the watcher's outbox, a held note and a stall prompt: each tick tries
     the root once for both (the poster's attempts of one try), not once per reply; once
-    Slack takes it, a tick posts one root and both replies under it."""
+    Slack takes it, a tick posts one root and both replies under it. A root failed for now
+    is tried at each tick and its replies wait for it past THREADLESS_TRIES ticks (before,
+    they were given up then)."""
     run = make_run(slack, store)
     outbox = Outbox("dev", store=store, sink=ThreadEvents(run.ctx))
     dec = Decision(DecisionKind.WARN, "no progress for 40 min", "hang",
@@ -825,10 +800,12 @@ def test_a_threadless_runs_replies_in_one_tick_try_its_root_once(
     slack.fail_next("chat.postMessage", status=500, count=2 * attempts)
     tick(0)
     assert len(tries(slack, root_key)) == attempts  # one try: the poster's attempts
-    for i in (1, 2):  # the replies' backoff skips tick 1
-        tick(i)
+    tick(1)  # a root failed for now: tried again at the next tick
     assert len(tries(slack, root_key)) == 2 * attempts
-    for i in range(3, 8):
+    slack.fail_next("chat.postMessage", status=500, count=THREADLESS_TRIES * attempts)
+    for i in range(2, 2 + THREADLESS_TRIES):  # failed for now: never given up for it
+        tick(i)
+    for i in range(2 + THREADLESS_TRIES, 8 + THREADLESS_TRIES):
         tick(i)
     [root] = slack.root_messages(PRIVATE)
     assert [len(in_thread(slack, root["ts"], e.key)) for e, _ in events] == [1, 1]
@@ -1071,3 +1048,29 @@ def test_a_stalls_stacks_slack_did_not_take_are_collected_and_posted_after_a_res
     assert forensics.wait(10)
     assert note.state() == "posted" and len(in_thread(slack, root, note.key)) == 1
     assert collector.jobs == ["88154"] and len(in_thread(slack, root, stacks)) == 1
+
+
+def test_a_submits_note_waits_for_a_root_claimed_elsewhere_past_threadless_tries(
+        slack: SlackStandIn, store: Store) -> None:
+    """A run's root is claimed by a bot on another host (its life cannot be judged from
+    here) for longer than THREADLESS_TRIES of the `prompts` job's runs: the "submitted" note
+    waits for it, and once that claim is free the next run posts the root and the note,
+    naming who submitted. Before, a claimed root counted as no thread: after THREADLESS_TRIES
+    tries (about 35 min) the note was dropped."""
+    run = make_run(slack, store)
+    root_key = root_left_unposted(store, run)
+    claimer = format_holder("gpu-02", 4242, "96e72bf3", ProcFS().machine(), 29026)
+    assert store.command_claims.claim(f"post:{root_key}", claimer, T0 - 999,
+                                      default_post_at_most_s())
+    ctx, _, _ = slack_context(slack, store)
+    announce_unposted_roots(ctx)
+    submitted = f"chain:{run.chain_id}:attempt:1:submitted"
+    for _ in range(THREADLESS_TRIES * (MAX_SKIPPED + 1)):  # more tries than that, backoffs and all
+        say_pending_notes(ctx)
+    assert slack.root_messages(PRIVATE) == []
+    assert present(store.incidents.get(submitted)).state == "pending"
+    store.command_claims.release(f"post:{root_key}", claimer)
+    say_pending_notes(ctx)
+    [root] = slack.root_messages(PRIVATE)
+    [note] = in_thread(slack, root["ts"], submitted)
+    assert "U0BOB" in str(note["blocks"])
