@@ -1060,7 +1060,7 @@ def test_a_submits_note_waits_for_a_root_claimed_elsewhere_past_threadless_tries
     run = make_run(slack, store)
     root_key = root_left_unposted(store, run)
     claimer = format_holder("gpu-02", 4242, "96e72bf3", ProcFS().machine(), 29026)
-    assert store.command_claims.claim(f"post:{root_key}", claimer, T0 - 999,
+    assert store.command_claims.claim(f"post:{root_key}", claimer, T0,  # the bots' clock
                                       default_post_at_most_s())
     ctx, _, _ = slack_context(slack, store)
     announce_unposted_roots(ctx)
