@@ -168,7 +168,8 @@ def build_scheduler(ctx: BotContext, *, leases: LeaseKeeper | None = None,
     `prompts` (settle approved cancels whose end was not seen, then remind, escalate, expire
     unanswered prompts: schedule_prompts) and `submits` (a person's submit
     the bot died in, found by its job name: bot.services.runs.recover_submits_in_flight;
-    at its first run, the runs whose root message the bot died posting announced:
+    at its first run and whenever it takes the lease over, the runs whose root message the
+    bot (or another replica) died posting announced:
     bot.services.runs.announce_unposted_roots) every
     policy tick, `probes` (run
     the DataLoader probes people asked for, bot.services.probes) every few seconds, and
@@ -190,7 +191,9 @@ def build_scheduler(ctx: BotContext, *, leases: LeaseKeeper | None = None,
                             every_s=ctx.config.policy.tick_s)
     schedule_prompts(scheduler, ctx)
     submits = fenced_context(ctx, scheduler.fence("submits"))
-    announced: list[bool] = []  # the unposted roots, once per process (its first run)
+    # the unposted roots, at the first run of each hold of the `submits` lease: a replica
+    # taking the job over (back) announces the roots a dead holder left
+    announced: list[bool] = []
 
     def recover_submits(now: float) -> None:
         if not announced:
@@ -198,7 +201,8 @@ def build_scheduler(ctx: BotContext, *, leases: LeaseKeeper | None = None,
             announced.append(True)
         recover_submits_in_flight(submits, now, after_submit=after_person_submit)
 
-    scheduler.run_repeating("submits", recover_submits, every_s=ctx.config.policy.tick_s)
+    scheduler.run_repeating("submits", recover_submits, every_s=ctx.config.policy.tick_s,
+                            on_regained=announced.clear)
     probes = fenced_context(ctx, scheduler.fence("probes"))
     scheduler.run_repeating("probes", lambda now: run_requested_probes(probes, now),
                             every_s=PROBES_EVERY_S)

@@ -39,7 +39,7 @@ from support.e2e import accept, refuse
 from support.in_flight import recover
 from support.watcher import LOG, add_job, make_watcher, timed_out
 
-from bot.app import schedule_prompts
+from bot.app import build_scheduler, schedule_prompts
 from bot.cluster.errors import OutcomeUnknown
 from bot.core.backoff import MAX_SKIPPED, THREADLESS_TRIES
 from bot.core.catalogue import Catalogue
@@ -1073,4 +1073,39 @@ def test_a_submits_note_waits_for_a_root_claimed_elsewhere_past_threadless_tries
     say_pending_notes(ctx)
     [root] = slack.root_messages(PRIVATE)
     [note] = in_thread(slack, root["ts"], submitted)
+    assert "U0BOB" in str(note["blocks"])
+
+
+def test_a_replica_that_takes_the_submits_job_back_announces_a_dead_replicas_root(
+        slack: SlackStandIn, store: Store) -> None:
+    """Two replicas (of two hosts): B runs `submits` first, then A takes it over (B's lease
+    lapsed) and dies posting a run's root (its intent kept, never confirmed); B takes the
+    job back once A's lease lapses and announces the run: one root and the submit's note,
+    naming who submitted. Before, B had announced once, at its own first run, and never
+    again: the root waited for the run's first reply and the note was never said."""
+    run = make_run(slack, store)
+    clock = [T0]
+    replicas = {}
+    for name in ("a", "b"):
+        ctx, _, ctx_clock = slack_context(slack, store)
+        holder = format_holder(f"host-{name}", 4242, "96e72bf3", ProcFS().machine(), 29026)
+        scheduler = build_scheduler(ctx, leases=LeaseKeeper(store.leases, holder),
+                                    clock=lambda: clock[0])
+        [job] = [j for j in scheduler.jobs() if j.id == "submits"]
+        replicas[name] = (job, ctx_clock)
+
+    def run_submits(name: str, at: float) -> None:
+        clock[0] = at
+        job, ctx_clock = replicas[name]
+        ctx_clock[0] = at
+        job.func()
+
+    run_submits("b", T0)  # B holds `submits`, nothing to announce
+    run_submits("a", T0 + 1000)  # B's lease lapsed: A takes it
+    run_submits("b", T0 + 1001)  # A holds it
+    root_key = root_left_unposted(store, run)  # A dies posting the run's root
+    run_submits("b", T0 + 2000)  # A's lease lapsed: B takes it back
+    [root] = slack.root_messages(PRIVATE)
+    assert len(tries(slack, root_key)) == 1
+    [note] = in_thread(slack, root["ts"], f"chain:{run.chain_id}:attempt:1:submitted")
     assert "U0BOB" in str(note["blocks"])
