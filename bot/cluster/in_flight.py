@@ -111,6 +111,18 @@ class CommandsInFlight:
         with self._due:
             return connection in self._retired
 
+    def close_instead(self, connection: object, close: Callable[[], None]) -> bool:
+        """Whether `connection` is retired and not closed yet; if so it is closed, when due,
+        with `close()` instead of the close it was retired with (the runner, letting go of a
+        connection retired without its lock, knows all that closes with it: its jump host's
+        connection). Not retired, or closed already: False, nothing changed."""
+        with self._due:
+            retired = self._retired.get(connection)
+            if retired is None:
+                return False
+            retired.close = close  # the clock's heap entry is this same retirement
+            return True
+
     def close_retired(self) -> None:
         """Close every retired connection now (the runner is closing)."""
         with self._due:

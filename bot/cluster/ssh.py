@@ -25,6 +25,7 @@ Why this shape:
 
 from __future__ import annotations
 
+import functools
 import logging
 import math
 import os
@@ -168,10 +169,12 @@ class SSHRunner:
         """Close the transport, any jump host connection and SFTP; safe to call twice. The
         connections first: their SFTP channels' closes then need no send, which on a
         connection that cannot send would wait until something closed it. The clock of the
-        commands in flight (bot.cluster.in_flight) is stopped last, its thread ended."""
+        commands in flight (bot.cluster.in_flight) is stopped last, its thread ended. The
+        runner's own connection before the retired ones: one retired without the lock may
+        still be it, and its jump host's connection is closed first (`_close_connection`)."""
         with self._lock:
-            self._in_flight.close_retired()
             self._drop()
+            self._in_flight.close_retired()
             if self._sftp is not None:
                 self._sftp.close()
         self._in_flight.stop_clock()  # the lock released: what it is doing may take it
@@ -256,12 +259,23 @@ class SSHRunner:
     def _ensure_transport(self) -> paramiko.Transport:
         """The live transport, connecting when there is none. Another thread's connection in
         the making is waited for at most the time one connection may take
-        (RemoteDeadlines.connect_at_most_s), then ClusterUnavailable (`_locked`)."""
+        (RemoteDeadlines.connect_at_most_s), then ClusterUnavailable (`_locked`). A
+        connection retired without the lock (`_retire`) takes no new command: let go, not
+        closed (that would cut the commands in flight on it), the in-flight tracker closing it
+        and its jump host's connection, jump first, at its due time."""
         with self._locked():
             if self._client is not None:
                 t = self._client.get_transport()
-                if t is not None and t.is_active():
+                if t is not None and self._in_flight.close_instead(
+                        t, functools.partial(_close_connection, self._client, self._jump)):
+                    log.info("ssh transport to %s was retired; reconnecting", self.settings.host)
+                    self._take_connection()
+                elif t is not None and t.is_active():
                     return t
+                else:
+                    log.info("ssh transport to %s was dropped; reconnecting",
+                             self.settings.host)
+                    self._lost()
                 log.info("ssh transport to %s was dropped; reconnecting", self.settings.host)
                 self._lost()
             self._client, self._jump = self._open_client()

@@ -72,3 +72,25 @@ def test_a_retired_connection_is_closed_once_at_its_last_deadline_and_grace() ->
     in_flight.fire_due()  # its commands leave after: not closed again
     assert closed == ["connection"]
     in_flight.stop_clock()
+
+
+def test_a_retired_connection_let_go_is_closed_at_its_due_time_with_what_it_is_handed() -> None:
+    """The runner lets go of a connection retired without its lock (bot.cluster.ssh
+    SSHRunner._ensure_transport): at its due time it is closed with the close the runner hands
+    (its jump host's connection too), once, and not before."""
+    clock = _TestClock()
+    closed: list[str] = []
+    in_flight = CommandsInFlight(lambda connection: None, clock=clock)
+    assert not in_flight.close_instead("live", lambda: closed.append("live"))  # not retired
+    with in_flight.command("stuck", clock.now + 5):
+        in_flight.retire("stuck", lambda: closed.append("transport alone"))
+        assert in_flight.close_instead("stuck", lambda: closed.append("jump, then login node"))
+        clock.now += 5 + END_GRACE_S - 0.01
+        in_flight.fire_due()
+        assert closed == []  # its command still has its time
+        clock.now += 0.02
+        in_flight.fire_due()
+        assert closed == ["jump, then login node"]
+        assert not in_flight.close_instead("stuck", lambda: closed.append("again"))
+    in_flight.stop_clock()
+    assert closed == ["jump, then login node"]

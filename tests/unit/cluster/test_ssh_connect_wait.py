@@ -4,9 +4,10 @@ count it: by a command, by the cluster's SFTP, by the check after a channel clos
 
 from __future__ import annotations
 
-import threading
 import time
 from collections.abc import Callable
+
+from support.runner_lock import another_task_holding_the_lock
 
 from bot.cluster.errors import ClusterUnavailable
 from bot.cluster.ssh import SSHRunner, SSHSettings
@@ -24,27 +25,14 @@ STILL_CONNECTING_KO = ("0.3초가 지나도록 다른 작업이 127.0.0.1에 연
 def while_another_thread_connects(runner: SSHRunner,
                                   call: Callable[[], object]) -> tuple[object, float]:
     """`call()`'s answer (or what it raised) while another thread holds the runner's lock, as
-    _ensure_transport does while it connects (for 5 s at most), and how long it took."""
-    holding, release = threading.Event(), threading.Event()
-
-    def another_thread_connecting() -> None:
-        with runner._lock:  # noqa: SLF001 - what _ensure_transport holds while it connects
-            holding.set()
-            release.wait(5)
-
-    holder = threading.Thread(target=another_thread_connecting, daemon=True)
-    holder.start()
-    assert holding.wait(5)
-    started = time.monotonic()
-    try:
+    _ensure_transport does while it connects, and how long it took."""
+    with another_task_holding_the_lock(runner):
+        started = time.monotonic()
         try:
             outcome = call()
         except ClusterUnavailable as exc:
             outcome = exc
         return outcome, time.monotonic() - started
-    finally:
-        release.set()
-        holder.join(5)
 
 
 def test_a_connection_another_thread_makes_is_waited_for_one_connections_time() -> None:

@@ -23,6 +23,7 @@ from pathlib import Path
 
 import paramiko
 import pytest
+from support.runner_lock import another_task_holding_the_lock
 from support.sftp_peer import Peer, serve_peer
 
 from bot.cluster.errors import ClusterUnavailable, CommandTimedOut
@@ -195,22 +196,11 @@ def test_a_connection_overstaying_while_the_runner_is_held_is_still_closed(peer:
     runner) waited as long as the holder."""
     with peer.runner(connect_timeout=CONNECT_S) as runner:
         stuck = runner.transport
-        held, release = threading.Event(), threading.Event()
-
-        def hold() -> None:
-            with runner._lock:  # noqa: SLF001 - a holder stuck, as none should be
-                held.set()
-                release.wait(10)
-
-        threading.Thread(target=hold, daemon=True).start()
-        assert held.wait(5)
-        started = time.monotonic()
-        try:
+        with another_task_holding_the_lock(runner):
+            started = time.monotonic()
             runner._overstayed(stuck)  # noqa: SLF001 - what the clock calls
             assert time.monotonic() - started < CONNECT_S + SLACK_S
             assert not stuck.is_active()
-        finally:
-            release.set()
 
 
 def test_a_command_overstaying_while_another_task_connects_is_cut_at_its_due_time(
@@ -222,12 +212,6 @@ def test_a_command_overstaying_while_another_task_connects_is_cut_at_its_due_tim
     of the runner slipped with it."""
     connect_s = 3.0
     peer.exec_runs = True  # the command runs, reading nothing, until its channel is closed
-    held, release = threading.Event(), threading.Event()
-
-    def another_task_connecting() -> None:
-        with runner._lock:  # noqa: SLF001 - what _ensure_transport holds while it connects
-            held.set()
-            release.wait(10)
 
     def running() -> None:
         with pytest.raises(CommandTimedOut):
@@ -240,10 +224,7 @@ def test_a_command_overstaying_while_another_task_connects_is_cut_at_its_due_tim
         while peer.exec_requests == 0:
             assert time.monotonic() - started < 1.0, "the command did not start"
             time.sleep(0.01)
-        holder = threading.Thread(target=another_task_connecting, daemon=True)
-        holder.start()
-        assert held.wait(5)
-        try:
+        with another_task_holding_the_lock(runner) as holder:
             due = started + 1.0 + END_GRACE_S
             while stuck.is_active() and time.monotonic() < due + connect_s:
                 time.sleep(0.01)
@@ -251,6 +232,43 @@ def test_a_command_overstaying_while_another_task_connects_is_cut_at_its_due_tim
             assert not stuck.is_active()
             assert closed_at < due + 0.5, f"closed {closed_at - due:.1f} s after its due time"
             assert holder.is_alive()  # the lock still held: not waited for
-        finally:
-            release.set()
-            holder.join(5)
+
+
+def test_a_connection_retired_without_the_lock_takes_no_new_command(peer: Peer) -> None:
+    """A command's sends stop leaving and its connection is retired while another task holds
+    the runner's lock (the in-flight clock does not wait for it): the runner still points at
+    it. The next command goes to a new connection and succeeds, not cut with the stuck one
+    at its due time; the stuck one is closed at that due time, its command timed out."""
+    timeout = 3.0
+    peer.exec_runs = True  # the command runs, reading nothing, until its channel is closed
+    ended: dict[str, object] = {}
+
+    def running() -> None:
+        try:
+            runner.run(["cat"], stdin=b"x" * (4 << 20), timeout=timeout)
+        except CommandTimedOut as exc:
+            ended["error"] = exc
+        ended["at"] = time.monotonic()
+
+    with peer.runner(connect_timeout=CONNECT_S) as runner:
+        stuck = reading_stops(runner, peer)
+        started = time.monotonic()
+        command = threading.Thread(target=running, daemon=True)
+        command.start()
+        stall = peer.stall_after
+        while stall is not None and peer.received < stall:
+            assert command.is_alive(), ended
+            time.sleep(0.01)
+        with another_task_holding_the_lock(runner):
+            runner._overstayed(stuck)  # noqa: SLF001 - what the clock calls, the lock not had
+        assert stuck.is_active()  # retired, not closed under its command
+        peer.stall_after = None  # the new connection's login node reads
+        fresh = runner.transport
+        assert fresh is not stuck and fresh.is_active()
+        runner.sftp().stat(".")  # a session on the new connection
+        command.join(timeout + END_GRACE_S + timeout)
+        assert not command.is_alive(), "the stuck command outlived its timeout and grace"
+        assert isinstance(ended.get("error"), CommandTimedOut), ended
+        assert float(ended["at"]) - started >= timeout  # type: ignore[arg-type]
+        assert not stuck.is_active()  # closed at its due time, cutting its command
+        assert fresh.is_active() and runner.transport is fresh
