@@ -39,7 +39,7 @@ from bot.services.threads import (
     has_thread,
     keep_reply,
     open_thread,
-    post_safely,
+    post_or_keep,
     refresh_root,
     render,
     thread_message,
@@ -377,7 +377,8 @@ def announce_submit(
     for, so the watcher's tick that resubmitted is not held: the note is kept for the thread
     (`keep_reply`), posted under that root once it is there; so is it when this try of the
     root failed for now (a 5xx, a rate limit outlasting the retries), the root tried again
-    with it. A root Slack refused, or with no channel to go to, keeps no note."""
+    with it, and when Slack did not take the note in a thread that is there (`post_or_keep`).
+    A root Slack refused, or with no channel to go to, keeps no note."""
     if ctx.sink is None:
         return
     chain_id = result.chain_id
@@ -406,7 +407,7 @@ def announce_submit(
         blocks, text = render(ctx, "resolution", recipe,
                               resolution_view(recipe, result, actor, previous, prompt))
     if threaded:
-        post_safely(ctx, "reply", chain_id, key, blocks, text)
+        post_or_keep(ctx, chain_id, key, blocks, text)
     else:
         keep_reply(ctx, chain_id, key, blocks, text)
 

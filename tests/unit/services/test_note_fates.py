@@ -1109,3 +1109,21 @@ def test_a_replica_that_takes_the_submits_job_back_announces_a_dead_replicas_roo
     assert len(tries(slack, root_key)) == 1
     [note] = in_thread(slack, root["ts"], f"chain:{run.chain_id}:attempt:1:submitted")
     assert "U0BOB" in str(note["blocks"])
+
+
+def test_a_submits_note_slack_fails_in_an_open_thread_is_posted_later(
+        slack: SlackStandIn, store: Store) -> None:
+    """A submit into a run whose thread is there: Slack answers 500 to every attempt of its
+    "submitted" note. The note is kept, and the `prompts` job's next run posts it under the
+    root, once, naming who submitted. Before, the failure was only logged and the thread
+    never said who submitted the job."""
+    run = make_run(slack, store)
+    root = run.open_thread()
+    attempt = present(store.attempts.get_by_job("88154"))
+    submitted = f"chain:{run.chain_id}:attempt:1:submitted"
+    slack.fail_next("chat.postMessage", status=500, count=run.poster.max_attempts)
+    announce_submit(run.ctx, "mix", recorded_result(attempt, "mix"), "U0BOB", None)
+    assert in_thread(slack, root, submitted) == []
+    say_pending_notes(run.ctx)
+    [said] = in_thread(slack, root, submitted)
+    assert "U0BOB" in str(said["blocks"])
