@@ -194,16 +194,16 @@ def sampler_hint(record: JobRecord | None,
 def post_stacks(ctx: BotContext, chain_id: int | None, key: str, report: StackReport,
                 recipe: str | None = None) -> bool:
     """The summary (or the one line saying why there is none) under `key` in the chain's
-    thread, and the full dump as a file (`key:dump`); False when there is no thread or the
-    post failed: the summary is then kept for the thread (bot.services.threads.post_or_keep:
-    the `prompts` job posts it later, without the file; the stall's prompt, once posted, is
-    not published again to collect them anew). A failed upload only loses the file."""
+    thread, and the full dump as a file (`key:dump`); True once reported: posted, or, when
+    the post failed, kept for the thread (bot.services.threads.post_or_keep: the `prompts`
+    job posts it later, without the file), so they are not collected again; False when
+    there is no thread. A failed upload only loses the file."""
     if not has_thread(ctx, chain_id):
         return False
     assert chain_id is not None and ctx.sink is not None
     blocks, text = render(ctx, "stacks", recipe, report.to_view())
     if not post_or_keep(ctx, chain_id, key, blocks, text):
-        return False
+        return True  # kept: posted by the `prompts` job
     upload = getattr(ctx.sink, "upload_file", None)  # test recorders cannot upload
     if report.dump and upload is not None:
         try:
@@ -285,7 +285,8 @@ class Forensics:
             view = {"job_id": job_id, "dir": directory, "error": said(exc), "summary": None}
         try:
             blocks, text = render(self.ctx, "flight_recorder", recipe, view)
-            return post_or_keep(self.ctx, chain_id, key, blocks, text)
+            post_or_keep(self.ctx, chain_id, key, blocks, text)
+            return True  # posted, or kept (posted by the `prompts` job): not read again
         except LeaseLost as exc:
             log.info("%s: not posting the flight recorder: %s", key, exc)
         except Exception:  # noqa: BLE001 - a background reader must never die silently

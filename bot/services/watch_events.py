@@ -260,8 +260,9 @@ class ThreadEvents(EventWords):
         return None
 
     def _collection_ended(self, event_key: str, done: Future[bool]) -> None:
-        """A collection's end: one whose post did not go through (a 5xx, Slack refusing it,
-        its collection failing) is not collected: the event's next publish begins it again."""
+        """A collection's end: one not reported (its run without a thread, its collection
+        failing) is not collected: the event's next publish begins it again. A post Slack did
+        not take is kept for the thread (reported: bot.services.stacks.post_stacks)."""
         if done.cancelled() or done.exception() is not None or not done.result():
             self._collected.discard(event_key)
 

@@ -1127,3 +1127,29 @@ def test_a_submits_note_slack_fails_in_an_open_thread_is_posted_later(
     say_pending_notes(run.ctx)
     [said] = in_thread(slack, root, submitted)
     assert "U0BOB" in str(said["blocks"])
+
+
+def test_stacks_kept_while_the_stall_prompt_waits_are_not_collected_again(
+        slack: SlackStandIn, store: Store) -> None:
+    """Slack answers 500 to the stall prompt and to its stacks' post: the prompt stays
+    pending (published again at each tick), the stacks are kept for the thread. The next
+    ticks post the prompt, the `prompts` job posts the kept stacks, once, and the job's stacks
+    are collected once (py-spy attached to the job once). Before, a kept post counted as not
+    reported: the next publish collected the stacks again over SSH."""
+    run = make_run(slack, store)
+    root = run.open_thread()
+    collector = FailingPostCollector(slack, run.poster.max_attempts)
+    forensics = Forensics(run.ctx, collector)  # type: ignore[arg-type]
+    note = stall_prompt(run, forensics)
+    slack.fail_next("chat.postMessage", status=500, count=run.poster.max_attempts)
+    note.chance(0)
+    assert forensics.wait(10)
+    stacks = f"stacks:{note.key}"
+    assert note.state() == "pending" and in_thread(slack, root, stacks) == []
+    for i in range(1, 4):
+        note.chance(i)
+        assert forensics.wait(10)
+        say_pending_notes(run.ctx)
+    assert note.state() == "posted" and len(in_thread(slack, root, note.key)) == 1
+    assert collector.jobs == ["88154"] and len(in_thread(slack, root, stacks)) == 1
+    forensics.close()
