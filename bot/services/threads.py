@@ -543,7 +543,16 @@ def open_thread(ctx: BotContext, chain_id: int, channel: str | None = None) -> R
     try:
         return _post_root(ctx, chain_id, channel)
     finally:
-        ctx.store.command_claims.release(_root_claim_key(chain_id), holder)
+        try:
+            ctx.store.command_claims.release(_root_claim_key(chain_id), holder)
+        except Exception:  # noqa: BLE001 - a store blip: the claim lapses by its hold
+            log.warning("chain %s: could not release its root's claim (it lapses by its "
+                        "hold)", chain_id, exc_info=True)
+
+
+# the shortest hold of a root's claim: a sink whose posts have no worst case (the console's,
+# `post_at_most_s` 0) still holds it while its try runs
+ROOT_CLAIM_AT_LEAST_S = 30.0
 
 
 def _root_claim_key(chain_id: int) -> str:
@@ -553,23 +562,26 @@ def _root_claim_key(chain_id: int) -> str:
 def _claim_root(ctx: BotContext, chain_id: int) -> str | None:
     """Claim the try of the run's root message (the store's claims, shared by every
     replica: exactly one of several concurrent claims is taken) for as long as one post can
-    take at worst (the thread writer's `post_at_most_s`: a try outlasting its claim could
-    be joined by another), held by this process (`process_holder`); the claim's holder, or
-    None when the thread is there or another try holds the claim. A claim whose holder is
-    provably dead (a bot of this host killed in its try, restarted: `DeadHolders`, as the
-    leases judge theirs) is taken over at once (atomically: of several takers one gets it),
-    so the restarted bot's startup announcement posts the root instead of waiting for the
-    dead try's claim to lapse; another live try's claim, or one that cannot be judged,
-    stands."""
+    take at worst (the thread writer's `post_at_most_s`, at least ROOT_CLAIM_AT_LEAST_S: a
+    try outlasting its claim could be joined by another), held by this process
+    (`process_holder`); the claim's holder, or None when the thread is there or another try
+    holds the claim (one released between the claim and the look is claimed again, once).
+    A claim whose holder is provably dead (a bot of this host killed in its try, restarted:
+    `DeadHolders`, as the leases judge theirs) is taken over at once (atomically: of several
+    takers one gets it), so the restarted bot's startup announcement posts the root instead
+    of waiting for the dead try's claim to lapse; another live try's claim, or one that
+    cannot be judged, stands."""
     assert ctx.sink is not None
     if has_thread(ctx, chain_id):
         return None
     holder, key, now = process_holder(), _root_claim_key(chain_id), ctx.clock()
-    hold_s = ctx.sink.post_at_most_s()
+    hold_s = max(ctx.sink.post_at_most_s(), ROOT_CLAIM_AT_LEAST_S)
     if ctx.store.command_claims.claim(key, holder, now, hold_s):
         return holder
     other = ctx.store.command_claims.holder(key)
-    if other is None or other == holder:  # released meanwhile, or this process's other try
+    if other is None:  # released meanwhile: claimed again, once
+        return holder if ctx.store.command_claims.claim(key, holder, now, hold_s) else None
+    if other == holder:  # this process's other try
         return None
     death = process_judge().death(other, what=key)
     if death is None or not ctx.store.command_claims.take_over(key, other, holder, now, hold_s):

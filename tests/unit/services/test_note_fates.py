@@ -896,7 +896,7 @@ def test_a_submit_announced_while_another_try_posts_the_root_does_not_wait_for_i
     the announcement returns at once, its "submitted" note kept; once the other try's root
     is in, the `prompts` job's next run posts the note under it: one root, the watcher's
     reply and the note under it. Before, the announcement waited for the other try (up to
-    its claim's 5 minutes), holding the tick."""
+    its claim, held for a post's worst case), holding the tick."""
     run = make_run(slack, store)
     watcher_ctx, watcher_poster, clock = slack_context(slack, store)  # the other replica
     slow = SlowRootPost(watcher_poster)
@@ -1153,3 +1153,58 @@ def test_stacks_kept_while_the_stall_prompt_waits_are_not_collected_again(
     assert note.state() == "posted" and len(in_thread(slack, root, note.key)) == 1
     assert collector.jobs == ["88154"] and len(in_thread(slack, root, stacks)) == 1
     forensics.close()
+
+
+def test_a_root_posted_while_the_store_cannot_release_its_claim_is_still_open(
+        slack: SlackStandIn, store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The store fails (a blip) when the root's try releases its claim: the root is posted,
+    the thread open, and the run's reply goes under it; the claim lapses by its hold.
+    Before, the store's error escaped the try and the caller saw no thread."""
+    run = make_run(slack, store)
+
+    def blip(key: str, holder: str) -> None:
+        raise OSError("database is locked")
+
+    monkeypatch.setattr(store.command_claims, "release", blip)
+    assert open_thread(run.ctx, run.chain_id).open
+    assert len(slack.root_messages(PRIVATE)) == 1
+
+
+def test_a_root_posted_by_a_sink_without_a_worst_case_keeps_its_claim_while_it_posts(
+        slack: SlackStandIn, store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A sink whose post has no worst case (the console's: `post_at_most_s` 0) posts a run's
+    root; 10 s into that post another try needs the root: it finds it claimed and posts
+    none. One root. Before, the claim was held for 0 s and the other try posted a second."""
+    run = make_run(slack, store)
+    other, _, other_clock = slack_context(slack, store)
+    monkeypatch.setattr(run.poster, "post_at_most_s", lambda: 0.0)
+    inner, others = run.poster.client.chat_postMessage, list[Rooted]()
+
+    def slow(**kwargs: Any) -> Any:
+        if ":root" in str(kwargs.get("metadata")) and not others:
+            other_clock[0] = run.clock[0] + 10
+            others.append(open_thread(other, run.chain_id))
+        return inner(**kwargs)
+
+    monkeypatch.setattr(run.poster.client, "chat_postMessage", slow)
+    assert open_thread(run.ctx, run.chain_id).open
+    assert [o.claimed for o in others] == [True]
+    assert len(slack.root_messages(PRIVATE)) == 1
+
+
+def test_a_root_claim_released_between_two_looks_is_claimed_again(
+        slack: SlackStandIn, store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A run's root claim is taken by another try when this one claims it, and released
+    before this one asks who holds it: this try claims it again and posts the root, not
+    calling it claimed by nobody. Before, it answered `claimed` and posted nothing."""
+    run = make_run(slack, store)
+    claims, real = [0], store.command_claims.claim
+
+    def taken_once(key: str, holder: str, now: float, hold_s: float) -> bool:
+        claims[0] += 1
+        return claims[0] > 1 and real(key, holder, now, hold_s)
+
+    monkeypatch.setattr(store.command_claims, "claim", taken_once)
+    rooted = open_thread(run.ctx, run.chain_id)
+    assert rooted.open and not rooted.claimed
+    assert len(slack.root_messages(PRIVATE)) == 1
