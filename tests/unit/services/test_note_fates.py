@@ -604,25 +604,32 @@ class FailingPostCollector(Collector):
         return super().collect(cluster, job_id, trainer_pids=trainer_pids)
 
 
-def test_stacks_slack_did_not_take_after_the_stall_prompt_was_posted_are_posted_later(
-        slack: SlackStandIn, store: Store) -> None:
-    """The stall prompt is posted; the stall's stacks, collected then, are not: Slack answers
-    their post 500. The prompt is not published again (it is posted), so nothing collects
-    them anew: the stacks are kept, and the `prompts` job's next run posts them, once, not
-    collected again. Before, they were never posted."""
+@pytest.mark.parametrize("prompt_taken", [True, False], ids=["prompt posted", "prompt 500"])
+def test_stacks_slack_did_not_take_are_kept_posted_later_and_not_collected_again(
+        slack: SlackStandIn, store: Store, prompt_taken: bool) -> None:
+    """The stall's stacks, collected at the stall prompt's first try, are not posted: Slack
+    answers their post 500 (and the prompt's too, or not). The stacks are kept: the
+    `prompts` job's next run posts them, once, the prompt is posted once, and the job's
+    stacks are collected once (py-spy attached to the job once). Before, they were never
+    posted once the prompt was (nothing published it again), and while the prompt waited a
+    kept post counted as not reported: its next publish collected the stacks over SSH again."""
     run = make_run(slack, store)
     root = run.open_thread()
     collector = FailingPostCollector(slack, run.poster.max_attempts)
     forensics = Forensics(run.ctx, collector)  # type: ignore[arg-type]
     note = stall_prompt(run, forensics)
+    if not prompt_taken:
+        slack.fail_next("chat.postMessage", status=500, count=run.poster.max_attempts)
     note.chance(0)
     assert forensics.wait(10)
     stacks = f"stacks:{note.key}"
-    assert note.state() == "posted" and in_thread(slack, root, stacks) == []
-    for i in range(1, 3):
+    assert note.state() == ("posted" if prompt_taken else "pending")
+    assert in_thread(slack, root, stacks) == []
+    for i in range(1, 4):
         note.chance(i)
+        assert forensics.wait(10)
         say_pending_notes(run.ctx)
-    assert forensics.wait(10)
+    assert note.state() == "posted" and len(in_thread(slack, root, note.key)) == 1
     assert collector.jobs == ["88154"] and len(in_thread(slack, root, stacks)) == 1
     assert "No stacks of job 88154" in str(in_thread(slack, root, stacks)[0]["blocks"])
     forensics.close()
@@ -1128,31 +1135,6 @@ def test_a_submits_note_slack_fails_in_an_open_thread_is_posted_later(
     [said] = in_thread(slack, root, submitted)
     assert "U0BOB" in str(said["blocks"])
 
-
-def test_stacks_kept_while_the_stall_prompt_waits_are_not_collected_again(
-        slack: SlackStandIn, store: Store) -> None:
-    """Slack answers 500 to the stall prompt and to its stacks' post: the prompt stays
-    pending (published again at each tick), the stacks are kept for the thread. The next
-    ticks post the prompt, the `prompts` job posts the kept stacks, once, and the job's stacks
-    are collected once (py-spy attached to the job once). Before, a kept post counted as not
-    reported: the next publish collected the stacks again over SSH."""
-    run = make_run(slack, store)
-    root = run.open_thread()
-    collector = FailingPostCollector(slack, run.poster.max_attempts)
-    forensics = Forensics(run.ctx, collector)  # type: ignore[arg-type]
-    note = stall_prompt(run, forensics)
-    slack.fail_next("chat.postMessage", status=500, count=run.poster.max_attempts)
-    note.chance(0)
-    assert forensics.wait(10)
-    stacks = f"stacks:{note.key}"
-    assert note.state() == "pending" and in_thread(slack, root, stacks) == []
-    for i in range(1, 4):
-        note.chance(i)
-        assert forensics.wait(10)
-        say_pending_notes(run.ctx)
-    assert note.state() == "posted" and len(in_thread(slack, root, note.key)) == 1
-    assert collector.jobs == ["88154"] and len(in_thread(slack, root, stacks)) == 1
-    forensics.close()
 
 
 def test_a_root_posted_while_the_store_cannot_release_its_claim_is_still_open(
