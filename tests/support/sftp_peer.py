@@ -57,6 +57,8 @@ class Peer:
     # the SFTP requests answered, by paramiko's name of their kind: open, read, close,
     # opendir, readdir, stat, realpath, ...
     requests: Counter[str] = field(default_factory=Counter)
+    # its SFTP servers' threads (paramiko's SubsystemHandler), joined as the peer stops
+    sftp_threads: list[threading.Thread] = field(default_factory=list)
 
     def runner(self, **changes: Any) -> SSHRunner:
         import dataclasses
@@ -137,6 +139,7 @@ class _CountingSFTPServer(paramiko.SFTPServer):
                  sftp_si: type[paramiko.SFTPServerInterface], peer: Peer) -> None:
         super().__init__(channel, name, server, sftp_si, peer)
         self.peer = peer
+        peer.sftp_threads.append(self)
 
     def start_subsystem(self, name: str, transport: paramiko.Transport,
                         channel: paramiko.Channel) -> None:
@@ -264,3 +267,12 @@ def serve_peer(tmp_path: Path, *, sftp_timeout: float) -> Iterator[Peer]:
         listener.close()
         for t in transports:
             t.close()
+        # Each thread ended before the next test: one still going logged its end (an SFTP
+        # server's EOFError, its traceback built with ast.parse by Python 3.11) while the next
+        # test compiled (pytest rewriting hypothesis' regex module as it was imported), and
+        # that compile failed "SystemError: AST constructor recursion depth mismatch", a
+        # CPython bug of ASTs built in two threads at once, fixed in 3.11.8 (python/cpython#113035,
+        # pytest-dev/pytest#10874); the venv runs 3.11.7.
+        for thread in [*transports, *p.sftp_threads]:
+            if thread.ident is not None:  # started
+                thread.join(5)
