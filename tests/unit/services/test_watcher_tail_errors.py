@@ -117,6 +117,15 @@ def test_a_finished_job_whose_stored_log_path_is_empty_is_judged_saying_why_in_k
 OTHER = "/scratch/mix/logs/mix-2.out"  # job 2's log
 
 
+def _greeting(sftp: FakeSFTP) -> ShellTailReader:
+    """The login shell greets before the read script's answer (a ~/.bashrc that echoes):
+    every batched read through `sftp` fails as a whole until its own read is put back. The
+    greeting reader, to put in again."""
+    greeted = ShellTailReader(Answering(Exchange(b"Welcome to login1\n", b"", 0)), where="dev")
+    sftp.read = greeted.read  # type: ignore[method-assign]
+    return greeted
+
+
 def _two_running(env: WatchEnv) -> None:
     """Jobs 1 (writing LOG) and 2 (writing OTHER) running, five lines each."""
     store, slurm, sftp, _ = env
@@ -172,8 +181,7 @@ def test_a_failing_batch_read_is_logged_once_per_series_and_told_once_in_its_thr
     store, slurm, sftp, sink = env
     _two_running(env)
     read = sftp.read
-    greeted = ShellTailReader(Answering(Exchange(b"Welcome to login1\n", b"", 0)), where="dev")
-    sftp.read = greeted.read  # type: ignore[method-assign]
+    _greeting(sftp)
     w = make_watcher(store, slurm, sftp, sink)
     with caplog.at_level(logging.INFO):
         for k in range(READ_FAILED_NOTE_TICKS + 2):
@@ -215,8 +223,7 @@ def test_a_lasting_batch_failure_of_three_jobs_is_one_warning(env: WatchEnv, cap
     slurm.records[3] = JobRecord(job_id=3, state="FAILED", exit_code=1, signal=0,
                                  stdout_path="/scratch/mix/logs/mix-3.out", start_time=T0,
                                  end_time=T0 + 50)
-    greeted = ShellTailReader(Answering(Exchange(b"Welcome to login1\n", b"", 0)), where="dev")
-    sftp.read = greeted.read  # type: ignore[method-assign]
+    _greeting(sftp)
     w = make_watcher(store, slurm, sftp, sink, unreadable_file_s=600)
     with caplog.at_level(logging.INFO):
         for k in range(5):
@@ -238,8 +245,7 @@ def test_a_job_that_finished_while_batch_reads_fail_is_judged_once_after_the_wai
     _two_running(env)
     slurm.records[2] = JobRecord(job_id=2, state="FAILED", exit_code=1, signal=0,
                                  stdout_path=OTHER, start_time=T0, end_time=T0 + 50)
-    greeted = ShellTailReader(Answering(Exchange(b"Welcome to login1\n", b"", 0)), where="dev")
-    sftp.read = greeted.read  # type: ignore[method-assign]
+    _greeting(sftp)
     w = make_watcher(store, slurm, sftp, sink, unreadable_file_s=600)
     for k in range(10):  # T0+60 .. T0+600: within the wait
         w.tick(T0 + 60 * (k + 1))
@@ -273,8 +279,7 @@ def test_a_thread_whose_jobs_all_fail_to_read_is_told_once_per_series(env: Watch
     sftp.append(late, _lines(2))
     slurm.records[3] = JobRecord(job_id=3, state="PENDING")
     read = sftp.read
-    greeted = ShellTailReader(Answering(Exchange(b"Welcome to login1\n", b"", 0)), where="dev")
-    sftp.read = greeted.read  # type: ignore[method-assign]
+    greeted = _greeting(sftp)
     w = make_watcher(store, slurm, sftp, sink)
     for k in range(READ_FAILED_NOTE_TICKS + 4):
         if k == 2:  # task 3 starts: its own series is two ticks shorter
@@ -318,8 +323,7 @@ def test_a_lasting_batch_failure_records_each_threads_note_once(env: WatchEnv) -
     store.watched_jobs.add(CLUSTER, "3", now=T0, chain_id=array.chain_id)
     slurm.records[3] = JobRecord(job_id=3, state="RUNNING", stdout_path="/scratch/mix/logs/"
                                  "mix-3.out", start_time=T0)
-    greeted = ShellTailReader(Answering(Exchange(b"Welcome to login1\n", b"", 0)), where="dev")
-    sftp.read = greeted.read  # type: ignore[method-assign]
+    _greeting(sftp)
     writes = _read_failed_writes(store)
     w = make_watcher(store, slurm, sftp, sink)
     for k in range(READ_FAILED_NOTE_TICKS + 5):
@@ -338,8 +342,7 @@ def test_a_read_failed_note_whose_post_failed_is_posted_at_the_next_tick(
     store, slurm, sftp, sink = env
     add_job(store, 1)
     slurm.records[1] = running(1)
-    greeted = ShellTailReader(Answering(Exchange(b"Welcome to login1\n", b"", 0)), where="dev")
-    sftp.read = greeted.read  # type: ignore[method-assign]
+    _greeting(sftp)
     writes = _read_failed_writes(store)
     w = make_watcher(store, slurm, sftp, sink)
     for k in range(READ_FAILED_NOTE_TICKS + 4):
@@ -359,8 +362,7 @@ def test_a_requeued_jobs_read_failed_note_counts_only_its_new_series(env: WatchE
     store, slurm, sftp, sink = env
     _two_running(env)
     read = sftp.read
-    greeted = ShellTailReader(Answering(Exchange(b"Welcome to login1\n", b"", 0)), where="dev")
-    sftp.read = greeted.read  # type: ignore[method-assign]
+    greeted = _greeting(sftp)
     w = make_watcher(store, slurm, sftp, sink)
     for k in range(6):
         w.tick(T0 + 60 * (k + 1))
