@@ -38,14 +38,9 @@ has no thread yet, or that Slack did not take, stays `pending` in the outbox and
 again (backing off), its message built only when it is tried, so its approval prompt is asked
 once, in the thread that shows it.
 
-A stall warning also starts the collection of the job's Python stacks (`forensics`,
-bot.services.stacks.Forensics): in the background, so publishing (and the tick) never waits
-for it; the grouped stacks, or the one line saying why there are none, follow in the thread
-(key `stacks:<the warning's key>`), the full dump attached. An `nccl_timeout` incident of a
-recipe with `nccl_flight_recorder` likewise brings the ranks' flight-recorder summary (key
-`flight_recorder:<the incident's key>`). Each is begun once, as soon as the thread is there,
-whether or not the event's own reply is posted yet: a stall prompt Slack did not take (a 5xx,
-a rate limit) does not hold back the stacks of the stall.
+A stall warning begins the collection of the job's Python stacks, an NCCL timeout of a recipe
+with `nccl_flight_recorder` the reading of its flight recorder: in the background, once per
+event, into its thread (bot.services.watch_forensics.EventForensics).
 
 Charts (`ctx.charts`, from the event's in-memory series and sampler): after
 an incident its host RSS, progress and loss PNGs (keys `chart:<job>:final:<name>`), after a
@@ -65,7 +60,6 @@ from __future__ import annotations
 import logging
 from collections import OrderedDict
 from collections.abc import Callable, Sequence
-from concurrent.futures import Future
 from dataclasses import asdict
 from typing import Any
 
@@ -111,6 +105,7 @@ from bot.services.threads import (
 from bot.services.watch.events import WatchEvent
 from bot.services.watch.health import BACK, NOTICE, notice_key_of
 from bot.services.watch.outbox import event_from_store
+from bot.services.watch_forensics import EventForensics
 from bot.services.watch_words import EventWords, shown_job
 from bot.store import Attempt, Chain
 
@@ -127,7 +122,7 @@ class ThreadEvents(EventWords):
 
     def __init__(self, ctx: BotContext, *, forensics: Forensics | None = None) -> None:
         self.ctx = ctx
-        self.forensics = forensics
+        self.forensics = EventForensics(ctx, forensics)
         # chain id -> job id -> its attempt that ended (points, saves, failure), oldest first
         self._progress: dict[int, OrderedDict[str, AttemptTrace]] = {}
         # cluster -> its outage notices' and "answers again" notes' posts whose lookup, or the
@@ -136,8 +131,6 @@ class ThreadEvents(EventWords):
         # cluster -> the backoffs of its watcher's replies not taken (notes, incidents, stall
         # prompts, ✅ lines), by key (`_post`)
         self._reply_tries: dict[str, Backoffs] = {}
-        # the events whose forensics were begun (`_forensics`: once each), by key
-        self._collected: set[str] = set()
         # the roots of thread-less runs tried this tick (`new_tick`): once per run and tick
         self._roots = RootTries()
 
@@ -150,9 +143,9 @@ class ThreadEvents(EventWords):
         try:
             self._reply(event)
         except PostError:  # not posted (yet): its forensics need its thread, not the reply
-            self._forensics(event)
+            self.forensics.begin(event)
             raise
-        self._forensics(event)
+        self.forensics.begin(event)
         if event.kind == "incident" and not _completed(event):
             self._charts(event, "final", CHART_NAMES)
         elif event.kind == "warning" and event.decision is not None and \
@@ -182,8 +175,7 @@ class ThreadEvents(EventWords):
     def cluster_watched(self, cluster: str) -> None:
         """The watcher polled `cluster` with jobs for the first time: begin placing py-spy
         there, so a stall's stacks need not wait for it."""
-        if self.forensics is not None:
-            self.forensics.prepare(cluster)
+        self.forensics.prepare(cluster)
 
     def chain_changed(self, chain_id: int) -> None:
         """A finished attempt's result is in the store: show it at the top of the thread (and
@@ -209,75 +201,6 @@ class ThreadEvents(EventWords):
         refresh_root(self.ctx, chain_id)
 
     # ------------------------------------------------------------------ kinds
-
-    def _forensics(self, event: WatchEvent) -> None:
-        """A stall: collect the ranks' stacks; an NCCL timeout of a recipe that records its
-        collectives: read the flight recorder (both in the background, see module doc).
-        Once per event, as soon as its thread is there to post them in, whether or not the
-        event's own reply is posted: a stall prompt Slack did not take yet (a 5xx, a rate
-        limit: published again at the next tick) does not hold back the stacks of the
-        stall it is about, and its next publish does not collect them again: begun in this
-        process (`_collected`; a collection whose post did not go through is not, so the
-        event's next publish begins it again), or their post in the store (`_reported`: a
-        bot restarted since does not collect a still-stalled job's stacks once more)."""
-        begin = self._forensics_of(event)
-        if begin is None or event.key in self._collected or \
-                not has_thread(self.ctx, event.chain_id):
-            return
-        key, collect = begin
-        try:
-            if self._reported(key):
-                self._collected.add(event.key)
-                return
-        except PostError as exc:  # Slack may have it: asked again at the next publish
-            log.info("%s: not collected now: cannot tell whether its post is there (%s)", key,
-                     exc)
-            return
-        self._collected.add(event.key)
-        collect().add_done_callback(lambda done: self._collection_ended(event.key, done))
-
-    def _forensics_of(self, event: WatchEvent
-                      ) -> tuple[str, Callable[[], Future[bool]]] | None:
-        """The forensics `event` calls for (its post's key, and what begins them), by its
-        kind: a stall's stacks, an NCCL timeout's flight recorder (its recipe recording
-        its collectives); None for any other event, or without forensics."""
-        forensics, dec, d = self.forensics, event.decision, event.diagnosis
-        job_id, chain_id, rec = event.job_id, event.chain_id, event.record
-        if forensics is None or job_id is None:
-            return None
-        if event.kind == "warning" and dec is not None and dec.class_id == "hang":
-            key = f"stacks:{event.key}"
-            return key, lambda: forensics.stacks(event.cluster, job_id, chain_id, event.recipe,
-                                                 key, record=rec, sampler=event.sampler)
-        recipe = event.recipe
-        if event.kind == "incident" and d is not None and d.class_id == "nccl_timeout" and \
-                recipe is not None and recipe in self.ctx.config.recipes and \
-                self.ctx.config.recipe(recipe).nccl_flight_recorder:
-            key = f"flight_recorder:{event.key}"
-            return key, lambda: forensics.flight_recorder(
-                event.cluster, job_id, chain_id, recipe, key,
-                started_at=rec.start_time if rec else None)
-        return None
-
-    def _collection_ended(self, event_key: str, done: Future[bool]) -> None:
-        """A collection's end: one not reported (its run without a thread, its collection
-        failing) is not collected: the event's next publish begins it again. A post Slack did
-        not take is kept for the thread (reported: bot.services.stacks.post_stacks)."""
-        if done.cancelled() or done.exception() is not None or not done.result():
-            self._collected.discard(event_key)
-
-    def _reported(self, key: str) -> bool:
-        """Whether the forensics post `key` (a stall's stacks, an NCCL timeout's flight
-        recorder) is in the thread: recorded posted, or its intent (a post begun and never
-        confirmed: a 5xx, a bot stopped in it) found there (the thread writer's `look_up`,
-        then recorded posted); collected before, by this process or one before it. One
-        Slack does not have, refused or never begun, is not (collected again). Raises
-        PostError when Slack cannot tell."""
-        post = self.ctx.store.slack_posts.get(key)
-        if post is None or post.posted:
-            return post is not None
-        look_up = getattr(self.ctx.sink, "look_up", None)  # test recorders cannot look up
-        return look_up is None or bool(look_up(key))
 
     def _incident(self, event: WatchEvent) -> None:
         self._post(event, "incident", lambda: self._incident_message(event))
@@ -404,13 +327,13 @@ class ThreadEvents(EventWords):
         ends at its first try: bot.services.watch.tick) keeps its backoff until it is posted
         or given up."""
         refused = self._reply_tries.get(chain.cluster)
-        if (refused is None or not refused.by_key) and not self._collected:
+        if (refused is None or not refused.by_key) and not self.forensics.begun_any:
             return
         prefixes = (f"{chain.cluster}:chain:{chain.id}:", *(
             f"{chain.cluster}:{a.job_id}:" for a in self.ctx.store.attempts.for_chain(chain.id)))
         if refused is not None:
             refused.forget(lambda key: key.startswith(prefixes) and not self._pending(key))
-        self._collected -= {key for key in self._collected if key.startswith(prefixes)}
+        self.forensics.forget(prefixes)
 
     def _pending(self, key: str) -> bool:
         """Whether the watcher's event `key` is still to be published (its outbox row)."""
