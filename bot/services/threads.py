@@ -167,6 +167,13 @@ def post_or_keep(ctx: BotContext, chain_id: int, key: str, blocks: Blocks, text:
     return False
 
 
+def kept_for_thread(ctx: BotContext, key: str) -> bool:
+    """Whether the reply `key` is kept for its thread (`keep_reply`, `thread_note`) and not
+    posted yet: the `prompts` job posts it (the store's: a bot restarted since posts it too)."""
+    kept = ctx.store.incidents.get(key)
+    return kept is not None and kept.class_id == THREAD_NOTE and kept.state == "pending"
+
+
 def _keep(ctx: BotContext, chain_id: int, key: str, said: dict[str, Any]) -> Incident:
     """The kept reply `key` (`said`: its text, a rendered reply's blocks) of the chain's
     thread, recorded `pending` unless it was before."""

@@ -1031,13 +1031,15 @@ def test_a_root_claimed_by_a_bot_killed_posting_it_is_announced_at_once_at_resta
     assert "U0BOB" in str(note["blocks"])
 
 
-def test_a_stalls_stacks_slack_did_not_take_are_collected_and_posted_after_a_restart(
+def test_stacks_kept_before_a_restart_are_posted_by_the_new_bot_not_collected_again(
         slack: SlackStandIn, store: Store) -> None:
-    """Slack answers 500 to every attempt of the stall prompt and of the stall's stacks
-    (their post's intent left: Slack may have it); then the bot restarts, the job still
-    stalled: the prompt's next try posts it, and the stacks, which Slack does not have, are
-    collected again and posted, once. Before, the intent read as their post made: the new
-    bot neither collected them nor posted anything, and the thread never got the stacks."""
+    """Slack answers 500 to every attempt of the stall prompt and of the stall's stacks: the
+    stacks are kept for the thread (their post's intent left: Slack may have it). Then the
+    bot restarts (a new bot over the same store), the job still stalled: the prompt's next
+    try posts it, the new bot's `prompts` job posts the kept stacks, once, and the job's
+    stacks are not collected again (py-spy attached to the job once). Before, the kept post
+    counted as reported only in the process that kept it: the new bot collected the stacks
+    over SSH once more."""
     run = make_run(slack, store)
     root = run.open_thread()
     forensics = Forensics(run.ctx, Collector())  # type: ignore[arg-type]
@@ -1046,15 +1048,19 @@ def test_a_stalls_stacks_slack_did_not_take_are_collected_and_posted_after_a_res
     assert forensics.wait(10)
     stacks = f"stacks:{stall_prompt(run).key}"
     assert in_thread(slack, root, stacks) == [] and store.slack_posts.get(stacks) is not None
+    assert present(store.incidents.get(stacks)).state == "pending"  # kept
     ctx, poster, clock = slack_context(slack, store)  # the bot started again
     collector = Collector()
     forensics = Forensics(ctx, collector)  # type: ignore[arg-type]
     note = stall_prompt(Run(ctx, poster, run.chain_id, clock), forensics)
     for i in range(1, 3):
         note.chance(i)
-    assert forensics.wait(10)
+        assert forensics.wait(10)
+        say_pending_notes(ctx)
     assert note.state() == "posted" and len(in_thread(slack, root, note.key)) == 1
-    assert collector.jobs == ["88154"] and len(in_thread(slack, root, stacks)) == 1
+    assert collector.jobs == [] and len(in_thread(slack, root, stacks)) == 1
+    assert "No stacks of job 88154" in str(in_thread(slack, root, stacks)[0]["blocks"])
+    assert present(store.incidents.get(stacks)).state == "posted"
 
 
 def test_a_submits_note_waits_for_a_root_claimed_elsewhere_past_threadless_tries(
