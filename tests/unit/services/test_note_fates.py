@@ -120,8 +120,9 @@ class Note:
 
 
 def make_run(slack: SlackStandIn, store: Store, *, kind: str = "run", recipe: str = "mix",
-             slurm: AnswerLostSlurm | None = None) -> Run:
-    ctx, poster, clock = slack_context(slack, store, slurm)
+             slurm: AnswerLostSlurm | None = None, sftp: FakeSFTP | None = None,
+             **recipe_over: Any) -> Run:
+    ctx, poster, clock = slack_context(slack, store, slurm, sftp=sftp, **recipe_over)
     chain = store.chains.create(recipe=recipe, cluster="dev", job_name="mix", now=T0 - 1000,
                                 kind=kind, watched_by="U0BOB" if kind == "adopted" else None)
     store.attempts.record(chain_id=chain.id, job_id="88154", now=T0 - 1000)
@@ -129,19 +130,20 @@ def make_run(slack: SlackStandIn, store: Store, *, kind: str = "run", recipe: st
     return Run(ctx, poster, chain.id, clock)
 
 
-def slack_context(slack: SlackStandIn, store: Store, slurm: FakeSlurm | None = None
+def slack_context(slack: SlackStandIn, store: Store, slurm: FakeSlurm | None = None, *,
+                  sftp: FakeSFTP | None = None, **recipe_over: Any
                   ) -> tuple[BotContext, SlackPoster, list[float]]:
-    """A bot's context over `slurm` (an AnswerLostSlurm by default) posting through the real
-    poster on the stand-in (Home tabs recorded: homes()), its clock (T0 until a test moves it)
-    and recipe mix's channel PRIVATE."""
+    """A bot's context over `slurm` (an AnswerLostSlurm by default) and `sftp` posting through
+    the real poster on the stand-in (Home tabs recorded: homes()), its clock (T0 until a test
+    moves it) and recipe mix's channel PRIVATE (`recipe_over` on top of it)."""
     client: WebClient = make_client(slack.token, base_url=slack.api_url,
                                     sleep=lambda s: None, timeout=10)
     clock = [T0]
     poster = SlackPoster(client, store, sleep=lambda s: None, clock=lambda: clock[0])
-    config = make_config()
+    config = make_config(**recipe_over)
     config.slack.channels["training"] = PRIVATE  # recipe mix's channel
-    ctx = make_context(store, slurm or AnswerLostSlurm(lost=0, submitted_at=T0), sink=poster,
-                       config=config, charts=False, clock=lambda: clock[0])
+    ctx = make_context(store, slurm or AnswerLostSlurm(lost=0, submitted_at=T0), sftp=sftp,
+                       sink=poster, config=config, charts=False, clock=lambda: clock[0])
     return ctx, poster, clock
 
 
@@ -177,8 +179,9 @@ def watcher_reply(run: Run, event: WatchEvent, class_id: str, *,
                 outbox_state(run, event.key))
 
 
-def incident(run: Run) -> Note:
-    """Job 88154's nccl_timeout: its incident asks for a resubmit (an approval prompt)."""
+def incident(run: Run, forensics: Forensics | None = None) -> Note:
+    """Job 88154's nccl_timeout: its incident asks for a resubmit (an approval prompt) (and
+    its flight recorder read by `forensics`, for a recipe with `nccl_flight_recorder`)."""
     d = diagnosis("nccl_timeout", 3400)
     dec = decide(d, ChainHistory(attempts=(AttemptFacts("88154", 1, last_iter=3400),)),
                  PolicyParams(backoff_s=60), T0, checkpoint_iter=3000,
@@ -186,7 +189,7 @@ def incident(run: Run) -> Note:
     return watcher_reply(run, WatchEvent(
         "incident", "dev:88154:final", "dev", "job 88154 FAILED: nccl_timeout", run.chain_id,
         "88154", "mix", diagnosis=d, decision=dec,
-        record=JobRecord(job_id=88154, state="FAILED")), "nccl_timeout")
+        record=JobRecord(job_id=88154, state="FAILED")), "nccl_timeout", forensics=forensics)
 
 
 def stall_prompt(run: Run, forensics: Forensics | None = None) -> Note:
@@ -1196,3 +1199,50 @@ def test_a_root_claim_released_between_two_looks_is_claimed_again(
     rooted = open_thread(run.ctx, run.chain_id)
     assert rooted.open and not rooted.claimed
     assert len(slack.root_messages(PRIVATE)) == 1
+
+
+class FailingPostSFTP(FakeSFTP):
+    """A cluster's files, after whose directory listing (the flight recorder's read) Slack
+    answers the next post 500 at every one of the poster's attempts (`attempts`); its
+    listings counted."""
+
+    def __init__(self, slack: SlackStandIn) -> None:
+        super().__init__()
+        self.slack, self.attempts, self.listings = slack, 1, 0
+
+    def listdir_attr(self, path: str = ".") -> list[Any]:
+        self.listings += 1
+        self.slack.fail_next("chat.postMessage", status=500, count=self.attempts)
+        return super().listdir_attr(path)
+
+
+def test_a_flight_recorder_slack_did_not_take_is_kept_and_posted_later_once(
+        slack: SlackStandIn, store: Store) -> None:
+    """Job 88154 of a recipe with `nccl_flight_recorder` died of an NCCL timeout: its incident
+    is posted, its flight recorder read, and Slack answers 500 to every attempt of the
+    flight recorder's post. The summary is kept for the thread: the `prompts` job's next run
+    posts it, once (its later runs post nothing more), the incident's next publish reads
+    the dumps no more, and the incident is in the thread once."""
+    sftp = FailingPostSFTP(slack)
+    run = make_run(slack, store, sftp=sftp, nccl_flight_recorder="/shared/fr")
+    sftp.attempts = run.poster.max_attempts
+    sftp.append("/shared/fr/README", b"rank dumps land here\n")  # no rank left a dump
+    root = run.open_thread()
+    forensics = Forensics(run.ctx, Collector())  # type: ignore[arg-type]
+    note = incident(run, forensics)
+    note.chance(0)
+    assert forensics.wait(10)
+    recorder = f"flight_recorder:{note.key}"
+    assert note.state() == "posted" and len(in_thread(slack, root, note.key)) == 1
+    assert in_thread(slack, root, recorder) == []
+    assert present(store.incidents.get(recorder)).state == "pending"  # kept
+    for i in range(1, 4):
+        note.chance(i)
+        assert forensics.wait(10)
+        say_pending_notes(run.ctx)
+    [said] = in_thread(slack, root, recorder)
+    assert "NCCL flight recorder · job 88154" in str(said["blocks"])
+    assert "No rank left a dump in /shared/fr" in str(said["blocks"])
+    assert present(store.incidents.get(recorder)).state == "posted"
+    assert sftp.listings == 1 and len(in_thread(slack, root, note.key)) == 1
+    forensics.close()
