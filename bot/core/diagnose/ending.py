@@ -170,10 +170,15 @@ FAIRSEQ_OOM_RECOVERIES = (
 # Lightning's batch size finder backing off from a trial's OOM, which it never logs (a
 # catalogue cuda_oom hint, verbatim): it recovers from no OOM line of the log.
 LIGHTNING_BATCH_SIZE_BACK_OFF = "Batch size [0-9]+ failed, trying batch size [0-9]+"
+# OpenNMT-py's trainer skipping the batch whose step ran out of GPU memory (a catalogue cuda_oom
+# hint, verbatim): the OOM's only line (its traceback is never printed), the error it caught.
+OPENNMT_BATCH_REMOVED = "Step [0-9]+, cuda OOM - batch removed"
 OOM_RECOVERY = re.compile("|".join(FAIRSEQ_OOM_RECOVERIES))
 # A framework's report that it caught an out-of-memory error and goes on (fairseq's recovery,
-# Lightning's finder backing off): a log that ends after it ends in no error.
-GOES_ON_AFTER_OOM = re.compile("|".join((*FAIRSEQ_OOM_RECOVERIES, LIGHTNING_BATCH_SIZE_BACK_OFF)))
+# Lightning's finder backing off, OpenNMT-py's removed batch): a log that ends after it ends in
+# no error, and the block an error after it is in starts after it (its words are no cause).
+GOES_ON_AFTER_OOM = re.compile("|".join(
+    (*FAIRSEQ_OOM_RECOVERIES, LIGHTNING_BATCH_SIZE_BACK_OFF, OPENNMT_BATCH_REMOVED)))
 
 
 # When an error block names no cause in the catalogue's words, its own words may: for each

@@ -15,7 +15,13 @@ Lightning's batch size finder (Lightning-AI/pytorch-lightning src/lightning/pyto
 batch_size_scaling.py 7f0c3436cd): a trial whose RuntimeError `is_oom_error` says is an OOM is
 caught without a word of the OOM, then `_adjust_batch_size` logs `Batch size {batch_size}
 {desc}, trying batch size {new_size}` (desc `failed`, or `succeeded` as it grows), and the
-search ends in `Finished batch size finder, will continue with full run using batch size N`."""
+search ends in `Finished batch size finder, will continue with full run using batch size N`.
+
+OpenNMT-py (OpenNMT/OpenNMT-py onmt/trainer.py 97111d97551c, Trainer._gradient_accumulation):
+an exception whose traceback says `CUDA out of memory` is caught and logged as `Step %d, cuda
+OOM - batch removed` through its logger (onmt/utils/logging.py: `[%(asctime)s %(levelname)s]
+%(message)s`), with no traceback, and the next batch trains; its reports are
+`Statistics.output`'s `Step %s; acc: %2.1f; ppl: %5.1f; xent: %2.1f; lr: %7.5f; ...`."""
 
 from __future__ import annotations
 
@@ -27,6 +33,7 @@ from bot.core.diagnose.ending import (
     FAIRSEQ_OOM_RECOVERIES,
     GOES_ON_AFTER_OOM,
     LIGHTNING_BATCH_SIZE_BACK_OFF,
+    OPENNMT_BATCH_REMOVED,
 )
 from bot.core.models import Accounting
 
@@ -202,6 +209,42 @@ def test_lightnings_finder_backing_off_answers_no_oom_in_the_log(catalogue, acct
 
 def test_the_reports_of_going_on_after_an_oom_are_the_catalogues_hints(catalogue):
     hints = {p.pattern for p in catalogue.classes["cuda_oom"].hints}
-    assert {*FAIRSEQ_OOM_RECOVERIES, LIGHTNING_BATCH_SIZE_BACK_OFF} <= hints
+    going_on = {*FAIRSEQ_OOM_RECOVERIES, LIGHTNING_BATCH_SIZE_BACK_OFF, OPENNMT_BATCH_REMOVED}
+    assert going_on <= hints
     reports = [line for line in hints if GOES_ON_AFTER_OOM.search(line.replace("[0-9]+", "8"))]
-    assert sorted(reports) == sorted({*FAIRSEQ_OOM_RECOVERIES, LIGHTNING_BATCH_SIZE_BACK_OFF})
+    assert sorted(reports) == sorted(going_on)
+
+
+def _onmt(second: int, message: str) -> str:
+    """A line of OpenNMT-py's logger (`[%(asctime)s %(levelname)s] %(message)s`)."""
+    return f"[2024-06-01 10:{second // 60:02d}:{second % 60:02d},123 INFO] {message}\n"
+
+
+def _onmt_report(step: int, second: int) -> str:
+    return _onmt(second, f"Step {step:2d}/10000; acc: 45.2; ppl: 30.1; xent: 3.4; lr: 0.00100; "
+                         f"sents:    3200; bsz: 1234/1456/32; 12345/13456 tok/s; {second:6d} sec;")
+
+
+ONMT_TRAINING = _onmt_report(100, 60) + _onmt_report(200, 120)
+BATCH_REMOVED = _onmt(130, "Step 250, cuda OOM - batch removed")
+KEY_ERROR = ("Traceback (most recent call last):\n"
+             '  File "/opt/OpenNMT-py/onmt/bin/train.py", line 71, in <module>\n'
+             "    main()\n"
+             "KeyError: 'src'\n")
+CANCELLED = "slurmstepd: error: *** JOB 4242 ON gpu07 CANCELLED AT 2024-06-01T10:05:00 ***\n"
+
+
+@pytest.mark.parametrize("acct", [None, FAILED])
+@pytest.mark.parametrize("end", [KEY_ERROR, CANCELLED], ids=["KeyError", "scancel"])
+def test_an_error_after_opennmts_removed_batch_is_not_its_oom(catalogue, acct, end):
+    """OpenNMT-py caught the OOM and skipped its batch: a later error is another one, not a GPU
+    memory exhaustion (its words `cuda OOM` no longer name the cause)."""
+    d = read_log(catalogue, ONMT_TRAINING + BATCH_REMOVED + end, acct)
+    assert d.class_id == "unknown_failure"
+    assert "cuda_oom" not in d.secondary
+
+
+def test_a_run_that_trains_on_after_opennmts_removed_batch_is_running(catalogue):
+    d = read_log(catalogue, ONMT_TRAINING + BATCH_REMOVED + _onmt_report(300, 180))
+    assert d.class_id == "none"
+
