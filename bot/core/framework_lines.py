@@ -9,7 +9,7 @@ Each says, in its own shape, which step of the training it is at, its pace and i
 bot.core.training_lines' `LineParser` asks `read_framework_line` first, then reads what is
 left of the line with its generic grammar (`key: value` tokens, bars, Hugging Face dicts).
 Some name no total on their progress lines but announce it before their loop: the parser
-keeps what such lines announced (`AnnouncedTargets`, filled by `announced_totals`) and hands it
+keeps what such lines announced (bot.core.announced_targets' `AnnouncedTargets`) and hands it
 to `read_framework_line`.
 """
 
@@ -17,10 +17,9 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
-from dataclasses import dataclass, replace
-from typing import TYPE_CHECKING, Literal
+from typing import TYPE_CHECKING
 
+from bot.core.announced_targets import AnnouncedTargets
 from bot.core.progress_bars import NUMBER, TQDM_BAR
 
 if TYPE_CHECKING:
@@ -88,49 +87,12 @@ _OPENMMLAB = re.compile(
     r"(?<![\w(])(Epoch|Iter)(?:\((\w+)\))?\s*(?:\[\s*(\d+)\]\s*)?"
     r"\[\s*(\d+)(?:/(\d+))?\]\s+[\w./-]+: ")
 _OPENMMLAB_ETA = re.compile(r"(?<![\w.])eta: ")
-# mmengine's by-epoch lines name no epoch total (LogProcessor pads the epoch to the width of
-# max_epochs, no more): Runner._log_env logs the config before the loop (`Config:` and its
-# pretty_text: Config._format_dict's `key=value` and `key=dict(…)`, sorted or as written, as
-# Python formatted by yapf (pep8, split_before_expression_after_opening_paren): a top-level
-# `max_epochs = 12` alone on its line where the config names one, and `train_cfg =
-# dict(max_epochs=12, type='EpochBasedTrainLoop', val_interval=1)`; a long one opened on a line
-# of its own, `train_cfg = dict(`, its keys on the lines after it (one a line, or several yapf
-# filled into one), each line ending in `,` or the call's `)`, a nested dict alike
-# (`    train_cfg=dict(`)): `_MMENGINE_MAX_EPOCHS` on a line of its own,
-# `_MMENGINE_MAX_EPOCHS_KEYS` on a line of keys only inside such a dict (`ConfigDictLines`), the
-# last one printed (train_cfg's, after the top-level one), the epochs announced
-# (`_TARGET_ANNOUNCEMENTS`) for the target of its `Epoch(train)` lines: the epochs' steps, as
-# many each as the line's epoch counts. A `max_epochs=12` among another call's arguments
-# (argparse's `Namespace(…)`, a `Trainer(…)`'s, on one line or, in a Python 3.13 traceback of
-# a call written one argument a line, alone on its line) is no mmengine config's.
-_MMENGINE_MAX_EPOCHS = re.compile(
-    r"^(?:max_epochs = (?=\d+$)"  # a top-level variable
-    # a key of a `dict(…)` call, past its other keys (a tuple's parentheses in their values)
-    r"|.*?(?<![\w.])dict\((?:[^()]|\([^()]*\))*?(?<![^(\s])max_epochs=(?=\d+[,)]))(\d+)")
-_MMENGINE_MAX_EPOCHS_KEYS = re.compile(r"^(?:\w+=[^=()]*, )*max_epochs=(\d+)(?:, .*)?[,)]$")
-# A config dump's dict opened on a line of its own by a top-level assignment (pep8's blanks
-# around its `=`, which a keyword argument has none of); the strings on its lines, whose
-# brackets are text, and the brackets that open and close its calls, lists and tuples.
-_CONFIG_DICT_OPENED = re.compile(r"^[A-Za-z_]\w* = dict\(")
-_CONFIG_STRING = re.compile(r"'(?:[^'\\]|\\.)*'|\"(?:[^\"\\]|\\.)*\"")
-_CONFIG_BRACKET = re.compile(r"(?<![\w.])dict\(|[(\[{)\]}]")
-# How each line of such a dict ends, yapf's lines being split after an opening bracket or a
-# comma, or closing brackets: `train_cfg = dict(`, `    max_epochs=12,`, `    ],`,
-# `    val_interval=10)`.
-_CONFIG_LINE_END = (",", "(", "[", "{", ")", "]", "}")
-# mmcv 1.x's `Epoch [E][i/n]` lines name no epoch total either: its EpochBasedRunner.run logs
-# it as it starts (open-mmlab/mmcv 1.x mmcv/runner/epoch_based_runner.py: `Start running, host:
-# …, work_dir: …`, then `workflow: %s, max: %d epochs`: `workflow: [('train', 1)], max: 12
-# epochs`), the max_epochs in force (the config's `runner = dict(type='EpochBasedRunner',
-# max_epochs=12)`, or before runner configs mmdet's top-level `total_epochs = 12`, which
-# tools/train.py passed to run() and its pretty_text prints alone on its line):
-# `_MMCV_MAX_EPOCHS`, `_MMCV_TOTAL_EPOCHS`, the epochs announced for its lines' target too.
-# LoggerHook's ignore_last (its default, mmcv's TextLoggerHook's too) leaves an epoch's last
-# steps past the last logging interval unlogged (`[12][7300/7330]` is the last epoch's last
-# line): CheckpointHook's save once the epoch is over says the rest (bot.core.diagnose.
-# quiet_ending, ends_in_final_save).
-_MMCV_MAX_EPOCHS = re.compile(r"(?<![\w:])workflow: \[.*\], max: (\d+) epochs$")
-_MMCV_TOTAL_EPOCHS = re.compile(r"^total_epochs = (\d+)$")
+# mmengine's and mmcv 1.x's by-epoch lines name no epoch total: their config dump or runner
+# announces it before the loop (bot.core.announced_targets), the epochs announced for their lines'
+# target. LoggerHook's ignore_last (its default, mmcv's TextLoggerHook's too) leaves an epoch's last
+# steps past the last logging interval unlogged (`[12][7300/7330]` is the last epoch's last line):
+# CheckpointHook's save once the epoch is over says the rest (bot.core.diagnose.quiet_ending,
+# ends_in_final_save).
 _OPENMMLAB_TIME = re.compile(rf"(?<![\w.])time: ({NUMBER})(?=,|\s|$)")
 _OPENMMLAB_MEM = re.compile(r"(?<![\w.])memory: (\d+)(?=,|\s|$)")
 # detectron2's inference_on_dataset (facebookresearch/detectron2 detectron2/evaluation/
@@ -183,13 +145,12 @@ _PADDLEOCR_PACE = re.compile(rf"(?<![\w])(?:avg_)?batch_cost: ({NUMBER}) s(?=,|\
 # 0 (`range(start_epoch, num_epochs)`): the steps done are the epochs before it (as many as this
 # one's) and this one's up to its update, `Time:` the update's seconds. The line names no epoch
 # total: main() logs it before the loop (`Scheduled epochs: 300. LR stepped per epoch.`, since
-# 2023 `Scheduled epochs: 300.` and the LR line apart): `_SCHEDULED_EPOCHS`, the epochs
-# announced (`_TARGET_ANNOUNCEMENTS`) for the target. After the loop, and after `except
+# 2023 `Scheduled epochs: 300.` and the LR line apart): the epochs announced
+# (bot.core.announced_targets) for the target. After the loop, and after `except
 # KeyboardInterrupt: pass` too, it logs `*** Best metric: 80.124 (epoch 289)`: a closing summary
 # only once the loop's count reached its target (bot.core.diagnose.closing_summary).
 _TIMM = re.compile(r"(?<![\w:])Train: (\d+) \[\s*(\d+)/(\d+) \(\s*\d+%\)\]\s+(?:\w[^:]*: )")
 _TIMM_TIME = re.compile(rf"(?<![\w/])Time: ({NUMBER})s, ")
-_SCHEDULED_EPOCHS = re.compile(r"(?<![\w:])Scheduled epochs: (\d+)(?:\.|$)")
 # BasicSR's MessageLogger (XPixelGroup/BasicSR basicsr/utils/logger.py 8d56e3a, which Real-ESRGAN,
 # NAFNet, Restormer, HAT and SwinIR's trainers run): `[{exp_name[:5]}..][epoch:{epoch:3d},
 # iter:{current_iter:8,d}, lr:({lr:.3e},…)] [eta: {timedelta}, time (data): {iter:.3f}
@@ -202,12 +163,11 @@ _SCHEDULED_EPOCHS = re.compile(r"(?<![\w:])Scheduled epochs: (\d+)(?:\.|$)")
 # `l_g`, `l_d`, … (StyleGAN2): the loss read is the first generator's term, the first `l_` key
 # that is no discriminator's (`l_d…`), as the log shows it. The line names no total:
 # create_train_val_dataloader logs it before the loop, in its `Training statistics:` record's
-# last line, `\tTotal epochs: {total_epochs}; iters: {total_iters}.`: `_BASICSR_TOTAL`, the
-# iterations announced (`_TARGET_ANNOUNCEMENTS`) for the target.
+# last line, `\tTotal epochs: {total_epochs}; iters: {total_iters}.`: the
+# iterations announced (bot.core.announced_targets) for the target.
 _BASICSR = re.compile(r"\[[^\[\]]{1,5}\.\.\]\[epoch:\s*(\d+), iter:\s*(\d{1,3}(?:,\d{3})*), lr:\(")
 _BASICSR_TIME = re.compile(rf"\btime \(data\): ({NUMBER}) \(")
 _BASICSR_LOSS = re.compile(rf"(?<![\w.])(l_\w+): ({NUMBER}|nan|inf)(?=\s|$)")
-_BASICSR_TOTAL = re.compile(r"(?<![\w:])Total epochs: \d+; iters: (\d+)\.")
 # nanoGPT's train.py (karpathy/nanoGPT train.py 3adf61e1): `iter {iter_num}: loss {lossf:.4f},
 # time {dt*1000:.2f}ms, mfu {running_mfu*100:.2f}%` every log_interval iterations, iter_num
 # counted from 0 up to max_iters itself (the loop breaks once iter_num passes max_iters, printing
@@ -215,7 +175,7 @@ _BASICSR_TOTAL = re.compile(r"(?<![\w:])Total epochs: \d+; iters: (\d+)\.")
 # each override, a `--max_iters=5000` argument's `Overriding: max_iters = 5000` and a config
 # file's text after `Overriding config with config/train_shakespeare_char.py:` (its
 # `max_iters = 5000` line), in the order they are run (the last one printed is the one in
-# force): `_NANOGPT_MAX_ITERS`, the iterations announced (`_TARGET_ANNOUNCEMENTS`) for the
+# force): the iterations announced (bot.core.announced_targets) for the
 # target. train.py's own default (600000) is printed nowhere: no target then. `time`
 # is that one iteration's milliseconds (`dt = t1 - t0; t0 = t1` at each iteration's end: one that
 # evaluated and saved first counts those too, the first one its compilation), the pace. Every
@@ -225,17 +185,16 @@ _NANOGPT = re.compile(
     rf"(?<![\w:])iter (\d+): loss (?:{NUMBER}|nan|inf), time ({NUMBER})ms, mfu ")
 _NANOGPT_EVAL = re.compile(
     rf"(?<![\w:])step \d+: train loss (?:{NUMBER}|nan|inf), val loss (?:{NUMBER}|nan|inf)$")
-_NANOGPT_MAX_ITERS = re.compile(r"^(?:Overriding: )?max_iters = (\d+)\s*(?:#.*)?$")
 # StyleGAN2-ADA's and StyleGAN3's training_loop (NVlabs/stylegan2-ada-pytorch training/
 # training_loop.py d72cc7d041b4; stylegan3's alike): each tick's `tick {cur_tick:<5d} kimg
 # {cur_nimg / 1e3:<8.1f} time {format_time:<12s} sec/tick {:<7.1f} sec/kimg {:<7.2f} …`, the
 # thousands of images shown so far (kimg) counted as its iterations and its seconds per kimg as
 # the pace. The line names no total: the loop announces it first, `Training for {total_kimg}
-# kimg...`, and runs until cur_nimg >= total_kimg * 1000; its last tick, at that total (a batch's
-# images past it at most), is then logged, a last snapshot and metrics follow and `Exiting...`.
+# kimg...` (bot.core.announced_targets), and runs until cur_nimg >= total_kimg * 1000; its
+# last tick, at that total (a batch's images past it at most), is then logged, a last snapshot
+# and metrics follow and `Exiting...`.
 # The kimg are counted down to whole ones: a tick at the total is the loop's last
 _STYLEGAN_TICK = re.compile(rf"^tick (\d+) +kimg ({NUMBER}) +time .+ sec/kimg ({NUMBER}) ")
-_STYLEGAN_TOTAL_KIMG = re.compile(r"^Training for (\d+) kimg\.\.\.$")
 # OpenPCDet's train_one_epoch (open-mmlab/OpenPCDet tools/train_utils/train_utils.py
 # 8cacccec11db), unless tools/train.py ran with --use_tqdm_to_record: `Train:
 # {cur_epoch+1:>4d}/{total_epochs} ({:>3.0f}%) [{cur_it:>4d}/{total_it_each_epoch} ({:>3.0f}%)]
@@ -311,14 +270,13 @@ _MONAI = re.compile(r"(?<![\w:])Epoch: (\d+)/(\d+), Iter: (\d+)/(\d+) --(?= |$)"
 # steps_per_epoch, max_steps_per_epoch already in the bar's total); the epochs are printed
 # before the loop, in config.log_config's dump (`Running FullFinetuneRecipeSingleDevice with
 # resolved config:`, then OmegaConf.to_yaml of the config, keys sorted): `epochs: 3` alone on
-# its line, `_TORCHTUNE_EPOCHS`, the epochs announced (`_TARGET_ANNOUNCEMENTS`) for the target
-# only inside that dump (`ResolvedConfigLines`: another program's YAML `epochs: 3` is no run's
-# total of such bars; the banner also starts a run, bot.core.training_lines.TRAINING_START).
+# its line, the epochs announced (bot.core.announced_targets) for the target only inside
+# that dump (its `ResolvedConfigLines`: another program's YAML `epochs: 3` is no run's total
+# of such bars; the banner also starts a run, bot.core.training_lines.TRAINING_START).
 # After the loop only the checkpointer's final save speaks (`Saving final epoch checkpoint.`, the
 # catalogue's marker); its metric logger writes a file (DiskLogger) unless configured to stdout
 # (StdoutLogger's `Step 1000 | loss:0.8123 lr:2e-05 …`, the generic grammar's).
 _TORCHTUNE_BAR = re.compile(rf"^(\d+)\|(\d+)(?:\|Loss: ({NUMBER}|nan|inf))?: *\d{{1,3}}%\|")
-_TORCHTUNE_EPOCHS = re.compile(r"^epochs: (\d+)$")
 # The distributed recipes' validation (recipes/full_finetune_distributed.py,
 # lora_finetune_distributed.py, qat_distributed.py: validate(), run every run_val_every_n_steps
 # steps): rank zero logs `f"Validation loss: {avg_val_loss:.4f}"` (`inf` with no tokens), a
@@ -326,10 +284,6 @@ _TORCHTUNE_EPOCHS = re.compile(r"^epochs: (\d+)$")
 # logger's prefix if any (logged after a bar's refresh, it may also follow the bar's draw on its
 # line: that line's figures are the bar's)
 _TORCHTUNE_VALIDATION = re.compile(rf"(?:^|:)Validation loss: (?:{NUMBER}|nan|inf)$")
-# config.log_config's banner (after its logger's prefix, if any: `INFO:torchtune.utils._logging:`)
-# and a line of the YAML dump after it, stripped (`key: value`, `key:`, a list's `- item`)
-_TORCHTUNE_RESOLVED_CONFIG = re.compile(r"(?:^|:)Running \w+ with resolved config:$")
-_YAML_LINE = re.compile(r"^(?:[\w.-]+:(?: .*)?|- .*|-)$")
 
 # MosaicML composer's Trainer (mosaicml/composer 6405188805a0). Its ProgressBarLogger, on by
 # default (progress_bar=True; composer/loggers/progress_bar_logger.py, _build_pbar), draws tqdm
@@ -362,119 +316,7 @@ _COMPOSER_EVAL = re.compile(r"^\[Eval batch=(\d+)/(\d+)\] Eval on \S+ data(:?)$"
 _COMPOSER_LABEL_WIDTH = 15
 _COMPOSER_TRAINING_PERCENT_END = _COMPOSER_LABEL_WIDTH + 14 + 4
 
-#: What an announced total counts: the name of its `AnnouncedTargets` field.
-Counted = Literal["epochs", "iterations"]
-
-
-@dataclass(frozen=True, slots=True)
-class AnnouncedTargets:
-    """The totals a framework announced, before its training loop, that the loop would run, by
-    what they count (None: none announced): the epochs (timm's `Scheduled epochs: 300.`,
-    mmengine's config's `max_epochs=12`) and the iterations (BasicSR's `Total epochs: 80; iters:
-    400000.`, nanoGPT's `Overriding: max_iters = 5000`). The framework's progress lines name
-    their step, not that total: `read_framework_line` takes their target from here."""
-
-    epochs: int | None = None
-    iterations: int | None = None
-
-    def with_total(self, counted: Counted, total: int) -> AnnouncedTargets:
-        """These targets with `total` as the one announced for what it counts."""
-        return replace(self, **{counted: total})
-
-
 _NONE_ANNOUNCED = AnnouncedTargets()
-
-#: Where a line announces a total: on any line, only inside a config dump's dict opened on a
-#: line before it (mmengine's, `ConfigDictLines`), or only inside torchtune's resolved config
-#: (`ResolvedConfigLines`).
-Where = Literal["any line", "config dict", "resolved config"]
-
-#: The lines in which a framework announces its training's total before its loop: a text the
-#: line holds (tested before the pattern), the pattern (group 1: the total), what the total
-#: counts and where the line announces it (`Where`). A new framework's announcement is a row
-#: here.
-_TARGET_ANNOUNCEMENTS: tuple[tuple[str, re.Pattern[str], Counted, Where], ...] = (
-    ("Scheduled epochs: ", _SCHEDULED_EPOCHS, "epochs", "any line"),  # timm
-    ("Total epochs: ", _BASICSR_TOTAL, "iterations", "any line"),  # BasicSR
-    ("max_iters = ", _NANOGPT_MAX_ITERS, "iterations", "any line"),  # nanoGPT
-    ("Training for ", _STYLEGAN_TOTAL_KIMG, "iterations", "any line"),  # StyleGAN2-ADA, StyleGAN3
-    ("epochs: ", _TORCHTUNE_EPOCHS, "epochs", "resolved config"),  # torchtune's config dump
-    ("max_epochs", _MMENGINE_MAX_EPOCHS, "epochs", "any line"),  # mmengine's config
-    ("max_epochs", _MMENGINE_MAX_EPOCHS_KEYS, "epochs", "config dict"),  # its long dicts' keys
-    ("workflow: ", _MMCV_MAX_EPOCHS, "epochs", "any line"),  # mmcv 1.x's EpochBasedRunner
-    ("total_epochs = ", _MMCV_TOTAL_EPOCHS, "epochs", "any line"),  # its older configs
-)
-
-#: The texts that mark a line announcing a total (`_TARGET_ANNOUNCEMENTS`) or opening the dump
-#: some announce in (torchtune's banner), for a locator of such lines (bot.core.metrics, in a
-#: series read sparsely).
-ANNOUNCEMENT_MARKERS = (*dict.fromkeys(marker for marker, *_ in _TARGET_ANNOUNCEMENTS),
-                        " with resolved config:")
-
-
-def announced_totals(body: str, *, inside: frozenset[Where] = frozenset()
-                     ) -> Iterator[tuple[Counted, int]]:
-    """The totals a line's message `body` announces (`_TARGET_ANNOUNCEMENTS`; `inside`: the
-    dumps the line is inside of, besides `any line`), each with what it counts, in the table's
-    order and one at a time: one read stands when a later one's number is too long for `int`
-    (the line parser then drops the line, as any such line)."""
-    for marker, pattern, counted, where in _TARGET_ANNOUNCEMENTS:
-        if (marker in body and (where == "any line" or where in inside)
-                and (m := pattern.search(body)) is not None):
-            yield counted, int(m.group(1))
-
-
-class ConfigDictLines:
-    """Where a log's consecutive lines stand in a config dump's long dict (mmengine's and
-    mmcv's Config.pretty_text: `train_cfg = dict(` on a line of its own, its keys on the lines
-    after it up to its `)`): `inside` is fed each line's message in order and says whether the
-    line is one of that dict's, or of a dict nested in it, right inside a `dict(` (not in a
-    list or a tuple of it). A line that does not follow the one fed before (a log read
-    sparsely, or backwards) starts afresh: a key line alone is inside no dict. So does a line
-    that is no config line (`_CONFIG_LINE_END`: the logger's next record, a training line), so
-    a dict the log leaves open (its closing lines lost) ends there, not at the log's end."""
-
-    def __init__(self) -> None:
-        self._open: list[str] = []  # the brackets open, the innermost last (`dict(`, `(`, …)
-        self._next_line: int | None = None
-
-    def inside(self, body: str, line_no: int) -> bool:
-        """Whether the line `line_no` (its message `body`) is inside a config dump's dict, by
-        the brackets the lines before it left open; its own are then counted for the next."""
-        if line_no != self._next_line or not body.endswith(_CONFIG_LINE_END):
-            self._open = []
-        self._next_line = line_no + 1
-        inside = bool(self._open) and self._open[-1] == "dict("
-        # every line the parser reads comes here: a substring test leaves the regex the lines
-        # that may open a dict
-        if self._open or ("dict(" in body and _CONFIG_DICT_OPENED.match(body) is not None):
-            for bracket in _CONFIG_BRACKET.findall(_CONFIG_STRING.sub("", body)):
-                if bracket[-1] in "([{":
-                    self._open.append(bracket)
-                elif self._open:
-                    self._open.pop()
-        return inside
-
-
-class ResolvedConfigLines:
-    """Whether a log's lines are inside torchtune's resolved config (config.log_config's
-    `Running FullFinetuneRecipeSingleDevice with resolved config:`, then OmegaConf.to_yaml's
-    lines): `inside` is fed the messages of the lines in order (blank ones never are) and says
-    whether the line is one of the YAML lines after that banner, up to the first line that is
-    none (`key: value`, `key:`, `- item`: the next log line). A series read sparsely feeds the
-    banner and the announcing lines it located (bot.core.metrics); the lines between them it
-    does not read keep the dump open."""
-
-    def __init__(self) -> None:
-        self._open = False
-
-    def inside(self, body: str) -> bool:
-        """Whether the line of message `body` is one of the dump's."""
-        if " with resolved config:" in body and _TORCHTUNE_RESOLVED_CONFIG.search(body):
-            self._open = True
-            return False
-        self._open = self._open and _YAML_LINE.match(body) is not None
-        return self._open
 
 
 def openpcdet_epochs_bar_total(body: str) -> int | None:

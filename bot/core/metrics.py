@@ -30,7 +30,8 @@ from typing import Any
 
 import numpy as np
 
-from bot.core.framework_lines import ANNOUNCEMENT_MARKERS, EVALUATION_MARKERS
+from bot.core.announced_targets import ANNOUNCEMENT_MARKERS
+from bot.core.framework_lines import EVALUATION_MARKERS
 from bot.core.line_time import message_after_time, split_line
 from bot.core.progress_bars import drawn_count, summed_up_later
 from bot.core.training_lines import (

@@ -7,7 +7,8 @@ line's time and the launcher's prefixes (a bar's label starts there). Where thos
 time the line gives is bot.core.line_time's; which bars are not training (start-up bars, an
 evaluation's own bar) or count one epoch's batches is bot.core.progress_bars'; what named
 frameworks' own loggers print (torchvision's MetricLogger, OpenMMLab's runners) is
-bot.core.framework_lines'. `LineParser` turns a line into a `Sample` and/or a
+bot.core.framework_lines', the totals some announce before their loop
+bot.core.announced_targets'. `LineParser` turns a line into a `Sample` and/or a
 `CheckpointEvent`; bot.core.metrics keeps them as a bounded series.
 """
 
@@ -18,14 +19,16 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from bot.core.framework_lines import (
-    MASKRCNN_EVALUATION_START,
+from bot.core.announced_targets import (
     AnnouncedTargets,
     ConfigDictLines,
     Counted,
     ResolvedConfigLines,
     Where,
     announced_totals,
+)
+from bot.core.framework_lines import (
+    MASKRCNN_EVALUATION_START,
     is_openpcdet_train_bar,
     openpcdet_epochs_bar_total,
     read_framework_line,
@@ -103,14 +106,14 @@ _CELL_GAP = r"(?:\x1b\[[0-9;]*m| )+"
 #:   \x1b[0m…`)
 #: - StyleGAN2-ADA's and StyleGAN3's `Training for 25000 kimg...` (NVlabs/stylegan2-ada-pytorch
 #:   training/training_loop.py, training_loop: once, right before its loop; also the total its
-#:   tick lines are read against, bot.core.framework_lines)
+#:   tick lines are read against, bot.core.announced_targets)
 #: - OpenPCDet's `**********************Start training cfgs/kitti_models/pointpillar(default)
 #:   **********************` (open-mmlab/OpenPCDet tools/train.py 8cacccec11db, main: once,
 #:   right before train_model; 22 stars each side, since 405730d 2020-06)
 #: - torchtune's `Running FullFinetuneRecipeSingleDevice with resolved config:` (pytorch/torchtune
 #:   torchtune/config/_utils.py bd2a0fc7c314, log_config: each recipe's recipe_main logs it once,
 #:   on rank zero, before its recipe's setup; its config dump follows, whose `epochs: 3` is the
-#:   run's, bot.core.framework_lines)
+#:   run's, bot.core.announced_targets)
 #: Unanchored (bot.core.metrics scans raw lines, with their prefixes, for it).
 #: A rerun that crashes before its banner (at import, loading its data or model) is read with
 #: the run before it: nothing it prints is safely a new process's. An import-time crash prints
@@ -258,7 +261,8 @@ class LineParser:
     """Parses one line into a `Sample` and/or a `CheckpointEvent`; stateful for time (`clock`),
     for what the log's progress bars have shown (`bars`: bot.core.progress_bars, which says
     which bars are the training's progress) and for the totals a framework announced before
-    its loop (`targets`: bot.core.framework_lines, whose lines take their target from them)."""
+    its loop (`targets`: bot.core.announced_targets; bot.core.framework_lines' lines take their
+    target from them)."""
 
     def __init__(self, extra_patterns: Sequence[str | re.Pattern[str]] = ()) -> None:
         self.clock = LogClock()
