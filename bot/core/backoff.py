@@ -12,8 +12,9 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 MAX_SKIPPED = 16  # chances skipped at most between two tries (8.5 min at a 30-s tick)
-# tries of a post whose thread is not there (its run's root message never posted) before it is
-# given up: at 0, 2, 5, 10, 19, 36, 53 and 70 chances (35 min at a 30-s tick)
+# tries of a post whose thread is not there (its run's root message never posted, or failing
+# at each try) before it is given up: at 0, 2, 5, 10, 19, 36, 53 and 70 chances (35 min at a
+# 30-s tick)
 THREADLESS_TRIES = 8
 
 
@@ -70,7 +71,8 @@ class Backoffs:
 # the post, or to its lookup, in a way the next chance will not change: the bot out of the
 # channel, the channel gone or archived, a scope missing); `rejected` (the chat refused the
 # message itself, its size or its blocks: the same message will never be taken);
-# `threadless` (not sent: its run's thread is not there, its root message never posted);
+# `threadless` (not sent: its run's thread is not there, its root message never posted or
+# its try failed for now: a 5xx, a rate limit outlasting the client's retries);
 # `root_refused` (not sent: the chat refused its run's root message, tried again for it: the
 # thread will not come by itself, so waiting for it would only hold the run back);
 # `channelless` (not sent: its run's root message was never posted and the run has no

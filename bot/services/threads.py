@@ -238,19 +238,18 @@ def say_in_thread(ctx: BotContext, chain_id: int, key: str, words: str, tries: B
     - "posted": the thread has it;
     - "later": not posted, tried again once its backoff allows: a transient failure (a 5xx,
       a rate limit outlasting the client's retries), or its run's root claimed by another
-      try or failed for now (`Rooted.for_now`: never given up for it), at the next chance;
-      Slack refusing the
+      try (`Rooted.claimed`: never given up for it), at the next chance; Slack refusing the
       post or its lookup (PostRefused, LookupRefused: the bot out of the channel, the
       channel gone or archived, a scope missing), or no thread yet (its run's root message
-      not posted: tried first, `open_thread`, once per tick for all of its replies: `roots`,
-      the caller's tick's, else this reply's own), after 1, 2, 4, 8, at most 16 chances
-      skipped;
+      not posted, or its try failed for now: tried first, `open_thread`, once per tick for
+      all of its replies: `roots`, the caller's tick's, else this reply's own), after 1, 2,
+      4, 8, at most 16 chances skipped;
     - "given_up": never tried again: Slack rejected the message itself (MessageRefused:
       msg_too_long, invalid_blocks …, which no later try changes); its run's root message,
       refused by Slack, refused again when tried for it, or with no channel to go to
       (`open_thread`: that thread will not come by itself, and waiting for it would hold the
       run back: its job's result, its chain's status, its automatic resubmit); or still no
-      thread after THREADLESS_TRIES tries.
+      thread after THREADLESS_TRIES tries (its root not there, or failed at each of them).
     Logged here, for every kind (`what` names it: "note", "notice", "incident" …): a
     failure series once, at its first try, naming the run, the channel, the thread and
     Slack's error (its later tries at debug); and once when it ends: posted after failures,
@@ -268,7 +267,7 @@ def say_in_thread(ctx: BotContext, chain_id: int, key: str, words: str, tries: B
     fate: Fate = post_fate(error) if threaded else \
         "root_refused" if rooted.refused is not None else \
         "channelless" if rooted.no_channel is not None else \
-        "failed" if rooted.for_now else "threadless"
+        "failed" if rooted.claimed else "threadless"
     after = after_try(tries, key, fate)
     if after.outcome == "posted":
         if after.recovered:
@@ -289,19 +288,17 @@ def say_in_thread(ctx: BotContext, chain_id: int, key: str, words: str, tries: B
                         rooted.no_channel, words)
         else:
             log.warning("%s: the %s %s is given up after %d tries: its run has no thread (its "
-                        "root message was never posted); it said: %s", run, what, key,
-                        after.failed, words)
+                        "root message %s); it said: %s", run, what, key, after.failed,
+                        _unposted(rooted, "was never posted"), words)
         return "given_up"
     level = logging.WARNING if after.first_failure else logging.DEBUG
     if fate == "threadless":
-        log.log(level, "%s: the %s %s waits for its thread (its run's root message is not "
-                "posted): tried again after %d chance(s), given up after %d tries", run, what,
-                key, after.skip, THREADLESS_TRIES)
+        log.log(level, "%s: the %s %s waits for its thread (its run's root message %s): "
+                "tried again after %d chance(s), given up after %d tries", run, what, key,
+                _unposted(rooted, "is not posted"), after.skip, THREADLESS_TRIES)
     elif fate == "failed" and not threaded:
-        log.log(level, "%s: the %s %s waits for its thread (its run's root message %s): tried "
-                "again at the next chance", run, what, key,
-                "is being posted by another try" if rooted.claimed else
-                "could not be posted for now")
+        log.log(level, "%s: the %s %s waits for its thread (its run's root message is being "
+                "posted by another try): tried again at the next chance", run, what, key)
     elif fate == "failed":
         log.log(level, "%s: could not post the %s %s %s: %s; tried again at the next chance",
                 run, what, key, where, error)
@@ -314,6 +311,12 @@ def say_in_thread(ctx: BotContext, chain_id: int, key: str, words: str, tries: B
     return "later"
 
 
+def _unposted(rooted: Rooted, not_there: str) -> str:
+    """Why a run's root message is not there, as `say_in_thread`'s log says it: its try
+    failed (a 5xx, a rate limit outlasting the client's retries), else `not_there`."""
+    return "could not be posted: Slack failed its try" if rooted.failed else not_there
+
+
 @dataclass(frozen=True)
 class Rooted:
     """What `open_thread` left of a run's thread: `open` once its root message is posted;
@@ -321,20 +324,17 @@ class Rooted:
     root) or `no_channel` (the configuration key that gives the run a channel); neither: a
     transient failure (logged: `failed`), or no root to post yet (no attempt in the store);
     `claimed`: another try (this replica's or another's) is posting it now, not tried here.
-    A claimed or failed root is one whose thread may come at the next chance (`for_now`):
-    its replies wait for it, never given up for it (only a root not there counts toward
-    bot.core.backoff.THREADLESS_TRIES)."""
+    A claimed or failed root is one whose thread may come at the next chance. A claimed
+    one's replies wait for it at every chance, never given up for it (the claim
+    lapses by its hold); a failed one counts toward bot.core.backoff.THREADLESS_TRIES as a
+    root not there does (its replies tried again after 1, 2, 4 … chances, given up after
+    that many tries: a Slack that keeps failing it is not tried at every chance for ever)."""
 
     open: bool
     refused: PostRefused | None = None
     no_channel: str | None = None
     claimed: bool = False
     failed: bool = False
-
-    @property
-    def for_now(self) -> bool:
-        """Not open for now only: claimed by another try, or its try failed for now."""
-        return self.claimed or self.failed
 
 
 class RootTries:

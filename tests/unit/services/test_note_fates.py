@@ -151,14 +151,25 @@ def outbox_state(run: Run, key: str) -> Callable[[], str]:
     return lambda: present(run.ctx.store.incidents.get(key)).state
 
 
+def tick(outbox: Outbox, event: WatchEvent, class_id: str, *, ok: bool
+         ) -> Callable[[int], None]:
+    """A watcher's i-th tick (a minute apart) that emits `event` again: the tick begins
+    (its roots of thread-less runs tried again), then the event is published."""
+
+    def chance(i: int) -> None:
+        outbox.new_tick()
+        outbox.emit(event, class_id, T0 + 60 * i, TickReport(ok=ok))
+
+    return chance
+
+
 def watcher_note(run: Run) -> Note:
     """A held job's note, emitted again at each tick (its job still held)."""
     outbox = Outbox("dev", store=run.ctx.store, sink=ThreadEvents(run.ctx))
     key = "dev:88154:held:1"
     event = WatchEvent("held", key, "dev", "job 88154 has been held (JobHeldAdmin)",
                        run.chain_id, "88154", "mix", text_only=True)
-    return Note(key, lambda i: outbox.emit(event, "held", T0 + 60 * i, TickReport(ok=True)),
-                outbox_state(run, key))
+    return Note(key, tick(outbox, event, "held", ok=True), outbox_state(run, key))
 
 
 def diagnosis(class_id: str, last_iter: int) -> Diagnosis:
@@ -174,8 +185,7 @@ def watcher_reply(run: Run, event: WatchEvent, class_id: str, *,
     until its incident is posted; a stall while it is seen)."""
     outbox = Outbox("dev", store=run.ctx.store,
                     sink=ThreadEvents(run.ctx, forensics=forensics))
-    return Note(event.key,
-                lambda i: outbox.emit(event, class_id, T0 + 60 * i, TickReport(ok=True)),
+    return Note(event.key, tick(outbox, event, class_id, ok=True),
                 outbox_state(run, event.key))
 
 
@@ -217,8 +227,7 @@ def outage_notice(run: Run) -> Note:
     event = WatchEvent("cluster_unreachable", "cluster:dev:down:1", "dev",
                        "cluster dev unreachable for 3 ticks", text_only=True)
     return Note(f"cluster:dev:down:1:chain:{run.chain_id}",
-                lambda i: outbox.emit(event, "cluster_unreachable", T0 + 60 * i,
-                                      TickReport(ok=False)),
+                tick(outbox, event, "cluster_unreachable", ok=False),
                 outbox_state(run, "cluster:dev:down:1"))
 
 
@@ -384,7 +393,8 @@ def test_a_note_whose_run_has_no_thread_waits_for_it_and_is_posted_once(
     """The run's root message is not posted (Slack answers 500 to every attempt when the
     note's first try posts it): the note is not taken as posted (before, it was logged and
     marked posted, and the thread never heard it), and nothing is sent. Its root failed for
-    now, the next chance (1) tries it again and posts the note under it, once."""
+    now, a later chance (after its backoff) tries it again and posts the note under it,
+    once."""
     make_note, run_kw = KINDS[kind]
     run = make_run(slack, store, **run_kw)
     note = make_note(run)
@@ -400,6 +410,36 @@ def test_a_note_whose_run_has_no_thread_waits_for_it_and_is_posted_once(
     assert len(tries(slack, note.key)) == 1 and note.state() == "posted"
     assert [m for m in slack.replies(PRIVATE, root)
             if (m.get("metadata") or {}).get("event_payload", {}).get("key") == note.key]
+
+
+@pytest.mark.parametrize("kind", KINDS)
+def test_a_reply_whose_runs_root_slack_keeps_failing_is_given_up_after_the_threadless_tries(
+        slack: SlackStandIn, store: Store, caplog: Any, kind: str) -> None:
+    """Slack answers 500 to every post of the run's root message, for good: the root is
+    tried with the reply's tries only, after 1, 2, 4, 8, at most 16 chances skipped, and
+    after THREADLESS_TRIES of them (about 35 min at a 30-s tick) the reply is given up as
+    one whose root is not there: its publisher records it dropped, one warning says so,
+    and its later chances try nothing. Before, the root was tried at every chance for
+    ever and the reply never given up."""
+    make_note, run_kw = KINDS[kind]
+    run = make_run(slack, store, **run_kw)
+    note = make_note(run)
+    slack.fail_next("chat.postMessage", status=500, count=10 ** 6)
+    caplog.set_level(logging.DEBUG)
+    root_tried_at = []  # the chances Slack was called at: the root's tries (all fail)
+    for i in range(90):
+        before = len(slack.requests)
+        note.chance(i)
+        if len(slack.requests) > before:
+            root_tried_at.append(i)
+        assert note.state() == ("dropped" if i >= 70 else "pending"), i
+    assert root_tried_at == [0, 2, 5, 10, 19, 36, 53, 70]
+    assert THREADLESS_TRIES == len(root_tried_at) and tries(slack, note.key) == []
+    *_, said = warnings(caplog, note.key)
+    assert said.startswith(f"chain {run.chain_id} (mix): ") and note.key in said
+    assert f"given up after {THREADLESS_TRIES} tries" in said
+    assert "could not be posted: Slack failed its try" in said
+    assert [w for w in warnings(caplog, note.key) if "is given up" in w] == [said]
 
 
 @pytest.mark.parametrize("kind", KINDS)
@@ -787,8 +827,8 @@ def test_a_threadless_runs_replies_in_one_tick_try_its_root_once(
     replies pending in the watcher's outbox, a held note and a stall prompt: each tick tries
     the root once for both (the poster's attempts of one try), not once per reply; once
     Slack takes it, a tick posts one root and both replies under it. A root failed for now
-    is tried at each tick and its replies wait for it past THREADLESS_TRIES ticks (before,
-    they were given up then)."""
+    is tried with its replies' tries (after 1, 2, 4 … ticks skipped, as a root not there),
+    not at every tick for ever (bot.core.backoff.THREADLESS_TRIES)."""
     run = make_run(slack, store)
     outbox = Outbox("dev", store=store, sink=ThreadEvents(run.ctx))
     dec = Decision(DecisionKind.WARN, "no progress for 40 min", "hang",
@@ -810,12 +850,11 @@ def test_a_threadless_runs_replies_in_one_tick_try_its_root_once(
     slack.fail_next("chat.postMessage", status=500, count=2 * attempts)
     tick(0)
     assert len(tries(slack, root_key)) == attempts  # one try: the poster's attempts
-    tick(1)  # a root failed for now: tried again at the next tick
+    tick(1)  # its replies' backoff: this tick skipped
+    assert len(tries(slack, root_key)) == attempts
+    tick(2)  # tried again, once for both
     assert len(tries(slack, root_key)) == 2 * attempts
-    slack.fail_next("chat.postMessage", status=500, count=THREADLESS_TRIES * attempts)
-    for i in range(2, 2 + THREADLESS_TRIES):  # failed for now: never given up for it
-        tick(i)
-    for i in range(2 + THREADLESS_TRIES, 8 + THREADLESS_TRIES):
+    for i in range(3, 8):
         tick(i)
     [root] = slack.root_messages(PRIVATE)
     assert [len(in_thread(slack, root["ts"], e.key)) for e, _ in events] == [1, 1]
