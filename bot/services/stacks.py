@@ -52,7 +52,7 @@ from bot.core.stacks import (
 from bot.core.text import N_
 from bot.probes.stacks import collect_stacks
 from bot.services.ports import SFTP, BotContext, ClusterSessions, LeaseLost
-from bot.services.threads import has_thread, post_or_keep, render
+from bot.services.threads import Attachment, has_thread, post_or_keep, render
 
 if TYPE_CHECKING:
     from bot.core.sampler_series import SamplerSeries
@@ -195,26 +195,17 @@ def post_stacks(ctx: BotContext, chain_id: int | None, key: str, report: StackRe
                 recipe: str | None = None) -> bool:
     """The summary (or the one line saying why there is none) under `key` in the chain's
     thread, and the full dump as a file (`key:dump`); True once reported: posted, or, when
-    the post failed, kept for the thread (bot.services.threads.post_or_keep: the `prompts`
-    job posts it later, without the file), so they are not collected again; False when
-    there is no thread. A failed upload only loses the file."""
+    the post failed, kept for the thread with the dump (bot.services.threads.post_or_keep:
+    the `prompts` job posts it later, then the file), so they are not collected again; False
+    when there is no thread. A failed upload only loses the file."""
     if not has_thread(ctx, chain_id):
         return False
     assert chain_id is not None and ctx.sink is not None
     blocks, text = render(ctx, "stacks", recipe, report.to_view())
-    if not post_or_keep(ctx, chain_id, key, blocks, text):
-        return True  # kept: posted by the `prompts` job
-    upload = getattr(ctx.sink, "upload_file", None)  # test recorders cannot upload
-    if report.dump and upload is not None:
-        try:
-            upload(chain_id, f"{key}:dump", report.dump.encode(),
-                                 f"stacks-{report.job_id}.txt",
-                                 f"Python stacks · job {report.job_id}")
-        except LeaseLost:
-            raise
-        except Exception as exc:  # noqa: BLE001 - the summary is posted; the file is extra
-            log.warning("%s: uploading the stack dump failed: %s", key, exc)
-    return True
+    dump = Attachment(f"{key}:dump", report.dump, f"stacks-{report.job_id}.txt",
+                      f"Python stacks · job {report.job_id}") if report.dump else None
+    post_or_keep(ctx, chain_id, key, blocks, text, attachment=dump)
+    return True  # posted, or kept (posted with its file by the `prompts` job)
 
 
 class Forensics:

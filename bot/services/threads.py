@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from typing import Any, Literal
 
 from bot.config import Config
@@ -31,6 +31,7 @@ from bot.services.leases import process_holder, process_judge
 from bot.services.ports import (
     Blocks,
     BotContext,
+    LeaseLost,
     LookupRefused,
     MessageRefused,
     PostError,
@@ -48,6 +49,20 @@ MAX_SECTION = 3000
 THREAD_NOTE = "thread_note"
 # what became of a note's try (`say_note`): "deferred" when it was not made (its backoff)
 Said = Literal["posted", "later", "given_up", "deferred"]
+# the longest file a kept reply keeps for its later post (in the store, read at each run of
+# the `prompts` job); a longer one is shared only with a reply posted at once
+MAX_KEPT_FILE_CHARS = 2 << 20
+
+
+@dataclass(frozen=True)
+class Attachment:
+    """A text file shared in the thread under its reply once the reply is posted (a stall's
+    full stack dump), once by `key`."""
+
+    key: str
+    text: str
+    filename: str
+    title: str
 
 
 def lang_of(config: Config, recipe: str | None, channel: str | None = None) -> str:
@@ -148,23 +163,52 @@ def thread_note(ctx: BotContext, chain_id: int | None, key: str, text: str) -> b
     return _say_kept(ctx, _keep(ctx, chain_id, key, {"kind": "note", "text": text}))
 
 
-def keep_reply(ctx: BotContext, chain_id: int, key: str, blocks: Blocks, text: str) -> None:
+def keep_reply(ctx: BotContext, chain_id: int, key: str, blocks: Blocks, text: str, *,
+               attachment: Attachment | None = None) -> None:
     """Keep the reply `blocks` (`text`: its fallback) for the chain's thread, not tried now:
     kept in the store as `thread_note`'s notes are (class `THREAD_NOTE`, `pending`), posted
     once (by key) under the run's root by the `prompts` job (`say_pending_notes`) once the
-    thread is there (a run whose root another try is posting: `Rooted.claimed`)."""
-    _keep(ctx, chain_id, key, {"kind": "reply", "text": text, "blocks": blocks})
+    thread is there (a run whose root another try is posting: `Rooted.claimed`), and its
+    `attachment` shared after it (kept with it, so a bot restarted since shares it too; one
+    longer than MAX_KEPT_FILE_CHARS is not kept: logged)."""
+    said: dict[str, Any] = {"kind": "reply", "text": text, "blocks": blocks}
+    if attachment is not None and len(attachment.text) <= MAX_KEPT_FILE_CHARS:
+        said["file"] = asdict(attachment)
+    elif attachment is not None:
+        log.warning("%s: %s (%d characters) is too long to keep for the reply's later post: "
+                    "the reply goes without it", key, attachment.filename, len(attachment.text))
+    _keep(ctx, chain_id, key, said)
 
 
-def post_or_keep(ctx: BotContext, chain_id: int, key: str, blocks: Blocks, text: str) -> bool:
-    """Post the reply `blocks` now (`post_safely`); one not taken (a 5xx, Slack refusing it)
-    is kept for the thread (`keep_reply`), tried again by the `prompts` job with the kept
-    notes' backoff (bot.core.backoff.after_try), so a reply that nothing else tries again
-    (the stacks of a stall whose prompt is posted) is not lost. True when posted now."""
+def post_or_keep(ctx: BotContext, chain_id: int, key: str, blocks: Blocks, text: str, *,
+                 attachment: Attachment | None = None) -> bool:
+    """Post the reply `blocks` now (`post_safely`), then share its `attachment`
+    (`share_attachment`); one not taken (a 5xx, Slack refusing it) is kept for the thread
+    with its attachment (`keep_reply`), tried again by the `prompts` job with the kept notes'
+    backoff (bot.core.backoff.after_try), so a reply that nothing else tries again (the
+    stacks of a stall whose prompt is posted) is not lost. True when posted now."""
     if post_safely(ctx, "reply", chain_id, key, blocks, text) is not None:
+        if attachment is not None:
+            share_attachment(ctx, chain_id, attachment)
         return True
-    keep_reply(ctx, chain_id, key, blocks, text)
+    keep_reply(ctx, chain_id, key, blocks, text, attachment=attachment)
     return False
+
+
+def share_attachment(ctx: BotContext, chain_id: int, attachment: Attachment) -> None:
+    """Share `attachment` once (by its key) in the chain's thread, through the thread
+    writer's upload (its attempts and deadline: a post's); a failed upload is logged and
+    only loses the file, its reply being posted."""
+    upload = getattr(ctx.sink, "upload_file", None)  # test recorders cannot upload
+    if upload is None:
+        return
+    try:
+        upload(chain_id, attachment.key, attachment.text.encode(), attachment.filename,
+               attachment.title)
+    except LeaseLost:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the reply is posted; the file is extra
+        log.warning("%s: uploading %s failed: %s", attachment.key, attachment.filename, exc)
 
 
 def kept_for_thread(ctx: BotContext, key: str) -> bool:
@@ -198,7 +242,8 @@ def say_pending_notes(ctx: BotContext) -> None:
 
 def _say_kept(ctx: BotContext, note: Incident, roots: RootTries | None = None) -> bool:
     """Try the kept note `note` (`thread_note`'s, or a rendered reply `keep_reply` kept)
-    and record what became of it: True once posted."""
+    and record what became of it, then share the reply's kept attachment once it is posted:
+    True once posted."""
     if note.state != "pending" or note.chain_id is None:
         return note.state == "posted"
     text, blocks = str(note.diagnosis.get("text") or ""), note.diagnosis.get("blocks")
@@ -209,6 +254,9 @@ def _say_kept(ctx: BotContext, note: Incident, roots: RootTries | None = None) -
     if said in ("posted", "given_up"):
         ctx.store.incidents.set_state_from(note.key, "pending",
                                            "posted" if said == "posted" else "dropped")
+    file = note.diagnosis.get("file")
+    if said == "posted" and isinstance(file, dict):
+        share_attachment(ctx, note.chain_id, Attachment(**file))
     return said == "posted"
 
 

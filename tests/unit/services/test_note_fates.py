@@ -12,6 +12,7 @@ posted once the thread is there."""
 
 from __future__ import annotations
 
+import json
 import logging
 import socket
 import subprocess
@@ -56,9 +57,10 @@ from bot.core.policy import (
 )
 from bot.core.slack_bounds import default_post_at_most_s
 from bot.core.slurm.records import JobRecord
-from bot.core.stacks import PERMISSION_DENIED, ProcessFailure, StackReport
+from bot.core.stacks import MARKER, PERMISSION_DENIED, ProcessFailure, StackReport, build_report
 from bot.core.takeover import RemoteDeadlines, cancel_takeover_s, submit_in_flight_s
 from bot.ops.procfs import ProcFS
+from bot.services import threads
 from bot.services.approvals import handle_click
 from bot.services.home import stop_watching
 from bot.services.leases import LeaseKeeper
@@ -1284,4 +1286,67 @@ def test_a_flight_recorder_slack_did_not_take_is_kept_and_posted_later_once(
     assert "No rank left a dump in /shared/fr" in str(said["blocks"])
     assert present(store.incidents.get(recorder)).state == "posted"
     assert sftp.listings == 1 and len(in_thread(slack, root, note.key)) == 1
+    forensics.close()
+
+
+class DumpCollector(FailingPostCollector):
+    """A FailingPostCollector whose collection reads the stacks of two ranks (a full dump to
+    attach)."""
+
+    def collect(self, cluster: str, job_id: str, *,
+                trainer_pids: dict[str, tuple[int, ...]] | None = None) -> StackReport:
+        super().collect(cluster, job_id, trainer_pids=trainer_pids)
+        frames = [{"name": "all_gather", "short_filename": "train.py", "line": 7}]
+        procs = [{"pid": 10 + r, "rank": r, "step": "0", "ok": True, "cmd": "python train.py",
+                  "threads": [{"os_thread_id": 1, "thread_name": "MainThread",
+                               "frames": frames}]} for r in range(2)]
+        out = MARKER + json.dumps({"host": "gpu-a01", "procs": procs}) + "\n"
+        return build_report(job_id, 0, out, "", collected_at="2026-12-06 18:00:00 UTC")
+
+
+@pytest.mark.parametrize("restart", [False, True], ids=["same bot", "restarted"])
+def test_kept_stacks_are_posted_later_with_their_dump_file_once(
+        slack: SlackStandIn, store: Store, restart: bool) -> None:
+    """Slack answers 500 to every attempt of a stall's stacks post: the stacks are kept. The
+    `prompts` job's next run (of the same bot, or of a bot restarted since) posts them and
+    shares the full dump they announce ("Every rank's full stack is in the attached file")
+    in the thread, once: later runs share nothing more. Before, the kept post went out
+    without the file."""
+    run = make_run(slack, store)
+    root = run.open_thread()
+    forensics = Forensics(run.ctx, DumpCollector(slack, run.poster.max_attempts))  # type: ignore[arg-type]
+    note = stall_prompt(run, forensics)
+    note.chance(0)
+    assert forensics.wait(10)
+    stacks = f"stacks:{note.key}"
+    assert in_thread(slack, root, stacks) == [] and slack.files == {}
+    ctx = slack_context(slack, store)[0] if restart else run.ctx
+    for _ in range(3):
+        say_pending_notes(ctx)
+    [said] = in_thread(slack, root, stacks)
+    assert "Every rank's full stack is in the attached file." in str(said["blocks"])
+    [dump] = [f for f in slack.files.values() if f["completed"]]
+    assert (dump["name"], dump["title"]) == ("stacks-88154.txt", "Python stacks · job 88154")
+    assert dump["thread_ts"] == root and dump["channel"] == PRIVATE
+    assert b"=== rank 1 (pid 11) on gpu-a01" in dump["data"]
+    shared = [m for m in slack.replies(PRIVATE, root) if m.get("subtype") == "file_share"]
+    assert len(shared) == 1
+    forensics.close()
+
+
+def test_a_dump_too_long_to_keep_leaves_the_kept_stacks_without_their_file(
+        slack: SlackStandIn, store: Store, monkeypatch: pytest.MonkeyPatch, caplog: Any) -> None:
+    """A kept stacks post keeps its dump in the store only up to MAX_KEPT_FILE_CHARS: a longer
+    one is not kept (said in the log), and the `prompts` job posts the stacks alone."""
+    monkeypatch.setattr(threads, "MAX_KEPT_FILE_CHARS", 100)
+    run = make_run(slack, store)
+    root = run.open_thread()
+    forensics = Forensics(run.ctx, DumpCollector(slack, run.poster.max_attempts))  # type: ignore[arg-type]
+    stall_prompt(run, forensics).chance(0)
+    assert forensics.wait(10)
+    say_pending_notes(run.ctx)
+    stacks = f"stacks:{stall_prompt(run).key}"
+    assert len(in_thread(slack, root, stacks)) == 1 and slack.files == {}
+    [said] = [w for w in warnings(caplog, stacks) if "too long to keep" in w]
+    assert "stacks-88154.txt (" in said and "the reply goes without it" in said
     forensics.close()
