@@ -59,40 +59,57 @@ class RemoteDeadlines:
         return (3 if self.jump else 1) * self.connect_s
 
     @property
+    def lock_wait_s(self) -> float:
+        """One wait for an SSH runner's lock at its longest (bot.cluster.ssh.SSHRunner
+        ._locked, and _retire's): one connection's time (connect_at_most_s), which each
+        holder keeps it no longer than, its connecting bounded (the runner's close, waiting
+        as long, closes the connections without it)."""
+        return self.connect_at_most_s
+
+    @property
     def session_at_most_s(self) -> float:
-        """A new session channel at its worst (bot.cluster.ssh.SSHRunner._open_session), for
-        each of its SESSION_ATTEMPTS: the wait for the connection another thread is making
-        (the runner's lock, waited for at most connect_at_most_s), this thread's own
-        connection (connect_at_most_s), then the channel's opening (`connect_s`)."""
-        return SESSION_ATTEMPTS * (2 * self.connect_at_most_s + self.connect_s)
+        """A new session channel's attempts at their worst (bot.cluster.ssh.SSHRunner
+        ._open_session), for each of its SESSION_ATTEMPTS: the wait for the connection
+        another thread is making (the runner's lock: lock_wait_s), this thread's own
+        connection (connect_at_most_s), then the channel's opening (`connect_s`). A channel
+        not opened in time then retires its connection under the runner's lock: the one
+        lock wait of a failure each remote call counts (command_at_most_s,
+        sftp_channel_at_most_s)."""
+        return SESSION_ATTEMPTS * (self.lock_wait_s + self.connect_at_most_s + self.connect_s)
 
     @property
     def command_at_most_s(self) -> float:
         """One remote command at its worst: its session channel (session_at_most_s), then
         its run, from the exec request to its exit status, within `command_s` in all
-        (bot.cluster.ssh.SSHRunner.run), and END_GRACE_S more when a send of it (its stdin,
+        (bot.cluster.ssh.SSHRunner.run), END_GRACE_S more when a send of it (its stdin,
         its signal, its channel's close) cannot leave: it ends when its connection, retired,
-        is closed."""
-        return self.session_at_most_s + self.command_s + END_GRACE_S
+        is closed; and one wait for the runner's lock (lock_wait_s) as it fails: its
+        connection retired there when no channel opened in time (SSHRunner._retire), or
+        checked there when its request was not sent or its channel closed under it
+        (SSHRunner._forget_if_dead). Each ends the command: one at most."""
+        return self.session_at_most_s + self.command_s + END_GRACE_S + self.lock_wait_s
 
     @property
     def sftp_channel_at_most_s(self) -> float:
         """Opening an SFTP channel at its worst: a session channel (session_at_most_s, as a
         command's), then the sftp subsystem's start and the SFTP version exchange, each
-        within the SFTP deadline (bot.cluster.ssh.SSHRunner._open_sftp_client), and
-        END_GRACE_S more once: a send of either that cannot leave ends when its connection,
-        retired, is closed, which ends the opening there."""
-        return self.session_at_most_s + 2 * self.sftp_s + END_GRACE_S
+        within the SFTP deadline (bot.cluster.ssh.SSHRunner._open_sftp_client), END_GRACE_S
+        more once: a send of either that cannot leave ends when its connection, retired, is
+        closed, which ends the opening there; and one wait for the runner's lock
+        (lock_wait_s) as it fails, as a command's."""
+        return self.session_at_most_s + 2 * self.sftp_s + END_GRACE_S + self.lock_wait_s
 
     @property
     def lookup_at_most_s(self) -> float:
-        """One checkpoint lookup at its worst: the opening of its LOOKUP_CHANNELS SFTP channel
-        (sftp_channel_at_most_s), then its CHECKPOINT_REQUESTS SFTP requests, the bound the
-        lookup stops at (bot.core.checkpoints), each at `sftp_s` (counted as the client
-        sends it: a listing's opendir, readdirs and close, a file's reads); a send among them that
-        cannot leave ends the lookup (its connection closed, END_GRACE_S past its deadline),
-        the one END_GRACE_S its channel's opening counts."""
-        return LOOKUP_CHANNELS * self.sftp_channel_at_most_s + CHECKPOINT_REQUESTS * self.sftp_s
+        """One checkpoint lookup at its worst: the cluster's SFTP, handed out under the
+        runner's lock (bot.cluster.ssh.SSHRunner.sftp: lock_wait_s), the opening of its
+        LOOKUP_CHANNELS SFTP channel (sftp_channel_at_most_s), then its CHECKPOINT_REQUESTS
+        SFTP requests, the bound the lookup stops at (bot.core.checkpoints), each at `sftp_s`
+        (counted as the client sends it: a listing's opendir, readdirs and close, a file's
+        reads); a send among them that cannot leave ends the lookup (its connection closed,
+        END_GRACE_S past its deadline), the one END_GRACE_S its channel's opening counts."""
+        return (self.lock_wait_s + LOOKUP_CHANNELS * self.sftp_channel_at_most_s
+                + CHECKPOINT_REQUESTS * self.sftp_s)
 
 
 @dataclass(frozen=True)
@@ -189,8 +206,8 @@ def submit_in_flight_s(deadlines: RemoteDeadlines, sent: float | None = None) ->
     """How long a person's submit may stay in flight before bot.services.runs
     .recover_submits_in_flight takes it for one the bot died in: SUBMIT_COMMANDS remote
     commands at their worst (each at sent_command_at_most_s: its sender's bound `sent`, when
-    kept, if longer than the current one), plus the margin (1149 s, over 19 minutes, with the
-    default deadlines: 10 s to connect, 60 s a command, no jump host; 1869 s, over 31 minutes,
+    kept, if longer than the current one), plus the margin (1239 s, over 20 minutes, with the
+    default deadlines: 10 s to connect, 60 s a command, no jump host; 2139 s, over 35 minutes,
     through a jump host)."""
     return SUBMIT_COMMANDS * sent_command_at_most_s(deadlines, sent) + TAKEOVER_MARGIN_S
 
@@ -199,7 +216,7 @@ def cancel_takeover_s(deadlines: RemoteDeadlines, marked: StepBounds | None = No
     """How old an approved cancel's `cancelling` or `cancelling_to_resume` step with no step
     after it must be before bot.services.cancel_settle takes its scancel for one whose end was
     not seen (its click's process died): CANCEL_COMMANDS remote commands at their worst, plus
-    the margin (544 s with the default deadlines). Each command at the longer of the click's
+    the margin (584 s with the default deadlines). Each command at the longer of the click's
     own bound (`marked`: kept with the step) and the current config's, so a click that went
     through a jump host since taken out of the config (or ran with a longer timeout) is not
     taken over while it may still be in its scancel; `marked` None (a step marked before its
@@ -234,7 +251,7 @@ def settle_takeover_s(deadlines: RemoteDeadlines, sent: float | None = None,
     """How old a cancel's `cancel_settled` or `cancel_resuming` step whose approval has no
     outcome yet must be before another run takes it over (bot.services.cancel_settle):
     RESUME_COMMANDS remote commands at their worst, one checkpoint lookup at its worst
-    (RemoteDeadlines.lookup_at_most_s), SLACK_CALLS Slack calls, plus the margin (3830 s with
+    (RemoteDeadlines.lookup_at_most_s), SLACK_CALLS Slack calls, plus the margin (4040 s with
     the default deadlines). The commands are counted at the longest of the current config's
     bound, the one its resubmit's sender kept on its row in flight (`sent`, when one is
     there) and the one the step's marker kept with the step (`marked`); the lookup at the
@@ -255,7 +272,7 @@ def settle_lead_s(deadlines: RemoteDeadlines, sent: float | None = None,
     .recover_submits_in_flight looks it up as a person's: the settle's takeover time (its
     step, marked before the row, is that old by then, so a live settle has ended and a dead
     one's takeover was due) plus the submit's own in-flight window (the takeover's lookup and
-    resubmit); 4979 s with the default deadlines. A settle that cannot finish (Slurm no longer
+    resubmit); 5279 s with the default deadlines. A settle that cannot finish (Slurm no longer
     knows the cancelled job) then never holds the run's submits for ever. `sent`: the
     resubmit's sender's command bound kept on its row (submit_in_flight_s); `marked`: the
     bounds its settle's steps' markers kept (settle_takeover_s)."""

@@ -75,7 +75,7 @@ def settle_unknown_cancels(ctx: BotContext, now: float, refused: Backoffs | None
     prompt and the thread say so. Still running or pending: the cancel did not take effect;
     the prompt says so and a new prompt offers it again (the watcher goes on watching the
     job), said only once the scancel itself has ended at the latest (`scancel_over_at`: its
-    click's step plus the takeover's bound, 544 s with the default deadlines): before it, a
+    click's step plus the takeover's bound, 584 s with the default deadlines): before it, a
     scancel whose end was not seen may still be running on the login node (a slow
     slurmctld, a jump host) and land after the settle said "not cancelled", so a job still
     running is asked about again next time. Ended otherwise (COMPLETED, FAILED, …): it ended

@@ -276,3 +276,43 @@ def test_a_connection_retired_without_the_lock_takes_no_new_command(peer: Peer) 
         assert float(ended["at"]) - started >= timeout  # type: ignore[arg-type]
         assert not stuck.is_active()  # closed at its due time, cutting its command
         assert fresh.is_active() and runner.transport is fresh
+
+
+def test_a_command_cut_at_its_deadline_while_another_task_connects_ends_within_its_bound(
+        peer: Peer) -> None:
+    """A command's sends stop leaving (the login node reads nothing); its connection is cut
+    END_GRACE_S past its deadline, while another task holds the runner's lock (connecting to
+    a hung node): the command then checks its lost connection under that lock, waiting one
+    connection's time (connect_at_most_s) before it ends timed out. Its run, from its session
+    opened at once, ends within what its bound counts after the session (command_s,
+    END_GRACE_S and that wait: RemoteDeadlines.command_at_most_s). Before, the bound left
+    the wait out: the command ended one connection's time after what the takeovers counted."""
+    timeout = 1.0
+    peer.exec_runs = True  # the command runs, reading nothing, until its channel is closed
+    ended: dict[str, object] = {}
+
+    def running() -> None:
+        ended["began"] = time.monotonic()
+        try:
+            runner.run(["cat"], stdin=b"x" * (4 << 20))  # its settings' command_timeout
+        except CommandTimedOut as exc:
+            ended["error"] = exc
+        ended["at"] = time.monotonic()
+
+    with peer.runner(connect_timeout=CONNECT_S, command_timeout=timeout) as runner:
+        reading_stops(runner, peer)
+        d = runner.deadlines()
+        assert d.command_s == timeout
+        run_bound = d.command_at_most_s - d.session_at_most_s
+        command = threading.Thread(target=running, daemon=True)
+        command.start()
+        while peer.exec_requests == 0:
+            assert command.is_alive(), ended
+            time.sleep(0.01)
+        with another_task_holding_the_lock(runner):
+            command.join(run_bound + SLACK_S)
+        assert not command.is_alive()
+    assert isinstance(ended.get("error"), CommandTimedOut), ended
+    took = float(ended["at"]) - float(ended["began"])  # type: ignore[arg-type]
+    assert timeout + END_GRACE_S + d.lock_wait_s <= took + 0.05  # it did wait for the lock
+    assert took <= run_bound + 0.2, (took, run_bound)

@@ -26,9 +26,9 @@ from bot.core.takeover import (
 
 
 def test_the_default_deadlines_give_the_takeovers_their_minutes() -> None:
-    assert submit_in_flight_s(RemoteDeadlines()) == 1149.0  # "looks again in 19 minutes"
-    assert settle_takeover_s(RemoteDeadlines()) == 3830.0
-    assert settle_lead_s(RemoteDeadlines()) == 4979.0  # a settle's row, then looked up
+    assert submit_in_flight_s(RemoteDeadlines()) == 1239.0  # "looks again in 21 minutes"
+    assert settle_takeover_s(RemoteDeadlines()) == 4040.0
+    assert settle_lead_s(RemoteDeadlines()) == 5279.0  # a settle's row, then looked up
 
 
 @pytest.mark.parametrize("connect_s", [10.0, 30.0])
@@ -44,12 +44,13 @@ def test_one_command_at_its_worst_counts_the_retry_the_lock_and_each_hop(
     direct = RemoteDeadlines(connect_s=connect_s, command_s=60.0)
     assert direct.connect_at_most_s == connect_s
     assert direct.session_at_most_s == 2 * (connect_s + connect_s + connect_s)
-    assert direct.command_at_most_s == 6 * connect_s + 60.0 + END_GRACE_S
+    assert direct.command_at_most_s == 6 * connect_s + 60.0 + END_GRACE_S + connect_s
     jumped = RemoteDeadlines(connect_s=connect_s, command_s=60.0, jump=True)
     assert jumped.connect_at_most_s == 3 * connect_s  # jump host, tunnel, login node
-    assert jumped.command_at_most_s == 2 * (3 * connect_s * 2 + connect_s) + 60.0 + END_GRACE_S
+    assert jumped.command_at_most_s == \
+        2 * (3 * connect_s * 2 + connect_s) + 60.0 + END_GRACE_S + 3 * connect_s
     assert jumped.sftp_channel_at_most_s == \
-        jumped.session_at_most_s + 2 * jumped.sftp_s + END_GRACE_S
+        jumped.session_at_most_s + 2 * jumped.sftp_s + END_GRACE_S + jumped.lock_wait_s
     assert submit_in_flight_s(jumped) > submit_in_flight_s(direct)
     assert settle_takeover_s(jumped) > settle_takeover_s(direct)
 
@@ -94,18 +95,18 @@ def test_slower_sftp_and_connections_lengthen_the_settles_takeover() -> None:
     base = settle_takeover_s(RemoteDeadlines())
     assert settle_takeover_s(RemoteDeadlines(sftp_s=60.0)) > base
     assert settle_takeover_s(RemoteDeadlines(connect_s=30.0)) > base
-    assert submit_in_flight_s(RemoteDeadlines(connect_s=30.0)) > 1149.0
+    assert submit_in_flight_s(RemoteDeadlines(connect_s=30.0)) > 1239.0
 
 
 def test_a_cancels_scancel_is_taken_over_sooner_than_the_resume_after_it() -> None:
     """The click's job read and scancel at their full deadlines end before its `cancelling`
-    step may be taken over (544 s with the defaults), well before the rest of a cancel and
+    step may be taken over (584 s with the defaults), well before the rest of a cancel and
     resume's (the settle's) takeover."""
     for command_s in (60.0, 300.0):
         d = RemoteDeadlines(command_s=command_s)
         assert CANCEL_COMMANDS * d.command_at_most_s < cancel_takeover_s(d) \
             < settle_takeover_s(d)
-    assert cancel_takeover_s(RemoteDeadlines()) == 544.0
+    assert cancel_takeover_s(RemoteDeadlines()) == 584.0
 
 
 def test_the_settles_takeover_allows_the_lookups_channel_to_open_at_its_worst() -> None:
@@ -117,22 +118,23 @@ def test_the_settles_takeover_allows_the_lookups_channel_to_open_at_its_worst() 
     from bot.core.takeover import LOOKUP_CHANNELS
 
     for d in (RemoteDeadlines(), RemoteDeadlines(connect_s=30.0, sftp_s=60.0)):
-        assert d.sftp_channel_at_most_s == d.session_at_most_s + 2 * d.sftp_s + END_GRACE_S
+        assert d.sftp_channel_at_most_s == \
+            d.session_at_most_s + 2 * d.sftp_s + END_GRACE_S + d.lock_wait_s
         without_lookup = settle_takeover_s(replace(d, sftp_s=0.0)) - d.session_at_most_s \
-            - END_GRACE_S
-        assert settle_takeover_s(d) - without_lookup == \
-            LOOKUP_CHANNELS * d.sftp_channel_at_most_s + CHECKPOINT_REQUESTS * d.sftp_s
+            - END_GRACE_S - 2 * d.lock_wait_s
+        assert settle_takeover_s(d) - without_lookup == d.lock_wait_s \
+            + LOOKUP_CHANNELS * d.sftp_channel_at_most_s + CHECKPOINT_REQUESTS * d.sftp_s
     assert LOOKUP_CHANNELS == 1
 
 
 def test_a_cancels_takeover_waits_for_its_clicks_own_commands_when_longer() -> None:
     """The click kept its commands' bound with its `cancelling` step (a jump host: 200 s a
-    command): its takeover counts it, not the current config's 121 s; a shorter kept bound
+    command): its takeover counts it, not the current config's 131 s; a shorter kept bound
     never shortens it; a step marked before bounds were kept counts the config's, as before."""
     d = RemoteDeadlines()
     assert cancel_takeover_s(d, StepBounds(200.0, 0.0)) == CANCEL_COMMANDS * 200.0 + 60.0 \
-        == 860.0 > cancel_takeover_s(d) == cancel_takeover_s(d, None) == 544.0
-    assert cancel_takeover_s(d, StepBounds(10.0, 0.0)) == 544.0
+        == 860.0 > cancel_takeover_s(d) == cancel_takeover_s(d, None) == 584.0
+    assert cancel_takeover_s(d, StepBounds(10.0, 0.0)) == 584.0
 
 
 def test_a_settles_takeover_waits_for_its_markers_lookup_and_commands_when_longer() -> None:
@@ -142,15 +144,15 @@ def test_a_settles_takeover_waits_for_its_markers_lookup_and_commands_when_longe
     before bounds were kept counts the config's lookup, as before."""
     d = RemoteDeadlines()
     slow = RemoteDeadlines(sftp_s=60.0)
-    assert d.lookup_at_most_s == 1291.0 and slow.lookup_at_most_s == 181.0 + 80 * 60.0
+    assert d.lookup_at_most_s == 1311.0 and slow.lookup_at_most_s == 201.0 + 80 * 60.0
     looked = StepBounds(d.command_at_most_s, slow.lookup_at_most_s)
-    assert settle_takeover_s(d, marked=looked) == 3830.0 - 1291.0 + 4981.0 == 7520.0
-    assert settle_takeover_s(d, marked=StepBounds(0.0, 0.0)) == settle_takeover_s(d) == 3830.0
+    assert settle_takeover_s(d, marked=looked) == 4040.0 - 1311.0 + 5001.0 == 7730.0
+    assert settle_takeover_s(d, marked=StepBounds(0.0, 0.0)) == settle_takeover_s(d) == 4040.0
     jumped = StepBounds(200.0, 0.0)
     assert settle_takeover_s(d, marked=jumped) == settle_takeover_s(d, 200.0)
     assert settle_takeover_s(d, 300.0, jumped) == settle_takeover_s(d, 300.0)
     assert settle_takeover_s(d, 150.0, jumped) == settle_takeover_s(d, 200.0)
-    assert settle_lead_s(d, None, looked) == 7520.0 + submit_in_flight_s(d)
+    assert settle_lead_s(d, None, looked) == 7730.0 + submit_in_flight_s(d)
 
 
 def test_the_longest_kept_bounds_are_each_bounds_longest() -> None:
@@ -158,7 +160,7 @@ def test_the_longest_kept_bounds_are_each_bounds_longest() -> None:
     assert longest_bounds(StepBounds(200.0, 10.0), None, StepBounds(120.0, 40.0)) == \
         StepBounds(200.0, 40.0)
     assert own_bounds(RemoteDeadlines(), RemoteDeadlines(jump=True)) == StepBounds(
-        201.0, RemoteDeadlines(jump=True).lookup_at_most_s)
+        231.0, RemoteDeadlines(jump=True).lookup_at_most_s)
 
 
 @pytest.mark.parametrize("runner", [

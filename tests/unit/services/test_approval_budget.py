@@ -311,7 +311,7 @@ def test_cancel_and_resume_a_stalled_job_after_an_authorized_yes(store: Store) -
 UNSEEN = ("Approved by <@W0LEAD>: job 88154 may or may not have been cancelled ({}); nothing "
           "was resubmitted yet. trainbot first looks at the job again in about 60 s: if it was "
           "cancelled, it resumes the run as asked. It says the job was not cancelled only once "
-          "the scancel can no longer land, in about 9 min: if the job still runs then, it says "
+          "the scancel can no longer land, in about 10 min: if the job still runs then, it says "
           "so and offers the cancel again")
 
 
@@ -607,7 +607,7 @@ ONLY_UNSEEN = ("Approved by <@W0LEAD>: job 88154 may or may not have been cancel
                "to login lost while `scancel 88154` was running; it may have run). trainbot "
                "first looks at the job again in about 60 s and, once it has ended, says here "
                "whether it was cancelled. It says the job was not cancelled only once the "
-               "scancel can no longer land, in about 9 min: if the job still runs then, it says "
+               "scancel can no longer land, in about 10 min: if the job still runs then, it says "
                "so and offers the cancel again")
 
 

@@ -207,13 +207,13 @@ def test_a_hold_whose_error_is_trainbots_sentence_says_it_in_the_recipes_languag
                 "(`scancel 88154`이(가) 20초 안에 끝나지 않았습니다. 적용되었는지 알 수 "
                 "없습니다). 아직 아무것도 재제출하지 않았습니다. trainbot이 약 5분 뒤 작업을 "
                 "처음 다시 확인합니다: 취소되었으면 요청대로 실행을 재개합니다. 취소되지 않았다는 "
-                "판단은 scancel이 더는 적용될 수 없는 약 9분 뒤에야 내립니다: 그때도 작업이 실행 "
+                "판단은 scancel이 더는 적용될 수 없는 약 10분 뒤에야 내립니다: 그때도 작업이 실행 "
                 "중이면 그렇게 알리고 취소를 다시 제안합니다"),
     ("en", 30, "Approved by <@W0LEAD>: job 88154 may or may not have been cancelled (`scancel "
                "88154` did not finish within 20 s; it may or may not have taken effect); "
                "nothing was resubmitted yet. trainbot first looks at the job again in about "
                "30 s: if it was cancelled, it resumes the run as asked. It says the job was not "
-               "cancelled only once the scancel can no longer land, in about 9 min: if the job "
+               "cancelled only once the scancel can no longer land, in about 10 min: if the job "
                "still runs then, it says so and offers the cancel again"),
 ])
 def test_a_cancel_whose_end_was_not_seen_says_why_and_when_in_the_recipes_language(
@@ -221,8 +221,8 @@ def test_a_cancel_whose_end_was_not_seen_says_why_and_when_in_the_recipes_langua
 ) -> None:
     """The prompt says when trainbot first looks again (the recipe's policy.cancel_settle_s)
     and when it may conclude "not cancelled": once the scancel can no longer land
-    (scancel_over_at, 544 s after the click with the default deadlines). Before, it said the
-    first look would say the job still runs, which only comes 9 minutes later."""
+    (scancel_over_at, 584 s after the click with the default deadlines). Before, it said the
+    first look would say the job still runs, which only comes 10 minutes later."""
     slurm = FakeSlurm()
     slurm.add(88154, state="RUNNING", name="mix")
     slurm.cancel_answer_lost = timed_out("scancel", "88154")
@@ -244,7 +244,7 @@ def test_a_plain_cancel_whose_end_was_not_seen_says_it_is_looked_at_again_in_kor
         "<@W0LEAD>님이 승인했습니다: 작업 88154이(가) 취소되었는지 알 수 없습니다 "
         "(`scancel 88154`이(가) 20초 안에 끝나지 않았습니다. 적용되었는지 알 수 없습니다). "
         "trainbot이 약 2분 뒤 작업을 처음 다시 확인하고, 작업이 끝났으면 취소되었는지 여기에 "
-        "알립니다. 취소되지 않았다는 판단은 scancel이 더는 적용될 수 없는 약 9분 뒤에야 "
+        "알립니다. 취소되지 않았다는 판단은 scancel이 더는 적용될 수 없는 약 10분 뒤에야 "
         "내립니다: 그때도 작업이 실행 중이면 그렇게 알리고 취소를 다시 제안합니다"))
 
 
@@ -252,8 +252,8 @@ def test_an_unseen_cancel_through_a_jump_host_names_its_clicks_longer_scancel_bo
     store: Store
 ) -> None:
     """The time the prompt names for "not cancelled" is the click's scancel_over_at, at the
-    bounds its runner kept with its step: through a jump host 201 s a command, 4 × 201 + 60 =
-    864 s (about 14 min), not the config's 544 s; the first look is still the recipe's
+    bounds its runner kept with its step: through a jump host 231 s a command, 4 × 231 + 60 =
+    984 s (about 16 min), not the config's 584 s; the first look is still the recipe's
     policy.cancel_settle_s."""
     slurm = FakeSlurm()
     slurm.runner = FakeRunner(deadlines=RemoteDeadlines(jump=True))
@@ -266,7 +266,7 @@ def test_an_unseen_cancel_through_a_jump_host_names_its_clicks_longer_scancel_bo
         "did not finish within 20 s; it may or may not have taken effect). trainbot first "
         "looks at the job again in about 90 s and, once it has ended, says here whether it "
         "was cancelled. It says the job was not cancelled only once the scancel can no longer "
-        "land, in about 14 min: if the job still runs then, it says so and offers the cancel "
+        "land, in about 16 min: if the job still runs then, it says so and offers the cancel "
         "again"))
 
 

@@ -1,6 +1,6 @@
 """A cancel whose scancel's end was not seen is said "not cancelled" only once the scancel
 itself has ended at the latest (bot.services.cancel_steps.scancel_over_at: its click's step plus
-the takeover's bound, 544 s with the default deadlines). Before, the settle concluded at
+the takeover's bound, 584 s with the default deadlines). Before, the settle concluded at
 policy.cancel_settle_s (60 s) after the click: a scancel still running on the login node (a
 slow slurmctld, a jump host) that landed after that look left the thread saying the job was
 not cancelled, offering the cancel again, while Slurm showed it CANCELLED."""
@@ -57,7 +57,7 @@ def test_a_scancel_that_lands_after_the_settle_wait_is_never_said_not_taken(
     it was cancelled (a cancel and resume resumes the run once). Before, the look at 60 s
     said "not cancelled" and offered the cancel again, and the job then ended CANCELLED."""
     ctx, slurm, chain_id, token = clicked(store, choice)
-    assert scancel_over_at(ctx, present(store.approvals.get(token))) == OVER == NOW + 544
+    assert scancel_over_at(ctx, present(store.approvals.get(token))) == OVER == NOW + 584
     assert cancel_takeover_at(ctx, present(store.approvals.get(token))) is None  # end unseen
 
     for at in (NOW + 60, NOW + 120):  # still RUNNING: the scancel may still land

@@ -4,8 +4,8 @@ click), `cancel_settled` (a settle) or `cancel_resuming` keeps one remote comman
 checkpoint lookup's worst case with the step (prompt_steps.command_at_most_s and
 lookup_at_most_s, bot.services.submit_deadlines.step_bounds). Before, the takeover counted
 the current config's deadlines alone: a click that went through a jump host (its SSH runner's
-cached ProxyJump, since taken out of the config) was taken over after 544 s while it could
-still be in its scancel, and a settle whose runner had a longer SFTP timeout after 3830 s
+cached ProxyJump, since taken out of the config) was taken over after 584 s while it could
+still be in its scancel, and a settle whose runner had a longer SFTP timeout after 4040 s
 while it could still be in its checkpoint lookup."""
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ from bot.store import Store
 
 NOW = 1_000_000.0
 DIRECT = RemoteDeadlines()  # the config's now: no jump host, the default timeouts
-JUMP = RemoteDeadlines(jump=True)  # the click's runner: through a jump host (201 s a command)
+JUMP = RemoteDeadlines(jump=True)  # the click's runner: through a jump host (231 s a command)
 SLOW_SFTP = RemoteDeadlines(sftp_s=60.0)  # the settle's runner: 60 s an SFTP request
 
 
@@ -79,11 +79,11 @@ def taken_over(store: Store, action: str) -> list[str]:
 
 def test_a_click_through_a_jump_host_is_not_taken_over_in_its_scancel(
         store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
-    """W0LEAD's Cancel and resume goes through the runner's cached jump host (201 s a
-    command); its process dies in the scancel. The config names no jump host (121 s a
-    command: 544 s to take the click over). The cancel is not taken over at 545 s, while the
-    click's own commands may still be running, but after the click's 864 s; then it is settled
-    once. Before, it was taken over at 545 s."""
+    """W0LEAD's Cancel and resume goes through the runner's cached jump host (231 s a
+    command); its process dies in the scancel. The config names no jump host (131 s a
+    command: 584 s to take the click over). The cancel is not taken over at 585 s, while the
+    click's own commands may still be running, but after the click's 984 s; then it is settled
+    once. Before, it was taken over at 585 s."""
     ctx, slurm, token = stalled_prompt(store, JUMP)
 
     def dies_in_scancel(job_id: int) -> None:
@@ -93,17 +93,17 @@ def test_a_click_through_a_jump_host_is_not_taken_over_in_its_scancel(
     with pytest.raises(Died):
         handle_click(ctx, token, ActionId.CANCEL_RESUME, "W0LEAD", NOW)
     assert store.approvals.bounds_of(token, "cancelling_to_resume") == \
-        own_bounds(DIRECT, JUMP) == StepBounds(201.0, JUMP.lookup_at_most_s)
+        own_bounds(DIRECT, JUMP) == StepBounds(231.0, JUMP.lookup_at_most_s)
     assert (cancel_takeover_s(DIRECT), cancel_takeover_s(DIRECT, own_bounds(DIRECT, JUMP))) == \
-        (544.0, 864.0)
+        (584.0, 984.0)
 
-    settle_unknown_cancels(ctx, NOW + 545)
+    settle_unknown_cancels(ctx, NOW + 585)
     assert sorted(store.approvals.steps(token)) == ["cancelling_to_resume"]
     assert taken_over(store, "approval.cancel_taken_over") == []
 
-    settle_unknown_cancels(ctx, NOW + 863)  # 4 commands at 201 s, plus the margin: 864 s
+    settle_unknown_cancels(ctx, NOW + 983)  # 4 commands at 231 s, plus the margin: 984 s
     assert taken_over(store, "approval.cancel_taken_over") == []
-    settle_unknown_cancels(ctx, NOW + 865)
+    settle_unknown_cancels(ctx, NOW + 985)
     assert "cancel_unknown" in store.approvals.steps(token)
     assert taken_over(store, "approval.cancel_taken_over") == [token]
 
@@ -111,10 +111,10 @@ def test_a_click_through_a_jump_host_is_not_taken_over_in_its_scancel(
 def test_a_click_on_a_cancel_another_replica_is_in_names_the_wait_its_takeover_keeps(
         store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
     """W0LEAD's Cancel and resume went through the runner's cached jump host (its step keeps
-    201 s a command: taken over 864 s after it, not the config's 544 s) and is still in its
+    231 s a command: taken over 984 s after it, not the config's 584 s) and is still in its
     scancel (or its process died there). U0APPR clicks the same prompt 100 s later, and a
-    Resubmit prompt of the same job: each reply names the wait the takeover keeps, 764 s
-    (13 min; the config's bound would say 7 min), and the takeover comes exactly then.
+    Resubmit prompt of the same job: each reply names the wait the takeover keeps, 884 s
+    (15 min; the config's bound would say 8 min), and the takeover comes exactly then.
     Before, neither reply said when trainbot would look at the job again."""
     ctx, slurm, token = stalled_prompt(store, JUMP)
     chain = store.chains.latest_for_recipe("mix")
@@ -129,7 +129,7 @@ def test_a_click_on_a_cancel_another_replica_is_in_names_the_wait_its_takeover_k
     with pytest.raises(Died):
         handle_click(ctx, token, ActionId.CANCEL_RESUME, "W0LEAD", NOW)
     after = ("If that cancel does not finish, trainbot looks at job 88154 again in about "
-             "13 min and says in the run's thread whether it was cancelled.")
+             "15 min and says in the run's thread whether it was cancelled.")
     again = handle_click(ctx, token, ActionId.CANCEL_RESUME, "U0APPR", NOW + 100)
     assert (again.status, again.ephemeral) == (
         "duplicate", f"Already decided by <@W0LEAD>; nothing was done again. {after}")
@@ -139,11 +139,11 @@ def test_a_click_on_a_cancel_another_replica_is_in_names_the_wait_its_takeover_k
         f"nothing was done. {after}")
     approval = store.approvals.get(token)
     assert approval is not None
-    assert cancel_takeover_at(ctx, approval) == NOW + 864.0 == NOW + 100 + 764.0
+    assert cancel_takeover_at(ctx, approval) == NOW + 984.0 == NOW + 100 + 884.0
 
-    settle_unknown_cancels(ctx, NOW + 100 + 763)
+    settle_unknown_cancels(ctx, NOW + 100 + 883)
     assert taken_over(store, "approval.cancel_taken_over") == []
-    settle_unknown_cancels(ctx, NOW + 100 + 764)
+    settle_unknown_cancels(ctx, NOW + 100 + 884)
     assert taken_over(store, "approval.cancel_taken_over") == [token]
     # taken over: no click is told to wait for that cancel any more
     late = handle_click(ctx, token, ActionId.CANCEL_RESUME, "U0APPR", NOW + 900)
@@ -153,14 +153,14 @@ def test_a_click_on_a_cancel_another_replica_is_in_names_the_wait_its_takeover_k
 def test_a_cancel_step_marked_before_its_bounds_were_kept_is_taken_over_at_the_configs(
         store: Store) -> None:
     """A `cancelling_to_resume` step a trainbot before this one marked (no bounds kept) is
-    taken over after the current config's 544 s, as before."""
+    taken over after the current config's 584 s, as before."""
     ctx, slurm, token = stalled_prompt(store, JUMP)
     assert store.approvals.claim(token, actor="W0LEAD", now=NOW).claimed
     store.approvals.mark_step(token, "cancelling_to_resume", now=NOW)
     assert store.approvals.bounds_of(token, "cancelling_to_resume") is None
-    settle_unknown_cancels(ctx, NOW + 543)
+    settle_unknown_cancels(ctx, NOW + 583)
     assert taken_over(store, "approval.cancel_taken_over") == []
-    settle_unknown_cancels(ctx, NOW + 545)
+    settle_unknown_cancels(ctx, NOW + 585)
     assert taken_over(store, "approval.cancel_taken_over") == [token]
 
 
@@ -169,22 +169,22 @@ def test_a_settle_with_a_longer_sftp_timeout_is_not_taken_over_in_its_lookup(
     """A Cancel and resume whose scancel's end was not seen is settled by a run whose SSH
     runner allows 60 s an SFTP request (the config: 15 s); it dies right after claiming the
     settle. Another run, at the config's deadlines, does not take it over at the config's
-    3830 s (the first may still be in the resume's checkpoint lookup, 80 requests at 60 s),
+    4040 s (the first may still be in the resume's checkpoint lookup, 80 requests at 60 s),
     only once the settler's own lookup bound has passed; the settle is then done once. Before,
-    it was taken over at 3831 s."""
+    it was taken over at 4041 s."""
     ctx, slurm, token = stalled_prompt(store, SLOW_SFTP)
     settle_at = settle_died(ctx, slurm, token, monkeypatch, cancel_settle, "cancel_settle_claimed")
     marked = store.approvals.bounds_of(token, "cancel_settled")
     assert marked == own_bounds(DIRECT, SLOW_SFTP)
-    assert marked is not None and marked.lookup_at_most_s == 181.0 + 80 * 60.0
+    assert marked is not None and marked.lookup_at_most_s == 201.0 + 80 * 60.0
     slurm.runner = FakeRunner(slurm.runner.answers)  # the other run: the config's deadlines
     approval = store.approvals.get(token)
     assert approval is not None
     bound = cancel_settle.takeover_s(ctx, approval, settle_at, "cancel_settled")
-    assert bound == settle_takeover_s(DIRECT, marked=marked) == 7520.0
-    assert settle_takeover_s(DIRECT) == 3830.0
+    assert bound == settle_takeover_s(DIRECT, marked=marked) == 7730.0
+    assert settle_takeover_s(DIRECT) == 4040.0
 
-    settle_unknown_cancels(ctx, settle_at + 3831)
+    settle_unknown_cancels(ctx, settle_at + 4041)
     assert taken_over(store, "approval.cancel_settled") == []
     assert store.approvals.steps(token)["cancel_settled"] == settle_at
 
@@ -201,14 +201,14 @@ def test_a_settle_step_marked_before_its_bounds_were_kept_counts_the_configs_loo
     store.approvals.mark_step(token, "cancel_settled", now=NOW)
     approval = store.approvals.get(token)
     assert approval is not None
-    assert cancel_settle.takeover_s(ctx, approval, NOW, "cancel_settled") == 3830.0
+    assert cancel_settle.takeover_s(ctx, approval, NOW, "cancel_settled") == 4040.0
 
 
 def test_the_step_bounds_are_the_runners_own_when_longer_else_the_configs() -> None:
-    assert own_bounds(DIRECT, None) == StepBounds(121.0, 1291.0)
+    assert own_bounds(DIRECT, None) == StepBounds(131.0, 1311.0)
     assert own_bounds(DIRECT, replace(DIRECT, command_s=0.0, sftp_s=0.0)) == \
-        StepBounds(121.0, 1291.0)
-    assert own_bounds(DIRECT, JUMP) == StepBounds(201.0, JUMP.lookup_at_most_s)
+        StepBounds(131.0, 1311.0)
+    assert own_bounds(DIRECT, JUMP) == StepBounds(231.0, JUMP.lookup_at_most_s)
 
 
 def test_a_settles_resubmit_is_left_to_it_for_its_markers_lead(
@@ -216,17 +216,17 @@ def test_a_settles_resubmit_is_left_to_it_for_its_markers_lead(
     """The settle (its runner at 60 s an SFTP request) died right after its resubmit's sbatch
     queued 90500, and Slurm has forgotten the cancelled 88154, so no settle takes it over. The
     recovery of the submits in flight leaves the row to the settle for the settle's own lead
-    (its takeover at its kept bounds, then the submit's window: 8669 s), not the config's
-    4979 s, then looks 90500 up as a person's: one job. Before, it was looked up at 4980 s."""
+    (its takeover at its kept bounds, then the submit's window: 8969 s), not the config's
+    5279 s, then looks 90500 up as a person's: one job. Before, it was looked up at 5280 s."""
     ctx, slurm, token = stalled_prompt(store, SLOW_SFTP)
     settle_at = settle_died(ctx, slurm, token, monkeypatch, submit_mod, "sbatch_returned")
     assert slurm.queued("mix") == [90500] and in_flight(store) == ["mix"]
     del slurm.records[88154]
     marked = store.approvals.bounds_of(token, "cancel_settled")
-    assert settle_lead_s(DIRECT) == 4979.0
-    assert settle_lead_s(DIRECT, 121.0, marked) == 7520.0 + 1149.0
+    assert settle_lead_s(DIRECT) == 5279.0
+    assert settle_lead_s(DIRECT, 131.0, marked) == 7730.0 + 1239.0
 
-    recover(ctx, settle_at + 4980)
+    recover(ctx, settle_at + 5280)
     assert in_flight(store) == ["mix"]  # the settle's still
-    recover(ctx, settle_at + 8670)
+    recover(ctx, settle_at + 8970)
     assert in_flight(store) == [] and len(slurm.submits()) == 1

@@ -80,14 +80,14 @@ def test_a_submit_whose_connection_was_lost_says_in_korean_to_look_the_name_up(s
     assert "login1 연결이 끊겼습니다. 실행되었을 수 있습니다" in ko, ko
     assert "제출되었는지 알 수 없습니다: 다시 제출하기 전에 squeue에서 그 이름을 찾아보세요. " \
         "이름으로 찾아보는 것도 실패했습니다(" in ko, ko
-    assert "trainbot이 19분 뒤에 다시 찾아보고, 작업이 있으면 기록하고 실행 스레드에 " \
+    assert "trainbot이 21분 뒤에 다시 찾아보고, 작업이 있으면 기록하고 실행 스레드에 " \
         "알립니다." in ko
     assert "may" not in ko and "squeue before" not in ko and "Looking it up" not in ko
     en = reply(store, slurm, c.Submit("mix"), "en")
     assert "lost while `sbatch" in en and "was running; it may have run. The job 'mix" in en
     assert "may or may not have been submitted: look for that name in squeue before " \
         "submitting again. Looking it up by name failed too (" in en, en
-    assert "trainbot looks for it again in 19 minutes and, if it is there, records it and " \
+    assert "trainbot looks for it again in 21 minutes and, if it is there, records it and " \
         "tells the run's thread." in en
 
 

@@ -134,7 +134,7 @@ def test_a_lost_submit_whose_lookup_fails_says_it_may_exist_and_records_nothing(
     assert "it may have run. The job 'mix' may or may not have been submitted: " \
         "look for that name in squeue before submitting again. Looking it up by name failed " \
         "too (`squeue` did not finish within 5 s" in reply.text
-    assert reply.text.endswith("trainbot looks for it again in 19 minutes and, if it is "
+    assert reply.text.endswith("trainbot looks for it again in 21 minutes and, if it is "
                                "there, records it and tells the run's thread."), reply.text
     assert jobs(ctx, chain) == ["88154"] and watched(ctx) == []
     assert len(slurm.submits()) == 1

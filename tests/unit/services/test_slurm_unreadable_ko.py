@@ -51,7 +51,7 @@ def reply(store, slurm: Any, lang: str) -> str:
         {"by_name": "90500_1\n"}, False,
         ["Looking it up by name failed too (`squeue -h --name=mix --user=slurmci -o %A` "
          "printed what trainbot cannot read: expected one raw job id per line, got '90500_1'. "
-         f"{EN_FIX}): trainbot looks for it again in 19 minutes"],
+         f"{EN_FIX}): trainbot looks for it again in 21 minutes"],
         ["이름으로 찾아보는 것도 실패했습니다(`squeue -h --name=mix --user=slurmci -o %A`이(가) "
          "trainbot이 읽을 수 없는 내용을 출력했습니다: 한 줄에 원시 작업 ID 하나를 기대했지만 "
          f"'90500_1'이(가) 왔습니다. {KO_FIX})"],

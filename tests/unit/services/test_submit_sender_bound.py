@@ -4,7 +4,7 @@ when it sent the sbatch, on the row in flight (submits_in_flight.command_at_most
 bot.services.submit_deadlines.sender_command_at_most_s). Before, the bound was the lookup's
 current config's alone: a ProxyJump taken out of the ssh_config (or a replica started without
 `proxy_jump`) while the sender still went through the jump host had its submit looked up after
-19 minutes instead of 31, judged lost while its sbatch could still land, and resubmitted."""
+21 minutes instead of 36, judged lost while its sbatch could still land, and resubmitted."""
 
 from __future__ import annotations
 
@@ -43,7 +43,7 @@ from bot.store import Store
 
 NOW = 1_000_000.0
 DIRECT, JUMP = RemoteDeadlines(), RemoteDeadlines(jump=True)
-DIRECT_S, JUMP_S = 1149.0, 1869.0  # a submit's time in flight: over 19 minutes, over 31
+DIRECT_S, JUMP_S = 1239.0, 2139.0  # a submit's time in flight: over 20 minutes, over 35
 LOGIN = "Host gpu\n  HostName 127.0.0.1\n  Port 2222\n  User slurmci\n  IdentityFile /nonexistent\n"
 PROXYJUMP = LOGIN + "  ProxyJump ops@bastion.example.org:22\n"
 
@@ -58,20 +58,20 @@ def config_with(folder: Path, ssh_config: str) -> Config:
 
 
 def test_a_submit_in_flight_counts_its_senders_commands_when_longer() -> None:
-    assert (DIRECT.command_at_most_s, JUMP.command_at_most_s) == (121.0, 201.0)
-    assert submit_in_flight_s(DIRECT) == DIRECT_S == 1149.0  # 19 minutes
-    assert submit_in_flight_s(DIRECT, JUMP.command_at_most_s) == JUMP_S == 1869.0  # 31: its
-    assert submit_in_flight_s(JUMP, DIRECT.command_at_most_s) == 1869.0  # sender's; the current
-    assert submit_in_flight_s(DIRECT, None) == 1149.0  # a row written before: as before
-    assert settle_takeover_s(DIRECT, 201.0) > settle_takeover_s(DIRECT) == 3830.0
-    assert settle_lead_s(DIRECT, 201.0) == settle_takeover_s(DIRECT, 201.0) + 1869.0
+    assert (DIRECT.command_at_most_s, JUMP.command_at_most_s) == (131.0, 231.0)
+    assert submit_in_flight_s(DIRECT) == DIRECT_S == 1239.0  # 21 minutes
+    assert submit_in_flight_s(DIRECT, JUMP.command_at_most_s) == JUMP_S == 2139.0  # 36: its
+    assert submit_in_flight_s(JUMP, DIRECT.command_at_most_s) == 2139.0  # sender's; the current
+    assert submit_in_flight_s(DIRECT, None) == 1239.0  # a row written before: as before
+    assert settle_takeover_s(DIRECT, 231.0) > settle_takeover_s(DIRECT) == 4040.0
+    assert settle_lead_s(DIRECT, 231.0) == settle_takeover_s(DIRECT, 231.0) + 2139.0
 
 
 def test_a_resume_sent_through_a_jump_host_is_not_looked_up_when_the_jump_is_removed(
         store: Store, tmp_path: Path, monkeypatch) -> None:
     """Alice's resume sent through the jump host (the bot dies right after its sbatch), then
-    the ProxyJump taken out of the ssh_config: the recovery waits the sender's 31 minutes,
-    not the config's 19, before it looks the job up."""
+    the ProxyJump taken out of the ssh_config: the recovery waits the sender's 36 minutes,
+    not the config's 21, before it looks the job up."""
     monkeypatch.setattr(submit_mod, "crashpoint", dies_at("sbatch_returned"))
     jumped = tmp_path / "jumped"
     jumped.mkdir()
@@ -81,7 +81,7 @@ def test_a_resume_sent_through_a_jump_host_is_not_looked_up_when_the_jump_is_rem
     with pytest.raises(Died):
         execute(ctx, c.Resume("mix"), actor="U0ALICE", channel="C0TRAIN", now=NOW)
     [flight] = store.submits_in_flight.sent_before("dev", float("inf"))
-    assert flight.command_at_most_s == 201.0  # the jump host's bound, kept by its sender
+    assert flight.command_at_most_s == 231.0  # the jump host's bound, kept by its sender
 
     ctx = make_context(store, slurm, config=config_with(tmp_path, LOGIN))  # no jump now
     recover(ctx, NOW + DIRECT_S + 1)  # the current config's bound: the sbatch may still land
@@ -114,17 +114,17 @@ def test_the_sender_keeps_its_runners_cached_jump_host_when_the_config_has_none(
         return sender_command_at_most_s(config, "dev",
                                         FakeSlurm(runner=FakeRunner(deadlines=deadlines)))
 
-    assert bound(config, JUMP) == 201.0
-    assert bound(config, DIRECT) == 121.0
-    assert bound(config, OSError("x")) == 121.0  # its endpoint cannot be resolved
-    assert bound(config_with(tmp_path, PROXYJUMP), DIRECT) == 201.0
+    assert bound(config, JUMP) == 231.0
+    assert bound(config, DIRECT) == 131.0
+    assert bound(config, OSError("x")) == 131.0  # its endpoint cannot be resolved
+    assert bound(config_with(tmp_path, PROXYJUMP), DIRECT) == 231.0
 
 
 def test_a_fenced_senders_row_keeps_its_runners_jump_host(
         store: Store, tmp_path: Path, monkeypatch) -> None:
     """A scheduled job's submit goes through the fenced ports (bot.services.fencing): the
     bound kept on its row is still its SSH runner's own. Before, the fenced runner had no
-    deadlines() for the sender to find, and the row kept the config's 121 s."""
+    deadlines() for the sender to find, and the row kept the config's 131 s."""
     monkeypatch.setattr(submit_mod, "crashpoint", dies_at("sbatch_returned"))
     slurm = AnswerLostSlurm(lost=0, submitted_at=NOW)
     slurm.runner = FakeRunner(slurm.runner.answers, deadlines=JUMP)  # went through a jump
@@ -136,29 +136,29 @@ def test_a_fenced_senders_row_keeps_its_runners_jump_host(
     with pytest.raises(Died):
         execute(fenced, c.Resume("mix"), actor="U0ALICE", channel="C0TRAIN", now=NOW)
     [flight] = store.submits_in_flight.sent_before("dev", float("inf"))
-    assert flight.command_at_most_s == 201.0
+    assert flight.command_at_most_s == 231.0
 
 
 def test_a_lost_submits_reply_names_the_bound_its_lookup_waits_for(
         store: Store, tmp_path: Path) -> None:
     """Alice's submit through the runner's cached jump host, its sbatch answer lost and its
-    lookup by name failing: the reply says trainbot looks again in 31 minutes, the bound its
-    row keeps (201 s per command) and the recovery waits for. Before, it said the config's
-    19 minutes, and the recovery did not look until 31."""
+    lookup by name failing: the reply says trainbot looks again in 36 minutes, the bound its
+    row keeps (231 s per command) and the recovery waits for. Before, it said the config's
+    21 minutes, and the recovery did not look until 36."""
     slurm = AnswerLostSlurm(error=ChannelClosed(
         ["sbatch", "--parsable"], "login", connection_lost=True, advice=submit_advice("mix")))
     slurm.runner = FakeRunner(slurm.runner.answers, deadlines=JUMP)
     slurm.lookup_error = CommandTimedOut(["squeue"], 5)
     ctx = make_context(store, slurm, config=config_with(tmp_path, LOGIN))  # no jump named
     reply = execute(ctx, c.Submit("mix"), actor="U0ALICE", channel="C0TRAIN", now=NOW).text
-    assert reply.endswith("trainbot looks for it again in 31 minutes and, if it is there, "
+    assert reply.endswith("trainbot looks for it again in 36 minutes and, if it is there, "
                           "records it and tells the run's thread."), reply
     [flight] = store.submits_in_flight.sent_before("dev", float("inf"))
-    assert flight.command_at_most_s == 201.0
+    assert flight.command_at_most_s == 231.0
     slurm.lookup_error = None
-    recover(ctx, NOW + DIRECT_S + 1)  # not looked up at the config's 19 minutes ...
+    recover(ctx, NOW + DIRECT_S + 1)  # not looked up at the config's 21 minutes ...
     assert in_flight(store) == ["mix"]
-    recover(ctx, NOW + JUMP_S + 1)  # ... but at the 31 the reply named: its job is found
+    recover(ctx, NOW + JUMP_S + 1)  # ... but at the 36 the reply named: its job is found
     assert in_flight(store) == [] and len(slurm.acted("submit")) == 1
 
 
