@@ -42,7 +42,7 @@ from bot.services.send_job import describe_not_applied
 from bot.services.stacks import StackCollector, post_stacks
 from bot.services.status import StatusReport, job_status
 from bot.services.submit import describe_start
-from bot.services.threads import code, open_thread, render
+from bot.services.threads import code, kept_for_thread, open_thread, render
 from bot.store import Attempt
 
 log = logging.getLogger(__name__)
@@ -501,18 +501,21 @@ def _array_task(tasks: Mapping[int, JobRecord], array_job_id: int, task: int,
 def _stacks(ctx: BotContext, cmd: c.Stacks, actor: str, channel: str | None,
             now: float) -> Reply:
     """The job's Python stacks, grouped, to the asker; in the run's thread too, with the full
-    dump attached, when the job has one."""
+    dump attached, when the job has one (a post Slack did not take is kept for the thread:
+    the asker's answer says it is not there yet)."""
     target = _authorize_job(ctx, cmd.job_id, actor, "read the stacks of", cmd.array_task)
     cluster, recipe, attempt, job = target.cluster, target.recipe, target.attempt, target.job_id
     report = StackCollector(ctx.config, ctx.clusters, ctx.clock,
                             placements=ctx.pyspy).collect(cluster, str(job))
     chain_id = attempt.chain_id if attempt is not None else None
-    in_thread = post_stacks(ctx, chain_id, f"stacks:{cluster}:{job}:{now:.0f}", report,
-                            recipe)
+    key = f"stacks:{cluster}:{job}:{now:.0f}"
+    in_thread = post_stacks(ctx, chain_id, key, report, recipe)
     _audit(ctx, actor, "stacks", now, "ok" if report.problem is None else "failed",
            target.display, recipe,
            {"cause": report.problem.cause} if report.problem is not None else None)
-    blocks, text = render(ctx, "stacks", recipe, report.to_view(), channel=channel)
+    blocks, text = render(ctx, "stacks", recipe, {
+        **report.to_view(), "thread_pending": in_thread and kept_for_thread(ctx, key)},
+        channel=channel)
     return Reply(text, blocks, job_id=str(job), chain_id=chain_id if in_thread else None)
 
 

@@ -329,6 +329,36 @@ def test_train_stacks_answers_the_asker_and_posts_in_the_runs_thread(store) -> N
     assert (entry.actor, entry.result, entry.job_id) == ("U0ALICE", "ok", "88154")
 
 
+@pytest.mark.parametrize(("lang", "pending"), [
+    ("en", "Not in the run's thread yet: Slack did not take the post; trainbot posts it there "
+           "later."),
+    ("ko", "아직 실행 스레드에 없습니다: Slack이 게시물을 받지 않아 trainbot이 나중에 그곳에 "
+           "게시합니다."),
+])
+def test_train_stacks_says_its_thread_post_is_pending_when_slack_did_not_take_it(
+        store, lang, pending) -> None:
+    """`/train stacks` while Slack does not take the thread's post: the asker's answer says
+    the post is not in the thread yet (it is kept: the `prompts` job posts it), in the run's
+    language; once Slack takes its post, a second ask's answer says nothing of the kind."""
+    runner = FakeRunner({"srun": (0, node_output(), "")})
+    ctx = make_context(store, clusters=FakeClusters(FakeSlurm(), runner=runner),
+                       sink=UploadSink(store), lang=lang)
+    ctx.config.clusters["dev"].py_spy = "/opt/site/bin/py-spy"
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
+    store.attempts.record(chain_id=chain.id, job_id="88154", now=T0)
+    recorded(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
+    recorded(ctx).fail_next = 1
+    kept = execute(ctx, parse_command("stacks 88154"), actor="U0ALICE", channel="C0TRAIN",
+                   now=T0 + 60)
+    assert kept.text.endswith("\n" + pending) and pending in str(kept.blocks)
+    assert not [p for p in recorded(ctx).posts if p[2].startswith("stacks:dev:88154:")]
+    posted = execute(ctx, parse_command("stacks 88154"), actor="U0ALICE", channel="C0TRAIN",
+                     now=T0 + 120)
+    assert pending not in posted.text and pending not in str(posted.blocks)
+    assert [p[3] for p in recorded(ctx).posts if p[2].startswith("stacks:dev:88154:")] == [
+        posted.text]
+
+
 def test_train_stacks_is_refused_to_whom_may_not_touch_the_job(store) -> None:
     # any srun would fail
     ctx = make_context(store, clusters=FakeClusters(FakeSlurm(), runner=FakeRunner()))
