@@ -69,7 +69,8 @@ def build_context(config: Config, *, client: WebClient | None = None, slack: boo
         from bot.ops.metrics import CountingSessions
 
         clusters = CountingSessions(clusters, metrics)
-    poster = SlackPoster(client, store, redactor=redactor) if client is not None else None
+    poster = SlackPoster(client, store, redactor=redactor,
+                         deadline_s=config.slack.post_deadline_s) if client is not None else None
     sink = threads(store) if threads is not None else poster
     return BotContext(config=config, store=store, clusters=clusters,
                       renderer=TemplateRenderer(), catalogue=catalogue, sink=sink,

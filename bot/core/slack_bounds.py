@@ -4,7 +4,8 @@ retries and waits included. The adapters' defaults are here, so the poster's cla
 (`post_at_most_s`) and the takeover of a post another process may still be making
 (bot.core.takeover.post_takeover_s) count one worst case.
 
-One post has one overall deadline (`POST_DEADLINE_S` after it starts): no wait (the poster's
+One post has one overall deadline (the config's `slack.post_deadline_s`, `POST_DEADLINE_S`
+by default, after it starts): no wait (the poster's
 backoff between attempts, a 429's Retry-After, a retry handler's backoff) is made that would
 end at or past it, and no request is started once it has passed; the post then fails as when
 its attempts run out. So its last request starts before the deadline and ends within one
@@ -21,7 +22,9 @@ BACKOFF_S = 0.5  # a backoff's first delay (doubled each time, BACKOFF_CAP_S at 
 BACKOFF_CAP_S = 30.0
 JITTER = 0.25  # a backoff's delay is lengthened by up to this share
 POST_ATTEMPTS = 4  # the poster's attempts at one post, each a lookup and a send
-POST_DEADLINE_S = 300.0  # one post's overall deadline: a post still retried later helps no one
+# one post's overall deadline by default (the config's slack.post_deadline_s): a post still
+# retried later helps no one
+POST_DEADLINE_S = 300.0
 
 
 def waits_in_time(now: float, wait_s: float, deadline: float) -> bool:
@@ -36,7 +39,8 @@ def post_at_most_s(deadline_s: float, call_timeout_s: float) -> float:
     return deadline_s + call_timeout_s
 
 
-def default_post_at_most_s() -> float:
-    """`post_at_most_s` of the poster and client as the bot makes them (the defaults above:
-    330 s, a deadline of 300 s and one request of 30 s)."""
-    return post_at_most_s(POST_DEADLINE_S, CALL_TIMEOUT_S)
+def bot_post_at_most_s(deadline_s: float) -> float:
+    """`post_at_most_s` of the poster and client as the bot makes them: the configured
+    deadline (`deadline_s`, the config's slack.post_deadline_s) and the client's request
+    timeout (CALL_TIMEOUT_S); 330 s with the default deadline of 300 s."""
+    return post_at_most_s(deadline_s, CALL_TIMEOUT_S)

@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bot.core.checkpoints import CHECKPOINT_REQUESTS
-from bot.core.slack_bounds import default_post_at_most_s
+from bot.core.slack_bounds import bot_post_at_most_s
 
 SESSION_ATTEMPTS = 2
 """Attempts at a session channel for one command (bot.cluster.ssh.SSHRunner._open_session):
@@ -279,11 +279,11 @@ def settle_lead_s(deadlines: RemoteDeadlines, sent: float | None = None,
     return settle_takeover_s(deadlines, sent, marked) + submit_in_flight_s(deadlines, sent)
 
 
-def post_takeover_s() -> float:
+def post_takeover_s(post_deadline_s: float) -> float:
     """How old a record whose keyed Slack post its process makes right after it (a hold
     prompt's question: bot.services.competitors) must be, that post still not made, before
-    another run makes it: the poster's worst case, its deadline that its attempts, the
-    client's retries and 429 waits stop at, then one request
-    (bot.core.slack_bounds.default_post_at_most_s, as the poster counts its own), plus the
-    margin (390 s with the defaults)."""
-    return default_post_at_most_s() + TAKEOVER_MARGIN_S
+    another run makes it: the poster's worst case, its deadline (`post_deadline_s`, the
+    config's slack.post_deadline_s) that its attempts, the client's retries and 429 waits
+    stop at, then one request (bot.core.slack_bounds.bot_post_at_most_s, as the poster
+    counts its own), plus the margin (390 s with the default deadline of 300 s)."""
+    return bot_post_at_most_s(post_deadline_s) + TAKEOVER_MARGIN_S

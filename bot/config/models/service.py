@@ -10,6 +10,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from bot.config.models._base import _SLACK_CHANNEL_ID_RE, _SLACK_USER_RE, _Model
+from bot.core.slack_bounds import POST_DEADLINE_S
 
 
 class SlackConfig(_Model):
@@ -48,6 +49,13 @@ class SlackConfig(_Model):
         description="Slack Web API base URL: https://slack-gov.com/api/ for GovSlack; plain "
                     "http only to this machine (a stand-in in tests).",
     )
+    post_deadline_s: float = Field(
+        POST_DEADLINE_S,
+        description="Seconds one Slack post, update, Home tab or chart upload may take in all: "
+                    "its attempts, the client's retries and 429 waits stop at it. A run's "
+                    "root claim and the takeover of a post a dead bot began wait this, one "
+                    "request's timeout (30 s) and a margin.",
+    )
 
     @field_validator("api_url")
     @classmethod
@@ -59,6 +67,14 @@ class SlackConfig(_Model):
                              "sent to it; plain http only to localhost), e.g. "
                              "https://slack.com/api/")
         return value if value.endswith("/") else value + "/"
+
+    @field_validator("post_deadline_s")
+    @classmethod
+    def _post_deadline(cls, value: float) -> float:
+        if not value > 0:  # NaN and infinity: refused by the model (allow_inf_nan)
+            raise ValueError(f"post_deadline_s: {value:g} must be a positive number of seconds "
+                             f"(one Slack post's overall deadline; default {POST_DEADLINE_S:g})")
+        return value
 
     @field_validator("channels")
     @classmethod

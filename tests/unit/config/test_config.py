@@ -269,6 +269,23 @@ def test_the_slack_api_url_is_https_or_local_http(tmp_path):
         assert "slack.api_url" in message and "https://" in message
 
 
+def test_the_slack_post_deadline_is_a_positive_number_of_seconds(tmp_path):
+    """slack.post_deadline_s: one Slack post's overall deadline, 300 s unless set; a value
+    that is not a positive, finite number of seconds is refused naming the field."""
+    assert load_config(write(tmp_path, MINIMAL), env={}).slack.post_deadline_s == 300.0
+    short = load_config(write(tmp_path, MINIMAL + "  post_deadline_s: 45\n"), env={})
+    assert short.slack.post_deadline_s == 45.0
+    for bad in ("0", "-5", "'5 min'"):
+        message = error_of(tmp_path, MINIMAL + f"  post_deadline_s: {bad}\n")
+        assert "slack.post_deadline_s" in message
+    for bad in ("0", "-5"):
+        message = error_of(tmp_path, MINIMAL + f"  post_deadline_s: {bad}\n")
+        assert f"{bad} must be a positive number of seconds" in message
+    for bad in (".nan", ".inf"):
+        message = error_of(tmp_path, MINIMAL + f"  post_deadline_s: {bad}\n")
+        assert "slack.post_deadline_s" in message and "finite number" in message
+
+
 def test_secret_written_in_the_file_is_refused(tmp_path):
     message = error_of(tmp_path, MINIMAL + "  bot_token: abc\n")
     assert "slack.bot_token" in message and "environment" in message

@@ -55,7 +55,7 @@ from bot.core.policy import (
     PolicyParams,
     decide,
 )
-from bot.core.slack_bounds import default_post_at_most_s
+from bot.core.slack_bounds import POST_DEADLINE_S, bot_post_at_most_s
 from bot.core.slurm.records import JobRecord
 from bot.core.stacks import MARKER, PERMISSION_DENIED, ProcessFailure, StackReport, build_report
 from bot.core.takeover import RemoteDeadlines, cancel_takeover_s, submit_in_flight_s
@@ -1056,7 +1056,7 @@ def test_a_root_claimed_by_a_bot_killed_posting_it_is_announced_at_once_at_resta
             claimer = format_holder(socket.gethostname(), pid, "96e72bf3", procs.machine(),
                                     start)
             assert store.command_claims.claim(f"post:{root_key}", claimer, T0 - 100,
-                                                 default_post_at_most_s())
+                                                 bot_post_at_most_s(POST_DEADLINE_S))
             ctx, _, _ = slack_context(slack, store)  # the bot started again
             announce_unposted_roots(ctx)
             say_pending_notes(ctx)
@@ -1118,7 +1118,7 @@ def test_a_submits_note_waits_for_a_root_claimed_elsewhere_past_threadless_tries
     root_key = root_left_unposted(store, run)
     claimer = format_holder("gpu-02", 4242, "96e72bf3", ProcFS().machine(), 29026)
     assert store.command_claims.claim(f"post:{root_key}", claimer, T0,  # the bots' clock
-                                      default_post_at_most_s())
+                                      bot_post_at_most_s(POST_DEADLINE_S))
     ctx, _, _ = slack_context(slack, store)
     announce_unposted_roots(ctx)
     submitted = f"chain:{run.chain_id}:attempt:1:submitted"

@@ -440,12 +440,14 @@ def test_holds_proposed_twice_for_one_submitted_job_ask_once(store: Store) -> No
             if a.action == "hold_competitor"] == ["88017"]
 
 
+@pytest.mark.parametrize("deadline_s", [300.0, 45.0])
 def test_a_hold_question_the_bot_died_before_posting_is_asked_once_by_the_follow_up(
-        store: Store) -> None:
+        store: Store, deadline_s: float) -> None:
     """A person's resume recorded its job and its hold prompt, then the bot died before the
     prompt's question was posted (no run asks about that job again): the prompts' follow-up
-    asks it, once, when the post's own deadline has passed; nothing is held meanwhile, and no
-    reminder is made of a question nobody saw."""
+    asks it, once, when the post's own deadline (the configured slack.post_deadline_s: the
+    default 300 s, or 45 s) has passed, with one request and the margin (390 s, or 135 s);
+    nothing is held meanwhile, and no reminder is made of a question nobody saw."""
     slurm = AnswerLostSlurm(lost=0, submitted_at=NOW)
     ctx = make_context(store, slurm)
     chain = failed_run(ctx)
@@ -464,9 +466,12 @@ def test_a_hold_question_the_bot_died_before_posting_is_asked_once_by_the_follow
     assert hold.state == "pending" and holds_asked(ctx) == []
 
     ctx = make_context(store, slurm)  # the bot, started again over the same store
-    follow_up_prompts(ctx, NOW + 60)  # the dead post may still be under way in a replica
+    ctx.config.slack.post_deadline_s = deadline_s
+    takeover_s = post_takeover_s(deadline_s)
+    assert takeover_s == deadline_s + 90
+    follow_up_prompts(ctx, NOW + takeover_s - 1)  # the dead post may still be under way
     assert holds_asked(ctx) == []
-    for at in (NOW + post_takeover_s(), NOW + post_takeover_s() + 60, NOW + 3600):
+    for at in (NOW + takeover_s, NOW + takeover_s + 60, NOW + 3600):
         follow_up_prompts(ctx, at)
     assert holds_asked(ctx) == [HOLD_ASK] and not slurm.acted("hold")
     assert [p[2] for p in recorded(ctx).posts if "Hold 88017" in p[3]] == \

@@ -1,5 +1,6 @@
-"""One Slack post has one overall deadline (bot.core.slack_bounds.POST_DEADLINE_S): the
-poster's attempts, the client's retries and its 429 waits all stop at it. A keyed post
+"""One Slack post has one overall deadline (the config's slack.post_deadline_s,
+bot.core.slack_bounds.POST_DEADLINE_S by default): the poster's attempts, the client's
+retries and its 429 waits all stop at it. A keyed post
 another process may still be making (a hold prompt's question whose bot died,
 bot.services.prompt_follow_up) and a run's root claim wait for the post's worst case, that
 deadline and one request: one formula (bot.core.slack_bounds) for both."""
@@ -10,11 +11,14 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from fakes import make_config
 from slack_standin import SlackStandIn
 
+from bot.app import build_context
 from bot.core import slack_bounds
-from bot.core.slack_bounds import default_post_at_most_s, waits_in_time
+from bot.core.slack_bounds import POST_DEADLINE_S, bot_post_at_most_s, waits_in_time
 from bot.core.takeover import post_takeover_s
+from bot.services.threads import _claim_root, _root_claim_key
 from bot.slack.poster import SlackPoster, SlackPostError
 from bot.slack.retry import make_client
 from bot.store import Store
@@ -28,9 +32,34 @@ def test_a_posts_takeover_waits_minutes_not_hours() -> None:
     margin: 6.5 minutes. Before, 6244 s (6304 s for the takeover): 4 attempts of 2 calls
     of 6 requests and 5 Retry-After waits of 120 s, over an hour and a half."""
     poster = SlackPoster(make_client("xoxb-test"), store=None)
-    assert poster.post_at_most_s() == pytest.approx(default_post_at_most_s()) == 330
-    assert post_takeover_s() == pytest.approx(390)
-    assert post_takeover_s() >= poster.post_at_most_s()
+    assert poster.post_at_most_s() == pytest.approx(bot_post_at_most_s(POST_DEADLINE_S)) == 330
+    assert post_takeover_s(POST_DEADLINE_S) == pytest.approx(390)
+    assert post_takeover_s(POST_DEADLINE_S) >= poster.post_at_most_s()
+
+
+def test_a_configured_post_deadline_moves_the_root_claim_and_the_takeover(tmp_path: Path
+                                                                          ) -> None:
+    """slack.post_deadline_s set to 45: the bot's poster (bot.app.build_context) ends a post
+    by 45 s, so a run's root claim holds 75 s (the deadline and one request: another try
+    joins it after that, not after 330 s) and a post a dead bot began is taken over after
+    135 s (the margin more), not 390 s."""
+    config = make_config()
+    config.slack.post_deadline_s = 45.0
+    config.store.url = f"sqlite:///{tmp_path / 'state.db'}"
+    ctx = build_context(config, client=make_client("xoxb-test"))
+    try:
+        assert isinstance(ctx.sink, SlackPoster) and ctx.sink.deadline_s == 45.0
+        assert ctx.sink.post_at_most_s() == 75.0
+        chain = ctx.store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
+        now = ctx.clock()
+        assert _claim_root(ctx, chain.id) is not None
+        key = _root_claim_key(chain.id)
+        assert not ctx.store.command_claims.claim(key, "another", now + 74, 1.0)
+        assert ctx.store.command_claims.claim(key, "another", now + 76, 1.0)
+        assert post_takeover_s(config.slack.post_deadline_s) == 135.0
+    finally:
+        ctx.clusters.close()
+        ctx.store.close()
 
 
 @pytest.mark.parametrize("retry_after", [0.0, 1.0, 29.5, 60.0, 119.0, 120.0])
@@ -56,7 +85,7 @@ def test_the_bound_holds_whatever_slack_answers(retry_after: float, request_s: f
                 if not waits_in_time(now, retry_after, deadline):
                     break
                 now += retry_after + request_s
-    assert now <= default_post_at_most_s()
+    assert now <= bot_post_at_most_s(deadline)
 
 
 @pytest.fixture
