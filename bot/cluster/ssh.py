@@ -62,6 +62,7 @@ from bot.cluster.endpoint import (
 from bot.cluster.errors import (
     CONNECTION_CLOSED,
     ChannelClosed,
+    ClusterError,
     ClusterUnavailable,
     CommandFailed,
     CommandTimedOut,
@@ -171,12 +172,33 @@ class SSHRunner:
         connection that cannot send would wait until something closed it. The clock of the
         commands in flight (bot.cluster.in_flight) is stopped last, its thread ended. The
         runner's own connection before the retired ones: one retired without the lock may
-        still be it, and its jump host's connection is closed first (`_close_connection`)."""
-        with self._lock:
-            self._drop()
+        still be it, and its jump host's connection is closed first (`_close_connection`).
+
+        The runner's lock is waited for as `_locked` allows (RemoteDeadlines.lock_wait_s,
+        each holder's bound). A holder past it (a task stuck closing a connection) does not
+        keep the close waiting: the same connections are closed without the lock, which ends
+        what the holder waits on there, and logged; the runner's are closed, not let go (the
+        holder may be using them; the next command finds them closed and connects afresh),
+        and a connection the holder makes after that is left to the runner's next close."""
+        try:
+            wait = self.deadlines().lock_wait_s
+        except ClusterError:  # its ssh_config unreadable: no connection was made with it
+            wait = RemoteDeadlines(connect_s=self.settings.connect_timeout).lock_wait_s
+        had = self._lock.acquire(timeout=wait)
+        if not had:
+            log.warning("ssh connection to %s closed without the runner's lock (another task "
+                        "held it past %g s)", self.settings.host, wait)
+        try:
+            if had:
+                self._drop()
+            else:
+                _close_connection(self._client, self._jump)
             self._in_flight.close_retired()
             if self._sftp is not None:
                 self._sftp.close()
+        finally:
+            if had:
+                self._lock.release()
         self._in_flight.stop_clock()  # the lock released: what it is doing may take it
 
     def _drop(self) -> None:
@@ -189,13 +211,13 @@ class SSHRunner:
         once the commands in flight on it have ended, at the latest just after the last of
         their deadlines (bot.cluster.in_flight). Said as a failed connection, as `_lost` does. A
         transport that is no longer the runner's (retired or dropped by another thread) is
-        left as it is. The runner's lock is waited for at most connect_at_most_s, which every
-        holder ends within (connecting is bounded), or not at all without `wait` (the in-flight
-        clock's thread, whose waiting would delay every other deadline of the runner): not
-        had, the runner is left as it is and the transport is retired alone, its sends still
-        cut at the latest deadline of its commands."""
+        left as it is. The runner's lock is waited for at most RemoteDeadlines.lock_wait_s,
+        which every holder ends within (connecting is bounded), or not at all without `wait`
+        (the in-flight clock's thread, whose waiting would delay every other deadline of the
+        runner): not had, the runner is left as it is and the transport is retired alone, its
+        sends still cut at the latest deadline of its commands."""
         if wait:
-            had = self._lock.acquire(timeout=self.deadlines().connect_at_most_s)
+            had = self._lock.acquire(timeout=self.deadlines().lock_wait_s)
         else:
             had = self._lock.acquire(blocking=False)
         if not had:
@@ -287,11 +309,11 @@ class SSHRunner:
     @contextmanager
     def _locked(self) -> Iterator[None]:
         """The runner's lock, held for the block, waited for at most the time one connection
-        may take (RemoteDeadlines.connect_at_most_s): each holder keeps it no longer, its
+        may take (RemoteDeadlines.lock_wait_s): each holder keeps it no longer, its
         connecting bounded. A holder past that (none should be) leaves the caller a
         ClusterUnavailable saying another task was still connecting or closing a connection
         (the holders: `_ensure_transport`, `close`, `_retire`, `_forget_if_dead`, `sftp`)."""
-        wait = self.deadlines().connect_at_most_s
+        wait = self.deadlines().lock_wait_s
         if not self._lock.acquire(timeout=wait):
             raise ClusterUnavailable(N_(
                 "another task was still connecting to %(where)s or closing its connection "

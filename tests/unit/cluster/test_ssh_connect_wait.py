@@ -6,8 +6,10 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable
+from pathlib import Path
 
 from support.runner_lock import another_task_holding_the_lock
+from support.sftp_peer import serve_peer
 
 from bot.cluster.errors import ClusterUnavailable
 from bot.cluster.ssh import SSHRunner, SSHSettings
@@ -72,3 +74,28 @@ def test_a_channel_closed_under_its_command_is_said_so_while_another_thread_conn
         runner, lambda: runner._lost_under(dead))  # type: ignore[arg-type]  # noqa: SLF001
     assert outcome is True  # ChannelClosed(connection_lost=True): it may have run
     assert 0.25 < took < 2.0
+
+
+def test_close_while_another_task_holds_the_lock_returns_within_one_connections_time(
+        tmp_path: Path) -> None:
+    """The runner is closed (the bot stopping) while another task holds its lock past its
+    bound (stuck closing a connection): the close returns after one connection's time
+    (RemoteDeadlines.lock_wait_s), having closed the runner's connection and its SFTP
+    channels without the lock. Before, it waited for the holder, however long it held it."""
+    with serve_peer(tmp_path, sftp_timeout=5) as peer:
+        runner = peer.runner(connect_timeout=0.3)
+        connection = runner.transport
+        runner.sftp().stat(".")  # an SFTP channel open on it
+        with another_task_holding_the_lock(runner) as holder:
+            started = time.monotonic()
+            runner.close()
+            took = time.monotonic() - started
+            assert holder.is_alive()  # still holding it: not waited for
+        assert runner.deadlines().lock_wait_s == 0.3
+        assert 0.25 < took < 0.3 + 1.0, took
+        assert not connection.is_active()
+        assert runner.sftp().channels == []
+        fresh = runner.transport  # used again: the next command connects afresh
+        assert fresh is not connection and fresh.is_active()
+        runner.close()
+        assert not fresh.is_active()
