@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bot.core.checkpoints import CHECKPOINT_REQUESTS
-from bot.core.slack_bounds import bot_post_at_most_s
+from bot.core.slack_bounds import POST_DEADLINE_S, bot_post_at_most_s
 
 SESSION_ATTEMPTS = 2
 """Attempts at a session channel for one command (bot.cluster.ssh.SSHRunner._open_session):
@@ -180,10 +180,9 @@ them."""
 
 SLACK_CALLS = 6
 """Slack calls on the resume's way (the resubmit's announcement and its root's rewrite, up to
-three hold questions, the prompt's rewrite), each at most SLACK_CALL_S."""
-
-SLACK_CALL_S = 30.0
-"""One Slack Web API call's timeout (bot.slack.retry.make_client)."""
+three hold questions, the prompt's rewrite), each at the poster's worst case
+(bot.core.slack_bounds.bot_post_at_most_s: its deadline, which its attempts, the client's
+retries and 429 waits stop at, then one request), as post_takeover_s counts one."""
 
 TAKEOVER_MARGIN_S = 60.0
 """What the store's and the process's own work, and the clocks of two replicas, may add."""
@@ -247,36 +246,44 @@ def scancel_limits(runner: RemoteDeadlines) -> tuple[float, float]:
 
 
 def settle_takeover_s(deadlines: RemoteDeadlines, sent: float | None = None,
-                      marked: StepBounds | None = None) -> float:
+                      marked: StepBounds | None = None, *,
+                      post_deadline_s: float = POST_DEADLINE_S) -> float:
     """How old a cancel's `cancel_settled` or `cancel_resuming` step whose approval has no
     outcome yet must be before another run takes it over (bot.services.cancel_settle):
     RESUME_COMMANDS remote commands at their worst, one checkpoint lookup at its worst
-    (RemoteDeadlines.lookup_at_most_s), SLACK_CALLS Slack calls, plus the margin (4040 s with
-    the default deadlines). The commands are counted at the longest of the current config's
-    bound, the one its resubmit's sender kept on its row in flight (`sent`, when one is
-    there) and the one the step's marker kept with the step (`marked`); the lookup at the
-    longer of the current config's and the marker's. `marked` None (a step marked before its
-    bounds were kept): the current config's lookup and the row's commands, as before."""
+    (RemoteDeadlines.lookup_at_most_s), SLACK_CALLS Slack calls each at the poster's worst
+    case (its deadline `post_deadline_s`, the config's slack.post_deadline_s, then one
+    request: bot.core.slack_bounds.bot_post_at_most_s), plus the margin (5840 s with the
+    default deadlines and post deadline). The commands are counted at the longest of the
+    current config's bound, the one its resubmit's sender kept on its row in flight (`sent`,
+    when one is there) and the one the step's marker kept with the step (`marked`); the
+    lookup at the longer of the current config's and the marker's. `marked` None (a step
+    marked before its bounds were kept): the current config's lookup and the row's
+    commands, as before."""
     looked = deadlines.lookup_at_most_s
     if marked is not None:
         sent = marked.command_at_most_s if sent is None else max(sent, marked.command_at_most_s)
         looked = max(looked, marked.lookup_at_most_s)
     return (RESUME_COMMANDS * sent_command_at_most_s(deadlines, sent) + looked
-            + SLACK_CALLS * SLACK_CALL_S + TAKEOVER_MARGIN_S)
+            + SLACK_CALLS * bot_post_at_most_s(post_deadline_s) + TAKEOVER_MARGIN_S)
 
 
 def settle_lead_s(deadlines: RemoteDeadlines, sent: float | None = None,
-                  marked: StepBounds | None = None) -> float:
+                  marked: StepBounds | None = None, *,
+                  post_deadline_s: float = POST_DEADLINE_S) -> float:
     """How long a cancel and resume's resubmit in flight whose approval is still approved is
     left to its settle (bot.services.cancel_settle) before bot.services.runs
     .recover_submits_in_flight looks it up as a person's: the settle's takeover time (its
     step, marked before the row, is that old by then, so a live settle has ended and a dead
     one's takeover was due) plus the submit's own in-flight window (the takeover's lookup and
-    resubmit); 5279 s with the default deadlines. A settle that cannot finish (Slurm no longer
-    knows the cancelled job) then never holds the run's submits for ever. `sent`: the
-    resubmit's sender's command bound kept on its row (submit_in_flight_s); `marked`: the
-    bounds its settle's steps' markers kept (settle_takeover_s)."""
-    return settle_takeover_s(deadlines, sent, marked) + submit_in_flight_s(deadlines, sent)
+    resubmit); 7079 s with the default deadlines and post deadline. A settle that cannot
+    finish (Slurm no longer knows the cancelled job) then never holds the run's submits for
+    ever. `sent`: the resubmit's sender's command bound kept on its row
+    (submit_in_flight_s); `marked`: the bounds its settle's steps' markers kept
+    (settle_takeover_s); `post_deadline_s`: the config's slack.post_deadline_s
+    (settle_takeover_s)."""
+    return settle_takeover_s(deadlines, sent, marked, post_deadline_s=post_deadline_s) \
+        + submit_in_flight_s(deadlines, sent)
 
 
 def post_takeover_s(post_deadline_s: float) -> float:

@@ -61,7 +61,8 @@ def takeover_s(ctx: BotContext, approval: Approval, now: float, step: str) -> fl
     flights = ctx.store.submits_in_flight.with_intent(cluster, intent, now)
     sent = [f.command_at_most_s for f in flights if f.command_at_most_s is not None]
     return settle_takeover_s(cluster_deadlines(ctx.config, cluster), max(sent, default=None),
-                             ctx.store.approvals.bounds_of(approval.token, step))
+                             ctx.store.approvals.bounds_of(approval.token, step),
+                             post_deadline_s=ctx.config.slack.post_deadline_s)
 
 
 def settle_unknown_cancels(ctx: BotContext, now: float, refused: Backoffs | None = None

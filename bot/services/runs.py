@@ -213,7 +213,8 @@ def _settle_leads(ctx: BotContext, flight: SubmitInFlight, now: float) -> bool:
     marked = longest_bounds(*(ctx.store.approvals.bounds_of(approval.token, step)
                               for step in _SETTLE_STEPS))
     if now - flight.sent_at < settle_lead_s(cluster_deadlines(ctx.config, flight.cluster),
-                                            flight.command_at_most_s, marked):
+                                            flight.command_at_most_s, marked,
+                                            post_deadline_s=ctx.config.slack.post_deadline_s):
         return True
     log.warning("submit of %s sent at %.0f: its cancel and resume (prompt %s) is still "
                 "approved and unsettled; looked up here", flight.job_name, flight.sent_at,

@@ -132,9 +132,9 @@ def test_the_settles_takeover_allows_the_longest_lookup_each_request_at_its_dead
     requests there. Opening the channel at its worst and each request waiting its whole SFTP
     deadline still end within the lookup's share of a settle's takeover
     (bot.core.takeover.settle_takeover_s), default or slower deadlines alike."""
+    from bot.core.slack_bounds import POST_DEADLINE_S, bot_post_at_most_s
     from bot.core.takeover import (
         RESUME_COMMANDS,
-        SLACK_CALL_S,
         SLACK_CALLS,
         TAKEOVER_MARGIN_S,
         RemoteDeadlines,
@@ -148,7 +148,8 @@ def test_the_settles_takeover_allows_the_longest_lookup_each_request_at_its_dead
     assert peer.sessions == 1 and sent(peer) == CHECKPOINT_REQUESTS
     for d in (RemoteDeadlines(), RemoteDeadlines(connect_s=30.0, sftp_s=60.0)):
         lookup_share = settle_takeover_s(d) - (RESUME_COMMANDS * d.command_at_most_s
-                                               + SLACK_CALLS * SLACK_CALL_S + TAKEOVER_MARGIN_S)
+                                               + SLACK_CALLS * bot_post_at_most_s(POST_DEADLINE_S)
+                                               + TAKEOVER_MARGIN_S)
         opening = d.session_at_most_s + 2 * d.sftp_s  # session (connections), subsystem, version
         assert opening + decision.requests * d.sftp_s <= lookup_share
 

@@ -11,6 +11,7 @@ from bot.core.takeover import (
     END_GRACE_S,
     RESUME_COMMANDS,
     SCANCEL_KILL_AFTER_S,
+    SLACK_CALLS,
     SUBMIT_COMMANDS,
     TAKEOVER_MARGIN_S,
     RemoteDeadlines,
@@ -18,6 +19,7 @@ from bot.core.takeover import (
     cancel_takeover_s,
     longest_bounds,
     own_bounds,
+    post_takeover_s,
     scancel_limits,
     settle_lead_s,
     settle_takeover_s,
@@ -27,8 +29,24 @@ from bot.core.takeover import (
 
 def test_the_default_deadlines_give_the_takeovers_their_minutes() -> None:
     assert submit_in_flight_s(RemoteDeadlines()) == 1239.0  # "looks again in 21 minutes"
-    assert settle_takeover_s(RemoteDeadlines()) == 4040.0
-    assert settle_lead_s(RemoteDeadlines()) == 5279.0  # a settle's row, then looked up
+    assert settle_takeover_s(RemoteDeadlines()) == 5840.0
+    assert settle_lead_s(RemoteDeadlines()) == 7079.0  # a settle's row, then looked up
+
+
+def test_a_settles_slack_calls_count_the_posters_worst_case_as_a_posts_takeover_does(
+        ) -> None:
+    """Each of a settle's SLACK_CALLS Slack calls is counted as post_takeover_s counts one
+    post (its deadline, then one request: 330 s by default), not at one request's 30 s;
+    a configured post deadline moves it for each call."""
+    d = RemoteDeadlines()
+    commands_and_lookup = RESUME_COMMANDS * d.command_at_most_s + d.lookup_at_most_s
+    for deadline in (300.0, 45.0):
+        one_post = post_takeover_s(deadline) - TAKEOVER_MARGIN_S
+        assert settle_takeover_s(d, post_deadline_s=deadline) == \
+            commands_and_lookup + SLACK_CALLS * one_post + TAKEOVER_MARGIN_S
+        assert settle_lead_s(d, post_deadline_s=deadline) == \
+            settle_takeover_s(d, post_deadline_s=deadline) + submit_in_flight_s(d)
+    assert SLACK_CALLS * (post_takeover_s(300.0) - TAKEOVER_MARGIN_S) == 6 * 330.0
 
 
 @pytest.mark.parametrize("connect_s", [10.0, 30.0])
@@ -146,13 +164,13 @@ def test_a_settles_takeover_waits_for_its_markers_lookup_and_commands_when_longe
     slow = RemoteDeadlines(sftp_s=60.0)
     assert d.lookup_at_most_s == 1311.0 and slow.lookup_at_most_s == 201.0 + 80 * 60.0
     looked = StepBounds(d.command_at_most_s, slow.lookup_at_most_s)
-    assert settle_takeover_s(d, marked=looked) == 4040.0 - 1311.0 + 5001.0 == 7730.0
-    assert settle_takeover_s(d, marked=StepBounds(0.0, 0.0)) == settle_takeover_s(d) == 4040.0
+    assert settle_takeover_s(d, marked=looked) == 5840.0 - 1311.0 + 5001.0 == 9530.0
+    assert settle_takeover_s(d, marked=StepBounds(0.0, 0.0)) == settle_takeover_s(d) == 5840.0
     jumped = StepBounds(200.0, 0.0)
     assert settle_takeover_s(d, marked=jumped) == settle_takeover_s(d, 200.0)
     assert settle_takeover_s(d, 300.0, jumped) == settle_takeover_s(d, 300.0)
     assert settle_takeover_s(d, 150.0, jumped) == settle_takeover_s(d, 200.0)
-    assert settle_lead_s(d, None, looked) == 7730.0 + submit_in_flight_s(d)
+    assert settle_lead_s(d, None, looked) == 9530.0 + submit_in_flight_s(d)
 
 
 def test_the_longest_kept_bounds_are_each_bounds_longest() -> None:

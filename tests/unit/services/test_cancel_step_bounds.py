@@ -5,7 +5,7 @@ checkpoint lookup's worst case with the step (prompt_steps.command_at_most_s and
 lookup_at_most_s, bot.services.submit_deadlines.step_bounds). Before, the takeover counted
 the current config's deadlines alone: a click that went through a jump host (its SSH runner's
 cached ProxyJump, since taken out of the config) was taken over after 584 s while it could
-still be in its scancel, and a settle whose runner had a longer SFTP timeout after 4040 s
+still be in its scancel, and a settle whose runner had a longer SFTP timeout after 5840 s
 while it could still be in its checkpoint lookup."""
 
 from __future__ import annotations
@@ -21,6 +21,7 @@ from support.mix_prompt import mix_prompt
 
 from bot.cluster.errors import ChannelClosed
 from bot.core.takeover import (
+    SLACK_CALLS,
     RemoteDeadlines,
     StepBounds,
     cancel_takeover_s,
@@ -169,9 +170,9 @@ def test_a_settle_with_a_longer_sftp_timeout_is_not_taken_over_in_its_lookup(
     """A Cancel and resume whose scancel's end was not seen is settled by a run whose SSH
     runner allows 60 s an SFTP request (the config: 15 s); it dies right after claiming the
     settle. Another run, at the config's deadlines, does not take it over at the config's
-    4040 s (the first may still be in the resume's checkpoint lookup, 80 requests at 60 s),
+    5840 s (the first may still be in the resume's checkpoint lookup, 80 requests at 60 s),
     only once the settler's own lookup bound has passed; the settle is then done once. Before,
-    it was taken over at 4041 s."""
+    it was taken over at 5841 s."""
     ctx, slurm, token = stalled_prompt(store, SLOW_SFTP)
     settle_at = settle_died(ctx, slurm, token, monkeypatch, cancel_settle, "cancel_settle_claimed")
     marked = store.approvals.bounds_of(token, "cancel_settled")
@@ -181,10 +182,10 @@ def test_a_settle_with_a_longer_sftp_timeout_is_not_taken_over_in_its_lookup(
     approval = store.approvals.get(token)
     assert approval is not None
     bound = cancel_settle.takeover_s(ctx, approval, settle_at, "cancel_settled")
-    assert bound == settle_takeover_s(DIRECT, marked=marked) == 7730.0
-    assert settle_takeover_s(DIRECT) == 4040.0
+    assert bound == settle_takeover_s(DIRECT, marked=marked) == 9530.0
+    assert settle_takeover_s(DIRECT) == 5840.0
 
-    settle_unknown_cancels(ctx, settle_at + 4041)
+    settle_unknown_cancels(ctx, settle_at + 5841)
     assert taken_over(store, "approval.cancel_settled") == []
     assert store.approvals.steps(token)["cancel_settled"] == settle_at
 
@@ -201,7 +202,23 @@ def test_a_settle_step_marked_before_its_bounds_were_kept_counts_the_configs_loo
     store.approvals.mark_step(token, "cancel_settled", now=NOW)
     approval = store.approvals.get(token)
     assert approval is not None
-    assert cancel_settle.takeover_s(ctx, approval, NOW, "cancel_settled") == 4040.0
+    assert cancel_settle.takeover_s(ctx, approval, NOW, "cancel_settled") == 5840.0
+
+
+def test_a_settles_takeover_counts_its_slack_calls_at_the_configured_post_deadline(
+        store: Store) -> None:
+    """A settle's step is taken over once its SLACK_CALLS Slack calls could each have taken
+    the poster's worst case at the configured slack.post_deadline_s (its deadline and one
+    request), as a post's takeover counts one: 45 s a post takes 1530 s off the default's
+    5840 s. Before, each call was counted at one request's 30 s whatever the deadline (a
+    settle still in a post Slack kept rate limiting could be taken over)."""
+    ctx, slurm, token = stalled_prompt(store, SLOW_SFTP)
+    store.approvals.mark_step(token, "cancel_settled", now=NOW)
+    approval = store.approvals.get(token)
+    assert approval is not None
+    ctx.config.slack.post_deadline_s = 45.0
+    assert cancel_settle.takeover_s(ctx, approval, NOW, "cancel_settled") == \
+        5840.0 - SLACK_CALLS * (300.0 - 45.0) == 4310.0
 
 
 def test_the_step_bounds_are_the_runners_own_when_longer_else_the_configs() -> None:
@@ -216,17 +233,17 @@ def test_a_settles_resubmit_is_left_to_it_for_its_markers_lead(
     """The settle (its runner at 60 s an SFTP request) died right after its resubmit's sbatch
     queued 90500, and Slurm has forgotten the cancelled 88154, so no settle takes it over. The
     recovery of the submits in flight leaves the row to the settle for the settle's own lead
-    (its takeover at its kept bounds, then the submit's window: 8969 s), not the config's
-    5279 s, then looks 90500 up as a person's: one job. Before, it was looked up at 5280 s."""
+    (its takeover at its kept bounds, then the submit's window: 10769 s), not the config's
+    7079 s, then looks 90500 up as a person's: one job. Before, it was looked up at 7080 s."""
     ctx, slurm, token = stalled_prompt(store, SLOW_SFTP)
     settle_at = settle_died(ctx, slurm, token, monkeypatch, submit_mod, "sbatch_returned")
     assert slurm.queued("mix") == [90500] and in_flight(store) == ["mix"]
     del slurm.records[88154]
     marked = store.approvals.bounds_of(token, "cancel_settled")
-    assert settle_lead_s(DIRECT) == 5279.0
-    assert settle_lead_s(DIRECT, 131.0, marked) == 7730.0 + 1239.0
+    assert settle_lead_s(DIRECT) == 7079.0
+    assert settle_lead_s(DIRECT, 131.0, marked) == 9530.0 + 1239.0
 
-    recover(ctx, settle_at + 5280)
+    recover(ctx, settle_at + 7080)
     assert in_flight(store) == ["mix"]  # the settle's still
-    recover(ctx, settle_at + 8970)
+    recover(ctx, settle_at + 10770)
     assert in_flight(store) == [] and len(slurm.submits()) == 1
