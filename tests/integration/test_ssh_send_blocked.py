@@ -2,7 +2,9 @@
 person can act on, over a real sshd: the login node's session (bot.cluster.ssh.SSHRunner.
 _open_session) and the jump host's tunnel (SSHRunner._open_client). A command running when its
 connection stops taking data ends at its own timeout, and the grace after it
-(bot.cluster.in_flight.END_GRACE_S), whether another command's opening comes or not.
+(bot.cluster.in_flight.END_GRACE_S), whether another command's opening comes or not. A
+runner whose jump host's connection stops taking data (its login node's connection, carried
+in it, cannot send either) still closes at once, the jump host's connection first.
 
 Between trainbot and sshd runs a TCP relay (the project's LatencyRelay, no delay) that stops
 reading what trainbot sends on one connection once it has carried a given number of bytes:
@@ -311,3 +313,66 @@ def test_a_tunnel_behind_a_send_that_cannot_leave_fails_at_connect_timeout(
                               "is the host up and reachable?")
     ko = said_in_korean(err.value)
     assert ko.startswith(f"{login} ({jump} 경유)(으)로의 ssh가 {CONNECT_S:g}초 뒤 시간 초과"), ko
+
+
+def test_a_jumped_runner_whose_login_node_connection_cannot_send_still_closes(
+        dev_cluster: Any, tmp_path: Path) -> None:
+    """The runner reaches the login node through a jump host (a second sshd on 127.0.0.1,
+    forwarding to the dev cluster's) whose connection stops taking data while a command sends
+    its stdin: the login node's connection, carried in a channel of the jump host's, cannot
+    send. The runner's close (the bot stopping) still returns at once: it closes the jump
+    host's connection first, which cuts the sends waiting on it, then the login node's, which
+    then sends nothing there; the command ends as cut with its connection, not at its
+    timeout. Closed the other way round, the login node's close (its channel's close, a send
+    on the jump host's connection) would wait without end."""
+    settings = dev_cluster.ssh_settings()
+    closed: list[str] = []
+    ended: dict[str, Any] = {}
+    returned = False
+    with bastion_sshd(dev_cluster, tmp_path) as (port, known, _log), \
+            StallingRelay(("127.0.0.1", port)) as relay:
+        known = relayed_known_hosts(known, "127.0.0.1", port, relay.port,
+                                    directory=str(tmp_path))
+        s = dataclasses.replace(settings, proxy_jump=f"{settings.user}@127.0.0.1:{relay.port}",
+                                known_hosts=known, connect_timeout=CONNECT_S)
+        runner = SSHRunner(s)
+        try:
+            assert runner.run(["echo", "up"]).stdout == "up\n"
+            login, jump = runner._client, runner._jump  # noqa: SLF001 - the two connections
+            assert login is not None and jump is not None
+            login_t, jump_t = login.get_transport(), jump.get_transport()
+            assert login_t is not None and jump_t is not None
+            assert isinstance(jump_t.sock, socket.socket)  # the jump host's: the relay's TCP
+            jump_t.sock.setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 64 << 10)
+            for name, client in (("jump host", jump), ("login node", login)):
+                def noted(close: Any = client.close, name: str = name) -> None:
+                    closed.append(name)
+                    close()
+                client.close = noted  # type: ignore[method-assign]
+            relay.stall_after = relay.carried + (1 << 20)  # 1 MiB into the stdin below
+
+            def send_stdin() -> None:
+                try:
+                    runner.run(["sh", "-c", "cat >/dev/null"], stdin=b"x" * FILL, timeout=60)
+                except Exception as exc:  # noqa: BLE001 - checked below
+                    ended["error"] = exc
+
+            thread = threading.Thread(target=send_stdin, daemon=True)
+            thread.start()
+            assert relay.stalled.wait(RUNNING_S), ("the relay never stopped reading", ended)
+            assert a_send_waits_for_room(1.5), "the stdin's send found room: nothing blocked"
+            closing = threading.Thread(target=runner.close, daemon=True)
+            closing.start()
+            closing.join(5.0)  # closed the other way round, it waits until the relay stops
+            returned = not closing.is_alive()
+            thread.join(SLACK_S)
+        finally:  # the relay's stop below ends a close that waits on it
+            if returned:
+                runner.close()
+    closing.join(SLACK_S)
+    assert returned, f"the close did not return within 5 s: {closed}"
+    assert closed[:2] == ["jump host", "login node"]
+    assert not jump_t.is_active() and not login_t.is_active()
+    assert not thread.is_alive(), "the command's send was not cut"
+    error = ended.get("error")
+    assert isinstance(error, ClusterUnavailable) and "lost" in str(error), ended
