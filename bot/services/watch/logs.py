@@ -19,7 +19,10 @@ carriage returns) is not fed; it is told to the series as of the file's mtime on
 seen is kept with the log's offset, written at once when a read finds it frozen (unchanged for
 `persist_every_s` / 2): after a restart the first read compares with it (a bar frozen before
 the restart is no activity for being seen again, though it froze after the offset's last
-throttled write; a restart sooner after the freeze takes it for an advance at its first read).
+throttled write). A restart sooner after the freeze finds a count the store did not keep: it
+was drawn after the offset's last write, and is dated at that write (the file's mtime then),
+never at the restart's read, so a bar frozen then is no advance either (its stall is warned
+no later than without the restart, at most the time from that write to the freeze sooner).
 Once the job has ended and its log is read to its end, that line is its last line and is fed
 once (bot.core.tail.take_last_line); so is the sampler file's (the last sample before an OOM
 kill written without its newline).
@@ -259,7 +262,13 @@ class LogFollower:
                 unchanged = False
                 if unfinished and jw.skew is not None:  # a bar redrawn on the last line?
                     seen = series.unfinished_bar
-                    series.unfinished_line(jw.log.line_no + 1, unfinished, written + jw.skew)
+                    drawn = written
+                    if followed.restored and followed.start.mtime is not None:
+                        # a count the store did not keep was drawn after the offset's last
+                        # write, perhaps right after it and frozen since (its freeze not
+                        # written yet): dated at that write, never at this read
+                        drawn = min(written, followed.start.mtime)
+                    series.unfinished_line(jw.log.line_no + 1, unfinished, drawn + jw.skew)
                     # the bar on this unfinished line, at the count the last read saw
                     unchanged = (series.unfinished_bar is not None
                                  and series.unfinished_bar == seen

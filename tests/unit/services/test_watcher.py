@@ -739,6 +739,27 @@ def test_a_refreshing_bar_frozen_before_a_restart_is_warned_as_without_one(env, 
     assert f"{250 * advancing}/5000" in warn.diagnosis.evidence[0].text
 
 
+def test_a_bar_frozen_right_before_a_restart_is_no_advance_at_the_restarts_read(env):
+    """The bar rose 250 images a minute up to minute 6, then froze at 1,500 (redrawn each
+    minute); the log's offset was last written at minute 5 with 1,250, and the bot restarts
+    before the tick of minute 8, two minutes after the freeze: before the read that would
+    have found it unchanged for 150 s (persist_every_s / 2) and written it. The restart's
+    read finds a count the store did not keep: drawn after the offset's write, it is dated
+    there, not at the read, and the stall is warned within 5 minutes of the freeze (no later
+    than without the restart), the frozen draw as its evidence. Before, the read took the
+    frozen bar for an advance at minute 8, and the warning came only past minute 13."""
+    _, _, _, sink = env
+    w = _evaluating(env, 6, restart_before=8, minutes=8)
+    frozen = T0 + 90 + 60 * 6
+    assert sink.events == []
+    w.tick(frozen + 300)
+    [warn] = sink.events
+    assert warn.decision.class_id == "hang"
+    assert "1500/5000" in warn.diagnosis.evidence[0].text
+    bar = w._jobs[7].analysis.series.unfinished_bar
+    assert bar is not None and bar.advanced_at < frozen  # not the restart's read (minute 8)
+
+
 def test_a_slowly_stepping_bar_writes_its_offset_at_the_throttles_pace(env):
     """An evaluation's bar steps every 90 or 150 s, read every minute: each step's count is
     seen unchanged by the next read or two, never for persist_every_s / 2 (150 s), so it is no
