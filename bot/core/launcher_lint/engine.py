@@ -11,6 +11,7 @@ from bot.core.launcher_lint.arith import and_or_ariths
 from bot.core.launcher_lint.branches import Branches, Marks, branch_step
 from bot.core.launcher_lint.calls import call_sites
 from bot.core.launcher_lint.commands import CommandWalk, has_candidate
+from bot.core.launcher_lint.compound_status import CompoundStatus
 from bot.core.launcher_lint.empty_match import guard_greps
 from bot.core.launcher_lint.functions import (
     FUNC_NAME_RE,
@@ -20,7 +21,7 @@ from bot.core.launcher_lint.functions import (
     past_returns,
 )
 from bot.core.launcher_lint.interactive import may_source_startup, startup_sources
-from bot.core.launcher_lint.loop_exits import MAY_LEAVE_RE, LoopExits, leaves_with_0
+from bot.core.launcher_lint.loop_exits import MAY_LEAVE_RE, LoopExits
 from bot.core.launcher_lint.model import (
     MAX_DEPTH,
     Arith,
@@ -37,7 +38,12 @@ from bot.core.launcher_lint.model import (
     either,
 )
 from bot.core.launcher_lint.nounset import may_read_unset, unset_reads
-from bot.core.launcher_lint.options import NEGATED_GROUP_RE, OptionWalk
+from bot.core.launcher_lint.options import (
+    GROUP_BEFORE_AND_OR_RE,
+    NEGATED_AND_OR_GROUP_RE,
+    OPTION_AFTER_AND_OR_RE,
+    OptionWalk,
+)
 from bot.core.launcher_lint.pipe_subshells import PipeSubshells
 from bot.core.launcher_lint.positional import may_read_positional, positional_reads
 from bot.core.launcher_lint.script_exits import (
@@ -50,17 +56,14 @@ from bot.core.launcher_lint.script_exits import (
 )
 from bot.core.launcher_lint.shebang import shebang_errexit
 from bot.core.launcher_lint.syntax import (
-    REDIRECTION_RE,
     and_or_branches,
     and_or_compounds,
     compound_tail,
     condition_command,
-    constant_status,
     first_word,
     function_calls,
     keyword_prefix,
     lists_and_branches,
-    loop_status,
     next_text,
     piped_compound,
     runs_after,
@@ -77,34 +80,16 @@ from bot.core.shell_lexer import (
 
 _CONDITION_KEYWORDS = {"if", "elif", "while", "until"}
 
-#: A `set` / `shopt` after an and-or list's `&&` / `||` (`[ -n "$STRICT" ] && set -e`).
-_OPTION_AFTER_AND_OR_RE = re.compile(r"(?:&&|\|\|)\s*(?:set|shopt)\s")
-
 #: A `{ … }` group after an and-or list's `&&` / `||` (`[ -f x ] && { set -e; }`).
 _GROUP_AFTER_AND_OR_RE = re.compile(r"(?:&&|\|\|)\s*\{\s")
-
-#: A `{ … }` group before an and-or list's `&&` / `||` (`{ set -e; } && echo ok`).
-_GROUP_BEFORE_AND_OR_RE = re.compile(r"\}\s*(?:&&|\|\|)")
-
-#: A `{ … }` group a `!` negates, first in an and-or list or after its `&&` / `||` (`! { set +e;
-#: }`, `[ -f x ] && ! { …; }`).
-_NEGATED_GROUP_RE = re.compile(r"(?:^|&&|\|\|)\s*" + NEGATED_GROUP_RE.pattern)
 
 #: A `{ … }` group that starts an and-or list or comes after its `&&` / `||`
 #: (`{ set -e; false; }`, `true && { set -e; }`).
 _GROUP_LAST_RE = re.compile(r"(?:^|&&|\|\|)\s*\{\s")
 
-#: What a command that always fails holds (syntax.constant_status): `false`, a `( … )`
-#: subshell, a `return` (refused outside a function).
-_MAY_FAIL_RE = re.compile(r"\b(?:false|return)\b|\(")
-#: How a list starts whose status syntax.constant_status may know (`true`, `:`, `false`, `[`,
-#: `test`, `!`, `return`, a `{ … }` group, a `( … )` subshell), or one that leaves a loop
-#: (`break`, `continue`), or one with a pipe in it (a pipeline's status).
-_MAY_BE_CONSTANT_RE = re.compile(r"(?:true|:|false|\[|test|!|return|break|continue|\{|\()|[^|]*\|")
 
-
-
-class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWalk):
+class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWalk,
+                CompoundStatus):
     """Follows the script list by list with the options `set` / `shopt` turn on and off, and
     collects the commands whose failure on an empty match decides a statement's status.
 
@@ -362,11 +347,7 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
                         # (… not one bash may skip, `[ … ] && for …`: the test's status then)
                         if closing is not None and k == len(steps) - 1 and (
                                 closing.skipped is None and not closing.never and not sub):
-                            closed_status = loop_status(
-                                self.text, closing.key[0], lst_off, closing.body_status
-                            ) if step == "done" else closing.status
-                            if closing.negated and closed_status is not None:
-                                closed_status = not closed_status
+                            closed_status = self._closed_status(closing, step, lst_off)
                     if back is not None:
                         break
                 if frames and frames[-1].in_branch:
@@ -385,10 +366,7 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
                     # status the list after it starts from (its last command's without
                     # pipefail, a failing one's with it; not known otherwise)
                     and_or_from = sub_end - lst_off
-                    closed_status = constant_status(
-                        lst[cut:and_or_from], self.script_text,
-                        outside_function=self.function is None, pipefail=self._pipefail())
-                    closed_status = None if closed_status is None else not closed_status
+                    closed_status = self._negated_pipeline_status(lst[cut:and_or_from])
                 if "&&" in lst or "||" in lst:  # (`[ -f x ] && n=1`: a branch bash may skip)
                     self._and_or_branches(frames, lst[and_or_from:], lst_off + and_or_from,
                                           closed_status)
@@ -478,8 +456,8 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
                             self._guarded_calls(lst, lst_off)
                         if self.may_source_startup:
                             self.interactive.extend(startup_sources(lst, lst_off))
-                    if (_OPTION_AFTER_AND_OR_RE.search(lst) or _GROUP_BEFORE_AND_OR_RE.search(lst)
-                            or "!" in lst and _NEGATED_GROUP_RE.search(lst)):
+                    if (OPTION_AFTER_AND_OR_RE.search(lst) or GROUP_BEFORE_AND_OR_RE.search(lst)
+                            or "!" in lst and NEGATED_AND_OR_GROUP_RE.search(lst)):
                         self._and_or_options(lst, lst_off)
                     if self.may_tee and "tee" in lst and not self.opts.pipefail_sure:
                         if trailing_from is None:
@@ -537,80 +515,6 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
             elif back is not None:  # a loop read again from its keyword
                 idx, resume = back[0] - 1, back[1:]
         return hits
-
-    def _fails_under_errexit(self, frames: list[Branches], lst: str, off: int, base: int
-                             ) -> bool:
-        """Is `lst` (a list at `off` of the text the walk reads from `base`) one whose status
-        bash's semantics say is a failure (syntax.constant_status: `false`, `( exit 3 )`, `true
-        | false`, a `return`, which bash refuses outside a function with status 2; the last
-        command of an and-or list bash always runs, `true && false`), where `set -e` stops on
-        it (_errexit_applies)? Not negated (`! true`: `set -e` ignores it). Or a plain call of
-        a function whose body such a command ends (FunctionBodies._ending_call: "errexit";
-        under `set -e` bash runs the body as where it is called). Bash ends the shell there as
-        on an `exit` (in a compound piped or in the background, its subshell)."""
-        if not (_MAY_FAIL_RE.search(lst) or self.ending_bodies) or not self._errexit_applies(
-                frames, base):
-            return False
-        return self._always_fails(lst, off) or bool(self.ending_bodies) and self._ending_call(
-            lst, off) == "errexit"
-
-    def _last_status(self, frame: Branches, steps: list[tuple[str, str]], rest: str,
-                     closed_status: bool | None) -> bool | None:
-        """The status of `rest`, the command after the keywords (`steps`) of a list of the
-        branch or loop body `frame` is reading, as its last list: a closer's alone (`fi`),
-        that of the compound it closes (`closed_status`); a `case` pattern's alone, 0 (an
-        empty branch leaves with 0, and a command after it on later lists decides); a
-        `break` / `continue` in a loop's body, 0; else syntax.constant_status's, read only
-        for a list it may know (_MAY_BE_CONSTANT_RE)."""
-        command = rest.strip()
-        if not command:
-            return (True if steps[-1][0] == "branch" else closed_status) if steps else None
-        if not _MAY_BE_CONSTANT_RE.match(command):
-            return None
-        if frame.kind in ("while", "for") and leaves_with_0(command):
-            return True
-        return constant_status(command, self.script_text, outside_function=self.function is None,
-                               pipefail=self._pipefail("|" in command))
-
-    def _always_fails(self, lst: str, off: int) -> bool:
-        """Is the and-or list `lst` (at `off`) one whose status bash's semantics say is a
-        failure (_fails_under_errexit's, wherever `set -e` applies or not)?"""
-        if not _MAY_FAIL_RE.search(lst):
-            return False
-        *heads, (last, _o, _op) = split_top_level(lst, off, ("&&", "||"), self.memo)
-        pipefail = self._pipefail("|" in lst)
-        return (not last.lstrip().startswith("!") and runs_after(
-            heads, self.script_text, pipefail) is True and constant_status(
-                last, self.script_text, outside_function=True, pipefail=pipefail) is False)
-
-    def _pipefail(self, piped: bool = True) -> bool | None:
-        """Is `pipefail` on (True) or off (False) on every path that reaches where the walk
-        is; None where it is on on some only, or in a function's body (whose options are its
-        call's), or where no pipeline is asked about (`piped` False: it says nothing then)."""
-        return None if self.function is not None or not piped else self.opts.pipefail_known
-
-    def _errexit_applies(self, frames: list[Branches], base: int) -> bool:
-        """Does `set -e` stop on a failing command where the walk is, in the text it reads from
-        `base`: the script's own text, or a `{ … }` group's body read where it applies
-        (errexit_texts), not in a function, where it is on on every path; not in a condition,
-        nor in a compound whose closing keyword is before `&&` / `||` (`fi || true`: bash
-        ignores `set -e` in all of it; syntax.and_or_compounds)."""
-        if not ((self.depth == 1 or base in self.errexit_texts) and self.function is None
-                and self.opts.errexit and not self.opts.errexit_partial):
-            return False
-        return not any(f.in_condition or f.key in self.and_or_compounds for f in frames)
-
-    def _note_errexit_group(self, lst: str, off: int) -> None:
-        """The and-or list `lst` (at `off`, where `set -e` applies: _errexit_applies) whose
-        last element is a `{ … }` group, redirections after it or none: `set -e` applies in
-        its body as here (errexit_texts), bash running it or not."""
-        last, last_off, _op = split_top_level(lst, off, ("&&", "||"), self.memo)[-1]
-        group = last.lstrip()
-        if group.startswith("{") and group[1:2] in (" ", "\t", "\n"):
-            group_off = last_off + len(last) - len(group)
-            end = group_end(group, 0, group_off, self.memo)
-            if not REDIRECTION_RE.sub("", group[end:]).strip():
-                self.errexit_texts.add(group_off + 1)
 
     def _ends_shell(self, frames: list[Branches], hits: list[Hit], end: int) -> int | None:
         """An `exit` bash always runs where the walk is (script_exits), its list ending at
@@ -794,22 +698,9 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
                 self.interactive.extend(startup_sources(lst, off))
             if self.guarded_bodies:
                 self._guarded_calls(command, command_off)
-        if (_OPTION_AFTER_AND_OR_RE.search(command) or _GROUP_BEFORE_AND_OR_RE.search(command)
-                or _GROUP_LAST_RE.search(command) or _NEGATED_GROUP_RE.search(command)):
+        if (OPTION_AFTER_AND_OR_RE.search(command) or GROUP_BEFORE_AND_OR_RE.search(command)
+                or _GROUP_LAST_RE.search(command) or NEGATED_AND_OR_GROUP_RE.search(command)):
             self._and_or_options(command, command_off, in_condition=True)
-
-    def _negated(self, lst: str, off: int) -> None:
-        """An and-or list whose first pipeline a `!` negates (`! ((n++))`, `! { set +e; … }`):
-        bash ignores `set -e` in that pipeline, whose status it flips (syntax.constant_status
-        reads it so), and runs it in the script's shell: its counters count, tested
-        (and_or_ariths), and a negated `{ … }` group's body sets the options past it, as a
-        group before `&&` / `||` does (_and_or_options)."""
-        self.arith.extend(and_or_ariths(lst, off, self.memo, self.later_pass_of,
-                                        nounset=self.opts.nounset,
-                                        errexit_off=not self.opts.errexit))
-        if (_OPTION_AFTER_AND_OR_RE.search(lst) or _GROUP_BEFORE_AND_OR_RE.search(lst)
-                or _NEGATED_GROUP_RE.search(lst)):
-            self._and_or_options(lst, off)
 
     def _positional(self, lst: str, off: int) -> None:
         """`$N` read under `set -u` at the script's level (in a function it is the function's

@@ -16,6 +16,16 @@ from bot.core.shell_lexer import Memo, group_end, shell_words, split_top_level
 #: A `{ … }` group a `!` negates (`! { set +e; }`): bash stops in none of its commands.
 NEGATED_GROUP_RE = re.compile(r"!\s+\{\s")
 
+#: A `set` / `shopt` after an and-or list's `&&` / `||` (`[ -n "$STRICT" ] && set -e`).
+OPTION_AFTER_AND_OR_RE = re.compile(r"(?:&&|\|\|)\s*(?:set|shopt)\s")
+
+#: A `{ … }` group before an and-or list's `&&` / `||` (`{ set -e; } && echo ok`).
+GROUP_BEFORE_AND_OR_RE = re.compile(r"\}\s*(?:&&|\|\|)")
+
+#: A `{ … }` group a `!` negates, first in an and-or list or after its `&&` / `||` (`! { set +e;
+#: }`, `[ -f x ] && ! { …; }`).
+NEGATED_AND_OR_GROUP_RE = re.compile(r"(?:^|&&|\|\|)\s*" + NEGATED_GROUP_RE.pattern)
+
 #: A word of `set` that turns options on or off (`-e`, `+u`, `-euo`).
 _SET_FLAGS_RE = re.compile(r"[-+][A-Za-z]+")
 
