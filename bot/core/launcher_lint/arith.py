@@ -53,7 +53,7 @@ from bot.core.launcher_lint.model import (
     Call,
     Scan,
 )
-from bot.core.launcher_lint.syntax import loop_passes
+from bot.core.launcher_lint.syntax import loop_passes, past_negation
 from bot.core.shell_lexer import Memo, split_top_level
 from bot.core.text import N_
 
@@ -82,9 +82,9 @@ def and_or_ariths(lst: str, off: int, memo: Memo, zero_after: int | None, *, nou
         cmd = element.strip()
         at = e_off + len(element) - len(element.lstrip())
         tested_by = op or keyword
-        if cmd[:1] == "!" and cmd[1:2].isspace():  # `! ((n++))`: its status negated
-            bang = len(cmd) - len(cmd[1:].lstrip())
-            cmd, at, tested_by = cmd[bang:], at + bang, "!"
+        rest, negated = past_negation(cmd)
+        if negated:  # `! ((n++))`: its status negated
+            cmd, at, tested_by = rest, at + len(cmd) - len(rest), "!"
         m = ARITH_RE.match(cmd) or LET_RE.match(cmd)
         if m and not m.group(2).startswith("="):  # `((n=0))` reads no `n`
             found.append(Arith(at, cmd, m.group(1), zero_after=zero_after, nounset=nounset,
@@ -133,8 +133,8 @@ def _counted_at_calls(code: str, calls: list[Call], bodies: dict[str, tuple[int,
             if cmd == "return" or cmd.startswith("return "):  # (one bash takes if it runs it)
                 returns.setdefault(name, []).append(e_off)
             tested = and_or == "||"
-            if cmd[:1] == "!" and cmd[1:2].isspace():
-                cmd, tested = cmd[1:].lstrip(), True
+            cmd, negated = past_negation(cmd)
+            tested = tested or negated
             m = ARITH_RE.match(cmd) or LET_RE.match(cmd)
             if m and not m.group(2).startswith("=") and len(
                     split_top_level(element, e_off, ("|",), memo)) == 1:

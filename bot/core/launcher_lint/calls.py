@@ -11,7 +11,7 @@ from collections.abc import Callable
 
 from bot.core.launcher_lint.branch_paths import Step, last_to_run
 from bot.core.launcher_lint.model import Call, Construct, Opts
-from bot.core.launcher_lint.syntax import first_word
+from bot.core.launcher_lint.syntax import first_word, past_negation
 from bot.core.shell_lexer import Memo, split_top_level
 
 _CONDITION_KEYWORDS = ("if", "elif", "while", "until")
@@ -49,8 +49,7 @@ def called_command(element: str, e_off: int) -> tuple[str, int, bool]:
     a function there is (model.Call.offset, model.Arith.called_at); and whether it is
     negated."""
     text = element.lstrip()
-    negated = text.startswith("!") and text[1:2].isspace()
-    text = text[1:].lstrip() if negated else text
+    text, negated = past_negation(text)
     return text, e_off + len(element) - len(text), negated
 
 

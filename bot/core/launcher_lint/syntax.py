@@ -138,11 +138,19 @@ def _last_compound(elements: list[tuple[str, int, str]], off: int) -> int | None
     text, at, _op = elements[-1]
     lead = len(text) - len(text.lstrip())
     command = text[lead:]
-    if command[:1] == "!" and command[1:2].isspace():  # (`! if …`: from its `!`)
-        command = command[1:].lstrip()
+    command = past_negation(command)[0]  # (`! if …`: from its `!`)
     if first_word(command) not in (*OPENING_KEYWORDS, "case"):
         return None
     return at - off + lead
+
+
+def past_negation(command: str) -> tuple[str, bool]:
+    """`command` (stripped on the left) past the `!` that starts it and the blanks after it,
+    and True, where one does (`! ((n++))`, `! if …`: bash negates the pipeline's status);
+    `command` and False otherwise (`!x` is a command's name)."""
+    if command[:1] == "!" and command[1:2].isspace():
+        return command[1:].lstrip(), True
+    return command, False
 
 
 def first_word(lst: str) -> str:
@@ -174,7 +182,7 @@ def keyword_prefix(lst: str, at_branch: bool) -> tuple[int, list[tuple[str, str]
                 steps.append(("case", case_word(rest)))
             steps.append(("branch", branch.group("patterns")))
             end, at_branch = branch.end(), False
-        elif first == "!" and rest[1:2].isspace() and first_word(rest[1:].lstrip()) in (
+        elif (negated := past_negation(rest))[1] and first_word(negated[0]) in (
                 *OPENING_KEYWORDS, "case"):
             steps.append(("!", ""))  # (`! if …`: the compound's status negated)
             end = 1
@@ -242,9 +250,7 @@ def constant_status(condition: str, text: str, outside_function: bool = False,
     anything else, or when the script `text` defines a function of that name (bash would call
     it)."""
     cond = condition.strip().rstrip(";").strip()
-    negated = cond.startswith("!") and cond[1:2].isspace()
-    if negated:
-        cond = cond[1:].strip()
+    cond, negated = past_negation(cond)
     if outside_function and runs_builtin(cond, "return"):
         return None if "return" in _defined_names(text) else negated
     if "|" in cond and len(piped := split_top_level(cond, 0, ("|",))) > 1:
@@ -666,8 +672,7 @@ def condition_command(lst: str, off: int) -> tuple[str, int]:
     keyword = first_word(command)
     if keyword in _CONDITION_KEYWORDS:
         command = command[len(keyword):].lstrip()
-    if command.startswith("!") and command[1:2].isspace():
-        command = command[1:].lstrip()
+    command = past_negation(command)[0]
     return command, off + len(lst) - len(command)
 
 
