@@ -30,6 +30,19 @@ _ASSIGNMENT_RE = re.compile(
     r"|(?:\(\(\s*|(?<![\w$])let\s+[\"']?)(?:(?P<avar>[A-Za-z_]\w*)\s*(?P<aop>[-+]?)=(?!=)\s*"
     r"(?P<avalue>[^\s;,)\"']*)|(?P<pop>\+\+|--)\s*(?P<pvar>[A-Za-z_]\w*))"
 )
+#: An arithmetic expansion whose whole expression counts or sets a variable (`x=$((++n))`,
+#: `echo $((n--))`, `$(( n = 5 ))`): bash evaluates it in the script's shell, its count holding
+#: past it, and the command it is in has the status it would have without it (an assignment's
+#: 0), so it never stops the script as `((n++))` does. A post-increment leaves what a
+#: pre-increment does.
+_EXPANSION_COUNT_RE = re.compile(
+    r"\$\(\(\s*(?:(?P<pop>\+\+|--)\s*(?P<pvar>[A-Za-z_]\w*)|(?P<qvar>[A-Za-z_]\w*)\s*"
+    r"(?P<qop>\+\+|--)|(?P<avar>[A-Za-z_]\w*)\s*(?P<aop>[-+]?)=(?!=)\s*(?P<avalue>[^\s;,)\"']*))"
+    r"\s*\)\)"
+)
+#: A shell assignment's name up to its value (`n=`, `n="`): where an expansion that is its value
+#: starts.
+_SHELL_VALUE_RE = re.compile(r"(?<![\w$])(?P<var>[A-Za-z_]\w*)\+?=[\"']?(?=\$\(\()")
 #: A decimal integer as arithmetic reads it (no leading 0, which makes it octal).
 _DECIMAL_RE = re.compile(r"-?[1-9][0-9]*")
 #: What may come before a command's first word on its line: a separator or a keyword, then
@@ -88,13 +101,9 @@ def assigned_values(code: str, wanted: set[str], prefixes: dict[int, tuple[str, 
         _DECLARE_INTEGER + r"\s+(?:[^\n;&|]*\s)?" + re.escape(var) + r"\b", code)
                } if re.search(_DECLARE_INTEGER, code) else set()  # (one search for none)
     values: dict[str, list[tuple[int, str | None]]] = {}
-    for m in _ASSIGNMENT_RE.finditer(code):
-        shell = m.group("var") is not None
-        var, op, text = m.group("var", "op", "value") if shell else m.group(
-            "avar", "aop", "avalue") if m.group("avar") is not None else m.group(
-            "pvar", "pop", "pop")  # (`((++n))`: no text, its operator says the value)
-        if (var not in wanted or m.start() in prefixes
-                or any(start <= m.start() < end for start, end in never_run)):
+    for start, var, op, text, shell in _assignments(code):
+        if (var not in wanted or start in prefixes
+                or any(s <= start < end for s, end in never_run)):
             continue  # not wanted, set for one command only (`n=0 cmd`), or never run
         text = text.strip("\"'")
         earlier = values.setdefault(var, [])
@@ -115,8 +124,34 @@ def assigned_values(code: str, wanted: set[str], prefixes: dict[int, tuple[str, 
             value = "0" if added_zero else None
         if value is not None and re.search(r"[$`]", value):
             value = None  # an expansion: not known here
-        earlier.append((m.start(), value))
+        earlier.append((start, value))
     return values
+
+
+def _assignments(code: str) -> list[tuple[int, str, str, str, bool]]:
+    """Each assignment of `code` (_ASSIGNMENT_RE's, and the counts of its arithmetic expansions:
+    _EXPANSION_COUNT_RE's), in order: where it starts, the variable, its operator (`+` / `-`
+    of `+=` / `-=`, `++` / `--`, "" for `=`), its text (an increment's: its operator) and
+    whether it is a shell assignment (`n=0`, not `((n=0))`)."""
+    found: list[tuple[int, str, str, str, bool]] = []
+    for m in _ASSIGNMENT_RE.finditer(code):
+        shell = m.group("var") is not None
+        var, op, text = m.group("var", "op", "value") if shell else m.group(
+            "avar", "aop", "avalue") if m.group("avar") is not None else m.group(
+            "pvar", "pop", "pop")  # (`((++n))`: no text, its operator says the value)
+        found.append((m.start(), var, op, text, shell))
+    if "$((" not in code:
+        return found
+    # (the shell assignment whose value an expansion is in runs after it: `n=$((n++))` leaves
+    # what the expansion evaluates to, the expansion's count left out)
+    shell_values = {m.end(): m.group("var") for m in _SHELL_VALUE_RE.finditer(code)}
+    for m in _EXPANSION_COUNT_RE.finditer(code):
+        var, op, text = m.group("avar", "aop", "avalue") if m.group(
+            "avar") is not None else m.group("pvar", "pop", "pop") if m.group(
+            "pvar") is not None else m.group("qvar", "qop", "qop")
+        if shell_values.get(m.start()) != var:
+            found.append((m.start(), var, op, text, False))
+    return sorted(found)
 
 
 #: A word that may be a variable's name: where never_set's per-variable pattern would find it.

@@ -1359,6 +1359,29 @@ def test_a_pre_increment_or_an_arithmetic_add_leaves_what_it_evaluates_to(tmp_pa
 
 
 @pytest.mark.parametrize(("body", "level"), [
+    # an arithmetic expansion that counts or sets the counter's variable (`x=$((++n))`) runs in
+    # the script's shell and never fails its command: the counter after it reads its value
+    # (each said `fail`, the variable read as still 0)
+    ("set -e\nn=0\nx=$((++n))\n((n++))\n", None),
+    ("set -e\nn=0\nx=$((n++))\n((n++))\n", None),
+    ('set -e\nn=0\nx="$(( n++ ))"\n((n++))\n', None),
+    ('set -e\nn=0\necho "$((n++))"\n((n++))\n', None),
+    ("set -e\nn=0\n: $((n=5))\n((n++))\n", None),
+    ("set -e\nn=0\nfor i in 1 2; do x=$((n++)); done\n((n++))\n", None),
+    # … on the runs that make it only
+    ('set -e\nn=0\n[ -n "$X" ] && x=$((++n))\n((n++))\n', "warn"),
+    ('set -e\nn=0\nif [ -n "$X" ]; then x=$((n++)); fi\n((n++))\n', "warn"),
+    # … and one that leaves 0 stops bash on the counter after it (each said nothing)
+    ("set -e\nn=1\nx=$((--n))\n((n++))\n", "fail"),
+    ("set -e\nn=5\nx=$(( n = 0 ))\n((n++))\n", "fail"),
+    # (one that computes without setting it counts nothing)
+    ("set -e\nn=0\nx=$((n+1))\n((n++))\n", "fail"),
+])
+def test_an_arithmetic_expansion_counts_where_the_script_runs_it(tmp_path, body, level):
+    _counter_stops_bash_as_the_level_says(tmp_path, body, level)
+
+
+@pytest.mark.parametrize(("body", "level"), [
     # a function defined again, or removed by `unset -f`, runs its new body (or the builtin)
     # at the calls after: its last body's `exit` / failure ends nothing there (each said
     # nothing, the first body read as run at the call)
