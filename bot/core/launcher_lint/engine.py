@@ -392,8 +392,8 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
                     frames and frames[-1].in_condition) else (lst[cut:], lst_off + cut)
                 if _op != "&" and (closed_exit or tail is None and (certainly_ends_shell(
                         command, command_off, self.memo, self.script_text,
-                        self.function is not None) or self.ending_bodies and self._ending_call(
-                            command, command_off) == "exit" or not status_only
+                        self.function is not None) or self.ending_bodies and self._exiting_call(
+                            command, command_off) or not status_only
                         and self._fails_under_errexit(frames, lst[cut:], lst_off + cut, base))):
                     ended = self._ends_shell(frames, hits, lst_off + len(lst))
                 if self.function is not None and not frames and tail is None and _op != "&" and (

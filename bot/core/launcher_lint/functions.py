@@ -16,6 +16,7 @@ from bot.core.launcher_lint.branches import Marks
 from bot.core.launcher_lint.calls import call_sites, called_command
 from bot.core.launcher_lint.model import Arith, Call, Construct, Cover, Hit, Opts, with_
 from bot.core.launcher_lint.syntax import (
+    always_run,
     condition_command,
     first_word,
     keyword_prefix,
@@ -63,6 +64,7 @@ class _Walk(Protocol):
     text: str
     ending_bodies: dict[str, str]
     leaving_bodies: dict[str, bool]
+    script_text: str
 
     def script(self, text: str, base: int, status_only: bool = False) -> list[Hit]: ...
 
@@ -71,6 +73,8 @@ class _Walk(Protocol):
     def _always_fails(self, lst: str, off: int) -> bool: ...
 
     def _ending_call(self, lst: str, off: int) -> str | None: ...
+
+    def _exiting_call(self, lst: str, off: int) -> bool: ...
 
     def _forget_body(self, name: str) -> None: ...
 
@@ -109,8 +113,13 @@ class FunctionBodies:
                 body_hits = [with_(h, hidden_by=self.piped_calls.get(name)) for h in body_hits]
         elif "subst" not in calls:
             # only called where `set -e` is off (`if name`, `name || …`): read at those calls
-            # (_guarded_calls), under the options there
+            # (_guarded_calls), under the options there; read here for what bash's semantics
+            # decide of it alone (status_only: no finding, no count), `set -e` off as at those
+            # calls: its constructs, and whether it ends the shell whenever it runs (an `exit`:
+            # ending_bodies, which a tested call ends the shell at too)
             self.guarded_bodies[name] = (lst[brace + 1 : end - 1], off + brace + 1)
+            self.opts.errexit = False
+            self.script(lst[brace + 1 : end - 1], off + brace + 1, status_only=True)
             body_hits = []
             _note_body_calls(self, lst[brace + 1 : end - 1], off + brace + 1)
         else:
@@ -153,7 +162,7 @@ class FunctionBodies:
         if self.leaving_bodies[name]:
             return
         called = self._ending_call(command, off) if self.ending_bodies else None
-        if ended or called == "exit":
+        if ended or self.ending_bodies and self._exiting_call(command, off):
             self.ending_bodies[name] = "exit"
         elif self.opts.errexit and not self.opts.errexit_partial and (
                 called == "errexit" or self._always_fails(command, off)):
@@ -191,6 +200,21 @@ class FunctionBodies:
         if FUNC_RE.match(command) or FUNC_RE2.match(command):
             return None  # `f() { :; }`: the function defined again, no call
         return kind
+
+    def _exiting_call(self: _Walk, lst: str, off: int) -> bool:
+        """Does the and-or list `lst` (at `off`) call, where bash always runs it (syntax.
+        always_run: first, or after commands whose status makes it run, `true && f`), a
+        function whose body ends the shell with an `exit` (ending_bodies "exit")? Tested
+        (`f || true`, `if f`) or negated (`! f`) or not: an `exit` ends the shell whatever takes
+        its status. Not piped (a subshell), not the function defined again."""
+        for element, e_off in always_run(split_top_level(lst, off, ("&&", "||"), self.memo),
+                                         self.script_text):
+            command = called_command(element, e_off)[0]
+            if (self.ending_bodies.get(first_word(command)) == "exit"
+                    and len(split_top_level(element, e_off, ("|",), self.memo)) == 1
+                    and not (FUNC_RE.match(command) or FUNC_RE2.match(command))):
+                return True
+        return False
 
     def _note_calls_without_nounset(self: _Walk, lst: str, off: int) -> None:
         """The functions of guarded_bodies that the and-or list `lst` (at `off`, outside any

@@ -283,6 +283,32 @@ def test_a_plain_call_of_a_function_whose_body_ends_the_script_ends_it(
 
 
 @pytest.mark.parametrize(("body", "codes", "line"), [
+    # a call whose status is tested runs the body all the same: its `exit` ends the script
+    # whatever takes the status (`f || true`, `if f`, `while f`, `f && …`), where bash always
+    # runs the call, through another body too (each said `fail`, the body read only at calls
+    # where `set -u` is on)
+    ("set -e\nn=0\nf() { exit 3; }\nf || true\n((n++))\n", [3, 3], None),
+    ("set -e\nn=0\nf() { exit 3; }\nif f; then :; fi\n((n++))\n", [3, 3], None),
+    ("set -e\nn=0\nf() { exit 3; }\nwhile f; do :; done\n((n++))\n", [3, 3], None),
+    ("set -e\nn=0\nf() { exit 3; }\nf && n=1\n((n++))\n", [3, 3], None),
+    ("set -e\nn=0\nf() { exit 3; }\ntrue && f || true\n((n++))\n", [3, 3], None),
+    ("set -e\nn=0\nf() { exit 3; }\ng() { f || true; }\ng\n((n++))\n", [3, 3], None),
+    ("set -e\nn=0\nf() { exit 3; }\ng() { f || true; }\ng || true\n((n++))\n", [3, 3], None),
+    ("set -e\nn=0\nf() { echo a; exit 0; }\nf || true\n((n++))\n", [0, 0], None),
+    # … on the runs that make the call only
+    ('set -e\nn=0\nf() { exit 3; }\n[ -n "${X:-}" ] && f || true\n((n++))\n', [1, 3], 6),
+    # … not where the call is piped or bash never runs it, nor past a `return` bash may take
+    ("set -e\nn=0\nf() { exit 3; }\nf | cat || true\n((n++))\n", [1, 1], 6),
+    ("set -e\nn=0\nf() { exit 3; }\nfalse && f || true\n((n++))\n", [1, 1], 6),
+    ('set -e\nn=0\nf() { [ -n "${X:-}" ] && return; exit 3; }\nf || true\n((n++))\n',
+     [3, 1], 6),
+])
+def test_a_tested_call_of_a_function_whose_body_exits_ends_the_script(
+        tmp_path, body, codes, line):
+    _bash_exits_and_the_lint_says(tmp_path, body, codes, line)
+
+
+@pytest.mark.parametrize(("body", "codes", "line"), [
     # under `pipefail` a pipeline one of whose commands always fails always fails: `set -e`
     # ends the script there (said `fail`); without it, its last command's status
     ("set -eo pipefail\nn=0\n( exit 3 ) | true\n((n++))\n", [3, 3], None),
