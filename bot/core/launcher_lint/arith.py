@@ -189,6 +189,19 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
                  ] + scan.never_run
     repeating = {start: done for start, done in scan.loops.items()
                  if passes[start] != 1 and start not in scan.one_pass}
+    # the calls bash never makes (`true || f`, `if false; then f; fi`) run no body, and the
+    # bodies of the functions it calls there only never run
+    placed = outermost_calls(scan.calls, scan.bodies) if scan.arith else []
+    never_called: set[str] = set()
+    if placed and never_run:
+        # (a call made through bodies is never made where one of its links is not)
+        skipped = enclosing(never_run, [
+            *(c.offset for c in placed), *(link[2] for c in placed for link in c.chain)])
+        made = [c for c in placed if c.offset not in skipped
+                and not any(link[2] in skipped for link in c.chain)]
+        never_called = {c.name for c in placed} - {c.name for c in made}
+        never_run += [scan.bodies[name] for name in never_called]
+        placed = made
     prefixes = prefix_assignments(code) if scan.arith else {}
     values = assigned_values(code, {a.variable for a in scan.arith}, prefixes,
                              never_run) if scan.arith else {}
@@ -207,9 +220,9 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
     # any other finding of the line takes its place
     partly_at: set[int] = set()
     errexit_off_at: dict[int, bool] = {}  # its arithmetic command: where `set -e` is off?
-    calls_of: dict[str, list[Call]] = {}  # each function's calls, in the walk's order
+    # each function's calls, in the walk's order (none: bash never makes one)
+    calls_of: dict[str, list[Call]] = {name: [] for name in never_called}
     spans = sorted((start, end, name) for name, (start, end) in scan.bodies.items())
-    placed = outermost_calls(scan.calls, scan.bodies) if scan.arith else []
     for call in with_later_passes(placed, repeating) if repeating else placed:
         calls_of.setdefault(call.name, []).append(call)
     # (`( … )`, and the compounds bash runs in one: `fi | cat`, `cat x | if …`)

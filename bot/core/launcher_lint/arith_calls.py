@@ -80,7 +80,9 @@ def at_calls(a: Arith, assigned: list[tuple[int, str | None]],
         return None  # in no body (or in one after a function defined in it: not judged here)
     start, end, name = spans[k - 1]
     body = (start, end)
-    calls = calls_of.get(name, [])
+    calls = calls_of.get(name)
+    if calls == []:  # (the script makes calls of it only where bash never runs them)
+        return AtCall(None, body, [])
     if not calls or any(c.in_function for c in calls):
         return None
     first: AtCall | None = None

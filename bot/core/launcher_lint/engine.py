@@ -615,10 +615,11 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
         self.tees[marks.tees:] = [t for t in self.tees[marks.tees:] if t.why != "errexit"]
 
     def forget(self, marks: Marks, hits: list[Hit]) -> None:
-        """Forget all the walk collected since `marks`, counters and calls too: what bash
-        never runs (the body of a loop it makes no pass through)."""
+        """Forget all the walk collected since `marks`, counters too: what bash never runs
+        (the body of a loop it makes no pass through), which the walk notes in never_run. Its
+        calls are kept: a function called only there never runs (arith.check_arith)."""
         self.drop(marks, hits, everything=True)
-        del self.arith[marks.arith:], self.calls[marks.calls:]
+        del self.arith[marks.arith:]
 
     def _note_tees(self, lst: str, off: int, after: str, ends_script: bool) -> None:
         """Training piped to `tee` where its status matters: under `set -e`, or followed only

@@ -309,6 +309,26 @@ def test_a_tested_call_of_a_function_whose_body_exits_ends_the_script(
 
 
 @pytest.mark.parametrize(("body", "codes", "line"), [
+    # a call bash never makes (after `true ||`, `false &&`, in a branch or loop body it never
+    # runs, in a body only such a call runs) runs no body: the body's counter stops nothing
+    # (each said `fail` on the body's counter)
+    ("set -e\nn=0\nf() { ((n++)); }\ntrue || f\n", [0, 0], None),
+    ("set -e\nn=0\nf() { ((n++)); }\nfalse && f\n:\n", [0, 0], None),
+    ("set -e\nn=0\nf() { ((n++)); }\ng() { f; }\ntrue || g\n", [0, 0], None),
+    ("set -e\nn=0\nf() { ((n++)); }\nif false; then f; fi\n", [0, 0], None),
+    ("set -e\nn=0\nf() { ((n++)); }\nwhile false; do f; done\n", [0, 0], None),
+    ("set -e\nn=0\nf() { ((n++)); }\nfor i in 1; do break; f; done\n", [0, 0], None),
+    ("set -e\nn=0\nf() { ((n++)); }\ng() { if false; then f; fi; }\ng\n", [0, 0], None),
+    # … a call it makes (or may make) stops it there
+    ("set -e\nn=0\nf() { ((n++)); }\ntrue || f\nf\n", [1, 1], 4),
+    ("set -e\nn=0\nf() { ((n++)); }\ng() { if false; then f; fi; }\ng\nf\n", [1, 1], 4),
+    ('set -e\nn=0\nf() { ((n++)); }\n[ -n "${X:-}" ] || f\n', [1, 0], 4),
+])
+def test_a_call_bash_never_makes_runs_no_body(tmp_path, body, codes, line):
+    _bash_exits_and_the_lint_says(tmp_path, body, codes, line)
+
+
+@pytest.mark.parametrize(("body", "codes", "line"), [
     # under `pipefail` a pipeline one of whose commands always fails always fails: `set -e`
     # ends the script there (said `fail`); without it, its last command's status
     ("set -eo pipefail\nn=0\n( exit 3 ) | true\n((n++))\n", [3, 3], None),
