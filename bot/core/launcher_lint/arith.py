@@ -26,6 +26,7 @@ from bot.core.launcher_lint.arith_findings import arith_finding
 from bot.core.launcher_lint.branch_paths import (
     Step,
     last_to_run,
+    on_every_path,
     path_index,
 )
 from bot.core.launcher_lint.calls import outermost_calls
@@ -51,16 +52,26 @@ from bot.core.launcher_lint.model import (
     CHECK_ARITH_ZERO,
     Arith,
     Call,
+    Construct,
     Scan,
 )
-from bot.core.launcher_lint.syntax import loop_passes, past_negation
-from bot.core.shell_lexer import Memo, split_top_level
+from bot.core.launcher_lint.syntax import (
+    condition_command,
+    keyword_prefix,
+    lists_and_branches,
+    loop_passes,
+    past_negation,
+)
+from bot.core.shell_lexer import CASE_BRANCH_ENDS, Memo, split_top_level
 from bot.core.text import N_
 
 #: The arithmetic commands the walk collects where `set -e` is on: an increment or decrement
 #: (its value is the variable's before it), or an assignment of 0 (its value is 0).
 ARITH_RE = re.compile(r"^\(\(\s*([A-Za-z_]\w*)\s*(\+\+|--|=\s*0+)\s*\)\)$")
 LET_RE = re.compile(r"^let\s+[\"']?([A-Za-z_]\w*)\s*(\+\+|--|=\s*0+)[\"']?$")
+
+#: The keywords whose condition's status bash tests (`if ((n++))`, `while …`).
+_TESTING_KEYWORDS = ("if", "elif", "while", "until")
 
 
 def and_or_ariths(lst: str, off: int, memo: Memo, zero_after: int | None, *, nounset: bool,
@@ -96,19 +107,26 @@ def _counted_at_calls(code: str, calls: list[Call], bodies: dict[str, tuple[int,
                       values: dict[str, list[tuple[int, str | None]]],
                       subshells: list[tuple[int, int]],
                       path_of: Callable[[int], tuple[Step, ...]],
-                      never_run: list[tuple[int, int]]) -> tuple[list[Arith], list[Arith]]:
+                      never_run: list[tuple[int, int]],
+                      constructs: dict[tuple[int, int], Construct]
+                      ) -> tuple[list[Arith], list[Arith]]:
     """The counts that a call made from the script's shell makes: each counter that starts a
-    list of its function's body in no subshell or nested body of it, nor in what bash never
-    runs (`never_run`, or past a `return` that starts a list of the body: one it always
-    takes), the body assigning the variable after it (`values`) leaving it
+    list of its function's body, after the keywords or pattern that start it (`then
+    ((n++))`, `a) ((n++))`, an `if` / `while` condition's), in no subshell or nested body of
+    it, nor in what bash never runs (`never_run`, or past a `return` that starts a list of the
+    body or of a branch around it: one bash takes whenever it runs it), the body assigning the
+    variable after it (`values`) leaving it
     uncounted, as a count at the call, so that a counter after the call reads the variable as
     counted (`n=0; f() { ((n++)); }; f || true; ((n++))`: 1): those bash runs whenever the
-    body runs (`path_of` the body's start's), and those it may skip (past a `return` bash
+    body runs (`path_of` the body's start's, or, of a variable whose counters are all in
+    branches, one on every way through them: branch_paths.on_every_path, `if c; then ((n++));
+    else ((n++)); fi`, one count), and those it may skip (in a branch, past a `return` bash
     may take, `[ … ] && return`, where the walk read the body's branches: counted on some
     runs only). At a call whose status is tested (`f || true`, `! f`,
     `if f`: model.Call.tested; `set -e` is off in the body there) every such counter counts;
-    at one that is not, those whose own status is tested by `||` or `!` (`((n++)) || true`,
-    `! ((n++))`: an untested one that reads 0 stops bash there, judged at the call; one before
+    at one that is not, those whose own status is tested by `||`, `!` or a condition
+    (`((n++)) || true`, `! ((n++))`, `if ((n++))`: an untested one that reads 0 stops bash
+    there, judged at the call; one before
     `&&` may leave the body's status 1, which stops bash at the call). Not a call made through
     other bodies (model.Call.chain), one before the function is defined (no body to run yet),
     nor one in a list run in the background (`f &`, `f || true &`: a subshell)."""
@@ -125,14 +143,24 @@ def _counted_at_calls(code: str, calls: list[Call], bodies: dict[str, tuple[int,
         start, end = bodies[name]
         if "((" not in code[start:end] and "let" not in code[start:end]:
             continue
-        for raw, l_off, op in split_top_level(code[start:end], start, ("\n", ";", "&"), memo):
+        lists, branches = lists_and_branches(split_top_level(
+            code[start:end], start, ("\n", ";", "&", *CASE_BRANCH_ENDS), memo))
+        for idx, (raw, l_off, op) in enumerate(lists):
             if op == "&":  # in the background: a subshell
                 continue
-            element, e_off, and_or = split_top_level(raw, l_off, ("&&", "||"), memo)[0]
+            # (the command after the keywords and pattern that start the list: `then ((n++))`,
+            # `a) ((n++))`; one in an `if` / `while` condition has its status tested)
+            lead = len(raw) - len(raw.lstrip())
+            cut, steps = keyword_prefix(raw.strip(), idx in branches)
+            rest, r_off = raw[lead + cut:], l_off + lead + cut
+            in_condition = bool(steps) and steps[-1][0] in _TESTING_KEYWORDS
+            if in_condition:
+                rest, r_off = condition_command(rest, r_off)
+            element, e_off, and_or = split_top_level(rest, r_off, ("&&", "||"), memo)[0]
             cmd = element.strip()
             if cmd == "return" or cmd.startswith("return "):  # (one bash takes if it runs it)
                 returns.setdefault(name, []).append(e_off)
-            tested = and_or == "||"
+            tested = and_or == "||" or in_condition
             cmd, negated = past_negation(cmd)
             tested = tested or negated
             m = ARITH_RE.match(cmd) or LET_RE.match(cmd)
@@ -145,7 +173,7 @@ def _counted_at_calls(code: str, calls: list[Call], bodies: dict[str, tuple[int,
         *(o for _n, o, _c, _v, _t in starting), *(o for r in returns.values() for o in r)])
     # each body's counters that run when it runs, whether their own status is tested, and
     # whether bash runs them whenever it runs the body
-    runs: dict[str, list[tuple[str, str, bool, bool]]] = {}
+    runs: dict[str, list[tuple[str, str, bool, bool, int]]] = {}
     for name, o, cmd, var, tested in starting:
         start, end = bodies[name]
         assigned = values.get(var, [])
@@ -155,9 +183,11 @@ def _counted_at_calls(code: str, calls: list[Call], bodies: dict[str, tuple[int,
         if (inside.get(o) == (start, end)
                 and not any(s <= o < e for s, e in never_run)
                 and not any(r < o and inside.get(r) == (start, end)
-                            and path_of(r) == path_of(start) for r in returns.get(name, []))
+                            and path_of(o)[:len(path_of(r))] == path_of(r)
+                            for r in returns.get(name, []))
                 and not (k < len(assigned) and assigned[k][0] < end)):
-            runs.setdefault(name, []).append((cmd, var, tested, path_of(o) == path_of(start)))
+            runs.setdefault(name, []).append(
+                (cmd, var, tested, path_of(o) == path_of(start), o))
     if not runs:
         return [], []
     # the lists run in the background (`f || true &`), read once for all the calls
@@ -165,12 +195,26 @@ def _counted_at_calls(code: str, calls: list[Call], bodies: dict[str, tuple[int,
         code, 0, ("\n", ";", "&"), memo) if op == "&"]
     behind = enclosing(background, [c.offset for c in placed]) if background else {}
     counted: tuple[list[Arith], list[Arith]] = ([], [])  # (every run's, some runs')
+    covered: dict[tuple[str, str, bool], bool] = {}  # by function, variable, tested call
     for c in placed:
         if c.offset not in behind:
-            for cmd, var, tested, always in runs.get(c.name, []):
-                if tested or c.tested:
-                    counted[not always].append(Arith(c.offset, cmd, var, errexit=False,
-                                                     tested_by="||"))
+            made = [(cmd, var, always, o) for cmd, var, tested, always, o in runs.get(c.name, [])
+                    if tested or c.tested]
+            for cmd, var, always, _o in made:
+                counted[not always].append(Arith(c.offset, cmd, var, errexit=False,
+                                                 tested_by="||"))
+            # (one of a variable's counters runs whenever the body does, none alone: each
+            # branch of an `if` with an `else` counts, or an `if true`: one count every run)
+            for var in {var for _c, var, always, _o in made if not always}:
+                key = (c.name, var, c.tested)
+                if key not in covered:
+                    start, end = bodies[c.name]
+                    offsets = [o for _c, v, _a, o in made if v == var]
+                    covered[key] = not any(a for _c, v, a, _o in made if v == var) and (
+                        on_every_path(offsets, start, end, constructs, path_of))
+                if covered[key]:
+                    cmd = next(cmd for cmd, v, _a, _o in made if v == var)
+                    counted[0].append(Arith(c.offset, cmd, var, errexit=False, tested_by="||"))
     return counted
 
 
@@ -248,7 +292,8 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
     # the innermost loop bash may make more than one pass through around each counter
     innermost = enclosing(list(repeating.items()), [a.offset for a in scan.arith])
     at_calls_always, at_calls_maybe = _counted_at_calls(code, placed, scan.bodies, values,
-                                                        subshells, path_of, never_run)
+                                                        subshells, path_of, never_run,
+                                                        scan.constructs)
     counts = Counts(scan.arith + at_calls_always + at_calls_maybe,
                     subshells + [(s, e) for s, e, _n in spans], scan.constructs, path_of, nested,
                     maybe=len(scan.arith) + len(at_calls_always))

@@ -1355,6 +1355,34 @@ def test_a_tested_call_counts_its_bodys_counter(tmp_path, body, level):
     _counter_stops_bash_as_the_level_says(tmp_path, body, level)
 
 
+@pytest.mark.parametrize(("body", "level"), [
+    # a call runs its body's counters in a branch, a loop's body or a condition too: those it
+    # makes on some runs only count there on those runs (each said `fail`, none counted)
+    ('set -e\nn=0\nf() { if [ -n "$X" ]; then ((n++)); fi; }\nf || true\n((n++))\n', "warn"),
+    ('set -e\nn=0\nf() { if [ -n "$X" ]; then ((n++)); fi; }\nif f; then :; fi\n((n++))\n',
+     "warn"),
+    ('set -e\nn=0\nf() {\n  if [ -n "$X" ]; then\n    ((n++))\n  fi\n}\nf || true\n((n++))\n',
+     "warn"),
+    ('set -e\nn=0\nf() { case "$X" in 1) ((n++));; esac; }\nf || true\n((n++))\n', "warn"),
+    ('set -e\nn=0\nf() { for i in $X; do ((n++)); done; }\nf || true\n((n++))\n', "warn"),
+    ('set -e\nn=0\nf() { if [ -n "$X" ]; then ((n++)) || true; fi; }\nf\n((n++))\n', "warn"),
+    # … and those it makes on every run, one branch or the other, or in a condition whose
+    # status is tested, count there on every run
+    ("set -e\nn=0\nf() { if true; then ((n++)); fi; }\nf || true\n((n++))\n", None),
+    ('set -e\nn=0\nf() { if [ -n "$X" ]; then ((n++)); else ((n++)); fi; }\nf || true\n'
+     "((n++))\n", None),
+    ("set -e\nn=0\nf() { if ((n++)); then :; fi; }\nf\n((n++))\n", None),
+    ("set -e\nn=0\nf() { while ((n++)); do break; done; }\nf\n((n++))\n", None),
+    # (none in a subshell, a branch bash never runs, or past a `return` the branch always takes)
+    ('set -e\nn=0\nf() { if [ -n "$X" ]; then ( ((n++)) ); fi; }\nf || true\n((n++))\n', "fail"),
+    ("set -e\nn=0\nf() { if false; then ((n++)); fi; }\nf || true\n((n++))\n", "fail"),
+    ('set -e\nn=0\nf() { if [ -n "$X" ]; then return; ((n++)); fi; }\nf || true\n((n++))\n',
+     "fail"),
+])
+def test_a_call_counts_its_bodys_counter_in_a_branch_or_condition(tmp_path, body, level):
+    _counter_stops_bash_as_the_level_says(tmp_path, body, level)
+
+
 @pytest.mark.parametrize(("body", "level", "lint_level"), [
     # a function whose body turns pipefail on or off leaves it not known past its definition:
     # its calls, not the definition, change it (each said nothing, the body's `set` read as
