@@ -124,17 +124,30 @@ def _counted_at_calls(code: str, calls: list[Call], bodies: dict[str, tuple[int,
     may take, `[ … ] && return`, where the walk read the body's branches: counted on some
     runs only). At a call whose status is tested (`f || true`, `! f`,
     `if f`: model.Call.tested; `set -e` is off in the body there) every such counter counts;
-    at one that is not, those whose own status is tested by `||`, `!` or a condition
+    at one that is not (`f`, or made through another body, `g() { f; }`, at a call of that body
+    that is not: model.Call.tested), those whose own status is tested by `||`, `!` or a condition
     (`((n++)) || true`, `! ((n++))`, `if ((n++))`: an untested one that reads 0 stops bash
     there, judged at the call; one before
-    `&&` may leave the body's status 1, which stops bash at the call). Not a call made through
-    other bodies (model.Call.chain), one before the function is defined (no body to run yet),
+    `&&` may leave the body's status 1, which stops bash at the call). A call made through other
+    bodies (model.Call.chain) counts at the script's call of the first, each call of the chain
+    in its body's shell, past no `return` there, and on some runs only where one of them is in a
+    branch. Not one before the function is defined (no body to run yet),
     nor one in a list run in the background (`f &`, `f || true &`: a subshell)."""
-    placed = [c for c in calls if not c.in_function and not c.chain
-              and c.name in bodies and c.offset > bodies[c.name][1]]
+    placed = [c for c in calls if not c.in_function
+              and c.name in bodies and c.offset > bodies[c.name][1]
+              and not any("return" in code[start:at] for start, _end, at in c.chain)]
     if not placed:
         return [], []
     memo: Memo = {}
+    # a call made through bodies (g's `f` at `g || true`) runs f's body where each call of the
+    # chain is in its body's shell (no subshell, no nested body), and whenever the chain's
+    # first body runs where each of them is right in its body (in no branch)
+    links = {link for c in placed for link in c.chain}
+    link_in = enclosing([*subshells, *bodies.values()], [at for _s, _e, at in links])
+    placed = [c for c in placed if all(link_in.get(at) == (start, end)
+                                       for start, end, at in c.chain)]
+    chain_always = {c.chain: all(path_of(at) == path_of(start) for start, _end, at in c.chain)
+                    for c in placed}
     # the counters that start a list of each body called so, not in the background or a pipe,
     # and whether their own status is tested
     starting: list[tuple[str, int, str, str, bool]] = []
@@ -198,8 +211,8 @@ def _counted_at_calls(code: str, calls: list[Call], bodies: dict[str, tuple[int,
     covered: dict[tuple[str, str, bool], bool] = {}  # by function, variable, tested call
     for c in placed:
         if c.offset not in behind:
-            made = [(cmd, var, always, o) for cmd, var, tested, always, o in runs.get(c.name, [])
-                    if tested or c.tested]
+            made = [(cmd, var, always and chain_always[c.chain], o)
+                    for cmd, var, tested, always, o in runs.get(c.name, []) if tested or c.tested]
             for cmd, var, always, _o in made:
                 counted[not always].append(Arith(c.offset, cmd, var, errexit=False,
                                                  tested_by="||"))
@@ -207,6 +220,8 @@ def _counted_at_calls(code: str, calls: list[Call], bodies: dict[str, tuple[int,
             # branch of an `if` with an `else` counts, or an `if true`: one count every run)
             for var in {var for _c, var, always, _o in made if not always}:
                 key = (c.name, var, c.tested)
+                if not chain_always[c.chain]:
+                    continue
                 if key not in covered:
                     start, end = bodies[c.name]
                     offsets = [o for _c, v, _a, o in made if v == var]

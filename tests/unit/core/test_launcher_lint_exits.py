@@ -1383,6 +1383,30 @@ def test_a_call_counts_its_bodys_counter_in_a_branch_or_condition(tmp_path, body
     _counter_stops_bash_as_the_level_says(tmp_path, body, level)
 
 
+@pytest.mark.parametrize(("body", "level"), [
+    # a call made through another body (g's `f`) counts f's counter where the call of g is
+    # tested (`g || true`, `if g`), or g's call of f is, or f's counter's own status is (each
+    # said `fail`, a call made through other bodies counting nothing)
+    ("set -e\nn=0\nf() { ((n++)); }\ng() { f; }\ng || true\n((n++))\n", None),
+    ("set -e\nn=0\nf() { ((n++)); }\ng() { f; }\nif g; then :; fi\n((n++))\n", None),
+    ("set -e\nn=0\nf() { ((n++)); }\ng() { echo a; f; }\nh() { g; }\nh || true\n((n++))\n",
+     None),
+    ("set -e\nn=0\nf() { ((n++)); }\ng() { f || true; }\ng\n((n++))\n", None),
+    ("set -e\nn=0\nf() { ((n++)) || true; }\ng() { f; }\ng\n((n++))\n", None),
+    # … on the runs that make it only (g's call of f, or f's counter, in a branch)
+    ('set -e\nn=0\nf() { ((n++)); }\ng() { if [ -n "$X" ]; then f; fi; }\ng || true\n'
+     "((n++))\n", "warn"),
+    ('set -e\nn=0\nf() { if [ -n "$X" ]; then ((n++)); fi; }\ng() { f; }\ng || true\n'
+     "((n++))\n", "warn"),
+    # (none past a `return` in g, in the background, nor where f sets it back after)
+    ("set -e\nn=0\nf() { ((n++)); }\ng() { return; f; }\ng || true\n((n++))\n", "fail"),
+    ("set -e\nn=0\nf() { ((n++)); }\ng() { f; }\ng || true &\nwait\n((n++))\n", "fail"),
+    ("set -e\nn=0\nf() { ((n++)); n=0; }\ng() { f; }\ng || true\n((n++))\n", "fail"),
+])
+def test_a_call_made_through_another_body_counts_its_counter(tmp_path, body, level):
+    _counter_stops_bash_as_the_level_says(tmp_path, body, level)
+
+
 @pytest.mark.parametrize(("body", "level", "lint_level"), [
     # a function whose body turns pipefail on or off leaves it not known past its definition:
     # its calls, not the definition, change it (each said nothing, the body's `set` read as
