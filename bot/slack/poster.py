@@ -21,9 +21,11 @@ Posts at most once, and none is lost while Slack can be asked:
   are one failure series in the log: a warning at the first, debug after it, one line when
   a later attempt goes through; when none does, the error raised is its end (the caller logs
   it: a note's through bot.services.threads.say_note).
-- One post has one deadline (`deadline_s`, bot.core.slack_bounds.POST_DEADLINE_S): its
-  attempts, the client's retries and 429 waits all stop at it (a Retry-After ending past it
-  is not waited), and it then fails as when its attempts run out.
+- One post, chart upload, `chat.update` or Home tab (`views.publish`) has one deadline
+  (`deadline_s`: the config's slack.post_deadline_s, bot.core.slack_bounds.POST_DEADLINE_S by
+  default): its attempts, the client's retries and 429 waits all stop at it (a Retry-After
+  ending past it is not waited, no request is started past it), and it then fails as when
+  its attempts run out.
 - Residual risk: a lost root post older than the channel's latest 100 messages is not found
   by the lookup and is posted again.
 
@@ -37,7 +39,7 @@ import hashlib
 import json
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from http.client import HTTPException
 from typing import Any, Literal
 from urllib.error import HTTPError, URLError
@@ -290,50 +292,57 @@ class SlackPoster:
         unknown = existing is not None
         last: Exception | None = None
         attempts = _Attempts(f"chart {key}")
-        for attempt in range(self.max_attempts):
-            if attempt:
-                self.sleep(backoff_delay(attempt - 1, self.backoff_s))
-            if unknown:
+        deadline = self.clock() + self.deadline_s
+        with post_deadline(self.clock, deadline):
+            for attempt in self._attempts_until(deadline):
+                if unknown:
+                    try:
+                        found = self._find_file(channel, thread_ts, file_id, title)
+                    except CALL_ERRORS as exc:
+                        last = self._lookup_failed("files.completeUploadExternal", key,
+                                                   channel, exc, attempts)
+                        continue
+                    if found:
+                        attempts.through()
+                        return self._record_posted(key, found, thread_ts)
+                    unknown = False
+                if file_id is None:
+                    if (passed := self._deadline_passed(deadline)) is not None:
+                        last = passed
+                        break
+                    try:
+                        file_id = self._upload_bytes(data, filename, deadline)
+                    except CALL_ERRORS as exc:  # nothing is visible before the completion
+                        if call_fate(exc) == "refused" or attempt == self.max_attempts - 1:
+                            raise self._error("files upload", key, channel, exc) from exc
+                        attempts.failure("chart upload %s failed (%s); uploading again", key,
+                                         exc)
+                        last = exc
+                        continue
+                    self.store.slack_posts.record_file(key, file_id, now=self.clock())
+                if (passed := self._deadline_passed(deadline)) is not None:
+                    last = passed
+                    break
                 try:
-                    found = self._find_file(channel, thread_ts, file_id, title)
+                    self.client.files_completeUploadExternal(
+                        files=[{"id": file_id, "title": title}], channel_id=channel,
+                        thread_ts=thread_ts)
                 except CALL_ERRORS as exc:
-                    last = self._lookup_failed("files.completeUploadExternal", key, channel,
-                                               exc, attempts)
-                    continue
-                if found:
-                    attempts.through()
-                    return self._record_posted(key, found, thread_ts)
-                unknown = False
-            if file_id is None:
-                try:
-                    file_id = self._upload_bytes(data, filename)
-                except CALL_ERRORS as exc:  # nothing is visible before the completion
-                    if call_fate(exc) == "refused" or attempt == self.max_attempts - 1:
-                        raise self._error("files upload", key, channel, exc) from exc
-                    attempts.failure("chart upload %s failed (%s); uploading again", key,
-                                     exc)
+                    fate = call_fate(exc)
+                    if _api_error(exc) in _FILE_GONE:
+                        file_id = None
+                        self.store.slack_posts.record_file(key, None, now=self.clock())
+                    elif fate == "refused":
+                        raise self._error("files.completeUploadExternal", key, channel,
+                                          exc) from exc
+                    unknown = fate == "unknown"
+                    attempts.failure("chart %s: completion failed (%s)%s", key, exc,
+                                     "; looking it up before completing again" if unknown
+                                     else "")
                     last = exc
                     continue
-                self.store.slack_posts.record_file(key, file_id, now=self.clock())
-            try:
-                self.client.files_completeUploadExternal(
-                    files=[{"id": file_id, "title": title}], channel_id=channel,
-                    thread_ts=thread_ts)
-            except CALL_ERRORS as exc:
-                fate = call_fate(exc)
-                if _api_error(exc) in _FILE_GONE:
-                    file_id = None
-                    self.store.slack_posts.record_file(key, None, now=self.clock())
-                elif fate == "refused":
-                    raise self._error("files.completeUploadExternal", key, channel,
-                                      exc) from exc
-                unknown = fate == "unknown"
-                attempts.failure("chart %s: completion failed (%s)%s", key, exc,
-                                 "; looking it up before completing again" if unknown else "")
-                last = exc
-                continue
-            attempts.through()
-            return self._record_posted(key, file_id, thread_ts)
+                attempts.through()
+                return self._record_posted(key, file_id, thread_ts)
         assert last is not None
         raise self._gave_up("files.completeUploadExternal", key, channel, last, unknown=unknown)
 
@@ -384,12 +393,7 @@ class SlackPoster:
         attempts = _Attempts(f"post {key}")
         deadline = self.clock() + self.deadline_s
         with post_deadline(self.clock, deadline):
-            for attempt in range(self.max_attempts):
-                if attempt:
-                    delay = backoff_delay(attempt - 1, self.backoff_s)
-                    if not slack_bounds.waits_in_time(self.clock(), delay, deadline):
-                        break
-                    self.sleep(delay)
+            for _attempt in self._attempts_until(deadline):
                 if unknown:
                     try:
                         found = self._find_message(channel, thread_ts, key)
@@ -401,8 +405,8 @@ class SlackPoster:
                         attempts.through()
                         return self._record_posted(key, found, thread_ts)
                     unknown = False
-                    if not slack_bounds.waits_in_time(self.clock(), 0.0, deadline):
-                        last = TimeoutError(f"its {self.deadline_s:g} s deadline passed")
+                    if (passed := self._deadline_passed(deadline)) is not None:
+                        last = passed
                         break
                 try:
                     resp = self.client.chat_postMessage(**kwargs)
@@ -435,10 +439,13 @@ class SlackPoster:
         assert last is not None
         raise self._gave_up("chat.postMessage", key, channel, last, unknown=unknown)
 
-    def _upload_bytes(self, data: bytes, filename: str) -> str:
-        """Steps 1-2 of a file upload (invisible until completed); returns the file id."""
+    def _upload_bytes(self, data: bytes, filename: str, deadline: float) -> str:
+        """Steps 1-2 of a file upload (invisible until completed); returns the file id. The
+        bytes are not sent once the upload's `deadline` has passed (its TimeoutError)."""
         step1 = self.client.files_getUploadURLExternal(filename=filename,
                                                        length=len(data))
+        if (passed := self._deadline_passed(deadline)) is not None:
+            raise passed
         request = Request(step1["upload_url"], data=data, method="POST")
         with urlopen(request, timeout=self.client.timeout,  # noqa: S310 - Slack's upload URL
                      context=self.client.ssl) as resp:
@@ -485,10 +492,32 @@ class SlackPoster:
         return exc
 
     def _call(self, method: str, key: str, channel: str, fn: Callable[[], Any]) -> Any:
-        try:
-            return fn()
-        except CALL_ERRORS as exc:
-            raise self._error(method, key, channel, exc) from exc
+        """One call the client may send again by itself (chat.update, views.publish), within
+        the post deadline (`deadline_s`): its retries and 429 waits stop at it."""
+        with post_deadline(self.clock, self.clock() + self.deadline_s):
+            try:
+                return fn()
+            except CALL_ERRORS as exc:
+                raise self._error(method, key, channel, exc) from exc
+
+    def _attempts_until(self, deadline: float) -> Iterator[int]:
+        """The attempts of one post or upload (`max_attempts`), the backoff waited before
+        each after the first; no more once a backoff would end at or past `deadline` (the
+        call then fails as when its attempts run out)."""
+        for attempt in range(self.max_attempts):
+            if attempt:
+                delay = backoff_delay(attempt - 1, self.backoff_s)
+                if not slack_bounds.waits_in_time(self.clock(), delay, deadline):
+                    return
+                self.sleep(delay)
+            yield attempt
+
+    def _deadline_passed(self, deadline: float) -> TimeoutError | None:
+        """The error of a call whose `deadline` has passed (no request is started then),
+        else None."""
+        if slack_bounds.waits_in_time(self.clock(), 0.0, deadline):
+            return None
+        return TimeoutError(f"its {self.deadline_s:g} s deadline passed")
 
     def _gave_up(self, method: str, key: str, channel: str, exc: Exception, *,
                  unknown: bool) -> SlackPostError:

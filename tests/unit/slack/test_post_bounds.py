@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fakes import make_config
@@ -121,3 +122,46 @@ def test_a_post_slack_keeps_rate_limiting_gives_up_by_its_deadline(
     assert slack.ok_calls("chat.postMessage") == []
     post = store.slack_posts.get(f"chain:{chain.id}:root")
     assert post is not None and not post.posted
+
+
+def _root_rewrite(poster: SlackPoster, chain_id: int) -> None:
+    poster.update_root(chain_id, [], "mix: job 2 RUNNING")
+
+
+def _home_tab(poster: SlackPoster, chain_id: int) -> None:
+    poster.publish_home("U0ALICE", [{"type": "section",
+                                     "text": {"type": "mrkdwn", "text": "2 runs"}}])
+
+
+def _chart(poster: SlackPoster, chain_id: int) -> None:
+    poster.upload_file(chain_id, f"chart:{chain_id}:loss", b"\x89PNG loss", "loss.png", "loss")
+
+
+@pytest.mark.parametrize(("method", "call"), [
+    ("chat.update", _root_rewrite),
+    ("views.publish", _home_tab),
+    ("files.getUploadURLExternal", _chart),
+    ("files.completeUploadExternal", _chart),
+])
+def test_an_update_a_home_tab_or_a_chart_slack_keeps_rate_limiting_stops_at_the_deadline(
+        slack: SlackStandIn, store: Store, method: str, call: Any) -> None:
+    """slack.post_deadline_s set to 20 s, Slack answers every `method` 429 with Retry-After:
+    8. A root's rewrite (chat.update), a Home tab (views.publish) and a chart's upload (its
+    URL, or its completion) wait out the Retry-Afters that end before the deadline, then
+    fail: within 20 s. Before, they had no overall deadline: 5 waits of 8 s for an update or
+    a Home tab, and 4 attempts of those for a chart (over 2.5 minutes)."""
+    clock = [T0]
+
+    def wait(s: float) -> None:  # the client's and the poster's waits, in fake time
+        clock[0] += s
+
+    client = make_client(slack.token, base_url=slack.api_url, sleep=wait, timeout=10)
+    poster = SlackPoster(client, store, sleep=wait, clock=lambda: clock[0], deadline_s=20.0)
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
+    poster.post_root(chain.id, "C0TRAINING", [], "mix: job 1 PENDING")
+    slack.fail_next(method, status=429, retry_after=8, count=1000)
+    with pytest.raises(SlackPostError, match="429|ratelimited|deadline"):
+        call(poster, chain.id)
+    assert clock[0] - T0 < 20.0
+    assert len(slack.calls(method)) >= 2  # a Retry-After within the deadline was waited out
+    assert slack.ok_calls(method) == []
