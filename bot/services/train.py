@@ -502,7 +502,8 @@ def _stacks(ctx: BotContext, cmd: c.Stacks, actor: str, channel: str | None,
             now: float) -> Reply:
     """The job's Python stacks, grouped, to the asker; in the run's thread too, with the full
     dump attached, when the job has one (a post Slack did not take is kept for the thread:
-    the asker's answer says it is not there yet)."""
+    the asker's answer says it is not there yet). The asker's answer says where the full
+    dump is: attached to the post in the run's thread, or nowhere (no thread)."""
     target = _authorize_job(ctx, cmd.job_id, actor, "read the stacks of", cmd.array_task)
     cluster, recipe, attempt, job = target.cluster, target.recipe, target.attempt, target.job_id
     report = StackCollector(ctx.config, ctx.clusters, ctx.clock,
@@ -514,7 +515,8 @@ def _stacks(ctx: BotContext, cmd: c.Stacks, actor: str, channel: str | None,
            target.display, recipe,
            {"cause": report.problem.cause} if report.problem is not None else None)
     blocks, text = render(ctx, "stacks", recipe, {
-        **report.to_view(), "thread_pending": in_thread and kept_for_thread(ctx, key)},
+        **report.to_view(), "file_in": "thread" if in_thread else "none",
+        "thread_pending": in_thread and kept_for_thread(ctx, key)},
         channel=channel)
     return Reply(text, blocks, job_id=str(job), chain_id=chain_id if in_thread else None)
 

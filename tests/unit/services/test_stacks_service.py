@@ -322,11 +322,41 @@ def test_train_stacks_answers_the_asker_and_posts_in_the_runs_thread(store) -> N
     assert reply.text.startswith("🔎 Python stacks · job 88154: 3 of 4 ranks in `all_gather`")
     assert reply.ephemeral and reply.blocks
     [thread] = [p for p in recorded(ctx).posts if p[2].startswith("stacks:dev:88154:")]
-    assert thread[3] == reply.text
+    assert thread[3] == reply.text.replace(
+        "in the file attached to this post in the run's thread.", "in the attached file.")
     assert isinstance(ctx.sink, UploadSink)
     assert [f[1] for f in ctx.sink.files] == ["stacks-88154.txt"]
     [entry] = [e for e in store.audit.recent(10) if e.action == "command.stacks"]
     assert (entry.actor, entry.result, entry.job_id) == ("U0ALICE", "ok", "88154")
+
+
+@pytest.mark.parametrize(("lang", "threaded", "where"), [
+    ("en", True, "Every rank's full stack is in the file attached to this post in the run's "
+                 "thread."),
+    ("en", False, "No file of every rank's full stack: the job has no run thread to attach "
+                  "it to."),
+    ("ko", True, "모든 rank의 전체 스택은 실행 스레드에 있는 이 게시물의 첨부 파일에 있습니다."),
+    ("ko", False, "모든 rank의 전체 스택 파일은 없습니다: 이 작업에는 파일을 첨부할 실행 "
+                  "스레드가 없습니다."),
+])
+def test_train_stacks_answer_says_where_the_full_dump_is(store, lang, threaded, where) -> None:
+    """The asker's private answer never speaks of an attached file it does not have: with a
+    run thread it says the file is attached to the post there (shared once, there); without
+    one (no file is uploaded anywhere) that there is no file. Before, both said "Every
+    rank's full stack is in the attached file." """
+    runner = FakeRunner({"srun": (0, node_output(), "")})
+    ctx = make_context(store, clusters=FakeClusters(FakeSlurm(), runner=runner),
+                       sink=UploadSink(store), lang=lang)
+    ctx.config.clusters["dev"].py_spy = "/opt/site/bin/py-spy"
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
+    store.attempts.record(chain_id=chain.id, job_id="88154", now=T0)
+    if threaded:
+        recorded(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
+    reply = execute(ctx, parse_command("stacks 88154"), actor="U0ALICE", channel="C0TRAIN",
+                    now=T0 + 60)
+    assert reply.text.endswith("\n" + where) and where in str(reply.blocks)
+    assert isinstance(ctx.sink, UploadSink)
+    assert [f[1] for f in ctx.sink.files] == (["stacks-88154.txt"] if threaded else [])
 
 
 @pytest.mark.parametrize(("lang", "pending"), [
@@ -355,8 +385,8 @@ def test_train_stacks_says_its_thread_post_is_pending_when_slack_did_not_take_it
     posted = execute(ctx, parse_command("stacks 88154"), actor="U0ALICE", channel="C0TRAIN",
                      now=T0 + 120)
     assert pending not in posted.text and pending not in str(posted.blocks)
-    assert [p[3] for p in recorded(ctx).posts if p[2].startswith("stacks:dev:88154:")] == [
-        posted.text]
+    assert [p[3].split("\n")[0] for p in recorded(ctx).posts
+            if p[2].startswith("stacks:dev:88154:")] == [posted.text.split("\n")[0]]
 
 
 def test_train_stacks_is_refused_to_whom_may_not_touch_the_job(store) -> None:
