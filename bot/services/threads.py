@@ -218,6 +218,13 @@ def kept_for_thread(ctx: BotContext, key: str) -> bool:
     return kept is not None and kept.class_id == THREAD_NOTE and kept.state == "pending"
 
 
+def given_up_for_thread(ctx: BotContext, key: str) -> bool:
+    """Whether the reply `key` kept for its thread (`keep_reply`, `thread_note`) was given up
+    (`_say_kept`: `dropped`, never tried again; `say_in_thread` logged it with what it said)."""
+    kept = ctx.store.incidents.get(key)
+    return kept is not None and kept.class_id == THREAD_NOTE and kept.state == "dropped"
+
+
 def _keep(ctx: BotContext, chain_id: int, key: str, said: dict[str, Any]) -> Incident:
     """The kept reply `key` (`said`: its text, a rendered reply's blocks) of the chain's
     thread, recorded `pending` unless it was before."""

@@ -19,7 +19,7 @@ from concurrent.futures import Future
 
 from bot.services.ports import BotContext, PostError
 from bot.services.stacks import Forensics
-from bot.services.threads import has_thread, kept_for_thread
+from bot.services.threads import given_up_for_thread, has_thread, kept_for_thread
 from bot.services.watch.events import WatchEvent
 
 log = logging.getLogger(__name__)
@@ -108,13 +108,16 @@ class EventForensics:
 
     def _reported(self, key: str) -> bool:
         """Whether the forensics post `key` (a stall's stacks, an NCCL timeout's flight
-        recorder) is in the thread, or on its way there: kept for the thread (Slack did not
-        take it: the `prompts` job posts it, this process's or a restarted bot's), recorded
+        recorder) is in the thread, or on its way there, or was given up: kept for the thread
+        (Slack did not take it: the `prompts` job posts it, this process's or a restarted
+        bot's), or kept and given up since (Slack rejected the post itself, or its run has
+        no thread: collected once, what it said is in the log; a restarted bot does not
+        collect it over SSH again, for a post that would meet the same fate), recorded
         posted, or its intent (a post begun and never confirmed: a 5xx, a bot stopped in it)
         found there (the thread writer's `look_up`, then recorded posted); collected before,
         by this process or one before it. One Slack does not have, refused or never begun and
         not kept, is not (collected again). Raises PostError when Slack cannot tell."""
-        if kept_for_thread(self.ctx, key):
+        if kept_for_thread(self.ctx, key) or given_up_for_thread(self.ctx, key):
             return True
         post = self.ctx.store.slack_posts.get(key)
         if post is None or post.posted:

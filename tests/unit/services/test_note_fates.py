@@ -1107,6 +1107,43 @@ def test_stacks_kept_before_a_restart_are_posted_by_the_new_bot_not_collected_ag
     assert present(store.incidents.get(stacks)).state == "posted"
 
 
+def test_stacks_given_up_before_a_restart_are_not_collected_again_by_the_new_bot(
+        slack: SlackStandIn, store: Store, caplog: Any) -> None:
+    """Slack answers 500 to every attempt of the stall prompt and of the stall's stacks: the
+    stacks are kept; the `prompts` job's try of them is rejected by Slack itself
+    (msg_too_long): given up, not tried again, the log saying so with what they said. Then
+    the bot restarts, the job still stalled: the prompt's next try posts it, and the job's
+    stacks are not collected again (py-spy attached to the job once, the given-up post not
+    sent again). Before, a given-up kept post counted as not reported (Slack does not have
+    it): the new bot collected the stacks over SSH once more."""
+    run = make_run(slack, store)
+    root = run.open_thread()
+    forensics = Forensics(run.ctx, Collector())  # type: ignore[arg-type]
+    slack.fail_next("chat.postMessage", status=500, count=2 * run.poster.max_attempts)
+    stall_prompt(run, forensics).chance(0)
+    assert forensics.wait(10)
+    stacks = f"stacks:{stall_prompt(run).key}"
+    assert present(store.incidents.get(stacks)).state == "pending"  # kept
+    slack.fail_next("chat.postMessage", status=200, error="msg_too_long")
+    say_pending_notes(run.ctx)
+    assert present(store.incidents.get(stacks)).state == "dropped"  # given up
+    [given_up] = [w for w in warnings(caplog, stacks) if "given up" in w]
+    assert "msg_too_long" in given_up and "No stacks of job 88154" in given_up
+    sent = len(tries(slack, stacks))
+    ctx, poster, clock = slack_context(slack, store)  # the bot started again
+    collector = Collector()
+    forensics = Forensics(ctx, collector)  # type: ignore[arg-type]
+    note = stall_prompt(Run(ctx, poster, run.chain_id, clock), forensics)
+    for i in range(1, 3):
+        note.chance(i)
+        assert forensics.wait(10)
+        say_pending_notes(ctx)
+    assert note.state() == "posted" and len(in_thread(slack, root, note.key)) == 1
+    assert collector.jobs == [] and in_thread(slack, root, stacks) == []
+    assert len(tries(slack, stacks)) == sent
+    forensics.close()
+
+
 def test_a_submits_note_waits_for_a_root_claimed_elsewhere_past_threadless_tries(
         slack: SlackStandIn, store: Store) -> None:
     """A run's root is claimed by a bot on another host (its life cannot be judged from
