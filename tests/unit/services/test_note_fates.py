@@ -1326,6 +1326,45 @@ def test_a_flight_recorder_slack_did_not_take_is_kept_and_posted_later_once(
     forensics.close()
 
 
+def test_a_flight_recorder_kept_before_a_restart_is_posted_by_the_new_bot_not_read_again(
+        slack: SlackStandIn, store: Store) -> None:
+    """Job 88154 of a recipe with `nccl_flight_recorder` died of an NCCL timeout; Slack
+    answers 500 to every attempt of its incident and of its flight recorder's summary: the
+    summary is kept for the thread (the incident stays pending). Then the bot restarts (a new
+    bot over the same store), the incident still to publish: its next try posts it, the new
+    bot's `prompts` job posts the kept summary, once, and the dumps are not read again (listed
+    once over SFTP). The flight-recorder twin of
+    test_stacks_kept_before_a_restart_are_posted_by_the_new_bot_not_collected_again."""
+    sftp = FailingPostSFTP(slack)
+    run = make_run(slack, store, sftp=sftp, nccl_flight_recorder="/shared/fr")
+    sftp.attempts = run.poster.max_attempts
+    sftp.append("/shared/fr/README", b"rank dumps land here\n")  # no rank left a dump
+    root = run.open_thread()
+    forensics = Forensics(run.ctx, Collector())  # type: ignore[arg-type]
+    slack.fail_next("chat.postMessage", status=500, count=run.poster.max_attempts)
+    incident(run, forensics).chance(0)
+    assert forensics.wait(10)
+    forensics.close()
+    recorder = f"flight_recorder:{incident(run).key}"
+    assert in_thread(slack, root, recorder) == [] and sftp.listings == 1
+    assert present(store.incidents.get(recorder)).state == "pending"  # kept
+    ctx, poster, clock = slack_context(slack, store, sftp=sftp,
+                                       nccl_flight_recorder="/shared/fr")  # started again
+    forensics = Forensics(ctx, Collector())  # type: ignore[arg-type]
+    note = incident(Run(ctx, poster, run.chain_id, clock), forensics)
+    assert note.state() == "pending"
+    for i in range(1, 3):
+        note.chance(i)
+        assert forensics.wait(10)
+        say_pending_notes(ctx)
+    assert note.state() == "posted" and len(in_thread(slack, root, note.key)) == 1
+    [said] = in_thread(slack, root, recorder)
+    assert "No rank left a dump in /shared/fr" in str(said["blocks"])
+    assert present(store.incidents.get(recorder)).state == "posted"
+    assert sftp.listings == 1
+    forensics.close()
+
+
 class DumpCollector(FailingPostCollector):
     """A FailingPostCollector whose collection reads the stacks of two ranks (a full dump to
     attach)."""
