@@ -194,7 +194,8 @@ def sampler_hint(record: JobRecord | None,
 def post_stacks(ctx: BotContext, chain_id: int | None, key: str, report: StackReport,
                 recipe: str | None = None) -> bool:
     """The summary (or the one line saying why there is none) under `key` in the chain's
-    thread, and the full dump as a file (`key:dump`); True once reported: posted, or, when
+    thread, and the full dump as a file (`key:dump`, titled in the recipe's language:
+    templates/file_title); True once reported: posted, or, when
     the post failed, kept for the thread with the dump (bot.services.threads.post_or_keep:
     the `prompts` job posts it later, then the file), so they are not collected again; False
     when there is no thread. A failed upload only loses the file."""
@@ -202,8 +203,9 @@ def post_stacks(ctx: BotContext, chain_id: int | None, key: str, report: StackRe
         return False
     assert chain_id is not None and ctx.sink is not None
     blocks, text = render(ctx, "stacks", recipe, report.to_view())
-    dump = Attachment(f"{key}:dump", report.dump, f"stacks-{report.job_id}.txt",
-                      f"Python stacks · job {report.job_id}") if report.dump else None
+    dump = Attachment(f"{key}:dump", report.dump, f"stacks-{report.job_id}.txt", render(
+        ctx, "file_title", recipe, {"kind": "stacks", "job_id": report.job_id})[1]
+    ) if report.dump else None
     post_or_keep(ctx, chain_id, key, blocks, text, attachment=dump)
     return True  # posted, or kept (posted with its file by the `prompts` job)
 

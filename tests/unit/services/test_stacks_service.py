@@ -73,10 +73,12 @@ class UploadSink(RecordingMessageSink):
     def __init__(self, store: Store) -> None:
         super().__init__(store)
         self.files: list[tuple[str, str, bytes]] = []  # (key, filename, data)
+        self.titles: list[str] = []  # the files' titles, in the same order
 
     def upload_file(self, chain_id: int, key: str, data: bytes, filename: str,
                     title: str) -> str:
         self.files.append((key, filename, data))
+        self.titles.append(title)
         return f"F{len(self.files)}"
 
 
@@ -162,14 +164,19 @@ def test_a_collection_that_gets_nothing_says_why_in_one_line(store, outcome, lin
     stacks.close()
 
 
-def test_the_summary_in_the_recipes_language(store) -> None:
-    ctx = make_context(store, sink=UploadSink(store), lang="ko")
+def test_the_summary_and_its_files_title_in_the_recipes_language(store) -> None:
+    """A Korean recipe's stacks: the summary and the shared dump's title are in Korean (the
+    title was English only: "Python stacks · job 88154")."""
+    sink = UploadSink(store)
+    ctx = make_context(store, sink=sink, lang="ko")
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
     recorded(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
     assert post_stacks(ctx, chain.id, "stacks:x", STUCK_RANK_3, "mix")
     text = recorded(ctx).posts[-1][3]
     assert text.startswith("🔎 Python 스택 · 작업 88154: rank 4개 중 3개가 `all_gather` ← "
                            "`train_step`에 있습니다. 다른 곳에 있는 rank: *rank 3* (gpu-a01)")
+    assert [f[1] for f in sink.files] == ["stacks-88154.txt"]
+    assert sink.titles == ["Python 스택 · 작업 88154"]
 
 
 class TimingOutRunner(FakeRunner):

@@ -514,8 +514,9 @@ def test_every_value_reaches_slack_escaped_exactly_once(sample: int) -> None:
 def test_every_template_that_posts_has_a_sample() -> None:
     posted = {p.name.removesuffix(".json.j2") for p in TEMPLATES.glob("*.json.j2")}
     # explanation: a sentence for the CLI's terminal, never posted; note: its one value is
-    # trainbot's own mrkdwn (test_a_note_is_trainbots_mrkdwn_as_made)
-    covered = {t for t, _ in _samples()} | {"explanation", "note"}
+    # trainbot's own mrkdwn (test_a_note_is_trainbots_mrkdwn_as_made); file_title: a shared
+    # file's plain-text title, not mrkdwn (test_stacks_service)
+    covered = {t for t, _ in _samples()} | {"explanation", "note", "file_title"}
     assert posted <= covered, posted - covered
 
 
