@@ -13,17 +13,23 @@ from collections.abc import Callable
 
 from bot.core.launcher_lint.branch_paths import Coverage, Step, on_every_path
 from bot.core.launcher_lint.model import Arith, Construct
-from bot.core.shell_lexer import COMMAND_AT, Memo, group_end
+from bot.core.shell_lexer import COMMAND_AT, Memo, group_end, subshell_spans
 
 #: A subshell's `(` where a command starts (not `((`, `$(`, `<(`).
 _SUBSHELL_RE = re.compile(COMMAND_AT + r"\((?!\()")
 
 
 def find_subshells(code: str) -> list[tuple[int, int]]:
-    """The spans of the script's `( … )` subshells, in whose shell an assignment stays:
-    `f() { ( m=0 ); ((m++)); }` counts `m` from what it was before the subshell."""
+    """The spans of the script's `( … )` subshells and `$( … )` / backtick substitutions (not
+    `$(( … ))`), in whose shell an assignment or a count stays: `f() { ( m=0 ); ((m++)); }`
+    counts `m` from what it was before the subshell, `x=$(echo $((++m)))` leaves `m` as it
+    was."""
     memo: Memo = {}
     spans: list[tuple[int, int]] = []
+    if "$(" in code or "`" in code:
+        spans.extend((start, end) for start, end in subshell_spans(code, memo)
+                     if code[start] == "`" or code.startswith("$(", start)
+                     and not code.startswith("$((", start))
     for m in _SUBSHELL_RE.finditer(code):
         at = m.end() - 1
         if at and code[at - 1] == "(":

@@ -1480,6 +1480,21 @@ def test_an_arithmetic_expansion_counts_where_the_script_runs_it(tmp_path, body,
 
 
 @pytest.mark.parametrize(("body", "level"), [
+    # a count or an assignment in a command substitution (`$( … )`, backticks) holds in its
+    # subshell only: the counter after it reads what held before (each said nothing, the
+    # count read as the script's)
+    ("set -e\nn=0\nx=$(echo $((++n)))\n((n++))\n", "fail"),
+    ("set -e\nn=0\nx=`echo $((n++))`\n((n++))\n", "fail"),
+    ('set -e\nn=0\necho "$(echo $((n+=1)))"\n((n++))\n', "fail"),
+    ("set -e\nn=0\necho $(n=1)\n((n++))\n", "fail"),
+    # (a counter inside the substitution reads what is set there)
+    ("set -e\nx=$(n=1; ((n++)); echo)\nn=1\n((n++))\n", None),
+])
+def test_a_count_in_a_command_substitution_stays_there(tmp_path, body, level):
+    _counter_stops_bash_as_the_level_says(tmp_path, body, level)
+
+
+@pytest.mark.parametrize(("body", "level"), [
     # a function defined again, or removed by `unset -f`, runs its new body (or the builtin)
     # at the calls after: its last body's `exit` / failure ends nothing there (each said
     # nothing, the first body read as run at the call)
