@@ -42,7 +42,10 @@ _EXPANSION_COUNT_RE = re.compile(
 )
 #: A shell assignment's name up to its value (`n=`, `n="`): where an expansion that is its value
 #: starts.
-_SHELL_VALUE_RE = re.compile(r"(?<![\w$])(?P<var>[A-Za-z_]\w*)\+?=[\"']?(?=\$\(\()")
+_SHELL_VALUE_RE = re.compile(r"(?<![\w$])(?P<var>[A-Za-z_]\w*)(?P<add>\+?)=[\"']?(?=\$\(\()")
+#: Where a shell assignment's value ends past an expansion (`n=$((n++))`, `n="$((n++))";`): the
+#: expansion is the whole value.
+_VALUE_END_RE = re.compile(r"[\"']?(?:[\s;&|)]|$)")
 #: A decimal integer as arithmetic reads it (no leading 0, which makes it octal).
 _DECIMAL_RE = re.compile(r"-?[1-9][0-9]*")
 #: What may come before a command's first word on its line: a separator or a keyword, then
@@ -143,15 +146,23 @@ def _assignments(code: str) -> list[tuple[int, str, str, str, bool]]:
     if "$((" not in code:
         return found
     # (the shell assignment whose value an expansion is in runs after it: `n=$((n++))` leaves
-    # what the expansion evaluates to, the expansion's count left out)
-    shell_values = {m.end(): m.group("var") for m in _SHELL_VALUE_RE.finditer(code)}
+    # what the expansion evaluates to: the value before a post-increment's count, which sets
+    # nothing then, else what the count leaves; a value with more than it, or `n+=`, is not
+    # known, the expansion's count left out)
+    shell_values = {m.end(): m for m in _SHELL_VALUE_RE.finditer(code)}
+    overwritten: set[int] = set()  # the shell assignments whose whole value such a count is
     for m in _EXPANSION_COUNT_RE.finditer(code):
         var, op, text = m.group("avar", "aop", "avalue") if m.group(
             "avar") is not None else m.group("pvar", "pop", "pop") if m.group(
             "pvar") is not None else m.group("qvar", "qop", "qop")
-        if shell_values.get(m.start()) != var:
+        shell_value = shell_values.get(m.start())
+        if shell_value is None or shell_value.group("var") != var:
             found.append((m.start(), var, op, text, False))
-    return sorted(found)
+        elif not shell_value.group("add") and _VALUE_END_RE.match(code, m.end()):
+            overwritten.add(shell_value.start())
+            if m.group("qvar") is None:
+                found.append((m.start(), var, op, text, False))
+    return sorted(f for f in found if not (f[4] and f[0] in overwritten))
 
 
 #: A word that may be a variable's name: where never_set's per-variable pattern would find it.

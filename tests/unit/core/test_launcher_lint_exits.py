@@ -1495,6 +1495,25 @@ def test_a_count_in_a_command_substitution_stays_there(tmp_path, body, level):
 
 
 @pytest.mark.parametrize(("body", "level"), [
+    # a shell assignment whose whole value is an arithmetic expansion counting its own variable
+    # runs after the count: a post-increment or -decrement's value is the one before it, which
+    # the assignment puts back (each said nothing, the variable read as not known)
+    ("set -e\nn=0\nn=$((n++))\n((n++))\n", "fail"),
+    ('set -e\nn=0\nn="$((n--))"\n((n++))\n', "fail"),
+    ("set -e\nn=5\nn=$(( n = 0 ))\n((n++))\n", "fail"),
+    ('set -e\nn=0\n[ -n "$X" ] || n=$((n++))\n((n++))\n', "fail"),
+    # … else what the count leaves, or, past an earlier count, what that left
+    ("set -e\nn=0\nn=$((++n))\n((n++))\n", None),
+    ("set -e\nn=0\nn=$((n+=1))\n((n++))\n", None),
+    ("set -e\nn=0\n((n++)) || true\nn=$((n++))\n((n++))\n", None),
+    # (more text in the value: not known, nothing said)
+    ("set -e\nn=0\nn=$((n++))5\n((n++))\n", None),
+])
+def test_an_assignment_of_its_own_count_leaves_the_expansions_value(tmp_path, body, level):
+    _counter_stops_bash_as_the_level_says(tmp_path, body, level)
+
+
+@pytest.mark.parametrize(("body", "level"), [
     # a function defined again, or removed by `unset -f`, runs its new body (or the builtin)
     # at the calls after: its last body's `exit` / failure ends nothing there (each said
     # nothing, the first body read as run at the call)
