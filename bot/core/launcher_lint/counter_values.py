@@ -138,6 +138,9 @@ def _assignments(code: str) -> list[tuple[int, str, str, str, bool]]:
     whether it is a shell assignment (`n=0`, not `((n=0))`)."""
     found: list[tuple[int, str, str, str, bool]] = []
     for m in _ASSIGNMENT_RE.finditer(code):
+        if code[m.start() - 1 : m.start()] == "$" and _EXPANSION_COUNT_RE.match(
+                code, m.start() - 1):
+            continue  # (`$((++n))`: the expansion's count, read once below)
         shell = m.group("var") is not None
         var, op, text = m.group("var", "op", "value") if shell else m.group(
             "avar", "aop", "avalue") if m.group("avar") is not None else m.group(

@@ -1514,6 +1514,17 @@ def test_an_assignment_of_its_own_count_leaves_the_expansions_value(tmp_path, bo
 
 
 @pytest.mark.parametrize(("body", "level"), [
+    # an arithmetic expansion's pre-increment or -decrement counts once (each said nothing:
+    # counted twice, `n` read as 2 or -1)
+    ("set -e\nn=1\necho $((--n))\n((n++))\n", "fail"),
+    ("set -e\nn=-1\necho $((++n))\n((n++))\n", "fail"),
+    ("set -e\nn=1\n: $(( --n ))\n((n++))\n", "fail"),
+])
+def test_an_arithmetic_expansion_counts_once(tmp_path, body, level):
+    _counter_stops_bash_as_the_level_says(tmp_path, body, level)
+
+
+@pytest.mark.parametrize(("body", "level"), [
     # a function defined again, or removed by `unset -f`, runs its new body (or the builtin)
     # at the calls after: its last body's `exit` / failure ends nothing there (each said
     # nothing, the first body read as run at the call)
