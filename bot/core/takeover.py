@@ -20,7 +20,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from bot.core.checkpoints import CHECKPOINT_REQUESTS
-from bot.core.slack_bounds import POST_DEADLINE_S, bot_post_at_most_s
+from bot.core.slack_bounds import bot_post_at_most_s
 
 SESSION_ATTEMPTS = 2
 """Attempts at a session channel for one command (bot.cluster.ssh.SSHRunner._open_session):
@@ -247,7 +247,7 @@ def scancel_limits(runner: RemoteDeadlines) -> tuple[float, float]:
 
 def settle_takeover_s(deadlines: RemoteDeadlines, sent: float | None = None,
                       marked: StepBounds | None = None, *,
-                      post_deadline_s: float = POST_DEADLINE_S) -> float:
+                      post_deadline_s: float) -> float:
     """How old a cancel's `cancel_settled` or `cancel_resuming` step whose approval has no
     outcome yet must be before another run takes it over (bot.services.cancel_settle):
     RESUME_COMMANDS remote commands at their worst, one checkpoint lookup at its worst
@@ -270,7 +270,7 @@ def settle_takeover_s(deadlines: RemoteDeadlines, sent: float | None = None,
 
 def settle_lead_s(deadlines: RemoteDeadlines, sent: float | None = None,
                   marked: StepBounds | None = None, *,
-                  post_deadline_s: float = POST_DEADLINE_S) -> float:
+                  post_deadline_s: float) -> float:
     """How long a cancel and resume's resubmit in flight whose approval is still approved is
     left to its settle (bot.services.cancel_settle) before bot.services.runs
     .recover_submits_in_flight looks it up as a person's: the settle's takeover time (its

@@ -147,9 +147,9 @@ def test_the_settles_takeover_allows_the_longest_lookup_each_request_at_its_dead
     assert decision.bound is not None
     assert peer.sessions == 1 and sent(peer) == CHECKPOINT_REQUESTS
     for d in (RemoteDeadlines(), RemoteDeadlines(connect_s=30.0, sftp_s=60.0)):
-        lookup_share = settle_takeover_s(d) - (RESUME_COMMANDS * d.command_at_most_s
-                                               + SLACK_CALLS * bot_post_at_most_s(POST_DEADLINE_S)
-                                               + TAKEOVER_MARGIN_S)
+        lookup_share = settle_takeover_s(d, post_deadline_s=POST_DEADLINE_S) \
+            - (RESUME_COMMANDS * d.command_at_most_s
+               + SLACK_CALLS * bot_post_at_most_s(POST_DEADLINE_S) + TAKEOVER_MARGIN_S)
         opening = d.session_at_most_s + 2 * d.sftp_s  # session (connections), subsystem, version
         assert opening + decision.requests * d.sftp_s <= lookup_share
 

@@ -18,6 +18,7 @@ from bot.core.checkpoints import (
     iteration_of,
     resolve_pointer,
 )
+from bot.core.slack_bounds import POST_DEADLINE_S
 from bot.core.text import Text, render_text
 
 DCP = CompletenessRule.parse("dcp")
@@ -326,8 +327,8 @@ def test_takeover_counts_the_lookup_at_its_bound() -> None:
     its channel (the subsystem's start, the version exchange)."""
     from bot.core.takeover import LOOKUP_CHANNELS, RemoteDeadlines, settle_takeover_s
 
-    slower = settle_takeover_s(RemoteDeadlines(sftp_s=16.0)) - \
-        settle_takeover_s(RemoteDeadlines(sftp_s=15.0))
+    slower = settle_takeover_s(RemoteDeadlines(sftp_s=16.0), post_deadline_s=POST_DEADLINE_S) - \
+        settle_takeover_s(RemoteDeadlines(sftp_s=15.0), post_deadline_s=POST_DEADLINE_S)
     assert slower == CHECKPOINT_REQUESTS + 2 * LOOKUP_CHANNELS
 
 

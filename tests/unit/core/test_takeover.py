@@ -3,9 +3,14 @@
 
 from __future__ import annotations
 
+import inspect
+from functools import partial
+
 import pytest
 
+from bot.core import slack_bounds, takeover
 from bot.core.checkpoints import CHECKPOINT_REQUESTS
+from bot.core.slack_bounds import POST_DEADLINE_S
 from bot.core.takeover import (
     CANCEL_COMMANDS,
     END_GRACE_S,
@@ -21,10 +26,12 @@ from bot.core.takeover import (
     own_bounds,
     post_takeover_s,
     scancel_limits,
-    settle_lead_s,
-    settle_takeover_s,
     submit_in_flight_s,
 )
+
+# the takeovers at the default slack.post_deadline_s (300 s)
+settle_takeover_s = partial(takeover.settle_takeover_s, post_deadline_s=POST_DEADLINE_S)
+settle_lead_s = partial(takeover.settle_lead_s, post_deadline_s=POST_DEADLINE_S)
 
 
 def test_the_default_deadlines_give_the_takeovers_their_minutes() -> None:
@@ -48,6 +55,27 @@ def test_a_settles_slack_calls_count_the_posters_worst_case_as_a_posts_takeover_
             settle_takeover_s(d, post_deadline_s=deadline) + submit_in_flight_s(d)
     assert SLACK_CALLS * (post_takeover_s(300.0) - TAKEOVER_MARGIN_S) == 6 * 330.0
 
+
+
+def test_no_bound_counts_a_post_deadline_its_caller_did_not_pass() -> None:
+    """Each bound that counts a Slack post takes the post deadline from its caller (the
+    config's slack.post_deadline_s), keyword-only beside other arguments, with no default: a
+    caller that forgets it is refused (and flagged by mypy) instead of being counted at
+    300 s whatever the config says. Before, settle_takeover_s and settle_lead_s defaulted
+    to POST_DEADLINE_S."""
+    counted = {name: fn for module in (takeover, slack_bounds)
+               for name, fn in inspect.getmembers(module, inspect.isfunction)
+               if fn.__module__ == module.__name__}
+    taking = {name: param for name, fn in counted.items()
+              if (param := inspect.signature(fn).parameters.get("post_deadline_s"))
+              is not None}
+    assert {"settle_takeover_s", "settle_lead_s", "post_takeover_s"} <= taking.keys()
+    for name, param in taking.items():
+        assert param.default is inspect.Parameter.empty, name
+    with pytest.raises(TypeError):
+        takeover.settle_takeover_s(RemoteDeadlines())  # type: ignore[call-arg]
+    with pytest.raises(TypeError):
+        takeover.settle_lead_s(RemoteDeadlines(), 200.0)  # type: ignore[call-arg]
 
 @pytest.mark.parametrize("connect_s", [10.0, 30.0])
 def test_one_command_at_its_worst_counts_the_retry_the_lock_and_each_hop(

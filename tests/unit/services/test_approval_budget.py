@@ -30,6 +30,7 @@ from bot.config import Config
 from bot.core.catalogue import Catalogue
 from bot.core.models import Diagnosis, DiagnosisMetrics
 from bot.core.policy import AttemptFacts, ChainHistory, DecisionKind, PolicyParams, decide
+from bot.core.slack_bounds import POST_DEADLINE_S
 from bot.core.takeover import (
     RemoteDeadlines,
     cancel_takeover_s,
@@ -51,7 +52,8 @@ from bot.services.watch_events import ThreadEvents
 from bot.slack.views import ActionId
 from bot.store import Store
 
-SETTLE_TAKEOVER_S = settle_takeover_s(RemoteDeadlines())  # the dev cluster's: the defaults
+# the dev cluster's: the default deadlines and post deadline
+SETTLE_TAKEOVER_S = settle_takeover_s(RemoteDeadlines(), post_deadline_s=POST_DEADLINE_S)
 STORY = Path(__file__).resolve().parents[2] / "fixtures" / "stories" / "88154.log"
 LOG = "/scratch/mix/logs/mix-88154.out"
 

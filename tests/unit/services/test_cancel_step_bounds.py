@@ -20,6 +20,7 @@ from support.in_flight import in_flight, recover
 from support.mix_prompt import mix_prompt
 
 from bot.cluster.errors import ChannelClosed
+from bot.core.slack_bounds import POST_DEADLINE_S
 from bot.core.takeover import (
     SLACK_CALLS,
     RemoteDeadlines,
@@ -182,8 +183,9 @@ def test_a_settle_with_a_longer_sftp_timeout_is_not_taken_over_in_its_lookup(
     approval = store.approvals.get(token)
     assert approval is not None
     bound = cancel_settle.takeover_s(ctx, approval, settle_at, "cancel_settled")
-    assert bound == settle_takeover_s(DIRECT, marked=marked) == 9530.0
-    assert settle_takeover_s(DIRECT) == 5840.0
+    assert bound == settle_takeover_s(DIRECT, marked=marked,
+                                      post_deadline_s=POST_DEADLINE_S) == 9530.0
+    assert settle_takeover_s(DIRECT, post_deadline_s=POST_DEADLINE_S) == 5840.0
 
     settle_unknown_cancels(ctx, settle_at + 5841)
     assert taken_over(store, "approval.cancel_settled") == []
@@ -240,8 +242,8 @@ def test_a_settles_resubmit_is_left_to_it_for_its_markers_lead(
     assert slurm.queued("mix") == [90500] and in_flight(store) == ["mix"]
     del slurm.records[88154]
     marked = store.approvals.bounds_of(token, "cancel_settled")
-    assert settle_lead_s(DIRECT) == 7079.0
-    assert settle_lead_s(DIRECT, 131.0, marked) == 9530.0 + 1239.0
+    assert settle_lead_s(DIRECT, post_deadline_s=POST_DEADLINE_S) == 7079.0
+    assert settle_lead_s(DIRECT, 131.0, marked, post_deadline_s=POST_DEADLINE_S) == 9530.0 + 1239.0
 
     recover(ctx, settle_at + 7080)
     assert in_flight(store) == ["mix"]  # the settle's still

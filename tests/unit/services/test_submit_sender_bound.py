@@ -8,6 +8,7 @@ current config's alone: a ProxyJump taken out of the ssh_config (or a replica st
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 
 import pytest
@@ -25,11 +26,11 @@ from support.in_flight import in_flight, jobs, recover
 from bot.cluster.errors import ChannelClosed, CommandTimedOut, submit_advice
 from bot.config import Config
 from bot.config.models.clusters import ClusterConfig
+from bot.core import takeover
 from bot.core import train_grammar as c
+from bot.core.slack_bounds import POST_DEADLINE_S
 from bot.core.takeover import (
     RemoteDeadlines,
-    settle_lead_s,
-    settle_takeover_s,
     submit_in_flight_s,
 )
 from bot.services import cancel_settle
@@ -40,6 +41,10 @@ from bot.services.runs import approval_intent
 from bot.services.submit_deadlines import sender_command_at_most_s
 from bot.services.train import execute
 from bot.store import Store
+
+# the takeovers at the default slack.post_deadline_s (300 s)
+settle_takeover_s = partial(takeover.settle_takeover_s, post_deadline_s=POST_DEADLINE_S)
+settle_lead_s = partial(takeover.settle_lead_s, post_deadline_s=POST_DEADLINE_S)
 
 NOW = 1_000_000.0
 DIRECT, JUMP = RemoteDeadlines(), RemoteDeadlines(jump=True)

@@ -17,6 +17,7 @@ from support.mix_prompt import mix_prompt
 from bot.cluster.errors import ChannelClosed
 from bot.core import train_grammar as c
 from bot.core.policy import Decision, DecisionKind
+from bot.core.slack_bounds import POST_DEADLINE_S
 from bot.core.takeover import (
     RemoteDeadlines,
     settle_lead_s,
@@ -37,7 +38,7 @@ from bot.store import Store
 
 NOW = 1_000_000.0  # 13:46 UTC
 SUBMIT_IN_FLIGHT_S = submit_in_flight_s(RemoteDeadlines())  # the dev cluster's: the defaults
-SETTLE_TAKEOVER_S = settle_takeover_s(RemoteDeadlines())
+SETTLE_TAKEOVER_S = settle_takeover_s(RemoteDeadlines(), post_deadline_s=POST_DEADLINE_S)
 LATER = NOW + SUBMIT_IN_FLIGHT_S + 1  # the submit can no longer be in flight
 CHANNEL = "C0TRAIN"
 INTENT = "dev:88154:resubmit"  # the watcher's intent row of the automatic resubmit of 88154
@@ -131,7 +132,7 @@ def test_a_cancel_and_resume_row_whose_settle_cannot_finish_is_looked_up_after_a
     no longer refused for ever."""
     ctx, slurm, chain, token = cancel_and_resume_died_after_sbatch(store, monkeypatch)
     del slurm.records[88154]
-    bound = NOW + settle_lead_s(RemoteDeadlines())
+    bound = NOW + settle_lead_s(RemoteDeadlines(), post_deadline_s=POST_DEADLINE_S)
     for at in (LATER, NOW + SETTLE_TAKEOVER_S + 60, bound - 1):
         settle_unknown_cancels(ctx, at)  # Slurm does not know 88154: nothing settles it
         recover(ctx, at)  # the settle's, while it may still lead it
