@@ -22,6 +22,7 @@ from bot.config import (
     ClusterConfig,
     Config,
     ConfigError,
+    SlackConfig,
     load_config,
     resolve_config_path,
 )
@@ -321,7 +322,18 @@ def _slack_check(config: Config) -> Check:
                 f"{env_name} does not start with {prefix!r}",
                 f"put the {prefix}… token in {env_name} (tokens are easily swapped)",
             )
-    return Check("slack tokens", True, f"present for {slack.mode} mode")
+    return Check("slack tokens", True, f"present for {slack.mode} mode; {_post_bounds(slack)}")
+
+
+def _post_bounds(slack: SlackConfig) -> str:
+    """The post deadline the bot runs with (slack.post_deadline_s) and what follows from it:
+    how long a post a dead process began is left before another run makes it
+    (bot.core.takeover.post_takeover_s)."""
+    from bot.core.takeover import post_takeover_s
+
+    return (f"a post, update or chart upload stops at {slack.post_deadline_s:g} s "
+            f"(slack.post_deadline_s); one a stopped bot began is made by another after "
+            f"{post_takeover_s(slack.post_deadline_s):g} s")
 
 
 def _default_slack_client(config: Config) -> Any:

@@ -46,6 +46,28 @@ def test_unwritable_store_fails(tmp_path):
     assert not checks["slack tokens"].ok
 
 
+
+def test_doctor_shows_the_post_deadline_the_bot_runs_with(tmp_path):
+    """The slack tokens check names the post deadline (slack.post_deadline_s) and the wait
+    before another run makes a post a stopped bot began, the configured one or the default's.
+    Before, doctor showed neither."""
+    path = tmp_path / "trainbot.yaml"
+    env = {"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_APP_TOKEN": "xapp-1"}
+    for slack, deadline, takeover in (("", "300 s", "390 s"),
+                                      ("slack: {post_deadline_s: 600}\n", "600 s", "690 s")):
+        path.write_text(CONFIG.replace("STORE", str(tmp_path / "s.db")) + slack)
+        checks = {c.name: c for c in run_checks(path, env,
+                                                runner_factory=lambda _c: DownRunner(),
+                                                slack_client_factory=lambda _c: DownSlack())}
+        tokens = checks["slack tokens"]
+        assert tokens.ok and f"stops at {deadline} (slack.post_deadline_s)" in tokens.detail
+        assert f"made by another after {takeover}" in format_check(tokens)
+
+
+class DownSlack:
+    def auth_test(self):
+        raise OSError("no network in this test")
+
 def test_missing_config_is_one_failed_check(tmp_path):
     checks = list(run_checks(tmp_path / "none.yaml", {}))
     assert [(c.name, c.ok) for c in checks] == [("config", False)]
