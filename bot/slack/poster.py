@@ -25,7 +25,9 @@ Posts at most once, and none is lost while Slack can be asked:
   (`deadline_s`: the config's slack.post_deadline_s, bot.core.slack_bounds.POST_DEADLINE_S by
   default): its attempts, the client's retries and 429 waits all stop at it (a Retry-After
   ending past it is not waited, no request is started past it), and it then fails as when
-  its attempts run out.
+  its attempts run out. A chart's upload URL and bytes are asked for only while one request
+  (the client's timeout) still ends before it: the bytes never end past it, so an upload, as
+  a post, ends within one request after its deadline.
 - Residual risk: a lost root post older than the channel's latest 100 messages is not found
   by the lookup and is posted again.
 
@@ -126,6 +128,10 @@ CALL_ERRORS = (SlackApiError, SlackRequestError, URLError, OSError, HTTPExceptio
 _FILE_GONE = frozenset({"file_not_found", "file_upload_not_complete"})
 
 Fate = Literal["refused", "not_sent", "unknown"]
+
+
+class _NoTimeForARequest(TimeoutError):
+    """A request not started: it could end past its call's deadline (a chart's bytes)."""
 
 
 def call_fate(exc: Exception) -> Fate:
@@ -307,11 +313,14 @@ class SlackPoster:
                         return self._record_posted(key, found, thread_ts)
                     unknown = False
                 if file_id is None:
-                    if (passed := self._deadline_passed(deadline)) is not None:
-                        last = passed
+                    if (late := self._no_time_for_a_request(deadline)) is not None:
+                        last = late  # its URL and bytes would end past the deadline
                         break
                     try:
                         file_id = self._upload_bytes(data, filename, deadline)
+                    except _NoTimeForARequest as exc:  # its URL took the bytes' time
+                        last = exc
+                        break
                     except CALL_ERRORS as exc:  # nothing is visible before the completion
                         if call_fate(exc) == "refused" or attempt == self.max_attempts - 1:
                             raise self._error("files upload", key, channel, exc) from exc
@@ -441,11 +450,14 @@ class SlackPoster:
 
     def _upload_bytes(self, data: bytes, filename: str, deadline: float) -> str:
         """Steps 1-2 of a file upload (invisible until completed); returns the file id. The
-        bytes are not sent once the upload's `deadline` has passed (its TimeoutError)."""
+        bytes are sent only while their request, at most the client's `timeout`, ends before
+        the upload's `deadline` (else _NoTimeForARequest), so they never end past it and the
+        upload, whose completion starts before it, ends within one request after it, as a
+        post (bot.core.slack_bounds.post_at_most_s)."""
         step1 = self.client.files_getUploadURLExternal(filename=filename,
                                                        length=len(data))
-        if (passed := self._deadline_passed(deadline)) is not None:
-            raise passed
+        if (late := self._no_time_for_a_request(deadline)) is not None:
+            raise late
         request = Request(step1["upload_url"], data=data, method="POST")
         with urlopen(request, timeout=self.client.timeout,  # noqa: S310 - Slack's upload URL
                      context=self.client.ssl) as resp:
@@ -511,6 +523,14 @@ class SlackPoster:
                     return
                 self.sleep(delay)
             yield attempt
+
+    def _no_time_for_a_request(self, deadline: float) -> _NoTimeForARequest | None:
+        """The error of a request that could end at or past `deadline` (less than one
+        request's timeout, the client's `timeout`, is left before it), else None."""
+        if slack_bounds.waits_in_time(self.clock(), self.client.timeout, deadline):
+            return None
+        return _NoTimeForARequest(f"less than one request's {self.client.timeout:g} s is left "
+                                  f"before its {self.deadline_s:g} s deadline")
 
     def _deadline_passed(self, deadline: float) -> TimeoutError | None:
         """The error of a call whose `deadline` has passed (no request is started then),

@@ -165,3 +165,40 @@ def test_an_update_a_home_tab_or_a_chart_slack_keeps_rate_limiting_stops_at_the_
     assert clock[0] - T0 < 20.0
     assert len(slack.calls(method)) >= 2  # a Retry-After within the deadline was waited out
     assert slack.ok_calls(method) == []
+
+
+@pytest.mark.parametrize(("url_takes_s", "sent"), [(5.0, True), (15.0, False)])
+def test_a_charts_bytes_are_sent_only_while_their_request_ends_before_the_deadline(
+        slack: SlackStandIn, store: Store, url_takes_s: float, sent: bool) -> None:
+    """slack.post_deadline_s 20 s, one request at most 10 s: a chart's upload URL that
+    takes 5 s leaves 15 s, and the bytes are sent and the chart shared; one that takes 15 s
+    leaves 5 s, less than the bytes' request may take, and the upload fails there, nothing
+    more sent: it ends within one request after its deadline, as a post. Before, the bytes
+    were sent while the deadline had not passed, and could end 10 s past it (the completion,
+    started before it, another 10 s: two requests past the deadline)."""
+    clock = [T0]
+
+    def wait(s: float) -> None:
+        clock[0] += s
+
+    client = make_client(slack.token, base_url=slack.api_url, sleep=wait, timeout=10)
+    poster = SlackPoster(client, store, sleep=wait, clock=lambda: clock[0], deadline_s=20.0)
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
+    poster.post_root(chain.id, "C0TRAINING", [], "mix: job 1 PENDING")
+    ask_url = client.files_getUploadURLExternal
+
+    def slow_url(**kwargs: Any) -> Any:  # the URL's request takes `url_takes_s`
+        clock[0] += url_takes_s
+        return ask_url(**kwargs)
+
+    client.files_getUploadURLExternal = slow_url  # type: ignore[method-assign]
+    if sent:
+        _chart(poster, chain.id)
+        assert len(slack.ok_calls("upload")) == 1
+        assert len(slack.ok_calls("files.completeUploadExternal")) == 1
+        return
+    with pytest.raises(SlackPostError, match="less than one request"):
+        _chart(poster, chain.id)
+    assert slack.calls("upload") == [] and slack.calls("files.completeUploadExternal") == []
+    assert len(slack.calls("files.getUploadURLExternal")) == 1
+    assert clock[0] - T0 <= 20.0 + 10.0
