@@ -143,6 +143,7 @@ class SSHRunner:
         self._endpoint: Endpoint | None = None
         self._dialled: tuple[str, int] | None = None  # the name and port looked up, dialled
         self._in_flight = CommandsInFlight(self._overstayed)  # and the connections retired
+        self._closed = False  # set by close(): no connection is kept after it
 
     # ---- lifecycle -------------------------------------------------------------------------
 
@@ -178,8 +179,10 @@ class SSHRunner:
         each holder's bound). A holder past it (a task stuck closing a connection) does not
         keep the close waiting: the same connections are closed without the lock, which ends
         what the holder waits on there, and logged; the runner's are closed, not let go (the
-        holder may be using them; the next command finds them closed and connects afresh),
-        and a connection the holder makes after that is left to the runner's next close."""
+        holder may be using them). A closed runner connects no more (`_ensure_transport`):
+        a connection the holder makes after that is closed by the holder as it finds the
+        runner closed, and the next command is refused, saying so."""
+        self._closed = True  # before the connection is read: a holder's later one sees it
         try:
             wait = self.deadlines().lock_wait_s
         except ClusterError:  # its ssh_config unreadable: no connection was made with it
@@ -284,7 +287,11 @@ class SSHRunner:
         (RemoteDeadlines.connect_at_most_s), then ClusterUnavailable (`_locked`). A
         connection retired without the lock (`_retire`) takes no new command: let go, not
         closed (that would cut the commands in flight on it), the in-flight tracker closing it
-        and its jump host's connection, jump first, at its due time."""
+        and its jump host's connection, jump first, at its due time.
+
+        A closed runner (`close`) connects no more: ClusterUnavailable saying so, and a
+        connection made while it was closed (without the lock: its holder was past its bound)
+        is closed at once, by this thread, as its connecting ends."""
         with self._locked():
             if self._client is not None:
                 t = self._client.get_transport()
@@ -300,11 +307,24 @@ class SSHRunner:
                     self._lost()
                 log.info("ssh transport to %s was dropped; reconnecting", self.settings.host)
                 self._lost()
+            if self._closed:
+                raise self._runner_closed()
             self._client, self._jump = self._open_client()
+            if self._closed:  # read after the connection is the runner's, close() before:
+                # one of the two closes it, whichever reads the other's write second
+                self._drop()
+                raise self._runner_closed()
             t = self._client.get_transport()
             assert t is not None
             t.set_keepalive(30)
             return t
+
+    def _runner_closed(self) -> ClusterUnavailable:
+        """A connection refused because the runner was closed (`close`): the bot, or the
+        command that made the runner, is ending."""
+        return ClusterUnavailable(N_(
+            "not connecting to %(where)s: the runner was closed (trainbot is stopping)",
+            where=self.settings.host))
 
     @contextmanager
     def _locked(self) -> Iterator[None]:

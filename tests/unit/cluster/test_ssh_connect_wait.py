@@ -4,10 +4,13 @@ count it: by a command, by the cluster's SFTP, by the check after a channel clos
 
 from __future__ import annotations
 
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
 
+import paramiko
+import pytest
 from support.runner_lock import another_task_holding_the_lock
 from support.sftp_peer import serve_peer
 
@@ -95,7 +98,54 @@ def test_close_while_another_task_holds_the_lock_returns_within_one_connections_
         assert 0.25 < took < 0.3 + 1.0, took
         assert not connection.is_active()
         assert runner.sftp().channels == []
-        fresh = runner.transport  # used again: the next command connects afresh
-        assert fresh is not connection and fresh.is_active()
-        runner.close()
-        assert not fresh.is_active()
+        runner.close()  # safe twice
+
+
+RUNNER_CLOSED = "not connecting to 127.0.0.1: the runner was closed (trainbot is stopping)"
+RUNNER_CLOSED_KO = "127.0.0.1에 연결하지 않습니다: 러너가 닫혔습니다 (trainbot이 멈추는 중입니다)"
+
+
+def test_a_connection_the_holder_makes_past_the_runners_close_is_closed_at_once(
+        tmp_path: Path) -> None:
+    """A task is connecting, holding the runner's lock, when the bot stops, and its
+    connection is made only after the runner's close gave up on the lock (one connection's
+    time) and returned. That connection is closed at once and the task fails,
+    saying the runner was closed (en, ko); a command after the close connects no more.
+    Before, the connection stayed open after the bot's last close, nothing left to close it."""
+    with serve_peer(tmp_path, sftp_timeout=5) as peer:
+        runner = peer.runner(connect_timeout=0.3)
+        connecting, closed = threading.Event(), threading.Event()
+        opened: list[paramiko.Transport] = []
+        open_client = runner._open_client  # noqa: SLF001
+
+        def slow_to_connect() -> tuple[paramiko.SSHClient, paramiko.SSHClient | None]:
+            connecting.set()
+            assert closed.wait(5)  # made once the runner's close has returned
+            client, jump = open_client()
+            opened.append(client.get_transport())  # type: ignore[arg-type]
+            return client, jump
+
+        runner._open_client = slow_to_connect  # type: ignore[method-assign]  # noqa: SLF001
+        ended: dict[str, object] = {}
+
+        def connect() -> None:
+            try:
+                runner.connect()
+            except ClusterUnavailable as exc:
+                ended["error"] = exc
+
+        task = threading.Thread(target=connect, daemon=True)
+        task.start()
+        assert connecting.wait(5)
+        runner.close()  # gives up on the lock after 0.3 s
+        closed.set()
+        task.join(5)
+        assert not task.is_alive()
+        [connection] = opened  # it did connect ...
+        assert not connection.is_active()  # ... and that connection is closed
+        error = ended.get("error")
+        assert isinstance(error, ClusterUnavailable) and str(error) == RUNNER_CLOSED, ended
+        assert render_text(error.text, translator("ko").gettext) == RUNNER_CLOSED_KO
+        with pytest.raises(ClusterUnavailable, match="the runner was closed"):
+            runner.run(["true"])
+        assert opened == [connection]  # refused before connecting
