@@ -19,6 +19,7 @@ of `no_run_chain`, submit_recipe's resubmits too.
 from __future__ import annotations
 
 import logging
+import math
 from typing import Any
 
 from bot.cluster.errors import ChannelClosed, ClusterError, OutcomeUnknown, said
@@ -73,7 +74,8 @@ def look_up_lost_submit(config: Config, recipe_name: str, slurm: Slurm, store: S
             "Looking it up by name failed too (%(error)s): trainbot looks for it again in "
             "%(minutes)d minutes and, if it is there, records it and tells the run's thread.",
             error=said(exc),
-            minutes=round(flight_in_flight_s(config, flight) / 60))) from lost
+            # rounded up: a person told N minutes never looks before the lookup does
+            minutes=math.ceil(flight_in_flight_s(config, flight) / 60))) from lost
     if found is None:
         raise SubmitNotQueued(job_name)
     log.warning("submit of %s: its end was not seen; found its job %s by name", job_name, found)

@@ -16,7 +16,7 @@ import copy
 import json
 import math
 import re
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from datetime import UTC, datetime
 from functools import lru_cache
 from importlib.resources import files
@@ -105,17 +105,23 @@ def _defined(value: Any) -> None:
 SECONDS_BELOW = 120
 
 
-def format_duration(seconds: float | None, t: PoTranslations | None = None) -> str:
+def format_duration(seconds: float | None, t: PoTranslations | None = None, *,
+                    up: bool = False) -> str:
     """THE duration wording of every text trainbot writes (the templates' `duration` filter,
     the metric cells, the CLI): seconds below two minutes, then minutes, hours, days; in
-    `t`'s language (English without one)."""
+    `t`'s language (English without one). Rounded to the nearest of the last unit shown;
+    with `up` (a wait announced to a person, the templates' `wait` filter: "trainbot looks
+    again in about …"), rounded up to it, so the time said is never before the real one."""
     _defined(seconds)
     if seconds is None:
         return "?"
     _ = t.gettext if t is not None else (lambda message: message)
-    if seconds < SECONDS_BELOW - 0.5:
-        return _("%(seconds)d s") % {"seconds": int(round(max(0.0, seconds)))}
-    hours, minutes = divmod(int(round(seconds / 60.0)), 60)
+    whole: Callable[[float], int] = math.ceil if up else (lambda x: int(round(x)))
+    if whole(max(0.0, seconds)) < SECONDS_BELOW:
+        return _("%(seconds)d s") % {"seconds": whole(max(0.0, seconds))}
+    hours, minutes = divmod(whole(seconds / 60.0), 60)
+    if up and hours >= 24 and minutes:  # days show whole hours: the next one
+        hours, minutes = hours + 1, 0
     days, hours = divmod(hours, 24)
     if days:
         return _("%(days)d d %(hours)d h") % {"days": days, "hours": hours}
@@ -178,6 +184,7 @@ def _environment(lang: str, override_dir: str | None) -> jinja2.Environment:
     # why a decision's checkpoint is unknown, from its fact `checkpoint_lookup` (event.json.j2)
     env.globals["checkpoint_unknown"] = checkpoint_unknown_of
     env.filters["duration"] = lambda s: format_duration(s, t)
+    env.filters["wait"] = lambda s: format_duration(s, t, up=True)  # never before the real one
     env.filters["num"] = _num
     env.filters["esc"] = mrkdwn_escape
     env.filters["short"] = shorten  # a value in plain_text (a header, a button, a dialog)

@@ -253,8 +253,9 @@ def test_an_unseen_cancel_through_a_jump_host_names_its_clicks_longer_scancel_bo
 ) -> None:
     """The time the prompt names for "not cancelled" is the click's scancel_over_at, at the
     bounds its runner kept with its step: through a jump host 231 s a command, 4 × 231 + 60 =
-    984 s (about 16 min), not the config's 584 s; the first look is still the recipe's
-    policy.cancel_settle_s."""
+    984 s, not the config's 584 s; the first look is still the recipe's
+    policy.cancel_settle_s. The 983 s left at the reply (16 min 23 s) are said as 17 min,
+    rounded up: never a time before the scancel can no longer land (before, "16 min")."""
     slurm = FakeSlurm()
     slurm.runner = FakeRunner(deadlines=RemoteDeadlines(jump=True))
     slurm.add(88154, state="RUNNING", name="mix")
@@ -266,7 +267,7 @@ def test_an_unseen_cancel_through_a_jump_host_names_its_clicks_longer_scancel_bo
         "did not finish within 20 s; it may or may not have taken effect). trainbot first "
         "looks at the job again in about 90 s and, once it has ended, says here whether it "
         "was cancelled. It says the job was not cancelled only once the scancel can no longer "
-        "land, in about 16 min: if the job still runs then, it says so and offers the cancel "
+        "land, in about 17 min: if the job still runs then, it says so and offers the cancel "
         "again"))
 
 

@@ -6,6 +6,7 @@ one, and a lost submit's lookup waited 36 minutes instead of 21."""
 
 from __future__ import annotations
 
+import math
 from pathlib import Path
 
 import pytest
@@ -53,10 +54,23 @@ def lost_submit_reply(store: Store, config: Config) -> str:
 ], ids=["no_proxyjump", "proxyjump"])
 def test_a_lost_submit_is_looked_up_again_after_its_clusters_own_worst_case(
         store: Store, tmp_path: Path, body: str, minutes: int) -> None:
-    assert minutes == round(submit_in_flight_s(JUMP if minutes == 36 else DIRECT) / 60)
+    assert minutes == math.ceil(submit_in_flight_s(JUMP if minutes == 36 else DIRECT) / 60)
     reply = lost_submit_reply(store, config_with(tmp_path, body))
     assert reply.endswith(f"trainbot looks for it again in {minutes} minutes and, if it is "
                           "there, records it and tells the run's thread."), reply
+
+
+def test_a_lost_submits_reply_never_names_a_time_before_its_lookup(
+        store: Store, tmp_path: Path) -> None:
+    """A cluster whose commands are given 30 s: a lost submit is looked up again after 969 s
+    (16 minutes 9 s), and the reply says 17 minutes, the first whole minute the lookup has
+    happened by. Before, it said 16 (rounded to the nearest): a person who checked then found
+    the job not looked up yet."""
+    config = config_with(tmp_path, LOGIN, command_timeout=30)
+    assert in_flight_s(config, "dev") == 969.0
+    reply = lost_submit_reply(store, config)
+    assert reply.endswith("trainbot looks for it again in 17 minutes and, if it is there, "
+                          "records it and tells the run's thread."), reply
 
 
 @pytest.mark.parametrize(("body", "cluster", "jump"), [

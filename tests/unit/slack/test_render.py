@@ -418,6 +418,19 @@ def test_durations_read_in_seconds_below_two_minutes(seconds, en, ko):
     assert format_duration(seconds, translator("ko")) == ko
 
 
+@pytest.mark.parametrize(("seconds", "en", "ko"), [
+    (8.2, "9 s", "9초"), (119.4, "2 min", "2분"), (1149.0, "20 min", "20분"),
+    (4040.0, "1 h 08 min", "1시간 8분"), (200_000.0, "2 d 8 h", "2일 8시간"),
+])
+def test_a_wait_said_to_a_person_is_rounded_up_never_before_the_real_one(seconds, en, ko):
+    """A wait trainbot announces ("looks at the job again in about …": the templates' `wait`
+    filter) is rounded up to the last unit shown: a person who acts at the time said never
+    acts before trainbot has. Before, 1149 s read "19 min" and 4040 s "1 h 07 min"."""
+    from bot.slack.render import format_duration, translator
+    assert format_duration(seconds, up=True) == en
+    assert format_duration(seconds, translator("ko"), up=True) == ko
+
+
 def test_a_short_stall_reads_in_seconds_in_every_text():
     d = Diagnosis(class_id="hang", action=Action.ASK, retryable=True, charges_budget=True,
                   hint="", title="Hang", metrics=DiagnosisMetrics(last_iter=130, stall_seconds=8),
