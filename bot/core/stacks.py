@@ -106,6 +106,18 @@ class NodeReport:
     host: str
     stacks: tuple[RankStack, ...] = ()
     failures: tuple[ProcessFailure, ...] = ()
+    truncated: Truncated | None = None
+
+
+@dataclass(frozen=True)
+class Truncated:
+    """What a node left out of its report to keep within its `share` of the bytes the
+    collection sends back (bot.probes.stacks): `threads` other than its processes' main
+    ones, the stacks of `procs` processes (each also a failure saying so)."""
+
+    threads: int
+    procs: int
+    share: int
 
 
 @dataclass(frozen=True)
@@ -231,7 +243,10 @@ def _node(obj: Mapping[str, Any]) -> NodeReport:
             failures.append(ProcessFailure(host, pid, rank,
                                            process_cause(error, gone=bool(p.get("gone"))),
                                            _last_line(error)))
-    return NodeReport(host, tuple(stacks), tuple(failures))
+    cut = obj.get("truncated")
+    truncated = Truncated(_int(cut.get("threads")) or 0, _int(cut.get("procs")) or 0,
+                          _int(cut.get("share")) or 0) if isinstance(cut, Mapping) else None
+    return NodeReport(host, tuple(stacks), tuple(failures), truncated)
 
 
 def parse_node_output(stdout: str) -> list[NodeReport]:
@@ -316,7 +331,8 @@ def summarize(nodes: Sequence[NodeReport]) -> StackSummary:
 
 def format_dump(job_id: str, nodes: Sequence[NodeReport], summary: StackSummary,
                 collected_at: str) -> str:
-    """The full dump attached to the thread: the groups, then every rank's threads."""
+    """The full dump attached to the thread: the groups, then every rank's threads, then
+    what a node left out to keep its report bounded (one `truncated on` line per node)."""
     lines = [f"Python stacks of job {job_id}, collected {collected_at} with py-spy", ""]
     for i, g in enumerate(summary.groups, 1):
         lines.append(f"group {i}: {len(g.members)} × {', '.join(g.ranks)} "
@@ -334,6 +350,13 @@ def format_dump(job_id: str, nodes: Sequence[NodeReport], summary: StackSummary,
             state = "active" if t.active else "idle"
             lines.append(f"Thread {t.thread_id} ({state}): \"{t.name}\"")
             lines.extend(f"    {f.label}" for f in t.frames)
+    cut = [n for n in nodes if n.truncated is not None]
+    if cut:
+        lines += [""] + [
+            f"truncated on {n.host}: {n.truncated.threads} thread(s) other than the main "
+            f"ones and the stacks of {n.truncated.procs} process(es) left out, to keep "
+            f"within the node's {n.truncated.share}-byte share of what the collection sends "
+            f"back" for n in cut if n.truncated is not None]
     return "\n".join(lines) + "\n"
 
 

@@ -5,6 +5,13 @@ node of the job: it finds the job's processes there (`scontrol listpids J`, or t
 PIDs the sampler saw on the batch host), keeps the trainers (Python processes with a rank,
 not their DataLoader workers), runs `py-spy dump --json` on each in parallel and prints one
 JSON line after a marker. bot.core.stacks reads it.
+
+What comes back over SSH is bounded: each node's line keeps within its share of
+MAX_OUTPUT_BYTES (the bound over the step's nodes, SLURM_STEP_NUM_NODES). A node over its
+share sends its processes' main threads only (the ones the grouping compares), then, while
+still over, leaves out its largest processes' stacks (each then a failure saying so); its line
+says what it left out (`truncated`), and the dump attached to the thread ends saying it
+(bot.core.stacks.format_dump). A job of many ranks and threads is not read over SSH whole.
 """
 
 from __future__ import annotations
@@ -27,9 +34,41 @@ native = sys.argv[4] == "1"
 host = os.environ.get("SLURMD_NODENAME") or socket.gethostname().split(".")[0]
 out = {"host": host, "procs": []}
 MARK = "__MARKER__"
+nodes = os.environ.get("SLURM_STEP_NUM_NODES") or os.environ.get("SLURM_NNODES") or "1"
+share = int(sys.argv[6]) // max(1, int(nodes) if nodes.isdigit() else 1)
+
+def is_main(p, t):
+    return t.get("os_thread_id") == p["pid"] or t.get("thread_name") == "MainThread"
+
+def bounded():
+    """out's line, within the node's share: main threads only, then fewer stacks."""
+    line = json.dumps(out)
+    if len(MARK) + len(line) < share:
+        return line
+    threads = 0
+    for p in out["procs"]:
+        ts = p.get("threads")
+        if p.get("ok") and isinstance(ts, list) and len(ts) > 1:
+            main = [t for t in ts if isinstance(t, dict) and is_main(p, t)][:1] or ts[:1]
+            threads += len(ts) - len(main)
+            p["threads"] = main
+    out["truncated"] = {"threads": threads, "procs": 0, "share": share}
+    line = json.dumps(out)
+    while len(MARK) + len(line) >= share:
+        kept = [p for p in out["procs"] if p.get("ok")]
+        if not kept:
+            break
+        big = max(kept, key=lambda p: len(json.dumps(p)))
+        for k in ("threads", "ok"):
+            big.pop(k, None)
+        big.update(ok=False, error="left out: this node's stacks are over its %d-byte share "
+                   "of what the collection sends back" % share)
+        out["truncated"]["procs"] += 1
+        line = json.dumps(out)
+    return line
 
 def done():
-    sys.stdout.write(MARK + json.dumps(out) + "\n")
+    sys.stdout.write(MARK + bounded() + "\n")
     sys.stdout.flush()
     sys.exit(0)
 
@@ -170,16 +209,23 @@ def hint_arg(trainer_pids: Mapping[str, Iterable[int]] | None) -> str:
                     for host, pids in sorted(trainer_pids.items()) if pids)
 
 
+# The most the collection's nodes send back over SSH, all together (each node its share).
+MAX_OUTPUT_BYTES = 4 << 20
+
+
 def build_stacks_argv(job_id: str, pyspy: str, *, per_process_timeout_s: float = 10.0,
                       native: bool = False, python: str = "python3",
-                      trainer_pids: Mapping[str, Iterable[int]] | None = None) -> list[str]:
+                      trainer_pids: Mapping[str, Iterable[int]] | None = None,
+                      max_output_bytes: int = MAX_OUTPUT_BYTES) -> list[str]:
     """The `srun` argv that runs the node script once on every node of running job `job_id`,
-    beside its steps (`--overlap`, no memory of its own so a full job still admits it)."""
+    beside its steps (`--overlap`, no memory of its own so a full job still admits it), the
+    nodes' lines within `max_output_bytes` together (see module doc)."""
     if not job_id.isdigit():
         raise ValueError(f"job id {job_id!r} is not a number")
     return ["srun", f"--jobid={job_id}", "--overlap", "--ntasks-per-node=1", "--mem=0",
             "--quiet", "--kill-on-bad-exit=0", python, "-c", NODE_SCRIPT, job_id, pyspy,
-            f"{per_process_timeout_s:.1f}", "1" if native else "0", hint_arg(trainer_pids)]
+            f"{per_process_timeout_s:.1f}", "1" if native else "0", hint_arg(trainer_pids),
+            str(max_output_bytes)]
 
 
 def shown(argv: Sequence[str]) -> str:

@@ -303,7 +303,8 @@ def test_the_collection_runs_srun_beside_the_job_with_the_sites_py_spy(store) ->
     assert report.summary is not None and report.summary.odd[0].ranks == ["rank 3"]
     [argv] = runner.argvs()
     assert argv[:5] == ["srun", "--jobid=88154", "--overlap", "--ntasks-per-node=1", "--mem=0"]
-    assert argv[-5:] == ["88154", "/opt/site/bin/py-spy", "8.3", "0", "gpu-a01=11,12"]
+    assert argv[-6:] == ["88154", "/opt/site/bin/py-spy", "8.3", "0", "gpu-a01=11,12",
+                         str(4 << 20)]
 
 
 def test_the_samplers_trainer_pids_are_a_hint_for_a_one_node_job_only() -> None:
