@@ -1075,6 +1075,39 @@ def test_a_root_claimed_by_a_bot_killed_posting_it_is_announced_at_once_at_resta
     assert "U0BOB" in str(note["blocks"])
 
 
+def stall_stacks_kept(slack: SlackStandIn, store: Store) -> tuple[Run, str, str]:
+    """Job 88154 stalls while Slack answers 500 to every attempt of its prompt and of its
+    stacks' post: the stacks are kept for the thread (the prompt pending). The run, its
+    thread's root and the stacks' key."""
+    run = make_run(slack, store)
+    root = run.open_thread()
+    forensics = Forensics(run.ctx, Collector())  # type: ignore[arg-type]
+    slack.fail_next("chat.postMessage", status=500, count=2 * run.poster.max_attempts)
+    stall_prompt(run, forensics).chance(0)
+    assert forensics.wait(10)
+    forensics.close()
+    stacks = f"stacks:{stall_prompt(run).key}"
+    assert present(store.incidents.get(stacks)).state == "pending"  # kept
+    return run, root, stacks
+
+
+def restarted_during_the_stall(slack: SlackStandIn, store: Store, run: Run
+                               ) -> tuple[Note, Collector]:
+    """A new bot over the same store, the job still stalled: two ticks publishing the stall
+    prompt, each followed by its `prompts` job's run. The prompt, and the new bot's
+    collector."""
+    ctx, poster, clock = slack_context(slack, store)
+    collector = Collector()
+    forensics = Forensics(ctx, collector)  # type: ignore[arg-type]
+    note = stall_prompt(Run(ctx, poster, run.chain_id, clock), forensics)
+    for i in range(1, 3):
+        note.chance(i)
+        assert forensics.wait(10)
+        say_pending_notes(ctx)
+    forensics.close()
+    return note, collector
+
+
 def test_stacks_kept_before_a_restart_are_posted_by_the_new_bot_not_collected_again(
         slack: SlackStandIn, store: Store) -> None:
     """Slack answers 500 to every attempt of the stall prompt and of the stall's stacks: the
@@ -1084,23 +1117,9 @@ def test_stacks_kept_before_a_restart_are_posted_by_the_new_bot_not_collected_ag
     stacks are not collected again (py-spy attached to the job once). Before, the kept post
     counted as reported only in the process that kept it: the new bot collected the stacks
     over SSH once more."""
-    run = make_run(slack, store)
-    root = run.open_thread()
-    forensics = Forensics(run.ctx, Collector())  # type: ignore[arg-type]
-    slack.fail_next("chat.postMessage", status=500, count=2 * run.poster.max_attempts)
-    stall_prompt(run, forensics).chance(0)
-    assert forensics.wait(10)
-    stacks = f"stacks:{stall_prompt(run).key}"
+    run, root, stacks = stall_stacks_kept(slack, store)
     assert in_thread(slack, root, stacks) == [] and store.slack_posts.get(stacks) is not None
-    assert present(store.incidents.get(stacks)).state == "pending"  # kept
-    ctx, poster, clock = slack_context(slack, store)  # the bot started again
-    collector = Collector()
-    forensics = Forensics(ctx, collector)  # type: ignore[arg-type]
-    note = stall_prompt(Run(ctx, poster, run.chain_id, clock), forensics)
-    for i in range(1, 3):
-        note.chance(i)
-        assert forensics.wait(10)
-        say_pending_notes(ctx)
+    note, collector = restarted_during_the_stall(slack, store, run)
     assert note.state() == "posted" and len(in_thread(slack, root, note.key)) == 1
     assert collector.jobs == [] and len(in_thread(slack, root, stacks)) == 1
     assert "No stacks of job 88154" in str(in_thread(slack, root, stacks)[0]["blocks"])
@@ -1116,32 +1135,17 @@ def test_stacks_given_up_before_a_restart_are_not_collected_again_by_the_new_bot
     stacks are not collected again (py-spy attached to the job once, the given-up post not
     sent again). Before, a given-up kept post counted as not reported (Slack does not have
     it): the new bot collected the stacks over SSH once more."""
-    run = make_run(slack, store)
-    root = run.open_thread()
-    forensics = Forensics(run.ctx, Collector())  # type: ignore[arg-type]
-    slack.fail_next("chat.postMessage", status=500, count=2 * run.poster.max_attempts)
-    stall_prompt(run, forensics).chance(0)
-    assert forensics.wait(10)
-    stacks = f"stacks:{stall_prompt(run).key}"
-    assert present(store.incidents.get(stacks)).state == "pending"  # kept
+    run, root, stacks = stall_stacks_kept(slack, store)
     slack.fail_next("chat.postMessage", status=200, error="msg_too_long")
     say_pending_notes(run.ctx)
     assert present(store.incidents.get(stacks)).state == "dropped"  # given up
     [given_up] = [w for w in warnings(caplog, stacks) if "given up" in w]
     assert "msg_too_long" in given_up and "No stacks of job 88154" in given_up
     sent = len(tries(slack, stacks))
-    ctx, poster, clock = slack_context(slack, store)  # the bot started again
-    collector = Collector()
-    forensics = Forensics(ctx, collector)  # type: ignore[arg-type]
-    note = stall_prompt(Run(ctx, poster, run.chain_id, clock), forensics)
-    for i in range(1, 3):
-        note.chance(i)
-        assert forensics.wait(10)
-        say_pending_notes(ctx)
+    note, collector = restarted_during_the_stall(slack, store, run)
     assert note.state() == "posted" and len(in_thread(slack, root, note.key)) == 1
     assert collector.jobs == [] and in_thread(slack, root, stacks) == []
     assert len(tries(slack, stacks)) == sent
-    forensics.close()
 
 
 def test_a_submits_note_waits_for_a_root_claimed_elsewhere_past_threadless_tries(
@@ -1294,6 +1298,18 @@ class FailingPostSFTP(FakeSFTP):
         return super().listdir_attr(path)
 
 
+def flight_recorder_run(slack: SlackStandIn, store: Store
+                        ) -> tuple[Run, FailingPostSFTP, str]:
+    """A run of a recipe with `nccl_flight_recorder` (/shared/fr, where no rank left a dump)
+    whose flight recorder's read makes Slack answer its post 500 at every attempt; the run,
+    its cluster's files and its thread's root."""
+    sftp = FailingPostSFTP(slack)
+    run = make_run(slack, store, sftp=sftp, nccl_flight_recorder="/shared/fr")
+    sftp.attempts = run.poster.max_attempts
+    sftp.append("/shared/fr/README", b"rank dumps land here\n")  # no rank left a dump
+    return run, sftp, run.open_thread()
+
+
 def test_a_flight_recorder_slack_did_not_take_is_kept_and_posted_later_once(
         slack: SlackStandIn, store: Store) -> None:
     """Job 88154 of a recipe with `nccl_flight_recorder` died of an NCCL timeout: its incident
@@ -1301,11 +1317,7 @@ def test_a_flight_recorder_slack_did_not_take_is_kept_and_posted_later_once(
     flight recorder's post. The summary is kept for the thread: the `prompts` job's next run
     posts it, once (its later runs post nothing more), the incident's next publish reads
     the dumps no more, and the incident is in the thread once."""
-    sftp = FailingPostSFTP(slack)
-    run = make_run(slack, store, sftp=sftp, nccl_flight_recorder="/shared/fr")
-    sftp.attempts = run.poster.max_attempts
-    sftp.append("/shared/fr/README", b"rank dumps land here\n")  # no rank left a dump
-    root = run.open_thread()
+    run, sftp, root = flight_recorder_run(slack, store)
     forensics = Forensics(run.ctx, Collector())  # type: ignore[arg-type]
     note = incident(run, forensics)
     note.chance(0)
@@ -1335,11 +1347,7 @@ def test_a_flight_recorder_kept_before_a_restart_is_posted_by_the_new_bot_not_re
     bot's `prompts` job posts the kept summary, once, and the dumps are not read again (listed
     once over SFTP). The flight-recorder twin of
     test_stacks_kept_before_a_restart_are_posted_by_the_new_bot_not_collected_again."""
-    sftp = FailingPostSFTP(slack)
-    run = make_run(slack, store, sftp=sftp, nccl_flight_recorder="/shared/fr")
-    sftp.attempts = run.poster.max_attempts
-    sftp.append("/shared/fr/README", b"rank dumps land here\n")  # no rank left a dump
-    root = run.open_thread()
+    run, sftp, root = flight_recorder_run(slack, store)
     forensics = Forensics(run.ctx, Collector())  # type: ignore[arg-type]
     slack.fail_next("chat.postMessage", status=500, count=run.poster.max_attempts)
     incident(run, forensics).chance(0)

@@ -37,6 +37,7 @@ from bot.core.stacks import (
     build_report,
 )
 from bot.core.train_grammar import parse_command
+from bot.services.ports import BotContext
 from bot.services.stacks import (
     PLACEMENT_SHARE,
     Forensics,
@@ -317,14 +318,22 @@ def test_the_samplers_trainer_pids_are_a_hint_for_a_one_node_job_only() -> None:
     assert sampler_hint(JobRecord(1, node="gpu-a01"), SamplerSeries()) is None
 
 
-def test_train_stacks_answers_the_asker_and_posts_in_the_runs_thread(store) -> None:
+def asked_run(store: Store, *, lang: str = "en", threaded: bool = True) -> BotContext:
+    """A run of recipe mix (in `lang`) whose job 88154 `/train stacks` asks about, its srun
+    answering STUCK_RANK_3's node output, its thread's root posted (`threaded`)."""
     runner = FakeRunner({"srun": (0, node_output(), "")})
     ctx = make_context(store, clusters=FakeClusters(FakeSlurm(), runner=runner),
-                       sink=UploadSink(store))
+                       sink=UploadSink(store), lang=lang)
     ctx.config.clusters["dev"].py_spy = "/opt/site/bin/py-spy"
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
     store.attempts.record(chain_id=chain.id, job_id="88154", now=T0)
-    recorded(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
+    if threaded:
+        recorded(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
+    return ctx
+
+
+def test_train_stacks_answers_the_asker_and_posts_in_the_runs_thread(store) -> None:
+    ctx = asked_run(store)
     reply = execute(ctx, parse_command("stacks 88154"), actor="U0ALICE", channel="C0TRAIN",
                     now=T0 + 60)
     assert reply.text.startswith("🔎 Python stacks · job 88154: 3 of 4 ranks in `all_gather`")
@@ -352,14 +361,7 @@ def test_train_stacks_answer_says_where_the_full_dump_is(store, lang, threaded, 
     run thread it says the file is attached to the post there (shared once, there); without
     one (no file is uploaded anywhere) that there is no file. Before, both said "Every
     rank's full stack is in the attached file." """
-    runner = FakeRunner({"srun": (0, node_output(), "")})
-    ctx = make_context(store, clusters=FakeClusters(FakeSlurm(), runner=runner),
-                       sink=UploadSink(store), lang=lang)
-    ctx.config.clusters["dev"].py_spy = "/opt/site/bin/py-spy"
-    chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
-    store.attempts.record(chain_id=chain.id, job_id="88154", now=T0)
-    if threaded:
-        recorded(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
+    ctx = asked_run(store, lang=lang, threaded=threaded)
     reply = execute(ctx, parse_command("stacks 88154"), actor="U0ALICE", channel="C0TRAIN",
                     now=T0 + 60)
     assert reply.text.endswith("\n" + where) and where in str(reply.blocks)
@@ -378,13 +380,7 @@ def test_train_stacks_says_its_thread_post_is_pending_when_slack_did_not_take_it
     """`/train stacks` while Slack does not take the thread's post: the asker's answer says
     the post is not in the thread yet (it is kept: the `prompts` job posts it), in the run's
     language; once Slack takes its post, a second ask's answer says nothing of the kind."""
-    runner = FakeRunner({"srun": (0, node_output(), "")})
-    ctx = make_context(store, clusters=FakeClusters(FakeSlurm(), runner=runner),
-                       sink=UploadSink(store), lang=lang)
-    ctx.config.clusters["dev"].py_spy = "/opt/site/bin/py-spy"
-    chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
-    store.attempts.record(chain_id=chain.id, job_id="88154", now=T0)
-    recorded(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
+    ctx = asked_run(store, lang=lang)
     recorded(ctx).fail_next = 1
     kept = execute(ctx, parse_command("stacks 88154"), actor="U0ALICE", channel="C0TRAIN",
                    now=T0 + 60)
