@@ -333,10 +333,12 @@ def _subshell_status(body: str, text: str) -> int | None:
     nor a function of the script `text`: `echo "failed" >&2; exit 1`). None for any other
     body: one whose first `exit` has a status bash only knows as it runs (`exit "$rc"`, which
     ends the subshell all the same: no `exit` after it runs), or that runs a command which may
-    end it first, or none. The status is bash's (mod 256). Asked where `set -e` is ignored (a
-    condition, a command before `&&` / `||`): a command that fails does not end the
-    subshell."""
-    for lst, _off, _op in split_top_level(body, 0, ("\n", ";")):
+    end it first, or none. A body bash runs to its end without an `exit` has its last
+    command's status, where that is a constant (`( true )`, `( echo a; false )`: 0, 1). The
+    status is bash's (mod 256). Asked where `set -e` is ignored (a condition, a command before
+    `&&` / `||`): a command that fails does not end the subshell."""
+    last = ""
+    for lst, _off, op in split_top_level(body, 0, ("\n", ";", "&")):
         command = lst.strip()
         if not command:
             continue
@@ -346,10 +348,15 @@ def _subshell_status(body: str, text: str) -> int | None:
                 return None
             return int(exits.group("status")) % 256
         completes = _COMPLETING_COMMAND_RE.fullmatch(command)
-        if completes is None or completes.group("name") in _NOT_COMPLETING or (
+        if op == "&" or completes is None or completes.group("name") in _NOT_COMPLETING or (
                 completes.group("name") in _defined_names(text)):
             return None
-    return None
+        last = command
+    constant = _CONSTANT_CONDITION_RE.fullmatch(last)
+    if constant is None or constant.group("name") is None or (
+            constant.group("name") in _defined_names(text)):
+        return None
+    return 1 if constant.group("name") == "false" else 0
 
 
 #: A function definition (`name() {`, `function name`): its name (a constant condition's,

@@ -1088,6 +1088,21 @@ def test_a_count_or_assignment_after_and_or_runs_on_some_runs_only(tmp_path, bod
 
 
 @pytest.mark.parametrize(("body", "level"), [
+    # a `( … )` subshell bash runs to its end without an `exit` has its last command's status
+    # where that is a constant, negated or not (each said `warn`, its status not known)
+    ("set -e\nn=0\n! (true) && n=1\n((n++))\n", "fail"),
+    ("set -e\nn=0\n! (false) && n=1\n((n++))\n", None),
+    ("set -e\nn=0\n( : ) || n=1\n((n++))\n", "fail"),
+    ("set -e\nn=0\n( echo a; false ) || n=1\n((n++))\n", None),
+    ("set -e\nn=0\nif ( false ); then :; else n=1; fi\n((n++))\n", None),
+    # (not a last command whose status the run decides)
+    ('set -e\nn=0\n( [ -n "$X" ] ) && n=1\n((n++))\n', "warn"),
+])
+def test_a_subshell_ending_in_a_constant_has_its_status(tmp_path, body, level):
+    _counter_stops_bash_as_the_level_says(tmp_path, body, level)
+
+
+@pytest.mark.parametrize(("body", "level"), [
     # `!` before a command or a `{ … }` group: bash ignores `set -e` in it and runs it in the
     # script's shell, so its count holds past it (each said `fail`: the negated list was not
     # read, the counter after it read `n` at 0) and its `set` holds too
