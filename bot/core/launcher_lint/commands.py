@@ -16,6 +16,7 @@ from bot.core.launcher_lint.empty_match import command_hit
 from bot.core.launcher_lint.functions import FUNC_RE, FUNC_RE2
 from bot.core.launcher_lint.model import Arith, Hit, Interactive, Opts, either, with_
 from bot.core.launcher_lint.nounset import may_read_unset
+from bot.core.launcher_lint.syntax import past_negation
 from bot.core.shell_lexer import (
     Memo,
     group_end,
@@ -140,7 +141,7 @@ class CommandWalk:
     def _command(
         self: _Walk, cmd: str, off: int, is_last: bool, in_pipe: bool, errexit_mode: bool
     ) -> list[Hit]:
-        if not cmd or cmd.startswith("!"):
+        if not cmd or past_negation(cmd)[1]:
             return []
         if not has_candidate(cmd, quick=True) and not (self.opts.nounset and may_read_unset(cmd)):
             return []  # no candidate command, group, function or option inside

@@ -21,7 +21,13 @@ from bot.core.launcher_lint.options import (
     NEGATED_AND_OR_GROUP_RE,
     OPTION_AFTER_AND_OR_RE,
 )
-from bot.core.launcher_lint.syntax import REDIRECTION_RE, constant_status, loop_status, runs_after
+from bot.core.launcher_lint.syntax import (
+    REDIRECTION_RE,
+    constant_status,
+    loop_status,
+    past_negation,
+    runs_after,
+)
 from bot.core.shell_lexer import Memo, group_end, split_top_level
 
 #: What a command that always fails holds (syntax.constant_status): `false`, a `( … )`
@@ -124,7 +130,7 @@ class CompoundStatus:
             return False
         *heads, (last, _o, _op) = split_top_level(lst, off, ("&&", "||"), self.memo)
         pipefail = self._pipefail("|" in lst)
-        return (not last.lstrip().startswith("!") and runs_after(
+        return (not past_negation(last.lstrip())[1] and runs_after(
             heads, self.script_text, pipefail) is True and constant_status(
                 last, self.script_text, outside_function=True, pipefail=pipefail) is False)
 

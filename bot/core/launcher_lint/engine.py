@@ -65,6 +65,7 @@ from bot.core.launcher_lint.syntax import (
     keyword_prefix,
     lists_and_branches,
     next_text,
+    past_negation,
     piped_compound,
     runs_after,
 )
@@ -430,7 +431,7 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
                     if not status_only:
                         self._condition(lst, lst_off, next_text(lists, idx))
                     continue  # an if/while condition never triggers errexit
-                if first == "!":
+                if past_negation(lst)[1]:
                     if not status_only:
                         self._negated(lst, lst_off)
                     continue
@@ -677,10 +678,10 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
             keyword = first_word(lst)
             rest = lst[len(keyword):]
             rest_off = off + len(keyword)
-            if rest.lstrip().startswith("!"):  # `if ! python … | tee`: tee's status, negated
-                bang = rest.index("!") + 1
+            command, negated = past_negation(rest.lstrip())
+            if negated:  # `if ! python … | tee`: tee's status, negated
                 keyword += " !"
-                rest, rest_off = rest[bang:], rest_off + bang
+                rest, rest_off = command, rest_off + len(rest) - len(command)
             self.tees.extend(Tee(o, cmd, "condition", keyword)
                              for o, cmd in tee_pipelines(rest, rest_off, self.memo))
         # the status of the condition's last list is its keyword's to take (negated after `!`)

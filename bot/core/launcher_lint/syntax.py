@@ -146,9 +146,12 @@ def _last_compound(elements: list[tuple[str, int, str]], off: int) -> int | None
 
 def past_negation(command: str) -> tuple[str, bool]:
     """`command` (stripped on the left) past the `!` that starts it and the blanks after it,
-    and True, where one does (`! ((n++))`, `! if …`: bash negates the pipeline's status);
-    `command` and False otherwise (`!x` is a command's name)."""
-    if command[:1] == "!" and command[1:2].isspace():
+    and True, where one does (`! ((n++))`, `! if …`: bash negates the pipeline's status): a
+    `!` that is a word of its own, a blank or a `(` after it (`!(true)`, `!((n++))`: bash reads
+    the `!` alone before `(`, an operator's character); `command` and False otherwise
+    (`!false` is a command's name). (Under `shopt -s extglob`, which the lint does not follow,
+    `!(…)` is a pattern instead: a command's name, whatever matches it.)"""
+    if command[:1] == "!" and (command[1:2].isspace() or command[1:2] == "("):
         return command[1:].lstrip(), True
     return command, False
 

@@ -1132,6 +1132,21 @@ def test_a_negated_command_counts_and_is_exempt_from_set_e(tmp_path, body, level
 
 
 @pytest.mark.parametrize(("body", "level"), [
+    # a `!` right before `(` is a word of its own (`(` is an operator's character): bash
+    # negates the command after it, a `(( … ))` or a subshell (the first said `fail`, the
+    # others `warn`: `!((n++))` read as a command's name)
+    ("set -e\nn=0\n!((n++))\n((n++))\n", None),
+    ("set -e\nn=0\ntrue && !((n++))\n((n++))\n", None),
+    ("set -e\nn=0\n!(false) && n=1\n((n++))\n", None),
+    ("set -e\nn=0\n!(true) && n=1\n((n++))\n", "fail"),
+    ("set -e\nn=0\nif !(false); then n=1; fi\n((n++))\n", None),
+    ("set -e\nn=0\n!(exit 1) && n=1\n((n++))\n", None),
+])
+def test_a_bang_before_a_parenthesis_negates(tmp_path, body, level):
+    _counter_stops_bash_as_the_level_says(tmp_path, body, level)
+
+
+@pytest.mark.parametrize(("body", "level"), [
     # a compound a `!` negates after `&&` / `||` is one bash runs or skips, `set -e` ignored in
     # it, its status negated (the `[` / `false` rows said nothing, `n=1` read as always run;
     # the `((n++))` one said `fail` on the counter in the `if`; the `|| n=1` one `warn`)

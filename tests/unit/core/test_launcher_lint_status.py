@@ -60,6 +60,8 @@ TEE = [
     ("if python train.py 2>&1 | tee log.txt; then\n  echo 'training finished'\nelse\n"
      "  echo 'training failed' >&2\n  exit 1\nfi\n", True, "warn"),
     ("set -e\nif ! srun python train.py | tee -a log.txt\nthen\n  exit 1\nfi\n", True, "warn"),
+    # (`!python` is a command's name, not `!` and python: no training runs)
+    ("set -e\nif !python train.py | tee -a log.txt\nthen\n  exit 1\nfi\n", False, "pass"),
     ("n=0\nuntil python train.py | tee -a log.txt; do\n  n=$((n+1))\n"
      "  if [ $n -ge 3 ]; then exit 1; fi\ndone\n", True, "warn"),
     # pipefail on, or the condition's last command tests the trainer's own status
