@@ -9,7 +9,8 @@ the cluster's configured ones (`RemoteDeadlines`, from bot.config's ClusterConfi
 cluster given longer commands gets longer leases: a live step is never taken over while its
 own deadlines have not passed. The run that marks a step keeps its own bounds with it
 (`StepBounds`: its remote commands' and its checkpoint lookup's worst cases, from the
-deadlines it resolved and keeps using), and a takeover waits for the longer of those and the
+deadlines it resolved and keeps using, and one Slack post's, from its post deadline), and a
+takeover waits for the longer of those and the
 current config's, so a jump host or a longer timeout taken out of the config (or a replica
 started without it) never lets another run take up a step its marker may still be in. Pure
 arithmetic over the counts below.
@@ -114,33 +115,43 @@ class RemoteDeadlines:
 
 @dataclass(frozen=True)
 class StepBounds:
-    """What the run that marked (or took over) a step counted its remote calls at, kept with
-    the step (bot.store's prompt_steps): one remote command's worst case
+    """What the run that marked (or took over) a step counted its remote calls and Slack
+    posts at, kept with the step (bot.store's prompt_steps): one remote command's worst case
     (`command_at_most_s`) and one checkpoint lookup's (`lookup_at_most_s`), from the
-    deadlines it carries the step out under (`own_bounds`)."""
+    deadlines it carries the step out under (`own_bounds`), and one Slack post's
+    (`post_at_most_s`: its post deadline, the config's slack.post_deadline_s it runs with,
+    then one request, bot.core.slack_bounds.bot_post_at_most_s; None for a step marked
+    before it was kept)."""
 
     command_at_most_s: float
     lookup_at_most_s: float
+    post_at_most_s: float | None
 
 
-def own_bounds(configured: RemoteDeadlines, runner: RemoteDeadlines | None) -> StepBounds:
-    """The bounds a run keeps with a step it marks: each the longer of the cluster's
-    configured deadlines' (`configured`) and its SSH runner's own (`runner`: the jump host
-    and timeouts it resolved when it was made and keeps using; None when not known)."""
+def own_bounds(configured: RemoteDeadlines, runner: RemoteDeadlines | None,
+               post_deadline_s: float) -> StepBounds:
+    """The bounds a run keeps with a step it marks: each remote call's the longer of the
+    cluster's configured deadlines' (`configured`) and its SSH runner's own (`runner`: the
+    jump host and timeouts it resolved when it was made and keeps using; None when not
+    known); one Slack post's from the post deadline its poster runs with
+    (`post_deadline_s`)."""
+    post_s = bot_post_at_most_s(post_deadline_s)
     if runner is None:
-        return StepBounds(configured.command_at_most_s, configured.lookup_at_most_s)
+        return StepBounds(configured.command_at_most_s, configured.lookup_at_most_s, post_s)
     return StepBounds(max(configured.command_at_most_s, runner.command_at_most_s),
-                      max(configured.lookup_at_most_s, runner.lookup_at_most_s))
+                      max(configured.lookup_at_most_s, runner.lookup_at_most_s), post_s)
 
 
 def longest_bounds(*marked: StepBounds | None) -> StepBounds | None:
     """The longest of each bound among `marked` (the steps' kept bounds; None: a step not
-    marked, or marked before its bounds were kept); None when none is known."""
+    marked, or marked before its bounds were kept); None when none is known. A post bound
+    none of them kept is None."""
     known = [m for m in marked if m is not None]
     if not known:
         return None
+    posts = [m.post_at_most_s for m in known if m.post_at_most_s is not None]
     return StepBounds(max(m.command_at_most_s for m in known),
-                      max(m.lookup_at_most_s for m in known))
+                      max(m.lookup_at_most_s for m in known), max(posts, default=None))
 
 
 SLURM_CHECKS = 2
@@ -257,15 +268,19 @@ def settle_takeover_s(deadlines: RemoteDeadlines, sent: float | None = None,
     default deadlines and post deadline). The commands are counted at the longest of the
     current config's bound, the one its resubmit's sender kept on its row in flight (`sent`,
     when one is there) and the one the step's marker kept with the step (`marked`); the
-    lookup at the longer of the current config's and the marker's. `marked` None (a step
-    marked before its bounds were kept): the current config's lookup and the row's
-    commands, as before."""
+    lookup and each Slack call at the longer of the current config's and the marker's, so a
+    replica configured with a shorter post deadline never takes over a step its marker may
+    still be posting in. `marked` None (a step marked before its bounds were kept), or its
+    post bound None (marked before that was kept): the current config's, as before."""
     looked = deadlines.lookup_at_most_s
+    posted = bot_post_at_most_s(post_deadline_s)
     if marked is not None:
         sent = marked.command_at_most_s if sent is None else max(sent, marked.command_at_most_s)
         looked = max(looked, marked.lookup_at_most_s)
+        if marked.post_at_most_s is not None:
+            posted = max(posted, marked.post_at_most_s)
     return (RESUME_COMMANDS * sent_command_at_most_s(deadlines, sent) + looked
-            + SLACK_CALLS * bot_post_at_most_s(post_deadline_s) + TAKEOVER_MARGIN_S)
+            + SLACK_CALLS * posted + TAKEOVER_MARGIN_S)
 
 
 def settle_lead_s(deadlines: RemoteDeadlines, sent: float | None = None,

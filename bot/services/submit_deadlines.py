@@ -64,8 +64,11 @@ def step_bounds(config: Config, cluster: str, slurm: Slurm) -> StepBounds:
     approved cancel's `cancelling`, a settle's `cancel_settled` or `cancel_resuming`: its
     takeover waits for them, bot.core.takeover.cancel_takeover_s and settle_takeover_s): one
     command's and one checkpoint lookup's worst case, each the cluster's configured
-    deadlines' or its SSH runner's own when longer (bot.core.takeover.own_bounds)."""
-    return own_bounds(cluster_deadlines(config, cluster), _runner_deadlines(cluster, slurm))
+    deadlines' or its SSH runner's own when longer (bot.core.takeover.own_bounds), and one
+    Slack post's from the post deadline this run's poster has (slack.post_deadline_s), so a
+    replica configured shorter never takes the step over while its posts may still run."""
+    return own_bounds(cluster_deadlines(config, cluster), _runner_deadlines(cluster, slurm),
+                      config.slack.post_deadline_s)
 
 
 def _runner_deadlines(cluster: str, slurm: Slurm) -> RemoteDeadlines | None:

@@ -397,6 +397,17 @@ def _v21_step_bounds(conn: Connection) -> None:
     _add_column(conn, "prompt_steps", "lookup_at_most_s FLOAT")
 
 
+def _v22_step_post_bounds(conn: Connection) -> None:
+    """Version 22: prompt_steps.post_at_most_s, one Slack post's worst case as the run that
+    marked (or took over) the step counted it (its post deadline, the config's
+    slack.post_deadline_s, then one request: bot.core.slack_bounds.bot_post_at_most_s), so a
+    settle's step is taken over only after the longer of its marker's and the current
+    config's (bot.core.takeover.settle_takeover_s): a replica configured with a shorter post
+    deadline never takes over early. A step marked before has none: the current config's,
+    as before."""
+    _add_column(conn, "prompt_steps", "post_at_most_s FLOAT")
+
+
 MIGRATIONS: list[Callable[[Connection], None]] = [
     _v1_initial,
     _v2_posts_and_watch,
@@ -419,6 +430,7 @@ MIGRATIONS: list[Callable[[Connection], None]] = [
     _v19_submit_command_bounds,
     _v20_submit_intents_index,
     _v21_step_bounds,
+    _v22_step_post_bounds,
 ]
 
 

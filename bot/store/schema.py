@@ -21,7 +21,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_VERSION = 21
+SCHEMA_VERSION = 22
 
 metadata = MetaData()
 
@@ -133,6 +133,9 @@ prompt_steps = Table(
     # waits at least that long; NULL: not kept (a step marked before)
     Column("command_at_most_s", Float, nullable=True),
     Column("lookup_at_most_s", Float, nullable=True),
+    # version 22: one Slack post's worst case as the marker counted it (its post deadline,
+    # the config's slack.post_deadline_s, then one request); NULL: not kept
+    Column("post_at_most_s", Float, nullable=True),
 )
 
 slack_posts = Table(

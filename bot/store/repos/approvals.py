@@ -256,15 +256,18 @@ class ApprovalsRepo(_Repo):
 
     def bounds_of(self, token: str, step: str) -> StepBounds | None:
         """The bounds `token`'s `step` was marked (or last taken over) with; None when the
-        step is not marked, or was marked without them (before they were kept)."""
+        step is not marked, or was marked without them (before they were kept); its post
+        bound None when marked before that was kept (schema version 22)."""
         steps = t.prompt_steps
         with self._engine.begin() as conn:
-            row = conn.execute(select(steps.c.command_at_most_s, steps.c.lookup_at_most_s)
+            row = conn.execute(select(steps.c.command_at_most_s, steps.c.lookup_at_most_s,
+                                      steps.c.post_at_most_s)
                                .where(and_(steps.c.token == token, steps.c.step == step))
                                ).first()
         if row is None or row[0] is None or row[1] is None:
             return None
-        return StepBounds(command_at_most_s=row[0], lookup_at_most_s=row[1])
+        return StepBounds(command_at_most_s=row[0], lookup_at_most_s=row[1],
+                          post_at_most_s=row[2])
 
     def steps(self, token: str) -> dict[str, float]:
         """The follow-up steps `token`'s prompt went through: step -> when."""
@@ -369,4 +372,5 @@ class ApprovalsRepo(_Repo):
 def _bound_values(bounds: StepBounds | None) -> dict[str, float | None]:
     """A prompt_steps row's bound columns for `bounds` (None: not kept, NULL)."""
     return {"command_at_most_s": None if bounds is None else bounds.command_at_most_s,
-            "lookup_at_most_s": None if bounds is None else bounds.lookup_at_most_s}
+            "lookup_at_most_s": None if bounds is None else bounds.lookup_at_most_s,
+            "post_at_most_s": None if bounds is None else bounds.post_at_most_s}

@@ -178,9 +178,10 @@ def test_a_cancels_takeover_waits_for_its_clicks_own_commands_when_longer() -> N
     command): its takeover counts it, not the current config's 131 s; a shorter kept bound
     never shortens it; a step marked before bounds were kept counts the config's, as before."""
     d = RemoteDeadlines()
-    assert cancel_takeover_s(d, StepBounds(200.0, 0.0)) == CANCEL_COMMANDS * 200.0 + 60.0 \
+    assert cancel_takeover_s(d, StepBounds(200.0, 0.0, None)) == \
+        CANCEL_COMMANDS * 200.0 + 60.0 \
         == 860.0 > cancel_takeover_s(d) == cancel_takeover_s(d, None) == 584.0
-    assert cancel_takeover_s(d, StepBounds(10.0, 0.0)) == 584.0
+    assert cancel_takeover_s(d, StepBounds(10.0, 0.0, None)) == 584.0
 
 
 def test_a_settles_takeover_waits_for_its_markers_lookup_and_commands_when_longer() -> None:
@@ -191,22 +192,39 @@ def test_a_settles_takeover_waits_for_its_markers_lookup_and_commands_when_longe
     d = RemoteDeadlines()
     slow = RemoteDeadlines(sftp_s=60.0)
     assert d.lookup_at_most_s == 1311.0 and slow.lookup_at_most_s == 201.0 + 80 * 60.0
-    looked = StepBounds(d.command_at_most_s, slow.lookup_at_most_s)
+    looked = StepBounds(d.command_at_most_s, slow.lookup_at_most_s, None)
     assert settle_takeover_s(d, marked=looked) == 5840.0 - 1311.0 + 5001.0 == 9530.0
-    assert settle_takeover_s(d, marked=StepBounds(0.0, 0.0)) == settle_takeover_s(d) == 5840.0
-    jumped = StepBounds(200.0, 0.0)
+    assert settle_takeover_s(d, marked=StepBounds(0.0, 0.0, None)) == settle_takeover_s(d) \
+        == 5840.0
+    jumped = StepBounds(200.0, 0.0, None)
     assert settle_takeover_s(d, marked=jumped) == settle_takeover_s(d, 200.0)
     assert settle_takeover_s(d, 300.0, jumped) == settle_takeover_s(d, 300.0)
     assert settle_takeover_s(d, 150.0, jumped) == settle_takeover_s(d, 200.0)
     assert settle_lead_s(d, None, looked) == 9530.0 + submit_in_flight_s(d)
 
 
+
+def test_a_settles_takeover_counts_its_slack_calls_at_the_markers_post_bound_when_longer(
+        ) -> None:
+    """A settle's marker kept one Slack post's worst case with its step (630 s: a 600 s post
+    deadline and one request): a takeover at a 300 s deadline counts each of its SLACK_CALLS
+    at 630 s; a shorter kept one (75 s) or none kept counts the current config's."""
+    d = RemoteDeadlines()
+    kept = StepBounds(d.command_at_most_s, d.lookup_at_most_s, 630.0)
+    assert takeover.settle_takeover_s(d, marked=kept, post_deadline_s=300.0) == \
+        takeover.settle_takeover_s(d, post_deadline_s=600.0) == 5840.0 + 6 * 300.0
+    for shorter in (75.0, None):
+        marked = StepBounds(d.command_at_most_s, d.lookup_at_most_s, shorter)
+        assert settle_takeover_s(d, marked=marked) == settle_takeover_s(d) == 5840.0
+    assert settle_lead_s(d, None, kept) == 5840.0 + 1800.0 + submit_in_flight_s(d)
+
 def test_the_longest_kept_bounds_are_each_bounds_longest() -> None:
     assert longest_bounds() is None and longest_bounds(None, None) is None
-    assert longest_bounds(StepBounds(200.0, 10.0), None, StepBounds(120.0, 40.0)) == \
-        StepBounds(200.0, 40.0)
-    assert own_bounds(RemoteDeadlines(), RemoteDeadlines(jump=True)) == StepBounds(
-        231.0, RemoteDeadlines(jump=True).lookup_at_most_s)
+    assert longest_bounds(StepBounds(200.0, 10.0, None), None, StepBounds(120.0, 40.0, 690.0),
+                          StepBounds(10.0, 10.0, 75.0)) == StepBounds(200.0, 40.0, 690.0)
+    assert longest_bounds(StepBounds(200.0, 10.0, None)) == StepBounds(200.0, 10.0, None)
+    assert own_bounds(RemoteDeadlines(), RemoteDeadlines(jump=True), POST_DEADLINE_S) == \
+        StepBounds(231.0, RemoteDeadlines(jump=True).lookup_at_most_s, 330.0)
 
 
 @pytest.mark.parametrize("runner", [
@@ -224,7 +242,7 @@ def test_a_scancel_ends_on_the_login_node_before_its_cancels_takeover(
     term_s, kill_s = scancel_limits(runner)
     assert term_s > 0 and 0 < kill_s <= SCANCEL_KILL_AFTER_S
     assert term_s + kill_s == runner.command_s  # the same run its runner waits for
-    kept = own_bounds(configured, runner)
+    kept = own_bounds(configured, runner, POST_DEADLINE_S)
     started_by = (CANCEL_COMMANDS - 1) * kept.command_at_most_s + runner.session_at_most_s
     assert started_by + term_s + kill_s <= cancel_takeover_s(configured, kept) - TAKEOVER_MARGIN_S
 

@@ -95,8 +95,10 @@ def test_a_click_through_a_jump_host_is_not_taken_over_in_its_scancel(
     with pytest.raises(Died):
         handle_click(ctx, token, ActionId.CANCEL_RESUME, "W0LEAD", NOW)
     assert store.approvals.bounds_of(token, "cancelling_to_resume") == \
-        own_bounds(DIRECT, JUMP) == StepBounds(231.0, JUMP.lookup_at_most_s)
-    assert (cancel_takeover_s(DIRECT), cancel_takeover_s(DIRECT, own_bounds(DIRECT, JUMP))) == \
+        own_bounds(DIRECT, JUMP, POST_DEADLINE_S) == \
+        StepBounds(231.0, JUMP.lookup_at_most_s, 330.0)
+    jumped = own_bounds(DIRECT, JUMP, POST_DEADLINE_S)
+    assert (cancel_takeover_s(DIRECT), cancel_takeover_s(DIRECT, jumped)) == \
         (584.0, 984.0)
 
     settle_unknown_cancels(ctx, NOW + 585)
@@ -177,7 +179,7 @@ def test_a_settle_with_a_longer_sftp_timeout_is_not_taken_over_in_its_lookup(
     ctx, slurm, token = stalled_prompt(store, SLOW_SFTP)
     settle_at = settle_died(ctx, slurm, token, monkeypatch, cancel_settle, "cancel_settle_claimed")
     marked = store.approvals.bounds_of(token, "cancel_settled")
-    assert marked == own_bounds(DIRECT, SLOW_SFTP)
+    assert marked == own_bounds(DIRECT, SLOW_SFTP, POST_DEADLINE_S)
     assert marked is not None and marked.lookup_at_most_s == 201.0 + 80 * 60.0
     slurm.runner = FakeRunner(slurm.runner.answers)  # the other run: the config's deadlines
     approval = store.approvals.get(token)
@@ -195,8 +197,38 @@ def test_a_settle_with_a_longer_sftp_timeout_is_not_taken_over_in_its_lookup(
     assert taken_over(store, "approval.cancel_settled") == [token]
     assert store.approvals.steps(token)["cancel_settled"] == settle_at + bound + 1
     # the taker keeps its own bounds with the step: the config's now
-    assert store.approvals.bounds_of(token, "cancel_settled") == own_bounds(DIRECT, None)
+    assert store.approvals.bounds_of(token, "cancel_settled") == \
+        own_bounds(DIRECT, None, POST_DEADLINE_S)
 
+
+
+def test_a_settle_marked_under_a_longer_post_deadline_is_not_taken_over_at_a_shorter_one(
+        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A settle marked by a run configured with slack.post_deadline_s 600 (each Slack call
+    at most 630 s) dies right after claiming it. Another replica, configured 300 s, does not
+    take it over at its own 5840 s (the margin, commands, lookup and 6 calls of 330 s) but
+    at 7640 s, each call at the marker's 630 s; taken over, the step keeps the taker's.
+    Before, the step kept no post bound: the 300 s replica took it over at 5841 s, while the
+    settle could still be in its posts."""
+    ctx, slurm, token = stalled_prompt(store, DIRECT)
+    ctx.config.slack.post_deadline_s = 600.0  # the marker's
+    settle_at = settle_died(ctx, slurm, token, monkeypatch, cancel_settle, "cancel_settle_claimed")
+    marked = store.approvals.bounds_of(token, "cancel_settled")
+    assert marked is not None and marked.post_at_most_s == 630.0
+    ctx.config.slack.post_deadline_s = 300.0  # the other replica's
+    approval = store.approvals.get(token)
+    assert approval is not None
+    bound = cancel_settle.takeover_s(ctx, approval, settle_at, "cancel_settled")
+    assert bound == 5840.0 + SLACK_CALLS * (630.0 - 330.0) == 7640.0
+
+    settle_unknown_cancels(ctx, settle_at + 5841)
+    settle_unknown_cancels(ctx, settle_at + 7639)
+    assert taken_over(store, "approval.cancel_settled") == []
+    assert store.approvals.steps(token)["cancel_settled"] == settle_at
+    settle_unknown_cancels(ctx, settle_at + 7641)
+    assert taken_over(store, "approval.cancel_settled") == [token]
+    assert store.approvals.bounds_of(token, "cancel_settled") == \
+        own_bounds(DIRECT, None, 300.0)
 
 def test_a_settle_step_marked_before_its_bounds_were_kept_counts_the_configs_lookup(
         store: Store) -> None:
@@ -224,10 +256,11 @@ def test_a_settles_takeover_counts_its_slack_calls_at_the_configured_post_deadli
 
 
 def test_the_step_bounds_are_the_runners_own_when_longer_else_the_configs() -> None:
-    assert own_bounds(DIRECT, None) == StepBounds(131.0, 1311.0)
-    assert own_bounds(DIRECT, replace(DIRECT, command_s=0.0, sftp_s=0.0)) == \
-        StepBounds(131.0, 1311.0)
-    assert own_bounds(DIRECT, JUMP) == StepBounds(231.0, JUMP.lookup_at_most_s)
+    assert own_bounds(DIRECT, None, POST_DEADLINE_S) == StepBounds(131.0, 1311.0, 330.0)
+    assert own_bounds(DIRECT, replace(DIRECT, command_s=0.0, sftp_s=0.0), POST_DEADLINE_S) == \
+        StepBounds(131.0, 1311.0, 330.0)
+    assert own_bounds(DIRECT, JUMP, POST_DEADLINE_S) == \
+        StepBounds(231.0, JUMP.lookup_at_most_s, 330.0)
 
 
 def test_a_settles_resubmit_is_left_to_it_for_its_markers_lead(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import json
 import sqlite3
 from collections.abc import Callable
+from dataclasses import replace
 from functools import partial
 from typing import Any
 
@@ -704,14 +705,16 @@ def test_v20_store_gets_step_bounds_keeping_its_prompt_steps(store_url):
             conn.exec_driver_sql("INSERT INTO prompt_steps (token, step, at)"
                                  " VALUES ('tok', 'cancelling_to_resume', 5.0)")
     with Store.open(store_url) as new:
-        assert new.schema_version == new.latest_version == current_schema.SCHEMA_VERSION == 21
+        assert new.schema_version == new.latest_version == current_schema.SCHEMA_VERSION == 22
         assert new.approvals.steps("tok") == {"cancelling_to_resume": 5.0}
         assert new.approvals.bounds_of("tok", "cancelling_to_resume") is None
         assert new.approvals.bounds_of("tok", "cancel_settled") is None  # not marked
-        marked = StepBounds(command_at_most_s=200.0, lookup_at_most_s=4980.0)
+        marked = StepBounds(command_at_most_s=200.0, lookup_at_most_s=4980.0,
+                            post_at_most_s=None)
         assert new.approvals.mark_step("tok", "cancel_settled", now=6.0, bounds=marked)
         assert new.approvals.bounds_of("tok", "cancel_settled") == marked
-        taker = StepBounds(command_at_most_s=120.0, lookup_at_most_s=1290.0)
+        taker = StepBounds(command_at_most_s=120.0, lookup_at_most_s=1290.0,
+                           post_at_most_s=None)
         assert not new.approvals.take_over_step("tok", "cancel_settled", older_than=5.0,
                                                 now=7.0, bounds=taker)
         assert new.approvals.bounds_of("tok", "cancel_settled") == marked
@@ -721,6 +724,31 @@ def test_v20_store_gets_step_bounds_keeping_its_prompt_steps(store_url):
         assert new.approvals.steps("tok") == {"cancelling_to_resume": 5.0,
                                               "cancel_settled": 7.0}
 
+
+
+def test_v21_store_gets_the_steps_post_bound_keeping_their_other_bounds(store_url):
+    """A v21 store's step keeps its remote bounds and has no post bound (the current
+    config's counts: bot.core.takeover.settle_takeover_s); a step marked or taken over
+    after the upgrade keeps its marker's post bound."""
+    with Store.open(store_url, target_version=21) as old:
+        assert "post_at_most_s" not in {c["name"] for c in
+                                        inspect(old.engine).get_columns("prompt_steps")}
+        with old.engine.begin() as conn:  # what a v21 trainbot wrote
+            conn.exec_driver_sql("INSERT INTO prompt_steps (token, step, at, command_at_most_s,"
+                                 " lookup_at_most_s) VALUES ('tok', 'cancel_settled', 5.0,"
+                                 " 200.0, 4980.0)")
+    with Store.open(store_url) as new:
+        assert new.schema_version == new.latest_version == current_schema.SCHEMA_VERSION == 22
+        assert new.approvals.bounds_of("tok", "cancel_settled") == StepBounds(
+            command_at_most_s=200.0, lookup_at_most_s=4980.0, post_at_most_s=None)
+        taker = StepBounds(command_at_most_s=131.0, lookup_at_most_s=1311.0,
+                           post_at_most_s=630.0)
+        assert new.approvals.take_over_step("tok", "cancel_settled", older_than=5.0, now=7.0,
+                                            bounds=taker)
+        assert new.approvals.bounds_of("tok", "cancel_settled") == taker
+        marker = replace(taker, post_at_most_s=75.0)
+        assert new.approvals.mark_step("tok", "cancel_resuming", now=8.0, bounds=marker)
+        assert new.approvals.bounds_of("tok", "cancel_resuming") == marker
 
 def one_select(store: Store, read: Callable[[], list[Any]]
                ) -> tuple[list[Any], tuple[str, Any]]:
