@@ -132,8 +132,9 @@ def _counted_at_calls(code: str, calls: list[Call], bodies: dict[str, tuple[int,
     bodies (model.Call.chain) counts at the script's call of the first, each call of the chain
     in its body's shell, past no `return` there, and on some runs only where one of them is in a
     branch. Not one before the function is defined (no body to run yet),
-    nor one in a list run in the background (`f &`, `f || true &`: a subshell)."""
-    placed = [c for c in calls if not c.in_function
+    nor one in a list run in the background (`f &`, `f || true &`: a subshell), nor a
+    pipeline's command (`f | cat`: model.Call.in_subshell)."""
+    placed = [c for c in calls if not c.in_function and not c.in_subshell
               and c.name in bodies and c.offset > bodies[c.name][1]
               and not any("return" in code[start:at] for start, _end, at in c.chain)]
     if not placed:

@@ -20,9 +20,12 @@ _DEFINITION_RE = re.compile(r"[A-Za-z_][\w:-]*\s*\(\s*\)")
 
 def call_sites(lst: str, off: int, names: dict[str, set[str]], opts: Opts, memo: Memo, *,
                in_condition: bool, in_function: bool, loop_from: int | None) -> list[Call]:
-    """The calls of functions `names` in the and-or list `lst` (at `off`), in the script's
-    shell: not in a pipeline (a subshell). `set -e` applies in a body called as the list's
-    last command, outside a condition (`in_condition`, or after `if` / `while` / `!`)."""
+    """The calls of functions `names` in the and-or list `lst` (at `off`): in the script's
+    shell, or as a pipeline's command (in a subshell: model.Call.in_subshell). `set -e` applies in a
+    body called as the list's last command, outside a condition (`in_condition`, or after
+    `if` / `while` / `!`); a status it stops a pipeline's command on stops the script where it
+    is the pipeline's: the last command's, or, with `pipefail` on, any's (on some paths only
+    where pipefail is: Call.errexit_partial)."""
     command = lst
     keyword = first_word(command)
     if keyword in _CONDITION_KEYWORDS:
@@ -32,14 +35,20 @@ def call_sites(lst: str, off: int, names: dict[str, set[str]], opts: Opts, memo:
     elements = split_top_level(command, at, ("&&", "||"), memo)
     for i, (element, e_off, _op) in enumerate(elements):
         text, at, negated = called_command(element, e_off)
-        name = first_word(text)
-        if (name not in names or _DEFINITION_RE.match(text)
-                or len(split_top_level(element, e_off, ("|",), memo)) > 1):
-            continue  # not a call, a definition (`f() {`), or piped
         tested = in_condition or negated or i < len(elements) - 1
-        found.append(Call(at, name, opts.errexit and not tested, in_function, loop_from,
-                          tested=tested, errexit_in_body=in_function and opts.errexit_in_body,
-                          errexit_in_body_partial=in_function and opts.errexit_in_body_partial))
+        piped = split_top_level(text, at, ("|",), memo) if "|" in text else [(text, at, "")]
+        for k, (piece, p_off, _p) in enumerate(piped):
+            name = first_word(piece.lstrip())
+            if name not in names or _DEFINITION_RE.match(piece.lstrip()):
+                continue  # not a call, or a definition (`f() {`)
+            last = k == len(piped) - 1
+            errexit = opts.errexit and not tested and (last or opts.pipefail)
+            found.append(Call(
+                p_off + len(piece) - len(piece.lstrip()), name, errexit, in_function, loop_from,
+                tested=tested, errexit_in_body=in_function and opts.errexit_in_body,
+                errexit_in_body_partial=in_function and opts.errexit_in_body_partial,
+                errexit_partial=errexit and not last and opts.pipefail_partial,
+                in_subshell=len(piped) > 1))
     return found
 
 
@@ -100,8 +109,10 @@ def outermost_calls(calls: list[Call], bodies: dict[str, tuple[int, int]]) -> li
             by_body = inner.errexit_in_body and not top.tested
             call = Call(top.offset, inner.name, (errexit or by_body) and inner.errexit,
                         False, top.loop_from, link, tested=top.tested or inner.tested,
+                        in_subshell=top.in_subshell or inner.in_subshell,
                         errexit_partial=not (errexit and not partial or by_body
-                                             and not inner.errexit_in_body_partial))
+                                             and not inner.errexit_in_body_partial)
+                        or inner.errexit_partial)
             placed.append(call)
             if (inner.name in bodies and len(link) < MAX_CALL_DEPTH
                     and not follow(top, inner.name, link, call.errexit, call.errexit_partial)):
@@ -165,8 +176,9 @@ def values_at_calls(name: str, body: tuple[int, int], calls: list[Call],
                 found, every_run = inner
                 also = found[:-1] + ([] if every_run or last is None else [last])
                 result.append((call, call.offset in placed, found[-1], also))
-                placed.add(call.offset)
-                latest = max(latest, call.offset)
+                if not call.in_subshell:  # (one run in a subshell leaves nothing here)
+                    placed.add(call.offset)
+                    latest = max(latest, call.offset)
                 continue
         else:
             k = bisect.bisect_left(starts, call.offset)
@@ -174,8 +186,9 @@ def values_at_calls(name: str, body: tuple[int, int], calls: list[Call],
         pos = last[0] if last else -1
         fresh = call.loop_from is not None and pos >= call.loop_from
         result.append((call, not fresh and latest > pos, last, []))
-        placed.add(call.offset)
-        latest = max(latest, call.offset)
+        if not call.in_subshell:
+            placed.add(call.offset)
+            latest = max(latest, call.offset)
     return result
 
 

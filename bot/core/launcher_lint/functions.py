@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import replace
 from itertools import takewhile
 from typing import Protocol
 
@@ -264,13 +265,14 @@ class FunctionBodies:
                 a.called_at = called_at
 
 
-def _note_body_calls(walk: _Walk, body: str, off: int) -> None:
+def _note_body_calls(walk: _Walk, body: str, off: int, in_subshell: bool = False) -> None:
     """The calls of the script's functions that `body` (at `off`), a body the walk does not
     read where it is defined (its function is only called where `set -e` is off), makes in
     its own lists: calls.outermost_calls places them at its function's calls, where they
     change what a counter holds (`run || true` runs `inc`, which counts `m`); `set -e` does
     not apply in them there. The lists of its `{ … }` groups too (`{ inc; } && echo`), which
-    run in the same shell."""
+    run in the same shell, and of its `( … )` subshells (`( inc )`: `set -e` is off there too;
+    a count there holds in the subshell only, which arith reads from the call's place)."""
     if not walk.function_calls:
         return
     lists, branches = lists_and_branches(
@@ -279,15 +281,16 @@ def _note_body_calls(walk: _Walk, body: str, off: int) -> None:
         whole = raw.strip()
         lead = len(raw) - len(raw.lstrip())
         cut, _steps = keyword_prefix(whole, idx in branches)
-        walk.calls.extend(call_sites(whole[cut:], l_off + lead + cut, walk.function_calls,
-                                     Opts(), walk.memo, in_condition=False, in_function=True,
-                                     loop_from=None))
+        calls = call_sites(whole[cut:], l_off + lead + cut, walk.function_calls, Opts(),
+                           walk.memo, in_condition=False, in_function=True, loop_from=None)
+        walk.calls.extend(replace(c, in_subshell=True) if in_subshell else c for c in calls)
         for element, e_off, _op in split_top_level(whole[cut:], l_off + lead + cut,
                                                    ("&&", "||"), walk.memo):
             text, at, _negated = called_command(element, e_off)
-            if text.startswith("{") and text[1:2].isspace():  # a group: the script's shell
+            subshell = text.startswith("(") and not text.startswith("((")
+            if text.startswith("{") and text[1:2].isspace() or subshell:
                 end = group_end(text, 0, at, walk.memo)
-                _note_body_calls(walk, text[1 : end - 1], at + 1)
+                _note_body_calls(walk, text[1 : end - 1], at + 1, in_subshell or subshell)
 
 
 def past_returns(text: str, bodies: dict[str, tuple[int, int]],

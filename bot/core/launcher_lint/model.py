@@ -215,8 +215,12 @@ class Call:
     errexit_in_body: bool = False  # made in a body after a `set -e` there (Opts's)
     errexit_in_body_partial: bool = False  # … run on some paths to it only
     # `errexit` holds on some paths only: through a `set -e` in a branch of a body it is made
-    # through (calls.outermost_calls)
+    # through (calls.outermost_calls), or a pipeline's command where pipefail may be off
     errexit_partial: bool = False
+    # run in a subshell: a pipeline's command (`f | cat`), a call in a `( … )` of a body read
+    # for its calls only (functions._note_body_calls), or made through one: its counts and
+    # assignments hold there only
+    in_subshell: bool = False
 
 
 @dataclass

@@ -1437,6 +1437,29 @@ def test_a_call_made_through_another_body_counts_its_counter(tmp_path, body, lev
     _counter_stops_bash_as_the_level_says(tmp_path, body, level)
 
 
+@pytest.mark.parametrize(("body", "level"), [
+    # a call in a subshell or a pipeline of a body called tested runs with `set -e` off, and
+    # its count holds in that subshell only (each said `fail` on f's counter too, f's calls not
+    # known: its body judged where it is defined)
+    ("set -e\nn=0\nf() { ((n++)); }\ng(){ ( f ); }\ng || true\n((n++))\n", "fail"),
+    ("set -e\nn=0\nf() { ((n++)); }\ng(){ f | cat; }\ng || true\n((n++))\n", "fail"),
+    ("set -e\nn=0\nf() { ((n++)); }\ng(){ ( echo a; f ) && echo b; }\nif g; then :; fi\n"
+     "((n++))\n", "fail"),
+    # … and a pipeline's command stops the script only where its status is the pipeline's: the
+    # last command's, or any with pipefail on (the first two said `fail` on f's counter)
+    ("set -e\nn=0\nf() { ((n++)); }\ng(){ f | cat; }\ng\n((n++))\n", "fail"),
+    ("set -e\nn=0\nf() { ((n++)); }\nf | cat\n((n++))\n", "fail"),
+    # (one that stops bash stays said: `( f )` untested, the pipeline's last command)
+    ("set -e\nn=0\nf() { ((n++)); }\ng(){ ( f ); }\ng\n", "fail"),
+    ("set -e\nn=0\nf() { ((n++)); }\necho | f\n", "fail"),
+    ("set -e\nset -o pipefail\nn=0\nf() { ((n++)); }\nf | cat\n", "fail"),
+])
+def test_a_call_in_a_subshell_or_pipeline_counts_there_only(tmp_path, body, level):
+    """The finding bash agrees with is the counter's after the call (or, where none follows,
+    the body's), and no other."""
+    _counter_stops_bash_as_the_level_says(tmp_path, body, level)
+
+
 @pytest.mark.parametrize(("body", "level", "lint_level"), [
     # a function whose body turns pipefail on or off leaves it not known past its definition:
     # its calls, not the definition, change it (each said nothing, the body's `set` read as
