@@ -333,7 +333,7 @@ def _post_bounds(slack: SlackConfig) -> str:
 
     return (f"a post, update or chart upload stops at {slack.post_deadline_s:g} s "
             f"(slack.post_deadline_s); one a stopped bot began is made by another after "
-            f"{post_takeover_s(slack.post_deadline_s):g} s")
+            f"{post_takeover_s(slack.post_deadline_s, kept=None):g} s")
 
 
 def _default_slack_client(config: Config) -> Any:

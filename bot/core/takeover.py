@@ -301,11 +301,15 @@ def settle_lead_s(deadlines: RemoteDeadlines, sent: float | None = None,
         + submit_in_flight_s(deadlines, sent)
 
 
-def post_takeover_s(post_deadline_s: float) -> float:
+def post_takeover_s(post_deadline_s: float, *, kept: float | None) -> float:
     """How old a record whose keyed Slack post its process makes right after it (a hold
     prompt's question: bot.services.competitors) must be, that post still not made, before
     another run makes it: the poster's worst case, its deadline (`post_deadline_s`, the
     config's slack.post_deadline_s) that its attempts, the client's retries and 429 waits
     stop at, then one request (bot.core.slack_bounds.bot_post_at_most_s, as the poster
-    counts its own), plus the margin (390 s with the default deadline of 300 s)."""
-    return bot_post_at_most_s(post_deadline_s) + TAKEOVER_MARGIN_S
+    counts its own), plus the margin (390 s with the default deadline of 300 s). The post's
+    worst case is the longer of that and the one the record's process kept with it (`kept`;
+    None: none kept), so a replica configured with a shorter deadline never makes a post
+    the record's process may still be making."""
+    posted = bot_post_at_most_s(post_deadline_s)
+    return (posted if kept is None else max(posted, kept)) + TAKEOVER_MARGIN_S

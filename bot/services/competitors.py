@@ -18,6 +18,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from bot.cluster.errors import ClusterError, OutcomeUnknown, said
+from bot.core.slack_bounds import bot_post_at_most_s
 from bot.core.slurm.records import JobRecord
 from bot.core.text import Text
 from bot.services.access import approvers_now
@@ -140,6 +141,8 @@ def propose_holds(
                 "cluster": cluster,
                 "for_job": str(job_id),
                 "competitor_name": comp.name,
+                # its question's worst case, as this run posts it (question_at_most_s)
+                "post_at_most_s": bot_post_at_most_s(ctx.config.slack.post_deadline_s),
             },
             allowed=allowed,
             expires_at=now + expiry,
@@ -175,6 +178,14 @@ def ask(ctx: BotContext, approval: Approval,
         "yes_action": str(action_ids[0]), "no_action": str(action_ids[1]),
     })
     post_safely(ctx, "reply", approval.chain_id, hold_prompt_key(token), blocks, text)
+
+
+def question_at_most_s(approval: Approval) -> float | None:
+    """How long the hold prompt `approval`'s question may take as the run that recorded it
+    posts it right after (its post deadline, slack.post_deadline_s, then one request: kept
+    in its payload); None for a prompt recorded before it was kept."""
+    kept = approval.payload.get("post_at_most_s")
+    return None if kept is None else float(kept)
 
 
 def asked(ctx: BotContext, approval: Approval) -> bool:

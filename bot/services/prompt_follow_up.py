@@ -32,8 +32,9 @@ def follow_up_prompts(ctx: BotContext, now: float) -> None:
     """Every pending prompt of a run chain, once `now` passes its times (the recipe's policy):
     a hold prompt whose question never went out (its process died between the prompt's
     record and its post, or Slack refused it) → its question, once it is
-    bot.core.takeover.post_takeover_s old (the configured slack.post_deadline_s, one
-    request and the margin), and no reminder before it; `remind_after_s` → one
+    bot.core.takeover.post_takeover_s old (the longer of the configured
+    slack.post_deadline_s's and the one its process kept with it, one request and the
+    margin), and no reminder before it; `remind_after_s` → one
     reminder in its thread mentioning the prompt's people (the recipe's
     `mentions.prompts`); `escalate_after_s` → one escalation mentioning `mentions.escalate_to`
     (default: the approvers); `expires_at` → the prompt rewritten to say it expired and what
@@ -70,7 +71,9 @@ def _follow_up(ctx: BotContext, approval: Approval, now: float) -> None:
     if approval.action == comp.HOLD_ACTION and not comp.asked(ctx, approval):
         # its process died (or Slack refused it) before its question went out: asked here,
         # once the post's own deadline has passed (its keyed post is made once), not reminded
-        if ctx.sink is not None and age >= post_takeover_s(ctx.config.slack.post_deadline_s):
+        wait_s = post_takeover_s(ctx.config.slack.post_deadline_s,
+                                 kept=comp.question_at_most_s(approval))
+        if ctx.sink is not None and age >= wait_s:
             comp.ask(ctx, approval)
         return
     step: str | None = None

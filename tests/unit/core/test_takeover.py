@@ -48,12 +48,12 @@ def test_a_settles_slack_calls_count_the_posters_worst_case_as_a_posts_takeover_
     d = RemoteDeadlines()
     commands_and_lookup = RESUME_COMMANDS * d.command_at_most_s + d.lookup_at_most_s
     for deadline in (300.0, 45.0):
-        one_post = post_takeover_s(deadline) - TAKEOVER_MARGIN_S
+        one_post = post_takeover_s(deadline, kept=None) - TAKEOVER_MARGIN_S
         assert settle_takeover_s(d, post_deadline_s=deadline) == \
             commands_and_lookup + SLACK_CALLS * one_post + TAKEOVER_MARGIN_S
         assert settle_lead_s(d, post_deadline_s=deadline) == \
             settle_takeover_s(d, post_deadline_s=deadline) + submit_in_flight_s(d)
-    assert SLACK_CALLS * (post_takeover_s(300.0) - TAKEOVER_MARGIN_S) == 6 * 330.0
+    assert SLACK_CALLS * (post_takeover_s(300.0, kept=None) - TAKEOVER_MARGIN_S) == 6 * 330.0
 
 
 

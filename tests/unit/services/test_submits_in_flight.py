@@ -440,16 +440,21 @@ def test_holds_proposed_twice_for_one_submitted_job_ask_once(store: Store) -> No
             if a.action == "hold_competitor"] == ["88017"]
 
 
-@pytest.mark.parametrize("deadline_s", [300.0, 45.0])
+@pytest.mark.parametrize(("marked_s", "deadline_s", "takeover_s"), [
+    (300.0, 300.0, 390.0), (45.0, 45.0, 135.0), (600.0, 300.0, 690.0), (45.0, 300.0, 390.0)])
 def test_a_hold_question_the_bot_died_before_posting_is_asked_once_by_the_follow_up(
-        store: Store, deadline_s: float) -> None:
+        store: Store, marked_s: float, deadline_s: float, takeover_s: float) -> None:
     """A person's resume recorded its job and its hold prompt, then the bot died before the
     prompt's question was posted (no run asks about that job again): the prompts' follow-up
-    asks it, once, when the post's own deadline (the configured slack.post_deadline_s: the
-    default 300 s, or 45 s) has passed, with one request and the margin (390 s, or 135 s);
-    nothing is held meanwhile, and no reminder is made of a question nobody saw."""
+    asks it, once, when the post's own deadline has passed, with one request and the margin:
+    the longer of the deadline the recording bot ran with (`marked_s`, kept with the prompt)
+    and the follow-up's (`deadline_s`): the default 300 s (390 s), 45 s (135 s); a prompt
+    recorded at 600 s is not asked by a bot configured 300 s before 690 s (before, at 390 s,
+    while the first bot could still be posting it). Nothing is held meanwhile, and no
+    reminder is made of a question nobody saw."""
     slurm = AnswerLostSlurm(lost=0, submitted_at=NOW)
     ctx = make_context(store, slurm)
+    ctx.config.slack.post_deadline_s = marked_s
     chain = failed_run(ctx)
     slurm.add(88017, name="succ", partition="debug", account="root", priority=200)
     real_reply = recorded(ctx).post_reply
@@ -467,8 +472,8 @@ def test_a_hold_question_the_bot_died_before_posting_is_asked_once_by_the_follow
 
     ctx = make_context(store, slurm)  # the bot, started again over the same store
     ctx.config.slack.post_deadline_s = deadline_s
-    takeover_s = post_takeover_s(deadline_s)
-    assert takeover_s == deadline_s + 90
+    assert takeover_s == post_takeover_s(deadline_s, kept=marked_s + 30) == \
+        max(marked_s, deadline_s) + 90
     follow_up_prompts(ctx, NOW + takeover_s - 1)  # the dead post may still be under way
     assert holds_asked(ctx) == []
     for at in (NOW + takeover_s, NOW + takeover_s + 60, NOW + 3600):
