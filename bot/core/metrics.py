@@ -133,6 +133,44 @@ def unfinished_bar_drawn(seen: UnfinishedBar | None, line_no: int, line: bytes,
     return seen
 
 
+def _draw_count(draw: bytes) -> tuple[int, int] | None:
+    """The count one draw of a bar shows (None: no bar, or a draw still being written)."""
+    return drawn_count(message_after_time(split_line(draw.decode("utf-8", "replace"))[1]))
+
+
+def count_drawn_at(line: bytes, end: int, since: tuple[int, float], read_at: float) -> float:
+    """When the count the bar on an unfinished `line` shows now was first drawn, as far as
+    the file tells: `line` ends at byte `end` of the file, read when the file's mtime was
+    `read_at`; `since` is (its size, its mtime) at an earlier read. The draws that end the
+    line at that count (those with no count, one still being written, skipped) start with
+    the first draw of it: a count drawn last, after another, was drawn at `read_at` (the
+    mtime is its write's); a count drawn again since is dated between the two reads in
+    proportion to where its first draw ends in the bytes written between them (redraws
+    taken as evenly paced), and at `since`'s mtime when that draw was already there then.
+    `read_at` when the line draws no count."""
+    size, at = since
+    draws = line.split(b"\r")
+    last = None
+    first_end = None
+    pos = len(line)
+    for draw in reversed(draws):
+        draw_end = pos
+        pos -= len(draw) + 1
+        count = _draw_count(draw) if draw.strip() else None
+        if count is None:
+            continue
+        if last is None:
+            last = count
+        elif count != last:
+            break
+        first_end = draw_end
+    if first_end is None or read_at <= at or end <= size:
+        return read_at
+    drawn_end = end - len(line) + first_end  # the first draw's end, in the file
+    share = (drawn_end - size) / (end - size)
+    return at + (read_at - at) * min(max(share, 0.0), 1.0)
+
+
 MIN_RSS_CHART_POINTS = 2
 """An RSS chart is drawn from at least this many (iteration, host RSS) points
 (MetricSeries.rss_at_iterations); fewer draw none."""

@@ -19,10 +19,20 @@ carriage returns) is not fed; it is told to the series as of the file's mtime on
 seen is kept with the log's offset, written at once when a read finds it frozen (unchanged for
 `persist_every_s` / 2): after a restart the first read compares with it (a bar frozen before
 the restart is no activity for being seen again, though it froze after the offset's last
-throttled write). A restart sooner after the freeze finds a count the store did not keep: it
-was drawn after the offset's last write, and is dated at that write (the file's mtime then),
-never at the restart's read, so a bar frozen then is no advance either (its stall is warned
-no later than without the restart, at most the time from that write to the freeze sooner).
+throttled write). A restart sooner after the freeze finds a count the store did not keep,
+drawn after the offset's last write; the store has that write's size and mtime, the read the
+line's draws since and the file's mtime now, so it is dated by `count_drawn_at`: drawn last,
+after another count, at the file's mtime (a bar that moved on while the bot was down is
+activity at the restart's read, however long it was down); drawn again since, where its first
+draw ends among the bytes written since that write, on a line between the two mtimes (a bar
+frozen then and redrawn since is no advance: its stall is warned as without the restart).
+Residual: redraws are taken as evenly paced. A moving bar redrawn at its last count more
+densely than it drew before (a postfix refreshed many times per step, each count drawn many
+times) is dated earlier than its last advance: a restart's first read may then warn a stall
+that was not, when that date is past the threshold (a count drawn at most twice is dated
+within two draws' share of the read). A frozen bar's redraws denser than its draws before
+the freeze date the freeze earlier (warned sooner, by at most the time from the offset's
+write to the freeze), sparser ones later (warned later, by at most the downtime).
 Once the job has ended and its log is read to its end, that line is its last line and is fed
 once (bot.core.tail.take_last_line); so is the sampler file's (the last sample before an OOM
 kill written without its newline).
@@ -37,7 +47,7 @@ from dataclasses import dataclass, field
 from bot.cluster.errors import ClusterError, said
 from bot.config import RecipeConfig
 from bot.core.diagnose import LogAnalysis
-from bot.core.metrics import UnfinishedBar
+from bot.core.metrics import UnfinishedBar, count_drawn_at
 from bot.core.models import Diagnosis
 from bot.core.sampler_series import SamplerSeries
 from bot.core.slurm.records import JobRecord
@@ -265,9 +275,11 @@ class LogFollower:
                     drawn = written
                     if followed.restored and followed.start.mtime is not None:
                         # a count the store did not keep was drawn after the offset's last
-                        # write, perhaps right after it and frozen since (its freeze not
-                        # written yet): dated at that write, never at this read
-                        drawn = min(written, followed.start.mtime)
+                        # write: when, the line's draws since that write tell (a bar frozen
+                        # right after it and redrawn since is no advance at this read; one
+                        # that moved on while the bot was down is)
+                        drawn = count_drawn_at(unfinished, jw.log.size, (
+                            followed.start.size, followed.start.mtime), written)
                     series.unfinished_line(jw.log.line_no + 1, unfinished, drawn + jw.skew)
                     # the bar on this unfinished line, at the count the last read saw
                     unchanged = (series.unfinished_bar is not None

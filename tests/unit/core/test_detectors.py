@@ -22,7 +22,7 @@ from bot.core.detectors import (
     progress_doubts,
     theil_sen,
 )
-from bot.core.metrics import MetricSeries
+from bot.core.metrics import MetricSeries, count_drawn_at
 from bot.core.models import Accounting
 from bot.core.tail import READ, FileRead, TailState, apply_read, plan_read
 from bot.core.training_lines import CheckpointEvent, Sample
@@ -281,6 +281,30 @@ def test_a_bar_frozen_at_its_count_on_an_unfinished_line_is_a_stall(draw):
     assert finding is not None
     assert (finding.started_at, finding.last_iter, finding.last_line) == (advanced, 100, 101)
     assert "2500/5000" in finding.last_text
+
+
+@BAR_DRAWS
+def test_when_a_bar_not_seen_since_a_read_was_drawn_at_its_count_the_bytes_tell(draw):
+    """A restart reads a bar the store did not keep, drawn since a read at minute 0 (the
+    line's bytes then: the bar at 1,000) up to a read at minute 10. A count drawn last, after
+    another, was drawn at the read (the file's mtime is its draw's), even when every count was
+    drawn twice (a postfix refreshed after each step); a count redrawn since is dated where
+    its first draw ends among the bytes written since minute 0 (frozen at minute 4: about
+    then); a count drawn before minute 0, at minute 0."""
+    head = b"\n".join([b"x"] * 5) + b"\n"
+    kept = draw(750, 5000) + draw(1000, 5000)
+
+    def drawn_at(since_then: bytes) -> float:
+        line = kept + since_then
+        return count_drawn_at(line, len(head) + len(line), (len(head) + len(kept), 0.0), 600.0)
+
+    moving = b"".join(draw(1000 + 250 * m, 5000) for m in range(1, 11))
+    assert drawn_at(moving) == 600.0
+    refreshed = b"".join(draw(1000 + 250 * m, 5000) * 2 for m in range(1, 11))
+    assert drawn_at(refreshed) > 560.0  # its last draw's share of the bytes: about 30 s
+    frozen = b"".join(draw(1000 + 250 * min(m, 4), 5000) for m in range(1, 11))
+    assert 200.0 <= drawn_at(frozen) <= 280.0
+    assert drawn_at(draw(1000, 5000) * 10) == 0.0
 
 
 @BAR_DRAWS

@@ -744,20 +744,46 @@ def test_a_bar_frozen_right_before_a_restart_is_no_advance_at_the_restarts_read(
     minute); the log's offset was last written at minute 5 with 1,250, and the bot restarts
     before the tick of minute 8, two minutes after the freeze: before the read that would
     have found it unchanged for 150 s (persist_every_s / 2) and written it. The restart's
-    read finds a count the store did not keep: drawn after the offset's write, it is dated
-    there, not at the read, and the stall is warned within 5 minutes of the freeze (no later
-    than without the restart), the frozen draw as its evidence. Before, the read took the
-    frozen bar for an advance at minute 8, and the warning came only past minute 13."""
+    read finds a count the store did not keep, drawn again since its first draw: it is dated
+    where that first draw ends in the bytes written since the offset's write (minute 6, the
+    freeze), not at the read, and the stall is warned as without the restart (5 minutes
+    after the freeze, the frozen draw as its evidence). Before, the read took the frozen bar
+    for an advance at minute 8, and the warning came only past minute 13."""
     _, _, _, sink = env
     w = _evaluating(env, 6, restart_before=8, minutes=8)
     frozen = T0 + 90 + 60 * 6
     assert sink.events == []
-    w.tick(frozen + 300)
+    w.tick(frozen + 240)
+    assert sink.events == []
+    w.tick(frozen + 360)
     [warn] = sink.events
     assert warn.decision.class_id == "hang"
     assert "1500/5000" in warn.diagnosis.evidence[0].text
-    bar = w._jobs[7].analysis.series.unfinished_bar
-    assert bar is not None and bar.advanced_at < frozen  # not the restart's read (minute 8)
+
+
+def test_a_bar_that_moved_on_through_a_long_downtime_is_no_stall_at_the_restarts_read(env):
+    """The bar rises 250 images a minute for 20 minutes, never frozen; the bot is down from
+    minute 4 to minute 14 (10 minutes, twice the stall threshold) and restarts. The restart's
+    read finds a count the store did not keep, drawn last after another: the bar moved at the
+    file's mtime, so no hang is warned (no stacks collected over SSH) at that read or after.
+    A regression of dating every such count at the offset's last write (minute 3): warned
+    `hang` at minute 14."""
+    store, slurm, sftp, sink = env
+    add_job(store, 7)
+    slurm.records[7] = running(7)
+    w = make_watcher(store, slurm, sftp, sink)
+    sftp.clock = T0 + 90
+    sftp.append(LOG, _progress_lines(100, 20, T0 + 1) + mmcv_draw(0, 5000))
+    w.tick(T0 + 91)
+    for minute in range(1, 21):
+        sftp.clock = T0 + 90 + 60 * minute
+        sftp.append(LOG, mmcv_draw(250 * minute, 5000))
+        if 4 <= minute < 14:
+            continue  # the bot is down
+        if minute == 14:
+            w = make_watcher(store, slurm, sftp, sink)
+        w.tick(T0 + 91 + 60 * minute)
+        assert sink.events == [], f"minute {minute}: {[e.decision.class_id for e in sink.events]}"
 
 
 def test_a_slowly_stepping_bar_writes_its_offset_at_the_throttles_pace(env):
