@@ -305,8 +305,6 @@ class SSHRunner:
                     log.info("ssh transport to %s was dropped; reconnecting",
                              self.settings.host)
                     self._lost()
-                log.info("ssh transport to %s was dropped; reconnecting", self.settings.host)
-                self._lost()
             if self._closed:
                 raise self._runner_closed()
             self._client, self._jump = self._open_client()
