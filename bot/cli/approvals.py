@@ -65,7 +65,8 @@ def _list(ctx: BotContext, *, as_json: bool) -> int:
 
     for row in rows:
         print(f"{row['token']}  {row['action']} {row['recipe'] or ''} job {row['job_id']} "
-              f"(chain {row['chain_id']}), expires in {format_duration(row['expires_in_s'])}: "
+              f"(chain {row['chain_id']}), expires in "
+              f"{format_duration(row['expires_in_s'], down=True)}: "
               f"{' | '.join(row['choices'])}")
         if row["summary"]:
             print(f"    {row['summary']}")

@@ -106,17 +106,22 @@ SECONDS_BELOW = 120
 
 
 def format_duration(seconds: float | None, t: PoTranslations | None = None, *,
-                    up: bool = False) -> str:
+                    up: bool = False, down: bool = False) -> str:
     """THE duration wording of every text trainbot writes (the templates' `duration` filter,
     the metric cells, the CLI): seconds below two minutes, then minutes, hours, days; in
     `t`'s language (English without one). Rounded to the nearest of the last unit shown;
     with `up` (a wait announced to a person, the templates' `wait` filter: "trainbot looks
-    again in about …"), rounded up to it, so the time said is never before the real one."""
+    again in about …"), rounded up to it, so the time said is never before the real one;
+    with `down` (a time left, as an approval's expiry), rounded down to it, so the time said
+    is never after the real one."""
+    if up and down:
+        raise ValueError("format_duration: up or down, not both")
     _defined(seconds)
     if seconds is None:
         return "?"
     _ = t.gettext if t is not None else (lambda message: message)
-    whole: Callable[[float], int] = math.ceil if up else (lambda x: int(round(x)))
+    whole: Callable[[float], int] = (math.ceil if up else math.floor if down
+                                     else (lambda x: int(round(x))))
     if whole(max(0.0, seconds)) < SECONDS_BELOW:
         return _("%(seconds)d s") % {"seconds": whole(max(0.0, seconds))}
     hours, minutes = divmod(whole(seconds / 60.0), 60)

@@ -19,7 +19,7 @@ store: {url: "sqlite:///STORE"}
 """
 
 
-def setup(tmp_path) -> tuple[str, str]:
+def setup(tmp_path, expires_in_s: float = 3600) -> tuple[str, str]:
     db = tmp_path / "s.db"
     config = tmp_path / "trainbot.yaml"
     config.write_text(CONFIG.replace("STORE", str(db)))
@@ -30,7 +30,7 @@ def setup(tmp_path) -> tuple[str, str]:
         token = store.approvals.create(
             action="resubmit", payload={"recipe": "mix", "choices": ["resubmit", "dismiss"],
                                         "summary": "job 4242 died: host_oom"},
-            allowed=["U0OWNER"], expires_at=now + 3600, now=now, target_job="4242",
+            allowed=["U0OWNER"], expires_at=now + expires_in_s, now=now, target_job="4242",
             chain_id=chain.id)
     return str(config), token
 
@@ -43,6 +43,14 @@ def test_the_list_shows_each_waiting_prompt_with_its_choices(tmp_path, capsys) -
     assert row["choices"] == ["resubmit", "dismiss"] and row["summary"].endswith("host_oom")
     assert main(["approvals", "--config", config]) == 0
     assert token in capsys.readouterr().out
+
+
+def test_the_list_never_says_a_prompt_expires_later_than_it_does(tmp_path, capsys) -> None:
+    """25 min 50 s left reads "expires in 25 min": a person acting at the time said is not
+    too late. Before, it read "expires in 26 min", after the prompt had expired."""
+    config, _ = setup(tmp_path, expires_in_s=25 * 60 + 50)
+    assert main(["approvals", "--config", config]) == 0
+    assert "expires in 25 min:" in capsys.readouterr().out
 
 
 def test_an_approver_decides_from_the_cli_and_anyone_else_is_refused(tmp_path, capsys) -> None:

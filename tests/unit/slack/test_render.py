@@ -431,6 +431,19 @@ def test_a_wait_said_to_a_person_is_rounded_up_never_before_the_real_one(seconds
     assert format_duration(seconds, translator("ko"), up=True) == ko
 
 
+@pytest.mark.parametrize(("seconds", "en", "ko"), [
+    (8.7, "8 s", "8초"), (119.7, "119 s", "119초"), (1169.0, "19 min", "19분"),
+    (4070.0, "1 h 07 min", "1시간 7분"), (201_500.0, "2 d 7 h", "2일 7시간"),
+])
+def test_a_time_left_said_to_a_person_is_rounded_down_never_after_the_real_one(seconds, en, ko):
+    """A time left (an approval's "expires in …") is rounded down to the last unit shown: a
+    person who acts at the time said is never too late. Before, 1169 s read "19 min" but
+    4070 s "1 h 08 min" and 119.7 s "2 min"."""
+    from bot.slack.render import format_duration, translator
+    assert format_duration(seconds, down=True) == en
+    assert format_duration(seconds, translator("ko"), down=True) == ko
+
+
 def test_a_short_stall_reads_in_seconds_in_every_text():
     d = Diagnosis(class_id="hang", action=Action.ASK, retryable=True, charges_budget=True,
                   hint="", title="Hang", metrics=DiagnosisMetrics(last_iter=130, stall_seconds=8),
