@@ -248,9 +248,10 @@ def say_pending_notes(ctx: BotContext) -> None:
 
 
 def _say_kept(ctx: BotContext, note: Incident, roots: RootTries | None = None) -> bool:
-    """Try the kept note `note` (`thread_note`'s, or a rendered reply `keep_reply` kept)
-    and record what became of it, then share the reply's kept attachment once it is posted:
-    True once posted."""
+    """Try the kept note `note` (`thread_note`'s, or a rendered reply `keep_reply` kept),
+    share the reply's kept attachment once it is posted, then record what became of it: the
+    row stays `pending` until the file is shared, so a bot stopped during the upload shares it
+    at its next try (the reply and the file each posted once, by key): True once posted."""
     if note.state != "pending" or note.chain_id is None:
         return note.state == "posted"
     text, blocks = str(note.diagnosis.get("text") or ""), note.diagnosis.get("blocks")
@@ -258,12 +259,12 @@ def _say_kept(ctx: BotContext, note: Incident, roots: RootTries | None = None) -
         if blocks is None else \
         say_in_thread(ctx, note.chain_id, note.key, text, ctx.notes, lambda: (blocks, text),
                       what="reply", roots=roots)
-    if said in ("posted", "given_up"):
-        ctx.store.incidents.set_state_from(note.key, "pending",
-                                           "posted" if said == "posted" else "dropped")
     file = note.diagnosis.get("file")
     if said == "posted" and isinstance(file, dict):
         share_attachment(ctx, note.chain_id, Attachment(**file))
+    if said in ("posted", "given_up"):
+        ctx.store.incidents.set_state_from(note.key, "pending",
+                                           "posted" if said == "posted" else "dropped")
     return said == "posted"
 
 

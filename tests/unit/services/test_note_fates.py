@@ -36,6 +36,7 @@ from fakes import (
 )
 from slack_sdk import WebClient
 from slack_standin import SlackStandIn
+from support.dying import Died
 from support.e2e import accept, refuse
 from support.in_flight import recover
 from support.watcher import LOG, add_job, make_watcher, timed_out
@@ -1388,6 +1389,19 @@ class DumpCollector(FailingPostCollector):
         return build_report(job_id, 0, out, "", collected_at="2026-12-06 18:00:00 UTC")
 
 
+def kept_stacks(slack: SlackStandIn, store: Store) -> tuple[Run, str, Forensics, Note]:
+    """Job 88154 stalled; its stall prompt's first try collects its stacks (a full dump to
+    attach), whose post Slack answers 500 at every attempt: the stacks are kept. The run, its
+    thread's root, the forensics (closed by the caller) and the stall prompt."""
+    run = make_run(slack, store)
+    root = run.open_thread()
+    forensics = Forensics(run.ctx, DumpCollector(slack, run.poster.max_attempts))  # type: ignore[arg-type]
+    note = stall_prompt(run, forensics)
+    note.chance(0)
+    assert forensics.wait(10)
+    return run, root, forensics, note
+
+
 @pytest.mark.parametrize("restart", [False, True], ids=["same bot", "restarted"])
 def test_kept_stacks_are_posted_later_with_their_dump_file_once(
         slack: SlackStandIn, store: Store, restart: bool) -> None:
@@ -1396,12 +1410,7 @@ def test_kept_stacks_are_posted_later_with_their_dump_file_once(
     shares the full dump they announce ("Every rank's full stack is in the attached file")
     in the thread, once: later runs share nothing more. Before, the kept post went out
     without the file."""
-    run = make_run(slack, store)
-    root = run.open_thread()
-    forensics = Forensics(run.ctx, DumpCollector(slack, run.poster.max_attempts))  # type: ignore[arg-type]
-    note = stall_prompt(run, forensics)
-    note.chance(0)
-    assert forensics.wait(10)
+    run, root, forensics, note = kept_stacks(slack, store)
     stacks = f"stacks:{note.key}"
     assert in_thread(slack, root, stacks) == [] and slack.files == {}
     ctx = slack_context(slack, store)[0] if restart else run.ctx
@@ -1413,6 +1422,37 @@ def test_kept_stacks_are_posted_later_with_their_dump_file_once(
     assert (dump["name"], dump["title"]) == ("stacks-88154.txt", "Python stacks · job 88154")
     assert dump["thread_ts"] == root and dump["channel"] == PRIVATE
     assert b"=== rank 1 (pid 11) on gpu-a01" in dump["data"]
+    shared = [m for m in slack.replies(PRIVATE, root) if m.get("subtype") == "file_share"]
+    assert len(shared) == 1
+    forensics.close()
+
+
+@pytest.mark.parametrize("dies", ["as the upload starts", "once the upload is done"])
+def test_kept_stacks_dump_is_shared_once_by_a_bot_restarted_after_dying_at_its_upload(
+        slack: SlackStandIn, store: Store, monkeypatch: pytest.MonkeyPatch, dies: str) -> None:
+    """The `prompts` job posts the kept stacks of a stall, then the bot dies (a SIGTERM, a
+    crash) while their dump uploads (which may take a post's deadline), or just after. The
+    bot restarted shares the dump in the thread, once, and posts the stacks no second time.
+    Before, the kept stacks were recorded posted before their upload: a bot stopped during
+    it never shared the file the stacks announce."""
+    run, root, forensics, note = kept_stacks(slack, store)
+    upload = run.poster.upload_file
+
+    def dying_upload(*args: Any) -> str:
+        if dies == "once the upload is done":
+            upload(*args)
+        raise Died("SIGTERM during the dump's upload")
+
+    monkeypatch.setattr(run.poster, "upload_file", dying_upload)
+    with pytest.raises(Died):
+        for _ in range(3):
+            say_pending_notes(run.ctx)
+    restarted = slack_context(slack, store)[0]
+    for _ in range(3):
+        say_pending_notes(restarted)
+    assert len(in_thread(slack, root, f"stacks:{note.key}")) == 1
+    [dump] = [f for f in slack.files.values() if f["completed"]]
+    assert dump["name"] == "stacks-88154.txt" and dump["thread_ts"] == root
     shared = [m for m in slack.replies(PRIVATE, root) if m.get("subtype") == "file_share"]
     assert len(shared) == 1
     forensics.close()
