@@ -46,6 +46,9 @@ _SHELL_VALUE_RE = re.compile(r"(?<![\w$])(?P<var>[A-Za-z_]\w*)(?P<add>\+?)=[\"']
 #: Where a shell assignment's value ends past an expansion (`n=$((n++))`, `n="$((n++))";`): the
 #: expansion is the whole value.
 _VALUE_END_RE = re.compile(r"[\"']?(?:[\s;&|)]|$)")
+#: Where an arithmetic `+=` / `-=`'s value ends the expression (`((n-=1))`, `let n+=2 m=1`):
+#: only then is its first word all it adds (`(( n -= 1 + 1 ))` is not known).
+_SUM_END_RE = re.compile(r"[\"']?[^\S\n]*(?:\)\)|,|[\n;&|]|$)|[ \t]+(?![-+*/%<>=!&|^?:])")
 #: A decimal integer as arithmetic reads it (no leading 0, which makes it octal).
 _DECIMAL_RE = re.compile(r"-?[1-9][0-9]*")
 #: What may come before a command's first word on its line: a separator or a keyword, then
@@ -122,9 +125,11 @@ def assigned_values(code: str, wanted: set[str], prefixes: dict[int, tuple[str, 
                 not text.startswith("0") else None
         elif shell and var not in integer:
             value = was + text if was is not None else None
-        else:
-            added_zero = was is not None and ZERO_RE.fullmatch(was) and ZERO_RE.fullmatch(text)
-            value = "0" if added_zero else None
+        else:  # an arithmetic sum of a known number and a constant (`((n-=1))`) is known
+            held = "0" if was is not None and ZERO_RE.fullmatch(was) else was
+            value = str(int(held) + int(text) * (-1 if op == "-" else 1)) if (
+                held is not None and (held == "0" or _DECIMAL_RE.fullmatch(held))
+                and (ZERO_RE.fullmatch(text) or _DECIMAL_RE.fullmatch(text))) else None
         if value is not None and re.search(r"[$`]", value):
             value = None  # an expansion: not known here
         earlier.append((start, value))
@@ -145,6 +150,8 @@ def _assignments(code: str) -> list[tuple[int, str, str, str, bool]]:
         var, op, text = m.group("var", "op", "value") if shell else m.group(
             "avar", "aop", "avalue") if m.group("avar") is not None else m.group(
             "pvar", "pop", "pop")  # (`((++n))`: no text, its operator says the value)
+        if op in ("+", "-") and not shell and not _SUM_END_RE.match(code, m.end()):
+            text = "?"  # (`(( n -= 1 + 1 ))`: more than the first word: not known)
         found.append((m.start(), var, op, text, shell))
     if "$((" not in code:
         return found

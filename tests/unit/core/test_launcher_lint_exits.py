@@ -1510,6 +1510,24 @@ def test_a_pre_increment_or_an_arithmetic_add_leaves_what_it_evaluates_to(tmp_pa
 
 
 @pytest.mark.parametrize(("body", "level"), [
+    # an arithmetic `-=` / `+=` of a constant to a known number leaves their sum (each said
+    # nothing: any `-=` / `+=` but of 0 to 0 read as not known)
+    ("set -e\nn=1\necho $((n-=1))\n((n++))\n", "fail"),
+    ("set -e\nn=1\n((n-=1)) || true\n((n++))\n", "fail"),
+    ("set -e\nn=5\nlet n-=5 || true\n((n++))\n", "fail"),
+    ("set -e\nn=1\n: $((n+=1))\n(( n -= 2 )) || true\n((n++))\n", "fail"),
+    ("set -e\nn=-3\nlet \"n+=3\" || true\n((n++))\n", "fail"),
+    # … not to 0 (the counter then reads 1 or -1: status 0), and one whose value is more than
+    # a constant is not known
+    ("set -e\nn=1\n((n-=2)) || true\n((n++))\n", None),
+    ("set -e\nn=1\n((n+=1))\n((n++))\n", None),
+    ("set -e\nn=1\n(( n -= 1 + 1 )) || true\n((n++))\n", None),
+])
+def test_an_arithmetic_sum_of_a_constant_to_a_known_number_is_known(tmp_path, body, level):
+    _counter_stops_bash_as_the_level_says(tmp_path, body, level)
+
+
+@pytest.mark.parametrize(("body", "level"), [
     # an arithmetic expansion that counts or sets the counter's variable (`x=$((++n))`) runs in
     # the script's shell and never fails its command: the counter after it reads its value
     # (each said `fail`, the variable read as still 0)
