@@ -198,15 +198,20 @@ def post_stacks(ctx: BotContext, chain_id: int | None, key: str, report: StackRe
     templates/file_title); True once reported: posted, or, when
     the post failed, kept for the thread with the dump (bot.services.threads.post_or_keep:
     the `prompts` job posts it later, then the file), so they are not collected again; False
-    when there is no thread. A failed upload only loses the file."""
+    when there is no thread. The post says the file follows; kept without it (too long to
+    keep) it says so instead, and a failed upload is followed by one line in the thread
+    saying the file could not be shared and how to collect the stacks again."""
     if not has_thread(ctx, chain_id):
         return False
     assert chain_id is not None and ctx.sink is not None
-    blocks, text = render(ctx, "stacks", recipe, report.to_view())
+    view = report.to_view()
+    blocks, text = render(ctx, "stacks", recipe, {**view, "file_in": "post"})
     dump = Attachment(f"{key}:dump", report.dump, f"stacks-{report.job_id}.txt", render(
-        ctx, "file_title", recipe, {"kind": "stacks", "job_id": report.job_id})[1]
+        ctx, "file_title", recipe, {"kind": "stacks", "job_id": report.job_id})[1],
+        unshared=render(ctx, "stacks", recipe, {**view, "unshared": True})[1]
     ) if report.dump else None
-    post_or_keep(ctx, chain_id, key, blocks, text, attachment=dump)
+    post_or_keep(ctx, chain_id, key, blocks, text, attachment=dump, unkept=render(
+        ctx, "stacks", recipe, {**view, "file_in": "dropped"}))
     return True  # posted, or kept (posted with its file by the `prompts` job)
 
 

@@ -50,19 +50,25 @@ THREAD_NOTE = "thread_note"
 # what became of a note's try (`say_note`): "deferred" when it was not made (its backoff)
 Said = Literal["posted", "later", "given_up", "deferred"]
 # the longest file a kept reply keeps for its later post (in the store, read at each run of
-# the `prompts` job); a longer one is shared only with a reply posted at once
-MAX_KEPT_FILE_CHARS = 2 << 20
+# the `prompts` job); a longer one is shared only with a reply posted at once. Twice the
+# bound on what a stacks collection sends back (bot.probes.stacks.MAX_OUTPUT_BYTES, 4 MiB):
+# the dump of a collection the nodes kept within it fits (each frame's dump line is shorter
+# than its JSON, a group's frames repeat one rank's: tests/unit/services/test_stacks_dump_bound)
+MAX_KEPT_FILE_CHARS = 8 << 20
 
 
 @dataclass(frozen=True)
 class Attachment:
     """A text file shared in the thread under its reply once the reply is posted (a stall's
-    full stack dump), once by `key`."""
+    full stack dump), once by `key`; `unshared` (trainbot's mrkdwn, in the thread's
+    language), when set, is said in the thread once if the upload fails (the reply having
+    announced the file)."""
 
     key: str
     text: str
     filename: str
     title: str
+    unshared: str = ""
 
 
 def lang_of(config: Config, recipe: str | None, channel: str | None = None) -> str:
@@ -164,41 +170,49 @@ def thread_note(ctx: BotContext, chain_id: int | None, key: str, text: str) -> b
 
 
 def keep_reply(ctx: BotContext, chain_id: int, key: str, blocks: Blocks, text: str, *,
-               attachment: Attachment | None = None) -> None:
+               attachment: Attachment | None = None,
+               unkept: tuple[Blocks, str] | None = None) -> None:
     """Keep the reply `blocks` (`text`: its fallback) for the chain's thread, not tried now:
     kept in the store as `thread_note`'s notes are (class `THREAD_NOTE`, `pending`), posted
     once (by key) under the run's root by the `prompts` job (`say_pending_notes`) once the
     thread is there (a run whose root another try is posting: `Rooted.claimed`), and its
     `attachment` shared after it (kept with it, so a bot restarted since shares it too; one
-    longer than MAX_KEPT_FILE_CHARS is not kept: logged)."""
+    longer than MAX_KEPT_FILE_CHARS is not kept: logged, and the reply kept is `unkept`, its
+    blocks and fallback, when given: one that does not announce the file)."""
     said: dict[str, Any] = {"kind": "reply", "text": text, "blocks": blocks}
     if attachment is not None and len(attachment.text) <= MAX_KEPT_FILE_CHARS:
         said["file"] = asdict(attachment)
     elif attachment is not None:
+        if unkept is not None:
+            said.update(blocks=unkept[0], text=unkept[1])
         log.warning("%s: %s (%d characters) is too long to keep for the reply's later post: "
                     "the reply goes without it", key, attachment.filename, len(attachment.text))
     _keep(ctx, chain_id, key, said)
 
 
 def post_or_keep(ctx: BotContext, chain_id: int, key: str, blocks: Blocks, text: str, *,
-                 attachment: Attachment | None = None) -> bool:
+                 attachment: Attachment | None = None,
+                 unkept: tuple[Blocks, str] | None = None) -> bool:
     """Post the reply `blocks` now (`post_safely`), then share its `attachment`
     (`share_attachment`); one not taken (a 5xx, Slack refusing it) is kept for the thread
     with its attachment (`keep_reply`), tried again by the `prompts` job with the kept notes'
     backoff (bot.core.backoff.after_try), so a reply that nothing else tries again (the
-    stacks of a stall whose prompt is posted) is not lost. True when posted now."""
+    stacks of a stall whose prompt is posted) is not lost; `unkept`: the reply kept instead
+    when the attachment is too long to keep (`keep_reply`). True when posted now."""
     if post_safely(ctx, "reply", chain_id, key, blocks, text) is not None:
         if attachment is not None:
             share_attachment(ctx, chain_id, attachment)
         return True
-    keep_reply(ctx, chain_id, key, blocks, text, attachment=attachment)
+    keep_reply(ctx, chain_id, key, blocks, text, attachment=attachment, unkept=unkept)
     return False
 
 
 def share_attachment(ctx: BotContext, chain_id: int, attachment: Attachment) -> None:
     """Share `attachment` once (by its key) in the chain's thread, through the thread
     writer's upload (its attempts and deadline: a post's); a failed upload is logged and
-    only loses the file, its reply being posted."""
+    only loses the file, its reply being posted: the thread is told so once
+    (`attachment.unshared`, a `thread_note` keyed `<key>:unshared`) when the reply announced
+    the file."""
     upload = getattr(ctx.sink, "upload_file", None)  # test recorders cannot upload
     if upload is None:
         return
@@ -209,6 +223,8 @@ def share_attachment(ctx: BotContext, chain_id: int, attachment: Attachment) -> 
         raise
     except Exception as exc:  # noqa: BLE001 - the reply is posted; the file is extra
         log.warning("%s: uploading %s failed: %s", attachment.key, attachment.filename, exc)
+        if attachment.unshared:
+            thread_note(ctx, chain_id, f"{attachment.key}:unshared", attachment.unshared)
 
 
 def kept_for_thread(ctx: BotContext, key: str) -> bool:

@@ -109,7 +109,7 @@ def test_a_stall_brings_the_warning_then_the_grouped_stacks_to_the_runs_thread(
                 assert f"Python stacks · job {job}: 3 of 4 ranks in `all_gather` ← " \
                        "`train_step`; the odd ones out: *rank 3* (" in texts[summary]
                 assert "in `DataLoader._get_data` ← `DataLoader.__next__`." in texts[summary]
-                assert "Every rank's full stack is in the attached file." in texts[summary]
+                assert "Every rank's full stack follows in a file." in texts[summary]
                 [data] = [f["data"] for f in slack.files.values() if f["name"] == dump]
                 for rank in range(4):
                     assert f"=== rank {rank} (pid ".encode() in data, data[:2000]

@@ -1374,6 +1374,16 @@ def test_a_flight_recorder_kept_before_a_restart_is_posted_by_the_new_bot_not_re
     forensics.close()
 
 
+def two_ranks(job_id: str) -> StackReport:
+    """The stacks of two ranks of `job_id` (a full dump to attach)."""
+    frames = [{"name": "all_gather", "short_filename": "train.py", "line": 7}]
+    procs = [{"pid": 10 + r, "rank": r, "step": "0", "ok": True, "cmd": "python train.py",
+              "threads": [{"os_thread_id": 1, "thread_name": "MainThread",
+                           "frames": frames}]} for r in range(2)]
+    out = MARKER + json.dumps({"host": "gpu-a01", "procs": procs}) + "\n"
+    return build_report(job_id, 0, out, "", collected_at="2026-12-06 18:00:00 UTC")
+
+
 class DumpCollector(FailingPostCollector):
     """A FailingPostCollector whose collection reads the stacks of two ranks (a full dump to
     attach)."""
@@ -1381,12 +1391,52 @@ class DumpCollector(FailingPostCollector):
     def collect(self, cluster: str, job_id: str, *,
                 trainer_pids: dict[str, tuple[int, ...]] | None = None) -> StackReport:
         super().collect(cluster, job_id, trainer_pids=trainer_pids)
-        frames = [{"name": "all_gather", "short_filename": "train.py", "line": 7}]
-        procs = [{"pid": 10 + r, "rank": r, "step": "0", "ok": True, "cmd": "python train.py",
-                  "threads": [{"os_thread_id": 1, "thread_name": "MainThread",
-                               "frames": frames}]} for r in range(2)]
-        out = MARKER + json.dumps({"host": "gpu-a01", "procs": procs}) + "\n"
-        return build_report(job_id, 0, out, "", collected_at="2026-12-06 18:00:00 UTC")
+        return two_ranks(job_id)
+
+
+class UploadRefusedCollector(Collector):
+    """A collection reading the stacks of two ranks, after which Slack refuses the dump's
+    upload (files.getUploadURLExternal answered 400)."""
+
+    def __init__(self, slack: SlackStandIn) -> None:
+        super().__init__()
+        self.slack = slack
+
+    def collect(self, cluster: str, job_id: str, *,
+                trainer_pids: dict[str, tuple[int, ...]] | None = None) -> StackReport:
+        super().collect(cluster, job_id, trainer_pids=trainer_pids)
+        self.slack.fail_next("files.getUploadURLExternal", status=400)
+        return two_ranks(job_id)
+
+
+@pytest.mark.parametrize(("lang", "follows", "unshared"), [
+    ("en", "Every rank's full stack follows in a file.",
+     "The file of every rank's full stack could not be shared in this thread: `/train stacks "
+     "88154` collects them again."),
+    ("ko", "모든 rank의 전체 스택은 이어서 파일로 올라옵니다.",
+     "모든 rank의 전체 스택 파일을 이 스레드에 공유하지 못했습니다: `/train stacks 88154`로 "
+     "다시 수집하세요."),
+])
+def test_a_stacks_file_slack_refused_is_said_in_the_thread_once(
+        slack: SlackStandIn, store: Store, lang: str, follows: str, unshared: str) -> None:
+    """The stall's stacks are posted, saying their full dump follows in a file; Slack refuses
+    the file's upload: one reply in the thread, in the run's language, says the file could not
+    be shared and how to collect the stacks again; later runs of the `prompts` job say it no
+    more. Before, the post said the file was attached and the thread never had it."""
+    run = make_run(slack, store, lang=lang)
+    root = run.open_thread()
+    forensics = Forensics(run.ctx, UploadRefusedCollector(slack))  # type: ignore[arg-type]
+    stall_prompt(run, forensics).chance(0)
+    assert forensics.wait(10)
+    stacks = f"stacks:{stall_prompt(run).key}"
+    [said] = in_thread(slack, root, stacks)
+    assert follows in str(said["blocks"])
+    assert not [f for f in slack.files.values() if f["completed"]]
+    for _ in range(2):
+        say_pending_notes(run.ctx)
+    [told] = in_thread(slack, root, f"{stacks}:dump:unshared")
+    assert unshared in str(told["blocks"])
+    forensics.close()
 
 
 def kept_stacks(slack: SlackStandIn, store: Store) -> tuple[Run, str, Forensics, Note]:
@@ -1407,7 +1457,7 @@ def test_kept_stacks_are_posted_later_with_their_dump_file_once(
         slack: SlackStandIn, store: Store, restart: bool) -> None:
     """Slack answers 500 to every attempt of a stall's stacks post: the stacks are kept. The
     `prompts` job's next run (of the same bot, or of a bot restarted since) posts them and
-    shares the full dump they announce ("Every rank's full stack is in the attached file")
+    shares the full dump they announce ("Every rank's full stack follows in a file")
     in the thread, once: later runs share nothing more. Before, the kept post went out
     without the file."""
     run, root, forensics, note = kept_stacks(slack, store)
@@ -1417,7 +1467,7 @@ def test_kept_stacks_are_posted_later_with_their_dump_file_once(
     for _ in range(3):
         say_pending_notes(ctx)
     [said] = in_thread(slack, root, stacks)
-    assert "Every rank's full stack is in the attached file." in str(said["blocks"])
+    assert "Every rank's full stack follows in a file." in str(said["blocks"])
     [dump] = [f for f in slack.files.values() if f["completed"]]
     assert (dump["name"], dump["title"]) == ("stacks-88154.txt", "Python stacks · job 88154")
     assert dump["thread_ts"] == root and dump["channel"] == PRIVATE
@@ -1458,19 +1508,30 @@ def test_kept_stacks_dump_is_shared_once_by_a_bot_restarted_after_dying_at_its_u
     forensics.close()
 
 
+@pytest.mark.parametrize(("lang", "dropped"), [
+    ("en", "Every rank's full stack was too large to keep for this later post: `/train stacks "
+           "88154` collects them again."),
+    ("ko", "모든 rank의 전체 스택은 나중에 올리는 이 게시물에 함께 보관하기에는 너무 큽니다: "
+           "`/train stacks 88154`로 다시 수집하세요."),
+])
 def test_a_dump_too_long_to_keep_leaves_the_kept_stacks_without_their_file(
-        slack: SlackStandIn, store: Store, monkeypatch: pytest.MonkeyPatch, caplog: Any) -> None:
+        slack: SlackStandIn, store: Store, monkeypatch: pytest.MonkeyPatch, caplog: Any,
+        lang: str, dropped: str) -> None:
     """A kept stacks post keeps its dump in the store only up to MAX_KEPT_FILE_CHARS: a longer
-    one is not kept (said in the log), and the `prompts` job posts the stacks alone."""
+    one is not kept (said in the log), and the `prompts` job posts the stacks alone, saying
+    the file was too large to keep and how to collect them again, in the run's language.
+    Before, the post said the file was attached."""
     monkeypatch.setattr(threads, "MAX_KEPT_FILE_CHARS", 100)
-    run = make_run(slack, store)
+    run = make_run(slack, store, lang=lang)
     root = run.open_thread()
     forensics = Forensics(run.ctx, DumpCollector(slack, run.poster.max_attempts))  # type: ignore[arg-type]
     stall_prompt(run, forensics).chance(0)
     assert forensics.wait(10)
     say_pending_notes(run.ctx)
     stacks = f"stacks:{stall_prompt(run).key}"
-    assert len(in_thread(slack, root, stacks)) == 1 and slack.files == {}
+    [posted] = in_thread(slack, root, stacks)
+    assert dropped in str(posted["blocks"]) and slack.files == {}
+    assert "follows in a file" not in str(posted["blocks"])
     [said] = [w for w in warnings(caplog, stacks) if "too long to keep" in w]
     assert "stacks-88154.txt (" in said and "the reply goes without it" in said
     forensics.close()

@@ -133,7 +133,7 @@ def test_a_stall_posts_the_grouped_stacks_after_the_tick_without_delaying_it(sto
     assert len(reply) == 1
     assert reply[0][3] == ("🔎 Python stacks · job 88154: 3 of 4 ranks in `all_gather` ← "
                            "`train_step`; the odd ones out: *rank 3* (gpu-a01) in `_get_data` "
-                           "← `__next__`.\nEvery rank's full stack is in the attached file.")
+                           "← `__next__`.\nEvery rank's full stack follows in a file.")
     [(file_key, filename, data)] = sink.files
     assert (file_key, filename) == (f"{key}:dump", "stacks-88154.txt")
     assert b"=== rank 3 (pid 13) on gpu-a01" in data
@@ -340,7 +340,7 @@ def test_train_stacks_answers_the_asker_and_posts_in_the_runs_thread(store) -> N
     assert reply.ephemeral and reply.blocks
     [thread] = [p for p in recorded(ctx).posts if p[2].startswith("stacks:dev:88154:")]
     assert thread[3] == reply.text.replace(
-        "in the file attached to this post in the run's thread.", "in the attached file.")
+        "is in the file attached to this post in the run's thread.", "follows in a file.")
     assert isinstance(ctx.sink, UploadSink)
     assert [f[1] for f in ctx.sink.files] == ["stacks-88154.txt"]
     [entry] = [e for e in store.audit.recent(10) if e.action == "command.stacks"]
@@ -479,7 +479,7 @@ def test_processes_not_read_are_one_line_each_cause_below_the_summary(store) -> 
         "job's user, and set kernel.yama.ptrace_scope to 0 on the nodes or give py-spy the "
         "cap_sys_ptrace capability (`trainbot preflight` checks it).",
         "Not read, 1 process(es): the job ended before its stacks could be read.",
-        "Every rank's full stack is in the attached file."]
+        "Every rank's full stack follows in a file."]
 
 
 @pytest.mark.parametrize(("state", "cause"), [("CANCELLED", "job_ended"),
