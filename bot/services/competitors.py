@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from bot.cluster.errors import ClusterError, OutcomeUnknown, said
 from bot.core.slack_bounds import bot_post_at_most_s
 from bot.core.slurm.records import JobRecord
+from bot.core.takeover import post_takeover_s
 from bot.core.text import Text
 from bot.services.access import approvers_now
 from bot.services.ports import BotContext
@@ -109,19 +110,19 @@ def propose_holds(
 
     Asked once per submitted job: when `job_id` already has hold prompts (a settle taken over
     with its resubmit found, a recovery run again), those are its proposals and nothing is
-    asked again; the question of each one still pending is posted under its key (`ask`:
-    made once, however often asked), so one whose process died between the prompt's record
-    and its post is posted by this run, once (one that no run asks about again is asked by
-    the prompts' follow-up: bot.services.prompt_follow_up.follow_up_prompts). Each prompt is
-    recorded before its question is posted: no hold is asked for, nor applied, without its
-    record.
+    asked again; the question of each one still pending and not gone out is posted under its
+    key once its record is old enough that its recording run can no longer be posting it
+    (`ask_when_due`), so one whose process died between the prompt's record and its post is
+    posted by this run, once (one asked by no run after that is asked by the prompts'
+    follow-up: bot.services.prompt_follow_up.follow_up_prompts). Each prompt is recorded
+    before its question is posted: no hold is asked for, nor applied, without its record.
     `action_ids` are the (yes, no) button action ids (handlers.actions.ActionId).
     """
     asked = hold_prompts_for(ctx, chain_id, job_id)
     if asked:
         for approval in asked:
             if approval.state == "pending":
-                ask(ctx, approval, action_ids)
+                ask_when_due(ctx, approval, now, action_ids)
         return [HoldProposal(a.token, _competitor(a), int(job_id)) for a in asked]
     try:
         competitors = find_competitors(ctx, recipe, job_id, chain_id)
@@ -178,6 +179,22 @@ def ask(ctx: BotContext, approval: Approval,
         "yes_action": str(action_ids[0]), "no_action": str(action_ids[1]),
     })
     post_safely(ctx, "reply", approval.chain_id, hold_prompt_key(token), blocks, text)
+
+
+def ask_when_due(ctx: BotContext, approval: Approval, now: float,
+                 action_ids: tuple[str, str] = (ActionId.HOLD_COMPETITOR,
+                                                ActionId.KEEP_COMPETITOR)) -> None:
+    """Ask the hold prompt `approval`'s question (`ask`) if it has not gone out and its
+    record is bot.core.takeover.post_takeover_s old at `now` (the longer of the configured
+    slack.post_deadline_s's and the one its recording run kept with it, one request and the
+    margin): before that, the run that recorded it may still be posting it, and Slack, not
+    having it yet, would be sent it twice (two questions, each with its buttons)."""
+    if asked(ctx, approval):
+        return
+    wait_s = post_takeover_s(ctx.config.slack.post_deadline_s,
+                             kept=question_at_most_s(approval))
+    if now - approval.created_at >= wait_s:
+        ask(ctx, approval, action_ids)
 
 
 def question_at_most_s(approval: Approval) -> float | None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import logging
 import re
 
-from bot.core.takeover import post_takeover_s
 from bot.services import competitors as comp
 from bot.services.access import escalation_people, mention, prompt_people
 from bot.services.approval_outcomes import decided, expired_outcome
@@ -71,10 +70,7 @@ def _follow_up(ctx: BotContext, approval: Approval, now: float) -> None:
     if approval.action == comp.HOLD_ACTION and not comp.asked(ctx, approval):
         # its process died (or Slack refused it) before its question went out: asked here,
         # once the post's own deadline has passed (its keyed post is made once), not reminded
-        wait_s = post_takeover_s(ctx.config.slack.post_deadline_s,
-                                 kept=comp.question_at_most_s(approval))
-        if ctx.sink is not None and age >= wait_s:
-            comp.ask(ctx, approval)
+        comp.ask_when_due(ctx, approval, now)
         return
     step: str | None = None
     if policy.escalate_after_s and age >= policy.escalate_after_s:

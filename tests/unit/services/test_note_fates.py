@@ -59,18 +59,26 @@ from bot.core.policy import (
 from bot.core.slack_bounds import POST_DEADLINE_S, bot_post_at_most_s
 from bot.core.slurm.records import JobRecord
 from bot.core.stacks import MARKER, PERMISSION_DENIED, ProcessFailure, StackReport, build_report
-from bot.core.takeover import RemoteDeadlines, cancel_takeover_s, submit_in_flight_s
+from bot.core.takeover import (
+    RemoteDeadlines,
+    cancel_takeover_s,
+    post_takeover_s,
+    submit_in_flight_s,
+)
 from bot.ops.procfs import ProcFS
 from bot.services import threads
 from bot.services.approvals import handle_click
+from bot.services.competitors import hold_prompt_key, propose_holds_for_submit
 from bot.services.home import stop_watching
 from bot.services.leases import LeaseKeeper
 from bot.services.lost_submit import recorded_result
 from bot.services.ports import BotContext, PostError, PostRefused
+from bot.services.prompt_follow_up import follow_up_prompts
 from bot.services.prompts import create_resubmit_prompt
 from bot.services.runs import announce_submit, announce_unposted_roots
 from bot.services.scheduler import JobScheduler
 from bot.services.stacks import Forensics
+from bot.services.submit_result import SubmitResult
 from bot.services.threads import (
     THREAD_NOTE,
     Rooted,
@@ -925,17 +933,18 @@ def test_a_submits_note_whose_root_slack_failed_is_kept_and_posted_under_it_late
     assert "U0BOB" in str(said["blocks"])
 
 
-class SlowRootPost:
-    """Slack's chat.postMessage of a run's root held at the wire until `answer` is set (at
-    most 5 s): `arrived` once it is there."""
+class SlowPost:
+    """Slack's chat.postMessage of the posts whose key has `key_part` (a run's root's by
+    default) held at the wire until `answer` is set (at most 5 s): `arrived` once one is
+    there."""
 
-    def __init__(self, poster: SlackPoster) -> None:
-        self.inner = poster.client.chat_postMessage
+    def __init__(self, poster: SlackPoster, key_part: str = ":root") -> None:
+        self.inner, self.key_part = poster.client.chat_postMessage, key_part
         self.arrived, self.answer = threading.Event(), threading.Event()
         poster.client.chat_postMessage = self  # type: ignore[method-assign]
 
     def __call__(self, **kwargs: Any) -> Any:
-        if ":root" in str(kwargs.get("metadata")):
+        if self.key_part in str(kwargs.get("metadata")):
             self.arrived.set()
             self.answer.wait(5)
         return self.inner(**kwargs)
@@ -951,7 +960,7 @@ def test_a_submit_announced_while_another_try_posts_the_root_does_not_wait_for_i
     its claim, held for a post's worst case), holding the tick."""
     run = make_run(slack, store)
     watcher_ctx, watcher_poster, clock = slack_context(slack, store)  # the other replica
-    slow = SlowRootPost(watcher_poster)
+    slow = SlowPost(watcher_poster)
     note = watcher_note(Run(watcher_ctx, watcher_poster, run.chain_id, clock))
     reply = threading.Thread(target=note.chance, args=(0,))
     reply.start()
@@ -1535,3 +1544,38 @@ def test_a_dump_too_long_to_keep_leaves_the_kept_stacks_without_their_file(
     [said] = [w for w in warnings(caplog, stacks) if "too long to keep" in w]
     assert "stacks-88154.txt (" in said and "the reply goes without it" in said
     forensics.close()
+
+
+def test_a_hold_question_still_being_posted_is_not_posted_again_by_a_recovery(
+        slack: SlackStandIn, store: Store) -> None:
+    """A person's resume (job 90500) records its hold prompt for the team's job 88017 and
+    posts its question, Slack slow to answer, when a recovery on another replica runs the
+    post-submit step for the same job: it posts no question of its own, nor does the
+    prompts' follow-up once the first is in. The thread shows one "Hold 88017?" with its
+    buttons. Before, the recovery looked the question up, did not find it yet, and posted
+    it: two questions, each with Yes / No."""
+    slurm = AnswerLostSlurm(lost=0, submitted_at=T0)
+    run = make_run(slack, store, slurm=slurm)
+    root = run.open_thread()
+    slurm.add(90500, name="mix", partition="debug", account="root", priority=100)
+    slurm.add(88017, name="succ", partition="debug", account="root", priority=200)
+    store.attempts.record(chain_id=run.chain_id, job_id="90500", now=T0)
+    result = SubmitResult(job_id="90500", chain_id=run.chain_id, attempt_no=2,
+                          job_name="mix", checkpoint=None)
+    slow = SlowPost(run.poster, "hold-prompt:")
+    first = threading.Thread(target=propose_holds_for_submit, args=(run.ctx, "mix", result, T0))
+    first.start()
+    assert slow.arrived.wait(5)
+    other, _, other_clock = slack_context(slack, store, slurm)  # the other replica
+    other_clock[0] = T0 + 60
+    [again] = propose_holds_for_submit(other, "mix", result, T0 + 60)
+    slow.answer.set()
+    first.join(10)
+    [hold] = [a for a in store.approvals.for_chain(run.chain_id)
+              if a.action == "hold_competitor"]
+    assert again.token == hold.token
+    follow_up_prompts(other, T0 + post_takeover_s(POST_DEADLINE_S, kept=None) + 60)
+    [question] = in_thread(slack, root, hold_prompt_key(hold.token))
+    assert "88017" in question["text"]
+    assert [e["action_id"] for b in question["blocks"] if b["type"] == "actions"
+            for e in b["elements"]] == [ActionId.HOLD_COMPETITOR, ActionId.KEEP_COMPETITOR]
