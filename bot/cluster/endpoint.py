@@ -30,7 +30,8 @@ class SSHSettings:
     IdentityFile, ProxyJump and UserKnownHostsFile are read from it where the settings leave
     them unset (port: where it is the default 22). `sftp_timeout` bounds each SFTP reply;
     `sftp_channels` is how many SFTP channels may be open at once (sshd's MaxSessions, 10 by
-    default, counts them with the command sessions).
+    default, counts them with the command sessions). `max_output_bytes` bounds what one
+    command may send back, stdout and stderr together (bot.cluster.errors.OutputTooLarge).
     """
 
     host: str
@@ -45,6 +46,7 @@ class SSHSettings:
     command_timeout: float = 120.0
     sftp_timeout: float = 15.0
     sftp_channels: int = 4
+    max_output_bytes: int = 64 << 20
 
 
 @dataclass(frozen=True)

@@ -77,6 +77,19 @@ class CommandTimedOut(ClusterError):
                             command=shlex.join(self.argv), timeout=f"{timeout:g}"))
 
 
+class OutputTooLarge(ClusterError):
+    """A remote command sent more output (stdout and stderr together) than the runner reads
+    of one command (SSHSettings.max_output_bytes): its channel was closed, the remote process
+    sent SIGTERM, and what it sent dropped, so a flood cannot grow the bot's memory."""
+
+    def __init__(self, argv: Sequence[str], limit: int):
+        self.argv = list(argv)
+        self.limit = limit
+        super().__init__(N_("`%(command)s` sent more than %(limit)s MiB of output; trainbot "
+                            "stopped reading it and closed its channel",
+                            command=shlex.join(self.argv), limit=f"{limit / (1 << 20):g}"))
+
+
 class OutcomeUnknown(ClusterUnavailable):
     """A command that changes something on the cluster (a submit, a cancel, a hold, a
     release, a requeue) whose end trainbot did not see: its channel closed first

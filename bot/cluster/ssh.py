@@ -67,6 +67,7 @@ from bot.cluster.errors import (
     CommandFailed,
     CommandTimedOut,
     HostKeyRejected,
+    OutputTooLarge,
     ReadCutOff,
     said,
     stuck_connection,
@@ -125,6 +126,23 @@ class _RejectUnknownHost(paramiko.MissingHostKeyPolicy):
             N_("host key for %(host)s is not in %(file)s (the file does not exist); verify it "
                "and add it with ssh-keyscan -p %(port)s %(name)s >> %(file)s (offered %(key)s)",
                **values))
+
+
+class _Bounded:
+    """What one command sent back so far, at most `limit` bytes of stdout and stderr
+    together: the chunk past it sends the remote process SIGTERM, closes the channel and
+    raises OutputTooLarge (its output dropped)."""
+
+    def __init__(self, limit: int, chan: paramiko.Channel, args: tuple[str, ...]) -> None:
+        self.limit, self.chan, self.args, self.total = limit, chan, args, 0
+
+    def __call__(self, chunk: bytes) -> bytes:
+        self.total += len(chunk)
+        if self.total > self.limit:
+            send_signal(self.chan, "TERM")
+            close_channel(self.chan)
+            raise OutputTooLarge(self.args, self.limit)
+        return chunk
 
 
 class SSHRunner:
@@ -644,7 +662,9 @@ class SSHRunner:
         stdin: bytes | str | None,
         limit: float,
     ) -> tuple[bytes, bytes, int | None]:
-        """Send stdin, read stdout and stderr until the exit status; exit code None when
+        """Send stdin, read stdout and stderr until the exit status (together at most
+        settings.max_output_bytes: past it OutputTooLarge, the remote process sent SIGTERM and
+        the channel closed: `_Bounded`); exit code None when
         `limit` seconds passed first (the remote process is then sent SIGTERM), also when,
         past `limit`, a send was cut by the connection's close (a command that could not end
         by its deadline retires its connection: `_overstayed`), -1 when the channel closed first
@@ -654,6 +674,7 @@ class SSHRunner:
         deadline = time.monotonic() + limit
         out: list[bytes] = []
         err: list[bytes] = []
+        read = _Bounded(self.settings.max_output_bytes, chan, args)
         try:
             if stdin is not None:
                 data = stdin.encode() if isinstance(stdin, str) else stdin
@@ -664,15 +685,15 @@ class SSHRunner:
             readable = threading.Event()  # see wait_channel
             while True:
                 while chan.recv_ready():
-                    out.append(chan.recv(_READ_CHUNK))
+                    out.append(read(chan.recv(_READ_CHUNK)))
                 while chan.recv_stderr_ready():
-                    err.append(chan.recv_stderr(_READ_CHUNK))
+                    err.append(read(chan.recv_stderr(_READ_CHUNK)))
                 if chan.exit_status_ready() and (chan.eof_received or chan.closed):
                     # Drain what arrived together with the exit status.
                     while chan.recv_ready():
-                        out.append(chan.recv(_READ_CHUNK))
+                        out.append(read(chan.recv(_READ_CHUNK)))
                     while chan.recv_stderr_ready():
-                        err.append(chan.recv_stderr(_READ_CHUNK))
+                        err.append(read(chan.recv_stderr(_READ_CHUNK)))
                     break
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:

@@ -38,6 +38,12 @@ class Peer:
     exec_requests: int = 0
     exec_runs: bool = False  # True: every command starts and runs, silent, until closed
     exec_drops: bool = False  # True: an exec request, once received, drops the connection
+    # True: every command starts and writes stdout without end until its channel closes
+    # (a flood: a site's wrapper gone wild); `flooded` counts what it sent, `flood_ended` is
+    # set once its channel closed
+    exec_floods: bool = False
+    flooded: int = 0
+    flood_ended: threading.Event = field(default_factory=threading.Event)
     tunnel_hangs: bool = False  # True: a tunnel's request (direct-tcpip) is never answered
     session_hangs: bool = False  # True: a session's opening is never answered (sshd is hung:
     # the connection reads nothing more, its commands running get no answer either)
@@ -204,12 +210,24 @@ class _Server(paramiko.ServerInterface):
             self.peer.release.wait()  # so reads nothing more), or it cannot reach the host
         return self.peer.tunnel_refusal
 
+    def _flood(self, channel: paramiko.Channel) -> None:
+        chunk = b"y\n" * 32768
+        try:
+            while not channel.closed and not self.peer.release.is_set():
+                self.peer.flooded += channel.send(chunk)
+        except (OSError, EOFError, paramiko.SSHException):
+            pass  # the channel or its connection closed
+        self.peer.flood_ended.set()
+
     def check_channel_exec_request(self, channel: paramiko.Channel, command: bytes) -> bool:
         self.peer.exec_requests += 1
         if self.peer.exec_drops:  # the login node goes away with the request unanswered
             channel.get_transport().sock.shutdown(socket.SHUT_RDWR)
             return False
         if self.peer.exec_runs:
+            return True
+        if self.peer.exec_floods:
+            threading.Thread(target=self._flood, args=(channel,), daemon=True).start()
             return True
         self.peer.release.wait()  # sshd waiting on something (a hung home directory) forever
         return False
