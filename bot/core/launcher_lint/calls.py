@@ -12,7 +12,7 @@ from collections.abc import Callable
 from bot.core.launcher_lint.branch_paths import Step, last_to_run
 from bot.core.launcher_lint.model import Call, Construct, Opts
 from bot.core.launcher_lint.syntax import first_word, past_negation
-from bot.core.shell_lexer import Memo, split_top_level
+from bot.core.shell_lexer import Memo, group_end, split_top_level
 
 _CONDITION_KEYWORDS = ("if", "elif", "while", "until")
 _DEFINITION_RE = re.compile(r"[A-Za-z_][\w:-]*\s*\(\s*\)")
@@ -49,6 +49,27 @@ def call_sites(lst: str, off: int, names: dict[str, set[str]], opts: Opts, memo:
                 errexit_in_body_partial=in_function and opts.errexit_in_body_partial,
                 errexit_partial=errexit and not last and opts.pipefail_partial,
                 in_subshell=len(piped) > 1))
+    return found
+
+
+def tested_subshells(lst: str, off: int, memo: Memo, *, in_condition: bool
+                     ) -> list[tuple[str, int]]:
+    """The bodies (and their offsets) of the `( … )` subshells of the and-or list `lst` (at
+    `off`) whose status bash tests: in a condition (`in_condition`, or after `if` / `while` /
+    `!`) or before `&&` / `||` (`( f ) || true`), where `set -e` is off in them."""
+    command = lst
+    keyword = first_word(command)
+    if keyword in _CONDITION_KEYWORDS:
+        command, in_condition = command[len(keyword):], True
+    at = off + len(lst) - len(command)
+    found: list[tuple[str, int]] = []
+    elements = split_top_level(command, at, ("&&", "||"), memo)
+    for i, (element, e_off, _op) in enumerate(elements):
+        text, t_off, negated = called_command(element, e_off)
+        if (in_condition or negated or i < len(elements) - 1) and text.startswith(
+                "(") and not text.startswith("(("):
+            end = group_end(text, 0, t_off, memo)
+            found.append((text[1 : end - 1], t_off + 1))
     return found
 
 

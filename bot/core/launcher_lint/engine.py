@@ -9,7 +9,7 @@ from copy import copy
 
 from bot.core.launcher_lint.arith import and_or_ariths
 from bot.core.launcher_lint.branches import Branches, Marks, branch_step
-from bot.core.launcher_lint.calls import call_sites
+from bot.core.launcher_lint.calls import call_sites, tested_subshells
 from bot.core.launcher_lint.commands import CommandWalk, has_candidate
 from bot.core.launcher_lint.compound_status import CompoundStatus
 from bot.core.launcher_lint.empty_match import guard_greps
@@ -18,6 +18,7 @@ from bot.core.launcher_lint.functions import (
     FUNC_RE,
     FUNC_RE2,
     FunctionBodies,
+    note_body_calls,
     past_returns,
 )
 from bot.core.launcher_lint.interactive import may_source_startup, startup_sources
@@ -414,10 +415,16 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
                 if self.guarded_bodies and not self.opts.nounset and self.function is None:
                     self._note_calls_without_nounset(lst[cut:], lst_off + cut)
                 if self.function_calls and not status_only:
+                    in_condition = bool(frames and frames[-1].in_condition)
                     self.calls.extend(call_sites(
                         lst[cut:], lst_off + cut, self.function_calls, self.opts, self.memo,
-                        in_condition=bool(frames and frames[-1].in_condition),
-                        in_function=self.function is not None, loop_from=self.later_pass_of))
+                        in_condition=in_condition, in_function=self.function is not None,
+                        loop_from=self.later_pass_of))
+                    for body, body_off in tested_subshells(lst[cut:], lst_off + cut, self.memo,
+                                                           in_condition=in_condition):
+                        note_body_calls(self, body, body_off, True, tested=True,
+                                        in_function=self.function is not None,
+                                        loop_from=self.later_pass_of)
                 if not self.opts.nounset and not (status_only and is_last) and not has_candidate(
                     lst, quick=True
                 ) and not (self.may_tee and "tee" in lst):

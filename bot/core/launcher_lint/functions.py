@@ -122,7 +122,7 @@ class FunctionBodies:
             self.opts.errexit = False
             self.script(lst[brace + 1 : end - 1], off + brace + 1, status_only=True)
             body_hits = []
-            _note_body_calls(self, lst[brace + 1 : end - 1], off + brace + 1)
+            note_body_calls(self, lst[brace + 1 : end - 1], off + brace + 1)
         else:
             # only called as `$(name)`: errexit is off inside (no inherit_errexit), and only
             # the body's last command gives the substitution its status
@@ -265,14 +265,19 @@ class FunctionBodies:
                 a.called_at = called_at
 
 
-def _note_body_calls(walk: _Walk, body: str, off: int, in_subshell: bool = False) -> None:
+def note_body_calls(walk: _Walk, body: str, off: int, in_subshell: bool = False, *,
+                    in_function: bool = True, tested: bool = False,
+                    loop_from: int | None = None) -> None:
     """The calls of the script's functions that `body` (at `off`), a body the walk does not
     read where it is defined (its function is only called where `set -e` is off), makes in
     its own lists: calls.outermost_calls places them at its function's calls, where they
     change what a counter holds (`run || true` runs `inc`, which counts `m`); `set -e` does
     not apply in them there. The lists of its `{ … }` groups too (`{ inc; } && echo`), which
     run in the same shell, and of its `( … )` subshells (`( inc )`: `set -e` is off there too;
-    a count there holds in the subshell only, which arith reads from the call's place)."""
+    a count there holds in the subshell only, which arith reads from the call's place).
+    Also those of a `( … )` whose status is tested where the walk reads `set -e` on
+    (calls.tested_subshells: `( f ) || true`, in the script or a body): `tested` (its calls are;
+    `in_function`: made in a body; `loop_from`: the walk's)."""
     if not walk.function_calls:
         return
     lists, branches = lists_and_branches(
@@ -282,7 +287,8 @@ def _note_body_calls(walk: _Walk, body: str, off: int, in_subshell: bool = False
         lead = len(raw) - len(raw.lstrip())
         cut, _steps = keyword_prefix(whole, idx in branches)
         calls = call_sites(whole[cut:], l_off + lead + cut, walk.function_calls, Opts(),
-                           walk.memo, in_condition=False, in_function=True, loop_from=None)
+                           walk.memo, in_condition=tested, in_function=in_function,
+                           loop_from=loop_from)
         walk.calls.extend(replace(c, in_subshell=True) if in_subshell else c for c in calls)
         for element, e_off, _op in split_top_level(whole[cut:], l_off + lead + cut,
                                                    ("&&", "||"), walk.memo):
@@ -290,7 +296,8 @@ def _note_body_calls(walk: _Walk, body: str, off: int, in_subshell: bool = False
             subshell = text.startswith("(") and not text.startswith("((")
             if text.startswith("{") and text[1:2].isspace() or subshell:
                 end = group_end(text, 0, at, walk.memo)
-                _note_body_calls(walk, text[1 : end - 1], at + 1, in_subshell or subshell)
+                note_body_calls(walk, text[1 : end - 1], at + 1, in_subshell or subshell,
+                                in_function=in_function, tested=tested, loop_from=loop_from)
 
 
 def past_returns(text: str, bodies: dict[str, tuple[int, int]],

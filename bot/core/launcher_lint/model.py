@@ -218,7 +218,7 @@ class Call:
     # through (calls.outermost_calls), or a pipeline's command where pipefail may be off
     errexit_partial: bool = False
     # run in a subshell: a pipeline's command (`f | cat`), a call in a `( … )` of a body read
-    # for its calls only (functions._note_body_calls), or made through one: its counts and
+    # for its calls only (functions.note_body_calls), or made through one: its counts and
     # assignments hold there only
     in_subshell: bool = False
 

@@ -6,10 +6,11 @@ from __future__ import annotations
 
 import re
 from copy import copy
+from dataclasses import replace
 from typing import Protocol
 
 from bot.core.launcher_lint.branches import Marks
-from bot.core.launcher_lint.model import Hit, Opts, either
+from bot.core.launcher_lint.model import Call, Hit, Opts, either
 from bot.core.launcher_lint.syntax import first_word
 from bot.core.shell_lexer import Memo, group_end, shell_words, split_top_level
 
@@ -100,6 +101,7 @@ class _Walk(Protocol):
     opts: Opts
     memo: Memo
     nounset_line: int | None
+    calls: list[Call]
 
     def line_of(self, offset: int) -> int: ...
 
@@ -167,8 +169,12 @@ class OptionWalk:
     def _exempt_group(self: _Walk, group: str, off: int) -> None:
         """Follow the `{ … }` group `group` (at `off`) that bash does not stop in on `set -e`:
         the options it leaves, and what it reads under `set -u`, but not what only `set -e`
-        makes a finding."""
+        makes a finding: its calls are tested (`{ f; } || true`: `set -e` is off in f's
+        body)."""
         marks = self.marks([])
         end = group_end(group, 0, off, self.memo)
+        first_call = len(self.calls)
         self.script(group[1 : end - 1], off + 1)
+        self.calls[first_call:] = [replace(c, errexit=False, errexit_partial=False, tested=True)
+                                   for c in self.calls[first_call:]]
         self.drop(marks, [], everything=False)

@@ -1460,6 +1460,40 @@ def test_a_call_in_a_subshell_or_pipeline_counts_there_only(tmp_path, body, leve
     _counter_stops_bash_as_the_level_says(tmp_path, body, level)
 
 
+@pytest.mark.parametrize(("body", "level"), [
+    # a call in a `{ … }` group or a `( … )` subshell whose status is tested, in the script or
+    # in a body, runs with `set -e` off (each said `fail` on f's counter: the call not known as
+    # tested, f's body judged where it is defined, with `set -e` on); the group's count holds
+    # past it, the subshell's does not
+    ("set -e\nn=0\nf() { ((n++)); }\n{ f; } || true\n((n++))\n", None),
+    ("set -e\nn=0\nf() { ((n++)); }\nif { f; }; then :; fi\n((n++))\n", None),
+    ("set -e\nn=0\nf() { ((n++)); }\ng() { { f; } || true; }\ng\n((n++))\n", None),
+    ("set -e\nn=0\nf() { ((n++)); }\nfor i in 1 2; do { f; } || true; done\n((n++))\n",
+     None),
+    ("set -e\nn=0\nf() { ((n++)); }\n( f ) || true\n((n++))\n", "fail"),
+    ("set -e\nn=0\nf() { ((n++)); }\nif ( f ); then :; fi\n((n++))\n", "fail"),
+    ("set -e\nn=0\nf() { ((n++)); }\n! ( f )\n((n++))\n", "fail"),
+    ("set -e\nn=0\nf() { ((n++)); }\ng() { ( f ) || true; }\ng\n((n++))\n", "fail"),
+])
+def test_a_call_in_a_tested_group_or_subshell_runs_without_errexit(tmp_path, body, level):
+    _counter_stops_bash_as_the_level_says(tmp_path, body, level)
+
+
+@pytest.mark.parametrize("body", [
+    "set -e\nn=0\nf() { ((n++)); }\n{ f; } || true\necho ok\n",
+    "set -e\nn=0\nf() { ((n++)); }\n( f ) || true\necho ok\n",
+    "set -e\nn=0\nf() { ((n++)); }\nif ( f ); then :; fi\necho ok\n",
+])
+def test_a_body_called_in_a_tested_group_or_subshell_only_is_no_finding(tmp_path, body):
+    """Bash runs the script to its end; the lint said `fail` on f's counter."""
+    launch = tmp_path / "launch.sh"
+    launch.write_text(f"#!/bin/bash\n{body}")
+    assert subprocess.run(["bash", str(launch)], capture_output=True, text=True, timeout=20,
+                          env={"PATH": "/usr/bin:/bin"}).returncode == 0
+    assert [f for f in lint_launcher(f"#!/bin/bash\n{body}")
+            if f.check in (CHECK_ARITH_ZERO, CHECK_ARITH_UNSET) and f.level != "pass"] == []
+
+
 @pytest.mark.parametrize(("body", "level", "lint_level"), [
     # a function whose body turns pipefail on or off leaves it not known past its definition:
     # its calls, not the definition, change it (each said nothing, the body's `set` read as
