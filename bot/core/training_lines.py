@@ -114,6 +114,13 @@ _CELL_GAP = r"(?:\x1b\[[0-9;]*m| )+"
 #:   torchtune/config/_utils.py bd2a0fc7c314, log_config: each recipe's recipe_main logs it once,
 #:   on rank zero, before its recipe's setup; its config dump follows, whose `epochs: 3` is the
 #:   run's, bot.core.announced_targets)
+#: - MONAI's trainers' run as ignite logs its start (pytorch/ignite ignite/engine/engine.py
+#:   de08e799cfb5, Engine.run: `Engine run starting with max_epochs=100.` for a new state, else
+#:   `Engine run resuming from iteration 0, epoch 0 until 100 epochs`, which a MONAI trainer
+#:   prints: its Workflow sets the state's max_epochs before the run, Project-MONAI/MONAI
+#:   monai/engines/workflow.py d388d1c6fec8), once per Workflow.run, by a logger that names the
+#:   trainer's class (`ignite.engine.engine.SupervisedTrainer`); not its evaluators', whose runs
+#:   start at each validation (as catalogue.yaml's end marker of the trainer's run)
 #: Unanchored (bot.core.metrics scans raw lines, with their prefixes, for it).
 #: A rerun that crashes before its banner (at import, loading its data or model) is read with
 #: the run before it: nothing it prints is safely a new process's. An import-time crash prints
@@ -128,6 +135,8 @@ TRAINING_START = re.compile(
     r"\*{5} Running training \*{5}|Start training from epoch: [0-9]+, iter: [0-9]+"
     r"|; will restart worker group|Training for [0-9]+ kimg\.\.\.|\*{22}Start training [^*]+\*{22}"
     r"|Running \w+ with resolved config:"
+    r"|ignite\.engine\.engine\.(?:SupervisedTrainer|GanTrainer|AdversarialTrainer)[^A-Za-z\n]"
+    r"[^\n]*Engine run (?:starting with max_(?:epochs|iters)=|resuming from iteration )[0-9]+"
     rf"|{_COLUMN_RULE}{_CELL_GAP}Name{_CELL_GAP}{_COLUMN_RULE}{_CELL_GAP}Type{_CELL_GAP}"
     rf"{_COLUMN_RULE}{_CELL_GAP}Params\b")
 

@@ -6,9 +6,14 @@ monai.apps.get_logger's `%(asctime)s - %(levelname)s - %(message)s` before it.""
 
 from __future__ import annotations
 
+import calendar
+
 import pytest
 from support.end_marker import read
 
+from bot.core.catalogue import Catalogue
+from bot.core.diagnose import LogAnalysis
+from bot.core.models import Accounting
 from bot.core.training_lines import LineParser, Sample
 
 EPOCHS, ITERS = 100, 20
@@ -75,3 +80,55 @@ def test_an_evaluators_end_is_no_end_of_the_training():
                  "00:00:03.012\n")
     d = read(_log((98, ITERS)) + evaluator)
     assert (d.class_id, d.decided_by) == ("none", "progress")
+
+
+# --- a rerun into the same log -------------------------------------------------------------
+# ignite's Engine.run (pytorch/ignite ignite/engine/engine.py de08e799cfb5) logs the run's start:
+# `Engine run starting with max_epochs={max_epochs}.` for a new state, else `Engine run resuming
+# from iteration {i}, epoch {e} until {max_epochs} epochs`, which a MONAI trainer prints (its
+# Workflow sets the state's max_epochs before the run: monai/engines/workflow.py), by a logger
+# named after the engine's class; here in MONAI Label's format.
+
+def _timed(day: int, minute: int, second: int, logger: str, message: str) -> str:
+    return (f"[2024-05-{day:02d} 10:{minute:02d}:{second:02d},123] [4242] [MainThread] [INFO] "
+            f"({logger}:696) - {message}\n")
+
+
+def _engine_start(day: int, *, engine: str = "SupervisedTrainer", epoch: int = 0,
+                  epochs: int = 5, new_state: bool = False) -> str:
+    message = (f"Engine run starting with max_epochs={epochs}." if new_state else
+               f"Engine run resuming from iteration 0, epoch {epoch} until {epochs} epochs")
+    return _timed(day, 0, 0, f"ignite.engine.engine.{engine}", message)
+
+
+def _epochs(day: int, last_epoch: int, last_iter: int = ITERS) -> str:
+    """StatsHandler's lines from epoch 1 to `last_epoch` (of 5), a second apart, a minute an
+    epoch."""
+    return "".join(
+        _timed(day, epoch, it, "monai.handlers.StatsHandler",
+               f"Epoch: {epoch}/5, Iter: {it}/{ITERS} -- train_loss: 0.4123 ")
+        for epoch in range(1, last_epoch + 1)
+        for it in range(1, (ITERS if epoch < last_epoch else last_iter) + 1))
+
+
+@pytest.mark.parametrize("new_state", [False, True], ids=["resuming", "starting"])
+def test_a_rerun_a_day_later_is_read_from_its_trainers_start(new_state):
+    """The rerun's trainer, a second after its last line: its own progress and pace, no hang
+    dated from the first run's highest iteration the day before (it read `hang`)."""
+    first = _engine_start(1) + _epochs(1, 3)
+    rerun = _engine_start(2, new_state=new_state) + _epochs(2, 1, 10)
+    now = calendar.timegm((2024, 5, 2, 10, 1, 10)) + 1.123
+    analysis = LogAnalysis(Catalogue.load())
+    analysis.feed_text(first + rerun)
+    analysis.finish()
+    d = analysis.diagnose(Accounting(state="RUNNING"), now=now)
+    assert (d.class_id, d.decided_by) == ("none", "progress")
+    assert (d.metrics.last_iter, d.metrics.target_iter) == (10, 5 * ITERS)
+
+
+def test_an_evaluators_start_is_no_new_run():
+    """ignite's evaluator starts a run at each validation (`..., epoch 2 until 3 epochs`): the
+    trainer's run goes on, its progress the same."""
+    text = _epochs(1, 2) + _engine_start(1, engine="SupervisedEvaluator", epoch=2, epochs=3)
+    d = read(text)
+    assert (d.metrics.last_iter, d.metrics.target_iter) == (2 * ITERS, 5 * ITERS)
