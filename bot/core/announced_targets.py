@@ -2,7 +2,8 @@
 iterations its progress lines then count towards without naming them (timm's `Scheduled
 epochs: 300.`, BasicSR's `Total epochs: 80; iters: 400000.`, nanoGPT's `max_iters = 5000`,
 StyleGAN's `Training for 25000 kimg...`, torchtune's resolved config's `epochs: 3`, mmengine's
-and mmcv's config dumps' `max_epochs=12`, mmcv 1.x's runner's `workflow: …, max: 12 epochs`).
+and mmcv's config dumps' `max_epochs=12`, mmcv 1.x's runner's `workflow: …, max: 12 epochs`,
+composer's hyperparameters' `max_duration: 3ep`).
 
 One row of `_TARGET_ANNOUNCEMENTS` per announcing line; `announced_totals` reads a line's
 totals, `ConfigDictLines` and `ResolvedConfigLines` say whether a line is inside the dump some
@@ -87,6 +88,15 @@ _MMCV_MAX_EPOCHS = re.compile(r"(?<![\w:])workflow: \[.*\], max: (\d+) epochs$")
 _MMCV_TOTAL_EPOCHS = re.compile(r"^total_epochs = (\d+)$")
 
 
+# MosaicML composer's Trainer (mosaicml/composer 6405188805a0; its bars and console lines:
+# bot.core.framework_lines): its ProgressBarLogger and ConsoleLogger print the hyperparameters
+# logged to them at fit_start, before the loop (composer/loggers/console_logger.py,
+# _log_hparams_to_console: `Config:` then `yaml.dump(self.hparams)`, keys sorted): the Trainer's
+# own arguments with auto_log_hparams=True (composer/utils/auto_log_hparams.py, extract_hparams:
+# a string as passed), or a script's config (llm-foundry's), `max_duration: 3ep` alone on its
+# line when the training is measured in epochs (composer's Time string: `ep` its epochs' unit),
+# the epochs its per-epoch bars and `[epoch=N]` lines count towards.
+_COMPOSER_MAX_DURATION_EPOCHS = re.compile(r"^max_duration: (\d+)ep$")
 #: What an announced total counts: the name of its `AnnouncedTargets` field.
 Counted = Literal["epochs", "iterations"]
 
@@ -127,6 +137,7 @@ _TARGET_ANNOUNCEMENTS: tuple[tuple[str, re.Pattern[str], Counted, Where], ...] =
     ("max_epochs", _MMENGINE_MAX_EPOCHS_KEYS, "epochs", "config dict"),  # its long dicts' keys
     ("workflow: ", _MMCV_MAX_EPOCHS, "epochs", "any line"),  # mmcv 1.x's EpochBasedRunner
     ("total_epochs = ", _MMCV_TOTAL_EPOCHS, "epochs", "any line"),  # its older configs
+    ("max_duration: ", _COMPOSER_MAX_DURATION_EPOCHS, "epochs", "any line"),  # composer
 )
 
 #: The texts that mark a line announcing a total (`_TARGET_ANNOUNCEMENTS`) or opening the dump

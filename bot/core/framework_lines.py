@@ -293,7 +293,9 @@ _TORCHTUNE_VALIDATION = re.compile(rf"(?:^|:)Validation loss: (?:{NUMBER}|nan|in
 # {batch:3}: `), or for an evaluation with max_duration in another unit `{Unit:6} {value:5}: `,
 # its unit `ba`: `train          Epoch   0:  45%|███████████▎             | 352/782 [00:18<00:22,
 # 18.93ba/s, loss/train/total=0.4123]`. In epochs there is a training bar per epoch, counting
-# its batches (the epochs max_duration names are printed nowhere: no target); in another unit
+# its batches (their target every epoch's batches, as many as this one's, when the epochs
+# max_duration names were printed, in its hyperparameters' dump: bot.core.announced_targets;
+# else none); in another unit
 # one bar for the whole training, its label `train` padded further, counting to max_duration
 # (the generic grammar reads it). An evaluator's bar counts its batches: an evaluation's
 # (`_COMPOSER_BAR`). Its ConsoleLogger (log_to_console=True; composer/loggers/console_logger.py)
@@ -304,7 +306,8 @@ _TORCHTUNE_VALIDATION = re.compile(rf"(?:^|:)Validation loss: (?:{NUMBER}|nan|in
 # eval_end the same with `:` and its metrics after it, the pass's summary (`_COMPOSER_CONSOLE`,
 # `_COMPOSER_EVAL`). Trainer.fit prints nothing of its own after its loop (the ConsoleLogger's
 # last line at fit_end, when the last batch's was not just printed): a run in batches, samples
-# or tokens ends by progress; one in epochs has nothing to tell its end from a cut.
+# or tokens ends by progress; one in epochs too when its max_duration was dumped, else it has
+# nothing to tell its end from a cut.
 _COMPOSER_BAR = re.compile(r"^(\S+) *(?:(Epoch|Batch|Sample|Token) +(\d+):)? +\d{1,3}%\|")
 _COMPOSER_BAR_PACE = re.compile(rf"\b({NUMBER})(ba/s|s/ba)\b")
 _COMPOSER_BAR_LOSS = re.compile(rf"\bloss/train[\w/]*=({NUMBER}|nan|inf)\b")
@@ -370,9 +373,9 @@ def read_framework_line(body: str, s: Sample, targets: AnnouncedTargets = _NONE_
     elif body.startswith("train:") or (openpcdet_bars and body.startswith("epochs:")):
         body = _openpcdet_bar(body, s, targets)
     elif "%|" in body:
-        body = _composer_bar(body, s)
+        body = _composer_bar(body, s, targets)
     elif body[:1] == "[" and "=" in body:
-        _composer_console(body, s)
+        _composer_console(body, s, targets)
     if ", Iter: " in body:
         body = _monai(body, s)
     if "nference " in body:
@@ -676,18 +679,26 @@ def _run_step_of_epoch_bar(body: str, bar: re.Match[str], step: int, s: Sample,
     bar's rate as the pace. The body left for the rest of the grammar: without the bar's count,
     one epoch's steps, not the run's."""
     s.iteration = step
-    steps = int(bar.group(2))
-    if targets.epochs is not None and targets.epochs * steps >= step:
-        s.target_iter = targets.epochs * steps
+    _target_of_announced_epochs(s, int(bar.group(2)), targets)
     if bar.group(3) is not None and (rate := float(bar.group(3))) > 0:
         s.sec_per_iter = rate if bar.group(4) == "s/it" else 1 / rate
     return body[:bar.start()] + body[bar.end():]
 
 
-def _composer_bar(body: str, s: Sample) -> str:
+def _target_of_announced_epochs(s: Sample, steps: int, targets: AnnouncedTargets) -> None:
+    """Every announced epoch's steps (`steps` each, as many as the line's epoch counts) as the
+    target of `s`, its iteration set: when the epochs were announced and their steps reach
+    that iteration (else no target: the announcement was another run's)."""
+    if targets.epochs is not None and s.iteration is not None and (
+            targets.epochs * steps >= s.iteration):
+        s.target_iter = targets.epochs * steps
+
+
+def _composer_bar(body: str, s: Sample, targets: AnnouncedTargets) -> str:
     """A composer ProgressBarLogger's bar (`_COMPOSER_BAR`, its label padded to 15): the
     training's in epochs (`train          Epoch   N:`) gives the batches of the epochs before
-    it (as many as this one's) and this one's as the iteration, no target; the training's in
+    it (as many as this one's) and this one's as the iteration, every announced epoch's
+    (`targets`: max_duration's, in the hyperparameters' dump) as the target; the training's in
     another unit (`train`, padded further) is the generic grammar's, its count of
     max_duration; either one's loss and pace are read; an evaluator's bar gives its batches,
     as an evaluation's bar. The body left for the rest of the grammar: without the epoch's
@@ -715,13 +726,15 @@ def _composer_bar(body: str, s: Sample) -> str:
     if kind is None:
         return body
     s.iteration = int(m.group(3)) * int(bar.group(2)) + int(bar.group(1))
+    _target_of_announced_epochs(s, int(bar.group(2)), targets)
     return body[:bar.start()] + body[bar.end():]
 
 
-def _composer_console(body: str, s: Sample) -> None:
+def _composer_console(body: str, s: Sample, targets: AnnouncedTargets) -> None:
     """A composer ConsoleLogger's progress line (`_COMPOSER_CONSOLE`): its count of
     max_duration's unit as the iteration and max_duration as the target, or in epochs the
-    batches of the epochs before it (as many as this one's) and this one's; or an
+    batches of the epochs before it (as many as this one's) and this one's, every announced
+    epoch's (`targets`) the target; or an
     evaluation's (`_COMPOSER_EVAL`): its batches, and at its end (`:`, its metrics after it)
     the pass's summary."""
     if (m := _COMPOSER_CONSOLE.match(body)) is not None:
@@ -730,6 +743,7 @@ def _composer_console(body: str, s: Sample) -> None:
             s.iteration, s.target_iter = int(done), int(total)
         elif epoch is not None and total is not None:
             s.iteration = (max(int(epoch), 1) - 1) * int(total) + int(done)
+            _target_of_announced_epochs(s, int(total), targets)
     elif (m := _COMPOSER_EVAL.match(body)) is not None:
         s.evaluation_batches = (int(m.group(1)), int(m.group(2)))
         s.evaluation_done = m.group(3) == ":"

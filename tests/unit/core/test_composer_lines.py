@@ -92,3 +92,33 @@ def test_a_run_in_batches_at_max_duration_is_finished_and_one_short_of_it_runnin
     assert (finished.class_id, finished.decided_by) == ("completed", "progress")
     cut = read(drawn(run_bar(2400), run_bar(3600)))
     assert (cut.class_id, cut.decided_by) == ("none", "progress")
+
+
+# The hyperparameters' dump before the loop (console_logger.py and progress_bar_logger.py,
+# _log_hparams_to_console: `Config:` then `yaml.dump(self.hparams)`, keys sorted), here the
+# Trainer's own with auto_log_hparams=True: max_duration as passed, `3ep`.
+CONFIG = ("******************************\nConfig:\nauto_log_hparams: true\n"
+          "device_train_microbatch_size: auto\nmax_duration: 3ep\nprecision: amp_bf16\n"
+          "run_name: resnet50-3ep\nseed: 17\n\n******************************\n")
+
+
+def test_the_epochs_max_duration_dumped_are_the_target_of_an_epochs_bar_and_console_line():
+    s = last_sample(*CONFIG.splitlines(), epoch_bar(1, 352))
+    assert (s.iteration, s.target_iter) == (EPOCH_BATCHES + 352, 3 * EPOCH_BATCHES)
+    s = last_sample(*CONFIG.splitlines(), "[epoch=2][batch=120/782]:")
+    assert (s.iteration, s.target_iter) == (EPOCH_BATCHES + 120, 3 * EPOCH_BATCHES)
+
+
+def _epochs(last: int) -> str:
+    """The bars of the epochs up to `last` (from 0), each drawn to its end."""
+    return "".join(drawn(epoch_bar(epoch, 400), epoch_bar(epoch, EPOCH_BATCHES))
+                   for epoch in range(last + 1))
+
+
+def test_a_run_in_epochs_ends_at_its_last_epochs_end_and_not_before():
+    finished = read(CONFIG + _epochs(2))
+    assert (finished.class_id, finished.decided_by) == ("completed", "progress")
+    cut = read(CONFIG + _epochs(1))
+    assert (cut.class_id, cut.decided_by) == ("none", "progress")
+    assert (cut.metrics.last_iter, cut.metrics.target_iter) == (
+        2 * EPOCH_BATCHES, 3 * EPOCH_BATCHES)
