@@ -109,6 +109,18 @@ _DEEPSPEED_SIGTERM = re.compile(r"Main process received SIGTERM, exiting")
 # fault-tolerant checkpoint and terminating.`).
 _LIGHTNING_SIGTERM = re.compile(r"(?:\[rank: [0-9]+\] )?Received SIGTERM: 15\b"
                                 r"|Received signal 15\. Saving a fault-tolerant checkpoint")
+# The handlers of Slurm's --signal=USR1 warning before the time limit, as the lines they print
+# show they ran: Lightning's auto-requeue (the catalogue's time_limit hints: `handling SIGUSR1`
+# before 2.0, `Handling auto-requeue signal: 10`), and latent-diffusion's melk (CompVis/
+# latent-diffusion main.py a506df575647, stable-diffusion's and taming-transformers' alike:
+# `signal.signal(signal.SIGUSR1, melk)`, `Summoning checkpoint.` then its save, and training
+# goes on; Lightning 1.6 on keeps a handler the script set, its 1.4 replaced it by its own). melk
+# also prints it on an exception out of trainer.fit (re-raised: its traceback follows) and on a
+# KeyboardInterrupt Lightning caught (fit() returns): no training follows either. A run warned so
+# whose log then ends in nothing but a stop (the limit's SIGTERM and SIGKILL, melk's save cut)
+# ended at the time limit.
+_SIGUSR1_HANDLED = re.compile(r"[Hh]andling (?:auto-requeue signal|SIGUSR1)")
+_SUMMONED = re.compile(r"^Summoning checkpoint\.$")
 # Slurm ending a job's step or allocation from outside: slurmstepd's `*** STEP 608.0 ON gpub003
 # CANCELLED AT 2023-09-15T12:22:07 ***` (a reason after it, `DUE TO ...`, is a class's own
 # line) and salloc's or srun's `Job allocation 608 has been revoked` (a preemption or a
@@ -462,10 +474,36 @@ def ends_in_error(
     remote error (`ncclRemoteError`) is a symptom: a node's network fault when NCCL's last
     error is an InfiniBand one and no other rank's own error is in the block (`_peer_errors`:
     a peer that died of it leaves the survivors' InfiniBand sends failing), else the cause
-    another rank's error names, else unknown."""
+    another rank's error names, else unknown. A run whose training went on after a handler of
+    Slurm's time-limit warning ran (`_time_limit_warning`) and whose log then ends in nothing
+    but a stop (`_ends_by_signal_only`) hit its time limit."""
     if not tail:
         return None
-    return _ending_of(*_error_block(matches, tail, series))
+    hints, block = _error_block(matches, tail, series)
+    warned = _time_limit_warning(matches, series)
+    if warned is not None and hints and _ends_by_signal_only(hints, block):
+        return Ending("time_limit", (warned,))
+    return _ending_of(hints, block)
+
+
+def _time_limit_warning(matches: Sequence[Any], series: MetricSeries) -> tuple[int, str] | None:
+    """The line (its number and text) of a handler of Slurm's --signal=USR1 warning before the
+    time limit that the run's training went on after (`_SIGUSR1_HANDLED`, `_SUMMONED`: a
+    `Summoning checkpoint.` training followed was latent-diffusion's melk on the signal); None
+    when the run shows none."""
+    last = series.last_iteration_line or 0
+    return next(((m.line_no, m.text) for m in matches if m.line_no < last and (
+        _SIGUSR1_HANDLED.search(m.text) or _SUMMONED.search(normalize_line(m.text)))), None)
+
+
+def _ends_by_signal_only(hints: Sequence[Any], block: Sequence[tuple[int, str]]) -> bool:
+    """Whether an error block names no cause but a signal's stop: no hint of a class, no
+    exception but torchrun's on SIGTERM, no KeyboardInterrupt (a Ctrl-C or SIGINT, not the
+    time limit's SIGTERM): only what a stop prints (latent-diffusion's `Summoning checkpoint.`,
+    Lightning's `Received SIGTERM: 15`)."""
+    return (not {m.class_id for m in hints} - {"unknown_failure"}
+            and all(_SIGTERM_EXCEPTION.match(text) for _, _, text in _exceptions(block))
+            and not any("KeyboardInterrupt" in text for _, text in block))
 
 
 def remote_error_cause(

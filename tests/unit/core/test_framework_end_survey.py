@@ -144,3 +144,27 @@ def test_ldms_summoning_checkpoint_is_a_failure_sign_not_an_end():
     assert read(LDM + SUMMONING + LDM_OOM).class_id == "cuda_oom"
     # a signal's: the training goes on after it
     assert read(LDM + SUMMONING + LDM_MORE).class_id == "none"
+
+
+# Lightning's notice of the SIGTERM at the limit, 2.0 on (signal_connector.py,
+# _sigterm_notifier_fn), before its SIGTERMException (a SystemExit: no traceback)
+LIGHTNING_SIGTERM = "[rank: 0] Received SIGTERM: 15\n"
+KEY_ERROR = ("Traceback (most recent call last):\n"
+             '  File "main.py", line 719, in <module>\n'
+             "    trainer.fit(model, data)\n"
+             "KeyError: 'caption'\n")
+
+
+@pytest.mark.parametrize("end", [SUMMONING, LIGHTNING_SIGTERM], ids=["melk", "sigterm"])
+def test_a_run_that_melk_saved_on_sigusr1_and_then_stops_hit_its_time_limit(end):
+    """Training went on after melk's `Summoning checkpoint.`: it was Slurm's --signal=USR1
+    warning before the limit; a log that then ends in nothing but a stop ended there (it read
+    `unknown_failure`), that first summoning its evidence."""
+    d = read(LDM + SUMMONING + LDM_MORE + end)
+    assert (d.class_id, d.decided_by) == ("time_limit", "hint")
+    assert [e.line for e in d.evidence] == [LDM.count("\n") + 1]
+
+
+def test_an_error_after_melks_save_on_sigusr1_is_no_time_limit():
+    d = read(LDM + SUMMONING + LDM_MORE + SUMMONING + KEY_ERROR)
+    assert d.class_id == "unknown_failure"
