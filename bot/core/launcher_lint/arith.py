@@ -108,7 +108,8 @@ def _counted_at_calls(code: str, calls: list[Call], bodies: dict[str, tuple[int,
                       subshells: list[tuple[int, int]],
                       path_of: Callable[[int], tuple[Step, ...]],
                       never_run: list[tuple[int, int]],
-                      constructs: dict[tuple[int, int], Construct]
+                      constructs: dict[tuple[int, int], Construct],
+                      expansions: dict[int, str]
                       ) -> tuple[list[Arith], list[Arith]]:
     """The counts that a call made from the script's shell makes: each counter that starts a
     list of its function's body, after the keywords or pattern that start it (`then
@@ -133,7 +134,10 @@ def _counted_at_calls(code: str, calls: list[Call], bodies: dict[str, tuple[int,
     in its body's shell, past no `return` there, and on some runs only where one of them is in a
     branch. Not one before the function is defined (no body to run yet),
     nor one in a list run in the background (`f &`, `f || true &`: a subshell), nor a
-    pipeline's command (`f | cat`: model.Call.in_subshell)."""
+    pipeline's command (`f | cat`: model.Call.in_subshell). The count of an arithmetic
+    expansion in the body (`expansions`, by offset: `x=$((++n))`) is one such counter whose
+    status is tested (it never fails its command), wherever in its list it is, but in a
+    pipeline's command."""
     placed = [c for c in calls if not c.in_function and not c.in_subshell
               and c.name in bodies and c.offset > bodies[c.name][1]
               and not any("return" in code[start:at] for start, _end, at in c.chain)]
@@ -181,6 +185,14 @@ def _counted_at_calls(code: str, calls: list[Call], bodies: dict[str, tuple[int,
             if m and not m.group(2).startswith("=") and len(
                     split_top_level(element, e_off, ("|",), memo)) == 1:
                 starting.append((name, e_off + element.find(cmd), cmd, m.group(1), tested))
+            # (an expansion's count anywhere in the list: one that is never tested to fail)
+            for o in (o for o in expansions if l_off <= o < l_off + len(raw)):
+                if not any(a_off <= o < a_off + len(a_raw) and len(
+                        split_top_level(a_raw, a_off, ("|",), memo)) > 1
+                           for a_raw, a_off, _op in split_top_level(raw, l_off, ("&&", "||"),
+                                                                    memo)):
+                    starting.append((name, o, code[o:code.index("))", o) + 2],
+                                     expansions[o], True))
     if not starting:
         return [], []
     inside = enclosing([*subshells, *bodies.values()], [
@@ -292,6 +304,18 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
     path_of = functools.cache(path_of)
     # the subshells around each assignment
     in_subshells = enclosing(subshells, [pos for v in values.values() for pos, _v in v])
+    # the counts of the arithmetic expansions in a body (`f() { x=$((++n)); }`) hold in that
+    # body only, as one in a subshell does: where a call runs it, they count at the call, as
+    # the body's counters do (_counted_at_calls)
+    # (and in a body the walk did not read, of a function never called: nowhere)
+    expansions = {pos: var for var, v in values.items() for pos, _v in v
+                  if code.startswith("$((", pos)} if (scan.bodies or scan.uncalled_bodies) \
+        and "$((" in code else {}
+    expansion_body = enclosing([*scan.bodies.values(), *scan.uncalled_bodies],
+                               list(expansions)) if expansions else {}
+    for pos, body in expansion_body.items():
+        in_subshells.setdefault(pos, body)
+    expansions = {pos: var for pos, var in expansions.items() if pos in expansion_body}
     # each variable's assignments outside subshells read once for all its counters where the
     # branches nest: those of every counter when no assignment is in a subshell, else of the
     # counters in none (each counter in one reads them: the lists below)
@@ -303,13 +327,13 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
             if len(outside) < len(assignments):
                 in_subshell.add(var)
             read_once[var] = Assigned(outside, scan.constructs, path_of, spans)
-    counter_in_subshell = enclosing(subshells, [a.offset for a in scan.arith]) \
-        if in_subshell else {}
+    counter_in_subshell = enclosing(subshells + list(expansion_body.values()),
+                                    [a.offset for a in scan.arith]) if in_subshell else {}
     # the innermost loop bash may make more than one pass through around each counter
     innermost = enclosing(list(repeating.items()), [a.offset for a in scan.arith])
     at_calls_always, at_calls_maybe = _counted_at_calls(code, placed, scan.bodies, values,
                                                         subshells, path_of, never_run,
-                                                        scan.constructs)
+                                                        scan.constructs, expansions)
     counts = Counts(scan.arith + at_calls_always + at_calls_maybe,
                     subshells + [(s, e) for s, e, _n in spans], scan.constructs, path_of, nested,
                     maybe=len(scan.arith) + len(at_calls_always))

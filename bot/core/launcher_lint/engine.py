@@ -128,6 +128,7 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
         self.loop_parent: dict[int, int | None] = {}  # the loop around each (its start)
         self.constructs: dict[tuple[int, int], Construct] = {}  # each case / if / loop
         self.never_run: list[tuple[int, int]] = []  # branches bash never runs (`if false`)
+        self.uncalled_bodies: list[tuple[int, int]] = []  # (model.Scan.uncalled_bodies)
         self.exclusive: dict[tuple[int, int], str] = {}  # each if / case running one branch
         self.unset: list[Unset] = []
         self.script_text = script_text  # the original, comments included
@@ -446,7 +447,10 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
                     continue
                 defined = FUNC_NAME_RE.match(lst)
                 if defined and not self.function_calls.get(defined.group(1) or defined.group(2)):
-                    continue  # a function nobody calls: its body never runs
+                    # a function nobody calls: its body never runs (its span recorded only)
+                    if body := FUNC_RE.match(lst) or FUNC_RE2.match(lst):
+                        self._function_body(lst, lst_off, body, [])
+                    continue
                 if not status_only:
                     if first in ("set", "shopt"):
                         self._track_options(lst, lst_off)
@@ -753,4 +757,4 @@ def scan(script_text: str, code: str) -> Scan:
                 analyzer.positional, analyzer.subshells, analyzer.calls, analyzer.bodies,
                 analyzer.loops, analyzer.constructs, analyzer.never_run, analyzer.exclusive,
                 sorted(set(analyzer.piped)), analyzer.left_loops, sorted(analyzer.maybe_exits),
-                analyzer.one_pass, sorted(set(analyzer.dead_ends)))
+                analyzer.one_pass, sorted(set(analyzer.dead_ends)), analyzer.uncalled_bodies)

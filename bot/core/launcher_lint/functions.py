@@ -54,6 +54,7 @@ class _Walk(Protocol):
     function_vars: dict[str, str]
     memo: Memo
     bodies: dict[str, tuple[int, int]]
+    uncalled_bodies: list[tuple[int, int]]
     opts: Opts
     function: str | None
     later_errexit: bool
@@ -90,10 +91,11 @@ class FunctionBodies:
         name = m.group(1)
         self._forget_body(name)  # (a definition again: what the last body did holds no more)
         calls = self.function_calls.get(name, set())
-        if not calls:
-            return  # never called: its body never runs
         brace = m.start(2)
         end = group_end(lst, brace, off, self.memo)
+        if not calls:  # never called: its body never runs
+            self.uncalled_bodies.append((off + brace + 1, off + end - 1))
+            return
         self.bodies[name] = (off + brace + 1, off + end - 1)
         saved_errexit, saved_off_line = self.opts.errexit, self.opts.errexit_off_line
         saved_in_body = self.opts.errexit_in_body, self.opts.errexit_in_body_partial

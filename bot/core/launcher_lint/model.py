@@ -490,6 +490,9 @@ class Scan:
     #: always runs there, with no `break` / `continue` / `return` between: what is assigned or
     #: counted in one holds nowhere past it, as in a subshell (the shell ends there)
     dead_ends: list[tuple[int, int]] = field(default_factory=list)
+    #: the bodies of the functions whose name the script has nowhere but in their definitions
+    #: (syntax.function_calls: no call), which the walk does not read: they never run
+    uncalled_bodies: list[tuple[int, int]] = field(default_factory=list)
 
     def line_of(self, offset: int) -> int:
         """The 1-based line of a character offset."""

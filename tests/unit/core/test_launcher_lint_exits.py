@@ -1585,6 +1585,31 @@ def test_an_arithmetic_expansion_counts_where_the_script_runs_it(tmp_path, body,
 
 
 @pytest.mark.parametrize(("body", "level"), [
+    # an arithmetic expansion's count in a function's body holds where a call in the script's
+    # shell runs that body, as the body's counters do: not where no call runs it (never
+    # called, called from an uncalled body, in a subshell, a pipe, the background or a
+    # substitution, or after the counter) (each said nothing, the count read where its text is)
+    ("set -e\nn=0\nf() { x=$((++n)); }\n((n++))\n", "fail"),
+    ("set -e\nn=0\ng() { echo $((n++)); }\n((n++))\n", "fail"),
+    ("set -e\nn=0\nf() { x=$((++n)); }\ng() { f; }\n((n++))\n", "fail"),
+    ("set -e\nn=0\nf() { x=$((++n)); }\n( f )\n((n++))\n", "fail"),
+    ("set -e\nn=0\nf() { x=$((++n)); }\nf | cat\n((n++))\n", "fail"),
+    ("set -e\nn=0\nf() { x=$((++n)); }\nf & wait\n((n++))\n", "fail"),
+    ("set -e\nn=0\nf() { x=$((++n)); }\nx=$(f)\n((n++))\n", "fail"),
+    ("set -e\nn=0\nf() { x=$((++n)); }\n((n++))\nf\n", "fail"),
+    ("set -e\nn=0\nf() { echo $((++n)) | cat; }\nf\n((n++))\n", "fail"),
+    # (… and holds where one does: a plain or tested call, through another body, and for the
+    # body's own counter after it)
+    ("set -e\nn=0\nf() { x=$((++n)); }\nf\n((n++))\n", None),
+    ("set -e\nn=0\nf() { x=$((++n)); }\nf || true\n((n++))\n", None),
+    ("set -e\nn=0\nf() { x=$((++n)); }\ng() { f; }\ng\n((n++))\n", None),
+    ("set -e\nn=0\nf() { x=$((++n)); ((n++)); }\nf\n", None),
+])
+def test_an_arithmetic_expansion_in_a_body_counts_where_a_call_runs_it(tmp_path, body, level):
+    _counter_stops_bash_as_the_level_says(tmp_path, body, level)
+
+
+@pytest.mark.parametrize(("body", "level"), [
     # a count or an assignment in a command substitution (`$( … )`, backticks) holds in its
     # subshell only: the counter after it reads what held before (each said nothing, the
     # count read as the script's)
