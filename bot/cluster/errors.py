@@ -114,6 +114,15 @@ class OutcomeUnknown(ClusterUnavailable):
         return cls(argv, N_("%(what)s; it may or may not have taken effect",
                             what=said(exc) if what is None else what), advice=advice)
 
+    @classmethod
+    def flooded(cls, exc: OutputTooLarge, *, advice: Text | str = "") -> OutcomeUnknown:
+        """A command that changes something cut for flooding its output (`exc`): trainbot
+        stopped it before its end, so it may or may not have taken effect."""
+        return cls(exc.argv, N_(
+            "`%(command)s` sent more than %(limit)s MiB of output, so trainbot stopped it before "
+            "its end; it may or may not have taken effect", command=shlex.join(exc.argv),
+            limit=f"{exc.limit / (1 << 20):g}"), advice=advice)
+
     def advised(self, advice: Text | str) -> OutcomeUnknown:
         """The same error (same type, made by its constructor from the same fields) with
         `advice` added to its message (raise it `from` self)."""

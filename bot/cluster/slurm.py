@@ -36,6 +36,7 @@ from bot.cluster.errors import (
     CommandFailed,
     CommandTimedOut,
     OutcomeUnknown,
+    OutputTooLarge,
     said,
     submit_advice,
 )
@@ -147,7 +148,8 @@ class SlurmClient:
         hold / release / requeue), so an end trainbot did not see is an OutcomeUnknown: it
         may or may not have taken effect. That is a channel closed before the exit status
         came (the runner's ChannelClosed) and, for such a command, one that outlived its
-        timeout. A read's are a ReadCutOff (its channel closed first) or a plain
+        timeout, or one cut for flooding its output (the runner's OutputTooLarge; a read's stays
+        that error). A read's are a ReadCutOff (its channel closed first) or a plain
         ClusterUnavailable (past its timeout: the controller is overloaded or down), both
         saying nothing about the jobs and safe to ask again. Never a CommandFailed.
 
@@ -174,6 +176,10 @@ class SlurmClient:
             if effects:
                 raise
             raise exc.as_read() from exc  # a read cut off: nothing changed, ask again
+        except OutputTooLarge as exc:
+            if effects:  # cut before its end: it may have taken effect
+                raise OutcomeUnknown.flooded(exc) from exc
+            raise
         if result.exit_code == 0:
             return result
         stderr = result.stderr.strip()

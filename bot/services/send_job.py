@@ -13,7 +13,13 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from bot.cluster.errors import ClusterError, CommandTimedOut, OutcomeUnknown, submit_advice
+from bot.cluster.errors import (
+    ClusterError,
+    CommandTimedOut,
+    OutcomeUnknown,
+    OutputTooLarge,
+    submit_advice,
+)
 from bot.config import RecipeConfig
 from bot.core.slurm.errors import SlurmParseError
 from bot.core.slurm.sbatch import (
@@ -55,8 +61,9 @@ def send_job(slurm: Slurm, recipe: RecipeConfig, job_name: str, env: dict[str, s
         return str(job_id)
     # A site wrapper gets the args and the environment (job name, resume point and the
     # recipe's Slurm options as sbatch's input variables) and must print the job id. An end
-    # of it trainbot did not see (a timeout, a channel closed first) may have left a job, as
-    # sbatch's does (SlurmClient.submit): an OutcomeUnknown saying to look the name up.
+    # of it trainbot did not see (a timeout, a channel closed first, a flood of output cut)
+    # may have left a job, as sbatch's does (SlurmClient.submit): an OutcomeUnknown saying to
+    # look the name up.
     assert recipe.submit_command is not None
     options = {name: getattr(recipe, name) for name in SBATCH_INPUT_ENV}
     env = {**env, **sbatch_input_env(options), "TRAINBOT_JOB_NAME": job_name}
@@ -67,6 +74,8 @@ def send_job(slurm: Slurm, recipe: RecipeConfig, job_name: str, env: dict[str, s
         raise OutcomeUnknown.timed_out(argv, exc, advice=submit_advice(job_name)) from exc
     except OutcomeUnknown as exc:
         raise exc.advised(submit_advice(job_name)) from exc
+    except OutputTooLarge as exc:
+        raise OutcomeUnknown.flooded(exc, advice=submit_advice(job_name)) from exc
     return parse_job_id(result.stdout, argv, job_name)
 
 
