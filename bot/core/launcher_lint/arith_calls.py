@@ -30,8 +30,9 @@ class AtCall(NamedTuple):
     # the assignments before it there (counter_values.assigned_values's)
     before: list[tuple[int, str | None]]
     partial: bool = False  # `set -e` applies there on some paths only (a branch of the body)
-    # a call after an earlier one (not its function's first): "again", or "next pass" (the
-    # same call on a loop's next pass), the offset of the assignment whose value it reads, the
+    # a call after an earlier one (not its function's first): "again", "in the shell" (every
+    # earlier one ran the body in a subshell: `f | cat; f`), or "next pass" (the same call on a
+    # loop's next pass), the offset of the assignment whose value it reads, the
     # function's name, and whether it reads that value on every run (not when the body leaves
     # it so in a branch bash may skip)
     later: tuple[str, int, str, bool] | None = None
@@ -91,6 +92,7 @@ def at_calls(a: Arith, assigned: list[tuple[int, str | None]],
     left, every_run = left_at_end(between(assigned, a.offset, end), a.offset, end, constructs,
                                   path_of)
     earlier: set[int] = set()  # the offsets of the calls before this one
+    ran_here = False  # one of them ran the body in the script's shell (not in a subshell)
     for call, ran, last, also in values_at_calls(name, body, calls, assigned, constructs,
                                                  path_of):
         # set in a branch of a body the call is made through: on the runs where the value that
@@ -109,9 +111,10 @@ def at_calls(a: Arith, assigned: list[tuple[int, str | None]],
             else [last] if last is not None else [])
         source = left[-1][0] if from_body and left else last[0] if last is not None else None
         later = None if not earlier or source is None else (
-            "next pass" if call.offset in earlier else "again", source, name,
-            every_run if from_body else set_partly is None)
+            "next pass" if call.offset in earlier else "again" if ran_here else "in the shell",
+            source, name, every_run if from_body else set_partly is None)
         earlier.add(call.offset)
+        ran_here = ran_here or not call.in_subshell
         if a.called_at is not None:  # read again at that call: judged there
             if call.offset == a.called_at:
                 return AtCall(call.offset, body, before)

@@ -96,7 +96,10 @@ def arith_finding(a: Arith, line: int, value: str | None,
         when = (N_("when the call on line %(call)s runs the body of `%(function)s` on the "
                    "loop's next pass", call=call, function=function) if kind == "next pass"
                 else N_("when the call on line %(call)s runs the body of `%(function)s` again",
-                        call=call, function=function))
+                        call=call, function=function) if kind == "again"
+                else N_("when the call on line %(call)s runs the body of `%(function)s` in the "
+                        "script's shell (the calls before it ran it in a subshell, whose "
+                        "counts do not hold here)", call=call, function=function))
         how = (N_("as line %(at)s sets it", at=at) if every_run else
                N_("as line %(at)s sets it on some runs only (branches of the body decide "
                   "which value it leaves)", at=at))

@@ -554,6 +554,14 @@ def test_a_function_counter_is_reported_as_the_first_call_stops_bash(tmp_path, s
     ("f() { ((m++)); }\nm=08\nset -e\necho call 5; f || true\necho call 6; f",
      "line 2: when the call on line 6 runs the body of `f` again, `((m++))` reads `m` at "
      "\"08\" as line 3 sets it"),
+    # … and, where every call before it ran the body in a subshell, that this one runs it in
+    # the script's shell (each said it runs the body "again", as if its count held)
+    ("f() { ((m++)); }\nm=0\nset -e\necho call 5; f | cat\necho call 6; f",
+     "line 2: when the call on line 6 runs the body of `f` in the script's shell (the calls "
+     "before it ran it in a subshell, whose counts do not hold here), `((m++))` reads `m` at "
+     "\"0\" as line 3 sets it"),
+    ("f() { ((m++)); }\nm=0\nset -e\necho call 5; ( f ) || true\necho call 6; f",
+     "line 2: when the call on line 6 runs the body of `f` in the script's shell"),
     # the first call stops it: said as the first time
     ("f() { ((m++)); }\nm=0\nset -e\necho call 5; f\necho call 6; f",
      "line 2: `((m++))` with `m` at 0 evaluates to 0, so its status is 1: under `set -e` the "
