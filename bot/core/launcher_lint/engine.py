@@ -421,9 +421,9 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
                         lst[cut:], lst_off + cut, self.function_calls, self.opts, self.memo,
                         in_condition=in_condition, in_function=self.function is not None,
                         loop_from=self.later_pass_of))
-                    for body, body_off in tested_subshells(lst[cut:], lst_off + cut, self.memo,
-                                                           in_condition=in_condition):
-                        note_body_calls(self, body, body_off, True, tested=True,
+                    for inside, inside_off in tested_subshells(
+                            lst[cut:], lst_off + cut, self.memo, in_condition=in_condition):
+                        note_body_calls(self, inside, inside_off, True, tested=True,
                                         in_function=self.function is not None,
                                         loop_from=self.later_pass_of)
                 if not self.opts.nounset and not (status_only and is_last) and not has_candidate(
