@@ -212,9 +212,11 @@ def share_attachment(ctx: BotContext, chain_id: int, attachment: Attachment) -> 
     writer's upload (its attempts and deadline: a post's); a failed upload is logged and
     only loses the file, its reply being posted: the thread is told so once
     (`attachment.unshared`, a `thread_note` keyed `<key>:unshared`) when the reply announced
-    the file."""
+    the file. Once that note is kept (before it is posted) the file is given up: a bot stopped
+    before its reply was recorded posted (`_say_kept`) does not share it after all, so the
+    thread never says it could not be shared and then shares it."""
     upload = getattr(ctx.sink, "upload_file", None)  # test recorders cannot upload
-    if upload is None:
+    if upload is None or _unshared_said(ctx, attachment):
         return
     try:
         upload(chain_id, attachment.key, attachment.text.encode(), attachment.filename,
@@ -224,7 +226,18 @@ def share_attachment(ctx: BotContext, chain_id: int, attachment: Attachment) -> 
     except Exception as exc:  # noqa: BLE001 - the reply is posted; the file is extra
         log.warning("%s: uploading %s failed: %s", attachment.key, attachment.filename, exc)
         if attachment.unshared:
-            thread_note(ctx, chain_id, f"{attachment.key}:unshared", attachment.unshared)
+            thread_note(ctx, chain_id, _unshared_key(attachment.key), attachment.unshared)
+
+
+def _unshared_key(attachment_key: str) -> str:
+    """The key of the note saying the attachment `attachment_key` could not be shared."""
+    return f"{attachment_key}:unshared"
+
+
+def _unshared_said(ctx: BotContext, attachment: Attachment) -> bool:
+    """Whether the thread was told `attachment` could not be shared (its note kept or posted):
+    the file is given up."""
+    return ctx.store.incidents.get(_unshared_key(attachment.key)) is not None
 
 
 def kept_for_thread(ctx: BotContext, key: str) -> bool:

@@ -1517,6 +1517,36 @@ def test_kept_stacks_dump_is_shared_once_by_a_bot_restarted_after_dying_at_its_u
     forensics.close()
 
 
+def test_a_kept_stacks_file_said_unshared_is_not_shared_by_a_bot_restarted_before_recording(
+        slack: SlackStandIn, store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The `prompts` job posts kept stacks; Slack refuses their dump's upload, so the thread
+    is told the file could not be shared; the bot dies before recording the stacks posted. The
+    bot restarted shares no file after all: the thread has the stacks and the one line saying
+    the file could not be shared, never that line and then the file. Before, the restarted bot
+    shared the file under the line saying it could not be."""
+    run, root, forensics, note = kept_stacks(slack, store)
+    stacks = f"stacks:{note.key}"
+    note_once = threads.thread_note
+
+    def dying_note(*args: Any) -> bool:
+        note_once(*args)
+        raise Died("SIGTERM once the thread was told the file could not be shared")
+
+    monkeypatch.setattr(threads, "thread_note", dying_note)
+    slack.fail_next("files.getUploadURLExternal", status=400)
+    with pytest.raises(Died):
+        for _ in range(3):
+            say_pending_notes(run.ctx)
+    monkeypatch.undo()
+    restarted = slack_context(slack, store)[0]
+    for _ in range(3):
+        say_pending_notes(restarted)
+    assert len(in_thread(slack, root, stacks)) == 1
+    assert len(in_thread(slack, root, f"{stacks}:dump:unshared")) == 1
+    assert not [f for f in slack.files.values() if f["completed"]]
+    forensics.close()
+
+
 @pytest.mark.parametrize(("lang", "dropped"), [
     ("en", "Every rank's full stack was too large to keep for this later post: `/train stacks "
            "88154` collects them again."),
