@@ -246,6 +246,27 @@ def _counted_at_calls(code: str, calls: list[Call], bodies: dict[str, tuple[int,
     return counted
 
 
+def _named_nowhere_else(code: str, names: set[str], bodies: dict[str, tuple[int, int]],
+                        never_run: list[tuple[int, int]]) -> set[str]:
+    """Those of `names` (functions whose every call the walk placed is one bash never makes)
+    whose name the script has nowhere but in their definitions, in what bash never runs
+    (`never_run`: `true || f`) or in the bodies of others of them: no call the walk does not
+    place may run them (`eval f`, `c=f; $c`, `x=$(f)`, `trap f EXIT`, `bash -c "…; f"`)."""
+    found = set(names)
+    spots = {name: [m.start() for m in re.finditer(
+        r"(?<![\w$./:-])" + re.escape(name) + r"(?![\w:-])", code)] for name in names}
+    while True:
+        holds = [*never_run, *(bodies[name] for name in found)]
+        left = {name for name in found if all(
+            any(start <= at < end for start, end in holds)
+            or re.match(r"[ \t]*\(", code[at + len(name):at + len(name) + 40])
+            or re.search(r"\bfunction[ \t]+$", code[max(0, at - 20):at])
+            for at in spots[name])}
+        if left == found:
+            return found
+        found = left
+
+
 def check_arith(scan: Scan, code: str) -> list[Finding]:
     """The findings of the arithmetic checks, each with a `pass` note when it finds nothing:
     `arith_zero_under_errexit` (a status of 1 that `set -e` stops on),
@@ -271,7 +292,8 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
             *(c.offset for c in placed), *(link[2] for c in placed for link in c.chain)])
         made = [c for c in placed if c.offset not in skipped
                 and not any(link[2] in skipped for link in c.chain)]
-        never_called = {c.name for c in placed} - {c.name for c in made}
+        never_called = _named_nowhere_else(code, {c.name for c in placed} - {
+            c.name for c in made}, scan.bodies, never_run)
         never_run += [scan.bodies[name] for name in never_called]
         placed = made
     prefixes = prefix_assignments(code) if scan.arith else {}

@@ -323,6 +323,15 @@ def test_a_tested_call_of_a_function_whose_body_exits_ends_the_script(
     ("set -e\nn=0\nf() { ((n++)); }\ntrue || f\nf\n", [1, 1], 4),
     ("set -e\nn=0\nf() { ((n++)); }\ng() { if false; then f; fi; }\ng\nf\n", [1, 1], 4),
     ('set -e\nn=0\nf() { ((n++)); }\n[ -n "${X:-}" ] || f\n', [1, 0], 4),
+    # … and so may one the walk does not place, wherever else the name is (each said nothing,
+    # the body read as never run)
+    ("set -e\nn=0\nf() { ((n++)); }\ntrue || f\neval f\n", [1, 1], 4),
+    ("set -e\nn=0\nf() { ((n++)); }\ntrue || f\nc=f; $c\n", [1, 1], 4),
+    ("set -e\nn=0\nf() { ((n++)); }\ntrue || f\nx=$(f)\n", [1, 1], 4),
+    ("set -e\nn=0\nf() { ((n++)); }\nif false; then f; fi\ntrap f EXIT\n", [1, 1], 4),
+    ("set -e\nn=0\nf() { ((n++)); }\ng() { f; }\ntrue || g\neval g\n", [1, 1], 4),
+    ('set -e\nn=0\nf() { ((n++)); }\ntrue || f\nbash -c "$(declare -f f); n=0; set -e; f"\n',
+     [1, 1], 4),
 ])
 def test_a_call_bash_never_makes_runs_no_body(tmp_path, body, codes, line):
     _bash_exits_and_the_lint_says(tmp_path, body, codes, line)
