@@ -448,8 +448,8 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
                 defined = FUNC_NAME_RE.match(lst)
                 if defined and not self.function_calls.get(defined.group(1) or defined.group(2)):
                     # a function nobody calls: its body never runs (its span recorded only)
-                    if body := FUNC_RE.match(lst) or FUNC_RE2.match(lst):
-                        self._function_body(lst, lst_off, body, [])
+                    if definition := FUNC_RE.match(lst) or FUNC_RE2.match(lst):
+                        self._function_body(lst, lst_off, definition, [])
                     continue
                 if not status_only:
                     if first in ("set", "shopt"):
