@@ -149,8 +149,15 @@ def _counted_at_calls(code: str, calls: list[Call], bodies: dict[str, tuple[int,
     # first body runs where each of them is right in its body (in no branch)
     links = {link for c in placed for link in c.chain}
     link_in = enclosing([*subshells, *bodies.values()], [at for _s, _e, at in links])
-    placed = [c for c in placed if all(link_in.get(at) == (start, end)
-                                       for start, end, at in c.chain)]
+    # (… and not in a list of its body run in the background, `g() { f & }`: a subshell)
+    behind_in_bodies = [(o, o + len(lst)) for start, end in {(s, e) for s, e, _at in links}
+                        if "&" in code[start:end]
+                        for lst, o, op in split_top_level(code[start:end], start,
+                                                          ("\n", ";", "&", *CASE_BRANCH_ENDS),
+                                                          memo) if op == "&"]
+    placed = [c for c in placed if all(
+        link_in.get(at) == (start, end)
+        and not any(s <= at < e for s, e in behind_in_bodies) for start, end, at in c.chain)]
     chain_always = {c.chain: all(path_of(at) == path_of(start) for start, _end, at in c.chain)
                     for c in placed}
     # the counters that start a list of each body called so, not in the background or a pipe,

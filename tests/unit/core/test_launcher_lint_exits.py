@@ -1447,6 +1447,22 @@ def test_a_call_made_through_another_body_counts_its_counter(tmp_path, body, lev
 
 
 @pytest.mark.parametrize(("body", "level"), [
+    # a call sent to the background in the calling body (`g() { f & }`) runs in a subshell: its
+    # count does not hold in the script's shell (each said nothing, the count read as made there)
+    ("set -e\nn=0\nf() { ((n++)); }\ng() { f & }\ng || true\nwait\n((n++))\n", "fail"),
+    ("set -e\nn=0\nf() { ((n++)); }\ng() { f & wait; }\ng || true\n((n++))\n", "fail"),
+    ("set -e\nn=0\nf() { ((n++)); }\ng() { { f; } & }\ng || true\nwait\n((n++))\n", "fail"),
+    ("set -e\nn=0\nf() { ((n++)); }\ng() { f & echo; }\ng || true\nwait\n((n++))\n", "fail"),
+    # (… one after another list sent there, or before `&&`, does)
+    ("set -e\nn=0\nf() { ((n++)); }\ng() { sleep 0 & f; }\ng || true\n((n++))\n", None),
+    ("set -e\nn=0\nf() { ((n++)); }\ng() { f && echo; }\ng || true\n((n++))\n", None),
+])
+def test_a_call_in_the_background_of_a_body_counts_in_no_shell_of_the_script(tmp_path, body,
+                                                                            level):
+    _counter_stops_bash_as_the_level_says(tmp_path, body, level)
+
+
+@pytest.mark.parametrize(("body", "level"), [
     # a call in a subshell or a pipeline of a body called tested runs with `set -e` off, and
     # its count holds in that subshell only (each said `fail` on f's counter too, f's calls not
     # known: its body judged where it is defined)
