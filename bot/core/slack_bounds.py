@@ -25,6 +25,12 @@ POST_ATTEMPTS = 4  # the poster's attempts at one post, each a lookup and a send
 # one post's overall deadline by default (the config's slack.post_deadline_s): a post still
 # retried later helps no one
 POST_DEADLINE_S = 300.0
+# a post deadline must be longer than this (the config refuses one that is not): a file or
+# chart upload asks for its upload URL and then sends its bytes, each request taking up to
+# one timeout (CALL_TIMEOUT_S), and starts each only while it would end before the deadline
+# (bot.slack.poster.SlackPoster._no_time_for_a_request); a deadline of this or less sends no
+# upload at all when its URL request is slow, one of CALL_TIMEOUT_S or less none ever
+SHORTEST_POST_DEADLINE_S = 2 * CALL_TIMEOUT_S
 
 
 def waits_in_time(now: float, wait_s: float, deadline: float) -> bool:

@@ -10,7 +10,7 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from bot.config.models._base import _SLACK_CHANNEL_ID_RE, _SLACK_USER_RE, _Model
-from bot.core.slack_bounds import POST_DEADLINE_S
+from bot.core.slack_bounds import CALL_TIMEOUT_S, POST_DEADLINE_S, SHORTEST_POST_DEADLINE_S
 
 
 class SlackConfig(_Model):
@@ -54,7 +54,8 @@ class SlackConfig(_Model):
         description="Seconds one Slack post, update, Home tab or chart upload may take in all: "
                     "its attempts, the client's retries and 429 waits stop at it. A run's "
                     "root claim and the takeover of a post a dead bot began wait this, one "
-                    "request's timeout (30 s) and a margin.",
+                    "request's timeout (30 s) and a margin. More than 60 s: an upload's URL "
+                    "request and its bytes (30 s each at most) are both sent before it.",
     )
 
     @field_validator("api_url")
@@ -74,6 +75,13 @@ class SlackConfig(_Model):
         if not value > 0:  # NaN and infinity: refused by the model (allow_inf_nan)
             raise ValueError(f"post_deadline_s: {value:g} must be a positive number of seconds "
                              f"(one Slack post's overall deadline; default {POST_DEADLINE_S:g})")
+        if not value > SHORTEST_POST_DEADLINE_S:
+            raise ValueError(
+                f"post_deadline_s: {value:g} must be more than {SHORTEST_POST_DEADLINE_S:g} s "
+                f"(2 x a Slack request's {CALL_TIMEOUT_S} s timeout): a chart or file upload "
+                f"sends its upload-URL request and then its bytes, each only while it would "
+                f"end before this deadline, so a shorter one fails uploads without sending "
+                f"them; default {POST_DEADLINE_S:g}")
         return value
 
     @field_validator("channels")

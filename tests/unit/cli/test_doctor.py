@@ -64,6 +64,21 @@ def test_doctor_shows_the_post_deadline_the_bot_runs_with(tmp_path):
         assert f"made by another after {takeover}" in format_check(tokens)
 
 
+def test_doctor_refuses_a_post_deadline_too_short_for_an_upload(tmp_path):
+    """A slack.post_deadline_s that leaves no room for an upload's two requests fails the
+    config check with the config's own message (field, line, minimum, why); before, doctor
+    passed it and every chart upload then failed."""
+    path = tmp_path / "trainbot.yaml"
+    config = CONFIG.replace("STORE", str(tmp_path / "s.db"))
+    path.write_text(config + "slack: {post_deadline_s: 25}\n")
+    checks = list(run_checks(path, {}, runner_factory=lambda _c: DownRunner()))
+    assert [(c.name, c.ok) for c in checks] == [("config", False)]
+    detail = checks[0].detail
+    assert "slack.post_deadline_s" in detail
+    assert f"(line {len(config.splitlines()) + 1})" in detail
+    assert "25 must be more than 60 s" in detail and "upload" in detail
+
+
 class DownSlack:
     def auth_test(self):
         raise OSError("no network in this test")

@@ -273,8 +273,8 @@ def test_the_slack_post_deadline_is_a_positive_number_of_seconds(tmp_path):
     """slack.post_deadline_s: one Slack post's overall deadline, 300 s unless set; a value
     that is not a positive, finite number of seconds is refused naming the field."""
     assert load_config(write(tmp_path, MINIMAL), env={}).slack.post_deadline_s == 300.0
-    short = load_config(write(tmp_path, MINIMAL + "  post_deadline_s: 45\n"), env={})
-    assert short.slack.post_deadline_s == 45.0
+    short = load_config(write(tmp_path, MINIMAL + "  post_deadline_s: 90\n"), env={})
+    assert short.slack.post_deadline_s == 90.0
     for bad in ("0", "-5", "'5 min'"):
         message = error_of(tmp_path, MINIMAL + f"  post_deadline_s: {bad}\n")
         assert "slack.post_deadline_s" in message
@@ -284,6 +284,21 @@ def test_the_slack_post_deadline_is_a_positive_number_of_seconds(tmp_path):
     for bad in (".nan", ".inf"):
         message = error_of(tmp_path, MINIMAL + f"  post_deadline_s: {bad}\n")
         assert "slack.post_deadline_s" in message and "finite number" in message
+
+
+def test_a_post_deadline_that_leaves_no_room_for_an_upload_is_refused(tmp_path):
+    """An upload sends its URL request and then its bytes, each only while its request's
+    30 s timeout would end before the post deadline: slack.post_deadline_s must be more than
+    60 s, refused naming the field, its line, the minimum and why. Before, 25 was accepted
+    and every chart and shared file then failed without a request."""
+    assert load_config(write(tmp_path, MINIMAL + "  post_deadline_s: 61\n"), env={}) \
+        .slack.post_deadline_s == 61.0
+    line = len(MINIMAL.splitlines()) + 1
+    for short in ("25", "30", "60"):
+        message = error_of(tmp_path, MINIMAL + f"  post_deadline_s: {short}\n")
+        assert "slack.post_deadline_s" in message and f"(line {line})" in message
+        assert f"{short} must be more than 60 s" in message
+        assert "upload-URL request and then its bytes" in message
 
 
 def test_secret_written_in_the_file_is_refused(tmp_path):
