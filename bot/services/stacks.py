@@ -191,6 +191,11 @@ def sampler_hint(record: JobRecord | None,
     return {record.node: sampler.trainer_pids}
 
 
+def dump_key(key: str) -> str:
+    """The key of the full dump's file shared after the stacks post `key`."""
+    return f"{key}:dump"
+
+
 def post_stacks(ctx: BotContext, chain_id: int | None, key: str, report: StackReport,
                 recipe: str | None = None) -> bool:
     """The summary (or the one line saying why there is none) under `key` in the chain's
@@ -206,7 +211,7 @@ def post_stacks(ctx: BotContext, chain_id: int | None, key: str, report: StackRe
     assert chain_id is not None and ctx.sink is not None
     view = report.to_view()
     blocks, text = render(ctx, "stacks", recipe, {**view, "file_in": "post"})
-    dump = Attachment(f"{key}:dump", report.dump, f"stacks-{report.job_id}.txt", render(
+    dump = Attachment(dump_key(key), report.dump, f"stacks-{report.job_id}.txt", render(
         ctx, "file_title", recipe, {"kind": "stacks", "job_id": report.job_id})[1],
         unshared=render(ctx, "stacks", recipe, {**view, "unshared": True})[1]
     ) if report.dump else None

@@ -49,6 +49,8 @@ MAX_SECTION = 3000
 THREAD_NOTE = "thread_note"
 # what became of a note's try (`say_note`): "deferred" when it was not made (its backoff)
 Said = Literal["posted", "later", "given_up", "deferred"]
+# what became of a reply's attachment (`attachment_fate`)
+AttachmentFate = Literal["follows", "dropped", "unshared"]
 # the longest file a kept reply keeps for its later post (in the store, read at each run of
 # the `prompts` job); a longer one is shared only with a reply posted at once. Twice the
 # bound on what a stacks collection sends back (bot.probes.stacks.MAX_OUTPUT_BYTES, 4 MiB):
@@ -227,6 +229,20 @@ def share_attachment(ctx: BotContext, chain_id: int, attachment: Attachment) -> 
         log.warning("%s: uploading %s failed: %s", attachment.key, attachment.filename, exc)
         if attachment.unshared:
             thread_note(ctx, chain_id, _unshared_key(attachment.key), attachment.unshared)
+
+
+def attachment_fate(ctx: BotContext, key: str, attachment_key: str) -> AttachmentFate:
+    """What became of the attachment `attachment_key`, given with the reply `key` to
+    `post_or_keep`: "unshared"
+    (its upload failed: the thread was told so), "dropped" (the reply kept for later without
+    it: too long to keep), else "follows" (shared, or kept with its reply to be shared)."""
+    if ctx.store.incidents.get(_unshared_key(attachment_key)) is not None:
+        return "unshared"
+    kept = ctx.store.incidents.get(key)
+    if kept is not None and kept.class_id == THREAD_NOTE and kept.state == "pending" \
+            and "file" not in kept.diagnosis:
+        return "dropped"
+    return "follows"
 
 
 def _unshared_key(attachment_key: str) -> str:

@@ -39,10 +39,16 @@ from bot.services.ports import SFTP, Blocks, BotContext, Slurm
 from bot.services.preflight import PreflightOptions, PreflightUsageError, run_preflight
 from bot.services.runs import submit_and_announce
 from bot.services.send_job import describe_not_applied
-from bot.services.stacks import StackCollector, post_stacks
+from bot.services.stacks import StackCollector, dump_key, post_stacks
 from bot.services.status import StatusReport, job_status
 from bot.services.submit import describe_start
-from bot.services.threads import code, kept_for_thread, open_thread, render
+from bot.services.threads import (
+    attachment_fate,
+    code,
+    kept_for_thread,
+    open_thread,
+    render,
+)
 from bot.store import Attempt
 
 log = logging.getLogger(__name__)
@@ -503,7 +509,10 @@ def _stacks(ctx: BotContext, cmd: c.Stacks, actor: str, channel: str | None,
     """The job's Python stacks, grouped, to the asker; in the run's thread too, with the full
     dump attached, when the job has one (a post Slack did not take is kept for the thread:
     the asker's answer says it is not there yet). The asker's answer says where the full
-    dump is: attached to the post in the run's thread, or nowhere (no thread)."""
+    dump is, as far as is known when it is given: following in a file in the run's thread
+    (shared, or kept with its post to be shared), too large to keep with the post kept for
+    later, not shared (Slack refused the upload: the thread says so too), or nowhere (no
+    thread)."""
     target = _authorize_job(ctx, cmd.job_id, actor, "read the stacks of", cmd.array_task)
     cluster, recipe, attempt, job = target.cluster, target.recipe, target.attempt, target.job_id
     report = StackCollector(ctx.config, ctx.clusters, ctx.clock,
@@ -514,8 +523,10 @@ def _stacks(ctx: BotContext, cmd: c.Stacks, actor: str, channel: str | None,
     _audit(ctx, actor, "stacks", now, "ok" if report.problem is None else "failed",
            target.display, recipe,
            {"cause": report.problem.cause} if report.problem is not None else None)
+    file_in = "none" if not in_thread else \
+        f"thread_{attachment_fate(ctx, key, dump_key(key))}" if report.dump else ""
     blocks, text = render(ctx, "stacks", recipe, {
-        **report.to_view(), "file_in": "thread" if in_thread else "none",
+        **report.to_view(), "file_in": file_in,
         "thread_pending": in_thread and kept_for_thread(ctx, key)},
         channel=channel)
     return Reply(text, blocks, job_id=str(job), chain_id=chain_id if in_thread else None)

@@ -37,7 +37,8 @@ from bot.core.stacks import (
     build_report,
 )
 from bot.core.train_grammar import parse_command
-from bot.services.ports import BotContext
+from bot.services import threads
+from bot.services.ports import BotContext, PostRefused
 from bot.services.stacks import (
     PLACEMENT_SHARE,
     Forensics,
@@ -318,12 +319,13 @@ def test_the_samplers_trainer_pids_are_a_hint_for_a_one_node_job_only() -> None:
     assert sampler_hint(JobRecord(1, node="gpu-a01"), SamplerSeries()) is None
 
 
-def asked_run(store: Store, *, lang: str = "en", threaded: bool = True) -> BotContext:
+def asked_run(store: Store, *, lang: str = "en", threaded: bool = True,
+              sink: type[UploadSink] = UploadSink) -> BotContext:
     """A run of recipe mix (in `lang`) whose job 88154 `/train stacks` asks about, its srun
     answering STUCK_RANK_3's node output, its thread's root posted (`threaded`)."""
     runner = FakeRunner({"srun": (0, node_output(), "")})
     ctx = make_context(store, clusters=FakeClusters(FakeSlurm(), runner=runner),
-                       sink=UploadSink(store), lang=lang)
+                       sink=sink(store), lang=lang)
     ctx.config.clusters["dev"].py_spy = "/opt/site/bin/py-spy"
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
     store.attempts.record(chain_id=chain.id, job_id="88154", now=T0)
@@ -340,7 +342,7 @@ def test_train_stacks_answers_the_asker_and_posts_in_the_runs_thread(store) -> N
     assert reply.ephemeral and reply.blocks
     [thread] = [p for p in recorded(ctx).posts if p[2].startswith("stacks:dev:88154:")]
     assert thread[3] == reply.text.replace(
-        "is in the file attached to this post in the run's thread.", "follows in a file.")
+        "follows in a file in the run's thread.", "follows in a file.")
     assert isinstance(ctx.sink, UploadSink)
     assert [f[1] for f in ctx.sink.files] == ["stacks-88154.txt"]
     [entry] = [e for e in store.audit.recent(10) if e.action == "command.stacks"]
@@ -348,17 +350,16 @@ def test_train_stacks_answers_the_asker_and_posts_in_the_runs_thread(store) -> N
 
 
 @pytest.mark.parametrize(("lang", "threaded", "where"), [
-    ("en", True, "Every rank's full stack is in the file attached to this post in the run's "
-                 "thread."),
+    ("en", True, "Every rank's full stack follows in a file in the run's thread."),
     ("en", False, "No file of every rank's full stack: the job has no run thread to attach "
                   "it to."),
-    ("ko", True, "모든 rank의 전체 스택은 실행 스레드에 있는 이 게시물의 첨부 파일에 있습니다."),
+    ("ko", True, "모든 rank의 전체 스택은 실행 스레드에 이어서 파일로 올라옵니다."),
     ("ko", False, "모든 rank의 전체 스택 파일은 없습니다: 이 작업에는 파일을 첨부할 실행 "
                   "스레드가 없습니다."),
 ])
 def test_train_stacks_answer_says_where_the_full_dump_is(store, lang, threaded, where) -> None:
     """The asker's private answer never speaks of an attached file it does not have: with a
-    run thread it says the file is attached to the post there (shared once, there); without
+    run thread it says the file follows the post there (shared once, there); without
     one (no file is uploaded anywhere) that there is no file. Before, both said "Every
     rank's full stack is in the attached file." """
     ctx = asked_run(store, lang=lang, threaded=threaded)
@@ -367,6 +368,43 @@ def test_train_stacks_answer_says_where_the_full_dump_is(store, lang, threaded, 
     assert reply.text.endswith("\n" + where) and where in str(reply.blocks)
     assert isinstance(ctx.sink, UploadSink)
     assert [f[1] for f in ctx.sink.files] == (["stacks-88154.txt"] if threaded else [])
+
+
+class RefusingUploadSink(UploadSink):
+    """Slack refuses every file's upload."""
+
+    def upload_file(self, chain_id: int, key: str, data: bytes, filename: str,
+                    title: str) -> str:
+        raise PostRefused("invalid_arguments")
+
+
+@pytest.mark.parametrize(("fate", "lang", "said"), [
+    ("upload refused", "en", "The file of every rank's full stack could not be shared in the "
+                             "run's thread: `/train stacks 88154` collects them again."),
+    ("upload refused", "ko", "모든 rank의 전체 스택 파일을 실행 스레드에 공유하지 못했습니다: "
+                             "`/train stacks 88154`로 다시 수집하세요."),
+    ("too large to keep", "en", "Every rank's full stack was too large to keep for the run's "
+                                "thread's later post: `/train stacks 88154` collects them again."),
+    ("too large to keep", "ko", "모든 rank의 전체 스택은 실행 스레드에 나중에 올리는 게시물에 "
+                                "함께 보관하기에는 너무 큽니다: `/train stacks 88154`로 다시 "
+                                "수집하세요."),
+])
+def test_train_stacks_answer_says_when_no_file_follows_in_the_thread(
+        store, monkeypatch, fate, lang, said) -> None:
+    """Slack refuses the dump's upload in the run's thread (the thread says so too), or does
+    not take the thread's post whose dump is too long to keep with it: the asker's answer says
+    so, not that a file follows. Before, it said the file was attached to the post in the
+    run's thread."""
+    if fate == "upload refused":
+        ctx = asked_run(store, lang=lang, sink=RefusingUploadSink)
+    else:
+        monkeypatch.setattr(threads, "MAX_KEPT_FILE_CHARS", 10)
+        ctx = asked_run(store, lang=lang)
+        recorded(ctx).fail_next = 1
+    reply = execute(ctx, parse_command("stacks 88154"), actor="U0ALICE", channel="C0TRAIN",
+                    now=T0 + 60)
+    assert said in reply.text and said in str(reply.blocks)
+    assert "follows in a file" not in reply.text and "파일로 올라옵니다" not in reply.text
 
 
 @pytest.mark.parametrize(("lang", "pending"), [
