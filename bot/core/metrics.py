@@ -455,7 +455,11 @@ class MetricSeries:
             if i >= n_lines:
                 return n_lines
         # Sparse: checkpoint lines, announced totals and an evaluation's opening and summing-up
-        # lines (every one: `_CKPT_LOCATOR`, `_MARKED_LINE_LOCATOR`), then one line in `stride`.
+        # lines (every one: `_CKPT_LOCATOR`, `_MARKED_LINE_LOCATOR`), then one line in `stride`;
+        # every line from an evaluation's opening line to the training line that closes it
+        # (`ProgressBars.evaluating`: the lines between two sampled windows are never read, so
+        # a closing line there would leave the evaluation open, the training's bars after it
+        # read as the evaluation's).
         if event_offsets is None:
             event_offsets = [m.start() for m in _CKPT_LOCATOR.finditer(data, start, end)]
         marked = [m.start() for m in _MARKED_LINE_LOCATOR.finditer(data, start, end)]
@@ -463,12 +467,20 @@ class MetricSeries:
         pending = deque(i for i in located if first_line_no + i >= self._next_line)
         i = max(0, self._next_line - first_line_no)
         last_sampled = -1
-        while i < n_lines:
+        bars = self.parser.bars
+        while True:
             while pending and pending[0] < i:
                 j = pending.popleft()
                 self._located_only(line_at(j), first_line_no + j)
+                if bars.evaluating:
+                    i = j + 1  # the evaluation it opened is read from its next line on
+                    break
+            if i >= n_lines:
+                break
             found = False
-            for k in range(i, min(i + 16, n_lines)):
+            k = i - 1  # the window's last line read
+            while k + 1 < n_lines and (k + 1 < i + 16 or bars.evaluating):
+                k += 1
                 sample, event = self.parser.parse(line_at(k), first_line_no + k)
                 if event is not None:
                     self._add_event(event)
@@ -485,10 +497,12 @@ class MetricSeries:
             # that ends it, an evaluation's opening line would open it again)
             while pending and pending[0] <= k:
                 pending.popleft()
-            i = (last_sampled if found else i + 15) + self.stride
-        while pending:
-            j = pending.popleft()
-            self._located_only(line_at(j), first_line_no + j)
+            if found:
+                i = last_sampled + self.stride
+            elif bars.evaluating:
+                i = k + 1  # still open at the block's end: the next block is read from its start
+            else:
+                i = max(i + 15, k) + self.stride
         # Always the block's last metric line, so latest iteration and progress are exact,
         # and an evaluation bar's last line after it, so is the run's last activity. The tail
         # is parsed in the log's order: the parser's state at the block's end is the log's (an

@@ -308,6 +308,12 @@ class ProgressBars:
         completion marker (`training_completed`)."""
         self._evaluating = True
 
+    @property
+    def evaluating(self) -> bool:
+        """Whether an evaluation the framework said it started (`evaluation_started`) is open:
+        no line showed training progress since (`training_progressed`)."""
+        return self._evaluating
+
     def training_progressed(self) -> None:
         """A line showed training progress again: the evaluation `evaluation_started` opened
         is over."""

@@ -264,3 +264,42 @@ def test_an_evaluation_read_sparsely_closes_at_the_training_line_after_it():
         series.feed_block(log)
         assert series.stride > 1
         assert (series.last_iteration, series.target_iter) == (2000, 3000), max_samples
+
+
+def test_an_evaluation_read_sparsely_closes_at_a_training_line_between_sampled_windows():
+    """As above, the first stage's last bar (1000 of 1000) right after the validation's one bar:
+    read sparsely, that bar falls between two sampled windows for some numbers of samples, yet
+    it closes the validation (every line from the validation's `Start evaluation on` line to
+    the training line after it is read), so the second stage's bars are training progress: the
+    run at 2000 of 3000. Before, the window after it read the second stage's bars as the
+    still open validation's: the run at 960 of 1000 with 16, 20 or 24 samples."""
+    at = _LOGGER.format(h=10, m=0).replace("trainer", "inference")
+    log = ("".join(_bar(n, 1000) for n in range(10, 991, 10))
+           + at + "Start evaluation on [Validation] dataset(500 images).\n"
+           + _bar(250, 250) + _bar(1000, 1000)
+           + "".join(_bar(n, 3000) for n in range(10, 2001, 10)))
+    for max_samples in range(16, 129, 4):
+        series = MetricSeries(max_samples=max_samples)
+        series.feed_block(log)
+        assert series.stride > 1
+        assert (series.last_iteration, series.target_iter) == (2000, 3000), max_samples
+        assert series.last_evaluation is not None
+        assert series.last_evaluation.evaluation_batches == (250, 250)
+
+
+def test_an_evaluation_open_at_a_blocks_end_is_read_on_in_the_next_block():
+    """A log read sparsely in two blocks (a watched log that grew), the first ending right
+    after the validation's `Start evaluation on` line and its bar, the second starting with
+    the first stage's last bar (1000 of 1000): that bar, the next block's first line, closes the
+    validation, so the second stage's bars are training progress. Before, the next block was
+    read from a stride past its start, that bar unread: the run at 990 of 1000."""
+    at = _LOGGER.format(h=10, m=0).replace("trainer", "inference")
+    first = ("".join(_bar(n, 1000) for n in range(10, 991, 10))
+             + at + "Start evaluation on [Validation] dataset(500 images).\n" + _bar(250, 250))
+    second = _bar(1000, 1000) + "".join(_bar(n, 3000) for n in range(10, 2001, 10))
+    for max_samples in range(16, 97, 4):
+        series = MetricSeries(max_samples=max_samples)
+        series.feed_block(first)
+        assert series.stride > 1
+        series.feed_block(second, first.count("\n") + 1)
+        assert (series.last_iteration, series.target_iter) == (2000, 3000), max_samples
