@@ -77,6 +77,13 @@ _CONFIG_BRACKET = re.compile(r"(?<![\w.])dict\(|[(\[{)\]}]")
 # comma, or closing brackets: `train_cfg = dict(`, `    max_epochs=12,`, `    ],`,
 # `    val_interval=10)`.
 _CONFIG_LINE_END = (",", "(", "[", "{", ")", "]", "}")
+# A mapping's entry: pretty_text writes a dict with a key that is no identifier as a mapping
+# (`dict({'backbone.norm': dict(decay_mult=0.0), …})`, its keys quoted, or a number's str()),
+# its last entry with no comma (`    'decode_head.loss_ce': 1.0`, then `})`); yapf (pep8:
+# allow_split_before_dict_value) splits its long entries after the `:`, every entry's value
+# then on the line after its key (`    'backbone.norm':`, then `    dict(decay_mult=0.0),`).
+_CONFIG_MAPPING_ENTRY = re.compile(r"(?:'(?:[^'\\]|\\.)*'|-?\d+(?:\.\d+)?):(?: |$)")
+_CONFIG_MAPPING_KEY_START = "'-0123456789"
 # mmcv 1.x's `Epoch [E][i/n]` lines name no epoch total either: its EpochBasedRunner.run logs
 # it as it starts (open-mmlab/mmcv 1.x mmcv/runner/epoch_based_runner.py: `Start running, host:
 # …, work_dir: …`, then `workflow: %s, max: %d epochs`: `workflow: [('train', 1)], max: 12
@@ -167,18 +174,26 @@ class ConfigDictLines:
     list or a tuple of it). A line that does not follow the one fed before (a log read
     sparsely, or backwards) starts afresh: a key line alone is inside no dict. So does a line
     that is no config line (`_CONFIG_LINE_END`: the logger's next record, a training line), so
-    a dict the log leaves open (its closing lines lost) ends there, not at the log's end."""
+    a dict the log leaves open (its closing lines lost) ends there, not at the log's end; a
+    mapping's entry in it, and the value on the line after its key alone, are config lines
+    whatever they end in (`_CONFIG_MAPPING_ENTRY`)."""
 
     def __init__(self) -> None:
         self._open: list[str] = []  # the brackets open, the innermost last (`dict(`, `(`, …)
         self._next_line: int | None = None
+        # the line before was a mapping's key alone (`'backbone.norm':`): this line is its value
+        self._value_next = False
 
     def inside(self, body: str, line_no: int) -> bool:
         """Whether the line `line_no` (its message `body`) is inside a config dump's dict, by
         the brackets the lines before it left open; its own are then counted for the next."""
-        if line_no != self._next_line or not body.endswith(_CONFIG_LINE_END):
+        config_line = body.endswith(_CONFIG_LINE_END) or self._value_next
+        entry = (_CONFIG_MAPPING_ENTRY.match(body) if self._open and not config_line
+                 and body[:1] in _CONFIG_MAPPING_KEY_START else None)
+        if line_no != self._next_line or not (config_line or entry is not None):
             self._open = []
         self._next_line = line_no + 1
+        self._value_next = bool(self._open) and entry is not None and entry.end() == len(body)
         inside = bool(self._open) and self._open[-1] == "dict("
         # every line the parser reads comes here: a substring test leaves the regex the lines
         # that may open a dict

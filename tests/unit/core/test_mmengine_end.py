@@ -206,3 +206,43 @@ def test_a_config_dict_the_log_leaves_open_ends_at_the_next_line_of_no_config():
     # and so are they when something stamped each line with a time of its own
     stamped = "".join(f"2025-05-01 07:00:00 {line}\n" for line in CONFIG_LONG.splitlines()[1:])
     assert _target_after(stamped) == 12 * STEPS
+
+
+# pretty_text (mmengine 25434293, yapf's pep8 style) of a train_cfg holding a mapping (keys that
+# are no identifiers: `'key': value` in `dict({…})`, sorted before max_epochs): a long entry
+# splits after its `:`, every entry then a key line and a value line; a short one stays on its
+# line, the last entry with no comma
+CONFIG_MAPPING_SPLIT = ("05/01 07:00:00 - mmengine - INFO - Config:\n"
+                        "train_cfg = dict(\n"
+                        "    loss_weights=dict({\n"
+                        "        'auxiliary_head.loss_ce':\n"
+                        "        0.4,\n"
+                        "        'backbone.stages.0.blocks.0.attn.relative_position_bias_table':\n"
+                        "        0.0,\n"
+                        "        'decode_head.loss_ce':\n"
+                        "        1.0\n"
+                        "    }),\n"
+                        "    max_epochs=12,\n"
+                        "    type='EpochBasedTrainLoop',\n"
+                        "    val_interval=1)\n")
+CONFIG_MAPPING = ("05/01 07:00:00 - mmengine - INFO - Config:\n"
+                  "train_cfg = dict(\n"
+                  "    loss_weights=dict({\n"
+                  "        'auxiliary_head.loss_ce': 0.4,\n"
+                  "        'decode_head.loss_ce': 1.0\n"
+                  "    }),\n"
+                  "    max_epochs=12,\n"
+                  "    type='EpochBasedTrainLoop',\n"
+                  "    val_interval=1)\n")
+
+
+@pytest.mark.parametrize("config", [CONFIG_MAPPING_SPLIT, CONFIG_MAPPING],
+                         ids=["entries-split-after-the-colon", "entries-on-their-lines"])
+def test_a_mapping_in_a_config_dict_keeps_the_key_lines_after_it_inside(config):
+    """A mapping's key alone on its line (`'decode_head.loss_ce':`), its value on the next
+    with no comma when last (`1.0`), and a last entry on one line with no comma are the config
+    dump's lines: the dict stays open, its `max_epochs=12,` line after them is its key, the
+    training lines' target every epoch's steps. Before, such a line (ending in no comma or
+    bracket) closed the dict: no target."""
+    assert _target_after(config) == 12 * STEPS
+    assert read(config + _epoch(11) + _epoch(12)).class_id == "completed"
