@@ -413,9 +413,10 @@ class Watcher:
             return True
         job = str(jw.job_id)
         thread = f"chain:{jw.chain_id}" if jw.chain_id is not None else job
+        # this tick's failed batch began or went on the cluster's series (tick_read, first)
         since = self.unreadable.failing_since
-        series = int(failures.since if since is None else since)
-        key = f"{self.cluster}:{thread}:read_failed:{series}"
+        assert since is not None
+        key = f"{self.cluster}:{thread}:read_failed:{int(since)}"
         if key in self.unreadable.noted:
             return True
         text = (f"job {job}'s files have not been read for {failures.ticks} ticks in a "
