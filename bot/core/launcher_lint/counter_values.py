@@ -24,12 +24,16 @@ from bot.core.launcher_lint.model import Arith, Construct, Cover, Scan
 #: (`((n=0))`, `(( n = 0 ))`, `for ((n = 0; …))`, `let n=0`); `==` compares. `+=` appends
 #: (`n+=1`: "01", or 1 with `declare -i`) or adds (`((n+=1))`, `let n+=8`: 8, not "08"), an
 #: arithmetic `-=` subtracts (`((n-=1))`); a pre-increment or -decrement (`((++n))`, `let --n`)
-#: leaves the value it evaluates to.
+#: leaves the value it evaluates to, and a whole post-decrement (`((n--))`, `let n--`) what
+#: `((--n))` does (a post-increment is a counter: model.Arith).
 _ASSIGNMENT_RE = re.compile(
     r"(?<![\w$])(?P<var>[A-Za-z_]\w*)(?P<op>\+?)=(?!=)(?P<value>[^\s;&|)]*)"
     r"|(?:\(\(\s*|(?<![\w$])let\s+[\"']?)(?:(?P<avar>[A-Za-z_]\w*)\s*(?P<aop>[-+]?)=(?!=)\s*"
-    r"(?P<avalue>[^\s;,)\"']*)|(?P<pop>\+\+|--)\s*(?P<pvar>[A-Za-z_]\w*))"
+    r"(?P<avalue>[^\s;,)\"']*)|(?P<pop>\+\+|--)\s*(?P<pvar>[A-Za-z_]\w*)"
+    r"|(?P<dvar>[A-Za-z_]\w*)\s*--(?=\s*\)\)|[\"']?(?:[ \t]*[;&|\n)]|[ \t]*$)))"
 )
+#: The text _assignments gives a whole post-decrement (`((n--))`).
+_POST_DECREMENT = "n--"
 #: An arithmetic expansion whose whole expression counts or sets a variable (`x=$((++n))`,
 #: `echo $((n--))`, `$(( n = 5 ))`): bash evaluates it in the script's shell, its count holding
 #: past it, and the command it is in has the status it would have without it (an assignment's
@@ -111,6 +115,8 @@ def assigned_values(code: str, wanted: set[str], prefixes: dict[int, tuple[str, 
         if (var not in wanted or start in prefixes
                 or any(s <= start < end for s, end in never_run)):
             continue  # not wanted, set for one command only (`n=0 cmd`), or never run
+        if text == _POST_DECREMENT and var not in values:
+            continue  # (first set there: read unset by `((n--))` itself, as by `((n++))`)
         text = text.strip("\"'")
         earlier = values.setdefault(var, [])
         was = earlier[-1][1] if earlier else ""  # unset: "" appended to, 0 added to
@@ -149,7 +155,8 @@ def _assignments(code: str) -> list[tuple[int, str, str, str, bool]]:
         shell = m.group("var") is not None
         var, op, text = m.group("var", "op", "value") if shell else m.group(
             "avar", "aop", "avalue") if m.group("avar") is not None else m.group(
-            "pvar", "pop", "pop")  # (`((++n))`: no text, its operator says the value)
+            "pvar", "pop", "pop") if m.group("pvar") is not None else (
+            m.group("dvar"), "--", _POST_DECREMENT)  # (`((++n))`: its operator says the value)
         if op in ("+", "-") and not shell and not _SUM_END_RE.match(code, m.end()):
             text = "?"  # (`(( n -= 1 + 1 ))`: more than the first word: not known)
         found.append((m.start(), var, op, text, shell))

@@ -1680,6 +1680,21 @@ def test_an_arithmetic_expansion_counts_once(tmp_path, body, level):
 
 
 @pytest.mark.parametrize(("body", "level"), [
+    # a post-decrement (`((n--))`, `let n--`) leaves one less than the variable held: a counter
+    # after one that leaves 0 stops bash (each said nothing, the decrement not read)
+    ("set -e\nn=1\n((n--))\n((n++))\n", "fail"),
+    ("set -e\nn=1\nlet n--\necho\n((n++))\n", "fail"),
+    ("set -e\nn=0\nx=$((++n))\n((n--))\n((n++))\n", "fail"),
+    ("set -e\nn=1\n(( n-- ))\necho\n((n++))\n", "fail"),
+    # (… and one that leaves another number, none)
+    ("set -e\nn=0\n((n--)) || true\n((n++))\n", None),
+    ("set -e\nn=3\n((n--))\n((n++))\n", None),
+])
+def test_a_post_decrement_leaves_one_less(tmp_path, body, level):
+    _counter_stops_bash_as_the_level_says(tmp_path, body, level)
+
+
+@pytest.mark.parametrize(("body", "level"), [
     # a function defined again, or removed by `unset -f`, runs its new body (or the builtin)
     # at the calls after: its last body's `exit` / failure ends nothing there (each said
     # nothing, the first body read as run at the call)
