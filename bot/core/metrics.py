@@ -139,15 +139,15 @@ def _draw_count(draw: bytes) -> tuple[int, int] | None:
 
 
 def count_drawn_at(line: bytes, end: int, since: tuple[int, float], read_at: float) -> float:
-    """When the count the bar on an unfinished `line` shows now was first drawn, as far as
-    the file tells: `line` ends at byte `end` of the file, read when the file's mtime was
-    `read_at`; `since` is (its size, its mtime) at an earlier read. The draws that end the
-    line at that count (those with no count, one still being written, skipped) start with
-    the first draw of it: a count drawn last, after another, was drawn at `read_at` (the
-    mtime is its write's); a count drawn again since is dated between the two reads in
-    proportion to where its first draw ends in the bytes written between them (redraws
-    taken as evenly paced), and at `since`'s mtime when that draw was already there then.
-    `read_at` when the line draws no count."""
+    """When the count the bar on an unfinished `line` shows now was first drawn, never earlier
+    than it was, as far as the file tells: `line` ends at byte `end` of the file, read when
+    the file's mtime was `read_at`; `since` is (its size, its mtime) at an earlier read. The
+    draws that end the line at that count (those with no count, one still being written,
+    skipped) start with the first draw of it: a first draw already there at the earlier read
+    was drawn by `since`'s mtime; one written since, at `read_at`, the file's last write (the
+    count's own draw when nothing followed it: a frozen bar not redrawn, a moving bar; later,
+    never earlier, when the bar was redrawn or other lines were written since). `read_at`
+    when the line draws no count, or the file is shorter than at the earlier read."""
     size, at = since
     draws = line.split(b"\r")
     last = None
@@ -164,11 +164,9 @@ def count_drawn_at(line: bytes, end: int, since: tuple[int, float], read_at: flo
         elif count != last:
             break
         first_end = draw_end
-    if first_end is None or read_at <= at or end <= size:
-        return read_at
-    drawn_end = end - len(line) + first_end  # the first draw's end, in the file
-    share = (drawn_end - size) / (end - size)
-    return at + (read_at - at) * min(max(share, 0.0), 1.0)
+    if first_end is not None and end - len(line) + first_end <= size <= end:
+        return min(at, read_at)  # drawn by the earlier read (a file since cut: not known)
+    return read_at
 
 
 MIN_RSS_CHART_POINTS = 2

@@ -21,18 +21,15 @@ seen is kept with the log's offset, written at once when a read finds it frozen 
 the restart is no activity for being seen again, though it froze after the offset's last
 throttled write). A restart sooner after the freeze finds a count the store did not keep,
 drawn after the offset's last write; the store has that write's size and mtime, the read the
-line's draws since and the file's mtime now, so it is dated by `count_drawn_at`: drawn last,
-after another count, at the file's mtime (a bar that moved on while the bot was down is
-activity at the restart's read, however long it was down); drawn again since, where its first
-draw ends among the bytes written since that write, on a line between the two mtimes (a bar
-frozen then and redrawn since is no advance: its stall is warned as without the restart).
-Residual: redraws are taken as evenly paced. A moving bar redrawn at its last count more
-densely than it drew before (a postfix refreshed many times per step, each count drawn many
-times) is dated earlier than its last advance: a restart's first read may then warn a stall
-that was not, when that date is past the threshold (a count drawn at most twice is dated
-within two draws' share of the read). A frozen bar's redraws denser than its draws before
-the freeze date the freeze earlier (warned sooner, by at most the time from the offset's
-write to the freeze), sparser ones later (warned later, by at most the downtime).
+line's draws since and the file's mtime now, so it is dated by `count_drawn_at`, never
+before it was drawn: a count first drawn since that write, at the file's mtime, its last write
+(a bar that moved on while the bot was down is activity at the restart's read, however long
+it was down; a bar frozen then and not redrawn since, tqdm's or mmcv's without an update, is
+dated at its freeze: its stall is warned as without the restart); one already drawn then, at
+that write's mtime. Residual: a frozen bar redrawn since (a refresh at the frozen count) is
+dated at its last redraw, so its stall is warned later than without the restart, by at most
+the time from the freeze to the restart's read; never earlier (a date earlier than the draw
+would warn a hang that was not and collect every rank's stacks).
 Once the job has ended and its log is read to its end, that line is its last line and is fed
 once (bot.core.tail.take_last_line); so is the sampler file's (the last sample before an OOM
 kill written without its newline).
@@ -274,10 +271,11 @@ class LogFollower:
                     seen = series.unfinished_bar
                     drawn = written
                     if followed.restored and followed.start.mtime is not None:
-                        # a count the store did not keep was drawn after the offset's last
-                        # write: when, the line's draws since that write tell (a bar frozen
-                        # right after it and redrawn since is no advance at this read; one
-                        # that moved on while the bot was down is)
+                        # a count the store did not keep: drawn by the offset's last write
+                        # when its first draw was there then, else dated at the file's mtime
+                        # (never before it was drawn: a bar that moved on while the bot was
+                        # down is an advance at this read; one frozen and not redrawn since,
+                        # at its freeze)
                         drawn = count_drawn_at(unfinished, jw.log.size, (
                             followed.start.size, followed.start.mtime), written)
                     series.unfinished_line(jw.log.line_no + 1, unfinished, drawn + jw.skew)

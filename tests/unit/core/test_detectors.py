@@ -284,13 +284,12 @@ def test_a_bar_frozen_at_its_count_on_an_unfinished_line_is_a_stall(draw):
 
 
 @BAR_DRAWS
-def test_when_a_bar_not_seen_since_a_read_was_drawn_at_its_count_the_bytes_tell(draw):
+def test_a_bar_count_not_seen_since_a_read_is_never_dated_before_it_was_drawn(draw):
     """A restart reads a bar the store did not keep, drawn since a read at minute 0 (the
-    line's bytes then: the bar at 1,000) up to a read at minute 10. A count drawn last, after
-    another, was drawn at the read (the file's mtime is its draw's), even when every count was
-    drawn twice (a postfix refreshed after each step); a count redrawn since is dated where
-    its first draw ends among the bytes written since minute 0 (frozen at minute 4: about
-    then); a count drawn before minute 0, at minute 0."""
+    line's bytes then: the bar at 1,000) up to a read at minute 10, the file's mtime then. A
+    count first drawn since minute 0 is dated at the file's mtime, its last write: moving
+    (drawn last), refreshed (each count drawn twice), or frozen and redrawn (later than its
+    freeze, never earlier); a count drawn before minute 0, at minute 0."""
     head = b"\n".join([b"x"] * 5) + b"\n"
     kept = draw(750, 5000) + draw(1000, 5000)
 
@@ -301,10 +300,25 @@ def test_when_a_bar_not_seen_since_a_read_was_drawn_at_its_count_the_bytes_tell(
     moving = b"".join(draw(1000 + 250 * m, 5000) for m in range(1, 11))
     assert drawn_at(moving) == 600.0
     refreshed = b"".join(draw(1000 + 250 * m, 5000) * 2 for m in range(1, 11))
-    assert drawn_at(refreshed) > 560.0  # its last draw's share of the bytes: about 30 s
+    assert drawn_at(refreshed) == 600.0
     frozen = b"".join(draw(1000 + 250 * min(m, 4), 5000) for m in range(1, 11))
-    assert 200.0 <= drawn_at(frozen) <= 280.0
+    assert drawn_at(frozen) == 600.0
     assert drawn_at(draw(1000, 5000) * 10) == 0.0
+
+
+def test_a_new_bar_after_a_long_quiet_downtime_is_dated_at_the_files_last_write():
+    """The bot is down 2 hours (7,200 s) through a silent phase; then a 20-line table is
+    written and, a minute before the restart's read, a new Lightning bar drawn at 0/1,000
+    (tqdm draws each count twice). The count is dated at the file's mtime (7,200 s), never
+    before its first draw (about 7,140 s). Before, it was dated by its first draw's share of
+    the bytes written since the offset's write (the table's): at about 6,400 s, 13 minutes
+    before it was drawn, and the restart's read warned `hang` for a moving bar (its ranks'
+    stacks collected over SSH)."""
+    head = b"".join(f"{stamp(100 + i)} iter={i}/8000 loss=0.7\n".encode() for i in range(50))
+    table = b"".join(f"| metric_{i:02d} | {0.5 + i / 100:.4f} |\n".encode() for i in range(20))
+    line = lightning_validation_draw(0, 1000) * 2
+    end = len(head) + len(table) + len(line)
+    assert count_drawn_at(line, end, (len(head), 0.0), 7200.0) == 7200.0
 
 
 @BAR_DRAWS

@@ -21,7 +21,7 @@ from fakes import (
     present,
     recorded,
 )
-from support.bar_draws import mmcv_draw
+from support.bar_draws import lightning_validation_draw, mmcv_draw
 from support.watcher import (
     CLUSTER,
     LOG,
@@ -664,12 +664,12 @@ def test_a_requeued_job_without_a_run_start_line_is_timed_from_its_new_start(env
 
 
 def _evaluating(env: WatchEnv, advancing_minutes: int, *, restart_before: int | None,
-                minutes: int = 14) -> Watcher:
+                minutes: int = 14, redrawn: bool = True) -> Watcher:
     """Job 7's 20 training lines, then an evaluation under mmcv's ProgressBar alone: its
     count rises by 250 images a minute for `advancing_minutes`, then the bar is redrawn at
-    that count each minute (it refreshes, frozen), read each minute up to `minutes`; the bot
-    restarts (a new watcher over the same store) before the tick of minute `restart_before`.
-    The watcher that reads on."""
+    that count each minute (it refreshes, frozen; not drawn again unless `redrawn`), read
+    each minute up to `minutes`; the bot restarts (a new watcher over the same store) before
+    the tick of minute `restart_before`. The watcher that reads on."""
     store, slurm, sftp, sink = env
     add_job(store, 7)
     slurm.records[7] = running(7)
@@ -679,7 +679,8 @@ def _evaluating(env: WatchEnv, advancing_minutes: int, *, restart_before: int | 
     w.tick(T0 + 91)
     for minute in range(1, minutes + 1):
         sftp.clock = T0 + 90 + 60 * minute
-        sftp.append(LOG, mmcv_draw(250 * min(minute, advancing_minutes), 5000))
+        if redrawn or minute <= advancing_minutes:
+            sftp.append(LOG, mmcv_draw(250 * min(minute, advancing_minutes), 5000))
         if minute == restart_before:
             w = make_watcher(store, slurm, sftp, sink)
         w.tick(T0 + 91 + 60 * minute)
@@ -739,23 +740,27 @@ def test_a_refreshing_bar_frozen_before_a_restart_is_warned_as_without_one(env, 
     assert f"{250 * advancing}/5000" in warn.diagnosis.evidence[0].text
 
 
-def test_a_bar_frozen_right_before_a_restart_is_no_advance_at_the_restarts_read(env):
-    """The bar rose 250 images a minute up to minute 6, then froze at 1,500 (redrawn each
-    minute); the log's offset was last written at minute 5 with 1,250, and the bot restarts
-    before the tick of minute 8, two minutes after the freeze: before the read that would
-    have found it unchanged for 150 s (persist_every_s / 2) and written it. The restart's
-    read finds a count the store did not keep, drawn again since its first draw: it is dated
-    where that first draw ends in the bytes written since the offset's write (minute 6, the
-    freeze), not at the read, and the stall is warned as without the restart (5 minutes
-    after the freeze, the frozen draw as its evidence). Before, the read took the frozen bar
-    for an advance at minute 8, and the warning came only past minute 13."""
+@pytest.mark.parametrize("redrawn", [False, True], ids=["not redrawn", "redrawn"])
+def test_a_bar_frozen_right_before_a_restart_is_no_advance_at_the_restarts_read(env, redrawn):
+    """The bar rose 250 images a minute up to minute 6, then froze at 1,500; the log's offset
+    was last written at minute 5 with 1,250, and the bot restarts before the tick of minute
+    8, two minutes after the freeze: before the read that would have found it unchanged for
+    150 s (persist_every_s / 2) and written it. The restart's read finds a count the store
+    did not keep, first drawn since the offset's write: it is dated at the file's mtime, its
+    last write. Not redrawn since (tqdm without an update), that is the freeze: the stall is
+    warned as without the restart (5 minutes after the freeze, the frozen draw as its
+    evidence); before e949522d the read took the frozen bar for an advance at minute 8.
+    Redrawn each minute, it is the last redraw (minute 8): warned late, never early."""
     _, _, _, sink = env
-    w = _evaluating(env, 6, restart_before=8, minutes=8)
+    w = _evaluating(env, 6, restart_before=8, minutes=8, redrawn=redrawn)
     frozen = T0 + 90 + 60 * 6
     assert sink.events == []
     w.tick(frozen + 240)
     assert sink.events == []
-    w.tick(frozen + 360)
+    last_write = frozen + (120 if redrawn else 0)
+    w.tick(last_write + 240)
+    assert sink.events == []
+    w.tick(last_write + 360)
     [warn] = sink.events
     assert warn.decision.class_id == "hang"
     assert "1500/5000" in warn.diagnosis.evidence[0].text
@@ -784,6 +789,30 @@ def test_a_bar_that_moved_on_through_a_long_downtime_is_no_stall_at_the_restarts
             w = make_watcher(store, slurm, sftp, sink)
         w.tick(T0 + 91 + 60 * minute)
         assert sink.events == [], f"minute {minute}: {[e.decision.class_id for e in sink.events]}"
+
+
+def test_a_new_bar_after_a_long_quiet_downtime_is_no_stall_at_the_restarts_read(env):
+    """The bot is down two hours after the job's last training line; the log is silent, then
+    a new Lightning bar is drawn at 0/1,000 a minute before the restart (tqdm draws each
+    count twice) and moved to 10/1,000 at the restart. The restart's read dates the bar's
+    count at the file's mtime, its last write: no hang is warned (no stacks collected over
+    SSH). Before, the count was dated by its first draw's share of the bytes written while
+    the bot was down (three draws of four): half an hour before it was drawn, and the read
+    warned `hang`."""
+    store, slurm, sftp, sink = env
+    add_job(store, 7)
+    slurm.records[7] = running(7)
+    w = make_watcher(store, slurm, sftp, sink)
+    sftp.clock = T0 + 90
+    sftp.append(LOG, _progress_lines(100, 20, T0 + 1))
+    w.tick(T0 + 91)
+    sftp.clock = T0 + 90 + 7140
+    sftp.append(LOG, lightning_validation_draw(0, 1000) * 2)
+    sftp.clock = T0 + 90 + 7200
+    sftp.append(LOG, lightning_validation_draw(10, 1000) * 2)
+    w = make_watcher(store, slurm, sftp, sink)
+    w.tick(T0 + 91 + 7200)
+    assert sink.events == [], [e.decision.class_id for e in sink.events]
 
 
 def test_a_slowly_stepping_bar_writes_its_offset_at_the_throttles_pace(env):
