@@ -301,6 +301,31 @@ def settle_lead_s(deadlines: RemoteDeadlines, sent: float | None = None,
         + submit_in_flight_s(deadlines, sent)
 
 
+HOLD_STEP_COMMANDS = 1 + SLURM_CHECKS
+"""A competitor's hold or release step (bot.services.competitors: from its `holding` or
+`releasing` step to its outcome recorded): the `scontrol hold` or `scontrol release` (1), the
+Slurm client's checks (SLURM_CHECKS)."""
+
+
+def hold_step_takeover_s(deadlines: RemoteDeadlines, marked: StepBounds | None = None, *,
+                         post_deadline_s: float) -> float:
+    """How old a competitor's `holding` or `releasing` step with no outcome after it must be
+    before another run takes it for one whose process died (bot.services.competitors):
+    HOLD_STEP_COMMANDS remote commands and one Slack post (the release's note in the thread),
+    each at its worst, plus the margin (783 s with the default deadlines and post deadline).
+    Each at the longer of the marker's bound (`marked`, kept with the step) and the current
+    config's (the post at bot.core.slack_bounds.bot_post_at_most_s of `post_deadline_s`, the
+    config's slack.post_deadline_s), so a live hold or release is never taken over; `marked`
+    None (not kept): the current config's. A release whose `scontrol release` failed waits as
+    long before it is tried again."""
+    sent = None if marked is None else marked.command_at_most_s
+    posted = bot_post_at_most_s(post_deadline_s)
+    if marked is not None and marked.post_at_most_s is not None:
+        posted = max(posted, marked.post_at_most_s)
+    return HOLD_STEP_COMMANDS * sent_command_at_most_s(deadlines, sent) + posted \
+        + TAKEOVER_MARGIN_S
+
+
 def post_takeover_s(post_deadline_s: float, *, kept: float | None) -> float:
     """How old a record whose keyed Slack post its process makes right after it (a hold
     prompt's question: bot.services.competitors) must be, that post still not made, before

@@ -14,16 +14,19 @@ the job is held by trainbot, `done` once released (or when nothing was held afte
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
 from bot.cluster.errors import ClusterError, OutcomeUnknown, said
 from bot.core.slack_bounds import bot_post_at_most_s
 from bot.core.slurm.records import JobRecord
-from bot.core.takeover import post_takeover_s
+from bot.core.takeover import StepBounds, hold_step_takeover_s, post_takeover_s
 from bot.core.text import Text
+from bot.crashpoint import crashpoint
 from bot.services.access import approvers_now
 from bot.services.ports import BotContext
+from bot.services.submit_deadlines import cluster_deadlines, step_bounds
 from bot.services.submit_result import SubmitResult
 from bot.services.threads import post_safely, render, thread_message
 from bot.slack.views import ActionId
@@ -304,39 +307,116 @@ def release_held_for(ctx: BotContext, job_id: int | str, now: float, why: str,
                      cluster: str | None = None, state: str | None = None) -> list[int]:
     """Release every competitor held for `job_id` (on `cluster`, when given: job ids repeat
     across clusters), once each; notes it in the thread (templates/hold_released.json.j2).
-    `why` the job no longer needs the hold: running | ended (its `state`) | gone | cancelled."""
+    `why` the job no longer needs the hold: running | ended (its `state`) | gone | cancelled.
+
+    Each release is claimed by its `releasing` step (`claim_release`) and leaves the hold
+    ledger only once its `scontrol release` went through and was said: one whose process
+    died between the claim and the outcome is released again by a later run (tick,
+    replica) once the step is old enough (bot.core.takeover.hold_step_takeover_s); Slurm
+    takes a release of a job with no hold left as done (bot.cluster.slurm.SlurmClient
+    .release). A release that fails (or whose end was not seen) is said in the thread and
+    tried again as long after, up to MAX_RELEASE_ATTEMPTS times in all (`release_failed`)."""
     released = []
     for approval in held_now(ctx):
         if approval.payload.get("for_job") != str(job_id):
             continue
         if cluster is not None and approval.payload.get("cluster") != cluster:
             continue
-        if not ctx.store.approvals.mark_done(approval.token, now=now):
-            continue  # another tick or replica released it first
+        if not claim_release(ctx, approval, now):
+            continue  # another tick or replica is releasing it, or tries again later
+        crashpoint("hold_release_claimed", approval.token)  # crash-test hook (no-op in production)
         comp = _competitor(approval)
         try:
             ctx.clusters.slurm(approval.payload["cluster"]).release(comp)
-        except (ClusterError, KeyError) as exc:
-            problem = (f"cluster {exc.args[0]!r} is no longer configured"
-                       if isinstance(exc, KeyError) else str(exc))
-            ctx.store.audit.record(
-                actor="trainbot", action="competitor.release", now=now, job_id=str(comp),
-                recipe=approval.payload.get("recipe"), result="failed", detail=problem,
-            )  # fmt: skip
-            thread_message(ctx, approval.chain_id, f"hold-release:{approval.token}",
-                           "hold_released", {"competitor": str(comp), "for_job": str(job_id),
-                                             "why": why, "state": state, "problem": problem})
+        except KeyError as exc:  # nothing to try again: the ledger cannot reach its cluster
+            release_failed(ctx, approval, str(job_id), why, state, now,
+                           f"cluster {exc.args[0]!r} is no longer configured", final=True)
+            continue
+        except ClusterError as exc:
+            release_failed(ctx, approval, str(job_id), why, state, now, str(exc))
             continue
         ctx.store.audit.record(
             actor="trainbot", action="competitor.release", now=now, job_id=str(comp),
             recipe=approval.payload.get("recipe"), result="ok",
             detail={"for_job": str(job_id), "why": why, "state": state},
         )  # fmt: skip
-        thread_message(ctx, approval.chain_id, f"hold-release:{approval.token}",
-                       "hold_released", {"competitor": str(comp), "for_job": str(job_id),
-                                         "why": why, "state": state, "problem": None})
+        say_release(ctx, approval, str(job_id), why, state)
+        ctx.store.approvals.mark_done(approval.token, now=now)
         released.append(comp)
     return released
+
+
+RELEASING_STEP = "releasing"
+MAX_RELEASE_ATTEMPTS = 3
+"""`scontrol release` attempts at one hold: the first and two more, each one's failure said
+once in the thread; the last one's with how to release the job by hand."""
+
+
+def claim_release(ctx: BotContext, approval: Approval, now: float) -> bool:
+    """Claim the release of the held competitor `approval` (its `releasing` step, with this
+    run's bounds): True for exactly one caller, at once the first time; after that only once
+    the step is bot.core.takeover.hold_step_takeover_s old (its claimer died before the
+    outcome was recorded, or its release failed and is due again), for one caller."""
+    cluster = approval.payload.get("cluster", "")
+    try:
+        bounds: StepBounds | None = step_bounds(ctx.config, cluster, ctx.clusters.slurm(cluster))
+    except KeyError:  # the cluster is no longer configured: the release says so
+        bounds = None
+    approvals = ctx.store.approvals
+    if approvals.mark_step(approval.token, RELEASING_STEP, now=now, bounds=bounds):
+        return True
+    older_than = now - release_takeover_s(ctx, approval)
+    return approvals.take_over_step(approval.token, RELEASING_STEP, older_than=older_than,
+                                    now=now, bounds=bounds)
+
+
+def say_release(ctx: BotContext, approval: Approval, for_job: str, why: str,
+                state: str | None, problem: str | None = None,
+                retry: tuple[int, int] | None = None) -> None:
+    """Say in the thread what became of held competitor `approval`'s release
+    (templates/hold_released.json.j2), once: released, or failed (`problem`) and left to
+    the person; or its `retry` (attempt, minutes until the next one) failed, once each."""
+    key = f"hold-release:{approval.token}" + ("" if retry is None else f":failed:{retry[0]}")
+    thread_message(ctx, approval.chain_id, key, "hold_released", {
+        "competitor": str(_competitor(approval)), "for_job": for_job, "why": why,
+        "state": state, "problem": problem, "retry_in_min": None if retry is None else retry[1],
+    })
+
+
+def release_takeover_s(ctx: BotContext, approval: Approval) -> float:
+    """How old held competitor `approval`'s `releasing` step must be before another run
+    releases it (bot.core.takeover.hold_step_takeover_s on its cluster's deadlines, at the
+    bounds its claimer kept when longer): its claimer has ended by then."""
+    return hold_step_takeover_s(
+        cluster_deadlines(ctx.config, approval.payload.get("cluster", "")),
+        ctx.store.approvals.bounds_of(approval.token, RELEASING_STEP),
+        post_deadline_s=ctx.config.slack.post_deadline_s)
+
+
+def release_failed(ctx: BotContext, approval: Approval, for_job: str, why: str,
+                   state: str | None, now: float, problem: str, *, final: bool = False) -> None:
+    """The release of held competitor `approval` failed (Slurm's or ssh's words: `problem`):
+    recorded and said in the thread once per attempt (its `release_failed_N` step). Before the
+    MAX_RELEASE_ATTEMPTS-th (and unless `final`) the hold stays in the ledger, its release
+    tried again once its `releasing` step is due (`claim_release`), the thread told so; then
+    it leaves the ledger, the thread told how to release the job by hand."""
+    comp, token = _competitor(approval), approval.token
+    failures = sum(1 for step in ctx.store.approvals.steps(token)
+                   if step.startswith("release_failed_"))
+    final = final or failures + 1 >= MAX_RELEASE_ATTEMPTS
+    ctx.store.audit.record(
+        actor="trainbot", action="competitor.release", now=now, job_id=str(comp),
+        recipe=approval.payload.get("recipe"), result="failed" if final else "retry",
+        detail=problem,
+    )  # fmt: skip
+    if final:
+        say_release(ctx, approval, for_job, why, state, problem)
+        ctx.store.approvals.mark_done(token, now=now)
+        return
+    if ctx.store.approvals.mark_step(token, f"release_failed_{failures + 1}", now=now):
+        retry_in_s = release_takeover_s(ctx, approval)
+        say_release(ctx, approval, for_job, why, state, problem,
+                    retry=(failures + 1, math.ceil(retry_in_s / 60)))
 
 
 def release_started(ctx: BotContext, now: float) -> list[int]:

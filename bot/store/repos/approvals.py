@@ -213,7 +213,8 @@ class ApprovalsRepo(_Repo):
         return result.rowcount == 1
 
     STEPS = ("reminded", "escalated", "cancelling", "cancelling_to_resume", "cancel_unknown",
-             "cancel_only_unknown", "cancel_settled", "cancel_announced", "cancel_resuming")
+             "cancel_only_unknown", "cancel_settled", "cancel_announced", "cancel_resuming",
+             "releasing", "release_failed_1", "release_failed_2")
     CANCEL_UNKNOWN_STEPS = ("cancel_unknown", "cancel_only_unknown")
 
     def mark_step(self, token: str, step: str, *, now: float,
@@ -225,7 +226,9 @@ class ApprovalsRepo(_Repo):
         trainbot took that unknown cancel up
         again ("cancel_settled") or said all of what became of it ("cancel_announced"), that
         its approved cancel and resume's scancel took effect and its resubmit began
-        ("cancel_resuming"): True
+        ("cancel_resuming"), that a held competitor's `scontrol release` is about to be sent
+        ("releasing") or failed for the Nth time, said in its thread ("release_failed_N",
+        bot.services.competitors.MAX_RELEASE_ATTEMPTS - 1 of them): True
         for exactly one caller, so no replica follows a prompt up, or settles its cancel,
         twice. `bounds`: what the marker counts the step's remote calls at, kept with it for
         its takeover (`bounds_of`)."""

@@ -16,6 +16,7 @@ from fakes import (
     present,
     recorded,
 )
+from support.dying import Died, dies_at
 from support.mix_prompt import mix_prompt
 
 from bot.cluster.errors import ChannelClosed, CommandFailed
@@ -575,6 +576,89 @@ def test_a_release_slurm_refuses_for_another_reason_still_fails() -> None:
     with pytest.raises(CommandFailed, match="Access/permission denied"):
         SlurmClient(FakeRunner({"scontrol": denied})).release(88017)
     SlurmClient(FakeRunner({"scontrol": RELEASE_FINISHED})).release(88017)  # no error
+
+
+def held_then_running(ctx: BotContext, slurm: FakeSlurm) -> None:
+    """88017 held (a yes at NOW + 2) for the resubmitted 88887, which runs now."""
+    _, hold_token = competitor_setup(ctx, slurm)
+    handle_click(ctx, hold_token, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 2)
+    slurm.set(88887, state="RUNNING")
+
+
+def test_a_release_whose_process_died_after_its_claim_is_released_by_a_later_tick(
+    ctx: BotContext, slurm: FakeSlurm, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The bot dies between claiming a release and its `scontrol release`: the competitor
+    stays in the hold ledger, so a later tick releases it (once), after the claim's takeover
+    time, not while the claimer may still be releasing it."""
+    held_then_running(ctx, slurm)
+    monkeypatch.setattr(competitors, "crashpoint", dies_at("hold_release_claimed"))
+    with pytest.raises(Died):
+        competitors.release_started(ctx, NOW + 3)
+    monkeypatch.setattr(competitors, "crashpoint", lambda name, detail="": None)
+    assert slurm.acted("release") == []
+    assert [a.target_job for a in competitors.held_now(ctx)] == ["88017"]
+    [held] = competitors.held_now(ctx)
+    due = NOW + 3 + competitors.release_takeover_s(ctx, held)
+    assert competitors.release_started(ctx, due - 1) == []  # its claimer may still be at it
+    assert slurm.acted("release") == []
+    assert competitors.release_started(ctx, due) == [88017]
+    assert competitors.release_started(ctx, due + 10_000) == []
+    assert slurm.acted("release") == [88017]
+    assert recorded(ctx).texts().count("Released 88017: 88887 is running.") == 1
+    assert competitors.held_now(ctx) == []
+
+
+DENIED = (1, "", "Access/permission denied for job 88017\n"
+                 "slurm_suspend error: Access/permission denied\n")
+
+
+def test_a_failed_release_is_said_and_tried_again_up_to_three_times(
+    ctx: BotContext, slurm: FakeSlurm
+) -> None:
+    """`scontrol release` fails: the thread says so and that trainbot tries again, once per
+    failure; the third failure says how to release the job by hand and ends the hold."""
+    held_then_running(ctx, slurm)
+    runner = FakeRunner({"scontrol": DENIED})
+    slurm.release = SlurmClient(runner).release  # type: ignore[method-assign]
+    [held] = competitors.held_now(ctx)
+    wait = competitors.release_takeover_s(ctx, held)
+    minutes = -(-wait // 60)
+
+    def retries_said() -> int:
+        return sum(1 for t in recorded(ctx).texts()
+                   if t.startswith("Could not release 88017 (") and "permission denied" in t
+                   and t.endswith(f"; trainbot tries again in about {minutes:g} minutes."))
+
+    at = NOW + 3
+    assert competitors.release_started(ctx, at) == []
+    assert competitors.release_started(ctx, at + 1) == []  # not again before it is due
+    assert retries_said() == 1
+    assert competitors.release_started(ctx, at + wait) == []  # the second attempt
+    assert retries_said() == 2
+    assert competitors.release_started(ctx, at + 2 * wait) == []  # the third: the last
+    assert retries_said() == 2
+    assert any(t.startswith("Could not release 88017 (") and
+               t.endswith("release it with `/train release 88017`.")
+               for t in recorded(ctx).texts())
+    assert competitors.held_now(ctx) == []
+    assert competitors.release_started(ctx, at + 3 * wait) == []
+    assert [c.argv[-2:] for c in runner.calls] == [["release", "88017"]] * 3
+
+
+def test_a_release_that_failed_once_then_goes_through_is_said_released(
+    ctx: BotContext, slurm: FakeSlurm
+) -> None:
+    held_then_running(ctx, slurm)
+    works = slurm.release
+    slurm.release = SlurmClient(FakeRunner({"scontrol": DENIED})).release  # type: ignore[method-assign]
+    assert competitors.release_started(ctx, NOW + 3) == []
+    slurm.release = works  # type: ignore[method-assign]
+    [held] = competitors.held_now(ctx)
+    assert competitors.release_started(ctx, NOW + 3 + competitors.release_takeover_s(ctx, held)) \
+        == [88017]
+    assert "Released 88017: 88887 is running." in recorded(ctx).texts()
+    assert competitors.held_now(ctx) == []
 
 
 def test_no_means_nothing_held(ctx: BotContext, slurm: FakeSlurm) -> None:

@@ -194,10 +194,11 @@ def test_hold_prompt_escapes_the_competitors_name_and_ids() -> None:
     assert shown.count(BAD_ONCE) >= 3
 
 
-@pytest.mark.parametrize("why", ["running", "ended", "gone", "cancelled", "failed"])
+@pytest.mark.parametrize("why", ["running", "ended", "gone", "cancelled", "failed", "retry"])
 def test_hold_released_escapes_slurms_words(why: str) -> None:
     _check("hold_released", {"competitor": BAD, "for_job": BAD, "why": why, "state": BAD,
-                             "problem": BAD if why == "failed" else None})
+                             "problem": BAD if why in ("failed", "retry") else None,
+                             "retry_in_min": 14 if why == "retry" else None})
 
 
 def test_a_note_is_trainbots_mrkdwn_as_made() -> None:
@@ -391,7 +392,7 @@ def _samples() -> list[tuple[str, object]]:
                          "token": "tok", "block_id": "hold:tok", "yes_action": "hold_yes",
                          "no_action": "hold_no"}),
         ("hold_released", {"competitor": "88017", "for_job": "88887", "why": "ended",
-                           "state": "FAILED", "problem": None}),
+                           "state": "FAILED", "problem": None, "retry_in_min": None}),
         ("decided", {"summary": OWN, "outcome": _outcome(job_id="88154", state="RUNNING")}),
         ("click_reply", {"kind": "busy", "decided_by": "U0BOB", "job": "88154"}),
         ("completed", {"job_id": "140_4", "replaced": ["123_4"], "last_iter": 10,
