@@ -120,6 +120,10 @@ def assigned_values(code: str, wanted: set[str], prefixes: dict[int, tuple[str, 
         text = text.strip("\"'")
         earlier = values.setdefault(var, [])
         was = earlier[-1][1] if earlier else ""  # unset: "" appended to, 0 added to
+        if not shell and op and re.search(
+                r"(?:\(\(\s*|\blet\s+)" + re.escape(var) + r"\s*\+\+",
+                code[earlier[-1][0] if earlier else 0:start]):
+            was = None  # (a counter since, `((n++)) || true`: what it left is not known here)
         value: str | None
         if op in ("++", "--"):  # `((++n))`: one more (less) than it held, where that is known
             held = "0" if was is not None and ZERO_RE.fullmatch(was) else was
