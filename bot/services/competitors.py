@@ -269,6 +269,11 @@ def apply_hold(ctx: BotContext, approval: Approval, actor: str, now: float) -> H
             job_id=str(comp), result="skipped", detail=why,
         )  # fmt: skip
         return skipped
+    if not ctx.store.approvals.mark_step(approval.token, HOLDING_STEP, now=now,
+                                         bounds=step_bounds(ctx.config, payload["cluster"],
+                                                            slurm)):
+        # its release came first (the resumed job no longer waits): no hold may follow it
+        return HoldResult("hold_skipped", state=mine.state if mine is not None else None)
     try:
         slurm.hold(comp)
     except OutcomeUnknown as exc:
@@ -278,8 +283,10 @@ def apply_hold(ctx: BotContext, approval: Approval, actor: str, now: float) -> H
             actor=actor, action="competitor.hold", now=now, recipe=payload.get("recipe"),
             job_id=str(comp), result="unknown", detail=str(exc),
         )  # fmt: skip
+        ctx.store.approvals.mark_step(approval.token, HOLD_ENDED_STEP, now=now)
         return HoldResult("hold_unknown", error=said(exc))
     except ClusterError as exc:
+        ctx.store.approvals.mark_step(approval.token, HOLD_ENDED_STEP, now=now)
         ctx.store.approvals.mark_done(approval.token, now=now)  # nothing to release later
         ctx.store.audit.record(
             actor=actor, action="competitor.hold", now=now, recipe=payload.get("recipe"),
@@ -290,6 +297,7 @@ def apply_hold(ctx: BotContext, approval: Approval, actor: str, now: float) -> H
         actor=actor, action="competitor.hold", now=now, recipe=payload.get("recipe"),
         job_id=str(comp), result="ok", detail={"for_job": for_job},
     )  # fmt: skip
+    ctx.store.approvals.mark_step(approval.token, HOLD_ENDED_STEP, now=now)
     return HoldResult("held")
 
 
@@ -322,6 +330,8 @@ def release_held_for(ctx: BotContext, job_id: int | str, now: float, why: str,
             continue
         if cluster is not None and approval.payload.get("cluster") != cluster:
             continue
+        if not hold_over(ctx, approval, now):
+            continue  # its `scontrol hold` may still land: released once it is over
         if not claim_release(ctx, approval, now):
             continue  # another tick or replica is releasing it, or tries again later
         crashpoint("hold_release_claimed", approval.token)  # crash-test hook (no-op in production)
@@ -344,6 +354,26 @@ def release_held_for(ctx: BotContext, job_id: int | str, now: float, why: str,
         ctx.store.approvals.mark_done(approval.token, now=now)
         released.append(comp)
     return released
+
+
+HOLDING_STEP = "holding"
+HOLD_ENDED_STEP = "hold_ended"
+
+
+def hold_over(ctx: BotContext, approval: Approval, now: float) -> bool:
+    """Can held competitor `approval` be released now, no `scontrol hold` of it still able
+    to land after the release? Its hold's `holding` step, marked by apply_hold before it sends
+    the hold, is taken by this release when not marked yet (no hold may follow: apply_hold
+    then holds nothing); else its hold is over (`hold_ended`), or its holder died and the
+    step is bot.core.takeover.hold_step_takeover_s old (its hold has ended by then)."""
+    approvals, token = ctx.store.approvals, approval.token
+    if approvals.mark_step(token, HOLDING_STEP, now=now):
+        approvals.mark_step(token, HOLD_ENDED_STEP, now=now)
+        return True
+    steps = approvals.steps(token)
+    if HOLD_ENDED_STEP in steps:
+        return True
+    return steps[HOLDING_STEP] <= now - step_takeover_s(ctx, approval, HOLDING_STEP)
 
 
 RELEASING_STEP = "releasing"
@@ -385,11 +415,17 @@ def say_release(ctx: BotContext, approval: Approval, for_job: str, why: str,
 
 def release_takeover_s(ctx: BotContext, approval: Approval) -> float:
     """How old held competitor `approval`'s `releasing` step must be before another run
-    releases it (bot.core.takeover.hold_step_takeover_s on its cluster's deadlines, at the
-    bounds its claimer kept when longer): its claimer has ended by then."""
+    releases it: its claimer has ended by then (`step_takeover_s`)."""
+    return step_takeover_s(ctx, approval, RELEASING_STEP)
+
+
+def step_takeover_s(ctx: BotContext, approval: Approval, step: str) -> float:
+    """How old held competitor `approval`'s `holding` or `releasing` step must be before
+    another run goes on as if its marker had died (bot.core.takeover.hold_step_takeover_s on
+    its cluster's deadlines, at the bounds its marker kept when longer)."""
     return hold_step_takeover_s(
         cluster_deadlines(ctx.config, approval.payload.get("cluster", "")),
-        ctx.store.approvals.bounds_of(approval.token, RELEASING_STEP),
+        ctx.store.approvals.bounds_of(approval.token, step),
         post_deadline_s=ctx.config.slack.post_deadline_s)
 
 

@@ -214,7 +214,7 @@ class ApprovalsRepo(_Repo):
 
     STEPS = ("reminded", "escalated", "cancelling", "cancelling_to_resume", "cancel_unknown",
              "cancel_only_unknown", "cancel_settled", "cancel_announced", "cancel_resuming",
-             "releasing", "release_failed_1", "release_failed_2")
+             "releasing", "release_failed_1", "release_failed_2", "holding", "hold_ended")
     CANCEL_UNKNOWN_STEPS = ("cancel_unknown", "cancel_only_unknown")
 
     def mark_step(self, token: str, step: str, *, now: float,
@@ -228,7 +228,9 @@ class ApprovalsRepo(_Repo):
         its approved cancel and resume's scancel took effect and its resubmit began
         ("cancel_resuming"), that a held competitor's `scontrol release` is about to be sent
         ("releasing") or failed for the Nth time, said in its thread ("release_failed_N",
-        bot.services.competitors.MAX_RELEASE_ATTEMPTS - 1 of them): True
+        bot.services.competitors.MAX_RELEASE_ATTEMPTS - 1 of them), that its `scontrol hold`
+        may be sent from now ("holding": by the hold, or taken by its release first so none
+        is) and that it was over ("hold_ended"): True
         for exactly one caller, so no replica follows a prompt up, or settles its cancel,
         twice. `bounds`: what the marker counts the step's remote calls at, kept with it for
         its takeover (`bounds_of`)."""

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+from typing import Any
 
 import pytest
 from fakes import (
@@ -659,6 +660,70 @@ def test_a_release_that_failed_once_then_goes_through_is_said_released(
         == [88017]
     assert "Released 88017: 88887 is running." in recorded(ctx).texts()
     assert competitors.held_now(ctx) == []
+
+
+def test_a_release_waits_for_a_hold_still_being_sent_then_releases_it(
+    ctx: BotContext, slurm: FakeSlurm
+) -> None:
+    """The resumed job starts while the yes's `scontrol hold` is on its way: another tick's
+    release (a second context on the same store) waits for the hold to be over instead of
+    "releasing" a job not held yet, then releases it; the job is not left held."""
+    _, hold_token = competitor_setup(ctx, slurm)
+    other = make_context(ctx.store, slurm)
+    hold = slurm.hold
+    during: list[list[int]] = []
+
+    def hold_as_the_resumed_job_starts(job_id: int) -> None:
+        slurm.set(88887, state="RUNNING")
+        during.append(competitors.release_started(other, NOW + 3))
+        hold(job_id)
+
+    slurm.hold = hold_as_the_resumed_job_starts  # type: ignore[method-assign]
+    handle_click(ctx, hold_token, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 2)
+    assert during == [[]] and slurm.acted("release") == []
+    assert competitors.release_started(other, NOW + 4) == [88017]
+    assert slurm.acted("release") == [88017]
+    assert not slurm.records[88017].is_held
+
+
+def test_a_yes_whose_release_came_first_holds_nothing(ctx: BotContext, slurm: FakeSlurm
+                                                      ) -> None:
+    """A release (another tick) takes the hold before the yes's hold is sent: no hold is
+    sent after it, so none can outlive the ledger."""
+    _, hold_token = competitor_setup(ctx, slurm)
+    jobs = slurm.jobs
+
+    def read_then_released(ids: Any) -> dict[int, Any]:
+        records = jobs(ids)
+        slurm.jobs = jobs  # type: ignore[method-assign]
+        slurm.set(88887, state="RUNNING")
+        assert competitors.release_started(make_context(ctx.store, slurm), NOW + 2) == [88017]
+        return records
+
+    slurm.jobs = read_then_released  # type: ignore[method-assign]
+    handle_click(ctx, hold_token, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 2)
+    assert slurm.acted("hold") == []
+    assert competitors.held_now(ctx) == []
+
+
+def test_a_hold_whose_process_died_before_its_end_is_released_after_its_takeover(
+    ctx: BotContext, slurm: FakeSlurm, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    _, hold_token = competitor_setup(ctx, slurm)
+
+    def dies(job_id: int) -> None:
+        slurm.set(job_id, reason="JobHeldUser", priority=0)
+        raise Died("after scontrol hold")
+
+    slurm.hold = dies  # type: ignore[method-assign]
+    with pytest.raises(Died):
+        handle_click(ctx, hold_token, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 2)
+    slurm.set(88887, state="RUNNING")
+    [held] = competitors.held_now(ctx)
+    due = NOW + 2 + competitors.step_takeover_s(ctx, held, competitors.HOLDING_STEP)
+    assert competitors.release_started(ctx, due - 1) == []
+    assert competitors.release_started(ctx, due) == [88017]
+    assert not slurm.records[88017].is_held
 
 
 def test_no_means_nothing_held(ctx: BotContext, slurm: FakeSlurm) -> None:
