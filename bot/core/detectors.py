@@ -54,10 +54,15 @@ EVALUATION_START = re.compile(r"\*{5} Running (?:Evaluation|Prediction) \*{5}")
 #   seeds or folds, a hyperparameter search's next trial): `_inner_training_loop` logs
 #   `***** Running training *****` before its first step (huggingface/transformers
 #   src/transformers/trainer.py 2cda12cbf6e4), as the example scripts that copy it do
+# - ParlAI's TrainLoop.log() after one of its loop's ends (a next `parlai train_model` stage, a
+#   requeued run appended): `time:120s total_exs:3840 total_steps:120 epochs:0.08 time_left:…s`
+#   after its logger's `| ` (facebookresearch/ParlAI parlai/scripts/train_model.py a29567f7),
+#   `[ time:120s total_exs:3840 epochs:0.08 ]` print()ed before 21b74e0a (2020-06)
 TRAINING_GOES_ON = re.compile(
     r"Trainer was signaled to stop but (?:the )?required .* has not been met\. "
     r"Training will continue|^epoch {5}train_loss(?: |$)|^Epoch [0-9]+/[0-9]+ *$"
-    r"|\*{5} Running training \*{5}")
+    r"|\*{5} Running training \*{5}"
+    r"|(?:\| |\[ )time:[0-9]+(?:\.[0-9]+)?s total_exs:[0-9]+ ")
 
 # The minimums in Lightning's `Training will continue...` (TRAINING_GOES_ON): `min_epochs=5`
 # and `min_steps=None` (1.5+), `minimum epochs (5) or minimum steps (None)` before

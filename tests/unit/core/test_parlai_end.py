@@ -88,3 +88,21 @@ def test_a_validation_that_did_not_stop_training_is_no_end():
 @each_end(ENDS)
 def test_an_error_after_it_decides(end):
     assert_the_error_decides(LOOP + end + FINAL)
+
+
+@pytest.mark.parametrize("name", ["num_epochs", "max_train_steps", "patience"])
+def test_training_logged_after_the_end_undoes_it(name):
+    """A next `parlai train_model` stage or a requeued run appended: TrainLoop.log()'s counters
+    after the loop's end say training goes on."""
+    assert_still_running(LOOP + ENDS[name] + FINAL + _train_log("13:00:00", 500)
+                         + _train_log("13:04:10", 1000))
+
+
+def test_a_print_era_progress_line_after_the_end_undoes_it():
+    assert_still_running(LOOP + ENDS["num_epochs, print"]
+                         + "[ time:120s total_exs:3840 epochs:0.08 ] {'loss': 2.1}\n")
+
+
+def test_another_scripts_epoch_count_is_no_end():
+    """Not ParlAI's logger or print(): a script's own `num_epochs completed: 3` mid-run."""
+    assert_still_running(LOOP + "num_epochs completed: 3\n")
