@@ -58,11 +58,18 @@ EVALUATION_START = re.compile(r"\*{5} Running (?:Evaluation|Prediction) \*{5}")
 #   requeued run appended): `time:120s total_exs:3840 total_steps:120 epochs:0.08 time_left:…s`
 #   after its logger's `| ` (facebookresearch/ParlAI parlai/scripts/train_model.py a29567f7),
 #   `[ time:120s total_exs:3840 epochs:0.08 ]` print()ed before 21b74e0a (2020-06)
+# - a next `spacy train` after its `✔ Saved pipeline to output directory` (a `spacy project run`
+#   workflow's second training step): its project runner's `Running command: python -m spacy
+#   train …` (explosion/spaCy spacy/cli/project/run.py, weasel's since 3.7), or its training
+#   table's header, which the console logger writes as each training starts (spacy/training/
+#   loggers.py console_logger: `E`, `#` in widths 3 and 6 two blanks apart, then each
+#   component's `LOSS …` column; `Loss …` before 3.1)
 TRAINING_GOES_ON = re.compile(
     r"Trainer was signaled to stop but (?:the )?required .* has not been met\. "
     r"Training will continue|^epoch {5}train_loss(?: |$)|^Epoch [0-9]+/[0-9]+ *$"
     r"|\*{5} Running training \*{5}"
-    r"|(?:\| |\[ )time:[0-9]+(?:\.[0-9]+)?s total_exs:[0-9]+ ")
+    r"|(?:\| |\[ )time:[0-9]+(?:\.[0-9]+)?s total_exs:[0-9]+ "
+    r"|^Running command: .*\bspacy train\b|^E {4}# {7}(?:LOSS|Loss) ")
 
 # The minimums in Lightning's `Training will continue...` (TRAINING_GOES_ON): `min_epochs=5`
 # and `min_steps=None` (1.5+), `minimum epochs (5) or minimum steps (None)` before

@@ -9,7 +9,12 @@ evaluation."""
 from __future__ import annotations
 
 import pytest
-from support.end_marker import assert_ends_the_run, assert_the_error_decides, read
+from support.end_marker import (
+    assert_ends_the_run,
+    assert_still_running,
+    assert_the_error_decides,
+    read,
+)
 
 TABLE = (
     "\u2139 Pipeline: ['tok2vec', 'ner']\n"
@@ -42,3 +47,27 @@ def test_its_abort_message_is_no_end():
 @pytest.mark.parametrize("end", list(ENDS.values()), ids=list(ENDS))
 def test_an_error_after_it_decides(end):
     assert_the_error_decides(TABLE + end)
+
+
+SECOND_STEP = (
+    "=================================== train ===================================\n"
+    "Running command: /usr/bin/python -m spacy train configs/b.cfg --output training/b\n"
+    "\u2139 Saving to output directory: training/b\n"
+    "\u2139 Using CPU\n")
+
+
+@pytest.mark.parametrize("end", list(ENDS.values()), ids=list(ENDS))
+def test_a_next_spacy_train_after_it_undoes_it(end):
+    """`spacy project run` with two training steps: the second's runner line, its table and
+    rows after the first's saved pipeline: still training."""
+    assert_still_running(TABLE + end + SECOND_STEP + TABLE)
+
+
+def test_a_next_training_table_undoes_it():
+    """A second `spacy train` in the same batch script, no project runner: its table."""
+    assert_still_running(TABLE + ENDS["icon"] + TABLE)
+
+
+def test_the_runner_starting_a_next_training_undoes_it():
+    """The runner's line alone, the next training still loading its pipeline."""
+    assert_still_running(TABLE + ENDS["icon"] + SECOND_STEP)
