@@ -12,6 +12,9 @@ from dataclasses import dataclass
 
 #: A number as a log prints it (`3`, `-0.31`, `.5`, `1.2E+00`), as a regex.
 NUMBER = r"[-+]?(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
+#: `NUMBER` that starts nowhere inside a run of digits: the same leftmost `search` match, but a
+#: long digit run (a printed tensor, a hex dump) is tried from its start only, not from each digit.
+NUMBER_FROM_RUN_START = r"[-+]?(?<!\d)(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
 
 # A tqdm bar drawn below another: tqdm draws a bar at position n >= 1 (one created while another
 # is open) after n newlines and moves the cursor back up after it (std.py `moveto`: `\x1b[A`),
@@ -131,7 +134,8 @@ _POSTFIX_KEY = re.compile(r"(?:^|,\s*)(\w+)=")
 # A bar's rate and the loss its postfix reports (tqdm's `set_postfix(loss=…)`: `[01:02<01:16,
 # 7.20it/s, loss=0.31]`, Keras-like `loss: 0.31`): a training loop's bar, whatever its label.
 _BAR_RATE_AND_LOSS = re.compile(
-    rf"[0-9.]+\s*(?:s/it|it/s)\s*,[^\]]*\b\w*loss\s*[=:]\s*(?:{NUMBER}|nan|inf)", re.IGNORECASE)
+    rf"(?<![0-9.])[0-9.]+\s*(?:s/it|it/s)\s*,[^\]]*\b\w*loss\s*[=:]\s*(?:{NUMBER}|nan|inf)",
+    re.IGNORECASE)
 
 
 def _shows_lightning_epochs_from_one(bar: str) -> bool:

@@ -39,6 +39,7 @@ from bot.core.progress_bars import (
     EVALUATION_BAR,
     MMCV_PROGRESS_BAR,
     NUMBER,
+    NUMBER_FROM_RUN_START,
     TQDM_BAR,
     ProgressBars,
     is_start_up_bar,
@@ -210,7 +211,7 @@ _KV = re.compile(
     r"\s*(GiB|GB|MiB|MB|KiB|KB|TiB|TB|G|M|K|T|%|ms|s)?(?![\w./])",
     re.IGNORECASE,
 )
-_RATE = re.compile(rf"({NUMBER})\s*(s/it(?:er)?|it/s)(?![\w])", re.IGNORECASE)
+_RATE = re.compile(rf"({NUMBER_FROM_RUN_START})\s*(s/it(?:er)?|it/s)(?![\w])", re.IGNORECASE)
 _MEGATRON = re.compile(r"\biteration\s+(\d+)\s*/\s*(\d+)\s*\|")
 _MEG_LOSS = re.compile(rf"\blm loss:\s*({NUMBER}|nan|inf)", re.IGNORECASE)
 _MEG_MS = re.compile(r"elapsed time per iteration \(ms\):\s*([\d.]+)")

@@ -52,7 +52,8 @@ _ERROR_LINE = re.compile(
     r"\s+(?:open|write|create|save)\b"
     # a shell that cannot run the command: `bash: torchrun: command not found`, `command
     # torchrun not found`, dash's `sh: 1: torchrun: not found`
-    r"|.*(?:command (?:[^\s:]+ )?not found|[^\s:]+: not found\W*$)"
+    # (`.*` takes all but the name's last character: one try per position on a long digit run)
+    r"|.*(?:command (?:[^\s:]+ )?not found|[^\s:]: not found\W*$)"
     r"|.*\b(?:[Ee]rror|ERROR|[Ff]ailed|FAILED|[Ff]ailure|FAILURE|[Aa]bort(?:ed|ing)?|ABORT"
     r"|[Ii]llegal|[Ss]egmentation fault|core dumped)\b|.*[a-z](?:Error|Exception)\b)"
 )
