@@ -104,6 +104,7 @@ def run_checks(
     for name, cluster in config.clusters.items():
         yield from _cluster_checks(config, name, cluster, runner_factory)
     yield _store_check(config)
+    yield _post_bounds_check(config.slack)
     tokens = _slack_check(config)
     yield tokens
     if tokens.ok:
@@ -322,18 +323,20 @@ def _slack_check(config: Config) -> Check:
                 f"{env_name} does not start with {prefix!r}",
                 f"put the {prefix}… token in {env_name} (tokens are easily swapped)",
             )
-    return Check("slack tokens", True, f"present for {slack.mode} mode; {_post_bounds(slack)}")
+    return Check("slack tokens", True, f"present for {slack.mode} mode")
 
 
-def _post_bounds(slack: SlackConfig) -> str:
-    """The post deadline the bot runs with (slack.post_deadline_s) and what follows from it:
-    how long a post a dead process began is left before another run makes it
-    (bot.core.takeover.post_takeover_s)."""
+def _post_bounds_check(slack: SlackConfig) -> Check:
+    """The post deadline the bot runs with (slack.post_deadline_s, validated with the
+    config) and what follows from it: how long a post a dead process began is left before
+    another run makes it (bot.core.takeover.post_takeover_s). Shown whatever the tokens'
+    check says: it is configuration."""
     from bot.core.takeover import post_takeover_s
 
-    return (f"a post, update or chart upload stops at {slack.post_deadline_s:g} s "
-            f"(slack.post_deadline_s); one a stopped bot began is made by another after "
-            f"{post_takeover_s(slack.post_deadline_s, kept=None):g} s")
+    return Check("slack posts", True,
+                 f"a post, update or chart upload stops at {slack.post_deadline_s:g} s "
+                 f"(slack.post_deadline_s); one a stopped bot began is made by another after "
+                 f"{post_takeover_s(slack.post_deadline_s, kept=None):g} s")
 
 
 def _default_slack_client(config: Config) -> Any:

@@ -48,20 +48,23 @@ def test_unwritable_store_fails(tmp_path):
 
 
 def test_doctor_shows_the_post_deadline_the_bot_runs_with(tmp_path):
-    """The slack tokens check names the post deadline (slack.post_deadline_s) and the wait
-    before another run makes a post a stopped bot began, the configured one or the default's.
-    Before, doctor showed neither."""
+    """Doctor names the post deadline (slack.post_deadline_s) and the wait before another
+    run makes a post a stopped bot began, the configured one or the default's, whether the
+    Slack tokens are set or not (it is configuration). Before, it showed them only when the
+    tokens check passed."""
     path = tmp_path / "trainbot.yaml"
-    env = {"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_APP_TOKEN": "xapp-1"}
+    with_tokens = {"SLACK_BOT_TOKEN": "xoxb-1", "SLACK_APP_TOKEN": "xapp-1"}
     for slack, deadline, takeover in (("", "300 s", "390 s"),
                                       ("slack: {post_deadline_s: 600}\n", "600 s", "690 s")):
         path.write_text(CONFIG.replace("STORE", str(tmp_path / "s.db")) + slack)
-        checks = {c.name: c for c in run_checks(path, env,
-                                                runner_factory=lambda _c: DownRunner(),
-                                                slack_client_factory=lambda _c: DownSlack())}
-        tokens = checks["slack tokens"]
-        assert tokens.ok and f"stops at {deadline} (slack.post_deadline_s)" in tokens.detail
-        assert f"made by another after {takeover}" in format_check(tokens)
+        for env in (with_tokens, {}):
+            checks = {c.name: c for c in run_checks(path, env,
+                                                    runner_factory=lambda _c: DownRunner(),
+                                                    slack_client_factory=lambda _c: DownSlack())}
+            assert checks["slack tokens"].ok == bool(env)
+            posts = checks["slack posts"]
+            assert posts.ok and f"stops at {deadline} (slack.post_deadline_s)" in posts.detail
+            assert f"made by another after {takeover}" in format_check(posts)
 
 
 def test_doctor_refuses_a_post_deadline_too_short_for_an_upload(tmp_path):
