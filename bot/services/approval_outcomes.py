@@ -32,12 +32,12 @@ class Outcome:
     looks at the job again `settle_s` after the click, the recipe's policy.cancel_settle_s,
     and says "not cancelled" only `over_s` after it, once the scancel can no longer land:
     `scancel_over_at`, never before the first look) |
-    held | hold_skipped
-    | hold_failed | hold_unknown; failed: `did` is error | not_running | resubmit_failed (the
-    job was cancelled, its resubmit failed) | cancel_not_taken (a cancel whose end was not seen
-    did not take effect: the job is still in `state`; offered again) | not_submitted (the
-    resubmit's end was not seen and no job named `job_name` was found: nothing was
-    submitted); stale (nothing was done,
+    held | hold_skipped (the resumed job no longer waits: `state`, or `error` when it could not
+    be read) | hold_failed | hold_unknown; failed: `did` is error | not_running |
+    resubmit_failed (the job was cancelled, its resubmit failed) | cancel_not_taken (a
+    cancel whose end was not seen did not take effect: the job is still in `state`; offered
+    again) | not_submitted (the resubmit's end was not seen and no job named `job_name` was
+    found: nothing was submitted); stale (nothing was done,
     the prompt no longer applies): `did` is moved_on (the chain's latest attempt is
     `current_job` now, in `state`) | competitor_started | competitor_left (a hold prompt's
     competitor, in `state`). `job_id` is the prompt's target job (the competitor of a hold

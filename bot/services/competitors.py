@@ -25,7 +25,7 @@ from bot.core.takeover import StepBounds, hold_step_takeover_s, post_takeover_s
 from bot.core.text import Text
 from bot.crashpoint import crashpoint
 from bot.services.access import approvers_now
-from bot.services.ports import BotContext
+from bot.services.ports import BotContext, Slurm
 from bot.services.submit_deadlines import cluster_deadlines, step_bounds
 from bot.services.submit_result import SubmitResult
 from bot.services.threads import post_safely, render, thread_message
@@ -48,7 +48,8 @@ class HoldProposal:
 @dataclass(frozen=True)
 class HoldResult:
     """What an approved hold did: `did` is held | hold_skipped (the resumed job is no longer
-    pending: `state`, None when Slurm no longer knows it) | competitor_started (running now:
+    pending: `state`, None when Slurm no longer knows it, or `error` when it could not be read
+    again after its release came first) | competitor_started (running now:
     `state`) | competitor_left (no longer queued: `state`, None when Slurm no longer knows it)
     | hold_failed (`error` from Slurm; nothing held) | hold_unknown (`error`: `scontrol hold`'s
     end was not seen, so the job may be held: it stays in the hold ledger and is released
@@ -273,7 +274,7 @@ def apply_hold(ctx: BotContext, approval: Approval, actor: str, now: float) -> H
                                          bounds=step_bounds(ctx.config, payload["cluster"],
                                                             slurm)):
         # its release came first (the resumed job no longer waits): no hold may follow it
-        return HoldResult("hold_skipped", state=mine.state if mine is not None else None)
+        return skipped_after_release(slurm, for_job)
     try:
         slurm.hold(comp)
     except OutcomeUnknown as exc:
@@ -299,6 +300,17 @@ def apply_hold(ctx: BotContext, approval: Approval, actor: str, now: float) -> H
     )  # fmt: skip
     ctx.store.approvals.mark_step(approval.token, HOLD_ENDED_STEP, now=now)
     return HoldResult("held")
+
+
+def skipped_after_release(slurm: Slurm, for_job: int) -> HoldResult:
+    """The hold_skipped answer of a yes whose release came first: the resumed job `for_job`
+    stopped waiting after the yes read it, so its state is read again (the one read before
+    says PENDING); when that read fails, its `error` says the state is unknown."""
+    try:
+        mine = slurm.job(for_job)
+    except ClusterError as exc:
+        return HoldResult("hold_skipped", error=said(exc))
+    return HoldResult("hold_skipped", state=mine.state if mine is not None else None)
 
 
 def held_for(ctx: BotContext, chain_id: int) -> list[Approval]:

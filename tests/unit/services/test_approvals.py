@@ -686,10 +686,11 @@ def test_a_release_waits_for_a_hold_still_being_sent_then_releases_it(
     assert not slurm.records[88017].is_held
 
 
-def test_a_yes_whose_release_came_first_holds_nothing(ctx: BotContext, slurm: FakeSlurm
-                                                      ) -> None:
-    """A release (another tick) takes the hold before the yes's hold is sent: no hold is
-    sent after it, so none can outlive the ledger."""
+def yes_whose_release_came_first(ctx: BotContext, slurm: FakeSlurm, *,
+                                 slurm_down_after: bool = False) -> str | None:
+    """A yes on 88017's hold whose release (another tick: 88887 started) takes the hold
+    right after the yes read both jobs (88887 PENDING then), Slurm answering no more after
+    it with `slurm_down_after`; returns the prompt's text after the yes."""
     _, hold_token = competitor_setup(ctx, slurm)
     jobs = slurm.jobs
 
@@ -698,12 +699,34 @@ def test_a_yes_whose_release_came_first_holds_nothing(ctx: BotContext, slurm: Fa
         slurm.jobs = jobs  # type: ignore[method-assign]
         slurm.set(88887, state="RUNNING")
         assert competitors.release_started(make_context(ctx.store, slurm), NOW + 2) == [88017]
+        slurm.down = slurm_down_after
         return records
 
     slurm.jobs = read_then_released  # type: ignore[method-assign]
-    handle_click(ctx, hold_token, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 2)
+    return handle_click(ctx, hold_token, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 2).update_text
+
+
+def test_a_yes_whose_release_came_first_holds_nothing(ctx: BotContext, slurm: FakeSlurm
+                                                      ) -> None:
+    """A release (another tick) takes the hold before the yes's hold is sent: no hold is
+    sent after it, so none can outlive the ledger; the yes says what the resumed job is now,
+    not the PENDING it was when the yes looked."""
+    text = yes_whose_release_came_first(ctx, slurm)
     assert slurm.acted("hold") == []
     assert competitors.held_now(ctx) == []
+    assert text == "Approved by <@U0APPR>: job 88887 is already RUNNING; 88017 was not held"
+
+
+def test_a_yes_whose_release_came_first_names_no_stale_state_when_slurm_stops_answering(
+    ctx: BotContext, slurm: FakeSlurm
+) -> None:
+    text = yes_whose_release_came_first(ctx, slurm, slurm_down_after=True)
+    assert slurm.acted("hold") == []
+    assert text is not None
+    assert text.startswith("Approved by <@U0APPR>: job 88887 no longer waits in the queue "
+                           "(its state could not be read: ")
+    assert text.endswith("); 88017 was not held")
+    assert "PENDING" not in text
 
 
 def test_a_hold_whose_process_died_before_its_end_is_released_after_its_takeover(
