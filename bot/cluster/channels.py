@@ -1,7 +1,8 @@
 """paramiko channels, the one way trainbot handles them: waiting on one (a command's output, an
 SFTP reply), opening a session within a deadline, a request paramiko waits on without one, an
-"exec" request split where it leaves, a "signal", closing one on a lost connection, and a
-channel's failure as a person reads it. bot.cluster.ssh's SSHRunner uses them."""
+"exec" request split where it leaves, a "signal", closing one on a lost connection, reading a
+command's output off one up to a bound (`BoundedOutput`), and a channel's failure as a person
+reads it. bot.cluster.ssh's SSHRunner uses them."""
 
 from __future__ import annotations
 
@@ -15,6 +16,7 @@ from typing import Any, TypeVar
 import paramiko
 from paramiko.common import cMSG_CHANNEL_REQUEST
 
+from bot.cluster.errors import OutputTooLarge
 from bot.core.text import N_, Text
 
 log = logging.getLogger(__name__)
@@ -201,5 +203,72 @@ def send_signal(chan: paramiko.Channel, name: str) -> None:
         log.debug("could not send SIG%s to the remote command", name, exc_info=True)
 
 
-__all__ = ["NotSent", "close_channel", "describe_error", "open_session_within", "request_exec",
-           "send_signal", "wait_channel", "within"]
+_READ_CHUNK = 65536
+
+
+class BoundedOutput:
+    """What one command (`args`) sent back on `chan` so far, stdout and stderr, at most
+    `limit` bytes together: the chunk past it sends the remote process SIGTERM, closes the
+    channel and raises OutputTooLarge (its output dropped), so a flood cannot grow the bot's
+    memory."""
+
+    def __init__(self, chan: paramiko.Channel, args: tuple[str, ...], limit: int) -> None:
+        self.chan, self.args, self.limit = chan, args, limit
+        self.total = 0
+        self._out: list[bytes] = []
+        self._err: list[bytes] = []
+
+    @property
+    def stdout(self) -> bytes:
+        return b"".join(self._out)
+
+    @property
+    def stderr(self) -> bytes:
+        return b"".join(self._err)
+
+    def read_until_exit(self, stdin: bytes | str | None, deadline: float) -> bool:
+        """Send `stdin` (then EOF), read stdout and stderr until the exit status came (True)
+        or until `deadline` (time.monotonic()) passed (False: the remote process is then sent
+        SIGTERM). TimeoutError when the send of `stdin` blocked past the deadline; paramiko's
+        own errors (a send cut by the connection's close) as they come."""
+        chan = self.chan
+        if stdin is not None:
+            data = stdin.encode() if isinstance(stdin, str) else stdin
+            chan.settimeout(max(deadline - time.monotonic(), 0.001))
+            chan.sendall(data)
+        chan.shutdown_write()  # EOF on stdin, so `cat`-like commands finish
+        chan.settimeout(None)
+        readable = threading.Event()  # see wait_channel
+        while True:
+            self._drain()
+            if chan.exit_status_ready() and (chan.eof_received or chan.closed):
+                self._drain()  # what arrived together with the exit status
+                return True
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                send_signal(chan, "TERM")
+                return False
+            if chan.eof_received:
+                # Output is done but the exit status has not arrived yet; wait_channel
+                # returns at once after EOF, so wait on the status event instead.
+                chan.status_event.wait(min(remaining, 0.5))
+            else:
+                wait_channel(chan, readable, remaining)
+
+    def _drain(self) -> None:
+        while self.chan.recv_ready():
+            self._out.append(self._bounded(self.chan.recv(_READ_CHUNK)))
+        while self.chan.recv_stderr_ready():
+            self._err.append(self._bounded(self.chan.recv_stderr(_READ_CHUNK)))
+
+    def _bounded(self, chunk: bytes) -> bytes:
+        self.total += len(chunk)
+        if self.total > self.limit:
+            send_signal(self.chan, "TERM")
+            close_channel(self.chan)
+            raise OutputTooLarge(self.args, self.limit)
+        return chunk
+
+
+__all__ = ["BoundedOutput", "NotSent", "close_channel", "describe_error", "open_session_within",
+           "request_exec", "send_signal", "wait_channel", "within"]

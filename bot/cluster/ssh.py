@@ -41,13 +41,12 @@ from typing import Any
 import paramiko
 
 from bot.cluster.channels import (
+    BoundedOutput,
     NotSent,
     close_channel,
     describe_error,
     open_session_within,
     request_exec,
-    send_signal,
-    wait_channel,
     within,
 )
 from bot.cluster.command_line import ENV_NOT_RECEIVED, build_command, env_stdin
@@ -67,7 +66,6 @@ from bot.cluster.errors import (
     CommandFailed,
     CommandTimedOut,
     HostKeyRejected,
-    OutputTooLarge,
     ReadCutOff,
     said,
     stuck_connection,
@@ -78,9 +76,6 @@ from bot.core.takeover import RemoteDeadlines
 from bot.core.text import N_, Text
 
 log = logging.getLogger(__name__)
-
-_READ_CHUNK = 65536
-
 
 @dataclass(frozen=True)
 class CommandResult:
@@ -126,23 +121,6 @@ class _RejectUnknownHost(paramiko.MissingHostKeyPolicy):
             N_("host key for %(host)s is not in %(file)s (the file does not exist); verify it "
                "and add it with ssh-keyscan -p %(port)s %(name)s >> %(file)s (offered %(key)s)",
                **values))
-
-
-class _Bounded:
-    """What one command sent back so far, at most `limit` bytes of stdout and stderr
-    together: the chunk past it sends the remote process SIGTERM, closes the channel and
-    raises OutputTooLarge (its output dropped)."""
-
-    def __init__(self, limit: int, chan: paramiko.Channel, args: tuple[str, ...]) -> None:
-        self.limit, self.chan, self.args, self.total = limit, chan, args, 0
-
-    def __call__(self, chunk: bytes) -> bytes:
-        self.total += len(chunk)
-        if self.total > self.limit:
-            send_signal(self.chan, "TERM")
-            close_channel(self.chan)
-            raise OutputTooLarge(self.args, self.limit)
-        return chunk
 
 
 class SSHRunner:
@@ -662,62 +640,34 @@ class SSHRunner:
         stdin: bytes | str | None,
         limit: float,
     ) -> tuple[bytes, bytes, int | None]:
-        """Send stdin, read stdout and stderr until the exit status (together at most
-        settings.max_output_bytes: past it OutputTooLarge, the remote process sent SIGTERM and
-        the channel closed: `_Bounded`); exit code None when
-        `limit` seconds passed first (the remote process is then sent SIGTERM), also when,
-        past `limit`, a send was cut by the connection's close (a command that could not end
-        by its deadline retires its connection: `_overstayed`), -1 when the channel closed first
-        (paramiko's `recv_exit_status()` then). ChannelClosed (`connection_lost`) when the
-        channel's own connection is gone by then: checked on the channel's transport, not the
-        runner's, which another thread may have reconnected."""
+        """Send stdin, read stdout and stderr until the exit status, together at most
+        settings.max_output_bytes (bot.cluster.channels.BoundedOutput: past it
+        OutputTooLarge, the remote process sent SIGTERM and the channel closed); exit code
+        None when `limit` seconds passed first (the remote process is then sent SIGTERM),
+        also when, past `limit`, a send was cut by the connection's close (a command that
+        could not end by its deadline retires its connection: `_overstayed`), -1 when the
+        channel closed first (paramiko's `recv_exit_status()` then). ChannelClosed
+        (`connection_lost`) when the channel's own connection is gone by then: checked on the
+        channel's transport, not the runner's, which another thread may have reconnected."""
         deadline = time.monotonic() + limit
-        out: list[bytes] = []
-        err: list[bytes] = []
-        read = _Bounded(self.settings.max_output_bytes, chan, args)
+        output = BoundedOutput(chan, args, self.settings.max_output_bytes)
         try:
-            if stdin is not None:
-                data = stdin.encode() if isinstance(stdin, str) else stdin
-                chan.settimeout(max(deadline - time.monotonic(), 0.001))
-                chan.sendall(data)
-            chan.shutdown_write()  # EOF on stdin, so `cat`-like commands finish
-            chan.settimeout(None)
-            readable = threading.Event()  # see wait_channel
-            while True:
-                while chan.recv_ready():
-                    out.append(read(chan.recv(_READ_CHUNK)))
-                while chan.recv_stderr_ready():
-                    err.append(read(chan.recv_stderr(_READ_CHUNK)))
-                if chan.exit_status_ready() and (chan.eof_received or chan.closed):
-                    # Drain what arrived together with the exit status.
-                    while chan.recv_ready():
-                        out.append(read(chan.recv(_READ_CHUNK)))
-                    while chan.recv_stderr_ready():
-                        err.append(read(chan.recv_stderr(_READ_CHUNK)))
-                    break
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    send_signal(chan, "TERM")
-                    return b"".join(out), b"".join(err), None
-                if chan.eof_received:
-                    # Output is done but the exit status has not arrived yet; wait_channel
-                    # returns at once after EOF, so wait on the status event instead.
-                    chan.status_event.wait(min(remaining, 0.5))
-                else:
-                    wait_channel(chan, readable, remaining)
+            ended = output.read_until_exit(stdin, deadline)
         except TimeoutError:  # stdin write blocked past the deadline
-            return b"".join(out), b"".join(err), None
+            return output.stdout, output.stderr, None
         except (paramiko.SSHException, OSError, EOFError) as exc:
             # a send cut by the connection's close (one retired: bot.cluster.in_flight)
             if not self._lost_under(chan):
                 raise
             if time.monotonic() >= deadline:  # it had not ended by its deadline: timed out
-                return b"".join(out), b"".join(err), None
+                return output.stdout, output.stderr, None
             raise ChannelClosed(args, self.settings.host, connection_lost=True) from exc
+        if not ended:
+            return output.stdout, output.stderr, None
         exit_code = chan.recv_exit_status()
         if exit_code == -1 and self._lost_under(chan):
             raise ChannelClosed(args, self.settings.host, connection_lost=True)
-        return b"".join(out), b"".join(err), exit_code
+        return output.stdout, output.stderr, exit_code
 
     # ---- sftp ------------------------------------------------------------------------------
 
