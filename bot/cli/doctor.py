@@ -195,7 +195,8 @@ def _cluster_checks(
                 f"`ssh -p {cluster.port} {where.rsplit(':', 1)[0]}` works from this machine",
             )
             return
-        yield Check(f"ssh {name}", True, f"{where} reachable, host key matches known_hosts")
+        yield Check(f"ssh {name}", True, f"{where} reachable, host key matches known_hosts; "
+                    f"{_ssh_bounds(name, cluster)}")
         yield _slurm_check(name, runner)
         yield slurm_version_check(name, cluster, runner)
         for recipe_name, recipe in config.recipes.items():
@@ -203,6 +204,16 @@ def _cluster_checks(
                 yield _recipe_check(recipe_name, recipe, runner)
     finally:
         runner.close()
+
+
+def _ssh_bounds(name: str, cluster: ClusterConfig) -> str:
+    """The SSH bounds the bot runs with on cluster `name`, each with the key that sets it."""
+    key = f"clusters.{name}"
+    return (f"a connection takes at most {cluster.connect_timeout:g} s "
+            f"({key}.connect_timeout), a command {cluster.command_timeout:g} s "
+            f"({key}.command_timeout), an SFTP reply {cluster.sftp_timeout:g} s "
+            f"({key}.sftp_timeout); a command's output is read up to "
+            f"{cluster.max_output_mib} MiB ({key}.max_output_mib)")
 
 
 def _slurm_check(name: str, runner: Any) -> Check:

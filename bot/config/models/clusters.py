@@ -14,6 +14,12 @@ if TYPE_CHECKING:
 
 from bot.config.models._base import _Model
 
+# What one remote command's output may be bounded at (clusters.<name>.max_output_mib): at least
+# what trainbot's largest read asks for (a job's stacks: bot.probes.stacks.MAX_OUTPUT_BYTES,
+# 4 MiB, and its stderr); past 4 GiB the bound no longer protects the bot's memory.
+MIN_OUTPUT_MIB = 8
+MAX_OUTPUT_MIB = 4096
+
 
 class ClusterConfig(_Model):
     """How trainbot reaches one cluster's login node over SSH."""
@@ -56,6 +62,12 @@ class ClusterConfig(_Model):
         "it (the login node reads nothing more) retires its connection, and the next request "
         "opens a new one.",
     )
+    max_output_mib: int = Field(
+        64, description="MiB of output (stdout and stderr together) trainbot reads of one "
+        "remote command; a command that sends more (a site wrapper gone wild, a huge squeue) "
+        "is stopped (SIGTERM) and fails saying so, so a flood cannot grow the bot's memory. "
+        f"Whole MiB, {MIN_OUTPUT_MIB}-{MAX_OUTPUT_MIB}.",
+    )
     use_json: bool = Field(
         False,
         description="Read squeue and sacct as --json instead of their columns. Refused, with "
@@ -87,6 +99,16 @@ class ClusterConfig(_Model):
         False, description="Dump native (C/C++) frames too (py-spy --native): slower, shows "
         "where NCCL or a C extension waits.",
     )
+
+    @field_validator("max_output_mib")
+    @classmethod
+    def _output_bound(cls, value: int) -> int:
+        if not MIN_OUTPUT_MIB <= value <= MAX_OUTPUT_MIB:
+            raise ValueError(
+                f"max_output_mib {value} is out of range: give whole MiB from {MIN_OUTPUT_MIB} "
+                f"to {MAX_OUTPUT_MIB} (the default is 64), enough for the largest squeue or "
+                "sacct answer on this cluster and a job's stacks")
+        return value
 
     @field_validator("per_gpu_mem_cap", "mem_floor")
     @classmethod
@@ -133,6 +155,7 @@ class ClusterConfig(_Model):
             connect_timeout=self.connect_timeout,
             command_timeout=self.command_timeout,
             sftp_timeout=self.sftp_timeout,
+            max_output_bytes=self.max_output_mib << 20,
         )
 
     def through_jump_host(self) -> bool:

@@ -214,3 +214,34 @@ def test_doctor_json_lists_every_check(tmp_path, capsys, monkeypatch):
     assert names[0] == "config" and "slack tokens" in names
     tokens = next(c for c in doc["checks"] if c["name"] == "slack tokens")
     assert tokens["ok"] is False and tokens["fix"].startswith("export")
+
+
+class UpRunner:
+    """A cluster that answers `true` and nothing else (the Slurm checks then fail)."""
+
+    def connect(self):
+        pass
+
+    def run(self, argv, **_kw):
+        if list(argv) != ["true"]:
+            raise ClusterUnavailable("no Slurm here")
+
+    def close(self):
+        pass
+
+
+def test_doctor_shows_the_ssh_bounds_the_bot_runs_with(tmp_path):
+    """The ssh check names each SSH bound with the key that sets it, the output bound
+    (clusters.<name>.max_output_mib) beside the timeouts, the configured value or the
+    default's. Before, doctor showed none of them."""
+    path = tmp_path / "trainbot.yaml"
+    config = CONFIG.replace("STORE", str(tmp_path / "s.db"))
+    for extra, mib in (("", 64), (", max_output_mib: 8", 8)):
+        path.write_text(config.replace("known_hosts: /kh", "known_hosts: /kh" + extra))
+        checks = {c.name: c for c in run_checks(path, {}, runner_factory=lambda _c: UpRunner())}
+        ssh = checks["ssh dev"]
+        assert ssh.ok and ssh.detail == (
+            "u@127.0.0.1:2222 reachable, host key matches known_hosts; a connection takes at "
+            "most 10 s (clusters.dev.connect_timeout), a command 60 s "
+            "(clusters.dev.command_timeout), an SFTP reply 15 s (clusters.dev.sftp_timeout); "
+            f"a command's output is read up to {mib} MiB (clusters.dev.max_output_mib)")

@@ -13,6 +13,7 @@ from support.sftp_peer import serve_peer
 
 from bot.cluster.endpoint import SSHSettings
 from bot.cluster.errors import OutputTooLarge
+from bot.config import ClusterConfig
 from bot.core.text import Text
 from bot.slack.render import translator
 
@@ -38,8 +39,27 @@ def test_a_flood_of_output_stops_at_the_bound_with_its_channel_closed(tmp_path: 
             runner.close()
 
 
+def test_a_clusters_lower_max_output_mib_cuts_a_flood_there(tmp_path: Path) -> None:
+    """The bound the cluster's config sets (clusters.<name>.max_output_mib: 8) is the one the
+    runner cuts at: a command flooding its output fails saying 8 MiB, having sent about
+    that, not the default's 64."""
+    cluster = ClusterConfig(host="login", key_file="/k", max_output_mib=8)
+    with serve_peer(tmp_path, sftp_timeout=5) as peer:
+        peer.exec_floods = True
+        runner = peer.runner(max_output_bytes=cluster.ssh_settings().max_output_bytes)
+        try:
+            with pytest.raises(OutputTooLarge) as raised:
+                runner.run(["squeue", "--all"], timeout=30)
+            assert "sent more than 8 MiB of output" in str(raised.value)
+            assert peer.flood_ended.wait(10)
+            assert 8 << 20 < peer.flooded < 16 << 20
+        finally:
+            runner.close()
+
+
 def test_the_bound_is_64_mib_by_default_and_said_in_korean() -> None:
     assert SSHSettings(host="h").max_output_bytes == 64 << 20
+    assert ClusterConfig(host="h", key_file="/k").ssh_settings().max_output_bytes == 64 << 20
     error = OutputTooLarge(["squeue", "--all"], 64 << 20)
     ko = error.text.format(translator("ko").gettext) if isinstance(error.text, Text) else ""
     assert ko == ("`squeue --all`의 출력이 64 MiB를 넘어 trainbot이 읽기를 멈추고 채널을 "

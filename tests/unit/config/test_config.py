@@ -418,3 +418,30 @@ def test_cancel_settle_s_must_be_positive_and_the_error_names_it(tmp_path):
     assert load_config(write(tmp_path, MINIMAL), env={}).policy.cancel_settle_s == 60
     message = error_of(tmp_path, MINIMAL + "policy: {cancel_settle_s: 0}\n")
     assert "policy.cancel_settle_s" in message and "greater than 0" in message
+
+
+def test_a_clusters_output_bound_is_whole_mib_and_reaches_its_ssh_settings(tmp_path):
+    """clusters.<name>.max_output_mib bounds what trainbot reads of one remote command (64 MiB
+    unless set); one out of range or not a whole number fails naming the key and the fix."""
+    config = load_config(write(tmp_path, MINIMAL), env={})
+    assert config.clusters["gpu"].ssh_settings().max_output_bytes == 64 << 20
+    lower = MINIMAL.replace("    key_file: ~/.ssh/id_ed25519\n",
+                            "    key_file: ~/.ssh/id_ed25519\n    max_output_mib: 8\n")
+    config = load_config(write(tmp_path, lower), env={})
+    assert config.clusters["gpu"].ssh_settings().max_output_bytes == 8 << 20
+    for bad in ("4", "5000"):
+        message = error_of(tmp_path, lower.replace("max_output_mib: 8", f"max_output_mib: {bad}"))
+        assert f"clusters.gpu.max_output_mib (line 6): max_output_mib {bad} is out of range: " \
+               "give whole MiB from 8 to 4096 (the default is 64)" in message
+    message = error_of(tmp_path, lower.replace("max_output_mib: 8", "max_output_mib: 1.5"))
+    assert "clusters.gpu.max_output_mib" in message and "valid integer" in message
+
+
+def test_the_lowest_output_bound_still_reads_a_jobs_stacks():
+    """A job's stacks are trainbot's largest read (their own bound, over every node); the
+    lowest max_output_mib a cluster may set lets them through, so a collection is never cut
+    by the SSH bound instead of its own."""
+    from bot.config.models.clusters import MIN_OUTPUT_MIB
+    from bot.probes.stacks import MAX_OUTPUT_BYTES
+
+    assert MIN_OUTPUT_MIB << 20 >= 2 * MAX_OUTPUT_BYTES
