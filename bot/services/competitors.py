@@ -377,7 +377,9 @@ def hold_over(ctx: BotContext, approval: Approval, now: float) -> bool:
     to land after the release? Its hold's `holding` step, marked by apply_hold before it sends
     the hold, is taken by this release when not marked yet (no hold may follow: apply_hold
     then holds nothing); else its hold is over (`hold_ended`), or its holder died and the
-    step is bot.core.takeover.hold_step_takeover_s old (its hold has ended by then)."""
+    step is bot.core.takeover.hold_step_takeover_s old (its hold has ended by then). A hold
+    approved by a bot from before the `holding` step has none: its hold went out before its
+    approval was recorded, so the release takes the step as for a hold not sent yet."""
     approvals, token = ctx.store.approvals, approval.token
     if approvals.mark_step(token, HOLDING_STEP, now=now):
         approvals.mark_step(token, HOLD_ENDED_STEP, now=now)

@@ -17,6 +17,7 @@ from fakes import (
     present,
     recorded,
 )
+from sqlalchemy import text
 from support.dying import Died, dies_at
 from support.mix_prompt import mix_prompt
 
@@ -908,3 +909,22 @@ def test_a_korean_recipes_gpu_fault_prompt_names_the_node_in_korean(store: Store
     assert buttons[0]["text"]["text"] == "gpu-b12 빼고 iteration 3,000부터 재제출"
     result = handle_click(ctx, token, ActionId.RESUBMIT, "W0LEAD", NOW + 1)
     assert "(노드 gpu-b12 제외, --exclude)" in present(result.update_text)
+
+
+def test_a_hold_approved_before_holds_had_steps_is_released_once(
+    ctx: BotContext, slurm: FakeSlurm
+) -> None:
+    """A hold approved and placed by a bot from before the `holding` step (its row has no
+    prompt steps): the resumed job running, the next tick releases it, once, and says so."""
+    held_then_running(ctx, slurm)
+    [held] = competitors.held_now(ctx)
+    with ctx.store.engine.begin() as conn:  # as that bot left it: approved, no steps
+        conn.execute(text("DELETE FROM prompt_steps WHERE token = :token"),
+                     {"token": held.token})
+    assert ctx.store.approvals.steps(held.token) == {}
+    assert competitors.release_started(ctx, NOW + 3) == [88017]
+    assert competitors.release_started(ctx, NOW + 10_000) == []
+    assert slurm.acted("release") == [88017]
+    assert not slurm.records[88017].is_held
+    assert recorded(ctx).texts().count("Released 88017: 88887 is running.") == 1
+    assert competitors.held_now(ctx) == []
