@@ -37,6 +37,7 @@ from slack_standin import SlackStandIn  # noqa: E402
 from bot.app import build_context, build_watcher  # noqa: E402
 from bot.config import Config  # noqa: E402
 from bot.config.dev_cluster import dev_cluster_config_data  # noqa: E402
+from bot.core.slack_bounds import CALL_TIMEOUT_S  # noqa: E402
 from bot.core.slurm.sbatch import SubmitSpec  # noqa: E402
 from bot.services.fencing import fenced_context  # noqa: E402
 from bot.services.leases import LeaseKeeper  # noqa: E402
@@ -116,7 +117,8 @@ def main() -> int:
     config = Config.model_validate(data)
     with SlackStandIn() as slack, Arrivals(slack) as arrivals:
         # the bot's services as `trainbot run` builds them, posting to the stand-in
-        ctx = build_context(config, client=make_client(slack.token, base_url=slack.api_url))
+        ctx = build_context(config, client=make_client(slack.token, base_url=slack.api_url,
+                                                           timeout=CALL_TIMEOUT_S))
         store, clusters, poster = ctx.store, ctx.clusters, ctx.sink
         assert poster is not None
         runner = clusters.runner("dev")

@@ -24,6 +24,7 @@ from slack_sdk import WebClient
 from bot.config import Config, ConfigError
 from bot.core.holders import holder_label
 from bot.core.readiness import STALE_TICKS
+from bot.core.slack_bounds import CALL_TIMEOUT_S
 from bot.core.slurm.records import JobRecord
 from bot.services.leases import LeaseKeeper
 from bot.services.ports import BotContext, JsonPoster, ThreadWriter
@@ -79,7 +80,9 @@ def build_context(config: Config, *, client: WebClient | None = None, slack: boo
 
 def slack_client(config: Config, *, metrics: ServiceMetrics | None = None) -> WebClient:
     """The bot's WebClient (429/5xx retries) on `slack.api_url`, from the token in the
-    environment; with `metrics`, its calls and 429 waits are counted."""
+    environment, each request within CALL_TIMEOUT_S (what the post bounds count:
+    bot.core.slack_bounds.bot_post_at_most_s); with `metrics`, its calls and 429 waits are
+    counted."""
     from bot.slack.retry import make_client
 
     token = config.slack_secrets.bot_token
@@ -87,8 +90,10 @@ def slack_client(config: Config, *, metrics: ServiceMetrics | None = None) -> We
         raise ConfigError(f"${config.slack.bot_token_env} is not set: export the xoxb- bot "
                           "token (it is never read from the config file)")
     if metrics is None:
-        return make_client(token.get_secret_value(), base_url=config.slack.api_url)
+        return make_client(token.get_secret_value(), base_url=config.slack.api_url,
+                           timeout=CALL_TIMEOUT_S)
     return make_client(token.get_secret_value(), base_url=config.slack.api_url,
+                       timeout=CALL_TIMEOUT_S,
                        on_call=lambda method: metrics.slack_calls.labels(method).inc(),
                        on_rate_limit_wait=metrics.rate_limit_waited)
 

@@ -52,10 +52,12 @@ def main(argv: list[str] | None = None) -> int:
 
     from bot.app import build_context, build_watcher
     from bot.config import load_config
+    from bot.core.slack_bounds import CALL_TIMEOUT_S
     from bot.slack.retry import make_client
 
     ctx = build_context(load_config(args.config),
-                        client=make_client(args.token, base_url=args.slack_url))
+                        client=make_client(args.token, base_url=args.slack_url,
+                                           timeout=CALL_TIMEOUT_S))
     store = ctx.store
 
     def clock() -> float:

@@ -22,8 +22,8 @@ Posts at most once, and none is lost while Slack can be asked:
   a later attempt goes through; when none does, the error raised is its end (the caller logs
   it: a note's through bot.services.threads.say_note).
 - One post, chart upload, `chat.update` or Home tab (`views.publish`) has one deadline
-  (`deadline_s`: the config's slack.post_deadline_s, bot.core.slack_bounds.POST_DEADLINE_S by
-  default): its attempts, the client's retries and 429 waits all stop at it (a Retry-After
+  (`deadline_s`: the config's slack.post_deadline_s, which the poster is always given): its
+  attempts, the client's retries and 429 waits all stop at it (a Retry-After
   ending past it is not waited, no request is started past it), and it then fails as when
   its attempts run out. A chart's upload URL and bytes are asked for only while one request
   (the client's timeout) still ends before it: the bytes never end past it, so an upload, as
@@ -177,18 +177,20 @@ def _api_error(exc: Exception) -> str | None:
 
 class SlackPoster:
     """Posts a run chain's thread through `client`, keyed in `store.slack_posts`; every text
-    redacted by `redactor` first (the bot's: `Config.redactor()`; default: token shapes)."""
+    redacted by `redactor` first (the bot's: `Config.redactor()`; default: token shapes).
+    `deadline_s` is one post's overall deadline, the config's slack.post_deadline_s (no
+    default: the configuration is its one source, bot.app.build_context passes it)."""
 
     def __init__(
         self,
         client: WebClient,
         store: Any,
         *,
+        deadline_s: float,
         sleep: Sleep = time.sleep,
         clock: Callable[[], float] = time.time,
         max_attempts: int = slack_bounds.POST_ATTEMPTS,
         backoff_s: float = slack_bounds.BACKOFF_S,
-        deadline_s: float = slack_bounds.POST_DEADLINE_S,
         redactor: Redactor | None = None,
     ):
         self.client = client

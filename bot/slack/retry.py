@@ -26,7 +26,6 @@ from bot.core import slack_bounds as bounds
 from bot.core.slack_bounds import (
     BACKOFF_CAP_S,
     BACKOFF_S,
-    CALL_TIMEOUT_S,
     CONNECTION_DROP_RETRIES,
     JITTER,
     RATE_LIMIT_RETRIES,
@@ -201,18 +200,20 @@ def backoff_delay(attempt: int, base_s: float = BACKOFF_S, cap_s: float = BACKOF
 def make_client(
     token: str,
     *,
+    timeout: int,
     base_url: str | None = None,
     sleep: Sleep = time.sleep,
     rate_limit_retries: int = RATE_LIMIT_RETRIES,
     server_error_retries: int = SERVER_ERROR_RETRIES,
     backoff_s: float = BACKOFF_S,
-    timeout: int = CALL_TIMEOUT_S,
     on_call: Callable[[str], None] | None = None,
     on_rate_limit_wait: Callable[[float], None] | None = None,
 ) -> WebClient:
     """A WebClient that waits out 429s and re-sends after 5xx or a dropped connection only
     what cannot be performed twice (see docs/architecture.md, bot/slack/retry.py).
-    `on_call(method)` is told each Web API call, `on_rate_limit_wait(s)` each 429 wait."""
+    `timeout`: one request's, no default (the bot's is bot.core.slack_bounds.CALL_TIMEOUT_S,
+    which its post bounds count: bot.app.slack_client). `on_call(method)` is told each Web
+    API call, `on_rate_limit_wait(s)` each 429 wait."""
     handlers = [
         ConnectionDropHandler(CONNECTION_DROP_RETRIES, sleep=sleep, backoff_s=backoff_s),
         RetryAfterHandler(rate_limit_retries, sleep=sleep, on_wait=on_rate_limit_wait),

@@ -14,6 +14,7 @@ from support.bolt_driver import ResponseUrls
 from support.e2e import NOW
 
 from bot.config import Config
+from bot.core.slack_bounds import POST_DEADLINE_S
 from bot.services.ports import BotContext
 from bot.slack.poster import SlackPoster
 from bot.slack.retry import make_client
@@ -60,7 +61,8 @@ def store(store_url: str) -> Iterator[Store]:
 
 @pytest.fixture
 def poster(slack_client: WebClient, store: Store, fake_sleep: FakeSleep) -> SlackPoster:
-    return SlackPoster(slack_client, store, sleep=fake_sleep, clock=lambda: NOW)
+    return SlackPoster(slack_client, store, deadline_s=POST_DEADLINE_S,
+                       sleep=fake_sleep, clock=lambda: NOW)
 
 
 @pytest.fixture
@@ -72,7 +74,8 @@ def slack_context(slack_client: WebClient, fake_sleep: FakeSleep) -> Callable[..
 
     def build(store: Store, config: Config, clusters: Any, *, charts: bool = True,
               home: bool = False, clock: Callable[[], float] = lambda: NOW) -> BotContext:
-        poster = SlackPoster(slack_client, store, sleep=fake_sleep, clock=clock)
+        poster = SlackPoster(slack_client, store, deadline_s=POST_DEADLINE_S,
+                             sleep=fake_sleep, clock=clock)
         return make_context(store, config=config, clusters=clusters, sink=poster,
                             charts=charts, home=poster if home else None, clock=clock)
 

@@ -16,6 +16,7 @@ from support.e2e import NOW, accept, refuse
 
 from bot.app import schedule_prompts
 from bot.cluster.errors import OutcomeUnknown
+from bot.core.slack_bounds import POST_DEADLINE_S
 from bot.core.takeover import RemoteDeadlines, cancel_takeover_s
 from bot.services.approvals import handle_click
 from bot.services.leases import LeaseKeeper
@@ -53,7 +54,8 @@ def test_a_settled_cancels_note_slack_refuses_is_tried_less_and_less_then_posted
     run (and the prompt's rewrite with it: two warnings)."""
     clock = [NOW]
     slurm = AnswerLostSlurm(lost=0, submitted_at=NOW)
-    poster = SlackPoster(slack_client, store, sleep=lambda s: None, clock=lambda: clock[0])
+    poster = SlackPoster(slack_client, store, deadline_s=POST_DEADLINE_S,
+                         sleep=lambda s: None, clock=lambda: clock[0])
     ctx = make_context(store, slurm, sink=poster, charts=False, clock=lambda: clock[0])
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW - 1000)
     store.attempts.record(chain_id=chain.id, job_id="88154", now=NOW - 1000)

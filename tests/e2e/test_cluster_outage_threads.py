@@ -20,6 +20,7 @@ from support.e2e import refuse as refuse_in
 
 import bot.slack.poster as poster_module
 from bot.cluster.errors import ClusterUnavailable, CommandTimedOut
+from bot.core.slack_bounds import POST_DEADLINE_S
 from bot.services.watch.events import TickReport
 from bot.services.watch.health import ClusterHealth
 from bot.services.watch.outbox import Outbox
@@ -39,7 +40,8 @@ class Killed(BaseException):
 def bot(store: Store, client: WebClient) -> ClusterHealth:
     """A bot's cluster health for `dev` (a new process: its own poster, thread writer,
     outbox and counters over `store`), its threads on the stand-in."""
-    poster = SlackPoster(client, store, sleep=lambda s: None, clock=lambda: NOW)
+    poster = SlackPoster(client, store, deadline_s=POST_DEADLINE_S,
+                         sleep=lambda s: None, clock=lambda: NOW)
     ctx = make_context(store, sink=poster, charts=False)
     return ClusterHealth("dev", outbox=Outbox("dev", store=store, sink=ThreadEvents(ctx)),
                          unreachable_ticks=3)
@@ -52,7 +54,8 @@ def open_threads(store: Store, client: WebClient, n: int) -> list[str]:
 
 def threads_in(store: Store, client: WebClient, *channels: str) -> list[str]:
     """An active run on cluster dev with its thread in each of `channels`; their roots' ts."""
-    poster = SlackPoster(client, store, sleep=lambda s: None, clock=lambda: NOW)
+    poster = SlackPoster(client, store, deadline_s=POST_DEADLINE_S,
+                         sleep=lambda s: None, clock=lambda: NOW)
     roots = []
     for where in channels:
         chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW)

@@ -21,6 +21,7 @@ from bot.core.incident import (
     build_warning,
 )
 from bot.core.models import Action, Diagnosis, DiagnosisMetrics, Evidence, UpstreamCause
+from bot.core.slack_bounds import POST_DEADLINE_S
 from bot.slack.poster import SlackPoster
 from bot.slack.render import render_blocks
 
@@ -108,17 +109,18 @@ def test_faults_everywhere_give_the_same_thread(slack, poster, store):
         from bot.store import Store
 
         other = Store.open("sqlite://")
-        run_chain(SlackPoster(make_client(clean.token, base_url=clean.api_url), other), other)
+        client = make_client(clean.token, base_url=clean.api_url, timeout=10)
+        run_chain(SlackPoster(client, other, deadline_s=POST_DEADLINE_S), other)
         expected = thread_summary(clean)
     assert thread_summary(slack) == expected
 
 
 def test_rerunning_the_chain_after_a_restart_posts_nothing_new(slack, slack_client, store,
                                                                fake_sleep):
-    run_chain(SlackPoster(slack_client, store, sleep=fake_sleep), store)
+    run_chain(SlackPoster(slack_client, store, deadline_s=POST_DEADLINE_S, sleep=fake_sleep), store)
     before = len(slack.requests)
     # A new process with the same store replays the same keys (chain id 1 again).
-    restarted = SlackPoster(slack_client, store, sleep=fake_sleep)
+    restarted = SlackPoster(slack_client, store, deadline_s=POST_DEADLINE_S, sleep=fake_sleep)
     chain = 1
     root = build_root(recipe="mix", target_iter=8000, retries_used=1, attempts=[
         AttemptSummary("88154", "FAILED", 3470, 1000, "nccl_timeout"),

@@ -13,6 +13,7 @@ from slack_sdk.web import SlackResponse
 from slack_standin import SlackStandIn
 from support.e2e import CHANNEL
 
+from bot.core.slack_bounds import POST_DEADLINE_S
 from bot.slack.poster import SlackPoster, SlackPostError, call_fate, root_key
 from bot.slack.retry import ConnectionDropHandler, make_client
 
@@ -91,7 +92,7 @@ def test_restart_after_crash_between_post_and_record_does_not_post_twice(
     slack, slack_client, store, fake_sleep, monkeypatch
 ):
     chain = open_chain(store)
-    first = SlackPoster(slack_client, store, sleep=fake_sleep)
+    first = SlackPoster(slack_client, store, deadline_s=POST_DEADLINE_S, sleep=fake_sleep)
     root_ts = first.post_root(chain, CHANNEL, section("root"), "root")
 
     def crash(*args, **kwargs):
@@ -103,7 +104,7 @@ def test_restart_after_crash_between_post_and_record_does_not_post_twice(
             first.post_reply(chain, "incident:88154", section("NCCL timeout"), "NCCL timeout")
     assert store.slack_posts.get("incident:88154").state == "intent"
 
-    restarted = SlackPoster(slack_client, store, sleep=fake_sleep)
+    restarted = SlackPoster(slack_client, store, deadline_s=POST_DEADLINE_S, sleep=fake_sleep)
     ts = restarted.post_reply(chain, "incident:88154", section("NCCL timeout"), "NCCL timeout")
     replies = slack.replies(CHANNEL, root_ts)
     assert [r["ts"] for r in replies] == [ts]
@@ -120,8 +121,9 @@ def test_restart_with_intent_that_never_reached_slack_posts_it(slack, poster, st
 
 
 def test_bad_token_error_names_the_fix(slack, store):
-    client = make_client("xoxb-wrong", base_url=slack.api_url, sleep=lambda s: None)
-    poster = SlackPoster(client, store, sleep=lambda s: None)
+    client = make_client("xoxb-wrong", base_url=slack.api_url, sleep=lambda s: None,
+                         timeout=10)
+    poster = SlackPoster(client, store, deadline_s=POST_DEADLINE_S, sleep=lambda s: None)
     with pytest.raises(SlackPostError) as err:
         poster.post_root(open_chain(store), CHANNEL, section("root"), "root")
     assert err.value.error == "invalid_auth"
@@ -226,7 +228,7 @@ def test_restart_after_a_completion_whose_fate_was_never_recorded(
     slack, slack_client, store, fake_sleep, monkeypatch
 ):
     chain = open_chain(store)
-    first = SlackPoster(slack_client, store, sleep=fake_sleep)
+    first = SlackPoster(slack_client, store, deadline_s=POST_DEADLINE_S, sleep=fake_sleep)
     root_ts = first.post_root(chain, CHANNEL, section("root"), "root")
     with monkeypatch.context() as m:
         m.setattr(store.slack_posts, "record_posted",
@@ -236,7 +238,7 @@ def test_restart_after_a_completion_whose_fate_was_never_recorded(
     [file_id] = thread_files(slack, root_ts)
     assert store.slack_posts.get("chart:rss").state == "intent"
 
-    restarted = SlackPoster(slack_client, store, sleep=fake_sleep)
+    restarted = SlackPoster(slack_client, store, deadline_s=POST_DEADLINE_S, sleep=fake_sleep)
     assert restarted.upload_file(chain, "chart:rss", b"png", "rss.png", "RSS") == file_id
     assert thread_files(slack, root_ts) == [file_id]
     assert len(slack.calls("files.getUploadURLExternal")) == 1
@@ -279,8 +281,9 @@ def test_a_connection_never_made_is_sent_again_without_a_lookup(store, fake_slee
     with socket.socket() as s:  # a port nobody listens on
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    client = make_client("xoxb-t", base_url=f"http://127.0.0.1:{port}/api/", sleep=fake_sleep)
-    poster = SlackPoster(client, store, sleep=fake_sleep)
+    client = make_client("xoxb-t", base_url=f"http://127.0.0.1:{port}/api/", sleep=fake_sleep,
+                         timeout=10)
+    poster = SlackPoster(client, store, deadline_s=POST_DEADLINE_S, sleep=fake_sleep)
     chain = open_chain(store)
     with pytest.raises(SlackPostError, match="chat.postMessage failed") as err:
         poster.post_root(chain, CHANNEL, section("root"), "root")

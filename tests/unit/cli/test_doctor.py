@@ -150,7 +150,8 @@ def slack_checks(tmp_path, slack, *extra: str) -> dict:
     env = {"SLACK_BOT_TOKEN": slack.token, "SLACK_APP_TOKEN": "xapp-1"}
     return {c.name: c for c in run_checks(
         path, env, runner_factory=lambda _c: DownRunner(),
-        slack_client_factory=lambda config: make_client(slack.token, base_url=slack.api_url))}
+        slack_client_factory=lambda config: make_client(slack.token, base_url=slack.api_url,
+                                                        timeout=10))}
 
 
 def test_doctor_checks_the_token_scopes_and_channels_against_slack(tmp_path):
@@ -193,7 +194,8 @@ def test_doctor_reports_a_token_slack_refuses(tmp_path):
         checks = {c.name: c for c in run_checks(
             path, env, runner_factory=lambda _c: DownRunner(),
             slack_client_factory=lambda config: make_client("xoxb-revoked",
-                                                            base_url=slack.api_url))}
+                                                            base_url=slack.api_url,
+                                                            timeout=10))}
     auth = checks["slack auth"]
     assert not auth.ok and "invalid_auth" in auth.detail and "SLACK_BOT_TOKEN" in auth.fix
     assert "slack scopes" not in checks

@@ -219,7 +219,7 @@ def test_slack_calls_and_429_waits_are_counted() -> None:
     metrics = ServiceMetrics()
     waited: list[float] = []
     with SlackStandIn() as slack:
-        client = make_client(slack.token, base_url=slack.api_url, sleep=waited.append,
+        client = make_client(slack.token, base_url=slack.api_url, sleep=waited.append, timeout=10,
                              on_call=lambda m: metrics.slack_calls.labels(m).inc(),
                              on_rate_limit_wait=metrics.rate_limit_waited)
         slack.fail_next("chat.postMessage", status=429, retry_after=3)

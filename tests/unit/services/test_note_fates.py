@@ -150,7 +150,8 @@ def slack_context(slack: SlackStandIn, store: Store, slurm: FakeSlurm | None = N
     client: WebClient = make_client(slack.token, base_url=slack.api_url,
                                     sleep=lambda s: None, timeout=10)
     clock = [T0]
-    poster = SlackPoster(client, store, sleep=lambda s: None, clock=lambda: clock[0])
+    poster = SlackPoster(client, store, deadline_s=POST_DEADLINE_S,
+                         sleep=lambda s: None, clock=lambda: clock[0])
     config = make_config(**recipe_over)
     config.slack.channels["training"] = PRIVATE  # recipe mix's channel
     ctx = make_context(store, slurm or AnswerLostSlurm(lost=0, submitted_at=T0), sftp=sftp,
@@ -1000,7 +1001,8 @@ def test_a_root_slack_rate_limits_for_four_minutes_keeps_its_claim_and_gets_one_
             others.append(open_thread(other, run.chain_id))
 
     client = make_client(slack.token, base_url=slack.api_url, sleep=wait, timeout=10)
-    poster = SlackPoster(client, store, sleep=wait, clock=lambda: clock[0])
+    poster = SlackPoster(client, store, deadline_s=POST_DEADLINE_S,
+                         sleep=wait, clock=lambda: clock[0])
     ctx = make_context(store, AnswerLostSlurm(lost=0, submitted_at=T0), sink=poster,
                        config=run.ctx.config, charts=False, clock=lambda: clock[0])
     slack.fail_next("chat.postMessage", status=429, retry_after=120, count=2)

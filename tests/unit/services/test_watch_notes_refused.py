@@ -17,6 +17,7 @@ from support.e2e import accept, refuse
 from support.watcher import catalogue
 
 from bot.core.policy import PolicyParams
+from bot.core.slack_bounds import POST_DEADLINE_S
 from bot.services.ports import PostDeferred, PostLogged
 from bot.services.watch.events import TickReport, WatchEvent
 from bot.services.watch.outbox import Outbox
@@ -51,7 +52,8 @@ def store() -> Iterator[Store]:
 def held_job(store: Store, client: WebClient) -> tuple[Watcher, SlackPoster, int, str]:
     """Job 87870 of run `mix` on cluster dev, held by an admin, its thread in PRIVATE; the
     watcher (held jobs reported after 10 min) with the production sink on the poster."""
-    poster = SlackPoster(client, store, sleep=lambda s: None, clock=lambda: T0)
+    poster = SlackPoster(client, store, deadline_s=POST_DEADLINE_S,
+                         sleep=lambda s: None, clock=lambda: T0)
     ctx = make_context(store, FakeSlurm(), sink=poster, charts=False, clock=lambda: T0)
     slurm = ctx.clusters.slurm("dev")
     assert isinstance(slurm, FakeSlurm)
@@ -173,7 +175,8 @@ def test_a_note_slack_refuses_for_itself_is_given_up_once_and_never_sent_again(
     next ticks) it is not sent again (Slack would take it now: it is not), and the publisher
     is told it is done with (True). Backed off instead, it would be a warning every few
     minutes for good; marked posted, as before, the log did not say it was lost for good."""
-    poster = SlackPoster(client, store, sleep=lambda s: None, clock=lambda: T0)
+    poster = SlackPoster(client, store, deadline_s=POST_DEADLINE_S,
+                         sleep=lambda s: None, clock=lambda: T0)
     ctx = make_context(store, FakeSlurm(), sink=poster, charts=False, clock=lambda: T0)
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
     root = poster.post_root(chain.id, PRIVATE, [], "mix")
@@ -204,7 +207,8 @@ def test_a_refused_notes_backoff_is_forgotten_when_its_run_ends(
     (the watcher tells the sink `chain_changed`), it is forgotten (a bot watching for months
     keeps none of its ended runs'), so that key would be tried at once again; a note keyed
     by its job's id, or by its run (`dev:chain:ID:…`, as the read_failed note is)."""
-    poster = SlackPoster(client, store, sleep=lambda s: None, clock=lambda: T0)
+    poster = SlackPoster(client, store, deadline_s=POST_DEADLINE_S,
+                         sleep=lambda s: None, clock=lambda: T0)
     ctx = make_context(store, FakeSlurm(), sink=poster, charts=False, clock=lambda: T0)
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
     store.attempts.record(chain_id=chain.id, job_id="87870", now=T0)

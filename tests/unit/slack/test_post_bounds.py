@@ -17,7 +17,7 @@ from slack_standin import SlackStandIn
 
 from bot.app import build_context
 from bot.core import slack_bounds
-from bot.core.slack_bounds import POST_DEADLINE_S, bot_post_at_most_s, waits_in_time
+from bot.core.slack_bounds import CALL_TIMEOUT_S, POST_DEADLINE_S, bot_post_at_most_s, waits_in_time
 from bot.core.takeover import post_takeover_s
 from bot.services.threads import _claim_root, _root_claim_key
 from bot.slack.poster import SlackPoster, SlackPostError
@@ -32,10 +32,22 @@ def test_a_posts_takeover_waits_minutes_not_hours() -> None:
     request of 30 s; a takeover of its post (and a root's claim) waits that, plus the
     margin: 6.5 minutes. Before, 6244 s (6304 s for the takeover): 4 attempts of 2 calls
     of 6 requests and 5 Retry-After waits of 120 s, over an hour and a half."""
-    poster = SlackPoster(make_client("xoxb-test"), store=None)
+    poster = SlackPoster(make_client("xoxb-test", timeout=CALL_TIMEOUT_S), store=None,
+                         deadline_s=POST_DEADLINE_S)
     assert poster.post_at_most_s() == pytest.approx(bot_post_at_most_s(POST_DEADLINE_S)) == 330
     assert post_takeover_s(POST_DEADLINE_S, kept=None) == pytest.approx(390)
     assert post_takeover_s(POST_DEADLINE_S, kept=None) >= poster.post_at_most_s()
+
+
+def test_a_poster_and_its_client_are_given_their_bounds_by_whoever_makes_them() -> None:
+    """A poster is given its deadline (the bot's: slack.post_deadline_s, bot.app
+    .build_context) and a client its request timeout (the bot's: CALL_TIMEOUT_S, which the
+    post bounds count): neither has a default that would post with bounds the configuration
+    did not set. Before, 300 s and 30 s applied to whoever left them out."""
+    with pytest.raises(TypeError, match="deadline_s"):
+        SlackPoster(make_client("xoxb-test", timeout=CALL_TIMEOUT_S), store=None)  # type: ignore[call-arg]
+    with pytest.raises(TypeError, match="timeout"):
+        make_client("xoxb-test")  # type: ignore[call-arg]
 
 
 def test_a_configured_post_deadline_moves_the_root_claim_and_the_takeover(tmp_path: Path
@@ -47,7 +59,7 @@ def test_a_configured_post_deadline_moves_the_root_claim_and_the_takeover(tmp_pa
     config = make_config()
     config.slack.post_deadline_s = 45.0
     config.store.url = f"sqlite:///{tmp_path / 'state.db'}"
-    ctx = build_context(config, client=make_client("xoxb-test"))
+    ctx = build_context(config, client=make_client("xoxb-test", timeout=CALL_TIMEOUT_S))
     try:
         assert isinstance(ctx.sink, SlackPoster) and ctx.sink.deadline_s == 45.0
         assert ctx.sink.post_at_most_s() == 75.0
@@ -113,7 +125,8 @@ def test_a_post_slack_keeps_rate_limiting_gives_up_by_its_deadline(
         clock[0] += s
 
     client = make_client(slack.token, base_url=slack.api_url, sleep=wait, timeout=10)
-    poster = SlackPoster(client, store, sleep=wait, clock=lambda: clock[0])
+    poster = SlackPoster(client, store, deadline_s=POST_DEADLINE_S,
+                         sleep=wait, clock=lambda: clock[0])
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
     slack.fail_next("chat.postMessage", status=429, retry_after=120, count=100)
     with pytest.raises(SlackPostError, match="429|ratelimited"):
