@@ -354,6 +354,9 @@ def release_held_for(ctx: BotContext, job_id: int | str, now: float, why: str,
             release_failed(ctx, approval, str(job_id), why, state, now,
                            f"cluster {exc.args[0]!r} is no longer configured", final=True)
             continue
+        except OutcomeUnknown as exc:
+            if not release_seen(ctx, approval, str(job_id), why, state, now, exc):
+                continue
         except ClusterError as exc:
             release_failed(ctx, approval, str(job_id), why, state, now, str(exc))
             continue
@@ -366,6 +369,24 @@ def release_held_for(ctx: BotContext, job_id: int | str, now: float, why: str,
         ctx.store.approvals.mark_done(approval.token, now=now)
         released.append(comp)
     return released
+
+
+def release_seen(ctx: BotContext, approval: Approval, for_job: str, why: str,
+                 state: str | None, now: float, exc: OutcomeUnknown) -> bool:
+    """The `scontrol release` of held competitor `approval` whose end was not seen (`exc`):
+    it may have worked, so the job is read again. True when it holds no more (or Slurm no
+    longer knows it): released, said and done as any release, not tried again. Still held:
+    it failed (`release_failed`). Not read: said as unknown, looked at again as a failure
+    is tried again (`release_failed` with `unknown`)."""
+    try:
+        rec = ctx.clusters.slurm(approval.payload["cluster"]).job(_competitor(approval))
+    except ClusterError:
+        release_failed(ctx, approval, for_job, why, state, now, str(exc), unknown=True)
+        return False
+    if rec is None or not rec.is_held:
+        return True
+    release_failed(ctx, approval, for_job, why, state, now, str(exc))
+    return False
 
 
 HOLDING_STEP = "holding"
@@ -416,14 +437,17 @@ def claim_release(ctx: BotContext, approval: Approval, now: float) -> bool:
 
 def say_release(ctx: BotContext, approval: Approval, for_job: str, why: str,
                 state: str | None, problem: str | None = None,
-                retry: tuple[int, int] | None = None) -> None:
+                retry: tuple[int, int] | None = None, *, unknown: bool = False) -> None:
     """Say in the thread what became of held competitor `approval`'s release
     (templates/hold_released.json.j2), once: released, or failed (`problem`) and left to
-    the person; or its `retry` (attempt, minutes until the next one) failed, once each."""
+    the person; or its `retry` (attempt, minutes until the next one) failed, once each;
+    `unknown`: the release's end was not seen nor the job read after it, so whether it
+    worked is not known."""
     key = f"hold-release:{approval.token}" + ("" if retry is None else f":failed:{retry[0]}")
     thread_message(ctx, approval.chain_id, key, "hold_released", {
         "competitor": str(_competitor(approval)), "for_job": for_job, "why": why,
         "state": state, "problem": problem, "retry_in_min": None if retry is None else retry[1],
+        "unknown": unknown,
     })
 
 
@@ -444,9 +468,11 @@ def step_takeover_s(ctx: BotContext, approval: Approval, step: str) -> float:
 
 
 def release_failed(ctx: BotContext, approval: Approval, for_job: str, why: str,
-                   state: str | None, now: float, problem: str, *, final: bool = False) -> None:
-    """The release of held competitor `approval` failed (Slurm's or ssh's words: `problem`):
-    recorded and said in the thread once per attempt (its `release_failed_N` step). Before the
+                   state: str | None, now: float, problem: str, *, final: bool = False,
+                   unknown: bool = False) -> None:
+    """The release of held competitor `approval` failed (Slurm's or ssh's words: `problem`),
+    or, `unknown`, may have (its end not seen, the job not read after it): recorded and said
+    in the thread once per attempt (its `release_failed_N` step). Before the
     MAX_RELEASE_ATTEMPTS-th (and unless `final`) the hold stays in the ledger, its release
     tried again once its `releasing` step is due (`claim_release`), the thread told so; then
     it leaves the ledger, the thread told how to release the job by hand."""
@@ -456,17 +482,18 @@ def release_failed(ctx: BotContext, approval: Approval, for_job: str, why: str,
     final = final or failures + 1 >= MAX_RELEASE_ATTEMPTS
     ctx.store.audit.record(
         actor="trainbot", action="competitor.release", now=now, job_id=str(comp),
-        recipe=approval.payload.get("recipe"), result="failed" if final else "retry",
+        recipe=approval.payload.get("recipe"),
+        result="unknown" if unknown else "failed" if final else "retry",
         detail=problem,
     )  # fmt: skip
     if final:
-        say_release(ctx, approval, for_job, why, state, problem)
+        say_release(ctx, approval, for_job, why, state, problem, unknown=unknown)
         ctx.store.approvals.mark_done(token, now=now)
         return
     if ctx.store.approvals.mark_step(token, f"release_failed_{failures + 1}", now=now):
         retry_in_s = release_takeover_s(ctx, approval)
         say_release(ctx, approval, for_job, why, state, problem,
-                    retry=(failures + 1, math.ceil(retry_in_s / 60)))
+                    retry=(failures + 1, math.ceil(retry_in_s / 60)), unknown=unknown)
 
 
 def release_started(ctx: BotContext, now: float) -> list[int]:

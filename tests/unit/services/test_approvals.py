@@ -648,6 +648,85 @@ def test_a_failed_release_is_said_and_tried_again_up_to_three_times(
     assert [c.argv[-2:] for c in runner.calls] == [["release", "88017"]] * 3
 
 
+def release_answer_lost(slurm: FakeSlurm, *, took_effect: bool,
+                        slurm_down_after: bool = False) -> None:
+    """From now on the next `scontrol release`'s connection drops before its answer: it took
+    effect or not (`took_effect`); Slurm answers nothing more after it with
+    `slurm_down_after`."""
+    release = slurm.release
+
+    def lost(job_id: int) -> None:
+        if took_effect:
+            release(job_id)
+        else:
+            slurm.calls.append(("release", job_id))
+        slurm.release = release  # type: ignore[method-assign]
+        slurm.down = slurm_down_after
+        raise ChannelClosed(["scontrol", "release", str(job_id)], "login", connection_lost=True)
+
+    slurm.release = lost  # type: ignore[method-assign]
+
+
+def test_a_release_whose_answer_was_lost_but_took_effect_is_said_released_once(
+    ctx: BotContext, slurm: FakeSlurm
+) -> None:
+    """The connection drops after `scontrol release` took effect: trainbot reads the job
+    again, finds it no longer held and says it was released, never that it could not be, and
+    does not release it again."""
+    held_then_running(ctx, slurm)
+    release_answer_lost(slurm, took_effect=True)
+    [held] = competitors.held_now(ctx)
+    assert competitors.release_started(ctx, NOW + 3) == [88017]
+    assert competitors.release_started(ctx, NOW + 3 + 2 * competitors.release_takeover_s(
+        ctx, held)) == []
+    assert slurm.acted("release") == [88017]
+    assert not slurm.records[88017].is_held
+    texts = recorded(ctx).texts()
+    assert texts.count("Released 88017: 88887 is running.") == 1
+    assert not any(t.startswith("Could not release") for t in texts)
+    assert competitors.held_now(ctx) == []
+
+
+def test_a_release_whose_answer_was_lost_and_whose_job_cannot_be_read_is_said_unknown(
+    ctx: BotContext, slurm: FakeSlurm
+) -> None:
+    """The connection drops during `scontrol release` and Slurm does not answer the look
+    after it: the thread says trainbot does not know whether it released the job and looks
+    again, not that it could not; the next try, once due, releases it and says so."""
+    held_then_running(ctx, slurm)
+    release_answer_lost(slurm, took_effect=False, slurm_down_after=True)
+    [held] = competitors.held_now(ctx)
+    wait = competitors.release_takeover_s(ctx, held)
+    assert competitors.release_started(ctx, NOW + 3) == []
+    minutes = -(-wait // 60)
+    texts = recorded(ctx).texts()
+    assert not any(t.startswith("Could not release") for t in texts)
+    [unknown] = [t for t in texts if "may or may not have released 88017" in t]
+    assert unknown.startswith("trainbot may or may not have released 88017 (connection to "
+                              "login lost while `scontrol release 88017` was running")
+    assert unknown.endswith(f"; it looks at it again in about {minutes:g} minutes.")
+    assert [a.target_job for a in competitors.held_now(ctx)] == ["88017"]
+    slurm.down = False
+    assert competitors.release_started(ctx, NOW + 3 + wait) == [88017]
+    assert recorded(ctx).texts().count("Released 88017: 88887 is running.") == 1
+    assert not slurm.records[88017].is_held
+
+
+def test_a_release_whose_answer_was_lost_and_that_did_not_take_effect_is_tried_again(
+    ctx: BotContext, slurm: FakeSlurm
+) -> None:
+    held_then_running(ctx, slurm)
+    release_answer_lost(slurm, took_effect=False)
+    [held] = competitors.held_now(ctx)
+    wait = competitors.release_takeover_s(ctx, held)
+    assert competitors.release_started(ctx, NOW + 3) == []
+    assert any(t.startswith("Could not release 88017 (connection to login lost")
+               for t in recorded(ctx).texts())  # still held when read again: it did not
+    assert competitors.release_started(ctx, NOW + 3 + wait) == [88017]
+    assert slurm.acted("release") == [88017, 88017]
+    assert not slurm.records[88017].is_held
+
+
 def test_a_release_that_failed_once_then_goes_through_is_said_released(
     ctx: BotContext, slurm: FakeSlurm
 ) -> None:
