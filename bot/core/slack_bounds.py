@@ -25,12 +25,26 @@ POST_ATTEMPTS = 4  # the poster's attempts at one post, each a lookup and a send
 # one post's overall deadline by default (the config's slack.post_deadline_s): a post still
 # retried later helps no one
 POST_DEADLINE_S = 300.0
-# a post deadline must be longer than this (the config refuses one that is not): a file or
-# chart upload asks for its upload URL and then sends its bytes, each request taking up to
-# one timeout (CALL_TIMEOUT_S), and starts each only while it would end before the deadline
-# (bot.slack.poster.SlackPoster._no_time_for_a_request); a deadline of this or less sends no
-# upload at all when its URL request is slow, one of CALL_TIMEOUT_S or less none ever
-SHORTEST_POST_DEADLINE_S = 2 * CALL_TIMEOUT_S
+
+
+def post_deadline_refusal(deadline_s: float, call_timeout_s: float) -> str | None:
+    """Why a post deadline of `deadline_s` cannot be, its requests taking up to
+    `call_timeout_s` each, else None; the one rule the config (slack.post_deadline_s, with
+    CALL_TIMEOUT_S) and the poster (its client's timeout: bot.slack.poster.SlackPoster) hold
+    it to. It must be positive, and more than two requests: a file or chart upload asks for
+    its upload URL and then sends its bytes, and starts each only while it would end before
+    the deadline (bot.slack.poster.SlackPoster._no_time_for_a_request); a deadline of two
+    requests or less sends no upload at all when its URL request is slow, one of one request
+    or less none ever."""
+    if not deadline_s > 0:  # NaN too
+        return (f"{deadline_s:g} must be a positive number of seconds (one Slack post's "
+                f"overall deadline)")
+    if not deadline_s > 2 * call_timeout_s:
+        return (f"{deadline_s:g} must be more than {2 * call_timeout_s:g} s (2 x a Slack "
+                f"request's {call_timeout_s:g} s timeout): a chart or file upload sends its "
+                f"upload-URL request and then its bytes, each only while it would end before "
+                f"this deadline, so a shorter one fails uploads without sending them")
+    return None
 
 
 def waits_in_time(now: float, wait_s: float, deadline: float) -> bool:

@@ -179,7 +179,9 @@ class SlackPoster:
     """Posts a run chain's thread through `client`, keyed in `store.slack_posts`; every text
     redacted by `redactor` first (the bot's: `Config.redactor()`; default: token shapes).
     `deadline_s` is one post's overall deadline, the config's slack.post_deadline_s (no
-    default: the configuration is its one source, bot.app.build_context passes it)."""
+    default: the configuration is its one source, bot.app.build_context passes it), held to
+    the config's rule (bot.core.slack_bounds.post_deadline_refusal) with the client's request
+    timeout: one too short for an upload's two requests raises ValueError."""
 
     def __init__(
         self,
@@ -193,6 +195,9 @@ class SlackPoster:
         backoff_s: float = slack_bounds.BACKOFF_S,
         redactor: Redactor | None = None,
     ):
+        refusal = slack_bounds.post_deadline_refusal(deadline_s, client.timeout)
+        if refusal is not None:
+            raise ValueError(f"the poster's deadline_s (slack.post_deadline_s): {refusal}")
         self.client = client
         self.redactor = redactor or Redactor()
         self.store = store

@@ -10,11 +10,14 @@ from urllib.parse import urlsplit
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator
 
 from bot.config.models._base import _SLACK_CHANNEL_ID_RE, _SLACK_USER_RE, _Model
-from bot.core.slack_bounds import CALL_TIMEOUT_S, POST_DEADLINE_S, SHORTEST_POST_DEADLINE_S
+from bot.core.slack_bounds import CALL_TIMEOUT_S, POST_DEADLINE_S, post_deadline_refusal
 
 
 class SlackConfig(_Model):
-    """Slack channels, people and where the tokens come from (never the tokens themselves)."""
+    """Slack channels, people and where the tokens come from (never the tokens themselves).
+    A value set on a loaded config is validated as the file's are (validate_assignment)."""
+
+    model_config = ConfigDict(validate_assignment=True)
 
     mode: Literal["socket", "http"] = Field(
         "socket", description="Socket Mode (no public URL) or HTTP events (needs signing secret)."
@@ -72,16 +75,10 @@ class SlackConfig(_Model):
     @field_validator("post_deadline_s")
     @classmethod
     def _post_deadline(cls, value: float) -> float:
-        if not value > 0:  # NaN and infinity: refused by the model (allow_inf_nan)
-            raise ValueError(f"post_deadline_s: {value:g} must be a positive number of seconds "
-                             f"(one Slack post's overall deadline; default {POST_DEADLINE_S:g})")
-        if not value > SHORTEST_POST_DEADLINE_S:
-            raise ValueError(
-                f"post_deadline_s: {value:g} must be more than {SHORTEST_POST_DEADLINE_S:g} s "
-                f"(2 x a Slack request's {CALL_TIMEOUT_S} s timeout): a chart or file upload "
-                f"sends its upload-URL request and then its bytes, each only while it would "
-                f"end before this deadline, so a shorter one fails uploads without sending "
-                f"them; default {POST_DEADLINE_S:g}")
+        # NaN and infinity: refused by the model (allow_inf_nan)
+        refusal = post_deadline_refusal(value, CALL_TIMEOUT_S)
+        if refusal is not None:
+            raise ValueError(f"post_deadline_s: {refusal}; default {POST_DEADLINE_S:g}")
         return value
 
     @field_validator("channels")

@@ -47,7 +47,7 @@ def test_a_settles_slack_calls_count_the_posters_worst_case_as_a_posts_takeover_
     a configured post deadline moves it for each call."""
     d = RemoteDeadlines()
     commands_and_lookup = RESUME_COMMANDS * d.command_at_most_s + d.lookup_at_most_s
-    for deadline in (300.0, 45.0):
+    for deadline in (300.0, 90.0):
         one_post = post_takeover_s(deadline, kept=None) - TAKEOVER_MARGIN_S
         assert settle_takeover_s(d, post_deadline_s=deadline) == \
             commands_and_lookup + SLACK_CALLS * one_post + TAKEOVER_MARGIN_S

@@ -243,16 +243,16 @@ def test_a_settles_takeover_counts_its_slack_calls_at_the_configured_post_deadli
         store: Store) -> None:
     """A settle's step is taken over once its SLACK_CALLS Slack calls could each have taken
     the poster's worst case at the configured slack.post_deadline_s (its deadline and one
-    request), as a post's takeover counts one: 45 s a post takes 1530 s off the default's
+    request), as a post's takeover counts one: 90 s a post takes 1260 s off the default's
     5840 s. Before, each call was counted at one request's 30 s whatever the deadline (a
     settle still in a post Slack kept rate limiting could be taken over)."""
     ctx, slurm, token = stalled_prompt(store, SLOW_SFTP)
     store.approvals.mark_step(token, "cancel_settled", now=NOW)
     approval = store.approvals.get(token)
     assert approval is not None
-    ctx.config.slack.post_deadline_s = 45.0
+    ctx.config.slack.post_deadline_s = 90.0
     assert cancel_settle.takeover_s(ctx, approval, NOW, "cancel_settled") == \
-        5840.0 - SLACK_CALLS * (300.0 - 45.0) == 4310.0
+        5840.0 - SLACK_CALLS * (300.0 - 90.0) == 4580.0
 
 
 def test_the_step_bounds_are_the_runners_own_when_longer_else_the_configs() -> None:

@@ -441,14 +441,14 @@ def test_holds_proposed_twice_for_one_submitted_job_ask_once(store: Store) -> No
 
 
 @pytest.mark.parametrize(("marked_s", "deadline_s", "takeover_s"), [
-    (300.0, 300.0, 390.0), (45.0, 45.0, 135.0), (600.0, 300.0, 690.0), (45.0, 300.0, 390.0)])
+    (300.0, 300.0, 390.0), (90.0, 90.0, 180.0), (600.0, 300.0, 690.0), (90.0, 300.0, 390.0)])
 def test_a_hold_question_the_bot_died_before_posting_is_asked_once_by_the_follow_up(
         store: Store, marked_s: float, deadline_s: float, takeover_s: float) -> None:
     """A person's resume recorded its job and its hold prompt, then the bot died before the
     prompt's question was posted (no run asks about that job again): the prompts' follow-up
     asks it, once, when the post's own deadline has passed, with one request and the margin:
     the longer of the deadline the recording bot ran with (`marked_s`, kept with the prompt)
-    and the follow-up's (`deadline_s`): the default 300 s (390 s), 45 s (135 s); a prompt
+    and the follow-up's (`deadline_s`): the default 300 s (390 s), 90 s (180 s); a prompt
     recorded at 600 s is not asked by a bot configured 300 s before 690 s (before, at 390 s,
     while the first bot could still be posting it). Nothing is held meanwhile, and no
     reminder is made of a question nobody saw."""

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 from fakes import make_config
+from pydantic import ValidationError
 from slack_standin import SlackStandIn
 
 from bot.app import build_context
@@ -50,26 +51,42 @@ def test_a_poster_and_its_client_are_given_their_bounds_by_whoever_makes_them() 
         make_client("xoxb-test")  # type: ignore[call-arg]
 
 
+@pytest.mark.parametrize("deadline_s", [45.0, 60.0, 0.0, -1.0, float("nan")])
+def test_a_post_deadline_too_short_for_an_upload_is_refused_however_it_is_set(
+        deadline_s: float) -> None:
+    """A post deadline that leaves no room for an upload's two requests (60 s with the
+    bot's 30 s requests) is refused by the rule the config's file is held to, also when a
+    loaded config's value is set (validate_assignment) and when a poster is made directly:
+    no poster runs with it. Before, both took 45 s, and every slow upload failed unsent."""
+    config = make_config()
+    with pytest.raises(ValidationError, match="post_deadline_s"):
+        config.slack.post_deadline_s = deadline_s
+    assert config.slack.post_deadline_s == POST_DEADLINE_S
+    with pytest.raises(ValueError, match="must be"):
+        SlackPoster(make_client("xoxb-test", timeout=CALL_TIMEOUT_S), store=None,
+                    deadline_s=deadline_s)
+
+
 def test_a_configured_post_deadline_moves_the_root_claim_and_the_takeover(tmp_path: Path
                                                                           ) -> None:
-    """slack.post_deadline_s set to 45: the bot's poster (bot.app.build_context) ends a post
-    by 45 s, so a run's root claim holds 75 s (the deadline and one request: another try
+    """slack.post_deadline_s set to 90: the bot's poster (bot.app.build_context) ends a post
+    by 90 s, so a run's root claim holds 120 s (the deadline and one request: another try
     joins it after that, not after 330 s) and a post a dead bot began is taken over after
-    135 s (the margin more), not 390 s."""
+    180 s (the margin more), not 390 s."""
     config = make_config()
-    config.slack.post_deadline_s = 45.0
+    config.slack.post_deadline_s = 90.0
     config.store.url = f"sqlite:///{tmp_path / 'state.db'}"
     ctx = build_context(config, client=make_client("xoxb-test", timeout=CALL_TIMEOUT_S))
     try:
-        assert isinstance(ctx.sink, SlackPoster) and ctx.sink.deadline_s == 45.0
-        assert ctx.sink.post_at_most_s() == 75.0
+        assert isinstance(ctx.sink, SlackPoster) and ctx.sink.deadline_s == 90.0
+        assert ctx.sink.post_at_most_s() == 120.0
         chain = ctx.store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
         now = ctx.clock()
         assert _claim_root(ctx, chain.id) is not None
         key = _root_claim_key(chain.id)
-        assert not ctx.store.command_claims.claim(key, "another", now + 74, 1.0)
-        assert ctx.store.command_claims.claim(key, "another", now + 76, 1.0)
-        assert post_takeover_s(config.slack.post_deadline_s, kept=None) == 135.0
+        assert not ctx.store.command_claims.claim(key, "another", now + 119, 1.0)
+        assert ctx.store.command_claims.claim(key, "another", now + 121, 1.0)
+        assert post_takeover_s(config.slack.post_deadline_s, kept=None) == 180.0
     finally:
         ctx.clusters.close()
         ctx.store.close()
@@ -158,33 +175,34 @@ def _chart(poster: SlackPoster, chain_id: int) -> None:
 ])
 def test_an_update_a_home_tab_or_a_chart_slack_keeps_rate_limiting_stops_at_the_deadline(
         slack: SlackStandIn, store: Store, method: str, call: Any) -> None:
-    """slack.post_deadline_s set to 20 s, Slack answers every `method` 429 with Retry-After:
-    8. A root's rewrite (chat.update), a Home tab (views.publish) and a chart's upload (its
-    URL, or its completion) wait out the Retry-Afters that end before the deadline, then
-    fail: within 20 s. Before, they had no overall deadline: 5 waits of 8 s for an update or
-    a Home tab, and 4 attempts of those for a chart (over 2.5 minutes)."""
+    """A poster's deadline of 25 s (its client's requests 10 s at most), Slack answering every
+    `method` 429 with Retry-After: 8. A root's rewrite (chat.update), a Home tab
+    (views.publish) and a chart's upload (its URL, or its completion) wait out the
+    Retry-Afters that end before the deadline, then fail: within 25 s. Before, they had no
+    overall deadline: 5 waits of 8 s for an update or a Home tab, and 4 attempts of those
+    for a chart (over 2.5 minutes)."""
     clock = [T0]
 
     def wait(s: float) -> None:  # the client's and the poster's waits, in fake time
         clock[0] += s
 
     client = make_client(slack.token, base_url=slack.api_url, sleep=wait, timeout=10)
-    poster = SlackPoster(client, store, sleep=wait, clock=lambda: clock[0], deadline_s=20.0)
+    poster = SlackPoster(client, store, sleep=wait, clock=lambda: clock[0], deadline_s=25.0)
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
     poster.post_root(chain.id, "C0TRAINING", [], "mix: job 1 PENDING")
     slack.fail_next(method, status=429, retry_after=8, count=1000)
     with pytest.raises(SlackPostError, match="429|ratelimited|deadline"):
         call(poster, chain.id)
-    assert clock[0] - T0 < 20.0
+    assert clock[0] - T0 < 25.0
     assert len(slack.calls(method)) >= 2  # a Retry-After within the deadline was waited out
     assert slack.ok_calls(method) == []
 
 
-@pytest.mark.parametrize(("url_takes_s", "sent"), [(5.0, True), (15.0, False)])
+@pytest.mark.parametrize(("url_takes_s", "sent"), [(10.0, True), (20.0, False)])
 def test_a_charts_bytes_are_sent_only_while_their_request_ends_before_the_deadline(
         slack: SlackStandIn, store: Store, url_takes_s: float, sent: bool) -> None:
-    """slack.post_deadline_s 20 s, one request at most 10 s: a chart's upload URL that
-    takes 5 s leaves 15 s, and the bytes are sent and the chart shared; one that takes 15 s
+    """A poster's deadline of 25 s, one request at most 10 s: a chart's upload URL that
+    takes 10 s leaves 15 s, and the bytes are sent and the chart shared; one that takes 20 s
     leaves 5 s, less than the bytes' request may take, and the upload fails there, nothing
     more sent: it ends within one request after its deadline, as a post. Before, the bytes
     were sent while the deadline had not passed, and could end 10 s past it (the completion,
@@ -195,7 +213,7 @@ def test_a_charts_bytes_are_sent_only_while_their_request_ends_before_the_deadli
         clock[0] += s
 
     client = make_client(slack.token, base_url=slack.api_url, sleep=wait, timeout=10)
-    poster = SlackPoster(client, store, sleep=wait, clock=lambda: clock[0], deadline_s=20.0)
+    poster = SlackPoster(client, store, sleep=wait, clock=lambda: clock[0], deadline_s=25.0)
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
     poster.post_root(chain.id, "C0TRAINING", [], "mix: job 1 PENDING")
     ask_url = client.files_getUploadURLExternal
