@@ -41,6 +41,7 @@ from bot.app import build_watcher
 from bot.cluster.errors import OutcomeUnknown
 from bot.cluster.ssh import SSHRunner
 from bot.config import Config
+from bot.services import competitors
 from bot.services.approvals import ActionId, handle_click
 from bot.services.cancel_settle import takeover_s
 from bot.services.ports import BotContext
@@ -564,3 +565,90 @@ def test_a_cancel_and_resume_whose_scancel_went_unseen_is_settled_once_through_k
     keys = run.posted()
     assert not [k for k, n in keys.items() if n > 1], keys
     assert keys[f"resolution:{new}"] == 1 and keys[f"cancel-settled:{prompt.token}"] == 1, keys
+
+
+COMPETITION_ACCOUNT = "team-b"  # as tests/integration/test_train_commands.py: no one else's jobs
+
+# The run's job waits queued held (`#SBATCH --hold`) until the test cancels it: a resumed job
+# still waiting when the yes comes, the competitor's hold over once it ended.
+WAITING_SCRIPT = """#!/bin/bash
+#SBATCH --hold
+sleep 1
+"""
+
+
+def _waiting_recipe(jobs: DemoJobs, name: str) -> dict:
+    script = jobs.path("waiting.sbatch")
+    with jobs.runner.sftp().open(script, "w") as f:
+        f.write(WAITING_SCRIPT)
+    return {
+        "sbatch_script": script, "job_name": name, "mem": "64M", "time": "2",
+        "workdir": jobs.root, "log_path": posixpath.join(jobs.root, "logs", "%x-%j.out"),
+        "account": COMPETITION_ACCOUNT, "owners": [OWNER], "approvers": [OWNER],
+        "policy": {**POLICY, "auto_resubmit": False},
+    }
+
+
+def _held_reason(runner, job_id: str) -> str:
+    """squeue's `STATE|REASON` of the job ('' once squeue no longer lists it)."""
+    return runner.run(["squeue", "-h", "-j", job_id, "-o", "%T|%r"]).stdout.strip()
+
+
+def test_a_release_whose_bot_died_after_claiming_it_is_released_once_by_the_next_bot(
+        submitted_run, crash_driver, tmp_path):
+    """A competitor held after a yes; the resumed job ends without needing the slot, and the
+    bot's scheduler (crash_driver.py --job all, as `trainbot run` schedules its jobs) is
+    SIGKILLed right after its holds job claimed the release (the `releasing` step), before
+    `scontrol release`. The competitor stays held, in the hold ledger. A fresh bot over the
+    same store leaves it while the dead claimer's step is younger than its takeover time
+    (it may still be releasing it), then releases it once: Slurm shows it queued, no longer
+    held, and the run's thread says it was released once."""
+    run = submitted_run("tb-crash-hold", _waiting_recipe, policy={"tick_s": 1})
+    runner, first = run.runner, run.first
+    comp = runner.run(["sbatch", "--parsable", "--job-name", f"{run.name}-comp",
+                       "--partition", run.jobs.partition, "--account", COMPETITION_ACCOUNT,
+                       "--begin", "now+1hour", "--output", "/dev/null", "--wrap", "sleep 1"]
+                      ).stdout.strip().split(";")[0]
+    try:
+        bot = run.bot()
+        try:
+            proposals = competitors.propose_holds(
+                bot.ctx, recipe="run", chain_id=run.chain_id, job_id=int(first),
+                allowed=[OWNER], now=time.time(),
+                action_ids=(ActionId.HOLD_COMPETITOR, ActionId.KEEP_COMPETITOR))
+            [token] = [p.token for p in proposals if p.competitor == int(comp)]
+            clicked = handle_click(bot.ctx, token, ActionId.HOLD_COMPETITOR, OWNER, time.time())
+            assert clicked.update_text == \
+                f"Approved by <@{OWNER}>: held {comp} until {first} starts", clicked
+        finally:
+            bot.close()
+        assert _held_reason(runner, comp) == "PENDING|JobHeldUser"
+        runner.run(["scancel", first])
+        _wait_for_state(runner, first, "CANCELLED")
+
+        _crash_at(crash_driver, run.slack, tmp_path / "driver.log", "hold_release_claimed",
+                  "--job", "all")
+        assert _held_reason(runner, comp) == "PENDING|JobHeldUser"  # died before releasing
+
+        bot = run.bot()
+        try:
+            [held] = competitors.held_now(bot.ctx)
+            claimed_at = bot.store.approvals.steps(token)[competitors.RELEASING_STEP]
+            due = claimed_at + competitors.release_takeover_s(bot.ctx, held)
+            assert competitors.release_started(bot.ctx, due - 1) == []
+            assert _held_reason(runner, comp) == "PENDING|JobHeldUser"
+            assert competitors.release_started(bot.ctx, due) == [int(comp)]
+            assert competitors.release_started(bot.ctx, due + 1) == []
+            assert competitors.held_now(bot.ctx) == []
+            releases = [e.result for e in bot.store.audit.recent(200)
+                        if e.action == "competitor.release" and e.job_id == comp]
+            assert releases == ["ok"]
+        finally:
+            bot.close()
+        queued = _held_reason(runner, comp)  # queued, no longer held (None until Slurm's
+        assert queued.startswith("PENDING|") and "Held" not in queued, queued  # next pass)
+        said = [t for t in run.thread() if t.startswith(f"Released {comp}: {first} ")]
+        assert len(said) == 1, run.thread()
+        assert run.posted()[f"hold-release:{token}"] == 1
+    finally:
+        runner.run(["scancel", comp], check=False)
