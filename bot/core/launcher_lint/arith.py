@@ -23,6 +23,11 @@ from dataclasses import replace
 from bot.core.findings import Finding
 from bot.core.launcher_lint.arith_calls import at_calls, with_later_passes
 from bot.core.launcher_lint.arith_findings import arith_finding
+from bot.core.launcher_lint.body_assignments import (
+    calls_in_shell,
+    local_names,
+    set_at_calls,
+)
 from bot.core.launcher_lint.branch_paths import (
     Step,
     last_to_run,
@@ -53,6 +58,7 @@ from bot.core.launcher_lint.model import (
     Arith,
     Call,
     Construct,
+    Cover,
     Scan,
 )
 from bot.core.launcher_lint.syntax import (
@@ -103,7 +109,8 @@ def and_or_ariths(lst: str, off: int, memo: Memo, zero_after: int | None, *, nou
     return found
 
 
-def _counted_at_calls(code: str, calls: list[Call], bodies: dict[str, tuple[int, int]],
+def _counted_at_calls(code: str, in_shell: list[tuple[Call, bool]],
+                      bodies: dict[str, tuple[int, int]],
                       values: dict[str, list[tuple[int, str | None]]],
                       subshells: list[tuple[int, int]],
                       path_of: Callable[[int], tuple[Step, ...]],
@@ -138,28 +145,11 @@ def _counted_at_calls(code: str, calls: list[Call], bodies: dict[str, tuple[int,
     expansion in the body (`expansions`, by offset: `x=$((++n))`) is one such counter whose
     status is tested (it never fails its command), wherever in its list it is, but in a
     pipeline's command."""
-    placed = [c for c in calls if not c.in_function and not c.in_subshell
-              and c.name in bodies and c.offset > bodies[c.name][1]
-              and not any("return" in code[start:at] for start, _end, at in c.chain)]
-    if not placed:
+    if not in_shell:
         return [], []
     memo: Memo = {}
-    # a call made through bodies (g's `f` at `g || true`) runs f's body where each call of the
-    # chain is in its body's shell (no subshell, no nested body), and whenever the chain's
-    # first body runs where each of them is right in its body (in no branch)
-    links = {link for c in placed for link in c.chain}
-    link_in = enclosing([*subshells, *bodies.values()], [at for _s, _e, at in links])
-    # (… and not in a list of its body run in the background, `g() { f & }`: a subshell)
-    behind_in_bodies = [(o, o + len(lst)) for start, end in {(s, e) for s, e, _at in links}
-                        if "&" in code[start:end]
-                        for lst, o, op in split_top_level(code[start:end], start,
-                                                          ("\n", ";", "&", *CASE_BRANCH_ENDS),
-                                                          memo) if op == "&"]
-    placed = [c for c in placed if all(
-        link_in.get(at) == (start, end)
-        and not any(s <= at < e for s, e in behind_in_bodies) for start, end, at in c.chain)]
-    chain_always = {c.chain: all(path_of(at) == path_of(start) for start, _end, at in c.chain)
-                    for c in placed}
+    placed = [c for c, _always in in_shell]
+    chain_always = {c.chain: always for c, always in in_shell}
     # the counters that start a list of each body called so, not in the background or a pipe,
     # and whether their own status is tested
     starting: list[tuple[str, int, str, str, bool]] = []
@@ -223,33 +213,28 @@ def _counted_at_calls(code: str, calls: list[Call], bodies: dict[str, tuple[int,
                 (cmd, var, tested, path_of(o) == path_of(start), o))
     if not runs:
         return [], []
-    # the lists run in the background (`f || true &`), read once for all the calls
-    background = [(at, at + len(lst)) for lst, at, op in split_top_level(
-        code, 0, ("\n", ";", "&"), memo) if op == "&"]
-    behind = enclosing(background, [c.offset for c in placed]) if background else {}
     counted: tuple[list[Arith], list[Arith]] = ([], [])  # (every run's, some runs')
     covered: dict[tuple[str, str, bool], bool] = {}  # by function, variable, tested call
     for c in placed:
-        if c.offset not in behind:
-            made = [(cmd, var, always and chain_always[c.chain], o)
-                    for cmd, var, tested, always, o in runs.get(c.name, []) if tested or c.tested]
-            for cmd, var, always, _o in made:
-                counted[not always].append(Arith(c.offset, cmd, var, errexit=False,
-                                                 tested_by="||"))
-            # (one of a variable's counters runs whenever the body does, none alone: each
-            # branch of an `if` with an `else` counts, or an `if true`: one count every run)
-            for var in {var for _c, var, always, _o in made if not always}:
-                key = (c.name, var, c.tested)
-                if not chain_always[c.chain]:
-                    continue
-                if key not in covered:
-                    start, end = bodies[c.name]
-                    offsets = [o for _c, v, _a, o in made if v == var]
-                    covered[key] = not any(a for _c, v, a, _o in made if v == var) and (
-                        on_every_path(offsets, start, end, constructs, path_of))
-                if covered[key]:
-                    cmd = next(cmd for cmd, v, _a, _o in made if v == var)
-                    counted[0].append(Arith(c.offset, cmd, var, errexit=False, tested_by="||"))
+        made = [(cmd, var, always and chain_always[c.chain], o)
+                for cmd, var, tested, always, o in runs.get(c.name, []) if tested or c.tested]
+        for cmd, var, always, _o in made:
+            counted[not always].append(Arith(c.offset, cmd, var, errexit=False,
+                                             tested_by="||"))
+        # (one of a variable's counters runs whenever the body does, none alone: each
+        # branch of an `if` with an `else` counts, or an `if true`: one count every run)
+        for var in {var for _c, var, always, _o in made if not always}:
+            key = (c.name, var, c.tested)
+            if not chain_always[c.chain]:
+                continue
+            if key not in covered:
+                start, end = bodies[c.name]
+                offsets = [o for _c, v, _a, o in made if v == var]
+                covered[key] = not any(a for _c, v, a, _o in made if v == var) and (
+                    on_every_path(offsets, start, end, constructs, path_of))
+            if covered[key]:
+                cmd = next(cmd for cmd, v, _a, _o in made if v == var)
+                counted[0].append(Arith(c.offset, cmd, var, errexit=False, tested_by="||"))
     return counted
 
 
@@ -345,22 +330,33 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
     for pos, body in expansion_body.items():
         in_subshells.setdefault(pos, body)
     expansions = {pos: var for pos, var in expansions.items() if pos in expansion_body}
+    # the calls that run a body in the script's shell, and where a body's plain assignments
+    # hold for the counters outside the bodies: at those calls (body_assignments)
+    in_shell = calls_in_shell(code, placed, scan.bodies, subshells, path_of, {}) \
+        if placed else []
+    top_values, fake_paths, fake_constructs = _set_where_called(
+        code, values, in_shell, scan, subshells, in_subshells, expansions, path_of)
+    if fake_paths:
+        scan = replace(scan, constructs={**scan.constructs, **fake_constructs})
+        real_path_of = path_of
+
+        def path_of(pos: int) -> tuple[Step, ...]:
+            return fake_paths[pos] if pos in fake_paths else real_path_of(pos)
     # each variable's assignments outside subshells read once for all its counters where the
     # branches nest: those of every counter when no assignment is in a subshell, else of the
-    # counters in none (each counter in one reads them: the lists below)
-    read_once: dict[str, Assigned] = {}
-    in_subshell: set[str] = set()  # the variables assigned in a subshell
-    if nested:
-        for var, assignments in values.items():
-            outside = [(pos, v) for pos, v in assignments if pos not in in_subshells]
-            if len(outside) < len(assignments):
-                in_subshell.add(var)
-            read_once[var] = Assigned(outside, scan.constructs, path_of, spans)
+    # counters in none (each counter in one reads them: the lists below); of the counters in
+    # a function's body (`values`), and of the others (`top_values`)
+    read_once, in_subshell = _read_once(values, in_subshells, scan, path_of, spans, nested)
+    read_once_top, in_subshell_top = (read_once, in_subshell) if top_values is values else \
+        _read_once(top_values, in_subshells, scan, path_of, spans, nested)
     counter_in_subshell = enclosing(subshells + list(expansion_body.values()),
-                                    [a.offset for a in scan.arith]) if in_subshell else {}
+                                    [a.offset for a in scan.arith]) if (
+        in_subshell or in_subshell_top) else {}
+    counter_in_body = enclosing([(s, e) for s, e, _n in spans], [a.offset for a in scan.arith]
+                                ) if top_values is not values else {}
     # the innermost loop bash may make more than one pass through around each counter
     innermost = enclosing(list(repeating.items()), [a.offset for a in scan.arith])
-    at_calls_always, at_calls_maybe = _counted_at_calls(code, placed, scan.bodies, values,
+    at_calls_always, at_calls_maybe = _counted_at_calls(code, in_shell, scan.bodies, values,
                                                         subshells, path_of, never_run,
                                                         scan.constructs, expansions)
     counts = Counts(scan.arith + at_calls_always + at_calls_maybe,
@@ -392,13 +388,18 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
         if not a.assigns_zero:
             before: Sequence[tuple[int, str | None]]
             all_before: Sequence[tuple[int, str | None]]
-            if a.variable in read_once and not (a.variable in in_subshell
-                                                and a.offset in counter_in_subshell):
-                assigned = read_once[a.variable].entries
-                before = all_before = read_once[a.variable].before(a.offset)
+            # (a counter outside the bodies reads their assignments at their calls)
+            outside = a.offset not in counter_in_body and top_values is not values
+            its_values, once, assigned_in_subshell = (
+                (top_values, read_once_top, in_subshell_top) if outside
+                else (values, read_once, in_subshell))
+            if a.variable in once and not (a.variable in assigned_in_subshell
+                                           and a.offset in counter_in_subshell):
+                assigned = once[a.variable].entries
+                before = all_before = once[a.variable].before(a.offset)
             else:
                 # an assignment in a subshell `a` is not in sets nothing where `a` runs
-                assigned = [(pos, v) for pos, v in values.get(a.variable, [])
+                assigned = [(pos, v) for pos, v in its_values.get(a.variable, [])
                             if pos not in in_subshells
                             or in_subshells[pos][0] <= a.offset < in_subshells[pos][1]]
                 before = all_before = [(pos, v) for pos, v in assigned if pos < a.offset]
@@ -439,7 +440,8 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
                                                        spans, path_of):
                             skipped_count = None
                             apart = max(other[0], apart or other[0])
-            unset = not before and (a.variable not in values and never_set.holds(a.variable)
+            unset = not before and (not assigned and never_set.holds(
+                a.variable, len(values.get(a.variable, [])))
                                     if apart is None else never_set.holds(
                                         a.variable, bisect.bisect_left(
                                             values[a.variable], a.offset, key=lambda v: v[0]))) \
@@ -516,6 +518,68 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
         findings.append(Finding(CHECK_ARITH_UNSET, "pass", None,
                                 N_("no `((n++))` of a variable nothing sets under `set -u`")))
     return findings
+
+
+def _read_once(values: dict[str, list[tuple[int, str | None]]],
+               in_subshells: dict[int, tuple[int, int]], scan: Scan,
+               path_of: Callable[[int], tuple[Step, ...]], spans: list[tuple[int, int, str]],
+               nested: bool) -> tuple[dict[str, Assigned], set[str]]:
+    """Each variable's assignments of `values` outside subshells (`in_subshells`: the
+    subshell around each), read once for all its counters (counter_values.Assigned), where the
+    branches nest (`nested`); and the variables one of whose assignments is in a subshell."""
+    read_once: dict[str, Assigned] = {}
+    in_subshell: set[str] = set()
+    if nested:
+        for var, assignments in values.items():
+            outside = [(pos, v) for pos, v in assignments if pos not in in_subshells]
+            if len(outside) < len(assignments):
+                in_subshell.add(var)
+            read_once[var] = Assigned(outside, scan.constructs, path_of, spans)
+    return read_once, in_subshell
+
+
+def _set_where_called(code: str, values: dict[str, list[tuple[int, str | None]]],
+                      in_shell: list[tuple[Call, bool]], scan: Scan,
+                      subshells: list[tuple[int, int]],
+                      in_subshells: dict[int, tuple[int, int]], expansions: dict[int, str],
+                      path_of: Callable[[int], tuple[Step, ...]]
+                      ) -> tuple[dict[str, list[tuple[int, str | None]]],
+                                 dict[int, tuple[Step, ...]], dict[tuple[int, int], Construct]]:
+    """`values` as a counter outside the function bodies reads them: without the assignments
+    in a body (called or not), with those the calls `in_shell` (body_assignments.calls_in_shell)
+    make (body_assignments.set_at_calls): one on every run at the call's offset, one on some
+    runs only just past it, in a branch of a construct of its own that bash may skip (its
+    path, and the construct, by key: to add to path_of's and the scan's); the subshell around
+    a call (`( f )`) added to `in_subshells`. `values` itself where no body sets a counter's
+    variable."""
+    bodies = [*scan.bodies.values(), *scan.uncalled_bodies]
+    positions = [pos for v in values.values() for pos, _v in v]
+    body_around = enclosing(bodies, positions) if bodies else {}
+    if not body_around:
+        return values, {}, {}
+    right_in = enclosing([*subshells, *bodies], positions)
+    locals_of = {body: local_names(code, body) for body in scan.bodies.values()}
+    # (an arithmetic expansion's count in a body counts at the calls: _counted_at_calls)
+    plain = {var: [e for e in v if e[0] not in expansions] for var, v in values.items()}
+    made = set_at_calls(code, scan.bodies, plain, right_in, in_shell, locals_of,
+                        scan.constructs, path_of)
+    fake_paths: dict[int, tuple[Step, ...]] = {}
+    fake_constructs: dict[tuple[int, int], Construct] = {}
+    at_calls: dict[str, list[tuple[int, str | None]]] = {}
+    for var, by_call in made.items():
+        for at, left in by_call.items():
+            for value, every_run in left:
+                if every_run:
+                    at_calls.setdefault(var, []).append((at, value))
+                    continue
+                key = (at + 1, -1)  # (no list starts there: the call's name is before it)
+                fake_constructs[key] = (((at + 1, at + 2),), Cover())
+                fake_paths[at + 1] = (*path_of(at), (key, 0))
+                at_calls.setdefault(var, []).append((at + 1, value))
+    in_subshells.update(enclosing(subshells, [pos for v in at_calls.values() for pos, _v in v]))
+    return {var: sorted([*(e for e in v if e[0] not in body_around), *at_calls.get(var, [])],
+                        key=lambda e: e[0]) for var, v in values.items()
+            }, fake_paths, fake_constructs
 
 
 def _counted_where_last(a: Arith, may_hold: Sequence[tuple[int, str | None]],

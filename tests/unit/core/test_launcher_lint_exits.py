@@ -1763,3 +1763,28 @@ def test_a_call_counts_its_bodys_counter_whose_status_is_tested(tmp_path, body, 
 ])
 def test_a_call_counts_its_bodys_counter_past_a_return_on_some_runs(tmp_path, body, level):
     _counter_stops_bash_as_the_level_says(tmp_path, body, level)
+
+
+@pytest.mark.parametrize(("body", "level"), [
+    # a plain assignment in a function's body sets the variable where a call in the script's
+    # shell runs the body, not where its text is (each misread by text position)
+    ("set -e\nf() { n=1; }\n((n++))\n", "fail"),
+    ("set -e\nf() { n=1; }\nn=0\nf\n((n++))\n", None),
+    ("set -e\nf() { n=0; }\nn=5\nf\n((n++))\n", "fail"),
+    ("set -e\nn=5\nf() { n=0; }\n((n++))\n", None),
+    ("set -e\nn=5\nf() { n=0; }\n((n++))\nf\n", None),
+    # … through another body, and on the runs that make the call only
+    ("set -e\nn=0\nf() { n=1; }\ng() { f; }\ng\n((n++))\n", None),
+    ('set -e\nf() { n=0; }\nn=5\n[ -n "$X" ] && f\n((n++))\n', "warn"),
+    # (… not where the call runs it in a subshell, a pipeline or the background)
+    ("set -e\nf() { n=1; }\n( f )\n((n++))\n", "fail"),
+    ("set -e\nf() { n=1; }\nf | cat\n((n++))\n", "fail"),
+    ("set -e\nf() { n=1; }\nf & wait\n((n++))\n", "fail"),
+    # (… nor what it sets of a variable the body declares its own)
+    ("set -e\nn=0\nf() { local n=5; }\nf\n((n++))\n", "fail"),
+    ("set -e\nn=5\nf() { local -i n=0; n=3; }\nf\n((n++))\n", None),
+    # (still known after a call that runs it before the counter)
+    ("set -e\nf() { n=1; }\nf\n((n++))\n", None),
+])
+def test_an_assignment_in_a_body_holds_where_a_call_runs_it(tmp_path, body, level):
+    _counter_stops_bash_as_the_level_says(tmp_path, body, level)

@@ -1,0 +1,153 @@
+"""Where a function body's plain assignments hold for the arithmetic checks
+(bot.core.launcher_lint.arith): at the calls that run the body in the script's shell, not where
+the body's text is (`f() { n=1; }; ((n++))`: `n` is never set; `f() { n=0; }; n=5; f;
+((n++))`: 0). The calls a body runs in the script's shell at (calls_in_shell), the variables a
+body declares local (local_names: what it sets of them holds in the body only), and the
+assignments those calls make (set_at_calls)."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+from bot.core.launcher_lint.branch_paths import Step, last_to_run
+from bot.core.launcher_lint.counter_values import stops_at
+from bot.core.launcher_lint.counts_between import enclosing
+from bot.core.launcher_lint.model import Call, Construct
+from bot.core.shell_lexer import CASE_BRANCH_ENDS, Memo, split_top_level
+
+#: `local` / `declare` / `typeset` where a command starts in a body, and its arguments up to
+#: the end of the command: the names there (`local n`, `local -i n=0 m`) are the body's own.
+_LOCAL_RE = re.compile(r"(?:^|(?<=[\s;&|({]))(?:local|declare|typeset)[ \t]+([^;&|\n)}]*)")
+_LOCAL_NAME_RE = re.compile(r"(?:^|(?<=\s))([A-Za-z_]\w*)(?=[=\s]|$)")
+
+
+def calls_in_shell(code: str, calls: list[Call], bodies: dict[str, tuple[int, int]],
+                   subshells: list[tuple[int, int]],
+                   path_of: Callable[[int], tuple[Step, ...]], memo: Memo
+                   ) -> list[tuple[Call, bool]]:
+    """Of `calls` (calls.outermost_calls's), those that run their function's body in the
+    script's shell: made from it (model.Call.in_function false), not a pipeline's command
+    (model.Call.in_subshell), after the function's definition, not in a list run in the
+    background (`f &`, `f || true &`), and, for one made through other bodies (model.Call.chain),
+    each call of the chain right in its body's shell (no subshell, no nested body, not in a
+    list of the body run in the background) past no `return` there; each with whether bash
+    runs it whenever the chain's first body runs (each call of the chain in no branch of its
+    body)."""
+    placed = [c for c in calls if not c.in_function and not c.in_subshell
+              and c.name in bodies and c.offset > bodies[c.name][1]
+              and not any("return" in code[start:at] for start, _end, at in c.chain)]
+    if not placed:
+        return []
+    links = {link for c in placed for link in c.chain}
+    link_in = enclosing([*subshells, *bodies.values()], [at for _s, _e, at in links])
+    behind_in_bodies = [(o, o + len(lst)) for start, end in {(s, e) for s, e, _at in links}
+                        if "&" in code[start:end]
+                        for lst, o, op in split_top_level(code[start:end], start,
+                                                          ("\n", ";", "&", *CASE_BRANCH_ENDS),
+                                                          memo) if op == "&"]
+    placed = [c for c in placed if all(
+        link_in.get(at) == (start, end)
+        and not any(s <= at < e for s, e in behind_in_bodies) for start, end, at in c.chain)]
+    # the lists run in the background (`f || true &`), read once for all the calls
+    background = [(at, at + len(lst)) for lst, at, op in split_top_level(
+        code, 0, ("\n", ";", "&"), memo) if op == "&"] if "&" in code else []
+    behind = enclosing(background, [c.offset for c in placed]) if background else {}
+    return [(c, all(path_of(at) == path_of(start) for start, _end, at in c.chain))
+            for c in placed if c.offset not in behind]
+
+
+def local_names(code: str, body: tuple[int, int]) -> set[str]:
+    """The variables the body at `body` declares its own (`local n`, `declare -i n=0`; not
+    `declare -g`)."""
+    start, end = body
+    text = code[start:end]
+    if "local" not in text and "declare" not in text and "typeset" not in text:
+        return set()
+    names: set[str] = set()
+    for m in _LOCAL_RE.finditer(text):
+        args = m.group(1)
+        if re.search(r"(?:^|\s)-\w*g", args):
+            continue  # `declare -g n`: the global one
+        names.update(_LOCAL_NAME_RE.findall(re.sub(r"=\S*", "=", args)))
+    return names
+
+
+#: What a call leaves a variable at (set_at_calls): the value (None: not known) and whether on
+#: every run that makes the call (else on some runs only, the value before holding on others).
+SetAtCall = tuple[str | None, bool]
+
+
+def set_at_calls(code: str, bodies: dict[str, tuple[int, int]],
+                 values: dict[str, list[tuple[int, str | None]]],
+                 right_in: dict[int, tuple[int, int]], in_shell: list[tuple[Call, bool]],
+                 locals_of: dict[tuple[int, int], set[str]],
+                 constructs: dict[tuple[int, int], Construct],
+                 path_of: Callable[[int], tuple[Step, ...]]
+                 ) -> dict[str, dict[int, list[SetAtCall]]]:
+    """The assignments the calls `in_shell` (calls_in_shell's) make, by variable and call
+    offset: what the body leaves the variable at, of its assignments right in it (`right_in`:
+    the innermost subshell or body around each), through its branches and a `return` bash may
+    take (branch_paths.last_to_run): one value on every run, or one
+    that does not stop a counter (known or not) on every run and one that does (0, empty,
+    "08") on some, or, where the body or the call through other bodies (not `always`) may
+    leave it as it was, a value on some runs only. Not known (None) where a count of it
+    follows in the body; none for a variable the body declares local (`locals_of`)."""
+    plans: dict[tuple[str, str], tuple[list[str | None], bool]] = {}
+    by_body: dict[str, list[str]] = {}  # the variables each body sets
+    name_of = {body: name for name, body in bodies.items()}
+    for var, assignments in values.items():
+        mine: dict[str, list[tuple[int, str | None]]] = {}  # right in each body, by function
+        for pos, v in assignments:
+            name = name_of.get(right_in.get(pos, (0, 0)))
+            if name is not None and var not in locals_of.get(bodies[name], ()):
+                mine.setdefault(name, []).append((pos, v))
+        for name, entries in mine.items():
+            plans[name, var] = _left_by_body(code, bodies[name], var, entries, constructs,
+                                             path_of)
+            by_body.setdefault(name, []).append(var)
+    found: dict[str, dict[int, list[SetAtCall]]] = {}
+    for call, always in in_shell:
+        for var in by_body.get(call.name, ()):
+            candidates, every_run = plans[call.name, var]
+            made = _made(candidates, every_run and always)
+            at = found.setdefault(var, {})
+            # (two bodies setting it at one call, through one another: not known here)
+            at[call.offset] = made if at.get(call.offset, made) == made else [(None, True)]
+    return found
+
+
+def _left_by_body(code: str, body: tuple[int, int], var: str,
+                  entries: list[tuple[int, str | None]],
+                  constructs: dict[tuple[int, int], Construct],
+                  path_of: Callable[[int], tuple[Step, ...]]
+                  ) -> tuple[list[str | None], bool]:
+    """The values the body at `body` may leave its variable at, of its assignments `entries`
+    (right in it, in order), and whether it sets it on every run: those that may be the last
+    to run (branch_paths.last_to_run: what follows a `return` bash may take is a branch of
+    the walk's constructs). All not known (None)
+    where a count of `var` (`((n++))`, `let n+=2`, `$((++n))`) follows the first of them in the
+    body."""
+    start, end = body
+    left, every_run = last_to_run(entries, start, end, constructs, path_of)
+    candidates = [v for _pos, v in left]
+    name = re.escape(var)
+    if left and re.compile(r"(?<![\w$])" + name + r"\s*(?:\+\+|--|[-+*/%]=)|(?:\+\+|--)\s*"
+                           + name + r"(?!\w)").search(code, left[0][0] + 1, end):
+        candidates = [None]
+    return candidates, every_run
+
+
+def _made(candidates: list[str | None], every_run: bool) -> list[SetAtCall]:
+    """What a call leaves (SetAtCall's, in the order bash may run them: one on every run first)
+    of a body that may leave `candidates`, on every run that makes the call or not."""
+    values = list(dict.fromkeys(candidates))
+    stopping = [v for v in values if v is not None and stops_at(v)]
+    others = [v for v in values if v not in stopping]
+    if len(values) == 1:
+        return [(values[0], every_run)]
+    if every_run and stopping:
+        return [(others[-1] if len(others) == 1 else None, True), (stopping[-1], False)]
+    if every_run:
+        return [(None, True)]
+    return [(stopping[-1] if stopping else None, False)]
