@@ -330,12 +330,17 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
     for pos, body in expansion_body.items():
         in_subshells.setdefault(pos, body)
     expansions = {pos: var for pos, var in expansions.items() if pos in expansion_body}
+    # the variables each body declares its own (`local n`), and where
+    locals_of = {body: local_names(code, body) for body in scan.bodies.values()} if (
+        "local" in code or "declare" in code or "typeset" in code) else {}
+    counter_body = enclosing([(s, e) for s, e, _n in spans], [a.offset for a in scan.arith]
+                             ) if any(locals_of.values()) else {}
     # the calls that run a body in the script's shell, and where a body's plain assignments
     # hold for the counters outside the bodies: at those calls (body_assignments)
     in_shell = calls_in_shell(code, placed, scan.bodies, subshells, path_of, {}) \
         if placed else []
     top_values, fake_paths, fake_constructs = _set_where_called(
-        code, values, in_shell, scan, subshells, in_subshells, expansions, path_of)
+        code, values, in_shell, scan, subshells, in_subshells, expansions, locals_of, path_of)
     if fake_paths:
         scan = replace(scan, constructs={**scan.constructs, **fake_constructs})
         real_path_of = path_of
@@ -402,6 +407,16 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
                 assigned = [(pos, v) for pos, v in its_values.get(a.variable, [])
                             if pos not in in_subshells
                             or in_subshells[pos][0] <= a.offset < in_subshells[pos][1]]
+                before = all_before = [(pos, v) for pos, v in assigned if pos < a.offset]
+            declared = locals_of.get(counter_body.get(a.offset, (0, 0)), {}).get(a.variable)
+            if declared is not None and declared < a.offset:
+                # declared its body's own before it (`local n`): it reads what the body sets
+                # since, unset (empty) at the declaration
+                end = counter_body[a.offset][1]
+                assigned = [(declared, ""), *(
+                    (pos, v) for pos, v in values.get(a.variable, []) if declared < pos < end
+                    and (pos not in in_subshells
+                         or in_subshells[pos][0] <= a.offset < in_subshells[pos][1]))]
                 before = all_before = [(pos, v) for pos, v in assigned if pos < a.offset]
             called = at_calls(a, assigned, calls_of, spans, scan.constructs, path_of)
             if called is not None and not (before and before[-1][0] >= called.body[0]):
@@ -542,6 +557,7 @@ def _set_where_called(code: str, values: dict[str, list[tuple[int, str | None]]]
                       in_shell: list[tuple[Call, bool]], scan: Scan,
                       subshells: list[tuple[int, int]],
                       in_subshells: dict[int, tuple[int, int]], expansions: dict[int, str],
+                      locals_of: dict[tuple[int, int], dict[str, int]],
                       path_of: Callable[[int], tuple[Step, ...]]
                       ) -> tuple[dict[str, list[tuple[int, str | None]]],
                                  dict[int, tuple[Step, ...]], dict[tuple[int, int], Construct]]:
@@ -558,7 +574,6 @@ def _set_where_called(code: str, values: dict[str, list[tuple[int, str | None]]]
     if not body_around:
         return values, {}, {}
     right_in = enclosing([*subshells, *bodies], positions)
-    locals_of = {body: local_names(code, body) for body in scan.bodies.values()}
     # (an arithmetic expansion's count in a body counts at the calls: _counted_at_calls)
     plain = {var: [e for e in v if e[0] not in expansions] for var, v in values.items()}
     made = set_at_calls(code, scan.bodies, plain, right_in, in_shell, locals_of,

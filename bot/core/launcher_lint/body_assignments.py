@@ -57,19 +57,20 @@ def calls_in_shell(code: str, calls: list[Call], bodies: dict[str, tuple[int, in
             for c in placed if c.offset not in behind]
 
 
-def local_names(code: str, body: tuple[int, int]) -> set[str]:
+def local_names(code: str, body: tuple[int, int]) -> dict[str, int]:
     """The variables the body at `body` declares its own (`local n`, `declare -i n=0`; not
-    `declare -g`)."""
+    `declare -g`), each with where its first declaration starts."""
     start, end = body
     text = code[start:end]
     if "local" not in text and "declare" not in text and "typeset" not in text:
-        return set()
-    names: set[str] = set()
+        return {}
+    names: dict[str, int] = {}
     for m in _LOCAL_RE.finditer(text):
         args = m.group(1)
         if re.search(r"(?:^|\s)-\w*g", args):
             continue  # `declare -g n`: the global one
-        names.update(_LOCAL_NAME_RE.findall(re.sub(r"=\S*", "=", args)))
+        for name in _LOCAL_NAME_RE.findall(re.sub(r"=\S*", "=", args)):
+            names.setdefault(name, start + m.start())
     return names
 
 
@@ -81,7 +82,7 @@ SetAtCall = tuple[str | None, bool]
 def set_at_calls(code: str, bodies: dict[str, tuple[int, int]],
                  values: dict[str, list[tuple[int, str | None]]],
                  right_in: dict[int, tuple[int, int]], in_shell: list[tuple[Call, bool]],
-                 locals_of: dict[tuple[int, int], set[str]],
+                 locals_of: dict[tuple[int, int], dict[str, int]],
                  constructs: dict[tuple[int, int], Construct],
                  path_of: Callable[[int], tuple[Step, ...]]
                  ) -> dict[str, dict[int, list[SetAtCall]]]:

@@ -1788,3 +1788,19 @@ def test_a_call_counts_its_bodys_counter_past_a_return_on_some_runs(tmp_path, bo
 ])
 def test_an_assignment_in_a_body_holds_where_a_call_runs_it(tmp_path, body, level):
     _counter_stops_bash_as_the_level_says(tmp_path, body, level)
+
+
+@pytest.mark.parametrize(("body", "level"), [
+    # a counter in a body that declares its variable its own (`local n`) reads the body's `n`:
+    # unset (empty) from the declaration, what the body sets since (each read as the global)
+    ("set -e\nn=5\nf() { local n; ((n++)); }\nf\n", "fail"),
+    ("set -e\nn=5\nf() { local n=0; ((n++)); }\nf\n", "fail"),
+    ("set -e\nn=5\nf() { declare -i n; ((n++)); }\nf\n", "fail"),
+    ("set -e\nn=0\nf() { local n=1; ((n++)); }\nf\n", None),
+    ("set -e\nn=0\nf() { local n; n=3; ((n++)); }\nf\n", None),
+    # (… and the global where the body declares it so, or after the body)
+    ("set -e\nn=5\nf() { declare -g n=0; }\nf\n((n++))\n", "fail"),
+    ("set -e\nn=0\nf() { local n; n=1; }\nf\n((n++))\n", "fail"),
+])
+def test_a_counter_of_a_bodys_local_reads_the_bodys_own(tmp_path, body, level):
+    _counter_stops_bash_as_the_level_says(tmp_path, body, level)
