@@ -16,6 +16,7 @@ import itertools
 import json
 import re
 import threading
+import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
@@ -109,6 +110,7 @@ class _Fault:
     after_processing: bool
     drop: bool = False  # close the connection instead of answering
     error: str = "injected"  # the answer's `error`
+    trickle_s: float | None = None  # answer as usual, one byte every trickle_s seconds
 
 
 def validate_blocks(blocks: Any, *, max_blocks: int = MAX_BLOCKS) -> list[str]:
@@ -381,6 +383,16 @@ class SlackStandIn:
             self._faults.setdefault(method, []).append(
                 _Fault(0, count, None, processed, drop=True)
             )
+
+    def trickle_next(self, method: str, *, every_s: float, count: int = 1) -> None:
+        """Perform the next `count` calls of `method` and answer them as usual, but send the
+        answer (status line, headers and body) one byte every `every_s` seconds: each byte
+        within a client's socket timeout, the whole answer taking far longer. `method`
+        "upload" is the upload URL of step 2 of a file upload. A client that hangs up stops
+        the trickle."""
+        with self._lock:
+            self._faults.setdefault(method, []).append(
+                _Fault(200, count, None, True, trickle_s=every_s))
 
     def calls(self, method: str) -> list[Recorded]:
         with self._lock:
@@ -667,6 +679,28 @@ class SlackStandIn:
         return 200, f"OK - {len(data)}"
 
 
+class _Trickle:
+    """A response's writer sending one byte every `every_s` seconds (trickle_next)."""
+
+    def __init__(self, raw: Any, every_s: float) -> None:
+        self.raw = raw
+        self.every_s = every_s
+
+    def write(self, data: bytes) -> int:
+        for i in range(len(data)):
+            self.raw.write(data[i:i + 1])
+            self.raw.flush()
+            time.sleep(self.every_s)
+        return len(data)
+
+    def flush(self) -> None:
+        self.raw.flush()
+
+    @property
+    def closed(self) -> bool:
+        return bool(self.raw.closed)
+
+
 class _Handler(BaseHTTPRequestHandler):
     owner: SlackStandIn
     protocol_version = "HTTP/1.1"
@@ -674,14 +708,20 @@ class _Handler(BaseHTTPRequestHandler):
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - keep test output quiet
         pass
 
-    def _send(self, status: int, body: bytes, ctype: str, headers: dict[str, str]) -> None:
-        self.send_response(status)
-        self.send_header("Content-Type", ctype)
-        self.send_header("Content-Length", str(len(body)))
-        for k, v in headers.items():
-            self.send_header(k, v)
-        self.end_headers()
-        self.wfile.write(body)
+    def _send(self, status: int, body: bytes, ctype: str, headers: dict[str, str],
+              trickle_s: float | None = None) -> None:
+        if trickle_s is not None:
+            self.wfile = _Trickle(self.wfile, trickle_s)  # type: ignore[assignment]
+        try:
+            self.send_response(status)
+            self.send_header("Content-Type", ctype)
+            self.send_header("Content-Length", str(len(body)))
+            for k, v in headers.items():
+                self.send_header(k, v)
+            self.end_headers()
+            self.wfile.write(body)
+        except OSError:  # the client hung up mid-trickle
+            self.close_connection = True
 
     def do_GET(self) -> None:
         self._serve()
@@ -703,14 +743,15 @@ class _Handler(BaseHTTPRequestHandler):
                     status, text = fault.status, "injected failure"
                 else:
                     status, text = s.upload(file_id, body)
-                    if fault is not None:
+                    if fault is not None and fault.trickle_s is None:
                         status, text = fault.status, "injected failure after upload"
                 s.requests.append(Recorded("upload", {"file_id": file_id}, None, status,
                                            {"ok": status == 200, "text": text}, headers, body))
             if status == 0:  # read whole, maybe stored, never answered
                 self.close_connection = True
                 return
-            self._send(status, text.encode(), "text/plain", {})
+            self._send(status, text.encode(), "text/plain", {},
+                       fault.trickle_s if fault is not None else None)
             return
         if not parsed.path.startswith("/api/"):
             self._send(404, b"not found", "text/plain", {})
@@ -747,7 +788,7 @@ class _Handler(BaseHTTPRequestHandler):
                 status, response = fault.status, {"ok": False, "error": fault.error}
             else:
                 response = s.handle(method, params)
-                if fault is not None:
+                if fault is not None and fault.trickle_s is None:
                     status, response = fault.status, {"ok": False, "error": fault.error}
             if token == s.token:
                 extra["x-oauth-scopes"] = ",".join(sorted(s.scopes))
@@ -759,4 +800,4 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             return
         self._send(status, json.dumps(response).encode(), "application/json; charset=utf-8",
-                   extra)
+                   extra, fault.trickle_s if fault is not None else None)

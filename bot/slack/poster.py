@@ -45,7 +45,7 @@ from collections.abc import Callable, Iterator
 from http.client import HTTPException
 from typing import Any, Literal
 from urllib.error import HTTPError, URLError
-from urllib.request import Request, urlopen
+from urllib.request import Request
 
 from slack_sdk import WebClient
 from slack_sdk.errors import SlackApiError, SlackRequestError
@@ -55,6 +55,7 @@ from bot.core.redact import Redactor
 from bot.crashpoint import crashpoint
 from bot.services.ports import LookupRefused, MessageRefused, PostError, PostRefused, root_key
 from bot.slack.retry import Sleep, backoff_delay, post_deadline, request_not_sent
+from bot.slack.whole_request import open_whole
 
 log = logging.getLogger(__name__)
 
@@ -466,9 +467,7 @@ class SlackPoster:
         if (late := self._no_time_for_a_request(deadline)) is not None:
             raise late
         request = Request(step1["upload_url"], data=data, method="POST")
-        with urlopen(request, timeout=self.client.timeout,  # noqa: S310 - Slack's upload URL
-                     context=self.client.ssl) as resp:
-            resp.read()
+        open_whole(request, timeout_s=self.client.timeout, context=self.client.ssl)
         return str(step1["file_id"])
 
     def _history(self, channel: str, thread_ts: str | None) -> list[dict]:

@@ -10,6 +10,7 @@ from contextlib import contextmanager
 from contextvars import ContextVar
 from typing import Any
 from urllib.error import URLError
+from urllib.request import Request
 
 from slack_sdk import WebClient
 from slack_sdk.http_retry.builtin_handlers import (
@@ -32,6 +33,7 @@ from bot.core.slack_bounds import (
     RETRY_AFTER_MAX_WAIT_S,
     SERVER_ERROR_RETRIES,
 )
+from bot.slack.whole_request import open_whole
 
 Sleep = Callable[[float], None]
 
@@ -223,11 +225,28 @@ def make_client(
     if base_url is not None:
         kwargs["base_url"] = base_url
     if on_call is None:
-        return WebClient(**kwargs)
+        return _WholeRequestClient(**kwargs)
     return _CountingClient(on_call, **kwargs)
 
 
-class _CountingClient(WebClient):
+class _WholeRequestClient(WebClient):
+    """A WebClient whose every request ends within its `timeout` as a whole
+    (bot.slack.whole_request): a response trickling in byte by byte fails with TimeoutError
+    when it is due, as a socket timeout does, not one socket read's timeout after each byte
+    (which would let one request outlast a post's worst case,
+    bot.core.slack_bounds.post_at_most_s)."""
+
+    def _perform_urllib_http_request_internal(self, url: str, req: Request) -> dict[str, Any]:
+        if not url.lower().startswith("http") or self.proxy is not None:
+            return super()._perform_urllib_http_request_internal(url, req)
+        status, headers, body = open_whole(req, timeout_s=self.timeout, context=self.ssl)
+        if headers.get_content_type() == "application/gzip":  # as slack_sdk's: bytes
+            return {"status": status, "headers": headers, "body": body}
+        charset = headers.get_content_charset() or "utf-8"
+        return {"status": status, "headers": headers, "body": body.decode(charset)}
+
+
+class _CountingClient(_WholeRequestClient):
     """A WebClient telling `on_call` the method of each Web API call it makes."""
 
     def __init__(self, on_call: Callable[[str], None], **kwargs: Any) -> None:

@@ -7,6 +7,7 @@ deadline and one request: one formula (bot.core.slack_bounds) for both."""
 
 from __future__ import annotations
 
+import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -233,3 +234,39 @@ def test_a_charts_bytes_are_sent_only_while_their_request_ends_before_the_deadli
     assert slack.calls("upload") == [] and slack.calls("files.completeUploadExternal") == []
     assert len(slack.calls("files.getUploadURLExternal")) == 1
     assert clock[0] - T0 <= 20.0 + 10.0
+
+
+def test_a_post_whose_answer_trickles_is_cut_at_one_requests_timeout(
+        slack: SlackStandIn, store: Store) -> None:
+    """Slack takes a root message and sends its answer one byte every 0.05 s (each byte well
+    within the client's 1 s socket timeout; the whole answer about 15 s). The request is cut
+    when its 1 s is up, as a whole, and the poster's next attempt finds the message by its
+    key: posted once, within about one request. Before, each byte restarted the socket's
+    timeout and the post waited for the whole trickle, so one request could outlast the
+    post's worst case (its deadline, then one request)."""
+    client = make_client(slack.token, base_url=slack.api_url, sleep=lambda s: None, timeout=1)
+    poster = SlackPoster(client, store, deadline_s=POST_DEADLINE_S, sleep=lambda s: None)
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
+    slack.trickle_next("chat.postMessage", every_s=0.05)
+    started = time.monotonic()
+    ts = poster.post_root(chain.id, "C0TRAINING", [], "mix submitted")
+    assert time.monotonic() - started < 1 + 1.5  # one request, its lookup and some slack
+    assert [m["ts"] for m in slack.root_messages("C0TRAINING")] == [ts]
+    assert len(slack.calls("chat.postMessage")) == 1  # found by its key, not sent again
+
+
+def test_a_charts_bytes_whose_answer_trickles_are_cut_at_one_requests_timeout(
+        slack: SlackStandIn, store: Store) -> None:
+    """The upload URL of a chart's bytes answers one byte every 0.1 s (the whole answer
+    about 10 s). The bytes' request is cut when the client's 1 s is up and sent again: the
+    chart is shared once, within about two requests. Before, the upload waited for the
+    whole trickle."""
+    client = make_client(slack.token, base_url=slack.api_url, sleep=lambda s: None, timeout=1)
+    poster = SlackPoster(client, store, deadline_s=POST_DEADLINE_S, sleep=lambda s: None)
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
+    poster.post_root(chain.id, "C0TRAINING", [], "mix: job 1 PENDING")
+    slack.trickle_next("upload", every_s=0.1)
+    started = time.monotonic()
+    _chart(poster, chain.id)
+    assert time.monotonic() - started < 1 + 1.5
+    assert len(slack.ok_calls("files.completeUploadExternal")) == 1

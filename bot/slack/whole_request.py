@@ -1,0 +1,131 @@
+"""One HTTP request to Slack bounded as a whole, by the wall clock.
+
+A socket timeout bounds each socket operation only: a response whose bytes trickle in (one
+every few seconds, each within the timeout) could outlast it without end, and a post's worst
+case ("its deadline, then one request": bot.core.slack_bounds.post_at_most_s) would not
+hold. Here the whole request (connecting, sending, the status line, the headers and the
+body) ends within `timeout_s`: a timer shuts down the request's sockets when it is due, the
+read blocked on them returns, and the request fails with TimeoutError, as a socket timeout
+does (Slack may have performed it: bot.slack.poster reconciles it by its key).
+
+Used by the bot's WebClient (bot.slack.retry.make_client: every Web API call) and by a file
+upload's bytes (bot.slack.poster.SlackPoster._upload_bytes).
+"""
+
+from __future__ import annotations
+
+import io
+import socket
+import ssl
+import threading
+from collections.abc import Callable
+from email.message import Message
+from typing import Any
+from urllib.error import HTTPError
+from urllib.request import HTTPHandler, HTTPSHandler, Request, build_opener
+
+
+class _Sockets:
+    """The sockets one request opened (its connection, a proxy's tunnel), shut down at once
+    once it is due (`expire`), and every one opened after that as it opens."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._open: list[socket.socket] = []
+        self.expired = False
+
+    def opened(self, sock: socket.socket) -> socket.socket:
+        with self._lock:
+            self._open.append(sock)
+            if self.expired:
+                _shut(sock)
+        return sock
+
+    def expire(self) -> None:
+        with self._lock:
+            self.expired = True
+            for sock in self._open:
+                _shut(sock)
+
+
+def _shut(sock: socket.socket) -> None:
+    """Shut `sock` down both ways: a read blocked on it (another thread's) returns."""
+    try:
+        sock.shutdown(socket.SHUT_RDWR)
+    except OSError:
+        pass  # closed already, or never connected
+
+
+def _watched(connection: Callable[..., Any], sockets: _Sockets) -> Callable[..., Any]:
+    """`connection` (an http.client connection class) whose sockets `sockets` knows."""
+
+    def make(*args: Any, **kwargs: Any) -> Any:
+        conn = connection(*args, **kwargs)
+        create = conn._create_connection
+        conn._create_connection = lambda *a, **k: sockets.opened(create(*a, **k))
+        return conn
+
+    return make
+
+
+class _WatchedHTTP(HTTPHandler):
+    def __init__(self, sockets: _Sockets) -> None:
+        super().__init__()
+        self._sockets = sockets
+
+    def do_open(self, http_class: Any, req: Any, **kwargs: Any) -> Any:
+        return super().do_open(_watched(http_class, self._sockets), req, **kwargs)
+
+
+class _WatchedHTTPS(HTTPSHandler):
+    def __init__(self, sockets: _Sockets, context: ssl.SSLContext | None) -> None:
+        super().__init__(context=context)
+        self._sockets = sockets
+
+    def do_open(self, http_class: Any, req: Any, **kwargs: Any) -> Any:
+        return super().do_open(_watched(http_class, self._sockets), req, **kwargs)
+
+
+def open_whole(request: Request, *, timeout_s: float, context: ssl.SSLContext | None
+               ) -> tuple[int, Message, bytes]:
+    """Send `request` and read its whole answer (status, headers, body), all within
+    `timeout_s` of the call (each socket operation too): TimeoutError once it is due. An
+    HTTP error status raises HTTPError, as urlopen does, its body read within the bound
+    too (its `read()` gives it back)."""
+    sockets = _Sockets()
+    timer = threading.Timer(timeout_s, sockets.expire)
+    timer.daemon = True
+    timer.start()
+    opener = build_opener(_WatchedHTTP(sockets), _WatchedHTTPS(sockets, context))
+    try:
+        try:
+            with opener.open(request, timeout=timeout_s) as resp:
+                answer = resp.status, resp.headers, resp.read()
+        except HTTPError as exc:
+            body = exc.read()
+            _whole(sockets, timeout_s)
+            raise HTTPError(exc.url, exc.code, exc.msg, exc.headers,
+                            io.BytesIO(body)) from None
+        _whole(sockets, timeout_s)
+        return answer
+    except HTTPError:
+        raise
+    except Exception as exc:
+        if sockets.expired:
+            raise _late(timeout_s, exc) from exc
+        raise
+    finally:
+        timer.cancel()
+
+
+def _whole(sockets: _Sockets, timeout_s: float) -> None:
+    """Raise TimeoutError when the request's sockets were shut down: what was read may be
+    cut anywhere (http.client reads headers cut at the end of the stream as all of them,
+    and a body without its length as ended there)."""
+    if sockets.expired:
+        raise _late(timeout_s, None)
+
+
+def _late(timeout_s: float, exc: Exception | None) -> TimeoutError:
+    cause = f" ({type(exc).__name__}: {exc})" if exc is not None else ""
+    return TimeoutError(f"the request took longer than {timeout_s:g} s in all{cause}")
