@@ -7,7 +7,8 @@ not their DataLoader workers), runs `py-spy dump --json` on each in parallel and
 JSON line after a marker. bot.core.stacks reads it.
 
 What comes back over SSH is bounded: each node's line keeps within its share of
-MAX_OUTPUT_BYTES (the bound over the step's nodes, SLURM_STEP_NUM_NODES). A node over its
+MAX_OUTPUT_BYTES (the bound over the step's nodes, SLURM_STEP_NUM_NODES), in bytes of UTF-8 as
+the SSH runner's output bound and a kept post's file bound count them. A node over its
 share sends its processes' main threads only (the ones the grouping compares), then, while
 still over, leaves out its largest processes' stacks (each then a failure saying so); its line
 says what it left out (`truncated`), and the dump attached to the thread ends saying it
@@ -40,10 +41,14 @@ share = int(sys.argv[6]) // max(1, int(nodes) if nodes.isdigit() else 1)
 def is_main(p, t):
     return t.get("os_thread_id") == p["pid"] or t.get("thread_name") == "MainThread"
 
+def size(line):
+    """The bytes (UTF-8) of the node's output line: what its share counts."""
+    return len((MARK + line).encode("utf-8"))
+
 def bounded():
     """out's line, within the node's share: main threads only, then fewer stacks."""
     line = json.dumps(out)
-    if len(MARK) + len(line) < share:
+    if size(line) < share:
         return line
     threads = 0
     for p in out["procs"]:
@@ -54,7 +59,7 @@ def bounded():
             p["threads"] = main
     out["truncated"] = {"threads": threads, "procs": 0, "share": share}
     line = json.dumps(out)
-    while len(MARK) + len(line) >= share:
+    while size(line) >= share:
         kept = [p for p in out["procs"] if p.get("ok")]
         if not kept:
             break

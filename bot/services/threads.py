@@ -50,13 +50,15 @@ THREAD_NOTE = "thread_note"
 # what became of a note's try (`say_note`): "deferred" when it was not made (its backoff)
 Said = Literal["posted", "later", "given_up", "deferred"]
 # what became of a reply's attachment (`attachment_fate`)
-AttachmentFate = Literal["follows", "dropped", "unshared"]
-# the longest file a kept reply keeps for its later post (in the store, read at each run of
-# the `prompts` job); a longer one is shared only with a reply posted at once. Twice the
-# bound on what a stacks collection sends back (bot.probes.stacks.MAX_OUTPUT_BYTES, 4 MiB):
-# the dump of a collection the nodes kept within it fits (each frame's dump line is shorter
-# than its JSON, a group's frames repeat one rank's: tests/unit/services/test_stacks_dump_bound)
-MAX_KEPT_FILE_CHARS = 8 << 20
+AttachmentFate = Literal["follows", "kept", "dropped", "unshared"]
+# the longest file, in bytes of UTF-8, a kept reply keeps for its later post (in the store,
+# read at each run of the `prompts` job); a longer one is shared only with a reply posted at
+# once. Twice the bound on what a stacks collection sends back, counted in the same unit
+# (bot.probes.stacks.MAX_OUTPUT_BYTES, 4 MiB): the dump of a collection the nodes kept within
+# it fits (each frame's dump line is shorter than its JSON, whose non-ASCII characters are
+# \u escapes longer than their UTF-8, and a group's frames repeat one rank's:
+# tests/unit/services/test_stacks_dump_bound)
+MAX_KEPT_FILE_BYTES = 8 << 20
 
 
 @dataclass(frozen=True)
@@ -179,16 +181,17 @@ def keep_reply(ctx: BotContext, chain_id: int, key: str, blocks: Blocks, text: s
     once (by key) under the run's root by the `prompts` job (`say_pending_notes`) once the
     thread is there (a run whose root another try is posting: `Rooted.claimed`), and its
     `attachment` shared after it (kept with it, so a bot restarted since shares it too; one
-    longer than MAX_KEPT_FILE_CHARS is not kept: logged, and the reply kept is `unkept`, its
-    blocks and fallback, when given: one that does not announce the file)."""
+    longer than MAX_KEPT_FILE_BYTES in UTF-8 is not kept: logged, and the reply kept is
+    `unkept`, its blocks and fallback, when given: one that does not announce the file)."""
     said: dict[str, Any] = {"kind": "reply", "text": text, "blocks": blocks}
-    if attachment is not None and len(attachment.text) <= MAX_KEPT_FILE_CHARS:
+    size = len(attachment.text.encode()) if attachment is not None else 0
+    if attachment is not None and size <= MAX_KEPT_FILE_BYTES:
         said["file"] = asdict(attachment)
     elif attachment is not None:
         if unkept is not None:
             said.update(blocks=unkept[0], text=unkept[1])
-        log.warning("%s: %s (%d characters) is too long to keep for the reply's later post: "
-                    "the reply goes without it", key, attachment.filename, len(attachment.text))
+        log.warning("%s: %s (%d bytes) is too long to keep for the reply's later post: the "
+                    "reply goes without it", key, attachment.filename, size)
     _keep(ctx, chain_id, key, said)
 
 
@@ -233,15 +236,15 @@ def share_attachment(ctx: BotContext, chain_id: int, attachment: Attachment) -> 
 
 def attachment_fate(ctx: BotContext, key: str, attachment_key: str) -> AttachmentFate:
     """What became of the attachment `attachment_key`, given with the reply `key` to
-    `post_or_keep`: "unshared"
-    (its upload failed: the thread was told so), "dropped" (the reply kept for later without
-    it: too long to keep), else "follows" (shared, or kept with its reply to be shared)."""
+    `post_or_keep`: "unshared" (its upload failed: the thread was told so), "dropped" (the
+    reply kept for later without it: too long to keep), "kept" (kept with its reply, to be
+    shared after it: whether Slack takes it is not known yet; if not, the thread is told),
+    else "follows" (shared)."""
     if ctx.store.incidents.get(_unshared_key(attachment_key)) is not None:
         return "unshared"
     kept = ctx.store.incidents.get(key)
-    if kept is not None and kept.class_id == THREAD_NOTE and kept.state == "pending" \
-            and "file" not in kept.diagnosis:
-        return "dropped"
+    if kept is not None and kept.class_id == THREAD_NOTE and kept.state == "pending":
+        return "kept" if "file" in kept.diagnosis else "dropped"
     return "follows"
 
 

@@ -510,8 +510,9 @@ def _stacks(ctx: BotContext, cmd: c.Stacks, actor: str, channel: str | None,
     dump attached, when the job has one (a post Slack did not take is kept for the thread:
     the asker's answer says it is not there yet). The asker's answer says where the full
     dump is, as far as is known when it is given: following in a file in the run's thread
-    (shared, or kept with its post to be shared), too large to keep with the post kept for
-    later, not shared (Slack refused the upload: the thread says so too), or nowhere (no
+    (shared), kept with the post kept for later, to be shared after it (whether Slack takes
+    it is not known yet: the thread says so if not), too large to keep with the post kept
+    for later, not shared (Slack refused the upload: the thread says so too), or nowhere (no
     thread)."""
     target = _authorize_job(ctx, cmd.job_id, actor, "read the stacks of", cmd.array_task)
     cluster, recipe, attempt, job = target.cluster, target.recipe, target.attempt, target.job_id

@@ -1558,11 +1558,11 @@ def test_a_kept_stacks_file_said_unshared_is_not_shared_by_a_bot_restarted_befor
 def test_a_dump_too_long_to_keep_leaves_the_kept_stacks_without_their_file(
         slack: SlackStandIn, store: Store, monkeypatch: pytest.MonkeyPatch, caplog: Any,
         lang: str, dropped: str) -> None:
-    """A kept stacks post keeps its dump in the store only up to MAX_KEPT_FILE_CHARS: a longer
+    """A kept stacks post keeps its dump in the store only up to MAX_KEPT_FILE_BYTES: a longer
     one is not kept (said in the log), and the `prompts` job posts the stacks alone, saying
     the file was too large to keep and how to collect them again, in the run's language.
     Before, the post said the file was attached."""
-    monkeypatch.setattr(threads, "MAX_KEPT_FILE_CHARS", 100)
+    monkeypatch.setattr(threads, "MAX_KEPT_FILE_BYTES", 100)
     run = make_run(slack, store, lang=lang)
     root = run.open_thread()
     forensics = Forensics(run.ctx, DumpCollector(slack, run.poster.max_attempts))  # type: ignore[arg-type]

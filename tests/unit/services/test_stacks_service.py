@@ -398,7 +398,7 @@ def test_train_stacks_answer_says_when_no_file_follows_in_the_thread(
     if fate == "upload refused":
         ctx = asked_run(store, lang=lang, sink=RefusingUploadSink)
     else:
-        monkeypatch.setattr(threads, "MAX_KEPT_FILE_CHARS", 10)
+        monkeypatch.setattr(threads, "MAX_KEPT_FILE_BYTES", 10)
         ctx = asked_run(store, lang=lang)
         recorded(ctx).fail_next = 1
     reply = execute(ctx, parse_command("stacks 88154"), actor="U0ALICE", channel="C0TRAIN",
@@ -429,6 +429,30 @@ def test_train_stacks_says_its_thread_post_is_pending_when_slack_did_not_take_it
     assert pending not in posted.text and pending not in str(posted.blocks)
     assert [p[3].split("\n")[0] for p in recorded(ctx).posts
             if p[2].startswith("stacks:dev:88154:")] == [posted.text.split("\n")[0]]
+
+
+@pytest.mark.parametrize(("lang", "kept"), [
+    ("en", "Every rank's full stack is kept to be shared in a file after that post in the "
+           "run's thread; if Slack refuses the file, the thread says so."),
+    ("ko", "모든 rank의 전체 스택은 실행 스레드의 그 게시물 다음에 파일로 공유하도록 보관해 "
+           "두었습니다. Slack이 파일을 거부하면 스레드에 알립니다."),
+])
+def test_train_stacks_does_not_promise_the_file_of_a_thread_post_kept_for_later(
+        store, lang, kept) -> None:
+    """Slack does not take the thread's post: it is kept with its file, posted later, and that
+    file's upload may then be refused (the thread is told). The asker's answer, given before,
+    says the file is kept to be shared and that the thread says so if it cannot be, never
+    that it follows. Before, it said the file follows, and nothing told the asker otherwise
+    when the later upload failed."""
+    ctx = asked_run(store, lang=lang, sink=RefusingUploadSink)
+    recorded(ctx).fail_next = 1
+    reply = execute(ctx, parse_command("stacks 88154"), actor="U0ALICE", channel="C0TRAIN",
+                    now=T0 + 60)
+    assert kept in reply.text and kept in str(reply.blocks)
+    assert "follows in a file" not in reply.text and "파일로 올라옵니다" not in reply.text
+    threads.say_pending_notes(ctx)  # the kept post goes up; its file's upload is refused
+    unshared = [p[3] for p in recorded(ctx).posts if p[2].endswith(":dump:unshared")]
+    assert len(unshared) == 1 and "/train stacks 88154" in unshared[0]
 
 
 def test_train_stacks_is_refused_to_whom_may_not_touch_the_job(store) -> None:

@@ -77,3 +77,24 @@ def test_a_person_s_submit_whose_wrapper_printed_no_id_records_the_job_found_by_
     assert reply.startswith("mix: submitted job 90500 (attempt 1)"), reply
     assert [a[0] for a in slurm.runner.argvs()].count(WRAPPER[0]) == 1
     assert [w.job_id for w in store.watched_jobs.list("dev")] == ["90500"]
+
+
+def test_a_site_command_that_floods_its_output_may_have_submitted(store, tmp_path) -> None:
+    """A site submit_command whose output floods (a wrapper gone wild) is cut at the runner's
+    output bound before its end: it may have queued the job, so it is an end not seen saying
+    to look the name up, never a failure that invites a second submit."""
+    from support.sftp_peer import serve_peer
+
+    ctx = make_context(store, sbatch_script=None, submit_command=WRAPPER)
+    with serve_peer(tmp_path, sftp_timeout=5) as peer:
+        peer.exec_floods = True
+        runner = peer.runner(max_output_bytes=1 << 20)
+        try:
+            with pytest.raises(OutcomeUnknown) as err:
+                send_job(FakeSlurm(runner=runner), ctx.config.recipe("mix"), "mix", {})  # type: ignore[arg-type]
+        finally:
+            runner.close()
+    assert str(err.value) == (
+        "`/opt/site/submit --team a` sent more than 1 MiB of output, so trainbot stopped it "
+        "before its end; it may or may not have taken effect. The job 'mix' may or may not "
+        "have been submitted: look for that name in squeue before submitting again.")
