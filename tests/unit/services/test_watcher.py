@@ -687,6 +687,17 @@ def _evaluating(env: WatchEnv, advancing_minutes: int, *, restart_before: int | 
     return w
 
 
+def _frozen_bar_warned(w, sink: RecordingEventSink, frozen: float, count: int) -> None:
+    """Nothing warned yet, 4 minutes after the evaluation bar froze at `frozen`; the tick 6
+    minutes after it (past the 5-minute threshold) warns `hang` once, the frozen draw, at
+    `count` of 5,000 images, as its evidence."""
+    assert sink.events == []
+    w.tick(frozen + 360)
+    [warn] = sink.events
+    assert warn.decision.class_id == "hang"
+    assert f"{count}/5000" in warn.diagnosis.evidence[0].text
+
+
 def test_an_evaluation_drawn_by_a_bar_alone_is_no_stall_until_its_count_freezes(env):
     """After its last training line, the job evaluates for 15 minutes under mmcv's
     ProgressBar alone: redrawn after carriage returns, its line gets no newline, so no new line
@@ -698,11 +709,7 @@ def test_an_evaluation_drawn_by_a_bar_alone_is_no_stall_until_its_count_freezes(
     assert sink.events == []
     frozen = T0 + 90 + 60 * 15
     w.tick(frozen + 240)
-    assert sink.events == []
-    w.tick(frozen + 360)
-    [warn] = sink.events
-    assert warn.decision.class_id == "hang"
-    assert "3750/5000" in warn.diagnosis.evidence[0].text
+    _frozen_bar_warned(w, sink, frozen, 3750)
     w.tick(frozen + 420)
     assert len(sink.events) == 1
     sftp.clock = frozen + 480
@@ -732,12 +739,8 @@ def test_a_refreshing_bar_frozen_before_a_restart_is_warned_as_without_one(env, 
     offset; the restart follows it)."""
     _, _, _, sink = env
     w = _evaluating(env, advancing, restart_before=restart_before, minutes=advancing + 4)
-    frozen = T0 + 90 + 60 * advancing
-    assert sink.events == []  # 4 minutes after the freeze
-    w.tick(frozen + 360)
-    [warn] = sink.events
-    assert warn.decision.class_id == "hang"
-    assert f"{250 * advancing}/5000" in warn.diagnosis.evidence[0].text
+    frozen = T0 + 90 + 60 * advancing  # read last 4 minutes after it
+    _frozen_bar_warned(w, sink, frozen, 250 * advancing)
 
 
 @pytest.mark.parametrize("redrawn", [False, True], ids=["not redrawn", "redrawn"])
@@ -759,11 +762,7 @@ def test_a_bar_frozen_right_before_a_restart_is_no_advance_at_the_restarts_read(
     assert sink.events == []
     last_write = frozen + (120 if redrawn else 0)
     w.tick(last_write + 240)
-    assert sink.events == []
-    w.tick(last_write + 360)
-    [warn] = sink.events
-    assert warn.decision.class_id == "hang"
-    assert "1500/5000" in warn.diagnosis.evidence[0].text
+    _frozen_bar_warned(w, sink, last_write, 1500)
 
 
 def test_a_bar_that_moved_on_through_a_long_downtime_is_no_stall_at_the_restarts_read(env):
