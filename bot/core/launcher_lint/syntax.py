@@ -626,6 +626,9 @@ def _call_kinds(text: str, name: str, piped: dict[str, int]) -> set[str]:
             ("$(", "`", "=", "echo", "printf")
         ):
             continue  # its definition, a substitution, an assignment or text
+        if ("$(" in pre or "`" in pre) and _in_substitution(pre):
+            kinds.add("subst")  # after another command of a substitution: `$(echo; f)`
+            continue
         if head and not re.search(
             r"(?:^|[;&|({]|\b(?:then|do|else|time|exec|if|elif|while|until)|!)$", head
         ):
@@ -643,6 +646,35 @@ def _call_kinds(text: str, name: str, piped: dict[str, int]) -> set[str]:
         else:
             kinds.add("direct")
     return kinds or {"direct"}
+
+
+def _in_substitution(pre: str) -> bool:
+    """Is the end of `pre` (a line's text before a word) inside a `$( … )` or backticks opened
+    on that line? (Quotes are not read: `"$(a; f)"` is in one, as bash reads it.)"""
+    open_: list[str] = []
+    ticks = False
+    i = 0
+    while i < len(pre):
+        c = pre[i]
+        if c == "\\":
+            i += 2
+            continue
+        if c == "`":
+            ticks = not ticks
+        elif c == "$" and pre.startswith("((", i + 1):
+            open_ += ["arith", "arith"]
+            i += 3
+            continue
+        elif c == "$" and pre.startswith("(", i + 1):
+            open_.append("subst")
+            i += 2
+            continue
+        elif c == "(":
+            open_.append("paren")
+        elif c == ")" and open_:
+            open_.pop()
+        i += 1
+    return ticks or "subst" in open_
 
 
 def lists_and_branches(

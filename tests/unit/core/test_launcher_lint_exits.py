@@ -1804,3 +1804,22 @@ def test_an_assignment_in_a_body_holds_where_a_call_runs_it(tmp_path, body, leve
 ])
 def test_a_counter_of_a_bodys_local_reads_the_bodys_own(tmp_path, body, level):
     _counter_stops_bash_as_the_level_says(tmp_path, body, level)
+
+
+@pytest.mark.parametrize("body", [
+    # a call after another command of a command substitution (`$(echo; f)`) runs its body in
+    # that subshell, with `set -e` off there: nothing stops the script where the substitution's
+    # status is tested or is not the command's (each said `fail` on f's counter, the call read
+    # as a plain one)
+    "set -e\nn=0\nf() { ((n++)); }\nx=$(echo; f) || true\necho ok\n",
+    'set -e\nn=0\nf() { ((n++)); }\necho "$(echo; f)"\necho ok\n',
+    "set -e\nn=0\nf() { ((n++)); }\nif x=$(echo a; f); then :; fi\necho ok\n",
+    "set -e\nn=0\nf() { ((n++)); }\necho `echo a; f`\necho ok\n",
+])
+def test_a_call_after_another_command_of_a_substitution_is_no_plain_call(tmp_path, body):
+    launch = tmp_path / "launch.sh"
+    launch.write_text(f"#!/bin/bash\n{body}")
+    assert subprocess.run(["bash", str(launch)], capture_output=True, text=True, timeout=20,
+                          env={"PATH": "/usr/bin:/bin"}).returncode == 0
+    assert [f for f in lint_launcher(f"#!/bin/bash\n{body}")
+            if f.check in (CHECK_ARITH_ZERO, CHECK_ARITH_UNSET) and f.level != "pass"] == []
