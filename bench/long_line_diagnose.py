@@ -4,7 +4,8 @@ dump) against a log of ordinary training lines of the same size, in the same run
     .venv/bin/python bench/long_line_diagnose.py [--size-kib 200] [--repeat 3]
 
 Each shape's line (`num_epochs completed:` + digits + `.x`, `max_train_steps elapsed:` +
-digits, caffe's `Optimization Done in 1h 2m ` + digits, a run of spaces) is `--size-kib` long;
+digits, caffe's `Optimization Done in 1h 2m ` + digits, a run of spaces, an error line naming
+the error vocabulary's subjects) is `--size-kib` long;
 the ordinary log is as many bytes of progress lines. Prints each shape's best time and its
 ratio to the ordinary log's; fails when a ratio passes `MAX_RATIO` (a pattern that retries a
 digit run from each of its digits makes it grow with the line's length: 60 s and more at
@@ -33,6 +34,9 @@ SHAPES = {
     "caffe duration + digits": lambda n: (
         "I1206 10:00:00.1 123 solver.cpp:464] Optimization Done in 1h 2m " + "1" * n),
     "spaces": lambda n: " " * n,
+    # an error line the error vocabulary reads (bot.core.diagnose.ending), its subjects named
+    "error words (vocabulary)": lambda n: (
+        "RuntimeError: NCCL cuda host data loader job loss gcc " + "x " * (n // 2)),
 }
 
 

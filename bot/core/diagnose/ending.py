@@ -197,31 +197,34 @@ GOES_ON_AFTER_OOM = re.compile("|".join(
 # When an error block names no cause in the catalogue's words, its own words may: for each
 # class, a subject and what happened to it, on one line (`... NCCL ... timed out`, `GPU ... out
 # of memory`, `loss ... nan`). Traceback frames and the source lines under them are skipped
-# (code mentions anything), and so are warnings.
+# (code mentions anything), and so are warnings. A subject anywhere on the line is tested from
+# its start only (`^(?=.*…)`), and a word that rules a class out (`CUDA error` for nccl_timeout)
+# by skipping past its last occurrence (`^(?:.*(?=…).)?+`): what a lookahead tried from each
+# position found, in one pass over a long line instead of one per character.
 _VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("cuda_oom", re.compile(
-        r"(?i)(?=.*\b(?:cuda|gpu|device|vram|hbm|cudnn|cublas)\b).*\b(?:out of memory|oom"
+        r"(?i)^(?=.*\b(?:cuda|gpu|device|vram|hbm|cudnn|cublas)\b).*\b(?:out of memory|oom"
         r"|not enough memory|insufficient memory|memory (?:is )?exhausted)\b")),
     ("host_oom", re.compile(
-        r"(?i)\boom[-_ ]?kill|\bmemory cgroup\b|(?=.*\b(?:host|system|cpu|ram|physical)\b)"
-        r"(?!.*\b(?:cuda|gpu|device)\b).*\b(?:out of memory|not enough memory"
+        r"(?i)\boom[-_ ]?kill|\bmemory cgroup\b|^(?:.*(?=\b(?:cuda|gpu|device)\b).)?+"
+        r"(?=.*\b(?:host|system|cpu|ram|physical)\b).*\b(?:out of memory|not enough memory"
         r"|insufficient memory|memory (?:is )?exhausted)\b")),
     # a NaN/inf as a value (`loss: nan`, `grad norm is inf`), not Megatron's `nan iterations: 0`
     ("nan_loss", re.compile(
-        r"(?i)(?=.*\b(?:loss|grad\w*|norm|diverg\w*)\b).*(?:(?:[=:(\[,]\s*|\b(?:is|was|are"
+        r"(?i)^(?=.*\b(?:loss|grad\w*|norm|diverg\w*)\b).*(?:(?:[=:(\[,]\s*|\b(?:is|was|are"
         r"|became|becomes|become|got|to)\s+)-?(?:nan|inf)\b|non-finite|not finite)")),
     # not a watchdog that reports a CUDA error (`Process group watchdog thread terminated with
     # exception: CUDA error: an illegal memory access was encountered`)
     ("nccl_timeout", re.compile(
-        r"(?i)(?!.*\bCUDA error\b)"
+        r"(?i)^(?:.*(?=\bCUDA error\b).)?+"
         r"(?=.*\b(?:nccl|gloo|collective|all_?reduce|all_?gather|reduce_?scatter"
         r"|broadcast|barrier|process ?group|c10d)\b).*\b(?:timed? ?out|timeout|watchdog)\b")),
     # a data loader's own wait for a batch (`data loader timed out`, `next batch ... timeout`),
     # not a bare `batch` (`batch_isend_irecv` is a collective)
     ("dataloader_timeout", re.compile(
-        r"(?i)(?=.*(?:\bdata ?loader|\bdata ?manager\b|\bbatch data\b|\b(?:next|a|the) batch\b"
+        r"(?i)^(?:.*(?=\b(?:nccl|gloo|collective|barrier|process ?group|c10d|socket|store)\b).)?+"
+        r"(?=.*(?:\bdata ?loader|\bdata ?manager\b|\bbatch data\b|\b(?:next|a|the) batch\b"
         r"|\bprefetch\w*|\binput pipeline\b|\bdata queue\b))"
-        r"(?!.*\b(?:nccl|gloo|collective|barrier|process ?group|c10d|socket|store)\b)"
         r".*\b(?:timed? ?out|timeout)\b")),
     ("gpu_failure", re.compile(
         r"(?i)\b(?:ecc|xid|nvlink)\b.*\b(?:error|fault|uncorrectable)|fallen off the bus"
@@ -232,7 +235,7 @@ _VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("time_limit", re.compile(
         r"(?i)\b(?:wall ?clock|wall ?time|run ?time|cpu ?time) ?limit\b.*\b(?:exceeded|reached)\b"
         r"|\bexceed\w*\b.*\b(?:wall ?clock|wall ?time|h_rt)\b"
-        r"|(?=.*\bjob\b).*\bexceed\w*\b.*\btime ?limit\b")),
+        r"|^(?=.*\bjob\b).*\bexceed\w*\b.*\btime ?limit\b")),
     # not a preemption named as one possibility among others (XLA's coordination service:
     # `... heartbeat timeout. This indicates that the remote task has failed, got preempted, or
     # crashed unexpectedly`, `scheduler events (e.g. preemption, eviction)`, submitit's
@@ -250,7 +253,7 @@ _VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"(?i)^(?!.*(?:/dev/shm|shared memory|\bshm\b|fallocate|</torch_))"
         r".*\b(?:no space left on device|disk quota exceeded)\b")),
     ("compiler_missing", re.compile(
-        r"(?i)(?=.*(?:\bcompiler\b|\bgcc\b|\bg\+\+|\bclang\b|\bcl(?:\.exe)?\b|\bnvcc\b))"
+        r"(?i)^(?=.*(?:\bcompiler\b|\bgcc\b|\bg\+\+|\bclang\b|\bcl(?:\.exe)?\b|\bnvcc\b))"
         r".*\b(?:not found|no such file|cannot find|could not find|unable to (?:find|execute)"
         r"|missing|not installed|is required)\b")),
 )
