@@ -4,7 +4,10 @@ After a person's submit (`propose_holds_for_submit`), `propose_holds` asks in th
 thread, per competitor, "Hold 88017 until the resumed job starts?" with Yes / No buttons (an
 approval each). Nothing is held without a yes. A yes holds the job (`apply_hold`);
 `release_started` (run by the scheduler every tick) releases it as soon as the resumed job is
-RUNNING, or finished / gone without running, and says so in the thread.
+RUNNING, or finished / gone without running, and says so in the thread; a cancel of the resumed
+job releases at once (bot.services.train, bot.services.approved_choices), and a yes whose
+resumed job stopped waiting while its hold was on its way releases it as soon as its hold is
+over (`release_if_no_longer_waiting`).
 
 The hold ledger is the approval row itself: action `hold_competitor`, state `approved` while
 the job is held by trainbot, `done` once released (or when nothing was held after all);
@@ -285,6 +288,7 @@ def apply_hold(ctx: BotContext, approval: Approval, actor: str, now: float) -> H
             job_id=str(comp), result="unknown", detail=str(exc),
         )  # fmt: skip
         ctx.store.approvals.mark_step(approval.token, HOLD_ENDED_STEP, now=now)
+        release_if_no_longer_waiting(ctx, payload["cluster"], for_job, now)
         return HoldResult("hold_unknown", error=said(exc))
     except ClusterError as exc:
         ctx.store.approvals.mark_step(approval.token, HOLD_ENDED_STEP, now=now)
@@ -299,7 +303,34 @@ def apply_hold(ctx: BotContext, approval: Approval, actor: str, now: float) -> H
         job_id=str(comp), result="ok", detail={"for_job": for_job},
     )  # fmt: skip
     ctx.store.approvals.mark_step(approval.token, HOLD_ENDED_STEP, now=now)
+    release_if_no_longer_waiting(ctx, payload["cluster"], for_job, now)
     return HoldResult("held")
+
+
+def release_if_no_longer_waiting(ctx: BotContext, cluster: str, for_job: int,
+                                 now: float) -> list[int]:
+    """After a yes's hold is over: release it at once when the resumed job `for_job` stopped
+    waiting while the hold was on its way (it started, or a person cancelled it). A release
+    meanwhile (the cancel's, a tick's) waited for the hold to be over (`hold_over`) and left
+    it; without this the competitor stayed held until the next holds tick
+    (`release_started`). The job is read again, once; when Slurm does not answer, that tick
+    releases it."""
+    try:
+        rec = ctx.clusters.slurm(cluster).job(for_job)
+    except ClusterError as exc:
+        log.info("cannot look at %s after holding for it (%s); the next tick does", for_job, exc)
+        return []
+    return release_unless_waiting(ctx, cluster, for_job, rec, now)
+
+
+def release_unless_waiting(ctx: BotContext, cluster: str, for_job: int, rec: JobRecord | None,
+                           now: float) -> list[int]:
+    """Release what is held for `for_job` on `cluster` unless Slurm's record of it (`rec`,
+    None: Slurm no longer knows it) says it still waits: it runs, ended or is gone."""
+    if rec is not None and rec.is_pending:
+        return []
+    why = "gone" if rec is None else "running" if rec.is_running else "ended"
+    return release_held_for(ctx, for_job, now, why, cluster, rec.state if rec is not None else None)
 
 
 def skipped_after_release(slurm: Slurm, for_job: int) -> HoldResult:
@@ -520,10 +551,5 @@ def release_started(ctx: BotContext, now: float) -> list[int]:
                         "release them by hand (scontrol release)", cluster)
             continue
         for job_id in sorted(ids):
-            rec = records.get(job_id)
-            if rec is not None and rec.is_pending:
-                continue
-            why = "gone" if rec is None else "running" if rec.is_running else "ended"
-            released += release_held_for(ctx, job_id, now, why, cluster,
-                                         rec.state if rec is not None else None)
+            released += release_unless_waiting(ctx, cluster, job_id, records.get(job_id), now)
     return released

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import threading
+from collections.abc import Callable
 from typing import Any
 
 import pytest
@@ -742,28 +743,57 @@ def test_a_release_that_failed_once_then_goes_through_is_said_released(
     assert competitors.held_now(ctx) == []
 
 
-def test_a_release_waits_for_a_hold_still_being_sent_then_releases_it(
-    ctx: BotContext, slurm: FakeSlurm
-) -> None:
-    """The resumed job starts while the yes's `scontrol hold` is on its way: another tick's
-    release (a second context on the same store) waits for the hold to be over instead of
-    "releasing" a job not held yet, then releases it; the job is not left held."""
+def yes_while(ctx: BotContext, slurm: FakeSlurm, state: str,
+              release: Callable[[BotContext], list[int]]) -> list[list[int]]:
+    """A yes on 88017's hold during whose `scontrol hold` the resumed job 88887 goes to
+    `state` and another run (a second context on the same store) asks for its release
+    (`release`); returns what that release released."""
     _, hold_token = competitor_setup(ctx, slurm)
     other = make_context(ctx.store, slurm)
     hold = slurm.hold
     during: list[list[int]] = []
 
-    def hold_as_the_resumed_job_starts(job_id: int) -> None:
-        slurm.set(88887, state="RUNNING")
-        during.append(competitors.release_started(other, NOW + 3))
+    def hold_as_the_resumed_job_moves_on(job_id: int) -> None:
+        slurm.set(88887, state=state)
+        during.append(release(other))
         hold(job_id)
 
-    slurm.hold = hold_as_the_resumed_job_starts  # type: ignore[method-assign]
+    slurm.hold = hold_as_the_resumed_job_moves_on  # type: ignore[method-assign]
     handle_click(ctx, hold_token, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 2)
-    assert during == [[]] and slurm.acted("release") == []
-    assert competitors.release_started(other, NOW + 4) == [88017]
+    return during
+
+
+def test_a_release_waits_for_a_hold_still_being_sent_then_releases_it(
+    ctx: BotContext, slurm: FakeSlurm
+) -> None:
+    """The resumed job starts while the yes's `scontrol hold` is on its way: another tick's
+    release waits for the hold to be over instead of "releasing" a job not held yet; the
+    yes, its hold over, releases it; the job is not left held."""
+    during = yes_while(ctx, slurm, "RUNNING",
+                       lambda other: competitors.release_started(other, NOW + 3))
+    assert during == [[]]
+    assert slurm.acted("release") == [88017]
+    assert competitors.release_started(ctx, NOW + 4) == []
     assert slurm.acted("release") == [88017]
     assert not slurm.records[88017].is_held
+
+
+def test_a_cancel_during_the_yes_hold_is_released_by_the_yes_itself(
+    ctx: BotContext, slurm: FakeSlurm
+) -> None:
+    """A person cancels the resumed job while the yes's `scontrol hold` is on its way: the
+    cancel's release waits for the hold to be over, and the yes, its hold over, releases the
+    competitor at once (not a holds tick later) and says so in the thread, once."""
+    during = yes_while(ctx, slurm, "CANCELLED", lambda other: competitors.release_held_for(
+        other, 88887, NOW + 2, "cancelled", "dev"))
+    assert during == [[]]
+    assert slurm.acted("release") == [88017]  # before any tick
+    assert not slurm.records[88017].is_held
+    assert competitors.held_now(ctx) == []
+    assert recorded(ctx).texts().count(
+        "Released 88017: 88887 ended (CANCELLED) without needing the slot.") == 1
+    assert competitors.release_started(ctx, NOW + 3) == []
+    assert slurm.acted("release") == [88017]
 
 
 def yes_whose_release_came_first(ctx: BotContext, slurm: FakeSlurm, *,
