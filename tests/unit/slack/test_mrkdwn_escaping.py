@@ -148,8 +148,9 @@ def _outcome(**kw: object) -> dict:
     _outcome(did="cancel_resumed"),
     _outcome(did="cancel_resumed", from_iter=None),
     _outcome(did="held"),
-    _outcome(did="hold_skipped"),
-    _outcome(did="hold_skipped", state=None),
+    _outcome(did="hold_skipped"),  # its state unread (`error`)
+    _outcome(did="hold_skipped", error=None),
+    _outcome(did="hold_skipped", state=None, error=None),
     _outcome(did="hold_failed"),
     _outcome(did="hold_unknown"),
     _outcome(kind="failed", did="not_running"),
@@ -194,11 +195,14 @@ def test_hold_prompt_escapes_the_competitors_name_and_ids() -> None:
     assert shown.count(BAD_ONCE) >= 3
 
 
-@pytest.mark.parametrize("why", ["running", "ended", "gone", "cancelled", "failed", "retry"])
+@pytest.mark.parametrize("why", ["running", "ended", "gone", "cancelled", "failed", "retry",
+                                 "unknown", "unknown_retry"])
 def test_hold_released_escapes_slurms_words(why: str) -> None:
     _check("hold_released", {"competitor": BAD, "for_job": BAD, "why": why, "state": BAD,
-                             "problem": BAD if why in ("failed", "retry") else None,
-                             "retry_in_min": 14 if why == "retry" else None})
+                             "problem": BAD if why in ("failed", "retry", "unknown",
+                                                       "unknown_retry") else None,
+                             "retry_in_min": 14 if why.endswith("retry") else None,
+                             "unknown": why.startswith("unknown")})
 
 
 def test_a_note_is_trainbots_mrkdwn_as_made() -> None:
