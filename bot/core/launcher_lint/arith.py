@@ -239,18 +239,19 @@ def _counted_at_calls(code: str, in_shell: list[tuple[Call, bool]],
 
 
 def _named_nowhere_else(code: str, names: set[str], bodies: dict[str, tuple[int, int]],
-                        never_run: list[tuple[int, int]]) -> set[str]:
+                        never_run: list[tuple[int, int]], read_at: set[int]) -> set[str]:
     """Those of `names` (functions whose every call the walk placed is one bash never makes)
     whose name the script has nowhere but in their definitions, in what bash never runs
     (`never_run`: `true || f`) or in the bodies of others of them: no call the walk does not
-    place may run them (`eval f`, `c=f; $c`, `x=$(f)`, `trap f EXIT`, `bash -c "…; f"`)."""
+    place may run them (`eval f`, `c=f; $c`, `x=$(f)`, `trap f EXIT`, `bash -c "…; f"`), but
+    the calls whose body's counter is read there (`read_at`: model.Arith.substituted)."""
     found = set(names)
     spots = {name: [m.start() for m in re.finditer(
         r"(?<![\w$./:-])" + re.escape(name) + r"(?![\w:-])", code)] for name in names}
     while True:
         holds = [*never_run, *(bodies[name] for name in found)]
         left = {name for name in found if all(
-            any(start <= at < end for start, end in holds)
+            at in read_at or any(start <= at < end for start, end in holds)
             or re.match(r"[ \t]*\(", code[at + len(name):at + len(name) + 40])
             or re.search(r"\bfunction[ \t]+$", code[max(0, at - 20):at])
             for at in spots[name])}
@@ -285,7 +286,8 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
         made = [c for c in placed if c.offset not in skipped
                 and not any(link[2] in skipped for link in c.chain)]
         never_called = _named_nowhere_else(code, {c.name for c in placed} - {
-            c.name for c in made}, scan.bodies, never_run)
+            c.name for c in made}, scan.bodies, never_run,
+            {a.offset for a in scan.arith if a.substituted})
         never_run += [scan.bodies[name] for name in never_called]
         placed = made
     prefixes = prefix_assignments(code) if scan.arith else {}

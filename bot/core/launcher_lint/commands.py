@@ -18,6 +18,7 @@ from bot.core.launcher_lint.model import Arith, Hit, Interactive, Opts, either, 
 from bot.core.launcher_lint.nounset import may_read_unset
 from bot.core.launcher_lint.syntax import past_negation
 from bot.core.shell_lexer import (
+    CASE_BRANCH_ENDS,
     Memo,
     group_end,
     shell_words,
@@ -221,6 +222,66 @@ class CommandWalk:
             return []
         return [with_(hit, function=self.function, errexit_partial=self.opts.errexit_partial,
                       pipefail=self.opts.pipefail, pipefail_partial=self.opts.pipefail_partial)]
+
+
+def substituted_counters(lst: str, off: int, bodies: dict[str, tuple[int, int]], code: str,
+                         opts: Opts, memo: Memo, *, later_pass_of: int | None) -> list[Arith]:
+    """The counter that gives a bare assignment's status through a call in its substitution
+    (`x=$(f)`, `x=$(echo; f)`, with `f() { …; ((n++)); }`), where `set -e` stops on that status:
+    the and-or list `lst` (at `off`; not a condition) ends in a bare assignment whose last
+    substitution ends in a plain call of a function defined before (`bodies`, in `code`),
+    whose body ends in a counter (`((n++))`, `let n++`, `((n=0))`) of a variable it names
+    nowhere else. Bash runs the body in the substitution's subshell with `set -e` off there
+    (no `inherit_errexit`: else the counter stops that subshell, with the same status), so the
+    counter's status is the substitution's, the assignment's: read at the call, on the
+    assignment's line, with the variable as it holds there."""
+    if not opts.errexit or "$(" not in lst and "`" not in lst:
+        return []
+    element, e_off, _op = split_top_level(lst, off, ("&&", "||"), memo)[-1]
+    cmd = element.strip()
+    if past_negation(cmd)[1] or len(split_top_level(cmd, 0, ("|",), memo)) > 1:
+        return []
+    at = e_off + len(element) - len(element.lstrip())
+    words = shell_words(cmd, at, memo)
+    if not words or not all(_ASSIGN_RE.match(w) for w in words):
+        return []
+    for w, pos in zip(reversed(words), reversed(word_offsets(cmd, words)), strict=True):
+        subs = substitutions(w, at + pos, memo)
+        if subs:
+            body, s_off = subs[-1]
+            return _counter_ending_call(body, at + pos + s_off, bodies, code, opts, memo,
+                                        later_pass_of)
+    return []
+
+
+def _counter_ending_call(body: str, off: int, bodies: dict[str, tuple[int, int]], code: str,
+                         opts: Opts, memo: Memo, later_pass_of: int | None) -> list[Arith]:
+    """substituted_counters's counter, of the substitution `body` (at `off`)."""
+    lists = [piece for piece in split_top_level(body, off, ("\n", ";", "&"), memo)
+             if piece[0].strip()]
+    if not lists or lists[-1][2] == "&":
+        return []
+    last, l_off, _op = lists[-1]
+    call = last.strip()
+    words = shell_words(call, 0, memo)
+    if not words or words[0] not in bodies or bodies[words[0]][1] > off or len(
+            split_top_level(call, 0, ("&&", "||", "|"), memo)) > 1:
+        return []
+    start, end = bodies[words[0]]
+    ends = [piece for piece in split_top_level(code[start:end], start,
+                                               ("\n", ";", "&", *CASE_BRANCH_ENDS), memo)
+            if piece[0].strip()]
+    if not ends or ends[-1][2] == "&":
+        return []
+    counter = ends[-1][0].strip()
+    m = ARITH_RE.match(counter) or LET_RE.match(counter)
+    if m is None or len(re.findall(r"(?<![\w$])" + re.escape(m.group(1)) + r"(?!\w)",
+                                   code[start:end])) != 1:
+        return []
+    return [Arith(l_off + len(last) - len(last.lstrip()), counter, m.group(1),
+                  opts.errexit_partial, later_pass_of, m.group(2).startswith("="),
+                  opts.nounset, errexit_in_body=opts.errexit_in_body,
+                  errexit_in_body_partial=opts.errexit_in_body_partial, substituted=True)]
 
 
 def _is_trivial(pipeline: str) -> bool:

@@ -10,7 +10,7 @@ from copy import copy
 from bot.core.launcher_lint.arith import and_or_ariths
 from bot.core.launcher_lint.branches import Branches, Marks, branch_step
 from bot.core.launcher_lint.calls import call_sites, tested_subshells
-from bot.core.launcher_lint.commands import CommandWalk, has_candidate
+from bot.core.launcher_lint.commands import CommandWalk, has_candidate, substituted_counters
 from bot.core.launcher_lint.compound_status import CompoundStatus
 from bot.core.launcher_lint.empty_match import guard_greps
 from bot.core.launcher_lint.functions import (
@@ -417,6 +417,10 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
                     self._note_calls_without_nounset(lst[cut:], lst_off + cut)
                 if self.function_calls and not status_only:
                     in_condition = bool(frames and frames[-1].in_condition)
+                    if not in_condition and _op != "&" and "=" in lst:
+                        self.arith.extend(substituted_counters(
+                            lst[cut:], lst_off + cut, self.bodies, self.text, self.opts,
+                            self.memo, later_pass_of=self.later_pass_of))
                     self.calls.extend(call_sites(
                         lst[cut:], lst_off + cut, self.function_calls, self.opts, self.memo,
                         in_condition=in_condition, in_function=self.function is not None,

@@ -191,6 +191,9 @@ class Arith:
     # it stops bash only through `pipefail`, which is on on some paths to it only (a
     # pipeline's element before the last: pipe_subshells._partial_stops)
     pipefail_partial: bool = False
+    # the counter that ends the body of a function called at `offset`, at the end of a bare
+    # assignment's substitution (`x=$(f)`: commands.substituted_counters), giving its status
+    substituted: bool = False
 
 
 @dataclass

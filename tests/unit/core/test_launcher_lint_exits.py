@@ -327,7 +327,6 @@ def test_a_tested_call_of_a_function_whose_body_exits_ends_the_script(
     # the body read as never run)
     ("set -e\nn=0\nf() { ((n++)); }\ntrue || f\neval f\n", [1, 1], 4),
     ("set -e\nn=0\nf() { ((n++)); }\ntrue || f\nc=f; $c\n", [1, 1], 4),
-    ("set -e\nn=0\nf() { ((n++)); }\ntrue || f\nx=$(f)\n", [1, 1], 4),
     ("set -e\nn=0\nf() { ((n++)); }\nif false; then f; fi\ntrap f EXIT\n", [1, 1], 4),
     ("set -e\nn=0\nf() { ((n++)); }\ng() { f; }\ntrue || g\neval g\n", [1, 1], 4),
     ('set -e\nn=0\nf() { ((n++)); }\ntrue || f\nbash -c "$(declare -f f); n=0; set -e; f"\n',
@@ -1823,3 +1822,26 @@ def test_a_call_after_another_command_of_a_substitution_is_no_plain_call(tmp_pat
                           env={"PATH": "/usr/bin:/bin"}).returncode == 0
     assert [f for f in lint_launcher(f"#!/bin/bash\n{body}")
             if f.check in (CHECK_ARITH_ZERO, CHECK_ARITH_UNSET) and f.level != "pass"] == []
+
+
+@pytest.mark.parametrize(("body", "codes", "line"), [
+    # a bare assignment whose substitution ends in a call of a function whose body ends in a
+    # counter has that counter's status (the body runs in the substitution's subshell, `set -e`
+    # off there): `set -e` stops on the assignment (each said nothing)
+    ("set -e\nn=0\nf() { ((n++)); }\nx=$(f)\necho ok\n", [1, 1], 5),
+    ("set -e\nn=0\nf() { echo a; ((n++)); }\nx=$(echo; f)\necho ok\n", [1, 1], 5),
+    ("set -e\nn=0\nf() { ((n++)); }\nx=`f`\necho ok\n", [1, 1], 5),
+    ('set -e\nn=0\nf() { let n++; }\nx="$(f)"\necho ok\n', [1, 1], 5),
+    # (… where the script makes no other call of it: said there, not on the body's counter)
+    ("set -e\nn=0\nf() { ((n++)); }\ntrue || f\nx=$(f)\n", [1, 1], 6),
+    # (… not from a value that is no 0, where its status is tested or is not the command's, nor
+    # where the counter does not end the body)
+    ("set -e\nn=2\nf() { ((n++)); }\nx=$(f)\necho ok\n", [0, 0], None),
+    ("set -e\nn=0\nf() { ((n++)); }\nx=$(f) || true\necho ok\n", [0, 0], None),
+    ('set -e\nn=0\nf() { ((n++)); }\necho "$(f)"\necho ok\n', [0, 0], None),
+    ("set -e\nn=0\nf() { ((n++)); echo; }\nx=$(f)\necho ok\n", [0, 0], None),
+    ("set -e\nn=0\nf() { ((n++)); }\nx=$(f) &\nwait\necho ok\n", [0, 0], None),
+])
+def test_an_assignment_of_a_substitution_ending_in_a_counting_call_has_its_status(
+        tmp_path, body, codes, line):
+    _bash_exits_and_the_lint_says(tmp_path, body, codes, line)
