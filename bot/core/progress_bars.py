@@ -22,9 +22,11 @@ NUMBER_FROM_RUN_START = r"[-+]?(?<!\d)(?:\d+(?:\.\d*)?|\.\d+)(?:[eE][-+]?\d+)?"
 _NESTED_BAR_END = re.compile(r"\]\s*(?:\x1b)?\[A\s*$")
 # A bar with no label: its line's message starts with the percentage (`  2%|▏   | 1/50 [`).
 _UNLABELLED_BAR = re.compile(r"\d{1,3}%\|")
+# (A count starts where no digit precedes it, and its runs of digits and blanks are taken whole:
+# the same leftmost match, but a long digit run is not retried from each of its digits.)
 TQDM_BAR = re.compile(
-    r"(\d+)/(\d+)\s*\[(?:\d+:)?\d+:\d+<(?:(?:\d+:)?\d+:\d+|\?)"
-    r"(?:,\s*([\d.]+)\s*(s/it|it/s))?"
+    r"(?<!\d)(\d++)/(\d++)\s*+\[(?:\d++:)?\d++:\d++<(?:(?:\d++:)?\d++:\d++|\?)"
+    r"(?:,\s*+([\d.]++)\s*+(s/it|it/s))?"
 )
 #: How the labels (tqdm's `desc`, before the percentage) of the progress bars start that a
 #: program prints while it prepares its data or loads before training starts, as regexes
@@ -96,8 +98,12 @@ MMCV_PROGRESS_BAR = re.compile(
 # to be a terminal, at each refresh after the cursor moves that ANSI removal drops. A bar drawn
 # in ASCII (`-`, a console encoding that has no `━`) is not read: dashes and a count are too
 # common in other lines.
+# (Its label ends where no blank precedes, nor a bar's character inside the bar, and its runs of
+# blanks, bar and digits are taken whole: the same shortest label, but a long run of blanks or of
+# the bar's characters is not retried from each of its characters.)
 RICH_BAR = re.compile(
-    r"^(.*?)\s*[━╸╺]{3,}\s+(?:\d{1,3}%\s+)?(\d+)/(\d+)(?![\d/])(.*)$")
+    r"^(.*?)(?<!\s)(?!(?<=[━╸╺])[━╸╺])\s*+[━╸╺]{3,}+\s++(?:\d{1,3}%\s++)?(\d++)/(\d++)(?![\d/])"
+    r"(.*)$")
 # Lightning's descriptions of its tasks (callbacks/progress/progress_bar.py, ProgressBar): the
 # training's `Epoch {current_epoch}`, then `/{max_epochs - 1}` when it has a number of epochs
 # (RichProgressBar._get_train_description; `-2` for max_epochs -1, no end), both from 0,
