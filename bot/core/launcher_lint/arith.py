@@ -48,6 +48,7 @@ from bot.core.launcher_lint.counter_values import (
     left_at_end,
     prefix_assignments,
     read_on_next_pass,
+    resolved_steps,
     set_in_branches_only,
 )
 from bot.core.launcher_lint.counts_between import Counts, enclosing, find_subshells
@@ -179,7 +180,8 @@ def _counted_at_calls(code: str, in_shell: list[tuple[Call, bool]],
             cmd, negated = past_negation(cmd)
             tested = tested or negated
             m = ARITH_RE.match(cmd) or LET_RE.match(cmd)
-            if m and not m.group(2).startswith("=") and len(
+            # (a decrement sets what the value at the call leaves: body_assignments)
+            if m and not m.group(2).startswith("=") and m.group(2) != "--" and len(
                     split_top_level(element, e_off, ("|",), memo)) == 1:
                 starting.append((name, e_off + element.find(cmd), cmd, m.group(1), tested))
             # (an expansion's count anywhere in the list: one that is never tested to fail)
@@ -291,8 +293,8 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
         never_run += [scan.bodies[name] for name in never_called]
         placed = made
     prefixes = prefix_assignments(code) if scan.arith else {}
-    values = assigned_values(code, {a.variable for a in scan.arith}, prefixes,
-                             never_run) if scan.arith else {}
+    values = assigned_values(code, {a.variable for a in scan.arith}, prefixes, never_run,
+                             [*scan.bodies.values(), *scan.uncalled_bodies]) if scan.arith else {}
     never_set = NeverSet(code, scan.arith, prefixes, never_run, values,
                          {a.variable for a in scan.arith})
     counters_of: dict[str, list[Arith]] = {}  # each variable's, in the walk's order
@@ -594,9 +596,9 @@ def _set_where_called(code: str, values: dict[str, list[tuple[int, str | None]]]
                 fake_paths[at + 1] = (*path_of(at), (key, 0))
                 at_calls.setdefault(var, []).append((at + 1, value))
     in_subshells.update(enclosing(subshells, [pos for v in at_calls.values() for pos, _v in v]))
-    return {var: sorted([*(e for e in v if e[0] not in body_around), *at_calls.get(var, [])],
-                        key=lambda e: e[0]) for var, v in values.items()
-            }, fake_paths, fake_constructs
+    return {var: resolved_steps(sorted([*(e for e in v if e[0] not in body_around),
+                                        *at_calls.get(var, [])], key=lambda e: e[0]))
+            for var, v in values.items()}, fake_paths, fake_constructs
 
 
 def _counted_where_last(a: Arith, may_hold: Sequence[tuple[int, str | None]],

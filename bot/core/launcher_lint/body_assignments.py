@@ -11,7 +11,7 @@ import re
 from collections.abc import Callable
 
 from bot.core.launcher_lint.branch_paths import Step, last_to_run
-from bot.core.launcher_lint.counter_values import stops_at
+from bot.core.launcher_lint.counter_values import STEP, arithmetic_step, stops_at
 from bot.core.launcher_lint.counts_between import enclosing
 from bot.core.launcher_lint.model import Call, Construct
 from bot.core.shell_lexer import CASE_BRANCH_ENDS, Memo, split_top_level
@@ -19,6 +19,8 @@ from bot.core.shell_lexer import CASE_BRANCH_ENDS, Memo, split_top_level
 #: `local` / `declare` / `typeset` where a command starts in a body, and its arguments up to
 #: the end of the command: the names there (`local n`, `local -i n=0 m`) are the body's own.
 _LOCAL_RE = re.compile(r"(?:^|(?<=[\s;&|({]))(?:local|declare|typeset)[ \t]+([^;&|\n)}]*)")
+#: Where the command of an assignment ends (what follows it may count its variable).
+_COMMAND_END_RE = re.compile(r"[;&|\n]")
 _LOCAL_NAME_RE = re.compile(r"(?:^|(?<=\s))([A-Za-z_]\w*)(?=[=\s]|$)")
 
 
@@ -126,15 +128,22 @@ def _left_by_body(code: str, body: tuple[int, int], var: str,
     """The values the body at `body` may leave its variable at, of its assignments `entries`
     (right in it, in order), and whether it sets it on every run: those that may be the last
     to run (branch_paths.last_to_run: what follows a `return` bash may take is a branch of
-    the walk's constructs). All not known (None)
+    the walk's constructs), or, where each of them adds a constant on every run (`((n--))`),
+    their sum (counter_values.STEP). All not known (None)
     where a count of `var` (`((n++))`, `let n+=2`, `$((++n))`) follows the first of them in the
     body."""
     start, end = body
     left, every_run = last_to_run(entries, start, end, constructs, path_of)
     candidates = [v for _pos, v in left]
+    steps = [arithmetic_step(code, pos) for pos, _v in entries]
+    if all(step is not None for step in steps) and all(
+            path_of(pos) == path_of(start) for pos, _v in entries):
+        # (only constants added, on every run: what it adds to the value at the call)
+        candidates, every_run = [f"{STEP}{sum(s for s in steps if s is not None)}"], True
     name = re.escape(var)
-    if left and re.compile(r"(?<![\w$])" + name + r"\s*(?:\+\+|--|[-+*/%]=)|(?:\+\+|--)\s*"
-                           + name + r"(?!\w)").search(code, left[0][0] + 1, end):
+    past = _COMMAND_END_RE.search(code, left[0][0], end) if left else None
+    if past and re.compile(r"(?<![\w$])" + name + r"\s*(?:\+\+|--|[-+*/%]=)|(?:\+\+|--)\s*"
+                           + name + r"(?!\w)").search(code, past.start(), end):
         candidates = [None]
     return candidates, every_run
 

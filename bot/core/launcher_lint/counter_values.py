@@ -79,6 +79,44 @@ _SOURCES_RE = re.compile(r"(?m)(?<![\w.-])(?:source|eval)\s|(?:^|[;&|({]|\bthen|
                          r"[^\S\n]*\.\s+\S")
 
 
+#: What body_assignments gives for a body that only adds constants to its variable (`((n--))`,
+#: `((--n))`, `let n-=2`): this, then the sum, in place of a value (resolved_steps reads it).
+STEP = "\x00step:"
+
+
+def arithmetic_step(code: str, at: int) -> int | None:
+    """The constant the arithmetic assignment at offset `at` of `code` adds to its variable
+    (`((n--))`, `((--n))`, `let n--`: -1; `((n+=2))`: 2); None when it is no such sum."""
+    m = _ASSIGNMENT_RE.match(code, at)
+    if m is None or m.group("var") is not None:
+        return None
+    if m.group("pvar") is not None:
+        return 1 if m.group("pop") == "++" else -1
+    if m.group("dvar") is not None:
+        return -1
+    value = m.group("avalue") or ""
+    if m.group("aop") in ("+", "-") and _SUM_END_RE.match(code, m.end()) and (
+            ZERO_RE.fullmatch(value) or _DECIMAL_RE.fullmatch(value)):
+        return int(value or "0") * (-1 if m.group("aop") == "-" else 1)
+    return None
+
+
+def resolved_steps(entries: list[tuple[int, str | None]]) -> list[tuple[int, str | None]]:
+    """`entries` (a variable's assignments, in order) with each STEP read as the sum of the
+    value before it (unset: 0) and its constant, where that value is a known number (else
+    not known: None)."""
+    resolved: list[tuple[int, str | None]] = []
+    was: str | None = ""
+    for pos, value in entries:
+        if value is not None and value.startswith(STEP):
+            held = "0" if was is not None and ZERO_RE.fullmatch(was) else was
+            value = str(int(held) + int(value[len(STEP):])) if held is not None and (
+                held == "0" or _DECIMAL_RE.fullmatch(held)) else None
+        resolved.append((pos, value))
+        was = value
+    return resolved
+
+
 def prefix_assignments(code: str) -> dict[int, tuple[str, str]]:
     """The assignments that prefix a command (`n=0 cmd`, `n=0 m=1 cmd`), by offset: the
     variable and the command. They set the variable in that command's environment only, not
@@ -101,12 +139,15 @@ _DECLARE_INTEGER = r"\b(?:declare|typeset|local)\s+(?:-\w+\s+)*-\w*i\w*"
 
 
 def assigned_values(code: str, wanted: set[str], prefixes: dict[int, tuple[str, str]],
-                    never_run: list[tuple[int, int]]) -> dict[str, list[tuple[int, str | None]]]:
+                    never_run: list[tuple[int, int]], bodies: Sequence[tuple[int, int]] = ()
+                    ) -> dict[str, list[tuple[int, str | None]]]:
     """(offset, value) of each assignment to the `wanted` variables, in order, but those in
     the spans `never_run` (a loop bash makes no pass through, a branch it never runs): the
     text bash holds after it, None when the script does not say (`n=$x`, a sum). A shell `+=`
     appends text (`n=0; n+=8` is "08"), or adds for a variable declared integer (`declare -i`); an
-    arithmetic `((n+=1))` adds: either is 0 only when it adds zeros to a 0 or unset value."""
+    arithmetic `((n+=1))` adds: either is 0 only when it adds zeros to a 0 or unset value. A
+    whole post-decrement (`((n--))`) that first sets it reads it unset, but in one of the
+    functions' `bodies` (it takes one from what the variable holds at a call)."""
     integer = {var for var in wanted if re.search(
         _DECLARE_INTEGER + r"\s+(?:[^\n;&|]*\s)?" + re.escape(var) + r"\b", code)
                } if re.search(_DECLARE_INTEGER, code) else set()  # (one search for none)
@@ -115,8 +156,10 @@ def assigned_values(code: str, wanted: set[str], prefixes: dict[int, tuple[str, 
         if (var not in wanted or start in prefixes
                 or any(s <= start < end for s, end in never_run)):
             continue  # not wanted, set for one command only (`n=0 cmd`), or never run
-        if text == _POST_DECREMENT and var not in values:
-            continue  # (first set there: read unset by `((n--))` itself, as by `((n++))`)
+        if text == _POST_DECREMENT and var not in values and not any(
+                s <= start < e for s, e in bodies):
+            continue  # (first set there: read unset by `((n--))` itself, as by `((n++))`; in
+            # a function's `bodies`, what it holds at the calls: body_assignments)
         text = text.strip("\"'")
         earlier = values.setdefault(var, [])
         was = earlier[-1][1] if earlier else ""  # unset: "" appended to, 0 added to

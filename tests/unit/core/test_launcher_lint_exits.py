@@ -1845,3 +1845,22 @@ def test_a_call_after_another_command_of_a_substitution_is_no_plain_call(tmp_pat
 def test_an_assignment_of_a_substitution_ending_in_a_counting_call_has_its_status(
         tmp_path, body, codes, line):
     _bash_exits_and_the_lint_says(tmp_path, body, codes, line)
+
+
+@pytest.mark.parametrize(("body", "level"), [
+    # a decrement in a body (`((n--))`, `((--n))`, `let n--`) takes one from what the variable
+    # holds at the call: from 1, the counter after the call reads 0 (each said nothing, the
+    # decrement counted as an increment)
+    ("set -e\nn=1\nf() { ((n--)) || true; }\nf\n((n++))\n", "fail"),
+    ("set -e\nf() { ((n--)) || true; }\nn=1\nf\n((n++))\n", "fail"),
+    ("set -e\nf() { ((n--)); }\nn=1\nf\n((n++))\n", "fail"),
+    ("set -e\nn=1\nf() { ((--n)) || true; }\nf\n((n++))\n", "fail"),
+    ("set -e\nn=1\nf() { let n-- || true; }\nf\n((n++))\n", "fail"),
+    ("set -e\nn=3\nf() { ((n-=3)) || true; }\nf\n((n++))\n", "fail"),
+    # (… and from 0 or 2, leaves no 0)
+    ("set -e\nn=0\nf() { ((n--)) || true; }\nf\n((n++))\n", None),
+    ("set -e\nn=2\nf() { ((n--)); }\nf\n((n++))\n", None),
+    ("set -e\nn=0\nf() { ((--n)); }\nf\n((n++))\n", None),
+])
+def test_a_decrement_in_a_body_takes_one_at_the_call(tmp_path, body, level):
+    _counter_stops_bash_as_the_level_says(tmp_path, body, level)
