@@ -6,7 +6,8 @@ dump) against a log of ordinary training lines of the same size, in the same run
 Each shape's line (`num_epochs completed:` + digits + `.x`, `max_train_steps elapsed:` +
 digits, caffe's `Optimization Done in 1h 2m ` + digits, a run of spaces, an error line naming
 the error vocabulary's subjects, a tqdm count's long digit run, a Rich bar's label before a long
-run of blanks, a long run of Rich's bar) is `--size-kib` long (a few bytes more);
+run of blanks, a long run of Rich's bar, a compiler's report after a long `1.1.1…` run) is
+`--size-kib` long (a few bytes more);
 the ordinary log is as many bytes of progress lines. Prints each shape's best time and its
 ratio to the ordinary log's; fails when a ratio passes `MAX_RATIO` (a pattern that retries a
 digit run from each of its digits makes it grow with the line's length: 60 s and more at
@@ -43,6 +44,10 @@ SHAPES = {
     # a Rich bar's label before a long run of blanks, or a long run of its bar (RICH_BAR)
     "rich bar: blanks + x━━━": lambda n: "a" + " " * n + "x━━━ 1/2",
     "rich bar: ━ run": lambda n: "━" * n + "x",
+    # a compiler_missing line whose compiler's name follows a long `1.1.1…` run
+    # (bot.core.diagnose.line_cause, the missing tool)
+    "compiler report after 1.1.1…": lambda n: (
+        "1." * (n // 2) + " error: command 'gcc' failed: No such file or directory"),
 }
 
 

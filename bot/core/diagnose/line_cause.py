@@ -47,9 +47,15 @@ _FD_LIMIT = re.compile(r"Too many open files|received 0 items of ancdata")
 # found`); a line that names no tool (`Failed to find C compiler`) names none.
 _CUDA_TOOL = re.compile(r"\b(ptxas|nvlink|fatbinary|libdevice|nvcc)\b")
 _NVCC = re.compile(r"CUDA_HOME environment variable is not set|CMAKE_CUDA_COMPILER")
-_C_COMPILER = re.compile(
-    r"(?:'|\b)((?:[\w.]+-)*(?:gcc|g\+\+|clang\+\+|clang|c\+\+|cc|cl))(?:\.exe)?"
-    r"(?:'|: (?:command )?not found| is not found)")
+# As one pattern, `(?:'|\b)((?:[\w.]+-)*(?:gcc|…|cl))(?:\.exe)?(?:'|: not found|…)`, its first
+# match; `_c_compiler` finds the same without retrying a long run of `[\w.-]` from each of its
+# word boundaries: a name followed by its report at each position (`_COMPILER_REPORTED`), and
+# each chain of hyphen-ended words (`_HYPHEN_CHAIN`), which a name after its last hyphen ends.
+_COMPILER_REPORTED = re.compile(
+    r"(?=(gcc|g\+\+|clang\+\+|clang|c\+\+|cc|cl)(?:\.exe)?(?:'|: (?:command )?not found"
+    r"| is not found))")
+_HYPHEN_CHAIN = re.compile(r"(?<![\w.])(?:[\w.]++-)++")
+_WORD_START = re.compile(r"\b(?!-)")
 # torch's C++ extension loader finding no ninja to build a JIT extension with: a failure of no
 # class of its own whose fix is known (install ninja in the job's environment).
 _NO_NINJA = re.compile(r"Ninja is required to load C\+\+ extensions")
@@ -122,6 +128,34 @@ def _missing_tool(texts: Sequence[str]) -> str | None:
             return cuda.group(1)
         if _NVCC.search(text):
             return "nvcc"
-        if compiler := _C_COMPILER.search(text):
-            return compiler.group(1)
+        if compiler := _c_compiler(text):
+            return compiler
     return None
+
+
+def _c_compiler(text: str) -> str | None:
+    """The C/C++ compiler a line reports missing, the name as quoted or as the shell gives it
+    with the hyphen-joined words before it (`x86_64-linux-gnu-gcc`): the first report's, by
+    where its name's words start (after a quote or at a word boundary)."""
+    reported = {m.start(): m.group(1) for m in _COMPILER_REPORTED.finditer(text)}
+    if not reported:
+        return None
+    found: list[tuple[int, int, int]] = []  # (where the match starts, name's start, its end)
+    for at, name in reported.items():
+        if at > 0 and text[at - 1] == "'":
+            found.append((at - 1, at, at + len(name)))
+        elif _WORD_START.match(text, at):
+            found.append((at, at, at + len(name)))
+    for chain in _HYPHEN_CHAIN.finditer(text):
+        name = reported.get(chain.end())
+        if name is None:
+            continue
+        start = chain.start()
+        if start > 0 and text[start - 1] == "'":
+            found.append((start - 1, start, chain.end() + len(name)))
+        elif word := _WORD_START.search(text, start, chain.end()):
+            found.append((word.start(), word.start(), chain.end() + len(name)))
+    if not found:
+        return None
+    _, start, end = min(found)
+    return text[start:end]
