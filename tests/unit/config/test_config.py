@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import re
+import typing
 from pathlib import Path
 
 import pytest
 import yaml
 from fakes import present
+from pydantic import BaseModel
 
 from bot.config import (
     Config,
@@ -16,6 +19,7 @@ from bot.config import (
     resolve_config_path,
 )
 from bot.config.dev_cluster import dev_cluster_config_data, write_dev_cluster_config
+from bot.config.models.policy import RecipePolicy
 
 REPO = Path(__file__).resolve().parents[3]
 EXAMPLE = REPO / "bot" / "starter" / "trainbot.yaml"
@@ -445,3 +449,75 @@ def test_the_lowest_output_bound_still_reads_a_jobs_stacks():
     from bot.probes.stacks import MAX_OUTPUT_BYTES
 
     assert MIN_OUTPUT_MIB << 20 >= 2 * MAX_OUTPUT_BYTES
+
+
+def _uncommented_starter() -> dict:
+    """The starter config with its commented-out settings (`# key: value` lines, nested ones
+    `#   key: value`) put back: every key it shows an operator, set or not."""
+    text = re.sub(r"^(\s*)# (\s*[A-Za-z_]+:(\s|$))", r"\1\2", EXAMPLE.read_text(), flags=re.M)
+    data = yaml.safe_load(text)
+    assert isinstance(data, dict)
+    return data
+
+
+def _model_of(annotation: object) -> type[BaseModel] | None:
+    """The config model a field holds (itself, optional, or as a dict's values), if any."""
+    if isinstance(annotation, type) and issubclass(annotation, BaseModel):
+        return annotation
+    for arg in typing.get_args(annotation):
+        model = _model_of(arg)
+        if model is not None:
+            return model
+    return None
+
+
+def _unknown_keys(data: dict, model: type[BaseModel], path: str) -> list[str]:
+    unknown = []
+    for key, value in data.items():
+        field = model.model_fields.get(key)
+        if field is None:
+            unknown.append(f"{path}{key}")
+            continue
+        inner = _model_of(field.annotation)
+        if inner is None or not isinstance(value, dict):
+            continue
+        if typing.get_origin(field.annotation) is dict:  # clusters, recipes: names, then models
+            for name, item in value.items():
+                unknown += _unknown_keys(item, inner, f"{path}{key}.{name}.")
+        else:
+            unknown += _unknown_keys(value, inner, f"{path}{key}.")
+    return unknown
+
+
+def _field_paths(model: type[BaseModel], path: str = "") -> set[str]:
+    paths = set()
+    for name, field in model.model_fields.items():
+        inner = _model_of(field.annotation)
+        here = f"{path}{name}.*." if typing.get_origin(field.annotation) is dict else \
+            f"{path}{name}."
+        paths.add(f"{path}{name}")
+        if inner is not None and inner is not RecipePolicy:  # a recipe's: the policy's keys
+            paths |= _field_paths(inner, here)
+    return paths
+
+
+def _key_paths(data: dict, path: str = "") -> set[str]:
+    paths = set()
+    for key, value in data.items():
+        paths.add(f"{path}{key}")
+        if isinstance(value, dict):
+            paths |= _key_paths(value, f"{path}{key}.")
+    return paths
+
+
+def test_every_key_the_starter_config_shows_exists_set_or_commented_out():
+    assert _unknown_keys(_uncommented_starter(), Config, "") == []
+
+
+def test_the_starter_config_shows_every_setting_of_the_models():
+    """The starter config is the operator's reference: each setting, set or commented out."""
+    shown = {re.sub(r"^(clusters|recipes)\.[^.]+\.", r"\1.*.", p)
+             for p in _key_paths(_uncommented_starter())}
+    missing = sorted(p for p in _field_paths(Config)
+                     if p not in shown)
+    assert missing == []
