@@ -430,6 +430,14 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
                 set_partly = called.set_partly
                 if called.partial:  # `set -e` on some paths only: said so, a warning
                     a = replace(a, errexit_partial=True)
+                if (before and before[-1][1] is not None and ZERO_RE.fullmatch(before[-1][1])
+                        and (counted := counts.since(replace(a, offset=at), before[-1][0]))):
+                    # a count between the assignment and the call (in the script, at a call
+                    # of another body): past 0 there, on every run or on some
+                    if counted[1]:
+                        before = [*before[:-1], (before[-1][0], None)]
+                    else:
+                        skipped_count = counted[0]
             else:
                 siblings = in_other_branches(a.offset, before, scan, spans, path_of)
                 if siblings:  # never run before it: it reads what holds without them

@@ -1864,3 +1864,21 @@ def test_an_assignment_of_a_substitution_ending_in_a_counting_call_has_its_statu
 ])
 def test_a_decrement_in_a_body_takes_one_at_the_call(tmp_path, body, level):
     _counter_stops_bash_as_the_level_says(tmp_path, body, level)
+
+
+@pytest.mark.parametrize(("body", "level"), [
+    # a count made before a call, in the script or at a call of another body, holds in the
+    # body the call runs: its counter reads the variable past 0 (each said `fail`, the body's
+    # counter read from the last assignment as if nothing counted since)
+    ("set -e\nn=0\nf() { ((n++)) || true; }\ng() { ((n++)); }\nf\ng\n", None),
+    ("set -e\nn=0\nf() { ((n++)); }\ng() { ((n++)); }\nf || true\ng\n", None),
+    ("set -e\nn=0\ng() { ((n++)); }\n((n++)) || true\ng\n", None),
+    ("set -e\nn=0\nf() { x=$((++n)); }\ng() { ((n++)); }\nf\ng\n", None),
+    # … on the runs that make it only
+    ('set -e\nn=0\ng() { ((n++)); }\n[ -n "$X" ] && { let n++ || true; }\ng\n', "warn"),
+    # (… not one in a subshell, nor one after the call)
+    ("set -e\nn=0\nf() { ((n++)) || true; }\ng() { ((n++)); }\n( f )\ng\n", "fail"),
+    ("set -e\nn=0\ng() { ((n++)); }\ng\nlet n++ || true\n", "fail"),
+])
+def test_a_count_before_a_call_holds_in_the_body_it_runs(tmp_path, body, level):
+    _counter_stops_bash_as_the_level_says(tmp_path, body, level)
