@@ -86,4 +86,6 @@ def format_report(report: object) -> str:
             lines.append("  " + "  ".join(str(c).ljust(w) for c, w in zip(r, widths, strict=True)))
     if report.note:  # type: ignore[attr-defined]
         lines.append(f"  {report.note}")  # type: ignore[attr-defined]
+    for job, text in report.unsaid:  # type: ignore[attr-defined]
+        lines.append(f"  never said in the thread of job {job} (Slack did not take it): {text}")
     return "\n".join(line.rstrip() for line in lines)

@@ -17,6 +17,7 @@ from bot.core.slurm.records import JobRecord
 from bot.core.text import N_, Text
 from bot.services import UsageProblem
 from bot.services.ports import Slurm
+from bot.services.threads import unsaid_in_thread
 from bot.store import Attempt, Chain, Store
 
 
@@ -65,6 +66,9 @@ class StatusReport:
     rows: list[JobStatus]
     unreachable: dict[str, Text | str] = field(default_factory=dict)  # its error's sentence
     note: Text | str = ""
+    # what the shown runs' threads never got (bot.services.threads.unsaid_in_thread): the
+    # run's job as its rows show it (its latest), and each reply's text
+    unsaid: list[tuple[str, str]] = field(default_factory=list)
 
 
 #: What one kind of status target found: its title, its rows and a note (may be empty).
@@ -128,7 +132,16 @@ def job_status(
         if not merged:
             note = N_("job %(job)s is unknown to trainbot and to Slurm on every cluster",
                       job=target)
-    return StatusReport(title=title, rows=merged, unreachable=unreachable, note=note)
+    return StatusReport(title=title, rows=merged, unreachable=unreachable, note=note,
+                        unsaid=_unsaid(store, merged))
+
+
+def _unsaid(store: Store, rows: list[JobStatus]) -> list[tuple[str, str]]:
+    """Each shown run's replies its thread never got (given up), named by the run's latest
+    row's job."""
+    latest = {row.chain_id: row.label for row in rows if row.chain_id is not None}
+    return [(job, text) for chain_id, job in latest.items()
+            for text in unsaid_in_thread(store, chain_id)]
 
 
 def _task_row(store: Store, cluster: str, rec: JobRecord) -> JobStatus:

@@ -39,7 +39,7 @@ from bot.services.ports import (
     RenderError,
     root_key,
 )
-from bot.store import Attempt, Chain, Incident
+from bot.store import Attempt, Chain, Incident, Store
 
 log = logging.getLogger(__name__)
 
@@ -166,7 +166,8 @@ def thread_note(ctx: BotContext, chain_id: int | None, key: str, text: str) -> b
     (Slack refused it, a transient failure, no thread yet: its run's root not posted) stays
     `pending` and is tried again by the `prompts` job (`say_pending_notes`) once its backoff
     allows; one given up (the message itself rejected, or still no thread after
-    THREADLESS_TRIES tries) is `dropped`. Without a thread writer (no Slack): False, nothing
+    THREADLESS_TRIES tries) is `dropped`, and shown by the run's status
+    (`unsaid_in_thread`). Without a thread writer (no Slack): False, nothing
     kept."""
     if ctx.sink is None or chain_id is None:
         return False
@@ -271,6 +272,19 @@ def given_up_for_thread(ctx: BotContext, key: str) -> bool:
     (`_say_kept`: `dropped`, never tried again; `say_in_thread` logged it with what it said)."""
     kept = ctx.store.incidents.get(key)
     return kept is not None and kept.class_id == THREAD_NOTE and kept.state == "dropped"
+
+
+def unsaid_in_thread(store: Store, chain_id: int) -> list[str]:
+    """What the chain's thread was to be told and never was, oldest first: the text of each
+    reply kept for it (`keep_reply`'s fallback, `thread_note`'s mrkdwn, in the thread's
+    language) and given up (`dropped` by `_say_kept`: Slack rejected the message itself, or
+    its run's root never came: refused, no channel, or not posted in THREADLESS_TRIES tries,
+    about 35 min, a Slack failing it at each). `/train status` and `trainbot status` show
+    them with the run's job (bot.services.status), so what a user was to be told (a
+    submit's "submitted" note) is not lost with only a log line."""
+    return [str(note.diagnosis["text"]) for note in store.incidents.for_chain(chain_id)
+            if note.class_id == THREAD_NOTE and note.state == "dropped"
+            and note.diagnosis.get("text")]
 
 
 def _keep(ctx: BotContext, chain_id: int, key: str, said: dict[str, Any]) -> Incident:

@@ -174,7 +174,8 @@ def _status(ctx: BotContext, cmd: c.Status, actor: str, channel: str | None,
 
 def status_view(report: StatusReport) -> dict[str, Any]:
     """The values train_reply's `status` shows: title, table rows (job, recipe, state with a
-    pending job's reason, attempt), the clusters that did not answer, the note."""
+    pending job's reason, attempt), the clusters that did not answer, the note, and what the
+    shown runs' threads never got (the run's job, the reply's text)."""
     rows = []
     for row in report.rows:
         attempt = str(row.attempt.attempt_no) if row.attempt is not None else "-"
@@ -182,7 +183,7 @@ def status_view(report: StatusReport) -> dict[str, Any]:
             row.record.reason and row.record.is_pending else ""
         rows.append([row.label, row.recipe or "-", row.state_text, reason, attempt])
     return {"title": report.title, "rows": rows, "unreachable": dict(report.unreachable),
-            "note": report.note}
+            "note": report.note, "unsaid": [list(pair) for pair in report.unsaid]}
 
 
 def _submit(ctx: BotContext, cmd: c.Submit | c.Resume, actor: str, channel: str | None,

@@ -42,7 +42,9 @@ from support.in_flight import recover
 from support.watcher import LOG, add_job, make_watcher, timed_out
 
 from bot.app import build_scheduler, schedule_prompts
+from bot.cli.status import format_report
 from bot.cluster.errors import OutcomeUnknown
+from bot.core import train_grammar as c
 from bot.core.backoff import MAX_SKIPPED, THREADLESS_TRIES
 from bot.core.catalogue import Catalogue
 from bot.core.holders import ProcStat, format_holder
@@ -78,6 +80,7 @@ from bot.services.prompts import create_resubmit_prompt
 from bot.services.runs import announce_submit, announce_unposted_roots
 from bot.services.scheduler import JobScheduler
 from bot.services.stacks import Forensics
+from bot.services.status import job_status
 from bot.services.submit_result import SubmitResult
 from bot.services.threads import (
     THREAD_NOTE,
@@ -87,6 +90,7 @@ from bot.services.threads import (
     refresh_root,
     say_pending_notes,
 )
+from bot.services.train import execute
 from bot.services.watch.events import TickReport, WatchEvent
 from bot.services.watch.outbox import Outbox
 from bot.services.watch_events import ThreadEvents
@@ -1184,6 +1188,37 @@ def test_a_submits_note_waits_for_a_root_claimed_elsewhere_past_threadless_tries
     [root] = slack.root_messages(PRIVATE)
     [note] = in_thread(slack, root["ts"], submitted)
     assert "U0BOB" in str(note["blocks"])
+
+
+@pytest.mark.parametrize(("lang", "said"), [
+    ("en", "Never said in the thread of job 88154 (Slack did not take it): "),
+    ("ko", "작업 88154의 스레드에 끝내 전하지 못한 메시지입니다 (Slack이 받지 않았습니다): ")])
+def test_a_submits_note_given_up_with_its_failing_root_is_shown_by_status(
+        slack: SlackStandIn, store: Store, lang: str, said: str) -> None:
+    """Slack fails a run's root (a 500 at every attempt) for THREADLESS_TRIES tries of the
+    `prompts` job: the "submitted" note kept for its thread is given up with it, and
+    `/train status mix` says, naming the job, what the thread never got (its text, who
+    submitted), in the channel's language; so does `trainbot status`. Before, the note was
+    dropped with only a log line (7e8af869 counted a failing root toward THREADLESS_TRIES,
+    undoing "a kept submitted note is no longer dropped after about 35 min")."""
+    run = make_run(slack, store)
+    root_left_unposted(store, run)
+    ctx, _, _ = slack_context(slack, store)
+    ctx.config.slack.lang = lang
+    slack.fail_next("chat.postMessage", status=500, count=10_000)
+    announce_unposted_roots(ctx)
+    submitted = f"chain:{run.chain_id}:attempt:1:submitted"
+    for _ in range(THREADLESS_TRIES * (MAX_SKIPPED + 1)):  # every try, backoffs and all
+        say_pending_notes(ctx)
+    note = present(store.incidents.get(submitted))
+    assert note.state == "dropped" and slack.root_messages(PRIVATE) == []
+    text = note.diagnosis["text"]
+    assert "U0BOB" in text
+    reply = execute(ctx, c.Status("mix"), actor="U0ALICE", channel=PRIVATE, now=T0)
+    assert said + text in reply.text
+    report = job_status(ctx.config, "mix", store=store, slurm_for=ctx.clusters.slurm)
+    assert f"never said in the thread of job 88154 (Slack did not take it): {text}" in \
+        format_report(report)
 
 
 def test_a_replica_that_takes_the_submits_job_back_announces_a_dead_replicas_root(
