@@ -5,13 +5,13 @@ dump) against a log of ordinary training lines of the same size, in the same run
 
 Each shape's line (`num_epochs completed:` + digits + `.x`, `max_train_steps elapsed:` +
 digits, caffe's `Optimization Done in 1h 2m ` + digits, a run of spaces, an error line naming
-the error vocabulary's subjects, a tqdm count's long digit run, a Rich bar's label before a long
-run of blanks, a long run of Rich's bar, a compiler's report after a long `1.1.1…` run) is
-`--size-kib` long (a few bytes more);
-the ordinary log is as many bytes of progress lines. Prints each shape's best time and its
-ratio to the ordinary log's; fails when a ratio passes `MAX_RATIO` (a pattern that retries a
-digit run from each of its digits makes it grow with the line's length: 60 s and more at
-200 KiB where the ordinary log takes a fraction of a second).
+the error vocabulary's subjects, one repeating them, a tqdm count's long digit run, a Rich
+bar's label before a long run of blanks, a long run of Rich's bar, a compiler's report after a
+long `1.1.1…` run) is `--size-kib` long (a few bytes more); the ordinary log is as many bytes
+of progress lines. Prints each shape's best time and its ratio to the ordinary log's; fails
+when a ratio passes `MAX_RATIO` (a pattern that retries a run from each of its characters
+makes it grow with the square of the line's length: 60 s and more at 200 KiB where the
+ordinary log takes a fraction of a second).
 """
 
 from __future__ import annotations
@@ -39,6 +39,9 @@ SHAPES = {
     # an error line the error vocabulary reads (bot.core.diagnose.ending), its subjects named
     "error words (vocabulary)": lambda n: (
         "RuntimeError: NCCL cuda host data loader job loss gcc " + "x " * (n // 2)),
+    # an error line repeating the subjects that come before what happened to them
+    "error words (subjects repeated)": lambda n: (
+        "RuntimeError: " + "node gpu xid wallclock limit " * (n // 29)),
     # a tqdm bar's count read from a long digit run (bot.core.progress_bars, TQDM_BAR)
     "tqdm bar: digits + /<": lambda n: "10:00:00 eval 50%|" + "1" * n + "/<",
     # a Rich bar's label before a long run of blanks, or a long run of its bar (RICH_BAR)

@@ -200,7 +200,9 @@ GOES_ON_AFTER_OOM = re.compile("|".join(
 # (code mentions anything), and so are warnings. A subject anywhere on the line is tested from
 # its start only (`^(?=.*…)`), and a word that rules a class out (`CUDA error` for nccl_timeout)
 # by skipping past its last occurrence (`^(?:.*(?=…).)?+`): what a lookahead tried from each
-# position found, in one pass over a long line instead of one per character.
+# position found, in one pass over a long line instead of one per character. A subject before
+# what happened to it (`\bgpu\b.*\bnot responding`) is its first occurrence on the line
+# (`^(?>.*?subject)`, a whole word or phrase: none ends before it), not each one in turn.
 _VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
     ("cuda_oom", re.compile(
         r"(?i)^(?=.*\b(?:cuda|gpu|device|vram|hbm|cudnn|cublas)\b).*\b(?:out of memory|oom"
@@ -227,15 +229,16 @@ _VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"|\bprefetch\w*|\binput pipeline\b|\bdata queue\b))"
         r".*\b(?:timed? ?out|timeout)\b")),
     ("gpu_failure", re.compile(
-        r"(?i)\b(?:ecc|xid|nvlink)\b.*\b(?:error|fault|uncorrectable)|fallen off the bus"
-        r"|\bgpu (?:is |was |has been )?lost\b|\bgpu\b.*\b(?:not responding|reset required"
+        r"(?i)^(?>.*?\b(?:ecc|xid|nvlink)\b).*\b(?:error|fault|uncorrectable)|fallen off the bus"
+        r"|\bgpu (?:is |was |has been )?lost\b|^(?>.*?\bgpu\b).*\b(?:not responding|reset required"
         r"|hardware (?:error|fault|failure))\b")),
     # a batch system's time limit in any wording (`exceeded wallclock time limit`, `walltime
     # limit reached`, SGE's `h_rt`)
     ("time_limit", re.compile(
-        r"(?i)\b(?:wall ?clock|wall ?time|run ?time|cpu ?time) ?limit\b.*\b(?:exceeded|reached)\b"
-        r"|\bexceed\w*\b.*\b(?:wall ?clock|wall ?time|h_rt)\b"
-        r"|^(?=.*\bjob\b).*\bexceed\w*\b.*\btime ?limit\b")),
+        r"(?i)^(?>.*?\b(?:wall ?clock|wall ?time|run ?time|cpu ?time) ?limit\b)"
+        r".*\b(?:exceeded|reached)\b"
+        r"|^(?>.*?\bexceed\w*\b).*\b(?:wall ?clock|wall ?time|h_rt)\b"
+        r"|^(?=.*\bjob\b)(?>.*?\bexceed\w*\b).*\btime ?limit\b")),
     # not a preemption named as one possibility among others (XLA's coordination service:
     # `... heartbeat timeout. This indicates that the remote task has failed, got preempted, or
     # crashed unexpectedly`, `scheduler events (e.g. preemption, eviction)`, submitit's
@@ -245,8 +248,8 @@ _VOCABULARY: tuple[tuple[str, re.Pattern[str]], ...] = (
         r"|\be\.g\.,? pre-?empt|\bpre-?emption/time-?out\b))"
         r".*(?:\bpre-?empt(?:ed|ion)\b|\bspot (?:instance )?(?:interruption|reclaim\w*))")),
     ("node_failure", re.compile(
-        r"(?i)\bnodes?\b.*\b(?:fail(?:ed|ure)|down|lost|unreachable|not responding|dead|died"
-        r"|crashed|rebooted|notready)\b")),
+        r"(?i)^(?>.*?\bnodes?\b).*\b(?:fail(?:ed|ure)|down|lost|unreachable|not responding"
+        r"|dead|died|crashed|rebooted|notready)\b")),
     # a full filesystem or quota in any tool's words, not a full /dev/shm (a DataLoader
     # worker's `</torch_...>`, NCCL's shared-memory segment)
     ("disk_full", re.compile(

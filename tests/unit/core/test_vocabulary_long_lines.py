@@ -26,6 +26,11 @@ _FORMER = {
     "time_limit": r"(?i)\b(?:wall ?clock|wall ?time|run ?time|cpu ?time) ?limit\b.*\b(?:exceeded"
     r"|reached)\b|\bexceed\w*\b.*\b(?:wall ?clock|wall ?time|h_rt)\b"
     r"|(?=.*\bjob\b).*\bexceed\w*\b.*\btime ?limit\b",
+    "gpu_failure": r"(?i)\b(?:ecc|xid|nvlink)\b.*\b(?:error|fault|uncorrectable)|fallen off the bus"
+    r"|\bgpu (?:is |was |has been )?lost\b|\bgpu\b.*\b(?:not responding|reset required"
+    r"|hardware (?:error|fault|failure))\b",
+    "node_failure": r"(?i)\bnodes?\b.*\b(?:fail(?:ed|ure)|down|lost|unreachable|not responding"
+    r"|dead|died|crashed|rebooted|notready)\b",
     "compiler_missing": r"(?i)(?=.*(?:\bcompiler\b|\bgcc\b|\bg\+\+|\bclang\b|\bcl(?:\.exe)?\b"
     r"|\bnvcc\b)).*\b(?:not found|no such file|cannot find|could not find|unable to (?:find"
     r"|execute)|missing|not installed|is required)\b",
@@ -58,6 +63,16 @@ SHAPES = [
      "job 42 time limit: 24:00:00"),
     ("time_limit", "job 42 exceeded hard wallclock time - initiate terminate method",
      "job time limit exceeded"),
+    ("gpu_failure", "NVRM: Xid (PCI:0000:3b:00): 79, GPU has fallen off the bus.",
+     "xid 79 logged; ok"),
+    ("gpu_failure", "GPU 0 ok, GPU 1: not responding",
+     "not responding: the GPU"),
+    ("node_failure", "srun: error: Node failure on gpu-a07",
+     "failed to start; node gpu-a07"),
+    ("node_failure", "slurmstepd: error: *** JOB 42 CANCELLED DUE TO NODE gpu-a07 FAILURE",
+     "nodes: 4, all up"),
+    ("time_limit", "PBS: job killed: wall clock limit exceeded",
+     "wall clock limit: 24:00:00"),
     ("compiler_missing", "error: command 'gcc' failed: No such file or directory",
      "missing semicolon in the model code"),
     ("compiler_missing", "RuntimeError: Ninja needs a C++ compiler, which is not installed",
@@ -78,7 +93,9 @@ _WORDS = [
     "=", ": nan", "is inf", "nan", "non-finite", "nccl", "gloo", "barrier", "timed out",
     "timeout", "watchdog", "CUDA error", "data loader", "DataLoader", "next batch", "prefetch",
     "socket", "store", "job", "exceeded", "time limit", "wallclock limit", "reached", "compiler",
-    "gcc", "cl.exe", "not found", "missing", "x", "-", "12", "..", "(", "  ",
+    "gcc", "cl.exe", "not found", "missing", "x", "-", "12", "..", "(", "  ", "node", "nodes",
+    "failed", "down", "ecc", "xid", "nvlink", "error", "fault", "not responding", "lost",
+    "reset required", "wall clock limit", "walltime", "runtime limit", "h_rt", "exceeds",
 ]
 
 
