@@ -7,7 +7,8 @@ approval each). Nothing is held without a yes. A yes holds the job (`apply_hold`
 RUNNING, or finished / gone without running, and says so in the thread; a cancel of the resumed
 job releases at once (bot.services.train, bot.services.approved_choices), and a yes whose
 resumed job stopped waiting while its hold was on its way releases it as soon as its hold is
-over (`release_if_no_longer_waiting`).
+over (`release_if_no_longer_waiting`; a hold whose end was not seen is left to the holds tick
+once it can no longer be running, `hold_over`).
 
 The hold ledger is the approval row itself: action `hold_competitor`, state `approved` while
 the job is held by trainbot, `done` once released (or when nothing was held after all);
@@ -56,7 +57,7 @@ class HoldResult:
     `state`) | competitor_left (no longer queued: `state`, None when Slurm no longer knows it)
     | hold_failed (`error` from Slurm; nothing held) | hold_unknown (`error`: `scontrol hold`'s
     end was not seen, so the job may be held: it stays in the hold ledger and is released
-    like any hold)."""
+    like any hold, once the hold can no longer be running: `hold_over`)."""
 
     did: str
     state: str | None = None
@@ -283,12 +284,13 @@ def apply_hold(ctx: BotContext, approval: Approval, actor: str, now: float) -> H
     except OutcomeUnknown as exc:
         # It may have taken effect: the approval stays in the hold ledger (not marked done), so
         # the job is released when the resumed one no longer needs it, as a certain hold is.
+        # It may also still be running: its `holding` step is left without `hold_ended`, so
+        # no release is sent before the step is old enough for it to have ended (`hold_over`);
+        # a release right away could go out before the hold lands and leave the job held.
         ctx.store.audit.record(
             actor=actor, action="competitor.hold", now=now, recipe=payload.get("recipe"),
             job_id=str(comp), result="unknown", detail=str(exc),
         )  # fmt: skip
-        ctx.store.approvals.mark_step(approval.token, HOLD_ENDED_STEP, now=now)
-        release_if_no_longer_waiting(ctx, payload["cluster"], for_job, now)
         return HoldResult("hold_unknown", error=said(exc))
     except ClusterError as exc:
         ctx.store.approvals.mark_step(approval.token, HOLD_ENDED_STEP, now=now)
@@ -428,8 +430,9 @@ def hold_over(ctx: BotContext, approval: Approval, now: float) -> bool:
     """Can held competitor `approval` be released now, no `scontrol hold` of it still able
     to land after the release? Its hold's `holding` step, marked by apply_hold before it sends
     the hold, is taken by this release when not marked yet (no hold may follow: apply_hold
-    then holds nothing); else its hold is over (`hold_ended`), or its holder died and the
-    step is bot.core.takeover.hold_step_takeover_s old (its hold has ended by then). A hold
+    then holds nothing); else its hold is over (`hold_ended`), or its holder died or did not
+    see its hold's end (hold_unknown) and the step is bot.core.takeover.hold_step_takeover_s
+    old (its hold has ended by then). A hold
     approved by a bot from before the `holding` step has none: its hold went out before its
     approval was recorded, so the release takes the step as for a hold not sent yet."""
     approvals, token = ctx.store.approvals, approval.token

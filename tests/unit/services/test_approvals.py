@@ -22,7 +22,7 @@ from sqlalchemy import text
 from support.dying import Died, dies_at
 from support.mix_prompt import mix_prompt
 
-from bot.cluster.errors import ChannelClosed, CommandFailed
+from bot.cluster.errors import ChannelClosed, CommandFailed, CommandTimedOut, OutcomeUnknown
 from bot.cluster.slurm import SlurmClient
 from bot.services import competitors
 from bot.services.approvals import ActionId, handle_click
@@ -532,10 +532,14 @@ def test_a_hold_whose_answer_was_lost_stays_in_the_ledger_and_is_released(
         "`scontrol hold 88017` was running; it may have run)")
     assert present(result.update_text).endswith(
         "trainbot releases it when 88887 no longer needs it, as any hold")
-    assert [a.target_job for a in competitors.held_now(ctx)] == ["88017"]
+    [held] = competitors.held_now(ctx)
+    assert held.target_job == "88017"
     slurm.hold_answer_lost = None
     slurm.set(88887, state="RUNNING")
-    assert competitors.release_started(ctx, NOW + 3) == [88017]
+    due = NOW + 2 + competitors.step_takeover_s(ctx, held, competitors.HOLDING_STEP)
+    assert competitors.release_started(ctx, due - 1) == []  # its hold may still be running
+    assert slurm.acted("release") == []
+    assert competitors.release_started(ctx, due) == [88017]
     assert slurm.acted("release") == [88017]
     assert "Released 88017: 88887 is running." in recorded(ctx).texts()
     actions = [(e.action, e.job_id, e.result) for e in reversed(ctx.store.audit.recent(100))]
@@ -567,7 +571,9 @@ def test_a_hold_whose_job_ended_meanwhile_is_released_without_a_problem(
     slurm.set(88887, state="RUNNING")
     real = SlurmClient(FakeRunner({"scontrol": answer}))
     slurm.release = real.release  # type: ignore[method-assign]
-    assert competitors.release_started(ctx, NOW + 3) == [88017]
+    [held] = competitors.held_now(ctx)
+    due = NOW + 2 + competitors.step_takeover_s(ctx, held, competitors.HOLDING_STEP)
+    assert competitors.release_started(ctx, due) == [88017]
     assert "Released 88017: 88887 is running." in recorded(ctx).texts()
     assert not any("Could not release" in t for t in recorded(ctx).texts())
     assert competitors.held_now(ctx) == []
@@ -837,6 +843,35 @@ def test_a_yes_whose_release_came_first_names_no_stale_state_when_slurm_stops_an
                            "(its state could not be read: ")
     assert text.endswith("); 88017 was not held")
     assert "PENDING" not in text
+
+
+def test_no_release_is_sent_right_behind_a_hold_whose_end_was_not_seen(
+    ctx: BotContext, slurm: FakeSlurm
+) -> None:
+    """`scontrol hold 88017` outlives its timeout (it may still be running) while the resumed
+    job starts: no release goes out in the same click, nor from a tick or a cancel before the
+    hold can have ended, so a hold landing late is still released, not left with an empty
+    ledger; once its `holding` step is old enough the tick releases it, once."""
+    _, hold_token = competitor_setup(ctx, slurm)
+    argv = ["scontrol", "hold", "88017"]
+
+    def hold_still_running(job_id: int) -> None:
+        slurm.calls.append(("hold", job_id))
+        slurm.set(88887, state="RUNNING")
+        raise OutcomeUnknown.timed_out(argv, CommandTimedOut(argv, 60))
+
+    slurm.hold = hold_still_running  # type: ignore[method-assign]
+    handle_click(ctx, hold_token, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 2)
+    assert competitors.release_started(ctx, NOW + 62) == []  # the next holds tick
+    assert competitors.release_held_for(ctx, 88887, NOW + 63, "cancelled", "dev") == []
+    assert slurm.acted("release") == []
+    slurm.set(88017, reason="JobHeldUser", priority=0)  # the hold lands now
+    [held] = competitors.held_now(ctx)
+    due = NOW + 2 + competitors.step_takeover_s(ctx, held, competitors.HOLDING_STEP)
+    assert competitors.release_started(ctx, due) == [88017]
+    assert slurm.acted("release") == [88017]
+    assert not slurm.records[88017].is_held
+    assert recorded(ctx).texts().count("Released 88017: 88887 is running.") == 1
 
 
 def test_a_hold_whose_process_died_before_its_end_is_released_after_its_takeover(
