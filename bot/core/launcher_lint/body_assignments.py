@@ -13,8 +13,8 @@ from collections.abc import Callable
 from bot.core.launcher_lint.branch_paths import Step, last_to_run
 from bot.core.launcher_lint.counter_values import STEP, arithmetic_step, stops_at
 from bot.core.launcher_lint.counts_between import enclosing
-from bot.core.launcher_lint.model import Call, Construct
-from bot.core.shell_lexer import CASE_BRANCH_ENDS, Memo, split_top_level
+from bot.core.launcher_lint.model import MAX_DEPTH, Call, Construct
+from bot.core.shell_lexer import CASE_BRANCH_ENDS, Memo, group_end, split_top_level
 
 #: `local` / `declare` / `typeset` where a command starts in a body, and its arguments up to
 #: the end of the command: the names there (`local n`, `local -i n=0 m`) are the body's own.
@@ -43,20 +43,47 @@ def calls_in_shell(code: str, calls: list[Call], bodies: dict[str, tuple[int, in
         return []
     links = {link for c in placed for link in c.chain}
     link_in = enclosing([*subshells, *bodies.values()], [at for _s, _e, at in links])
-    behind_in_bodies = [(o, o + len(lst)) for start, end in {(s, e) for s, e, _at in links}
-                        if "&" in code[start:end]
-                        for lst, o, op in split_top_level(code[start:end], start,
-                                                          ("\n", ";", "&", *CASE_BRANCH_ENDS),
-                                                          memo) if op == "&"]
+    behind_in_bodies = [span for start, end in {(s, e) for s, e, _at in links}
+                        for span in background_lists(code, start, end, memo)]
     placed = [c for c in placed if all(
         link_in.get(at) == (start, end)
         and not any(s <= at < e for s, e in behind_in_bodies) for start, end, at in c.chain)]
     # the lists run in the background (`f || true &`), read once for all the calls
-    background = [(at, at + len(lst)) for lst, at, op in split_top_level(
-        code, 0, ("\n", ";", "&"), memo) if op == "&"] if "&" in code else []
+    background = background_lists(code, 0, len(code), memo)
     behind = enclosing(background, [c.offset for c in placed]) if background else {}
     return [(c, all(path_of(at) == path_of(start) for start, _end, at in c.chain))
             for c in placed if c.offset not in behind]
+
+
+#: A `{` that opens a group (a word of its own where a command starts).
+_GROUP_OPEN_RE = re.compile(r"(?:^|(?<=[\s;&|]))\{(?=\s)")
+
+
+def background_lists(code: str, start: int, end: int, memo: Memo, depth: int = 0
+                     ) -> list[tuple[int, int]]:
+    """The spans of the lists of `code` from `start` to `end` that bash runs in the background
+    (`f &`, `f || true &`), in its lists and in those of the `{ … }` groups in them, at any
+    depth (`{ f & }`, `true && { f & }`, `if c; then { f & }; fi`); one inside a `( … )` is
+    in a subshell already."""
+    spans: list[tuple[int, int]] = []
+    if "&" not in code[start:end]:
+        return spans
+    for lst, o, op in split_top_level(code[start:end], start,
+                                      ("\n", ";", "&", *CASE_BRANCH_ENDS), memo):
+        if op == "&":
+            spans.append((o, o + len(lst)))
+        elif "{" in lst and "&" in lst and depth < MAX_DEPTH:
+            past = 0  # (a group inside one read: read with it)
+            for m in _GROUP_OPEN_RE.finditer(lst):
+                if m.start() < past:
+                    continue
+                try:
+                    past = group_end(lst, m.start(), o, memo)
+                except Exception:  # noqa: BLE001 (an unclosed group: nothing to read)
+                    continue
+                spans.extend(background_lists(code, o + m.start() + 1, o + past - 1, memo,
+                                              depth + 1))
+    return spans
 
 
 def local_names(code: str, body: tuple[int, int]) -> dict[str, int]:

@@ -1882,3 +1882,20 @@ def test_a_decrement_in_a_body_takes_one_at_the_call(tmp_path, body, level):
 ])
 def test_a_count_before_a_call_holds_in_the_body_it_runs(tmp_path, body, level):
     _counter_stops_bash_as_the_level_says(tmp_path, body, level)
+
+
+@pytest.mark.parametrize(("body", "level"), [
+    # a call sent to the background inside a `{ … }` group (of a body, or of the script) runs
+    # in a subshell: its count and assignment hold nowhere else (each said nothing, the group's
+    # lists not read for `&`)
+    ("set -e\nn=0\nf() { ((n++)); }\ng() { { f & }; wait; }\ng || true\n((n++))\n", "fail"),
+    ("set -e\nn=0\nf() { ((n++)); }\ng() { true && { f || true & }; wait; }\ng\n((n++))\n",
+     "fail"),
+    ("set -e\nn=0\nf() { ((n++)); }\n{ f || true & }\nwait\n((n++))\n", "fail"),
+    ("set -e\nf() { n=1; }\ng() { { f & }; wait; }\ng\n((n++))\n", "fail"),
+    # (… but for the other lists of the group)
+    ("set -e\nn=0\nf() { ((n++)); }\ng() { { sleep 0 & }; f; }\ng || true\n((n++))\n", None),
+])
+def test_a_call_in_the_background_of_a_group_counts_in_no_shell_of_the_script(tmp_path, body,
+                                                                              level):
+    _counter_stops_bash_as_the_level_says(tmp_path, body, level)
