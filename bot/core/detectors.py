@@ -31,6 +31,12 @@ _BAR_HEAD = re.compile(r"^(.*?(?<![\d.])\d+/\d+)\s*\[")
 # `***** Running {description} *****`): its bar (ProgressCallback's prediction_bar, unlabelled)
 # counts the evaluation's batches, not training steps.
 EVALUATION_START = re.compile(r"\*{5} Running (?:Evaluation|Prediction) \*{5}")
+# tensorpack's Trainer.main_loop starting an epoch (tensorpack/tensorpack tensorpack/train/base.py
+# 1547a54e, since 582cd482 2017-01: `logger.info("Start Epoch {} ...")`), in its logger's place
+# (utils/logger.py _MyFormatter: `[0806 12:34:56 @base.py:273] Start Epoch 3 ...`); the epoch's
+# bar (callbacks/steps.py ProgressBar) counts its steps_per_epoch, and max_epoch is logged nowhere.
+# The place is green: a raw line holds the colour's reset before the blank (`]\x1b[0m Start`)
+TENSORPACK_EPOCH_START = r"@base\.py:[0-9]+\][^ ]* Start Epoch [0-9]+ \.\.\. *$"
 # The framework saying training goes on after a line that reads as its end (a completion
 # marker), in the message a reader sees (normalize_line):
 # - Lightning's stop signalled (EarlyStopping's `... Signaling Trainer to stop.`) below
@@ -64,12 +70,16 @@ EVALUATION_START = re.compile(r"\*{5} Running (?:Evaluation|Prediction) \*{5}")
 #   table's header, which the console logger writes as each training starts (spacy/training/
 #   loggers.py console_logger: `E`, `#` in widths 3 and 6 two blanks apart, then each
 #   component's `LOSS …` column; `Loss …` before 3.1)
+# - a next main loop of tensorpack after its `Training has finished!` (a script that trains
+#   again, another config): its epoch's start, `Start Epoch N ...` in its logger's place
+#   (`TENSORPACK_EPOCH_START`)
 TRAINING_GOES_ON = re.compile(
     r"Trainer was signaled to stop but (?:the )?required .* has not been met\. "
     r"Training will continue|^epoch {5}train_loss(?: |$)|^Epoch [0-9]+/[0-9]+ *$"
     r"|\*{5} Running training \*{5}"
     r"|(?:\| |\[ )time:[0-9]+(?:\.[0-9]+)?s total_exs:[0-9]+ "
-    r"|^Running command: .*\bspacy train\b|^E {4}# {7}(?:LOSS|Loss) ")
+    r"|^Running command: .*\bspacy train\b|^E {4}# {7}(?:LOSS|Loss) "
+    rf"|{TENSORPACK_EPOCH_START}")
 
 # The minimums in Lightning's `Training will continue...` (TRAINING_GOES_ON): `min_epochs=5`
 # and `min_steps=None` (1.5+), `minimum epochs (5) or minimum steps (None)` before

@@ -21,6 +21,7 @@ from collections.abc import Callable, Sequence
 from typing import NamedTuple
 
 from bot.core.catalogue.scanner import normalize_line
+from bot.core.detectors import TENSORPACK_EPOCH_START
 from bot.core.diagnose.ending import says_error
 from bot.core.framework_lines import json_stats_epoch, openmmlab_epoch
 from bot.core.line_time import message_after_time
@@ -71,6 +72,12 @@ _KERAS_BAR = re.compile(r"^\s*(\d+)/(\d+)\s+(?:━+\s+\d|\[[=>.]+\]\s+-\s|-\s+\d
 # memory (`      3/49     11.9G    0.0217 ...`).
 _EPOCH_COUNTER = r"\b[Ee]poch\s*(?::\s*)?[\[(]?\s*(\d+)\s*/\s*(\d+)\b"
 _EPOCH_OF = re.compile(_EPOCH_COUNTER + r"|^\s*(\d+)/(\d+)\s+\d+(?:\.\d+)?G\s")
+# tensorpack's epoch start (bot.core.detectors.TENSORPACK_EPOCH_START), group 1, or its main loop
+# stopped by StopTraining or an exhausted input (tensorpack/train/base.py 1547a54e: `Training was
+# stopped by exception ...`, where `Training has finished!`, a catalogue end marker, ends a run
+# that reached max_epoch)
+_TENSORPACK_EPOCH = re.compile(
+    rf"({TENSORPACK_EPOCH_START})|@base\.py:[0-9]+\] Training was stopped by exception ")
 # A progress bar's count: tqdm's percentage before its bar (`34%|###3      |`, `Steps:   0%|`)
 # and its `n/total [elapsed<remaining` (`670/2000 [14:58<29:42`), Keras's `670/2000 [====>...]`.
 _BAR_PERCENT = re.compile(r"(?<![\d.])(\d{1,3})(?:\.\d+)?%\s*\|")
@@ -407,9 +414,14 @@ def ends_in_open_progress_bar(tail: Sequence[tuple[int, str]]) -> bool:
 
 def epochs_left(tail: Sequence[tuple[int, str]]) -> bool:
     """The log's last epoch counter is short of its total (0- or 1-based alike: `3/49`), so a
-    progress bar at 100 % is one epoch's (or a validation pass's), not the run's target."""
+    progress bar at 100 % is one epoch's (or a validation pass's), not the run's target. So is
+    tensorpack's last epoch started and its loop not stopped after it: its bar counts one
+    epoch's steps, and only its end marker says the last epoch is done (`_TENSORPACK_EPOCH`)."""
     for _, text in reversed(tail):
-        m = _EPOCH_OF.search(normalize_line(text))
+        line = normalize_line(text)
+        if (tensorpack := _TENSORPACK_EPOCH.search(line)) is not None:
+            return tensorpack.group(1) is not None
+        m = _EPOCH_OF.search(line)
         if m is not None:
             done, total = (int(g) for g in (m.group(1, 2) if m.group(1) else m.group(3, 4)))
             return 0 < total and done < total - 1

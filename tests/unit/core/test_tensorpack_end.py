@@ -4,9 +4,11 @@ tensorpack/train/base.py Trainer.main_loop): after its epoch loop ran to max_epo
 by exception ...` instead, Ctrl-C `Detected Ctrl-C and exiting main loop.` and any other exception
 `Training failed at global_step=N`. Its logger (tensorpack/utils/logger.py _MyFormatter) writes
 `[%(asctime)s @%(filename)s:%(lineno)d]` in green, datefmt `%m%d %H:%M:%S`, then the message; each
-epoch draws a tqdm bar (utils.py get_tqdm_kwargs: `{l_bar}{bar}|{n_fmt}/{total_fmt}[{elapsed}<
-{remaining},{rate_noinv_fmt}]`), logs `Epoch N (global_step M) finished, time:...`, ModelSaver's
-`Model saved to ...` and ScalarPrinter's `name: value` lines (callbacks/monitor.py)."""
+epoch starts with `Start Epoch {} ...` (base.py, since 582cd482 2017-01) and draws a tqdm bar of its
+steps_per_epoch (callbacks/steps.py ProgressBar; max_epoch is logged nowhere; utils.py
+get_tqdm_kwargs: `{l_bar}{bar}|{n_fmt}/{total_fmt}[{elapsed}<{remaining},{rate_noinv_fmt}]`),
+logs `Epoch N (global_step M) finished, time:...`, ModelSaver's `Model saved to ...` and
+ScalarPrinter's `name: value` lines (callbacks/monitor.py)."""
 
 from __future__ import annotations
 
@@ -27,6 +29,11 @@ def _log(clock: str, where: str, message: str) -> str:
 
 
 def _epoch(e: int) -> str:
+    return _log("12:28:03", "base.py:273", f"Start Epoch {e} ...") + _epoch_end(e)
+
+
+def _epoch_end(e: int) -> str:
+    """The epoch's bar to its total, then the lines after it up to the next epoch's start."""
     bar = "".join(f"{p:3d}%|{'#' * (p // 10):<10}|{n}/5000[0{p // 50}:00<00:00,12.1it/s]\r"
                   for p, n in ((10, 500), (60, 3000)))
     return (bar + "100%|##########|5000/5000[06:53<00:00,12.1it/s]\n"
@@ -56,7 +63,23 @@ def test_a_stop_by_exception_is_no_marker():
     """StopTraining or an exhausted input: no `Training has finished!`, so no signature decides
     (the last epoch's bar at its total still reads as the end, by progress)."""
     d = read(LOOP + _log("12:34:57", "base.py:289", "Training was stopped by exception ."))
-    assert d.decided_by != "signature"
+    assert (d.class_id, d.decided_by) == ("completed", "progress")
+
+
+def test_an_epoch_at_its_total_with_no_end_after_it_is_still_running():
+    """The bar counts one epoch's steps: at its total, the next `Start Epoch` or the end marker
+    is still to come."""
+    assert_still_running(LOOP)
+
+
+def test_a_next_main_loops_epochs_after_it_are_still_running():
+    """A script that trains again after the end: the next loop's epochs, each bar at its
+    total, the last one's lines printed and the next epoch not started yet."""
+    assert_still_running(LOOP + FINISHED + _epoch(1) + _epoch(2))
+
+
+def test_a_next_main_loops_first_epoch_start_is_still_running():
+    assert_still_running(LOOP + FINISHED + _log("12:35:02", "base.py:273", "Start Epoch 1 ..."))
 
 
 def test_a_next_training_after_it_is_still_running():
