@@ -5,6 +5,8 @@ Block Kit limits, unknown thread_ts / message ts, the three-step files_upload_v2
 upload URL it hands out points at itself). It records every request for assertions and can be
 told to answer 429 (with Retry-After) or 5xx for the next K calls of a method, or to read a
 call and close the connection without answering (`drop_next`: the fate a client cannot know).
+With `tls=True` it serves HTTPS, as Slack does, under a certificate of its own for 127.0.0.1
+that `client_ssl` trusts.
 
     with SlackStandIn() as slack:
         client = WebClient(token=slack.token, base_url=slack.api_url)
@@ -12,15 +14,24 @@ call and close the connection without answering (`drop_next`: the fate a client 
 
 from __future__ import annotations
 
+import datetime
+import ipaddress
 import itertools
 import json
 import re
+import ssl
+import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 from urllib.parse import parse_qs, urlparse
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import NameOID
 
 # Block Kit limits (https://docs.slack.dev/reference/block-kit/blocks) and the ~13k payload cap
 # reported for chat.postMessage (`msg_blocks_too_long`).
@@ -285,10 +296,14 @@ class SlackStandIn:
     `scopes`: what the token was granted (a method needing another answers `missing_scope`);
     `outside`: channels the bot was not invited to (history answers `not_in_channel`, and so
     do posts, except in a public channel with `chat:write.public`).
+    `tls`: serve HTTPS (its upload URLs too); a client trusts it with `client_ssl`.
     """
 
-    def __init__(self, token: str = "xoxb-standin-token", *, team_id: str = "T0STANDIN"):
+    def __init__(self, token: str = "xoxb-standin-token", *, team_id: str = "T0STANDIN",
+                 tls: bool = False):
         self.token = token
+        self.tls = tls
+        self._certificate = _loopback_certificate() if tls else None
         self.team_id = team_id
         self.requests: list[Recorded] = []
         # channel -> top-level messages in post order; each message dict carries "replies".
@@ -311,7 +326,15 @@ class SlackStandIn:
         assert self._server is not None, "SlackStandIn not started"
         host, port = self._server.server_address[:2]
         assert isinstance(host, str)  # an AF_INET server's address
-        return f"http://{host}:{port}"
+        return f"{'https' if self.tls else 'http'}://{host}:{port}"
+
+    @property
+    def client_ssl(self) -> ssl.SSLContext | None:
+        """The SSL context a client trusting the stand-in's certificate uses (None: plain
+        HTTP)."""
+        if self._certificate is None:
+            return None
+        return ssl.create_default_context(cadata=self._certificate[0].decode())
 
     @property
     def api_url(self) -> str:
@@ -325,6 +348,9 @@ class SlackStandIn:
             owner = standin
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        if self._certificate is not None:
+            self._server.socket = _server_ssl(*self._certificate).wrap_socket(
+                self._server.socket, server_side=True, do_handshake_on_connect=False)
         self._server.daemon_threads = True
         self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,),
                                         daemon=True, name="slack-standin")
@@ -679,6 +705,36 @@ class SlackStandIn:
         return 200, f"OK - {len(data)}"
 
 
+def _loopback_certificate() -> tuple[bytes, bytes]:
+    """A self-signed certificate for 127.0.0.1 and its key (PEM), valid for a day."""
+    key = ec.generate_private_key(ec.SECP256R1())
+    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
+    now = datetime.datetime.now(datetime.UTC)
+    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
+            .public_key(key.public_key()).serial_number(x509.random_serial_number())
+            .not_valid_before(now - datetime.timedelta(minutes=5))
+            .not_valid_after(now + datetime.timedelta(days=1))
+            .add_extension(x509.SubjectAlternativeName(
+                [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
+            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+            .sign(key, hashes.SHA256()))
+    return (cert.public_bytes(serialization.Encoding.PEM),
+            key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
+                              serialization.NoEncryption()))
+
+
+def _server_ssl(cert_pem: bytes, key_pem: bytes) -> ssl.SSLContext:
+    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
+    with tempfile.TemporaryDirectory() as tmp:  # load_cert_chain reads files only
+        cert, key = f"{tmp}/cert.pem", f"{tmp}/key.pem"
+        with open(cert, "wb") as f:
+            f.write(cert_pem)
+        with open(key, "wb") as f:
+            f.write(key_pem)
+        context.load_cert_chain(cert, key)
+    return context
+
+
 class _Trickle:
     """A response's writer sending one byte every `every_s` seconds (trickle_next)."""
 
@@ -696,6 +752,9 @@ class _Trickle:
     def flush(self) -> None:
         self.raw.flush()
 
+    def close(self) -> None:
+        self.raw.close()
+
     @property
     def closed(self) -> bool:
         return bool(self.raw.closed)
@@ -707,6 +766,13 @@ class _Handler(BaseHTTPRequestHandler):
 
     def log_message(self, format: str, *args: Any) -> None:  # noqa: A002 - keep test output quiet
         pass
+
+    def setup(self) -> None:
+        if isinstance(self.request, ssl.SSLSocket):  # the handshake in this request's thread,
+            self.request.settimeout(5)  # not the server's accepting one
+            self.request.do_handshake()
+            self.request.settimeout(None)
+        super().setup()
 
     def _send(self, status: int, body: bytes, ctype: str, headers: dict[str, str],
               trickle_s: float | None = None) -> None:

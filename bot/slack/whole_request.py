@@ -14,7 +14,9 @@ upload's bytes (bot.slack.poster.SlackPoster._upload_bytes).
 
 from __future__ import annotations
 
+import errno
 import io
+import logging
 import socket
 import ssl
 import threading
@@ -24,10 +26,18 @@ from typing import Any
 from urllib.error import HTTPError
 from urllib.request import HTTPHandler, HTTPSHandler, Request, build_opener
 
+log = logging.getLogger(__name__)
+
 
 class _Sockets:
-    """The sockets one request opened (its connection, a proxy's tunnel), shut down at once
-    once it is due (`expire`), and every one opened after that as it opens."""
+    """The connections one request opened (its connection, a proxy's tunnel), shut down at
+    once once it is due (`expire`), and every one opened after that as it opens.
+
+    Each is held by a duplicate of its descriptor: over HTTPS, ssl wraps the socket
+    http.client connected into an SSLSocket that takes its descriptor away (`detach`), and the
+    connected socket then has none to shut down. A shutdown acts on the connection, whichever
+    descriptor names it: the duplicate's ends the TLS socket's read, and the handshake's, as
+    a plain socket's. `close` closes the duplicates once the request is over."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -36,24 +46,35 @@ class _Sockets:
 
     def opened(self, sock: socket.socket) -> socket.socket:
         with self._lock:
-            self._open.append(sock)
+            held = sock.dup()
+            self._open.append(held)
             if self.expired:
-                _shut(sock)
+                _shut(held)
         return sock
 
     def expire(self) -> None:
         with self._lock:
             self.expired = True
-            for sock in self._open:
-                _shut(sock)
+            for held in self._open:
+                _shut(held)
+
+    def close(self) -> None:
+        with self._lock:
+            for held in self._open:
+                held.close()
+            self._open.clear()
 
 
 def _shut(sock: socket.socket) -> None:
-    """Shut `sock` down both ways: a read blocked on it (another thread's) returns."""
+    """Shut `sock`'s connection down both ways: a read blocked on it (another thread's)
+    returns. A connection no longer connected (the peer reset it) has no read to end; any
+    other failure leaves a read blocked past the request's bound, and is logged."""
     try:
         sock.shutdown(socket.SHUT_RDWR)
-    except OSError:
-        pass  # closed already, or never connected
+    except OSError as exc:
+        if exc.errno != errno.ENOTCONN:
+            log.error("could not cut a Slack request at its timeout: shutting its connection "
+                      "down failed (%s); its read may go on past the bound", exc)
 
 
 def _watched(connection: Callable[..., Any], sockets: _Sockets) -> Callable[..., Any]:
@@ -116,6 +137,7 @@ def open_whole(request: Request, *, timeout_s: float, context: ssl.SSLContext | 
         raise
     finally:
         timer.cancel()
+        sockets.close()
 
 
 def _whole(sockets: _Sockets, timeout_s: float) -> None:
