@@ -39,6 +39,9 @@ def call_sites(lst: str, off: int, names: dict[str, set[str]], opts: Opts, memo:
         piped = split_top_level(text, at, ("|",), memo) if "|" in text else [(text, at, "")]
         for k, (piece, p_off, _p) in enumerate(piped):
             name = first_word(piece.lstrip())
+            if name == "eval":  # `eval f`: a call of f
+                words = piece.split()
+                name = words[1].strip("\"'") if len(words) == 2 else name
             if name not in names or _DEFINITION_RE.match(piece.lstrip()):
                 continue  # not a call, or a definition (`f() {`)
             last = k == len(piped) - 1

@@ -610,6 +610,10 @@ _CLAUSE_START_RE = re.compile(r"(?:.*(?:[;\n({]|(?<![&<>])&(?![&>])|\b(?:then|do
 _CLAUSE_END_RE = re.compile(r"[;)}]|(?<![&<>])&(?![&>])")
 
 
+#: A negated subshell's opening before a command (`!(`, `! ( `).
+_NEGATED_SUBSHELL_RE = re.compile(r"(?:^|[\s;&|({])!\s*\($")
+
+
 def _call_kinds(text: str, name: str, piped: dict[str, int]) -> set[str]:
     """The kinds (function_calls's) of every use of `name` on every line, each judged by the
     list it is in (`if true; then f; fi; f` calls `f` in a `then` branch and after `fi`, both
@@ -633,6 +637,9 @@ def _call_kinds(text: str, name: str, piped: dict[str, int]) -> set[str]:
             r"(?:^|[;&|({]|\b(?:then|do|else|time|exec|if|elif|while|until)|!)$", head
         ):
             continue  # an argument of another command
+        if _NEGATED_SUBSHELL_RE.search(head):
+            kinds.add("guarded")  # `!(f)`, `! ( f )`: its status tested, `set -e` off in it
+            continue
         start = _CLAUSE_START_RE.match(head)
         clause = head[start.end() if start else 0 :].strip()
         rest = _SINGLE_QUOTED_RE.sub("", post)

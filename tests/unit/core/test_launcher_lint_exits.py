@@ -1899,3 +1899,31 @@ def test_a_count_before_a_call_holds_in_the_body_it_runs(tmp_path, body, level):
 def test_a_call_in_the_background_of_a_group_counts_in_no_shell_of_the_script(tmp_path, body,
                                                                               level):
     _counter_stops_bash_as_the_level_says(tmp_path, body, level)
+
+
+@pytest.mark.parametrize(("body", "level"), [
+    # `eval f` calls f: its body counts at a call whose status is tested (each said `fail`, the
+    # call not read)
+    ("set -e\nn=0\nf() { ((n++)); }\ng() { eval f; }\ng || true\n((n++))\n", None),
+    ("set -e\nn=0\nf() { ((n++)); }\neval f || true\n((n++))\n", None),
+    ("set -e\nn=0\nf() { ((n++)) || true; }\neval f\n((n++))\n", None),
+    # (… and stops bash where it is not tested)
+    ("set -e\nn=0\nf() { ((n++)); }\ng() { eval f; }\ng\n", "fail"),
+])
+def test_an_eval_of_a_function_calls_it(tmp_path, body, level):
+    _counter_stops_bash_as_the_level_says(tmp_path, body, level)
+
+
+@pytest.mark.parametrize("body", [
+    # a negated subshell (`!(f)`, `! ( f )`) tests f's status: `set -e` is off in its body, and
+    # bash goes on (each said `fail` on the body's counter, the call read as a plain one)
+    "set -e\nf() { n=0; ((n++)); }\n!(f); echo ok\n",
+    "set -e\nf() { n=0; ((n++)); }\n! ( f )\necho ok\n",
+])
+def test_a_call_in_a_negated_subshell_is_tested(tmp_path, body):
+    launch = tmp_path / "launch.sh"
+    launch.write_text(f"#!/bin/bash\n{body}")
+    assert subprocess.run(["bash", str(launch)], capture_output=True, text=True, timeout=20,
+                          env={"PATH": "/usr/bin:/bin"}).returncode == 0
+    assert [f for f in lint_launcher(f"#!/bin/bash\n{body}")
+            if f.check in (CHECK_ARITH_ZERO, CHECK_ARITH_UNSET) and f.level != "pass"] == []
