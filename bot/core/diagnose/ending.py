@@ -185,7 +185,11 @@ FAIRSEQ_OOM_RECOVERIES = (
 LIGHTNING_BATCH_SIZE_BACK_OFF = "Batch size [0-9]+ failed, trying batch size [0-9]+"
 # OpenNMT-py's trainer skipping the batch whose step ran out of GPU memory (a catalogue cuda_oom
 # hint, verbatim): the OOM's only line (its traceback is never printed), the error it caught.
+# With more than one GPU in tensor-parallel mode the process then ends (onmt/trainer.py
+# 97111d97551c, since 16aaba80 2023-09: `torch.distributed.destroy_process_group()`,
+# `sys.exit()`), each rank after its own line: a log that ends in it ended of that OOM.
 OPENNMT_BATCH_REMOVED = "Step [0-9]+, cuda OOM - batch removed"
+_OPENNMT_BATCH_REMOVED = re.compile(OPENNMT_BATCH_REMOVED)
 OOM_RECOVERY = re.compile("|".join(FAIRSEQ_OOM_RECOVERIES))
 # A framework's report that it caught an out-of-memory error and goes on (fairseq's recovery,
 # Lightning's finder backing off, OpenNMT-py's removed batch): a log that ends after it ends in
@@ -571,17 +575,23 @@ def _error_block(
     """The catalogue hints and the last lines after the log's last progress or completion
     line or Megatron's notice that it trains on after a non-fatal check
     (`NOT_FATAL_VALIDATION`) or a framework's report that it goes on after an out-of-memory
-    error it caught (`GOES_ON_AFTER_OOM`): the block an unhandled error would be in; `tail` is not
-    empty.
+    error it caught (`GOES_ON_AFTER_OOM`; OpenNMT-py's removed batch only with a line after it
+    other than another rank's same: `OPENNMT_BATCH_REMOVED`): the block an unhandled error would be
+    in; `tail` is not empty.
     A completion line a launcher labels as another rank's than rank 0 (`[rank1]:`, srun's
     `1: `) does not end the block: rank 1 finished, rank 0's error before or after it is
     still the run's end."""
     raw = dict(tail)
     done = [m.line_no for m in matches if m.class_id == "completed"
             and labelled_rank(raw.get(m.line_no, "")) in (None, 0)]
+    # the last line that says something other than OpenNMT-py's removed batch: one after it is
+    # the log's end, no recovery (tensor-parallel's exit)
+    said = max((n for n, text in tail
+                if text.strip() and not _OPENNMT_BATCH_REMOVED.search(text)), default=0)
     going_on = [n for n, text in tail if NOT_FATAL_VALIDATION.search(text)] + [
         m.line_no for m in matches
-        if m.class_id == "cuda_oom" and not m.primary and GOES_ON_AFTER_OOM.search(m.text)]
+        if m.class_id == "cuda_oom" and not m.primary and GOES_ON_AFTER_OOM.search(m.text)
+        and not (m.line_no > said and _OPENNMT_BATCH_REMOVED.search(m.text))]
     after = max(tail[0][0], series.samples[-1].line_no if series.samples else 0,
                 done[-1] if done else 0, max(going_on) + 1 if going_on else 0)
     hints = [m for m in matches

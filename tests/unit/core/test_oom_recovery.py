@@ -20,7 +20,9 @@ search ends in `Finished batch size finder, will continue with full run using ba
 OpenNMT-py (OpenNMT/OpenNMT-py onmt/trainer.py 97111d97551c, Trainer._gradient_accumulation):
 an exception whose traceback says `CUDA out of memory` is caught and logged as `Step %d, cuda
 OOM - batch removed` through its logger (onmt/utils/logging.py: `[%(asctime)s %(levelname)s]
-%(message)s`), with no traceback, and the next batch trains; its reports are
+%(message)s`), with no traceback, and the next batch trains; with more than one GPU in
+tensor-parallel mode (since 16aaba80, 2023-09) it then calls `destroy_process_group()` and
+`sys.exit()` instead, each rank after logging the line; its reports are
 `Statistics.output`'s `Step %s; acc: %2.1f; ppl: %5.1f; xent: %2.1f; lr: %7.5f; ...`."""
 
 from __future__ import annotations
@@ -248,3 +250,11 @@ def test_a_run_that_trains_on_after_opennmts_removed_batch_is_running(catalogue)
     d = read_log(catalogue, ONMT_TRAINING + BATCH_REMOVED + _onmt_report(300, 180))
     assert d.class_id == "none"
 
+
+@pytest.mark.parametrize("acct", [None, FAILED])
+@pytest.mark.parametrize("ranks", [1, 2])
+def test_a_log_that_ends_in_opennmts_removed_batch_ended_of_that_oom(catalogue, acct, ranks):
+    """Tensor-parallel's exit after the line (each rank's own): nothing after it, the OOM it
+    caught ended the run."""
+    d = read_log(catalogue, ONMT_TRAINING + BATCH_REMOVED * ranks, acct)
+    assert (d.class_id, d.decided_by) == ("cuda_oom", "hint")
