@@ -240,6 +240,11 @@ _NOT_COMPLETING = frozenset((
     "until", "do", "done", "case", "esac", "select", "function", "time", "coproc"))
 
 
+#: A simple command whose name is a `!` glued to a word (`!false`, `!true x`): no negation
+#: (past_negation), and no command bash finds.
+_GLUED_BANG_RE = re.compile(r"(![\w.:/+-]+)(?:[ \t]+[^;&|()\n]*)?")
+
+
 def constant_status(condition: str, text: str, outside_function: bool = False,
                     pipefail: bool | None = None) -> bool | None:
     """Whether the condition list `condition` (an `if`'s, without the keyword) always succeeds
@@ -249,7 +254,8 @@ def constant_status(condition: str, text: str, outside_function: bool = False,
     fails, `( exit 0 ) > log` is not known), a `return`
     `outside_function`, which bash refuses with status 2, a pipeline as `pipefail` (True: on,
     False: off, None: not known) says (_pipeline_status), or `!` before one, a `{ …; }` group
-    (_group_status)); None for
+    (_group_status)), a command named `!` glued to a word (`!false`: no such command, it
+    fails: _GLUED_BANG_RE); None for
     anything else, or when the script `text` defines a function of that name (bash would call
     it)."""
     cond = condition.strip().rstrip(";").strip()
@@ -272,6 +278,10 @@ def constant_status(condition: str, text: str, outside_function: bool = False,
             # (`( exit 0 ) > log` fails when the redirection does: only a failure is sure)
             return None
         return (status == 0) != negated
+    if not negated and (glued := _GLUED_BANG_RE.fullmatch(cond)):
+        # `!false`: a command's name bash finds nowhere (127), with or without extglob, no
+        # history expansion in a script
+        return None if glued.group(1) in _defined_names(text) else False
     m = _CONSTANT_CONDITION_RE.fullmatch(cond)
     if m is None:
         return None

@@ -1927,3 +1927,19 @@ def test_a_call_in_a_negated_subshell_is_tested(tmp_path, body):
                           env={"PATH": "/usr/bin:/bin"}).returncode == 0
     assert [f for f in lint_launcher(f"#!/bin/bash\n{body}")
             if f.check in (CHECK_ARITH_ZERO, CHECK_ARITH_UNSET) and f.level != "pass"] == []
+
+
+@pytest.mark.parametrize(("body", "level"), [
+    # `!false` (no blank after the `!`) is a command's name, not a negation: bash finds no
+    # such command (status 127) with or without extglob (history expansion is off in a
+    # script), so `&&` after it never runs and `||` always does (each said `warn`, its status
+    # read as not known)
+    ("set -e\n!false && n=1\n((n++))\n", "fail"),
+    ("set -e\nshopt -s extglob\n!false && n=1\n((n++))\n", "fail"),
+    ("set -e\nset -H\n!true && n=1\n((n++))\n", "fail"),
+    ("set -e\n!true || n=1\n((n++))\n", None),
+    # (… where `! false`, with a blank, negates)
+    ("set -e\n! false && n=1\n((n++))\n", None),
+])
+def test_a_bang_glued_to_a_word_is_a_command_bash_does_not_find(tmp_path, body, level):
+    _counter_stops_bash_as_the_level_says(tmp_path, body, level)
