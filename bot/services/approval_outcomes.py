@@ -32,8 +32,10 @@ class Outcome:
     looks at the job again `settle_s` after the click, the recipe's policy.cancel_settle_s,
     and says "not cancelled" only `over_s` after it, once the scancel can no longer land:
     `scancel_over_at`, never before the first look) |
-    held | hold_skipped (the resumed job no longer waits: `state`, or `error` when it could not
-    be read) | hold_failed | hold_unknown; failed: `did` is error | not_running |
+    held | held_released (held, then released in the same click: the resumed job no longer
+    waited, `state`, None when gone) | hold_skipped (the resumed job no longer waits: `state`,
+    or `error` when it could not be read) | hold_failed | hold_unknown; failed: `did` is
+    error | not_running |
     resubmit_failed (the job was cancelled, its resubmit failed) | cancel_not_taken (a
     cancel whose end was not seen did not take effect: the job is still in `state`; offered
     again) | not_submitted (the resubmit's end was not seen and no job named `job_name` was

@@ -51,7 +51,9 @@ class HoldProposal:
 
 @dataclass(frozen=True)
 class HoldResult:
-    """What an approved hold did: `did` is held | hold_skipped (the resumed job is no longer
+    """What an approved hold did: `did` is held | held_released (held, then released at once:
+    the resumed job stopped waiting while the hold was on its way, `state` its state now, None
+    when Slurm no longer knows it) | hold_skipped (the resumed job is no longer
     pending: `state`, None when Slurm no longer knows it, or `error` when it could not be read
     again after its release came first) | competitor_started (running now:
     `state`) | competitor_left (no longer queued: `state`, None when Slurm no longer knows it)
@@ -305,24 +307,26 @@ def apply_hold(ctx: BotContext, approval: Approval, actor: str, now: float) -> H
         job_id=str(comp), result="ok", detail={"for_job": for_job},
     )  # fmt: skip
     ctx.store.approvals.mark_step(approval.token, HOLD_ENDED_STEP, now=now)
-    release_if_no_longer_waiting(ctx, payload["cluster"], for_job, now)
-    return HoldResult("held")
+    return release_if_no_longer_waiting(ctx, payload["cluster"], for_job, now)
 
 
 def release_if_no_longer_waiting(ctx: BotContext, cluster: str, for_job: int,
-                                 now: float) -> list[int]:
+                                 now: float) -> HoldResult:
     """After a yes's hold is over: release it at once when the resumed job `for_job` stopped
     waiting while the hold was on its way (it started, or a person cancelled it). A release
     meanwhile (the cancel's, a tick's) waited for the hold to be over (`hold_over`) and left
     it; without this the competitor stayed held until the next holds tick
     (`release_started`). The job is read again, once; when Slurm does not answer, that tick
-    releases it."""
+    releases it. Returns the yes's answer: held, or held_released when this released it
+    (`state`: the resumed job's, None when Slurm no longer knows it)."""
     try:
         rec = ctx.clusters.slurm(cluster).job(for_job)
     except ClusterError as exc:
         log.info("cannot look at %s after holding for it (%s); the next tick does", for_job, exc)
-        return []
-    return release_unless_waiting(ctx, cluster, for_job, rec, now)
+        return HoldResult("held")
+    if release_unless_waiting(ctx, cluster, for_job, rec, now):
+        return HoldResult("held_released", state=rec.state if rec is not None else None)
+    return HoldResult("held")
 
 
 def release_unless_waiting(ctx: BotContext, cluster: str, for_job: int, rec: JobRecord | None,

@@ -106,6 +106,42 @@ def test_an_approved_hold_names_both_jobs(store: Store, lang: str, want: str) ->
     assert slurm.acted("hold") == [88017]
 
 
+@pytest.mark.parametrize(("lang", "state", "want"), [
+    ("ko", "CANCELLED", "<@U0APPR>님이 승인했습니다: 작업 88017을(를) 보류했다가 바로 "
+                        "해제했습니다: 작업 88887이(가) 더 이상 대기열에서 기다리지 않습니다 "
+                        "(CANCELLED)"),
+    ("en", "CANCELLED", "Approved by <@U0APPR>: held 88017, then released it at once: 88887 no "
+                        "longer waits in the queue (CANCELLED)"),
+    ("ko", None, "<@U0APPR>님이 승인했습니다: 작업 88017을(를) 보류했다가 바로 해제했습니다: "
+                 "작업 88887이(가) Slurm에 더 이상 없습니다"),
+    ("en", None, "Approved by <@U0APPR>: held 88017, then released it at once: 88887 is no "
+                 "longer known to Slurm"),
+])
+def test_a_hold_released_in_its_own_click_says_so_not_held_until_it_starts(
+    store: Store, lang: str, state: str | None, want: str
+) -> None:
+    """The resumed job 88887 is cancelled (or leaves Slurm) while the yes's `scontrol hold`
+    is on its way: the yes releases 88017 at once, and its prompt says held, then released,
+    and why; never "held until 88887 starts"."""
+    slurm = FakeSlurm()
+    ctx = make_context(store, slurm, lang=lang)
+    token = hold_prompt(ctx, slurm)
+    hold = slurm.hold
+
+    def hold_as_the_resumed_job_leaves(job_id: int) -> None:
+        if state is None:
+            del slurm.records[88887]
+        else:
+            slurm.set(88887, state=state)
+        hold(job_id)
+
+    slurm.hold = hold_as_the_resumed_job_leaves  # type: ignore[method-assign]
+    result = handle_click(ctx, token, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 1)
+    assert (result.status, outcome(result)) == ("done", want)
+    assert slurm.acted("release") == [88017]
+    assert not slurm.records[88017].is_held
+
+
 @pytest.mark.parametrize(("lang", "want"), [
     ("ko", "<@U0APPR>님이 승인했습니다: 작업 88017이(가) 보류되었는지 알 수 없습니다 (lost). "
            "다른 보류와 마찬가지로, 작업 88887에 더 이상 필요하지 않으면 trainbot이 보류를 "

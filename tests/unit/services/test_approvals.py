@@ -750,10 +750,10 @@ def test_a_release_that_failed_once_then_goes_through_is_said_released(
 
 
 def yes_while(ctx: BotContext, slurm: FakeSlurm, state: str,
-              release: Callable[[BotContext], list[int]]) -> list[list[int]]:
+              release: Callable[[BotContext], list[int]]) -> tuple[list[list[int]], str | None]:
     """A yes on 88017's hold during whose `scontrol hold` the resumed job 88887 goes to
     `state` and another run (a second context on the same store) asks for its release
-    (`release`); returns what that release released."""
+    (`release`); returns what that release released, and the prompt's text after the yes."""
     _, hold_token = competitor_setup(ctx, slurm)
     other = make_context(ctx.store, slurm)
     hold = slurm.hold
@@ -765,8 +765,8 @@ def yes_while(ctx: BotContext, slurm: FakeSlurm, state: str,
         hold(job_id)
 
     slurm.hold = hold_as_the_resumed_job_moves_on  # type: ignore[method-assign]
-    handle_click(ctx, hold_token, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 2)
-    return during
+    text = handle_click(ctx, hold_token, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 2).update_text
+    return during, text
 
 
 def test_a_release_waits_for_a_hold_still_being_sent_then_releases_it(
@@ -775,9 +775,11 @@ def test_a_release_waits_for_a_hold_still_being_sent_then_releases_it(
     """The resumed job starts while the yes's `scontrol hold` is on its way: another tick's
     release waits for the hold to be over instead of "releasing" a job not held yet; the
     yes, its hold over, releases it; the job is not left held."""
-    during = yes_while(ctx, slurm, "RUNNING",
-                       lambda other: competitors.release_started(other, NOW + 3))
+    during, text = yes_while(ctx, slurm, "RUNNING",
+                             lambda other: competitors.release_started(other, NOW + 3))
     assert during == [[]]
+    assert text == ("Approved by <@U0APPR>: held 88017, then released it at once: 88887 no "
+                    "longer waits in the queue (RUNNING)")
     assert slurm.acted("release") == [88017]
     assert competitors.release_started(ctx, NOW + 4) == []
     assert slurm.acted("release") == [88017]
@@ -790,9 +792,11 @@ def test_a_cancel_during_the_yes_hold_is_released_by_the_yes_itself(
     """A person cancels the resumed job while the yes's `scontrol hold` is on its way: the
     cancel's release waits for the hold to be over, and the yes, its hold over, releases the
     competitor at once (not a holds tick later) and says so in the thread, once."""
-    during = yes_while(ctx, slurm, "CANCELLED", lambda other: competitors.release_held_for(
+    during, text = yes_while(ctx, slurm, "CANCELLED", lambda other: competitors.release_held_for(
         other, 88887, NOW + 2, "cancelled", "dev"))
     assert during == [[]]
+    assert text == ("Approved by <@U0APPR>: held 88017, then released it at once: 88887 no "
+                    "longer waits in the queue (CANCELLED)")  # not "until 88887 starts"
     assert slurm.acted("release") == [88017]  # before any tick
     assert not slurm.records[88017].is_held
     assert competitors.held_now(ctx) == []
