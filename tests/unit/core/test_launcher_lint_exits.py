@@ -1503,6 +1503,16 @@ def test_a_call_in_a_tested_group_or_subshell_runs_without_errexit(tmp_path, bod
     _counter_stops_bash_as_the_level_says(tmp_path, body, level)
 
 
+def _bash_goes_on_and_the_lint_says_nothing(tmp_path, body: str) -> None:
+    """Real bash runs `body` to its end (status 0), and the lint has no counter finding."""
+    launch = tmp_path / "launch.sh"
+    launch.write_text(f"#!/bin/bash\n{body}")
+    assert subprocess.run(["bash", str(launch)], capture_output=True, text=True, timeout=20,
+                          env={"PATH": "/usr/bin:/bin"}).returncode == 0
+    assert [f for f in lint_launcher(f"#!/bin/bash\n{body}")
+            if f.check in (CHECK_ARITH_ZERO, CHECK_ARITH_UNSET) and f.level != "pass"] == []
+
+
 @pytest.mark.parametrize("body", [
     "set -e\nn=0\nf() { ((n++)); }\n{ f; } || true\necho ok\n",
     "set -e\nn=0\nf() { ((n++)); }\n( f ) || true\necho ok\n",
@@ -1510,12 +1520,7 @@ def test_a_call_in_a_tested_group_or_subshell_runs_without_errexit(tmp_path, bod
 ])
 def test_a_body_called_in_a_tested_group_or_subshell_only_is_no_finding(tmp_path, body):
     """Bash runs the script to its end; the lint said `fail` on f's counter."""
-    launch = tmp_path / "launch.sh"
-    launch.write_text(f"#!/bin/bash\n{body}")
-    assert subprocess.run(["bash", str(launch)], capture_output=True, text=True, timeout=20,
-                          env={"PATH": "/usr/bin:/bin"}).returncode == 0
-    assert [f for f in lint_launcher(f"#!/bin/bash\n{body}")
-            if f.check in (CHECK_ARITH_ZERO, CHECK_ARITH_UNSET) and f.level != "pass"] == []
+    _bash_goes_on_and_the_lint_says_nothing(tmp_path, body)
 
 
 @pytest.mark.parametrize(("body", "level", "lint_level"), [
@@ -1816,12 +1821,7 @@ def test_a_counter_of_a_bodys_local_reads_the_bodys_own(tmp_path, body, level):
     "set -e\nn=0\nf() { ((n++)); }\necho `echo a; f`\necho ok\n",
 ])
 def test_a_call_after_another_command_of_a_substitution_is_no_plain_call(tmp_path, body):
-    launch = tmp_path / "launch.sh"
-    launch.write_text(f"#!/bin/bash\n{body}")
-    assert subprocess.run(["bash", str(launch)], capture_output=True, text=True, timeout=20,
-                          env={"PATH": "/usr/bin:/bin"}).returncode == 0
-    assert [f for f in lint_launcher(f"#!/bin/bash\n{body}")
-            if f.check in (CHECK_ARITH_ZERO, CHECK_ARITH_UNSET) and f.level != "pass"] == []
+    _bash_goes_on_and_the_lint_says_nothing(tmp_path, body)
 
 
 @pytest.mark.parametrize(("body", "codes", "line"), [
@@ -1921,12 +1921,7 @@ def test_an_eval_of_a_function_calls_it(tmp_path, body, level):
     "set -e\nf() { n=0; ((n++)); }\n! ( f )\necho ok\n",
 ])
 def test_a_call_in_a_negated_subshell_is_tested(tmp_path, body):
-    launch = tmp_path / "launch.sh"
-    launch.write_text(f"#!/bin/bash\n{body}")
-    assert subprocess.run(["bash", str(launch)], capture_output=True, text=True, timeout=20,
-                          env={"PATH": "/usr/bin:/bin"}).returncode == 0
-    assert [f for f in lint_launcher(f"#!/bin/bash\n{body}")
-            if f.check in (CHECK_ARITH_ZERO, CHECK_ARITH_UNSET) and f.level != "pass"] == []
+    _bash_goes_on_and_the_lint_says_nothing(tmp_path, body)
 
 
 @pytest.mark.parametrize(("body", "level"), [
