@@ -65,11 +65,21 @@ ENDS = {
     # print()ed, 2017-11 to 2020-06 (two blanks before `time elapsed`)
     "num_epochs, print": "[ num_epochs completed:10  time elapsed:8123.45s ]\n",
     "patience, print": "[ ran out of patience! stopping training. ]\n",
+    # examples/train_model.py before 293e4bec (2017-11): `print('[ max_train_time elapsed: {}
+    # ]'.format(train_time.time()))`, before c402f550 (2017-06) `"[max_train_time elapsed: " +
+    # str(train_time.time()) + "]"`; `print('[ ran out of patience! stopping. ]')` before
+    # fdadbdd8 (2017-06)
+    "max_train_time, 2017": "[ max_train_time elapsed: 8123.456789 ]\n",
+    "max_train_time, 2017-05": "[max_train_time elapsed: 8123.456789]\n",
+    "patience, 2017-06": "[ ran out of patience! stopping. ]\n",
 }
 MARKER = {"num_epochs": "num_epochs completed", "max_train_steps": "max_train_steps elapsed",
           "max_train_time": "max_train_time elapsed", "patience": "ran out of patience",
           "validation cutoff": "task solved!", "num_epochs, print": "num_epochs completed",
-          "patience, print": "ran out of patience"}
+          "patience, print": "ran out of patience",
+          "max_train_time, 2017": "max_train_time elapsed",
+          "max_train_time, 2017-05": "max_train_time elapsed",
+          "patience, 2017-06": "ran out of patience"}
 
 
 @pytest.mark.parametrize("name", list(ENDS))
