@@ -380,7 +380,8 @@ def release_held_for(ctx: BotContext, job_id: int | str, now: float, why: str,
         if cluster is not None and approval.payload.get("cluster") != cluster:
             continue
         if not hold_over(ctx, approval, now):
-            continue  # its `scontrol hold` may still land: released once it is over
+            continue  # its `scontrol hold` may still land (released once it is over), or
+            # the release came before the hold was sent: nothing held, nothing to release
         if not claim_release(ctx, approval, now):
             continue  # another tick or replica is releasing it, or tries again later
         crashpoint("hold_release_claimed", approval.token)  # crash-test hook (no-op in production)
@@ -433,20 +434,40 @@ HOLD_ENDED_STEP = "hold_ended"
 def hold_over(ctx: BotContext, approval: Approval, now: float) -> bool:
     """Can held competitor `approval` be released now, no `scontrol hold` of it still able
     to land after the release? Its hold's `holding` step, marked by apply_hold before it sends
-    the hold, is taken by this release when not marked yet (no hold may follow: apply_hold
-    then holds nothing); else its hold is over (`hold_ended`), or its holder died or did not
-    see its hold's end (hold_unknown) and the step is bot.core.takeover.hold_step_takeover_s
-    old (its hold has ended by then). A hold
-    approved by a bot from before the `holding` step has none: its hold went out before its
-    approval was recorded, so the release takes the step as for a hold not sent yet."""
+    the hold, is taken by this release when not marked yet: no hold may follow (apply_hold
+    then holds nothing and says the job was not held), so nothing is released or said and the
+    row is done (`taken_before_its_hold`). Else its hold is over (`hold_ended`), or its holder
+    died or did not see its hold's end (hold_unknown) and the step is
+    bot.core.takeover.hold_step_takeover_s old (its hold has ended by then)."""
     approvals, token = ctx.store.approvals, approval.token
     if approvals.mark_step(token, HOLDING_STEP, now=now):
         approvals.mark_step(token, HOLD_ENDED_STEP, now=now)
-        return True
+        return not taken_before_its_hold(ctx, approval, now)
     steps = approvals.steps(token)
     if HOLD_ENDED_STEP in steps:
         return True
     return steps[HOLDING_STEP] <= now - step_takeover_s(ctx, approval, HOLDING_STEP)
+
+
+def taken_before_its_hold(ctx: BotContext, approval: Approval, now: float) -> bool:
+    """A release took held competitor `approval`'s `holding` step first (`hold_over`): when
+    its yes is younger than the step's takeover time, its apply_hold may still be on its way
+    and now sends no hold: trainbot holds nothing, so the row is done without a release
+    (`scontrol release` of a job trainbot did not hold would drop a hold its owner placed) nor
+    a note (its prompt says it was not held); True then. An older yes is one approved by a
+    bot from before the `holding` step, whose hold went out before its approval was recorded
+    (or whose process died before its hold): False, released as any hold."""
+    decided = approval.decided_at
+    if decided is None or decided <= now - step_takeover_s(ctx, approval, HOLDING_STEP):
+        return False
+    ctx.store.approvals.mark_done(approval.token, now=now)
+    ctx.store.audit.record(
+        actor="trainbot", action="competitor.release", now=now,
+        job_id=str(_competitor(approval)), recipe=approval.payload.get("recipe"),
+        result="skipped", detail={"for_job": approval.payload.get("for_job"),
+                                  "why": "taken before its hold was sent: nothing held"},
+    )  # fmt: skip
+    return True
 
 
 RELEASING_STEP = "releasing"

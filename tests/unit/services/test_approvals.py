@@ -810,7 +810,8 @@ def yes_whose_release_came_first(ctx: BotContext, slurm: FakeSlurm, *,
                                  slurm_down_after: bool = False) -> str | None:
     """A yes on 88017's hold whose release (another tick: 88887 started) takes the hold
     right after the yes read both jobs (88887 PENDING then), Slurm answering no more after
-    it with `slurm_down_after`; returns the prompt's text after the yes."""
+    it with `slurm_down_after`; returns the prompt's text after the yes. That release
+    releases nothing: the hold was never sent."""
     _, hold_token = competitor_setup(ctx, slurm)
     jobs = slurm.jobs
 
@@ -818,7 +819,7 @@ def yes_whose_release_came_first(ctx: BotContext, slurm: FakeSlurm, *,
         records = jobs(ids)
         slurm.jobs = jobs  # type: ignore[method-assign]
         slurm.set(88887, state="RUNNING")
-        assert competitors.release_started(make_context(ctx.store, slurm), NOW + 2) == [88017]
+        assert competitors.release_started(make_context(ctx.store, slurm), NOW + 2) == []
         slurm.down = slurm_down_after
         return records
 
@@ -835,6 +836,20 @@ def test_a_yes_whose_release_came_first_holds_nothing(ctx: BotContext, slurm: Fa
     assert slurm.acted("hold") == []
     assert competitors.held_now(ctx) == []
     assert text == "Approved by <@U0APPR>: job 88887 is already RUNNING; 88017 was not held"
+
+
+def test_a_yes_whose_release_came_first_and_the_thread_agree(ctx: BotContext,
+                                                             slurm: FakeSlurm) -> None:
+    """The release took the hold before the yes sent it: the prompt says "88017 was not
+    held", and the thread says nothing of a release, nor does trainbot run `scontrol
+    release` on a job it never held (that would drop a hold its owner placed); no later tick
+    does either."""
+    text = yes_whose_release_came_first(ctx, slurm)
+    assert text is not None and text.endswith("88017 was not held")
+    assert competitors.release_started(ctx, NOW + 100_000) == []
+    assert slurm.acted("hold") == [] and slurm.acted("release") == []
+    assert not any(t.startswith("Released 88017") for t in recorded(ctx).texts())
+    assert competitors.held_now(ctx) == []
 
 
 def test_a_yes_whose_release_came_first_names_no_stale_state_when_slurm_stops_answering(
@@ -939,6 +954,8 @@ def test_a_korean_recipes_release_note_is_korean(store: Store, slurm: FakeSlurm)
         payload={"cluster": "dev", "for_job": "88887", "recipe": "mix"}, allowed=["U0APPR"],
         now=NOW, expires_at=NOW + 3600)
     assert ctx.store.approvals.claim(token, "U0APPR", now=NOW).claimed
+    for step in (competitors.HOLDING_STEP, competitors.HOLD_ENDED_STEP):  # as apply_hold
+        assert ctx.store.approvals.mark_step(token, step, now=NOW)
     slurm.add(88017, reason="JobHeldUser", priority=0)
     slurm.add(88887, state="RUNNING")
     assert competitors.release_started(ctx, NOW + 1) == [88017]
@@ -1070,7 +1087,9 @@ def test_a_hold_approved_before_holds_had_steps_is_released_once(
         conn.execute(text("DELETE FROM prompt_steps WHERE token = :token"),
                      {"token": held.token})
     assert ctx.store.approvals.steps(held.token) == {}
-    assert competitors.release_started(ctx, NOW + 3) == [88017]
+    # its yes is older than the `holding` step's takeover: not one whose hold is on its way
+    due = NOW + 2 + competitors.step_takeover_s(ctx, held, competitors.HOLDING_STEP)
+    assert competitors.release_started(ctx, due + 1) == [88017]
     assert competitors.release_started(ctx, NOW + 10_000) == []
     assert slurm.acted("release") == [88017]
     assert not slurm.records[88017].is_held
