@@ -345,6 +345,16 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
         if placed else []
     top_values, fake_paths, fake_constructs = _set_where_called(
         code, values, in_shell, scan, subshells, in_subshells, expansions, locals_of, path_of)
+    # (what a call in a body reads: the script's view and the bodies' own assignments, these
+    # read through a chain of calls only: arith_calls.at_calls's `hidden`)
+    in_bodies: set[int] = set()
+    for_calls = values
+    if top_values is not values:
+        in_bodies = {pos for v in values.values() for pos, _v in v} - {
+            pos for v in top_values.values() for pos, _v in v}
+        for_calls = {var: [e for e in sorted(
+            [*top_values[var], *(e for e in v if e[0] in in_bodies)], key=lambda e: e[0])
+            if e[0] not in in_subshells] for var, v in values.items()}
     if fake_paths:
         scan = replace(scan, constructs={**scan.constructs, **fake_constructs})
         real_path_of = path_of
@@ -422,7 +432,9 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
                     and (pos not in in_subshells
                          or in_subshells[pos][0] <= a.offset < in_subshells[pos][1]))]
                 before = all_before = [(pos, v) for pos, v in assigned if pos < a.offset]
-            called = at_calls(a, assigned, calls_of, spans, scan.constructs, path_of)
+            called = at_calls(a, assigned if outside or declared is not None or not in_bodies
+                              else for_calls[a.variable], calls_of, spans, scan.constructs,
+                              path_of, in_bodies)
             if called is not None and not (before and before[-1][0] >= called.body[0]):
                 if called.at is None:
                     continue  # no call where its status or an unbound variable stops bash

@@ -6,7 +6,7 @@ the calls a loop's body makes again on its next pass (`with_later_passes`)."""
 from __future__ import annotations
 
 import bisect
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 from dataclasses import replace
 from typing import NamedTuple
 
@@ -65,7 +65,8 @@ def with_later_passes(calls: list[Call], loops: dict[int, int]) -> list[Call]:
 def at_calls(a: Arith, assigned: list[tuple[int, str | None]],
              calls_of: dict[str, list[Call]], spans: list[tuple[int, int, str]],
              constructs: dict[tuple[int, int], Construct],
-             path_of: Callable[[int], tuple[Step, ...]]) -> AtCall | None:
+             path_of: Callable[[int], tuple[Step, ...]],
+             hidden: Collection[int] = frozenset()) -> AtCall | None:
     """Where `a`, in the body of a function the script calls (from its own shell, or from
     another function's body run there: calls.outermost_calls), is judged: at the call it was
     read again at under `set -u` (model.Arith.called_at: an earlier call, where `set -u` was
@@ -75,7 +76,10 @@ def at_calls(a: Arith, assigned: list[tuple[int, str | None]],
     body, or, when the body ran since (an earlier call), what the body's end leaves (its last
     assignment after `a`, `m=0`, on every way through its branches: branches.last_to_run; one
     in a branch bash may skip leaves it so on some runs only) or else an unknown value, but an
-    "08" that no count changes. None: `a` is in no such body, and is judged where it is."""
+    "08" that no count changes. None: `a` is in no such body, and is judged where it is.
+    `hidden`: the offsets of `assigned` in function bodies, which hold at those bodies' calls
+    (the entries of `assigned` there: body_assignments) and are read only through a call
+    chain's bodies (calls.values_at_calls)."""
     k = bisect.bisect_right(spans, (a.offset, 1 << 62, ""))
     if not k or spans[k - 1][1] <= a.offset:
         return None  # in no body (or in one after a function defined in it: not judged here)
@@ -94,7 +98,7 @@ def at_calls(a: Arith, assigned: list[tuple[int, str | None]],
     earlier: set[int] = set()  # the offsets of the calls before this one
     ran_here = False  # one of them ran the body in the script's shell (not in a subshell)
     for call, ran, last, also in values_at_calls(name, body, calls, assigned, constructs,
-                                                 path_of):
+                                                 path_of, hidden):
         # set in a branch of a body the call is made through: on the runs where the value that
         # stops bash is the one that holds (said so, a warning)
         set_partly: int | None = None

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Collection
 
 from bot.core.launcher_lint.branch_paths import Step, last_to_run
 from bot.core.launcher_lint.model import Call, Construct, Opts
@@ -161,21 +161,27 @@ AtCall = tuple[Call, bool, tuple[int, str | None] | None, list[tuple[int, str | 
 def values_at_calls(name: str, body: tuple[int, int], calls: list[Call],
                     assigned: list[tuple[int, str | None]],
                     constructs: dict[tuple[int, int], Construct],
-                    path_of: Callable[[int], tuple[Step, ...]]) -> list[AtCall]:
+                    path_of: Callable[[int], tuple[Step, ...]],
+                    hidden: Collection[int] = frozenset()) -> list[AtCall]:
     """For each call of function `name` (its body at `body`), in the order the walk reached
     them: whether the body ran since the variable's last assignment outside the body before
     the call (an earlier call after it; on a loop's later pass, not when the assignment is in
     that loop before the call, which runs again first), and that assignment ((offset, value),
     None when there is none); with the assignments that hold there instead on some runs (the
     bodies the call is made through set it in a branch bash may skip: _set_in_chain), [] when
-    that one holds on every run.
+    that one holds on every run. `hidden`: offsets of `assigned` never read as what holds
+    outside the body (other bodies' assignments, which hold at their calls: read through a
+    chain's bodies only).
 
     Each call costs the logarithm of the number of assignments (bisection in them; a call made
     through other bodies steps back over each of those bodies' assignments at once) and what
     its chain of bodies sets, read once per chain (many calls of one function are linear in
     their number)."""
     start, end = body
-    outside = [(pos, v) for pos, v in assigned if not start <= pos < end]
+    # (what this body leaves at its own earlier calls is read from its text: `ran` below)
+    own = {c.offset for c in calls if c.name == name} if hidden else set()
+    outside = [(pos, v) for pos, v in assigned if not start <= pos < end and pos not in hidden
+               and pos not in own and pos - 1 not in own]
     starts = [pos for pos, _v in outside]
     offsets = [pos for pos, _v in assigned]
     set_in: dict[tuple[tuple[int, int, int], ...],

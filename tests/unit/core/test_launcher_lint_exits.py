@@ -1938,3 +1938,16 @@ def test_a_call_in_a_negated_subshell_is_tested(tmp_path, body):
 ])
 def test_a_bang_glued_to_a_word_is_a_command_bash_does_not_find(tmp_path, body, level):
     _counter_stops_bash_as_the_level_says(tmp_path, body, level)
+
+
+@pytest.mark.parametrize(("body", "level"), [
+    # a counter in a body, judged at a call, reads what another body's call set before it, not
+    # that body's text (each misread by text position)
+    ("set -e\ng() { ((n++)); }\nf() { n=1; }\nn=0\nf\ng\n", None),
+    ("set -e\nf() { n=0; }\ng() { ((n++)); }\nn=5\nf\ng\n", "fail"),
+    ("set -e\ng() { ((n++)); }\nf() { n=0; }\nn=5\ng\n", None),
+    # (… and through another body, as before)
+    ("set -e\ninc() { ((n++)); }\nrun() { n=0; inc; }\nn=5\nrun\n", "fail"),
+])
+def test_a_body_counter_reads_what_another_bodys_call_set(tmp_path, body, level):
+    _counter_stops_bash_as_the_level_says(tmp_path, body, level)
