@@ -490,15 +490,18 @@ class MetricSeries:
                         # last training line before it stays in the tail's reach
                         last_sampled = k
                         found = True
-                        break
+                        if not bars.evaluating:
+                            break
+                        # a line with no iteration (a loss alone) closes no evaluation: read
+                        # on to the line that does
             # the located lines the window read are read (read again after the training line
             # that ends it, an evaluation's opening line would open it again)
             while pending and pending[0] <= k:
                 pending.popleft()
-            if found:
-                i = last_sampled + self.stride
-            elif bars.evaluating:
+            if bars.evaluating:
                 i = k + 1  # still open at the block's end: the next block is read from its start
+            elif found:
+                i = last_sampled + self.stride
             else:
                 i = max(i + 15, k) + self.stride
         # Always the block's last metric line, so latest iteration and progress are exact,

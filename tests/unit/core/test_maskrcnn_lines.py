@@ -303,3 +303,20 @@ def test_an_evaluation_open_at_a_blocks_end_is_read_on_in_the_next_block():
         assert series.stride > 1
         series.feed_block(second, first.count("\n") + 1)
         assert (series.last_iteration, series.target_iter) == (2000, 3000), max_samples
+
+
+def test_a_loss_alone_inside_an_evaluation_read_sparsely_does_not_end_its_reading():
+    """As above, with a line that shows a loss and no iteration (a script's own `loss: 0.4321`)
+    between the validation's bar and the first stage's last bar: it closes no evaluation, so the
+    reading goes on to that bar, which does; the run at 2000 of 3000. Before, the window ended
+    at the loss line, that bar unread: the run at 960 or 980 of 1000 with 16 to 96 samples."""
+    at = _LOGGER.format(h=10, m=0).replace("trainer", "inference")
+    log = ("".join(_bar(n, 1000) for n in range(10, 991, 10))
+           + at + "Start evaluation on [Validation] dataset(500 images).\n"
+           + _bar(250, 250) + "loss: 0.4321\n" + _bar(1000, 1000)
+           + "".join(_bar(n, 3000) for n in range(10, 2001, 10)))
+    for max_samples in range(16, 129, 4):
+        series = MetricSeries(max_samples=max_samples)
+        series.feed_block(log)
+        assert series.stride > 1
+        assert (series.last_iteration, series.target_iter) == (2000, 3000), max_samples
