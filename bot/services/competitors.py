@@ -22,7 +22,7 @@ import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from bot.cluster.errors import ClusterError, OutcomeUnknown, said
+from bot.cluster.errors import ClusterError, CommandTimedOut, OutcomeUnknown, said
 from bot.core.slack_bounds import bot_post_at_most_s
 from bot.core.slurm.records import JobRecord
 from bot.core.takeover import StepBounds, hold_step_takeover_s, post_takeover_s
@@ -414,8 +414,9 @@ def release_seen(ctx: BotContext, approval: Approval, for_job: str, why: str,
     """The `scontrol release` of held competitor `approval` whose end was not seen (`exc`):
     it may have worked, so the job is read again. True when it holds no more (or Slurm no
     longer knows it): released, said and done as any release, not tried again. Still held:
-    it failed (`release_failed`). Not read: said as unknown, looked at again as a failure
-    is tried again (`release_failed` with `unknown`)."""
+    it failed (`release_failed`), unless it outlived its timeout (`may_still_run`): it may
+    land after this read, so it is said as unknown, as when the job is not read; either is
+    looked at again as a failure is tried again (`release_failed` with `unknown`)."""
     try:
         rec = ctx.clusters.slurm(approval.payload["cluster"]).job(_competitor(approval))
     except ClusterError:
@@ -423,8 +424,16 @@ def release_seen(ctx: BotContext, approval: Approval, for_job: str, why: str,
         return False
     if rec is None or not rec.is_held:
         return True
-    release_failed(ctx, approval, for_job, why, state, now, str(exc))
+    release_failed(ctx, approval, for_job, why, state, now, str(exc),
+                   unknown=may_still_run(exc))
     return False
+
+
+def may_still_run(exc: OutcomeUnknown) -> bool:
+    """Did the command behind `exc` outlive its timeout (bot.cluster.slurm raises that
+    OutcomeUnknown from its CommandTimedOut), so that it may still be running and take
+    effect after a look at the job?"""
+    return isinstance(exc.__cause__, CommandTimedOut)
 
 
 HOLDING_STEP = "holding"
@@ -500,8 +509,8 @@ def say_release(ctx: BotContext, approval: Approval, for_job: str, why: str,
     """Say in the thread what became of held competitor `approval`'s release
     (templates/hold_released.json.j2), once: released, or failed (`problem`) and left to
     the person; or its `retry` (attempt, minutes until the next one) failed, once each;
-    `unknown`: the release's end was not seen nor the job read after it, so whether it
-    worked is not known."""
+    `unknown`: the release's end was not seen and the job was not read after it, or it
+    outlived its timeout and may still land, so whether it worked is not known."""
     key = f"hold-release:{approval.token}" + ("" if retry is None else f":failed:{retry[0]}")
     thread_message(ctx, approval.chain_id, key, "hold_released", {
         "competitor": str(_competitor(approval)), "for_job": for_job, "why": why,
@@ -530,7 +539,8 @@ def release_failed(ctx: BotContext, approval: Approval, for_job: str, why: str,
                    state: str | None, now: float, problem: str, *, final: bool = False,
                    unknown: bool = False) -> None:
     """The release of held competitor `approval` failed (Slurm's or ssh's words: `problem`),
-    or, `unknown`, may have (its end not seen, the job not read after it): recorded and said
+    or, `unknown`, may have (its end not seen, the job not read after it or the release
+    timed out and may still be running): recorded and said
     in the thread once per attempt (its `release_failed_N` step). Before the
     MAX_RELEASE_ATTEMPTS-th (and unless `final`) the hold stays in the ledger, its release
     tried again once its `releasing` step is due (`claim_release`), the thread told so; then

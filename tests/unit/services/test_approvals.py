@@ -734,6 +734,38 @@ def test_a_release_whose_answer_was_lost_and_that_did_not_take_effect_is_tried_a
     assert not slurm.records[88017].is_held
 
 
+def test_a_release_that_timed_out_and_still_holds_when_read_says_it_is_not_known_yet(
+    ctx: BotContext, slurm: FakeSlurm
+) -> None:
+    """`scontrol release 88017` outlives its timeout (it may still be running) and the look
+    right after finds 88017 still held: the release may land after that look, so the thread
+    says trainbot does not know yet whether it released it, never that it could not; once
+    the release lands, the next try says it was released, once."""
+    held_then_running(ctx, slurm)
+    release = slurm.release
+    timing_out = SlurmClient(FakeRunner(
+        {"scontrol": CommandTimedOut(["scontrol", "release", "88017"], 20)}))
+
+    def release_still_running(job_id: int) -> None:
+        slurm.release = release  # type: ignore[method-assign]
+        timing_out.release(job_id)  # as the real client raises it (OutcomeUnknown)
+
+    slurm.release = release_still_running  # type: ignore[method-assign]
+    [held] = competitors.held_now(ctx)
+    wait = competitors.release_takeover_s(ctx, held)
+    assert competitors.release_started(ctx, NOW + 3) == []
+    texts = recorded(ctx).texts()
+    assert not any(t.startswith("Could not release") for t in texts), texts
+    [unknown] = [t for t in texts if "may or may not have released 88017" in t]
+    assert unknown.startswith("trainbot may or may not have released 88017 (`scontrol "
+                              "release 88017` did not answer within 20 s")
+    assert unknown.endswith(f"; it looks at it again in about {-(-wait // 60):g} minutes.")
+    slurm.set(88017, reason="Priority", priority=1)  # the release lands now
+    assert competitors.release_started(ctx, NOW + 3 + wait) == [88017]
+    assert recorded(ctx).texts().count("Released 88017: 88887 is running.") == 1
+    assert competitors.held_now(ctx) == []
+
+
 def test_a_release_that_failed_once_then_goes_through_is_said_released(
     ctx: BotContext, slurm: FakeSlurm
 ) -> None:
