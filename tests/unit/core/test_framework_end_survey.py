@@ -13,10 +13,13 @@ end markers' rules too: more training or an error after one is no finished run."
 from __future__ import annotations
 
 import pytest
+from support.diagnosis import read_log
 from support.end_marker import assert_still_running, assert_the_error_decides, read
 from support.framework_ends import CUT_SHORT, ENDS, MARKERS
 
 from bot.cli import main
+from bot.core.catalogue import Catalogue
+from bot.core.models import Accounting
 
 VERDICT = {"completed": "completed - Training completed",
            "none": "none - running, nothing to report"}
@@ -168,3 +171,31 @@ def test_a_run_that_melk_saved_on_sigusr1_and_then_stops_hit_its_time_limit(end)
 def test_an_error_after_melks_save_on_sigusr1_is_no_time_limit():
     d = read(LDM + SUMMONING + LDM_MORE + SUMMONING + KEY_ERROR)
     assert d.class_id == "unknown_failure"
+
+
+# main.py's handlers (CompVis/stable-diffusion main.py 21f890f9, latent-diffusion's alike):
+# SIGUSR1's melk prints `Summoning checkpoint.`, saves last.ckpt and returns, so training goes
+# on; SIGUSR2's divein opens pudb on rank 0 (no line of its own). After `trainer.fit` only an
+# exception (melk, then its traceback: exit 1) or a KeyboardInterrupt Lightning caught
+# (SetupCallback.on_keyboard_interrupt's `Summoning checkpoint.`; fit() returns, no test
+# when trainer.interrupted: exit 0) print it again. Slurm's time limit itself is sacct's TIMEOUT.
+_LDM_FAILED = Accounting(state="FAILED", exit_code=1, signal=0, elapsed_s=6000)
+_LDM_COMPLETED = Accounting(state="COMPLETED", exit_code=0, signal=0, elapsed_s=6000)
+_LDM_TIMEOUT = Accounting(state="TIMEOUT", exit_code=0, signal=15, elapsed_s=6000)
+
+
+@pytest.mark.parametrize(("acct", "reading"), [
+    (None, ("none", "progress")),  # training after melk's save: still running
+    (_LDM_FAILED, ("unknown_failure", "accounting")),  # died of nothing it said, not the limit
+    (_LDM_TIMEOUT, ("time_limit", "accounting")),
+], ids=["no accounting", "FAILED", "TIMEOUT"])
+def test_a_log_ending_in_training_after_melks_save_on_sigusr1(acct, reading):
+    d = read_log(Catalogue.load(), LDM + SUMMONING + LDM_MORE, acct)
+    assert (d.class_id, d.decided_by) == reading
+
+
+def test_a_second_summoning_with_exit_0_is_a_run_stopped_short():
+    """The only summoning fit() returns after is Lightning's caught KeyboardInterrupt: exit 0
+    with the training not done, a silent exit (not the time limit, which is TIMEOUT)."""
+    d = read_log(Catalogue.load(), LDM + SUMMONING + LDM_MORE + SUMMONING, _LDM_COMPLETED)
+    assert (d.class_id, d.decided_by) == ("silent_exit", "detector")
