@@ -6,7 +6,8 @@ upload URL it hands out points at itself). It records every request for assertio
 told to answer 429 (with Retry-After) or 5xx for the next K calls of a method, or to read a
 call and close the connection without answering (`drop_next`: the fate a client cannot know).
 With `tls=True` it serves HTTPS, as Slack does, under a certificate of its own for 127.0.0.1
-that `client_ssl` trusts.
+that `client_ssl` trusts. `ConnectProxy` is an HTTP proxy in front of it (a CONNECT tunnel for
+HTTPS), as on an institution's network.
 
     with SlackStandIn() as slack:
         client = WebClient(token=slack.token, base_url=slack.api_url)
@@ -19,13 +20,16 @@ import ipaddress
 import itertools
 import json
 import re
+import select
+import socket
+import socketserver
 import ssl
 import tempfile
 import threading
 import time
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any
+from typing import Any, Self
 from urllib.parse import parse_qs, urlparse
 
 from cryptography import x509
@@ -290,7 +294,39 @@ _METHOD_SCOPE = {
 _HISTORY_METHODS = ("conversations.history", "conversations.replies")
 
 
-class SlackStandIn:
+class _LocalServer:
+    """A server on 127.0.0.1 serving in a thread of its own: `with X() as x:` or
+    `start()`/`stop()`."""
+
+    _server: socketserver.TCPServer | None = None
+    _thread: threading.Thread | None = None
+
+    def start(self) -> Self:
+        raise NotImplementedError
+
+    def _serve(self, server: socketserver.TCPServer, name: str) -> None:
+        self._server = server
+        self._thread = threading.Thread(target=server.serve_forever, args=(0.05,),
+                                        daemon=True, name=name)
+        self._thread.start()
+
+    def stop(self) -> None:
+        if self._server is not None:
+            self._server.shutdown()
+            self._server.server_close()
+            self._server = None
+        if self._thread is not None:
+            self._thread.join(timeout=5)
+            self._thread = None
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class SlackStandIn(_LocalServer):
     """The stand-in server; start with `with SlackStandIn() as s:` or `start()`/`stop()`.
 
     `scopes`: what the token was granted (a method needing another answers `missing_scope`);
@@ -316,8 +352,6 @@ class SlackStandIn:
         self._lock = threading.RLock()
         self._ts_counter = itertools.count(1)
         self._file_counter = itertools.count(1)
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
 
     # --- lifecycle --------------------------------------------------------------------------
 
@@ -347,30 +381,13 @@ class SlackStandIn:
         class Handler(_Handler):
             owner = standin
 
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         if self._certificate is not None:
-            self._server.socket = _server_ssl(*self._certificate).wrap_socket(
-                self._server.socket, server_side=True, do_handshake_on_connect=False)
-        self._server.daemon_threads = True
-        self._thread = threading.Thread(target=self._server.serve_forever, args=(0.05,),
-                                        daemon=True, name="slack-standin")
-        self._thread.start()
+            server.socket = _server_ssl(*self._certificate).wrap_socket(
+                server.socket, server_side=True, do_handshake_on_connect=False)
+        server.daemon_threads = True
+        self._serve(server, "slack-standin")
         return self
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
-
-    def __enter__(self) -> SlackStandIn:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
     # --- test controls ----------------------------------------------------------------------
 
@@ -867,3 +884,89 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self._send(status, json.dumps(response).encode(), "application/json; charset=utf-8",
                    extra, fault.trickle_s if fault is not None else None)
+
+
+class ConnectProxy(_LocalServer):
+    """A local HTTP proxy, as an institution's network puts in front of Slack: an https URL's
+    request goes through a CONNECT tunnel (`CONNECT host:port`, answered 200, then the bytes
+    relayed both ways as they come, a trickle too), an http URL's is forwarded (its absolute
+    URL's request sent on to its host). `routed` lists the `host:port` of each request it
+    carried, in order.
+
+        with SlackStandIn(tls=True) as slack, ConnectProxy() as proxy:
+            client = WebClient(token=slack.token, base_url=slack.api_url, proxy=proxy.url)
+    """
+
+    def __init__(self) -> None:
+        self.routed: list[str] = []
+        self._lock = threading.Lock()
+
+    @property
+    def url(self) -> str:
+        assert self._server is not None, "ConnectProxy not started"
+        host, port = self._server.server_address[:2]
+        return f"http://{host!s}:{port}"
+
+    def start(self) -> ConnectProxy:
+        proxy = self
+
+        class Handler(_ProxyHandler):
+            owner = proxy
+
+        server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
+        server.daemon_threads = True
+        self._serve(server, "connect-proxy")
+        return self
+
+    def carried(self, hostport: str) -> None:
+        with self._lock:
+            self.routed.append(hostport)
+
+
+class _ProxyHandler(socketserver.StreamRequestHandler):
+    owner: ConnectProxy
+    rbufsize = 0  # the request's head only: the bytes after it are relayed as they are
+
+    def handle(self) -> None:
+        parts = self.rfile.readline(65537).decode("latin-1").split()
+        if len(parts) != 3:
+            return
+        verb, target, version = parts
+        head = b""
+        while (line := self.rfile.readline(65537)) not in (b"\r\n", b"\n", b""):
+            head += line
+        if verb == "CONNECT":
+            hostport = target
+        else:
+            url = urlparse(target)
+            hostport = url.netloc
+            path = url.path + (f"?{url.query}" if url.query else "")
+            head = f"{verb} {path} {version}\r\n".encode("latin-1") + head + b"\r\n"
+        host, _, port = hostport.rpartition(":")
+        self.owner.carried(hostport)
+        try:
+            upstream = socket.create_connection((host, int(port)), timeout=5)
+        except OSError:
+            self.wfile.write(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n")
+            return
+        with upstream:
+            if verb == "CONNECT":
+                self.wfile.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
+            else:
+                upstream.sendall(head)
+            _relay(self.connection, upstream)
+
+
+def _relay(a: socket.socket, b: socket.socket) -> None:
+    """Relay bytes between `a` and `b` until either ends its side (or fails)."""
+    other = {a: b, b: a}
+    while True:
+        ready, _, _ = select.select([a, b], [], [], 1.0)
+        for sock in ready:
+            try:
+                data = sock.recv(65536)
+                if not data:
+                    return
+                other[sock].sendall(data)
+            except OSError:
+                return

@@ -467,7 +467,8 @@ class SlackPoster:
         if (late := self._no_time_for_a_request(deadline)) is not None:
             raise late
         request = Request(step1["upload_url"], data=data, method="POST")
-        open_whole(request, timeout_s=self.client.timeout, context=self.client.ssl)
+        open_whole(request, timeout_s=self.client.timeout, context=self.client.ssl,
+                   proxy=self.client.proxy)
         return str(step1["file_id"])
 
     def _history(self, channel: str, thread_ts: str | None) -> list[dict]:

@@ -238,12 +238,14 @@ class _WholeRequestClient(WebClient):
     (bot.slack.whole_request): a response trickling in byte by byte fails with TimeoutError
     when it is due, as a socket timeout does, not one socket read's timeout after each byte
     (which would let one request outlast a post's worst case,
-    bot.core.slack_bounds.post_at_most_s)."""
+    bot.core.slack_bounds.post_at_most_s). Through its `proxy` too (slack_sdk's: given, or
+    from HTTPS_PROXY and its kin), bounded the same way."""
 
     def _perform_urllib_http_request_internal(self, url: str, req: Request) -> dict[str, Any]:
-        if not url.lower().startswith("http") or self.proxy is not None:
-            return super()._perform_urllib_http_request_internal(url, req)
-        status, headers, body = open_whole(req, timeout_s=self.timeout, context=self.ssl)
+        if not url.lower().startswith("http"):
+            return super()._perform_urllib_http_request_internal(url, req)  # refuses it
+        status, headers, body = open_whole(req, timeout_s=self.timeout, context=self.ssl,
+                                           proxy=self.proxy)
         if headers.get_content_type() == "application/gzip":  # as slack_sdk's: bytes
             return {"status": status, "headers": headers, "body": body}
         charset = headers.get_content_charset() or "utf-8"

@@ -8,6 +8,15 @@ body) ends within `timeout_s`: a timer shuts down the request's sockets when it 
 read blocked on them returns, and the request fails with TimeoutError, as a socket timeout
 does (Slack may have performed it: bot.slack.poster reconciles it by its key).
 
+Behind a proxy too: the request goes through the proxy slack_sdk would use (the client's
+`proxy`, which slack_sdk takes from HTTPS_PROXY, https_proxy, HTTP_PROXY or http_proxy when
+none is given; NO_PROXY's hosts are reached directly, as urllib's ProxyHandler does for
+slack_sdk), an https URL through its CONNECT tunnel. The connection to the proxy is the
+request's connection (the tunnel carries the TLS connection inside it), so shutting it down
+cuts the request as a direct one. Only http(s) handlers open anything here: a proxy URL that
+would turn the request into another kind (ftp://) fails at once ("unknown url type"), never
+unbounded.
+
 Used by the bot's WebClient (bot.slack.retry.make_client: every Web API call) and by a file
 upload's bytes (bot.slack.poster.SlackPoster._upload_bytes).
 """
@@ -24,7 +33,17 @@ from collections.abc import Callable
 from email.message import Message
 from typing import Any
 from urllib.error import HTTPError
-from urllib.request import HTTPHandler, HTTPSHandler, Request, build_opener
+from urllib.request import (
+    HTTPDefaultErrorHandler,
+    HTTPErrorProcessor,
+    HTTPHandler,
+    HTTPRedirectHandler,
+    HTTPSHandler,
+    OpenerDirector,
+    ProxyHandler,
+    Request,
+    UnknownHandler,
+)
 
 log = logging.getLogger(__name__)
 
@@ -107,17 +126,18 @@ class _WatchedHTTPS(HTTPSHandler):
         return super().do_open(_watched(http_class, self._sockets), req, **kwargs)
 
 
-def open_whole(request: Request, *, timeout_s: float, context: ssl.SSLContext | None
-               ) -> tuple[int, Message, bytes]:
+def open_whole(request: Request, *, timeout_s: float, context: ssl.SSLContext | None,
+               proxy: str | None) -> tuple[int, Message, bytes]:
     """Send `request` and read its whole answer (status, headers, body), all within
     `timeout_s` of the call (each socket operation too): TimeoutError once it is due. An
     HTTP error status raises HTTPError, as urlopen does, its body read within the bound
-    too (its `read()` gives it back)."""
+    too (its `read()` gives it back). `proxy`: the proxy's URL for http and https alike
+    (slack_sdk's WebClient.proxy), None: none."""
     sockets = _Sockets()
     timer = threading.Timer(timeout_s, sockets.expire)
     timer.daemon = True
     timer.start()
-    opener = build_opener(_WatchedHTTP(sockets), _WatchedHTTPS(sockets, context))
+    opener = _opener(sockets, context, proxy)
     try:
         try:
             with opener.open(request, timeout=timeout_s) as resp:
@@ -138,6 +158,19 @@ def open_whole(request: Request, *, timeout_s: float, context: ssl.SSLContext | 
     finally:
         timer.cancel()
         sockets.close()
+
+
+def _opener(sockets: _Sockets, context: ssl.SSLContext | None, proxy: str | None
+            ) -> OpenerDirector:
+    """urllib's opener for http(s), as slack_sdk builds it (its proxy for both schemes), each
+    connection known to `sockets`; without urllib's ftp, file and data handlers, whose
+    connections the bound would not know."""
+    opener = OpenerDirector()
+    for handler in (ProxyHandler({"http": proxy, "https": proxy} if proxy else {}),
+                    UnknownHandler(), _WatchedHTTP(sockets), _WatchedHTTPS(sockets, context),
+                    HTTPDefaultErrorHandler(), HTTPRedirectHandler(), HTTPErrorProcessor()):
+        opener.add_handler(handler)
+    return opener
 
 
 def _whole(sockets: _Sockets, timeout_s: float) -> None:

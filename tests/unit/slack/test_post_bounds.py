@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 from fakes import make_config
 from pydantic import ValidationError
-from slack_standin import SlackStandIn
+from slack_standin import ConnectProxy, SlackStandIn
 
 from bot.app import build_context
 from bot.core import slack_bounds
@@ -246,16 +246,42 @@ def any_slack(request: pytest.FixtureRequest) -> Iterator[SlackStandIn]:
         yield server
 
 
+@pytest.fixture
+def proxy_from_env(monkeypatch: pytest.MonkeyPatch) -> Iterator[ConnectProxy]:
+    """A proxy the environment names (HTTPS_PROXY, as an institution's network sets it),
+    no other proxy setting in the way."""
+    for name in ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy", "NO_PROXY",
+                 "no_proxy"):
+        monkeypatch.delenv(name, raising=False)
+    with ConnectProxy() as proxy:
+        monkeypatch.setenv("HTTPS_PROXY", proxy.url)
+        yield proxy
+
+
+def _hostport(slack: SlackStandIn) -> str:
+    return slack.url.split("://", 1)[1]
+
+
+@pytest.fixture(params=[False, True], ids=["direct", "proxy"])
+def route(request: pytest.FixtureRequest) -> Iterator[ConnectProxy | None]:
+    """Slack reached directly, or through a proxy the environment names."""
+    if not request.param:
+        yield None
+        return
+    yield request.getfixturevalue("proxy_from_env")
+
+
 def test_a_post_whose_answer_trickles_is_cut_at_one_requests_timeout(
-        any_slack: SlackStandIn, store: Store) -> None:
+        any_slack: SlackStandIn, route: ConnectProxy | None, store: Store) -> None:
     """Slack takes a root message and sends its answer one byte every 0.05 s (each byte well
-    within the client's 1 s socket timeout; the whole answer about 15 s). The request is cut
-    when its 1 s is up, as a whole, and the poster's next attempt finds the message by its
-    key: posted once, within about one request. Before, each byte restarted the socket's
-    timeout and the post waited for the whole trickle, so one request could outlast the
-    post's worst case (its deadline, then one request); over HTTPS it still did, the
-    connection left open at the timeout (the socket shut down had handed its descriptor to
-    the TLS socket)."""
+    within the client's 1 s socket timeout; the whole answer about 15 s), directly or through
+    a proxy (HTTPS_PROXY; over HTTPS its CONNECT tunnel). The request is cut when its 1 s is
+    up, as a whole, and the poster's next attempt finds the message by its key: posted once,
+    within about one request. Before, each byte restarted the socket's timeout and the post
+    waited for the whole trickle, so one request could outlast the post's worst case (its
+    deadline, then one request); over HTTPS it still did, the connection left open at the
+    timeout (the socket shut down had handed its descriptor to the TLS socket); behind a
+    proxy it still did, the client making slack_sdk's own request, bounded per read only."""
     slack = any_slack
     client = make_client(slack.token, base_url=slack.api_url, sleep=lambda s: None, timeout=1,
                          ssl_context=slack.client_ssl)
@@ -267,6 +293,8 @@ def test_a_post_whose_answer_trickles_is_cut_at_one_requests_timeout(
     assert time.monotonic() - started < 1 + 1.5  # one request, its lookup and some slack
     assert [m["ts"] for m in slack.root_messages("C0TRAINING")] == [ts]
     assert len(slack.calls("chat.postMessage")) == 1  # found by its key, not sent again
+    if route is not None:
+        assert set(route.routed) == {_hostport(slack)} and route.routed
 
 
 def test_a_charts_bytes_whose_answer_trickles_are_cut_at_one_requests_timeout(
@@ -287,6 +315,40 @@ def test_a_charts_bytes_whose_answer_trickles_are_cut_at_one_requests_timeout(
     _chart(poster, chain.id)
     assert time.monotonic() - started < 1 + 1.5
     assert len(slack.ok_calls("files.completeUploadExternal")) == 1
+
+
+def test_posts_and_a_charts_bytes_go_through_the_proxy_the_environment_names(
+        any_slack: SlackStandIn, proxy_from_env: ConnectProxy, store: Store) -> None:
+    """Behind a proxy (HTTPS_PROXY), a root, a reply and a chart reach Slack through it
+    (over HTTPS, its CONNECT tunnel), each posted once."""
+    slack = any_slack
+    client = make_client(slack.token, base_url=slack.api_url, sleep=lambda s: None, timeout=5,
+                         ssl_context=slack.client_ssl)
+    poster = SlackPoster(client, store, deadline_s=POST_DEADLINE_S, sleep=lambda s: None)
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
+    ts = poster.post_root(chain.id, "C0TRAINING", [], "mix submitted")
+    poster.post_reply(chain.id, "running", [], "mix: job 1 RUNNING")
+    _chart(poster, chain.id)
+    assert [m["ts"] for m in slack.root_messages("C0TRAINING")] == [ts]
+    assert [r["text"] for r in slack.replies("C0TRAINING", ts)][0] == "mix: job 1 RUNNING"
+    assert len(slack.ok_calls("files.completeUploadExternal")) == 1
+    assert len(slack.calls("upload")) == 1
+    assert proxy_from_env.routed == [_hostport(slack)] * len(slack.requests)
+
+
+def test_a_host_no_proxy_names_is_reached_directly(
+        any_slack: SlackStandIn, proxy_from_env: ConnectProxy, store: Store,
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    """A Slack host NO_PROXY names is reached without the proxy, as slack_sdk reaches it."""
+    slack = any_slack
+    monkeypatch.setenv("NO_PROXY", "127.0.0.1")
+    client = make_client(slack.token, base_url=slack.api_url, sleep=lambda s: None, timeout=5,
+                         ssl_context=slack.client_ssl)
+    poster = SlackPoster(client, store, deadline_s=POST_DEADLINE_S, sleep=lambda s: None)
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
+    ts = poster.post_root(chain.id, "C0TRAINING", [], "mix submitted")
+    assert [m["ts"] for m in slack.root_messages("C0TRAINING")] == [ts]
+    assert proxy_from_env.routed == []
 
 
 def test_a_request_that_cannot_be_cut_at_its_timeout_is_logged(
