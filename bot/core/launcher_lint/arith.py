@@ -24,6 +24,7 @@ from bot.core.findings import Finding
 from bot.core.launcher_lint.arith_calls import at_calls, with_later_passes
 from bot.core.launcher_lint.arith_findings import arith_finding
 from bot.core.launcher_lint.body_assignments import (
+    calls_all_read,
     calls_in_shell,
     local_names,
     set_at_calls,
@@ -343,8 +344,11 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
     # hold for the counters outside the bodies: at those calls (body_assignments)
     in_shell = calls_in_shell(code, placed, scan.bodies, subshells, path_of, {}) \
         if placed else []
+    # (… where every place a body may run is such a call: else where the body is, as bash
+    # may run it anywhere past it)
     top_values, fake_paths, fake_constructs = _set_where_called(
-        code, values, in_shell, scan, subshells, in_subshells, expansions, locals_of, path_of)
+        code, values, in_shell, scan, subshells, in_subshells, expansions, locals_of, path_of
+    ) if calls_all_read(code, scan.calls, scan.bodies) else (values, {}, {})
     # (what a call in a body reads: the script's view and the bodies' own assignments, these
     # read through a chain of calls only: arith_calls.at_calls's `hidden`)
     in_bodies: set[int] = set()

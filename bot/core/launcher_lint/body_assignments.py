@@ -188,3 +188,30 @@ def _made(candidates: list[str | None], every_run: bool) -> list[SetAtCall]:
     if every_run:
         return [(None, True)]
     return [(stopping[-1] if stopping else None, False)]
+
+
+#: A command whose name is a parameter (`$cmd`, `"${cmd}"`), or an `eval` of one: bash may
+#: run any function there.
+_DYNAMIC_CALL_RE = re.compile(
+    r"(?:^|[;&|({`]|\b(?:then|do|else|time|command|exec)\b|\w=\S*)[ \t]*[\"']?\$[{\w]"
+    r"|\beval\b[^\n;]*\$", re.MULTILINE)
+
+
+def calls_all_read(code: str, calls: list[Call], bodies: dict[str, tuple[int, int]]) -> bool:
+    """Is every place bash may run a function's body a call the walk read (`calls`)? Not so
+    where a function's name is elsewhere than at those calls and its definition (`FOO=1 f`,
+    `time f`, `"f"`, `\\f`, `eval f arg`, `cmd=f`), or a command's name is a parameter
+    (`$cmd`, `eval "$cmd"`): there its body's assignments may hold, which set_at_calls cannot
+    place (the arithmetic checks then read them where the body is). A call in a command
+    substitution (`$(f)`, `` `f` ``, `<(f)`) runs in a subshell: it sets nothing here."""
+    if _DYNAMIC_CALL_RE.search(code):
+        return False
+    read = {c.offset for c in calls}
+    for name in bodies:
+        for m in re.finditer(r"(?<![\w$./:-])" + re.escape(name) + r"(?![\w:./-])", code):
+            at = m.start()
+            if at in read or re.match(r"[ \t]*\(", code[m.end():m.end() + 40]) \
+                    or re.search(r"(?:\bfunction|[$<>]\(|`)[ \t]*$", code[max(0, at - 20):at]):
+                continue
+            return False
+    return True

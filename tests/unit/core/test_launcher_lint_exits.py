@@ -1951,3 +1951,20 @@ def test_a_bang_glued_to_a_word_is_a_command_bash_does_not_find(tmp_path, body, 
 ])
 def test_a_body_counter_reads_what_another_bodys_call_set(tmp_path, body, level):
     _counter_stops_bash_as_the_level_says(tmp_path, body, level)
+
+
+@pytest.mark.parametrize("call", [
+    "FOO=1 f", "time f", "time -p f", '"f"', "\\f", "eval f arg", 'cmd=f; eval "$cmd"',
+    "cmd=f; $cmd", 'cmd=f; "$cmd"', "cmd=f; ${cmd}",
+])
+def test_a_body_run_by_a_call_the_walk_does_not_read_may_set_the_counter(tmp_path, call):
+    """Bash runs f's `n=1` at the call, and the script to its end; the lint said `fail` on the
+    counter, f's assignment dropped where no call it reads was."""
+    _bash_goes_on_and_the_lint_says_nothing(
+        tmp_path, f"set -e\nn=0\nf() {{ n=1; }}\n{call}\n((n++))\necho REACHED\n")
+
+
+def test_a_call_in_a_command_substitution_still_sets_nothing(tmp_path):
+    """`$(f)` runs f's count in a subshell: `n` stays 1 for the script's `((n++))`."""
+    _bash_goes_on_and_the_lint_says_nothing(
+        tmp_path, "set -e\nn=1\nf() { ((n--)) || true; echo $n; }\nx=$(f)\n((n++))\n")
