@@ -33,12 +33,11 @@ def calls_in_shell(code: str, calls: list[Call], bodies: dict[str, tuple[int, in
     (model.Call.in_subshell), after the function's definition, not in a list run in the
     background (`f &`, `f || true &`), and, for one made through other bodies (model.Call.chain),
     each call of the chain right in its body's shell (no subshell, no nested body, not in a
-    list of the body run in the background) past no `return` there; each with whether bash
-    runs it whenever the chain's first body runs (each call of the chain in no branch of its
-    body)."""
+    list of the body run in the background); each with whether bash runs it whenever the
+    chain's first body runs (each call of the chain in no branch of its body, past no `return`
+    there: one past a `return` is made on some runs at most, `[ -n "$X" ] && return 0; f`)."""
     placed = [c for c in calls if not c.in_function and not c.in_subshell
-              and c.name in bodies and c.offset > bodies[c.name][1]
-              and not any("return" in code[start:at] for start, _end, at in c.chain)]
+              and c.name in bodies and c.offset > bodies[c.name][1]]
     if not placed:
         return []
     links = {link for c in placed for link in c.chain}
@@ -51,8 +50,14 @@ def calls_in_shell(code: str, calls: list[Call], bodies: dict[str, tuple[int, in
     # the lists run in the background (`f || true &`), read once for all the calls
     background = background_lists(code, 0, len(code), memo)
     behind = enclosing(background, [c.offset for c in placed]) if background else {}
-    return [(c, all(path_of(at) == path_of(start) for start, _end, at in c.chain))
+    return [(c, all(path_of(at) == path_of(start) and not _RETURN_RE.search(code, start, at)
+                    for start, _end, at in c.chain))
             for c in placed if c.offset not in behind]
+
+
+#: `return` as a command's name (not `return_code=0`, nor a word of `echo "no return"`).
+_RETURN_RE = re.compile(r"(?:(?<=[;&|({!\n])|(?<=then)|(?<=else)|(?<=do))[ \t]*return\b"
+                        r"(?![=\w-])")
 
 
 #: A `{` that opens a group (a word of its own where a command starts).

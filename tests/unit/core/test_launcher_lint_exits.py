@@ -1968,3 +1968,25 @@ def test_a_call_in_a_command_substitution_still_sets_nothing(tmp_path):
     """`$(f)` runs f's count in a subshell: `n` stays 1 for the script's `((n++))`."""
     _bash_goes_on_and_the_lint_says_nothing(
         tmp_path, "set -e\nn=1\nf() { ((n--)) || true; echo $n; }\nx=$(f)\n((n++))\n")
+
+
+@pytest.mark.parametrize("before", ["return_code=0", 'echo "no early return here"'])
+def test_a_word_return_that_is_no_return_command_leaves_the_call_made(tmp_path, before):
+    """Bash runs g's call of f (n=1) and the script to its end; the lint read the text
+    `return` as a return before the call and said `fail`."""
+    _bash_goes_on_and_the_lint_says_nothing(
+        tmp_path, f"set -e\nn=0\nf() {{ n=1; }}\ng() {{ {before}; f; }}\ng\n((n++))\n"
+        "echo REACHED\n")
+
+
+def test_a_call_past_a_conditional_return_may_set_the_counter(tmp_path):
+    """Bash goes on when X is empty (f sets n=1) and stops when it is set (g returns first):
+    a warning, no longer `fail`."""
+    body = 'set -e\nn=0\nf() { n=1; }\ng() { [ -n "$X" ] && return 0; f; }\ng\n((n++))\n'
+    launch = tmp_path / "launch.sh"
+    launch.write_text(f"#!/bin/bash\n{body}")
+    for x, code in (("", 0), ("1", 1)):
+        assert subprocess.run(["bash", str(launch)], capture_output=True, timeout=20,
+                              env={"PATH": "/usr/bin:/bin", "X": x}).returncode == code
+    assert [f.level for f in lint_launcher(f"#!/bin/bash\n{body}")
+            if f.check == CHECK_ARITH_ZERO] == ["warn"]
