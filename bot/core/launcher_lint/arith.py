@@ -620,9 +620,25 @@ def _set_where_called(code: str, values: dict[str, list[tuple[int, str | None]]]
                 fake_paths[at + 1] = (*path_of(at), (key, 0))
                 at_calls.setdefault(var, []).append((at + 1, value))
     in_subshells.update(enclosing(subshells, [pos for v in at_calls.values() for pos, _v in v]))
+
+    def holds(at: int, step_at: int) -> bool:
+        """Does the assignment at `at` hold on every run at the body's step at `step_at`: in
+        no subshell but the step's, in no branch the step is not in, at the head of its
+        list (not `[ -n "$X" ] && n=1`)?"""
+        path, step_path = fake_paths.get(at) or path_of(at), fake_paths.get(step_at) or \
+            path_of(step_at)
+        return in_subshells.get(at) in (None, in_subshells.get(step_at)) \
+            and step_path[:len(path)] == path \
+            and _LIST_HEAD_RE.search(code, max(0, at - 80), at) is not None
+
     return {var: resolved_steps(sorted([*(e for e in v if e[0] not in body_around),
-                                        *at_calls.get(var, [])], key=lambda e: e[0]))
+                                        *at_calls.get(var, [])], key=lambda e: e[0]), holds)
             for var, v in values.items()}, fake_paths, fake_constructs
+
+
+#: The end of the text before a command that is the head of its list: a line's start, `;`,
+#: `{`, `(`, or `then` / `do` / `else`, and blanks.
+_LIST_HEAD_RE = re.compile(r"(?:^|[;\n{(]|\bthen|\bdo|\belse)[ \t]*\Z")
 
 
 def _counted_where_last(a: Arith, may_hold: Sequence[tuple[int, str | None]],

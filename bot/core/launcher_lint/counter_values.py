@@ -101,19 +101,23 @@ def arithmetic_step(code: str, at: int) -> int | None:
     return None
 
 
-def resolved_steps(entries: list[tuple[int, str | None]]) -> list[tuple[int, str | None]]:
+def resolved_steps(entries: list[tuple[int, str | None]],
+                   holds: Callable[[int, int], bool]) -> list[tuple[int, str | None]]:
     """`entries` (a variable's assignments, in order) with each STEP read as the sum of the
-    value before it (unset: 0) and its constant, where that value is a known number (else
-    not known: None)."""
+    value before it (unset: 0) and its constant, where that value is a known number that
+    holds there on every run (`holds(at, step_at)`: not in a subshell, a branch or an and-or
+    list bash may skip, `(n=1)`, `[ -n "$X" ] && n=1`; else not known: None)."""
     resolved: list[tuple[int, str | None]] = []
     was: str | None = ""
+    was_at: int | None = None
     for pos, value in entries:
         if value is not None and value.startswith(STEP):
-            held = "0" if was is not None and ZERO_RE.fullmatch(was) else was
+            held = None if was_at is not None and not holds(was_at, pos) else (
+                "0" if was is not None and ZERO_RE.fullmatch(was) else was)
             value = str(int(held) + int(value[len(STEP):])) if held is not None and (
                 held == "0" or _DECIMAL_RE.fullmatch(held)) else None
         resolved.append((pos, value))
-        was = value
+        was, was_at = value, pos
     return resolved
 
 

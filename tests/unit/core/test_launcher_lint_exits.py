@@ -1990,3 +1990,15 @@ def test_a_call_past_a_conditional_return_may_set_the_counter(tmp_path):
                               env={"PATH": "/usr/bin:/bin", "X": x}).returncode == code
     assert [f.level for f in lint_launcher(f"#!/bin/bash\n{body}")
             if f.check == CHECK_ARITH_ZERO] == ["warn"]
+
+
+@pytest.mark.parametrize("before", [
+    "(n=1)", "for x in a; do\n  ( n=1 )\ndone", 'printf "a\\nb\\n" | while read x; do n=1; done',
+    '[ -n "$X" ] && n=1', 'if [ -n "$X" ]; then n=1; fi',
+])
+def test_a_body_step_adds_to_no_value_that_may_not_hold_at_its_call(tmp_path, before):
+    """Bash leaves `n` at 3 (the subshell's or the skipped branch's 1 never holds), f takes
+    it to 2 and the script runs to its end; the lint added f's -1 to that 1 and said `fail`."""
+    _bash_goes_on_and_the_lint_says_nothing(
+        tmp_path, f"set -e\nn=3\n{before}\nf() {{ ((n--)) || true; }}\nf\n((n++))\n"
+        "echo REACHED\n")
