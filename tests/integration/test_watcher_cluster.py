@@ -9,6 +9,7 @@ job: nccl_timeout (resubmit proposed) and silent_exit (stop).
 
 from __future__ import annotations
 
+import shlex
 import time
 import uuid
 from collections.abc import Iterator
@@ -108,6 +109,17 @@ def _watcher(store: Store, slurm, ssh: SSHRunner, sink: RecordingEventSink, **op
                    **options)
 
 
+def _tick_until_unwatched(watcher: Watcher, store: Store, *, within_s: float) -> int:
+    """Tick `watcher` every 2 s until it watches no job or `within_s` passed: the ticks."""
+    ticks = 0
+    deadline = time.monotonic() + within_s
+    while store.watched_jobs.list("dev") and time.monotonic() < deadline:
+        watcher.tick(time.time())
+        ticks += 1
+        time.sleep(2)
+    return ticks
+
+
 @pytest.mark.timeout(240)
 def test_watcher_diagnoses_two_real_jobs_with_one_squeue_and_one_sacct_per_tick(
     slurm_cluster, tmp_path
@@ -129,12 +141,7 @@ def test_watcher_diagnoses_two_real_jobs_with_one_squeue_and_one_sacct_per_tick(
                            policy=PolicyParams(backoff_s=0, stall_min_s=60))
         slurm.probe()  # once per client: sinfo --version + whether squeue --json works
         runner.calls.clear()
-        ticks = 0
-        deadline = time.monotonic() + 180
-        while store.watched_jobs.list("dev") and time.monotonic() < deadline:
-            watcher.tick(time.time())
-            ticks += 1
-            time.sleep(2)
+        ticks = _tick_until_unwatched(watcher, store, within_s=180)
         assert not store.watched_jobs.list("dev"), (
             f"jobs still watched after {ticks} ticks: {watcher.last_known}")
         counts = runner.counts()
@@ -155,6 +162,57 @@ def test_watcher_diagnoses_two_real_jobs_with_one_squeue_and_one_sacct_per_tick(
         assert silent.decision.kind == DecisionKind.STOP
         attempt = present(store.attempts.get_by_job(str(ids["nccl"])))
         assert (attempt.cause, attempt.last_iter) == ("nccl_timeout", 8)
+
+
+# A script that names its own stderr file: progress on stdout, then PyTorch's CUDA OOM
+# traceback on stderr (as Python prints an uncaught exception), exit 1.
+OWN_STDERR_JOB = r"""#!/bin/bash
+#SBATCH --error={elsewhere}
+for i in $(seq 1 4); do
+  echo "$(date -u '+%Y-%m-%d %H:%M:%S').000 | INFO | iter: $i/100 | loss: 0.9$i | 0.50 s/iter"
+done
+cat >&2 <<'TRACE'
+Traceback (most recent call last):
+  File "/home/u/train.py", line 88, in <module>
+    loss.backward()
+torch.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB.
+TRACE
+exit 1
+"""
+
+
+@pytest.mark.timeout(240)
+def test_a_scripts_own_stderr_file_does_not_hide_its_traceback_from_the_watched_log(
+    slurm_cluster, tmp_path
+):
+    """A recipe whose script says `#SBATCH --error=<elsewhere>`, submitted as trainbot
+    submits a recipe: the traceback is in the log at log_path, after the progress lines, and
+    the job's incident reads the CUDA OOM from it (not exit 1 from accounting alone)."""
+    from bot.config import RecipeConfig
+
+    with _site(slurm_cluster, tmp_path, "stderr") as site:
+        ssh, logdir, store, tag = site.ssh, site.logdir, site.store, site.tag
+        slurm = SlurmClient(ssh)
+        elsewhere, script = f"{logdir}/own-%j.err", f"{logdir}/train.sbatch"
+        ssh.run(["sh", "-c", f"cat > {shlex.quote(script)}"],
+                stdin=OWN_STDERR_JOB.format(elsewhere=elsewhere))
+        name = f"watch-stderr-{tag}"
+        recipe = RecipeConfig.model_validate({
+            "cluster": "dev", "sbatch_script": script, "job_name": name, "time": "5",
+            "partition": slurm_cluster.partition, "log_path": f"{logdir}/%x-%j.out"})
+        job_id = slurm.submit(recipe.submit_spec(job_name=name, env={}))
+        site.jobs.append(job_id)
+        _watch(store, "oom", name, job_id)
+        sink = RecordingEventSink()
+        _tick_until_unwatched(_watcher(store, slurm, ssh, sink), store, within_s=150)
+        log = ssh.run(["cat", f"{logdir}/{name}-{job_id}.out"]).stdout
+        assert log.index("iter: 4/100") < log.index("Traceback (most recent call last):")
+        assert "torch.OutOfMemoryError: CUDA out of memory" in log
+        [incident] = sink.events
+        assert incident.record.state == "FAILED"
+        assert incident.diagnosis.class_id == "cuda_oom", incident.diagnosis
+        assert incident.diagnosis.metrics.last_iter == 4
+        assert "log_path" not in incident.facts  # read, not judged from accounting alone
 
 
 @pytest.mark.timeout(240)

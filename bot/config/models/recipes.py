@@ -387,8 +387,14 @@ class RecipeConfig(_Model):
         return [re.compile(p) for p in self.metric_regexes]
 
     def submit_spec(self, *, job_name: str, env: Mapping[str, str]) -> SubmitSpec:
-        """The sbatch call of this recipe's `sbatch_script` under `job_name`, with `env`."""
+        """The sbatch call of this recipe's `sbatch_script` under `job_name`, with `env`.
+
+        stdout and stderr both go to `log_path` (`--output` and `--error`, the same pattern, so
+        an array's %A/%a expand alike): a script's own `#SBATCH --error=…` would otherwise keep
+        stderr (tracebacks, slurmstepd's CANCELLED / TIME LIMIT lines) out of the log trainbot
+        watches. slurmstepd opens one file for the two when their names are equal, so lines
+        keep their order and `--open-mode` applies to it once (Slurm 22.05 and 24.11)."""
         options = {name: getattr(self, name) for name in RECIPE_OVERRIDABLE_OPTIONS}
         return SubmitSpec(job_name=job_name, script_path=self.sbatch_script, args=tuple(self.args),
-                          output=self.log_path, workdir=self.workdir, env=env, array=self.array,
-                          **options)
+                          output=self.log_path, error=self.log_path, workdir=self.workdir,
+                          env=env, array=self.array, **options)

@@ -95,6 +95,8 @@ def test_an_array_recipe_submits_the_whole_array_into_one_array_thread(store, lo
     [spec] = slurm.submits()
     assert spec.array == "0-2%2" and "--array=0-2%2" in sbatch_argv(spec)
     assert spec.job_name == "sweep" and spec.output == "/logs/%x-%A_%a.out"
+    # stderr joins each task's log, expanded alike (not the script's own #SBATCH --error)
+    assert {"--output=/logs/%x-%A_%a.out", "--error=/logs/%x-%A_%a.out"} <= set(sbatch_argv(spec))
     assert "TRAINBOT_RESUME_FROM" not in spec.env and lookups == []  # each task its own
     chain = store.chains.get(result.chain_id)
     assert (chain.kind, chain.array_job_id, chain.recipe) == ("array", int(result.job_id), "mix")

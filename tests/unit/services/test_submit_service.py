@@ -9,7 +9,12 @@ from fakes import FakeRunner, FakeSlurm
 
 from bot.cluster.errors import ChannelClosed, CommandTimedOut, OutcomeUnknown
 from bot.config import SLURM_OVERRIDE_FIELDS, RecipeConfig, parse_config
-from bot.core.slurm.sbatch import RECIPE_OVERRIDABLE_OPTIONS, SBATCH_INPUT_ENV, SubmitSpec
+from bot.core.slurm.sbatch import (
+    RECIPE_OVERRIDABLE_OPTIONS,
+    SBATCH_INPUT_ENV,
+    SubmitSpec,
+    sbatch_argv,
+)
 from bot.services.overrides import OverrideError, apply_overrides, parse_overrides
 from bot.services.ports import SFTP, Slurm
 from bot.services.resume_point import RESUME_ENV
@@ -124,6 +129,18 @@ def test_recipe_and_its_overrides_produce_the_submit_spec(config):
     assert recipe.submit_spec(job_name="wm-mix", env={"A": "1"}) == SubmitSpec(
         job_name="wm-mix", script_path="/home/u/train.sbatch",
         args=("--config", "mix.yaml", "lr=0.5"), mem="950G", time="04:00:00", env={"A": "1"})
+
+
+def test_the_jobs_stderr_goes_to_the_log_trainbot_watches_whatever_the_script_names(config):
+    # `#SBATCH --error=…` in the script yields to the command line's --error: same file as
+    # --output, so a traceback or slurmstepd's CANCELLED line is in the watched log
+    recipe = config.recipe("mix").model_copy(update={"log_path": "/logs/run's %x-%j.log"})
+    argv = sbatch_argv(recipe.submit_spec(job_name="wm-mix", env={}))
+    assert argv.count("--output=/logs/run's %x-%j.log") == 1
+    assert argv.count("--error=/logs/run's %x-%j.log") == 1
+    assert argv.index("--error=/logs/run's %x-%j.log") < argv.index("/home/u/train.sbatch")
+    unlogged = sbatch_argv(config.recipe("mix").submit_spec(job_name="wm-mix", env={}))
+    assert not [a for a in unlogged if a.startswith(("--output", "--error"))]
 
 
 def test_resume_env_name_is_stable():
