@@ -34,7 +34,7 @@ from bot.core.slack_bounds import (
     RETRY_AFTER_MAX_WAIT_S,
     SERVER_ERROR_RETRIES,
 )
-from bot.slack.whole_request import open_whole
+from bot.slack.whole_request import NotConnectedInTime, open_whole
 
 Sleep = Callable[[float], None]
 
@@ -75,10 +75,11 @@ def _method_of(request: HttpRequest) -> str:
 
 def request_not_sent(error: BaseException) -> bool:
     """True when `error` proves no byte of the request reached Slack: the connection was
-    refused or the host name did not resolve. Anything else (reset, closed without an
-    answer, timeout) may have happened after Slack received the whole request."""
+    refused, the host name did not resolve, or the request's time ran out before it was sent
+    (NotConnectedInTime). Anything else (reset, closed without an answer, timeout) may have
+    happened after Slack received the whole request."""
     reason = error.reason if isinstance(error, URLError) else error
-    return isinstance(reason, ConnectionRefusedError | socket.gaierror)
+    return isinstance(reason, ConnectionRefusedError | socket.gaierror | NotConnectedInTime)
 
 
 class _Backoff(RetryHandler):

@@ -3,10 +3,20 @@
 A socket timeout bounds each socket operation only: a response whose bytes trickle in (one
 every few seconds, each within the timeout) could outlast it without end, and a post's worst
 case ("its deadline, then one request": bot.core.slack_bounds.post_at_most_s) would not
-hold. Here the whole request (connecting, sending, the status line, the headers and the
-body) ends within `timeout_s`: a timer shuts down the request's sockets when it is due, the
-read blocked on them returns, and the request fails with TimeoutError, as a socket timeout
-does (Slack may have performed it: bot.slack.poster reconciles it by its key).
+hold. Here the whole request (looking its host up, connecting, sending, the status line,
+the headers and the body) ends within `timeout_s`: the host's name is looked up within what
+is left of it (bot.cluster.dial.resolve_within), each of its addresses is connected to with
+what is left as its timeout, and a timer shuts down the request's sockets (each registered
+before it connects) when it is due, so the connect or read blocked on them returns.
+
+Its failure says whether Slack may have seen the request, as slack_sdk's own request path
+does (its retry handlers and bot.slack.poster.call_fate read it). Before the request was
+sent (its connection, a proxy's tunnel and the TLS handshake not all made), the failure is
+a URLError, as urlopen's, and one whose time ran out a URLError of NotConnectedInTime: the
+connection errors slack_sdk re-sends, Slack never having seen them. Once it was sent, its
+time running out is a TimeoutError, as a socket timeout's (Slack may have performed it:
+bot.slack.poster reconciles it by its key). An answer read whole is returned, even when the
+timer fired as its last byte came.
 
 Behind a proxy too: the request goes through the proxy slack_sdk would use (the client's
 `proxy`, which slack_sdk takes from HTTPS_PROXY, https_proxy, HTTP_PROXY or http_proxy when
@@ -29,10 +39,12 @@ import logging
 import socket
 import ssl
 import threading
+import time
 from collections.abc import Callable
 from email.message import Message
+from http.client import HTTPResponse
 from typing import Any
-from urllib.error import HTTPError
+from urllib.error import HTTPError, URLError
 from urllib.request import (
     HTTPDefaultErrorHandler,
     HTTPErrorProcessor,
@@ -45,23 +57,38 @@ from urllib.request import (
     UnknownHandler,
 )
 
+from bot.cluster.dial import resolve_within
+
 log = logging.getLogger(__name__)
 
 
+class NotConnectedInTime(TimeoutError):
+    """A request whose time ran out before it was sent: while its host was looked up, its
+    connection, a proxy's tunnel or the TLS handshake was being made. Slack never saw it
+    (bot.slack.retry.request_not_sent)."""
+
+
 class _Sockets:
-    """The connections one request opened (its connection, a proxy's tunnel), shut down at
-    once once it is due (`expire`), and every one opened after that as it opens.
+    """The connections one request opens (its connection, a proxy's tunnel), shut down at
+    once once it is due (`expire`, at the monotonic time `ends`), and every one opened after
+    that as it opens; `sent`: a connection was made whole (TCP, tunnel, TLS), so the request
+    may have been sent; `answered`: its answer was read whole before it was due, so the
+    timer's firing no longer cuts it.
 
     Each is held by a duplicate of its descriptor: over HTTPS, ssl wraps the socket
     http.client connected into an SSLSocket that takes its descriptor away (`detach`), and the
     connected socket then has none to shut down. A shutdown acts on the connection, whichever
-    descriptor names it: the duplicate's ends the TLS socket's read, and the handshake's, as
-    a plain socket's. `close` closes the duplicates once the request is over."""
+    descriptor names it: the duplicate's ends a connect under way, the TLS socket's read, and
+    the handshake's, as a plain socket's. `close` closes the duplicates once the request is
+    over."""
 
-    def __init__(self) -> None:
+    def __init__(self, timeout_s: float) -> None:
         self._lock = threading.Lock()
         self._open: list[socket.socket] = []
+        self.ends = time.monotonic() + timeout_s
         self.expired = False
+        self.answered = False
+        self.sent = False
 
     def opened(self, sock: socket.socket) -> socket.socket:
         with self._lock:
@@ -73,9 +100,48 @@ class _Sockets:
 
     def expire(self) -> None:
         with self._lock:
+            if self.answered:
+                return
             self.expired = True
             for held in self._open:
                 _shut(held)
+
+    def answer_read(self) -> bool:
+        """Say the answer was read; whether it was read before the request was due (else the
+        timer may have cut it)."""
+        with self._lock:
+            self.answered = not self.expired
+            return self.answered
+
+    def left_s(self) -> float:
+        return self.ends - time.monotonic()
+
+    def connect(self, address: tuple[str, int], timeout: float | None,
+                source_address: tuple[str, int] | None = None) -> socket.socket:
+        """socket.create_connection within the request's time: the name looked up within
+        what is left of it, each address (in the resolver's order, the next one tried when
+        one fails) connected to with what is left as its timeout (or `timeout`, if less),
+        each socket known here before it connects, so the timer ends its connect."""
+        host, port = address
+        infos = resolve_within(host, port, self.ends)
+        error: OSError | None = None
+        for family, kind, proto, _, addr in infos:
+            sock = self.opened(socket.socket(family, kind, proto))
+            try:
+                left = self.left_s()
+                if left <= 0:
+                    raise NotConnectedInTime(f"{host} was not connected to in time")
+                sock.settimeout(left if timeout is None else min(timeout, left))
+                if source_address is not None:
+                    sock.bind(source_address)
+                sock.connect(addr)
+                return sock
+            except OSError as exc:
+                sock.close()
+                error = exc
+                if isinstance(exc, NotConnectedInTime):
+                    break
+        raise error or OSError(f"getaddrinfo returned no address for {host}")
 
     def close(self) -> None:
         with self._lock:
@@ -97,12 +163,20 @@ def _shut(sock: socket.socket) -> None:
 
 
 def _watched(connection: Callable[..., Any], sockets: _Sockets) -> Callable[..., Any]:
-    """`connection` (an http.client connection class) whose sockets `sockets` knows."""
+    """`connection` (an http.client connection class) connecting through `sockets`
+    (`_Sockets.connect`), which is told once it is connected (TCP, tunnel, TLS): from then
+    on the request may have been sent."""
 
     def make(*args: Any, **kwargs: Any) -> Any:
         conn = connection(*args, **kwargs)
-        create = conn._create_connection
-        conn._create_connection = lambda *a, **k: sockets.opened(create(*a, **k))
+        conn._create_connection = sockets.connect
+        connect = conn.connect
+
+        def connect_then_send() -> None:
+            connect()
+            sockets.sent = True
+
+        conn.connect = connect_then_send
         return conn
 
     return make
@@ -129,11 +203,12 @@ class _WatchedHTTPS(HTTPSHandler):
 def open_whole(request: Request, *, timeout_s: float, context: ssl.SSLContext | None,
                proxy: str | None) -> tuple[int, Message, bytes]:
     """Send `request` and read its whole answer (status, headers, body), all within
-    `timeout_s` of the call (each socket operation too): TimeoutError once it is due. An
-    HTTP error status raises HTTPError, as urlopen does, its body read within the bound
-    too (its `read()` gives it back). `proxy`: the proxy's URL for http and https alike
-    (slack_sdk's WebClient.proxy), None: none."""
-    sockets = _Sockets()
+    `timeout_s` of the call (each socket operation too), its host's lookup and connection
+    included: once it is due, URLError of NotConnectedInTime when it was not sent yet, else
+    TimeoutError. An HTTP error status raises HTTPError, as urlopen does, its body read
+    within the bound too (its `read()` gives it back). `proxy`: the proxy's URL for http and
+    https alike (slack_sdk's WebClient.proxy), None: none."""
+    sockets = _Sockets(timeout_s)
     timer = threading.Timer(timeout_s, sockets.expire)
     timer.daemon = True
     timer.start()
@@ -141,23 +216,43 @@ def open_whole(request: Request, *, timeout_s: float, context: ssl.SSLContext | 
     try:
         try:
             with opener.open(request, timeout=timeout_s) as resp:
-                answer = resp.status, resp.headers, resp.read()
+                answer = resp.status, resp.headers, _read_whole(resp, sockets, timeout_s)
         except HTTPError as exc:
-            body = exc.read()
-            _whole(sockets, timeout_s)
+            body = _read_whole(exc.fp or io.BytesIO(), sockets, timeout_s)
             raise HTTPError(exc.url, exc.code, exc.msg, exc.headers,
                             io.BytesIO(body)) from None
-        _whole(sockets, timeout_s)
         return answer
     except HTTPError:
         raise
     except Exception as exc:
+        if not sockets.sent and (sockets.expired or _timed_out(exc)):
+            raise URLError(NotConnectedInTime(
+                f"the request was not sent within {timeout_s:g} s "
+                f"({type(exc).__name__}: {exc})")) from exc
         if sockets.expired:
             raise _late(timeout_s, exc) from exc
         raise
     finally:
         timer.cancel()
         sockets.close()
+
+
+def _timed_out(exc: Exception) -> bool:
+    reason = exc.reason if isinstance(exc, URLError) else exc
+    return isinstance(reason, TimeoutError)
+
+
+def _read_whole(resp: Any, sockets: _Sockets, timeout_s: float) -> bytes:
+    """`resp`'s body, read whole: TimeoutError when the timer may have cut it, having fired
+    before it was read (what was read may be cut anywhere: http.client reads headers cut at
+    the end of the stream as all of them, and a body without its length as ended there).
+    One whose length was given (or chunked), read to its end, was not cut, even when the
+    timer fired as its last byte came (a cut one raises IncompleteRead)."""
+    framed = isinstance(resp, HTTPResponse) and (resp.chunked or bool(resp.length))
+    body: bytes = resp.read()
+    if not sockets.answer_read() and not framed:
+        raise _late(timeout_s, None)
+    return body
 
 
 def _opener(sockets: _Sockets, context: ssl.SSLContext | None, proxy: str | None
@@ -171,14 +266,6 @@ def _opener(sockets: _Sockets, context: ssl.SSLContext | None, proxy: str | None
                     HTTPDefaultErrorHandler(), HTTPRedirectHandler(), HTTPErrorProcessor()):
         opener.add_handler(handler)
     return opener
-
-
-def _whole(sockets: _Sockets, timeout_s: float) -> None:
-    """Raise TimeoutError when the request's sockets were shut down: what was read may be
-    cut anywhere (http.client reads headers cut at the end of the stream as all of them,
-    and a body without its length as ended there)."""
-    if sockets.expired:
-        raise _late(timeout_s, None)
 
 
 def _late(timeout_s: float, exc: Exception | None) -> TimeoutError:

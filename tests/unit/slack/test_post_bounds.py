@@ -13,10 +13,13 @@ import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
+from urllib.error import URLError
+from urllib.request import Request
 
 import pytest
 from fakes import make_config
 from pydantic import ValidationError
+from slack_sdk import WebClient
 from slack_standin import ConnectProxy, SlackStandIn
 
 from bot.app import build_context
@@ -24,9 +27,9 @@ from bot.core import slack_bounds
 from bot.core.slack_bounds import CALL_TIMEOUT_S, POST_DEADLINE_S, bot_post_at_most_s, waits_in_time
 from bot.core.takeover import post_takeover_s
 from bot.services.threads import _claim_root, _root_claim_key
-from bot.slack.poster import SlackPoster, SlackPostError
-from bot.slack.retry import make_client
-from bot.slack.whole_request import _shut
+from bot.slack.poster import SlackPoster, SlackPostError, call_fate
+from bot.slack.retry import ConnectionDropHandler, make_client
+from bot.slack.whole_request import NotConnectedInTime, _shut, open_whole
 from bot.store import Store
 
 T0 = 1_800_000_000.0
@@ -361,3 +364,126 @@ def test_a_request_that_cannot_be_cut_at_its_timeout_is_logged(
     with caplog.at_level(logging.ERROR, logger="bot.slack.whole_request"):
         _shut(sock)
     assert "could not cut a Slack request at its timeout" in caplog.text
+
+
+def _unreachable() -> tuple[socket.socket, list[socket.socket]]:
+    """A loopback listener whose accept queue is full: a SYN to it is dropped, a connect
+    hangs until its timeout (a firewall that drops packets, an unroutable Slack address).
+    Its listener, then the connections that fill its queue (to close)."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(0)
+    fill = []
+    for _ in range(3):
+        s = socket.socket()
+        s.setblocking(False)
+        try:
+            s.connect(listener.getsockname())
+        except BlockingIOError:
+            pass
+        fill.append(s)
+    time.sleep(0.2)
+    return listener, fill
+
+
+@pytest.fixture
+def unreachable_slack() -> Iterator[str]:
+    """The Web API's URL at an address that drops SYNs."""
+    listener, fill = _unreachable()
+    host, port = listener.getsockname()
+    yield f"http://{host}:{port}/api/"
+    for s in [*fill, listener]:
+        s.close()
+
+
+@pytest.fixture
+def three_unreachable_addresses(monkeypatch: pytest.MonkeyPatch) -> Iterator[None]:
+    """slack.test resolves to three addresses (slack.com has several), each dropping SYNs."""
+    holes = [_unreachable() for _ in range(3)]
+    real = socket.getaddrinfo
+
+    def resolve(host: Any, port: Any, *a: Any, **k: Any) -> Any:
+        if host == "slack.test":
+            return [(socket.AF_INET, socket.SOCK_STREAM, 6, "", listener.getsockname())
+                    for listener, _ in holes]
+        return real(host, port, *a, **k)
+
+    monkeypatch.setattr(socket, "getaddrinfo", resolve)
+    yield
+    for listener, fill in holes:
+        for s in [*fill, listener]:
+            s.close()
+
+
+def test_a_host_whose_addresses_all_drop_connections_fails_within_one_requests_timeout(
+        three_unreachable_addresses: None) -> None:
+    """Each address tried with what is left of the request's time, not the whole timeout
+    each (3 addresses: 3 x the timeout); failed as a request Slack never saw."""
+    started = time.monotonic()
+    with pytest.raises(URLError) as failed:
+        open_whole(Request("http://slack.test:80/api/chat.update", data=b"x"),
+                   timeout_s=1, context=None, proxy=None)
+    assert time.monotonic() - started < 1.5
+    assert call_fate(failed.value) == "not_sent"
+
+
+def test_a_host_whose_lookup_hangs_fails_within_one_requests_timeout(
+        monkeypatch: pytest.MonkeyPatch) -> None:
+    real = socket.getaddrinfo
+
+    def stalls(host: Any, *a: Any, **k: Any) -> Any:
+        if host == "slack.test":
+            time.sleep(3)  # a resolver's timeouts times its attempts
+            raise socket.gaierror(-3, "Temporary failure in name resolution")
+        return real(host, *a, **k)
+
+    monkeypatch.setattr(socket, "getaddrinfo", stalls)
+    started = time.monotonic()
+    with pytest.raises(URLError) as failed:
+        open_whole(Request("http://slack.test/api/x", data=b"x"), timeout_s=1, context=None,
+                   proxy=None)
+    assert time.monotonic() - started < 1.5
+    assert isinstance(failed.value.reason, NotConnectedInTime)
+    assert call_fate(failed.value) == "not_sent"
+
+
+def _connection_retries(client: WebClient) -> int:
+    drop = client.retry_handlers[0]
+    assert isinstance(drop, ConnectionDropHandler)
+    with pytest.raises(URLError):
+        client.chat_update(channel="C1", ts="1.0", text="x")
+    return len(drop.waits)
+
+
+def test_a_connect_timeout_of_an_idempotent_call_is_retried_as_slack_sdk_retries_it(
+        unreachable_slack: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A connect that times out is a URLError on slack_sdk's own request path, which
+    ConnectionDropHandler re-sends for idempotent methods (chat.update, the poster's
+    lookups): the bounded request fails the same way, not with a bare TimeoutError."""
+    sdks = make_client("xoxb-x", base_url=unreachable_slack, timeout=1, sleep=lambda s: None)
+    monkeypatch.setattr(type(sdks), "_perform_urllib_http_request_internal",
+                        WebClient._perform_urllib_http_request_internal)
+    sdk_retries = _connection_retries(sdks)
+    monkeypatch.undo()
+    ours = make_client("xoxb-x", base_url=unreachable_slack, timeout=1, sleep=lambda s: None)
+    assert sdk_retries == 2
+    assert _connection_retries(ours) == sdk_retries
+
+
+def test_an_answer_read_whole_is_returned_though_the_timer_fires_as_it_ends(
+        slack: SlackStandIn, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The timer firing after the last byte came (before the request is over) does not
+    turn a whole answer into a timeout: Slack performed the call and said so."""
+    from bot.slack import whole_request
+
+    read = whole_request.HTTPResponse.read
+
+    def read_then_fire(self: Any, *a: Any, **k: Any) -> bytes:
+        body = read(self, *a, **k)
+        time.sleep(1.2)  # the request's 1 s passes as its answer is handed back
+        return body
+
+    monkeypatch.setattr(whole_request.HTTPResponse, "read", read_then_fire)
+    status, _, body = open_whole(Request(slack.api_url + "auth.test", data=b"x"),
+                                 timeout_s=1, context=slack.client_ssl, proxy=None)
+    assert status == 200 and b'"ok"' in body
