@@ -184,6 +184,7 @@ def values_at_calls(name: str, body: tuple[int, int], calls: list[Call],
                and pos not in own and pos - 1 not in own]
     starts = [pos for pos, _v in outside]
     offsets = [pos for pos, _v in assigned]
+    sets_itself = any(start <= pos < end for pos in offsets)
     set_in: dict[tuple[tuple[int, int, int], ...],
                  tuple[list[tuple[int, str | None]], bool] | None] = {}
     result: list[AtCall] = []
@@ -198,6 +199,15 @@ def values_at_calls(name: str, body: tuple[int, int], calls: list[Call],
                 set_in[call.chain] = _set_in_chain(call.chain, assigned, offsets, constructs,
                                                    path_of)
             inner = set_in[call.chain]
+            k = bisect.bisect_left(offsets, call.offset)
+            there = [v for _p, v in assigned[k:bisect.bisect_right(offsets, call.offset + 1)]]
+            if not sets_itself and there and (inner is None or None in there):
+                # (this body setting none) another body's assignment made at the same
+                # script-level call (`main() { setup; run; }`), not the chain's: before or
+                # after this one, not known here (its place in the chain is not kept), so
+                # neither is the value
+                result.append((call, False, (call.offset, None), []))
+                continue
             if inner is not None:
                 # … which sets the variable before it (None: after it, so an earlier run of
                 # that body may have left any value), on every run or with what holds outside

@@ -2002,3 +2002,22 @@ def test_a_body_step_adds_to_no_value_that_may_not_hold_at_its_call(tmp_path, be
     _bash_goes_on_and_the_lint_says_nothing(
         tmp_path, f"set -e\nn=3\n{before}\nf() {{ ((n--)) || true; }}\nf\n((n++))\n"
         "echo REACHED\n")
+
+
+@pytest.mark.parametrize("script", [
+    'TRIES=0\nsetup() {\n  TRIES=1\n}\ntrain() {\n  ((TRIES++))\n  echo "attempt $TRIES"\n}\n'
+    'main() {\n  setup\n  train\n}\nmain "$@"\n',
+    "n=0\nsetup() { n=1; }\nrun() { ((n++)); }\nstage() { run; }\nmain() { setup; stage; }\n"
+    "main\n",
+    "setup() { n=1; }\nrun() { ((n++)); }\nmain() { n=0; setup; run; }\nmain\n",
+])
+def test_a_body_reads_what_another_body_sets_before_it_in_one_chain(tmp_path, script):
+    """Bash runs setup's assignment before the counter's body, both at main's call, and the
+    script to its end; the lint read the value from before main's call and said `fail`."""
+    _bash_goes_on_and_the_lint_says_nothing(tmp_path, f"set -e\n{script}echo REACHED\n")
+
+
+def test_a_body_counting_from_its_chains_zero_still_stops_bash(tmp_path):
+    """No other body sets `n` at main's call: run counts main's 0, and bash stops there."""
+    _counter_stops_bash_as_the_level_says(
+        tmp_path, "set -e\nrun() { ((n++)); }\nmain() { n=0; run; }\nmain\n", "fail")
