@@ -9,6 +9,7 @@ from copy import copy
 
 from bot.core.launcher_lint.arith import and_or_ariths
 from bot.core.launcher_lint.branches import Branches, Marks, branch_step
+from bot.core.launcher_lint.call_kinds import function_calls
 from bot.core.launcher_lint.calls import call_sites, tested_subshells
 from bot.core.launcher_lint.commands import CommandWalk, has_candidate, substituted_counters
 from bot.core.launcher_lint.compound_status import CompoundStatus
@@ -62,7 +63,6 @@ from bot.core.launcher_lint.syntax import (
     compound_tail,
     condition_command,
     first_word,
-    function_calls,
     keyword_prefix,
     lists_and_branches,
     next_text,

@@ -494,7 +494,7 @@ class Scan:
     #: counted in one holds nowhere past it, as in a subshell (the shell ends there)
     dead_ends: list[tuple[int, int]] = field(default_factory=list)
     #: the bodies of the functions whose name the script has nowhere but in their definitions
-    #: (syntax.function_calls: no call), which the walk does not read: they never run
+    #: (call_kinds.function_calls: no call), which the walk does not read: they never run
     uncalled_bodies: list[tuple[int, int]] = field(default_factory=list)
 
     def line_of(self, offset: int) -> int:
