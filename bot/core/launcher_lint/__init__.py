@@ -32,6 +32,7 @@ from bot.core.launcher_lint.model import (
     CHECK_POSITIONAL,
     CHECK_SBATCH_AFTER_COMMAND,
     CHECK_SBATCH_INDENTED,
+    CHECK_SBATCH_OWN_ERROR,
     CHECK_SHEBANG,
     CHECK_STRICT_MODE,
     CHECK_TEE_HIDES_STATUS,
@@ -74,7 +75,8 @@ def lint_launcher(
         return findings + [crashed(check, exc) for check in (
             CHECK_EMPTY_MATCH, CHECK_ARITH_ZERO, CHECK_ARITH_UNSET, CHECK_ARITH_ERROR,
             CHECK_NOUNSET, CHECK_INTERACTIVE, CHECK_JIT_CC, CHECK_POINTER,
-            CHECK_SBATCH_AFTER_COMMAND, CHECK_SBATCH_INDENTED, CHECK_TEE_HIDES_STATUS,
+            CHECK_SBATCH_AFTER_COMMAND, CHECK_SBATCH_INDENTED, CHECK_SBATCH_OWN_ERROR,
+            CHECK_TEE_HIDES_STATUS,
             CHECK_EXIT_TRAP, CHECK_POSITIONAL)]
     walked: Scan | None = None
     try:
@@ -105,7 +107,8 @@ def lint_launcher(
             except Exception as exc:  # noqa: BLE001
                 findings.extend(crashed(check, exc) for check in checks)
     for checks, run in (((CHECK_JIT_CC,), lambda: check_jit(code, python_sources or {})),
-                        ((CHECK_SBATCH_AFTER_COMMAND, CHECK_SBATCH_INDENTED),
+                        ((CHECK_SBATCH_AFTER_COMMAND, CHECK_SBATCH_INDENTED,
+                          CHECK_SBATCH_OWN_ERROR),
                          lambda: check_sbatch_directives(script_text, blanked)),
                         ((CHECK_POINTER,), lambda: check_pointer(code, assigns))):
         try:

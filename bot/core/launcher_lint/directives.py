@@ -1,11 +1,17 @@
-"""`sbatch_after_command` and `sbatch_indented_directive`: `#SBATCH` lines sbatch never reads.
+"""`sbatch_after_command` and `sbatch_indented_directive`: `#SBATCH` lines sbatch never reads;
+`sbatch_own_error_file`: the script's own `--error`, which trainbot's submit overrides.
 
 sbatch reads directives only up to the first line that is neither blank nor a comment ("sbatch
 will stop processing further #SBATCH directives once the first non-comment non-whitespace line
 has been reached in the script", sbatch(1)), and only from lines that begin with `#SBATCH` at
 the first column: one after a space or a tab is a comment to sbatch (it does not end the
 directives either), as submitting both kinds on Slurm 22.05 and 24.11 shows. Either way the
-job runs without what the line asks for (the partition's default time, memory, GPUs…)."""
+job runs without what the line asks for (the partition's default time, memory, GPUs…).
+
+trainbot submits a recipe's script with `--error` equal to `--output` (its log_path): the
+command line wins over a `#SBATCH --error=…`, and slurmstepd opens one file for both, so the
+job's stderr is in the log trainbot watches, not in the file the script names; a pass note
+says so once, at the first such directive (none when the script names no stderr file)."""
 
 from __future__ import annotations
 
@@ -13,11 +19,17 @@ import re
 
 from bot.core.findings import Finding
 from bot.core.launcher_lint.messages import short
-from bot.core.launcher_lint.model import CHECK_SBATCH_AFTER_COMMAND, CHECK_SBATCH_INDENTED
+from bot.core.launcher_lint.model import (
+    CHECK_SBATCH_AFTER_COMMAND,
+    CHECK_SBATCH_INDENTED,
+    CHECK_SBATCH_OWN_ERROR,
+)
 from bot.core.text import N_
 
 #: `#SBATCH` after spaces or tabs: a directive as its author meant it, not as sbatch reads it.
 _INDENTED = re.compile(r"[ \t]+#SBATCH")
+#: sbatch's stderr option in a directive: `--error=F`, `--error F`, `-e F`, `-eF`.
+_OWN_ERROR = re.compile(r"\s(?:--error(?:=|\s+)|-e\s*)(?=[^\s=-])")
 
 
 def _first_command(lines: list[str]) -> int | None:
@@ -39,6 +51,7 @@ def check_sbatch_directives(script_text: str, blanked: str) -> list[Finding]:
     kept = blanked.split("\n")
     late: list[Finding] = []
     indented: list[Finding] = []
+    own_error: list[Finding] = []
     for i, line in enumerate(lines):
         flush = line.startswith("#SBATCH")
         if not flush and not _INDENTED.match(line):
@@ -60,6 +73,13 @@ def check_sbatch_directives(script_text: str, blanked: str) -> list[Finding]:
                    "`#SBATCH` at the start of the line (no spaces or tabs before it)",
                    first=first + 1),
             ))
+        elif flush and not own_error and _OWN_ERROR.search(line[len("#SBATCH"):]):
+            own_error.append(Finding(
+                CHECK_SBATCH_OWN_ERROR, "pass", i + 1,
+                N_("line %(line)s: `%(directive)s` names the job's own stderr file; trainbot "
+                   "submits with `--error` set to the recipe's log_path, which wins, so stderr "
+                   "(tracebacks, Slurm's CANCELLED and TIME LIMIT lines) goes into the log "
+                   "trainbot watches, not into that file", line=i + 1, directive=directive)))
         elif not flush:
             indented.append(Finding(
                 CHECK_SBATCH_INDENTED, "warn", i + 1,
@@ -76,4 +96,4 @@ def check_sbatch_directives(script_text: str, blanked: str) -> list[Finding]:
     if not indented:
         indented.append(Finding(CHECK_SBATCH_INDENTED, "pass", None,
                                 N_("every `#SBATCH` line starts at the beginning of its line")))
-    return late + indented
+    return late + indented + own_error

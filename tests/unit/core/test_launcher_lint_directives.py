@@ -11,6 +11,7 @@ from fakes import present
 from bot.core.launcher_lint import (
     CHECK_SBATCH_AFTER_COMMAND,
     CHECK_SBATCH_INDENTED,
+    CHECK_SBATCH_OWN_ERROR,
     lint_launcher,
 )
 
@@ -85,3 +86,31 @@ def test_an_indented_directive_below_the_first_command_is_one_finding_with_both_
 ])
 def test_what_is_not_an_indented_directive(script):
     assert _flagged(script, CHECK_SBATCH_INDENTED) == {}
+
+
+def _own_error_notes(script: str) -> list[tuple[int | None, str]]:
+    return [(f.line, f.message) for f in lint_launcher(script)
+            if f.check == CHECK_SBATCH_OWN_ERROR]
+
+
+@pytest.mark.parametrize("directive", ["--error=logs/%x-%j.err", "--error logs/e.err",
+                                       "-e logs/e.err", "-elogs/e.err",
+                                       "--time=1:00:00 --error=e.err"])
+def test_a_scripts_own_stderr_file_is_said_once_to_be_joined_into_the_watched_log(directive):
+    script = (f"#!/bin/bash\n#SBATCH --output=o.out\n#SBATCH {directive}\n"
+              "#SBATCH -e again.err\nsrun python train.py\n")
+    [(line, message)] = _own_error_notes(script)
+    assert line == 3 and f"`#SBATCH {directive}`" in message
+    assert "goes into the log trainbot watches" in message
+    assert all(f.level == "pass" for f in lint_launcher(script)
+               if f.check == CHECK_SBATCH_OWN_ERROR)
+
+
+@pytest.mark.parametrize("script", [
+    "#!/bin/bash\n#SBATCH --output=o.out\n#SBATCH --exclude=n1\n#SBATCH --export=ALL\nsrun x\n",
+    "#!/bin/bash\nsrun x\n#SBATCH --error=late.err\n",  # ignored by sbatch: not its stderr
+    "#!/bin/bash\n  #SBATCH --error=indented.err\nsrun x\n",
+    "#!/bin/bash\ncat > job.sh <<EOF\n#SBATCH --error=other.err\nEOF\n",  # another script's
+])
+def test_no_note_when_the_script_names_no_stderr_file_in_force(script):
+    assert _own_error_notes(script) == []

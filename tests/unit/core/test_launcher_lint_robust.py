@@ -107,7 +107,7 @@ def test_a_lexer_failure_is_reported_for_every_check(monkeypatch):
                        lint.CHECK_ARITH_ERROR, lint.CHECK_NOUNSET,
                        lint.CHECK_INTERACTIVE, CHECK_JIT_CC, CHECK_POINTER,
                        lint.CHECK_SBATCH_AFTER_COMMAND, lint.CHECK_SBATCH_INDENTED,
-                       lint.CHECK_TEE_HIDES_STATUS,
+                       lint.CHECK_SBATCH_OWN_ERROR, lint.CHECK_TEE_HIDES_STATUS,
                        lint.CHECK_EXIT_TRAP, lint.CHECK_POSITIONAL}
     assert all(f.level == "warn" for f in findings if f.check in crashed)
     assert lint.python_scripts_in(script) == ["train.py"]
