@@ -202,17 +202,27 @@ _DYNAMIC_CALL_RE = re.compile(
     r"|\beval\b[^\n;]*\$", re.MULTILINE)
 
 
-def calls_all_read(code: str, calls: list[Call], bodies: dict[str, tuple[int, int]]) -> bool:
+#: The name a function's body is defined for, right before the body.
+_DEFINED_RE = re.compile(r"([A-Za-z_][\w:-]*)[ \t]*(?:\([ \t]*\))?[ \t\n]*\{?[ \t]*\Z")
+
+
+def calls_all_read(code: str, calls: list[Call], bodies: dict[str, tuple[int, int]],
+                   uncalled: list[tuple[int, int]]) -> bool:
     """Is every place bash may run a function's body a call the walk read (`calls`)? Not so
     where a function's name is elsewhere than at those calls and its definition (`FOO=1 f`,
     `time f`, `"f"`, `\\f`, `eval f arg`, `cmd=f`), or a command's name is a parameter
     (`$cmd`, `eval "$cmd"`): there its body's assignments may hold, which set_at_calls cannot
-    place (the arithmetic checks then read them where the body is). A call in a command
+    place (the arithmetic checks then read them where the body is); so where a function the
+    walk read no body of (`uncalled`: defined in a branch) is named. A call in a command
     substitution (`$(f)`, `` `f` ``, `<(f)`) runs in a subshell: it sets nothing here."""
     if _DYNAMIC_CALL_RE.search(code):
         return False
     read = {c.offset for c in calls}
-    for name in bodies:
+    names = list(bodies)
+    for start, _end in uncalled:  # (a body the walk did not read: `if c; then f() { …; }; fi`)
+        if m := _DEFINED_RE.search(code, max(0, start - 120), start):
+            names.append(m.group(1))
+    for name in names:
         for m in re.finditer(r"(?<![\w$./:-])" + re.escape(name) + r"(?![\w:./-])", code):
             at = m.start()
             if at in read or re.match(r"[ \t]*\(", code[m.end():m.end() + 40]) \

@@ -2021,3 +2021,14 @@ def test_a_body_counting_from_its_chains_zero_still_stops_bash(tmp_path):
     """No other body sets `n` at main's call: run counts main's 0, and bash stops there."""
     _counter_stops_bash_as_the_level_says(
         tmp_path, "set -e\nrun() { ((n++)); }\nmain() { n=0; run; }\nmain\n", "fail")
+
+
+@pytest.mark.parametrize("define", [
+    "if true; then f() { n=1; }; fi",
+    'if [ -n "$BASH" ]; then f() { n=1; }; else f() { n=2; }; fi',
+])
+def test_a_function_defined_in_a_branch_may_set_the_counter_at_its_call(tmp_path, define):
+    """Bash defines f in the branch, its call sets `n`, and the script runs to its end; the
+    lint dropped the body's assignment (a body it never read) and said `fail`."""
+    _bash_goes_on_and_the_lint_says_nothing(
+        tmp_path, f"set -e\nn=0\n{define}\nf\n((n++))\necho REACHED\n")
