@@ -237,7 +237,8 @@ def substituted_counters(lst: str, off: int, bodies: dict[str, tuple[int, int]],
     assignment's line, with the variable as it holds there."""
     if not opts.errexit or "$(" not in lst and "`" not in lst:
         return []
-    element, e_off, _op = split_top_level(lst, off, ("&&", "||"), memo)[-1]
+    elements = split_top_level(lst, off, ("&&", "||"), memo)
+    element, e_off, _op = elements[-1]
     cmd = element.strip()
     if past_negation(cmd)[1] or len(split_top_level(cmd, 0, ("|",), memo)) > 1:
         return []
@@ -249,14 +250,19 @@ def substituted_counters(lst: str, off: int, bodies: dict[str, tuple[int, int]],
         subs = substitutions(w, at + pos, memo)
         if subs:
             body, s_off = subs[-1]
+            # (after `&&` / `||`: bash runs it on some runs only, `[ -n "$X" ] && x=$(f)`)
             return _counter_ending_call(body, at + pos + s_off, bodies, code, opts, memo,
-                                        later_pass_of)
+                                        later_pass_of, partly=len(elements) > 1)
     return []
 
 
 def _counter_ending_call(body: str, off: int, bodies: dict[str, tuple[int, int]], code: str,
-                         opts: Opts, memo: Memo, later_pass_of: int | None) -> list[Arith]:
-    """substituted_counters's counter, of the substitution `body` (at `off`)."""
+                         opts: Opts, memo: Memo, later_pass_of: int | None, *, partly: bool
+                         ) -> list[Arith]:
+    """substituted_counters's counter, of the substitution `body` (at `off`); `partly`: the
+    assignment runs on some runs only (set -e stopping there on those: model.Arith's
+    errexit_partial). None where the body may leave before its end (a `return` or `exit`
+    command in it)."""
     lists = [piece for piece in split_top_level(body, off, ("\n", ";", "&"), memo)
              if piece[0].strip()]
     if not lists or lists[-1][2] == "&":
@@ -271,7 +277,7 @@ def _counter_ending_call(body: str, off: int, bodies: dict[str, tuple[int, int]]
     ends = [piece for piece in split_top_level(code[start:end], start,
                                                ("\n", ";", "&", *CASE_BRANCH_ENDS), memo)
             if piece[0].strip()]
-    if not ends or ends[-1][2] == "&":
+    if not ends or ends[-1][2] == "&" or _LEAVES_RE.search(code, start, end):
         return []
     counter = ends[-1][0].strip()
     m = ARITH_RE.match(counter) or LET_RE.match(counter)
@@ -279,9 +285,13 @@ def _counter_ending_call(body: str, off: int, bodies: dict[str, tuple[int, int]]
                                    code[start:end])) != 1:
         return []
     return [Arith(l_off + len(last) - len(last.lstrip()), counter, m.group(1),
-                  opts.errexit_partial, later_pass_of, m.group(2).startswith("="),
+                  opts.errexit_partial or partly, later_pass_of, m.group(2).startswith("="),
                   opts.nounset, errexit_in_body=opts.errexit_in_body,
                   errexit_in_body_partial=opts.errexit_in_body_partial, substituted=True)]
+
+
+#: A `return` / `exit` command word (`return 0`; not `return_code=0`).
+_LEAVES_RE = re.compile(r"(?<![\w$./-])(?:return|exit)(?![\w=./-])")
 
 
 def _is_trivial(pipeline: str) -> bool:

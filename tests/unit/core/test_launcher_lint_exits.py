@@ -2032,3 +2032,23 @@ def test_a_function_defined_in_a_branch_may_set_the_counter_at_its_call(tmp_path
     lint dropped the body's assignment (a body it never read) and said `fail`."""
     _bash_goes_on_and_the_lint_says_nothing(
         tmp_path, f"set -e\nn=0\n{define}\nf\n((n++))\necho REACHED\n")
+
+
+def test_a_substituted_counter_after_a_test_stops_bash_on_some_runs(tmp_path):
+    """`x=$(f)` runs when X is set only: bash stops on f's count there (a warning, not
+    `fail`)."""
+    body = 'set -e\nn=0\nf() { echo; ((n++)); }\n[ -n "$X" ] && x=$(f)\necho REACHED\n'
+    launch = tmp_path / "launch.sh"
+    launch.write_text(f"#!/bin/bash\n{body}")
+    for x, code in (("", 0), ("1", 1)):
+        assert subprocess.run(["bash", str(launch)], capture_output=True, timeout=20,
+                              env={"PATH": "/usr/bin:/bin", "X": x}).returncode == code
+    assert [(f.level, f.line) for f in lint_launcher(f"#!/bin/bash\n{body}")
+            if f.check == CHECK_ARITH_ZERO] == [("warn", 5)]
+
+
+def test_a_substituted_body_that_returns_first_gives_its_return_status(tmp_path):
+    """f returns 0 before its count: `x=$(f)` is 0 and bash runs to its end; the lint read
+    the body's last command as its status and said `fail`."""
+    _bash_goes_on_and_the_lint_says_nothing(
+        tmp_path, "set -e\nn=0\nf() { return 0; ((n++)); }\nx=$(f)\necho REACHED\n")
