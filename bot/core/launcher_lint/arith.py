@@ -24,6 +24,7 @@ from bot.core.findings import Finding
 from bot.core.launcher_lint.arith_calls import at_calls, with_later_passes
 from bot.core.launcher_lint.arith_findings import arith_finding
 from bot.core.launcher_lint.body_assignments import (
+    background_lists,
     calls_all_read,
     calls_in_shell,
     local_names,
@@ -382,8 +383,11 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
     at_calls_always, at_calls_maybe = _counted_at_calls(code, in_shell, scan.bodies, values,
                                                         subshells, path_of, never_run,
                                                         scan.constructs, expansions)
+    # (a count in a list run in the background, `((n++)) || true &`, counts in its subshell)
+    behind = background_lists(code, 0, len(code), {}) if "&" in code else []
     counts = Counts(scan.arith + at_calls_always + at_calls_maybe,
-                    subshells + [(s, e) for s, e, _n in spans], scan.constructs, path_of, nested,
+                    subshells + behind + [(s, e) for s, e, _n in spans], scan.constructs,
+                    path_of, nested,
                     maybe=len(scan.arith) + len(at_calls_always))
     # the counters the walk also collected where `set -e` applies: judged there
     errexit_at = {a.offset for a in scan.arith if a.errexit}

@@ -2052,3 +2052,11 @@ def test_a_substituted_body_that_returns_first_gives_its_return_status(tmp_path)
     the body's last command as its status and said `fail`."""
     _bash_goes_on_and_the_lint_says_nothing(
         tmp_path, "set -e\nn=0\nf() { return 0; ((n++)); }\nx=$(f)\necho REACHED\n")
+
+
+@pytest.mark.parametrize("behind", ["((n++)) || true & wait", "{ ((n++)) || true; } &\nwait"])
+def test_a_count_run_in_the_background_leaves_the_script_shells_zero(tmp_path, behind):
+    """The background list counts `n` in its own subshell: f's `((n++))` reads 0 and bash
+    stops there; the lint took the count for the script's and said nothing."""
+    _counter_stops_bash_as_the_level_says(
+        tmp_path, f"set -e\nn=0\n{behind}\nf() {{ ((n++)); }}\nf\n", "fail")
