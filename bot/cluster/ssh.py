@@ -50,7 +50,7 @@ from bot.cluster.channels import (
     within,
 )
 from bot.cluster.command_line import ENV_NOT_RECEIVED, build_command, env_stdin
-from bot.cluster.dial import NameNotResolved, connect_within, connection_failed
+from bot.cluster.dial import connect_within
 from bot.cluster.endpoint import (
     Endpoint,
     SSHSettings,
@@ -74,6 +74,7 @@ from bot.cluster.in_flight import CommandsInFlight
 from bot.cluster.sftp import ConnectionStuck, DeadlineSFTPClient, SFTPPool
 from bot.core.takeover import RemoteDeadlines
 from bot.core.text import N_, Text
+from bot.net.dns import NameNotResolved, connection_failed
 
 log = logging.getLogger(__name__)
 
@@ -248,7 +249,7 @@ class SSHRunner:
 
     def _lost(self) -> None:
         """The connection found dead (dropped, not closed here): dropped, and its failure
-        said (bot.cluster.dial.connection_failed), so the reconnect does not take the answer
+        said (bot.net.dns.connection_failed), so the reconnect does not take the answer
         of a lookup of the name it dialled begun before (an address since changed)."""
         _close_connection(*self._take_connection())
 

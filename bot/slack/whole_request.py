@@ -5,7 +5,7 @@ every few seconds, each within the timeout) could outlast it without end, and a 
 case ("its deadline, then one request": bot.core.slack_bounds.post_at_most_s) would not
 hold. Here the whole request (looking its host up, connecting, sending, the status line,
 the headers and the body) ends within `timeout_s`: the host's name is looked up within what
-is left of it (bot.cluster.dial.resolve_within), each of its addresses is connected to with
+is left of it (bot.net.dns.resolve_within), each of its addresses is connected to with
 what is left as its timeout, and a timer shuts down the request's sockets (each registered
 before it connects) when it is due, so the connect or read blocked on them returns.
 
@@ -57,7 +57,7 @@ from urllib.request import (
     UnknownHandler,
 )
 
-from bot.cluster.dial import resolve_within
+from bot.net.dns import resolve_within
 
 log = logging.getLogger(__name__)
 

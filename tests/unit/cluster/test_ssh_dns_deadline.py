@@ -23,10 +23,10 @@ import pytest
 from fakes import present
 from support.sftp_peer import Peer, serve_peer
 
-from bot.cluster import dial
 from bot.cluster.errors import ClusterUnavailable, HostKeyRejected
 from bot.cluster.ssh import SSHRunner, SSHSettings
 from bot.core.text import render_text
+from bot.net import dns
 from bot.slack.render import translator
 
 LOGIN = "login.cluster.example"
@@ -96,9 +96,9 @@ def _lookups_end() -> None:
     """Wait for the lookups still under way to end (a stalled one ends once released), so the
     next test's connection never joins one of this test's."""
     ends = time.monotonic() + 5.0
-    while dial._lookups and time.monotonic() < ends:
+    while dns._lookups and time.monotonic() < ends:
         time.sleep(0.01)
-    assert not dial._lookups
+    assert not dns._lookups
 
 
 def _fails_within(runner: SSHRunner) -> tuple[str, float]:
@@ -159,7 +159,7 @@ def test_a_hung_lookup_is_waited_for_not_started_again_by_each_connection(
         message, _took = _fails_within(runner)
         assert message == _not_resolved(f"u@{LOGIN}:22", LOGIN, "0.2")
     threads = _resolvers(LOGIN)
-    assert len(threads) == dial.LOOKUPS_PER_NAME == 2
+    assert len(threads) == dns.LOOKUPS_PER_NAME == 2
     assert all(t.daemon for t in threads)
     assert resolver["asked"] == [LOGIN, LOGIN]
 
@@ -168,7 +168,7 @@ def test_callers_of_one_lookup_each_get_its_answer_and_the_next_looks_again(
         resolver: dict[str, Any]) -> None:
     resolver["names"][LOGIN] = "stall"
     with pytest.raises(TimeoutError, match=f"{LOGIN} was not resolved in time"):
-        dial.resolve_within(LOGIN, 22, time.monotonic() + 0.1)
+        dns.resolve_within(LOGIN, 22, time.monotonic() + 0.1)
     answers: list[Any] = []
     waiters = [threading.Thread(target=lambda: answers.append(_resolve_or_error(LOGIN, 5.0)))
                for _ in range(3)]
@@ -185,14 +185,14 @@ def test_callers_of_one_lookup_each_get_its_answer_and_the_next_looks_again(
     assert [str(a) for a in answers] == ["[Errno -3] Temporary failure in name resolution"] * 3
     assert len({id(a) for a in answers}) == 3  # each raised its own copy
     _lookups_end()
-    infos = dial.resolve_within(LOGIN, 22, time.monotonic() + 5.0)  # looked up afresh
+    infos = dns.resolve_within(LOGIN, 22, time.monotonic() + 5.0)  # looked up afresh
     assert {i[4][0] for i in infos} == {"127.0.0.1"}
     assert resolver["asked"] == [LOGIN, LOGIN, LOGIN]
 
 
 def _resolve_or_error(host: str, within_s: float) -> Any:
     try:
-        return dial.resolve_within(host, 22, time.monotonic() + within_s)
+        return dns.resolve_within(host, 22, time.monotonic() + within_s)
     except Exception as exc:  # noqa: BLE001 - the answer the test looks at
         return exc
 
@@ -286,7 +286,7 @@ def test_a_dropped_connection_does_not_take_the_answer_of_a_lookup_begun_before_
         resolver["names"][LOGIN] = ("late", "127.0.0.2")
         other: list[Any] = []
         looking = threading.Thread(
-            target=lambda: other.append(dial.resolve_within(LOGIN, peer.port,
+            target=lambda: other.append(dns.resolve_within(LOGIN, peer.port,
                                                             time.monotonic() + 10)))
         looking.start()
         ends = time.monotonic() + 5.0
@@ -303,7 +303,7 @@ def test_a_dropped_connection_does_not_take_the_answer_of_a_lookup_begun_before_
         assert [_addresses(a) for a in other] == [{"127.0.0.1"}]  # the older one still hangs
         assert len(_resolvers(LOGIN)) == 1
         resolver["release"].set()
-    assert resolver["most"] == dial.LOOKUPS_PER_NAME == 2
+    assert resolver["most"] == dns.LOOKUPS_PER_NAME == 2
 
 
 def _until(done: Callable[[], bool]) -> None:
@@ -359,16 +359,16 @@ def test_three_connections_across_failures_never_take_the_answer_of_a_stale_look
     the first and the second waited for the lookups they had joined and took the old
     address."""
     resolver["names"][LOGIN] = ("held", "127.0.0.2")
-    first, first_out = _in_thread(lambda: dial.resolve_within(LOGIN, 22, time.monotonic() + 10))
+    first, first_out = _in_thread(lambda: dns.resolve_within(LOGIN, 22, time.monotonic() + 10))
     _until(lambda: len(resolver["held"]) == 1)
-    dial.connection_failed(LOGIN, 22)  # e.g. a runner found its connection dropped
+    dns.connection_failed(LOGIN, 22)  # e.g. a runner found its connection dropped
     _until(lambda: len(resolver["held"]) == 2)  # the first looks again
     second, second_out = _in_thread(
-        lambda: dial.resolve_within(LOGIN, 22, time.monotonic() + 10))
+        lambda: dns.resolve_within(LOGIN, 22, time.monotonic() + 10))
     _until(lambda: _waiting_to_resolve(second))
-    dial.connection_failed(LOGIN, 22)
+    dns.connection_failed(LOGIN, 22)
     resolver["names"][LOGIN] = "127.0.0.1"  # the name resolves to the new address now
-    third, third_out = _in_thread(lambda: dial.resolve_within(LOGIN, 22, time.monotonic() + 10))
+    third, third_out = _in_thread(lambda: dns.resolve_within(LOGIN, 22, time.monotonic() + 10))
     _until(lambda: all(_waiting_to_resolve(t) for t in (first, second, third)))
     assert resolver["asked"] == [LOGIN, LOGIN]  # no third lookup while two are under way
     resolver["held"][1].set()  # the newer one answers the old address, to no one
@@ -376,7 +376,7 @@ def test_three_connections_across_failures_never_take_the_answer_of_a_stale_look
         t.join(5.0)
     assert [_addresses(a) for a in first_out + second_out + third_out] == [{"127.0.0.1"}] * 3
     assert len(_resolvers(LOGIN)) == 1  # the older one still hangs; its slot was not needed
-    assert resolver["most"] == dial.LOOKUPS_PER_NAME == 2
+    assert resolver["most"] == dns.LOOKUPS_PER_NAME == 2
 
 
 def test_a_connection_whose_lookup_another_gave_up_looks_again_and_connects_at_once(
@@ -412,11 +412,11 @@ def test_a_connection_whose_lookup_went_stale_waits_for_a_slot_until_its_own_dea
     then fails naming the host and its hung lookups, with no third lookup."""
     resolver["names"][LOGIN] = ("held", None)
     started = time.monotonic()
-    waiting, out = _in_thread(lambda: dial.resolve_within(LOGIN, 22, started + 0.5))
+    waiting, out = _in_thread(lambda: dns.resolve_within(LOGIN, 22, started + 0.5))
     _until(lambda: len(resolver["held"]) == 1)
-    dial.connection_failed(LOGIN, 22)
+    dns.connection_failed(LOGIN, 22)
     _until(lambda: len(resolver["held"]) == 2)  # it looks again
-    dial.connection_failed(LOGIN, 22)
+    dns.connection_failed(LOGIN, 22)
     waiting.join(2.0)
     took = time.monotonic() - started
     [error] = out
@@ -480,7 +480,7 @@ def test_a_connection_waiting_for_a_slot_gives_up_at_its_connect_timeout(
         r"[0-9.]+ s ago before its last failed connection, still hang",
         str(err.value.__cause__))
     assert resolver["asked"] == [LOGIN, LOGIN]
-    assert len(_resolvers(LOGIN)) == dial.LOOKUPS_PER_NAME == 2
+    assert len(_resolvers(LOGIN)) == dns.LOOKUPS_PER_NAME == 2
 
 
 def test_a_reconnect_after_a_drop_waits_out_two_older_lookups_and_gets_the_new_address(
@@ -498,12 +498,12 @@ def test_a_reconnect_after_a_drop_waits_out_two_older_lookups_and_gets_the_new_a
         runner.connect()
         resolver["names"][LOGIN] = ("held", "127.0.0.2")
         older, older_out = _in_thread(
-            lambda: dial.resolve_within(LOGIN, peer.port, time.monotonic() + 10))
+            lambda: dns.resolve_within(LOGIN, peer.port, time.monotonic() + 10))
         _until(lambda: len(resolver["held"]) == 1)
         with pytest.raises(TimeoutError):  # another task gives up on it: a failure
-            dial.resolve_within(LOGIN, peer.port, time.monotonic())
+            dns.resolve_within(LOGIN, peer.port, time.monotonic())
         newer, newer_out = _in_thread(
-            lambda: dial.resolve_within(LOGIN, peer.port, time.monotonic() + 10))
+            lambda: dns.resolve_within(LOGIN, peer.port, time.monotonic() + 10))
         _until(lambda: len(resolver["held"]) == 2)
         resolver["names"][LOGIN] = "127.0.0.1"
         runner.transport.close()  # the connection drops
@@ -516,4 +516,4 @@ def test_a_reconnect_after_a_drop_waits_out_two_older_lookups_and_gets_the_new_a
         assert out == [None]
         assert runner.is_connected
     assert [_addresses(a) for a in older_out + newer_out] == [{"127.0.0.1"}] * 2
-    assert resolver["most"] == dial.LOOKUPS_PER_NAME == 2
+    assert resolver["most"] == dns.LOOKUPS_PER_NAME == 2

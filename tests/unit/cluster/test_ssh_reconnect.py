@@ -1,5 +1,5 @@
 """A reconnect (bot.cluster.ssh SSHRunner._ensure_transport) says once why it reconnects and
-lets go of the old connection once: its failure said once (bot.cluster.dial.connection_failed),
+lets go of the old connection once: its failure said once (bot.net.dns.connection_failed),
 so a lookup of the name begun before is not taken, and counted once. Before, every reconnect
 also said "dropped" a second time (or, after a retired connection, said "dropped" when it was
 not) and said the failure twice."""
