@@ -28,7 +28,7 @@ from support.tail_model import answer_batch
 
 from bot.charts.series import SeriesCharts
 from bot.cluster.errors import ChannelClosed, ClusterUnavailable
-from bot.cluster.pyspy import PySpyPlacements, remote_path
+from bot.cluster.pyspy import remote_path
 from bot.cluster.sftp import open_failed
 from bot.cluster.ssh import CommandResult
 from bot.config import Config
@@ -47,6 +47,7 @@ from bot.services.ports import (
     PostError,
     ThreadWriter,
 )
+from bot.services.pyspy_placements import PySpyPlacements
 from bot.slack.render import TemplateRenderer
 from bot.store import Store
 

@@ -12,15 +12,12 @@ import logging
 import os
 import posixpath
 import secrets
-import threading
-from collections.abc import Callable, Mapping
-from concurrent.futures import Future
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bot.cluster.errors import ClusterError, said
+from bot.cluster.errors import ClusterError
 from bot.core.text import N_
 
 if TYPE_CHECKING:
@@ -150,52 +147,3 @@ def _remove_quietly(runner: Runner, path: str) -> None:
         runner.run(["rm", "-f", path], check=False, timeout=60)
     except Exception:  # noqa: BLE001 - the caller raises the error that brought it here
         log.debug("could not remove %s", path, exc_info=True)
-
-
-class PySpyPlacements:
-    """trainbot's py-spy placed on the clusters (the paths placed, and the placement under way
-    per cluster name), owned by the bot's context (bot.services.ports.BotContext.pyspy: one per
-    process) or a command's collector: one placement at a time per cluster, whichever
-    collector, watcher or command asks, in the background, so a collection waits for it only
-    as long as its deadline allows. A failed placement is logged and forgotten: the next ask
-    tries again (place_pyspy is idempotent: sha256-checked, moved into place atomically).
-    `placed`: paths known placed already, by cluster."""
-
-    def __init__(self, placed: Mapping[str, str] | None = None) -> None:
-        self._lock = threading.Lock()
-        self._paths: dict[str, str] = dict(placed or {})
-        self._under_way: dict[str, Future[str]] = {}
-
-    def start(self, cluster: str, place: Callable[[], str]) -> Future[str]:
-        """The placement of `cluster`'s py-spy: done when placed, else the one under way, else
-        `place()` begun on a daemon thread."""
-        with self._lock:
-            if cluster in self._paths:
-                done: Future[str] = Future()
-                done.set_result(self._paths[cluster])
-                return done
-            future = self._under_way.get(cluster)
-            if future is not None:
-                return future
-            future = self._under_way[cluster] = Future()
-        threading.Thread(target=self._place, args=(cluster, place, future),
-                         name=f"py-spy placement {cluster}", daemon=True).start()
-        return future
-
-    def placed(self, cluster: str) -> str | None:
-        with self._lock:
-            return self._paths.get(cluster)
-
-    def _place(self, cluster: str, place: Callable[[], str], future: Future[str]) -> None:
-        try:
-            path = place()
-        except BaseException as exc:  # noqa: BLE001 - handed to the future
-            log.warning("%s: placing py-spy failed: %s", cluster, said(exc))
-            with self._lock:
-                self._under_way.pop(cluster, None)
-            future.set_exception(exc)
-            return
-        with self._lock:
-            self._paths[cluster] = path
-            self._under_way.pop(cluster, None)
-        future.set_result(path)

@@ -19,12 +19,12 @@ from contextlib import AbstractContextManager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
-from bot.cluster.pyspy import PySpyPlacements
 from bot.config import Config
 from bot.core.backoff import Backoffs
 from bot.core.catalogue import Catalogue
 from bot.core.holders import Machine, PidNow
 from bot.services.logonce import OnceLog
+from bot.services.pyspy_placements import PySpyPlacements
 from bot.store import Store
 
 if TYPE_CHECKING:

@@ -27,7 +27,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 from bot.cluster.errors import ClusterError, ClusterUnavailable, said
-from bot.cluster.pyspy import PySpyPlacements, PySpyUnavailable, place_pyspy
+from bot.cluster.pyspy import PySpyUnavailable, place_pyspy
 from bot.config import Config
 from bot.core.flight_recorder import (
     MAX_DUMP_BYTES,
@@ -52,6 +52,7 @@ from bot.core.stacks import (
 from bot.core.text import N_
 from bot.probes.stacks import collect_stacks
 from bot.services.ports import SFTP, BotContext, ClusterSessions, LeaseLost
+from bot.services.pyspy_placements import PySpyPlacements
 from bot.services.threads import Attachment, has_thread, post_or_keep, render
 
 if TYPE_CHECKING:

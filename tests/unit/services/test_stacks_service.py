@@ -613,7 +613,7 @@ def test_a_watcher_over_fakes_without_ssh_begins_no_placement_and_logs_none(
     ctx = make_context(store, slurm, sftp=FakeSFTP(), clock=lambda: T0 + 100)
     _watched_running_job(ctx, slurm)
     caplog.set_level(logging.WARNING, logger="bot.services.stacks")
-    caplog.set_level(logging.WARNING, logger="bot.cluster.pyspy")
+    caplog.set_level(logging.WARNING, logger="bot.services.pyspy_placements")
     build_watcher(ctx, "dev").tick(T0 + 60)
     assert (ctx.pyspy.placed("dev") or "").startswith("/home/slurmci/.cache/trainbot/py-spy-")
     assert not [t for t in threading.enumerate() if t.name == "py-spy placement dev"]
@@ -632,7 +632,7 @@ def test_a_placement_failing_over_the_tests_runner_is_still_logged(store, caplog
     ctx = make_context(store, clusters=FakeClusters(slurm, sftp=FakeSFTP(), runner=node),
                        clock=lambda: T0 + 100)
     _watched_running_job(ctx, slurm)
-    caplog.set_level(logging.WARNING, logger="bot.cluster.pyspy")
+    caplog.set_level(logging.WARNING, logger="bot.services.pyspy_placements")
     build_watcher(ctx, "dev").tick(T0 + 60)
     deadline = time.monotonic() + 10
     while not caplog.records and time.monotonic() < deadline:
