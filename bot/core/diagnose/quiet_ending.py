@@ -74,10 +74,11 @@ _EPOCH_COUNTER = r"\b[Ee]poch\s*(?::\s*)?[\[(]?\s*(\d+)\s*/\s*(\d+)\b"
 _EPOCH_OF = re.compile(_EPOCH_COUNTER + r"|^\s*(\d+)/(\d+)\s+\d+(?:\.\d+)?G\s")
 # tensorpack's epoch start (bot.core.detectors.TENSORPACK_EPOCH_START), group 1, or its main loop
 # stopped by StopTraining or an exhausted input (tensorpack/train/base.py 1547a54e: `Training was
-# stopped by exception ...`, where `Training has finished!`, a catalogue end marker, ends a run
-# that reached max_epoch)
+# stopped by exception ...`), or its loop's own end after max_epoch (`Training has finished!`,
+# also a catalogue end marker): either says no epoch is left after the last one started
 _TENSORPACK_EPOCH = re.compile(
-    rf"({TENSORPACK_EPOCH_START})|@base\.py:[0-9]+\] Training was stopped by exception ")
+    rf"({TENSORPACK_EPOCH_START})"
+    r"|@base\.py:[0-9]+\] (?:Training was stopped by exception |Training has finished!)")
 # A progress bar's count: tqdm's percentage before its bar (`34%|###3      |`, `Steps:   0%|`)
 # and its `n/total [elapsed<remaining` (`670/2000 [14:58<29:42`), Keras's `670/2000 [====>...]`.
 _BAR_PERCENT = re.compile(r"(?<![\d.])(\d{1,3})(?:\.\d+)?%\s*\|")

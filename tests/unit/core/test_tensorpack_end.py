@@ -92,3 +92,11 @@ def test_a_next_training_after_it_is_still_running():
 @each_end(ENDS)
 def test_an_error_after_it_decides(end):
     assert_the_error_decides(LOOP + end)
+
+
+def test_the_scripts_own_evaluation_steps_after_the_end_leave_no_epoch_open():
+    """A script's own evaluation loop after the main loop ended (`eval step 200/200`): the end
+    marker, not the last `Start Epoch`, is tensorpack's last word on its epochs, so no epoch is
+    left and the finished run is not read as still running."""
+    d = read(LOOP + FINISHED + "eval step 100/200 acc=0.89\neval step 200/200 acc=0.90\n")
+    assert d.class_id == "completed"
