@@ -73,7 +73,6 @@ from bot.core.diagnose.cause import (
     SilentExit,
     StillAlive,
     SubmititPreempted,
-    TargetReached,
     case_detail,
 )
 from bot.core.diagnose.closing_summary import ClosingShapes, ends_in_closing_summary
@@ -93,7 +92,6 @@ from bot.core.diagnose.ending import (
 )
 from bot.core.diagnose.epilogue import epilogue_memory_kill
 from bot.core.diagnose.quiet_ending import (
-    ends_after_target,
     ends_at_last_epoch,
     ends_at_shell_prompt,
     ends_in_closed_progress_table,
@@ -367,15 +365,6 @@ def diagnose(
                 decided_by = SIGNATURE
             elif summary is not None:
                 evidence = [Evidence(*summary)]
-        elif acct.state is None and (reached := ends_after_target(
-                tail, series, target if target_iter is not None or not epochs_left(tail)
-                else None)) is not None:
-            # no accounting: the training progress reached the run's own target (its last
-            # epoch's report, the series at its target) and the log ends after it with only
-            # reports (an evaluation, a test, a save, a summary, a banner) and no error: a loop
-            # that ended, inferred from where it stopped, not said by a line (a hint)
-            chosen, decided_by, case_cause = "completed", HINT, TargetReached(reached)
-            evidence = [Evidence(reached.line, reached.text)]
         elif acct.state is None and (prompt := ends_at_shell_prompt(tail, series)):
             # the shell's prompt came back after progress or start-up output, with no error and
             # no end of training

@@ -350,8 +350,7 @@ def _only_epoch_count(line: str) -> bool:
     return len(_COUNT.findall(line)) <= 1 and not _BAR_PERCENT.search(line)
 
 
-def _last_epoch_reported(lines: Sequence[str], total: str, *, cut: bool,
-                         figure: re.Pattern[str] = _FIGURE) -> bool:
+def _last_epoch_reported(lines: Sequence[str], total: str, *, cut: bool) -> bool:
     """The last epoch has printed as many reports (lines with its counter of `total` epochs, a
     loss or accuracy and no other count) as any earlier epoch whose reports are all in `lines`:
     a loop that prints one report an epoch (or one a rank, or a training and a validation line)
@@ -367,7 +366,7 @@ def _last_epoch_reported(lines: Sequence[str], total: str, *, cut: bool,
     ends: dict[int, int] | None = {}  # each epoch's last report's steps so far, while all show
     for line in lines:
         m = _EPOCH_REPORT.search(line)
-        if (m is not None and m.group(2) == total and figure.search(line)
+        if (m is not None and m.group(2) == total and _FIGURE.search(line)
                 and _only_epoch_count(line)):
             counts[m.group(1)] = counts.get(m.group(1), 0) + 1
             step = _STEP_SO_FAR.search(line)
@@ -428,134 +427,3 @@ def epochs_left(tail: Sequence[tuple[int, str]]) -> bool:
             done, total = (int(g) for g in (m.group(1, 2) if m.group(1) else m.group(3, 4)))
             return 0 < total and done < total - 1
     return False
-
-
-# After the progress that reached the target, a line that is still training: a count of steps,
-# iterations or batches short of its total (`Step [50/100]`, `iter 3/10`), or a line that
-# names training with a loss or accuracy and no word of a report over it (a next run's `train
-# loss: 0.4`; not `Final train loss: 0.31`, `best train acc: 0.9`).
-_STEP_COUNT = re.compile(r"(?i)\b(?:step|iter(?:ation)?|batch)\w*\s*[:\[(]?\s*(\d+)\s*/\s*(\d+)")
-_TRAINING_FIGURE = re.compile(r"(?i)(?<![a-z])train(?:ing)?(?![a-z])")
-# A report's figure, named alone or with its split (`loss: 0.31`, `train_loss 0.3`, `val_acc=0.9`,
-# `Acc: 0.9`): what an epoch's report carries and its header does not.
-_METRIC_FIGURE = re.compile(r"(?i)(?<![a-z0-9])(?:loss|acc|accuracy)\b\s*[:=]?\s*[-+]?(?:\d|\.\d)")
-_REPORT_WORD = re.compile(r"(?i)\b(?:final|best|total|average|avg|summary|overall|test\w*|eval\w*"
-                          r"|valid\w*|val)\b")
-
-
-class TargetEnding(NamedTuple):
-    """A log whose training progress reached the run's own target and then ended with no
-    training after it and no error (`ends_after_target`): the progress line at the target
-    (`line`, `text`), what it counted (`epoch`: the last epoch's report, `iteration`: the
-    series' count at its target) and how far (`done` of `total`)."""
-
-    line: int
-    text: str
-    unit: str
-    done: int
-    total: int
-
-
-def ends_after_target(tail: Sequence[tuple[int, str]], series: MetricSeries,
-                      target: int | None) -> TargetEnding | None:
-    """The run's training progress reached its own target and the log ends after it with no
-    training progress and no error: only what a program prints once its loop is over may follow
-    (an evaluation's or a test's report, a save line, a summary, a banner, a shell's prompt), or
-    nothing. The target is the one the run named itself: its last epoch's report at its total
-    (`Epoch [10/10] ... loss: 0.31`, with `ends_at_last_epoch`'s checks on that line: every
-    other count on it at its own total and, with no other count, all that epoch's reports
-    printed), or the series' progress line at its target (`step 1000/1000`, the iterations a
-    framework announced: `target`, which the caller passes only when an epoch counter short of
-    its total does not make a bar's total one epoch's). The reasoning, not a framework's end
-    line: a loop stops at its target, and a loop still training prints progress again, so
-    nothing but reports after the target is a loop that ended. It stays a hint: no line says
-    the program ended (it may still be writing its reports). None when progress stops short of
-    the target, when training goes on after it (a next run's `Epoch 1/10`, a step count short of
-    its total, a series' progress line past it, a training figure), when a line after it is an
-    error's, or when the log ends in a progress bar short of its total or inside an evaluation
-    its framework has yet to sum up."""
-    if ends_in_open_progress_bar(tail) or series.ends_inside_evaluation:
-        return None
-    lines = [(n, normalize_line(t)) for n, t in tail if t.strip()]
-    reached = _last_epoch_report(lines, cut=bool(tail) and tail[0][0] > 1)
-    last_progress = series.last_iteration_line
-    if last_progress is not None and (reached is None or last_progress > reached.line):
-        reached = _series_at_target(series, target)
-    if reached is None or not any(n == reached.line for n, _ in lines):
-        return None
-    after = [line for n, line in lines if n > reached.line]
-    if any(_trains(line) or says_error(line) for line in after):
-        return None
-    return reached
-
-
-def _last_epoch_report(lines: Sequence[tuple[int, str]], *, cut: bool) -> TargetEnding | None:
-    """The last epoch's report, when the last line with an epoch counter is at its total (two
-    epochs or more): that line when it is a report (a figure on it, `_METRIC_FIGURE`, every
-    other count at its own total and, with no other count, all the last epoch's reports
-    printed: `_last_epoch_reported`), or when it is the epoch's header (no figure: Keras's
-    `Epoch 10/10`, a loop's `Epoch 24/24` then `train Loss: …` and `val Loss: …`) the line that
-    completes as many figure lines after it as the epoch before printed after its own header
-    (`_epoch_reports_done`)."""
-    found = next(((i, m) for i in range(len(lines) - 1, -1, -1)
-                  if (m := _EPOCH_REPORT.search(lines[i][1])) is not None), None)
-    if found is None:
-        return None
-    i, epoch = found
-    n, text = lines[i]
-    done, total = int(epoch.group(1)), int(epoch.group(2))
-    if done != total or total < 2 or not all(a == b for a, b in _COUNT.findall(text)):
-        return None
-    if _METRIC_FIGURE.search(text) is None:
-        report = _epoch_reports_done(lines, i, epoch.group(2))
-        return None if report is None else TargetEnding(*report, "epoch", done, total)
-    if _only_epoch_count(text) and not _last_epoch_reported(
-            [t for _, t in lines[:i + 1]], epoch.group(2), cut=cut, figure=_METRIC_FIGURE):
-        return None
-    return TargetEnding(n, text, "epoch", done, total)
-
-
-def _epoch_reports_done(lines: Sequence[tuple[int, str]], header: int, total: str
-                        ) -> tuple[int, str] | None:
-    """After the last epoch's header (`lines[header]`), the line that completes as many figure
-    lines (`_METRIC_FIGURE`: its bar at its total, its training and validation reports) as the
-    epoch before printed between its header (of the same total) and the next; None when the
-    epoch before is not all among `lines`, printed none, or the last epoch has printed fewer so
-    far (mid-epoch)."""
-    before = next((j for j in range(header - 1, -1, -1)
-                   if (m := _EPOCH_REPORT.search(lines[j][1])) is not None), None)
-    if before is None or (m := _EPOCH_REPORT.search(lines[before][1])) is None or (
-            m.group(2) != total or _METRIC_FIGURE.search(lines[before][1])):
-        return None
-    each = sum(1 for _, t in lines[before + 1:header] if _METRIC_FIGURE.search(t))
-    reports = [(n, t) for n, t in lines[header + 1:] if _METRIC_FIGURE.search(t)]
-    if not 0 < each <= len(reports):
-        return None
-    n, text = reports[each - 1]
-    return (n, text) if all(a == b for a, b in _COUNT.findall(text)) else None
-
-
-def _series_at_target(series: MetricSeries, target: int | None) -> TargetEnding | None:
-    """The series' last progress line when its iteration is at `target` or past it (a run's
-    count at its end, not the highest count an earlier run of the log reached)."""
-    last = next((s for s in reversed(series.samples)
-                 if s.line_no == series.last_iteration_line), None)
-    if target is None or last is None or last.iteration is None or last.iteration < target:
-        return None
-    return TargetEnding(last.line_no, last.text, "iteration", last.iteration, target)
-
-
-def _trains(line: str) -> bool:
-    """A line after the target shows training still going: an epoch counter (a next run's, or
-    the loop's next epoch), a progress bar's or a step count short of its total, or a training
-    figure that no report word labels (`_REPORT_WORD`)."""
-    line = message_after_time(line)
-    if _EPOCH_OF.search(line) or _STEP_COUNT.search(line) and any(
-            int(a) < int(b) for a, b in _STEP_COUNT.findall(line)):
-        return True
-    if (count := _BAR_COUNT.search(line)) is not None and int(count.group(1)) < int(count.group(2)):
-        return True
-    if (percent := _BAR_PERCENT.search(line)) is not None and int(percent.group(1)) < 100:
-        return True
-    return bool(_TRAINING_FIGURE.search(line) and _METRIC_FIGURE.search(line)
-                and not _REPORT_WORD.search(line))
