@@ -202,6 +202,8 @@ _DYNAMIC_CALL_RE = re.compile(
     r"|\beval\b[^\n;]*\$", re.MULTILINE)
 
 
+#: A word that may name a function (not part of a path, a parameter or a longer word).
+_WORD_RE = re.compile(r"(?<![\w$./:-])[A-Za-z_][\w:-]*(?![\w:./-])")
 #: The name a function's body is defined for, right before the body.
 _DEFINED_RE = re.compile(r"([A-Za-z_][\w:-]*)[ \t]*(?:\([ \t]*\))?[ \t\n]*\{?[ \t]*\Z")
 
@@ -222,11 +224,11 @@ def calls_all_read(code: str, calls: list[Call], bodies: dict[str, tuple[int, in
     for start, _end in uncalled:  # (a body the walk did not read: `if c; then f() { …; }; fi`)
         if m := _DEFINED_RE.search(code, max(0, start - 120), start):
             names.append(m.group(1))
-    for name in names:
-        for m in re.finditer(r"(?<![\w$./:-])" + re.escape(name) + r"(?![\w:./-])", code):
+    named = set(names)
+    for m in _WORD_RE.finditer(code):  # (one pass for all the names)
+        if m.group() in named:
             at = m.start()
-            if at in read or re.match(r"[ \t]*\(", code[m.end():m.end() + 40]) \
-                    or re.search(r"(?:\bfunction|[$<>]\(|`)[ \t]*$", code[max(0, at - 20):at]):
-                continue
-            return False
+            if not (at in read or re.match(r"[ \t]*\(", code[m.end():m.end() + 40])
+                    or re.search(r"(?:\bfunction|[$<>]\(|`)[ \t]*$", code[max(0, at - 20):at])):
+                return False
     return True
