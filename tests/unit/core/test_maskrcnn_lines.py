@@ -273,18 +273,32 @@ def test_an_evaluation_read_sparsely_closes_at_a_training_line_between_sampled_w
     the training line after it is read), so the second stage's bars are training progress: the
     run at 2000 of 3000. Before, the window after it read the second stage's bars as the
     still open validation's: the run at 960 of 1000 with 16, 20 or 24 samples."""
+    for series in _read_sparsely(_validation_between_stages()):
+        assert series.last_evaluation is not None
+        assert series.last_evaluation.evaluation_batches == (250, 250)
+
+
+def _validation_between_stages(after_its_bar: str = "") -> str:
+    """The first stage's bars to 990 of 1000, a validation's `Start evaluation on` line and its
+    one bar, `after_its_bar`, the first stage's last bar (1000 of 1000), then the second
+    stage's bars to 2000 of 3000."""
     at = _LOGGER.format(h=10, m=0).replace("trainer", "inference")
-    log = ("".join(_bar(n, 1000) for n in range(10, 991, 10))
-           + at + "Start evaluation on [Validation] dataset(500 images).\n"
-           + _bar(250, 250) + _bar(1000, 1000)
-           + "".join(_bar(n, 3000) for n in range(10, 2001, 10)))
+    return ("".join(_bar(n, 1000) for n in range(10, 991, 10))
+            + at + "Start evaluation on [Validation] dataset(500 images).\n"
+            + _bar(250, 250) + after_its_bar + _bar(1000, 1000)
+            + "".join(_bar(n, 3000) for n in range(10, 2001, 10)))
+
+
+def _read_sparsely(log: str) -> list[MetricSeries]:
+    """`log` read with 16 to 128 samples, each reading sparse and at 2000 of 3000."""
+    read = []
     for max_samples in range(16, 129, 4):
         series = MetricSeries(max_samples=max_samples)
         series.feed_block(log)
         assert series.stride > 1
         assert (series.last_iteration, series.target_iter) == (2000, 3000), max_samples
-        assert series.last_evaluation is not None
-        assert series.last_evaluation.evaluation_batches == (250, 250)
+        read.append(series)
+    return read
 
 
 def test_an_evaluation_open_at_a_blocks_end_is_read_on_in_the_next_block():
@@ -310,13 +324,4 @@ def test_a_loss_alone_inside_an_evaluation_read_sparsely_does_not_end_its_readin
     between the validation's bar and the first stage's last bar: it closes no evaluation, so the
     reading goes on to that bar, which does; the run at 2000 of 3000. Before, the window ended
     at the loss line, that bar unread: the run at 960 or 980 of 1000 with 16 to 96 samples."""
-    at = _LOGGER.format(h=10, m=0).replace("trainer", "inference")
-    log = ("".join(_bar(n, 1000) for n in range(10, 991, 10))
-           + at + "Start evaluation on [Validation] dataset(500 images).\n"
-           + _bar(250, 250) + "loss: 0.4321\n" + _bar(1000, 1000)
-           + "".join(_bar(n, 3000) for n in range(10, 2001, 10)))
-    for max_samples in range(16, 129, 4):
-        series = MetricSeries(max_samples=max_samples)
-        series.feed_block(log)
-        assert series.stride > 1
-        assert (series.last_iteration, series.target_iter) == (2000, 3000), max_samples
+    _read_sparsely(_validation_between_stages("loss: 0.4321\n"))
