@@ -39,7 +39,11 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-CLOSE_WAIT_S = 2.0  # at most this long for closing the SSH connections at a stop
+CLOSE_WAIT_S = 2.0  # at most this long for stopping the health server, then SSH, at a stop
+# How long a stop waits at most (8 s): the runs under way (STOP_GRACE_S), then the health
+# server and the SSH connections (CLOSE_WAIT_S each). README, docs/deploy.md and the systemd
+# unit state it (tests/unit/deploy/test_packaging.py checks they say this figure).
+STOP_WITHIN_S = STOP_GRACE_S + 2 * CLOSE_WAIT_S
 
 
 def build_context(config: Config, *, client: WebClient | None = None, slack: bool = True,
@@ -449,7 +453,7 @@ def run(config: Config, *, http_port: int = 3000, slack: bool = True,
     """The bot, built from `config` and served until stopped by SIGTERM or SIGINT (Ctrl-C).
     Without `slack`, the watchers run alone and what they would post is logged; `webhook`
     gets each watcher event as JSON; `metrics_port` (on `service.metrics_host`) serves
-    /healthz, /readyz and /metrics. At a stop, within STOP_GRACE_S + CLOSE_WAIT_S: no new
+    /healthz, /readyz and /metrics. At a stop, within STOP_WITHIN_S: no new
     Slack request or scheduled run is taken and no side effect started, the runs under way
     end at their next step, this replica's leases are released (another replica takes the
     jobs over at once), the health server, SSH connections and the store are closed.

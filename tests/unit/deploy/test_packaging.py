@@ -12,6 +12,8 @@ from pathlib import Path
 
 import yaml
 
+from bot.app import STOP_WITHIN_S
+
 REPO = Path(__file__).resolve().parents[3]
 DEPLOY = REPO / "deploy"
 
@@ -64,7 +66,21 @@ def test_the_systemd_unit_restarts_and_is_hardened() -> None:
     assert lines["Restart"] == "on-failure" and lines["User"] == "trainbot"
     assert lines["NoNewPrivileges"] == "yes" and lines["ProtectSystem"] == "strict"
     assert lines["ReadWritePaths"] == "/var/lib/trainbot"
-    assert int(lines["TimeoutStopSec"]) > 10  # trainbot run stops within 10 s of SIGTERM
+    assert int(lines["TimeoutStopSec"]) > STOP_WITHIN_S  # SIGKILL only after the stop's waits
+
+
+def test_what_the_deploy_texts_say_of_a_stop_is_what_it_waits_at_most() -> None:
+    """README, docs/deploy.md and the systemd unit name the time a stop takes: the waits of
+    bot.app.run's stop, each bounded (STOP_WITHIN_S); the container's grace outlasts it. Before,
+    the unit said 6 s (the health server's close was not counted) and the docs 10 s."""
+    said = f"within {STOP_WITHIN_S:g} s"
+    for text in ((DEPLOY / "trainbot.service").read_text(), (REPO / "README.md").read_text(),
+                 (REPO / "docs" / "deploy.md").read_text()):
+        stops = re.findall(r"(?:stops|exits 0|exit code 0) within (\d+) s", text)
+        assert stops and all(f"within {s} s" == said for s in stops), stops
+    compose = yaml.safe_load((DEPLOY / "compose.yaml").read_text())
+    grace = compose["services"]["trainbot"]["stop_grace_period"]
+    assert grace.endswith("s") and int(grace[:-1]) > STOP_WITHIN_S
 
 
 def test_the_compose_example_runs_two_replicas_on_postgresql() -> None:
