@@ -1,9 +1,9 @@
 """Send a recipe's job to Slurm: sbatch its script, or run the site's submit command
 (`submit_command`), which gets the recipe's Slurm options (partition, account, qos, gres, mem,
-time, overrides applied) as sbatch's input environment variables (`SBATCH_PARTITION`, …,
-`SBATCH_MEM_PER_NODE`, `SBATCH_TIMELIMIT`) and must print the job id; then which overridden
-options that command's job did not get (a wrapper may set its own on sbatch's command line),
-so that one is never reported as applied."""
+time, overrides applied, and log_path as `SBATCH_OUTPUT` and `SBATCH_ERROR`) as sbatch's input
+environment variables (`SBATCH_PARTITION`, …, `SBATCH_MEM_PER_NODE`, `SBATCH_TIMELIMIT`) and
+must print the job id; then which overridden options that command's job did not get (a
+wrapper may set its own on sbatch's command line), so that one is never reported as applied."""
 
 from __future__ import annotations
 
@@ -24,7 +24,6 @@ from bot.config import RecipeConfig
 from bot.core.slurm.errors import SlurmParseError
 from bot.core.slurm.sbatch import (
     RECIPE_OVERRIDABLE_OPTIONS,
-    SBATCH_INPUT_ENV,
     options_not_applied,
     sbatch_input_env,
 )
@@ -65,8 +64,7 @@ def send_job(slurm: Slurm, recipe: RecipeConfig, job_name: str, env: dict[str, s
     # may have left a job, as sbatch's does (SlurmClient.submit): an OutcomeUnknown saying to
     # look the name up.
     assert recipe.submit_command is not None
-    options = {name: getattr(recipe, name) for name in SBATCH_INPUT_ENV}
-    env = {**env, **sbatch_input_env(options), "TRAINBOT_JOB_NAME": job_name}
+    env = {**env, **sbatch_input_env(recipe.sbatch_options()), "TRAINBOT_JOB_NAME": job_name}
     argv = [*recipe.submit_command, *recipe.args]
     try:
         result = slurm.runner.run(argv, env=env, check=True)

@@ -1,7 +1,8 @@
 """A recipe with a site submit wrapper (`submit_command`) on the real dev cluster: its Slurm
 options and `/train submit` overrides reach the sbatch the wrapper runs as sbatch's input
 environment variables, and an override the wrapper overrules itself is reported as not
-applied, with what the job got.
+applied, with what the job got; its log_path takes the job's stdout and stderr both, over the
+script's own `#SBATCH --output` / `--error`.
 
 Each test works in its own directory under the test user's home with a unique job name; every
 job it starts is cancelled afterwards.
@@ -10,6 +11,7 @@ job it starts is cancelled afterwards.
 from __future__ import annotations
 
 import posixpath
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -40,6 +42,18 @@ exec sbatch --parsable --job-name="$TRAINBOT_JOB_NAME" --output=/dev/null "{scri
 FORCING_WRAPPER = """#!/bin/sh
 exec sbatch --parsable --job-name="$TRAINBOT_JOB_NAME" --output=/dev/null --mem=200M "{script}"
 """
+# A wrapper that leaves the output files to sbatch's environment, and a script naming its own.
+LOGGED_WRAPPER = """#!/bin/sh
+exec sbatch --parsable --job-name="$TRAINBOT_JOB_NAME" "{work}/own_files.sh"
+"""
+OWN_FILES_SCRIPT = """#!/bin/sh
+#SBATCH --output={work}/own-%j.out
+#SBATCH --error={work}/own-%j.err
+echo "iter: 4/100 | loss: 0.94"
+echo "torch.OutOfMemoryError: CUDA out of memory." >&2
+exit 1
+"""
+WRAPPERS = {"plain": PLAIN_WRAPPER, "forcing": FORCING_WRAPPER, "logged": LOGGED_WRAPPER}
 
 
 @dataclass
@@ -49,6 +63,7 @@ class Env:
     sessions: ClusterSessions
     store: Store
     tag: str
+    work: str
 
     def scontrol(self, job_id: str) -> dict[str, str]:
         """`scontrol show job` as key=value pairs (independent of trainbot's parsers)."""
@@ -69,22 +84,25 @@ def env(slurm_cluster: Any, tmp_path: Path) -> Iterator[Env]:
     work = posixpath.join(slurm_cluster.home, f"wrapper-{tag}")
     assert slurm_cluster.ssh(["mkdir", "-p", work]).returncode == 0
     write(slurm_cluster, f"{work}/job.sh", JOB_SCRIPT, "755")
-    for name, text in (("plain", PLAIN_WRAPPER), ("forcing", FORCING_WRAPPER)):
-        write(slurm_cluster, f"{work}/{name}.sh", text.format(script=f"{work}/job.sh"), "755")
+    write(slurm_cluster, f"{work}/own_files.sh", OWN_FILES_SCRIPT.format(work=work), "755")
+    for name, text in WRAPPERS.items():
+        write(slurm_cluster, f"{work}/{name}.sh",
+              text.format(script=f"{work}/job.sh", work=work), "755")
     overridable = {"account": "str", "mem": "size", "time": "str"}
     recipes = {
         name: {"submit_command": [f"{work}/{name}.sh"], "job_name": f"{name}-{tag}",
                "workdir": work, "time": "10", "overridable": overridable}
-        for name in ("plain", "forcing")
+        for name in WRAPPERS
     }  # fmt: skip
+    recipes["logged"]["log_path"] = f"{work}/%x-%j.log"
     config = Config.model_validate(slurm_cluster.bot_config_data(
         store_url=f"sqlite:///{tmp_path / 'state.db'}", recipes=recipes))
     store = Store.open(config.store.url)
     sessions = ClusterSessions(config)
     try:
-        yield Env(slurm_cluster, config, sessions, store, tag)
+        yield Env(slurm_cluster, config, sessions, store, tag, work)
     finally:
-        for name in ("plain", "forcing"):
+        for name in WRAPPERS:
             slurm_cluster.ssh(["scancel", "--name", f"{name}-{tag}"])
         sessions.close()
         store.close()
@@ -115,3 +133,22 @@ def test_an_override_the_wrapper_overrules_is_reported_not_applied(env: Env) -> 
     assert (job["Account"], job["MinMemoryNode"]) == (ACCOUNT, "200M")
     assert result.not_applied == (NotApplied("mem", "100M", "200M"),)
     assert result.overrides == {"account": ACCOUNT}
+
+
+def test_a_wrappers_job_writes_stdout_and_stderr_to_the_recipes_log_path(env: Env) -> None:
+    """The wrapper runs a script that names its own --output and --error files: the job's
+    stdout and stderr both land in the recipe's log_path (sbatch's SBATCH_OUTPUT and
+    SBATCH_ERROR outrank the script's lines), in order, and the script's files stay
+    unwritten. Before, the wrapper's job wrote its traceback where the script said."""
+    result = submit(env, "logged", [])
+    job = env.scontrol(result.job_id)
+    log = f"{env.work}/logged-{env.tag}-{result.job_id}.log"
+    assert (job["StdOut"], job["StdErr"]) == (log, log)
+    deadline = time.monotonic() + 90
+    text = ""
+    while "CUDA out of memory" not in text and time.monotonic() < deadline:
+        time.sleep(1)
+        text = env.cluster.ssh(["cat", log]).stdout
+    assert text.index("iter: 4/100") < text.index("torch.OutOfMemoryError: CUDA out of memory")
+    own = env.cluster.ssh(["ls", env.work]).stdout.split()
+    assert not [name for name in own if name.startswith("own-")], own

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Mapping
-from typing import Literal
+from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
@@ -184,8 +184,11 @@ class RecipeConfig(_Model):
         description="Site submit wrapper as an argv list (never a shell string); it must "
         "print the Slurm job id. It gets `args`, and the recipe's partition, account, qos, "
         "gres, mem and time (overrides applied) as sbatch's input variables SBATCH_PARTITION, "
-        "SBATCH_ACCOUNT, SBATCH_QOS, SBATCH_GRES, SBATCH_MEM_PER_NODE, SBATCH_TIMELIMIT; an "
-        "overridden option its job did not get is reported as not applied.",
+        "SBATCH_ACCOUNT, SBATCH_QOS, SBATCH_GRES, SBATCH_MEM_PER_NODE, SBATCH_TIMELIMIT, and "
+        "log_path as SBATCH_OUTPUT and SBATCH_ERROR (stdout and stderr both in the watched "
+        "log, over the script's own #SBATCH --output/--error, unless the wrapper passes its "
+        "own on sbatch's command line); an overridden option its job did not get is reported "
+        "as not applied.",
     )
     args: list[str] = Field(default_factory=list, description="Arguments for the script.")
     partition: str | None = Field(None, description="Slurm partition (--partition).")
@@ -386,15 +389,24 @@ class RecipeConfig(_Model):
         """The recipe's metric regexes, compiled (they were checked at load)."""
         return [re.compile(p) for p in self.metric_regexes]
 
-    def submit_spec(self, *, job_name: str, env: Mapping[str, str]) -> SubmitSpec:
-        """The sbatch call of this recipe's `sbatch_script` under `job_name`, with `env`.
+    def sbatch_options(self) -> dict[str, str | None]:
+        """This recipe's Slurm options as SubmitSpec fields (None: unset), overrides applied:
+        its overridable options, `array`, and `output` and `error` both at `log_path` (the
+        same pattern, so an array's %A/%a expand alike). A script's own `#SBATCH --error=…`
+        would otherwise keep stderr (tracebacks, slurmstepd's CANCELLED / TIME LIMIT lines)
+        out of the log trainbot watches; slurmstepd opens one file for the two when their
+        names are equal, so lines keep their order and `--open-mode` applies to it once
+        (Slurm 22.05 and 24.11). sbatch gets them on its command line (`submit_spec`), a site
+        wrapper as sbatch's input variables (bot.services.send_job), which outrank the
+        script's `#SBATCH` lines too."""
+        options: dict[str, str | None] = {
+            name: getattr(self, name) for name in RECIPE_OVERRIDABLE_OPTIONS}
+        return {**options, "array": self.array, "output": self.log_path,
+                "error": self.log_path}
 
-        stdout and stderr both go to `log_path` (`--output` and `--error`, the same pattern, so
-        an array's %A/%a expand alike): a script's own `#SBATCH --error=…` would otherwise keep
-        stderr (tracebacks, slurmstepd's CANCELLED / TIME LIMIT lines) out of the log trainbot
-        watches. slurmstepd opens one file for the two when their names are equal, so lines
-        keep their order and `--open-mode` applies to it once (Slurm 22.05 and 24.11)."""
-        options = {name: getattr(self, name) for name in RECIPE_OVERRIDABLE_OPTIONS}
+    def submit_spec(self, *, job_name: str, env: Mapping[str, str]) -> SubmitSpec:
+        """The sbatch call of this recipe's `sbatch_script` under `job_name`, with `env` and
+        its Slurm options (`sbatch_options`: stdout and stderr both to `log_path`)."""
+        options: dict[str, Any] = self.sbatch_options()  # SubmitSpec's option fields
         return SubmitSpec(job_name=job_name, script_path=self.sbatch_script, args=tuple(self.args),
-                          output=self.log_path, error=self.log_path, workdir=self.workdir,
-                          env=env, array=self.array, **options)
+                          workdir=self.workdir, env=env, **options)

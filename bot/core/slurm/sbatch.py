@@ -53,8 +53,8 @@ class SubmitSpec:
     time: str | None = _option("--time", override="str", input_env="SBATCH_TIMELIMIT")
     exclude: str | None = _option("--exclude", override="str", input_env="SBATCH_EXCLUDE")
     array: str | None = _option("--array", input_env="SBATCH_ARRAY_INX")  # see array_spec
-    output: str | None = _option("--output")
-    error: str | None = _option("--error")
+    output: str | None = _option("--output", input_env="SBATCH_OUTPUT")
+    error: str | None = _option("--error", input_env="SBATCH_ERROR")
     workdir: str | None = _option("--chdir")
     begin: str | None = _option("--begin")
     env: Mapping[str, str] = field(default_factory=dict)

@@ -323,7 +323,7 @@ def wrapped_job(slurm: FakeSlurm, **fields) -> None:
 
 
 def test_every_overridable_sbatch_option_reaches_a_wrapper_as_an_input_variable():
-    assert set(SBATCH_INPUT_ENV) == {*RECIPE_OVERRIDABLE_OPTIONS, "array"}
+    assert set(SBATCH_INPUT_ENV) == {*RECIPE_OVERRIDABLE_OPTIONS, "array", "output", "error"}
     assert all(v.startswith("SBATCH_") for v in SBATCH_INPUT_ENV.values())
 
 
@@ -347,6 +347,23 @@ def test_a_wrapper_gets_the_recipes_slurm_options_with_the_overrides(wrap_config
     assert result.overrides == {"partition": "debug", "mem": "400G", "time": "90",
                                 "qos": "high", "gres": "gpu:2", "lr": 0.5}
     assert slurm.acted("job") == [777]  # the job was asked what it got
+
+
+def test_a_wrapper_gets_the_log_path_for_stdout_and_stderr(wrap_config, store):
+    """A wrapper recipe's log_path reaches the sbatch it runs as SBATCH_OUTPUT and
+    SBATCH_ERROR (sbatch's input variables outrank the script's `#SBATCH --error=…`), as an
+    sbatch_script recipe's reaches sbatch as --output and --error: its stderr (a traceback,
+    slurmstepd's CANCELLED line) lands in the log trainbot watches. Before, a wrapper got
+    neither, and a script's own --error kept the traceback out of the watched log."""
+    from bot.services.submit import submit_recipe
+
+    log_path = "/logs/run's %x-%j.log"
+    config = wrap_config.model_copy(update={"recipes": {"wrap": wrap_config.recipe("wrap")
+                                    .model_copy(update={"log_path": log_path})}})
+    slurm = fake_slurm()
+    submit_recipe(config, "wrap", slurm=slurm, sftp=NO_SFTP, store=store, now=1.0, actor="U")
+    env = slurm.runner.calls[0].env
+    assert (env["SBATCH_OUTPUT"], env["SBATCH_ERROR"]) == (log_path, log_path)
 
 
 def test_overrides_a_wrapper_did_not_apply_are_never_reported_as_applied(wrap_config, store):
