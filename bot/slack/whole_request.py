@@ -6,8 +6,9 @@ case ("its deadline, then one request": bot.core.slack_bounds.post_at_most_s) wo
 hold. Here the whole request (looking its host up, connecting, sending, the status line,
 the headers and the body) ends within `timeout_s`: the host's name is looked up within what
 is left of it (bot.net.dns.resolve_within), each of its addresses is connected to with
-what is left as its timeout, and a timer shuts down the request's sockets (each registered
-before it connects) when it is due, so the connect or read blocked on them returns.
+what is left as its timeout, and when it is due its sockets (each registered before it
+connects) are shut down, so the connect or read blocked on them returns: by the one thread
+that keeps every request's deadline (bot.net.deadlines), not a timer thread per request.
 
 Its failure says whether Slack may have seen the request, as slack_sdk's own request path
 does (its retry handlers and bot.slack.poster.call_fate read it). Before the request was
@@ -57,6 +58,7 @@ from urllib.request import (
     UnknownHandler,
 )
 
+from bot.net import deadlines
 from bot.net.dns import resolve_within
 
 log = logging.getLogger(__name__)
@@ -209,9 +211,7 @@ def open_whole(request: Request, *, timeout_s: float, context: ssl.SSLContext | 
     within the bound too (its `read()` gives it back). `proxy`: the proxy's URL for http and
     https alike (slack_sdk's WebClient.proxy), None: none."""
     sockets = _Sockets(timeout_s)
-    timer = threading.Timer(timeout_s, sockets.expire)
-    timer.daemon = True
-    timer.start()
+    due = deadlines.at(sockets.ends, sockets.expire)
     opener = _opener(sockets, context, proxy)
     try:
         try:
@@ -233,7 +233,7 @@ def open_whole(request: Request, *, timeout_s: float, context: ssl.SSLContext | 
             raise _late(timeout_s, exc) from exc
         raise
     finally:
-        timer.cancel()
+        due.cancel()
         sockets.close()
 
 

@@ -1,0 +1,70 @@
+"""Every Slack request in flight is bounded by its deadline (bot.slack.whole_request), all of
+them kept by one thread (bot.net.deadlines): a bot with many requests under way (several
+replicas' posts, uploads, Home tabs) does not run one more thread per request."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+from urllib.error import URLError
+from urllib.request import Request
+
+import pytest
+from slack_standin import SlackStandIn
+
+from bot.slack.whole_request import open_whole
+
+IN_FLIGHT = 24
+TIMEOUT_S = 2.0
+
+
+@pytest.fixture
+def silent_slack() -> Iterator[str]:
+    """A Web API URL whose host takes every connection and never answers (a hung Slack):
+    the kernel accepts them into the listener's queue, nothing reads them."""
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(IN_FLIGHT + 8)
+    host, port = listener.getsockname()
+    yield f"http://{host}:{port}/api/"
+    listener.close()
+
+
+def test_many_requests_in_flight_add_no_thread_each_and_each_is_cut_at_its_deadline(
+        silent_slack: str) -> None:
+    """24 requests to a Slack that never answers and one whose answer trickles in (one byte
+    every 0.05 s, each well within a socket timeout) all under way at once: the process
+    runs a handful of threads beyond the 25 making them (before: one timer thread more per
+    request, 50 in all), and each request still ends when its 2 s are up."""
+    ended: list[tuple[str, float]] = []
+    lock = threading.Lock()
+
+    def request(url: str) -> None:
+        started = time.monotonic()
+        try:
+            open_whole(Request(url, data=b"x"), timeout_s=TIMEOUT_S, context=None, proxy=None)
+            outcome = "answered"
+        except (TimeoutError, URLError):
+            outcome = "cut"
+        with lock:
+            ended.append((outcome, time.monotonic() - started))
+
+    with SlackStandIn() as slack:
+        slack.trickle_next("auth.test", every_s=0.05)
+        before = threading.active_count()
+        workers = [threading.Thread(target=request, args=(silent_slack + "chat.update",))
+                   for _ in range(IN_FLIGHT)]
+        workers.append(threading.Thread(target=request, args=(slack.api_url + "auth.test",)))
+        for worker in workers:
+            worker.start()
+        time.sleep(TIMEOUT_S / 2)
+        during = threading.active_count() - before
+        for worker in workers:
+            worker.join(TIMEOUT_S + 5)
+    # the 25 requests' own threads, the stand-in's for the trickle, the deadlines' thread and
+    # at most two lookups of 127.0.0.1 (bot.net.dns.LOOKUPS_PER_NAME)
+    assert during <= len(workers) + 4
+    assert [outcome for outcome, _ in ended] == ["cut"] * len(workers)
+    assert max(took for _, took in ended) < TIMEOUT_S + 1.0
