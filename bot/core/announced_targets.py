@@ -3,7 +3,8 @@ iterations its progress lines then count towards without naming them (timm's `Sc
 epochs: 300.`, BasicSR's `Total epochs: 80; iters: 400000.`, nanoGPT's `max_iters = 5000`,
 StyleGAN's `Training for 25000 kimg...`, torchtune's resolved config's `epochs: 3`, mmengine's
 and mmcv's config dumps' `max_epochs=12`, mmcv 1.x's runner's `workflow: …, max: 12 epochs`,
-composer's hyperparameters' `max_duration: 3ep`).
+composer's hyperparameters' `max_duration: 3ep`, PyTorch-Ignite's `Engine run starting with
+max_iters=5000.`).
 
 One row of `_TARGET_ANNOUNCEMENTS` per announcing line; `announced_totals` reads a line's
 totals, `ConfigDictLines` and `ResolvedConfigLines` say whether a line is inside the dump some
@@ -104,6 +105,17 @@ _MMCV_TOTAL_EPOCHS = re.compile(r"^total_epochs = (\d+)$")
 # line when the training is measured in epochs (composer's Time string: `ep` its epochs' unit),
 # the epochs its per-epoch bars and `[epoch=N]` lines count towards.
 _COMPOSER_MAX_DURATION_EPOCHS = re.compile(r"^max_duration: (\d+)ep$")
+# PyTorch-Ignite's Engine.run (pytorch/ignite ignite/engine/engine.py de08e799cfb5; MONAI's
+# StatsHandler lines: bot.core.framework_lines): a run by iterations (`run(data, max_iters=N)`,
+# since 307ac11a8, 2020-11) ends when its iteration reaches max_iters, inside an epoch when
+# epoch_length does not divide it. Since 3745b937e (2026-06) its state then keeps no max_epochs
+# and its start says the total, `Engine run starting with max_iters={max_iters}.`, or on a
+# resumed state `Engine run resuming from iteration {i}, epoch {e} until {max_iters}
+# iterations` (before it, only `max_epochs=ceil(max_iters / epoch_length)`, no total of its
+# own): the iterations announced.
+_IGNITE_MAX_ITERS = re.compile(
+    r"Engine run (?:starting with max_iters=(?=\d+\.$)"
+    r"|resuming from iteration \d+, epoch \d+ until (?=\d+ iterations$))(\d+)")
 #: What an announced total counts: the name of its `AnnouncedTargets` field.
 Counted = Literal["epochs", "iterations"]
 
@@ -145,6 +157,7 @@ _TARGET_ANNOUNCEMENTS: tuple[tuple[str, re.Pattern[str], Counted, Where], ...] =
     ("workflow: ", _MMCV_MAX_EPOCHS, "epochs", "any line"),  # mmcv 1.x's EpochBasedRunner
     ("total_epochs = ", _MMCV_TOTAL_EPOCHS, "epochs", "any line"),  # its older configs
     ("max_duration: ", _COMPOSER_MAX_DURATION_EPOCHS, "epochs", "any line"),  # composer
+    ("Engine run ", _IGNITE_MAX_ITERS, "iterations", "any line"),  # PyTorch-Ignite
 )
 
 #: The texts that mark a line announcing a total (`_TARGET_ANNOUNCEMENTS`) or opening the dump

@@ -256,8 +256,12 @@ _JSON_STATS_TRAIN_EPOCH = re.compile(
 # before it (as many as this one's) and this one's, the target every epoch's. No pace. Its
 # `Iter: 20/20` alone is the epoch's end, not the training's (the generic grammar read it so).
 # An evaluator's engine runs as `Epoch: {E}/{E}` (SupervisedEvaluator.run: max_epochs = the
-# trainer's epoch), but its default output_transform gives no scalar: it prints no such line
-_MONAI = re.compile(r"(?<![\w:])Epoch: (\d+)/(\d+), Iter: (\d+)/(\d+) --(?= |$)")
+# trainer's epoch), but its default output_transform gives no scalar: it prints no such line.
+# An engine run by iterations (ignite's `run(data, max_iters=N)`) stops at max_iters, inside
+# its last epoch unless epoch_length divides it: the iterations its start announced
+# (bot.core.announced_targets) are the target then; since ignite 3745b937e (2026-06) its state
+# keeps no max_epochs in that mode, printed `Epoch: 3/None`
+_MONAI = re.compile(r"(?<![\w:])Epoch: (\d+)/(\d+|None), Iter: (\d+)/(\d+) --(?= |$)")
 
 # torchtune's recipes (pytorch/torchtune recipes/full_finetune_single_device.py and the other
 # recipes' train(), bd2a0fc7c314): a tqdm bar per epoch counting its optimizer steps,
@@ -377,7 +381,7 @@ def read_framework_line(body: str, s: Sample, targets: AnnouncedTargets = _NONE_
     elif body[:1] == "[" and "=" in body:
         _composer_console(body, s, targets)
     if ", Iter: " in body:
-        body = _monai(body, s)
+        body = _monai(body, s, targets)
     if "nference " in body:
         _detectron2_inference(body, s)
     if "Validation loss: " in body and _TORCHTUNE_VALIDATION.search(body) is not None:
@@ -757,16 +761,20 @@ def json_stats_epoch(text: str) -> tuple[int, int] | None:
     return (int(m.group(1)), int(m.group(2))) if m is not None else None
 
 
-def _monai(body: str, s: Sample) -> str:
-    """A MONAI StatsHandler iteration line (`_MONAI`): its steps done as the iteration, every
-    epoch's as the target. The body left for the rest of the grammar (its output's `loss: …`):
-    without the epoch's own `Iter: i/n`, which is no count of the training's."""
+def _monai(body: str, s: Sample, targets: AnnouncedTargets) -> str:
+    """A MONAI StatsHandler iteration line (`_MONAI`): its steps done as the iteration, the
+    iterations announced (`targets`: ignite's max_iters) as the target when they reach it, else
+    every epoch's. The body left for the rest of the grammar (its output's `loss: …`): without
+    the epoch's own `Iter: i/n`, which is no count of the training's."""
     m = _MONAI.search(body)
     if m is None:
         return body
-    epoch, epochs, step, steps = (int(g) for g in m.group(1, 2, 3, 4))
+    epoch, step, steps = (int(g) for g in m.group(1, 3, 4))
     s.iteration = (max(epoch, 1) - 1) * steps + step
-    s.target_iter = epochs * steps
+    if targets.iterations is not None and targets.iterations >= s.iteration:
+        s.target_iter = targets.iterations
+    elif m.group(2) != "None":
+        s.target_iter = int(m.group(2)) * steps
     return body[:m.start()] + body[m.end():]
 
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 import calendar
 
 import pytest
+from support.diagnosis import read_log
 from support.end_marker import read
 
 from bot.core.catalogue import Catalogue
@@ -132,3 +133,61 @@ def test_an_evaluators_start_is_no_new_run():
     text = _epochs(1, 2) + _engine_start(1, engine="SupervisedEvaluator", epoch=2, epochs=3)
     d = read(text)
     assert (d.metrics.last_iter, d.metrics.target_iter) == (2 * ITERS, 5 * ITERS)
+
+
+# --- a run by iterations ---------------------------------------------------------------------
+# ignite's `run(data, max_iters=N)` (pytorch/ignite ignite/engine/engine.py de08e799cfb5, since
+# 307ac11a8) stops when the iteration reaches max_iters, inside its last epoch when epoch_length
+# does not divide it. Since 3745b937e its state keeps no max_epochs in that mode (StatsHandler
+# prints `Epoch: 3/None`) and the run's start names the total: `Engine run starting with
+# max_iters={max_iters}.`, on a resumed state `Engine run resuming from iteration {i}, epoch {e}
+# until {max_iters} iterations`.
+MAX_ITERS = 2 * ITERS + 7
+
+
+def _by_iterations(last: int, *, start: str | None = None, epochs: str = "None") -> str:
+    """A trainer run with max_iters=MAX_ITERS: its start, then StatsHandler's line for each
+    iteration up to `last` (counted over the run), the epoch's own count `(i - 1) % ITERS + 1`."""
+    start = start or f"Engine run starting with max_iters={MAX_ITERS}."
+    lines = [f"2024-05-01 19:27:00,123 - INFO - {start}\n"]
+    for i in range(1, last + 1):
+        epoch, it = (i - 1) // ITERS + 1, (i - 1) % ITERS + 1
+        lines.append(f"2024-05-01 19:{28 + i // 60:02d}:{i % 60:02d},123 - INFO - Epoch: "
+                     f"{epoch}/{epochs}, Iter: {it}/{ITERS} -- Loss: 0.4123 \n")
+    return "".join(lines)
+
+
+def test_a_line_of_a_run_by_iterations_counts_towards_its_max_iters():
+    parser = LineParser()
+    parser.parse(f"Engine run starting with max_iters={MAX_ITERS}.", 1)
+    sample, _ = parser.parse("Epoch: 3/None, Iter: 5/20 -- Loss: 0.5123 ", 2)
+    assert sample is not None
+    assert (sample.iteration, sample.target_iter) == (2 * ITERS + 5, MAX_ITERS)
+
+
+@pytest.mark.parametrize("start", [
+    f"Engine run starting with max_iters={MAX_ITERS}.",
+    f"Engine run resuming from iteration {ITERS}, epoch 1 until {MAX_ITERS} iterations",
+], ids=["starting", "resuming"])
+@pytest.mark.parametrize("acct", [None, Accounting(state="COMPLETED", exit_code=0, signal=0,
+                                                   elapsed_s=3600)], ids=["log alone", "sacct"])
+def test_a_run_that_reached_its_max_iters_inside_its_last_epoch_completed(start, acct):
+    """The last epoch's count stops short of epoch_length at max_iters: the run's end, by its
+    progress (it read as cut short: no target, or every epoch's)."""
+    d = read_log(Catalogue.load(), _by_iterations(MAX_ITERS, start=start), acct)
+    assert (d.class_id, d.decided_by) == ("completed", "progress")
+    assert (d.metrics.last_iter, d.metrics.target_iter) == (MAX_ITERS, MAX_ITERS)
+
+
+def test_a_run_by_iterations_cut_short_of_its_max_iters_is_still_running():
+    d = read(_by_iterations(MAX_ITERS - 3))
+    assert (d.class_id, d.decided_by) == ("none", "progress")
+    assert d.metrics.target_iter == MAX_ITERS
+
+
+def test_a_run_by_iterations_whose_epochs_ignite_counted_still_ends_at_its_max_iters():
+    """A state whose epoch_length was not known at the start sets max_epochs to
+    ceil(max_iters / epoch_length) after the first epoch (`Epoch: 3/3`): the max_iters it
+    announced is still the end."""
+    d = read(_by_iterations(MAX_ITERS, epochs="3"))
+    assert (d.class_id, d.decided_by) == ("completed", "progress")
