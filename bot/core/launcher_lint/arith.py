@@ -349,7 +349,8 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
     # may run it anywhere past it)
     top_values, fake_paths, fake_constructs = _set_where_called(
         code, values, in_shell, scan, subshells, in_subshells, expansions, locals_of, path_of
-    ) if calls_all_read(code, scan.calls, scan.bodies, scan.uncalled_bodies) else (values, {}, {})
+    ) if calls_all_read(code, scan.calls, scan.bodies, scan.uncalled_bodies,
+                      scan.never_run) else (values, {}, {})
     # (what a call in a body reads: the script's view and the bodies' own assignments, these
     # read through a chain of calls only: arith_calls.at_calls's `hidden`)
     in_bodies: set[int] = set()

@@ -209,14 +209,17 @@ _DEFINED_RE = re.compile(r"([A-Za-z_][\w:-]*)[ \t]*(?:\([ \t]*\))?[ \t\n]*\{?[ \
 
 
 def calls_all_read(code: str, calls: list[Call], bodies: dict[str, tuple[int, int]],
-                   uncalled: list[tuple[int, int]]) -> bool:
+                   uncalled: list[tuple[int, int]], never_run: list[tuple[int, int]]) -> bool:
     """Is every place bash may run a function's body a call the walk read (`calls`)? Not so
     where a function's name is elsewhere than at those calls and its definition (`FOO=1 f`,
-    `time f`, `"f"`, `\\f`, `eval f arg`, `cmd=f`), or a command's name is a parameter
+    `time f`, `"f"`, `\\f`, `eval f arg`), or a command's name is a parameter
     (`$cmd`, `eval "$cmd"`): there its body's assignments may hold, which set_at_calls cannot
     place (the arithmetic checks then read them where the body is); so where a function the
     walk read no body of (`uncalled`: defined in a branch) is named. A call in a command
-    substitution (`$(f)`, `` `f` ``, `<(f)`) runs in a subshell: it sets nothing here."""
+    substitution (`$(f)`, `` `f` ``, `<(f)`) runs in a subshell: it sets nothing here; a name
+    bash runs no body at (_RUNS_NO_BODY_HERE_RE: `cmd=f`, `command f`), an `EXIT` trap's
+    (`trap f EXIT`: after every command) and one where bash never goes (`never_run`: `g() {
+    return 0; f; }`) are no such place."""
     if _DYNAMIC_CALL_RE.search(code):
         return False
     read = {c.offset for c in calls}
@@ -225,10 +228,42 @@ def calls_all_read(code: str, calls: list[Call], bodies: dict[str, tuple[int, in
         if m := _DEFINED_RE.search(code, max(0, start - 120), start):
             names.append(m.group(1))
     named = set(names)
+    unread: list[int] = []
     for m in _WORD_RE.finditer(code):  # (one pass for all the names)
         if m.group() in named:
             at = m.start()
             if not (at in read or re.match(r"[ \t]*\(", code[m.end():m.end() + 40])
-                    or re.search(r"(?:\bfunction|[$<>]\(|`)[ \t]*$", code[max(0, at - 20):at])):
-                return False
-    return True
+                    or re.search(r"(?:\bfunction|[$<>]\(|`)[ \t]*$", code[max(0, at - 20):at])
+                    or _RUNS_NO_BODY_HERE_RE.search(code[max(0, at - 40):at])
+                    or _exit_trap_action(code, at)):
+                unread.append(at)
+    if not unread:
+        return True
+    skipped = enclosing(never_run, unread)
+    return all(at in skipped for at in unread)
+
+
+#: What, right before a function's name, makes it a word bash runs no body at: a value
+#: assigned (`cmd=f`, `cmd="f"`: only a later `$cmd` runs it, read as dynamic) or a command run
+#: by `command` (`command f`, `command -p f`: `command` skips functions; not `builtin command
+#: f`, where bash 5.2 ends the shell when no `f` file is found).
+_RUNS_NO_BODY_HERE_RE = re.compile(
+    r"(?:\w=[\"']?|(?<!builtin )(?<![\w-])command[ \t]+(?:-[pvV]+[ \t]+)*)\Z")
+
+
+#: A `trap` whose action is one function's name run on the shell's exit only (`trap f EXIT`,
+#: `trap 'f' 0`, `trap -- "f" EXIT`): bash runs its body after every command of the script, so
+#: what it sets holds at none of them. The name's offset is group 2's start.
+_EXIT_TRAP_RE = re.compile(
+    r"(?:^|[;&|({])[ \t]*trap[ \t]+(?:--[ \t]+)?([\"']?)([A-Za-z_][\w:-]*)\1"
+    r"(?:[ \t]+(?:EXIT|SIGEXIT|0))+[ \t]*(?=[;&|)}\n]|\Z)")
+
+
+def _exit_trap_action(code: str, at: int) -> bool:
+    """Is the word at `at` the action of an `EXIT` trap (_EXIT_TRAP_RE) on its line?"""
+    line_start = code.rfind("\n", 0, at) + 1
+    if "trap" not in code[line_start:at]:
+        return False
+    line_end = code.find("\n", at)
+    line = code[line_start : len(code) if line_end < 0 else line_end]
+    return any(m.start(2) + line_start == at for m in _EXIT_TRAP_RE.finditer(line))

@@ -2060,3 +2060,24 @@ def test_a_count_run_in_the_background_leaves_the_script_shells_zero(tmp_path, b
     stops there; the lint took the count for the script's and said nothing."""
     _counter_stops_bash_as_the_level_says(
         tmp_path, f"set -e\nn=0\n{behind}\nf() {{ ((n++)); }}\nf\n", "fail")
+
+
+@pytest.mark.parametrize("named", [
+    "cmd=f\ntrue || f", 'cmd="f"', "trap f EXIT", "trap -- 'f' EXIT", 'trap "f" 0',
+    "command f || true", "command -p f || true", "g() { return 0; f; }\ng",
+])
+def test_a_name_where_bash_runs_no_body_before_the_counter_keeps_the_real_zero(tmp_path, named):
+    """Bash never runs f's `n=1` before the counter (an assigned word, an `EXIT` trap's action,
+    `command`'s skip of functions, a call past a `return` bash always takes) and stops there;
+    the lint read f's name as a call it could not place and said nothing."""
+    _counter_stops_bash_as_the_level_says(
+        tmp_path, f"set -e\nn=0\nf() {{ n=1; }}\n{named}\n((n++))\necho REACHED\n", "fail")
+
+
+@pytest.mark.parametrize("named", [
+    "trap f EXIT\nf", "cmd=f\n$cmd",
+])
+def test_a_name_where_bash_may_run_the_body_still_keeps_its_assignment(tmp_path, named):
+    """`f` and `$cmd` run f before the counter: bash goes on, and the lint says nothing."""
+    _bash_goes_on_and_the_lint_says_nothing(
+        tmp_path, f"set -e\nn=0\nf() {{ n=1; }}\n{named}\n((n++))\necho REACHED\n")
