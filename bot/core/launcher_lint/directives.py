@@ -8,10 +8,13 @@ the first column: one after a space or a tab is a comment to sbatch (it does not
 directives either), as submitting both kinds on Slurm 22.05 and 24.11 shows. Either way the
 job runs without what the line asks for (the partition's default time, memory, GPUs…).
 
-trainbot submits a recipe's script with `--error` equal to `--output` (its log_path): the
-command line wins over a `#SBATCH --error=…`, and slurmstepd opens one file for both, so the
-job's stderr is in the log trainbot watches, not in the file the script names; a pass note
-says so once, at the first such directive (none when the script names no stderr file)."""
+trainbot submits a recipe's script with `--error` equal to `--output` (its log_path), and a
+`submit_command` wrapper with both in `SBATCH_ERROR` / `SBATCH_OUTPUT` (sbatch's input
+variables): either wins over a `#SBATCH --error=…`, and slurmstepd opens one file for both, so
+the job's stderr is in the log trainbot watches, not in the file the script names (unless a
+wrapper passes its own `--error` on sbatch's command line); a pass note says so once, at the
+first such directive, and, as every check reports, a pass note without a line when the script
+names no stderr file."""
 
 from __future__ import annotations
 
@@ -77,9 +80,11 @@ def check_sbatch_directives(script_text: str, blanked: str) -> list[Finding]:
             own_error.append(Finding(
                 CHECK_SBATCH_OWN_ERROR, "pass", i + 1,
                 N_("line %(line)s: `%(directive)s` names the job's own stderr file; trainbot "
-                   "submits with `--error` set to the recipe's log_path, which wins, so stderr "
+                   "submits with the recipe's log_path as the job's stderr (`--error`, or "
+                   "`SBATCH_ERROR` for a `submit_command` wrapper), which wins, so stderr "
                    "(tracebacks, Slurm's CANCELLED and TIME LIMIT lines) goes into the log "
-                   "trainbot watches, not into that file", line=i + 1, directive=directive)))
+                   "trainbot watches, not into that file (unless the wrapper passes its own "
+                   "`--error` to sbatch)", line=i + 1, directive=directive)))
         elif not flush:
             indented.append(Finding(
                 CHECK_SBATCH_INDENTED, "warn", i + 1,
@@ -96,4 +101,9 @@ def check_sbatch_directives(script_text: str, blanked: str) -> list[Finding]:
     if not indented:
         indented.append(Finding(CHECK_SBATCH_INDENTED, "pass", None,
                                 N_("every `#SBATCH` line starts at the beginning of its line")))
+    if not own_error:
+        own_error.append(Finding(
+            CHECK_SBATCH_OWN_ERROR, "pass", None,
+            N_("no `#SBATCH --error` in force: the job's stderr goes into the log trainbot "
+               "watches (the recipe's log_path)")))
     return late + indented + own_error

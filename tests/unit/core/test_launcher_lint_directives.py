@@ -102,6 +102,7 @@ def test_a_scripts_own_stderr_file_is_said_once_to_be_joined_into_the_watched_lo
     [(line, message)] = _own_error_notes(script)
     assert line == 3 and f"`#SBATCH {directive}`" in message
     assert "goes into the log trainbot watches" in message
+    assert "`SBATCH_ERROR` for a `submit_command` wrapper" in message  # (a wrapper's recipe)
     assert all(f.level == "pass" for f in lint_launcher(script)
                if f.check == CHECK_SBATCH_OWN_ERROR)
 
@@ -112,5 +113,8 @@ def test_a_scripts_own_stderr_file_is_said_once_to_be_joined_into_the_watched_lo
     "#!/bin/bash\n  #SBATCH --error=indented.err\nsrun x\n",
     "#!/bin/bash\ncat > job.sh <<EOF\n#SBATCH --error=other.err\nEOF\n",  # another script's
 ])
-def test_no_note_when_the_script_names_no_stderr_file_in_force(script):
-    assert _own_error_notes(script) == []
+def test_a_script_naming_no_stderr_file_in_force_gets_a_pass_without_a_line(script):
+    """Every check reports a line of the report: this one said nothing at all."""
+    assert _own_error_notes(script) == [
+        (None, "no `#SBATCH --error` in force: the job's stderr goes into the log trainbot "
+               "watches (the recipe's log_path)")]
