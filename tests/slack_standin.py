@@ -126,6 +126,9 @@ class _Fault:
     drop: bool = False  # close the connection instead of answering
     error: str = "injected"  # the answer's `error`
     trickle_s: float | None = None  # answer as usual, one byte every trickle_s seconds
+    framing: str = "length"  # "length": Content-Length; "close": none, the body ends at the
+    # connection's close; "cut_headers": the status line and `Content-Length: 0`, then the
+    # connection closed before the headers' end (their blank line)
 
 
 def validate_blocks(blocks: Any, *, max_blocks: int = MAX_BLOCKS) -> list[str]:
@@ -436,6 +439,24 @@ class SlackStandIn(_LocalServer):
         with self._lock:
             self._faults.setdefault(method, []).append(
                 _Fault(200, count, None, True, trickle_s=every_s))
+
+    def unframed_next(self, method: str, *, count: int = 1, trickle_s: float | None = None
+                      ) -> None:
+        """Perform the next `count` calls of `method` and answer them with no declared length
+        (no Content-Length, `Connection: close`): the body ends where the connection is
+        closed, as HTTP/1.0 servers and some proxies answer. `trickle_s`: sent one byte every
+        `trickle_s` seconds (as trickle_next)."""
+        with self._lock:
+            self._faults.setdefault(method, []).append(
+                _Fault(200, count, None, True, trickle_s=trickle_s, framing="close"))
+
+    def cut_headers_next(self, method: str, *, count: int = 1) -> None:
+        """Perform the next `count` calls of `method`, then send only the answer's status
+        line and `Content-Length: 0` and close the connection before the headers end (a
+        proxy or load balancer dropping it mid-answer): the answer is lost after Slack acted."""
+        with self._lock:
+            self._faults.setdefault(method, []).append(
+                _Fault(200, count, None, True, framing="cut_headers"))
 
     def calls(self, method: str) -> list[Recorded]:
         with self._lock:
@@ -792,13 +813,23 @@ class _Handler(BaseHTTPRequestHandler):
         super().setup()
 
     def _send(self, status: int, body: bytes, ctype: str, headers: dict[str, str],
-              trickle_s: float | None = None) -> None:
+              fault: _Fault | None = None) -> None:
+        trickle_s = fault.trickle_s if fault is not None else None
+        framing = fault.framing if fault is not None else "length"
         if trickle_s is not None:
             self.wfile = _Trickle(self.wfile, trickle_s)  # type: ignore[assignment]
         try:
+            if framing == "cut_headers":
+                self.wfile.write(f"HTTP/1.1 {status} OK\r\nContent-Length: 0\r\n".encode())
+                self.close_connection = True
+                return
             self.send_response(status)
             self.send_header("Content-Type", ctype)
-            self.send_header("Content-Length", str(len(body)))
+            if framing == "close":
+                self.send_header("Connection", "close")
+                self.close_connection = True
+            else:
+                self.send_header("Content-Length", str(len(body)))
             for k, v in headers.items():
                 self.send_header(k, v)
             self.end_headers()
@@ -826,15 +857,15 @@ class _Handler(BaseHTTPRequestHandler):
                     status, text = fault.status, "injected failure"
                 else:
                     status, text = s.upload(file_id, body)
-                    if fault is not None and fault.trickle_s is None:
+                    if (fault is not None and fault.trickle_s is None
+                            and fault.framing == "length"):
                         status, text = fault.status, "injected failure after upload"
                 s.requests.append(Recorded("upload", {"file_id": file_id}, None, status,
                                            {"ok": status == 200, "text": text}, headers, body))
             if status == 0:  # read whole, maybe stored, never answered
                 self.close_connection = True
                 return
-            self._send(status, text.encode(), "text/plain", {},
-                       fault.trickle_s if fault is not None else None)
+            self._send(status, text.encode(), "text/plain", {}, fault)
             return
         if not parsed.path.startswith("/api/"):
             self._send(404, b"not found", "text/plain", {})
@@ -871,7 +902,7 @@ class _Handler(BaseHTTPRequestHandler):
                 status, response = fault.status, {"ok": False, "error": fault.error}
             else:
                 response = s.handle(method, params)
-                if fault is not None and fault.trickle_s is None:
+                if fault is not None and fault.trickle_s is None and fault.framing == "length":
                     status, response = fault.status, {"ok": False, "error": fault.error}
             if token == s.token:
                 extra["x-oauth-scopes"] = ",".join(sorted(s.scopes))
@@ -883,7 +914,7 @@ class _Handler(BaseHTTPRequestHandler):
             self.close_connection = True
             return
         self._send(status, json.dumps(response).encode(), "application/json; charset=utf-8",
-                   extra, fault.trickle_s if fault is not None else None)
+                   extra, fault)
 
 
 class ConnectProxy(_LocalServer):

@@ -17,7 +17,12 @@ a URLError, as urlopen's, and one whose time ran out a URLError of NotConnectedI
 connection errors slack_sdk re-sends, Slack never having seen them. Once it was sent, its
 time running out is a TimeoutError, as a socket timeout's (Slack may have performed it:
 bot.slack.poster reconciles it by its key). An answer read whole is returned, even when the
-timer fired as its last byte came.
+timer fired as its last byte came: one whose length was declared, read to its end, or one
+without (its body ends at the connection's close) whose end came before the request was due.
+An answer whose headers were cut (the connection ended before their blank line: http.client
+takes what came for all of them, `Content-Length: 0` and no body an empty answer) is a lost
+one, RemoteDisconnected as a connection dropped before the status line (slack_sdk re-sends
+idempotent calls; the poster looks a post up), TimeoutError when its time had run out.
 
 Behind a proxy too: the request goes through the proxy slack_sdk would use (the client's
 `proxy`, which slack_sdk takes from HTTPS_PROXY, https_proxy, HTTP_PROXY or http_proxy when
@@ -35,6 +40,7 @@ upload's bytes (bot.slack.poster.SlackPoster._upload_bytes).
 from __future__ import annotations
 
 import errno
+import functools
 import io
 import logging
 import socket
@@ -43,7 +49,7 @@ import threading
 import time
 from collections.abc import Callable
 from email.message import Message
-from http.client import HTTPResponse
+from http.client import HTTPResponse, RemoteDisconnected
 from typing import Any
 from urllib.error import HTTPError, URLError
 from urllib.request import (
@@ -115,6 +121,12 @@ class _Sockets:
             self.answered = not self.expired
             return self.answered
 
+    def ended_in_time(self) -> bool:
+        """Whether a stream's end (a read that found none left) came before the request was
+        due: then it is the peer's, not the shutdown's (which marks the request due first)."""
+        with self._lock:
+            return not self.expired
+
     def left_s(self) -> float:
         return self.ends - time.monotonic()
 
@@ -167,11 +179,12 @@ def _shut(sock: socket.socket) -> None:
 def _watched(connection: Callable[..., Any], sockets: _Sockets) -> Callable[..., Any]:
     """`connection` (an http.client connection class) connecting through `sockets`
     (`_Sockets.connect`), which is told once it is connected (TCP, tunnel, TLS): from then
-    on the request may have been sent."""
+    on the request may have been sent; its answers read through `_Response`."""
 
     def make(*args: Any, **kwargs: Any) -> Any:
         conn = connection(*args, **kwargs)
         conn._create_connection = sockets.connect
+        conn.response_class = functools.partial(_Response, sockets=sockets)
         connect = conn.connect
 
         def connect_then_send() -> None:
@@ -182,6 +195,65 @@ def _watched(connection: Callable[..., Any], sockets: _Sockets) -> Callable[...,
         return conn
 
     return make
+
+
+class _Stream(io.RawIOBase):
+    """An answer's connection read as a stream (`socket.makefile`'s), noting its end: `ended`
+    once a read found nothing left, `ended_in_time` when that was before the request was
+    due (the peer closed it: not the deadline's shutdown, after which a read finds nothing
+    left either)."""
+
+    def __init__(self, raw: Any, sockets: _Sockets) -> None:
+        super().__init__()
+        self._raw = raw
+        self._sockets = sockets
+        self.ended = False
+        self.ended_in_time = False
+
+    def readable(self) -> bool:
+        return True
+
+    def readinto(self, buffer: Any) -> int:
+        n: int = self._raw.readinto(buffer)
+        if n == 0 and len(buffer) and not self.ended:
+            self.ended = True
+            self.ended_in_time = self._sockets.ended_in_time()
+        return n
+
+    def fileno(self) -> int:
+        return int(self._raw.fileno())
+
+    def close(self) -> None:
+        self._raw.close()
+        super().close()
+
+
+class _Connection:
+    """The connected socket as HTTPResponse sees it: its `makefile` a `_Stream`'s, buffered."""
+
+    def __init__(self, sock: socket.socket, sockets: _Sockets) -> None:
+        self._sock = sock
+        self._sockets = sockets
+        self.stream: _Stream | None = None
+
+    def makefile(self, mode: str) -> io.BufferedReader:
+        assert mode == "rb"  # all HTTPResponse asks for
+        self.stream = _Stream(self._sock.makefile("rb", buffering=0), self._sockets)
+        return io.BufferedReader(self.stream)
+
+
+class _Response(HTTPResponse):
+    """http.client's answer, read through a `_Stream` (`stream`): whether its headers were
+    cut (the stream ended before their blank line: http.client reads what came as all of
+    them) and whether a body without a declared length ended at the peer's close, before
+    the request was due."""
+
+    def __init__(self, sock: socket.socket, *args: Any, sockets: _Sockets, **kwargs: Any
+                 ) -> None:
+        connection = _Connection(sock, sockets)
+        super().__init__(connection, *args, **kwargs)  # type: ignore[arg-type]
+        assert connection.stream is not None
+        self.stream = connection.stream
 
 
 class _WatchedHTTP(HTTPHandler):
@@ -243,14 +315,20 @@ def _timed_out(exc: Exception) -> bool:
 
 
 def _read_whole(resp: Any, sockets: _Sockets, timeout_s: float) -> bytes:
-    """`resp`'s body, read whole: TimeoutError when the timer may have cut it, having fired
-    before it was read (what was read may be cut anywhere: http.client reads headers cut at
-    the end of the stream as all of them, and a body without its length as ended there).
-    One whose length was given (or chunked), read to its end, was not cut, even when the
-    timer fired as its last byte came (a cut one raises IncompleteRead)."""
-    framed = isinstance(resp, HTTPResponse) and (resp.chunked or bool(resp.length))
+    """`resp`'s body, read whole: an answer whose headers were cut (its stream ended before
+    their end: http.client reads what came as all of them) was lost, as a dropped
+    connection's is (RemoteDisconnected; open_whole makes it TimeoutError when the
+    request's time ran out). A body whose length was declared (or chunked), read to its end,
+    is whole (a cut one raises IncompleteRead), even when the request's time ran out as its
+    last byte came; one without (it ends at the connection's close) when its end came before
+    the request was due (after, the end may be the shutdown's). Else TimeoutError."""
+    stream = resp.stream if isinstance(resp, _Response) else None
+    if stream is not None and stream.ended:
+        raise RemoteDisconnected("the connection ended within the answer's headers")
+    declared = isinstance(resp, HTTPResponse) and (resp.chunked or resp.length is not None)
     body: bytes = resp.read()
-    if not sockets.answer_read() and not framed:
+    in_time = sockets.answer_read()
+    if not (in_time or declared or (stream is not None and stream.ended_in_time)):
         raise _late(timeout_s, None)
     return body
 

@@ -470,20 +470,81 @@ def test_a_connect_timeout_of_an_idempotent_call_is_retried_as_slack_sdk_retries
     assert _connection_retries(ours) == sdk_retries
 
 
-def test_an_answer_read_whole_is_returned_though_the_timer_fires_as_it_ends(
-        slack: SlackStandIn, monkeypatch: pytest.MonkeyPatch) -> None:
-    """The timer firing after the last byte came (before the request is over) does not
-    turn a whole answer into a timeout: Slack performed the call and said so."""
+@pytest.fixture
+def time_passes_as_the_answer_is_handed_back(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Each answer's body, once read, is handed back 1.2 s later: a request of 1 s is due
+    after its last byte came, before it is over."""
     from bot.slack import whole_request
 
     read = whole_request.HTTPResponse.read
 
     def read_then_fire(self: Any, *a: Any, **k: Any) -> bytes:
         body = read(self, *a, **k)
-        time.sleep(1.2)  # the request's 1 s passes as its answer is handed back
+        time.sleep(1.2)
         return body
 
     monkeypatch.setattr(whole_request.HTTPResponse, "read", read_then_fire)
+
+
+@pytest.mark.usefixtures("time_passes_as_the_answer_is_handed_back")
+def test_an_answer_read_whole_is_returned_though_the_timer_fires_as_it_ends(
+        slack: SlackStandIn) -> None:
+    """The timer firing after the last byte came (before the request is over) does not
+    turn a whole answer into a timeout: Slack performed the call and said so."""
     status, _, body = open_whole(Request(slack.api_url + "auth.test", data=b"x"),
                                  timeout_s=1, context=slack.client_ssl, proxy=None)
     assert status == 200 and b'"ok"' in body
+
+
+@pytest.mark.usefixtures("time_passes_as_the_answer_is_handed_back")
+def test_an_answer_without_a_length_read_whole_is_returned_though_its_deadline_passes_as_it_ends(
+        any_slack: SlackStandIn) -> None:
+    """An answer with no declared length (no Content-Length: its body ends where Slack, or a
+    proxy, closes the connection) whose end came before the request's 1 s passed, the time
+    passing as it is handed back: Slack's answer, returned whole. Before, only an answer
+    whose length was declared was; this one failed as a timeout, though it was whole."""
+    slack = any_slack
+    slack.unframed_next("auth.test")
+    signed = {"Authorization": f"Bearer {slack.token}"}
+    status, headers, body = open_whole(
+        Request(slack.api_url + "auth.test", data=b"x", headers=signed), timeout_s=1,
+        context=slack.client_ssl, proxy=None)
+    assert status == 200 and b'"ok": true' in body
+    assert headers.get("Content-Length") is None
+
+
+def test_an_answer_without_a_length_cut_by_its_deadline_is_a_timeout(
+        any_slack: SlackStandIn) -> None:
+    """The same answer trickling in (one byte every 0.05 s) is cut when the request's 1 s is
+    up: what was read ends where the connection was shut down, not where Slack's answer
+    ends, so it is no answer (TimeoutError: Slack may have performed the call)."""
+    slack = any_slack
+    slack.unframed_next("auth.test", trickle_s=0.05)
+    started = time.monotonic()
+    with pytest.raises(TimeoutError):
+        open_whole(Request(slack.api_url + "auth.test", data=b"x"), timeout_s=1,
+                   context=slack.client_ssl, proxy=None)
+    assert time.monotonic() - started < 1 + 0.5
+
+
+def test_an_answer_whose_headers_are_cut_is_a_lost_answer_not_an_empty_one(
+        any_slack: SlackStandIn, store: Store) -> None:
+    """Slack performs a call, then the connection ends in the answer's headers, after
+    `Content-Length: 0` and before their end. A lost answer, as a dropped connection's: an
+    update is sent again by the client, a root post is looked up by its key, each in Slack
+    once. Before, the cut headers were read as all of them and the empty body as the answer:
+    the update and the post failed as refused (slack_sdk: "non-JSON response"), the post
+    not looked up and its thread never recorded."""
+    slack = any_slack
+    client = make_client(slack.token, base_url=slack.api_url, sleep=lambda s: None, timeout=5,
+                         ssl_context=slack.client_ssl)
+    poster = SlackPoster(client, store, deadline_s=POST_DEADLINE_S, sleep=lambda s: None)
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
+    slack.cut_headers_next("chat.postMessage")
+    ts = poster.post_root(chain.id, "C0TRAINING", [], "mix submitted")
+    assert [m["ts"] for m in slack.root_messages("C0TRAINING")] == [ts]
+    assert len(slack.calls("chat.postMessage")) == 1  # found by its key, not sent again
+    slack.cut_headers_next("chat.update")
+    client.chat_update(channel="C0TRAINING", ts=ts, text="mix: job 1 RUNNING")
+    assert len(slack.calls("chat.update")) == 2
+    assert slack.root_messages("C0TRAINING")[0]["text"] == "mix: job 1 RUNNING"
