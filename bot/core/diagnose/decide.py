@@ -23,15 +23,15 @@ name. A training framework's own announcement of the scheduler's signal is read 
 source (bot.core.diagnose.announced): submitit's time-out verdict far from the limit, or after
 it bypassed a SIGTERM, is a preemption, and the requeue and exit lines submitit prints after its
 verdict take the verdict's class; Megatron's or Lightning's exit 0 after a SIGTERM with Slurm's
-COMPLETED 0:0 is a time limit by hint. Slurm's TIMEOUT, PREEMPTED or NODE_FAIL after the run
-stopped on a non-finite loss or metric (no training progress after it) is the divergence, the
-scheduler's class secondary: the run had stopped training, and a resume diverges again. A job
-that starts again by itself after the run its log shows (Slurm's requeue, Lightning's or
-submitit's own) has nothing to act on
-(bot.core.diagnose.requeue); the matches weighed are those bot.core.diagnose.set_aside keeps. A
-job that ended while it waited in the queue (accounting's `never_started`) is judged from its
-accounting alone, whatever a log says: it ran nothing, and a person decides whether to submit it
-again. Pure: no file or clock access.
+COMPLETED 0:0 is a time limit by hint, and OpenNMT-py's exit 0 right after the OOM it caught
+(tensor-parallel's `sys.exit()`) that OOM by hint. Slurm's TIMEOUT, PREEMPTED or NODE_FAIL
+after the run stopped on a non-finite loss or metric (no training progress after it) is the
+divergence, the scheduler's class secondary: the run had stopped training, and a resume
+diverges again. A job that starts again by itself after the run its log shows (Slurm's requeue,
+Lightning's or submitit's own) has nothing to act on (bot.core.diagnose.requeue); the matches
+weighed are those bot.core.diagnose.set_aside keeps. A job that ended while it waited in the
+queue (accounting's `never_started`) is judged from its accounting alone, whatever a log says:
+it ran nothing, and a person decides whether to submit it again. Pure: no file or clock access.
 """
 
 from __future__ import annotations
@@ -87,6 +87,7 @@ from bot.core.diagnose.decisive import (
 from bot.core.diagnose.ending import (
     ends_cut_off,
     ends_in_error,
+    exits_after_removed_batch,
     remote_error_cause,
     traceback_cause,
 )
@@ -389,6 +390,12 @@ def diagnose(
             # SIGTERMException): Slurm's --signal warning before the limit, or scancel --signal;
             # read as the log alone reads it
             chosen, decided_by, silent, case_cause = "time_limit", HINT, None, SignalStop(stopper)
+        elif chosen == "silent_exit" and (
+                exited := exits_after_removed_batch(matches, tail, series)) is not None:
+            # OpenNMT-py's tensor-parallel trainer exits 0 (`sys.exit()`) right after the OOM it
+            # caught: the OOM ended the run, as the log alone reads it
+            chosen, decided_by, silent, case_cause = exited.class_id, HINT, None, None
+            evidence = [Evidence(n, t) for n, t in exited.lines]
     if decided_by == ACCOUNTING and chosen in _REPORTING_RANKS_CLASSES and acct.state in (
             None, "FAILED") and (cause := remote_error_cause(matches, tail, series)):
         # NCCL's remote error: the exit code or signal is the rank's that reported a peer's

@@ -16,7 +16,9 @@ so does a run interrupted by hand while it waited (a hang), which SIGINT's canno
 loss scale underflowing (a divergence) and torch.load reading a checkpoint cut short (its
 pickle's `Ran out of input`), which exit 1 cannot (`traceback_cause`). torchrun's,
 DeepSpeed's launcher's or Lightning's SIGTERM with no other error (`ends_in_sigterm`) names no
-sender: the explanation says so.
+sender: the explanation says so. OpenNMT-py's removed batch as a log's last words
+(`exits_after_removed_batch`) is weighed against Slurm's COMPLETED 0:0: its tensor-parallel
+trainer exits 0 on the OOM it caught.
 """
 
 from __future__ import annotations
@@ -495,6 +497,22 @@ def ends_in_error(
     if warned is not None and hints and _ends_by_signal_only(hints, block):
         return Ending("time_limit", (warned,))
     return _ending_of(hints, block)
+
+
+def exits_after_removed_batch(
+    matches: Sequence[Any], tail: Sequence[tuple[int, str]], series: MetricSeries
+) -> Ending | None:
+    """The OOM a log ends in when its last words are OpenNMT-py's removed batch (`Step N, cuda
+    OOM - batch removed`, each rank's own, nothing after them) and `ends_in_error` reads it so,
+    with those lines; None otherwise. In tensor-parallel mode its trainer then destroys the
+    process group and calls `sys.exit()` (onmt/trainer.py 97111d97551c): exit status 0, so
+    Slurm's COMPLETED 0:0 names no silent exit but the OOM the program exited on."""
+    said = [(n, text) for n, text in tail if text.strip()]
+    removed: list[tuple[int, str]] = []
+    while said and _OPENNMT_BATCH_REMOVED.search(said[-1][1]):
+        removed.insert(0, said.pop())
+    ended = ends_in_error(matches, tail, series) if removed else None
+    return Ending("cuda_oom", tuple(removed)) if ended and ended.class_id == "cuda_oom" else None
 
 
 def _time_limit_warning(matches: Sequence[Any], series: MetricSeries) -> tuple[int, str] | None:

@@ -251,10 +251,19 @@ def test_a_run_that_trains_on_after_opennmts_removed_batch_is_running(catalogue)
     assert d.class_id == "none"
 
 
-@pytest.mark.parametrize("acct", [None, FAILED])
+@pytest.mark.parametrize("acct", [None, FAILED, COMPLETED], ids=["log alone", "exit 1", "exit 0"])
 @pytest.mark.parametrize("ranks", [1, 2])
 def test_a_log_that_ends_in_opennmts_removed_batch_ended_of_that_oom(catalogue, acct, ranks):
     """Tensor-parallel's exit after the line (each rank's own): nothing after it, the OOM it
-    caught ended the run."""
+    caught ended the run. Its `sys.exit()` exits 0: Slurm's COMPLETED 0:0 is that exit, no
+    silent one (it read `silent_exit`)."""
     d = read_log(catalogue, ONMT_TRAINING + BATCH_REMOVED * ranks, acct)
     assert (d.class_id, d.decided_by) == ("cuda_oom", "hint")
+    assert "Step 250, cuda OOM - batch removed" in d.evidence[-1].text
+
+
+def test_an_exit_0_after_training_on_past_opennmts_removed_batch_is_no_oom(catalogue):
+    """The run trained on after the batch it removed: its exit 0 short of its steps is a silent
+    exit, not that OOM."""
+    d = read_log(catalogue, ONMT_TRAINING + BATCH_REMOVED + _onmt_report(300, 180), COMPLETED)
+    assert d.class_id == "silent_exit"
