@@ -140,8 +140,11 @@ def handle_click(
             ctx, recipe, "unauthorized", approvers=sorted(approvers.users)))
     if choice == "probe":
         return _probe_click(ctx, approval, actor, now, audit)
-    decide = store.approvals.refuse if choice in _NEGATIVE else store.approvals.claim
-    claim = decide(token, actor, now, latest_job=latest_job_of(approval))
+    if choice in _NEGATIVE:
+        claim = store.approvals.refuse(token, actor, now, latest_job=latest_job_of(approval))
+    else:  # a hold's yes records, with its claim, that its hold waits for its `holding` step
+        claim = store.approvals.claim(token, actor, now, latest_job=latest_job_of(approval),
+                                      step=comp.approved_step(approval))
     if not claim.claimed:
         if claim.reason == "expired":
             audit("expired", target, recipe)

@@ -436,8 +436,19 @@ def may_still_run(exc: OutcomeUnknown) -> bool:
     return isinstance(exc.__cause__, CommandTimedOut)
 
 
+HOLD_APPROVED_STEP = "hold_approved"
+"""Marked with a yes's claim (bot.services.approvals.handle_click): its hold is sent only
+after its `holding` step is marked, so a release that takes that step first knows no hold
+went out. A yes without it was claimed by a bot from before the `holding` step, whose hold
+went out without one: released as any hold (`taken_before_its_hold`)."""
 HOLDING_STEP = "holding"
 HOLD_ENDED_STEP = "hold_ended"
+
+
+def approved_step(approval: Approval) -> str | None:
+    """The step a yes on `approval` marks with its claim: HOLD_APPROVED_STEP for a hold
+    prompt, none for any other prompt."""
+    return HOLD_APPROVED_STEP if approval.action == HOLD_ACTION else None
 
 
 def hold_over(ctx: BotContext, approval: Approval, now: float) -> bool:
@@ -460,14 +471,14 @@ def hold_over(ctx: BotContext, approval: Approval, now: float) -> bool:
 
 def taken_before_its_hold(ctx: BotContext, approval: Approval, now: float) -> bool:
     """A release took held competitor `approval`'s `holding` step first (`hold_over`): when
-    its yes is younger than the step's takeover time, its apply_hold may still be on its way
-    and now sends no hold: trainbot holds nothing, so the row is done without a release
-    (`scontrol release` of a job trainbot did not hold would drop a hold its owner placed) nor
-    a note (its prompt says it was not held); True then. An older yes is one approved by a
-    bot from before the `holding` step, whose hold went out before its approval was recorded
-    (or whose process died before its hold): False, released as any hold."""
-    decided = approval.decided_at
-    if decided is None or decided <= now - step_takeover_s(ctx, approval, HOLDING_STEP):
+    its yes was claimed with HOLD_APPROVED_STEP, its apply_hold sends its hold only after
+    that step, so now sends none (or its process died before it):
+    trainbot holds nothing, so the row is done without a release (`scontrol release` of a
+    job trainbot did not hold would drop a hold its owner placed) nor a note (its prompt
+    says it was not held); True then. A yes without it was claimed by a bot from before the
+    `holding` step, whose hold went out with no step (or whose process died before it):
+    False, released as any hold, however old the yes."""
+    if HOLD_APPROVED_STEP not in ctx.store.approvals.steps(approval.token):
         return False
     ctx.store.approvals.mark_done(approval.token, now=now)
     ctx.store.audit.record(

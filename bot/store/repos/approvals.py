@@ -65,10 +65,12 @@ class ApprovalsRepo(_Repo):
         return self._one(Approval, select(t.approvals).where(t.approvals.c.id == token))
 
     def claim(self, token: str, actor: str, now: float, *,
-              latest_job: str | None = None) -> ClaimResult:
+              latest_job: str | None = None, step: str | None = None) -> ClaimResult:
         """pending → approved, for exactly one caller, only before expiry; with `latest_job`
-        only while the chain is where the prompt left it (see `_decide`)."""
-        return self._decide(token, actor, now, "approved", latest_job)
+        only while the chain is where the prompt left it (see `_decide`); `step` (one of
+        STEPS) marked in the same transaction when claimed, so no reader ever sees the
+        approval approved without it (a hold's yes: "hold_approved")."""
+        return self._decide(token, actor, now, "approved", latest_job, step)
 
     def refuse(self, token: str, actor: str, now: float, *,
                latest_job: str | None = None) -> ClaimResult:
@@ -77,7 +79,7 @@ class ApprovalsRepo(_Repo):
         return self._decide(token, actor, now, "refused", latest_job)
 
     def _decide(self, token: str, actor: str, now: float, new_state: str,
-                latest_job: str | None) -> ClaimResult:
+                latest_job: str | None, step: str | None = None) -> ClaimResult:
         """One transaction: the chain check, then the state change.
 
         With `latest_job` (the job the prompt is about: a failed job's resubmit, the resumed
@@ -86,7 +88,10 @@ class ApprovalsRepo(_Repo):
         on — and while no other approval of the chain is approved and acting on that job
         (approved, not yet done: its sbatch or scancel is under way; `busy`, the approval
         stays pending). The chain's row is locked first, as `AttemptsRepo.record` does, so a
-        resubmit recording its attempt and this check take turns."""
+        resubmit recording its attempt and this check take turns. `step`: marked with the
+        state change, when it is made."""
+        if step is not None and step not in self.STEPS:
+            raise ValueError(f"step must be one of {', '.join(self.STEPS)}, not {step!r}")
         with self._engine.begin() as conn:
             found = _row(Approval, conn.execute(
                 select(t.approvals).where(t.approvals.c.id == token)).first())
@@ -108,6 +113,9 @@ class ApprovalsRepo(_Repo):
                 .values(state=new_state, decided_by=actor, decided_at=now)
             )
             claimed = result.rowcount == 1
+            if claimed and step is not None:
+                conn.execute(insert(t.prompt_steps).values(token=token, step=step, at=now,
+                                                           **_bound_values(None)))
             if not claimed:  # mark a stale pending one expired, for the record
                 conn.execute(
                     update(t.approvals)
@@ -214,7 +222,8 @@ class ApprovalsRepo(_Repo):
 
     STEPS = ("reminded", "escalated", "cancelling", "cancelling_to_resume", "cancel_unknown",
              "cancel_only_unknown", "cancel_settled", "cancel_announced", "cancel_resuming",
-             "releasing", "release_failed_1", "release_failed_2", "holding", "hold_ended")
+             "releasing", "release_failed_1", "release_failed_2", "hold_approved", "holding",
+             "hold_ended")
     CANCEL_UNKNOWN_STEPS = ("cancel_unknown", "cancel_only_unknown")
 
     def mark_step(self, token: str, step: str, *, now: float,
@@ -228,7 +237,9 @@ class ApprovalsRepo(_Repo):
         its approved cancel and resume's scancel took effect and its resubmit began
         ("cancel_resuming"), that a held competitor's `scontrol release` is about to be sent
         ("releasing") or failed for the Nth time, said in its thread ("release_failed_N",
-        bot.services.competitors.MAX_RELEASE_ATTEMPTS - 1 of them), that its `scontrol hold`
+        bot.services.competitors.MAX_RELEASE_ATTEMPTS - 1 of them), that its yes was claimed by
+        a trainbot that sends its `scontrol hold` only after marking "holding"
+        ("hold_approved": marked by `claim`, with the yes), that its `scontrol hold`
         may be sent from now ("holding": by the hold, or taken by its release first so none
         is) and that it was over ("hold_ended"): True
         for exactly one caller, so no replica follows a prompt up, or settles its cancel,

@@ -1112,18 +1112,42 @@ def test_a_hold_approved_before_holds_had_steps_is_released_once(
     ctx: BotContext, slurm: FakeSlurm
 ) -> None:
     """A hold approved and placed by a bot from before the `holding` step (its row has no
-    prompt steps): the resumed job running, the next tick releases it, once, and says so."""
+    prompt steps): the resumed job running, the next tick releases it, once, and says so,
+    however soon after its yes (right after an upgrade, a young yes is still such a row)."""
     held_then_running(ctx, slurm)
     [held] = competitors.held_now(ctx)
     with ctx.store.engine.begin() as conn:  # as that bot left it: approved, no steps
         conn.execute(text("DELETE FROM prompt_steps WHERE token = :token"),
                      {"token": held.token})
     assert ctx.store.approvals.steps(held.token) == {}
-    # its yes is older than the `holding` step's takeover: not one whose hold is on its way
-    due = NOW + 2 + competitors.step_takeover_s(ctx, held, competitors.HOLDING_STEP)
-    assert competitors.release_started(ctx, due + 1) == [88017]
+    assert competitors.release_started(ctx, NOW + 3) == [88017]  # a second after its yes
     assert competitors.release_started(ctx, NOW + 10_000) == []
     assert slurm.acted("release") == [88017]
     assert not slurm.records[88017].is_held
     assert recorded(ctx).texts().count("Released 88017: 88887 is running.") == 1
+    assert competitors.held_now(ctx) == []
+
+
+def test_a_yes_whose_process_died_before_its_hold_releases_nothing_however_late(
+    ctx: BotContext, slurm: FakeSlurm
+) -> None:
+    """A yes claimed, whose process died before its `holding` step (nothing held): a tick
+    long after, the resumed job running, finds the yes's claim marked with it and
+    releases nothing (a `scontrol release` would drop a hold 88017's owner placed)."""
+    _, hold_token = competitor_setup(ctx, slurm)
+
+    def dies(ids: Any) -> dict[int, Any]:
+        raise Died("before the yes's holding step")
+
+    slurm.jobs = dies  # type: ignore[method-assign]
+    with pytest.raises(Died):
+        handle_click(ctx, hold_token, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 2)
+    del slurm.jobs
+    assert [a.target_job for a in competitors.held_now(ctx)] == ["88017"]
+    slurm.set(88017, reason="JobHeldUser", priority=0)  # its owner holds it
+    slurm.set(88887, state="RUNNING")
+    assert competitors.release_started(ctx, NOW + 100_000) == []
+    assert slurm.acted("hold") == [] and slurm.acted("release") == []
+    assert slurm.records[88017].is_held
+    assert not any(t.startswith("Released 88017") for t in recorded(ctx).texts())
     assert competitors.held_now(ctx) == []

@@ -308,6 +308,24 @@ def test_with_state_finds_exactly_the_approvals_of_an_action_in_a_state(store):
     assert store.approvals.with_state("hold_competitor", "expired") == []
 
 
+def test_a_claim_marks_its_step_only_when_it_claims(store):
+    """A hold's yes marks "hold_approved" with its claim: the row is never approved without
+    it; a claim that finds the prompt decided or expired marks nothing."""
+    token = store.approvals.create(action="hold_competitor", payload={"for_job": "1"},
+                                   allowed=["U1"], expires_at=100.0, now=0.0)
+    late = store.approvals.create(action="hold_competitor", payload={"for_job": "1"},
+                                  allowed=["U1"], expires_at=100.0, now=0.0)
+    assert store.approvals.claim(token, "U1", now=5.0, step="hold_approved").claimed
+    assert store.approvals.steps(token) == {"hold_approved": 5.0}
+    assert not store.approvals.claim(token, "U2", now=6.0, step="hold_approved").claimed
+    assert store.approvals.steps(token) == {"hold_approved": 5.0}
+    assert not store.approvals.claim(late, "U1", now=200.0, step="hold_approved").claimed
+    assert store.approvals.steps(late) == {}
+    with pytest.raises(ValueError, match="step must be one of"):
+        store.approvals.claim(late, "U1", now=5.0, step="held")
+    assert store.approvals.get(late).state == "expired"
+
+
 def test_approval_claimed_exactly_once_under_concurrent_clicks(store):
     token = store.approvals.create(
         action="resubmit", payload={}, allowed=["U1"], expires_at=1e12, now=0.0
