@@ -32,8 +32,8 @@ if TYPE_CHECKING:
     from slack_sdk import WebClient
     from slack_standin import SlackStandIn
 
-    from bot.cluster.ssh import SSHSettings
     from bot.config import Config
+    from bot.core.ssh_settings import SSHSettings
     from bot.services.ports import BotContext
     from bot.store import Store
 
@@ -120,7 +120,7 @@ class DevCluster:
     def ssh_settings(self, as_user: DevUser | None = None) -> SSHSettings:
         """The settings trainbot's own SSH runner needs to reach this cluster (as the test
         user, or as `as_user`)."""
-        from bot.cluster.ssh import SSHSettings
+        from bot.core.ssh_settings import SSHSettings
 
         return SSHSettings(
             host=self.host,

@@ -288,7 +288,8 @@ def _cluster_answers(path: Path) -> bool:
     if not path.is_file():
         return False
     try:
-        from bot.cluster.ssh import SSHRunner, SSHSettings
+        from bot.cluster.ssh import SSHRunner
+        from bot.core.ssh_settings import SSHSettings
 
         c = json.loads(path.read_text())
         settings = SSHSettings(host=c["host"], port=int(c["port"]), user=c["user"],

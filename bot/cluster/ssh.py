@@ -5,8 +5,8 @@ Why this shape:
   quoted for /bin/sh, travels base64-encoded inside a string that every login shell passes on
   untouched; environment values (tokens) travel on the channel's stdin, never on a command
   line, so a process list on the login node or an error quoting the command shows names only.
-- Where and as whom to connect (the settings, the ssh config file, the jump host) is
-  bot.cluster.endpoint's; connecting is here.
+- Where and as whom to connect (the settings, bot.core.ssh_settings; the ssh config file and
+  the jump host, bot.cluster.endpoint) is resolved before; connecting is here.
 - Host keys are checked against a known_hosts file with a reject policy: an unknown or changed
   key is refused with a message saying what to verify, never trusted automatically.
 - One transport per runner (per cluster) is reused for every command and for SFTP; it is opened
@@ -51,13 +51,7 @@ from bot.cluster.channels import (
 )
 from bot.cluster.command_line import ENV_NOT_RECEIVED, build_command, env_stdin
 from bot.cluster.dial import connect_within
-from bot.cluster.endpoint import (
-    Endpoint,
-    SSHSettings,
-    host_key_name,
-    parse_proxy_jump,
-    resolve_endpoint,
-)
+from bot.cluster.endpoint import resolve_endpoint
 from bot.cluster.errors import (
     CONNECTION_CLOSED,
     ChannelClosed,
@@ -72,6 +66,7 @@ from bot.cluster.errors import (
 )
 from bot.cluster.in_flight import CommandsInFlight
 from bot.cluster.sftp import ConnectionStuck, DeadlineSFTPClient, SFTPPool
+from bot.core.ssh_settings import Endpoint, SSHSettings, host_key_name, parse_proxy_jump
 from bot.core.takeover import RemoteDeadlines
 from bot.core.text import N_, Text
 from bot.net.dns import NameNotResolved, connection_failed
@@ -772,19 +767,13 @@ def _close_connection(client: paramiko.SSHClient | None,
                 log.debug("ignored error while closing %r", each, exc_info=True)
 
 
-# Endpoint, SSHSettings, host_key_name, parse_proxy_jump and resolve_endpoint live in
-# bot.cluster.endpoint, build_command, env_stdin and ENV_NOT_RECEIVED in
-# bot.cluster.command_line; they stay importable from here.
+# build_command, env_stdin and ENV_NOT_RECEIVED live in bot.cluster.command_line; they stay
+# importable from here.
 __all__ = [
     "ENV_NOT_RECEIVED",
     "CommandResult",
-    "Endpoint",
     "Exchange",
     "SSHRunner",
-    "SSHSettings",
     "build_command",
     "env_stdin",
-    "host_key_name",
-    "parse_proxy_jump",
-    "resolve_endpoint",
 ]

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 
+from bot.cluster.endpoint import goes_through_jump_host
 from bot.config import Config
 from bot.core.takeover import RemoteDeadlines, StepBounds, own_bounds, submit_in_flight_s
 from bot.services.ports import Slurm
@@ -24,7 +25,9 @@ log = logging.getLogger(__name__)
 def cluster_deadlines(config: Config, cluster: str) -> RemoteDeadlines:
     """`cluster`'s configured deadlines (connect, command, SFTP request, and whether a jump
     host is on the way: a proxy_jump, or the ssh_config file's Host entry for the cluster's
-    host naming a ProxyJump or ProxyCommand, read as the SSH runner reads it), from which the
+    host naming a ProxyJump or ProxyCommand, read as the SSH runner reads it:
+    bot.cluster.endpoint.goes_through_jump_host, the one adapter import of the services that
+    connects nowhere, allowed in pyproject's services-through-ports contract), from which the
     takeovers of its steps are counted (bot.core.takeover); the defaults' for a cluster not
     (or no longer) configured."""
     c = config.clusters.get(cluster)
@@ -32,7 +35,7 @@ def cluster_deadlines(config: Config, cluster: str) -> RemoteDeadlines:
         return RemoteDeadlines()
     return RemoteDeadlines(connect_s=c.connect_timeout, command_s=c.command_timeout,
                            sftp_s=c.sftp_timeout,
-                           jump=c.through_jump_host())
+                           jump=goes_through_jump_host(c.ssh_settings()))
 
 
 def in_flight_s(config: Config, cluster: str) -> float:

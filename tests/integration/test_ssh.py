@@ -22,7 +22,8 @@ from bot.cluster.errors import (
     CommandTimedOut,
     HostKeyRejected,
 )
-from bot.cluster.ssh import SSHRunner, SSHSettings
+from bot.cluster.ssh import SSHRunner
+from bot.core.ssh_settings import SSHSettings
 from bot.services.ports import Runner
 
 pytestmark = pytest.mark.integration

@@ -18,7 +18,8 @@ from support.latency_relay import LatencyRelay
 from support.sshd import keygen, loopback_sshd
 
 from bot.cluster.errors import ClusterUnavailable
-from bot.cluster.ssh import SSHRunner, SSHSettings
+from bot.cluster.ssh import SSHRunner
+from bot.core.ssh_settings import SSHSettings
 from bot.core.takeover import RemoteDeadlines
 
 pytestmark = pytest.mark.integration

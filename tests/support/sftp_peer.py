@@ -23,7 +23,8 @@ from typing import Any
 import paramiko
 from paramiko.sftp import CMD_NAMES
 
-from bot.cluster.ssh import SSHRunner, SSHSettings
+from bot.cluster.ssh import SSHRunner
+from bot.core.ssh_settings import SSHSettings
 
 
 @dataclass

@@ -10,11 +10,12 @@ from typing import Any
 
 from fakes import FakeSlurm, RecordingEventSink
 
-from bot.cluster.ssh import SSHRunner, SSHSettings
+from bot.cluster.ssh import SSHRunner
 from bot.config import Config
 from bot.config.dev_cluster import dev_cluster_config_data
 from bot.core.catalogue import Catalogue
 from bot.core.slurm.records import JobRecord
+from bot.core.ssh_settings import SSHSettings
 from bot.services.ports import TailReader
 from bot.services.watch.tick import Watcher
 from bot.store import Store

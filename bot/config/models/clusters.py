@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import os
-from typing import TYPE_CHECKING
 
 from pydantic import Field, field_validator, model_validator
 
-from bot.core.units import parse_size
-
-if TYPE_CHECKING:
-    from bot.cluster.endpoint import SSHSettings
-
 from bot.config.models._base import _Model
+from bot.core.ssh_settings import SSHSettings, parse_proxy_jump
+from bot.core.units import parse_size
 
 # What one remote command's output may be bounded at (clusters.<name>.max_output_mib): at least
 # what trainbot's largest read asks for (a job's stacks: bot.probes.stacks.MAX_OUTPUT_BYTES,
@@ -121,13 +117,7 @@ class ClusterConfig(_Model):
     @classmethod
     def _proxy_jump(cls, value: str | None) -> str | None:
         if value is not None:
-            from bot.cluster.endpoint import parse_proxy_jump
-            from bot.cluster.errors import ClusterError
-
-            try:
-                parse_proxy_jump(value, "")
-            except ClusterError as exc:
-                raise ValueError(str(exc)) from None
+            parse_proxy_jump(value, "")  # a ProxyJumpError (a ValueError) says what is wrong
         return value
 
     @model_validator(mode="after")
@@ -141,8 +131,6 @@ class ClusterConfig(_Model):
 
     def ssh_settings(self) -> SSHSettings:
         """The SSH runner's settings for this cluster (paths with ~ expanded)."""
-        from bot.cluster.endpoint import SSHSettings
-
         return SSHSettings(
             host=self.host,
             port=self.port,
@@ -157,14 +145,6 @@ class ClusterConfig(_Model):
             sftp_timeout=self.sftp_timeout,
             max_output_bytes=self.max_output_mib << 20,
         )
-
-    def through_jump_host(self) -> bool:
-        """Whether the connection goes through a jump host: proxy_jump, or the ssh_config
-        file's Host entry for `host` naming a ProxyJump (or a ProxyCommand), read as the SSH
-        runner reads it (bot.cluster.endpoint.goes_through_jump_host)."""
-        from bot.cluster.endpoint import goes_through_jump_host
-
-        return goes_through_jump_host(self.ssh_settings())
 
 
 def _expand(path: str | None) -> str | None:

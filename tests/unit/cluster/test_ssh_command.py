@@ -16,14 +16,9 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bot.cluster.channels import describe_error
-from bot.cluster.errors import ClusterError
-from bot.cluster.ssh import (
-    SSHSettings,
-    build_command,
-    env_stdin,
-    parse_proxy_jump,
-    resolve_endpoint,
-)
+from bot.cluster.endpoint import resolve_endpoint
+from bot.cluster.ssh import build_command, env_stdin
+from bot.core.ssh_settings import ProxyJumpError, SSHSettings, parse_proxy_jump
 
 # Any bytes but NUL, as Python hands them to exec (os.fsdecode: surrogate escapes).
 word = st.binary(max_size=40).map(lambda b: os.fsdecode(b.replace(b"\0", b"")))
@@ -114,7 +109,7 @@ def test_proxy_jump_forms() -> None:
     assert parse_proxy_jump("bastion", "me") == ("bastion", 22, "me")
     assert parse_proxy_jump("ops@bastion:2200", "me") == ("bastion", 2200, "ops")
     assert parse_proxy_jump("[::1]:2200", "me") == ("::1", 2200, "me")
-    with pytest.raises(ClusterError, match="only one jump host"):
+    with pytest.raises(ProxyJumpError, match="only one jump host"):
         parse_proxy_jump("a,b", "me")
 
 

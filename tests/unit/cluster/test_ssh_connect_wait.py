@@ -15,7 +15,8 @@ from support.runner_lock import another_task_holding_the_lock
 from support.sftp_peer import serve_peer
 
 from bot.cluster.errors import ClusterUnavailable
-from bot.cluster.ssh import SSHRunner, SSHSettings
+from bot.cluster.ssh import SSHRunner
+from bot.core.ssh_settings import SSHSettings
 from bot.core.text import render_text
 from bot.slack.render import translator
 

@@ -24,7 +24,8 @@ from fakes import present
 from support.sftp_peer import Peer, serve_peer
 
 from bot.cluster.errors import ClusterUnavailable, HostKeyRejected
-from bot.cluster.ssh import SSHRunner, SSHSettings
+from bot.cluster.ssh import SSHRunner
+from bot.core.ssh_settings import SSHSettings
 from bot.core.text import render_text
 from bot.net import dns
 from bot.slack.render import translator

@@ -25,7 +25,8 @@ import pytest
 from support.sftp_peer import Peer, serve_peer
 
 from bot.cluster.errors import ClusterUnavailable
-from bot.cluster.ssh import SSHRunner, SSHSettings
+from bot.cluster.ssh import SSHRunner
+from bot.core.ssh_settings import SSHSettings
 from bot.core.text import render_text
 from bot.slack.render import translator
 

@@ -11,9 +11,9 @@ from pathlib import Path
 import pytest
 from support.sftp_peer import serve_peer
 
-from bot.cluster.endpoint import SSHSettings
 from bot.cluster.errors import OutputTooLarge
 from bot.config import ClusterConfig
+from bot.core.ssh_settings import SSHSettings
 from bot.core.text import Text
 from bot.slack.render import translator
 

@@ -14,7 +14,8 @@ from types import SimpleNamespace
 import pytest
 
 from bot.cluster import ssh
-from bot.cluster.ssh import SSHRunner, SSHSettings
+from bot.cluster.ssh import SSHRunner
+from bot.core.ssh_settings import SSHSettings
 
 LOGIN = "login.cluster.example"
 

@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
+from bot.cluster.endpoint import resolve_endpoint
 from bot.cluster.errors import ClusterError
-from bot.cluster.ssh import SSHSettings, parse_proxy_jump, resolve_endpoint
+from bot.core.ssh_settings import SSHSettings
 
 
 @pytest.mark.parametrize(("spec", "problem"), [
@@ -24,7 +25,7 @@ from bot.cluster.ssh import SSHSettings, parse_proxy_jump, resolve_endpoint
 ])
 def test_a_bad_proxy_jump_port_is_a_clear_error(spec, problem):
     with pytest.raises(ClusterError) as info:
-        parse_proxy_jump(spec, "me")
+        resolve_endpoint(SSHSettings(host="gpu", known_hosts="/kh", proxy_jump=spec))
     message = str(info.value)
     assert message.startswith("proxy_jump ") and problem in message
     assert "1-65535" in message and "[user@]host[:port]" in message

@@ -20,8 +20,9 @@ from bot.cluster.errors import (
     SFTPTimedOut,
 )
 from bot.cluster.slurm import SlurmClient
-from bot.cluster.ssh import SSHRunner, SSHSettings
+from bot.cluster.ssh import SSHRunner
 from bot.core import train_grammar as c
+from bot.core.ssh_settings import SSHSettings
 from bot.services.train import execute, say
 
 NOW = 1_732_871_000.0
