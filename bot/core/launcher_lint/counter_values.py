@@ -193,6 +193,42 @@ def assigned_values(code: str, wanted: set[str], prefixes: dict[int, tuple[str, 
     return values
 
 
+#: A `read` or `printf -v` where a command starts (not after a pipe: `x | read n` reads in a
+#: subshell), its assignments before it allowed (`IFS= read -r n`), and its words up to the end
+#: of the command or a redirection (`read -r n <<<1`, `printf -v n '%s' 1`).
+_READ_RE = re.compile(
+    r"(?:^|(?<=[;&({!\n])|(?<=\|\|)|(?<=\bthen|\belse|\belif)|(?<=\bwhile|\buntil)"
+    r"|(?<=\bdo|\bif))[ \t]*(?:[A-Za-z_]\w*=(?:'[^'\n]*'|\"[^\"\n]*\"|[^\s;&|'\"])*[ \t]+)*"
+    r"(?P<cmd>read|printf)(?![\w-])"
+    r"(?P<args>[ \t][^;&|<>\n)}]*)?")
+#: `read`'s options that take an argument (`-p prompt`, `-t 5`, `-a arr`: an array, read apart).
+_READ_ARG_OPTIONS = "adinNptu"
+_NAME_RE = re.compile(r"[A-Za-z_]\w*")
+
+
+def read_assignments(code: str) -> list[tuple[int, str, str, str, bool]]:
+    """The variables `read` (`read -r n`, `IFS=, read -r a b`) and `printf -v n` set, as
+    _assignments gives them: each a value the script does not say ("?", arithmetic-read: not
+    known), at its name's offset."""
+    found: list[tuple[int, str, str, str, bool]] = []
+    for m in _READ_RE.finditer(code):
+        args = m.group("args") or ""
+        at = m.start("args") if args else m.end()
+        words = [(w.start() + at, w.group()) for w in re.finditer(r"\S+", args)]
+        if m.group("cmd") == "printf":
+            if len(words) > 1 and words[0][1] == "-v" and _NAME_RE.fullmatch(words[1][1]):
+                found.append((words[1][0], words[1][1], "", "?", False))
+            continue
+        k = 0
+        while k < len(words) and words[k][1].startswith("-"):
+            flags = words[k][1][1:]
+            takes = next((i for i, c in enumerate(flags) if c in _READ_ARG_OPTIONS), None)
+            k += 2 if takes is not None and takes == len(flags) - 1 else 1
+        found.extend((pos, word, "", "?", False) for pos, word in words[k:]
+                     if _NAME_RE.fullmatch(word))
+    return found
+
+
 def _assignments(code: str) -> list[tuple[int, str, str, str, bool]]:
     """Each assignment of `code` (_ASSIGNMENT_RE's, and the counts of its arithmetic expansions:
     _EXPANSION_COUNT_RE's), in order: where it starts, the variable, its operator (`+` / `-`
@@ -211,6 +247,8 @@ def _assignments(code: str) -> list[tuple[int, str, str, str, bool]]:
         if op in ("+", "-") and not shell and not _SUM_END_RE.match(code, m.end()):
             text = "?"  # (`(( n -= 1 + 1 ))`: more than the first word: not known)
         found.append((m.start(), var, op, text, shell))
+    if "read" in code or "printf" in code:
+        found = sorted(found + read_assignments(code))
     if "$((" not in code:
         return found
     # (the shell assignment whose value an expansion is in runs after it: `n=$((n++))` leaves

@@ -2081,3 +2081,20 @@ def test_a_name_where_bash_may_run_the_body_still_keeps_its_assignment(tmp_path,
     """`f` and `$cmd` run f before the counter: bash goes on, and the lint says nothing."""
     _bash_goes_on_and_the_lint_says_nothing(
         tmp_path, f"set -e\nn=0\nf() {{ n=1; }}\n{named}\n((n++))\necho REACHED\n")
+
+
+@pytest.mark.parametrize("body", [
+    "n=0\nread -r n <<<1\n((n++))\n", "n=0\nIFS=' ' read -r x n <<<'a 1'\n((n++))\n",
+    "n=0\nprintf -v n '%s' 1\n((n++))\n", "f() { n=0; }\nf\nread -r n <<<1\n((n++))\n",
+    "n=0\nf() { read -r n <<<1; }\nf\n((n++))\n", "n=0\nf() { printf -v n 1; }\nf\n((n++))\n",
+])
+def test_a_value_read_by_read_or_printf_v_is_not_the_zero_before(tmp_path, body):
+    """Bash's `read` / `printf -v` sets `n` to 1 and the script runs to its end; the lint
+    read the 0 before them and said `fail`."""
+    _bash_goes_on_and_the_lint_says_nothing(tmp_path, f"set -e\n{body}echo REACHED\n")
+
+
+def test_a_read_after_a_pipe_still_sets_nothing_in_the_script(tmp_path):
+    """`echo 1 | read -r n` reads in the pipeline's subshell: `n` stays 0 and bash stops."""
+    _counter_stops_bash_as_the_level_says(
+        tmp_path, "set -e\nn=0\necho 1 | read -r n\n((n++))\necho REACHED\n", "fail")
