@@ -29,6 +29,7 @@ from bot.core.launcher_lint.body_assignments import (
     calls_in_shell,
     local_names,
     set_at_calls,
+    set_at_links,
 )
 from bot.core.launcher_lint.branch_paths import (
     Step,
@@ -347,10 +348,13 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
         if placed else []
     # (… where every place a body may run is such a call: else where the body is, as bash
     # may run it anywhere past it)
-    top_values, fake_paths, fake_constructs = _set_where_called(
+    top_values, fake_paths, fake_constructs, at_links = _set_where_called(
         code, values, in_shell, scan, subshells, in_subshells, expansions, locals_of, path_of
     ) if calls_all_read(code, scan.calls, scan.bodies, scan.uncalled_bodies,
-                      scan.never_run) else (values, {}, {})
+                      scan.never_run) else (values, {}, {}, {})
+    if at_links:  # (a counter in a body reads what the bodies it called before it set)
+        values = {var: sorted([*v, *at_links.get(var, [])], key=lambda e: e[0])
+                  for var, v in values.items()}
     # (what a call in a body reads: the script's view and the bodies' own assignments, these
     # read through a chain of calls only: arith_calls.at_calls's `hidden`)
     in_bodies: set[int] = set()
@@ -593,24 +597,28 @@ def _set_where_called(code: str, values: dict[str, list[tuple[int, str | None]]]
                       locals_of: dict[tuple[int, int], dict[str, int]],
                       path_of: Callable[[int], tuple[Step, ...]]
                       ) -> tuple[dict[str, list[tuple[int, str | None]]],
-                                 dict[int, tuple[Step, ...]], dict[tuple[int, int], Construct]]:
+                                 dict[int, tuple[Step, ...]], dict[tuple[int, int], Construct],
+                                 dict[str, list[tuple[int, str | None]]]]:
     """`values` as a counter outside the function bodies reads them: without the assignments
     in a body (called or not), with those the calls `in_shell` (body_assignments.calls_in_shell)
     make (body_assignments.set_at_calls): one on every run at the call's offset, one on some
     runs only just past it, in a branch of a construct of its own that bash may skip (its
     path, and the construct, by key: to add to path_of's and the scan's); the subshell around
     a call (`( f )`) added to `in_subshells`. `values` itself where no body sets a counter's
-    variable."""
+    variable. And what the calls made in bodies set where they are in their bodies
+    (body_assignments.set_at_links), for the counters in bodies."""
     bodies = [*scan.bodies.values(), *scan.uncalled_bodies]
     positions = [pos for v in values.values() for pos, _v in v]
     body_around = enclosing(bodies, positions) if bodies else {}
     if not body_around:
-        return values, {}, {}
+        return values, {}, {}, {}
     right_in = enclosing([*subshells, *bodies], positions)
     # (an arithmetic expansion's count in a body counts at the calls: _counted_at_calls)
     plain = {var: [e for e in v if e[0] not in expansions] for var, v in values.items()}
     made = set_at_calls(code, scan.bodies, plain, right_in, in_shell, locals_of,
                         scan.constructs, path_of)
+    at_links = set_at_links(code, scan.bodies, plain, right_in, in_shell, locals_of,
+                            scan.constructs, path_of)
     fake_paths: dict[int, tuple[Step, ...]] = {}
     fake_constructs: dict[tuple[int, int], Construct] = {}
     at_calls: dict[str, list[tuple[int, str | None]]] = {}
@@ -638,7 +646,7 @@ def _set_where_called(code: str, values: dict[str, list[tuple[int, str | None]]]
 
     return {var: resolved_steps(sorted([*(e for e in v if e[0] not in body_around),
                                         *at_calls.get(var, [])], key=lambda e: e[0]), holds)
-            for var, v in values.items()}, fake_paths, fake_constructs
+            for var, v in values.items()}, fake_paths, fake_constructs, at_links
 
 
 #: The end of the text before a command that is the head of its list: a line's start, `;`,

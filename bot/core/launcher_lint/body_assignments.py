@@ -128,8 +128,33 @@ def set_at_calls(code: str, bodies: dict[str, tuple[int, int]],
     "08") on some, or, where the body or the call through other bodies (not `always`) may
     leave it as it was, a value on some runs only. Not known (None) where a count of it
     follows in the body; none for a variable the body declares local (`locals_of`)."""
+    plans, by_body = _plans(code, bodies, values, right_in, locals_of, constructs, path_of)
+    found: dict[str, dict[int, list[SetAtCall]]] = {}
+    for call, always in in_shell:
+        for var in by_body.get(call.name, ()):
+            candidates, every_run = plans[call.name, var]
+            made = _made(candidates, every_run and always)
+            at = found.setdefault(var, {})
+            # (two bodies setting it at one call, through one another: not known here)
+            at[call.offset] = made if at.get(call.offset, made) == made else [(None, True)]
+    return found
+
+
+#: What each body leaves each variable it sets at (_left_by_body's), by (function, variable);
+#: and the variables each body sets, by function.
+Plans = tuple[dict[tuple[str, str], tuple[list[str | None], bool]], dict[str, list[str]]]
+
+
+def _plans(code: str, bodies: dict[str, tuple[int, int]],
+           values: dict[str, list[tuple[int, str | None]]],
+           right_in: dict[int, tuple[int, int]],
+           locals_of: dict[tuple[int, int], dict[str, int]],
+           constructs: dict[tuple[int, int], Construct],
+           path_of: Callable[[int], tuple[Step, ...]]) -> Plans:
+    """What each body leaves the variables it sets at (not those it declares local), of its
+    assignments right in it (`right_in`: the innermost subshell or body around each)."""
     plans: dict[tuple[str, str], tuple[list[str | None], bool]] = {}
-    by_body: dict[str, list[str]] = {}  # the variables each body sets
+    by_body: dict[str, list[str]] = {}
     name_of = {body: name for name, body in bodies.items()}
     for var, assignments in values.items():
         mine: dict[str, list[tuple[int, str | None]]] = {}  # right in each body, by function
@@ -141,14 +166,36 @@ def set_at_calls(code: str, bodies: dict[str, tuple[int, int]],
             plans[name, var] = _left_by_body(code, bodies[name], var, entries, constructs,
                                              path_of)
             by_body.setdefault(name, []).append(var)
-    found: dict[str, dict[int, list[SetAtCall]]] = {}
-    for call, always in in_shell:
-        for var in by_body.get(call.name, ()):
-            candidates, every_run = plans[call.name, var]
-            made = _made(candidates, every_run and always)
-            at = found.setdefault(var, {})
-            # (two bodies setting it at one call, through one another: not known here)
-            at[call.offset] = made if at.get(call.offset, made) == made else [(None, True)]
+    return plans, by_body
+
+
+def set_at_links(code: str, bodies: dict[str, tuple[int, int]],
+                 values: dict[str, list[tuple[int, str | None]]],
+                 right_in: dict[int, tuple[int, int]], in_shell: list[tuple[Call, bool]],
+                 locals_of: dict[tuple[int, int], dict[str, int]],
+                 constructs: dict[tuple[int, int], Construct],
+                 path_of: Callable[[int], tuple[Step, ...]]
+                 ) -> dict[str, list[tuple[int, str | None]]]:
+    """The assignments the calls `in_shell` made through other bodies (model.Call.chain) make
+    where each call of the chain is in its body (`main() { setup; ((n++)); }`: setup's `n=1`
+    holds at `setup`, in main's body, for what follows it there): by variable, (the call's
+    offset in that body, the value the called body leaves, where it leaves one on every run
+    and bash makes the rest of the chain whenever it makes that call, else None: not known)."""
+    plans, by_body = _plans(code, bodies, values, right_in, locals_of, constructs, path_of)
+    placed: dict[tuple[str, int], set[str | None]] = {}
+    for call, _always in in_shell:
+        sure = True  # (bash makes the rest of the chain whenever it makes the call at `at`)
+        for start, _end, at in reversed(call.chain):
+            for var in by_body.get(call.name, ()):
+                candidates, every_run = plans[call.name, var]
+                made = _made(candidates, every_run and sure)
+                placed.setdefault((var, at), set()).add(
+                    made[0][0] if len(made) == 1 and made[0][1] else None)
+            sure = sure and path_of(at) == path_of(start) and not _RETURN_RE.search(
+                code, start, at)
+    found: dict[str, list[tuple[int, str | None]]] = {}
+    for (var, at), left in sorted(placed.items(), key=lambda e: e[0][1]):
+        found.setdefault(var, []).append((at, left.pop() if len(left) == 1 else None))
     return found
 
 

@@ -2098,3 +2098,35 @@ def test_a_read_after_a_pipe_still_sets_nothing_in_the_script(tmp_path):
     """`echo 1 | read -r n` reads in the pipeline's subshell: `n` stays 0 and bash stops."""
     _counter_stops_bash_as_the_level_says(
         tmp_path, "set -e\nn=0\necho 1 | read -r n\n((n++))\necho REACHED\n", "fail")
+
+
+@pytest.mark.parametrize("script", [
+    "n=0\nsetup() { n=1; }\nmain() { setup; ((n++)); }\nmain\n",
+    "setup() { n=1; }\nmain() { n=0; setup; ((n++)); }\nmain\n",
+    "n=0\nsetup() { n=1; }\nstage() { setup; }\nmain() { stage; ((n++)); }\nmain\n",
+    "n=0\nsetup() { if [ -n \"${X:-}\" ]; then n=1; else n=2; fi; }\n"
+    "main() { setup; ((n++)); }\nmain\n",
+    "n=0\nsetup() { n=1; }\nmain() { setup; ((n++)); }\nmain\nmain\n",
+])
+def test_a_counter_in_main_reads_what_a_body_it_called_before_set(tmp_path, script):
+    """Bash runs setup's assignment before main's own counter, and the script to its end; the
+    lint read the value from before main's call (or main's own 0) and said `fail`."""
+    _bash_goes_on_and_the_lint_says_nothing(tmp_path, f"set -e\n{script}echo REACHED\n")
+
+
+@pytest.mark.parametrize(("script", "line"), [
+    # setup's 0 at main's call, before run's counter: the chain's order is read
+    ("setup() { n=0; }\nrun() { ((n++)); }\nmain() { setup; run; }\nmain\n", 4),
+    ("n=5\nsetup() { n=0; }\nrun() { ((n++)); }\nmain() { setup; run; }\nmain\n", 5),
+    # … and before main's own counter
+    ("n=1\nsetup() { n=0; }\nmain() { setup; ((n++)); }\nmain\n", 5),
+    # but not where it runs in a subshell, the background, or after the counter
+    ("n=0\nsetup() { n=1; }\nmain() { ( setup ); ((n++)); }\nmain\n", 5),
+    ("n=0\nsetup() { n=1; }\nmain() { setup | cat; ((n++)); }\nmain\n", 5),
+    ("n=0\nsetup() { n=1; }\nmain() { ((n++)); setup; }\nmain\n", 5),
+    ("n=0\nsetup() { local n=5; }\nmain() { setup; ((n++)); }\nmain\n", 5),
+])
+def test_a_zero_a_body_called_before_the_counter_set_stops_bash(tmp_path, script, line):
+    """Bash stops on the counter at the line given (the lint said nothing on the first three:
+    another body set `n` at the same script-level call, its order not kept)."""
+    _bash_exits_and_the_lint_says(tmp_path, f"set -e\n{script}echo REACHED\n", [1, 1], line)
