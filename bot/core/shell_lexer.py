@@ -633,3 +633,34 @@ def word_offsets(cmd: str, words: list[str]) -> list[int]:
         positions.append(pos)
         pos += len(w)
     return positions
+
+
+#: Last words after which a script's next line continues the same construct (they open a body)
+#: and line ends after which it needs no separator (an operator waits for its right side, `;`
+#: and `&` end a command already): the one-line form joins them with a blank.
+_BODY_OPENERS = frozenset({"then", "do", "else", "{", "("})
+_SEPARATED = ("|", "&", ";")
+#: Words that close or carry on a construct a line opened: a `;` goes before them, not `&&`.
+_CONSTRUCT_WORDS = frozenset({"fi", "done", "esac", "}", ")", "else", "elif", "then", "do"})
+
+
+def one_line(script: str) -> str:
+    """A multi-line shell snippet (a recipe's env_setup) as one command line running the same
+    commands in the same order, each only after the one before succeeded: lines joined with
+    ` && `, comments and blank lines dropped, a `\\` continuation joined with a blank, and an
+    `if` / `for` / `{` … spanning lines joined as its one-line form (`if x; then a; fi`).
+    A newline inside a quoted string is not handled (such a snippet is shown as it reads)."""
+    lines = [line.strip() for line in strip_comments(script).splitlines()]
+    out = ""
+    for line in filter(None, lines):
+        if not out:
+            out = line
+        elif out.endswith("\\"):
+            out = out[:-1].rstrip() + " " + line
+        elif out.endswith(_SEPARATED) or out.split()[-1] in _BODY_OPENERS:
+            out += " " + line
+        elif line.split(None, 1)[0].rstrip(";") in _CONSTRUCT_WORDS:
+            out += "; " + line
+        else:
+            out += " && " + line
+    return out

@@ -18,6 +18,7 @@ from typing import Any
 
 from bot.cluster.errors import ClusterError, said
 from bot.config import Config
+from bot.core.shell_lexer import one_line
 from bot.core.text import mrkdwn_escape
 from bot.services.access import approvers_now
 from bot.services.ports import Blocks, BotContext, LeaseLost
@@ -50,7 +51,7 @@ def probe_offer(config: Config | None, recipe: str) -> dict[str, Any]:
         if cfg.workdir:
             steps.append(f"cd {shlex.quote(cfg.workdir)}")
         if cfg.env_setup:
-            steps.append(" ".join(cfg.env_setup.split()))
+            steps.append(one_line(cfg.env_setup))
         srun = ["srun", "--nodes=1", "--ntasks=1"]
         if cfg.partition:
             srun.append(f"--partition={cfg.partition}")

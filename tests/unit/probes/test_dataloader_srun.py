@@ -151,3 +151,31 @@ def test_the_offer_without_a_factory_is_the_command_with_the_recipes_values():
     assert offer["button"] is True and "decoder_datasets:leaky" in offer["command"]
     assert probe_offer(None, "offline")["command"] == (
         "trainbot probe dataloader MODULE:FACTORY --workers 2 --samples 160")
+
+
+def _ran_by_bash(command: str) -> list[str]:
+    """The commands a person's shell runs when `command` is pasted (each stubbed to print it)."""
+    stubs = "".join(f'{name}() {{ echo "{name} $*"; }}; '
+                    for name in ("cd", "module", "source", "srun", "conda"))
+    done = subprocess.run(["bash", "-c", stubs + command], capture_output=True, text=True,
+                          check=True)
+    return done.stdout.splitlines()
+
+
+def test_the_offered_command_runs_each_line_of_a_multi_line_env_setup():
+    config = make_config(workdir="/home/u/wm", env_setup=(
+        "module load cuda\n"
+        "# the venv\n"
+        "if [ -d /venv ] || true; then\n"
+        "  source /venv/bin/activate\n"
+        "fi\n"
+        "conda activate \\\n"
+        "  wm\n"))
+    command = probe_offer(config, "mix")["command"]
+    assert command.startswith(
+        "cd /home/u/wm && module load cuda && if [ -d /venv ] || true; then "
+        "source /venv/bin/activate; fi && conda activate wm && srun ")
+    assert _ran_by_bash(command) == [
+        "cd /home/u/wm", "module load cuda", "source /venv/bin/activate", "conda activate wm",
+        "srun --nodes=1 --ntasks=1 --partition=debug trainbot probe dataloader MODULE:FACTORY "
+        "--workers 2 --samples 160"]
