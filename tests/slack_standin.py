@@ -458,6 +458,11 @@ class SlackStandIn(_LocalServer):
             self._faults.setdefault(method, []).append(
                 _Fault(200, count, None, True, framing="cut_headers"))
 
+    def heal(self) -> None:
+        """Slack recovers: the faults still queued (fail_next, drop_next …) are dropped."""
+        with self._lock:
+            self._faults.clear()
+
     def calls(self, method: str) -> list[Recorded]:
         with self._lock:
             return [r for r in self.requests if r.method == method]

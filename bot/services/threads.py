@@ -47,6 +47,11 @@ MAX_SECTION = 3000
 # the store's class (its incidents table: the notes' outbox) of a note `thread_note` keeps
 # until its thread has it or it is given up
 THREAD_NOTE = "thread_note"
+# the state of a kept note given up for want of its thread (its run's root refused, without
+# a channel, or not posted in THREADLESS_TRIES tries): shown by the run's status as one
+# never said (`unsaid_in_thread`), and said once its thread opens after all
+# (`say_pending_notes`), then `posted`
+THREADLESS = "threadless"
 # what became of a note's try (`say_note`): "deferred" when it was not made (its backoff)
 Said = Literal["posted", "later", "given_up", "deferred"]
 # what became of a reply's attachment (`attachment_fate`)
@@ -165,10 +170,10 @@ def thread_note(ctx: BotContext, chain_id: int | None, key: str, text: str) -> b
     `say_note` (the context's `notes` backoffs); True once the thread has it. One not posted
     (Slack refused it, a transient failure, no thread yet: its run's root not posted) stays
     `pending` and is tried again by the `prompts` job (`say_pending_notes`) once its backoff
-    allows; one given up (the message itself rejected, or still no thread after
-    THREADLESS_TRIES tries) is `dropped`, and shown by the run's status
-    (`unsaid_in_thread`). Without a thread writer (no Slack): False, nothing
-    kept."""
+    allows; one given up is shown by the run's status (`unsaid_in_thread`): `dropped` when
+    Slack rejected the message itself, THREADLESS when its run had no thread (its root
+    refused, no channel, or still not posted after THREADLESS_TRIES tries), said once the
+    thread opens after all. Without a thread writer (no Slack): False, nothing kept."""
     if ctx.sink is None or chain_id is None:
         return False
     return _say_kept(ctx, _keep(ctx, chain_id, key, {"kind": "note", "text": text}))
@@ -269,21 +274,24 @@ def kept_for_thread(ctx: BotContext, key: str) -> bool:
 
 def given_up_for_thread(ctx: BotContext, key: str) -> bool:
     """Whether the reply `key` kept for its thread (`keep_reply`, `thread_note`) was given up
-    (`_say_kept`: `dropped`, never tried again; `say_in_thread` logged it with what it said)."""
+    (`_say_kept`: `dropped`, never tried again, or THREADLESS, said only once its thread
+    opens; `say_in_thread` logged it with what it said)."""
     kept = ctx.store.incidents.get(key)
-    return kept is not None and kept.class_id == THREAD_NOTE and kept.state == "dropped"
+    return kept is not None and kept.class_id == THREAD_NOTE and \
+        kept.state in ("dropped", THREADLESS)
 
 
 def unsaid_in_thread(store: Store, chain_id: int) -> list[str]:
     """What the chain's thread was to be told and never was, oldest first: the text of each
     reply kept for it (`keep_reply`'s fallback, `thread_note`'s mrkdwn, in the thread's
-    language) and given up (`dropped` by `_say_kept`: Slack rejected the message itself, or
-    its run's root never came: refused, no channel, or not posted in THREADLESS_TRIES tries,
-    about 35 min, a Slack failing it at each). `/train status` and `trainbot status` show
-    them with the run's job (bot.services.status), so what a user was to be told (a
+    language) and given up by `_say_kept` (`dropped`: Slack rejected the message itself;
+    THREADLESS: its run's root never came: refused, no channel, or not posted in
+    THREADLESS_TRIES tries, about 35 min, a Slack failing it at each), until said (a
+    THREADLESS one once its thread opens after all). `/train status` and `trainbot status`
+    show them with the run's job (bot.services.status), so what a user was to be told (a
     submit's "submitted" note) is not lost with only a log line."""
     return [str(note.diagnosis["text"]) for note in store.incidents.for_chain(chain_id)
-            if note.class_id == THREAD_NOTE and note.state == "dropped"
+            if note.class_id == THREAD_NOTE and note.state in ("dropped", THREADLESS)
             and note.diagnosis.get("text")]
 
 
@@ -300,8 +308,12 @@ def _keep(ctx: BotContext, chain_id: int, key: str, said: dict[str, Any]) -> Inc
 def say_pending_notes(ctx: BotContext) -> None:
     """Try again each note `thread_note` kept `pending` whose backoff allows it (the
     `prompts` job's runs are its chances: bot.app.schedule_prompts); a run's notes waiting
-    for its thread try its root once in the run (RootTries)."""
-    pending = ctx.store.incidents.of_class(THREAD_NOTE, ("pending",))
+    for its thread try its root once in the run (RootTries). A note given up for want of its
+    thread (THREADLESS) is tried again, as a pending one, once its thread is open (another
+    reply opened it), never to open it: its root is not tried for it. Oldest first."""
+    pending = ctx.store.incidents.of_class(THREAD_NOTE, ("pending", THREADLESS))
+    pending = [note for note in pending
+               if note.state == "pending" or has_thread(ctx, note.chain_id)]
     keys = {note.key for note in pending}
     ctx.notes.forget(lambda key: key not in keys)  # posted or given up elsewhere
     roots = RootTries()
@@ -313,9 +325,12 @@ def _say_kept(ctx: BotContext, note: Incident, roots: RootTries | None = None) -
     """Try the kept note `note` (`thread_note`'s, or a rendered reply `keep_reply` kept),
     share the reply's kept attachment once it is posted, then record what became of it: the
     row stays `pending` until the file is shared, so a bot stopped during the upload shares it
-    at its next try (the reply and the file each posted once, by key): True once posted."""
-    if note.state != "pending" or note.chain_id is None:
+    at its next try (the reply and the file each posted once, by key): True once posted. One
+    given up is `dropped` when its run's thread was open (Slack rejected the message
+    itself), else THREADLESS."""
+    if note.state not in ("pending", THREADLESS) or note.chain_id is None:
         return note.state == "posted"
+    roots = roots or RootTries()
     text, blocks = str(note.diagnosis.get("text") or ""), note.diagnosis.get("blocks")
     said = say_note(ctx, note.chain_id, note.key, text, ctx.notes, roots=roots) \
         if blocks is None else \
@@ -324,9 +339,11 @@ def _say_kept(ctx: BotContext, note: Incident, roots: RootTries | None = None) -
     file = note.diagnosis.get("file")
     if said == "posted" and isinstance(file, dict):
         share_attachment(ctx, note.chain_id, Attachment(**file))
-    if said in ("posted", "given_up"):
-        ctx.store.incidents.set_state_from(note.key, "pending",
-                                           "posted" if said == "posted" else "dropped")
+    if said == "posted":
+        ctx.store.incidents.set_state_from(note.key, note.state, "posted")
+    elif said == "given_up":
+        given_up = "dropped" if roots.opened(note.chain_id) else THREADLESS
+        ctx.store.incidents.set_state_from(note.key, note.state, given_up)
     return said == "posted"
 
 
@@ -471,6 +488,11 @@ class RootTries:
         if tried is None or (not tried.open and has_thread(ctx, chain_id)):
             tried = self._tried[chain_id] = open_thread(ctx, chain_id)
         return tried
+
+    def opened(self, chain_id: int) -> bool:
+        """Whether the run's thread was open at its last try this tick."""
+        tried = self._tried.get(chain_id)
+        return tried is not None and tried.open
 
 
 def _thread_channel(ctx: BotContext, chain_id: int) -> tuple[str | None, str]:

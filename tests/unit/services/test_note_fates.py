@@ -84,6 +84,7 @@ from bot.services.status import job_status
 from bot.services.submit_result import SubmitResult
 from bot.services.threads import (
     THREAD_NOTE,
+    THREADLESS,
     Rooted,
     open_thread,
     post_safely,
@@ -101,6 +102,9 @@ from bot.store import Store
 
 PRIVATE = "G0RUNS"  # the run's private channel (the bot is removed from it, then back)
 SETTLE_AT = T0 + cancel_takeover_s(RemoteDeadlines()) + 60  # a lost scancel is settled
+# a note's state once given up: "dropped", or a thread note's THREADLESS (its run had no
+# thread: said once the thread opens after all)
+GIVEN_UP = ("dropped", THREADLESS)
 
 
 @pytest.fixture
@@ -127,7 +131,7 @@ class Run:
 class Note:
     """One kind of note set up on `run`: `chance(i)` is its i-th chance (its first try at
     0: a watcher's tick, a run of the `prompts` job …), `key` its post's, `state()` what its
-    publisher recorded of it: "posted", "pending" (still to say) or "dropped" (given up)."""
+    publisher recorded of it: "posted", "pending" (still to say) or one of GIVEN_UP."""
 
     key: str
     chance: Callable[[int], object]
@@ -448,7 +452,7 @@ def test_a_reply_whose_runs_root_slack_keeps_failing_is_given_up_after_the_threa
         note.chance(i)
         if len(slack.requests) > before:
             root_tried_at.append(i)
-        assert note.state() == ("dropped" if i >= 70 else "pending"), i
+        assert note.state() in (GIVEN_UP if i >= 70 else ("pending",)), i
     assert root_tried_at == [0, 2, 5, 10, 19, 36, 53, 70]
     assert THREADLESS_TRIES == len(root_tried_at) and tries(slack, note.key) == []
     *_, said = warnings(caplog, note.key)
@@ -476,7 +480,7 @@ def test_a_reply_whose_runs_root_slack_refused_is_given_up_at_once_and_says_the_
     caplog.set_level(logging.DEBUG)
     for i in range(4):
         note.chance(i)
-        assert note.state() == "dropped", i
+        assert note.state() in GIVEN_UP, i
     assert tries(slack, note.key) == []
     roots = tries(slack, f"chain:{run.chain_id}:root")
     assert [r.response.get("error") for r in roots] == ["not_in_channel"] * 2
@@ -595,7 +599,7 @@ def test_a_reply_whose_run_has_no_channel_is_given_up_at_once_and_names_the_sett
     caplog.set_level(logging.DEBUG)
     for i in range(3):
         note.chance(i)
-        assert note.state() == "dropped", i
+        assert note.state() in GIVEN_UP, i
     assert slack.calls("chat.postMessage") == []
     [said] = warnings(caplog, note.key)
     assert said.startswith(f"chain {run.chain_id} (mix): ") and "is given up" in said
@@ -1211,7 +1215,7 @@ def test_a_submits_note_given_up_with_its_failing_root_is_shown_by_status(
     for _ in range(THREADLESS_TRIES * (MAX_SKIPPED + 1)):  # every try, backoffs and all
         say_pending_notes(ctx)
     note = present(store.incidents.get(submitted))
-    assert note.state == "dropped" and slack.root_messages(PRIVATE) == []
+    assert note.state == THREADLESS and slack.root_messages(PRIVATE) == []
     text = note.diagnosis["text"]
     assert "U0BOB" in text
     reply = execute(ctx, c.Status("mix"), actor="U0ALICE", channel=PRIVATE, now=T0)
@@ -1219,6 +1223,38 @@ def test_a_submits_note_given_up_with_its_failing_root_is_shown_by_status(
     report = job_status(ctx.config, "mix", store=store, slurm_for=ctx.clusters.slurm)
     assert f"never said in the thread of job 88154 (Slack did not take it): {text}" in \
         format_report(report)
+
+
+@pytest.mark.parametrize("restarted", [False, True], ids=["same bot", "restarted bot"])
+def test_a_note_given_up_with_its_runs_root_is_said_once_when_the_thread_opens_later(
+        slack: SlackStandIn, store: Store, restarted: bool) -> None:
+    """Slack fails a run's root (a 500 at every attempt) until the "submitted" note kept
+    for its thread is given up with it (`/train status` lists it as never said). Slack
+    recovers and the run's next reply opens the thread: the `prompts` job's next runs say
+    the note there, once, naming who submitted, and status no longer lists it; a bot
+    restarted in between does so too (the note is in the store). Before, the note stayed
+    given up: never in the thread that opened, listed by status for good."""
+    run = make_run(slack, store)
+    attempt = present(store.attempts.get_by_job("88154"))
+    slack.fail_next("chat.postMessage", status=500, count=10_000)
+    announce_submit(run.ctx, "mix", recorded_result(attempt, "mix"), "U0BOB", None)
+    submitted = f"chain:{run.chain_id}:attempt:1:submitted"
+    for _ in range(THREADLESS_TRIES * (MAX_SKIPPED + 1)):  # every try, backoffs and all
+        say_pending_notes(run.ctx)
+    text = present(store.incidents.get(submitted)).diagnosis["text"]
+    never_said = "Never said in the thread of job 88154"
+    assert never_said in execute(run.ctx, c.Status("mix"), actor="U0ALICE", channel=PRIVATE,
+                                 now=T0).text
+    slack.heal()
+    ctx = slack_context(slack, store)[0] if restarted else run.ctx
+    assert open_thread(ctx, run.chain_id).open  # the run's next reply opens its thread
+    for _ in range(3):
+        say_pending_notes(ctx)
+    [root] = slack.root_messages(PRIVATE)
+    [said] = in_thread(slack, root["ts"], submitted)
+    assert "U0BOB" in str(said["blocks"])
+    reply = execute(ctx, c.Status("mix"), actor="U0ALICE", channel=PRIVATE, now=T0).text
+    assert never_said not in reply and text not in reply
 
 
 def test_a_replica_that_takes_the_submits_job_back_announces_a_dead_replicas_root(
