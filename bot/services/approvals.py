@@ -27,10 +27,12 @@ bot.services.cancel_steps'.
 
 from __future__ import annotations
 
+import logging
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from bot.cluster.errors import ClusterError, said
+from bot.core.policy import run_latest
 from bot.services import ServiceError
 from bot.services import competitors as comp
 from bot.services.access import approvers_now
@@ -38,11 +40,13 @@ from bot.services.approval_outcomes import Outcome, decided, expired_outcome
 from bot.services.approved_choices import NotPerformed, perform
 from bot.services.cancel_steps import UNKNOWN_CANCEL_STEP, cancel_takeover_at
 from bot.services.ports import Blocks, BotContext
+from bot.services.runs import array_task_of
 from bot.services.submit import RunSubmitInFlight
 from bot.services.threads import render
 from bot.slack.views import ActionId
 from bot.store import Approval
 
+log = logging.getLogger(__name__)
 # choice name stored in the approval's payload <-> the button's action id
 CHOICES: dict[ActionId, str] = {
     ActionId.RESUBMIT: "resubmit",
@@ -80,8 +84,9 @@ class ClickResult:
 def click_reply(ctx: BotContext, recipe: str | None, kind: str, **facts: Any) -> str:
     """A reply only the clicker sees (the `click_reply` template), in the recipe's language
     (slack.lang when the recipe is unknown): `kind` is unknown | unauthorized | duplicate |
-    busy | internal_error; `facts` are approvers (user ids), decided_by, job (busy), and for
-    duplicate and busy `cancel_job` / `cancel_wait_s` (`_acting_cancel`)."""
+    busy | failed_released (`error`: what a claimed choice raised; nothing was done and the
+    prompt stays usable) | internal_error; `facts` are approvers (user ids), decided_by, job
+    (busy), and for duplicate and busy `cancel_job` / `cancel_wait_s` (`_acting_cancel`)."""
     view = {"kind": kind, "approvers": [], "decided_by": None, "job": None,
             "cancel_job": None, "cancel_wait_s": None, **facts}
     return render(ctx, "click_reply", recipe, view)[1]
@@ -191,6 +196,8 @@ def handle_click(
         outcome = exc.outcome if isinstance(exc, NotPerformed) else Outcome(
             "failed", actor, "error", recipe, job_id=target, for_job=for_job, error=said(exc))
         return ClickResult("failed", *decided(ctx, recipe, payload, outcome))
+    except Exception as exc:  # noqa: BLE001 - a bug or a refused setting: said, never stuck
+        return _unexpected_error(ctx, approval, choice, actor, now, exc, audit)
     if result.outcome.kind == "stale":
         audit("stale", target, recipe, choice=choice, state=result.outcome.state)
         text, blocks = decided(ctx, recipe, payload, result.outcome)
@@ -202,6 +209,53 @@ def handle_click(
     return ClickResult("done", *decided(ctx, recipe, payload, result.outcome),
                        job_id=result.job_id, holds=result.holds,
                        homes_refreshed=result.submitted)
+
+
+def _unexpected_error(ctx: BotContext, approval: Approval, choice: str, actor: str,
+                      now: float, exc: Exception, audit: Any) -> ClickResult:
+    """A claimed choice that raised what no step expects (a bug, a recipe setting the submit
+    refuses): logged, and the claim never left taken with nothing done. When nothing reached
+    the cluster (`_reached_cluster`), the claim is released and the prompt stays usable (the
+    clicker is told what failed); else the approval is done, and the prompt says it failed
+    and why. A hold is the exception: it stays approved, so the hold it may have made is
+    released when its job starts, as every hold is."""
+    token, recipe, target = approval.token, approval.payload.get("recipe"), approval.target_job
+    log.error("click %s (%s) on job %s failed", token, choice, target, exc_info=exc)
+    error = f"{type(exc).__name__}: {said(exc)}"
+    if not _reached_cluster(ctx, approval, choice, now):
+        ctx.store.approvals.release(token)
+        audit("released", target, recipe, choice=choice, error=error)
+        return ClickResult("failed", ephemeral=click_reply(ctx, recipe, "failed_released",
+                                                           error=error))
+    if choice != "hold":
+        ctx.store.approvals.mark_done(token, now=now)
+    audit("failed", target, recipe, choice=choice, error=error)
+    text, blocks = decided(ctx, recipe, approval.payload, Outcome(
+        "failed", actor, "error", recipe, job_id=target,
+        for_job=approval.payload.get("for_job"), error=error))
+    return ClickResult("failed", text, blocks, ephemeral=text)
+
+
+def _reached_cluster(ctx: BotContext, approval: Approval, choice: str, now: float) -> bool:
+    """Whether a claimed choice that raised may have sent its command to the cluster: a hold
+    (its scontrol is not recorded before it is sent); a cancel whose step was marked (marked
+    just before its scancel); a resubmit whose job was recorded in the chain since the claim,
+    or whose submit is still kept in flight (its sbatch was sent, its job not recorded)."""
+    if choice == "hold":
+        return True
+    if ctx.store.approvals.steps(approval.token):
+        return True
+    if choice in ("cancel", "cancel_resume") or approval.chain_id is None:
+        return False
+    target = str(approval.target_job)
+    latest = run_latest(ctx.store.attempts.for_chain(approval.chain_id),
+                        array_task_of(ctx, approval.chain_id, target))
+    if latest is not None and latest.job_id != target:  # the claim found it the latest
+        return True
+    cluster = approval.payload.get("cluster")
+    return cluster is not None and any(
+        f.chain_id == approval.chain_id
+        for f in ctx.store.submits_in_flight.sent_before(str(cluster), now + 1))
 
 
 def _probe_click(ctx: BotContext, approval: Approval, actor: str, now: float,
