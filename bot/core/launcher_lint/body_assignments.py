@@ -33,13 +33,19 @@ def calls_in_shell(code: str, calls: list[Call], bodies: dict[str, tuple[int, in
     (model.Call.in_subshell), after the function's definition, not in a list run in the
     background (`f &`, `f || true &`), and, for one made through other bodies (model.Call.chain),
     each call of the chain right in its body's shell (no subshell, no nested body, not in a
-    list of the body run in the background); each with whether bash runs it whenever the
+    list of the body run in the background); none in a piped `{ … }` group (_piped_groups);
+    each with whether bash runs it whenever the
     chain's first body runs (each call of the chain in no branch of its body, past no `return`
     there: one past a `return` is made on some runs at most, `[ -n "$X" ] && return 0; f`)."""
     placed = [c for c in calls if not c.in_function and not c.in_subshell
               and c.name in bodies and c.offset > bodies[c.name][1]]
     if not placed:
         return []
+    groups = _piped_groups(code)  # (`cat x | { f; }`: f's body runs in a subshell)
+    if groups:
+        in_group = enclosing(groups, [c.offset for c in placed])
+        placed = [c for c in placed if c.offset not in in_group]
+        subshells = [*subshells, *groups]
     links = {link for c in placed for link in c.chain}
     link_in = enclosing([*subshells, *bodies.values()], [at for _s, _e, at in links])
     behind_in_bodies = [span for start, end in {(s, e) for s, e, _at in links}
@@ -265,8 +271,8 @@ def calls_all_read(code: str, calls: list[Call], bodies: dict[str, tuple[int, in
     walk read no body of (`uncalled`: defined in a branch) is named. A call in a command
     substitution (`$(f)`, `` `f` ``, `<(f)`) runs in a subshell: it sets nothing here; a name
     bash runs no body at (_RUNS_NO_BODY_HERE_RE: `cmd=f`, `command f`), an `EXIT` trap's
-    (`trap f EXIT`: after every command) and one where bash never goes (`never_run`: `g() {
-    return 0; f; }`) are no such place."""
+    (`trap f EXIT`: after every command), one where bash never goes (`never_run`: `g() {
+    return 0; f; }`) and one in a piped group (_piped_groups: a subshell) are no such place."""
     if _DYNAMIC_CALL_RE.search(code):
         return False
     read = {c.offset for c in calls}
@@ -286,8 +292,33 @@ def calls_all_read(code: str, calls: list[Call], bodies: dict[str, tuple[int, in
                 unread.append(at)
     if not unread:
         return True
-    skipped = enclosing(never_run, unread)
+    skipped = enclosing(never_run + _piped_groups(code), unread)
     return all(at in skipped for at in unread)
+
+
+#: After a group's `}`: its redirections (`2>&1`, `> log`), then a pipe (`|`, `|&`).
+_PIPE_AFTER_RE = re.compile(r"(?:[ \t]*\d*[<>&]+[ \t]*[^\s|;]*)*[ \t]*\|(?!\|)")
+#: Before a group's `{`: a pipe (not `||`), and blanks.
+_PIPE_BEFORE_RE = re.compile(r"(?<!\|)\|[ \t\n]*\Z")
+
+
+def _piped_groups(code: str) -> list[tuple[int, int]]:
+    """The spans of the `{ … }` groups that are a pipeline's elements (`{ f; } | tee log`,
+    `cat x | { f; }`): bash runs each in a subshell, so a call in one runs its body there
+    (none under `shopt -s lastpipe`, where the last may run in the script's shell)."""
+    if "|" not in code or "lastpipe" in code:
+        return []
+    spans: list[tuple[int, int]] = []
+    memo: Memo = {}
+    for m in _GROUP_OPEN_RE.finditer(code):
+        try:
+            past = group_end(code, m.start(), 0, memo)
+        except Exception:  # noqa: BLE001 (an unclosed group: nothing to read)
+            continue
+        if _PIPE_AFTER_RE.match(code, past) or _PIPE_BEFORE_RE.search(
+                code, max(0, m.start() - 40), m.start()):
+            spans.append((m.start(), past))
+    return spans
 
 
 #: What, right before a function's name, makes it a word bash runs no body at: a value

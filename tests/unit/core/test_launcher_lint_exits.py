@@ -2130,3 +2130,23 @@ def test_a_zero_a_body_called_before_the_counter_set_stops_bash(tmp_path, script
     """Bash stops on the counter at the line given (the lint said nothing on the first three:
     another body set `n` at the same script-level call, its order not kept)."""
     _bash_exits_and_the_lint_says(tmp_path, f"set -e\n{script}echo REACHED\n", [1, 1], line)
+
+
+@pytest.mark.parametrize("piped", [
+    "{ f; } | cat", "{ echo a; f; } 2>&1 | tee /dev/null", "{\n  f\n} | cat",
+    "cat /dev/null | { f; }", "main() { cat /dev/null | { f; }; }\nmain",
+])
+def test_a_call_in_a_piped_group_sets_nothing_in_the_script(tmp_path, piped):
+    """Bash runs the group in a pipeline's subshell: f's `n=0` never holds after it, `n`
+    stays 1 and the script runs to its end; the lint read f's 0 after the group and said
+    `fail`."""
+    _bash_goes_on_and_the_lint_says_nothing(
+        tmp_path, f"set -e\nn=1\nf() {{ n=0; }}\n{piped}\n((n++))\necho REACHED\n")
+
+
+@pytest.mark.parametrize("piped", ["{ f; } | cat", "main() { { f; } 2>&1 | cat; }\nmain"])
+def test_a_zero_left_as_a_piped_group_found_it_still_stops_bash(tmp_path, piped):
+    """f's `n=1` is the subshell's: the script's `n` stays 0 and bash stops on the counter
+    (the lint said nothing: the name in the group read as a call it could not place)."""
+    _counter_stops_bash_as_the_level_says(
+        tmp_path, f"set -e\nn=0\nf() {{ n=1; }}\n{piped}\n((n++))\necho REACHED\n", "fail")
