@@ -33,7 +33,9 @@ class Outcome:
     and says "not cancelled" only `over_s` after it, once the scancel can no longer land:
     `scancel_over_at`, never before the first look) |
     held | held_released (held, then released in the same click: the resumed job no longer
-    waited, `state`, None when gone) | hold_skipped (the resumed job no longer waits: `state`,
+    waited, `state`, None when gone) | held_not_released (held, the resumed job no longer
+    waited, `state` as for held_released, and that release did not go through: the thread
+    says what follows) | hold_skipped (the resumed job no longer waits: `state`,
     or `error` when it could not be read) | hold_failed | hold_unknown; failed: `did` is
     error | not_running |
     resubmit_failed (the job was cancelled, its resubmit failed) | cancel_not_taken (a

@@ -53,7 +53,9 @@ class HoldProposal:
 class HoldResult:
     """What an approved hold did: `did` is held | held_released (held, then released at once:
     the resumed job stopped waiting while the hold was on its way, `state` its state now, None
-    when Slurm no longer knows it) | hold_skipped (the resumed job is no longer
+    when Slurm no longer knows it) | held_not_released (held, the resumed job stopped waiting,
+    `state` as for held_released, and the release that followed did not go through: the
+    thread says what follows) | hold_skipped (the resumed job is no longer
     pending: `state`, None when Slurm no longer knows it, or `error` when it could not be read
     again after its release came first) | competitor_started (running now:
     `state`) | competitor_left (no longer queued: `state`, None when Slurm no longer knows it)
@@ -307,26 +309,31 @@ def apply_hold(ctx: BotContext, approval: Approval, actor: str, now: float) -> H
         job_id=str(comp), result="ok", detail={"for_job": for_job},
     )  # fmt: skip
     ctx.store.approvals.mark_step(approval.token, HOLD_ENDED_STEP, now=now)
-    return release_if_no_longer_waiting(ctx, payload["cluster"], for_job, now)
+    return release_if_no_longer_waiting(ctx, approval, now)
 
 
-def release_if_no_longer_waiting(ctx: BotContext, cluster: str, for_job: int,
-                                 now: float) -> HoldResult:
+def release_if_no_longer_waiting(ctx: BotContext, approval: Approval, now: float) -> HoldResult:
     """After a yes's hold is over: release it at once when the resumed job `for_job` stopped
     waiting while the hold was on its way (it started, or a person cancelled it). A release
     meanwhile (the cancel's, a tick's) waited for the hold to be over (`hold_over`) and left
     it; without this the competitor stayed held until the next holds tick
     (`release_started`). The job is read again, once; when Slurm does not answer, that tick
-    releases it. Returns the yes's answer: held, or held_released when this released it
-    (`state`: the resumed job's, None when Slurm no longer knows it)."""
+    releases it. Returns the yes's answer, `approval`'s: held, or held_released when this
+    released it, or held_not_released when its release did not go through (failed, its end
+    not seen, or another run's still under way: the thread says what follows); `state`: the
+    resumed job's, None when Slurm no longer knows it."""
+    cluster, for_job = approval.payload["cluster"], int(approval.payload["for_job"])
     try:
         rec = ctx.clusters.slurm(cluster).job(for_job)
     except ClusterError as exc:
         log.info("cannot look at %s after holding for it (%s); the next tick does", for_job, exc)
         return HoldResult("held")
-    if release_unless_waiting(ctx, cluster, for_job, rec, now):
-        return HoldResult("held_released", state=rec.state if rec is not None else None)
-    return HoldResult("held")
+    if rec is not None and rec.is_pending:
+        return HoldResult("held")
+    state = rec.state if rec is not None else None
+    if _competitor(approval) in release_unless_waiting(ctx, cluster, for_job, rec, now):
+        return HoldResult("held_released", state=state)
+    return HoldResult("held_not_released", state=state)
 
 
 def release_unless_waiting(ctx: BotContext, cluster: str, for_job: int, rec: JobRecord | None,
@@ -414,9 +421,10 @@ def release_seen(ctx: BotContext, approval: Approval, for_job: str, why: str,
     """The `scontrol release` of held competitor `approval` whose end was not seen (`exc`):
     it may have worked, so the job is read again. True when it holds no more (or Slurm no
     longer knows it): released, said and done as any release, not tried again. Still held:
-    it failed (`release_failed`), unless it outlived its timeout (`may_still_run`): it may
-    land after this read, so it is said as unknown, as when the job is not read; either is
-    looked at again as a failure is tried again (`release_failed` with `unknown`)."""
+    it did not take effect (`release_failed` with `still_held`: said as still held, tried
+    again), unless it outlived its timeout (`may_still_run`): it may land after this read,
+    so it is said as unknown, as when the job is not read; either is looked at again as a
+    failure is tried again (`release_failed` with `unknown`)."""
     try:
         rec = ctx.clusters.slurm(approval.payload["cluster"]).job(_competitor(approval))
     except ClusterError:
@@ -425,7 +433,7 @@ def release_seen(ctx: BotContext, approval: Approval, for_job: str, why: str,
     if rec is None or not rec.is_held:
         return True
     release_failed(ctx, approval, for_job, why, state, now, str(exc),
-                   unknown=may_still_run(exc))
+                   unknown=may_still_run(exc), still_held=True)
     return False
 
 
@@ -516,17 +524,20 @@ def claim_release(ctx: BotContext, approval: Approval, now: float) -> bool:
 
 def say_release(ctx: BotContext, approval: Approval, for_job: str, why: str,
                 state: str | None, problem: str | None = None,
-                retry: tuple[int, int] | None = None, *, unknown: bool = False) -> None:
+                retry: tuple[int, int] | None = None, *, unknown: bool = False,
+                still_held: bool = False) -> None:
     """Say in the thread what became of held competitor `approval`'s release
     (templates/hold_released.json.j2), once: released, or failed (`problem`) and left to
     the person; or its `retry` (attempt, minutes until the next one) failed, once each;
     `unknown`: the release's end was not seen and the job was not read after it, or it
-    outlived its timeout and may still land, so whether it worked is not known."""
+    outlived its timeout and may still land, so whether it worked is not known;
+    `still_held`: its end was not seen (`problem`) and the job was read after it, still
+    held."""
     key = f"hold-release:{approval.token}" + ("" if retry is None else f":failed:{retry[0]}")
     thread_message(ctx, approval.chain_id, key, "hold_released", {
         "competitor": str(_competitor(approval)), "for_job": for_job, "why": why,
         "state": state, "problem": problem, "retry_in_min": None if retry is None else retry[1],
-        "unknown": unknown,
+        "unknown": unknown, "still_held": still_held,
     })
 
 
@@ -548,10 +559,11 @@ def step_takeover_s(ctx: BotContext, approval: Approval, step: str) -> float:
 
 def release_failed(ctx: BotContext, approval: Approval, for_job: str, why: str,
                    state: str | None, now: float, problem: str, *, final: bool = False,
-                   unknown: bool = False) -> None:
+                   unknown: bool = False, still_held: bool = False) -> None:
     """The release of held competitor `approval` failed (Slurm's or ssh's words: `problem`),
     or, `unknown`, may have (its end not seen, the job not read after it or the release
-    timed out and may still be running): recorded and said
+    timed out and may still be running), or, `still_held`, its end was not seen and the job
+    was read still held after it: recorded and said
     in the thread once per attempt (its `release_failed_N` step). Before the
     MAX_RELEASE_ATTEMPTS-th (and unless `final`) the hold stays in the ledger, its release
     tried again once its `releasing` step is due (`claim_release`), the thread told so; then
@@ -573,7 +585,8 @@ def release_failed(ctx: BotContext, approval: Approval, for_job: str, why: str,
     if ctx.store.approvals.mark_step(token, f"release_failed_{failures + 1}", now=now):
         retry_in_s = release_takeover_s(ctx, approval)
         say_release(ctx, approval, for_job, why, state, problem,
-                    retry=(failures + 1, math.ceil(retry_in_s / 60)), unknown=unknown)
+                    retry=(failures + 1, math.ceil(retry_in_s / 60)), unknown=unknown,
+                    still_held=still_held)
 
 
 def release_started(ctx: BotContext, now: float) -> list[int]:

@@ -9,6 +9,7 @@ from fakes import FakeRunner, FakeSlurm, make_context
 from support.mix_prompt import mix_prompt
 
 from bot.cluster.errors import ClusterError, CommandTimedOut, OutcomeUnknown
+from bot.cluster.slurm import SlurmClient
 from bot.core.takeover import RemoteDeadlines
 from bot.core.text import Text
 from bot.services import competitors
@@ -106,6 +107,21 @@ def test_an_approved_hold_names_both_jobs(store: Store, lang: str, want: str) ->
     assert slurm.acted("hold") == [88017]
 
 
+def resumed_job_leaves_during_the_hold(slurm: FakeSlurm, state: str | None) -> None:
+    """The resumed job 88887 goes to `state` (None: Slurm no longer knows it) while the
+    yes's `scontrol hold` is on its way."""
+    hold = slurm.hold
+
+    def hold_as_the_resumed_job_leaves(job_id: int) -> None:
+        if state is None:
+            del slurm.records[88887]
+        else:
+            slurm.set(88887, state=state)
+        hold(job_id)
+
+    slurm.hold = hold_as_the_resumed_job_leaves  # type: ignore[method-assign]
+
+
 @pytest.mark.parametrize(("lang", "state", "want"), [
     ("ko", "CANCELLED", "<@U0APPR>님이 승인했습니다: 작업 88017을(를) 보류했다가 바로 "
                         "해제했습니다: 작업 88887이(가) 더 이상 대기열에서 기다리지 않습니다 "
@@ -126,20 +142,45 @@ def test_a_hold_released_in_its_own_click_says_so_not_held_until_it_starts(
     slurm = FakeSlurm()
     ctx = make_context(store, slurm, lang=lang)
     token = hold_prompt(ctx, slurm)
-    hold = slurm.hold
-
-    def hold_as_the_resumed_job_leaves(job_id: int) -> None:
-        if state is None:
-            del slurm.records[88887]
-        else:
-            slurm.set(88887, state=state)
-        hold(job_id)
-
-    slurm.hold = hold_as_the_resumed_job_leaves  # type: ignore[method-assign]
+    resumed_job_leaves_during_the_hold(slurm, state)
     result = handle_click(ctx, token, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 1)
     assert (result.status, outcome(result)) == ("done", want)
     assert slurm.acted("release") == [88017]
     assert not slurm.records[88017].is_held
+
+
+@pytest.mark.parametrize(("lang", "state", "want"), [
+    ("en", "CANCELLED", "Approved by <@U0APPR>: held 88017; 88887 no longer waits in the "
+                        "queue (CANCELLED), but 88017 could not be released yet: the thread "
+                        "says what trainbot does next"),
+    ("ko", "CANCELLED", "<@U0APPR>님이 승인했습니다: 작업 88017을(를) 보류했습니다. 작업 "
+                        "88887이(가) 더 이상 대기열에서 기다리지 않지만 (CANCELLED), 작업 "
+                        "88017의 보류는 아직 해제하지 못했습니다: trainbot이 다음에 할 일은 "
+                        "스레드에 있습니다"),
+    ("en", None, "Approved by <@U0APPR>: held 88017; 88887 is no longer known to Slurm, but "
+                 "88017 could not be released yet: the thread says what trainbot does next"),
+    ("ko", None, "<@U0APPR>님이 승인했습니다: 작업 88017을(를) 보류했습니다. 작업 88887이(가) "
+                 "Slurm에 더 이상 없지만, 작업 88017의 보류는 아직 해제하지 못했습니다: "
+                 "trainbot이 다음에 할 일은 스레드에 있습니다"),
+])
+def test_a_hold_whose_release_in_its_own_click_fails_does_not_say_held_until_it_starts(
+    store: Store, lang: str, state: str | None, want: str
+) -> None:
+    """The resumed job 88887 is cancelled (or leaves Slurm) while the yes's `scontrol hold`
+    is on its way, and the release the yes then makes is refused: its prompt says 88017 is
+    held and not released yet, never "held until 88887 starts" (it never will); the hold
+    stays in the ledger, tried again."""
+    slurm = FakeSlurm()
+    ctx = make_context(store, slurm, lang=lang)
+    token = hold_prompt(ctx, slurm)
+    resumed_job_leaves_during_the_hold(slurm, state)
+    slurm.release = SlurmClient(FakeRunner({"scontrol": (  # type: ignore[method-assign]
+        1, "", "Access/permission denied for job 88017\n"
+               "slurm_suspend error: Access/permission denied\n")})).release
+    result = handle_click(ctx, token, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 1)
+    assert (result.status, outcome(result)) == ("done", want)
+    assert slurm.records[88017].is_held
+    assert [a.target_job for a in competitors.held_now(ctx)] == ["88017"]
 
 
 @pytest.mark.parametrize(("lang", "want"), [

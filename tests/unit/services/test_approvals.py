@@ -727,8 +727,12 @@ def test_a_release_whose_answer_was_lost_and_that_did_not_take_effect_is_tried_a
     [held] = competitors.held_now(ctx)
     wait = competitors.release_takeover_s(ctx, held)
     assert competitors.release_started(ctx, NOW + 3) == []
-    assert any(t.startswith("Could not release 88017 (connection to login lost")
-               for t in recorded(ctx).texts())  # still held when read again: it did not
+    texts = recorded(ctx).texts()
+    assert not any(t.startswith("Could not release") for t in texts), texts
+    [again] = [t for t in texts if t.startswith("88017 was still held")]
+    assert again.startswith("88017 was still held when trainbot looked after releasing it "
+                            "(connection to login lost")  # still held when read again
+    assert again.endswith(f"; trainbot tries again in about {-(-wait // 60):g} minutes.")
     assert competitors.release_started(ctx, NOW + 3 + wait) == [88017]
     assert slurm.acted("release") == [88017, 88017]
     assert not slurm.records[88017].is_held
