@@ -1,6 +1,6 @@
 """Benchmark: the cost of bounding a Slack request by its deadline (bot.net.deadlines, kept by
 one thread for all requests) against the timer thread per request it replaced
-(`threading.Timer`, started and cancelled as bot.slack.whole_request did).
+(`threading.Timer`, started and cancelled as bot.net.whole_request did).
 
 Measures, in one run, for N requests whose deadline is 30 s ahead (a request's timeout,
 bot.core.slack_bounds.CALL_TIMEOUT_S):

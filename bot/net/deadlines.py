@@ -1,5 +1,5 @@
-"""One thread that keeps every deadline of the requests made out (each Slack request's,
-bot.slack.whole_request): a request says what to do when its time is up (`at`: shut its
+"""One thread that keeps every deadline of the requests made out (each Slack or webhook
+request's, bot.net.whole_request): a request says what to do when its time is up (`at`: shut its
 sockets down) and takes it back once it is over (`Deadline.cancel`). A timer thread per
 request would be one more thread per request in flight (a chart upload beside a post beside
 a Home tab refresh, each of several replicas' ticks); here they are all one daemon thread,

@@ -1,5 +1,5 @@
 """Looking a host name up within a deadline, for the adapters that connect out (the SSH
-runner's connections, bot.cluster.dial; Slack's requests, bot.slack.whole_request): the
+runner's connections, bot.cluster.dial; Slack's requests, bot.net.whole_request): the
 resolver has no deadline its caller sets, so each lookup runs on a thread of its own, shared
 by the connections to the same name and port, and each wait for it ends at the caller's own
 deadline (`resolve_within`). A connection that fails is said (`connection_failed`), so the

@@ -1,5 +1,7 @@
 """A generic webhook: each watcher event POSTed as one JSON object (`trainbot run --webhook`),
-for event callbacks and chat systems other than Slack."""
+for event callbacks and chat systems other than Slack. Each POST ends within its timeout as
+a whole (bot.net.whole_request, as Slack's requests), not per socket read: a receiver
+trickling its answer cannot hold the watcher's tick that publishes through it."""
 
 from __future__ import annotations
 
@@ -9,9 +11,10 @@ import urllib.request
 from typing import Any
 from urllib.parse import urlsplit
 
+from bot.net.whole_request import open_whole
 from bot.services.ports import PostError
 
-TIMEOUT_S = 10.0  # per POST; a receiver slower than this is retried at the next tick
+TIMEOUT_S = 10.0  # per POST, all of it; a receiver slower than this is retried at the next tick
 
 
 class JsonWebhook:
@@ -27,9 +30,9 @@ class JsonWebhook:
         request = urllib.request.Request(
             self.url, data=json.dumps(payload, default=str).encode(), method="POST",
             headers={"Content-Type": "application/json", "User-Agent": "trainbot"})
+        proxy = urllib.request.getproxies().get(urlsplit(self.url).scheme)
         try:
-            with urllib.request.urlopen(request, timeout=self.timeout_s) as answer:  # noqa: S310
-                answer.read(65536)
+            open_whole(request, timeout_s=self.timeout_s, context=None, proxy=proxy)
         except urllib.error.HTTPError as exc:
             raise PostError(f"webhook answered {exc.code} {exc.reason}") from None
         except (urllib.error.URLError, OSError) as exc:

@@ -53,9 +53,9 @@ from slack_sdk.errors import SlackApiError, SlackRequestError
 from bot.core import slack_bounds
 from bot.core.redact import Redactor
 from bot.crashpoint import crashpoint
+from bot.net.whole_request import open_whole
 from bot.services.ports import LookupRefused, MessageRefused, PostError, PostRefused, root_key
 from bot.slack.retry import Sleep, backoff_delay, post_deadline, request_not_sent
-from bot.slack.whole_request import open_whole
 
 log = logging.getLogger(__name__)
 

@@ -34,7 +34,7 @@ from bot.core.slack_bounds import (
     RETRY_AFTER_MAX_WAIT_S,
     SERVER_ERROR_RETRIES,
 )
-from bot.slack.whole_request import NotConnectedInTime, open_whole
+from bot.net.whole_request import NotConnectedInTime, open_whole
 
 Sleep = Callable[[float], None]
 
@@ -236,7 +236,7 @@ def make_client(
 
 class _WholeRequestClient(WebClient):
     """A WebClient whose every request ends within its `timeout` as a whole
-    (bot.slack.whole_request): a response trickling in byte by byte fails with TimeoutError
+    (bot.net.whole_request): a response trickling in byte by byte fails with TimeoutError
     when it is due, as a socket timeout does, not one socket read's timeout after each byte
     (which would let one request outlast a post's worst case,
     bot.core.slack_bounds.post_at_most_s). Through its `proxy` too (slack_sdk's: given, or

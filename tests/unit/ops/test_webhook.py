@@ -4,6 +4,9 @@ next tick, and the threads post nothing twice."""
 
 from __future__ import annotations
 
+import socket
+import threading
+import time
 from collections.abc import Iterator
 from types import SimpleNamespace
 
@@ -147,6 +150,36 @@ def test_an_unreachable_or_refusing_receiver_is_a_post_error(receiver) -> None:
     receiver.close()
     with pytest.raises(PostError, match="unreachable"):
         JsonWebhook(receiver.url, timeout_s=2).post_json({"key": "k"})
+
+
+def test_a_receiver_trickling_its_answer_is_given_up_on_at_the_timeout() -> None:
+    """The receiver sends its headers, then its body a byte every 0.3 s (each read well
+    within the timeout): the POST fails after its timeout in all, and the event waits for
+    the next tick. Before, it took as long as the receiver trickled (30 s here)."""
+    srv = socket.create_server(("127.0.0.1", 0))
+    stop = threading.Event()
+
+    def trickle() -> None:
+        conn, _ = srv.accept()
+        with conn:
+            conn.recv(65536)
+            conn.sendall(b"HTTP/1.1 200 OK\r\nContent-Length: 100\r\n\r\n")
+            while not stop.wait(0.3):
+                try:
+                    conn.sendall(b"x")
+                except OSError:
+                    return
+
+    threading.Thread(target=trickle, daemon=True).start()
+    hook = JsonWebhook(f"http://127.0.0.1:{srv.getsockname()[1]}/", timeout_s=1.0)
+    started = time.monotonic()
+    try:
+        with pytest.raises(PostError, match="unreachable: the request took longer than 1 s"):
+            hook.post_json({"kind": "incident", "key": "k"})
+        assert time.monotonic() - started < 2.5
+    finally:
+        stop.set()
+        srv.close()
 
 
 def test_only_http_urls_are_webhooks() -> None:

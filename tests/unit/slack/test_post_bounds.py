@@ -26,10 +26,10 @@ from bot.app import build_context
 from bot.core import slack_bounds
 from bot.core.slack_bounds import CALL_TIMEOUT_S, POST_DEADLINE_S, bot_post_at_most_s, waits_in_time
 from bot.core.takeover import post_takeover_s
+from bot.net.whole_request import NotConnectedInTime, _shut, open_whole
 from bot.services.threads import _claim_root, _root_claim_key
 from bot.slack.poster import SlackPoster, SlackPostError, call_fate
 from bot.slack.retry import ConnectionDropHandler, make_client
-from bot.slack.whole_request import NotConnectedInTime, _shut, open_whole
 from bot.store import Store
 
 T0 = 1_800_000_000.0
@@ -361,7 +361,7 @@ def test_a_request_that_cannot_be_cut_at_its_timeout_is_logged(
     shutdown over HTTPS failed unseen)."""
     sock = socket.socket()
     sock.close()
-    with caplog.at_level(logging.ERROR, logger="bot.slack.whole_request"):
+    with caplog.at_level(logging.ERROR, logger="bot.net.whole_request"):
         _shut(sock)
     assert "could not cut a Slack request at its timeout" in caplog.text
 
@@ -474,7 +474,7 @@ def test_a_connect_timeout_of_an_idempotent_call_is_retried_as_slack_sdk_retries
 def time_passes_as_the_answer_is_handed_back(monkeypatch: pytest.MonkeyPatch) -> None:
     """Each answer's body, once read, is handed back 1.2 s later: a request of 1 s is due
     after its last byte came, before it is over."""
-    from bot.slack import whole_request
+    from bot.net import whole_request
 
     read = whole_request.HTTPResponse.read
 

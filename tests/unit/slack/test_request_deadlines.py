@@ -1,4 +1,4 @@
-"""Every Slack request in flight is bounded by its deadline (bot.slack.whole_request), all of
+"""Every Slack request in flight is bounded by its deadline (bot.net.whole_request), all of
 them kept by one thread (bot.net.deadlines): a bot with many requests under way (several
 replicas' posts, uploads, Home tabs) does not run one more thread per request."""
 
@@ -14,7 +14,7 @@ from urllib.request import Request
 import pytest
 from slack_standin import SlackStandIn
 
-from bot.slack.whole_request import open_whole
+from bot.net.whole_request import open_whole
 
 IN_FLIGHT = 24
 TIMEOUT_S = 2.0

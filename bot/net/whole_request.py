@@ -1,4 +1,4 @@
-"""One HTTP request to Slack bounded as a whole, by the wall clock.
+"""One HTTP request (to Slack, to a webhook) bounded as a whole, by the wall clock.
 
 A socket timeout bounds each socket operation only: a response whose bytes trickle in (one
 every few seconds, each within the timeout) could outlast it without end, and a post's worst
@@ -33,8 +33,9 @@ cuts the request as a direct one. Only http(s) handlers open anything here: a pr
 would turn the request into another kind (ftp://) fails at once ("unknown url type"), never
 unbounded.
 
-Used by the bot's WebClient (bot.slack.retry.make_client: every Web API call) and by a file
-upload's bytes (bot.slack.poster.SlackPoster._upload_bytes).
+Used by the bot's WebClient (bot.slack.retry.make_client: every Web API call), by a file
+upload's bytes (bot.slack.poster.SlackPoster._upload_bytes) and by the event webhook's POSTs
+(bot.ops.webhook.JsonWebhook), which read the failures as urlopen's.
 """
 
 from __future__ import annotations
