@@ -71,6 +71,12 @@ _METRIC_ERROR = re.compile(
     r"|absolute|relative|reconstruction|classification|prediction|rms|word|char[a-z]*|token"
     r"|frame|pixel)[ _-](?:[a-z]+[ _-])?error(?:[ _-]rate)?\s*[:=]\s*"
     rf"(?:{_METRIC_VALUE}|[A-Za-z][\w ./-]{{0,30}}[:=]\s*{_METRIC_VALUE})")
+# tensorpack's ScalarPrinter (tensorpack/tensorpack tensorpack/callbacks/monitor.py 1547a54e,
+# after each epoch: `logger.info('{}: {:.5g}'.format(k, v))`, its logger's `@monitor.py:476]`
+# before it): a monitored scalar, whatever its name (`val-error-top1: 0.52`, `error: 0.31`), no
+# report of an error
+_TENSORPACK_SCALAR = re.compile(
+    r"@monitor\.py:[0-9]+\] [\w./>-]+: (?:-?[0-9.]+(?:e[-+]?[0-9]+)?|nan|-?inf)\s*$")
 # A shell's notice of a process killed by a signal whose default is to end it, in glibc's
 # names of the signals (strsignal) that no error word covers: bare (`Floating point
 # exception`), in bash's job notice (`line 3:  1098 Terminated  python train.py`) or zsh's
@@ -669,7 +675,10 @@ def _reports_error(text: str) -> bool:
     (`_SIGNAL_NOTICE`) once the metrics named an error on it are left out, wherever they are
     (`_METRIC_ERROR`: `Avg Error: 0.09`, `val_error=0.12`): `Finished training epoch: Avg
     Loss: 0.31, Avg Error: 0.09` reports none; `RuntimeError: ...` and `val_error=0.12, Failed
-    to save checkpoint` report one."""
+    to save checkpoint` report one. tensorpack's ScalarPrinter line (`_TENSORPACK_SCALAR`:
+    `val-error-top1: 0.52`) reports none."""
+    if "@monitor.py:" in text and _TENSORPACK_SCALAR.search(text):
+        return False
     text = _METRIC_ERROR.sub(" ", text)
     return bool(_ERROR_LINE.match(text) or _SIGNAL_NOTICE.search(text))
 

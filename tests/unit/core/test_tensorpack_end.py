@@ -8,10 +8,12 @@ epoch starts with `Start Epoch {} ...` (base.py, since 582cd482 2017-01) and dra
 steps_per_epoch (callbacks/steps.py ProgressBar; max_epoch is logged nowhere; utils.py
 get_tqdm_kwargs: `{l_bar}{bar}|{n_fmt}/{total_fmt}[{elapsed}<{remaining},{rate_noinv_fmt}]`),
 logs `Epoch N (global_step M) finished, time:...`, ModelSaver's `Model saved to ...` and
-ScalarPrinter's `name: value` lines (callbacks/monitor.py)."""
+ScalarPrinter's `{name}: {value:.5g}` lines (callbacks/monitor.py)."""
 
 from __future__ import annotations
 
+import pytest
+from support.diagnosis import read_log
 from support.end_marker import (
     assert_ends_the_run,
     assert_still_running,
@@ -19,6 +21,9 @@ from support.end_marker import (
     each_end,
     read,
 )
+
+from bot.core.catalogue import Catalogue
+from bot.core.models import Accounting
 
 # its logger's date and place, green: `[0806 12:34:56 @base.py:287]`
 _PLACE = "\x1b[32m[0806 {} @{}]\x1b[0m "
@@ -59,11 +64,62 @@ def test_the_main_loops_end_ends_a_finished_run(end):
     assert_ends_the_run(LOOP + end, "Training has finished!")
 
 
-def test_a_stop_by_exception_is_no_marker():
-    """StopTraining or an exhausted input: no `Training has finished!`, so no signature decides
-    (the last epoch's bar at its total still reads as the end, by progress)."""
-    d = read(LOOP + _log("12:34:57", "base.py:289", "Training was stopped by exception ."))
-    assert (d.class_id, d.decided_by) == ("completed", "progress")
+# main_loop's stop by an exception it catches, str(e) after it: a callback's StopTraining
+# (callbacks/prof.py GPUUtilizationTracker), TF's OutOfRangeError of the input queue that
+# input_source.py's EnqueueThread closed when its dataflow raised (it logs that exception first,
+# `[EnqueueThread] Exception in thread {name}:` and its traceback, through logger.exception)
+STOPPED_BY_CALLBACK = _log("12:34:57", "base.py:289", "Training was stopped by exception "
+                           "GPUUtilizationTracker.worker has failed..")
+QUEUE_CLOSED = (
+    _log("12:31:02", "base.py:289", "Training was stopped by exception FIFOQueue "
+         "'_0_QueueInput/input_queue' is closed and has insufficient elements (requested 1, "
+         "current size 0)")
+    + "\t [[Node: QueueInput/input_deque = QueueDequeueV2[component_types=[DT_FLOAT, DT_INT32], "
+      "timeout_ms=-1, _device=\"/job:localhost/replica:0/task:0/device:CPU:0\"]"
+      "(QueueInput/input_queue)]].\n")
+EPOCH_CUT = (_log("12:28:03", "base.py:273", "Start Epoch 11 ...")
+             + " 12%|#2        |600/5000[00:50<06:03,12.1it/s]\n")
+ENQUEUE_FAILED = (
+    _log("12:31:01", "input_source.py:171", "\x1b[4m\x1b[5m\x1b[31mERR\x1b[0m [EnqueueThread] "
+         "Exception in thread EnqueueThread: enqueue dataflow to TF queue "
+         '"QueueInput/input_queue":')
+    + "Traceback (most recent call last):\n"
+    '  File "/opt/tensorpack/tensorpack/input_source/input_source.py", line 160, in run\n'
+    "    dp = next(self._itr)\n"
+    "OSError: [Errno 28] No space left on device\n")
+COMPLETED = Accounting(state="COMPLETED", exit_code=0, signal=0, elapsed_s=3600)
+
+
+@pytest.mark.parametrize("stop", [
+    LOOP + STOPPED_BY_CALLBACK, LOOP + EPOCH_CUT + QUEUE_CLOSED,
+    LOOP + _log("12:34:57", "base.py:289", "Training was stopped by exception ."),
+], ids=["StopTraining", "OutOfRangeError", "no message"])
+def test_a_stop_by_exception_is_a_failure(stop):
+    """No `Training has finished!`: the loop stopped on the exception before max_epoch (it read
+    `completed` by the last epoch's bar at its total)."""
+    d = read(stop)
+    assert (d.class_id, d.decided_by) == ("unknown_failure", "hint")
+    assert any("Training was stopped by exception" in e.text for e in d.evidence)
+
+
+def test_a_stop_by_exception_with_exit_0_is_no_completed_run():
+    """main_loop returns after the stop: the script exits 0, Slurm's COMPLETED 0:0."""
+    d = read_log(Catalogue.load(), LOOP + STOPPED_BY_CALLBACK, COMPLETED)
+    assert d.class_id == "silent_exit"
+
+
+def test_the_exception_that_closed_the_input_queue_is_the_cause():
+    """The EnqueueThread's exception (a full disk) closed the queue the loop then stopped on."""
+    d = read(LOOP + EPOCH_CUT + ENQUEUE_FAILED + QUEUE_CLOSED)
+    assert d.class_id == "disk_full"
+
+
+@pytest.mark.parametrize("scalar", ["val-error-top1: 0.52", "train-error-top5: 0.2131",
+                                    "error: 0.31", "val-error-top1: nan"])
+def test_a_log_cut_after_an_epochs_monitored_scalars_is_still_running(scalar):
+    """ScalarPrinter's `{name}: {value:.5g}` after an epoch names a metric, no error: the next
+    epoch is still to start (it read `unknown_failure`)."""
+    assert_still_running(LOOP + _log("12:34:57", "monitor.py:476", scalar))
 
 
 def test_an_epoch_at_its_total_with_no_end_after_it_is_still_running():
