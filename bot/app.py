@@ -83,8 +83,9 @@ def build_context(config: Config, *, client: WebClient | None = None, slack: boo
 
 
 def slack_client(config: Config, *, metrics: ServiceMetrics | None = None) -> WebClient:
-    """The bot's WebClient (429/5xx retries) on `slack.api_url`, from the token in the
-    environment, each request within CALL_TIMEOUT_S (what the post bounds count:
+    """The bot's WebClient (429/5xx retries) on `slack.api_url` through `slack.proxy` (unset:
+    the environment's; Socket Mode takes it too), from the token in the environment, each
+    request within CALL_TIMEOUT_S (what the post bounds count:
     bot.core.slack_bounds.bot_post_at_most_s); with `metrics`, its calls and 429 waits are
     counted."""
     from bot.slack.retry import make_client
@@ -95,9 +96,9 @@ def slack_client(config: Config, *, metrics: ServiceMetrics | None = None) -> We
                           "token (it is never read from the config file)")
     if metrics is None:
         return make_client(token.get_secret_value(), base_url=config.slack.api_url,
-                           timeout=CALL_TIMEOUT_S)
+                           timeout=CALL_TIMEOUT_S, proxy=config.slack.proxy)
     return make_client(token.get_secret_value(), base_url=config.slack.api_url,
-                       timeout=CALL_TIMEOUT_S,
+                       timeout=CALL_TIMEOUT_S, proxy=config.slack.proxy,
                        on_call=lambda method: metrics.slack_calls.labels(method).inc(),
                        on_rate_limit_wait=metrics.rate_limit_waited)
 

@@ -105,6 +105,7 @@ def run_checks(
         yield from _cluster_checks(config, name, cluster, runner_factory)
     yield _store_check(config)
     yield _post_bounds_check(config.slack)
+    yield _proxy_check(config.slack, env)
     tokens = _slack_check(config)
     yield tokens
     if tokens.ok:
@@ -350,13 +351,42 @@ def _post_bounds_check(slack: SlackConfig) -> Check:
                  f"{post_takeover_s(slack.post_deadline_s, kept=None):g} s")
 
 
+_PROXY_ENV = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy")
+"""Where slack_sdk reads a proxy from when none is given, in its order."""
+
+
+def _proxy_check(slack: SlackConfig, env: Mapping[str, str]) -> Check:
+    """The proxy Slack is reached through, its password masked: slack.proxy, else the first
+    of _PROXY_ENV set in `env`, as slack_sdk takes it (the Web API leaves NO_PROXY's hosts
+    out; Socket Mode's connection does not read NO_PROXY). Configuration: shown whatever the
+    tokens' check says."""
+    from bot.config.models.service import proxy_url_problem
+    from bot.store import display_url
+
+    if slack.proxy:
+        return Check("slack proxy", True, f"through {display_url(slack.proxy)} (slack.proxy): "
+                     "the Web API, chart uploads and Socket Mode")
+    name = next((n for n in _PROXY_ENV if (env.get(n) or "").strip()), None)
+    if name is None:
+        return Check("slack proxy", True, "none: Slack is reached directly (set slack.proxy "
+                     "or HTTPS_PROXY to go through one)")
+    problem = proxy_url_problem(env[name])
+    shown = f"through {display_url(env[name])} (${name}): the Web API and chart uploads "\
+            "(but NO_PROXY's hosts) and Socket Mode"
+    if problem is not None:
+        return Check("slack proxy", False, f"{shown}; but {problem}",
+                     f"set ${name} (or slack.proxy) to the proxy's http://host:port URL")
+    return Check("slack proxy", True, shown)
+
+
 def _default_slack_client(config: Config) -> Any:
     from bot.slack.retry import make_client
 
     token = config.slack_secrets.bot_token
     assert token is not None  # the token check passed
     return make_client(token.get_secret_value(), base_url=config.slack.api_url,
-                       rate_limit_retries=1, server_error_retries=1, timeout=15)
+                       rate_limit_retries=1, server_error_retries=1, timeout=15,
+                       proxy=config.slack.proxy)
 
 
 def slack_api_checks(config: Config, client_factory: Callable[[Config], Any]

@@ -213,20 +213,24 @@ def make_client(
     on_call: Callable[[str], None] | None = None,
     on_rate_limit_wait: Callable[[float], None] | None = None,
     ssl_context: ssl.SSLContext | None = None,
+    proxy: str | None = None,
 ) -> WebClient:
     """A WebClient that waits out 429s and re-sends after 5xx or a dropped connection only
     what cannot be performed twice (see docs/architecture.md, bot/slack/retry.py).
     `timeout`: one request's, no default (the bot's is bot.core.slack_bounds.CALL_TIMEOUT_S,
     which its post bounds count: bot.app.slack_client). `on_call(method)` is told each Web
     API call, `on_rate_limit_wait(s)` each 429 wait. `ssl_context`: the certificates HTTPS
-    trusts (None: the system's), for the Web API and a file's upload URL alike."""
+    trusts (None: the system's), for the Web API and a file's upload URL alike. `proxy`: the
+    HTTP proxy's URL (the config's slack.proxy) for both, and for Socket Mode's connection
+    (slack_bolt's SocketModeHandler takes the app's client's); None: slack_sdk's, from
+    HTTPS_PROXY and its kin."""
     handlers = [
         ConnectionDropHandler(CONNECTION_DROP_RETRIES, sleep=sleep, backoff_s=backoff_s),
         RetryAfterHandler(rate_limit_retries, sleep=sleep, on_wait=on_rate_limit_wait),
         ServerErrorBackoffHandler(server_error_retries, sleep=sleep, backoff_s=backoff_s),
     ]
     kwargs: dict = {"token": token, "retry_handlers": handlers, "timeout": timeout,
-                    "ssl": ssl_context}
+                    "ssl": ssl_context, "proxy": proxy}
     if base_url is not None:
         kwargs["base_url"] = base_url
     if on_call is None:

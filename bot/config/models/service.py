@@ -52,6 +52,14 @@ class SlackConfig(_Model):
         description="Slack Web API base URL: https://slack-gov.com/api/ for GovSlack; plain "
                     "http only to this machine (a stand-in in tests).",
     )
+    proxy: str | None = Field(
+        None,
+        description="The HTTP proxy Slack is reached through (http://host:port): the Web "
+                    "API, chart uploads and Socket Mode's connection. No password here "
+                    "(secrets come from the environment): a proxy that needs one goes in "
+                    "HTTPS_PROXY. Unset: HTTPS_PROXY, https_proxy, HTTP_PROXY or http_proxy, "
+                    "as slack_sdk reads them.",
+    )
     post_deadline_s: float = Field(
         POST_DEADLINE_S,
         description="Seconds one Slack post, update, Home tab or chart upload may take in all: "
@@ -71,6 +79,20 @@ class SlackConfig(_Model):
                              "sent to it; plain http only to localhost), e.g. "
                              "https://slack.com/api/")
         return value if value.endswith("/") else value + "/"
+
+    @field_validator("proxy")
+    @classmethod
+    def _proxy(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        problem = proxy_url_problem(value)
+        if problem is not None:
+            raise ValueError(f"proxy: {problem}; give the proxy's URL as http://host:port")
+        if urlsplit(value.strip()).password is not None:
+            raise ValueError("proxy: it carries a password, and secrets come only from the "
+                             "environment: set HTTPS_PROXY (http://user:password@host:port) "
+                             "instead and leave slack.proxy unset, or give http://host:port")
+        return value
 
     @field_validator("post_deadline_s")
     @classmethod
@@ -100,6 +122,25 @@ class SlackConfig(_Model):
                 if not _SLACK_USER_RE.match(user):
                     raise ValueError(f"groups.{name}: {user!r} is not a Slack user id (U… or W…)")
         return value
+
+
+def proxy_url_problem(value: str) -> str | None:
+    """What keeps `value` from being an HTTP proxy's URL as slack_sdk uses one (urllib's
+    proxy for the Web API, Socket Mode's CONNECT tunnel): None when nothing does. Never
+    repeats the URL (its password)."""
+    url = urlsplit(value.strip())
+    if url.scheme != "http":
+        return (f"its scheme is {url.scheme!r}, not http (an https:// proxy is reached without "
+                "TLS by slack_sdk all the same)" if url.scheme else "it has no http:// scheme")
+    if not url.hostname:
+        return "it names no host"
+    try:
+        url.port  # noqa: B018 - parsing it is the check
+    except ValueError:
+        return "its port is not a number from 0 to 65535"
+    if url.path not in ("", "/") or url.query or url.fragment:
+        return "it has a path or query (a proxy's URL is its scheme, host and port)"
+    return None
 
 
 class SlackSecrets(BaseModel):

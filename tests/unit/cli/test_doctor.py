@@ -247,3 +247,30 @@ def test_doctor_shows_the_ssh_bounds_the_bot_runs_with(tmp_path):
             "most 10 s (clusters.dev.connect_timeout), a command 60 s "
             "(clusters.dev.command_timeout), an SFTP reply 15 s (clusters.dev.sftp_timeout); "
             f"a command's output is read up to {mib} MiB (clusters.dev.max_output_mib)")
+
+
+def test_doctor_shows_the_proxy_slack_is_reached_through_its_password_masked(tmp_path):
+    """Doctor names the proxy Slack is reached through, whether the tokens are set or not:
+    slack.proxy (over the environment's), else HTTPS_PROXY and its kin as slack_sdk reads
+    them (failed when not an http:// proxy URL, the fix naming the variable), else none;
+    never a password."""
+    path = tmp_path / "trainbot.yaml"
+    config = CONFIG.replace("STORE", str(tmp_path / "s.db"))
+    secret_proxy = "http://bot:pr0xy-s3cret@proxy.example.org:3128"
+    cases: tuple[tuple[str, dict[str, str], bool, str], ...] = (
+        ("", {}, True, "none: Slack is reached directly"),
+        ("slack: {proxy: 'http://proxy.example.org:3128'}\n", {"HTTPS_PROXY": secret_proxy},
+         True, "through http://proxy.example.org:3128 (slack.proxy)"),
+        ("", {"https_proxy": secret_proxy}, True,
+         "through http://bot:***@proxy.example.org:3128 ($https_proxy)"),
+        ("", {"HTTP_PROXY": "socks5://proxy.example.org:1080"}, False, "scheme is 'socks5'"),
+    )
+    for slack, env, ok, said in cases:
+        path.write_text(config + slack)
+        checks = {c.name: c for c in run_checks(path, env,
+                                                runner_factory=lambda _c: DownRunner())}
+        proxy = checks["slack proxy"]
+        assert proxy.ok == ok and said in proxy.detail, proxy
+        assert "pr0xy-s3cret" not in format_check(proxy)
+        if not ok:
+            assert "$HTTP_PROXY" in proxy.fix

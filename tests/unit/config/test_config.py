@@ -521,3 +521,23 @@ def test_the_starter_config_shows_every_setting_of_the_models():
     missing = sorted(p for p in _field_paths(Config)
                      if p not in shown)
     assert missing == []
+
+
+def test_slack_proxy_is_an_http_proxys_url_or_refused_naming_the_field(tmp_path):
+    """slack.proxy: unset by default (the environment's proxy, as slack_sdk reads it), an
+    http:// proxy URL when set; anything else is refused naming the field and what is wrong,
+    a password too (secrets come only from the environment: HTTPS_PROXY), never repeated."""
+    assert load_config(write(tmp_path, MINIMAL), env={}).slack.proxy is None
+    proxy = "http://proxy.example.org:3128"
+    config = load_config(write(tmp_path, MINIMAL + f"  proxy: {proxy}\n"), env={})
+    assert config.slack.proxy == proxy
+    for bad, why in (("socks5://proxy.example.org:1080", "scheme is 'socks5'"),
+                     ("https://proxy.example.org:3128", "scheme is 'https'"),
+                     ("proxy.example.org:3128", "scheme"),
+                     ("http://:3128", "no host"),
+                     ("http://proxy.example.org:99999", "port"),
+                     ("http://proxy.example.org:3128/pac", "path"),
+                     ("http://bot:pr0xy-s3cret@proxy.example.org:3128", "HTTPS_PROXY")):
+        message = error_of(tmp_path, MINIMAL + f"  proxy: '{bad}'\n")
+        assert "slack.proxy" in message and why in message and "http://host:port" in message
+        assert "pr0xy-s3cret" not in message
