@@ -265,7 +265,7 @@ def calls_all_read(code: str, calls: list[Call], bodies: dict[str, tuple[int, in
                    uncalled: list[tuple[int, int]], never_run: list[tuple[int, int]]) -> bool:
     """Is every place bash may run a function's body a call the walk read (`calls`)? Not so
     where a function's name is elsewhere than at those calls and its definition (`FOO=1 f`,
-    `time f`, `"f"`, `\\f`, `eval f arg`), or a command's name is a parameter
+    `time f`, `"f"`, `\\f`, `eval "f; g"`), or a command's name is a parameter
     (`$cmd`, `eval "$cmd"`): there its body's assignments may hold, which set_at_calls cannot
     place (the arithmetic checks then read them where the body is); so where a function the
     walk read no body of (`uncalled`: defined in a branch) is named. A call in a command
@@ -285,7 +285,8 @@ def calls_all_read(code: str, calls: list[Call], bodies: dict[str, tuple[int, in
     for m in _WORD_RE.finditer(code):  # (one pass for all the names)
         if m.group() in named:
             at = m.start()
-            if not (at in read or re.match(r"[ \t]*\(", code[m.end():m.end() + 40])
+            if not (at in read or _evaluated_at(code, at) in read
+                    or re.match(r"[ \t]*\(", code[m.end():m.end() + 40])
                     or re.search(r"(?:\bfunction|[$<>]\(|`)[ \t]*$", code[max(0, at - 20):at])
                     or _RUNS_NO_BODY_HERE_RE.search(code[max(0, at - 40):at])
                     or _exit_trap_action(code, at)):
@@ -294,6 +295,17 @@ def calls_all_read(code: str, calls: list[Call], bodies: dict[str, tuple[int, in
         return True
     skipped = enclosing(never_run + _piped_groups(code), unread)
     return all(at in skipped for at in unread)
+
+
+#: An `eval` right before a word (`eval f`, `eval 'f`): the walk's call (calls.evaluated_call)
+#: is at the `eval`.
+_EVAL_BEFORE_RE = re.compile(r"eval[ \t]+[\"']?\Z")
+
+
+def _evaluated_at(code: str, at: int) -> int | None:
+    """Where the `eval` that runs the word at `at` starts, if one does."""
+    m = _EVAL_BEFORE_RE.search(code, max(0, at - 30), at)
+    return m.start() if m else None
 
 
 #: After a group's `}`: its redirections (`2>&1`, `> log`), then a pipe (`|`, `|&`).

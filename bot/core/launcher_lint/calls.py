@@ -39,9 +39,8 @@ def call_sites(lst: str, off: int, names: dict[str, set[str]], opts: Opts, memo:
         piped = split_top_level(text, at, ("|",), memo) if "|" in text else [(text, at, "")]
         for k, (piece, p_off, _p) in enumerate(piped):
             name = first_word(piece.lstrip())
-            if name == "eval":  # `eval f`: a call of f
-                words = piece.split()
-                name = words[1].strip("\"'") if len(words) == 2 else name
+            if name == "eval":  # `eval f`, `eval f arg`, `eval "f arg"`: a call of f
+                name = evaluated_call(piece) or name
             if name not in names or _DEFINITION_RE.match(piece.lstrip()):
                 continue  # not a call, or a definition (`f() {`)
             last = k == len(piped) - 1
@@ -53,6 +52,19 @@ def call_sites(lst: str, off: int, names: dict[str, set[str]], opts: Opts, memo:
                 errexit_partial=errexit and not last and opts.pipefail_partial,
                 in_subshell=len(piped) > 1))
     return found
+
+
+#: What an `eval`'s words may hold for it to run one plain command bash reads as they are:
+#: words and quotes only (no expansion, separator, redirection or escape).
+_PLAIN_EVAL_RE = re.compile(r"[ \t]*eval[ \t]+[\"']?([A-Za-z_][\w:-]*)[\"']?"
+                            r"(?:[ \t]+[^\s;&|$`()<>{}\\=]+)*[ \t]*")
+
+
+def evaluated_call(command: str) -> str | None:
+    """The command name an `eval` of plain words runs (`eval f`, `eval f arg`, `eval 'f x'`,
+    `eval "f" x`: f); None for any other `eval` (`eval "$cmd"`, `eval "f; g"`)."""
+    m = _PLAIN_EVAL_RE.fullmatch(command)
+    return m.group(1) if m else None
 
 
 def tested_subshells(lst: str, off: int, memo: Memo, *, in_condition: bool

@@ -2150,3 +2150,19 @@ def test_a_zero_left_as_a_piped_group_found_it_still_stops_bash(tmp_path, piped)
     (the lint said nothing: the name in the group read as a call it could not place)."""
     _counter_stops_bash_as_the_level_says(
         tmp_path, f"set -e\nn=0\nf() {{ n=1; }}\n{piped}\n((n++))\necho REACHED\n", "fail")
+
+
+@pytest.mark.parametrize("call", ["eval f arg", "eval 'f x'", 'eval "f" x'])
+def test_an_eval_of_a_call_with_arguments_is_a_call(tmp_path, call):
+    """Bash's `eval` runs f (its arguments aside) with `n` at 0 and stops on its counter; the
+    lint read `eval` with more than one word as no call and said nothing."""
+    _counter_stops_bash_as_the_level_says(
+        tmp_path, f"set -e\nf() {{ ((n++)); }}\nn=0\n{call}\necho REACHED\n", "fail")
+
+
+@pytest.mark.parametrize("call", ["eval f arg", "eval 'f x'"])
+def test_an_eval_of_a_call_with_arguments_sets_what_the_body_sets_there(tmp_path, call):
+    """f's `n=0` holds after the `eval`: bash stops on the counter (the lint kept f's `n=0`
+    where its text is, before `n=1`, and said nothing)."""
+    _counter_stops_bash_as_the_level_says(
+        tmp_path, f"set -e\nn=0\nf() {{ n=0; }}\nn=1\n{call}\n((n++))\necho REACHED\n", "fail")
