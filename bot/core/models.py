@@ -180,6 +180,12 @@ class Accounting:
     exit_code_mod_128: bool = False
 
     @property
+    def says_how_it_ended(self) -> bool:
+        """Slurm gave a state, an exit code or a signal (`--exit-code` alone leaves `state`
+        None): something besides the log says how the job ended."""
+        return not (self.state is None and self.exit_code is None and self.signal is None)
+
+    @property
     def exit_code_candidates(self) -> tuple[int, ...]:
         """The exit statuses `exit_code` may stand for: itself, and N + 128 too when sacct
         printed it modulo 128 (9 -> 9 or 137); () when unknown. Any but the first is a hint,
@@ -247,7 +253,7 @@ class Diagnosis:
     | silent_exit | returned | epilogue_memory | shm | nccl_shm | fd_limit | no_ninja
     | launch_failed | data_dependent_guard | mpi_message_size | missing_tool
     | exit_interval | sigterm | rerun_elsewhere | signal_stop | submitit_preempted
-    | ended_early | never_started
+    | ended_early | target_reached | never_started
     (bot.core.diagnose.cause.case_detail), or None."""
 
     class_id: str

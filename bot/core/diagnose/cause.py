@@ -21,7 +21,7 @@ from typing import Any, TypeAlias
 from bot.core.detectors import LeakFinding, SilentExitFinding, StallFinding
 from bot.core.diagnose.announced import SubmititPreemption
 from bot.core.diagnose.epilogue import EpilogueMemoryKill
-from bot.core.diagnose.quiet_ending import PromptEnding
+from bot.core.diagnose.quiet_ending import PromptEnding, TargetEnding
 from bot.core.models import NeverStarted, UpstreamCause
 from bot.core.units import GIB
 
@@ -188,6 +188,15 @@ class EndedEarly:
 
 
 @dataclass(frozen=True)
+class TargetReached:
+    """In a log without accounting, the training progress reached the run's own target and the
+    log ended after it with no training and no error (`target_reached`): a finished run
+    inferred from where it stopped, which no line of the program says."""
+
+    ending: TargetEnding
+
+
+@dataclass(frozen=True)
 class Evaluating:
     """Training completed at `completed_line` and the framework evaluates after it
     (`evaluating`): the progress bar after it is the evaluation's, not training's."""
@@ -271,7 +280,8 @@ Cause: TypeAlias = (
     | NcclSharedMemory | OpenFileLimit | NoNinja | LaunchFailed | DataDependentGuard
     | MpiMessageSize
     | MissingTool | SigtermOnly | RerunElsewhere
-    | ExitInterval | SignalStop | SubmititPreempted | EndedEarly | Evaluating | Requeued
+    | ExitInterval | SignalStop | SubmititPreempted | EndedEarly | TargetReached | Evaluating
+    | Requeued
     | Signalled | EndedWaiting | Running | StillAlive
 )
 
@@ -334,6 +344,9 @@ def case_detail(cause: Cause | None) -> dict[str, Any] | None:
                     "limit_min": misread.limit_min, "bypassed_line": misread.bypassed_line}
         case EndedEarly(last_iter, target_iter):
             return {"kind": "ended_early", "last_iter": last_iter, "target_iter": target_iter}
+        case TargetReached(ending):
+            return {"kind": "target_reached", "line": ending.line, "done": ending.done,
+                    "total": ending.total}
         case Evaluating(completed_line):
             return {"kind": "evaluating", "line": completed_line}
         case Requeued(state, framework, line, remaining, cause):

@@ -73,6 +73,7 @@ from bot.core.diagnose.cause import (
     SilentExit,
     StillAlive,
     SubmititPreempted,
+    TargetReached,
     case_detail,
 )
 from bot.core.diagnose.closing_summary import ClosingShapes, ends_in_closing_summary
@@ -93,6 +94,7 @@ from bot.core.diagnose.ending import (
 )
 from bot.core.diagnose.epilogue import epilogue_memory_kill
 from bot.core.diagnose.quiet_ending import (
+    ends_after_target,
     ends_at_last_epoch,
     ends_at_shell_prompt,
     ends_in_closed_progress_table,
@@ -366,6 +368,14 @@ def diagnose(
                 decided_by = SIGNATURE
             elif summary is not None:
                 evidence = [Evidence(*summary)]
+        elif not acct.says_how_it_ended and (
+                reached := ends_after_target(tail, series)) is not None:
+            # no accounting: the training reached the run's own target (its last epoch's
+            # report) and the log ends after it with only reports (an evaluation's results, a
+            # save, a summary, a banner) and no training, outer loop's next pass, error or
+            # signal: a loop that ended, inferred from where it stopped, not said by a line
+            chosen, decided_by, case_cause = "completed", HINT, TargetReached(reached)
+            evidence = [Evidence(reached.line, reached.text)]
         elif acct.state is None and (prompt := ends_at_shell_prompt(tail, series)):
             # the shell's prompt came back after progress or start-up output, with no error and
             # no end of training

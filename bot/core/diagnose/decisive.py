@@ -63,7 +63,7 @@ def deciding_accounting(catalogue: Any, acct: Accounting, matches: Sequence[Any]
     """Classes sacct decides: a State (OUT_OF_MEMORY, TIMEOUT, ...) always; an exit code or
     signal (137, 9, 6) only when the log has a hint of the same class that is not a mere
     wrapper line (`ChildFailedError`, `exitcode: -6`, `Signal 6 (SIGABRT)`)."""
-    if acct.state is None and acct.exit_code is None and acct.signal is None:
+    if not acct.says_how_it_ended:
         return []
     logged = {m.class_id for m in matches if not _WRAPPER.search(m.text)}
     out = []

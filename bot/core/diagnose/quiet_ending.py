@@ -22,6 +22,7 @@ from typing import NamedTuple
 
 from bot.core.catalogue.scanner import normalize_line
 from bot.core.detectors import TENSORPACK_EPOCH_START
+from bot.core.diagnose.after_target import goes_on_after, outer_loop_open
 from bot.core.diagnose.ending import says_error
 from bot.core.framework_lines import json_stats_epoch, openmmlab_epoch
 from bot.core.line_time import message_after_time
@@ -350,7 +351,8 @@ def _only_epoch_count(line: str) -> bool:
     return len(_COUNT.findall(line)) <= 1 and not _BAR_PERCENT.search(line)
 
 
-def _last_epoch_reported(lines: Sequence[str], total: str, *, cut: bool) -> bool:
+def _last_epoch_reported(lines: Sequence[str], total: str, *, cut: bool,
+                         figure: re.Pattern[str] = _FIGURE) -> bool:
     """The last epoch has printed as many reports (lines with its counter of `total` epochs, a
     loss or accuracy and no other count) as any earlier epoch whose reports are all in `lines`:
     a loop that prints one report an epoch (or one a rank, or a training and a validation line)
@@ -366,7 +368,7 @@ def _last_epoch_reported(lines: Sequence[str], total: str, *, cut: bool) -> bool
     ends: dict[int, int] | None = {}  # each epoch's last report's steps so far, while all show
     for line in lines:
         m = _EPOCH_REPORT.search(line)
-        if (m is not None and m.group(2) == total and _FIGURE.search(line)
+        if (m is not None and m.group(2) == total and figure.search(line)
                 and _only_epoch_count(line)):
             counts[m.group(1)] = counts.get(m.group(1), 0) + 1
             step = _STEP_SO_FAR.search(line)
@@ -427,3 +429,96 @@ def epochs_left(tail: Sequence[tuple[int, str]]) -> bool:
             done, total = (int(g) for g in (m.group(1, 2) if m.group(1) else m.group(3, 4)))
             return 0 < total and done < total - 1
     return False
+
+
+# A report's figure, named alone or with its split (`loss: 0.31`, `train_loss 0.3`, `val_acc=0.9`,
+# `Acc: 0.9`): what an epoch's report carries and its header does not.
+_METRIC_FIGURE = re.compile(r"(?i)(?<![a-z0-9])(?:loss|acc|accuracy)\b\s*[:=]?\s*[-+]?(?:\d|\.\d)")
+
+
+class TargetEnding(NamedTuple):
+    """A log whose training progress reached the run's own target and then ended with no
+    training after it and no error (`ends_after_target`): the last epoch's report (`line`,
+    `text`) and its epoch (`done` of `total`)."""
+
+    line: int
+    text: str
+    done: int
+    total: int
+
+
+def ends_after_target(tail: Sequence[tuple[int, str]], series: MetricSeries
+                      ) -> TargetEnding | None:
+    """The run's training reached its own target and the log ends after it with no training
+    and no error: only what a program prints once its loop is over may follow (an evaluation's
+    or a test's results, a save line, a summary, a banner, a shell's prompt), or nothing. The
+    target is the one the run named itself: its last epoch's report at its total (`Epoch
+    [10/10] ... loss: 0.31`, with `ends_at_last_epoch`'s checks on that line: every other count
+    on it at its own total and, with no other count, all that epoch's reports printed). The
+    reasoning, not a framework's end line: a loop stops at its target, and a loop still
+    training prints progress again, so nothing but reports after the target is a loop that
+    ended. It stays a hint: no line says the program ended (it may still be writing its
+    reports). None when progress stops short of the target; when the log shows a loop around
+    the training whose last pass it cannot tell ended (bot.core.diagnose.after_target
+    .outer_loop_open: `Fold 1/5`, `Trial 0 finished`); when the series' progress or any line
+    after the target trains, announces training or an outer loop's next pass, is an error's or
+    a signal's or an abort's, or the log ends in an evaluation announced with no result
+    (`after_target.goes_on_after`); or when the log ends in a progress bar short of its total
+    or inside an evaluation its framework has yet to sum up."""
+    if ends_in_open_progress_bar(tail) or series.ends_inside_evaluation:
+        return None
+    lines = [(n, normalize_line(t)) for n, t in tail if t.strip()]
+    reached = _last_epoch_report(lines, cut=bool(tail) and tail[0][0] > 1)
+    if reached is None or not any(n == reached.line for n, _ in lines) or (
+            series.last_iteration_line is not None and series.last_iteration_line > reached.line):
+        return None
+    if outer_loop_open([t for _, t in lines]) or goes_on_after(
+            [t for n, t in lines if n > reached.line], reached.done):
+        return None
+    return reached
+
+
+def _last_epoch_report(lines: Sequence[tuple[int, str]], *, cut: bool) -> TargetEnding | None:
+    """The last epoch's report, when the last line with an epoch counter is at its total (two
+    epochs or more): that line when it is a report (a figure on it, `_METRIC_FIGURE`, every
+    other count at its own total and, with no other count, all the last epoch's reports
+    printed: `_last_epoch_reported`), or when it is the epoch's header (no figure: Keras's
+    `Epoch 10/10`, a loop's `Epoch 24/24` then `train Loss: …` and `val Loss: …`) the line that
+    completes as many figure lines after it as the epoch before printed after its own header
+    (`_epoch_reports_done`)."""
+    found = next(((i, m) for i in range(len(lines) - 1, -1, -1)
+                  if (m := _EPOCH_REPORT.search(lines[i][1])) is not None), None)
+    if found is None:
+        return None
+    i, epoch = found
+    n, text = lines[i]
+    done, total = int(epoch.group(1)), int(epoch.group(2))
+    if done != total or total < 2 or not all(a == b for a, b in _COUNT.findall(text)):
+        return None
+    if _METRIC_FIGURE.search(text) is None:
+        report = _epoch_reports_done(lines, i, epoch.group(2))
+        return None if report is None else TargetEnding(*report, done, total)
+    if _only_epoch_count(text) and not _last_epoch_reported(
+            [t for _, t in lines[:i + 1]], epoch.group(2), cut=cut, figure=_METRIC_FIGURE):
+        return None
+    return TargetEnding(n, text, done, total)
+
+
+def _epoch_reports_done(lines: Sequence[tuple[int, str]], header: int, total: str
+                        ) -> tuple[int, str] | None:
+    """After the last epoch's header (`lines[header]`), the line that completes as many figure
+    lines (`_METRIC_FIGURE`: its bar at its total, its training and validation reports) as the
+    epoch before printed between its header (of the same total) and the next; None when the
+    epoch before is not all among `lines`, printed none, or the last epoch has printed fewer so
+    far (mid-epoch)."""
+    before = next((j for j in range(header - 1, -1, -1)
+                   if (m := _EPOCH_REPORT.search(lines[j][1])) is not None), None)
+    if before is None or (m := _EPOCH_REPORT.search(lines[before][1])) is None or (
+            m.group(2) != total or _METRIC_FIGURE.search(lines[before][1])):
+        return None
+    each = sum(1 for _, t in lines[before + 1:header] if _METRIC_FIGURE.search(t))
+    reports = [(n, t) for n, t in lines[header + 1:] if _METRIC_FIGURE.search(t)]
+    if not 0 < each <= len(reports):
+        return None
+    n, text = reports[each - 1]
+    return (n, text) if all(a == b for a, b in _COUNT.findall(text)) else None

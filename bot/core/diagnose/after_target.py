@@ -1,0 +1,130 @@
+"""What may follow a run's training target in a log read as finished by the target alone.
+
+A loop stops at its target and a loop still training prints progress again, so a log whose
+training reached its own target (bot.core.diagnose.quiet_ending.ends_after_target) and then
+prints only reports, saves or nothing is a loop that ended. These are the lines that undo that
+reading, whatever program printed them:
+- an outer loop around the training (`Fold 1/5`, `Trial 1/20`, `Round 1/50`, Keras Tuner's
+  `Running Trial #2`, Optuna's `Trial 0 finished`, `Score for fold 1`): the target reached is
+  one pass's, and only an outer count at its own total says the last pass ended
+  (`outer_loop_open`);
+- after the target, a line still training, whatever its words (`loss: 0.53`, `[1,  2000] loss:
+  2.173`, `G loss: 1.2`, `Epoch 1: loss 0.5`, a step or a bar short of its total), or one
+  announcing more training (`Fine-tuning classifier`, `Phase 2: training the full network`,
+  W&B's `Agent Starting Run`), a signal's or an abort's notice (`*** SIGTERM received`,
+  `double free or corruption`, `Aborted`), or an evaluation announced with no result after it
+  (`Running final evaluation on the test set...`, `***** Running Evaluation *****`, a
+  `Testing` bar): `goes_on_after`.
+Pure: no file or clock access.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+from bot.core.diagnose.ending import says_error
+from bot.core.line_time import message_after_time
+
+_OUTER = r"(?:fold|trial|round|episode|sweep|run|stage|phase)s?"
+# An outer loop's counter with its total (`Fold 1/5`, `Trial 3 of 20`, `==> Stage 2/2`)
+_OUTER_COUNTED = re.compile(r"(?i)(?<![a-z])(" + _OUTER + r")\s*#?\s*(\d+)\s*(?:/|of)\s*(\d+)")
+# ... and its number alone (`Score for fold 1`, `Running Trial #2`, `Trial 0 finished`)
+_OUTER_NUMBERED = re.compile(r"(?i)(?<![a-z])(" + _OUTER + r")\s*(?:#|no\.?)?\s*(\d+)(?![\d/.])")
+# An outer loop's next pass announced (W&B's `Agent Starting Run: d4e5f6`)
+_OUTER_STARTS = re.compile(r"(?i)\b(?:start\w*|begin\w*|running|next|new|launch\w*)\b.*(?<![a-z])"
+                           + _OUTER + r"(?![a-z])")
+# Training announced: a stage's, a model's, a phase's (`Fine-tuning classifier`, `Now training
+# the classifier head`, `Stage: finetuning on labelled data`), unless it says training ended or
+# sums it up (`Pretraining finished. Saved encoder`, `Training time: 2h`)
+_TRAINING = re.compile(r"(?i)(?<![a-z])(?:fine-?tun\w*|pre-?train\w*|distill\w*|train(?:ing)?)"
+                       r"(?![a-z])")
+_TRAINING_OVER = re.compile(r"(?i)\b(?:finish\w*|done|complete\w*|ended|over|saved|sav\w+|took"
+                            r"|time|elapsed|total|summary)\b")
+# An epoch's number after the target's (`Epoch 1: loss 0.5`, Keras's `Epoch 00003: saving`)
+_EPOCH_NUMBER = re.compile(r"(?i)\bepoch\b\s*[:\[(]?\s*(\d+)")
+# A figure a loop reports (`loss: 0.53`, `G loss: 1.2`, `acc 0.81`, `reward: 21.0`)
+_FIGURE = re.compile(r"(?i)(?<![a-z0-9])(?:loss|acc|accuracy|reward|ppl|perplexity)\b\W{0,3}"
+                     r"[-+]?(?:\d|\.\d)")
+# A result an evaluation reports (a loss or accuracy, or its other figures)
+_RESULT = re.compile(r"(?i)(?<![a-z0-9])(?:loss|acc\w*|f1|map\w*|bleu|rouge\w*|fid|ppl|perplexity"
+                     r"|precision|recall|auc|score|reward|error|wer|cer|iou|psnr|ssim|metrics?)"
+                     r"\b\W{0,3}[-+]?(?:\d|\.\d)")
+# Words that make a figure a report over the run, not a step of training
+_REPORT_WORD = re.compile(r"(?i)(?<![a-z])(?:final|best|total|average|avg|mean|summary|overall"
+                          r"|test\w*|eval\w*|valid\w*|val|score|result\w*)(?![a-z])")
+# Lines no training loop prints: W&B's own (its run summary's `wandb:     loss 0.42`), an
+# evaluation's bar at its total (Keras evaluate()'s `313/313 - 0s - loss: 0.0712 - ...`)
+_WANDB = re.compile(r"^wandb:")
+_DONE_BAR = re.compile(r"^\s*(\d+)/(\d+)\s+(?:━+\s+\d|\[[=>.]+\]\s+-\s|-\s+\d)")
+_COUNT = re.compile(r"(?<![\d./])(\d+)\s*/\s*(\d+)(?![\d./])")
+_BAR_PERCENT = re.compile(r"(?<![\d.])(\d{1,3})(?:\.\d+)?%\s*\|")
+# An evaluation, a test, a generation announced (`Running final evaluation ...`, `Evaluating
+# policy over 100 episodes`, `Computing FID over 50000 images`, `Testing DataLoader 0: 100%|`)
+_EVALUATION = re.compile(r"(?i)(?<![a-z])(?:evaluat\w*|test\w*|validat\w*|generat\w*|comput\w*"
+                         r"|predict\w*|inferenc\w*|sampling|calculat\w*|running)(?![a-z])")
+# A signal's, an abort's or a kill's notice (`*** SIGTERM received at time=...`, torchrun's
+# `Received Signals.SIGTERM death signal`, glibc's `double free or corruption (out)`, `malloc():
+# corrupted top size`, `free(): invalid pointer`, `Aborted (core dumped)`, `Exiting due to an
+# exception`): W&B's `Press Control-C to abort syncing` is none
+_ALARM = re.compile(r"(?i)(?<![a-z])(?:sig[a-z]{2,4}\d*|signals?|terminat\w*|killed|abort\w*"
+                    r"|core dumped|double free|corrupt\w*|invalid pointer|segmentation|exception"
+                    r"|interrupt\w*|preempt\w*|cancel\w*|fatal|panic)(?![a-z])")
+_NO_ALARM = re.compile(r"(?i)press control-c to abort \w+")
+
+
+def outer_loop_open(lines: Sequence[str]) -> bool:
+    """The log shows a loop around the training whose last pass it cannot tell ended: its last
+    counter with a total short of that total (`Fold 1/5`), or a pass's number with no total that
+    no counter at its total covers (`Score for fold 1`, `Running Trial #2`, Optuna's `Trial 0
+    finished`)."""
+    last: dict[str, tuple[int, int]] = {}
+    for line in lines:
+        counted = {m.start() for m in _OUTER_COUNTED.finditer(line)}
+        for m in _OUTER_COUNTED.finditer(line):
+            last[_word(m.group(1))] = (int(m.group(2)), int(m.group(3)))
+        for m in _OUTER_NUMBERED.finditer(line):
+            if m.start() in counted:
+                continue
+            done, total = last.get(_word(m.group(1)), (0, 0))
+            if not (done == total > 0 and int(m.group(2)) <= total):
+                return True
+    return any(done < total for done, total in last.values())
+
+
+def _word(word: str) -> str:
+    return word.lower().removesuffix("s")
+
+
+def goes_on_after(after: Sequence[str], epoch: int) -> bool:
+    """After the target (the last epoch's report, `epoch` its number), the log shows the run
+    not over: a line still training or announcing training, a signal's or an abort's notice, an
+    error, or an evaluation announced that no result follows."""
+    if any(_trains(line, epoch) or _alarms(line) for line in after):
+        return True
+    announced = [i for i, line in enumerate(after)
+                 if _EVALUATION.search(line) and not _RESULT.search(line)]
+    return bool(announced) and not any(_RESULT.search(line) for line in after[announced[-1] + 1:])
+
+
+def _alarms(line: str) -> bool:
+    return says_error(line) or bool(_ALARM.search(_NO_ALARM.sub(" ", line)))
+
+
+def _trains(line: str, epoch: int) -> bool:
+    """A line after the target that is training's: another epoch's number, a count or a bar short
+    of its total, a figure that no report word labels (outside W&B's lines and an evaluation's
+    bar at its total), more training or an outer loop's next pass announced."""
+    line = message_after_time(line)
+    if any(int(m.group(1)) != epoch for m in _EPOCH_NUMBER.finditer(line)):
+        return True
+    if any(int(a) < int(b) for a, b in _COUNT.findall(line)):
+        return True
+    if (percent := _BAR_PERCENT.search(line)) is not None and int(percent.group(1)) < 100:
+        return True
+    if _OUTER_STARTS.search(line):
+        return True
+    if _TRAINING.search(line) and not _FIGURE.search(line) and not _TRAINING_OVER.search(line):
+        return True
+    return bool(_FIGURE.search(line) and not _REPORT_WORD.search(line)
+                and not _WANDB.match(line) and not _DONE_BAR.match(line))
