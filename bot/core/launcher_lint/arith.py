@@ -22,7 +22,7 @@ from dataclasses import replace
 
 from bot.core.findings import Finding
 from bot.core.launcher_lint.arith_calls import at_calls, with_later_passes
-from bot.core.launcher_lint.arith_findings import arith_finding
+from bot.core.launcher_lint.arith_findings import arith_finding, through_substitution
 from bot.core.launcher_lint.body_assignments import (
     background_lists,
     calls_all_read,
@@ -549,6 +549,8 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
                                   scan.line_of(apart[0]), apart[1],
                                   scan.line_of(before[-1][0]) if before else None,
                                   assignment_text(code, apart[0])))
+        if a.substituted:  # (`x=$(f)`: the assignment's status is the body's last command's)
+            found = through_substitution(found, code, a)
         if line not in at_line:
             at_line[line] = len(findings)
             errexit_off_at[line] = a.errexit_off and not a.errexit

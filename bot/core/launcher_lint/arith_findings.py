@@ -4,6 +4,8 @@ its level, the words that say when and why bash stops or goes on there, and its 
 
 from __future__ import annotations
 
+import re
+from dataclasses import replace
 from typing import Any
 
 from bot.core.findings import Finding, Level
@@ -191,6 +193,22 @@ def arith_finding(a: Arith, line: int, value: str | None,
         fix = N_("use `(( ++%(var)s ))` or `%(var)s=$(( %(var)s + 1 ))`", var=a.variable)
     return Finding(CHECK_ARITH_UNSET if unset and a.nounset else CHECK_ARITH_ZERO, level, line,
                    text, fix)
+
+
+#: The name of the function a substitution's call runs, at the call.
+_CALLED_RE = re.compile(r"[A-Za-z_][\w:-]*")
+
+
+def through_substitution(found: Finding, code: str, a: Arith) -> Finding:
+    """`found` for a counter that gives an assignment its status through the call at the end of
+    its command substitution (model.Arith.substituted, `x=$(f)`): said so, as the line is the
+    assignment's, not the counter's."""
+    m = _CALLED_RE.match(code, a.offset)
+    return replace(found, text=N_(
+        "%(finding)s (through the command substitution on this line: `%(command)s` is the last "
+        "command of `%(function)s`, which it runs, so the assignment's status is the "
+        "counter's)", finding=found.text, command=short(a.command),
+        function=m.group() if m else "?"))
 
 
 def _carried_text(a: Arith, unset: bool, at: int, every_run: bool, said: dict[str, Any]

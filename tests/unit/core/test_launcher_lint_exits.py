@@ -1847,6 +1847,23 @@ def test_an_assignment_of_a_substitution_ending_in_a_counting_call_has_its_statu
     _bash_exits_and_the_lint_says(tmp_path, body, codes, line)
 
 
+def test_the_assignments_finding_says_it_goes_through_the_substitution():
+    """The finding is on the assignment's line, which has no `((n++))`: it says the counter
+    ends the body the substitution runs, in English and in Korean (it named the counter
+    alone, as if it were on that line)."""
+    from bot.core.text import render_text
+    from bot.slack.render import translator
+
+    [found] = [f for f in lint_launcher("#!/bin/bash\nset -e\nn=0\nf() { ((n++)); }\nx=$(f)\n")
+               if f.check == CHECK_ARITH_ZERO and f.level != "pass"]
+    assert found.line == 5
+    assert ("(through the command substitution on this line: `((n++))` is the last command of "
+            "`f`, which it runs, so the assignment's status is the counter's)") in found.message
+    korean = render_text(found.text, translator("ko").gettext)
+    assert "`f`의 마지막 명령이므로, 할당의 종료 상태가 이 카운터의 상태가 됩니다" in korean
+    assert "`n`이(가) 0일 때" in korean
+
+
 @pytest.mark.parametrize(("body", "level"), [
     # a decrement in a body (`((n--))`, `((--n))`, `let n--`) takes one from what the variable
     # holds at the call: from 1, the counter after the call reads 0 (each said nothing, the
