@@ -18,6 +18,7 @@ import numpy as np
 
 from bot.core.catalogue.model import Match
 from bot.core.catalogue.scanner import normalize_line
+from bot.core.framework_lines import SPACY_TABLE_HEADER
 from bot.core.metrics import MetricSeries, SaveWindow
 from bot.core.models import Accounting
 from bot.core.policy import DEFAULT_POLICY
@@ -68,8 +69,8 @@ TENSORPACK_EPOCH_START = r"@base\.py:[0-9]+\][^ ]* Start Epoch [0-9]+ \.\.\. *$"
 #   workflow's second training step): its project runner's `Running command: python -m spacy
 #   train …` (explosion/spaCy spacy/cli/project/run.py, weasel's since 3.7), or its training
 #   table's header, which the console logger writes as each training starts (spacy/training/
-#   loggers.py console_logger: `E`, `#` in widths 3 and 6 two blanks apart, then each
-#   component's `LOSS …` column; `Loss …` before 3.1)
+#   loggers.py console_logger, bot.core.framework_lines.SPACY_TABLE_HEADER: `E`, `#` in widths 3
+#   and 6 two blanks apart, then each component's `LOSS …` column; `Loss …` before 3.1)
 # - a next main loop of tensorpack after its `Training has finished!` (a script that trains
 #   again, another config): its epoch's start, `Start Epoch N ...` in its logger's place
 #   (`TENSORPACK_EPOCH_START`)
@@ -78,8 +79,8 @@ TRAINING_GOES_ON = re.compile(
     r"Training will continue|^epoch {5}train_loss(?: |$)|^Epoch [0-9]+/[0-9]+ *$"
     r"|\*{5} Running training \*{5}"
     r"|(?:\| |\[ )time:[0-9]+(?:\.[0-9]+)?s total_exs:[0-9]+ "
-    r"|^Running command: .*\bspacy train\b|^E {4}# {7}(?:LOSS|Loss) "
-    rf"|{TENSORPACK_EPOCH_START}")
+    r"|^Running command: .*\bspacy train\b"
+    rf"|{SPACY_TABLE_HEADER}|{TENSORPACK_EPOCH_START}")
 
 # The minimums in Lightning's `Training will continue...` (TRAINING_GOES_ON): `min_epochs=5`
 # and `min_steps=None` (1.5+), `minimum epochs (5) or minimum steps (None)` before

@@ -1,9 +1,9 @@
 """The progress lines of named training frameworks' own loggers (pure; no I/O): torchvision's
 MetricLogger (and the DETR, DeiT and MAE scripts that copy it), maskrcnn-benchmark's trainer,
 OpenMMLab's runners, Swin Transformer's loops, PaddleOCR's, torchreid's, timm's, BasicSR's,
-nanoGPT's, StyleGAN's, OpenPCDet's, SlowFast's, pycls's and MONAI's, torchtune's recipes' bars
-and validation, MosaicML composer's Trainer's bars and console lines, and detectron2's
-inference.
+nanoGPT's, StyleGAN's, OpenPCDet's, SlowFast's, pycls's and MONAI's, spaCy's training table's
+rows, torchtune's recipes' bars and validation, MosaicML composer's Trainer's bars and console
+lines, and detectron2's inference.
 
 Each says, in its own shape, which step of the training it is at, its pace and its GPU memory;
 bot.core.training_lines' `LineParser` asks `read_framework_line` first, then reads what is
@@ -263,6 +263,26 @@ _JSON_STATS_TRAIN_EPOCH = re.compile(
 # keeps no max_epochs in that mode, printed `Epoch: 3/None`
 _MONAI = re.compile(r"(?<![\w:])Epoch: (\d+)/(\d+|None), Iter: (\d+)/(\d+) --(?= |$)")
 
+# spaCy's console logger (explosion/spaCy spacy/training/loggers.py 041f47b3, console_logger_v3,
+# which console_logger calls): before the loop it writes its table's header, wasabi's msg.row of
+# `E`, `#`, each trainable component's `Loss {pipe}`, the score weights' columns and `Score`,
+# upper-cased by setup_table (`Loss …` before 3.1; a name over 13 characters cut to 10 and
+# `...`), each padded to its width (3, 6, 8 a loss, 6 a score), two blanks apart:
+#     `E    #       LOSS TOK2VEC  LOSS NER  ENTS_F  SCORE `
+# then a rule of dashes; after each evaluation, log_step writes a row of the epoch, the step
+# (`info["step"]`), each loss and score `{0:.2f}` and the score, right-aligned:
+#     `  3     200         41.79   2123.60   41.19    0.41`
+# The step (optimizer steps done, from 0) is the iteration; max_steps is printed nowhere (no
+# target), and each loss is one component's sum since the last evaluation (no loss of the
+# training's). A row of bare numbers is spaCy's only under its header, as many columns as it:
+# rows before any header are another program's, no progress.
+SPACY_TABLE_HEADER = r"^E {4}# {7}(?:LOSS|Loss) "
+#: The text a spaCy table's header starts with, for a locator of such lines (bot.core.metrics)
+SPACY_TABLE_MARKER = "E    #       "
+_SPACY_HEADER = re.compile(SPACY_TABLE_HEADER)
+_SPACY_COLUMN_GAP = re.compile(r" {2,}")
+_SPACY_ROW = re.compile(r"^ *\d+ +(\d+)(?: +(?:-?\d+\.\d\d|nan|-?inf))+ *$")
+
 # torchtune's recipes (pytorch/torchtune recipes/full_finetune_single_device.py and the other
 # recipes' train(), bd2a0fc7c314): a tqdm bar per epoch counting its optimizer steps,
 # `tqdm(total=self._steps_per_epoch)` (the full_finetune recipes' with `initial=inner_step_count,
@@ -342,14 +362,26 @@ def is_openpcdet_train_bar(body: str) -> bool:
             and _OPENPCDET_TOTAL_IT.search(body) is not None)
 
 
+def spacy_table_columns(body: str) -> int | None:
+    """The number of columns of spaCy's training table when a line's message `body` is its
+    header (`SPACY_TABLE_HEADER`), else None."""
+    if not body.startswith("E ") or _SPACY_HEADER.match(body) is None:
+        return None
+    return len(_SPACY_COLUMN_GAP.split(body.strip()))
+
+
 def read_framework_line(body: str, s: Sample, targets: AnnouncedTargets = _NONE_ANNOUNCED,
-                        *, openpcdet_bars: bool = False) -> str:
+                        *, openpcdet_bars: bool = False, spacy_columns: int | None = None) -> str:
     """The figures a named framework's logger puts on a line's message `body` (after its time),
     set on `s`; the body left for the generic grammar (bot.core.training_lines): without the
     figures it must not read again as its own (a GPU memory as a host memory). `targets`: the
     totals the log announced before the loop, for the target of lines that name none;
     `openpcdet_bars`: whether the run showed OpenPCDet's train bar (its `epochs:` bar is then
-    OpenPCDet's, else any script's bar, the generic grammar's)."""
+    OpenPCDet's, else any script's bar, the generic grammar's); `spacy_columns`: the columns of
+    the spaCy table whose header the run showed (`spacy_table_columns`), None when none (its
+    rows are then no progress)."""
+    if spacy_columns is not None and body[:1].isdigit():
+        _spacy_row(body, s, spacy_columns)
     if "eta: " in body:
         body = _metric_logger(body, s)
         if "iter: " in body:
@@ -759,6 +791,14 @@ def json_stats_epoch(text: str) -> tuple[int, int] | None:
     keys sorted put both before the figures), or None when it is no such line."""
     m = _JSON_STATS_TRAIN_EPOCH.search(text) if _JSON_STATS in text else None
     return (int(m.group(1)), int(m.group(2))) if m is not None else None
+
+
+def _spacy_row(body: str, s: Sample, columns: int) -> None:
+    """A row of spaCy's training table (`_SPACY_ROW`, as many columns as its header's): its
+    step as the iteration."""
+    m = _SPACY_ROW.match(body)
+    if m is not None and len(body.split()) == columns:
+        s.iteration = int(m.group(1))
 
 
 def _monai(body: str, s: Sample, targets: AnnouncedTargets) -> str:

@@ -31,7 +31,7 @@ from typing import Any
 import numpy as np
 
 from bot.core.announced_targets import ANNOUNCEMENT_MARKERS
-from bot.core.framework_lines import EVALUATION_MARKERS
+from bot.core.framework_lines import EVALUATION_MARKERS, SPACY_TABLE_MARKER
 from bot.core.line_time import message_after_time, split_line
 from bot.core.progress_bars import drawn_count, summed_up_later
 from bot.core.training_lines import (
@@ -194,9 +194,11 @@ class LineCut(IntEnum):
 # run's may lie between the last progress and the banner that starts it: `LineParser.start_run`)
 # and those opening or summing up a framework's evaluation (the bars after maskrcnn-benchmark's
 # `Start evaluation on` are its evaluation's only once that line was read: LineParser,
-# ProgressBars.evaluation_started)
+# ProgressBars.evaluation_started), and spaCy's table's header (its rows are progress only
+# under it: bot.core.framework_lines)
 _MARKED_LINE_LOCATOR = compile_bytes_scanner(
-    "|".join(re.escape(marker) for marker in (*ANNOUNCEMENT_MARKERS, *EVALUATION_MARKERS))
+    "|".join(re.escape(marker) for marker in (*ANNOUNCEMENT_MARKERS, *EVALUATION_MARKERS,
+                                               SPACY_TABLE_MARKER))
     .encode())
 
 # Bytes locators of the lines that may start a run (`run_start_lines`)
@@ -530,9 +532,10 @@ class MetricSeries:
 
     def _located_only(self, text: str, line_no: int) -> None:
         """A line located in sparse mode that no window read: its checkpoint event and the
-        totals it announces; a line opening or summing up an evaluation (`EVALUATION_MARKERS`)
-        is read whole (the parser then reads the bars after an opening line as the
-        evaluation's, and a summary is the run's activity: `_add`)."""
+        totals it announces (or the spaCy table its header opens); a line opening or summing
+        up an evaluation (`EVALUATION_MARKERS`) is read whole (the parser then reads the bars
+        after an opening line as the evaluation's, and a summary is the run's activity:
+        `_add`)."""
         if any(marker in text for marker in EVALUATION_MARKERS):
             sample, _ = self.parser.parse(text, line_no)
             if sample is not None and sample.is_evaluation:

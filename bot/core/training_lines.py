@@ -32,6 +32,7 @@ from bot.core.framework_lines import (
     is_openpcdet_train_bar,
     openpcdet_epochs_bar_total,
     read_framework_line,
+    spacy_table_columns,
 )
 from bot.core.line_time import LogClock, message_after_time, split_line
 from bot.core.progress_bars import (
@@ -288,6 +289,9 @@ class LineParser:
         # announces the epochs), and the last `epochs:` bar's total and line until then
         self._openpcdet_bars = False
         self._epochs_bar: tuple[int, int] | None = None
+        # the columns of the spaCy training table whose header the run showed, and its line
+        # (its rows are progress only under it)
+        self._spacy_table: tuple[int, int] | None = None
         self.extra = [re.compile(p) if isinstance(p, str) else p for p in extra_patterns]
         for pattern in self.extra:
             unknown = set(pattern.groupindex) - set(_EXTRA_GROUPS)
@@ -314,6 +318,8 @@ class LineParser:
         self._openpcdet_bars = False
         if self._epochs_bar is not None and self._epochs_bar[1] < announced_from:
             self._epochs_bar = None
+        if self._spacy_table is not None and self._spacy_table[1] < announced_from:
+            self._spacy_table = None
 
     def training_completed(self) -> None:
         """The run's completion marker was the last line read: the bars after it are read as
@@ -394,6 +400,8 @@ class LineParser:
             inside.add("resolved config")
         for counted, total in announced_totals(body, inside=frozenset(inside)):
             self._keep_total(counted, total, line_no)
+        if (columns := spacy_table_columns(body)) is not None:
+            self._spacy_table = (columns, line_no)
         epochs = openpcdet_epochs_bar_total(body)
         if epochs is not None:
             if self._openpcdet_bars:
@@ -447,7 +455,9 @@ class LineParser:
             self.bars.evaluation_started()
         if not self._openpcdet_bars and is_openpcdet_train_bar(body):
             self._openpcdet_train_bar_shown()
-        body = read_framework_line(body, s, self.targets, openpcdet_bars=self._openpcdet_bars)
+        body = read_framework_line(
+            body, s, self.targets, openpcdet_bars=self._openpcdet_bars,
+            spacy_columns=self._spacy_table[0] if self._spacy_table is not None else None)
         if s.is_evaluation:
             return  # a framework's evaluation line: its loss and figures are no training's
         m = _MEGATRON.search(body) if "iteration" in body else None

@@ -16,6 +16,8 @@ from support.end_marker import (
     read,
 )
 
+from bot.core.metrics import MetricSeries
+
 TABLE = (
     "\u2139 Pipeline: ['tok2vec', 'ner']\n"
     "\u2139 Initial learn rate: 0.001\n"
@@ -71,3 +73,52 @@ def test_a_next_training_table_undoes_it():
 def test_the_runner_starting_a_next_training_undoes_it():
     """The runner's line alone, the next training still loading its pipeline."""
     assert_still_running(TABLE + ENDS["icon"] + SECOND_STEP)
+
+
+# --- the table's rows as progress ---------------------------------------------------------
+# console_logger_v3 (spacy/training/loggers.py 041f47b3) writes its header once, before the loop
+# (msg.row of `E`, `#`, the losses, the scores and `Score`, upper-cased, two blanks apart), then
+# a row after each evaluation: epoch, step, each loss and score `{0:.2f}`, right-aligned in the
+# header's widths.
+ROWS = TABLE.split("------\n", 1)[1]
+
+
+def _series_of(text: str) -> MetricSeries:
+    series = MetricSeries()
+    series.feed_lines(text.splitlines())
+    return series
+
+
+def test_the_rows_under_its_header_are_the_trainings_steps():
+    series = _series_of(TABLE)
+    assert [s.iteration for s in series.samples] == [0, 200, 1600, 2000]
+    assert read(TABLE).metrics.last_iter == 2000
+
+
+@pytest.mark.parametrize("before", ["", "Training data: 1200 docs\n"], ids=["alone", "after text"])
+def test_rows_before_any_header_are_no_progress(before):
+    """A table of bare numbers another program printed: no header, no steps of a training."""
+    assert _series_of(before + ROWS).last_iteration is None
+    assert read(before + ROWS).metrics.last_iter is None
+
+
+def test_a_row_of_another_width_is_none_of_its_rows():
+    """Under the header, a line of numbers with fewer columns than it is no row of the table."""
+    series = _series_of(TABLE + "  21    2100\n")
+    assert series.last_iteration == 2000
+
+
+def test_a_second_trainings_rows_count_from_its_own_header():
+    """A second `spacy train` (another pipeline, another table's width): its rows under its own
+    header."""
+    second = ("E    #       LOSS TEXTCAT  CATS_SCORE  SCORE \n"
+              "---  ------  ------------  ----------  ------\n"
+              "  0       0          0.25        0.00    0.00\n"
+              "  2     400         11.20       71.30    0.71\n")
+    series = _series_of(ROWS + ENDS["icon"] + second)
+    assert [s.iteration for s in series.samples] == [0, 400]
+
+
+def test_a_log_cut_after_its_rows_is_still_running_and_an_error_after_them_decides():
+    assert_still_running(TABLE)
+    assert_the_error_decides(TABLE)
