@@ -9,14 +9,17 @@ expired prompt leaves as it is.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, fields
 from typing import Any, Literal
 
 from bot.core.text import Text
-from bot.services.ports import Blocks, BotContext
+from bot.services.ports import Blocks, BotContext, PostError
 from bot.services.threads import render
 from bot.store import Approval
+
+log = logging.getLogger(__name__)
 
 OutcomeKind = Literal["approved", "failed", "dismissed", "kept", "expired", "stale"]
 
@@ -43,7 +46,9 @@ class Outcome:
     again) | not_submitted (the resubmit's end was not seen and no job named `job_name` was
     found: nothing was submitted); stale (nothing was done,
     the prompt no longer applies): `did` is moved_on (the chain's latest attempt is
-    `current_job` now, in `state`) | competitor_started | competitor_left (a hold prompt's
+    `current_job` now, in `state`) | recovered (a stall prompt's job `job_id` trained on: it
+    stalled at iteration `stalled_iter`, has reached `reached_iter` since) |
+    competitor_started | competitor_left (a hold prompt's
     competitor, in `state`). `job_id` is the prompt's target job (the competitor of a hold
     prompt), `new_job_id` the resubmitted one, `for_job` the resumed job a hold waits for,
     `state` a Slurm state (None: unknown to Slurm), `error` what the error said (its Text,
@@ -79,6 +84,8 @@ class Outcome:
     over_s: float | None = None  # cancel_unknown / cancel_only_unknown: see above
     by: str | None = None  # cancel_moved_on / cancel_in_flight: whose submit carries the run
     sent: str | None = None  # cancel_in_flight: when that submit was sent (sent_moment)
+    stalled_iter: int | None = None  # recovered: the iteration the job stalled at
+    reached_iter: int | None = None  # recovered: the iteration it has reached since
 
     def to_view(self) -> dict[str, Any]:
         # field by field, not asdict: `error` stays a Text for the template's `msg` filter
@@ -96,6 +103,19 @@ def decided(ctx: BotContext, recipe: str | None, prompt: Mapping[str, Any],
                           {"summary": prompt.get("summary"), "card": prompt.get("card"),
                            "outcome": outcome.to_view()})
     return text, blocks
+
+
+def rewrite_post(ctx: BotContext, approval: Approval, key: str | None, text: str,
+                 blocks: Blocks) -> None:
+    """Rewrite the thread post `key` that carries `approval`'s buttons (nothing when it is
+    unknown, or the thread writer updates nothing); a refused update is logged."""
+    update = getattr(ctx.sink, "update_reply", None)
+    if key is None or update is None or approval.chain_id is None:
+        return
+    try:
+        update(approval.chain_id, key, blocks, text)
+    except PostError as exc:
+        log.warning("could not rewrite prompt %s: %s", approval.token, exc)
 
 
 def expired_outcome(approval: Approval) -> Outcome:

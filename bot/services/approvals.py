@@ -10,7 +10,11 @@ from a recipe's approvers is refused, and told who can, however old the prompt. 
 is audited, whatever its outcome.
 
 A prompt is about one job of a run chain (a hold prompt: about the resumed job it waits for).
-The claim of any of its buttons checks, in the same transaction, that this job is still the
+A stall prompt (Cancel and resume / Cancel / Dismiss) whose job trained on past the
+iteration it stalled at (its attempt's progress: bot.services.approved_choices.stall_over)
+is out of date too: its click cancels nothing, and says so; the watcher marks it so as soon
+as it sees the progress (bot.services.watch_events, `stall_over`). The claim of any of its
+buttons checks, in the same transaction, that this job is still the
 chain's latest attempt and that no other prompt of the chain is acting on it: a prompt the run
 moved past (resumed by `/train resume` or another approval) is `stale` for good, and its click
 submits, cancels and holds nothing, says "out of date: job N is now the latest (STATE)" and
@@ -37,7 +41,7 @@ from bot.services import ServiceError
 from bot.services import competitors as comp
 from bot.services.access import approvers_now
 from bot.services.approval_outcomes import Outcome, decided, expired_outcome
-from bot.services.approved_choices import NotPerformed, perform
+from bot.services.approved_choices import NotPerformed, perform, recovered_outcome, stall_over
 from bot.services.cancel_steps import UNKNOWN_CANCEL_STEP, cancel_takeover_at
 from bot.services.ports import Blocks, BotContext
 from bot.services.runs import array_task_of
@@ -145,6 +149,13 @@ def handle_click(
             ctx, recipe, "unauthorized", approvers=sorted(approvers.users)))
     if choice == "probe":
         return _probe_click(ctx, approval, actor, now, audit)
+    over = stall_over(ctx, approval) if approval.state in ("pending", "stale") else None
+    if over is not None:  # its job trained on: a Cancel would stop a healthy run
+        ctx.store.approvals.mark_out_of_date(token, actor, now=now)
+        audit("stale", target, recipe, choice=choice, stalled_at=over.stalled_at,
+              reached=over.reached)
+        text, blocks = decided(ctx, recipe, payload, recovered_outcome(approval, over, actor))
+        return ClickResult("stale", text, blocks, ephemeral=text)
     if choice in _NEGATIVE:
         claim = store.approvals.refuse(token, actor, now, latest_job=latest_job_of(approval))
     else:  # a hold's yes records, with its claim, that its hold waits for its `holding` step

@@ -365,10 +365,53 @@ def _recorded_charge(stored: dict[str, Any]) -> bool | None:
 def _stalled_at(ctx: BotContext, approval: Approval, attempt: Attempt | None) -> int | None:
     """The stalled job's last iteration: the attempt row (written by the watcher at most every
     few minutes) or the stall warning's diagnosis, whichever is further."""
-    seen = [attempt.last_iter] if attempt is not None else []
+    seen = [stall_iteration(ctx, approval), attempt.last_iter if attempt is not None else None]
+    known = [int(v) for v in seen if v is not None]
+    return max(known) if known else None
+
+
+def stall_iteration(ctx: BotContext, approval: Approval) -> int | None:
+    """The iteration a stall prompt's job stalled at, as its warning's diagnosis says: the
+    warning the prompt was posted with (its `post_key`), else the job's furthest stall warning
+    (a prompt stored without its key); None: unknown, or no stall prompt."""
+    if "cancel_resume" not in approval.payload.get("choices", []):
+        return None
+    job, key = str(approval.target_job), approval.payload.get("post_key")
+    seen = []
     for incident in ctx.store.incidents.for_chain(approval.chain_id or -1):
-        if incident.job_id == str(approval.target_job) and incident.class_id == "hang":
+        if incident.job_id == job and incident.class_id == "hang" \
+                and (key is None or incident.key == key):
             metrics = (incident.diagnosis.get("diagnosis") or {}).get("metrics") or {}
             seen.append(metrics.get("last_iter"))
     known = [int(v) for v in seen if v is not None]
     return max(known) if known else None
+
+
+@dataclass(frozen=True)
+class StallOver:
+    """A stall prompt's job trained on past its stall: it stalled at iteration `stalled_at`
+    and its attempt row has reached `reached` since."""
+
+    stalled_at: int
+    reached: int
+
+
+def stall_over(ctx: BotContext, approval: Approval) -> StallOver | None:
+    """Whether the stall a stall prompt asks about is over: its job's attempt row (the
+    watcher's progress) is past the iteration it stalled at (`stall_iteration`). Its Cancel
+    and Cancel and resume would stop a healthy run: the prompt is out of date."""
+    stalled_at = stall_iteration(ctx, approval)
+    if stalled_at is None:
+        return None
+    attempt = ctx.store.attempts.get_by_job(str(approval.target_job),
+                                            approval.payload.get("cluster"))
+    if attempt is None or attempt.last_iter is None or attempt.last_iter <= stalled_at:
+        return None
+    return StallOver(stalled_at, attempt.last_iter)
+
+
+def recovered_outcome(approval: Approval, over: StallOver, actor: str | None) -> Outcome:
+    """What a stall prompt whose stall is over says (`stale`, did `recovered`)."""
+    return Outcome("stale", actor, "recovered", approval.payload.get("recipe"),
+                   job_id=str(approval.target_job), stalled_iter=over.stalled_at,
+                   reached_iter=over.reached)

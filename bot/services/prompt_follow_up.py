@@ -13,11 +13,11 @@ import re
 
 from bot.services import competitors as comp
 from bot.services.access import escalation_people, mention, prompt_people
-from bot.services.approval_outcomes import decided, expired_outcome
+from bot.services.approval_outcomes import decided, expired_outcome, rewrite_post
 from bot.services.approvals import ClickResult
 from bot.services.approved_choices import policy_of
 from bot.services.home import publish_home, refresh_homes
-from bot.services.ports import Blocks, BotContext, LeaseLost, PostError
+from bot.services.ports import Blocks, BotContext, LeaseLost
 from bot.services.probes import PROBE_ACTION
 from bot.services.threads import post_safely, render
 from bot.store import Approval
@@ -112,13 +112,7 @@ def rewrite_prompt(ctx: BotContext, approval: Approval, text: str, blocks: Block
     """Rewrite the thread post that carries `approval`'s buttons (nothing when unknown)."""
     key = (comp.hold_prompt_key(approval.token) if approval.action == comp.HOLD_ACTION
            else approval.payload.get("post_key"))
-    update = getattr(ctx.sink, "update_reply", None)
-    if key is None or update is None or approval.chain_id is None:
-        return
-    try:
-        update(approval.chain_id, key, blocks, text)
-    except PostError as exc:
-        log.warning("could not rewrite prompt %s: %s", approval.token, exc)
+    rewrite_post(ctx, approval, key, text, blocks)
 
 
 def after_click(ctx: BotContext, token: str, result: ClickResult, user: str, now: float, *,

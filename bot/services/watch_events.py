@@ -13,9 +13,11 @@ the site's template folder first), like `report` and `/train`:
   resubmit — an approval prompt (bot.services.prompts.create_resubmit_prompt) whose
   buttons carry one opaque token; the proposed --mem is the policy's;
 - `warning` for a stall: the warning text with "Cancel and resume" / "Cancel" / "Dismiss"
-  buttons (approval prompt with `offer_cancel`); other warnings, notes, held jobs and
-  automatic resubmits: a plain note in the thread (one Slack does not take raises, so the
-  outbox keeps it unposted; refused, it backs off as a cluster notice does: `_note`);
+  buttons (approval prompt with `offer_cancel`); `stall_over` (the job trained on past the
+  stall): that prompt, still open, marked out of date and rewritten to say so; other
+  warnings, notes, held jobs and automatic resubmits: a plain note in the thread (one Slack
+  does not take raises, so the outbox keeps it unposted; refused, it backs off as a cluster
+  notice does: `_note`);
 - `cluster_unreachable` / `cluster_back`: one note in the thread of every active chain on
   that cluster (keyed per chain); a thread Slack refused it raises, so the watcher's outbox
   publishes it again (bot.services.watch.health).
@@ -71,6 +73,8 @@ from bot.core.models import QUIET_CLASSES, AttemptTrace, Diagnosis
 from bot.core.policy import OFFER_CANCEL_RESUME, OFFER_RESUBMIT, OFFER_RESUBMIT_MEM, task_rows
 from bot.core.text import mrkdwn_escape
 from bot.services.access import mention_text, prompt_people
+from bot.services.approval_outcomes import decided, rewrite_post
+from bot.services.approved_choices import recovered_outcome, stall_over
 from bot.services.home import refresh_homes
 from bot.services.ports import (
     Blocks,
@@ -89,6 +93,7 @@ from bot.services.ports import (
 from bot.services.probes import create_probe_offer, offers_probe
 from bot.services.prompts import Prompt, create_resubmit_prompt
 from bot.services.stacks import Forensics
+from bot.services.submit import AUTOMATIC_ACTOR
 from bot.services.threads import (
     RootTries,
     forget_posts,
@@ -169,6 +174,8 @@ class ThreadEvents(EventWords):
         elif event.kind == "warning" and event.decision is not None and \
                 OFFER_CANCEL_RESUME in event.decision.offers:
             self._prompt(event, offer_cancel=True)
+        elif event.kind == "stall_over":
+            self._stall_over(event)
         else:
             self._note(event, self._say(event))
 
@@ -288,6 +295,24 @@ class ThreadEvents(EventWords):
         head = f"{mention_text(people)}{self._say(event, prompt=True)}".strip()
         prompt = self._create_prompt(event, head, offer_cancel=offer_cancel)
         return prompt.blocks, head
+
+    def _stall_over(self, event: WatchEvent) -> None:
+        """The job trained on past a stall whose prompt is still open: the prompt is out of
+        date (its Cancel would stop a healthy run), marked so and rewritten to say it."""
+        if event.chain_id is None:
+            return
+        now = self.ctx.clock()
+        for approval in self.ctx.store.approvals.for_chain(event.chain_id, "pending"):
+            if approval.payload.get("post_key") != event.facts.get("stall_key"):
+                continue
+            over = stall_over(self.ctx, approval)
+            if over is None or not self.ctx.store.approvals.mark_out_of_date(
+                    approval.token, AUTOMATIC_ACTOR, now=now):
+                continue
+            recipe = approval.payload.get("recipe")
+            text, blocks = decided(self.ctx, recipe, approval.payload,
+                                   recovered_outcome(approval, over, None))
+            rewrite_post(self.ctx, approval, approval.payload.get("post_key"), text, blocks)
 
     def _note(self, event: WatchEvent, text: str) -> None:
         """Post the plain note `event` (a held job, a warning without buttons, a job Slurm

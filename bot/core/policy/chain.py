@@ -55,6 +55,8 @@ class PastWarning:
     projected_oom_iter: int | None = None
     stall_started_at: float | None = None
     job_id: str | None = None
+    key: str | None = None  # its outbox key (a stall's prompt is posted under it)
+    last_iter: int | None = None  # the job's last iteration its diagnosis saw (a stall's)
 
 
 @dataclass(frozen=True)

@@ -91,6 +91,8 @@ class JobWatch:
     rss_step: str | None = None  # the sstat step whose MaxRSS was last fed to the analysis
     # the checkpoint looked up for a stall warning's prompt, by the warning's key
     stall_lookup: tuple[str, CheckpointLookup] | None = None
+    # the keys of its stall warnings whose end (progress past them) was told: `stall_over`
+    stalls_over: set[str] = field(default_factory=set)
     # the finished job's one checkpoint lookup, kept while its incident's post is retried
     final_lookup: CheckpointLookup | None = None
     # when Slurm says the run being followed started (epoch): a later one is a requeue's

@@ -114,7 +114,9 @@ class Outbox:
         if class_id in WARNING_CLASSES and event.chain_id is not None:
             self.past_warnings(event.chain_id).append(PastWarning(
                 class_id, now, projected_oom_iter=payload.get("projected_oom_iter"),
-                stall_started_at=payload.get("stall_started_at"), job_id=event.job_id))
+                stall_started_at=payload.get("stall_started_at"), job_id=event.job_id,
+                key=event.key, last_iter=event.diagnosis.metrics.last_iter
+                if event.diagnosis is not None else None))
         report.events.append(event)
         return True
 
@@ -233,10 +235,12 @@ class Outbox:
                 if inc.class_id not in WARNING_CLASSES or inc.state != "posted":
                     continue
                 data = inc.diagnosis
+                metrics = (data.get("diagnosis") or {}).get("metrics") or {}
                 cached.append(PastWarning(inc.class_id, inc.created_at,
                                           projected_oom_iter=data.get("projected_oom_iter"),
                                           stall_started_at=data.get("stall_started_at"),
-                                          job_id=inc.job_id))
+                                          job_id=inc.job_id, key=inc.key,
+                                          last_iter=metrics.get("last_iter")))
             self._warnings[chain_id] = cached
         return cached
 

@@ -562,6 +562,33 @@ class Watcher:
                                    last_iter=jw.analysis.series.last_iteration,
                                    logged_target_iter=jw.analysis.series.target_iter,
                                    started_at=record.start_time)
+        self._stalls_over(jw, now, report)
+
+    def _stalls_over(self, jw: JobWatch, now: float, report: TickReport) -> None:
+        """The job's stall warnings it trained on past (its last iteration beyond the one each
+        stalled at): each told once, a `stall_over` event (keyed by its warning's key), so
+        the thread marks the stall's prompt out of date: its Cancel would stop a healthy run.
+        Its attempt row gets the iteration before the event goes out (a progress write
+        out of its pace), so a click refuses the Cancel too, even one the thread's rewrite
+        has not reached (bot.services.approved_choices.stall_over)."""
+        reached = jw.analysis.series.last_iteration
+        if reached is None:
+            return
+        for past in self.outbox.past_warnings(jw.chain_id):
+            if past.class_id != "hang" or past.job_id != str(jw.job_id) or past.key is None \
+                    or past.last_iter is None or reached <= past.last_iter \
+                    or past.key in jw.stalls_over:
+                continue
+            text = (f"job {jw.job_id} trains again: iteration {reached}, past its stall at "
+                    f"iteration {past.last_iter}")
+            event = WatchEvent("stall_over", f"{past.key}:over", self.cluster, text,
+                               jw.chain_id, str(jw.job_id), jw.recipe,
+                               facts={"stall_key": past.key, "stalled_at": past.last_iter,
+                                      "reached": reached})
+            # its row first: a click reads the progress there, whatever the write's pace
+            self.chains.update_attempt(jw, now, force=True, last_iter=reached)
+            if self.outbox.emit(event, "stall_over", now, report):
+                jw.stalls_over.add(past.key)
 
     def _target(self, jw: JobWatch) -> int | None:
         """The run's target its diagnosis is given (ChainBook.target)."""

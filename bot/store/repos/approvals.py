@@ -202,6 +202,18 @@ class ApprovalsRepo(_Repo):
             )
         return result.rowcount == 1
 
+    def mark_out_of_date(self, token: str, actor: str, *, now: float) -> bool:
+        """pending → stale, decided by `actor`: the prompt no longer applies, found outside a
+        claim (a stall prompt whose job trained on: bot.services.approved_choices.stall_over);
+        True for exactly one caller."""
+        with self._engine.begin() as conn:
+            result = conn.execute(
+                update(t.approvals)
+                .where(and_(t.approvals.c.id == token, t.approvals.c.state == "pending"))
+                .values(state="stale", decided_by=actor, decided_at=now)
+            )
+        return result.rowcount == 1
+
     def settle(self, token: str, *, settled: dict[str, Any], now: float) -> bool:
         """approved → done for a cancel whose unseen end trainbot settled, keeping in its payload
         (`settled`) what it says of it, in the same transaction, so the posts saying it can be
