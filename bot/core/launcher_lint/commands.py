@@ -280,6 +280,7 @@ def _counter_ending_call(body: str, off: int, bodies: dict[str, tuple[int, int]]
     if not ends or ends[-1][2] == "&" or _LEAVES_RE.search(code, start, end):
         return []
     counter = ends[-1][0].strip()
+    counter_at = ends[-1][1] + len(ends[-1][0]) - len(ends[-1][0].lstrip())
     m = ARITH_RE.match(counter) or LET_RE.match(counter)
     if m is None or len(re.findall(r"(?<![\w$])" + re.escape(m.group(1)) + r"(?!\w)",
                                    code[start:end])) != 1:
@@ -287,7 +288,8 @@ def _counter_ending_call(body: str, off: int, bodies: dict[str, tuple[int, int]]
     return [Arith(l_off + len(last) - len(last.lstrip()), counter, m.group(1),
                   opts.errexit_partial or partly, later_pass_of, m.group(2).startswith("="),
                   opts.nounset, errexit_in_body=opts.errexit_in_body,
-                  errexit_in_body_partial=opts.errexit_in_body_partial, substituted=True)]
+                  errexit_in_body_partial=opts.errexit_in_body_partial, substituted=True,
+                  body_counter=counter_at)]
 
 
 #: A `return` / `exit` command word (`return 0`; not `return_code=0`).

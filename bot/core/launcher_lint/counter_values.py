@@ -298,7 +298,9 @@ class NeverSet:
         self.needs = dict.fromkeys(wanted, 0)
         if self.sources or not wanted:
             return
-        spans = sorted([(a.offset, a.offset + len(a.command)) for a in arith] + never_run)
+        spans = sorted([(a.offset, a.offset + len(a.command)) for a in arith] + [
+            (a.body_counter, a.body_counter + len(a.command)) for a in arith
+            if a.body_counter is not None] + never_run)
         starts = [start for start, _end in spans]
         reach = list(itertools.accumulate((end for _start, end in spans), max))  # furthest end
         # each variable's assignments: where each starts and ends, and its place among them

@@ -195,6 +195,7 @@ class Arith:
     # the counter that ends the body of a function called at `offset`, at the end of a bare
     # assignment's substitution (`x=$(f)`: commands.substituted_counters), giving its status
     substituted: bool = False
+    body_counter: int | None = None  # … where that counter is in the body (substituted only)
 
 
 @dataclass

@@ -2183,3 +2183,14 @@ def test_an_eval_of_a_call_with_arguments_sets_what_the_body_sets_there(tmp_path
     where its text is, before `n=1`, and said nothing)."""
     _counter_stops_bash_as_the_level_says(
         tmp_path, f"set -e\nn=0\nf() {{ n=0; }}\nn=1\n{call}\n((n++))\necho REACHED\n", "fail")
+
+
+@pytest.mark.parametrize("body", [
+    "set -e\nf() { ((n++)); }\nx=$(f)\necho ok\n",
+    "set -e\nf() { echo a; ((n++)); }\nx=$(f)\necho ok\n",
+])
+def test_a_substituted_counter_of_a_variable_nothing_sets_stops_bash(tmp_path, body):
+    """`n` is unset (0 in arithmetic): the substitution's status is 1 and bash stops at the
+    assignment; the lint read the body's own `((n++))` as a word that may set `n` and said
+    nothing."""
+    _bash_exits_and_the_lint_says(tmp_path, body, [1, 1], 4)
