@@ -24,6 +24,7 @@ from bot.core.findings import Finding
 from bot.core.launcher_lint.arith_calls import at_calls, with_later_passes
 from bot.core.launcher_lint.arith_findings import arith_finding, through_substitution
 from bot.core.launcher_lint.body_assignments import (
+    COMMAND_ARGUMENT_RE,
     background_lists,
     calls_all_read,
     calls_in_shell,
@@ -243,13 +244,18 @@ def _counted_at_calls(code: str, in_shell: list[tuple[Call, bool]],
     return counted
 
 
+#: The most functions with no placed call that check_arith reads the names of (one pass each).
+MAX_UNPLACED_READ = 20
+
+
 def _named_nowhere_else(code: str, names: set[str], bodies: dict[str, tuple[int, int]],
                         never_run: list[tuple[int, int]], read_at: set[int]) -> set[str]:
     """Those of `names` (functions whose every call the walk placed is one bash never makes)
     whose name the script has nowhere but in their definitions, in what bash never runs
     (`never_run`: `true || f`) or in the bodies of others of them: no call the walk does not
     place may run them (`eval f`, `c=f; $c`, `x=$(f)`, `trap f EXIT`, `bash -c "…; f"`), but
-    the calls whose body's counter is read there (`read_at`: model.Arith.substituted)."""
+    the calls whose body's counter is read there (`read_at`: model.Arith.substituted) and
+    `command f` (which skips functions)."""
     found = set(names)
     spots = {name: [m.start() for m in re.finditer(
         r"(?<![\w$./:-])" + re.escape(name) + r"(?![\w:-])", code)] for name in names}
@@ -259,6 +265,7 @@ def _named_nowhere_else(code: str, names: set[str], bodies: dict[str, tuple[int,
             at in read_at or any(start <= at < end for start, end in holds)
             or re.match(r"[ \t]*\(", code[at + len(name):at + len(name) + 40])
             or re.search(r"\bfunction[ \t]+$", code[max(0, at - 20):at])
+            or COMMAND_ARGUMENT_RE.search(code, max(0, at - 40), at)
             for at in spots[name])}
         if left == found:
             return found
@@ -284,14 +291,19 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
     # bodies of the functions it calls there only never run
     placed = outermost_calls(scan.calls, scan.bodies) if scan.arith else []
     never_called: set[str] = set()
-    if placed and never_run:
+    # (the functions the walk placed no call of: named only where bash runs no body, `command
+    # f`, `g() { return 0; f; }`, they never run either; read for a few only, each a pass)
+    unplaced = set(scan.bodies) - {c.name for c in placed} if scan.arith else set()
+    if len(unplaced) > MAX_UNPLACED_READ:
+        unplaced = set()
+    if placed and never_run or unplaced:
         # (a call made through bodies is never made where one of its links is not)
         skipped = enclosing(never_run, [
             *(c.offset for c in placed), *(link[2] for c in placed for link in c.chain)])
         made = [c for c in placed if c.offset not in skipped
                 and not any(link[2] in skipped for link in c.chain)]
         never_called = _named_nowhere_else(code, {c.name for c in placed} - {
-            c.name for c in made}, scan.bodies, never_run,
+            c.name for c in made} | unplaced, scan.bodies, never_run,
             {a.offset for a in scan.arith if a.substituted})
         never_run += [scan.bodies[name] for name in never_called]
         placed = made

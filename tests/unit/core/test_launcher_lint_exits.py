@@ -2194,3 +2194,19 @@ def test_a_substituted_counter_of_a_variable_nothing_sets_stops_bash(tmp_path, b
     assignment; the lint read the body's own `((n++))` as a word that may set `n` and said
     nothing."""
     _bash_exits_and_the_lint_says(tmp_path, body, [1, 1], 4)
+
+
+@pytest.mark.parametrize("named", ["command f || true", "g() { return 0; f; }\ng"])
+def test_a_body_named_only_where_bash_runs_no_body_never_counts(tmp_path, named):
+    """`command f` skips the function and a call past a `return` bash always takes is never
+    made: f's counter never runs and bash goes on; the lint judged it where its text is and
+    said `fail`."""
+    _bash_goes_on_and_the_lint_says_nothing(
+        tmp_path, f"set -e\nn=0\nf() {{ ((n++)); }}\n{named}\necho REACHED\n")
+
+
+@pytest.mark.parametrize("named", ["command f || true\nf", "g() { return 0; f; }\ng\nf",
+                                   "trap f EXIT", "cmd=f\n$cmd"])
+def test_a_body_also_run_elsewhere_still_counts(tmp_path, named):
+    _counter_stops_bash_as_the_level_says(
+        tmp_path, f"set -e\nn=0\nf() {{ ((n++)); }}\n{named}\necho REACHED\n", "fail")
