@@ -263,6 +263,28 @@ _JSON_STATS_TRAIN_EPOCH = re.compile(
 # keeps no max_epochs in that mode, printed `Epoch: 3/None`
 _MONAI = re.compile(r"(?<![\w:])Epoch: (\d+)/(\d+|None), Iter: (\d+)/(\d+) --(?= |$)")
 
+# PyTorch-Ignite's own progress lines (pytorch/ignite de08e799cfb5), each at an iteration of
+# the epoch, counted from 1 (`(iteration - 1) % epoch_length + 1`): the steps done are the epochs
+# before it (epoch_length each) and this one's; the target every epoch's, or the max_iters its
+# start announced (bot.core.announced_targets) when it reaches them (a run by iterations stops
+# inside its last epoch unless epoch_length divides max_iters).
+# - its ProgressBar (ignite/handlers/tqdm_logger.py): a tqdm bar of the epoch's iterations
+#   (initial=1) drawn with `{desc}[{n_fmt}/{total_fmt}] {percentage:3.0f}%|{bar}{postfix}
+#   [{elapsed}<{remaining}]`, desc `Epoch [{epoch}/{max_epochs}]` (tqdm adds `: `) only when
+#   max_epochs is over 1: `Epoch [3/10]: [50/100]  50%|█████     , loss=0.123 [00:10<00:10]`
+#   (an evaluator's engine runs one epoch: its bar is `Iteration: [20/50]`, none of these)
+# - its FBResearchLogger (ignite/handlers/fbresearch_logger.py, log_every): the parts joined by
+#   its delimiter (two blanks by default), `Epoch [{epoch}/{max_epochs}]`, `[{i}/{epoch_length}]:`,
+#   `ETA: …`, the learning rates, the outputs, `Iter time: {:.4f} s` (the epoch's average seconds
+#   per iteration), `Data prep time: …` and on a GPU `GPU Max Mem: {:.0f} MB` (MiB: GPU memory);
+#   max_epochs is `None` in a run by iterations since ignite 3745b937e. An evaluator attached to
+#   it runs one epoch (`Epoch [1/1]`): a line of one epoch is not read (whose engine's it is, the
+#   line does not say)
+_IGNITE_BAR = re.compile(r"^Epoch \[(\d+)/(\d+)\]: \[(\d+)/(\d+)\]\s+\d{1,3}%\|")
+_IGNITE_RESEARCH = re.compile(r"(?<![\w:])Epoch \[(\d+)/(\d+|None)\]  \[(\d+)/(\d+)\]:  ETA: ")
+_IGNITE_RESEARCH_PACE = re.compile(rf"  Iter time: ({NUMBER}) s(?=  |\s*$)")
+_IGNITE_RESEARCH_GPU = re.compile(r"  GPU Max Mem: (\d+) MB\s*$")
+
 # spaCy's console logger (explosion/spaCy spacy/training/loggers.py 041f47b3, console_logger_v3,
 # which console_logger calls): before the loop it writes its table's header, wasabi's msg.row of
 # `E`, `#`, each trainable component's `Loss {pipe}`, the score weights' columns and `Score`,
@@ -414,6 +436,8 @@ def read_framework_line(body: str, s: Sample, targets: AnnouncedTargets = _NONE_
         _composer_console(body, s, targets)
     if ", Iter: " in body:
         body = _monai(body, s, targets)
+    if "Epoch [" in body:
+        body = _ignite(body, s, targets)
     if "nference " in body:
         _detectron2_inference(body, s)
     if "Validation loss: " in body and _TORCHTUNE_VALIDATION.search(body) is not None:
@@ -801,6 +825,42 @@ def _spacy_row(body: str, s: Sample, columns: int) -> None:
         s.iteration = int(m.group(1))
 
 
+def _ignite(body: str, s: Sample, targets: AnnouncedTargets) -> str:
+    """A PyTorch-Ignite ProgressBar's draw (`_IGNITE_BAR`) or FBResearchLogger's line
+    (`_IGNITE_RESEARCH`, of more than one epoch): its steps done as the iteration, the target
+    as `_epochs_steps` gives it; the research line's pace and GPU memory too. The body left for
+    the rest of the grammar (the bar's postfix, the line's outputs): without what was read."""
+    if (m := _IGNITE_BAR.match(body)) is not None:
+        epoch, epochs, step, steps = (int(g) for g in m.group(1, 2, 3, 4))
+        _epochs_steps(s, epoch, step, steps, epochs, targets)
+        return body[m.end():]
+    m = _IGNITE_RESEARCH.search(body)
+    if m is None or m.group(2) == "1":
+        return body
+    epoch, step, steps = (int(g) for g in m.group(1, 3, 4))
+    _epochs_steps(s, epoch, step, steps, None if m.group(2) == "None" else int(m.group(2)),
+                  targets)
+    if (pace := _IGNITE_RESEARCH_PACE.search(body, m.end())) is not None:
+        s.sec_per_iter = float(pace.group(1))
+    rest = body[m.end():]
+    if (gpu := _IGNITE_RESEARCH_GPU.search(rest)) is not None:
+        s.gpu_mem_bytes = int(gpu.group(1)) * _MIB
+        rest = rest[:gpu.start()]
+    return body[:m.start()] + rest
+
+
+def _epochs_steps(s: Sample, epoch: int, step: int, steps: int, epochs: int | None,
+                  targets: AnnouncedTargets) -> None:
+    """An epoch's `step` of `steps` (from 1) as the iteration, the epochs before it as many
+    steps each; the iterations announced (`targets`: ignite's max_iters) as the target when
+    they reach it, else every epoch's (`epochs`, when known)."""
+    s.iteration = (max(epoch, 1) - 1) * steps + step
+    if targets.iterations is not None and targets.iterations >= s.iteration:
+        s.target_iter = targets.iterations
+    elif epochs is not None:
+        s.target_iter = epochs * steps
+
+
 def _monai(body: str, s: Sample, targets: AnnouncedTargets) -> str:
     """A MONAI StatsHandler iteration line (`_MONAI`): its steps done as the iteration, the
     iterations announced (`targets`: ignite's max_iters) as the target when they reach it, else
@@ -810,11 +870,8 @@ def _monai(body: str, s: Sample, targets: AnnouncedTargets) -> str:
     if m is None:
         return body
     epoch, step, steps = (int(g) for g in m.group(1, 3, 4))
-    s.iteration = (max(epoch, 1) - 1) * steps + step
-    if targets.iterations is not None and targets.iterations >= s.iteration:
-        s.target_iter = targets.iterations
-    elif m.group(2) != "None":
-        s.target_iter = int(m.group(2)) * steps
+    _epochs_steps(s, epoch, step, steps, None if m.group(2) == "None" else int(m.group(2)),
+                  targets)
     return body[:m.start()] + body[m.end():]
 
 
