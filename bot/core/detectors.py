@@ -21,6 +21,7 @@ from bot.core.catalogue.scanner import normalize_line
 from bot.core.framework_lines import SPACY_TABLE_HEADER
 from bot.core.metrics import MetricSeries, SaveWindow
 from bot.core.models import Accounting
+from bot.core.outer_loop import names_pass_short_of_last
 from bot.core.policy import DEFAULT_POLICY
 from bot.core.training_lines import Sample
 from bot.core.units import GIB
@@ -450,7 +451,10 @@ def completion_ending(matches: Iterable[Any], series: MetricSeries,
     the marker was not the end, whatever follows; `goes_on_text` its text); bot.core.diagnose.scan
     looks for both from that marker on. A Lightning stop after Lightning's `Training will
     continue...` below the minimum that line names is no end either (`below_lightning_minimum`)."""
-    done = [m for m in matches if m.primary and m.class_id == "completed"]
+    # a marker naming a pass of an outer loop short of its total (`training finished for fold
+    # 1/5`) ends that pass, not the run
+    done = [m for m in matches if m.primary and m.class_id == "completed"
+            and not names_pass_short_of_last(m.text)]
     if not done:
         return CompletionEnding()
     last = done[-1]

@@ -253,7 +253,7 @@ class Diagnosis:
     | silent_exit | returned | epilogue_memory | shm | nccl_shm | fd_limit | no_ninja
     | launch_failed | data_dependent_guard | mpi_message_size | missing_tool
     | exit_interval | sigterm | rerun_elsewhere | signal_stop | submitit_preempted
-    | ended_early | target_reached | never_started
+    | ended_early | target_reached | finish_said | never_started
     (bot.core.diagnose.cause.case_detail), or None."""
 
     class_id: str

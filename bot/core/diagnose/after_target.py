@@ -7,7 +7,7 @@ reading, whatever program printed them:
 - an outer loop around the training (`Fold 1/5`, `Trial 1/20`, `Round 1/50`, Keras Tuner's
   `Running Trial #2`, Optuna's `Trial 0 finished`, `Score for fold 1`): the target reached is
   one pass's, and only an outer count at its own total says the last pass ended
-  (`outer_loop_open`);
+  (bot.core.outer_loop.outer_loop_open);
 - after the target, a line still training, whatever its words (`loss: 0.53`, `[1,  2000] loss:
   2.173`, `G loss: 1.2`, `Epoch 1: loss 0.5`, a step or a bar short of its total), or one
   announcing more training (`Fine-tuning classifier`, `Phase 2: training the full network`,
@@ -25,15 +25,11 @@ from collections.abc import Sequence
 
 from bot.core.diagnose.ending import says_error
 from bot.core.line_time import message_after_time
+from bot.core.outer_loop import OUTER_PASS
 
-_OUTER = r"(?:fold|trial|round|episode|sweep|run|stage|phase)s?"
-# An outer loop's counter with its total (`Fold 1/5`, `Trial 3 of 20`, `==> Stage 2/2`)
-_OUTER_COUNTED = re.compile(r"(?i)(?<![a-z])(" + _OUTER + r")\s*#?\s*(\d+)\s*(?:/|of)\s*(\d+)")
-# ... and its number alone (`Score for fold 1`, `Running Trial #2`, `Trial 0 finished`)
-_OUTER_NUMBERED = re.compile(r"(?i)(?<![a-z])(" + _OUTER + r")\s*(?:#|no\.?)?\s*(\d+)(?![\d/.])")
 # An outer loop's next pass announced (W&B's `Agent Starting Run: d4e5f6`)
 _OUTER_STARTS = re.compile(r"(?i)\b(?:start\w*|begin\w*|running|next|new|launch\w*)\b.*(?<![a-z])"
-                           + _OUTER + r"(?![a-z])")
+                           + OUTER_PASS + r"(?![a-z])")
 # Training announced: a stage's, a model's, a phase's (`Fine-tuning classifier`, `Now training
 # the classifier head`, `Stage: finetuning on labelled data`), unless it says training ended or
 # sums it up (`Pretraining finished. Saved encoder`, `Training time: 2h`)
@@ -71,29 +67,6 @@ _ALARM = re.compile(r"(?i)(?<![a-z])(?:sig[a-z]{2,4}\d*|signals?|terminat\w*|kil
                     r"|core dumped|double free|corrupt\w*|invalid pointer|segmentation|exception"
                     r"|interrupt\w*|preempt\w*|cancel\w*|fatal|panic)(?![a-z])")
 _NO_ALARM = re.compile(r"(?i)press control-c to abort \w+")
-
-
-def outer_loop_open(lines: Sequence[str]) -> bool:
-    """The log shows a loop around the training whose last pass it cannot tell ended: its last
-    counter with a total short of that total (`Fold 1/5`), or a pass's number with no total that
-    no counter at its total covers (`Score for fold 1`, `Running Trial #2`, Optuna's `Trial 0
-    finished`)."""
-    last: dict[str, tuple[int, int]] = {}
-    for line in lines:
-        counted = {m.start() for m in _OUTER_COUNTED.finditer(line)}
-        for m in _OUTER_COUNTED.finditer(line):
-            last[_word(m.group(1))] = (int(m.group(2)), int(m.group(3)))
-        for m in _OUTER_NUMBERED.finditer(line):
-            if m.start() in counted:
-                continue
-            done, total = last.get(_word(m.group(1)), (0, 0))
-            if not (done == total > 0 and int(m.group(2)) <= total):
-                return True
-    return any(done < total for done, total in last.values())
-
-
-def _word(word: str) -> str:
-    return word.lower().removesuffix("s")
 
 
 def goes_on_after(after: Sequence[str], epoch: int) -> bool:

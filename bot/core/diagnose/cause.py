@@ -21,7 +21,7 @@ from typing import Any, TypeAlias
 from bot.core.detectors import LeakFinding, SilentExitFinding, StallFinding
 from bot.core.diagnose.announced import SubmititPreemption
 from bot.core.diagnose.epilogue import EpilogueMemoryKill
-from bot.core.diagnose.quiet_ending import PromptEnding, TargetEnding
+from bot.core.diagnose.quiet_ending import FinishSaid, PromptEnding, TargetEnding
 from bot.core.models import NeverStarted, UpstreamCause
 from bot.core.units import GIB
 
@@ -197,6 +197,15 @@ class TargetReached:
 
 
 @dataclass(frozen=True)
+class FinishedInOwnWords:
+    """In a log without accounting, the program said its training finished in its own words
+    (`Done training.`, `All done!`: no framework's end line) and the log ended after it with no
+    training and no error (`finish_said`)."""
+
+    said: FinishSaid
+
+
+@dataclass(frozen=True)
 class Evaluating:
     """Training completed at `completed_line` and the framework evaluates after it
     (`evaluating`): the progress bar after it is the evaluation's, not training's."""
@@ -280,7 +289,8 @@ Cause: TypeAlias = (
     | NcclSharedMemory | OpenFileLimit | NoNinja | LaunchFailed | DataDependentGuard
     | MpiMessageSize
     | MissingTool | SigtermOnly | RerunElsewhere
-    | ExitInterval | SignalStop | SubmititPreempted | EndedEarly | TargetReached | Evaluating
+    | ExitInterval | SignalStop | SubmititPreempted | EndedEarly | TargetReached
+    | FinishedInOwnWords | Evaluating
     | Requeued
     | Signalled | EndedWaiting | Running | StillAlive
 )
@@ -347,6 +357,8 @@ def case_detail(cause: Cause | None) -> dict[str, Any] | None:
         case TargetReached(ending):
             return {"kind": "target_reached", "line": ending.line, "done": ending.done,
                     "total": ending.total}
+        case FinishedInOwnWords(said):
+            return {"kind": "finish_said", "line": said.line}
         case Evaluating(completed_line):
             return {"kind": "evaluating", "line": completed_line}
         case Requeued(state, framework, line, remaining, cause):

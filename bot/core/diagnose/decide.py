@@ -66,6 +66,7 @@ from bot.core.diagnose.cause import (
     Cause,
     EpilogueMemory,
     Evaluating,
+    FinishedInOwnWords,
     Requeued,
     ShellReturned,
     Signalled,
@@ -99,6 +100,7 @@ from bot.core.diagnose.quiet_ending import (
     ends_at_shell_prompt,
     ends_in_closed_progress_table,
     ends_in_final_save,
+    ends_in_finish_said,
     ends_in_keras_last_epoch,
     ends_in_open_progress_bar,
     epochs_left,
@@ -376,6 +378,11 @@ def diagnose(
             # signal: a loop that ended, inferred from where it stopped, not said by a line
             chosen, decided_by, case_cause = "completed", HINT, TargetReached(reached)
             evidence = [Evidence(reached.line, reached.text)]
+        elif not acct.says_how_it_ended and (said := ends_in_finish_said(tail, series)) is not None:
+            # no accounting: after training, the program said it finished in its own words
+            # (`Done training.`, `All done!`) and only reports, saves or nothing follow
+            chosen, decided_by, case_cause = "completed", HINT, FinishedInOwnWords(said)
+            evidence = [Evidence(said.line, said.text)]
         elif acct.state is None and (prompt := ends_at_shell_prompt(tail, series)):
             # the shell's prompt came back after progress or start-up output, with no error and
             # no end of training

@@ -22,11 +22,12 @@ from typing import NamedTuple
 
 from bot.core.catalogue.scanner import normalize_line
 from bot.core.detectors import TENSORPACK_EPOCH_START
-from bot.core.diagnose.after_target import goes_on_after, outer_loop_open
+from bot.core.diagnose.after_target import goes_on_after
 from bot.core.diagnose.ending import says_error
 from bot.core.framework_lines import json_stats_epoch, openmmlab_epoch
 from bot.core.line_time import message_after_time
 from bot.core.metrics import MetricSeries
+from bot.core.outer_loop import outer_loop_open
 from bot.core.progress_bars import is_start_up_bar
 
 # TensorFlow's Estimator (and Keras/Slim) writing a checkpoint: `Saving checkpoints for N into`.
@@ -459,8 +460,8 @@ def ends_after_target(tail: Sequence[tuple[int, str]], series: MetricSeries
     training prints progress again, so nothing but reports after the target is a loop that
     ended. It stays a hint: no line says the program ended (it may still be writing its
     reports). None when progress stops short of the target; when the log shows a loop around
-    the training whose last pass it cannot tell ended (bot.core.diagnose.after_target
-    .outer_loop_open: `Fold 1/5`, `Trial 0 finished`); when the series' progress or any line
+    the training whose last pass it cannot tell ended (bot.core.outer_loop.outer_loop_open:
+    `Fold 1/5`, `Trial 0 finished`); when the series' progress or any line
     after the target trains, announces training or an outer loop's next pass, is an error's or
     a signal's or an abort's, or the log ends in an evaluation announced with no result
     (`after_target.goes_on_after`); or when the log ends in a progress bar short of its total
@@ -522,3 +523,43 @@ def _epoch_reports_done(lines: Sequence[tuple[int, str]], header: int, total: st
         return None
     n, text = reports[each - 1]
     return (n, text) if all(a == b for a, b in _COUNT.findall(text)) else None
+
+
+# A program's own sentence that its training finished, in words none of the catalogue's
+# `completed` markers has (those read `Training finished`, `Finished training.`, `Training
+# complete(d)`, `done training in`, ...): `Done training.`, `INFO: training done`, `All done!`
+_FINISH_SAID = re.compile(r"(?i)(?<![a-z])(?:done training|training (?:is )?done|all done)"
+                          r"(?![a-z])")
+
+
+class FinishSaid(NamedTuple):
+    """The line of a log alone that says its training finished in the program's own words
+    (`ends_in_finish_said`)."""
+
+    line: int
+    text: str
+
+
+def ends_in_finish_said(tail: Sequence[tuple[int, str]], series: MetricSeries
+                        ) -> FinishSaid | None:
+    """After training progress, the last line saying training finished in the program's own
+    words (`_FINISH_SAID`: `Done training.`, `training done`, `All done!`), with nothing after it
+    but what `ends_after_target` lets follow a target: None when that line or one after it trains
+    or names a pass or an epoch (`Done training epoch 3`, `training done for fold 1/5`), when the
+    log shows an outer loop short of its last pass, when the series' progress goes on after it,
+    or when a signal, an error or an evaluation with no result follows it (bot.core.diagnose
+    .after_target.goes_on_after); None with no training progress before it (`All done.` after a
+    data-preparation step)."""
+    if ends_in_open_progress_bar(tail) or series.ends_inside_evaluation:
+        return None
+    lines = [(n, normalize_line(t)) for n, t in tail if t.strip()]
+    said = next((i for i in range(len(lines) - 1, -1, -1) if _FINISH_SAID.search(lines[i][1])),
+                None)
+    if said is None or not any(_shows_progress(t) for _, t in lines[:said]):
+        return None
+    n, text = lines[said]
+    if (series.last_iteration_line is not None and series.last_iteration_line > n) or (
+            outer_loop_open([t for _, t in lines])
+            or goes_on_after([t for _, t in lines[said:]], epoch=-1)):
+        return None
+    return FinishSaid(n, text)

@@ -36,8 +36,9 @@ import pytest
 from support.diagnosis import read_log
 from support.end_marker import LATE_ERROR, _catalogue, read
 
-from bot.core.diagnose.after_target import goes_on_after, outer_loop_open
+from bot.core.diagnose.after_target import goes_on_after
 from bot.core.models import Accounting, Diagnosis
+from bot.core.outer_loop import outer_loop_open
 from bot.slack.render import explain, explain_decided
 
 

@@ -1,0 +1,46 @@
+"""A loop around the training: k-fold's folds, a search's trials, a sweep's runs, federated
+rounds, RL episodes, a recipe's stages or phases (`Fold 1/5`, `Trial 3 of 20`, Keras Tuner's
+`Running Trial #2`, Optuna's `Trial 0 finished`, `==> Stage 2/2`). A training target or a line
+saying training finished is one pass's when such a loop is short of its last pass.
+Pure: no file or clock access.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+
+OUTER_PASS = r"(?:fold|trial|round|episode|sweep|run|stage|phase)s?"
+# A pass's counter with its total (`Fold 1/5`, `Trial 3 of 20`, `==> Stage 2/2`)
+_COUNTED = re.compile(r"(?i)(?<![a-z])(" + OUTER_PASS + r")\s*#?\s*(\d+)\s*(?:/|of)\s*(\d+)")
+# ... and its number alone (`Score for fold 1`, `Running Trial #2`, `Trial 0 finished`)
+_NUMBERED = re.compile(r"(?i)(?<![a-z])(" + OUTER_PASS + r")\s*(?:#|no\.?)?\s*(\d+)(?![\d/.])")
+
+
+def outer_loop_open(lines: Sequence[str]) -> bool:
+    """The lines show a loop around the training whose last pass they cannot tell ended: its
+    last counter with a total short of that total (`Fold 1/5`), or a pass's number with no total
+    that no counter at its total covers (`Score for fold 1`, `Running Trial #2`, Optuna's
+    `Trial 0 finished`)."""
+    last: dict[str, tuple[int, int]] = {}
+    for line in lines:
+        counted = {m.start() for m in _COUNTED.finditer(line)}
+        for m in _COUNTED.finditer(line):
+            last[_word(m.group(1))] = (int(m.group(2)), int(m.group(3)))
+        for m in _NUMBERED.finditer(line):
+            if m.start() in counted:
+                continue
+            done, total = last.get(_word(m.group(1)), (0, 0))
+            if not (done == total > 0 and int(m.group(2)) <= total):
+                return True
+    return any(done < total for done, total in last.values())
+
+
+def names_pass_short_of_last(line: str) -> bool:
+    """The line names a pass of an outer loop short of its total (`training finished for fold
+    1/5`): what it says is that pass's."""
+    return any(int(m.group(2)) < int(m.group(3)) for m in _COUNTED.finditer(line))
+
+
+def _word(word: str) -> str:
+    return word.lower().removesuffix("s")
