@@ -333,14 +333,13 @@ def _piped_groups(code: str) -> list[tuple[int, int]]:
     return spans
 
 
-#: What, right before a function's name, makes it a word bash runs no body at: a value
-#: assigned (`cmd=f`, `cmd="f"`: only a later `$cmd` runs it, read as dynamic) or a command run
-#: by `command` (COMMAND_ARGUMENT_RE).
-_RUNS_NO_BODY_HERE_RE = re.compile(
-    r"(?:\w=[\"']?|(?<!builtin )(?<![\w-])command[ \t]+(?:-[pvV]+[ \t]+)*)\Z")
 #: `command` right before a word (`command f`, `command -p f`): `command` skips functions; not
 #: `builtin command f`, where bash 5.2 ends the shell when no `f` file is found.
 COMMAND_ARGUMENT_RE = re.compile(r"(?<!builtin )(?<![\w-])command[ \t]+(?:-[pvV]+[ \t]+)*\Z")
+#: What, right before a function's name, makes it a word bash runs no body at: a value
+#: assigned (`cmd=f`, `cmd="f"`: only a later `$cmd` runs it, read as dynamic) or a command run
+#: by `command` (COMMAND_ARGUMENT_RE).
+_RUNS_NO_BODY_HERE_RE = re.compile(r"\w=[\"']?\Z|" + COMMAND_ARGUMENT_RE.pattern)
 
 
 #: A `trap` whose action is one function's name run on the shell's exit only (`trap f EXIT`,
