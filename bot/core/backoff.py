@@ -16,6 +16,12 @@ MAX_SKIPPED = 16  # chances skipped at most between two tries (8.5 min at a 30-s
 # at each try) before it is given up: at 0, 2, 5, 10, 19, 36, 53 and 70 chances (35 min at a
 # 30-s tick)
 THREADLESS_TRIES = 8
+# An automatic resubmit that failed (bot.services.watch.resubmit) is tried again after 1, 2,
+# 4, 8 minutes; its `RESUBMIT_TRIES`th failed try (about 15 min after the first) is its last:
+# trainbot stops and says so in the run's thread. One sbatch refused is its last at once.
+RESUBMIT_TRIES = 5
+RESUBMIT_RETRY_FIRST_S = 60.0
+RESUBMIT_RETRY_MAX_S = 900.0
 
 
 @dataclass
@@ -129,5 +135,10 @@ def after_try(backoffs: Backoffs, key: str, fate: Fate) -> AfterTry:
     return AfterTry("later", backoff.refused_again(), backoff.failed)
 
 
-__all__ = ["MAX_SKIPPED", "THREADLESS_TRIES", "AfterTry", "Backoff", "Backoffs", "Fate",
-           "after_try"]
+def resubmit_retry_in_s(failures: int) -> float:
+    """How long after its `failures`th failed try an automatic resubmit is tried again."""
+    return min(RESUBMIT_RETRY_FIRST_S * 2 ** (failures - 1), RESUBMIT_RETRY_MAX_S)
+
+
+__all__ = ["MAX_SKIPPED", "RESUBMIT_TRIES", "THREADLESS_TRIES", "AfterTry", "Backoff",
+           "Backoffs", "Fate", "after_try", "resubmit_retry_in_s"]

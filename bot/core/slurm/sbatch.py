@@ -163,6 +163,27 @@ def parse_sbatch_output(text: str) -> int:
                              out=repr(text.strip()[:200])))
 
 
+# sbatch refusing a job for now, for reasons that pass by themselves (its submit refused as
+# the controller's messages say, src/common/slurm_errno.c: a limit on jobs submitted, which
+# jobs ending lift; the controller's own job count or rate limit; a partition inactive or
+# drained; or sbatch's own words for a controller too busy to take it). Any other refusal
+# (an account, a partition or a QOS that is not there, a size or time over its limit) is
+# the same at each try.
+SBATCH_REFUSED_FOR_NOW_RE = re.compile(
+    r"MaxSubmitJob|SubmitJobsLimit|job submit limit|MaxJobCount limit reached|"
+    r"Rate limit exceeded|temporarily unable to accept job|Resource temporarily unavailable|"
+    r"try again later|partition configuration not available now|"
+    r"Required partition not available \(inactive or drain\)|"
+    r"I/O error writing script/environment to file",
+    re.IGNORECASE)
+
+
+def sbatch_refused_for_now(stderr: str) -> bool:
+    """Does sbatch's `stderr` refuse its job for a reason that passes by itself (a submit
+    limit, a busy controller), so the same submit may be taken later?"""
+    return SBATCH_REFUSED_FOR_NOW_RE.search(stderr) is not None
+
+
 def sbatch_input_env(options: Mapping[str, Any]) -> dict[str, str]:
     """sbatch's input environment variables for `options` (field name -> value; None: unset):
     how a site submit wrapper that runs sbatch gets a recipe's Slurm options without knowing

@@ -7,7 +7,10 @@ A finished job whose decision is `resubmit_now` gets an intent row in the incide
 sbatch whose end trainbot did not see: OutcomeUnknown, its channel closed first or past its
 timeout), is reconciled with Slurm before anything is submitted again (`run_due`). A row
 whose stored decision does not read back as `resubmit_now` is never carried out: a person is
-asked instead (`asked`).
+asked instead (`asked`). A resubmit that fails is tried again after a backoff
+(bot.core.backoff.resubmit_retry_in_s), its failures counted on its row; one refused by the
+cluster (sbatch said no) or failed `RESUBMIT_TRIES` times is given up: the run's thread is
+told why and how to resume it by hand (`failed`).
 """
 
 from __future__ import annotations
@@ -16,7 +19,9 @@ import logging
 from typing import Any, Protocol
 
 from bot.cluster.errors import CommandFailed
+from bot.core.backoff import RESUBMIT_TRIES, resubmit_retry_in_s
 from bot.core.policy import Decision, DecisionKind, resume_start, run_latest
+from bot.core.slurm.sbatch import sbatch_refused_for_now
 from bot.crashpoint import crashpoint
 from bot.services.ports import LeaseLost
 from bot.services.submit import RESUBMIT_CLASS
@@ -118,6 +123,8 @@ class AutoResubmits:
                 continue
             if decision.not_before is not None and now < float(decision.not_before):
                 continue
+            if inc.state != "submitted" and now < float(data.get("retry_at") or 0):
+                continue  # a failed try's backoff
             latest = self._latest(chain.id, decision)
             if inc.state == "due" and latest is not None and latest.job_id != inc.job_id:
                 # the run went on meanwhile (a person's resume): a second job would run beside
@@ -148,6 +155,9 @@ class AutoResubmits:
                 if ended:  # nothing went through, and the chain has ended since: settled, so
                     self.store.incidents.set_state(inc.key, "dropped")  # no lookup each tick
                     continue
+                if data.get("refused") or int(data.get("failures") or 0) >= RESUBMIT_TRIES:
+                    self._give_up(inc, chain.id, data, decision, now, report)
+                    continue
                 if not self.store.incidents.set_state_from(inc.key, inc.state, "submitting"):
                     continue  # another replica took this resubmit on meanwhile
                 crashpoint("resubmit_intent", inc.key)  # crash-safety test hook (no-op)
@@ -156,18 +166,64 @@ class AutoResubmits:
                                              intent=inc.key)
                 except LeaseLost:
                     raise  # no sbatch was made; the state is the new holder's to change
-                except Exception as exc:  # noqa: BLE001 - retried next tick, never lost
-                    log.warning("%s: resubmit of %s (chain %s) failed, will retry: %s",
-                                self.cluster, inc.job_id, chain.id, exc)
+                except Exception as exc:  # noqa: BLE001 - retried later, never lost
                     report.resubmits_failed += 1
-                    if isinstance(exc, CommandFailed):  # the submit command said no: nothing
-                        self.store.incidents.set_state(inc.key, "due")  # was submitted
-                    continue  # else it may have been (a channel closed): `recover` first
+                    self._failed(inc, chain.id, data, decision, exc, now, report)
+                    continue
                 if new_job is None:  # another submit of the run is in flight: nothing sent;
                     self.store.incidents.set_state(inc.key, "due")  # dropped once recorded
                     continue
             self.store.incidents.set_state(inc.key, "submitted")
             self._tell_resubmitted(inc, chain.id, data, decision, new_job, now, report)
+
+    def _failed(self, inc: Incident, chain_id: int, data: dict[str, Any], decision: Decision,
+                exc: Exception, now: float, report: TickReport) -> None:
+        """The resubmit of `inc` raised `exc`: counted on its row, tried again after its
+        backoff. The submit command said no (CommandFailed: nothing was submitted) → back to
+        `due`; given up at once unless its reason passes by itself (a submit limit, a busy
+        controller: bot.core.slurm.sbatch.sbatch_refused_for_now), since the same sbatch
+        would be refused again. Else it may have gone through (a channel closed, an error
+        after sbatch): it stays `submitting`, so `recover` looks first, and it is given up
+        only once that found nothing."""
+        said_no = isinstance(exc, CommandFailed)
+        stderr = exc.stderr if isinstance(exc, CommandFailed) else ""
+        refused = said_no and not sbatch_refused_for_now(stderr)
+        tried = int(data.get("failures") or 0) + 1
+        # sbatch's own words when it said no (its last lines, as one), not its long argv
+        error = " ".join(" ".join(stderr.strip().splitlines()[-5:]).split()) or str(exc)
+        self.store.incidents.note_failure(
+            inc.key, error=error, state="due" if said_no else "submitting",
+            facts={"refused": refused, "retry_at": now + resubmit_retry_in_s(tried)
+                   if tried < RESUBMIT_TRIES and not refused else now})
+        log.warning("%s: resubmit of %s (chain %s) failed (try %d of %d)%s: %s", self.cluster,
+                    inc.job_id, chain_id, tried, RESUBMIT_TRIES,
+                    "; sbatch refused it, not tried again" if refused else "", exc)
+        row = self.store.incidents.get(inc.key)
+        if refused and row is not None:
+            self._give_up(inc, chain_id, row.diagnosis, decision, now, report)
+
+    def _give_up(self, inc: Incident, chain_id: int, data: dict[str, Any], decision: Decision,
+                 now: float, report: TickReport) -> None:
+        """Stop trying the resubmit of `inc` (refused, or failed RESUBMIT_TRIES times, nothing
+        submitted): the run's thread is told once, with the last error and how to resume by
+        hand; the row is `failed` once the note is taken (until then it is said again)."""
+        recipe = data.get("recipe")
+        tries = int(data.get("failures") or 0)
+        error = str(data.get("error") or "")
+        resume = f"`/train resume {recipe or 'RECIPE'}`"
+        text = (f"job {inc.job_id} was not resubmitted: the cluster refused the automatic "
+                f"resubmit ({error}), so trainbot will not try it again; fix the cause, then "
+                f"{resume} resumes the run." if data.get("refused") else
+                f"job {inc.job_id} was not resubmitted: the automatic resubmit failed {tries} "
+                f"times, the last with: {error}. trainbot stopped trying; {resume} resumes the "
+                "run.")
+        facts = {"resubmit": "refused" if data.get("refused") else "failed", "tries": tries,
+                 "error": error, "recipe": recipe or "RECIPE"}
+        if self.outbox.emit(WatchEvent("note", f"{self.cluster}:{inc.job_id}:resubmit:failed",
+                                       self.cluster, text, chain_id, str(inc.job_id), recipe,
+                                       decision=decision, facts=facts, text_only=True),
+                            "resubmit_failed", now, report):
+            self.store.incidents.set_state(inc.key, "failed")
 
     def _latest(self, chain_id: int, decision: Decision) -> Any:
         """The chain's latest attempt; of a resubmitted array task (`array_task`), that
@@ -180,14 +236,16 @@ class AutoResubmits:
         """A resubmit row whose stored decision does not say `resubmit_now` (unreadable,
         written by another version): nothing is submitted, a person is asked in the thread."""
         recipe = data.get("recipe")
-        resume = f"`/train resume {recipe}`" if recipe else "`/train resume RECIPE`"
+        kind = str((data.get("decision") or {}).get("kind"))
         text = (f"job {inc.job_id}: trainbot could not read back its decision to resubmit "
-                f"(stored kind {(data.get('decision') or {}).get('kind')!r}), so it did not "
-                f"resubmit; a person decides: {resume} resumes the run.")
+                f"(stored kind `{kind}`), so it did not resubmit; a person decides: "
+                f"`/train resume {recipe or 'RECIPE'}` resumes the run.")
         # The note says its own sentence, not the stored decision's ("resubmitting …")
         if self.outbox.emit(WatchEvent("note", f"{self.cluster}:{inc.job_id}:resubmit:ask",
                                  self.cluster, text, chain_id, str(inc.job_id), recipe,
-                                 decision=decision, text_only=True),
+                                 decision=decision, text_only=True,
+                                 facts={"resubmit": "ask", "stored_kind": kind,
+                                        "recipe": recipe or "RECIPE"}),
                       "resubmit_ask", now, report):
             self.store.incidents.set_state(inc.key, "asked")
 

@@ -94,3 +94,23 @@ class IncidentsRepo(_Repo):
                 .values(state=state)
             )
         return result.rowcount == 1
+
+    def note_failure(self, key: str, *, error: str, state: str,
+                     facts: Mapping[str, Any]) -> int:
+        """One more failed try of incident `key` (an automatic resubmit's): its `failures`
+        counted in its diagnosis, `error` (stored redacted) and `facts` (e.g. when it is
+        tried again) kept there beside it, and its state set to `state`, in one transaction.
+        The failures counted so far, this one included."""
+        incidents = t.incidents
+        with self._engine.begin() as conn:
+            stored = conn.execute(select(incidents.c.diagnosis_json)
+                                  .where(incidents.c.key == key)).scalar_one_or_none()
+            if stored is None:
+                raise KeyError(f"no incident {key!r}")
+            diagnosis = json.loads(stored)
+            failures = int(diagnosis.get("failures") or 0) + 1
+            diagnosis.update(self._redactor.redact_data({**facts, "error": error}),
+                             failures=failures)
+            conn.execute(update(incidents).where(incidents.c.key == key).values(
+                diagnosis_json=json.dumps(diagnosis, sort_keys=True), state=state))
+        return failures

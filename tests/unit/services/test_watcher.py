@@ -36,7 +36,7 @@ from support.watcher import (
     timed_out,
 )
 
-from bot.cluster.errors import ChannelClosed, ClusterUnavailable
+from bot.cluster.errors import ChannelClosed, ClusterUnavailable, CommandFailed
 from bot.core.policy import DecisionKind, PolicyParams
 from bot.core.slurm.records import JobRecord
 from bot.core.tail import FAILED, FileRead
@@ -513,6 +513,107 @@ def test_failed_resubmit_is_retried_not_lost(env):
     assert len(resub.calls) == 2 and store.chains.get(chain.id).retries_used == 1
     w.tick(T0 + 1500)
     assert len(resub.calls) == 2
+
+
+SBATCH_REFUSED = ("sbatch: error: Batch job submission failed: Invalid account or "
+                  "account/partition combination specified\n")
+
+
+class RefusedResubmit(FakeResubmit):
+    """sbatch says no to every resubmit, with `stderr` (default: the recipe's account was
+    taken away meanwhile)."""
+
+    stderr = SBATCH_REFUSED
+
+    def __call__(self, recipe: str, chain_id: int, decision: Any, *, intent: str) -> int:
+        self.calls.append((recipe, chain_id, decision.resume_from))
+        raise CommandFailed(["sbatch", "--parsable", "--account=gone"], 1, self.stderr)
+
+
+def said_in_thread(store: Store, chain_id: int, note: Any, lang: str) -> str:
+    """What the run's thread shows for watcher event `note`, in `lang` (posted under a key of
+    its own per language: the thread's poster says each key once)."""
+    ctx = make_context(store, slack_lang=lang)
+    recorded(ctx).post_root(chain_id, "C0TRAIN", [], "auto")
+    ThreadEvents(ctx).publish(replace(note, key=f"{note.key}:{lang}"))
+    [said] = [text for kind, _, k, text in recorded(ctx).posts if k == f"{note.key}:{lang}"]
+    return said
+
+
+def test_a_resubmit_sbatch_refuses_is_told_in_the_thread_once_and_not_tried_again(env):
+    """sbatch refuses the automatic resubmit: the thread says so at once, with sbatch's
+    error and the `/train resume` that resumes the run by hand; trainbot tries no more
+    (before: the same sbatch every tick, for ever, and the thread's last word was
+    "resubmitting from iteration 1,200")."""
+    store, slurm, sftp, sink = env
+    resub = RefusedResubmit(store)
+    w, chain = timed_out(env, resub)
+    for k in range(60):  # an hour of ticks
+        w.tick(T0 + 1310 + 60 * k)
+    assert len(resub.calls) == 1
+    assert sink.kinds() == ["incident", "note"]
+    note = sink.events[1]
+    assert note.text == (
+        "job 88300 was not resubmitted: the cluster refused the automatic resubmit (sbatch: "
+        "error: Batch job submission failed: Invalid account or account/partition "
+        "combination specified), so trainbot will not try it again; fix the cause, then "
+        "`/train resume auto` resumes the run.")
+    assert said_in_thread(store, chain.id, note, "en") == mrkdwn_escape(note.text)
+    korean = said_in_thread(store, chain.id, note, "ko")
+    assert korean.startswith("작업 88300은(는) 재제출되지 않았습니다: 클러스터가 자동 "
+                             "재제출을 거부")
+    assert "Invalid account" in korean and "`/train resume auto`" in korean
+    assert store.incidents.get(f"{CLUSTER}:88300:resubmit").state == "failed"
+    assert store.chains.get(chain.id).retries_used == 0
+
+
+def test_a_resubmit_failing_again_and_again_is_given_up_and_told_once(env):
+    """The resubmit fails each try (an error that may not last): tried again after 1, 2, 4,
+    8 minutes, not every tick; its fifth failure is its last, and the thread is told, once,
+    with the last error and how to resume by hand."""
+    store, slurm, sftp, sink = env
+    resub = FakeResubmit(store, fail_first=10**6)
+    w, chain = timed_out(env, resub)
+    tried_at = []
+    for k in range(60):  # an hour of 60-s ticks
+        t = T0 + 1310 + 60 * k
+        before = len(resub.calls)
+        w.tick(t)
+        if len(resub.calls) > before:
+            tried_at.append(t)
+    assert [b - a for a, b in zip(tried_at, tried_at[1:], strict=False)] == [
+        60, 120, 240, 480]
+    assert sink.kinds() == ["incident", "note"]
+    note = sink.events[1]
+    assert note.text == (
+        "job 88300 was not resubmitted: the automatic resubmit failed 5 times, the last with: "
+        "sbatch: error: Slurm temporarily unable to accept job. trainbot stopped trying; "
+        "`/train resume auto` resumes the run.")
+    assert said_in_thread(store, chain.id, note, "ko") == (
+        "작업 88300은(는) 재제출되지 않았습니다: 자동 재제출이 5번 실패했고, 마지막 오류는 "
+        "sbatch: error: Slurm temporarily unable to accept job입니다. trainbot은 시도를 "
+        "멈췄습니다. `/train resume auto`로 실행을 재개하세요.")
+    assert store.incidents.get(f"{CLUSTER}:88300:resubmit").state == "failed"
+
+
+def test_a_resubmit_sbatch_refuses_for_now_is_tried_again_then_given_up(env):
+    """sbatch refuses for a reason that passes by itself (the user's submit limit, reached
+    while other jobs run): tried again after 1, 2, 4, 8 minutes; the fifth refusal is the
+    last, and the thread is told once."""
+    store, slurm, sftp, sink = env
+    resub = RefusedResubmit(store)
+    resub.stderr = ("sbatch: error: QOSMaxSubmitJobPerUserLimit\nsbatch: error: Batch job "
+                    "submission failed: Job violates accounting/QOS policy (job submit "
+                    "limit, user's size and/or time limits)\n")
+    w, chain = timed_out(env, resub)
+    for k in range(60):
+        w.tick(T0 + 1310 + 60 * k)
+    assert len(resub.calls) == 5
+    assert sink.kinds() == ["incident", "note"]
+    assert sink.events[1].text.startswith(
+        "job 88300 was not resubmitted: the automatic resubmit failed 5 times, the last with: "
+        "sbatch: error: QOSMaxSubmitJobPerUserLimit sbatch: error: Batch job submission "
+        "failed: Job violates")
 
 
 def test_crash_after_submit_before_done_does_not_submit_twice(env):
@@ -1295,6 +1396,9 @@ def test_a_due_resubmit_whose_stored_decision_is_unreadable_asks_a_person(env, k
     [said] = [text for kind, _, k, text in recorded(ctx).posts if k == f"{key}:ask"]
     assert said == mrkdwn_escape(note.text)
     assert "retryable" not in said and "resubmitting" not in said
+    assert said_in_thread(store, chain.id, note, "ko") == (
+        f"작업 88300: trainbot이 재제출 결정을 다시 읽지 못해(저장된 종류 `{kind}`) 재제출하지 "
+        "않았습니다. 사람이 결정해 주세요: `/train resume auto`로 실행을 재개합니다.")
 
 
 @pytest.mark.parametrize(("policy", "warned"), [
