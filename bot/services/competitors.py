@@ -331,9 +331,18 @@ def release_if_no_longer_waiting(ctx: BotContext, approval: Approval, now: float
     if rec is not None and rec.is_pending:
         return HoldResult("held")
     state = rec.state if rec is not None else None
-    if _competitor(approval) in release_unless_waiting(ctx, cluster, for_job, rec, now):
+    released = release_unless_waiting(ctx, cluster, for_job, rec, now)
+    if _competitor(approval) in released or released_by_another(ctx, approval):
         return HoldResult("held_released", state=state)
     return HoldResult("held_not_released", state=state)
+
+
+def released_by_another(ctx: BotContext, approval: Approval) -> bool:
+    """Has another run (a tick, a cancel) released held competitor `approval` meanwhile
+    (it saw its hold land: `hold_seen_over`): its row done with an `ok` release?"""
+    done = ctx.store.approvals.get(approval.token)
+    return done is not None and done.state == "done" and not any(
+        step.startswith("release_failed_") for step in ctx.store.approvals.steps(approval.token))
 
 
 def release_unless_waiting(ctx: BotContext, cluster: str, for_job: int, rec: JobRecord | None,
@@ -389,7 +398,7 @@ def release_held_for(ctx: BotContext, job_id: int | str, now: float, why: str,
         if not hold_over(ctx, approval, now):
             continue  # its `scontrol hold` may still land (released once it is over), or
             # the release came before the hold was sent: nothing held, nothing to release
-        if not claim_release(ctx, approval, now):
+        if not claim_release(ctx, approval, now, why):
             continue  # another tick or replica is releasing it, or tries again later
         crashpoint("hold_release_claimed", approval.token)  # crash-test hook (no-op in production)
         comp = _competitor(approval)
@@ -466,7 +475,8 @@ def hold_over(ctx: BotContext, approval: Approval, now: float) -> bool:
     then holds nothing and says the job was not held), so nothing is released or said and the
     row is done (`taken_before_its_hold`). Else its hold is over (`hold_ended`), or its holder
     died or did not see its hold's end (hold_unknown) and the step is
-    bot.core.takeover.hold_step_takeover_s old (its hold has ended by then)."""
+    bot.core.takeover.hold_step_takeover_s old (its hold has ended by then), or Slurm's
+    record of the job shows no hold can land any more (`hold_seen_over`)."""
     approvals, token = ctx.store.approvals, approval.token
     if approvals.mark_step(token, HOLDING_STEP, now=now):
         approvals.mark_step(token, HOLD_ENDED_STEP, now=now)
@@ -474,7 +484,27 @@ def hold_over(ctx: BotContext, approval: Approval, now: float) -> bool:
     steps = approvals.steps(token)
     if HOLD_ENDED_STEP in steps:
         return True
-    return steps[HOLDING_STEP] <= now - step_takeover_s(ctx, approval, HOLDING_STEP)
+    if steps[HOLDING_STEP] <= now - step_takeover_s(ctx, approval, HOLDING_STEP):
+        return True
+    if not hold_seen_over(ctx, approval):
+        return False
+    approvals.mark_step(token, HOLD_ENDED_STEP, now=now)
+    return True
+
+
+def hold_seen_over(ctx: BotContext, approval: Approval) -> bool:
+    """Does Slurm's record of held competitor `approval`, whose `scontrol hold` may still be
+    on its way (its end not seen, or its holder still waiting for it), show that no hold of
+    it can land any more? It is held (JobHeldUser, JobHeldAdmin: the hold landed; Slurm
+    keeps no record of who held a job, so a hold its owner or an admin placed meanwhile is
+    read as trainbot's, and a hold of trainbot's landing after its release would leave the
+    job held as they held it), or it runs or ended (Slurm refuses to hold a job that no
+    longer waits: "Job is no longer pending execution"). Only a plain job's record says so:
+    an array's id stands for tasks some of which may still wait, and a job Slurm does not
+    know, or a record that cannot be read, says nothing (False: its hold is over once its
+    `holding` step is old enough, `hold_over`)."""
+    rec = competitor_record(ctx, approval)
+    return rec is not None and (rec.is_held or not rec.is_pending)
 
 
 def taken_before_its_hold(ctx: BotContext, approval: Approval, now: float) -> bool:
@@ -504,11 +534,14 @@ MAX_RELEASE_ATTEMPTS = 3
 once in the thread; the last one's with how to release the job by hand."""
 
 
-def claim_release(ctx: BotContext, approval: Approval, now: float) -> bool:
+def claim_release(ctx: BotContext, approval: Approval, now: float, why: str) -> bool:
     """Claim the release of the held competitor `approval` (its `releasing` step, with this
-    run's bounds): True for exactly one caller, at once the first time; after that only once
+    run's bounds): True for exactly one caller, at once the first time; after that once
     the step is bot.core.takeover.hold_step_takeover_s old (its claimer died before the
-    outcome was recorded, or its release failed and is due again), for one caller."""
+    outcome was recorded, or its release failed and is due again), for one caller; or,
+    its last attempt over (`last_attempt_ended_at`), at once when the resumed job was
+    cancelled (`why`: a person asked, so the failed release is tried again now) or the job
+    is read no longer held (`competitor_not_held`: said released without waiting)."""
     cluster = approval.payload.get("cluster", "")
     try:
         bounds: StepBounds | None = step_bounds(ctx.config, cluster, ctx.clusters.slurm(cluster))
@@ -518,8 +551,44 @@ def claim_release(ctx: BotContext, approval: Approval, now: float) -> bool:
     if approvals.mark_step(approval.token, RELEASING_STEP, now=now, bounds=bounds):
         return True
     older_than = now - release_takeover_s(ctx, approval)
-    return approvals.take_over_step(approval.token, RELEASING_STEP, older_than=older_than,
+    if approvals.take_over_step(approval.token, RELEASING_STEP, older_than=older_than,
+                                now=now, bounds=bounds):
+        return True
+    ended_at = last_attempt_ended_at(ctx, approval)
+    if ended_at is None or not (why == "cancelled" or competitor_not_held(ctx, approval)):
+        return False
+    return approvals.take_over_step(approval.token, RELEASING_STEP, older_than=ended_at,
                                     now=now, bounds=bounds)
+
+
+def last_attempt_ended_at(ctx: BotContext, approval: Approval) -> float | None:
+    """When held competitor `approval`'s last release attempt was recorded as failed (or
+    not known: its `release_failed_N` step), if no claim came after it (the `releasing`
+    step no newer): no run is releasing it now; None while one may be."""
+    steps = ctx.store.approvals.steps(approval.token)
+    failed = [at for step, at in steps.items() if step.startswith("release_failed_")]
+    if not failed or RELEASING_STEP not in steps or max(failed) < steps[RELEASING_STEP]:
+        return None
+    return max(failed)
+
+
+def competitor_not_held(ctx: BotContext, approval: Approval) -> bool:
+    """Does Slurm's record of held competitor `approval` show it no longer held (an earlier
+    release landed after its end was not seen, or a person released it), or no longer
+    waiting? Only a plain job's record read says so (`competitor_record`)."""
+    rec = competitor_record(ctx, approval)
+    return rec is not None and not rec.is_held
+
+
+def competitor_record(ctx: BotContext, approval: Approval) -> JobRecord | None:
+    """Slurm's record of held competitor `approval` when it is a plain job's, read now; None
+    when it cannot be read, Slurm does not know it, or it is an array's (its id stands for
+    tasks some of which may still wait: one record says nothing of them all)."""
+    try:
+        rec = ctx.clusters.slurm(approval.payload["cluster"]).job(_competitor(approval))
+    except (ClusterError, KeyError):
+        return None
+    return None if rec is None or rec.array_job_id is not None else rec
 
 
 def say_release(ctx: BotContext, approval: Approval, for_job: str, why: str,

@@ -536,10 +536,9 @@ def test_a_hold_whose_answer_was_lost_stays_in_the_ledger_and_is_released(
     assert held.target_job == "88017"
     slurm.hold_answer_lost = None
     slurm.set(88887, state="RUNNING")
-    due = NOW + 2 + competitors.step_takeover_s(ctx, held, competitors.HOLDING_STEP)
-    assert competitors.release_started(ctx, due - 1) == []  # its hold may still be running
-    assert slurm.acted("release") == []
-    assert competitors.release_started(ctx, due) == [88017]
+    # Slurm shows 88017 held: its hold landed, so the next tick releases it, not its takeover
+    assert competitors.release_started(ctx, NOW + 62) == [88017]
+    assert competitors.release_started(ctx, NOW + 10_000) == []
     assert slurm.acted("release") == [88017]
     assert "Released 88017: 88887 is running." in recorded(ctx).texts()
     actions = [(e.action, e.job_id, e.result) for e in reversed(ctx.store.audit.recent(100))]
@@ -738,6 +737,20 @@ def test_a_release_whose_answer_was_lost_and_that_did_not_take_effect_is_tried_a
     assert not slurm.records[88017].is_held
 
 
+def release_times_out_once(slurm: FakeSlurm) -> None:
+    """The next `scontrol release` outlives its timeout, without effect yet (it may still
+    be running), as the real client raises it (OutcomeUnknown); the ones after work."""
+    release = slurm.release
+    timing_out = SlurmClient(FakeRunner(
+        {"scontrol": CommandTimedOut(["scontrol", "release", "88017"], 20)}))
+
+    def release_still_running(job_id: int) -> None:
+        slurm.release = release  # type: ignore[method-assign]
+        timing_out.release(job_id)
+
+    slurm.release = release_still_running  # type: ignore[method-assign]
+
+
 def test_a_release_that_timed_out_and_still_holds_when_read_says_it_is_not_known_yet(
     ctx: BotContext, slurm: FakeSlurm
 ) -> None:
@@ -746,15 +759,7 @@ def test_a_release_that_timed_out_and_still_holds_when_read_says_it_is_not_known
     says trainbot does not know yet whether it released it, never that it could not; once
     the release lands, the next try says it was released, once."""
     held_then_running(ctx, slurm)
-    release = slurm.release
-    timing_out = SlurmClient(FakeRunner(
-        {"scontrol": CommandTimedOut(["scontrol", "release", "88017"], 20)}))
-
-    def release_still_running(job_id: int) -> None:
-        slurm.release = release  # type: ignore[method-assign]
-        timing_out.release(job_id)  # as the real client raises it (OutcomeUnknown)
-
-    slurm.release = release_still_running  # type: ignore[method-assign]
+    release_times_out_once(slurm)
     [held] = competitors.held_now(ctx)
     wait = competitors.release_takeover_s(ctx, held)
     assert competitors.release_started(ctx, NOW + 3) == []
@@ -929,14 +934,19 @@ def test_no_release_is_sent_right_behind_a_hold_whose_end_was_not_seen(
     assert recorded(ctx).texts().count("Released 88017: 88887 is running.") == 1
 
 
-def test_a_hold_whose_process_died_before_its_end_is_released_after_its_takeover(
-    ctx: BotContext, slurm: FakeSlurm, monkeypatch: pytest.MonkeyPatch
+@pytest.mark.parametrize("landed", [True, False])
+def test_a_hold_whose_process_died_during_it_is_released_once_it_cannot_land_after(
+    ctx: BotContext, slurm: FakeSlurm, landed: bool
 ) -> None:
+    """The yes's process dies during its `scontrol hold`: once Slurm shows 88017 held, its
+    hold landed and the next tick releases it; while Slurm shows it not held, the hold may
+    still land, so no release goes out before the `holding` step's takeover time."""
     _, hold_token = competitor_setup(ctx, slurm)
 
     def dies(job_id: int) -> None:
-        slurm.set(job_id, reason="JobHeldUser", priority=0)
-        raise Died("after scontrol hold")
+        if landed:
+            slurm.set(job_id, reason="JobHeldUser", priority=0)
+        raise Died("during scontrol hold")
 
     slurm.hold = dies  # type: ignore[method-assign]
     with pytest.raises(Died):
@@ -944,9 +954,72 @@ def test_a_hold_whose_process_died_before_its_end_is_released_after_its_takeover
     slurm.set(88887, state="RUNNING")
     [held] = competitors.held_now(ctx)
     due = NOW + 2 + competitors.step_takeover_s(ctx, held, competitors.HOLDING_STEP)
+    assert competitors.release_started(ctx, NOW + 62) == ([88017] if landed else [])
     assert competitors.release_started(ctx, due - 1) == []
-    assert competitors.release_started(ctx, due) == [88017]
+    assert competitors.release_started(ctx, due) == ([] if landed else [88017])
+    assert slurm.acted("release") == [88017]
     assert not slurm.records[88017].is_held
+
+
+def test_a_hold_seen_landing_while_its_yes_waits_for_it_is_released_once(
+    ctx: BotContext, slurm: FakeSlurm
+) -> None:
+    """88017's hold lands while its yes still waits for `scontrol hold`'s answer, and the
+    resumed job starts: a tick that reads 88017 held releases it at once; the yes, its hold
+    over, releases nothing more and says it was released; one note in the thread."""
+    _, hold_token = competitor_setup(ctx, slurm)
+    other = make_context(ctx.store, slurm)
+    hold = slurm.hold
+    during: list[list[int]] = []
+
+    def hold_landing_before_its_answer(job_id: int) -> None:
+        hold(job_id)
+        slurm.set(88887, state="RUNNING")
+        during.append(competitors.release_started(other, NOW + 3))
+
+    slurm.hold = hold_landing_before_its_answer  # type: ignore[method-assign]
+    text = handle_click(ctx, hold_token, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 2).update_text
+    assert during == [[88017]]
+    assert text == ("Approved by <@U0APPR>: held 88017, then released it at once: 88887 no "
+                    "longer waits in the queue (RUNNING)")
+    assert slurm.acted("release") == [88017]
+    assert (recorded(ctx).texts() + recorded(other).texts()).count(
+        "Released 88017: 88887 is running.") == 1
+    assert competitors.held_now(ctx) == []
+
+
+def test_a_cancel_after_a_failed_release_tries_it_again_at_once(
+    ctx: BotContext, slurm: FakeSlurm
+) -> None:
+    """A release failed (the retry due in about 13 minutes) and a person cancels the
+    resumed job: the cancel releases 88017 at once, not at the retry."""
+    held_then_running(ctx, slurm)
+    works = slurm.release
+    slurm.release = SlurmClient(FakeRunner({"scontrol": DENIED})).release  # type: ignore[method-assign]
+    assert competitors.release_started(ctx, NOW + 3) == []
+    assert competitors.release_started(ctx, NOW + 63) == []  # a tick waits for the retry
+    slurm.release = works  # type: ignore[method-assign]
+    assert competitors.release_started(ctx, NOW + 123) == []
+    assert competitors.release_held_for(ctx, 88887, NOW + 130, "cancelled", "dev") == [88017]
+    assert not slurm.records[88017].is_held
+    assert competitors.held_now(ctx) == []
+    assert recorded(ctx).texts().count("Released 88017: 88887 was cancelled.") == 1
+
+
+def test_a_timed_out_release_that_lands_later_is_said_released_at_the_next_tick(
+    ctx: BotContext, slurm: FakeSlurm
+) -> None:
+    """`scontrol release` outlives its timeout, the job still held when read; it lands a
+    little later: the next tick reads 88017 no longer held and says it was released, not
+    about 13 minutes later at the retry."""
+    held_then_running(ctx, slurm)
+    release_times_out_once(slurm)
+    assert competitors.release_started(ctx, NOW + 3) == []
+    assert competitors.release_started(ctx, NOW + 63) == []  # still held: the retry waits
+    slurm.set(88017, reason="Priority", priority=1)  # the release lands now
+    assert competitors.release_started(ctx, NOW + 123) == [88017]
+    assert recorded(ctx).texts().count("Released 88017: 88887 is running.") == 1
+    assert competitors.held_now(ctx) == []
 
 
 def test_no_means_nothing_held(ctx: BotContext, slurm: FakeSlurm) -> None:
