@@ -4,8 +4,9 @@ Rules (the config describes the people; `access_for` in bot.services.access buil
 - submit / resume / preflight a recipe: in the recipe's channel when it has one; by its
   submitters (anyone in the channel when the list is empty), its owners and its approvers.
 - approve a button: the recipe's approvers (else slack.approvers).
-- cancel / hold / release / logs of a job: the team of the run chain that owns the job (recipe
-  owners and submitters) or an approver. A job trainbot did not submit: approvers only.
+- cancel / hold / release / logs / stacks / watch of a job: the team of the run chain that owns
+  the job (recipe owners and submitters) or an approver. A job trainbot did not submit:
+  approvers only (watching posts its log's evidence in a channel, as `/train logs` shows it).
 - stop watching a job trainbot adopted (`/train watch`): who adopted it, or an approver.
 Every refusal says who can, as Slack mentions and group names.
 """
@@ -83,6 +84,7 @@ _ACTIONS: dict[str, Text] = {
     "submit": N_("submit"), "resume": N_("resume"), "preflight": N_("preflight"),
     "cancel": N_("cancel"), "hold": N_("hold"), "release": N_("release"),
     "read the log of": N_("read the log of"), "read the stacks of": N_("read the stacks of"),
+    "watch": N_("watch"),
 }
 
 

@@ -285,11 +285,16 @@ def _target(ctx: BotContext, job_id: int, array_task: int | None) -> _Target:
 def _authorize_job(ctx: BotContext, job_id: int, actor: str, verb: str,
                    array_task: int | None = None) -> _Target:
     target = _target(ctx, job_id, array_task)
-    decision = may_control_job(ctx.config, ctx.store, actor, target.job_id, verb,
-                               shown=target.display)  # as the person wrote it: 6200_2
+    _refuse_unless_may(ctx, actor, target.job_id, verb, target.display)
+    return target
+
+
+def _refuse_unless_may(ctx: BotContext, actor: str, job_id: int, verb: str, shown: str) -> None:
+    """_Refused unless `actor` may `verb` job `job_id` (Slurm's raw id), named `shown` as the
+    person wrote it (`6200_2`): access.may_control_job."""
+    decision = may_control_job(ctx.config, ctx.store, actor, job_id, verb, shown=shown)
     if not decision:
         raise _Refused(decision)
-    return target
 
 
 def _control(ctx: BotContext, cmd: c.JobControl, actor: str, channel: str | None,
@@ -387,10 +392,12 @@ def _watch(ctx: BotContext, cmd: c.Watch, actor: str, channel: str | None, now: 
     """Watch a job, an array task (`123_4`, under its own raw id) or a whole array (`123`:
     one thread, a row per task; the watcher's tick adds the tasks that start later). A job
     trainbot did not submit is adopted: a chain of its own (no recipe), its thread opened in
-    this channel."""
+    this channel. Who may read the job's log may watch it (its thread posts the log's
+    evidence): the run's team, for a job trainbot did not submit the approvers."""
     cluster, recipe, attempt = _find_job(ctx, cmd.job_id)
     slurm = ctx.clusters.slurm(cluster)
     if cmd.array_task is None:
+        _refuse_unless_may(ctx, actor, cmd.job_id, "watch", str(cmd.job_id))
         rec = slurm.job(cmd.job_id)
         if rec is None:
             raise UsageProblem(N_("Slurm on %(cluster)s does not know job %(job)s",
@@ -407,6 +414,7 @@ def _watch(ctx: BotContext, cmd: c.Watch, actor: str, channel: str | None, now: 
                                 channel, now)
     else:
         rec = _array_task(slurm.array_tasks(cmd.job_id), cmd.job_id, cmd.array_task, cluster)
+        _refuse_unless_may(ctx, actor, rec.job_id, "watch", rec.display_id)
         _, recipe, attempt = _find_job(ctx, rec.job_id)
     job = str(rec.job_id)
     chain_id = attempt.chain_id if attempt else None

@@ -220,29 +220,31 @@ def cancel_click(app: App, job: str, user: str, action: str = HOME_CANCEL_JOB) -
 
 def test_adopted_jobs_show_on_the_home_tab_with_cancel_for_who_may(app, services, slack,
                                                                   fake_slurm):
-    """`/train watch` adopts a job and an array: both show on the adopter's tab (Stop
-    watching only: he may not cancel them) and on an approver's (Cancel too, which runs
-    /train cancel); a forged Cancel by the adopter is refused like the command; his Stop
-    watching ends the array's watch and leaves the job to Slurm."""
+    """`/train watch` by a lead (an approver: who may read a job trainbot did not submit may
+    adopt it) adopts a job and an array: both show on the adopter's tab and on another
+    approver's, with Stop watching and Cancel (which runs /train cancel); a forged Cancel by
+    someone else is refused like the command; the adopter's Stop watching ends the array's
+    watch and leaves the job to Slurm. (An adopter who has left the approvers since keeps
+    Stop watching only: tests/unit/services/test_home_adopted.py.)"""
     fake_slurm.add(4242, name="eval-run", state="RUNNING")
     fake_slurm.add(6100, name="sweep", state="PENDING", array_job_id=6100)
     fake_slurm.add(6101, name="sweep", state="RUNNING", array_job_id=6100, array_task_id=1)
     fake_slurm.add(6102, name="sweep", state="FAILED", array_job_id=6100, array_task_id=2)
-    open_home(app, "U0BOB")
+    open_home(app, "W0LEAD")
     open_home(app, "U0APPR")
-    watch(app, "4242", "U0BOB")
-    watch(app, "6100", "U0BOB")
-    bob = slack.home_views["U0BOB"]  # refreshed by the watch: he keeps his tab open
-    shown = texts(bob)
+    watch(app, "4242", "W0LEAD")
+    watch(app, "6100", "W0LEAD")
+    lead = slack.home_views["W0LEAD"]  # refreshed by the watch: he keeps his tab open
+    shown = texts(lead)
     assert "*eval-run* · job 4242 · RUNNING" in shown
     assert "*sweep* · array 6100 · RUNNING" in shown and "1 FAILED" in shown
     assert shown.count("adopted: not resubmitted by trainbot") == 2
     job_chain, array_chain = (str(services.store.attempts.get_by_job(j).chain_id)
                               for j in ("4242", "6101"))
-    assert buttons(bob) == [(HOME_STOP_WATCHING, array_chain), (HOME_STOP_WATCHING, job_chain)]
-    assert buttons(slack.home_views["U0APPR"]) == [
-        (HOME_STOP_WATCHING, array_chain), (HOME_CANCEL_JOB, "6100"),
-        (HOME_STOP_WATCHING, job_chain), (HOME_CANCEL_JOB, "4242")]
+    for user in ("W0LEAD", "U0APPR"):
+        assert buttons(slack.home_views[user]) == [
+            (HOME_STOP_WATCHING, array_chain), (HOME_CANCEL_JOB, "6100"),
+            (HOME_STOP_WATCHING, job_chain), (HOME_CANCEL_JOB, "4242")]
     [cancel_array] = [e for b in slack.home_views["U0APPR"]["blocks"] if b["type"] == "actions"
                       for e in b["elements"] if e["value"] == "6100"]
     assert cancel_array["confirm"]["text"]["text"] == (  # published: the stand-in checked it
@@ -262,8 +264,8 @@ def test_adopted_jobs_show_on_the_home_tab_with_cancel_for_who_may(app, services
     assert fake_slurm.acted("cancel") == [4242]
     assert "cancelled by <@U0APPR>" in texts(slack.home_views["U0APPR"])
 
-    cancel_click(app, array_chain, "U0BOB", action=HOME_STOP_WATCHING)
-    assert "<@U0BOB> stopped watching 6100" in texts(slack.home_views["U0BOB"])
+    cancel_click(app, array_chain, "W0LEAD", action=HOME_STOP_WATCHING)
+    assert "<@W0LEAD> stopped watching 6100" in texts(slack.home_views["W0LEAD"])
     assert services.store.chains.get(int(array_chain)).status == "stopped"
     assert [w.job_id for w in services.store.watched_jobs.list("dev")] == ["4242"]
     assert fake_slurm.acted("cancel") == [4242]  # the array itself is left alone
@@ -304,16 +306,17 @@ def test_train_unwatch_stops_watching_like_the_home_button(app, services, slack,
     refused in the reply and nothing changes."""
     fake_slurm.add(6100, name="sweep", state="PENDING", array_job_id=6100)
     fake_slurm.add(6101, name="sweep", state="RUNNING", array_job_id=6100, array_task_id=1)
-    open_home(app, "U0BOB")
-    watch(app, "6100", "U0BOB")
+    open_home(app, "W0LEAD")
+    watch(app, "6100", "W0LEAD")
     chain = str(services.store.attempts.get_by_job("6101").chain_id)
-    assert buttons(slack.home_views["U0BOB"]) == [(HOME_STOP_WATCHING, chain)]
+    assert buttons(slack.home_views["W0LEAD"]) == [(HOME_STOP_WATCHING, chain),
+                                                   (HOME_CANCEL_JOB, "6100")]
     [refused] = train(app, "unwatch 6100", "U0ALICE")
-    assert refused["text"].startswith("Refused: job 6100 is watched for <@U0BOB>")
-    [done] = train(app, "unwatch 6100", "U0BOB")
-    assert done["text"] == ("<@U0BOB> stopped watching 6100: trainbot no longer follows it "
+    assert refused["text"].startswith("Refused: job 6100 is watched for <@W0LEAD>")
+    [done] = train(app, "unwatch 6100", "W0LEAD")
+    assert done["text"] == ("<@W0LEAD> stopped watching 6100: trainbot no longer follows it "
                             "(the job itself is left alone).")
-    assert buttons(slack.home_views["U0BOB"]) == []  # his tab, refreshed
+    assert buttons(slack.home_views["W0LEAD"]) == []  # his tab, refreshed
     [root] = slack.root_messages(CH)
     assert done["text"] in [m["text"] for m in slack.replies(CH, root["ts"])]
     assert services.store.watched_jobs.list("dev") == [] and fake_slurm.acted("cancel") == []

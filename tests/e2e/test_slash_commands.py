@@ -342,17 +342,17 @@ def test_watch_an_array_task_watches_its_own_job_id(app, urls, services, fake_sl
     fake_slurm.add(6101, name="sweep", state="COMPLETED", array_job_id=6100, array_task_id=0)
     fake_slurm.add(6103, name="sweep", state="RUNNING", array_job_id=6100, array_task_id=2)
     fake_slurm.add(6100, name="sweep", state="PENDING", array_job_id=6100)
-    _, replies = train(app, urls, "watch 6100_2", user="U0EVE")
+    _, replies = train(app, urls, "watch 6100_2", user="W0LEAD")
     assert replies[0]["text"] == "Watching job 6100_2 (sweep, RUNNING, its own id 6103) on dev."
     assert [w.job_id for w in services.store.watched_jobs.list()] == ["6103"]
-    _, replies = train(app, urls, "watch 6100_2", user="U0EVE")
+    _, replies = train(app, urls, "watch 6100_2", user="W0LEAD")
     assert replies[0]["text"] == "Job 6100_2 is already watched."
-    _, replies = train(app, urls, "watch 6100_4", user="U0EVE")
+    _, replies = train(app, urls, "watch 6100_4", user="W0LEAD")
     assert replies[0]["text"].startswith("task 4 of array 6100 has not started yet")
-    _, replies = train(app, urls, "watch 7000_1", user="U0EVE")
+    _, replies = train(app, urls, "watch 7000_1", user="W0LEAD")
     assert replies[0]["text"].startswith("Slurm on dev does not know job array 7000")
     fake_slurm.set(6100, state="CANCELLED")
-    _, replies = train(app, urls, "watch 6100_9", user="U0EVE")
+    _, replies = train(app, urls, "watch 6100_9", user="W0LEAD")
     assert replies[0]["text"].startswith("array 6100 on dev has no task 9")
     assert ("command.watch", "6100_2", "ok") in {(a, j, r) for (_, a, j, r) in audit(services)}
 
@@ -389,16 +389,22 @@ def test_hold_release_watch_and_logs_authorization(app, urls, services, fake_slu
                                   "group leads can cancel it.")
     _, replies = train(app, urls, "logs 88887", user="U0EVE")
     assert replies[0]["text"].startswith("Refused: job 88887 belongs to mix; only ")
+    # watching posts the job's log evidence in a channel: who may not read its log may not
     _, replies = train(app, urls, "watch 5150", user="U0EVE")
+    assert replies[0]["text"] == ("Refused: job 5150 was not submitted by trainbot; only "
+                                  "group leads can watch it.")
+    assert "5150" not in [w.job_id for w in services.store.watched_jobs.list()]
+    _, replies = train(app, urls, "watch 5150", user="W0LEAD")
     assert replies[0]["text"] == "Watching job 5150 (someone-else, RUNNING) on dev."
-    _, replies = train(app, urls, "watch 5150", user="U0EVE")
+    _, replies = train(app, urls, "watch 5150", user="W0LEAD")
     assert replies[0]["text"] == "Job 5150 is already watched."
-    _, replies = train(app, urls, "watch 404", user="U0EVE")
+    _, replies = train(app, urls, "watch 404", user="W0LEAD")
     assert replies[0]["text"].startswith("Slurm on dev does not know job 404")
     assert fake_slurm.acted("cancel") == []
     acts = {(a, j, r) for (_, a, j, r) in audit(services)}
     assert {("command.hold", "88887", "ok"), ("command.release", "88887", "ok"),
-            ("command.cancel", "5150", "refused"), ("command.watch", "5150", "ok"),
+            ("command.cancel", "5150", "refused"), ("command.watch", "5150", "refused"),
+            ("command.watch", "5150", "ok"),
             ("command.watch", "5150", "unchanged")} <= acts
 
 

@@ -18,7 +18,7 @@ from bot.services.threads import render, root_view
 from bot.services.watch.tick import Watcher
 from bot.services.watch_events import ThreadEvents
 
-BOB = "U0BOB"  # adopts the job
+LEAD = "U0APPR"  # adopts the job: slack.approvers may watch a job trainbot did not submit
 LOG = "/home/bob/logs/eval-4242.out"
 PROGRESS = "".join(f"[2025-03-02 10:0{i}:00] iter {i * 100}/1000 loss 1.0\n" for i in range(1, 4))
 NCCL = ("[E ProcessGroupNCCL.cpp:1182] [Rank 0] Watchdog caught collective operation timeout: "
@@ -43,7 +43,7 @@ def sftp() -> FakeSFTP:
 
 
 def adopt_4242(ctx: BotContext) -> int:
-    return adopt(ctx, 4242, actor=BOB, now=NOW)
+    return adopt(ctx, 4242, actor=LEAD, now=NOW)
 
 
 def watcher(ctx: BotContext, slurm: FakeSlurm, sftp: FakeSFTP) -> Watcher:
@@ -179,7 +179,7 @@ def test_an_adopted_jobs_decision_offers_no_resubmit_it_cannot_make(ctx, slurm, 
         "ask_human", ["dismiss"], "180G")
     assert decision["facts"]["by_hand"] is True and decision["not_before"] is None
     tab = "\n".join(str(b.get("text", {}).get("text", ""))
-                    for b in render_home(ctx, home_view(ctx, BOB, NOW)))
+                    for b in render_home(ctx, home_view(ctx, LEAD, NOW)))
     assert home in tab, tab
 
 

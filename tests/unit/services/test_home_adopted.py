@@ -5,6 +5,7 @@ they change, and capped with an "and N more" line within a view's 100 blocks."""
 
 from __future__ import annotations
 
+import dataclasses
 import logging
 from typing import Any
 
@@ -32,7 +33,7 @@ from bot.services.watch_events import ThreadEvents
 from bot.slack.views import HOME_CANCEL_JOB, HOME_STOP_WATCHING
 from handlers.home import make_cancel_job
 
-BOB = "U0BOB"  # adopts jobs; neither in a recipe's team nor an approver
+BOB = "U0BOB"  # adopted jobs as an approver; neither in a recipe's team nor an approver now
 APPROVER = "U0APPR"  # slack.approvers (group leads): may cancel a job trainbot did not submit
 ALICE = "U0ALICE"  # a submitter of mix: her team's runs only
 
@@ -50,12 +51,23 @@ def slurm() -> FakeSlurm:
 
 
 
+def adopt_by_bob(ctx: BotContext, job_id: int) -> int:
+    """`/train watch JOB` by Bob while he was among slack.approvers (who may watch a job
+    trainbot did not submit, as they may read its log); he has left them since: the job
+    stays his to see and to stop watching, not to cancel. Its chain id."""
+    leads = ctx.config.slack.groups["leads"]
+    slack = ctx.config.slack.model_copy(update={"groups": {
+        **ctx.config.slack.groups, "leads": [*leads, BOB]}})
+    then = dataclasses.replace(ctx, config=ctx.config.model_copy(update={"slack": slack}))
+    return adopt(then, job_id, actor=BOB, now=NOW)
+
+
 def rows(ctx: BotContext, user: str) -> list[dict[str, Any]]:
     return home_view(ctx, user, NOW)["runs"]
 
 
 def test_an_adopted_job_shows_to_its_adopter_and_the_approvers_only(ctx):
-    chain_id = adopt(ctx, 4242, actor=BOB, now=NOW)
+    chain_id = adopt_by_bob(ctx, 4242)
     assert ctx.store.chains.get(chain_id).watched_by == BOB
     [row] = rows(ctx, BOB)
     assert (row["recipe"], row["job_id"], row["state"], row["adopted"]) == (
@@ -70,7 +82,7 @@ def test_an_adopted_job_shows_to_its_adopter_and_the_approvers_only(ctx):
 
 
 def test_an_adopted_array_is_one_row_with_its_tasks_counted_by_state(ctx):
-    adopt(ctx, 6100, actor=BOB, now=NOW)
+    adopt_by_bob(ctx, 6100)
     [row] = rows(ctx, BOB)
     assert (row["job_id"], row["array"], row["state"]) == ("6100", True, "RUNNING")
     assert row["tasks"] == [{"state": "RUNNING", "n": 2}, {"state": "FAILED", "n": 1}]
@@ -84,7 +96,7 @@ def test_an_adopted_array_is_one_row_with_its_tasks_counted_by_state(ctx):
 
 
 def test_an_adopted_jobs_prompt_never_offers_a_resubmit(ctx):
-    chain_id = adopt(ctx, 4242, actor=BOB, now=NOW)
+    chain_id = adopt_by_bob(ctx, 4242)
     ctx.store.approvals.create(chain_id=chain_id, target_job="4242", action="resubmit",
                                allowed=[APPROVER], now=NOW, expires_at=NOW + 3600,
                                payload={"choices": ["resubmit", "cancel_resume", "cancel",
@@ -99,7 +111,7 @@ def test_watching_and_a_change_refresh_the_tabs_of_who_sees_it(ctx):
     for user in (BOB, APPROVER, ALICE):
         publish_home(ctx, user, NOW - 10)
     homes(ctx).published.clear()
-    chain_id = adopt(ctx, 4242, actor=BOB, now=NOW)
+    chain_id = adopt_by_bob(ctx, 4242)
     assert sorted(homes(ctx).users()) == [APPROVER, BOB]  # not Alice: not hers to see
     homes(ctx).published.clear()
     refresh_homes(ctx, chain_id, NOW + 5)  # what the watcher calls when its row changes
@@ -127,8 +139,8 @@ def test_more_adopted_jobs_than_fit_are_counted_in_an_and_n_more_line(ctx, slurm
 def test_the_adopted_rows_read_in_the_tabs_language(ctx, slurm, lang, words):
     for n in range(MAX_RUNS):
         slurm.add(5000 + n, name=f"job{n}", state="RUNNING")
-        adopt(ctx, 5000 + n, actor=BOB, now=NOW)
-    adopt(ctx, 6100, actor=BOB, now=NOW)  # the newest: first; the oldest job is the one left out
+        adopt_by_bob(ctx, 5000 + n)
+    adopt_by_bob(ctx, 6100)  # the newest: first; the oldest job is the one left out
     view = home_view(ctx, BOB, NOW)
     assert view["more"] == 1 and view["runs"][0]["job_id"] == "6100"
     assert "5000" not in [r["job_id"] for r in view["runs"]]
@@ -140,7 +152,7 @@ def test_the_adopted_rows_read_in_the_tabs_language(ctx, slurm, lang, words):
 
 
 def test_who_adopted_a_job_or_an_approver_may_stop_watching_it_and_nobody_else(ctx, slurm):
-    chain_id = adopt(ctx, 6100, actor=BOB, now=NOW)
+    chain_id = adopt_by_bob(ctx, 6100)
     publish_home(ctx, APPROVER, NOW)
     homes(ctx).published.clear()
     refused = stop_watching(ctx, chain_id, ALICE, NOW + 1)
@@ -176,8 +188,8 @@ def test_every_cancel_on_home_asks_first(ctx, slurm, lang, title, text, job):
     """An adopted array's Cancel carries Slack's confirm dialog naming the array and its
     tasks still running or pending (6101 and 6102; 6103 failed; more wait to start); a
     single job's Cancel asks too, naming the job and its state, from the same builder."""
-    adopt(ctx, 4242, actor=BOB, now=NOW)
-    adopt(ctx, 6100, actor=BOB, now=NOW)
+    adopt_by_bob(ctx, 4242)
+    adopt_by_bob(ctx, 6100)
     blocks = render_home(ctx, home_view(ctx, APPROVER, NOW))
     assert validate_blocks(blocks, max_blocks=MAX_VIEW_BLOCKS) == []
     cancels = {e["value"]: e for b in blocks if b["type"] == "actions"
@@ -207,8 +219,8 @@ def test_train_unwatch_is_the_home_tabs_stop_watching(ctx, slurm):
     """`/train unwatch JOBID` finds the adopted job's or array's chain and stops watching it
     exactly as the Home tab's button does: the same authorization and audit entries, the
     thread note, the watch list, the Home tabs refreshed (the caller's too)."""
-    job_chain = adopt(ctx, 4242, actor=BOB, now=NOW)
-    array_chain = adopt(ctx, 6100, actor=BOB, now=NOW)
+    job_chain = adopt_by_bob(ctx, 4242)
+    array_chain = adopt_by_bob(ctx, 6100)
     publish_home(ctx, BOB, NOW)
     publish_home(ctx, APPROVER, NOW)
     homes(ctx).published.clear()
@@ -263,7 +275,7 @@ def test_an_arrays_last_incident_names_its_task_as_the_thread_does(ctx, slurm, l
     job `6100_3`, as the array's thread does, not by the raw id 6103, and says, as the
     incident does, that the checkpoint a resume starts from is unknown: trainbot did not
     submit the array, so no recipe names where it saves them."""
-    chain_id = adopt(ctx, 6100, actor=BOB, now=NOW)
+    chain_id = adopt_by_bob(ctx, 6100)
     slurm.set(6103, exit_code=1, signal=0, end_time=NOW + 50)
     sftp = FakeSFTP()
     Watcher("dev", slurm=slurm, reader=lambda: sftp, store=ctx.store,
@@ -302,7 +314,7 @@ def test_a_prompts_cancels_on_home_ask_naming_the_job_and_its_state(ctx, lang, t
     the button too) in that job's state; Dismiss does not ask."""
     stall = {"choices": ["cancel_resume", "cancel", "dismiss"], "summary": "stalled",
              "resume_iter": 300}
-    array_chain = adopt(ctx, 6100, actor=BOB, now=NOW)
+    array_chain = adopt_by_bob(ctx, 6100)
     ctx.store.approvals.create(chain_id=array_chain, target_job="6101", action="resubmit",
                                allowed=[APPROVER], now=NOW, expires_at=NOW + 3600,
                                payload=stall)
@@ -345,7 +357,7 @@ def test_an_adopted_jobs_target_is_the_one_its_log_printed_in_home_and_its_threa
     """A job trainbot did not submit has no recipe and no override: the target its log
     printed (`iteration 1200/40000`) is its run's target, shown as for a run trainbot
     submitted."""
-    chain_id = adopt(ctx, 4242, actor=BOB, now=NOW)
+    chain_id = adopt_by_bob(ctx, 4242)
     sftp = FakeSFTP()
     slurm.set(4242, stdout_path="/logs/eval-4242.out", start_time=NOW)
     sftp.append("/logs/eval-4242.out", "".join(
@@ -430,7 +442,7 @@ def test_an_adopted_jobs_incident_says_its_checkpoint_is_unknown_not_from_scratc
     checkpoint dir, so where a resume starts is unknown, as after a failed lookup: the
     incident says so (never "from scratch"), claims no work lost (not all 1,200), and
     offers no button to resume from a checkpoint nobody knows."""
-    chain_id = adopt(ctx, 4242, actor=BOB, now=NOW)
+    chain_id = adopt_by_bob(ctx, 4242)
     sftp = FakeSFTP()
     slurm.set(4242, stdout_path="/logs/eval-4242.out", start_time=NOW)
     sftp.append("/logs/eval-4242.out", "".join(
@@ -480,8 +492,9 @@ def test_home_cancel_of_an_adopted_array_task_names_it_as_the_tab_does(ctx, slur
 
 
 def adopt_task(ctx: BotContext) -> None:
-    """`/train watch 6100_1` by Bob: trainbot adopts the array's task (raw id 6101)."""
-    reply = execute(ctx, parse_command("watch 6100_1"), actor=BOB, channel="C0TRAIN", now=NOW)
+    """`/train watch 6100_1` by an approver: trainbot adopts the array's task (raw id 6101)."""
+    reply = execute(ctx, parse_command("watch 6100_1"), actor=APPROVER, channel="C0TRAIN",
+                    now=NOW)
     assert reply.chain_id is not None, reply.text
 
 

@@ -7,10 +7,10 @@ from collections.abc import Callable
 from typing import Literal
 
 import pytest
-from fakes import FakeSlurm, make_context
+from fakes import FakeSlurm, make_context, recorded
 
 from bot.cluster.errors import ClusterError, ClusterUnavailable
-from bot.core.train_grammar import JobControl, Watch
+from bot.core.train_grammar import JobControl, Logs, Watch
 from bot.services.train import execute, say
 from bot.store import Store
 
@@ -536,3 +536,39 @@ def test_an_arrays_control_still_reads_its_tasks_and_says_which(
     assert runner.commands() == ["squeue", "sinfo", "sacct", "scancel"]
     assert runner.argvs()[-1][:4] == ["timeout", "-k", "0.25", "0.75"]
     assert runner.argvs()[-1][-2:] == ["scancel", "6101"]
+
+
+def test_who_may_not_read_a_jobs_log_may_not_have_it_watched(store) -> None:
+    """`/train watch` posts a job's log evidence, stacks and state in a channel: who may not
+    read the job's log (`/train logs`) may not adopt it either. A job trainbot did not submit
+    (Bob's, a whole array, one task of it): the approvers only; a recipe's run: its team.
+    Refused, nothing is watched, no thread opens, and the refusal is audited."""
+    slurm = FakeSlurm()
+    slurm.add(5150, name="bobs-private-run", state="RUNNING", user="bob",
+              stdout_path="/home/bob/run.out")
+    slurm.add(6100, name="sweep", state="PENDING", array_job_id=6100)
+    slurm.add(6103, name="sweep", state="RUNNING", array_job_id=6100, array_task_id=2)
+    slurm.add(88017, name="mix", state="RUNNING")
+    ctx = make_context(store, slurm)
+    run = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=1)
+    store.attempts.record(chain_id=run.id, job_id="88017", now=2, state="RUNNING")
+
+    def said(cmd: Logs | Watch, actor: str = "U0EVE") -> str:
+        return execute(ctx, cmd, actor=actor, channel="C0TRAIN", now=NOW).text
+
+    assert said(Logs(5150)) == ("Refused: job 5150 was not submitted by trainbot; only group "
+                                "leads can read the log of it.")
+    assert said(Watch(5150)) == ("Refused: job 5150 was not submitted by trainbot; only group "
+                                 "leads can watch it.")
+    assert said(Watch(6100)) == ("Refused: job 6100 was not submitted by trainbot; only group "
+                                 "leads can watch it.")
+    assert said(Watch(6100, 2)) == ("Refused: job 6100_2 was not submitted by trainbot; only "
+                                    "group leads can watch it.")
+    assert said(Watch(88017)) == ("Refused: job 88017 belongs to mix; only <@U0OWNER>, group "
+                                  "robots or group leads can watch it.")
+    assert store.watched_jobs.list() == [] and recorded(ctx).posts == []
+    assert [(e.actor, e.job_id, e.result) for e in store.audit.recent(5)
+            if e.action == "command.watch"] == [
+        ("U0EVE", job, "refused") for job in ("88017", "6100_2", "6100", "5150")]
+    assert said(Watch(5150), "W0LEAD") == "Watching job 5150 (bobs-private-run, RUNNING) on dev."
+    assert [w.job_id for w in store.watched_jobs.list()] == ["5150"]

@@ -97,6 +97,7 @@ COMMANDS: list[tuple[c.Command, str, str | None]] = [  # (command, actor, channe
     (c.JobControl("hold", 5000), "W0LEAD", CHANNEL),
     (c.Watch(6200, 2), "W0LEAD", CHANNEL),
     (c.Watch(6200, 2), "W0LEAD", CHANNEL),  # already watched
+    (c.Watch(5000), "U0NOBODY", CHANNEL),  # refused: only the approvers, as for its log
     (c.Watch(5000), "W0LEAD", CHANNEL),
     (c.Unwatch(88017), "W0LEAD", CHANNEL),  # trainbot's run: not unwatched
     (c.Unwatch(4), "W0LEAD", CHANNEL),  # not watched
