@@ -28,7 +28,13 @@ from bot.core.slack_bounds import CALL_TIMEOUT_S
 from bot.core.slurm.records import JobRecord
 from bot.services.leases import LeaseKeeper
 from bot.services.ports import BotContext, JsonPoster, ThreadWriter
-from bot.services.scheduler import STOP_GRACE_S, DaemonThreadExecutor, JobScheduler
+from bot.services.scheduler import (
+    RELEASE_WAIT_S,
+    STOP_GRACE_S,
+    DaemonThreadExecutor,
+    JobScheduler,
+    bounded,
+)
 from bot.services.watch.events import TickReport
 from bot.services.watch.tick import Watcher
 
@@ -39,11 +45,12 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-CLOSE_WAIT_S = 2.0  # at most this long for stopping the health server, then SSH, at a stop
-# How long a stop waits at most (8 s): the runs under way (STOP_GRACE_S), then the health
-# server and the SSH connections (CLOSE_WAIT_S each). README, docs/deploy.md and the systemd
-# unit state it (tests/unit/deploy/test_packaging.py checks they say this figure).
-STOP_WITHIN_S = STOP_GRACE_S + 2 * CLOSE_WAIT_S
+CLOSE_WAIT_S = 2.0  # at most this long for stopping the health server, SSH, the store
+# How long a stop waits at most (12 s): the runs under way (STOP_GRACE_S), the leases' release
+# (RELEASE_WAIT_S), then the health server, the SSH connections and the store (CLOSE_WAIT_S
+# each). README, docs/deploy.md and the systemd unit state it
+# (tests/unit/deploy/test_packaging.py checks they say this figure).
+STOP_WITHIN_S = STOP_GRACE_S + RELEASE_WAIT_S + 3 * CLOSE_WAIT_S
 
 
 def build_context(config: Config, *, client: WebClient | None = None, slack: bool = True,
@@ -396,15 +403,6 @@ class _StopSignals:
         raise StopRequested(name)
 
 
-def _bounded(what: str, call: Callable[[], None], timeout_s: float) -> None:
-    """`call()` in a daemon thread, waited for at most `timeout_s` (then logged and left)."""
-    thread = threading.Thread(target=call, name=f"trainbot {what}", daemon=True)
-    thread.start()
-    thread.join(timeout_s)
-    if thread.is_alive():
-        log.warning("%s did not finish within %g s; exiting without it", what, timeout_s)
-
-
 def _health_server(services: BotContext, scheduler: JobScheduler, ticks: TickHealth,
                    host: str, port: int) -> HealthServer:
     """/healthz: the scheduler runs; /readyz: the store answers and every cluster watched
@@ -493,7 +491,7 @@ def run(config: Config, *, http_port: int = 3000, slack: bool = True,
             signals.shutting_down = True
             scheduler.stop(grace_s=STOP_GRACE_S)
             if health is not None:
-                _bounded("stopping the health server", health.stop, CLOSE_WAIT_S)
-            _bounded("closing the SSH connections", services.clusters.close, CLOSE_WAIT_S)
-            services.store.close()
+                bounded("stopping the health server", health.stop, CLOSE_WAIT_S)
+            bounded("closing the SSH connections", services.clusters.close, CLOSE_WAIT_S)
+            bounded("closing the store", services.store.close, CLOSE_WAIT_S)
             log.info("stopped")

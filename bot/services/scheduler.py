@@ -24,6 +24,22 @@ log = logging.getLogger(__name__)
 Callback = Callable[[float], Any]  # (now) -> anything
 
 STOP_GRACE_S = 4.0  # how long a stop waits for the runs under way to end
+# How long a stop waits for its leases' release: the store may be busy (another writer holding
+# SQLite's lock; its busy timeout is 30 s), and the stop must end in time (bot.app's
+# STOP_WITHIN_S); a release left unfinished lets the leases lapse after their TTL.
+RELEASE_WAIT_S = 2.0
+
+
+def bounded(what: str, call: Callable[[], None], timeout_s: float) -> bool:
+    """`call()` in a daemon thread, waited for at most `timeout_s` (then logged and left to
+    finish on its own, or with the process). True if it finished in time."""
+    thread = threading.Thread(target=call, name=f"trainbot {what}", daemon=True)
+    thread.start()
+    thread.join(timeout_s)
+    if thread.is_alive():
+        log.warning("%s did not finish within %g s; going on without it", what, timeout_s)
+        return False
+    return True
 
 
 class DaemonThreadExecutor(Executor):
@@ -149,13 +165,15 @@ class JobScheduler:
         """Started, and not stopping (the liveness of `trainbot run`)."""
         return bool(self._scheduler.running) and not self.leases.stopping
 
-    def stop(self, grace_s: float = STOP_GRACE_S) -> bool:
+    def stop(self, grace_s: float = STOP_GRACE_S, release_s: float = RELEASE_WAIT_S) -> bool:
         """Stop (see module doc): no new run, no new side effect; wait up to `grace_s` for
-        the runs under way to end; then release this replica's leases, so another replica
-        takes the jobs over on its next run instead of after the TTL (a lease whose side
-        effect is still under way lapses instead; a run still taking its lease, past its
-        stopping check, gives the lease back at once: LeaseKeeper.holds). True if every run
-        had ended."""
+        the runs under way to end; then release this replica's leases, waiting up to
+        `release_s` for the store (a busy store finishes the release later if the process
+        still runs, else the leases lapse after their TTL), so another replica takes the
+        jobs over on its next run instead of after the TTL (a lease whose side effect is
+        still under way lapses instead; a run still taking its lease, past its stopping
+        check, gives the lease back at once: LeaseKeeper.holds). True if every run had
+        ended."""
         self.leases.stop()
         if self._scheduler.running:
             self._scheduler.shutdown(wait=False)
@@ -164,5 +182,5 @@ class JobScheduler:
         if not ended:
             log.warning("%d scheduled run(s) still under way after %g s; stopping without "
                         "them (they make no further side effect)", self._running, grace_s)
-        self.leases.release_all()
+        bounded("releasing the leases", self.leases.release_all, release_s)
         return ended

@@ -3,7 +3,7 @@
 Slack stand-in as its Web API (`slack.api_url`), a SQLite store, and a cluster whose SSH
 server accepts the connection and never answers, so the watcher's tick hangs in a remote call.
 The signal during that tick ends the process with exit code 0 within the stop's bound
-(bot.app.STOP_WITHIN_S, 8 s), its leases released in the store (another replica takes the
+(bot.app.STOP_WITHIN_S, 12 s), its leases released in the store (another replica takes the
 jobs over at once, not after the TTL).
 """
 

@@ -9,8 +9,11 @@ nothing sleeps.
 from __future__ import annotations
 
 import logging
+import sqlite3
 import threading
 import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from functools import partial
 from typing import Any
 
@@ -611,37 +614,102 @@ def _take_reading_its_own_holder(a_store: Store, b_store: Store, caplog: Any) ->
     assert b_store.leases.holder(LEASE) is None
 
 
-def test_trainbot_run_takes_the_leases_and_releases_them_when_stopped(
-        tmp_path, store_url, monkeypatch) -> None:
+def trainbot_run(tmp_path: Any, monkeypatch: Any, store_url: str,
+                 serve: Callable[[JobScheduler], None]) -> int:
+    """`trainbot run` (its exit code) on the store at `store_url`, Slack stood in: while it
+    would serve, `serve` gets its scheduler (and ends the run, e.g. with Ctrl-C)."""
     path = tmp_path / "trainbot.yaml"
     path.write_text(yaml.safe_dump({**config_data(), "store": {"url": store_url}}))
     monkeypatch.setenv("SLACK_BOT_TOKEN", "xoxb-test")
     monkeypatch.setenv("SLACK_APP_TOKEN", "xapp-test")
-    schedulers: list[Any] = []
+    schedulers: list[JobScheduler] = []
     real_build = bot.app.build_scheduler
 
-    def spy_build(*args: Any, **kw: Any) -> Any:
+    def spy_build(*args: Any, **kw: Any) -> JobScheduler:
         schedulers.append(real_build(*args, **kw))
         return schedulers[-1]
 
+    monkeypatch.setattr(bot.app, "build_scheduler", spy_build)
+    monkeypatch.setattr(bot.app, "build_app", lambda config, services, **kw: object())
+    monkeypatch.setattr(bot.app, "start", lambda app, config, http_port: serve(schedulers[0]))
+    return run_cmd.run(build_parser(only="run").parse_args(["run", "--config", str(path)]))
+
+
+def test_trainbot_run_takes_the_leases_and_releases_them_when_stopped(
+        tmp_path, store_url, monkeypatch) -> None:
     held: dict[str, str | None] = {}
 
-    def serve_then_stop(app: Any, config: Any, http_port: int) -> None:
-        for job in schedulers[0].jobs():  # each job runs once, as the scheduler would
+    def serve_then_stop(scheduler: JobScheduler) -> None:
+        for job in scheduler.jobs():  # each job runs once, as the scheduler would
             job.func()
         with Store.open(store_url) as other:
             held.update({n: other.leases.holder(n) for n in ("holds", "watch:alpha")})
         raise KeyboardInterrupt  # Ctrl-C
 
-    monkeypatch.setattr(bot.app, "build_scheduler", spy_build)
-    monkeypatch.setattr(bot.app, "build_app", lambda config, services, **kw: object())
-    monkeypatch.setattr(bot.app, "start", serve_then_stop)
-    args = build_parser(only="run").parse_args(["run", "--config", str(path)])
-    assert run_cmd.run(args) == EXIT_OK
+    assert trainbot_run(tmp_path, monkeypatch, store_url, serve_then_stop) == EXIT_OK
     assert held == {"holds": process_holder(), "watch:alpha": process_holder()}
     with Store.open(store_url) as other:
         assert other.leases.holder("holds") is None
         assert other.leases.holder("watch:alpha") is None
+
+
+@contextmanager
+def another_writer(db: Any) -> Iterator[None]:
+    """Another connection holding the SQLite file's write lock (another replica or `trainbot`
+    command mid-write), for the block: the bot's writes wait on it (busy timeout 30 s)."""
+    other = sqlite3.connect(db, isolation_level=None)
+    other.execute("BEGIN IMMEDIATE")
+    try:
+        yield
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+
+
+def test_a_stop_on_a_busy_store_ends_in_time_and_releases_the_leases_when_the_store_frees(
+        tmp_path, caplog) -> None:
+    """The release of the leases waits at most RELEASE_WAIT_S for a store another writer holds
+    (not SQLite's 30 s busy timeout), so the stop keeps its bound (STOP_WITHIN_S); the
+    release still lands once the store frees, if the process runs on."""
+    db = tmp_path / "state.db"
+    with Store.open(f"sqlite:///{db}") as store:
+        scheduler = JobScheduler(LeaseKeeper(store.leases, holder="A"), clock=lambda: 1000.0)
+        assert scheduler.leases.holds(LEASE, 1000.0, every_s=30.0)
+        with another_writer(db):
+            started = time.monotonic()
+            assert scheduler.stop(grace_s=0.1, release_s=0.5)
+            assert time.monotonic() - started < 2.0
+        assert "releasing the leases did not finish within 0.5 s" in caplog.text
+        deadline = time.monotonic() + 10
+        while store.leases.holder(LEASE) is not None and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert store.leases.holder(LEASE) is None
+
+
+def test_trainbot_run_stops_within_its_bound_while_another_writer_holds_the_store(
+        tmp_path, monkeypatch) -> None:
+    """Ctrl-C (or SIGTERM) while another writer holds the SQLite store: `trainbot run` exits
+    0 within STOP_WITHIN_S, its store calls at the stop (the release, the close) bounded;
+    before, each waited out SQLite's 30 s busy timeout (minutes in all) and systemd killed
+    the bot."""
+    db = tmp_path / "state.db"
+    writer = another_writer(db)
+    stop_asked: list[float] = []
+
+    def serve_then_stop(scheduler: JobScheduler) -> None:
+        for job in scheduler.jobs():  # each job runs once: the leases are taken
+            job.func()
+        writer.__enter__()  # then another writer holds the store
+        stop_asked.append(time.monotonic())
+        raise KeyboardInterrupt  # Ctrl-C
+
+    try:
+        code = trainbot_run(tmp_path, monkeypatch, f"sqlite:///{db}", serve_then_stop)
+        took = time.monotonic() - stop_asked[0]
+    finally:
+        writer.__exit__(None, None, None)
+    assert code == EXIT_OK
+    assert took < bot.app.STOP_WITHIN_S, f"stopped after {took:.1f} s"
 
 
 def test_a_replica_taking_a_cluster_back_starts_from_the_store_not_its_memory(
