@@ -92,7 +92,7 @@ class SlackConfig(_Model):
             raise ValueError("proxy: it carries a password, and secrets come only from the "
                              "environment: set HTTPS_PROXY (http://user:password@host:port) "
                              "instead and leave slack.proxy unset, or give http://host:port")
-        return value
+        return value.strip()  # as checked: slack_sdk parses its port, which a blank breaks
 
     @field_validator("post_deadline_s")
     @classmethod

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from urllib.parse import urlparse
 
 import pytest
 from slack_bolt import App
@@ -40,12 +41,15 @@ def env_proxy(monkeypatch: pytest.MonkeyPatch) -> Iterator[ConnectProxy]:
         yield proxy
 
 
+@pytest.mark.parametrize("written", ["{}", "' {} '"], ids=["plain", "quoted with blanks"])
 def test_the_bot_reaches_slack_through_the_configured_proxy_socket_mode_too(
-        tmp_path: Path, env_proxy: ConnectProxy) -> None:
+        tmp_path: Path, env_proxy: ConnectProxy, written: str) -> None:
+    """Blanks around a quoted proxy are no part of it: Socket Mode reads the proxy's port
+    (urlparse(proxy).port), which raised on '3128 ' (config accepted, no connection)."""
     with SlackStandIn() as slack, ConnectProxy() as configured:
         path = tmp_path / "trainbot.yaml"
         path.write_text(CONFIG.replace("API_URL", slack.api_url)
-                        .replace("PROXY_URL", configured.url))
+                        .replace("PROXY_URL", written.format(configured.url)))
         config = load_config(path, env={"SLACK_BOT_TOKEN": slack.token})
         client = slack_client(config)
         assert client.auth_test()["ok"]
@@ -56,5 +60,6 @@ def test_the_bot_reaches_slack_through_the_configured_proxy_socket_mode_too(
                                         token_verification_enabled=False), "xapp-1-test")
         try:
             assert handler.client.proxy == configured.url
+            assert urlparse(handler.client.proxy).port == urlparse(configured.url).port
         finally:
             handler.close()
