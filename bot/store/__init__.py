@@ -7,6 +7,7 @@ from __future__ import annotations
 import os
 import sqlite3
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -79,6 +80,45 @@ def _scrub(text: str, url: str) -> str:
     for secret in url_secrets(url):
         text = text.replace(secret, "***")
     return text
+
+
+# PostgreSQL's deadlines (libpq connection parameters; a store.url's own parameters win). A
+# server that accepts and then says nothing fails the connection after CONNECT_TIMEOUT_S
+# (the whole connection: TCP, TLS, authentication); a statement the server has not finished
+# in STATEMENT_TIMEOUT_S (a lock waited for included) is cancelled by the server; a
+# connection whose peer went away unseen (a half-open one behind a NAT or load balancer) is
+# found dead by TCP keepalives after about KEEPALIVES_IDLE_S + KEEPALIVES_COUNT ×
+# KEEPALIVES_INTERVAL_S idle, or after TCP_USER_TIMEOUT_S of data sent and not acknowledged;
+# and the pool tests each connection before lending it (pool_pre_ping), so a tick or a Slack
+# handler is given a live one.
+PG_CONNECT_TIMEOUT_S = 10
+PG_STATEMENT_TIMEOUT_S = 60
+PG_KEEPALIVES_IDLE_S = 30
+PG_KEEPALIVES_INTERVAL_S = 10
+PG_KEEPALIVES_COUNT = 3
+PG_TCP_USER_TIMEOUT_S = 60
+_LIBPQ_DRIVERS = ("psycopg", "psycopg2")
+
+
+def postgres_deadlines(query: Mapping[str, Any]) -> dict[str, Any]:
+    """The connection parameters that bound a PostgreSQL connection (see above), those a
+    store URL's `query` sets itself left out (its `options` kept, the statement timeout
+    added to them unless they set one)."""
+    wanted: dict[str, Any] = {
+        "connect_timeout": PG_CONNECT_TIMEOUT_S,
+        "keepalives": 1,
+        "keepalives_idle": PG_KEEPALIVES_IDLE_S,
+        "keepalives_interval": PG_KEEPALIVES_INTERVAL_S,
+        "keepalives_count": PG_KEEPALIVES_COUNT,
+        "tcp_user_timeout": PG_TCP_USER_TIMEOUT_S * 1000,
+    }
+    params = {k: v for k, v in wanted.items() if k not in query}
+    options = query.get("options")
+    options = " ".join(options) if isinstance(options, tuple) else options or ""
+    if "statement_timeout" not in options:
+        statement = f"-c statement_timeout={PG_STATEMENT_TIMEOUT_S * 1000}"
+        params["options"] = f"{options} {statement}".strip()
+    return params
 
 
 class StoreError(Exception):
@@ -186,8 +226,12 @@ class Store:
         if parsed.get_backend_name() == "sqlite":
             engine = _sqlite_engine(url)
         else:
+            kwargs: dict[str, Any] = {"pool_pre_ping": True}
+            if parsed.get_backend_name() == "postgresql" and \
+                    parsed.get_driver_name() in _LIBPQ_DRIVERS:
+                kwargs["connect_args"] = postgres_deadlines(parsed.query)
             try:
-                engine = create_engine(url)
+                engine = create_engine(url, **kwargs)
             except ImportError as exc:
                 raise StoreError(
                     f"store.url {shown}: its database driver is not installed ({exc}); for "

@@ -7,7 +7,10 @@ see tests/conftest.py); the rest are about SQLite files themselves (folder, WAL,
 from __future__ import annotations
 
 import json
+import socket
 import sqlite3
+import threading
+import time
 from collections.abc import Callable
 from dataclasses import replace
 from functools import partial
@@ -15,7 +18,7 @@ from typing import Any
 
 import pytest
 from fakes import present
-from sqlalchemy import event, inspect, text
+from sqlalchemy import event, inspect, make_url, text
 from sqlalchemy.exc import IntegrityError
 from support.race import race, winners_of_race
 
@@ -54,6 +57,50 @@ def test_an_unreachable_postgresql_is_named_without_its_password():
                        ) as info:
         Store.open("postgresql+psycopg://trainbot:s3cret@127.0.0.1:1/trainbot")
     assert "s3cret" not in str(info.value)
+
+
+def test_a_postgresql_that_accepts_then_says_nothing_is_given_up_on(monkeypatch):
+    """A server that takes the TCP connection and never answers (a stuck database, a proxy
+    whose backend is gone): `trainbot run` fails to open the store after the connect
+    timeout, naming the URL, instead of waiting at start for as long as the socket stays
+    open."""
+    monkeypatch.setattr("bot.store.PG_CONNECT_TIMEOUT_S", 1)
+    server = socket.create_server(("127.0.0.1", 0))
+    held: list[Any] = []
+    threading.Thread(target=lambda: held.append(server.accept()), daemon=True).start()
+    url = f"postgresql+psycopg://trainbot:s3cret@127.0.0.1:{server.getsockname()[1]}/trainbot"
+    started = time.monotonic()
+    try:
+        with pytest.raises(StoreError, match=r"cannot open the store at postgresql\+psycopg://"
+                           r"trainbot:\*\*\*@127.0.0.1:\d+/trainbot: .*timeout"):
+            Store.open(url)
+        assert time.monotonic() - started < 5
+    finally:
+        server.close()
+        for conn, _ in held:
+            conn.close()
+
+
+@pytest.mark.integration
+def test_a_postgresql_store_bounds_its_statements_and_outlives_a_dropped_connection(
+        postgres_store_url):
+    """On the dev cluster's PostgreSQL: each statement is bounded by the server
+    (statement_timeout), a store.url's own `options` win, and a connection the server
+    dropped (restarted, or cut by a NAT) is replaced before the next use instead of failing
+    it."""
+    with Store.open(postgres_store_url) as store:
+        with store.engine.connect() as conn:
+            assert conn.exec_driver_sql("SHOW statement_timeout").scalar() == "1min"
+            pid = conn.exec_driver_sql("SELECT pg_backend_pid()").scalar()
+        with Store.open(postgres_store_url) as other, other.engine.connect() as conn:
+            conn.exec_driver_sql(f"SELECT pg_terminate_backend({int(present(pid))})")
+            conn.commit()
+        chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=1.0)
+        assert present(store.chains.get(chain.id)).recipe == "mix"
+    own = make_url(postgres_store_url).update_query_dict(
+        {"options": "-c statement_timeout=5s"}).render_as_string(hide_password=False)
+    with Store.open(own) as store, store.engine.connect() as conn:
+        assert conn.exec_driver_sql("SHOW statement_timeout").scalar() == "5s"
 
 
 # URLs that SQLAlchemy cannot parse (bad port, no scheme, a space) or parses wrongly (an
