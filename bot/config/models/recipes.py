@@ -6,10 +6,9 @@ import re
 from collections.abc import Mapping
 from typing import Any, Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from bot.config.models._base import (
-    _ENV_NAME_RE,
     _OVERRIDE_KEY_RE,
     _SLACK_USER_RE,
     _SLURM_TIME_RE,
@@ -20,9 +19,19 @@ from bot.config.models._base import (
 from bot.config.models.policy import RecipePolicy
 from bot.core.checkpoints import CompletenessRule
 from bot.core.memory_budget import parse_count
+from bot.core.slurm.argv import check_option_value
 from bot.core.slurm.array_spec import parse_array_spec
-from bot.core.slurm.sbatch import RECIPE_OVERRIDABLE_OPTIONS, SubmitSpec
+from bot.core.slurm.sbatch import (
+    RECIPE_OVERRIDABLE_OPTIONS,
+    SBATCH_OPTIONS,
+    SubmitSpec,
+    check_env,
+    check_script_path,
+)
 from bot.core.units import parse_size
+
+# A recipe field that SubmitSpec names otherwise (the rest have SubmitSpec's names).
+_SPEC_FIELD = {"log_path": "output"}
 
 
 class PreflightConfig(_Model):
@@ -349,10 +358,23 @@ class RecipeConfig(_Model):
     @field_validator("env")
     @classmethod
     def _env(cls, value: dict[str, str]) -> dict[str, str]:
-        for name in value:
-            if not _ENV_NAME_RE.match(name):
-                raise ValueError(f"env key {name!r} is not a valid variable name")
+        check_env(value)  # SubmitSpec's own check: refused here, not at the first submit
         return value
+
+    @field_validator("partition", "account", "qos", "gres", "time", "exclude", "workdir",
+                     "log_path")
+    @classmethod
+    def _sbatch_option(cls, value: str | None, info: ValidationInfo) -> str | None:
+        """SubmitSpec's check of the sbatch option the field becomes (one line, not empty)."""
+        if value is not None:
+            name = info.field_name or ""
+            check_option_value(SBATCH_OPTIONS[_SPEC_FIELD.get(name, name)], value)
+        return value
+
+    @field_validator("sbatch_script")
+    @classmethod
+    def _sbatch_script(cls, value: str | None) -> str | None:
+        return None if value is None else check_script_path(value)
 
     @field_validator("overridable")
     @classmethod

@@ -77,12 +77,8 @@ class SubmitSpec:
                 raise ValueError(
                     f"extra sbatch option {item!r} must start with '-' (write --opt=value)"
                 )
-        if self.script_path is not None and (
-            not self.script_path or self.script_path.startswith("-")
-        ):
-            raise ValueError(
-                f"script path {self.script_path!r} must not be empty or start with '-' (use ./)"
-            )
+        if self.script_path is not None:
+            check_script_path(self.script_path)
 
 
 # field name -> sbatch option, in the order they are written.
@@ -99,6 +95,14 @@ RECIPE_OVERRIDABLE_OPTIONS: dict[str, Literal["str", "size"]] = {
 SBATCH_INPUT_ENV: dict[str, str] = {
     f.name: f.metadata["input_env"] for f in fields(SubmitSpec) if f.metadata.get("input_env")
 }
+
+
+def check_script_path(path: str) -> str:
+    """`path` when sbatch can take it as its script (after the options); ValueError saying
+    the fix otherwise."""
+    if not path or path.startswith("-"):
+        raise ValueError(f"script path {path!r} must not be empty or start with '-' (use ./)")
+    return path
 
 
 def check_env(env: Mapping[str, str]) -> None:

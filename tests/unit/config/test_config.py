@@ -541,3 +541,31 @@ def test_slack_proxy_is_an_http_proxys_url_or_refused_naming_the_field(tmp_path)
         message = error_of(tmp_path, MINIMAL + f"  proxy: '{bad}'\n")
         assert "slack.proxy" in message and why in message and "http://host:port" in message
         assert "pr0xy-s3cret" not in message
+
+
+@pytest.mark.parametrize(("line", "said"), [
+    ("    env: {PATH: /opt/bin}", "recipes.mix.env (line 11): environment variable 'PATH' would "
+     "change how sbatch runs on the login node; set it inside the job script instead"),
+    ("    env: {SLURM_CPUS_PER_TASK: '4'}", "recipes.mix.env (line 11): environment variable "
+     "'SLURM_CPUS_PER_TASK' would change how sbatch runs"),
+    ("    env: {LD_PRELOAD: /x.so}", "recipes.mix.env (line 11): environment variable "
+     "'LD_PRELOAD' would change how sbatch runs"),
+    ('    account: "ml\\nbig"', "recipes.mix.account (line 11): sbatch --account: value "
+     "'ml\\nbig' must be non-empty and on one line"),
+    ('    gres: "gpu:4\\n"', "recipes.mix.gres (line 11): sbatch --gres: value 'gpu:4\\n' must "
+     "be non-empty and on one line"),
+    ('    time: "04:00:00\\n"', "recipes.mix.time (line 11): sbatch --time: value "
+     "'04:00:00\\n' must be non-empty and on one line"),
+    ('    qos: ""', "recipes.mix.qos (line 11): sbatch --qos: value '' must be non-empty"),
+])
+def test_a_recipe_sbatch_would_refuse_is_refused_at_load_naming_its_field(tmp_path, line,
+                                                                          said):
+    """Before, these loaded and `trainbot run` started; the first `/train submit` (or an
+    automatic resubmit) then died in SubmitSpec's own check: "internal error" in Slack."""
+    assert said in error_of(tmp_path, MINIMAL.replace("    mem: 400G", line))
+
+
+def test_a_script_path_sbatch_would_read_as_an_option_is_refused_at_load(tmp_path):
+    message = error_of(tmp_path, MINIMAL.replace("/home/alice/train.sbatch", "-train.sbatch"))
+    assert ("recipes.mix.sbatch_script (line 9): script path '-train.sbatch' must not be empty "
+            "or start with '-' (use ./)") in message

@@ -1,7 +1,8 @@
-"""A claimed click whose choice raises something no step expects (here: a recipe `env:` the
-submit refuses, loaded without complaint) never leaves its prompt stuck: nothing reached the
-cluster → the claim is released, the clicker is told what failed and may press again; the
-scancel was sent → the prompt says the click failed, and why."""
+"""A claimed click whose choice raises something no step expects (here: sending the job
+raises a bare ValueError, as SubmitSpec's check of a value nothing checked before would)
+never leaves its prompt stuck: nothing reached the cluster → the claim is released, the
+clicker is told what failed and may press again; the scancel was sent → the prompt says the
+click failed, and why."""
 
 from __future__ import annotations
 
@@ -14,7 +15,16 @@ from bot.services.ports import BotContext
 from bot.store import Store
 
 NOW = 1_000_000.0
-REFUSED_ENV = {"PATH": "/opt/bin"}  # SubmitSpec refuses it: it would change how sbatch runs
+REFUSED = "environment variable 'PATH' would change how sbatch runs on the login node"
+
+
+@pytest.fixture(autouse=True)
+def send_job_raises(monkeypatch):
+    """Sending the job raises what no step expects (the config loader now refuses the recipe
+    values SubmitSpec would, so none is left to provoke it)."""
+    def send_job(*args, **kwargs):
+        raise ValueError(REFUSED)
+    monkeypatch.setattr("bot.services.submit.send_job", send_job)
 
 
 @pytest.fixture
@@ -24,7 +34,7 @@ def store(tmp_path):
 
 
 def _ctx(store: Store, slurm: FakeSlurm) -> BotContext:
-    return make_context(store, slurm, env=REFUSED_ENV)
+    return make_context(store, slurm)
 
 
 def test_a_resubmit_that_raises_before_its_sbatch_leaves_the_prompt_usable(store) -> None:
@@ -48,7 +58,7 @@ def test_a_resubmit_that_raises_before_its_sbatch_leaves_the_prompt_usable(store
 
 def test_the_clicker_is_told_in_the_recipes_language(tmp_path) -> None:
     with Store.open(f"sqlite:///{tmp_path / 'ko.db'}") as store:
-        ctx = make_context(store, FakeSlurm(), env=REFUSED_ENV, slack_lang="ko")
+        ctx = make_context(store, FakeSlurm(), slack_lang="ko")
         _, prompt = mix_prompt(ctx, now=NOW, summary="88154 died", offer_cancel=False)
         result = handle_click(ctx, prompt.token, ActionId.RESUBMIT, "U0APPR", NOW + 1)
         assert result.ephemeral is not None
