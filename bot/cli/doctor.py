@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
+from urllib.parse import urlsplit
 
 from bot.cli import EXIT_FAILED, EXIT_OK
 from bot.config import (
@@ -355,23 +356,61 @@ _PROXY_ENV = ("HTTPS_PROXY", "https_proxy", "HTTP_PROXY", "http_proxy")
 """Where slack_sdk reads a proxy from when none is given, in its order."""
 
 
+def _sdk_env_proxy(env: Mapping[str, str]) -> tuple[str | None, str | None]:
+    """The variable slack_sdk takes its proxy from and the proxy (None: none), by its rule
+    (slack_sdk.proxy_env_variable_loader): the first of _PROXY_ENV that is not empty, and
+    no proxy if that one is blank (the variables after it are not read)."""
+    name = next((n for n in _PROXY_ENV if env.get(n)), None)
+    if name is None or not env[name].strip():
+        return name, None
+    return name, env[name]
+
+
+def _urllib_env_proxy(env: Mapping[str, str], scheme: str) -> str | None:
+    """The proxy urllib's own opener takes from `env` for a `scheme` URL (as
+    urllib.request.getproxies_environment: any spelling of <scheme>_proxy that is not
+    empty, a lowercase-suffixed name winning, an empty one of those unsetting it)."""
+    key, found = f"{scheme}_proxy", None
+    for name, value in env.items():
+        if value and name.lower() == key:
+            found = value
+    for name, value in env.items():
+        if name.endswith("_proxy") and name.lower() == key:
+            found = value or None
+    return found
+
+
 def _proxy_check(slack: SlackConfig, env: Mapping[str, str]) -> Check:
-    """The proxy Slack is reached through, its password masked: slack.proxy, else the first
-    of _PROXY_ENV set in `env`, as slack_sdk takes it (the Web API leaves NO_PROXY's hosts
-    out; Socket Mode's connection does not read NO_PROXY). Configuration: shown whatever the
-    tokens' check says."""
+    """The proxy Slack is reached through, its password masked: slack.proxy, else the one
+    slack_sdk takes from `env` (_sdk_env_proxy; the Web API leaves NO_PROXY's hosts out;
+    Socket Mode's connection does not read NO_PROXY). With no proxy there, the Web API's
+    requests go through urllib's opener, which reads the environment its own way: a blank
+    HTTPS_PROXY leaves slack_sdk without a proxy but is urllib's, and fails every request.
+    Configuration: shown whatever the tokens' check says."""
     from bot.config.models.service import proxy_url_problem
     from bot.store import display_url
 
     if slack.proxy:
         return Check("slack proxy", True, f"through {display_url(slack.proxy)} (slack.proxy): "
                      "the Web API, chart uploads and Socket Mode")
-    name = next((n for n in _PROXY_ENV if (env.get(n) or "").strip()), None)
-    if name is None:
-        return Check("slack proxy", True, "none: Slack is reached directly (set slack.proxy "
-                     "or HTTPS_PROXY to go through one)")
-    problem = proxy_url_problem(env[name])
-    shown = f"through {display_url(env[name])} (${name}): the Web API and chart uploads "\
+    name, proxy = _sdk_env_proxy(env)
+    if proxy is None:
+        blank = f"${name} is blank, which slack_sdk reads as no proxy" if name else ""
+        web = _urllib_env_proxy(env, urlsplit(slack.api_url).scheme)
+        if name is not None and web is not None:
+            shown = display_url(web) if web.strip() else "a blank one, which fails each request"
+            return Check("slack proxy", False,
+                         f"none for Socket Mode ({blank}, the variables after it unread), "
+                         f"but the Web API and chart uploads take urllib's proxy from the "
+                         f"environment: {shown}",
+                         f"unset ${name}, or set it (or slack.proxy) to the proxy's "
+                         "http://host:port URL")
+        return Check("slack proxy", True, "none: Slack is reached directly"
+                     + (f" ({blank})" if blank else " (set slack.proxy or HTTPS_PROXY to go "
+                                                    "through one)"))
+    assert name is not None
+    problem = proxy_url_problem(proxy)
+    shown = f"through {display_url(proxy)} (${name}): the Web API and chart uploads "\
             "(but NO_PROXY's hosts) and Socket Mode"
     if problem is not None:
         return Check("slack proxy", False, f"{shown}; but {problem}",

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
-from bot.cli.doctor import format_check, run_checks
+import os
+from unittest import mock
+
+import pytest
+
+from bot.cli.doctor import _proxy_check, format_check, run_checks
 from bot.cluster.errors import ClusterUnavailable
+from bot.config.models.service import SlackConfig
 
 CONFIG = """\
 clusters:
@@ -274,3 +280,38 @@ def test_doctor_shows_the_proxy_slack_is_reached_through_its_password_masked(tmp
         assert "pr0xy-s3cret" not in format_check(proxy)
         if not ok:
             assert "$HTTP_PROXY" in proxy.fix
+
+
+BLANK_PROXY_ENVS: tuple[dict[str, str], ...] = (
+    {"HTTPS_PROXY": " ", "HTTP_PROXY": "http://proxy.example.org:3128"},
+    {"HTTP_PROXY": " ", "http_proxy": "http://proxy.example.org:3128"},
+    {"HTTPS_PROXY": "", "HTTP_PROXY": "http://proxy.example.org:3128"},
+    {"https_proxy": "\t", "HTTP_PROXY": "http://proxy.example.org:3128"},
+)
+
+
+@pytest.mark.parametrize("env", BLANK_PROXY_ENVS)
+def test_doctor_names_the_proxy_slack_sdk_takes_from_the_environment_by_its_rule(env):
+    """slack_sdk takes the first of HTTPS_PROXY, https_proxy, HTTP_PROXY, http_proxy that is
+    not empty, and no proxy when that one is blank: doctor names that one, never a proxy
+    named after a blank (it said Slack went through HTTP_PROXY's behind a blank
+    HTTPS_PROXY)."""
+    from slack_sdk.proxy_env_variable_loader import load_http_proxy_from_env
+
+    with mock.patch.dict(os.environ, env, clear=True):
+        used = load_http_proxy_from_env()
+    detail = _proxy_check(SlackConfig(), env).detail
+    assert ("proxy.example.org" in detail) == (used is not None), detail
+
+
+def test_a_blank_https_proxy_fails_doctor_saying_the_web_api_breaks_on_it():
+    """A blank HTTPS_PROXY: slack_sdk takes no proxy (Socket Mode connects directly) but its
+    Web API requests then go through urllib's opener, which takes the blank as its https
+    proxy and fails each one: doctor fails, saying so and to unset it. A blank HTTP_PROXY
+    alone leaves Slack reached directly."""
+    check = _proxy_check(SlackConfig(), BLANK_PROXY_ENVS[0])
+    assert not check.ok
+    assert "$HTTPS_PROXY is blank" in check.detail and "fails each request" in check.detail
+    assert check.fix.startswith("unset $HTTPS_PROXY")
+    check = _proxy_check(SlackConfig(), {"HTTP_PROXY": " "})
+    assert check.ok and check.detail.startswith("none: Slack is reached directly ($HTTP_PROXY")
