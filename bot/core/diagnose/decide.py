@@ -659,9 +659,16 @@ def _marker_decides(completion: CompletionEnding) -> bool:
 
 
 def _target_reached(series: MetricSeries, target: int | None) -> bool:
-    return target is not None and series.last_iteration is not None and (
-        series.last_iteration >= target
-    )
+    """The training progress reached `target`, and its last progress line is not a count
+    toward that same target started again, at half of it or less (`step 1000/1000`, then a
+    next run's `step 100/1000` with no banner between: that run has not; a rank printing its
+    `step 990/1000` after another rank's last step is no new run)."""
+    if target is None or series.last_iteration is None or series.last_iteration < target:
+        return False
+    last = next((s for s in reversed(series.samples)
+                 if s.line_no == series.last_iteration_line), None)
+    return last is None or last.iteration is None or last.iteration > target // 2 or (
+        last.target_iter != target)
 
 
 def _line_time(series: MetricSeries, text: str) -> float | None:
