@@ -8,7 +8,8 @@ RUNNING, or finished / gone without running, and says so in the thread; a cancel
 job releases at once (bot.services.train, bot.services.approved_choices), and a yes whose
 resumed job stopped waiting while its hold was on its way releases it as soon as its hold is
 over (`release_if_no_longer_waiting`; a hold whose end was not seen is left to the holds tick
-once it can no longer be running, `hold_over`).
+once Slurm shows the job held or no longer waiting, or the hold can no longer be running,
+`hold_over`).
 
 The hold ledger is the approval row itself: action `hold_competitor`, state `approved` while
 the job is held by trainbot, `done` once released (or when nothing was held after all);
@@ -61,7 +62,8 @@ class HoldResult:
     `state`) | competitor_left (no longer queued: `state`, None when Slurm no longer knows it)
     | hold_failed (`error` from Slurm; nothing held) | hold_unknown (`error`: `scontrol hold`'s
     end was not seen, so the job may be held: it stays in the hold ledger and is released
-    like any hold, once the hold can no longer be running: `hold_over`)."""
+    like any hold, once it is seen to have landed or the hold can no longer be running:
+    `hold_over`)."""
 
     did: str
     state: str | None = None
