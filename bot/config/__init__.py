@@ -10,7 +10,7 @@ from bot.config.loading import (
     parse_config,
     resolve_config_path,
 )
-from bot.config.models._base import SLURM_OVERRIDE_FIELDS, OverrideType
+from bot.config.models._base import INT_MOST, SLURM_OVERRIDE_FIELDS, OverrideType
 from bot.config.models.clusters import ClusterConfig
 from bot.config.models.policy import PolicyConfig, RecipePolicy
 from bot.config.models.recipes import (
@@ -35,6 +35,7 @@ __all__ = [
     "DEFAULT_CONFIG_PATH",
     "EXAMPLE_CONFIG",
     "SLURM_OVERRIDE_FIELDS",
+    "INT_MOST",
     "STORE_URL_ENV_VAR",
     "CatalogueConfig",
     "CheckpointConfig",

@@ -11,7 +11,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from bot.cluster.errors import said
-from bot.config import SLURM_OVERRIDE_FIELDS, RecipeConfig
+from bot.config import INT_MOST, SLURM_OVERRIDE_FIELDS, RecipeConfig
 from bot.core.text import N_
 from bot.core.units import parse_size
 from bot.services import UsageProblem
@@ -19,6 +19,8 @@ from bot.services import UsageProblem
 _TRUE = {"true", "yes", "on", "1"}
 _FALSE = {"false", "no", "off", "0"}
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+# A whole number in ASCII digits only: not `1_000`, ` 5` or Arabic-Indic digits, which int() takes
+_WHOLE = re.compile(r"-?[0-9]+")
 
 
 class OverrideError(UsageProblem):
@@ -79,11 +81,14 @@ def _convert(key: str, raw: str, kind: str) -> Any:
         raise OverrideError(N_("%(key)s: the value contains a control character (newline, tab, "
                                "…)", key=key))
     if kind == "int":
-        try:
-            return int(raw)
-        except ValueError:
+        if not _WHOLE.fullmatch(raw):
             raise OverrideError(N_("%(key)s must be a whole number, e.g. %(key)s=8000",
-                                   key=key)) from None
+                                   key=key))
+        whole = int(raw)
+        if not -INT_MOST - 1 <= whole <= INT_MOST:
+            raise OverrideError(N_("%(key)s must be a whole number from %(least)s to "
+                                   "%(most)s", key=key, least=-INT_MOST - 1, most=INT_MOST))
+        return whole
     if kind == "float":
         try:
             number = float(raw)

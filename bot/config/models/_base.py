@@ -12,6 +12,10 @@ from bot.core.slurm.sbatch import RECIPE_OVERRIDABLE_OPTIONS
 
 OverrideType = Literal["int", "float", "str", "size", "bool"]
 
+# The largest whole number a recipe or an `int` override may hold: the store's integer columns
+# (target_iter, iterations) are PostgreSQL's `integer`, 32-bit signed.
+INT_MOST = 2**31 - 1
+
 # Recipe fields a `key=value` override may replace (with the type the override must declare):
 # the sbatch options of `SubmitSpec` a recipe sets by name, and target_iter. Any other
 # overridable key is passed to the job as a literal `key=value` argument.

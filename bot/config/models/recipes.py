@@ -12,6 +12,7 @@ from bot.config.models._base import (
     _OVERRIDE_KEY_RE,
     _SLACK_USER_RE,
     _SLURM_TIME_RE,
+    INT_MOST,
     SLURM_OVERRIDE_FIELDS,
     OverrideType,
     _Model,
@@ -256,7 +257,7 @@ class RecipeConfig(_Model):
         "DataLoader probe\" button that measures worker memory per sample on the cluster.",
     )
     target_iter: int | None = Field(
-        None, ge=1, description="Iteration at which the run is finished."
+        None, ge=1, le=INT_MOST, description="Iteration at which the run is finished."
     )
     preflight: PreflightConfig = Field(
         default_factory=PreflightConfig,

@@ -61,6 +61,11 @@ def test_overrides_are_typed(config):
         ("partition=gpu", "allowed: compile (bool), lr (float), mem (size)"),
         ("mem=lots", "not a memory size"),
         ("target_iter=8k", "target_iter must be a whole number"),
+        ("target_iter=1_000", "target_iter must be a whole number, e.g."),  # int() takes them
+        ("target_iter= 5", "target_iter must be a whole number, e.g."),
+        ("target_iter=\u0665", "target_iter must be a whole number, e.g."),  # Arabic-Indic 5
+        ("target_iter=3000000000",  # past the store's integer: sbatch ran, then the insert failed
+         "target_iter must be a whole number from -2147483648 to 2147483647"),
         ("lr=fast", "lr must be a number"),
         ("lr=nan", "finite"),
         ("compile=maybe", "compile must be true or false"),

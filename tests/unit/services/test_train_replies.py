@@ -10,7 +10,7 @@ import pytest
 from fakes import FakeSlurm, make_context, recorded
 
 from bot.cluster.errors import ClusterError, ClusterUnavailable
-from bot.core.train_grammar import JobControl, Logs, Watch
+from bot.core.train_grammar import JobControl, Logs, Watch, parse_command
 from bot.services.train import execute, say
 from bot.store import Store
 
@@ -572,3 +572,16 @@ def test_who_may_not_read_a_jobs_log_may_not_have_it_watched(store) -> None:
         ("U0EVE", job, "refused") for job in ("88017", "6100_2", "6100", "5150")]
     assert said(Watch(5150), "W0LEAD") == "Watching job 5150 (bobs-private-run, RUNNING) on dev."
     assert [w.job_id for w in store.watched_jobs.list()] == ["5150"]
+
+
+def test_a_target_past_the_stores_integers_is_refused_before_sbatch(store) -> None:
+    """`target_iter=3000000000` used to pass: sbatch queued the job, then recording it failed
+    (PostgreSQL's integer column): the user saw "internal error" and the job ran unrecorded
+    and unwatched."""
+    slurm = FakeSlurm()
+    ctx = make_context(store, slurm)
+    reply = execute(ctx, parse_command("submit mix target_iter=3000000000"), actor="U0ALICE",
+                    channel="C0TRAIN", now=NOW)
+    assert reply.text == ("target_iter must be a whole number from -2147483648 to 2147483647\n"
+                          "Usage: `/train submit RECIPE [key=value ...]`")
+    assert slurm.submits() == [] and store.chains.latest_for_recipe("mix") is None
