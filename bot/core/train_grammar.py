@@ -54,7 +54,8 @@ HELP_LINES: dict[str, Text] = {
     "preflight": N_("check a recipe's launcher, toolchain and memory before it queues"),
 }
 
-_RECIPE_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}$")
+# A recipe name `/train` can name: the config refuses any other (bot.config.models.root).
+RECIPE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}\Z")
 _JOB_ID_RE = re.compile(r"^[0-9]{1,12}(?:_[0-9]{1,7})?$")  # 123 or an array task 123_4
 _COUNT_RE = re.compile(r"^[0-9]{1,6}$")
 _KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]{0,63}$")
@@ -238,7 +239,7 @@ def _arity(verb: str, args: list[str], *, least: int, most: int) -> None:
 
 
 def _recipe(verb: str, word: str) -> str:
-    if not _RECIPE_RE.match(word):
+    if not RECIPE_NAME_RE.match(word):
         raise CommandError(N_("%(word)s is not a recipe name (letters, digits, '_', '.', '-')",
                               word=_show(word)), verb)
     return word

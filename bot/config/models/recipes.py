@@ -27,6 +27,7 @@ from bot.core.slurm.sbatch import (
     SBATCH_OPTIONS,
     SubmitSpec,
     check_env,
+    check_job_name,
     check_script_path,
 )
 from bot.core.units import parse_size
@@ -371,6 +372,11 @@ class RecipeConfig(_Model):
             name = info.field_name or ""
             check_option_value(SBATCH_OPTIONS[_SPEC_FIELD.get(name, name)], value)
         return value
+
+    @field_validator("job_name")
+    @classmethod
+    def _job_name(cls, value: str | None) -> str | None:
+        return None if value is None else check_job_name(value)
 
     @field_validator("sbatch_script")
     @classmethod

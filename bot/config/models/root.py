@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from typing import Any
 from urllib.parse import urlsplit
 
-from pydantic import Field, PrivateAttr, model_validator
+from pydantic import Field, PrivateAttr, field_validator, model_validator
 
 from bot.config.models._base import _SLACK_USER_RE, _SLACK_USERGROUP_RE, _Model
 from bot.config.models.clusters import ClusterConfig
@@ -23,6 +23,7 @@ from bot.config.models.service import (
     TemplatesConfig,
 )
 from bot.core.redact import Redactor, url_secrets
+from bot.core.train_grammar import RECIPE_NAME_RE
 
 
 @dataclass(frozen=True)
@@ -76,6 +77,16 @@ class Config(_Model):
     _secrets: SlackSecrets = PrivateAttr(default_factory=SlackSecrets)
     _source: str | None = PrivateAttr(default=None)
     _store_url_env: str | None = PrivateAttr(default=None)
+
+    @field_validator("recipes")
+    @classmethod
+    def _recipe_names(cls, value: dict[str, RecipeConfig]) -> dict[str, RecipeConfig]:
+        for name in value:
+            if not RECIPE_NAME_RE.match(name):
+                raise ValueError(
+                    f"recipe name {name!r} cannot be given to `/train`: use letters, digits, "
+                    "'_', '.', '-', starting with a letter or digit, at most 64 characters")
+        return value
 
     @model_validator(mode="after")
     def _cross_check(self) -> Config:

@@ -62,8 +62,7 @@ class SubmitSpec:
     extra: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
-        if not self.job_name or "\x00" in self.job_name:
-            raise ValueError("job_name must be a non-empty string")
+        check_job_name(self.job_name)
         object.__setattr__(self, "args", tuple(str(a) for a in self.args))
         object.__setattr__(self, "extra", tuple(str(e) for e in self.extra))
         object.__setattr__(self, "env", dict(self.env))
@@ -95,6 +94,19 @@ RECIPE_OVERRIDABLE_OPTIONS: dict[str, Literal["str", "size"]] = {
 SBATCH_INPUT_ENV: dict[str, str] = {
     f.name: f.metadata["input_env"] for f in fields(SubmitSpec) if f.metadata.get("input_env")
 }
+
+
+_JOB_NAME_REFUSED = re.compile(r"[,\x00-\x1f\x7f]")
+
+
+def check_job_name(name: str) -> str:
+    """`name` when Slurm lists can name it: `squeue --name=` and `sacct --name=` (the lost
+    submit's lookup) read a comma as a list of names, a control character splits their
+    lines. ValueError saying the fix otherwise."""
+    if not name or _JOB_NAME_REFUSED.search(name):
+        raise ValueError(f"job name {name!r} must be non-empty, without commas or control "
+                         "characters (newline, tab, …)")
+    return name
 
 
 def check_script_path(path: str) -> str:

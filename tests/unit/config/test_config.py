@@ -574,3 +574,22 @@ def test_a_script_path_sbatch_would_read_as_an_option_is_refused_at_load(tmp_pat
 def test_a_target_past_the_stores_integers_is_refused_at_load(tmp_path):
     message = error_of(tmp_path, MINIMAL.replace("    mem: 400G", "    target_iter: 2147483648"))
     assert "recipes.mix.target_iter (line 11): " in message and "2147483647" in message
+
+
+@pytest.mark.parametrize("name", ["mix v2", "mix+ft", "_mix", "m" * 65])
+def test_a_recipe_name_slash_train_cannot_give_is_refused_at_load(tmp_path, name):
+    """`/train submit|resume|history` take only names of letters, digits, '_', '.', '-'
+    (train_grammar.RECIPE_NAME_RE): such a recipe could never be submitted from Slack."""
+    message = error_of(tmp_path, MINIMAL.replace("  mix:\n", f"  {name!r}:\n"))
+    assert (f"recipes (line 6): recipe name {name!r} cannot be given to `/train`: use "
+            "letters, digits, '_', '.', '-', starting with a letter or digit, at most 64 "
+            "characters") in message
+
+
+@pytest.mark.parametrize("job_name", ["'wm,mix'", '"wm\\nmix"', '"wm\\tmix"'])
+def test_a_job_name_slurm_lists_misread_is_refused_at_load(tmp_path, job_name):
+    """`squeue --name=` / `sacct --name=` (the lost submit's lookup by job name) read `wm,mix`
+    as the jobs named `wm` or `mix`; a newline splits their lines."""
+    message = error_of(tmp_path, MINIMAL.replace("    mem: 400G", f"    job_name: {job_name}"))
+    assert "recipes.mix.job_name (line 11): job name " in message
+    assert "must be non-empty, without commas or control characters" in message

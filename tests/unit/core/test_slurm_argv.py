@@ -82,8 +82,9 @@ def test_options_not_applied_compares_what_the_job_shows(requested, job, differ)
 
 @pytest.mark.parametrize("value", HOSTILE)
 def test_sbatch_keeps_each_hostile_value_in_one_argv_word(value):
-    argv = sbatch_argv(SubmitSpec(job_name=value, script_path="train.sh", args=(value, "plain")))
-    assert f"--job-name={value}" in argv
+    name = value.replace("\n", " ")  # a job name has no control character (check_job_name)
+    argv = sbatch_argv(SubmitSpec(job_name=name, script_path="train.sh", args=(value, "plain")))
+    assert f"--job-name={name}" in argv
     # the script's arguments follow the script path, verbatim and in order
     assert argv[-3:] == ["train.sh", value, "plain"]
     # and survive the runner's quoting as the same words
@@ -141,7 +142,9 @@ def test_sbatch_hold_and_extra_options():
         ({"script_path": "-x.sh"}, "must not be empty or start with '-'"),
         ({"extra": ["rm"]}, "must start with '-'"),
         ({"partition": "a\nb"}, "--partition"),
-        ({"job_name": ""}, "job_name"),
+        ({"job_name": ""}, "job name '' must be non-empty"),
+        ({"job_name": "wm,mix"}, "without commas or control characters"),  # squeue --name=
+        ({"job_name": "wm\nmix"}, "without commas or control characters"),
     ],
 )
 def test_sbatch_rejects_unsafe_shapes_with_a_clear_message(kwargs, message):
