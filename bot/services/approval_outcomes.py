@@ -29,6 +29,8 @@ class Outcome:
     """What became of a decided prompt, as data for the `decided` template.
 
     `kind` approved: `did` is resubmitted | cancelled | cancel_resumed | cancel_moved_on |
+    cancel_superseded (cancelled, nothing resubmitted: a new run of the recipe, job
+    `new_job_id`, was started since) |
     cancel_in_flight (cancelled, nothing resubmitted: another submit carries the run on,
     `carried_on`) | cancel_unknown or,
     for a plain Cancel, cancel_only_unknown (the scancel's end was not seen: `error`; trainbot
@@ -46,8 +48,9 @@ class Outcome:
     again) | not_submitted (the resubmit's end was not seen and no job named `job_name` was
     found: nothing was submitted); stale (nothing was done,
     the prompt no longer applies): `did` is moved_on (the chain's latest attempt is
-    `current_job` now, in `state`) | recovered (a stall prompt's job `job_id` trained on: it
-    stalled at iteration `stalled_iter`, has reached `reached_iter` since) |
+    `current_job` now, in `state`) | superseded (a new run of the recipe was started since:
+    its job `current_job`, in `state`, by `by`) | recovered (a stall prompt's job `job_id`
+    trained on: it stalled at iteration `stalled_iter`, has reached `reached_iter` since) |
     competitor_started | competitor_left (a hold prompt's
     competitor, in `state`). `job_id` is the prompt's target job (the competitor of a hold
     prompt), `new_job_id` the resubmitted one, `for_job` the resumed job a hold waits for,

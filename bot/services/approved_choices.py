@@ -103,9 +103,10 @@ def perform(ctx: BotContext, approval: Approval, choice: str, actor: str,
             prompt=_prompt_said(approval), reconcile_unknown=True,
             after_job=target if approval.chain_id is not None else None,
         )  # fmt: skip
-    except RunMovedOn as exc:  # resumed between the claim and this submit: out of date
+    except RunMovedOn as exc:  # resumed, or a new run started, since: out of date
         ctx.store.approvals.mark_done(approval.token, now=now)
-        return Performed(Outcome("stale", actor, "moved_on", recipe, job_id=target,
+        return Performed(Outcome("stale", actor, "superseded" if exc.new_run else "moved_on",
+                                 recipe, job_id=target,
                                  for_job=payload.get("for_job"), current_job=exc.job,
                                  state=exc.state), target)
     except SubmitNotQueued as exc:
@@ -260,10 +261,12 @@ def carried_on(exc: RunMovedOn | RunSubmitInFlight, actor: str, recipe: str, job
                now: float) -> Outcome:
     """A cancel and resume whose job was cancelled and whose resubmit was refused because
     another submit carries the run on: one recorded since the cancel (`cancel_moved_on`, its
-    job `new_job_id`, by `by`) or one in flight (`cancel_in_flight`, by `by`, sent `sent`)."""
+    job `new_job_id`, by `by`), a new run of the recipe started since (`cancel_superseded`,
+    likewise) or one in flight (`cancel_in_flight`, by `by`, sent `sent`)."""
     if isinstance(exc, RunMovedOn):
-        return Outcome("approved", actor, "cancel_moved_on", recipe, job_id=job,
-                       new_job_id=exc.job, by=exc.by)
+        return Outcome("approved", actor,
+                       "cancel_superseded" if exc.new_run else "cancel_moved_on", recipe,
+                       job_id=job, new_job_id=exc.job, by=exc.by)
     return Outcome("approved", actor, "cancel_in_flight", recipe, job_id=job,
                    by=exc.flight.actor, sent=sent_moment(exc.flight.sent_at, now))
 

@@ -100,24 +100,40 @@ class RunSubmitInFlight(ServiceError):
 
 class RunMovedOn(ServiceError):
     """A resubmit after job `after` (a cancel and resume's cancelled job, a Resubmit prompt's
-    job) into a run whose latest attempt is another job now (`job`, in Slurm state `state`,
-    submitted by `by`; None: not known), refused before its sbatch: someone resumed the run
-    meanwhile, and that job carries it on."""
+    job, the watcher's automatic resubmit's failed job) that would not carry its recipe on,
+    refused before its sbatch: someone resumed the run meanwhile, or (`new_run`) started a
+    new run of the recipe since (`/train submit`: same job name, same checkpoints), and that
+    job carries it on (`job`, in Slurm state `state`, submitted by `by`; None: not known)."""
 
-    def __init__(self, after: str, job: str, by: str | None, state: str) -> None:
-        super().__init__(N_("not submitted: the run was resumed meanwhile as job %(job)s",
-                            job=job))
+    def __init__(self, after: str, job: str, by: str | None, state: str, *,
+                 recipe: str = "", new_run: bool = False) -> None:
+        super().__init__(
+            N_("not submitted: a new run of %(recipe)s was started since as job %(job)s, and "
+               "a second copy beside it would write the same checkpoints", recipe=recipe,
+               job=job) if new_run
+            else N_("not submitted: the run was resumed meanwhile as job %(job)s", job=job))
         self.after, self.job, self.by, self.state = after, job, by, state
+        self.new_run = new_run
 
 
-def _moved_on(store: Store, chain_id: int, array_task: int | None, after: str) -> None:
-    """Raise RunMovedOn when the run's (`array_task`'s) latest attempt is no longer `after`."""
+def run_moved_on(store: Store, chain_id: int, recipe: str, array_task: int | None,
+                 after: str) -> RunMovedOn | None:
+    """Whether a resubmit after job `after` would no longer carry `recipe` on: the run's
+    (`array_task`'s) latest attempt is another job now, or the recipe's current run (the
+    one `/train resume` resumes: bot.store chains.latest_for_recipe) is a newer one, which
+    has a job. What says so (RunMovedOn, raised by the submit), None: it would."""
     latest = run_latest(store.attempts.for_chain(chain_id), array_task)
+    new_run = False
     if latest is None or latest.job_id == after:
-        return
+        current = store.chains.latest_for_recipe(recipe) if recipe else None
+        latest = (store.attempts.latest(current.id)
+                  if current is not None and current.id != chain_id else None)
+        if latest is None:
+            return None
+        new_run = True
     by = next((e.actor for e in store.audit.recent(20, job_id=latest.job_id)
                if e.action == "submit" and e.result == "ok"), None)
-    raise RunMovedOn(after, latest.shown_id, by, latest.state)
+    return RunMovedOn(after, latest.shown_id, by, latest.state, recipe=recipe, new_run=new_run)
 
 
 def _array_of_submit(recipe_name: str, recipe: RecipeConfig, chain: Any,
@@ -195,10 +211,11 @@ def submit_recipe(
     run (`chain_id`, `array_task`) that has one in flight already is refused before its
     sbatch (RunSubmitInFlight, saying whose and since when): one job of a run at a time.
     `after_job` (a cancel and resume's cancelled job, a Resubmit prompt's job): the run's
-    latest attempt must still be that job once the submit is in flight, else it is refused
-    before its sbatch (RunMovedOn: the run was resumed meanwhile, its submit recorded;
-    checked after the in-flight row is added, so a resume either is seen here or is refused
-    by the row).
+    latest attempt must still be that job once the submit is in flight, and the run the
+    recipe's current one, else it is refused before its sbatch (RunMovedOn: the run was
+    resumed meanwhile, its submit recorded, or a new run of the recipe was started since;
+    `run_moved_on`; checked after the in-flight row is added, so a resume either is seen here
+    or is refused by the row).
     """
     if charge_retry and chain_id is None:
         raise ValueError("only a resubmit into an existing chain can be charged")
@@ -239,7 +256,9 @@ def submit_recipe(
                 raise RunSubmitInFlight(added.flight, now)
             flight = added.flight
         if after_job is not None and chain is not None:
-            _moved_on(store, chain.id, array_task, after_job)
+            moved = run_moved_on(store, chain.id, recipe_name, array_task, after_job)
+            if moved is not None:
+                raise moved
         try:
             job_id = send_job(slurm, effective, job_name, env)
         except OutcomeUnknown as exc:

@@ -21,7 +21,9 @@ class WatchEvent:
     (early warnings on a running job), `held` (JobHeldAdmin), `unknown` (a watched job Slurm
     does not know, no longer watched), `read_failed` (a job whose tick's batched read of its
     files has failed READ_FAILED_NOTE_TICKS ticks in a row), `resubmitted` (an automatic
-    resubmit),
+    resubmit), `resubmit_superseded` (a due automatic resubmit not made: a new run of its
+    recipe carries it on), `stall_over` (a job trained on past a stall warning: its prompt is
+    out of date),
     `cluster_unreachable`, `cluster_back`.
 
     Incidents and early warnings also carry what their charts are drawn from, in memory only
@@ -32,7 +34,9 @@ class WatchEvent:
     `text` is the English message (stored with the event, logged); `facts` says it as data
     for messages in other languages where `decision` / `record` do not: held (`reason`,
     `held_s`), unknown (`minutes`), read_failed (`ticks`, `seconds`: since the first,
-    `error`: the reader's sentence, a Text), resubmitted (`new_job`), cluster_unreachable (`ticks`,
+    `error`: the reader's sentence, a Text), resubmitted (`new_job`), resubmit_superseded
+    (`new_job`, `recipe`), stall_over (`stall_key`: the warning's key, `stalled_at`,
+    `reached`: iterations), cluster_unreachable (`ticks`,
     `since`, `error`: the error's sentence, a Text; English in to_json), cluster_back
     (`since`), a warning re-posted as a note (its decision's facts, from the store), an
     incident judged without a file it could not read (`log_path`, `log_unreadable`,

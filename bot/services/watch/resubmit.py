@@ -24,7 +24,7 @@ from bot.core.policy import Decision, DecisionKind, resume_start, run_latest
 from bot.core.slurm.sbatch import sbatch_refused_for_now
 from bot.crashpoint import crashpoint
 from bot.services.ports import LeaseLost
-from bot.services.submit import RESUBMIT_CLASS
+from bot.services.submit import RESUBMIT_CLASS, RunMovedOn, run_moved_on
 from bot.services.watch.events import TickReport, WatchEvent
 from bot.services.watch.outbox import Outbox
 from bot.store import Chain, Incident, Store
@@ -96,7 +96,9 @@ class AutoResubmits:
         to its end while the bot was down) gets nothing new submitted, but a resubmit that went
         through is still told, once; one that did not is `dropped` (nothing to submit or
         tell, and no lookup on the cluster again). A `due` row whose run has a newer attempt
-        (someone resubmitted it meanwhile) is `dropped` too: two jobs of a run never run side
+        (someone resubmitted it meanwhile), or whose recipe a newer run carries on (a
+        `/train submit` since: bot.services.submit.run_moved_on; its thread is told), is
+        `dropped` too: two jobs of a run never run side
         by side; one found another submit of its run in flight (`resubmit` returns None: a
         person's resume, refused to it) is `due` again, dropped once that job is recorded, or
         carried out if that submit queued nothing."""
@@ -125,13 +127,19 @@ class AutoResubmits:
                 continue
             if inc.state != "submitted" and now < float(data.get("retry_at") or 0):
                 continue  # a failed try's backoff
-            latest = self._latest(chain.id, decision)
-            if inc.state == "due" and latest is not None and latest.job_id != inc.job_id:
-                # the run went on meanwhile (a person's resume): a second job would run beside
-                log.info("%s: resubmit of %s dropped: job %s was submitted into the run since",
-                         self.cluster, inc.job_id, latest.job_id)
-                self.store.incidents.set_state(inc.key, "dropped")
+            moved = run_moved_on(self.store, chain.id, chain.recipe,
+                                 decision.facts.get("array_task"), str(inc.job_id)) \
+                if inc.state == "due" else None
+            if moved is not None:
+                # the run went on meanwhile (a person's resume, a new run of the recipe): a
+                # second job would run beside the one that carries it on
+                log.info("%s: resubmit of %s dropped: job %s carries %s on since",
+                         self.cluster, inc.job_id, moved.job, chain.recipe)
+                if not moved.new_run or self._tell_superseded(inc, chain.id, moved, now,
+                                                              report):
+                    self.store.incidents.set_state(inc.key, "dropped")
                 continue
+            latest = self._latest(chain.id, decision)
             if inc.state == "submitted":
                 new_job = latest.shown_id if latest is not None else "?"
                 self._tell_resubmitted(inc, chain.id, data, decision, new_job, now, report)
@@ -230,6 +238,18 @@ class AutoResubmits:
         task's: its siblings run side by side and are no resubmit of it."""
         return run_latest(self.store.attempts.for_chain(chain_id),
                           decision.facts.get("array_task"))
+
+    def _tell_superseded(self, inc: Incident, chain_id: int, moved: RunMovedOn, now: float,
+                         report: TickReport) -> bool:
+        """Say in the run's thread that its due resubmit was not made: a new run of its
+        recipe carries it on (its incident said it would resubmit). True once said."""
+        recipe = str(inc.diagnosis.get("recipe") or "")
+        text = (f"job {inc.job_id} was not resubmitted automatically: a new run of {recipe} "
+                f"was started since as job {moved.job}")
+        return self.outbox.emit(WatchEvent(
+            "resubmit_superseded", f"{self.cluster}:{inc.job_id}:resubmit:superseded",
+            self.cluster, text, chain_id, str(inc.job_id), recipe,
+            facts={"new_job": moved.job, "recipe": recipe}), "resubmit_superseded", now, report)
 
     def _ask_instead(self, inc: Incident, chain_id: int, data: dict[str, Any], decision: Decision,
                      now: float, report: TickReport) -> None:
