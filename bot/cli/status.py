@@ -88,4 +88,7 @@ def format_report(report: object) -> str:
         lines.append(f"  {report.note}")  # type: ignore[attr-defined]
     for job, text in report.unsaid:  # type: ignore[attr-defined]
         lines.append(f"  never said in the thread of job {job} (Slack did not take it): {text}")
+    for job, text in report.waiting:  # type: ignore[attr-defined]
+        lines.append(f"  not yet said in the thread of job {job} (it has not opened; said "
+                     f"when it opens): {text}")
     return "\n".join(line.rstrip() for line in lines)

@@ -94,8 +94,8 @@ class _Watcher:
                     self._changed.wait()
                     continue
                 left = self._heap[0][0] - time.monotonic()
-                if left > 0:
-                    self._changed.wait(left)
+                if left > 0:  # a wait past TIMEOUT_MAX raises OverflowError: wake and look again
+                    self._changed.wait(min(left, threading.TIMEOUT_MAX))
                     continue
                 deadline = heapq.heappop(self._heap)[2]
                 deadline.cancelled = True  # done: a cancel after it changes nothing

@@ -67,8 +67,10 @@ class StatusReport:
     unreachable: dict[str, Text | str] = field(default_factory=dict)  # its error's sentence
     note: Text | str = ""
     # what the shown runs' threads never got (bot.services.threads.unsaid_in_thread): the
-    # run's job as its rows show it (its latest), and each reply's text
+    # run's job as its rows show it (its latest), and each reply's text; `unsaid` those
+    # Slack did not take, `waiting` those said once the thread opens (its root never came)
     unsaid: list[tuple[str, str]] = field(default_factory=list)
+    waiting: list[tuple[str, str]] = field(default_factory=list)
 
 
 #: What one kind of status target found: its title, its rows and a note (may be empty).
@@ -132,16 +134,18 @@ def job_status(
         if not merged:
             note = N_("job %(job)s is unknown to trainbot and to Slurm on every cluster",
                       job=target)
+    unsaid = _unsaid(store, merged)
     return StatusReport(title=title, rows=merged, unreachable=unreachable, note=note,
-                        unsaid=_unsaid(store, merged))
+                        unsaid=[(job, text) for job, text, waits in unsaid if not waits],
+                        waiting=[(job, text) for job, text, waits in unsaid if waits])
 
 
-def _unsaid(store: Store, rows: list[JobStatus]) -> list[tuple[str, str]]:
+def _unsaid(store: Store, rows: list[JobStatus]) -> list[tuple[str, str, bool]]:
     """Each shown run's replies its thread never got (given up), named by the run's latest
-    row's job."""
+    row's job, and whether each waits for the thread to open."""
     latest = {row.chain_id: row.label for row in rows if row.chain_id is not None}
-    return [(job, text) for chain_id, job in latest.items()
-            for text in unsaid_in_thread(store, chain_id)]
+    return [(job, *note) for chain_id, job in latest.items()
+            for note in unsaid_in_thread(store, chain_id)]
 
 
 def _task_row(store: Store, cluster: str, rec: JobRecord) -> JobStatus:

@@ -18,7 +18,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 from bot.config import Config
 from bot.core.arrays import ArrayRootView, ArrayTask, build_array_root
@@ -281,16 +281,24 @@ def given_up_for_thread(ctx: BotContext, key: str) -> bool:
         kept.state in ("dropped", THREADLESS)
 
 
-def unsaid_in_thread(store: Store, chain_id: int) -> list[str]:
+class Unsaid(NamedTuple):
+    """A reply its thread was to be told and was not (`unsaid_in_thread`)."""
+
+    text: str
+    waits_for_thread: bool  # THREADLESS: said once its thread opens; else dropped for good
+
+
+def unsaid_in_thread(store: Store, chain_id: int) -> list[Unsaid]:
     """What the chain's thread was to be told and never was, oldest first: the text of each
     reply kept for it (`keep_reply`'s fallback, `thread_note`'s mrkdwn, in the thread's
     language) and given up by `_say_kept` (`dropped`: Slack rejected the message itself;
-    THREADLESS: its run's root never came: refused, no channel, or not posted in
-    THREADLESS_TRIES tries, about 35 min, a Slack failing it at each), until said (a
-    THREADLESS one once its thread opens after all). `/train status` and `trainbot status`
-    show them with the run's job (bot.services.status), so what a user was to be told (a
-    submit's "submitted" note) is not lost with only a log line."""
-    return [str(note.diagnosis["text"]) for note in store.incidents.for_chain(chain_id)
+    THREADLESS, waiting for its thread: its run's root never came: refused, no channel, or
+    not posted in THREADLESS_TRIES tries, about 35 min, a Slack failing it at each), until
+    said (a THREADLESS one once its thread opens after all). `/train status` and `trainbot
+    status` show them with the run's job (bot.services.status), so what a user was to be told
+    (a submit's "submitted" note) is not lost with only a log line."""
+    return [Unsaid(str(note.diagnosis["text"]), note.state == THREADLESS)
+            for note in store.incidents.for_chain(chain_id)
             if note.class_id == THREAD_NOTE and note.state in ("dropped", THREADLESS)
             and note.diagnosis.get("text")]
 

@@ -183,7 +183,8 @@ def status_view(report: StatusReport) -> dict[str, Any]:
             row.record.reason and row.record.is_pending else ""
         rows.append([row.label, row.recipe or "-", row.state_text, reason, attempt])
     return {"title": report.title, "rows": rows, "unreachable": dict(report.unreachable),
-            "note": report.note, "unsaid": [list(pair) for pair in report.unsaid]}
+            "note": report.note, "unsaid": [list(pair) for pair in report.unsaid],
+            "waiting": [list(pair) for pair in report.waiting]}
 
 
 def _submit(ctx: BotContext, cmd: c.Submit | c.Resume, actor: str, channel: str | None,

@@ -1195,16 +1195,18 @@ def test_a_submits_note_waits_for_a_root_claimed_elsewhere_past_threadless_tries
 
 
 @pytest.mark.parametrize(("lang", "said"), [
-    ("en", "Never said in the thread of job 88154 (Slack did not take it): "),
-    ("ko", "작업 88154의 스레드에 끝내 전하지 못한 메시지입니다 (Slack이 받지 않았습니다): ")])
+    ("en", "Not yet said in the thread of job 88154 (it has not opened; said when it opens): "),
+    ("ko", "작업 88154의 스레드가 아직 열리지 않아 전하지 못한 메시지입니다 (스레드가 열리면 "
+           "전합니다): ")])
 def test_a_submits_note_given_up_with_its_failing_root_is_shown_by_status(
         slack: SlackStandIn, store: Store, lang: str, said: str) -> None:
     """Slack fails a run's root (a 500 at every attempt) for THREADLESS_TRIES tries of the
     `prompts` job: the "submitted" note kept for its thread is given up with it, and
     `/train status mix` says, naming the job, what the thread never got (its text, who
-    submitted), in the channel's language; so does `trainbot status`. Before, the note was
-    dropped with only a log line (7e8af869 counted a failing root toward THREADLESS_TRIES,
-    undoing "a kept submitted note is no longer dropped after about 35 min")."""
+    submitted), in the channel's language, as waiting for the thread to open (it is said
+    then); so does `trainbot status`. Before, the note was dropped with only a log line
+    (7e8af869 counted a failing root toward THREADLESS_TRIES, undoing "a kept submitted note
+    is no longer dropped after about 35 min"), then listed as one Slack did not take."""
     run = make_run(slack, store)
     root_left_unposted(store, run)
     ctx, _, _ = slack_context(slack, store)
@@ -1219,10 +1221,11 @@ def test_a_submits_note_given_up_with_its_failing_root_is_shown_by_status(
     text = note.diagnosis["text"]
     assert "U0BOB" in text
     reply = execute(ctx, c.Status("mix"), actor="U0ALICE", channel=PRIVATE, now=T0)
-    assert said + text in reply.text
+    assert said + text in reply.text and "Slack did not take it" not in reply.text
     report = job_status(ctx.config, "mix", store=store, slurm_for=ctx.clusters.slurm)
-    assert f"never said in the thread of job 88154 (Slack did not take it): {text}" in \
-        format_report(report)
+    shown = format_report(report)
+    assert ("not yet said in the thread of job 88154 (it has not opened; said when it opens): "
+            f"{text}") in shown and "Slack did not take it" not in shown
 
 
 @pytest.mark.parametrize("restarted", [False, True], ids=["same bot", "restarted bot"])
@@ -1242,7 +1245,7 @@ def test_a_note_given_up_with_its_runs_root_is_said_once_when_the_thread_opens_l
     for _ in range(THREADLESS_TRIES * (MAX_SKIPPED + 1)):  # every try, backoffs and all
         say_pending_notes(run.ctx)
     text = present(store.incidents.get(submitted)).diagnosis["text"]
-    never_said = "Never said in the thread of job 88154"
+    never_said = "Not yet said in the thread of job 88154"
     assert never_said in execute(run.ctx, c.Status("mix"), actor="U0ALICE", channel=PRIVATE,
                                  now=T0).text
     slack.heal()

@@ -14,6 +14,7 @@ from urllib.request import Request
 import pytest
 from slack_standin import SlackStandIn
 
+from bot.net import deadlines
 from bot.net.whole_request import open_whole
 
 IN_FLIGHT = 24
@@ -68,3 +69,22 @@ def test_many_requests_in_flight_add_no_thread_each_and_each_is_cut_at_its_deadl
     assert during <= len(workers) + 4
     assert [outcome for outcome, _ in ended] == ["cut"] * len(workers)
     assert max(took for _, took in ended) < TIMEOUT_S + 1.0
+
+
+def test_a_deadline_further_than_a_wait_can_take_stops_no_deadline_thread(monkeypatch) -> None:
+    """A deadline further off than threading.TIMEOUT_MAX (a huge timeout) no longer kills the
+    deadlines' thread (Condition.wait raised OverflowError on it: a traceback in the log, and
+    the deadlines in its heap unkept until the next request started the thread again); one
+    due soon after it is still kept."""
+    raised: list[BaseException | None] = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: raised.append(args.exc_value))
+    far = deadlines.at(time.monotonic() + 1e12, lambda: None)
+    try:
+        time.sleep(0.2)
+        due = threading.Event()
+        deadlines.at(time.monotonic() + 0.05, due.set)
+        assert due.wait(2)
+        time.sleep(0.2)
+    finally:
+        far.cancel()
+    assert raised == []
