@@ -42,7 +42,7 @@ from bot.services import competitors as comp
 from bot.services.access import approvers_now
 from bot.services.approval_outcomes import Outcome, decided, expired_outcome
 from bot.services.approved_choices import NotPerformed, perform, recovered_outcome, stall_over
-from bot.services.cancel_steps import UNKNOWN_CANCEL_STEP, cancel_takeover_at
+from bot.services.cancel_steps import CANCEL_STEPS, UNKNOWN_CANCEL_STEP, cancel_takeover_at
 from bot.services.ports import Blocks, BotContext
 from bot.services.runs import array_task_of
 from bot.services.submit import RunSubmitInFlight
@@ -249,12 +249,13 @@ def _unexpected_error(ctx: BotContext, approval: Approval, choice: str, actor: s
 
 def _reached_cluster(ctx: BotContext, approval: Approval, choice: str, now: float) -> bool:
     """Whether a claimed choice that raised may have sent its command to the cluster: a hold
-    (its scontrol is not recorded before it is sent); a cancel whose step was marked (marked
-    just before its scancel); a resubmit whose job was recorded in the chain since the claim,
+    (its scontrol is not recorded before it is sent); a cancel in one of its CANCEL_STEPS (the
+    first marked just before its scancel; a reminder's or an escalation's step says nothing
+    was sent); a resubmit whose job was recorded in the chain since the claim,
     or whose submit is still kept in flight (its sbatch was sent, its job not recorded)."""
     if choice == "hold":
         return True
-    if ctx.store.approvals.steps(approval.token):
+    if not CANCEL_STEPS.isdisjoint(ctx.store.approvals.steps(approval.token)):
         return True
     if choice in ("cancel", "cancel_resume") or approval.chain_id is None:
         return False

@@ -24,8 +24,10 @@ from bot.crashpoint import crashpoint
 from bot.services.approval_outcomes import Outcome, decided
 from bot.services.approved_choices import policy_of, resume_cancelled
 from bot.services.cancel_steps import (
+    ANNOUNCED_STEP,
     CANCELLING_STEP,
     RESUMING_STEP,
+    SETTLED_STEP,
     UNKNOWN_CANCEL_STEP,
     cancel_takeover_at,
     scancel_over_at,
@@ -188,13 +190,13 @@ def _settle_cancel(ctx: BotContext, approval: Approval, now: float) -> None:
         return  # the scancel may still be running on the login node: ask again next time
     taken_over = False
     bounds = step_bounds(ctx.config, cluster, slurm)  # this run's, kept with the step
-    if not ctx.store.approvals.mark_step(approval.token, "cancel_settled", now=now,
+    if not ctx.store.approvals.mark_step(approval.token, SETTLED_STEP, now=now,
                                          bounds=bounds):
         # being settled (by another replica), or its settler died before the outcome was
         # recorded (the approval is still approved): taken over, by one replica, once the
         # step is `takeover_s` old
-        older_than = now - takeover_s(ctx, approval, now, "cancel_settled")
-        if not ctx.store.approvals.take_over_step(approval.token, "cancel_settled",
+        older_than = now - takeover_s(ctx, approval, now, SETTLED_STEP)
+        if not ctx.store.approvals.take_over_step(approval.token, SETTLED_STEP,
                                                   older_than=older_than, now=now,
                                                   bounds=bounds):
             return
@@ -254,7 +256,7 @@ def _finish_resume(ctx: BotContext, approval: Approval, now: float) -> None:
     if not ctx.store.approvals.take_over_step(token, RESUMING_STEP, older_than=older_than,
                                               now=now, bounds=bounds):
         return  # another run took it over just now
-    ctx.store.approvals.mark_step(token, "cancel_settled", now=now,  # said as a settle is
+    ctx.store.approvals.mark_step(token, SETTLED_STEP, now=now,  # said as a settle is
                                   bounds=bounds)
     recipe, job = payload.get("recipe"), str(approval.target_job)
     ctx.store.audit.record(
@@ -310,7 +312,7 @@ def _announce_settled(ctx: BotContext, approval: Approval, now: float, *,
         rewrite_prompt(ctx, approval, text, blocks)
         if settled.get("offer_again") and not _offer_cancel_again(ctx, approval, now):
             return
-    if ctx.store.approvals.mark_step(approval.token, "cancel_announced", now=now) \
+    if ctx.store.approvals.mark_step(approval.token, ANNOUNCED_STEP, now=now) \
             and chain_id is not None and not (settled or {}).get("homes_refreshed"):
         refresh_homes(ctx, chain_id, now)
 

@@ -36,6 +36,20 @@ whose process died in its scancel: bot.services.cancel_settle settles it as a ca
 end was not seen (`cancel_takeover_at` says when)."""
 
 
+SETTLED_STEP = "cancel_settled"
+"""The step of an approved cancel trainbot took up again (its scancel's end not seen, or its
+click's process dead in its resume): bot.services.cancel_settle."""
+
+ANNOUNCED_STEP = "cancel_announced"
+"""The step of a settled cancel once all of what became of it was said (bot.services.
+cancel_settle)."""
+
+CANCEL_STEPS = frozenset((*CANCELLING_STEP.values(), *UNKNOWN_CANCEL_STEP.values(),
+                          RESUMING_STEP, SETTLED_STEP, ANNOUNCED_STEP))
+"""Every step an approved cancel goes through, all from CANCELLING_STEP on (marked just before
+its scancel is sent): an approval in one of them may have sent its scancel. The prompt
+follow-up's steps ("reminded", "escalated") and a hold's are not among them."""
+
 def cancel_takeover_at(ctx: BotContext, approval: Approval) -> float | None:
     """When `approval`'s cancel, left in its CANCELLING_STEP with no step after it (its
     click's scancel under way, or its process dead in it), is taken over as one whose end was

@@ -56,6 +56,25 @@ def test_a_resubmit_that_raises_before_its_sbatch_leaves_the_prompt_usable(store
         == ["released", "released"]
 
 
+@pytest.mark.parametrize("step", ["reminded", "escalated"])
+def test_a_followed_up_prompt_whose_resubmit_raises_before_its_sbatch_stays_usable(
+        store, step) -> None:
+    """The follow-up's own steps (a reminder, an escalation) say nothing reached the cluster."""
+    slurm = FakeSlurm()
+    ctx = _ctx(store, slurm)
+    _, prompt = mix_prompt(ctx, now=NOW, summary="88154 died", offer_cancel=False,
+                           resume_iter=3000)
+    assert store.approvals.mark_step(prompt.token, step, now=NOW + 0.5)
+    first = handle_click(ctx, prompt.token, ActionId.RESUBMIT, "U0APPR", NOW + 1)
+    assert first.status == "failed"
+    assert first.update_text is None  # the prompt's buttons stay
+    assert first.ephemeral is not None and "Nothing was done" in first.ephemeral
+    assert slurm.submits() == []
+    again = handle_click(ctx, prompt.token, ActionId.RESUBMIT, "U0APPR", NOW + 2)
+    assert again.ephemeral is not None and "Already decided" not in again.ephemeral
+    assert "Nothing was done" in again.ephemeral
+
+
 def test_the_clicker_is_told_in_the_recipes_language(tmp_path) -> None:
     with Store.open(f"sqlite:///{tmp_path / 'ko.db'}") as store:
         ctx = make_context(store, FakeSlurm(), slack_lang="ko")
