@@ -75,10 +75,12 @@ class CommandError(ValueError):
         self.problem = problem
         self.verb = verb
         self.usage = USAGE.get(verb or "", "")
+        said = str(problem)
+        sentence = said if said[-1:] in ("?", "!", ".") else f"{said}."  # as train_reply's
         if self.usage:
-            message = f"{problem}. Usage: `{self.usage}`"
+            message = f"{sentence} Usage: `{self.usage}`"
         else:
-            message = f"{problem}. Commands: {', '.join(USAGE)} (try `/train help`)"
+            message = f"{sentence} Commands: {', '.join(USAGE)} (try `/train help`)"
         super().__init__(message)
 
 

@@ -21,6 +21,10 @@ _FALSE = {"false", "no", "off", "0"}
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 # A whole number in ASCII digits only: not `1_000`, ` 5` or Arabic-Indic digits, which int() takes
 _WHOLE = re.compile(r"-?[0-9]+")
+# A decimal number in ASCII digits (float() also takes `1_0`, ` 5`, Arabic-Indic digits)
+_DECIMAL = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
+# The least an int override of a recipe field may be (the field's own bound), by key
+_INT_LEAST = {"target_iter": 1}
 
 
 class OverrideError(UsageProblem):
@@ -85,9 +89,10 @@ def _convert(key: str, raw: str, kind: str) -> Any:
             raise OverrideError(N_("%(key)s must be a whole number, e.g. %(key)s=8000",
                                    key=key))
         whole = int(raw)
-        if not -INT_MOST - 1 <= whole <= INT_MOST:
+        least = _INT_LEAST.get(key, -INT_MOST - 1)
+        if not least <= whole <= INT_MOST:
             raise OverrideError(N_("%(key)s must be a whole number from %(least)s to "
-                                   "%(most)s", key=key, least=-INT_MOST - 1, most=INT_MOST))
+                                   "%(most)s", key=key, least=least, most=INT_MOST))
         return whole
     if kind == "float":
         try:
@@ -97,6 +102,8 @@ def _convert(key: str, raw: str, kind: str) -> Any:
                                    key=key)) from None
         if not math.isfinite(number):
             raise OverrideError(N_("%(key)s must be a finite number", key=key))
+        if not _DECIMAL.fullmatch(raw):
+            raise OverrideError(N_("%(key)s must be a number, e.g. %(key)s=0.0003", key=key))
         return number
     if kind == "bool":
         if raw.strip().lower() in _TRUE:
@@ -154,12 +161,11 @@ def apply_overrides(recipe: RecipeConfig, overrides: Mapping[str, Any]) -> Recip
         return RecipeConfig.model_validate(data)
     except Exception as exc:  # pydantic ValidationError: show only the messages
         errors = getattr(exc, "errors", None)
-        detail = (
-            "; ".join(
-                f"{'.'.join(str(p) for p in e['loc'])}: {e['msg'].removeprefix('Value error, ')}"
-                for e in errors()
-            )
-            if errors
-            else str(exc)
-        )
-        raise OverrideError(N_("override rejected: %(detail)s", detail=detail)) from None
+        if not errors:
+            raise OverrideError(N_("override rejected: %(detail)s", detail=str(exc))) from None
+        first = errors()[0]
+        key = str(first["loc"][0]) if first["loc"] else ""
+        raise OverrideError(N_(
+            "the recipe does not take %(key)s=%(value)s: %(detail)s", key=key,
+            value=str(overrides.get(key, "")),
+            detail=first["msg"].removeprefix("Value error, "))) from None

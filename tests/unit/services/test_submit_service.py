@@ -65,7 +65,7 @@ def test_overrides_are_typed(config):
         ("target_iter= 5", "target_iter must be a whole number, e.g."),
         ("target_iter=\u0665", "target_iter must be a whole number, e.g."),  # Arabic-Indic 5
         ("target_iter=3000000000",  # past the store's integer: sbatch ran, then the insert failed
-         "target_iter must be a whole number from -2147483648 to 2147483647"),
+         "target_iter must be a whole number from 1 to 2147483647"),
         ("lr=fast", "lr must be a number"),
         ("lr=nan", "finite"),
         ("compile=maybe", "compile must be true or false"),

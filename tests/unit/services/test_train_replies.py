@@ -582,6 +582,38 @@ def test_a_target_past_the_stores_integers_is_refused_before_sbatch(store) -> No
     ctx = make_context(store, slurm)
     reply = execute(ctx, parse_command("submit mix target_iter=3000000000"), actor="U0ALICE",
                     channel="C0TRAIN", now=NOW)
-    assert reply.text == ("target_iter must be a whole number from -2147483648 to 2147483647\n"
+    assert reply.text == ("target_iter must be a whole number from 1 to 2147483647\n"
                           "Usage: `/train submit RECIPE [key=value ...]`")
     assert slurm.submits() == [] and store.chains.latest_for_recipe("mix") is None
+
+
+@pytest.mark.parametrize(("lang", "text", "said"), [
+    ("en", "cancl 5", ":x: unknown command 'cancl' — did you mean `cancel`? Commands: `help`"),
+    ("ko", "cancl 5", ":x: 알 수 없는 명령 'cancl' — `cancel`을(를) 뜻했나요? 명령: `help`"),
+    ("en", "submit mix target_iter=0",
+     "target_iter must be a whole number from 1 to 2147483647\nUsage: `/train submit"),
+    ("ko", "submit mix target_iter=0",
+     "target_iter은(는) 1부터 2147483647까지의 정수여야 합니다\n사용법: `/train submit"),
+    ("en", "submit mix target_iter=1_000", "target_iter must be a whole number, e.g. "),
+    ("ko", "submit mix lr=\u0665", "lr은(는) 숫자여야 합니다 (예: lr=0.0003)\n사용법:"),
+    ("en", 'submit mix "lr= 5"', "lr must be a number, e.g. lr=0.0003\nUsage:"),
+    ("en", "submit mix lr=1_0", "lr must be a number, e.g. lr=0.0003\nUsage:"),
+])
+def test_a_mistyped_command_or_override_is_told_in_the_channels_language(store, lang, text,
+                                                                          said) -> None:
+    """A question keeps its own `?` (no `?.`); an override out of its range or not in ASCII
+    digits (`1_000`, ` 5`, Arabic-Indic digits, which int() and float() take) is told in the
+    recipe's language, never pydantic's English ("Input should be greater than or equal to
+    1"); nothing is submitted."""
+    from bot.core.train_grammar import CommandError
+    from bot.services.train import command_error_text
+
+    slurm = FakeSlurm()
+    ctx = make_context(store, slurm, lang=lang)
+    try:
+        reply = execute(ctx, parse_command(text), actor="U0ALICE", channel="C0TRAIN",
+                        now=NOW).text
+    except CommandError as exc:
+        reply = command_error_text(ctx, exc, "C0TRAIN")
+    assert reply.startswith(said), reply
+    assert slurm.submits() == []
