@@ -199,7 +199,9 @@ class RecipeConfig(_Model):
         "log_path as SBATCH_OUTPUT and SBATCH_ERROR (stdout and stderr both in the watched "
         "log, over the script's own #SBATCH --output/--error, unless the wrapper passes its "
         "own on sbatch's command line); an overridden option its job did not get is reported "
-        "as not applied.",
+        "as not applied. These variables stay in the job's environment (sbatch's --export=ALL): "
+        "an sbatch the job runs itself (submitting its next job) gets them too, its output "
+        "going to log_path, unless it runs without them (env -u SBATCH_OUTPUT ...).",
     )
     args: list[str] = Field(default_factory=list, description="Arguments for the script.")
     partition: str | None = Field(None, description="Slurm partition (--partition).")
