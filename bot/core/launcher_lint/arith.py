@@ -620,7 +620,7 @@ def _set_where_called(code: str, values: dict[str, list[tuple[int, str | None]]]
     path, and the construct, by key: to add to path_of's and the scan's); the subshell around
     a call (`( f )`) added to `in_subshells`. `values` itself where no body sets a counter's
     variable. And what the calls made in bodies set where they are in their bodies
-    (body_assignments.set_at_links), for the counters in bodies."""
+    (body_assignments.set_at_links), for the counters in bodies, placed the same way."""
     bodies = [*scan.bodies.values(), *scan.uncalled_bodies]
     positions = [pos for v in values.values() for pos, _v in v]
     body_around = enclosing(bodies, positions) if bodies else {}
@@ -635,17 +635,25 @@ def _set_where_called(code: str, values: dict[str, list[tuple[int, str | None]]]
                             scan.constructs, path_of)
     fake_paths: dict[int, tuple[Step, ...]] = {}
     fake_constructs: dict[tuple[int, int], Construct] = {}
-    at_calls: dict[str, list[tuple[int, str | None]]] = {}
-    for var, by_call in made.items():
+
+    def placed(by_call: dict[int, list[tuple[str | None, bool]]]
+               ) -> list[tuple[int, str | None]]:
+        """What calls leave: at each call's offset where on every run, else just past it, in
+        a branch of a construct of its own that bash may skip."""
+        found: list[tuple[int, str | None]] = []
         for at, left in by_call.items():
             for value, every_run in left:
                 if every_run:
-                    at_calls.setdefault(var, []).append((at, value))
+                    found.append((at, value))
                     continue
                 key = (at + 1, -1)  # (no list starts there: the call's name is before it)
                 fake_constructs[key] = (((at + 1, at + 2),), Cover())
                 fake_paths[at + 1] = (*path_of(at), (key, 0))
-                at_calls.setdefault(var, []).append((at + 1, value))
+                found.append((at + 1, value))
+        return found
+
+    at_calls = {var: placed(by_call) for var, by_call in made.items()}
+    links = {var: placed(by_call) for var, by_call in at_links.items()}
     in_subshells.update(enclosing(subshells, [pos for v in at_calls.values() for pos, _v in v]))
 
     def holds(at: int, step_at: int) -> bool:
@@ -660,7 +668,7 @@ def _set_where_called(code: str, values: dict[str, list[tuple[int, str | None]]]
 
     return {var: resolved_steps(sorted([*(e for e in v if e[0] not in body_around),
                                         *at_calls.get(var, [])], key=lambda e: e[0]), holds)
-            for var, v in values.items()}, fake_paths, fake_constructs, at_links
+            for var, v in values.items()}, fake_paths, fake_constructs, links
 
 
 #: The end of the text before a command that is the head of its list: a line's start, `;`,

@@ -181,27 +181,26 @@ def set_at_links(code: str, bodies: dict[str, tuple[int, int]],
                  locals_of: dict[tuple[int, int], dict[str, int]],
                  constructs: dict[tuple[int, int], Construct],
                  path_of: Callable[[int], tuple[Step, ...]]
-                 ) -> dict[str, list[tuple[int, str | None]]]:
+                 ) -> dict[str, dict[int, list[SetAtCall]]]:
     """The assignments the calls `in_shell` made through other bodies (model.Call.chain) make
     where each call of the chain is in its body (`main() { setup; ((n++)); }`: setup's `n=1`
-    holds at `setup`, in main's body, for what follows it there): by variable, (the call's
-    offset in that body, the value the called body leaves, where it leaves one on every run
-    and bash makes the rest of the chain whenever it makes that call, else None: not known)."""
+    holds at `setup`, in main's body, for what follows it there): by variable and the call's
+    offset in that body, what the called body leaves (set_at_calls's SetAtCall's): on every
+    run where it sets it on every run and bash makes the rest of the chain whenever it makes
+    that call, else on some runs only (`setup() { [ -n "$X" ] && n=1; }`, a `return` between)."""
     plans, by_body = _plans(code, bodies, values, right_in, locals_of, constructs, path_of)
-    placed: dict[tuple[str, int], set[str | None]] = {}
+    found: dict[str, dict[int, list[SetAtCall]]] = {}
     for call, _always in in_shell:
         sure = True  # (bash makes the rest of the chain whenever it makes the call at `at`)
         for start, _end, at in reversed(call.chain):
             for var in by_body.get(call.name, ()):
                 candidates, every_run = plans[call.name, var]
                 made = _made(candidates, every_run and sure)
-                placed.setdefault((var, at), set()).add(
-                    made[0][0] if len(made) == 1 and made[0][1] else None)
+                placed = found.setdefault(var, {})
+                # (two chains leaving it different at one call: not known there)
+                placed[at] = made if placed.get(at, made) == made else [(None, True)]
             sure = sure and path_of(at) == path_of(start) and not _RETURN_RE.search(
                 code, start, at)
-    found: dict[str, list[tuple[int, str | None]]] = {}
-    for (var, at), left in sorted(placed.items(), key=lambda e: e[0][1]):
-        found.setdefault(var, []).append((at, left.pop() if len(left) == 1 else None))
     return found
 
 
