@@ -437,6 +437,11 @@ MIGRATIONS: list[Callable[[Connection], None]] = [
 # PostgreSQL advisory lock key held by each upgrade transaction ("trainbot" in ASCII, as int).
 _UPGRADE_LOCK = 0x747261696E626F74
 
+UPGRADE_STATEMENT_TIMEOUT_S = 60 * 60
+"""The statement_timeout of each PostgreSQL upgrade transaction, in place of the store's own
+(bot.store.PG_STATEMENT_TIMEOUT_S, or a store.url's): its wait on the upgrade lock while
+another replica upgrades, and a migration rewriting a large table, may outlast that bound."""
+
 
 def current_version(conn: Connection) -> int:
     """Schema version of the database (0 for an empty one)."""
@@ -451,7 +456,9 @@ def upgrade(engine: Engine, target: int | None = None) -> int:
     target = len(MIGRATIONS) if target is None else target
     while True:
         with engine.begin() as conn:
-            if conn.dialect.name == "postgresql":  # released when this transaction ends
+            if conn.dialect.name == "postgresql":  # both end with this transaction
+                conn.execute(text(f"SET LOCAL statement_timeout = "
+                                  f"{int(UPGRADE_STATEMENT_TIMEOUT_S * 1000)}"))
                 conn.execute(text("SELECT pg_advisory_xact_lock(:k)"), {"k": _UPGRADE_LOCK})
             version = current_version(conn)
             if version > len(MIGRATIONS):

@@ -103,6 +103,31 @@ def test_a_postgresql_store_bounds_its_statements_and_outlives_a_dropped_connect
         assert conn.exec_driver_sql("SHOW statement_timeout").scalar() == "5s"
 
 
+def test_a_postgresql_store_opens_while_another_replica_upgrades_past_its_statement_bound(
+        postgres_store_url):
+    """A replica opening the store waits on the upgrade lock another replica holds (its
+    upgrade) longer than the store's statement_timeout, and opens once that ends, instead of
+    failing; its later statements keep the store's bound."""
+    from bot.store.migrations import _UPGRADE_LOCK
+    url = make_url(postgres_store_url)
+    short = url.update_query_dict({"options": "-c statement_timeout=500ms"}
+                                  ).render_as_string(hide_password=False)
+    with Store.open(postgres_store_url) as holder, holder.engine.connect() as conn:
+        conn.exec_driver_sql(f"SELECT pg_advisory_xact_lock({_UPGRADE_LOCK})")
+        release = threading.Timer(2.0, conn.rollback)
+        release.start()
+        try:
+            started = time.monotonic()
+            with Store.open(short) as store:
+                assert time.monotonic() - started >= 1.5  # it did wait on the lock
+                assert store.schema_version == current_schema.SCHEMA_VERSION
+                with store.engine.connect() as own:
+                    assert own.exec_driver_sql("SHOW statement_timeout").scalar() == "500ms"
+        finally:
+            release.cancel()
+            release.join()
+
+
 # URLs that SQLAlchemy cannot parse (bad port, no scheme, a space) or parses wrongly (an
 # unescaped @ in the password): the password must never be shown.
 BAD_URLS = [
