@@ -181,12 +181,16 @@ def parse_sbatch_output(text: str) -> int:
 
 # sbatch refusing a job for now, for reasons that pass by themselves (its submit refused as
 # the controller's messages say, src/common/slurm_errno.c: a limit on jobs submitted, which
-# jobs ending lift; the controller's own job count or rate limit; a partition inactive or
-# drained; or sbatch's own words for a controller too busy to take it). Any other refusal
-# (an account, a partition or a QOS that is not there, a size or time over its limit) is
-# the same at each try.
+# jobs ending lift, named by its pending reason on a line of its own
+# (QOSMaxSubmitJobPerUserLimit, AssocGrpSubmitJobsLimit...); the controller's own job count
+# or rate limit; a partition inactive or drained; or sbatch's own words for a controller too
+# busy to take it). Any other refusal (an account, a partition or a QOS that is not there,
+# a size or time over its limit) is the same at each try: so is ESLURM_ACCOUNTING_POLICY's
+# one sentence said alone ("Job violates accounting/QOS policy (job submit limit, user's
+# size and/or time limits)"), which names the submit limit among others for every
+# accounting refusal.
 SBATCH_REFUSED_FOR_NOW_RE = re.compile(
-    r"MaxSubmitJob|SubmitJobsLimit|job submit limit|MaxJobCount limit reached|"
+    r"MaxSubmitJob|SubmitJobsLimit|MaxJobCount limit reached|"
     r"Rate limit exceeded|temporarily unable to accept job|Resource temporarily unavailable|"
     r"try again later|partition configuration not available now|"
     r"Required partition not available \(inactive or drain\)|"

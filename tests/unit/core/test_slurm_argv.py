@@ -36,6 +36,7 @@ from bot.core.slurm.sbatch import (
     parse_sbatch_output,
     sbatch_argv,
     sbatch_input_env,
+    sbatch_refused_for_now,
 )
 from bot.core.slurm.scancel import scancel_argv
 from bot.core.slurm.scontrol import scontrol_argv
@@ -668,3 +669,15 @@ def test_releasing_an_array_some_of_whose_tasks_ended_logs_what_it_did(caplog):
     assert [r.getMessage() for r in caplog.records if r.name == "bot.cluster.slurm"] == [
         "job 659 had no hold left to release: scontrol: error: Job has already finished for "
         "job 659"]
+
+
+@pytest.mark.parametrize(("stderr", "for_now"), [
+    ("sbatch: error: QOSMaxSubmitJobPerUserLimit\nsbatch: error: Batch job submission failed: "
+     "Job violates accounting/QOS policy (job submit limit, user's size and/or time limits)",
+     True),
+    ("sbatch: error: Batch job submission failed: Job violates accounting/QOS policy (job "
+     "submit limit, user's size and/or time limits)", False),
+])
+def test_only_a_named_submit_limit_refuses_a_job_for_now(stderr, for_now):
+    """The accounting refusal's one sentence, said alone, is a size or time over a limit."""
+    assert sbatch_refused_for_now(stderr) is for_now

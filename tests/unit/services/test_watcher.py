@@ -616,6 +616,23 @@ def test_a_resubmit_sbatch_refuses_for_now_is_tried_again_then_given_up(env):
         "failed: Job violates")
 
 
+def test_a_resubmit_sbatch_refuses_over_a_size_or_time_limit_is_not_tried_again(env):
+    """Slurm's one sentence for every accounting/QOS refusal names the "job submit limit" among
+    others; said alone (no submit-limit reason before it) it is a size or time over a limit
+    (DenyOnLimit), the same at each try: told once, not tried again."""
+    store, slurm, sftp, sink = env
+    resub = RefusedResubmit(store)
+    resub.stderr = ("sbatch: error: Batch job submission failed: Job violates accounting/QOS "
+                    "policy (job submit limit, user's size and/or time limits)\n")
+    w, chain = timed_out(env, resub)
+    for k in range(60):
+        w.tick(T0 + 1310 + 60 * k)
+    assert len(resub.calls) == 1
+    assert sink.kinds() == ["incident", "note"]
+    assert "the cluster refused the automatic resubmit" in sink.events[1].text
+    assert "will not try it again" in sink.events[1].text
+
+
 def test_crash_after_submit_before_done_does_not_submit_twice(env):
     store, slurm, sftp, sink = env
     resub = FakeResubmit(store)
