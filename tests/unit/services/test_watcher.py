@@ -596,18 +596,30 @@ def test_a_resubmit_failing_again_and_again_is_given_up_and_told_once(env):
     assert store.incidents.get(f"{CLUSTER}:88300:resubmit").state == "failed"
 
 
+ACCOUNTING_POLICY_REFUSED = (
+    "sbatch: error: Batch job submission failed: Job violates accounting/QOS policy (job "
+    "submit limit, user's size and/or time limits)\n")  # ESLURM_ACCOUNTING_POLICY's sentence
+
+
+def refused_for_an_hour(env: Any, stderr: str) -> RefusedResubmit:
+    """A timed-out job whose every resubmit sbatch refuses with `stderr`, watched for an hour
+    of ticks: its resubmit, with the calls made."""
+    store = env[0]
+    resub = RefusedResubmit(store)
+    resub.stderr = stderr
+    w, _ = timed_out(env, resub)
+    for k in range(60):
+        w.tick(T0 + 1310 + 60 * k)
+    return resub
+
+
 def test_a_resubmit_sbatch_refuses_for_now_is_tried_again_then_given_up(env):
     """sbatch refuses for a reason that passes by itself (the user's submit limit, reached
     while other jobs run): tried again after 1, 2, 4, 8 minutes; the fifth refusal is the
     last, and the thread is told once."""
     store, slurm, sftp, sink = env
-    resub = RefusedResubmit(store)
-    resub.stderr = ("sbatch: error: QOSMaxSubmitJobPerUserLimit\nsbatch: error: Batch job "
-                    "submission failed: Job violates accounting/QOS policy (job submit "
-                    "limit, user's size and/or time limits)\n")
-    w, chain = timed_out(env, resub)
-    for k in range(60):
-        w.tick(T0 + 1310 + 60 * k)
+    resub = refused_for_an_hour(env, "sbatch: error: QOSMaxSubmitJobPerUserLimit\n"
+                                     + ACCOUNTING_POLICY_REFUSED)
     assert len(resub.calls) == 5
     assert sink.kinds() == ["incident", "note"]
     assert sink.events[1].text.startswith(
@@ -621,12 +633,7 @@ def test_a_resubmit_sbatch_refuses_over_a_size_or_time_limit_is_not_tried_again(
     others; said alone (no submit-limit reason before it) it is a size or time over a limit
     (DenyOnLimit), the same at each try: told once, not tried again."""
     store, slurm, sftp, sink = env
-    resub = RefusedResubmit(store)
-    resub.stderr = ("sbatch: error: Batch job submission failed: Job violates accounting/QOS "
-                    "policy (job submit limit, user's size and/or time limits)\n")
-    w, chain = timed_out(env, resub)
-    for k in range(60):
-        w.tick(T0 + 1310 + 60 * k)
+    resub = refused_for_an_hour(env, ACCOUNTING_POLICY_REFUSED)
     assert len(resub.calls) == 1
     assert sink.kinds() == ["incident", "note"]
     assert "the cluster refused the automatic resubmit" in sink.events[1].text
