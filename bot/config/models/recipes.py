@@ -9,6 +9,7 @@ from typing import Any, Literal
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from bot.config.models._base import (
+    _ENV_NAME_RE,
     _OVERRIDE_KEY_RE,
     _SLACK_USER_RE,
     _SLURM_TIME_RE,
@@ -361,8 +362,16 @@ class RecipeConfig(_Model):
 
     @field_validator("env")
     @classmethod
-    def _env(cls, value: dict[str, str]) -> dict[str, str]:
-        check_env(value)  # SubmitSpec's own check: refused here, not at the first submit
+    def _env(cls, value: dict[str, str], info: ValidationInfo) -> dict[str, str]:
+        """An sbatch_script recipe's env goes through SubmitSpec's own check (refused here,
+        not at the first submit); a submit_command recipe's goes to the site wrapper, which
+        only needs variable names (SBATCH_*, PATH, LD_* are its own business)."""
+        if info.data.get("submit_command") is None:
+            check_env(value)
+            return value
+        for name in value:
+            if not _ENV_NAME_RE.match(name):
+                raise ValueError(f"env key {name!r} is not a valid variable name")
         return value
 
     @field_validator("partition", "account", "qos", "gres", "time", "exclude", "workdir",

@@ -565,6 +565,21 @@ def test_a_recipe_sbatch_would_refuse_is_refused_at_load_naming_its_field(tmp_pa
     assert said in error_of(tmp_path, MINIMAL.replace("    mem: 400G", line))
 
 
+@pytest.mark.parametrize("env", ["{SBATCH_RESERVATION: maint-2026}",
+                                 "{PATH: /opt/site/bin:/usr/bin}",
+                                 "{LD_LIBRARY_PATH: /opt/cuda/lib64}"])
+def test_a_submit_command_recipes_env_for_its_wrapper_still_loads(tmp_path, env):
+    """A submit_command recipe never builds a SubmitSpec: its env is the site wrapper's input
+    (a reservation, the wrapper's tools), which sbatch_script recipes may not set."""
+    wrapper = MINIMAL.replace("sbatch_script: /home/alice/train.sbatch", "submit_command: [s]")
+    config = parse_config(wrapper.replace("    mem: 400G", f"    env: {env}"), source="x",
+                          env={})
+    assert config.recipe("mix").env
+    bad = wrapper.replace("    mem: 400G", "    env: {'1X': y}")
+    assert "recipes.mix.env (line 11): env key '1X' is not a valid variable name" in \
+        error_of(tmp_path, bad)
+
+
 def test_a_script_path_sbatch_would_read_as_an_option_is_refused_at_load(tmp_path):
     message = error_of(tmp_path, MINIMAL.replace("/home/alice/train.sbatch", "-train.sbatch"))
     assert ("recipes.mix.sbatch_script (line 9): script path '-train.sbatch' must not be empty "
