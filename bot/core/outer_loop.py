@@ -1,5 +1,6 @@
 """A loop around the training: k-fold's folds, a search's trials, a sweep's runs, federated
-rounds, RL episodes, a recipe's stages or phases (`Fold 1/5`, `Trial 3 of 20`, Keras Tuner's
+rounds, RL episodes, a recipe's stages or phases, repeats over seeds, levels, tasks, models or
+configs (`seed=1`, `Fold 1/5`, `Trial 3 of 20`, Keras Tuner's
 `Running Trial #2`, Optuna's `Trial 0 finished`, `==> Stage 2/2`). A training target or a line
 saying training finished is one pass's when such a loop is short of its last pass.
 Pure: no file or clock access.
@@ -11,10 +12,13 @@ import re
 from collections.abc import Sequence
 
 OUTER_PASS = r"(?:fold|trial|round|episode|sweep|run|stage|phase)s?"
+# Every loop's word a pass's number follows: OUTER_PASS's, and a repeat's over seeds, levels,
+# tasks, models, configs (`seed=1`, `Running with seed 0`, `Level 2`, `Task 3/5`, `Repeat 2`)
+_PASS = r"(?:fold|trial|round|episode|sweep|run|stage|phase|seed|level|task|model|config|repeat)s?"
 # A pass's counter with its total (`Fold 1/5`, `Trial 3 of 20`, `==> Stage 2/2`)
-_COUNTED = re.compile(r"(?i)(?<![a-z])(" + OUTER_PASS + r")\s*#?\s*(\d+)\s*(?:/|of)\s*(\d+)")
-# ... and its number alone (`Score for fold 1`, `Running Trial #2`, `Trial 0 finished`)
-_NUMBERED = re.compile(r"(?i)(?<![a-z])(" + OUTER_PASS + r")\s*(?:#|no\.?)?\s*(\d+)(?![\d/.])")
+_COUNTED = re.compile(r"(?i)(?<![a-z])(" + _PASS + r")\s*[#=:]?\s*(\d+)\s*(?:/|of)\s*(\d+)")
+# ... and its number alone (`Score for fold 1`, `Running Trial #2`, `Trial 0 finished`, `seed=1`)
+_NUMBERED = re.compile(r"(?i)(?<![a-z])(" + _PASS + r")\s*(?:#|no\.?|[=:])?\s*(\d+)(?![\d/.])")
 
 
 def outer_loop_open(lines: Sequence[str]) -> bool:

@@ -69,15 +69,37 @@ _ALARM = re.compile(r"(?i)(?<![a-z])(?:sig[a-z]{2,4}\d*|signals?|terminat\w*|kil
 _NO_ALARM = re.compile(r"(?i)press control-c to abort \w+")
 
 
+# What a program prints once its loop is over, each line one of: a figure (`Test accuracy:
+# 0.61`, `'train_runtime': 120.0`, `  epoch = 3.0`), a save, a summary or a result, a time taken,
+# words saying it finished, a banner or a table's rule (punctuation alone)
+_FIGURE_NAMED = re.compile(r"(?i)[a-z][\w .'\"/()@-]*?['\"]?\s*[:=]\s*[-+]?(?:\d|\.\d)")
+_REPORTED = re.compile(r"(?i)(?<![a-z])(?:sav(?:e|ed|ing)|checkpoint\w*|wr(?:ote|itten)|stored"
+                       r"|exported|summary|results?|report|best|final|total|average|mean|time"
+                       r"|took|elapsed|duration|finish\w*|done|complete\w*|ended|exit\w*"
+                       r"|goodbye|bye)(?![a-z])")
+_RULE = re.compile(r"^[\W_]*$")
+
+
 def goes_on_after(after: Sequence[str], epoch: int) -> bool:
     """After the target (the last epoch's report, `epoch` its number), the log shows the run
     not over: a line still training or announcing training, a signal's or an abort's notice, an
-    error, or an evaluation announced that no result follows."""
-    if any(_trains(line, epoch) or _alarms(line) for line in after):
+    error, an evaluation announced that no result follows, or any line that is not what a
+    program prints once its loop is over (`_reported`: `Unfreezing backbone`, `Exporting
+    TorchScript model` with no result after it): an unknown line is no end."""
+    if any(_trains(line, epoch) or _alarms(line) or not _reported(line) for line in after):
         return True
     announced = [i for i, line in enumerate(after)
                  if _EVALUATION.search(line) and not _RESULT.search(line)]
     return bool(announced) and not any(_RESULT.search(line) for line in after[announced[-1] + 1:])
+
+
+def _reported(line: str) -> bool:
+    """The line is one a program prints once its loop is over (a figure, a save, a summary, a
+    time, a finish, a banner), or an evaluation announced (`goes_on_after` waits for its
+    result), W&B's own or an evaluation's bar at its total."""
+    line = message_after_time(line).strip()
+    return bool(_RULE.match(line) or _FIGURE_NAMED.search(line) or _REPORTED.search(line)
+                or _EVALUATION.search(line) or _WANDB.match(line) or _DONE_BAR.match(line))
 
 
 def _alarms(line: str) -> bool:

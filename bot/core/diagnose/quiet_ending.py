@@ -474,7 +474,8 @@ def ends_after_target(tail: Sequence[tuple[int, str]], series: MetricSeries
             series.last_iteration_line is not None and series.last_iteration_line > reached.line):
         return None
     if outer_loop_open([t for _, t in lines]) or goes_on_after(
-            [t for n, t in lines if n > reached.line], reached.done):
+            [t for n, t in lines if n > reached.line and not _SHELL_PROMPT.match(t.rstrip())],
+            reached.done):
         return None
     return reached
 
@@ -528,8 +529,24 @@ def _epoch_reports_done(lines: Sequence[tuple[int, str]], header: int, total: st
 # A program's own sentence that its training finished, in words none of the catalogue's
 # `completed` markers has (those read `Training finished`, `Finished training.`, `Training
 # complete(d)`, `done training in`, ...): `Done training.`, `INFO: training done`, `All done!`
+# `All done!`; a word after the phrase says what it was (`done training epoch`, `All done with
+# preprocessing`, `training done for fold 1`): none
 _FINISH_SAID = re.compile(r"(?i)(?<![a-z])(?:done training|training (?:is )?done|all done)"
-                          r"(?![a-z])")
+                          r"(?![a-z])(?![ \t]*[a-z0-9])")
+
+
+def _count_short(lines: Sequence[str]) -> bool:
+    """The last count of progress before the sentence stops short of its total by more than a
+    zero-based count's one (`Iter 200/1000 loss 0.7` then `Done training.`): a run that ends its
+    loop there stopped early or ended a part, which the sentence does not tell apart from a
+    phase's end, so it is no finish."""
+    last = next((m for line in reversed(lines) if (m := _PROGRESS_COUNT.search(line))), None)
+    return last is not None and int(last.group(1)) < int(last.group(2)) - 1
+
+
+# A count of training progress (`Iter 200/1000`, `Epoch [3/10]`, `step 200 / 1000`)
+_PROGRESS_COUNT = re.compile(r"(?i)(?<![a-z])(?:iter\w*|step|epoch|batch|it)\s*[:\[(]?\s*(\d+)"
+                             r"\s*/\s*(\d+)")
 
 
 class FinishSaid(NamedTuple):
@@ -558,8 +575,10 @@ def ends_in_finish_said(tail: Sequence[tuple[int, str]], series: MetricSeries
     if said is None or not any(_shows_progress(t) for _, t in lines[:said]):
         return None
     n, text = lines[said]
-    if (series.last_iteration_line is not None and series.last_iteration_line > n) or (
+    if _count_short([t for _, t in lines[:said]]) or (
+            series.last_iteration_line is not None and series.last_iteration_line > n) or (
             outer_loop_open([t for _, t in lines])
-            or goes_on_after([t for _, t in lines[said:]], epoch=-1)):
+            or goes_on_after(
+                [t for _, t in lines[said:] if not _SHELL_PROMPT.match(t.rstrip())], epoch=-1)):
         return None
     return FinishSaid(n, text)

@@ -46,6 +46,14 @@ def test_the_programs_own_finish_sentence_ends_a_finished_run_by_hint(end):
     pytest.param(STEPS + "Done training.\nRunning final evaluation on the test set...\n",
                  id="an evaluation announced with no result"),
     pytest.param("Preparing data\nTokenizing 50000 files\nAll done.\n", id="no training before it"),
+    pytest.param("step 100 loss 0.9\nstep 200 loss 0.7\ndone training epoch\n",
+                 id="a word after it: an epoch's end"),
+    pytest.param("step 100 loss 0.9\nstep 200 loss 0.7\nAll done with preprocessing\n",
+                 id="a word after it: another step's end"),
+    pytest.param("seed 0\nstep 100 loss 0.9\nstep 200 loss 0.7\nDone training.\nseed 1\n",
+                 id="a next seed after it"),
+    pytest.param("Iter 100/1000 loss 0.9\nIter 200/1000 loss 0.7\nDone training.\n",
+                 id="progress well short of its total before it"),
 ])
 def test_a_sentence_that_ends_no_run_leaves_it_open(log):
     d = read(log)

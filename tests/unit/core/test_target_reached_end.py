@@ -246,3 +246,34 @@ def test_the_confidence_line_says_it_was_inferred_from_the_target():
         "ended: look closer if the job may still be running.")
     assert "목표에 도달한 것에서 추론했습니다" in explain_decided(d, "ko")
     assert "마지막 `epoch`에 도달했고(5 중 5, 5번째 줄)" in explain(d, "ko")
+
+
+# After a run's last epoch, a line that is none of what a program prints once its loop is over
+# (a figure, a save, a summary, a time, a finish) is unknown, and unknown is no end: a repeat
+# over seeds, a next phase, an export with no result after it
+_TWO_EPOCHS = ("Epoch 1/2 - loss: 0.9 - acc: 0.5\nEpoch 2/2 - loss: 0.7 - acc: 0.6\n"
+               "Test accuracy: 0.61\n")
+UNKNOWN_AFTER = {
+    "a next seed": "seed=0\n" + _TWO_EPOCHS + "seed=1\n",
+    "a first seed announced": "Running with seed 0\n" + _TWO_EPOCHS,
+    "a next phase": _TWO_EPOCHS + "Unfreezing backbone\n",
+    "an export with no result": _TWO_EPOCHS + "Exporting TorchScript model\n",
+}
+
+
+@pytest.mark.parametrize("log", UNKNOWN_AFTER.values(), ids=UNKNOWN_AFTER.keys())
+def test_a_line_after_the_target_that_is_no_report_leaves_the_run_running(log):
+    d = read(log)
+    assert (d.class_id, d.decided_by) == ("none", "progress")
+
+
+@pytest.mark.parametrize("line", ["Unfreezing backbone", "Exporting TorchScript model",
+                                  "Converting to ONNX", "Uploading to the hub"])
+def test_an_unknown_line_after_the_target_goes_on(line):
+    assert goes_on_after(["Test accuracy: 0.61", line], epoch=2)
+
+
+@pytest.mark.parametrize("lines", [["seed=0"], ["Running with seed 0"], ["Level 2"],
+                                   ["Task 3/5"], ["Repeat 2"]])
+def test_a_repeat_over_seeds_levels_or_tasks_is_an_open_outer_loop(lines):
+    assert outer_loop_open(lines)
