@@ -23,8 +23,9 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _WHOLE = re.compile(r"-?[0-9]+")
 # A decimal number in ASCII digits (float() also takes `1_0`, ` 5`, Arabic-Indic digits)
 _DECIMAL = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
-# The least an int override of a recipe field may be (the field's own bound), by key
-_INT_LEAST = {"target_iter": 1}
+# The bounds of an int override the store keeps (its column is PostgreSQL's 32-bit integer), by
+# key; other int overrides reach the script as `key=value` and are any whole number
+_INT_RANGE = {"target_iter": (1, INT_MOST)}
 
 
 class OverrideError(UsageProblem):
@@ -89,10 +90,10 @@ def _convert(key: str, raw: str, kind: str) -> Any:
             raise OverrideError(N_("%(key)s must be a whole number, e.g. %(key)s=8000",
                                    key=key))
         whole = int(raw)
-        least = _INT_LEAST.get(key, -INT_MOST - 1)
-        if not least <= whole <= INT_MOST:
+        bounds = _INT_RANGE.get(key)
+        if bounds is not None and not bounds[0] <= whole <= bounds[1]:
             raise OverrideError(N_("%(key)s must be a whole number from %(least)s to "
-                                   "%(most)s", key=key, least=least, most=INT_MOST))
+                                   "%(most)s", key=key, least=bounds[0], most=bounds[1]))
         return whole
     if kind == "float":
         try:

@@ -34,7 +34,8 @@ recipes:
     args: [--config, mix.yaml]
     mem: 400G
     time: "04:00:00"
-    overridable: {mem: size, time: str, target_iter: int, lr: float, compile: bool, tag: str}
+    overridable: {mem: size, time: str, target_iter: int, lr: float, compile: bool, tag: str,
+                  seed: int, total_tokens: int}
   fixed:
     cluster: dev
     sbatch_script: /home/u/fixed.sbatch
@@ -80,6 +81,17 @@ def test_bad_overrides_say_what_is_wrong(config, override, expected):
     with pytest.raises(OverrideError) as info:
         parse_overrides("mix", config.recipe("mix"), [override])
     assert expected in str(info.value)
+
+
+@pytest.mark.parametrize("item", ["seed=4294967295", "total_tokens=10000000000"])
+def test_a_script_argument_int_override_is_not_bounded_by_the_stores_integer(config, item):
+    """Only target_iter is stored; other int overrides reach the script as `key=value`:
+    `total_tokens=10000000000` (a 10B-token budget) or a 32-bit unsigned seed are taken."""
+    recipe = config.recipe("mix")
+    key, _, value = item.partition("=")
+    typed = parse_overrides("mix", recipe, [item])
+    assert typed == {key: int(value)}
+    assert apply_overrides(recipe, typed).args[-1] == item
 
 
 def test_override_given_twice(config):
