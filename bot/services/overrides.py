@@ -19,8 +19,9 @@ from bot.services import UsageProblem
 _TRUE = {"true", "yes", "on", "1"}
 _FALSE = {"false", "no", "off", "0"}
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-# A whole number in ASCII digits only: not `1_000`, ` 5` or Arabic-Indic digits, which int() takes
-_WHOLE = re.compile(r"-?[0-9]+")
+# A whole number in ASCII digits, with an optional sign (`+5`, `-5`): not `1_000`, ` 5` or
+# Arabic-Indic digits, which int() takes
+_WHOLE = re.compile(r"[+-]?[0-9]+")
 # A decimal number in ASCII digits (float() also takes `1_0`, ` 5`, Arabic-Indic digits)
 _DECIMAL = re.compile(r"[+-]?([0-9]+\.?[0-9]*|\.[0-9]+)([eE][+-]?[0-9]+)?")
 # The bounds of an int override the store keeps (its column is PostgreSQL's 32-bit integer), by

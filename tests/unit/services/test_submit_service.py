@@ -94,6 +94,12 @@ def test_a_script_argument_int_override_is_not_bounded_by_the_stores_integer(con
     assert apply_overrides(recipe, typed).args[-1] == item
 
 
+def test_a_plus_signed_int_override_is_taken(config):
+    """int() takes `+5`, and a float override takes it too."""
+    assert parse_overrides("mix", config.recipe("mix"), ["seed=+5", "lr=+5"]) == \
+        {"seed": 5, "lr": 5.0}
+
+
 def test_override_given_twice(config):
     with pytest.raises(OverrideError, match="given twice"):
         parse_overrides("mix", config.recipe("mix"), ["lr=1", "lr=2"])
