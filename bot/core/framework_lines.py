@@ -827,11 +827,15 @@ def _spacy_row(body: str, s: Sample, columns: int) -> None:
 
 def _ignite(body: str, s: Sample, targets: AnnouncedTargets) -> str:
     """A PyTorch-Ignite ProgressBar's draw (`_IGNITE_BAR`) or FBResearchLogger's line
-    (`_IGNITE_RESEARCH`, of more than one epoch): its steps done as the iteration, the target
+    (`_IGNITE_RESEARCH`), each of more than one epoch: its steps done as the iteration, the target
     as `_epochs_steps` gives it; the research line's pace and GPU memory too. The body left for
     the rest of the grammar (the bar's postfix, the line's outputs): without what was read."""
     if (m := _IGNITE_BAR.match(body)) is not None:
         epoch, epochs, step, steps = (int(g) for g in m.group(1, 2, 3, 4))
+        if epochs == 1:
+            # ProgressBar names the epoch only when max_epochs is over 1: a bar of one epoch
+            # (an evaluator's `Epoch [1/1]: [20/20] 100%|`) is no trainer's, and no count
+            return body[m.end():]
         _epochs_steps(s, epoch, step, steps, epochs, targets)
         return body[m.end():]
     m = _IGNITE_RESEARCH.search(body)

@@ -62,6 +62,20 @@ def test_a_research_line_of_one_epoch_is_not_read():
     assert s.iteration is None
 
 
+def test_a_bar_of_one_epoch_is_not_read():
+    """ProgressBar names the epoch only when max_epochs is over 1: `Epoch [1/1]` is no
+    trainer's bar (an evaluator's), so it counts nothing."""
+    s = _sample(_bar(1, 20, epochs=1))
+    assert s.iteration is None
+
+
+def test_an_evaluators_bar_after_the_first_of_ten_epochs_is_still_running():
+    d = read("Epoch [1/10]: [100/100] 100%|██████████, loss=0.5 [00:10<00:00]\n"
+             "Epoch [1/1]: [20/20] 100%|██████████ [00:01<00:00]\n")
+    assert (d.class_id, d.decided_by) == ("none", "progress")
+    assert d.metrics.last_iter == STEPS
+
+
 def test_a_research_line_of_a_run_by_iterations_counts_towards_its_max_iters():
     s = _sample("2024-04-22 12:00:00,001 ignite.engine.engine.Engine INFO: Engine run starting "
                 "with max_iters=250.", _research(3, 20, epochs="None"))
