@@ -94,8 +94,12 @@ def may_control_job(config: Config, store: Store, user: str, job_id: int | str,
     array's id, its tasks: run_of_job); else, for a job its run's thread told about (a lost
     submit's, run_told_of, even once adopted with `/train watch`), that run's recipe's
     people; else (a job trainbot did not submit) slack.approvers. A refusal names the job as
-    `shown` (an array task as people write it, `6200_2`), else as `job_id`."""
+    `shown` (an array task as people write it, `6200_2`), else as `job_id`. A task of a run's
+    array that no attempt records yet under its raw id (started since the watcher's last tick)
+    is found as `shown` (`6200_2`: the array's run)."""
     recipe, told = recipe_of_job(store, str(job_id))
+    if recipe is None and not told and shown is not None and shown != str(job_id):
+        recipe, told = recipe_of_job(store, shown)
     access = access_for(config, recipe) if recipe in config.recipes else None
     return can_control_job(access, user, shown or job_id, verb, default_approvers(config),
                            told_by_thread=told)

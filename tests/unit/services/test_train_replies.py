@@ -574,6 +574,34 @@ def test_who_may_not_read_a_jobs_log_may_not_have_it_watched(store) -> None:
     assert [w.job_id for w in store.watched_jobs.list()] == ["5150"]
 
 
+def _array_run_with_an_unrecorded_task(store: Store) -> FakeSlurm:
+    """mix's array run 6101: task 0 recorded (raw 6102), task 4 (raw 6105) started since the
+    watcher's last tick, so no attempt records it yet."""
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="sweep", now=1,
+                                kind="array", array_job_id=6101)
+    slurm = FakeSlurm()
+    slurm.add(6101, name="sweep", state="PENDING", array_job_id=6101)
+    slurm.add(6102, name="sweep", state="RUNNING", array_job_id=6101, array_task_id=0)
+    store.attempts.record(chain_id=chain.id, job_id="6102", now=2, state="RUNNING",
+                          display_id="6101_0")
+    slurm.add(6105, name="sweep", state="RUNNING", array_job_id=6101, array_task_id=4)
+    return slurm
+
+
+@pytest.mark.parametrize(("cmd", "said"), [
+    (Watch(6101, 4), "Watching job 6101_4 "),
+    (JobControl("cancel", 6101, 4), "Job 6101_4 (job 6105) cancelled by <@U0OWNER>."),
+])
+def test_the_recipe_owner_may_act_on_a_task_of_the_recipes_own_array_not_yet_recorded(
+        store, cmd, said) -> None:
+    """The task's raw id 6105 is recorded nowhere yet; as written (`6101_4`) it is mix's
+    array run's, so mix's owner is not told the job "was not submitted by trainbot"."""
+    ctx = make_context(store, _array_run_with_an_unrecorded_task(store))
+    refused = execute(ctx, cmd, actor="U0EVE", channel="C0TRAIN", now=NOW).text
+    assert refused.startswith("Refused: job 6101_4 belongs to mix; only <@U0OWNER>")
+    assert execute(ctx, cmd, actor="U0OWNER", channel="C0TRAIN", now=NOW).text.startswith(said)
+
+
 def test_a_target_past_the_stores_integers_is_refused_before_sbatch(store) -> None:
     """`target_iter=3000000000` used to pass: sbatch queued the job, then recording it failed
     (PostgreSQL's integer column): the user saw "internal error" and the job ran unrecorded
