@@ -339,6 +339,8 @@ def ends_at_last_epoch(tail: Sequence[tuple[int, str]]) -> bool:
     epoch = _EPOCH_REPORT.search(last) if last is not None else None
     if last is None or epoch is None or epoch.group(1) != epoch.group(2):
         return False
+    if outer_loop_open(lines):  # the last epoch is one pass's (`Fold 1/5`, `seed=0`)
+        return False
     return (int(epoch.group(2)) >= 2 and _FIGURE.search(last) is not None
             and all(done == total for done, total in _COUNT.findall(last))
             and not ends_in_open_progress_bar(tail)

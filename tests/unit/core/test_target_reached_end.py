@@ -277,3 +277,13 @@ def test_an_unknown_line_after_the_target_goes_on(line):
                                    ["Task 3/5"], ["Repeat 2"]])
 def test_a_repeat_over_seeds_levels_or_tasks_is_an_open_outer_loop(lines):
     assert outer_loop_open(lines)
+
+
+def test_the_last_epoch_of_a_first_fold_of_five_is_still_running():
+    """ends_at_last_epoch (decided by progress) reads the loop around the training too."""
+    log = ("===== Fold 1/5 =====\n"
+           "Epoch 1/3 - train loss: 0.6931 - val loss: 0.6800 - val acc: 0.5500\n"
+           "Epoch 2/3 - train loss: 0.6400 - val loss: 0.6300 - val acc: 0.6100\n"
+           "Epoch 3/3 - train loss: 0.6000 - val loss: 0.6000 - val acc: 0.6600\n"
+           "Best val acc for fold 1: 0.6600\nSaved model to checkpoints/fold1.pt\n")
+    assert read(log).class_id == "none"
