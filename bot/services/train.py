@@ -389,6 +389,18 @@ def read_tail(sftp: SFTP, path: str, lines: int) -> str:
     return "\n".join(data.decode("utf-8", "replace").splitlines()[-lines:])
 
 
+def _refuse_unless_may_watch(ctx: BotContext, actor: str, cluster: str, job_id: int,
+                             shown: str) -> None:
+    """_refuse_unless_may(…, "watch", …), except for who adopted the job with `/train watch`
+    (its chain's watched_by, who sees it on the Home tab and may stop watching it): told that
+    it is already watched, never refused."""
+    watched = ctx.store.watched_jobs.get(cluster, str(job_id))
+    chain = (ctx.store.chains.get(watched.chain_id)
+             if watched is not None and watched.chain_id is not None else None)
+    if chain is None or chain.watched_by != actor:
+        _refuse_unless_may(ctx, actor, job_id, "watch", shown)
+
+
 def _watch(ctx: BotContext, cmd: c.Watch, actor: str, channel: str | None, now: float) -> Reply:
     """Watch a job, an array task (`123_4`, under its own raw id) or a whole array (`123`:
     one thread, a row per task; the watcher's tick adds the tasks that start later). A job
@@ -398,7 +410,7 @@ def _watch(ctx: BotContext, cmd: c.Watch, actor: str, channel: str | None, now: 
     cluster, recipe, attempt = _find_job(ctx, cmd.job_id)
     slurm = ctx.clusters.slurm(cluster)
     if cmd.array_task is None:
-        _refuse_unless_may(ctx, actor, cmd.job_id, "watch", str(cmd.job_id))
+        _refuse_unless_may_watch(ctx, actor, cluster, cmd.job_id, str(cmd.job_id))
         rec = slurm.job(cmd.job_id)
         if rec is None:
             raise UsageProblem(N_("Slurm on %(cluster)s does not know job %(job)s",
@@ -415,7 +427,7 @@ def _watch(ctx: BotContext, cmd: c.Watch, actor: str, channel: str | None, now: 
                                 channel, now)
     else:
         rec = _array_task(slurm.array_tasks(cmd.job_id), cmd.job_id, cmd.array_task, cluster)
-        _refuse_unless_may(ctx, actor, rec.job_id, "watch", rec.display_id)
+        _refuse_unless_may_watch(ctx, actor, cluster, rec.job_id, rec.display_id)
         _, recipe, attempt = _find_job(ctx, rec.job_id)
     job = str(rec.job_id)
     chain_id = attempt.chain_id if attempt else None

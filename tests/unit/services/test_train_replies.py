@@ -602,6 +602,22 @@ def test_the_recipe_owner_may_act_on_a_task_of_the_recipes_own_array_not_yet_rec
     assert execute(ctx, cmd, actor="U0OWNER", channel="C0TRAIN", now=NOW).text.startswith(said)
 
 
+def test_who_adopted_a_job_is_told_it_is_watched_not_refused(store) -> None:
+    """Bob adopted 5150 (as an approver since left): it is his on the Home tab, to stop
+    watching; `/train watch 5150` again tells him it is already watched. Eve is refused."""
+    slurm = FakeSlurm()
+    slurm.add(5150, name="bobs-run", state="RUNNING", user="bob")
+    ctx = make_context(store, slurm)
+    chain = store.chains.create(recipe="", cluster="dev", job_name="bobs-run", now=1,
+                                channel="C0TRAIN", kind="adopted", watched_by="U0BOB")
+    store.attempts.record(chain_id=chain.id, job_id="5150", now=1, state="RUNNING")
+    store.watched_jobs.add("dev", "5150", now=1, chain_id=chain.id, adopted=True)
+    assert execute(ctx, Watch(5150), actor="U0BOB", channel="C0TRAIN", now=NOW).text == \
+        "Job 5150 is already watched."
+    assert execute(ctx, Watch(5150), actor="U0EVE", channel="C0TRAIN", now=NOW).text == (
+        "Refused: job 5150 was not submitted by trainbot; only group leads can watch it.")
+
+
 def test_a_target_past_the_stores_integers_is_refused_before_sbatch(store) -> None:
     """`target_iter=3000000000` used to pass: sbatch queued the job, then recording it failed
     (PostgreSQL's integer column): the user saw "internal error" and the job ran unrecorded
