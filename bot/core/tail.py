@@ -552,7 +552,10 @@ def _chunk(state: TailState, data: bytes, got: FileRead, cut_at: int, restarted:
     more = state.offset + len(data) < got.size
     # a whole read holding no newline is cut only when bytes wait after it: then the line is
     # longer than any read; one that long ending the file is its unfinished last line
-    lines, used = split_complete_lines(data[late_newline:], force=more and len(data) >= cut_at)
+    # (the skipped late newline is no byte of the line after it: that line is cut only when a
+    # whole read's worth of it holds no newline)
+    lines, used = split_complete_lines(data[late_newline:],
+                                       force=more and len(data) - late_newline >= cut_at)
     used += late_newline
     cut = bool(lines) and data[used - 1:used] != b"\n"
     # `size` records the end of the bytes examined, so a read cut short by the budget goes on

@@ -152,6 +152,27 @@ def test_appends_read_in_any_pieces_give_the_same_lines(pieces, budget, drain):
         assert state.offset >= len(complete)
 
 
+def test_a_line_as_long_as_the_budget_then_a_shorter_unfinished_one_is_read_once():
+    """A line exactly as long as a read is taken without its newline; the next read starts
+    with that late newline and holds fewer bytes than a read of the line after it: that
+    unfinished line waits for its newline instead of being cut as if it were too long
+    (hypothesis found it: 6 NULs, a newline, 6 NULs, budget 6)."""
+    files, state, got = Files(), TailState("/log"), []
+    files.write("/log", b"abcdef\nghijkl")
+    for _ in range(5):
+        out = follow(files, state, 6)
+        got.extend(line for chunk in out.chunks for line in chunk.lines)
+        state = out.state
+    assert got == ["abcdef"]
+    assert state.offset == 7
+    files.write("/log", b"abcdef\nghijkl\n")
+    out = follow(files, state, 6)
+    got.extend(line for chunk in out.chunks for line in chunk.lines)
+    out = follow(files, out.state, 6)
+    got.extend(line for chunk in out.chunks for line in chunk.lines)
+    assert got == ["abcdef", "ghijkl"]
+
+
 def test_one_batch_for_many_files_and_a_second_only_for_rewritten_ones():
     files = Files()
     for i in range(50):
