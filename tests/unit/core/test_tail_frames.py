@@ -157,7 +157,8 @@ def test_a_line_as_long_as_the_budget_then_a_shorter_unfinished_one_is_read_once
     with that late newline and holds fewer bytes than a read of the line after it: that
     unfinished line waits for its newline instead of being cut as if it were too long
     (hypothesis found it: 6 NULs, a newline, 6 NULs, budget 6)."""
-    files, state, got = Files(), TailState("/log"), []
+    files, state = Files(), TailState("/log")
+    got: list[str] = []
     files.write("/log", b"abcdef\nghijkl")
     for _ in range(5):
         out = follow(files, state, 6)
