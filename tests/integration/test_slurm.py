@@ -327,7 +327,9 @@ def test_hostile_job_name_arguments_and_env_are_passed_literally(
         slurm_cluster, ssh_runner, submitted, path):
     client, _ = make_client(ssh_runner, path)
     canary = f"/tmp/pwned-{uuid.uuid4().hex[:8]}"
-    name = f"a'; touch {canary} #$(touch {canary})`touch {canary}`\nline2"
+    # quotes, expansions and backquotes only: a comma or a control character in a job name is
+    # refused before anything is sent (sbatch.check_job_name; squeue/sacct --name lists)
+    name = f"a'; touch {canary} #$(touch {canary})`touch {canary}` line2"
     args = [f"a'; touch {canary} #", f"$(touch {canary})", "x\ny", "--wrap=id"]
     job_id = client.submit(
         SubmitSpec(
