@@ -111,8 +111,10 @@ def test_a_whole_array_is_watched_in_one_thread_with_a_row_per_task(slurm_cluste
     tag = uuid.uuid4().hex[:8]
     name = f"it-warray-{tag}"
     work = f"{slurm_cluster.home}/warray-{tag}"
+    # W0LEAD adopts a job trainbot did not submit: as with /train logs, an approver's to do
     config = Config.model_validate(slurm_cluster.bot_config_data(
-        store_url=f"sqlite:///{tmp_path / 'state.db'}"))
+        store_url=f"sqlite:///{tmp_path / 'state.db'}", channels={"train": "C0TRAIN"},
+        approvers=["W0LEAD"]))
     array_id = None
     with SlackStandIn() as slack, slack_bot(config, slack, charts=False) as ctx:
         store, sessions = ctx.store, ctx.clusters
