@@ -43,6 +43,7 @@ SAMPLER_MODULES = ("bot/__init__.py", "bot/probes/__init__.py", "bot/probes/samp
                    "bot/core/__init__.py", "bot/core/sampler_series.py")
 MIB = 1024 * 1024
 WORKERS = 2
+WORKER_NAME = "pt_data_worker"  # as named_workers.py and PyTorch's DataLoader name them
 ITERS = 100
 STEP_S = 0.25  # 100 iterations: ~25 s of training
 MIB_PER_ITEM = 1.0  # each loaded item grows its worker's cache: ~100 MiB over the run
@@ -135,8 +136,16 @@ def _records(runs: SampledRuns) -> list[dict]:
 
 
 def _training(records: list[dict]) -> list[dict]:
-    """Samples taken while the trainer and all its workers were up."""
-    return [r for r in records if r["n"]["worker"] == WORKERS]
+    """Samples taken while the trainer and all its workers were up, from the first in which
+    every worker had named itself: a worker is `python3` between its fork and its
+    PR_SET_NAME, and a sample can fall in that gap (the sampler tells it by its parent then).
+    Every later sample must keep the names: a sampler that never reports them leaves none."""
+    up = [r for r in records if r["n"]["worker"] == WORKERS]
+    for i, r in enumerate(up):
+        names = [p["name"] for p in r["per_process"] if p["role"] == "worker"]
+        if names == [WORKER_NAME] * WORKERS:
+            return up[i:]
+    return []
 
 
 def test_jobs_end_completed_with_the_sampler_beside_them(runs):
@@ -161,7 +170,8 @@ def test_a_sampler_that_cannot_write_does_not_fail_the_job(runs):
 def test_trainer_and_dataloader_workers_are_told_apart(runs):
     records = _records(runs)
     training = _training(records)
-    # ~25 one-second samples while training; a few before the workers start are allowed.
+    # ~25 one-second samples while training; a few before the workers start (or name
+    # themselves) are allowed.
     assert len(training) >= 15, [r["n"] for r in records]
     for r in training:
         # the batch script and the sampler itself are `other`
@@ -172,7 +182,7 @@ def test_trainer_and_dataloader_workers_are_told_apart(runs):
         [trainer] = by_role["trainer"]
         assert trainer["name"] == "python3"
         assert [(w["name"], w["ppid"]) for w in by_role["worker"]] == \
-            [("pt_data_worker", trainer["pid"])] * WORKERS
+            [(WORKER_NAME, trainer["pid"])] * WORKERS
 
 
 def test_worker_rss_grows_and_the_trainer_rss_does_not(runs):
