@@ -167,7 +167,11 @@ def apply_overrides(recipe: RecipeConfig, overrides: Mapping[str, Any]) -> Recip
             raise OverrideError(N_("override rejected: %(detail)s", detail=str(exc))) from None
         first = errors()[0]
         key = str(first["loc"][0]) if first["loc"] else ""
+        # a check that raised a sentence (Text) is said in the reply's language, as the
+        # sentence around it is (`time=`); pydantic's own words stay English
+        error = (first.get("ctx") or {}).get("error")
+        detail = said(error) if isinstance(error, BaseException) else \
+            first["msg"].removeprefix("Value error, ")
         raise OverrideError(N_(
             "the recipe does not take %(key)s=%(value)s: %(detail)s", key=key,
-            value=str(overrides.get(key, "")),
-            detail=first["msg"].removeprefix("Value error, "))) from None
+            value=str(overrides.get(key, "")), detail=detail)) from None

@@ -14,7 +14,7 @@ DOMAIN = "messages"
 # The packages whose Python holds message ids: `_()` in bot/slack and bot/charts, `N_()`
 # (bot.core.text) in bot/core, bot/services, bot/probes (the preflight findings) and
 # bot/cluster (the errors a person reads).
-PYTHON_DIRS = ("slack", "charts", "core", "services", "probes", "cluster")
+PYTHON_DIRS = ("slack", "charts", "core", "services", "probes", "cluster", "config")
 
 
 def _catalogue_path(locale_dir: Path, lang: str) -> Path:

@@ -29,8 +29,10 @@ _SLACK_USERGROUP_RE = re.compile(r"^S[A-Z0-9]{2,}$")
 _SLACK_CHANNEL_ID_RE = re.compile(r"^[CGD][A-Z0-9]{2,}$")
 _OVERRIDE_KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]*$")
 _ENV_NAME_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
-# Slurm --time forms: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S (or UNLIMITED/INFINITE).
-_SLURM_TIME_RE = re.compile(r"^(\d+(:\d{1,2}){0,2}|\d+-\d{1,2}(:\d{1,2}){0,2}|UNLIMITED|INFINITE)$")
+# Slurm --time forms: M, M:S, H:M:S, D-H, D-H:M, D-H:M:S (or UNLIMITED/INFINITE), in ASCII
+# digits: Slurm reads no others, and Python's `\d` takes any Unicode digit (Arabic-Indic ٩٠)
+_SLURM_TIME_RE = re.compile(
+    r"^([0-9]+(:[0-9]{1,2}){0,2}|[0-9]+-[0-9]{1,2}(:[0-9]{1,2}){0,2}|UNLIMITED|INFINITE)$")
 
 
 class _Model(BaseModel):

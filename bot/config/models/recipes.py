@@ -31,6 +31,7 @@ from bot.core.slurm.sbatch import (
     check_job_name,
     check_script_path,
 )
+from bot.core.text import N_
 from bot.core.units import parse_size
 
 # A recipe field that SubmitSpec names otherwise (the rest have SubmitSpec's names).
@@ -343,10 +344,10 @@ class RecipeConfig(_Model):
     @classmethod
     def _time(cls, value: str | None) -> str | None:
         if value is not None and not _SLURM_TIME_RE.match(value):
-            raise ValueError(
-                f"{value!r} is not a Slurm time limit; use minutes, HH:MM:SS or D-HH:MM:SS "
-                "(e.g. 90, 04:00:00, 2-00:00:00)"
-            )
+            # a sentence (Text): an override's refusal says it in the recipe's language
+            raise ValueError(N_(
+                "%(value)r is not a Slurm time limit; use minutes, HH:MM:SS or D-HH:MM:SS "
+                "(e.g. 90, 04:00:00, 2-00:00:00)", value=value))
         return value
 
     @field_validator("owners")

@@ -608,3 +608,18 @@ def test_a_job_name_slurm_lists_misread_is_refused_at_load(tmp_path, job_name):
     message = error_of(tmp_path, MINIMAL.replace("    mem: 400G", f"    job_name: {job_name}"))
     assert "recipes.mix.job_name (line 11): job name " in message
     assert "must be non-empty, without commas or control characters" in message
+
+
+@pytest.mark.parametrize("limit", ["\u0669\u0660", "1-\u0660\u0664", "\u0661\u0662:00:00",
+                                   "\uff19\uff10"])
+def test_a_time_limit_in_other_digits_is_refused(tmp_path, limit):
+    """Slurm reads ASCII digits only: a limit Python's `\\d` would take (Arabic-Indic, full
+    width) is refused at load, not sent to sbatch."""
+    message = error_of(tmp_path, MINIMAL.replace("mem: 400G", f'time: "{limit}"'))
+    assert "recipes.mix.time" in message and "D-HH:MM:SS" in message
+
+
+@pytest.mark.parametrize("limit", ["90", "90:30", "04:00:00", "2-00:00:00", "1-4", "UNLIMITED"])
+def test_a_slurm_time_limit_loads(limit):
+    assert parse_config(MINIMAL.replace("mem: 400G", f'time: "{limit}"'), source="x",
+                        env={}).recipe("mix").time == limit

@@ -661,3 +661,25 @@ def test_a_mistyped_command_or_override_is_told_in_the_channels_language(store, 
         reply = command_error_text(ctx, exc, "C0TRAIN")
     assert reply.startswith(said), reply
     assert slurm.submits() == []
+
+
+@pytest.mark.parametrize(("lang", "text", "said"), [
+    ("en", "submit mix time=2days",
+     "the recipe does not take time=2days: '2days' is not a Slurm time limit; use minutes, "
+     "HH:MM:SS or D-HH:MM:SS (e.g. 90, 04:00:00, 2-00:00:00)"),
+    ("ko", "submit mix time=2days",
+     "레시피가 time=2days을(를) 받지 않습니다: '2days'은(는) Slurm 시간 제한이 아닙니다. 분, "
+     "HH:MM:SS 또는 D-HH:MM:SS로 쓰세요 (예: 90, 04:00:00, 2-00:00:00)"),
+    ("en", "submit mix time=\u0669\u0660", "the recipe does not take time=\u0669\u0660: "),
+    ("en", "submit mix time=1-\u0664:00", "the recipe does not take time=1-\u0664:00: "),
+])
+def test_a_time_limit_the_recipe_refuses_is_told_in_the_channels_language(
+        store, lang, text, said) -> None:
+    """`time=` goes to sbatch's --time: its check's sentence is the recipe's language's, as
+    the sentence around it is; a limit in digits other than ASCII (Arabic-Indic ٩٠, which
+    Python's `\\d` takes) is no Slurm time limit; nothing is submitted."""
+    slurm = FakeSlurm()
+    ctx = make_context(store, slurm, lang=lang, overridable={"lr": "float", "time": "str"})
+    reply = execute(ctx, parse_command(text), actor="U0ALICE", channel="C0TRAIN", now=NOW).text
+    assert reply.startswith(said), reply
+    assert slurm.submits() == []
