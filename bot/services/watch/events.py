@@ -35,8 +35,10 @@ class WatchEvent:
     for messages in other languages where `decision` / `record` do not: held (`reason`,
     `held_s`), unknown (`minutes`), read_failed (`ticks`, `seconds`: since the first,
     `error`: the reader's sentence, a Text), resubmitted (`new_job`), resubmit_superseded
-    (`new_job`, `recipe`), stall_over (`stall_key`: the warning's key, `stalled_at`,
-    `reached`: iterations), cluster_unreachable (`ticks`,
+    (`new_job`, `recipe`), an automatic resubmit given up or not carried out (a note:
+    `resubmit`, `said`: its sentence, a Text, whose English its `text` is), stall_over
+    (`stall_key`: the warning's key, `stalled_at`, `reached`: iterations),
+    cluster_unreachable (`ticks`,
     `since`, `error`: the error's sentence, a Text; English in to_json), cluster_back
     (`since`), a warning re-posted as a note (its decision's facts, from the store), an
     incident judged without a file it could not read (`log_path`, `log_unreadable`,

@@ -22,6 +22,7 @@ from bot.cluster.errors import CommandFailed
 from bot.core.backoff import RESUBMIT_TRIES, resubmit_retry_in_s
 from bot.core.policy import Decision, DecisionKind, resume_start, run_latest
 from bot.core.slurm.sbatch import sbatch_refused_for_now
+from bot.core.text import N_
 from bot.crashpoint import crashpoint
 from bot.services.ports import LeaseLost
 from bot.services.submit import RESUBMIT_CLASS, RunMovedOn, run_moved_on
@@ -218,18 +219,20 @@ class AutoResubmits:
         recipe = data.get("recipe")
         tries = int(data.get("failures") or 0)
         error = str(data.get("error") or "")
-        resume = f"`/train resume {recipe or 'RECIPE'}`"
-        text = (f"job {inc.job_id} was not resubmitted: the cluster refused the automatic "
-                f"resubmit ({error}), so trainbot will not try it again; fix the cause, then "
-                f"{resume} resumes the run." if data.get("refused") else
-                f"job {inc.job_id} was not resubmitted: the automatic resubmit failed {tries} "
-                f"times, the last with: {error}. trainbot stopped trying; {resume} resumes the "
-                "run.")
+        values = {"job": str(inc.job_id), "error": error, "recipe": recipe or "RECIPE"}
+        if data.get("refused"):
+            said = N_("job %(job)s was not resubmitted: the cluster refused the automatic "
+                      "resubmit (%(error)s), so trainbot will not try it again; fix the cause, "
+                      "then `/train resume %(recipe)s` resumes the run.", **values)
+        else:
+            said = N_("job %(job)s was not resubmitted: the automatic resubmit failed "
+                      "%(tries)s times, the last with: %(error)s. trainbot stopped trying; "
+                      "`/train resume %(recipe)s` resumes the run.", tries=tries, **values)
         facts = {"resubmit": "refused" if data.get("refused") else "failed", "tries": tries,
-                 "error": error, "recipe": recipe or "RECIPE"}
+                 "error": error, "recipe": recipe or "RECIPE", "said": said}
         if self.outbox.emit(WatchEvent("note", f"{self.cluster}:{inc.job_id}:resubmit:failed",
-                                       self.cluster, text, chain_id, str(inc.job_id), recipe,
-                                       decision=decision, facts=facts, text_only=True),
+                                       self.cluster, str(said), chain_id, str(inc.job_id),
+                                       recipe, decision=decision, facts=facts, text_only=True),
                             "resubmit_failed", now, report):
             self.store.incidents.set_state(inc.key, "failed")
 
@@ -257,15 +260,16 @@ class AutoResubmits:
         written by another version): nothing is submitted, a person is asked in the thread."""
         recipe = data.get("recipe")
         kind = str((data.get("decision") or {}).get("kind"))
-        text = (f"job {inc.job_id}: trainbot could not read back its decision to resubmit "
-                f"(stored kind `{kind}`), so it did not resubmit; a person decides: "
-                f"`/train resume {recipe or 'RECIPE'}` resumes the run.")
+        said = N_("job %(job)s: trainbot could not read back its decision to resubmit (stored "
+                  "kind `%(kind)s`), so it did not resubmit; a person decides: "
+                  "`/train resume %(recipe)s` resumes the run.",
+                  job=str(inc.job_id), kind=kind, recipe=recipe or "RECIPE")
         # The note says its own sentence, not the stored decision's ("resubmitting …")
         if self.outbox.emit(WatchEvent("note", f"{self.cluster}:{inc.job_id}:resubmit:ask",
-                                 self.cluster, text, chain_id, str(inc.job_id), recipe,
+                                 self.cluster, str(said), chain_id, str(inc.job_id), recipe,
                                  decision=decision, text_only=True,
                                  facts={"resubmit": "ask", "stored_kind": kind,
-                                        "recipe": recipe or "RECIPE"}),
+                                        "recipe": recipe or "RECIPE", "said": said}),
                       "resubmit_ask", now, report):
             self.store.incidents.set_state(inc.key, "asked")
 
