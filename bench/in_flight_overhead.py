@@ -5,7 +5,8 @@ read), each with the request's deadline. Measures, in one run:
 1. the baseline: N empty `with` blocks (an untracked operation: `contextlib.nullcontext`);
 2. N operations tracked one after another on one connection, as a read's requests are;
 3. N operations tracked at once (nested), as the requests a pipelined read keeps in flight;
-and the threads alive during each (one clock thread per CommandsInFlight at most).
+and the threads alive during each (no clock thread of its own: the process's deadlines
+thread, bot.net.deadlines).
 
     .venv/bin/python bench/in_flight_overhead.py [--operations 10000] [--repeats 5]
 """

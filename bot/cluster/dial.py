@@ -4,7 +4,8 @@ name's DNS lookup included, ended at connect_timeout whatever it waits for.
 paramiko bounds each phase of SSHClient.connect on its own and leaves the DNS lookup
 unbounded; bot.cluster.ssh.SSHRunner connects through `connect_within` here, which counts
 them all, the lookup (bot.net.dns.resolve_within, on a thread of its own) and the TCP
-connect (`_tcp_connect`, made as paramiko makes it) included.
+connect (`_tcp_connect`, made as paramiko makes it) included. The deadline is kept by the
+process's one deadlines thread (bot.net.deadlines), not a timer thread per connect.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ import paramiko
 from paramiko.ssh_exception import NoValidConnectionsError
 
 from bot.cluster.errors import HostKeyRejected
+from bot.net import deadlines
 from bot.net.dns import connection_failed, resolve_within
 
 log = logging.getLogger(__name__)
@@ -35,9 +37,12 @@ def connect_within(client: paramiko.SSHClient, budget: float, **kwargs: Any) -> 
     retries); without a `sock`, the name is looked up here within the budget
     (`resolve_within`) and the TCP connection made to its addresses as paramiko makes it,
     then handed to paramiko with the name, against which known_hosts is checked. At the
-    deadline this closes the connection's socket and transport, which ends paramiko's wait,
-    whichever it is, within its 0.1-s poll. A connection that fails is said
-    (`connection_failed`), so the next one to the name looks it up afresh."""
+    deadline (on bot.net.deadlines' thread) this closes the connection's socket and transport,
+    which ends paramiko's wait, whichever it is, within its 0.1-s poll; through a jump host
+    (`sock` a channel of its connection), that connection first, so the channel's close sends
+    nothing there: a send on a jump host's connection that cannot send would wait, and every
+    other deadline with it. A connection that fails is said (`connection_failed`), so the next
+    one to the name looks it up afresh."""
     lock = threading.Lock()
     state: dict[str, Any] = {"fired": False, "transport": None, "sock": None}
     ends = time.monotonic() + budget
@@ -63,16 +68,15 @@ def connect_within(client: paramiko.SSHClient, budget: float, **kwargs: Any) -> 
         with lock:
             state["fired"] = True
             t, sock = state["transport"], state["sock"]
-        for obj in (t, sock):
+        jump = sock.get_transport() if isinstance(sock, paramiko.Channel) else None
+        for obj in (jump, t, sock):
             if obj is not None:
                 try:
                     obj.close()
                 except Exception:  # noqa: BLE001 - the connection is abandoned either way
                     log.debug("closing a connection past its deadline failed", exc_info=True)
 
-    timer = threading.Timer(budget, expire)
-    timer.daemon = True
-    timer.start()
+    due = deadlines.at(ends, expire)
     try:
         if kwargs.get("sock") is None:
             kwargs["sock"] = _tcp_connect(kwargs["hostname"], kwargs.get("port", 22), ends,
@@ -88,7 +92,7 @@ def connect_within(client: paramiko.SSHClient, budget: float, **kwargs: Any) -> 
             raise TimeoutError(f"not connected within {budget:g} s") from exc
         raise
     finally:
-        timer.cancel()
+        due.cancel()
     with lock:
         fired = state["fired"]
     if fired:  # connected as the deadline passed: closed by then, or about to be

@@ -15,11 +15,13 @@ A connection gets stuck with no new command too: then the command still in fligh
 END_GRACE_S after its deadline (its signal and its channel's close did not leave) is said to
 the runner (`overstayed`), which retires its connection the same way.
 
-One clock thread per CommandsInFlight keeps every deadline (a heap, under one condition):
-started at the first one, it sleeps until the earliest is due and stops when the runner
-has closed (its thread ended before the runner's close returns) or nothing is left to keep.
-A large log read tracks two operations per 32 KiB request: a thread each would be hundreds
-per tick.
+Each CommandsInFlight keeps what is due when in a heap (under one condition) and has the
+process's one deadlines thread (bot.net.deadlines) look at it when the earliest is due: one
+deadline per CommandsInFlight at a time, not one per operation (a large log read tracks two
+operations per 32 KiB request, hundreds per tick), and no thread of its own. What is due is
+done on that thread, so it is quick and waits for nothing (the runner's `overstayed` does not
+wait for its lock). The runner's close stops it (`stop_clock`): what is due is dropped, and
+what is being done is waited for.
 """
 
 from __future__ import annotations
@@ -27,6 +29,7 @@ from __future__ import annotations
 import functools
 import heapq
 import itertools
+import math
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -34,10 +37,11 @@ from contextlib import contextmanager
 from dataclasses import dataclass
 
 from bot.core.takeover import END_GRACE_S  # the takeovers count it in each remote call
+from bot.net import deadlines
 
 STOP_WAIT_S = 5.0
-"""How long stopping the clock waits for its thread to end (`CommandsInFlight.stop_clock`):
-what it does when due (a connection's close, the runner retiring one) is quick."""
+"""How long stopping the clock waits for what it is doing when due to end
+(`CommandsInFlight.stop_clock`): a connection's close, the runner retiring one, quick."""
 
 
 @dataclass(eq=False)  # each command is itself, whatever its deadline
@@ -69,7 +73,10 @@ class CommandsInFlight:
         # a retirement not yet closed is closed; one ended or closed before is dropped
         self._heap: list[tuple[float, int, object, _Command | _Retired]] = []
         self._order = itertools.count()
-        self._clock_thread: threading.Thread | None = None
+        # the deadlines thread's look at the heap, due at its earliest (in the clock's time)
+        self._wake: deadlines.Deadline | None = None
+        self._wake_at = math.inf
+        self._firing = 0  # looks at the heap under way on the deadlines thread
 
     @contextmanager
     def command(self, connection: object, deadline: float) -> Iterator[None]:
@@ -132,15 +139,14 @@ class CommandsInFlight:
 
     def stop_clock(self, wait: float = STOP_WAIT_S) -> None:
         """Stop the clock (the runner has closed: what is due is dropped) and wait, at most
-        `wait` seconds, for its thread to end: it may be doing what was due, which may take
-        the runner's lock (`overstayed`), so the runner calls this after releasing it. A
-        command tracked after starts the clock again."""
+        `wait` seconds, for what it is doing when due to end: that may take the runner's lock
+        (`overstayed`), so the runner calls this after releasing it. A command tracked after
+        starts the clock again."""
         with self._due:
-            clock, self._clock_thread = self._clock_thread, None  # it sees it is not the clock
             self._heap.clear()
-            self._due.notify_all()
-        if clock is not None and clock is not threading.current_thread():
-            clock.join(wait)
+            self._disarm()
+            if not deadlines.on_deadlines_thread():  # not from what is due: it would wait on itself
+                self._due.wait_for(lambda: self._firing == 0, wait)
 
     def fire_due(self) -> None:
         """Do what is due by now (the clock's time): say each command still in flight past
@@ -151,14 +157,23 @@ class CommandsInFlight:
 
     def _at(self, due: float, connection: object, what: _Command | _Retired) -> None:
         """Have the clock look at `what` on `connection` at `due` (the lock held)."""
-        order = next(self._order)
-        heapq.heappush(self._heap, (due, order, connection, what))
-        if self._clock_thread is None:
-            self._clock_thread = threading.Thread(target=self._keep_time, daemon=True,
-                                                  name="ssh-in-flight-clock")
-            self._clock_thread.start()
-        elif self._heap[0][1] == order:  # sooner than the clock sleeps until
-            self._due.notify_all()
+        heapq.heappush(self._heap, (due, next(self._order), connection, what))
+        if due < self._wake_at:  # sooner than the clock looks next
+            self._arm(due)
+
+    def _arm(self, due: float) -> None:
+        """Have the deadlines thread look at the heap at `due` (the clock's time), instead of
+        when it would have (the lock held)."""
+        self._disarm()
+        self._wake_at = due
+        self._wake = deadlines.at(time.monotonic() + max(due - self._clock(), 0.0),
+                                  self._look)
+
+    def _disarm(self) -> None:
+        """The deadlines thread need not look at the heap (the lock held)."""
+        if self._wake is not None:
+            self._wake.cancel()
+        self._wake, self._wake_at = None, math.inf
 
     def _take_due(self) -> list[Callable[[], None]]:
         """What is due by now, taken off the heap: the calls to make, outside the lock."""
@@ -175,24 +190,20 @@ class CommandsInFlight:
                     fires.append(what.close)
         return fires
 
-    def _keep_time(self) -> None:
-        """The clock thread: sleep until the earliest due time (or a sooner one comes), do
-        what is due, until `stop_clock` stops it or nothing is left to keep (the next
-        deadline tracked starts it again: a clock started after the runner's close, by a
-        channel handed back then, would otherwise sleep without end)."""
-        me = threading.current_thread()
-        while True:
-            with self._due:
-                if self._clock_thread is not me:
-                    return
-                if not self._heap:
-                    self._clock_thread = None
-                    return
-                wait = self._heap[0][0] - self._clock()
-                if wait > 0:
-                    self._due.wait(wait)
-                    continue
+    def _look(self) -> None:
+        """On the deadlines thread, at the earliest due time: do what is due, then have it
+        look again at the next one (a sooner one tracked meanwhile has done so already)."""
+        with self._due:
+            self._wake, self._wake_at = None, math.inf
+            self._firing += 1
+        try:
             self.fire_due()
+        finally:
+            with self._due:
+                self._firing -= 1
+                if self._heap and self._heap[0][0] < self._wake_at:
+                    self._arm(self._heap[0][0])
+                self._due.notify_all()
 
     def _close(self, connection: object) -> None:
         """Close `connection` if it is retired and not closed yet: once, whoever comes first

@@ -163,7 +163,7 @@ class SSHRunner:
         """Close the transport, any jump host connection and SFTP; safe to call twice. The
         connections first: their SFTP channels' closes then need no send, which on a
         connection that cannot send would wait until something closed it. The clock of the
-        commands in flight (bot.cluster.in_flight) is stopped last, its thread ended. The
+        commands in flight (bot.cluster.in_flight) is stopped last, what it was doing ended. The
         runner's own connection before the retired ones: one retired without the lock may
         still be it, and its jump host's connection is closed first (`_close_connection`).
 
@@ -208,9 +208,9 @@ class SSHRunner:
         transport that is no longer the runner's (retired or dropped by another thread) is
         left as it is. The runner's lock is waited for at most RemoteDeadlines.lock_wait_s,
         which every holder ends within (connecting is bounded), or not at all without `wait`
-        (the in-flight clock's thread, whose waiting would delay every other deadline of the
-        runner): not had, the runner is left as it is and the transport is retired alone, its
-        sends still cut at the latest deadline of its commands."""
+        (the deadlines thread, bot.net.deadlines, whose waiting would delay every other
+        deadline of the process): not had, the runner is left as it is and the transport is
+        retired alone, its sends still cut at the latest deadline of its commands."""
         if wait:
             had = self._lock.acquire(timeout=self.deadlines().lock_wait_s)
         else:
@@ -235,7 +235,7 @@ class SSHRunner:
         signal or its channel's close (or a send before them) did not leave, and with no new
         command on the connection nothing else would retire it. Retired: it is closed now, or
         just after the last deadline of its other commands, which cuts the sends waiting; the
-        command ends timed out (`_collect`). Called on the in-flight clock's thread, so the
+        command ends timed out (`_collect`). Called on the deadlines thread, so the
         runner's lock is not waited for (`_retire`); a transport retired already is left to
         its close, due already."""
         if self._in_flight.retired(transport):

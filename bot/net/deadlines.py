@@ -1,9 +1,11 @@
-"""One thread that keeps every deadline of the requests made out (each Slack or webhook
-request's, bot.net.whole_request): a request says what to do when its time is up (`at`: shut its
-sockets down) and takes it back once it is over (`Deadline.cancel`). A timer thread per
-request would be one more thread per request in flight (a chart upload beside a post beside
-a Home tab refresh, each of several replicas' ticks); here they are all one daemon thread,
-started at the first deadline, sleeping until the earliest is due.
+"""One thread that keeps every deadline of the process's network waits: each Slack or webhook
+request's (bot.net.whole_request), each SSH connection's connect (bot.cluster.dial) and the
+commands in flight on each SSH connection (bot.cluster.in_flight). A wait says what to do when
+its time is up (`at`: shut its sockets down, close its connection) and takes it back once it
+is over (`Deadline.cancel`). A timer thread per wait would be one more thread per request or
+connect in flight (a chart upload beside a post beside a Home tab refresh, each of several
+replicas' ticks, each cluster's reconnect); here they are all one daemon thread, started at the
+first deadline, sleeping until the earliest is due.
 
 What is due runs on that thread, one after another: it must be quick and must not block (a
 socket's shutdown is), or every later deadline waits for it. An action that raises is
@@ -83,6 +85,10 @@ class _Watcher:
         with self._changed:
             return len(self._heap)
 
+    def keeps_time_here(self) -> bool:
+        """Whether the calling thread is the one running what is due."""
+        return threading.current_thread() is self._thread
+
     def _next_due(self) -> Deadline:
         """Wait for the earliest deadline not taken back to be due; take it off the heap."""
         with self._changed:
@@ -107,10 +113,10 @@ class _Watcher:
             try:
                 deadline.action()
             except Exception:  # noqa: BLE001 - one action's failure stops no other deadline
-                log.exception("an action due at a request's deadline failed")
+                log.exception("an action due at a deadline failed")
 
 
-_watcher = _Watcher("request-deadlines")
+_watcher = _Watcher("deadlines")
 
 
 def at(when: float, action: Callable[[], None]) -> Deadline:
@@ -122,3 +128,9 @@ def at(when: float, action: Callable[[], None]) -> Deadline:
 def pending() -> int:
     """How many deadlines the thread holds (those taken back, not yet dropped, included)."""
     return _watcher.pending()
+
+
+def on_deadlines_thread() -> bool:
+    """Whether the caller is an action running at its deadline (on the deadlines' thread):
+    one waiting there for another action to end would wait for itself."""
+    return _watcher.keeps_time_here()

@@ -1,5 +1,6 @@
-"""One clock thread keeps every tracked deadline (bot.cluster.in_flight): a large log read
-tracks two operations per 32 KiB SFTP request, and a thread each would be hundreds per tick.
+"""The process's one deadlines thread (bot.net.deadlines) keeps every tracked deadline
+(bot.cluster.in_flight): a large log read tracks two operations per 32 KiB SFTP request, and
+a thread each would be hundreds per tick; a clock thread per runner was one more per cluster.
 The clock's bookkeeping is checked on a test clock (`fire_due`), without real time."""
 
 from __future__ import annotations
@@ -9,6 +10,7 @@ import time
 from contextlib import ExitStack
 
 from bot.cluster.in_flight import END_GRACE_S, CommandsInFlight
+from bot.net import deadlines
 
 OPERATIONS = 500
 
@@ -21,21 +23,72 @@ class _TestClock:
         return self.now
 
 
-def test_many_tracked_operations_start_one_thread_at_most() -> None:
-    in_flight = CommandsInFlight(lambda connection: None)
+def _deadlines_thread() -> set[threading.Thread]:
+    return {t for t in threading.enumerate() if t.name == "deadlines"}
+
+
+def test_many_tracked_operations_start_no_thread_of_their_own() -> None:
+    """Operations tracked at once and one after another on several runners' connections
+    start no thread: the process's deadlines thread (running already, as a Slack request
+    starts it) keeps their deadlines. Before, each runner started a clock thread of its own."""
+    deadlines.at(time.monotonic(), lambda: None)  # the thread runs, as in a bot: none added
+    runners = [CommandsInFlight(lambda connection: None) for _ in range(3)]
     before = set(threading.enumerate())
     deadline = time.monotonic() + 60
     with ExitStack() as stack:
         for i in range(OPERATIONS):
-            stack.enter_context(in_flight.command(f"connection-{i % 4}", deadline + i))
+            stack.enter_context(runners[i % 3].command(f"connection-{i % 4}", deadline + i))
         during = set(threading.enumerate()) - before
-    for _ in range(OPERATIONS):  # one after another, as a log read's requests
-        with in_flight.command("connection-0", time.monotonic() + 15):
+    for i in range(OPERATIONS):  # one after another, as a log read's requests
+        with runners[i % 3].command("connection-0", time.monotonic() + 15):
             pass
     started = set(threading.enumerate()) - before
-    assert len(during) == 1 and started == during  # the clock, one thread for all
-    in_flight.stop_clock()  # the runner has closed: the clock stops, its thread ended
-    assert not any(thread.is_alive() for thread in started)
+    assert during == started == set()
+    for in_flight in runners:
+        in_flight.stop_clock()  # the runner has closed
+    assert set(threading.enumerate()) - before <= _deadlines_thread()
+
+
+def test_an_operation_past_its_deadline_and_grace_is_reported_on_the_deadlines_thread(
+        ) -> None:
+    """In real time: a command still in flight END_GRACE_S after its deadline is said to
+    `overstayed` by the deadlines thread, once; one that ended in time is not."""
+    said: list[tuple[object, str]] = []
+    reported = threading.Event()
+
+    def overstayed(connection: object) -> None:
+        said.append((connection, threading.current_thread().name))
+        reported.set()
+
+    in_flight = CommandsInFlight(overstayed)
+    with in_flight.command("ended", time.monotonic() - END_GRACE_S + 0.1):
+        pass
+    with in_flight.command("stuck", time.monotonic() - END_GRACE_S + 0.2):
+        assert reported.wait(5)
+        time.sleep(0.2)
+    in_flight.stop_clock()
+    assert said == [("stuck", "deadlines")]
+
+
+def test_stopping_the_clock_waits_for_what_it_is_doing() -> None:
+    """The runner's close stops the clock while the deadlines thread is saying an operation
+    overstayed (which may take the runner's lock): the stop returns once that has ended, and
+    nothing of the runner's is done after it."""
+    entered, leave = threading.Event(), threading.Event()
+    done: list[str] = []
+
+    def overstayed(connection: object) -> None:
+        entered.set()
+        leave.wait(5)
+        done.append("overstayed")
+
+    in_flight = CommandsInFlight(overstayed)
+    with in_flight.command("stuck", time.monotonic() - END_GRACE_S):
+        assert entered.wait(5)
+        threading.Timer(0.3, leave.set).start()
+        started = time.monotonic()
+        in_flight.stop_clock()
+        assert done == ["overstayed"] and time.monotonic() - started >= 0.25
 
 
 def test_only_operations_still_in_flight_are_reported_once() -> None:
