@@ -200,16 +200,15 @@ class AutoResubmits:
         tried = int(data.get("failures") or 0) + 1
         # sbatch's own words when it said no (its last lines, as one), not its long argv
         error = " ".join(" ".join(stderr.strip().splitlines()[-5:]).split()) or str(exc)
-        self.store.incidents.note_failure(
+        stored = self.store.incidents.note_failure(
             inc.key, error=error, state="due" if said_no else "submitting",
             facts={"refused": refused, "retry_at": now + resubmit_retry_in_s(tried)
                    if tried < RESUBMIT_TRIES and not refused else now})
         log.warning("%s: resubmit of %s (chain %s) failed (try %d of %d)%s: %s", self.cluster,
                     inc.job_id, chain_id, tried, RESUBMIT_TRIES,
                     "; sbatch refused it, not tried again" if refused else "", exc)
-        row = self.store.incidents.get(inc.key)
-        if refused and row is not None:
-            self._give_up(inc, chain_id, row.diagnosis, decision, now, report)
+        if refused:
+            self._give_up(inc, chain_id, stored, decision, now, report)
 
     def _give_up(self, inc: Incident, chain_id: int, data: dict[str, Any], decision: Decision,
                  now: float, report: TickReport) -> None:

@@ -96,11 +96,12 @@ class IncidentsRepo(_Repo):
         return result.rowcount == 1
 
     def note_failure(self, key: str, *, error: str, state: str,
-                     facts: Mapping[str, Any]) -> int:
+                     facts: Mapping[str, Any]) -> dict[str, Any]:
         """One more failed try of incident `key` (an automatic resubmit's): its `failures`
         counted in its diagnosis, `error` (stored redacted) and `facts` (e.g. when it is
         tried again) kept there beside it, and its state set to `state`, in one transaction.
-        The failures counted so far, this one included."""
+        Its diagnosis as stored: the failures counted so far, this one included, the error
+        redacted."""
         incidents = t.incidents
         with self._engine.begin() as conn:
             stored = conn.execute(select(incidents.c.diagnosis_json)
@@ -113,4 +114,4 @@ class IncidentsRepo(_Repo):
                              failures=failures)
             conn.execute(update(incidents).where(incidents.c.key == key).values(
                 diagnosis_json=json.dumps(diagnosis, sort_keys=True), state=state))
-        return failures
+        return diagnosis

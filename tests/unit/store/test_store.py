@@ -959,6 +959,21 @@ def test_audit_and_incident_texts_are_stored_redacted(tmp_path):
     assert incident.diagnosis == {"text": details[1], "recipe": "mix", "ticks": 3}
 
 
+def test_a_noted_failure_returns_the_diagnosis_as_stored(tmp_path):
+    """note_failure says what it stored (the failures counted, its error redacted, its
+    facts): the resubmit that gives up at once reads its row from it, not again."""
+    with Store.open(f"sqlite:///{tmp_path / 'state.db'}",
+                    redactor=Redactor(["plain-secret"])) as s:
+        s.incidents.record("c:1:resubmit", class_id="resubmit", now=1.0, state="submitting",
+                           diagnosis={"recipe": "mix", "failures": 1})
+        noted = s.incidents.note_failure("c:1:resubmit", error="sbatch: plain-secret refused",
+                                         state="due", facts={"refused": True, "retry_at": 2.5})
+        row = present(s.incidents.get("c:1:resubmit"))
+    assert noted == row.diagnosis == {"recipe": "mix", "failures": 2, "refused": True,
+                                      "retry_at": 2.5, "error": "sbatch: [redacted] refused"}
+    assert row.state == "due"
+
+
 def test_a_store_redacts_token_shapes_and_its_own_password_without_being_told(tmp_path):
     with Store.open(f"sqlite:///{tmp_path / 'state.db'}") as opened:
         # the handle of a database whose URL has a password (the engine is the file's)
