@@ -49,7 +49,7 @@ from bot.cluster.channels import (
     request_exec,
     within,
 )
-from bot.cluster.command_line import ENV_NOT_RECEIVED, build_command, env_stdin
+from bot.cluster.command_line import build_command, env_stdin
 from bot.cluster.dial import connect_within
 from bot.cluster.endpoint import resolve_endpoint
 from bot.cluster.errors import (
@@ -767,13 +767,4 @@ def _close_connection(client: paramiko.SSHClient | None,
                 log.debug("ignored error while closing %r", each, exc_info=True)
 
 
-# build_command, env_stdin and ENV_NOT_RECEIVED live in bot.cluster.command_line; they stay
-# importable from here.
-__all__ = [
-    "ENV_NOT_RECEIVED",
-    "CommandResult",
-    "Exchange",
-    "SSHRunner",
-    "build_command",
-    "env_stdin",
-]
+__all__ = ["CommandResult", "Exchange", "SSHRunner"]

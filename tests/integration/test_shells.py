@@ -19,7 +19,8 @@ from cluster_jobs import CommandLineWatch
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from bot.cluster.ssh import SSHRunner, build_command, env_stdin
+from bot.cluster.command_line import build_command, env_stdin
+from bot.cluster.ssh import SSHRunner
 
 pytestmark = pytest.mark.integration
 

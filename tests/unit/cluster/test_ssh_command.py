@@ -16,8 +16,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from bot.cluster.channels import describe_error
+from bot.cluster.command_line import build_command, env_stdin
 from bot.cluster.endpoint import resolve_endpoint
-from bot.cluster.ssh import build_command, env_stdin
 from bot.core.ssh_settings import ProxyJumpError, SSHSettings, parse_proxy_jump
 
 # Any bytes but NUL, as Python hands them to exec (os.fsdecode: surrogate escapes).

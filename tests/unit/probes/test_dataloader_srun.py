@@ -13,7 +13,8 @@ from typing import Any
 import pytest
 from fakes import make_config, present
 
-from bot.cluster.ssh import CommandResult, build_command
+from bot.cluster.command_line import build_command
+from bot.cluster.ssh import CommandResult
 from bot.config import ConfigError, parse_config
 from bot.probes import dataloader
 from bot.probes.dataloader_srun import (
