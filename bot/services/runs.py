@@ -17,6 +17,7 @@ from bot.core.policy import Decision, run_latest, run_rows
 from bot.core.slurm.job_ref import array_task_in
 from bot.core.takeover import longest_bounds, settle_lead_s
 from bot.services.access import unwatched_submit_key
+from bot.services.cancel_steps import RESUMING_STEP, SETTLED_STEP
 from bot.services.lost_submit import (
     adopt_unrecorded_submit,
     find_lost_submit,
@@ -190,10 +191,10 @@ def approval_intent(token: str) -> str:
     return f"{_APPROVAL_INTENT}{token}"
 
 
-_SETTLE_STEPS = ("cancel_resuming", "cancel_settled")
+_SETTLE_STEPS = (RESUMING_STEP, SETTLED_STEP)
 """The steps of a cancel and resume whose marker may send its resubmit (the click's,
-bot.services.cancel_steps.RESUMING_STEP; the settle's, bot.services.cancel_settle): their kept
-bounds lengthen the settle's lead (`_settle_leads`) as they do its takeover."""
+RESUMING_STEP; the settle's, SETTLED_STEP: bot.services.cancel_settle): their kept bounds
+lengthen the settle's lead (`_settle_leads`) as they do its takeover."""
 
 
 def _settle_leads(ctx: BotContext, flight: SubmitInFlight, now: float) -> bool:
