@@ -25,6 +25,7 @@ from bot.core.launcher_lint.arith_calls import at_calls, with_later_passes
 from bot.core.launcher_lint.arith_findings import arith_finding, through_substitution
 from bot.core.launcher_lint.body_assignments import (
     COMMAND_ARGUMENT_RE,
+    AssignmentWalk,
     background_lists,
     calls_all_read,
     calls_in_shell,
@@ -629,10 +630,9 @@ def _set_where_called(code: str, values: dict[str, list[tuple[int, str | None]]]
     right_in = enclosing([*subshells, *bodies], positions)
     # (an arithmetic expansion's count in a body counts at the calls: _counted_at_calls)
     plain = {var: [e for e in v if e[0] not in expansions] for var, v in values.items()}
-    made = set_at_calls(code, scan.bodies, plain, right_in, in_shell, locals_of,
-                        scan.constructs, path_of)
-    at_links = set_at_links(code, scan.bodies, plain, right_in, in_shell, locals_of,
-                            scan.constructs, path_of)
+    walk = AssignmentWalk(code, scan.bodies, plain, right_in, in_shell, locals_of,
+                          scan.constructs, path_of)
+    made, at_links = set_at_calls(walk), set_at_links(walk)
     fake_paths: dict[int, tuple[Step, ...]] = {}
     fake_constructs: dict[tuple[int, int], Construct] = {}
 

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
 
 from bot.core.launcher_lint.branch_paths import Step, last_to_run
 from bot.core.launcher_lint.counter_values import STEP, arithmetic_step, stops_at
@@ -119,13 +120,25 @@ def local_names(code: str, body: tuple[int, int]) -> dict[str, int]:
 SetAtCall = tuple[str | None, bool]
 
 
-def set_at_calls(code: str, bodies: dict[str, tuple[int, int]],
-                 values: dict[str, list[tuple[int, str | None]]],
-                 right_in: dict[int, tuple[int, int]], in_shell: list[tuple[Call, bool]],
-                 locals_of: dict[tuple[int, int], dict[str, int]],
-                 constructs: dict[tuple[int, int], Construct],
-                 path_of: Callable[[int], tuple[Step, ...]]
-                 ) -> dict[str, dict[int, list[SetAtCall]]]:
+@dataclass(frozen=True)
+class AssignmentWalk:
+    """What set_at_calls and set_at_links read of the walk: the script's `code`, its function
+    `bodies` by name, each variable's plain assignments (`values`: offset and value, None not
+    known), the innermost subshell or body right around each (`right_in`), the calls that run
+    a body in the script's shell (`in_shell`: calls_in_shell's), the variables each body
+    declares local (`locals_of`: local_names's), and the walk's `constructs` and `path_of`."""
+
+    code: str
+    bodies: dict[str, tuple[int, int]]
+    values: dict[str, list[tuple[int, str | None]]]
+    right_in: dict[int, tuple[int, int]]
+    in_shell: list[tuple[Call, bool]]
+    locals_of: dict[tuple[int, int], dict[str, int]]
+    constructs: dict[tuple[int, int], Construct]
+    path_of: Callable[[int], tuple[Step, ...]]
+
+
+def set_at_calls(walk: AssignmentWalk) -> dict[str, dict[int, list[SetAtCall]]]:
     """The assignments the calls `in_shell` (calls_in_shell's) make, by variable and call
     offset: what the body leaves the variable at, of its assignments right in it (`right_in`:
     the innermost subshell or body around each), through its branches and a `return` bash may
@@ -134,9 +147,9 @@ def set_at_calls(code: str, bodies: dict[str, tuple[int, int]],
     "08") on some, or, where the body or the call through other bodies (not `always`) may
     leave it as it was, a value on some runs only. Not known (None) where a count of it
     follows in the body; none for a variable the body declares local (`locals_of`)."""
-    plans, by_body = _plans(code, bodies, values, right_in, locals_of, constructs, path_of)
+    plans, by_body = _plans(walk)
     found: dict[str, dict[int, list[SetAtCall]]] = {}
-    for call, always in in_shell:
+    for call, always in walk.in_shell:
         for var in by_body.get(call.name, ()):
             candidates, every_run = plans[call.name, var]
             made = _made(candidates, every_run and always)
@@ -151,46 +164,35 @@ def set_at_calls(code: str, bodies: dict[str, tuple[int, int]],
 Plans = tuple[dict[tuple[str, str], tuple[list[str | None], bool]], dict[str, list[str]]]
 
 
-def _plans(code: str, bodies: dict[str, tuple[int, int]],
-           values: dict[str, list[tuple[int, str | None]]],
-           right_in: dict[int, tuple[int, int]],
-           locals_of: dict[tuple[int, int], dict[str, int]],
-           constructs: dict[tuple[int, int], Construct],
-           path_of: Callable[[int], tuple[Step, ...]]) -> Plans:
+def _plans(walk: AssignmentWalk) -> Plans:
     """What each body leaves the variables it sets at (not those it declares local), of its
     assignments right in it (`right_in`: the innermost subshell or body around each)."""
     plans: dict[tuple[str, str], tuple[list[str | None], bool]] = {}
     by_body: dict[str, list[str]] = {}
-    name_of = {body: name for name, body in bodies.items()}
-    for var, assignments in values.items():
+    name_of = {body: name for name, body in walk.bodies.items()}
+    for var, assignments in walk.values.items():
         mine: dict[str, list[tuple[int, str | None]]] = {}  # right in each body, by function
         for pos, v in assignments:
-            name = name_of.get(right_in.get(pos, (0, 0)))
-            if name is not None and var not in locals_of.get(bodies[name], ()):
+            name = name_of.get(walk.right_in.get(pos, (0, 0)))
+            if name is not None and var not in walk.locals_of.get(walk.bodies[name], ()):
                 mine.setdefault(name, []).append((pos, v))
         for name, entries in mine.items():
-            plans[name, var] = _left_by_body(code, bodies[name], var, entries, constructs,
-                                             path_of)
+            plans[name, var] = _left_by_body(walk.code, walk.bodies[name], var, entries,
+                                             walk.constructs, walk.path_of)
             by_body.setdefault(name, []).append(var)
     return plans, by_body
 
 
-def set_at_links(code: str, bodies: dict[str, tuple[int, int]],
-                 values: dict[str, list[tuple[int, str | None]]],
-                 right_in: dict[int, tuple[int, int]], in_shell: list[tuple[Call, bool]],
-                 locals_of: dict[tuple[int, int], dict[str, int]],
-                 constructs: dict[tuple[int, int], Construct],
-                 path_of: Callable[[int], tuple[Step, ...]]
-                 ) -> dict[str, dict[int, list[SetAtCall]]]:
+def set_at_links(walk: AssignmentWalk) -> dict[str, dict[int, list[SetAtCall]]]:
     """The assignments the calls `in_shell` made through other bodies (model.Call.chain) make
     where each call of the chain is in its body (`main() { setup; ((n++)); }`: setup's `n=1`
     holds at `setup`, in main's body, for what follows it there): by variable and the call's
     offset in that body, what the called body leaves (set_at_calls's SetAtCall's): on every
     run where it sets it on every run and bash makes the rest of the chain whenever it makes
     that call, else on some runs only (`setup() { [ -n "$X" ] && n=1; }`, a `return` between)."""
-    plans, by_body = _plans(code, bodies, values, right_in, locals_of, constructs, path_of)
+    plans, by_body = _plans(walk)
     found: dict[str, dict[int, list[SetAtCall]]] = {}
-    for call, _always in in_shell:
+    for call, _always in walk.in_shell:
         sure = True  # (bash makes the rest of the chain whenever it makes the call at `at`)
         for start, _end, at in reversed(call.chain):
             for var in by_body.get(call.name, ()):
@@ -199,8 +201,8 @@ def set_at_links(code: str, bodies: dict[str, tuple[int, int]],
                 placed = found.setdefault(var, {})
                 # (two chains leaving it different at one call: not known there)
                 placed[at] = made if placed.get(at, made) == made else [(None, True)]
-            sure = sure and path_of(at) == path_of(start) and not _RETURN_RE.search(
-                code, start, at)
+            sure = sure and walk.path_of(at) == walk.path_of(start) and not _RETURN_RE.search(
+                walk.code, start, at)
     return found
 
 
