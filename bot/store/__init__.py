@@ -17,6 +17,7 @@ from sqlalchemy.pool import StaticPool
 from bot.core.redact import Redactor, url_secret_spans, url_secrets
 from bot.store.audit import AuditRepo
 from bot.store.migrations import MIGRATIONS, StoreVersionError, current_version, upgrade
+from bot.store.pg_names import resolve_names_within
 from bot.store.repos.approvals import ApprovalsRepo
 from bot.store.repos.incidents import IncidentsRepo
 from bot.store.repos.replicas import (
@@ -84,7 +85,8 @@ def _scrub(text: str, url: str) -> str:
 
 # PostgreSQL's deadlines (libpq connection parameters; a store.url's own parameters win). A
 # server that accepts and then says nothing fails the connection after CONNECT_TIMEOUT_S
-# (the whole connection: TCP, TLS, authentication); a statement the server has not finished
+# (the whole connection: TCP, TLS, authentication; its host name's lookup, before it, within
+# as long: bot.store.pg_names); a statement the server has not finished
 # in STATEMENT_TIMEOUT_S (a lock waited for included) is cancelled by the server; a
 # connection whose peer went away unseen (a half-open one behind a NAT or load balancer) is
 # found dead by TCP keepalives after about KEEPALIVES_IDLE_S + KEEPALIVES_COUNT ×
@@ -227,8 +229,9 @@ class Store:
             engine = _sqlite_engine(url)
         else:
             kwargs: dict[str, Any] = {"pool_pre_ping": True}
-            if parsed.get_backend_name() == "postgresql" and \
-                    parsed.get_driver_name() in _LIBPQ_DRIVERS:
+            libpq = parsed.get_backend_name() == "postgresql" and \
+                parsed.get_driver_name() in _LIBPQ_DRIVERS
+            if libpq:
                 kwargs["connect_args"] = postgres_deadlines(parsed.query)
             try:
                 engine = create_engine(url, **kwargs)
@@ -238,6 +241,8 @@ class Store:
                     "PostgreSQL use postgresql+psycopg://… and install trainbot's `postgres` "
                     "extra (pip install 'trainbot[postgres]')"
                 ) from None
+            if libpq:
+                resolve_names_within(engine, PG_CONNECT_TIMEOUT_S)
         try:
             upgrade(engine, target_version)
         except StoreVersionError:
