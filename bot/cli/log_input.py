@@ -207,7 +207,8 @@ def read_log_arguments(args: argparse.Namespace) -> LogInput:
                             exit_code_mod_128=exit_code is not None)
     if args.sacct is not None:
         accounting = with_sacct(accounting, sacct_flag(args.sacct, args.log))
-    return read_log(args.log, accounting, catalogue=catalogue_flag(args.catalogue),
+    # an exit status with no State: the job ended, with the State Slurm gives it (the report's too)
+    return read_log(args.log, accounting.as_ended(), catalogue=catalogue_flag(args.catalogue),
                     metric_patterns=metric_regex_flag(args.metric_regex), now=now,
                     target_iter=args.target_iter, progress=cli_progress.wanted(args))
 

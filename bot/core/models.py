@@ -6,7 +6,7 @@ Pure: no I/O. Times are float seconds on the caller's clock (epoch seconds for r
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
@@ -184,6 +184,18 @@ class Accounting:
         """Slurm gave a state, an exit code or a signal (`--exit-code` alone leaves `state`
         None): something besides the log says how the job ended."""
         return not (self.state is None and self.exit_code is None and self.signal is None)
+
+    def as_ended(self) -> Accounting:
+        """These facts with the State Slurm gives a job that ended with its exit code and
+        signal when only those were given (`trainbot diagnose --exit-code 0:0`, no `--state`):
+        COMPLETED for 0:0, FAILED for any other code or signal, as slurmctld sets a batch job's
+        state from its exit status. An exit status is the status of a job that ended, as the
+        watcher's sacct always says it with a State: the two read a log alike (was: the exit
+        code alone was ignored, and a log that ends in progress read `none`, still running)."""
+        if self.state is not None or (self.exit_code is None and self.signal is None):
+            return self
+        ok = not self.exit_code and not self.signal
+        return replace(self, state="COMPLETED" if ok else "FAILED")
 
     @property
     def exit_code_candidates(self) -> tuple[int, ...]:

@@ -214,7 +214,8 @@ def diagnose(
     and lines from there decide; a run with no progress yet is judged as a fresh job (no stall
     counted from an earlier run's progress, no pace or leak fit across the requeue).
     """
-    acct = accounting or Accounting()
+    # an exit status alone (no State) is a job that ended, read as Slurm's State for it
+    acct = (accounting or Accounting()).as_ended()
     if (never := acct.never_started) is not None and acct.state is not None \
             and not acct.is_running and acct.state not in NOT_STARTED:
         return never_started(catalogue, acct, never, target_iter)

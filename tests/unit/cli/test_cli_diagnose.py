@@ -636,3 +636,16 @@ def test_a_run_that_stopped_on_a_nan_before_the_scheduler_ended_it_is_not_resubm
     assert (result["class"], result["action"], result["retryable"]) == (
         scheduled, "resubmit", True)
     assert "nan_loss" in result["secondary"]
+
+
+def test_an_exit_code_alone_reads_as_the_watchers_state_for_it(capsys, tmp_path):
+    """`--exit-code` without `--state` is a job that ended: 0:0 reads as sacct's COMPLETED 0:0
+    (the log ends in progress: completed), any other status as FAILED, as the watcher reads
+    the same log with the State sacct gives; it read `none` (still running)."""
+    log = tmp_path / "train.log"
+    log.write_text("".join(f"step {n} loss {2 - n / 100:.2f}\n" for n in range(10, 60, 10)))
+    for code, state, class_id in (("0:0", "COMPLETED", "completed"),
+                                  ("1:0", "FAILED", "unknown_failure")):
+        _, alone, _ = cli(capsys, str(log), "--exit-code", code, "--json")
+        _, with_state, _ = cli(capsys, str(log), "--state", state, "--exit-code", code, "--json")
+        assert json.loads(alone)["class"] == json.loads(with_state)["class"] == class_id
