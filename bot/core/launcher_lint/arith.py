@@ -30,6 +30,8 @@ from bot.core.launcher_lint.body_assignments import (
     calls_all_read,
     calls_in_shell,
     local_names,
+    own_view,
+    right_in_bodies,
     set_at_calls,
     set_at_links,
 )
@@ -396,6 +398,9 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
         in_subshell or in_subshell_top) else {}
     counter_in_body = enclosing([(s, e) for s, e, _n in spans], [a.offset for a in scan.arith]
                                 ) if top_values is not values else {}
+    # (… and, there, the assignments right in each body, by variable: a body's text runs at its
+    # calls, so a counter in another body reads them only through those: at_links)
+    elsewhere = right_in_bodies(values, spans) if counter_in_body else {}
     # the innermost loop bash may make more than one pass through around each counter
     innermost = enclosing(list(repeating.items()), [a.offset for a in scan.arith])
     at_calls_always, at_calls_maybe = _counted_at_calls(code, in_shell, scan.bodies, values,
@@ -448,6 +453,10 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
                             if pos not in in_subshells
                             or in_subshells[pos][0] <= a.offset < in_subshells[pos][1]]
                 before = all_before = [(pos, v) for pos, v in assigned if pos < a.offset]
+            if a.offset in counter_in_body and a.variable in elsewhere:
+                assigned, before = own_view(assigned, before, elsewhere[a.variable],
+                                             counter_in_body[a.offset])
+                all_before = before
             declared = locals_of.get(counter_body.get(a.offset, (0, 0)), {}).get(a.variable)
             if declared is not None and declared < a.offset:
                 # declared its body's own before it (`local n`): it reads what the body sets

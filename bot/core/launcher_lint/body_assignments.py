@@ -2,13 +2,15 @@
 (bot.core.launcher_lint.arith): at the calls that run the body in the script's shell, not where
 the body's text is (`f() { n=1; }; ((n++))`: `n` is never set; `f() { n=0; }; n=5; f;
 ((n++))`: 0). The calls a body runs in the script's shell at (calls_in_shell), the variables a
-body declares local (local_names: what it sets of them holds in the body only), and the
-assignments those calls make (set_at_calls)."""
+body declares local (local_names: what it sets of them holds in the body only), the
+assignments those calls make (set_at_calls), and what a counter in another body reads of a
+body's text (own_view)."""
 
 from __future__ import annotations
 
+import bisect
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from bot.core.launcher_lint.branch_paths import Step, last_to_run
@@ -113,6 +115,36 @@ def local_names(code: str, body: tuple[int, int]) -> dict[str, int]:
         for name in _LOCAL_NAME_RE.findall(re.sub(r"=\S*", "=", args)):
             names.setdefault(name, start + m.start())
     return names
+
+
+def right_in_bodies(values: dict[str, list[tuple[int, str | None]]],
+               spans: list[tuple[int, int, str]]) -> dict[str, list[tuple[int, tuple[int, int]]]]:
+    """The assignments of `values` (a body's own, and what a call in it leaves there:
+    body_assignments.set_at_links) right in a function's body (the innermost around it), by
+    variable: (offset, that body), in order."""
+    positions = [pos for v in values.values() for pos, _v in v]
+    around = enclosing([(s, e) for s, e, _n in spans], positions)
+    return {var: found for var, v in values.items()
+            if (found := [(pos, around[pos]) for pos, _v in v if pos in around])}
+
+
+def own_view(assigned: list[tuple[int, str | None]],
+              before: Sequence[tuple[int, str | None]],
+              in_bodies: list[tuple[int, tuple[int, int]]], body: tuple[int, int]
+              ) -> tuple[list[tuple[int, str | None]], Sequence[tuple[int, str | None]]]:
+    """`assigned` and `before` (a variable's assignments, and those before a counter in the
+    function body `body`) as that counter reads them where it is: without those right in
+    another body (`in_bodies`: right_in_bodies's), whose text bash runs at that body's calls only
+    (`setup() { n=0; }; main() { [ … ] && setup; ((n++)); }`: setup's `n=0` holds at the call
+    in main, on some runs, not where its text is, on every run); one in a body around `body`
+    (a function defined in another's body) stays. Themselves where there is none."""
+    start, end = body
+    k = bisect.bisect_left(in_bodies, before[-1][0] + 1, key=lambda e: e[0]) if before else 0
+    other = {pos for pos, (s, e) in in_bodies[:k] if not (s <= start and end <= e)}
+    if not other:
+        return assigned, before
+    return ([(pos, v) for pos, v in assigned if pos not in other],
+            [(pos, v) for pos, v in before if pos not in other])
 
 
 #: What a call leaves a variable at (set_at_calls): the value (None: not known) and whether on

@@ -1508,6 +1508,30 @@ def test_a_counter_set_in_a_branch_of_the_calling_body_reads_that_value_on_those
             "the launcher stops right here on those runs")
 
 
+@pytest.mark.parametrize(("body", "level"), [
+    # a body's assignment holds where bash runs it, at its calls, not where its text is: a
+    # counter in main after a call of setup that bash may skip (an `if`, `[ … ] &&`) reads
+    # setup's 0 on some runs only, with setup defined above main as below it
+    ('set -e\nn=1\nsetup() { n=0; }\nmain() { [ -n "${X:-}" ] && setup; ((n++)); }\nmain\n',
+     "warn"),
+    ('set -e\nn=1\nsetup() { n=0; }\nmain() { if [ -n "${X:-}" ]; then setup; fi; ((n++)); }\n'
+     "main\n", "warn"),
+    ('set -e\nn=1\nmain() { [ -n "${X:-}" ] && setup; ((n++)); }\nsetup() { n=0; }\nmain\n',
+     "warn"),
+    ('set -e\nn=0\nsetup() { n=1; }\nmain() { if [ -n "${X:-}" ]; then setup; fi; ((n++)); }\n'
+     "main\n", "warn"),
+    # … on every run where each way through main sets it so, or the call is on every way
+    ('set -e\nsetup() { n=0; }\nmain() { if [ -n "${X:-}" ]; then setup; fi; ((n++)); }\n'
+     "main\n", "fail"),
+    ("set -e\nn=1\nsetup() { n=0; }\nmain() { setup; ((n++)); }\nmain\n", "fail"),
+    ('set -e\nn=0\nsetup() { n=1; }\nmain() { if [ -n "${X:-}" ]; then setup; else setup; fi; '
+     "((n++)); }\nmain\n", None),
+])
+def test_a_counter_in_a_body_reads_another_bodys_assignment_at_its_call_only(tmp_path, body,
+                                                                           level):
+    _counter_reads_as_bash_runs(tmp_path, body, level)
+
+
 def test_a_function_calling_itself_without_end_is_followed_a_bounded_depth():
     # bash would recurse until it runs out of stack; the lint follows the calls MAX_CALL_DEPTH
     # deep and says what the first pass does
