@@ -34,6 +34,7 @@ from bot.core.launcher_lint.body_assignments import (
     right_in_bodies,
     set_at_calls,
     set_at_links,
+    trap_action,
 )
 from bot.core.launcher_lint.branch_paths import (
     Step,
@@ -257,8 +258,9 @@ def _named_nowhere_else(code: str, names: set[str], bodies: dict[str, tuple[int,
     whose name the script has nowhere but in their definitions, in what bash never runs
     (`never_run`: `true || f`) or in the bodies of others of them: no call the walk does not
     place may run them (`eval f`, `c=f; $c`, `x=$(f)`, `trap f EXIT`, `bash -c "…; f"`), but
-    the calls whose body's counter is read there (`read_at`: model.Arith.substituted) and
-    `command f` (which skips functions)."""
+    the calls whose body's counter is read there (`read_at`: model.Arith.substituted),
+    `command f` (which skips functions) and a trap's action bash runs on a signal or `ERR`
+    only (`trap f INT`: on no normal run, body_assignments.trap_action)."""
     found = set(names)
     spots = {name: [m.start() for m in re.finditer(
         r"(?<![\w$./:-])" + re.escape(name) + r"(?![\w:-])", code)] for name in names}
@@ -269,6 +271,7 @@ def _named_nowhere_else(code: str, names: set[str], bodies: dict[str, tuple[int,
             or re.match(r"[ \t]*\(", code[at + len(name):at + len(name) + 40])
             or re.search(r"\bfunction[ \t]+$", code[max(0, at - 20):at])
             or COMMAND_ARGUMENT_RE.search(code, max(0, at - 40), at)
+            or trap_action(code, at) == "signal"
             for at in spots[name])}
         if left == found:
             return found

@@ -304,7 +304,8 @@ def calls_all_read(code: str, calls: list[Call], bodies: dict[str, tuple[int, in
     walk read no body of (`uncalled`: defined in a branch) is named. A call in a command
     substitution (`$(f)`, `` `f` ``, `<(f)`) runs in a subshell: it sets nothing here; a name
     bash runs no body at (_RUNS_NO_BODY_HERE_RE: `cmd=f`, `command f`), an `EXIT` trap's
-    (`trap f EXIT`: after every command), one where bash never goes (`never_run`: `g() {
+    (`trap f EXIT`: after every command), a signal's or `ERR`'s (`trap f INT`: on no normal
+    run; trap_action), one where bash never goes (`never_run`: `g() {
     return 0; f; }`) and one in a piped group (_piped_groups: a subshell) are no such place."""
     if _DYNAMIC_CALL_RE.search(code):
         return False
@@ -322,7 +323,7 @@ def calls_all_read(code: str, calls: list[Call], bodies: dict[str, tuple[int, in
                     or re.match(r"[ \t]*\(", code[m.end():m.end() + 40])
                     or re.search(r"(?:\bfunction|[$<>]\(|`)[ \t]*$", code[max(0, at - 20):at])
                     or _RUNS_NO_BODY_HERE_RE.search(code[max(0, at - 40):at])
-                    or _exit_trap_action(code, at)):
+                    or trap_action(code, at) is not None):
                 unread.append(at)
     if not unread:
         return True
@@ -375,19 +376,41 @@ COMMAND_ARGUMENT_RE = re.compile(r"(?<!builtin )(?<![\w-])command[ \t]+(?:-[pvV]
 _RUNS_NO_BODY_HERE_RE = re.compile(r"\w=[\"']?\Z|" + COMMAND_ARGUMENT_RE.pattern)
 
 
-#: A `trap` whose action is one function's name run on the shell's exit only (`trap f EXIT`,
-#: `trap 'f' 0`, `trap -- "f" EXIT`): bash runs its body after every command of the script, so
-#: what it sets holds at none of them. The name's offset is group 2's start.
-_EXIT_TRAP_RE = re.compile(
-    r"(?:^|[;&|({])[ \t]*trap[ \t]+(?:--[ \t]+)?([\"']?)([A-Za-z_][\w:-]*)\1"
-    r"(?:[ \t]+(?:EXIT|SIGEXIT|0))+[ \t]*(?=[;&|)}\n]|\Z)")
+#: A `trap` command's action and the conditions it is set for, on its line (`trap f EXIT`,
+#: `trap 'f' 0`, `trap -- "f" EXIT`, `trap 'cleanup; exit 1' INT TERM`): a plain or quoted word
+#: (group `name`: one function's name), or a quoted action of several commands (group
+#: `action`); the conditions after it (group `on`).
+_TRAP_RE = re.compile(
+    r"(?:^|[;&|({])[ \t]*trap[ \t]+(?:--[ \t]+)?(?:([\"']?)(?P<name>[A-Za-z_][\w:-]*)\1"
+    r"|(?P<q>[\"'])(?P<action>[^\"'\n]*)(?P=q))(?P<on>(?:[ \t]+[\w+-]+)+)[ \t]*"
+    r"(?=[;&|)}\n]|\Z)")
+#: The conditions a trap's action runs on, by name without `SIG`: the shell's exit (after every
+#: command of the script), and those on the way of a run that ends normally (before each simple
+#: command, at each function's return). Any other, a signal (`INT`, `TERM`, `USR1`) or `ERR`
+#: (a command failing where `set -e` would stop on it: under `set -e`, only as the script
+#: stops), runs it on no run that reaches its end normally.
+_ON_EXIT = {"EXIT", "0"}
+_ON_THE_WAY = {"DEBUG", "RETURN"}
 
 
-def _exit_trap_action(code: str, at: int) -> bool:
-    """Is the word at `at` the action of an `EXIT` trap (_EXIT_TRAP_RE) on its line?"""
+def trap_action(code: str, at: int) -> str | None:
+    """Is the word at `at` in a `trap` command's action on its line (_TRAP_RE), and when does
+    bash run it: "exit" (the action is that one function's name, run on the shell's exit,
+    `trap f EXIT`), "signal" (on a signal or `ERR` only, `trap f INT`, `trap 'f; exit 1'
+    TERM`: on no normal run), None (no such action, or one bash runs on the way, `trap f
+    DEBUG`)."""
     line_start = code.rfind("\n", 0, at) + 1
     if "trap" not in code[line_start:at]:
-        return False
+        return None
     line_end = code.find("\n", at)
     line = code[line_start : len(code) if line_end < 0 else line_end]
-    return any(m.start(2) + line_start == at for m in _EXIT_TRAP_RE.finditer(line))
+    for m in _TRAP_RE.finditer(line):
+        on = {w.upper().removeprefix("SIG") for w in m.group("on").split()}
+        if on & _ON_THE_WAY:
+            continue
+        if m.group("name") is not None and m.start("name") + line_start == at:
+            return "exit" if on & _ON_EXIT else "signal"
+        if (m.group("action") is not None and not on & _ON_EXIT
+                and m.start("action") <= at - line_start < m.end("action")):
+            return "signal"
+    return None

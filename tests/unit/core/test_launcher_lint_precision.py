@@ -1532,6 +1532,23 @@ def test_a_counter_in_a_body_reads_another_bodys_assignment_at_its_call_only(tmp
     _counter_reads_as_bash_runs(tmp_path, body, level)
 
 
+@pytest.mark.parametrize(("body", "level"), [
+    # a trap's action on a signal (`INT`, `TERM`, `USR1`) or `ERR` runs on no normal run (`ERR`
+    # under `set -e`: only as the script stops): its function's body is no call there, neither
+    # its counter nor what it sets
+    ("set -e\nn=1\nreset() { n=0; }\ntrap reset INT\n((n++))\n", None),
+    ("set -e\nn=1\nreset() { n=0; }\ntrap 'reset; exit 1' INT TERM\n((n++))\n", None),
+    ('set -e\nn=1\nreset() { n=0; }\ntrap -- "reset" SIGUSR1\n((n++))\n', None),
+    ("set -e\nn=0\nf() { ((n++)); }\ntrap f ERR\n", None),
+    ("set -e\nn=0\nf() { ((n++)); }\ntrap 'f; exit 1' TERM\n", None),
+    # … a call of it is one all the same
+    ("set -e\nn=1\nreset() { n=0; }\ntrap reset INT\nreset\n((n++))\n", "fail"),
+    ("set -e\nn=0\nf() { ((n++)); }\ntrap f INT\nf\n", "fail"),
+])
+def test_a_function_named_only_in_a_signal_trap_runs_on_no_normal_run(tmp_path, body, level):
+    _counter_reads_as_bash_runs(tmp_path, body, level)
+
+
 def test_a_function_calling_itself_without_end_is_followed_a_bounded_depth():
     # bash would recurse until it runs out of stack; the lint follows the calls MAX_CALL_DEPTH
     # deep and says what the first pass does
