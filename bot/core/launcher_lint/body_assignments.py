@@ -367,9 +367,12 @@ def _piped_groups(code: str) -> list[tuple[int, int]]:
     return spans
 
 
-#: `command` right before a word (`command f`, `command -p f`): `command` skips functions; not
-#: `builtin command f`, where bash 5.2 ends the shell when no `f` file is found.
-COMMAND_ARGUMENT_RE = re.compile(r"(?<!builtin )(?<![\w-])command[ \t]+(?:-[pvV]+[ \t]+)*\Z")
+#: `command` or `builtin` right before a word (`command f`, `command -p f`, `builtin command f`,
+#: `builtin f`): both skip functions, so bash runs no body of `f` there (`builtin f` fails,
+#: not a builtin; under `set -e` bash 5.2 ends the shell at `builtin command f` when no `f`
+#: file is found, tested or not).
+COMMAND_ARGUMENT_RE = re.compile(
+    r"(?<![\w-])(?:(?:builtin[ \t]+)?command[ \t]+(?:-[pvV]+[ \t]+)*|builtin[ \t]+)\Z")
 #: What, right before a function's name, makes it a word bash runs no body at: a value
 #: assigned (`cmd=f`, `cmd="f"`: only a later `$cmd` runs it, read as dynamic) or a command run
 #: by `command` (COMMAND_ARGUMENT_RE).

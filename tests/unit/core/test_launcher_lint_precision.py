@@ -1549,6 +1549,22 @@ def test_a_function_named_only_in_a_signal_trap_runs_on_no_normal_run(tmp_path, 
     _counter_reads_as_bash_runs(tmp_path, body, level)
 
 
+@pytest.mark.parametrize(("body", "level"), [
+    # `builtin f` and `builtin command f` skip functions as `command f` does: no body of f runs
+    # there (`builtin f` fails: no such builtin; `builtin command f` looks for a file f, and
+    # under `set -e` bash 5.2 ends the shell there when there is none, tested or not: these
+    # rows run it without `set -e`)
+    ("set -e\nn=1\nf() { n=0; }\nbuiltin f || true\n((n++))\n", None),
+    ("set -e\nn=0\nf() { ((n++)); }\nbuiltin f || true\n", None),
+    ("n=1\nf() { n=0; }\nbuiltin command f\nset -e\n((n++))\n", None),
+    ("set -e\nn=0\nf() { ((n++)); }\nset +e\nbuiltin command f\nset -e\n", None),
+    # … a call of f is one all the same
+    ("set -e\nn=0\nf() { ((n++)); }\nbuiltin f || true\nf\n", "fail"),
+])
+def test_builtin_and_builtin_command_run_no_function_body(tmp_path, body, level):
+    _counter_reads_as_bash_runs(tmp_path, body, level)
+
+
 def test_a_function_calling_itself_without_end_is_followed_a_bounded_depth():
     # bash would recurse until it runs out of stack; the lint follows the calls MAX_CALL_DEPTH
     # deep and says what the first pass does
