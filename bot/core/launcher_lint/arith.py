@@ -45,6 +45,7 @@ from bot.core.launcher_lint.branch_paths import (
 from bot.core.launcher_lint.calls import outermost_calls
 from bot.core.launcher_lint.counter_values import (
     BAD_OCTAL_RE,
+    UNSET,
     UNSET_RE,
     ZERO_RE,
     Assigned,
@@ -56,6 +57,7 @@ from bot.core.launcher_lint.counter_values import (
     left_at_end,
     prefix_assignments,
     read_on_next_pass,
+    reads_zero,
     resolved_steps,
     set_in_branches_only,
 )
@@ -437,6 +439,7 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
         # an `if` / `case` it is in, which never runs before it: its offset and the
         # construct's kind
         apart: tuple[int, str] | None = None
+        unset_by: int | None = None  # the `unset n` it reads `n` unset after
         at, body = a.offset, (0, 0)  # where it is judged: at a call of its function, if in one
         if not a.assigns_zero:
             before: Sequence[tuple[int, str | None]]
@@ -480,7 +483,7 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
                 set_partly = called.set_partly
                 if called.partial:  # `set -e` on some paths only: said so, a warning
                     a = replace(a, errexit_partial=True)
-                if (before and before[-1][1] is not None and ZERO_RE.fullmatch(before[-1][1])
+                if (before and before[-1][1] is not None and reads_zero(before[-1][1])
                         and (counted := counts.since(replace(a, offset=at), before[-1][0]))):
                     # a count between the assignment and the call (in the script, at a call
                     # of another body): past 0 there, on every run or on some
@@ -504,7 +507,7 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
                     if every_run and _counted_where_last(a, may_hold, before, counts,
                                                          counted_at[a.variable], scan, path_of):
                         set_partly = before[-1][0]
-                if (before and before[-1][1] is not None and ZERO_RE.fullmatch(before[-1][1])
+                if (before and before[-1][1] is not None and reads_zero(before[-1][1])
                         and (counted := counts.since(a, before[-1][0]))):
                     # (a count matters to a 0 only: "08" stays, any other value stops nothing)
                     if counted[1]:
@@ -517,7 +520,9 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
                                                        spans, path_of):
                             skipped_count = None
                             apart = max(other[0], apart or other[0])
-            unset = not before and (not assigned and never_set.holds(
+            if before and before[-1][1] == UNSET:  # `unset n`: no value, as if never set
+                unset_by, before = before[-1][0], []
+            unset = unset_by is not None or not before and (not assigned and never_set.holds(
                 a.variable, len(values.get(a.variable, [])))
                                     if apart is None else never_set.holds(
                                         a.variable, bisect.bisect_left(
@@ -560,7 +565,7 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
                                                                          or a.errexit_off)
         prefix = prefixes_of.get(a.variable, [])[
             :bisect.bisect_left(prefixes_of.get(a.variable, []), at, key=lambda p: p[0])
-        ] if value is None else []
+        ] if value is None and unset_by is None else []
         found = arith_finding(a, line, value,
                               (prefix[-1][1], scan.line_of(prefix[-1][0])) if prefix else None,
                               carried_at, None if later is None else (
@@ -569,11 +574,12 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
                               None if skipped_count is None else scan.line_of(skipped_count),
                               None if set_partly is None else scan.line_of(set_partly),
                               None if unset_partly is None else scan.line_of(unset_partly),
-                              None if apart is None or carried_at or later
+                              None if apart is None or carried_at or later or unset_by
                               or skipped_count or set_partly or unset_partly else (
                                   scan.line_of(apart[0]), apart[1],
                                   scan.line_of(before[-1][0]) if before else None,
-                                  assignment_text(code, apart[0])))
+                                  assignment_text(code, apart[0])),
+                              None if unset_by is None else scan.line_of(unset_by))
         if a.substituted:  # (`x=$(f)`: the assignment's status is the body's last command's)
             found = through_substitution(found, code, a)
         if line not in at_line:
@@ -699,7 +705,7 @@ def _counted_where_last(a: Arith, may_hold: Sequence[tuple[int, str | None]],
     from it to `a`? On the runs where it is the last, the count left its variable past 0: `a`
     stops bash on some runs only. Only read where a count lies between the first of them and
     `left`'s."""
-    if not left or left[-1][1] is None or not ZERO_RE.fullmatch(left[-1][1]):
+    if not left or left[-1][1] is None or not reads_zero(left[-1][1]):
         return False
     pos = left[-1][0]
     first = bisect.bisect_right(counted, may_hold[0][0])

@@ -14,7 +14,6 @@ from bot.core.launcher_lint.branch_paths import Step
 from bot.core.launcher_lint.calls import values_at_calls
 from bot.core.launcher_lint.counter_values import (
     BAD_OCTAL_RE,
-    ZERO_RE,
     between,
     left_at_end,
     stops_at,
@@ -128,8 +127,7 @@ def at_calls(a: Arith, assigned: list[tuple[int, str | None]],
         if not a.errexit:
             return first
         held = before[-1][1] if before else None
-        stops = not before or held is not None and (
-            ZERO_RE.fullmatch(held) or BAD_OCTAL_RE.fullmatch(held) or octal)
+        stops = not before or held is not None and (stops_at(held) or octal)
         # `set -e` applies there, or the body turned it on before `a` (not at a tested call),
         # each on every path or on some only
         by_body = a.errexit_in_body and not call.tested

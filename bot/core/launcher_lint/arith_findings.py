@@ -35,7 +35,8 @@ def arith_finding(a: Arith, line: int, value: str | None,
                   later: tuple[str, int, int, str, bool] | None = None,
                   skipped_count: int | None = None, set_partly: int | None = None,
                   unset_partly: int | None = None,
-                  apart: tuple[int, str, int | None, str] | None = None) -> Finding:
+                  apart: tuple[int, str, int | None, str] | None = None,
+                  unset_by: int | None = None) -> Finding:
     """The finding of arithmetic command `a` on `line`, with `value` the text its variable
     holds there: zeros, empty, a number arithmetic cannot read ("08"), or None when nothing in
     the script sets it (`prefix`: the last command before it that the variable prefixes, `n=0
@@ -55,7 +56,8 @@ def arith_finding(a: Arith, line: int, value: str | None,
     `apart`: the line of an assignment before it in another branch of an `if` / `case` it is
     in, that construct's kind, the line of the assignment it reads (None: unset) and the
     first's text: it stops bash on the runs that take its branch, before which that
-    assignment never runs)."""
+    assignment never runs); `unset_by`: the line of the `unset` of it it reads it unset after
+    (on the runs `set_partly` says, where it is that line's)."""
     said = {"line": line, "command": short(a.command), "var": a.variable,
             "under": under_pipefail_partly(a.errexit_partial) if a.pipefail_partial
             else under_errexit("`set -e`", a.errexit_partial), "slurm": slurm_shows(1)}
@@ -64,7 +66,7 @@ def arith_finding(a: Arith, line: int, value: str | None,
     # with `set -e` on some paths only, the stop is on the runs that take them; an unset
     # variable in capitals may come from the job's environment (sbatch passes the submitter's)
     level: Level = "warn" if (a.errexit_partial or a.pipefail_partial
-                              or unset and a.variable.isupper()
+                              or unset and a.variable.isupper() and unset_by is None
                               or skipped_count is not None
                               or later is not None and not later[4]
                               or carried is not None and not carried[1]
@@ -109,6 +111,8 @@ def arith_finding(a: Arith, line: int, value: str | None,
                   "%(how)s, so its status is 1: %(under)s the launcher stops right here at that "
                   "call, not at an earlier one: %(slurm)s", when=when, value=value, how=how,
                   **said)
+    elif unset_by is not None and skipped_count is None:
+        text = _unset_text(a, unset_by, set_partly is None, said)
     elif unset and unset_partly is not None and a.nounset:
         text = N_("line %(line)s: `%(command)s` reads `%(var)s` unset on the runs that skip "
                   "line %(at)s, which sets it in a branch bash may not run (nothing else before "
@@ -209,6 +213,28 @@ def through_substitution(found: Finding, code: str, a: Arith) -> Finding:
         "command of `%(function)s`, which it runs, so the assignment's status is the "
         "counter's)", finding=found.text, command=short(a.command),
         function=m.group() if m else "?"))
+
+
+def _unset_text(a: Arith, at: int, every_run: bool, said: dict[str, Any]) -> Text:
+    """The finding's text when `a` reads its variable unset after `unset` on line `at`: on
+    every run, or on those where branches on the way make that line's the last to run."""
+    if every_run and a.nounset:
+        return N_("line %(line)s: `%(command)s` reads `%(var)s` unset, as `unset %(var)s` on "
+                  "line %(at)s leaves it: %(stop)s: %(slurm)s", at=at,
+                  stop=_unbound_stop(a, said), **said)
+    if every_run:
+        return N_("line %(line)s: `%(command)s` reads `%(var)s` unset, as `unset %(var)s` on "
+                  "line %(at)s leaves it, and evaluates to 0, so its status is 1: %(under)s the "
+                  "launcher stops right here: %(slurm)s", at=at, **said)
+    if a.nounset:
+        return N_("line %(line)s: `%(command)s` reads `%(var)s` unset as `unset %(var)s` on "
+                  "line %(at)s leaves it on some runs only (branches on the way here decide "
+                  "which value it holds): %(stop)s: %(slurm)s", at=at,
+                  stop=_unbound_stop(a, said, _ON_THOSE_RUNS), **said)
+    return N_("line %(line)s: `%(command)s` reads `%(var)s` unset as `unset %(var)s` on line "
+              "%(at)s leaves it on some runs only (branches on the way here decide which value "
+              "it holds), and evaluates to 0 there, so its status is 1: %(under)s the launcher "
+              "stops right here on those runs: %(slurm)s", at=at, **said)
 
 
 def _carried_text(a: Arith, unset: bool, at: int, every_run: bool, said: dict[str, Any]

@@ -72,6 +72,13 @@ ZERO_RE = re.compile(r"0*")
 BAD_OCTAL_RE = re.compile(r"0[0-7]*[89][0-9]*")
 #: `unset n` / `unset -v n`: the variable's name.
 UNSET_RE = re.compile(r"(?<![\w$])unset\s+(?:-v\s+)?([A-Za-z_]\w*)(?!\w)")
+#: `unset n m` / `unset -v n` where a command starts: the names (not `unset -f f`, a function).
+_UNSET_NAMES_RE = re.compile(
+    r"(?:^|(?<=[;&|({!\n])|(?<=\bthen)|(?<=\belse)|(?<=\bdo))[ \t]*(?P<cmd>unset)(?:[ \t]+-v)?"
+    r"(?P<names>(?:[ \t]+[A-Za-z_]\w*)+)[ \t]*(?=[;&|)}\n]|\Z)")
+#: What `unset n` leaves among a variable's assignments (assigned_values): no value, which
+#: arithmetic reads as 0 and `set -u` as an unbound variable.
+UNSET = "\x00unset"
 #: A command that may set variables the script does not name: `source` / `.` of a file, `eval`.
 #: The blanks before the `.` stop at a line end: a line start (`^`) reads the lines below, and a
 #: `\s*` there would read every blank line below each (quadratic in a script of blank lines).
@@ -113,7 +120,7 @@ def resolved_steps(entries: list[tuple[int, str | None]],
     for pos, value in entries:
         if value is not None and value.startswith(STEP):
             held = None if was_at is not None and not holds(was_at, pos) else (
-                "0" if was is not None and ZERO_RE.fullmatch(was) else was)
+                "0" if was is not None and reads_zero(was) else was)
             value = str(int(held) + int(value[len(STEP):])) if held is not None and (
                 held == "0" or _DECIMAL_RE.fullmatch(held)) else None
         resolved.append((pos, value))
@@ -164,9 +171,13 @@ def assigned_values(code: str, wanted: set[str], prefixes: dict[int, tuple[str, 
                 s <= start < e for s, e in bodies):
             continue  # (first set there: read unset by `((n--))` itself, as by `((n++))`; in
             # a function's `bodies`, what it holds at the calls: body_assignments)
-        text = text.strip("\"'")
         earlier = values.setdefault(var, [])
+        if op == "unset":
+            earlier.append((start, UNSET))
+            continue
+        text = text.strip("\"'")
         was = earlier[-1][1] if earlier else ""  # unset: "" appended to, 0 added to
+        was = "" if was == UNSET else was
         if not shell and op and re.search(
                 r"(?:\(\(\s*|\blet\s+)" + re.escape(var) + r"\s*\+\+",
                 code[earlier[-1][0] if earlier else 0:start]):
@@ -249,6 +260,10 @@ def _assignments(code: str) -> list[tuple[int, str, str, str, bool]]:
         found.append((m.start(), var, op, text, shell))
     if "read" in code or "printf" in code:
         found = sorted(found + read_assignments(code))
+    if "unset" in code:  # (`unset n m`: each name left with no value, at the command's start)
+        found = sorted(found + [(m.start("cmd"), name, "unset", "", True)
+                                for m in _UNSET_NAMES_RE.finditer(code)
+                                for name in m.group("names").split()])
     if "$((" not in code:
         return found
     # (the shell assignment whose value an expansion is in runs after it: `n=$((n++))` leaves
@@ -416,8 +431,14 @@ def _in_other_branch(here: tuple[Step, ...], there: tuple[Step, ...], scan: Scan
 
 
 def stops_at(value: str) -> bool:
-    """Does `((n++))` of an `n` holding `value` have status 1: 0, empty, or "08"."""
-    return bool(ZERO_RE.fullmatch(value) or BAD_OCTAL_RE.fullmatch(value))
+    """Does `((n++))` of an `n` holding `value` have status 1: 0, empty, unset (UNSET), or
+    "08"."""
+    return bool(reads_zero(value) or BAD_OCTAL_RE.fullmatch(value))
+
+
+def reads_zero(value: str) -> bool:
+    """Does arithmetic read `value` as 0: zeros, empty, or unset (UNSET)."""
+    return value == UNSET or ZERO_RE.fullmatch(value) is not None
 
 
 def left_at_end(assigned: list[tuple[int, str | None]], since: int, end: int,
@@ -640,8 +661,6 @@ def between(assigned: list[tuple[int, str | None]], start: int, end: int
                     :bisect.bisect_left(assigned, end, key=_offset)]
 
 
-#: `unset n` among a body's assignments (read_on_next_pass): what it leaves is no value.
-_UNSET = "\x00unset"
 
 
 def read_on_next_pass(a: Arith, assigned: list[tuple[int, str | None]],
@@ -664,16 +683,16 @@ def read_on_next_pass(a: Arith, assigned: list[tuple[int, str | None]],
             assigned, a.offset, key=_offset):
         return None  # set before it in the body
     after = between(assigned, a.offset, end)
-    removed: list[tuple[int, str | None]] = [(pos, _UNSET) for pos in unsets
+    removed: list[tuple[int, str | None]] = [(pos, UNSET) for pos in unsets
                                               if a.offset < pos < end]
     if removed:  # which of them the body's end leaves, through its branches, as assignments
         left, every_run = last_to_run(sorted(after + removed), a.offset, end, constructs,
                                       path_of)
         stopping = [(pos, v) for pos, v in left
-                    if v is _UNSET or v is not None and stops_at(v)]
+                    if v is UNSET or v is not None and stops_at(v)]
         if stopping:  # (an unset stops bash: there is one)
             pos, value = stopping[-1]
-            return (pos, [] if value is _UNSET else [(pos, value)],
+            return (pos, [] if value is UNSET else [(pos, value)],
                     every_run and len(stopping) == len(left))
     left, every_run = left_at_end(after, a.offset, end, constructs, path_of)
     return (left[-1][0], left, every_run) if left else None

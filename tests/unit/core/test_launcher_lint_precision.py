@@ -1565,6 +1565,38 @@ def test_builtin_and_builtin_command_run_no_function_body(tmp_path, body, level)
     _counter_reads_as_bash_runs(tmp_path, body, level)
 
 
+@pytest.mark.parametrize(("body", "level"), [
+    # `unset n` leaves `n` with no value: arithmetic reads 0 (a stop under `set -e`), `set -u`
+    # an unbound variable (a stop whatever tests the status)
+    ("set -e\nn=1\nunset n\n((n++))\n", "fail"),
+    ("set -e\nn=1\nunset -v m n\n((n++))\n", "fail"),
+    ("set -u\nn=1\nunset n\n((n++)) || true\n", "fail"),
+    ('set -eu\nn=5\nif [ -n "${X:-}" ]; then unset n; else unset n; fi\n((n++))\n', "fail"),
+    ("set -e\nn=1\nf() { unset n; }\nf\n((n++))\n", "fail"),
+    ("set -e\nf() { n=1; unset n; ((n++)); }\nf\n", "fail"),
+    # … on the runs that take a branch bash may skip
+    ('set -e\nn=1\n[ -n "${X:-}" ] && unset n\n((n++))\n', "warn"),
+    ('set -e\nn=1\nif [ -n "${X:-}" ]; then unset n; fi\n((n++))\n', "warn"),
+    # … set or counted again since, in a subshell, a function, or no command
+    ("set -e\nn=1\nunset n; n=5\n((n++))\n", None),
+    ("set -e\nn=1\nunset n\n((n++)) || true\n((n++))\n", None),
+    ("set -e\nn=1\nunset n\nn+=1\n((n++))\n", None),
+    ("set -e\nn=1\n( unset n )\n((n++))\n", None),
+    ("set -e\nn=1\nunset -f n\n((n++))\n", None),
+    ("set -e\nn=1\necho unset n\n((n++))\n", None),
+])
+def test_a_counter_after_unset_reads_its_variable_unset(tmp_path, body, level):
+    _counter_reads_as_bash_runs(tmp_path, body, level)
+
+
+def test_a_counter_after_unset_names_the_unset():
+    (f,) = [f for f in lint_launcher("#!/bin/bash\nset -e\nn=1\nunset n\n((n++))\n")
+            if f.check == CHECK_ARITH_ZERO]
+    assert f.message.startswith("line 5: `((n++))` reads `n` unset, as `unset n` on line 4 "
+                                "leaves it, and evaluates to 0, so its status is 1")
+    assert f.fix.startswith("set it first (`n=0`)")
+
+
 def test_a_function_calling_itself_without_end_is_followed_a_bounded_depth():
     # bash would recurse until it runs out of stack; the lint follows the calls MAX_CALL_DEPTH
     # deep and says what the first pass does
