@@ -8,9 +8,11 @@ sbatch whose end trainbot did not see: OutcomeUnknown, its channel closed first 
 timeout), is reconciled with Slurm before anything is submitted again (`run_due`). A row
 whose stored decision does not read back as `resubmit_now` is never carried out: a person is
 asked instead (`asked`). A resubmit that fails is tried again after a backoff
-(bot.core.backoff.resubmit_retry_in_s), its failures counted on its row; one refused by the
-cluster (sbatch said no) or failed `RESUBMIT_TRIES` times is given up: the run's thread is
-told why and how to resume it by hand (`failed`).
+(bot.core.backoff.resubmit_retry_in_s), its failures counted on its row; the lookup of one
+that may have gone through (`recover`), while it fails (the cluster down), is made again after
+the same backoff, not at every tick. One refused by the cluster (sbatch said no) or failed
+`RESUBMIT_TRIES` times is given up: the run's thread is told why and how to resume it by hand
+(`failed`).
 """
 
 from __future__ import annotations
@@ -63,6 +65,10 @@ class AutoResubmits:
         self.outbox = outbox
         self._resubmit = resubmit
         self._recover = recover
+        # the resubmits whose `recover` lookup failed in a row (the cluster down): how many
+        # times, and when to look again (bot.core.backoff.resubmit_retry_in_s, as a failed
+        # resubmit is tried again), by intent row; forgotten once a lookup answers
+        self._lookups_failed: dict[str, tuple[int, float]] = {}
 
     def record_due(self, chain_id: int, job_id: str, recipe: str, decision: Decision,
                    now: float) -> None:
@@ -104,8 +110,10 @@ class AutoResubmits:
         person's resume, refused to it) is `due` again, dropped once that job is recorded, or
         carried out if that submit queued nothing."""
         chains: dict[int, Chain | None] = {}
-        for inc in self.store.incidents.of_class(RESUBMIT_CLASS,
-                                                 ("due", "submitting", "submitted")):
+        rows = self.store.incidents.of_class(RESUBMIT_CLASS, ("due", "submitting", "submitted"))
+        for key in self._lookups_failed.keys() - {inc.key for inc in rows}:
+            del self._lookups_failed[key]  # settled meanwhile (another replica, a person)
+        for inc in rows:
             if inc.chain_id is None:
                 continue
             if inc.chain_id not in chains:
@@ -148,16 +156,22 @@ class AutoResubmits:
             new_job = None
             if inc.state == "submitting":
                 if self._recover is not None:
+                    failed, again_at = self._lookups_failed.get(inc.key, (0, 0.0))
+                    if now < again_at:
+                        continue  # its last lookup failed: the cluster is given time
                     try:
                         new_job = self._recover(data["recipe"], chain.id,
                                                 str(inc.job_id), decision, intent=inc.key)
                     except LeaseLost:
                         raise
                     except Exception as exc:  # noqa: BLE001 - never guess: retry later
+                        wait = resubmit_retry_in_s(failed + 1)
+                        self._lookups_failed[inc.key] = (failed + 1, now + wait)
                         log.warning("%s: cannot tell whether the resubmit of %s went "
-                                    "through (%s); asking again next tick",
-                                    self.cluster, inc.job_id, exc)
+                                    "through (%s); asking again in %.0f s",
+                                    self.cluster, inc.job_id, exc, wait)
                         continue
+                    self._lookups_failed.pop(inc.key, None)
                 elif latest is not None and latest.job_id != inc.job_id:
                     new_job = latest.shown_id  # it went through: a newer attempt records it
             if new_job is None:

@@ -90,6 +90,39 @@ def test_cluster_not_answering_the_lookup_submits_nothing_until_it_does(env):
     assert len(resub.calls) == 1
 
 
+def test_a_lookup_the_cluster_keeps_failing_is_made_again_after_a_backoff_not_every_tick(env):
+    """The cluster stays down for 20 minutes after the restart, at a tick every 30 s (a test
+    clock: each tick's `now`): the lookup of the resubmit that may have gone through is made
+    again 1, 2, 4 and 8 minutes after each failed one (bot.core.backoff.resubmit_retry_in_s),
+    5 lookups instead of one per tick (41), and nothing is submitted; once the cluster
+    answers, at the next lookup due, the resubmit goes on, its backoff forgotten."""
+    store = env[0]
+    resub = FakeResubmit(store)
+    _crashed_in_resubmit(env, resub)
+    cluster_up = False
+    lookups: list[float] = []
+    now = [0.0]
+
+    def recover(recipe, chain_id, old_job, decision, *, intent):
+        lookups.append(now[0] - (T0 + 1400))
+        if not cluster_up:
+            raise RuntimeError("ssh: connect to host: Connection refused")
+        return None
+
+    sink, w = _restarted(env, resub, recover)
+    for tick in range(41):  # 20 minutes
+        now[0] = T0 + 1400 + 30 * tick
+        w.tick(now[0])
+    assert lookups == [0, 60, 180, 420, 900]
+    assert resub.calls == [] and store.incidents.get(KEY).state == "submitting"
+    cluster_up = True
+    for tick in range(41, 71):  # 15 more minutes: the next lookup is due 15 min after 900
+        now[0] = T0 + 1400 + 30 * tick
+        w.tick(now[0])
+    assert lookups == [0, 60, 180, 420, 900, 1800]
+    assert len(resub.calls) == 1
+
+
 def test_submitted_but_not_told_is_told_once_and_not_charged_again(env):
     store = env[0]
     resub = FakeResubmit(store)
