@@ -111,8 +111,9 @@ def and_or_ariths(lst: str, off: int, memo: Memo, zero_after: int | None, *, nou
         at = e_off + len(element) - len(element.lstrip())
         tested_by = op or keyword
         rest, negated = past_negation(cmd)
+        cmd, at = rest, at + len(cmd) - len(rest)  # (`! ! ((n++))`: as `((n++))`)
         if negated:  # `! ((n++))`: its status negated
-            cmd, at, tested_by = rest, at + len(cmd) - len(rest), "!"
+            tested_by = "!"
         m = ARITH_RE.match(cmd) or LET_RE.match(cmd)
         if m and not m.group(2).startswith("="):  # `((n=0))` reads no `n`
             found.append(Arith(at, cmd, m.group(1), zero_after=zero_after, nounset=nounset,

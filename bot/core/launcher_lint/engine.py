@@ -436,6 +436,9 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
                     continue  # nothing here can fail on an empty match or change an option
                 lst_off += cut
                 lst = lst[cut:]
+                rest, negated = past_negation(lst)
+                if not negated and rest != lst:  # (`! ! cmd`: bash runs it as `cmd`)
+                    lst_off, lst = lst_off + len(lst) - len(rest), rest
                 first = first_word(lst)
                 if first in _CONDITION_KEYWORDS or (frames and frames[-1].in_condition):
                     # every list of an `if` / `while` condition (`if a; b; then`), not just the
@@ -443,7 +446,7 @@ class _Analyzer(FunctionBodies, OptionWalk, LoopExits, PipeSubshells, CommandWal
                     if not status_only:
                         self._condition(lst, lst_off, next_text(lists, idx))
                     continue  # an if/while condition never triggers errexit
-                if past_negation(lst)[1]:
+                if negated:
                     if not status_only:
                         self._negated(lst, lst_off)
                     continue

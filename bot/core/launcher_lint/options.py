@@ -11,14 +11,15 @@ from typing import Protocol
 
 from bot.core.launcher_lint.branches import Marks
 from bot.core.launcher_lint.model import Call, Hit, Opts, either
-from bot.core.launcher_lint.syntax import first_word
+from bot.core.launcher_lint.syntax import first_word, past_negation
 from bot.core.shell_lexer import Memo, group_end, shell_words, split_top_level
 
 #: A `{ … }` group a `!` negates (`! { set +e; }`): bash stops in none of its commands.
 NEGATED_GROUP_RE = re.compile(r"!\s+\{\s")
 
-#: A `set` / `shopt` after an and-or list's `&&` / `||` (`[ -n "$STRICT" ] && set -e`).
-OPTION_AFTER_AND_OR_RE = re.compile(r"(?:&&|\|\|)\s*(?:set|shopt)\s")
+#: A `set` / `shopt` after an and-or list's `&&` / `||` (`[ -n "$STRICT" ] && set -e`), or one
+#: a `!` negates (`! set -e`: bash runs it all the same).
+OPTION_AFTER_AND_OR_RE = re.compile(r"(?:&&|\|\||^[ \t]*!|(?<=\s)!)\s*(?:set|shopt)\s")
 
 #: A `{ … }` group before an and-or list's `&&` / `||` (`{ set -e; } && echo ok`).
 GROUP_BEFORE_AND_OR_RE = re.compile(r"\}\s*(?:&&|\|\|)")
@@ -151,9 +152,10 @@ class OptionWalk:
         for i, (pipeline, p_off, op) in enumerate(elements):
             text = pipeline.lstrip()
             at = p_off + len(pipeline) - len(text)
-            if i and first_word(text) in ("set", "shopt"):
-                before = copy(self.opts)
-                self._track_options(text, at)
+            command, negated_option = past_negation(text)
+            if (i or negated_option) and first_word(command) in ("set", "shopt"):
+                before = copy(self.opts)  # (`! set -e`: run, its status negated)
+                self._track_options(command, at + len(text) - len(command))
             elif (negated := NEGATED_GROUP_RE.match(text)) or (op or in_condition) and (
                     text.startswith("{") and text[1:2] in (" ", "\t", "\n")):
                 if len(split_top_level(text, at, ("|",), self.memo)) > 1:

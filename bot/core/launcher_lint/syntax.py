@@ -150,10 +150,13 @@ def past_negation(command: str) -> tuple[str, bool]:
     `!` that is a word of its own, a blank or a `(` after it (`!(true)`, `!((n++))`: bash reads
     the `!` alone before `(`, an operator's character); `command` and False otherwise
     (`!false` is a command's name). (Under `shopt -s extglob`, which the lint does not follow,
-    `!(…)` is a pattern instead: a command's name, whatever matches it.)"""
-    if command[:1] == "!" and (command[1:2].isspace() or command[1:2] == "("):
-        return command[1:].lstrip(), True
-    return command, False
+    `!(…)` is a pattern instead: a command's name, whatever matches it.) Past every such `!`
+    (`! ! false`): bash negates once for each, and where they cancel (an even number) `set -e`
+    applies to the pipeline as to one without them, so only an odd number negates it."""
+    negated = False
+    while command[:1] == "!" and (command[1:2].isspace() or command[1:2] == "("):
+        command, negated = command[1:].lstrip(), not negated
+    return command, negated
 
 
 def first_word(lst: str) -> str:

@@ -486,6 +486,14 @@ BASH_STOPS = [
     ("set -u\nn=$(printf '%s' 1 2)\n((n++))", CHECK_ARITH_UNSET, False),
     # `n+=8` appends: "08", which arithmetic reads as octal and cannot (status 1); "07" and
     # "010" it can; `declare -i` and `((n+=8))` add
+    # `!` negates a pipeline's status and `set -e` ignores it, but bash runs it: `! set -e`
+    # turns `set -e` on; `! !` cancels out, `set -e` applying as without them
+    ("! set -e\nn=0\n((n++))", CHECK_ARITH_ZERO, True),
+    ("[ -n \"${X:-}\" ] || ! set -e\nn=0\n((n++))", CHECK_ARITH_ZERO, True),
+    ("set -e\nn=0\n! ! ((n++))", CHECK_ARITH_ZERO, True),
+    ("set -e\nn=0\n! ! ! ((n++))", CHECK_ARITH_ZERO, False),
+    ("set -e\n! ! set +e\nn=0\n((n++))", CHECK_ARITH_ZERO, False),
+    ("set -e\nn=0\n! ((n++))\n((n++))", CHECK_ARITH_ZERO, False),
     ("set -e\nn=0\nn+=8\n((n++))", CHECK_ARITH_ZERO, True),
     ("set -e\nn=0\nn+=9\nlet n--", CHECK_ARITH_ZERO, True),
     ("set -e\nn=08\n((n++))", CHECK_ARITH_ZERO, True),
