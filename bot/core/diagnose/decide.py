@@ -94,6 +94,7 @@ from bot.core.diagnose.ending import (
     traceback_cause,
 )
 from bot.core.diagnose.epilogue import epilogue_memory_kill
+from bot.core.diagnose.final_validation import in_final_validation
 from bot.core.diagnose.quiet_ending import (
     ends_after_target,
     ends_at_last_epoch,
@@ -348,6 +349,14 @@ def diagnose(
                 acct.state is not None or ends_in_open_progress_bar(tail)):
             # running its evaluation after training completed: not training
             assert completion.marker_line is not None  # an evaluation after the marker
+            chosen = NONE_CLASS
+            case_cause = Evaluating(completion.marker_line)
+        elif acct.state is None and in_final_validation(
+                matches, completion.marker_line, tail) is not None:
+            # no accounting: YOLO's trainer validates best.pt after its `N epochs completed`
+            # marker, and the log ends inside that validation (no `Speed:` or `Results saved
+            # to` after it yet; its bar is no training progress): still running
+            assert completion.marker_line is not None  # the marker the validation follows
             chosen = NONE_CLASS
             case_cause = Evaluating(completion.marker_line)
         elif acct.state is None and (
