@@ -46,6 +46,7 @@ from bot.services.cancel_steps import CANCEL_STEPS, UNKNOWN_CANCEL_STEP, cancel_
 from bot.services.ports import Blocks, BotContext
 from bot.services.runs import array_task_of
 from bot.services.submit import RunSubmitInFlight
+from bot.services.submit_claim import RecipeSubmitUnderWay
 from bot.services.threads import render
 from bot.slack.views import ActionId
 from bot.store import Approval
@@ -193,9 +194,9 @@ def handle_click(
     try:
         result = perform(ctx, approval, choice, actor, now,
                          besides=actor if from_home else None)
-    except RunSubmitInFlight as exc:  # a resubmit refused before its sbatch: nothing done
-        # the other submit carries the run (the prompt goes out of date once its job is
-        # recorded); if it queues none, the prompt is still there to press again
+    except (RunSubmitInFlight, RecipeSubmitUnderWay) as exc:  # refused before its sbatch
+        # the other submit carries the run, or the recipe (the prompt goes out of date once
+        # its job is recorded); if it queues none, the prompt is still there to press again
         store.approvals.release(token)
         audit("in_flight", target, recipe, choice=choice, error=str(exc))
         return ClickResult("busy", ephemeral=click_reply(ctx, recipe, "in_flight",

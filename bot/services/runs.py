@@ -34,6 +34,7 @@ from bot.services.submit import (
     sent_moment,
     submit_recipe,
 )
+from bot.services.submit_claim import RecipeSubmitUnderWay
 from bot.services.submit_deadlines import cluster_deadlines, flight_in_flight_s, in_flight_s
 from bot.services.submit_result import SubmitResult
 from bot.services.threads import (
@@ -565,7 +566,8 @@ class AutoResubmitter:
         person's submit is, under `intent` (its intent row's key): a resubmit the bot died in is
         recovered (`recover`) with the time its sbatch was sent, its row alone forgotten.
         None, nothing sent, while another submit of the run is in flight (a person's resume:
-        RunSubmitInFlight); the watcher looks again on its next tick."""
+        RunSubmitInFlight), or of the recipe (RecipeSubmitUnderWay: a new run, another run's
+        resubmit); the watcher looks again on its next tick."""
         overrides, extra = exclusion(self.ctx.config, recipe, decision.facts.get("exclude"))
         try:
             result = submit_and_announce(
@@ -576,6 +578,9 @@ class AutoResubmitter:
             log.warning("chain %s: not resubmitted automatically: %s's submit of the run, "
                         "sent at %.0f, is in flight", chain_id, exc.flight.actor,
                         exc.flight.sent_at)
+            return None
+        except RecipeSubmitUnderWay as exc:  # another submit of the recipe: looked at again
+            log.warning("chain %s: not resubmitted automatically: %s", chain_id, exc)
             return None
         return result.display_id or str(result.job_id)
 

@@ -27,6 +27,12 @@ from bot.services.overrides import OverrideError, apply_overrides, parse_overrid
 from bot.services.ports import SFTP, Slurm
 from bot.services.resume_point import find_resume_checkpoint, submit_env
 from bot.services.send_job import NotApplied, send_job, wrapper_not_applied
+from bot.services.submit_claim import (
+    CLAIM_MARGIN_S,
+    RecipeSubmitUnderWay,
+    claim_recipe,
+    release_recipe,
+)
 from bot.services.submit_deadlines import sender_command_at_most_s
 from bot.services.submit_result import SubmitResult
 from bot.store import Store, SubmitInFlight
@@ -241,20 +247,25 @@ def submit_recipe(
 
     found_by_name = False
     flight: SubmitInFlight | None = None  # a person's submit, kept until its job is recorded
+    holder: str | None = None  # the recipe's submit claim, held until its job is recorded
     try:
         checkpoint = find_resume_checkpoint(effective, sftp, array_task)
         env = submit_env(recipe_name, effective, checkpoint)
+        at_most = sender_command_at_most_s(config, recipe.cluster, slurm)
         if reconcile_unknown or intent is not None:
             added = store.submits_in_flight.add(
                 cluster=recipe.cluster, recipe=recipe_name, job_name=job_name,
                 chain_id=chain.id if chain is not None else None, array_task=array_task,
                 resumed_at=checkpoint.iteration if checkpoint else None,
                 charge_retry=charge_retry, actor=actor, channel=channel, sent_at=now,
-                intent=intent,
-                command_at_most_s=sender_command_at_most_s(config, recipe.cluster, slurm))
+                intent=intent, command_at_most_s=at_most)
             if not added.new:
                 raise RunSubmitInFlight(added.flight, now)
             flight = added.flight
+        # its sbatch and, its end unseen, the lookup by name: two commands at worst
+        holder = claim_recipe(store, recipe_name, now, 2 * at_most + CLAIM_MARGIN_S)
+        if holder is None:
+            raise _under_way(store, recipe_name, flight, now)
         if after_job is not None and chain is not None:
             moved = run_moved_on(store, chain.id, recipe_name, array_task, after_job)
             if moved is not None:
@@ -275,64 +286,89 @@ def submit_recipe(
             # nothing was queued (refused, never sent, or looked up and not there); an
             # OutcomeUnknown here is a lookup that failed: the job is looked for again later
             store.submits_in_flight.remove(flight.id)
+        if holder is not None:
+            release_recipe(store, recipe_name, holder)
+        refused = isinstance(exc, RunSubmitInFlight | RunMovedOn | RecipeSubmitUnderWay)
         store.audit.record(
             actor=actor, action="submit", now=now, recipe=recipe_name,
-            result="refused" if isinstance(exc, RunSubmitInFlight | RunMovedOn) else "failed",
-            detail=f"{type(exc).__name__}: {exc}",
+            result="refused" if refused else "failed", detail=f"{type(exc).__name__}: {exc}",
         )  # fmt: skip
         raise
-    not_applied = wrapper_not_applied(slurm, effective, job_id, typed)
+    except BaseException:  # the process is stopping: its claim ends with it (one killed
+        if holder is not None:  # outright is taken over, or lapses: submit_claim)
+            release_recipe(store, recipe_name, holder)
+        raise
+    assert holder is not None  # claimed above, or refused
+    try:
+        not_applied = wrapper_not_applied(slurm, effective, job_id, typed)
 
-    if chain is None:
-        chain = store.chains.create(
-            recipe=recipe_name,
-            cluster=recipe.cluster,
-            job_name=job_name,
-            channel=config.channel_id_for(recipe_name),
-            now=now,
-            kind="array" if whole_array else "run",
-            array_job_id=int(job_id) if whole_array else None,
-            target_iter=typed.get("target_iter"),
-        )
-    elif "target_iter" in typed:  # the run goes on to the target this submit sets
-        store.chains.set_target(chain.id, typed["target_iter"], now=now)
-    attempt_no = 0  # a whole array: its tasks become attempt rows as they start
-    if not whole_array:
-        attempt_no = store.attempts.record(
-            chain_id=chain.id,
+        if chain is None:
+            chain = store.chains.create(
+                recipe=recipe_name,
+                cluster=recipe.cluster,
+                job_name=job_name,
+                channel=config.channel_id_for(recipe_name),
+                now=now,
+                kind="array" if whole_array else "run",
+                array_job_id=int(job_id) if whole_array else None,
+                target_iter=typed.get("target_iter"),
+            )
+        elif "target_iter" in typed:  # the run goes on to the target this submit sets
+            store.chains.set_target(chain.id, typed["target_iter"], now=now)
+        attempt_no = 0  # a whole array: its tasks become attempt rows as they start
+        if not whole_array:
+            attempt_no = store.attempts.record(
+                chain_id=chain.id,
+                job_id=job_id,
+                now=now,
+                start_iter=checkpoint.iteration if checkpoint else None,
+                checkpoint_path=checkpoint.path if checkpoint else None,
+                charge_retry=charge_retry,
+                excluded_nodes=effective.exclude,
+                display_id=f"{job_id}_{array_task}" if array_task is not None else None,
+            ).attempt.attempt_no
+        if chain.status == "stopped":
+            store.chains.set_status(chain.id, "active", now=now)
+        store.watched_jobs.add(recipe.cluster, job_id, now=now, chain_id=chain.id)
+        if flight is not None:
+            store.submits_in_flight.remove(flight.id)
+        store.audit.record(
+            actor=actor, action="submit", now=now, recipe=recipe_name, job_id=job_id, result="ok",
+            detail={
+                "chain_id": chain.id, "attempt_no": attempt_no,
+                **({"found_by_name": True} if found_by_name else {}),
+                **({"array": effective.array} if effective.array is not None else {}),
+                "overrides": {k: v for k, v in typed.items() if k not in not_applied},
+                "resume_from": checkpoint.path if checkpoint else None,
+                **({"not_applied": {k: {"requested": str(typed[k]), "job_has": v}
+                                    for k, v in not_applied.items()}} if not_applied else {}),
+            },
+        )  # fmt: skip
+        return SubmitResult(
             job_id=job_id,
-            now=now,
-            start_iter=checkpoint.iteration if checkpoint else None,
-            checkpoint_path=checkpoint.path if checkpoint else None,
-            charge_retry=charge_retry,
-            excluded_nodes=effective.exclude,
+            chain_id=chain.id,
+            attempt_no=attempt_no,
+            job_name=job_name,
+            checkpoint=checkpoint,
+            overrides={k: v for k, v in typed.items() if k not in not_applied},
+            not_applied=tuple(NotApplied(k, str(typed[k]), v) for k, v in not_applied.items()),
             display_id=f"{job_id}_{array_task}" if array_task is not None else None,
-        ).attempt.attempt_no
-    if chain.status == "stopped":
-        store.chains.set_status(chain.id, "active", now=now)
-    store.watched_jobs.add(recipe.cluster, job_id, now=now, chain_id=chain.id)
-    if flight is not None:
-        store.submits_in_flight.remove(flight.id)
-    store.audit.record(
-        actor=actor, action="submit", now=now, recipe=recipe_name, job_id=job_id, result="ok",
-        detail={
-            "chain_id": chain.id, "attempt_no": attempt_no,
-            **({"found_by_name": True} if found_by_name else {}),
-            **({"array": effective.array} if effective.array is not None else {}),
-            "overrides": {k: v for k, v in typed.items() if k not in not_applied},
-            "resume_from": checkpoint.path if checkpoint else None,
-            **({"not_applied": {k: {"requested": str(typed[k]), "job_has": v}
-                                for k, v in not_applied.items()}} if not_applied else {}),
-        },
-    )  # fmt: skip
-    return SubmitResult(
-        job_id=job_id,
-        chain_id=chain.id,
-        attempt_no=attempt_no,
-        job_name=job_name,
-        checkpoint=checkpoint,
-        overrides={k: v for k, v in typed.items() if k not in not_applied},
-        not_applied=tuple(NotApplied(k, str(typed[k]), v) for k, v in not_applied.items()),
-        display_id=f"{job_id}_{array_task}" if array_task is not None else None,
-        array=effective.array,
-    )
+            array=effective.array,
+        )
+    finally:  # recorded (or the store failed): the recipe's next submit may go
+        release_recipe(store, recipe_name, holder)
+
+
+def _under_way(store: Store, recipe: str, own: SubmitInFlight | None,
+               now: float) -> RecipeSubmitUnderWay:
+    """The refusal of a submit of `recipe` whose claim another submit holds, naming that
+    one: the latest other submit of the recipe kept in flight, and the run it goes into."""
+    others = [f for f in store.submits_in_flight.of_recipe(recipe)
+              if own is None or f.id != own.id]
+    other = others[-1] if others else None
+    run_job = None
+    if other is not None and other.chain_id is not None:
+        latest = run_latest(store.attempts.for_chain(other.chain_id), other.array_task)
+        run_job = latest.shown_id if latest is not None else None
+    return RecipeSubmitUnderWay(recipe, other, run_job,
+                                sent_moment(other.sent_at, now) if other else "")

@@ -154,6 +154,12 @@ class SubmitsInFlightRepo(_Repo):
                                   .where(t.submits_in_flight.c.id == flight_id))
         return result.rowcount == 1
 
+    def of_recipe(self, recipe: str) -> list[SubmitInFlight]:
+        """The submits of `recipe` in flight, whichever run they go into, oldest first."""
+        c = t.submits_in_flight.c
+        return self._all(SubmitInFlight, select(t.submits_in_flight)
+                         .where(c.recipe == recipe).order_by(c.sent_at, c.id))
+
     def sent_before(self, cluster: str, before: float) -> list[SubmitInFlight]:
         """The cluster's submits sent before `before`, oldest first."""
         c = t.submits_in_flight.c
