@@ -49,7 +49,10 @@ class Outcome:
     found: nothing was submitted); stale (nothing was done,
     the prompt no longer applies): `did` is moved_on (the chain's latest attempt is
     `current_job` now, in `state`) | superseded (a new run of the recipe was started since:
-    its job `current_job`, in `state`, by `by`) | recovered (a stall prompt's job `job_id`
+    its job `current_job`, in `state`, by `by`) | took_over (a newer job carried the
+    recipe on, the prompt rewritten as it was submitted: a new run's job `current_job`, its
+    thread in `channel`, None: not posted yet) | resumed_since (its run resumed since as job
+    `current_job`) | recovered (a stall prompt's job `job_id`
     trained on: it stalled at iteration `stalled_iter`, has reached `reached_iter` since) |
     competitor_started | competitor_left (a hold prompt's
     competitor, in `state`). `job_id` is the prompt's target job (the competitor of a hold
@@ -89,6 +92,7 @@ class Outcome:
     sent: str | None = None  # cancel_in_flight: when that submit was sent (sent_moment)
     stalled_iter: int | None = None  # recovered: the iteration the job stalled at
     reached_iter: int | None = None  # recovered: the iteration it has reached since
+    channel: str | None = None  # took_over: the channel of the new run's thread
 
     def to_view(self) -> dict[str, Any]:
         # field by field, not asdict: `error` stays a Text for the template's `msg` filter
@@ -109,16 +113,18 @@ def decided(ctx: BotContext, recipe: str | None, prompt: Mapping[str, Any],
 
 
 def rewrite_post(ctx: BotContext, approval: Approval, key: str | None, text: str,
-                 blocks: Blocks) -> None:
+                 blocks: Blocks) -> bool:
     """Rewrite the thread post `key` that carries `approval`'s buttons (nothing when it is
-    unknown, or the thread writer updates nothing); a refused update is logged."""
+    unknown, or the thread writer updates nothing); a refused update is logged: False."""
     update = getattr(ctx.sink, "update_reply", None)
     if key is None or update is None or approval.chain_id is None:
-        return
+        return True
     try:
         update(approval.chain_id, key, blocks, text)
     except PostError as exc:
         log.warning("could not rewrite prompt %s: %s", approval.token, exc)
+        return False
+    return True
 
 
 def expired_outcome(approval: Approval) -> Outcome:

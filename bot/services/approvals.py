@@ -40,6 +40,7 @@ from bot.core.policy import run_latest
 from bot.services import ServiceError
 from bot.services import competitors as comp
 from bot.services.access import approvers_now
+from bot.services.after_submit import took_over_outcome
 from bot.services.approval_outcomes import Outcome, decided, expired_outcome
 from bot.services.approved_choices import NotPerformed, perform, recovered_outcome, stall_over
 from bot.services.cancel_steps import CANCEL_STEPS, UNKNOWN_CANCEL_STEP, cancel_takeover_at
@@ -181,6 +182,12 @@ def handle_click(
                 ctx, recipe, "busy", decided_by=claim.other.decided_by,
                 job=latest_job_of(approval), **_acting_cancel(ctx, claim.other, now)))
         done = claim.approval
+        if done is not None and done.state == "stale" and done.payload.get("took_over"):
+            # rewritten when a newer job took over (after_submit.supersede_prompts): a click
+            # from a view not refreshed yet is told the same
+            audit("stale", target, recipe, choice=choice)
+            text, blocks = decided(ctx, recipe, payload, took_over_outcome(ctx, done))
+            return ClickResult("stale", text, blocks, ephemeral=text)
         audit("duplicate", target, recipe, state=done.state if done else None)
         return ClickResult("duplicate", ephemeral=click_reply(
             ctx, recipe, "duplicate", decided_by=done.decided_by if done else None,

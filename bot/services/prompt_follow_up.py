@@ -13,6 +13,7 @@ import re
 
 from bot.services import competitors as comp
 from bot.services.access import escalation_people, mention, prompt_people
+from bot.services.after_submit import supersede_prompts
 from bot.services.approval_outcomes import decided, expired_outcome, rewrite_post
 from bot.services.approvals import ClickResult
 from bot.services.approved_choices import policy_of
@@ -41,7 +42,11 @@ def follow_up_prompts(ctx: BotContext, now: float) -> None:
     one caller), so a replica taking the job over repeats none; the posts are keyed, so a
     crash between a post and its record posts nothing twice. Run by the scheduler's `prompts`
     job (bot.app.build_scheduler) under its lease, after
-    bot.services.cancel_settle.settle_unknown_cancels."""
+    bot.services.cancel_settle.settle_unknown_cancels. First, the open Resubmit prompts a
+    newer job carries on are rewritten, and those whose rewrite Slack refused are tried again
+    (bot.services.after_submit.supersede_prompts: a prompt whose incident was posted after
+    its recipe's new submit too)."""
+    supersede_prompts(ctx, None, now)
     for approval in ctx.store.approvals.pending():
         if approval.chain_id is None:
             continue

@@ -73,6 +73,7 @@ from bot.core.models import QUIET_CLASSES, AttemptTrace, Diagnosis
 from bot.core.policy import OFFER_CANCEL_RESUME, OFFER_RESUBMIT, OFFER_RESUBMIT_MEM, task_rows
 from bot.core.text import mrkdwn_escape
 from bot.services.access import mention_text, prompt_people
+from bot.services.after_submit import supersede_prompts
 from bot.services.approval_outcomes import decided, rewrite_post
 from bot.services.approved_choices import recovered_outcome, stall_over
 from bot.services.home import refresh_homes
@@ -156,6 +157,8 @@ class ThreadEvents(EventWords):
         elif event.kind == "warning" and event.decision is not None and \
                 event.decision.class_id == "memory_leak":
             self._charts(event, "leak", ("rss.png",))
+        if event.kind == "resubmitted":  # the recipe's prompts this job carries on
+            supersede_prompts(self.ctx, event.recipe, self.ctx.clock())
         if event.chain_id is not None and event.kind != "incident":
             # (an incident's: the watcher stores the job's result after it, then tells
             # `chain_changed` or `progress_changed`, the one rewrite its tick costs)

@@ -232,10 +232,47 @@ class ApprovalsRepo(_Repo):
             )
         return result.rowcount == 1
 
+    def supersede(self, token: str, actor: str, *, took_over: dict[str, Any],
+                  now: float) -> bool:
+        """pending → stale, decided by `actor`, for a prompt a newer job of its recipe carries
+        on (bot.services.after_submit.supersede_prompts): what took over kept in its payload
+        (`took_over`) and its step "superseded" marked, in one transaction, so the prompt's
+        rewrite is made (again) after a crash or a refused update until "superseded_shown";
+        True for exactly one caller."""
+        with self._engine.begin() as conn:
+            row = conn.execute(select(t.approvals.c.payload_json).where(and_(
+                t.approvals.c.id == token, t.approvals.c.state == "pending"))).first()
+            if row is None:
+                return False
+            payload = {**json.loads(row[0]), "took_over": took_over}
+            result = conn.execute(
+                update(t.approvals)
+                .where(and_(t.approvals.c.id == token, t.approvals.c.state == "pending"))
+                .values(state="stale", decided_by=actor, decided_at=now,
+                        payload_json=json.dumps(payload, sort_keys=True)))
+            if result.rowcount != 1:
+                return False
+            conn.execute(insert(t.prompt_steps).values(token=token, step="superseded", at=now,
+                                                       **_bound_values(None)))
+        return True
+
+    def superseded_unshown(self) -> list[Approval]:
+        """The superseded prompts (step "superseded") whose post was not yet rewritten to say
+        so (no step "superseded_shown"), oldest first."""
+        steps = t.prompt_steps
+        query = (select(t.approvals)
+                 .where(t.approvals.c.state == "stale",
+                        t.approvals.c.id.in_(select(steps.c.token)
+                                             .where(steps.c.step == "superseded")),
+                        t.approvals.c.id.not_in(select(steps.c.token)
+                                                .where(steps.c.step == "superseded_shown")))
+                 .order_by(t.approvals.c.decided_at, t.approvals.c.id))
+        return self._all(Approval, query)
+
     STEPS = ("reminded", "escalated", "cancelling", "cancelling_to_resume", "cancel_unknown",
              "cancel_only_unknown", "cancel_settled", "cancel_announced", "cancel_resuming",
              "releasing", "release_failed_1", "release_failed_2", "hold_approved", "holding",
-             "hold_ended")
+             "hold_ended", "superseded", "superseded_shown")
     CANCEL_UNKNOWN_STEPS = ("cancel_unknown", "cancel_only_unknown")
 
     def mark_step(self, token: str, step: str, *, now: float,
@@ -253,7 +290,9 @@ class ApprovalsRepo(_Repo):
         a trainbot that sends its `scontrol hold` only after marking "holding"
         ("hold_approved": marked by `claim`, with the yes), that its `scontrol hold`
         may be sent from now ("holding": by the hold, or taken by its release first so none
-        is) and that it was over ("hold_ended"): True
+        is) and that it was over ("hold_ended"), that a newer job superseded it
+        ("superseded", marked by `supersede`) and that its post says so ("superseded_shown"):
+        True
         for exactly one caller, so no replica follows a prompt up, or settles its cancel,
         twice. `bounds`: what the marker counts the step's remote calls at, kept with it for
         its takeover (`bounds_of`)."""

@@ -96,9 +96,10 @@ def test_resubmit_pressed_while_a_resume_of_the_run_is_in_flight_is_refused(
         world: World, lang: str) -> None:
     """88154 died; its incident's Resubmit is pressed by W0LEAD while Alice's `/train resume
     mix` is between its sbatch and its record: the click sends no sbatch and tells the presser
-    whose submit is in flight (en, ko); the prompt stays as it was, still pending, and once
-    Alice's job is recorded a press of it says it is out of date. The run has Alice's job
-    alone."""
+    whose submit is in flight (en, ko); the click leaves the prompt as it was, and once
+    Alice's job is recorded the prompt is out of date (superseded as her resume is recorded:
+    bot.services.after_submit.supersede_prompts) and a press of it says so. The run has
+    Alice's job alone."""
     chain_id = world.run("FAILED")
     token, ts = world.prompt(chain_id, resume_iter=3000)
     posted = world.prompt_text(ts)
@@ -106,8 +107,9 @@ def test_resubmit_pressed_while_a_resume_of_the_run_is_in_flight_is_refused(
     world.slurm.during = lambda: answers.append(world.click_texts(ActionId.RESUBMIT, token, ts))
     assert "88887" in world.train("resume mix")  # Alice's job
     assert answers == [[RESUBMIT_REFUSED[lang]]]
-    assert world.prompt_text(ts) == posted  # left usable
-    assert present(world.services.store.approvals.get(token)).state == "pending"
+    assert world.prompt_text(ts) == posted  # the click left it (this world's post has no
+    # post_key to rewrite it by)
+    assert present(world.services.store.approvals.get(token)).state == "stale"
     assert len(world.slurm.submits()) == 1 and world.jobs(chain_id) == ["88154", "88887"]
     assert world.refusals() == [APPROVER]
     [again] = world.click_texts(ActionId.RESUBMIT, token, ts)

@@ -45,12 +45,13 @@ def test_an_old_runs_resubmit_is_out_of_date_once_a_new_run_is_submitted(store) 
     result = handle_click(ctx, prompt.token, ActionId.RESUBMIT, "U0APPR", now + 20)
     assert [s.job_name for s in slurm.submits()] == ["mix"]  # the new run's alone
     assert result.status == "stale"
+    # its post was rewritten as the new run was submitted (after_submit.supersede_prompts):
+    # a click from a view not refreshed yet is told the same
     assert result.ephemeral == result.update_text == (
-        f"Out of date: a new run of mix was started since as job {new_job} (PENDING); "
-        "resubmitting this one would run a second copy beside it, writing the same "
-        "checkpoints. Nothing was done.")
+        f"Out of date: a newer run of mix took over as job {new_job} (its own thread, in "
+        "<#C0TRAIN>); these buttons no longer apply: nothing was resubmitted.")
     again = handle_click(ctx, prompt.token, ActionId.RESUBMIT, "U0APPR", now + 30)
-    assert again.status == "duplicate" and len(slurm.submits()) == 1
+    assert again.status == "stale" and len(slurm.submits()) == 1
 
 
 def test_the_out_of_date_resubmit_says_so_in_korean(tmp_path) -> None:
@@ -62,7 +63,7 @@ def test_the_out_of_date_resubmit_says_so_in_korean(tmp_path) -> None:
         new_job = _new_run(ctx, now + 10)
         result = handle_click(ctx, prompt.token, ActionId.RESUBMIT, "U0APPR", now + 20)
         assert result.update_text is not None and len(slurm.submits()) == 1
-        assert "새 실행이 작업" in result.update_text and new_job in result.update_text
+        assert "새로운 실행이 작업" in result.update_text and new_job in result.update_text
 
 
 def test_the_new_runs_own_resubmit_still_works(store) -> None:

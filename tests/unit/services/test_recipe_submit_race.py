@@ -65,8 +65,8 @@ def test_a_resubmit_click_while_a_new_run_is_submitted_is_refused_naming_it(
         store: Store, lang: str) -> None:
     """Alice's `/train submit mix` is at its sbatch when the approver presses Resubmit on the
     old run's incident: the click queues nothing and says whose new run is under way; the
-    prompt stays pending (pressed again once the new run's job is recorded, it is out of
-    date)."""
+    click leaves the prompt, which is out of date once the new run's job is recorded
+    (after_submit.supersede_prompts): pressed again, it says so."""
     slurm = SbatchDuring()
     ctx = make_context(store, slurm, clock=lambda: NOW, slack_lang=lang)
     _, prompt = mix_prompt(ctx, now=NOW, summary="88154 died", offer_cancel=False)
@@ -79,7 +79,7 @@ def test_a_resubmit_click_while_a_new_run_is_submitted_is_refused_naming_it(
     [click] = clicks
     assert click.status == "busy" and click.ephemeral == NEW_RUN_UNDER_WAY[lang]
     assert len(slurm.submits()) == 1
-    assert present(store.approvals.get(prompt.token)).state == "pending"
+    assert present(store.approvals.get(prompt.token)).state == "stale"
     again = handle_click(ctx, prompt.token, ActionId.RESUBMIT, "U0APPR", NOW + 2)
     assert again.status == "stale" and len(slurm.submits()) == 1
 
