@@ -7,6 +7,7 @@ from decimal import Decimal
 
 from bot.core.text import N_, Text
 
+MIB = 1024**2
 GIB = 1024**3
 
 _MULTIPLIERS = {
