@@ -107,3 +107,46 @@ def test_a_run_by_iterations_that_reached_its_max_iters_completed():
     d = read(start + "".join(lines))
     assert (d.class_id, d.decided_by) == ("completed", "progress")
     assert (d.metrics.last_iter, d.metrics.target_iter) == (250, 250)
+
+
+# Engine.run's end on an exception (pytorch/ignite ignite/engine/engine.py de08e799cfb5): its
+# logger's error() `Engine run is terminating due to exception: {e}` (and _run_once_on_dataset's
+# `Current run is terminating due to exception: {e}`), str(e) alone, then _handle_exception
+# re-raises it, or hands it to an EXCEPTION_RAISED handler that may swallow it: no traceback.
+_TERMINATING = ("Engine run is terminating due to exception: {e}",
+                "Current run is terminating due to exception: {e}")
+_FORMATS = ("{m}",                                                        # logging's %(message)s
+            "ERROR:ignite.engine.engine.Engine:{m}",                      # basicConfig's default
+            "2024-04-22 12:03:20,101 ignite.engine.engine.Engine ERROR: {m}")  # setup_logger's
+
+
+@pytest.mark.parametrize("form", _FORMATS, ids=["message", "basic", "setup_logger"])
+@pytest.mark.parametrize("said", _TERMINATING, ids=["engine", "current"])
+def test_an_engine_run_terminating_on_an_exception_is_a_failure_naming_it(form, said):
+    """A log that ends in ignite's notice of the exception that ended its run, with no
+    traceback after it: a failure (it read `none`, still running, without a level word), its
+    evidence the notice, which names the exception's words (`'labels'`: a KeyError's)."""
+    line = form.format(m=said.format(e="'labels'"))
+    d = read("".join(_research(2, i) + "\n" for i in (20, 40, 60)) + line + "\n")
+    assert d.class_id == "unknown_failure"
+    assert any("terminating due to exception: 'labels'" in e.text for e in d.evidence)
+
+
+@pytest.mark.parametrize(("e", "class_id"), [
+    ("CUDA out of memory. Tried to allocate 2.00 GiB (GPU 0; 15.78 GiB total capacity)",
+     "cuda_oom"),
+    ("[Errno 28] No space left on device", "disk_full"),
+], ids=["cuda_oom", "disk_full"])
+def test_the_exceptions_words_name_its_class(e, class_id):
+    d = read("".join(_research(2, i) + "\n" for i in (20, 40, 60))
+             + _TERMINATING[0].format(e=e) + "\n")
+    assert d.class_id == class_id
+
+
+def test_a_run_terminated_by_a_handler_is_no_exception():
+    """Engine.terminate() (`Terminate signaled. ...`, a handler's early stop) then `Engine run
+    finished.`: no exception, no failure read from it."""
+    d = read("".join(_research(2, i) + "\n" for i in (20, 40, 60))
+             + "Terminate signaled. Engine will stop after current iteration is finished.\n"
+             "Engine run finished. Time taken: 00:02:01.345\n")
+    assert d.class_id != "unknown_failure"
