@@ -146,6 +146,13 @@ class RetryAfterHandler(RateLimitErrorRetryHandler):
         self.on_wait = on_wait  # told each wait (the 429 metrics)
         self.waits: list[float] = []
 
+    def __deepcopy__(self, memo: dict[int, Any]) -> RetryAfterHandler:
+        """Itself: slack_bolt gives each request a client with the app's client's handlers
+        and deep-copies the request for a lazy listener (`/train`, a click); a copy would
+        tell a copy of `on_wait`'s metrics, whose locks cannot be copied anyway (the copy
+        then failed, answering every `/train` and click of `trainbot run` with a 500)."""
+        return self
+
     def prepare_for_next_attempt(
         self,
         *,

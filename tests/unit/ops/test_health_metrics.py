@@ -230,6 +230,33 @@ def test_slack_calls_and_429_waits_are_counted() -> None:
     assert sample(metrics, "trainbot_slack_rate_limit_wait_seconds_total") == 3
 
 
+def test_a_lazy_listener_s_copy_of_its_request_waits_out_429s_into_the_same_metrics() -> None:
+    """slack_bolt gives each request a WebClient with the app's client's retry handlers and
+    deep-copies the request for a lazy listener (`/train`, a click): the copy of the 429
+    handler is the handler itself, so copying does not fail on the metrics' locks (a 500 for
+    every command and click of trainbot run) and its waits count where /metrics reads."""
+    import copy
+
+    from slack_bolt import BoltContext, BoltRequest
+    from slack_sdk import WebClient
+
+    metrics = ServiceMetrics()
+    waited: list[float] = []
+    with SlackStandIn() as slack:
+        app_client = make_client(slack.token, base_url=slack.api_url, sleep=waited.append,
+                                 timeout=10, on_call=lambda m: metrics.slack_calls.labels(m).inc(),
+                                 on_rate_limit_wait=metrics.rate_limit_waited)
+        per_request = WebClient(token=slack.token, base_url=slack.api_url,  # as slack_bolt's
+                                retry_handlers=app_client.retry_handlers.copy())
+        request = BoltRequest(body={"command": "/train"}, mode="socket_mode",
+                              context=BoltContext({"client": per_request}))
+        copied = copy.deepcopy(request.to_copyable())  # as its ThreadListenerRunner
+        slack.fail_next("chat.postMessage", status=429, retry_after=2)
+        copied.context.client.chat_postMessage(channel="C0TRAIN", text="hello")
+    assert waited == [2.0]
+    assert sample(metrics, "trainbot_slack_rate_limit_wait_seconds_total") == 2
+
+
 def test_automatic_resubmits_are_counted_by_outcome(tmp_path) -> None:
     from fakes import FakeResubmit
     from support.watcher import timed_out
