@@ -37,6 +37,7 @@ from bot.services.scheduler import (
 )
 from bot.services.watch.events import TickReport
 from bot.services.watch.tick import Watcher
+from handlers.fence import ListenerFence
 
 if TYPE_CHECKING:
     from bot.ops.health import HealthServer
@@ -46,10 +47,11 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 CLOSE_WAIT_S = 2.0  # at most this long for stopping the health server, SSH, the store
-# How long a stop waits at most (12 s): the runs under way (STOP_GRACE_S), the leases' release
-# (RELEASE_WAIT_S), then the health server, the SSH connections and the store (CLOSE_WAIT_S
-# each). README, docs/deploy.md and the systemd unit state it
-# (tests/unit/deploy/test_packaging.py checks they say this figure).
+# How long a stop waits at most (12 s): the runs under way and the Slack handlers under way
+# (STOP_GRACE_S, both counted from the stop's start), the leases' release (RELEASE_WAIT_S),
+# then the health server, the SSH connections and the store (CLOSE_WAIT_S each). README,
+# docs/deploy.md and the systemd unit state it (tests/unit/deploy/test_packaging.py checks
+# they say this figure).
 STOP_WITHIN_S = STOP_GRACE_S + RELEASE_WAIT_S + 3 * CLOSE_WAIT_S
 
 
@@ -308,12 +310,14 @@ def build_app(
     client: WebClient | None = None,
     listener_executor: Executor | None = None,
     token_verification_enabled: bool = True,
+    fence: ListenerFence | None = None,
 ) -> App:
     """The Bolt app with trainbot's listeners and one error handler.
 
     `client` defaults to the services' poster client; tests pass one pointed at the Slack
     stand-in and may pass a synchronous `listener_executor` so lazy listeners finish inside
-    `app.dispatch`.
+    `app.dispatch`. `fence` (handlers.fence) counts the listeners' work and, once the bot
+    stops, refuses new work.
     """
     import handlers.actions
     import handlers.home
@@ -342,9 +346,9 @@ def build_app(
         user = (body.get("user") or {}).get("id") or body.get("user_id")
         logger.error("unhandled %s from %s: %s", kind, user, error, exc_info=error)
 
-    handlers.slash_commands.register(app, services)
-    handlers.actions.register(app, services)
-    handlers.home.register(app, services)
+    handlers.slash_commands.register(app, services, fence)
+    handlers.actions.register(app, services, fence)
+    handlers.home.register(app, services, fence)
     return app
 
 
@@ -453,9 +457,12 @@ def run(config: Config, *, http_port: int = 3000, slack: bool = True,
     Without `slack`, the watchers run alone and what they would post is logged; `webhook`
     gets each watcher event as JSON; `metrics_port` (on `service.metrics_host`) serves
     /healthz, /readyz and /metrics. At a stop, within STOP_WITHIN_S: no new
-    Slack request or scheduled run is taken and no side effect started, the runs under way
-    end at their next step, this replica's leases are released (another replica takes the
-    jobs over at once), the health server, SSH connections and the store are closed.
+    Slack request or scheduled run is taken and no side effect started (a Slack request
+    already received is answered that trainbot is restarting), the runs under way end at
+    their next step, the Slack handlers under way are waited for (STOP_GRACE_S from the
+    stop's start), this replica's leases are released (another replica takes the jobs over at
+    once), the health server, SSH connections (none is opened again: a handler still under
+    way gets a ClusterError) and the store are closed.
     Raises StoreError or CatalogueError (with what is wrong) before anything starts."""
     from bot.ops.metrics import ServiceMetrics
 
@@ -463,9 +470,10 @@ def run(config: Config, *, http_port: int = 3000, slack: bool = True,
     services = build_context(config, slack=slack, metrics=metrics)
     ticks = TickHealth(metrics)
     health = None
+    fence = ListenerFence()
     try:
-        app = build_app(config, services, listener_executor=DaemonThreadExecutor()) \
-            if slack else None
+        app = build_app(config, services, listener_executor=DaemonThreadExecutor(),
+                        fence=fence) if slack else None
         scheduler = build_scheduler(services, ticks=ticks, webhook=webhook)
         if metrics_port is not None:
             health = _health_server(services, scheduler, ticks, config.service.metrics_host,
@@ -489,7 +497,12 @@ def run(config: Config, *, http_port: int = 3000, slack: bool = True,
             pass
         finally:
             signals.shutting_down = True
+            stopped_at = time.monotonic()
+            fence.refuse()
             scheduler.stop(grace_s=STOP_GRACE_S)
+            # the handlers ran alongside the runs: their wait ends STOP_GRACE_S after the
+            # stop's start (at once when the runs' wait and the release took that long)
+            fence.wait(STOP_GRACE_S - (time.monotonic() - stopped_at))
             if health is not None:
                 bounded("stopping the health server", health.stop, CLOSE_WAIT_S)
             bounded("closing the SSH connections", services.clusters.close, CLOSE_WAIT_S)

@@ -21,6 +21,7 @@ from bot.services.home import publish_home
 from bot.services.ports import BotContext
 from bot.services.prompt_follow_up import after_click
 from bot.slack.views import ActionId
+from handlers.fence import ListenerFence
 
 __all__ = ["ActionId", "register"]
 
@@ -38,9 +39,31 @@ def retry_num(request: BoltRequest) -> int:
         return 0
 
 
-def make_run_click(services: BotContext):  # noqa: ANN201 - a Bolt listener
+def make_run_click(services: BotContext, fence: ListenerFence | None = None):  # noqa: ANN201 - a Bolt listener
+    """The lazy listener, bound to the bot's services; a click `fence` refuses (the bot is
+    stopping) does nothing and tells the clicker trainbot is restarting."""
+    fence = fence or ListenerFence()
+
     def run_click(body: dict[str, Any], action: dict[str, Any], client: WebClient,
                   respond: Respond, request: BoltRequest, logger: Logger) -> None:
+        with fence.admitted() as admitted:
+            if admitted:
+                click(body, action, client, respond, request, logger)
+            else:
+                restarting(body, client, respond, logger)
+
+    def restarting(body: dict[str, Any], client: WebClient, respond: Respond,
+                   logger: Logger) -> None:
+        user = body["user"]["id"]
+        logger.info("a click by %s refused: trainbot is stopping", user)
+        text = click_reply(services, None, "restarting")
+        if (body.get("view") or {}).get("type") == "home":  # no response_url: a DM
+            client.chat_postMessage(channel=user, text=text)
+        else:
+            respond(text=text, response_type="ephemeral", replace_original=False)
+
+    def click(body: dict[str, Any], action: dict[str, Any], client: WebClient,
+              respond: Respond, request: BoltRequest, logger: Logger) -> None:
         token, user = str(action.get("value") or ""), body["user"]["id"]
         from_home = (body.get("view") or {}).get("type") == "home"
         now = services.clock()
@@ -81,8 +104,8 @@ def show(result: ClickResult, body: dict[str, Any], client: WebClient, respond: 
                 replace_original=False)
 
 
-def register(app: App, services: BotContext) -> None:
+def register(app: App, services: BotContext, fence: ListenerFence | None = None) -> None:
     """One listener per ActionId."""
-    run_click = make_run_click(services)
+    run_click = make_run_click(services, fence)
     for action_id in ActionId:
         app.action(action_id.value)(ack=ack_click, lazy=[run_click])

@@ -12,64 +12,91 @@ from logging import Logger
 from typing import Any
 
 from slack_bolt import Ack, App
+from slack_sdk import WebClient
 
+from bot.services.approvals import click_reply
 from bot.services.home import cancel_command, publish_home, stop_watching
 from bot.services.ports import BotContext
 from bot.services.train import execute
 from bot.slack.views import HOME_CANCEL_JOB, HOME_STOP_WATCHING
+from handlers.fence import ListenerFence
 
 
-def make_home_opened(services: BotContext):  # noqa: ANN201 - a Bolt listener
+def make_home_opened(services: BotContext,
+                     fence: ListenerFence | None = None):  # noqa: ANN201 - a Bolt listener
+    """Publishes the tab as it is opened; not while the bot is stopping (`fence`): the tab
+    then shows what it showed last."""
+    fence = fence or ListenerFence()
+
     def home_opened(event: dict[str, Any], logger: Logger) -> None:
         if event.get("tab", "home") != "home" or not event.get("user"):
             return  # the Messages tab
-        try:
-            publish_home(services, str(event["user"]), services.clock())
-        except Exception:  # an event listener's error is logged, never raised into Bolt
-            logger.exception("publishing the Home tab of %s failed", event.get("user"))
+        with fence.admitted() as admitted:
+            if not admitted:
+                return
+            try:
+                publish_home(services, str(event["user"]), services.clock())
+            except Exception:  # an event listener's error is logged, never raised into Bolt
+                logger.exception("publishing the Home tab of %s failed", event.get("user"))
 
     return home_opened
 
 
 def _id_click(services: BotContext, what: str, subject: str,
-              act: Callable[[str, int, float], str]):  # noqa: ANN202 - a Bolt listener
+              act: Callable[[str, int, float], str],
+              fence: ListenerFence | None):  # noqa: ANN202 - a Bolt listener
     """A Home tab button whose value is an id (of a `subject`: a job, a chain): `act(user, id,
     now)` does `what` the button says and tells what it did, which the republished tab shows.
-    A value that is no id (a forged click) is logged and ignored."""
-    def click(body: dict[str, Any], action: dict[str, Any], logger: Logger) -> None:
+    A value that is no id (a forged click) is logged and ignored. A click `fence` refuses (the
+    bot is stopping) does nothing; the clicker is told, in a direct message, that trainbot is
+    restarting."""
+    fence = fence or ListenerFence()
+
+    def click(body: dict[str, Any], action: dict[str, Any], logger: Logger,
+              client: WebClient | None = None) -> None:
         user, value = body["user"]["id"], str(action.get("value") or "")
         now = services.clock()
         if not value.isdigit():
             logger.warning("Home tab %s by %s with a forged value %r", what, user, value)
             return
-        try:
-            publish_home(services, user, now, notice=act(user, int(value), now))
-        except Exception:  # lazy listeners' errors never reach @app.error: log them here
-            logger.exception("Home tab %s of %s %s by %s failed", what, subject, value, user)
+        with fence.admitted() as admitted:
+            if not admitted:
+                logger.info("Home tab %s by %s refused: trainbot is stopping", what, user)
+                if client is not None:  # (Bolt always passes it)
+                    client.chat_postMessage(channel=user,
+                                            text=click_reply(services, None, "restarting"))
+                return
+            try:
+                publish_home(services, user, now, notice=act(user, int(value), now))
+            except Exception:  # lazy listeners' errors never reach @app.error: log them here
+                logger.exception("Home tab %s of %s %s by %s failed", what, subject, value,
+                                 user)
 
     return click
 
 
-def make_cancel_job(services: BotContext):  # noqa: ANN201 - a Bolt listener
+def make_cancel_job(services: BotContext,
+                    fence: ListenerFence | None = None):  # noqa: ANN201 - a Bolt listener
     def cancel(user: str, job: int, now: float) -> str:
         return execute(services, cancel_command(services, job), actor=user, channel=None,
                        now=now).text
 
-    return _id_click(services, "cancel", "job", cancel)
+    return _id_click(services, "cancel", "job", cancel, fence)
 
 
-def make_stop_watching(services: BotContext):  # noqa: ANN201 - a Bolt listener
+def make_stop_watching(services: BotContext,
+                       fence: ListenerFence | None = None):  # noqa: ANN201 - a Bolt listener
     def stop(user: str, chain: int, now: float) -> str:
         return stop_watching(services, chain, user, now, besides=user)
 
-    return _id_click(services, "stop-watching", "chain", stop)
+    return _id_click(services, "stop-watching", "chain", stop, fence)
 
 
 def _ack(ack: Ack) -> None:
     ack()
 
 
-def register(app: App, services: BotContext) -> None:
-    app.event("app_home_opened")(make_home_opened(services))
-    app.action(HOME_CANCEL_JOB)(ack=_ack, lazy=[make_cancel_job(services)])
-    app.action(HOME_STOP_WATCHING)(ack=_ack, lazy=[make_stop_watching(services)])
+def register(app: App, services: BotContext, fence: ListenerFence | None = None) -> None:
+    app.event("app_home_opened")(make_home_opened(services, fence))
+    app.action(HOME_CANCEL_JOB)(ack=_ack, lazy=[make_cancel_job(services, fence)])
+    app.action(HOME_STOP_WATCHING)(ack=_ack, lazy=[make_stop_watching(services, fence)])

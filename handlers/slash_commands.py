@@ -23,6 +23,7 @@ from bot.services.train import (
     help_text,
     say,
 )
+from handlers.fence import ListenerFence
 
 COMMAND = "/train"
 
@@ -47,12 +48,30 @@ def make_ack_train(services: BotContext):  # noqa: ANN201 - a Bolt listener
     return ack_train
 
 
-def make_run_train(services: BotContext):  # noqa: ANN201 - a Bolt listener
+def make_run_train(services: BotContext, fence: ListenerFence | None = None):  # noqa: ANN201 - a Bolt listener
     """The lazy listener, bound to the bot's services. A redelivered command (Socket Mode
     `retry_attempt`, `X-Slack-Retry-Num`) is acked again but carried out by one replica only,
-    and only it answers."""
+    and only it answers. A command `fence` refuses (the bot is stopping) is not carried out:
+    its answer says trainbot is restarting."""
+    fence = fence or ListenerFence()
 
     def run_train(command: dict[str, Any], respond: Respond, logger: Logger) -> None:
+        with fence.admitted() as admitted:
+            if admitted:
+                train(command, respond, logger)
+                return
+        try:
+            cmd = parse_command(command.get("text") or "")
+        except CommandError:
+            return  # already answered in the ack
+        if isinstance(cmd, Help):
+            return
+        logger.info("/train %r from %s refused: trainbot is stopping", command.get("text"),
+                    command.get("user_id"))
+        send(respond, Reply(say(services, None, "restarting", channel=command.get("channel_id"))),
+             services.config.redactor())
+
+    def train(command: dict[str, Any], respond: Respond, logger: Logger) -> None:
         try:
             cmd = parse_command(command.get("text") or "")
         except CommandError:
@@ -87,6 +106,6 @@ def send(respond: Respond, reply: Reply, redactor: Redactor) -> None:
     )
 
 
-def register(app: App, services: BotContext) -> None:
+def register(app: App, services: BotContext, fence: ListenerFence | None = None) -> None:
     """Register `/train` on the app."""
-    app.command(COMMAND)(ack=make_ack_train(services), lazy=[make_run_train(services)])
+    app.command(COMMAND)(ack=make_ack_train(services), lazy=[make_run_train(services, fence)])

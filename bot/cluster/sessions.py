@@ -4,6 +4,8 @@ and one Slurm client per cluster.
 The CLI builds one `ClusterSessions` per command; the bot keeps one for its lifetime, so each
 cluster has exactly one reused SSH transport. Bolt runs lazy listeners on a thread pool, so the
 first uses may race: creation is under a lock, and two threads never open two connections.
+After `close()` (the bot stopping) no session is created again: a listener still under way gets
+a ClusterUnavailable, not a new SSH connection.
 """
 
 from __future__ import annotations
@@ -11,7 +13,9 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable
 
+from bot.cluster.errors import ClusterUnavailable
 from bot.config import ClusterConfig, Config
+from bot.core.text import N_
 from bot.services.ports import SFTP, Runner, Slurm, TailReader
 
 
@@ -43,16 +47,26 @@ class ClusterSessions:
         self._readers: dict[str, TailReader] = {}
         # Re-entrant: slurm() creates the runner it needs while holding the lock.
         self._lock = threading.RLock()
+        self._closed = False
+
+    def _open(self, cluster: str) -> None:
+        """Refuses a new session after `close()` (under the lock)."""
+        if self._closed:
+            raise ClusterUnavailable(N_(
+                "not connecting to %(where)s: its connections were closed (trainbot is "
+                "stopping)", where=cluster))
 
     def runner(self, cluster: str) -> Runner:
         with self._lock:
             if cluster not in self._runners:
+                self._open(cluster)
                 self._runners[cluster] = self._runner_factory(self._config.clusters[cluster])
             return self._runners[cluster]
 
     def slurm(self, cluster: str) -> Slurm:
         with self._lock:
             if cluster not in self._slurms:
+                self._open(cluster)
                 if self._slurm_factory is not None:
                     self._slurms[cluster] = self._slurm_factory(self.runner(cluster))
                 else:
@@ -71,6 +85,7 @@ class ClusterSessions:
         """The cluster's batched file reader (one per cluster: it remembers hung paths)."""
         with self._lock:
             if cluster not in self._readers:
+                self._open(cluster)
                 from bot.cluster.tail import ShellTailReader
 
                 runner = self.runner(cluster)
@@ -80,7 +95,9 @@ class ClusterSessions:
             return self._readers[cluster]
 
     def close(self) -> None:
+        """Close every connection; none is opened again (ClusterUnavailable)."""
         with self._lock:
+            self._closed = True
             runners = list(self._runners.values())
             self._runners.clear()
             self._slurms.clear()

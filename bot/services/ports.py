@@ -211,7 +211,8 @@ class Abandon:
 
 
 class ClusterSessions(Protocol):
-    """Per-cluster adapters by cluster name, opened on first use; `close()` closes them."""
+    """Per-cluster adapters by cluster name, opened on first use; `close()` closes them (and
+    bot.cluster.sessions' opens none after it: ClusterUnavailable)."""
 
     def slurm(self, cluster: str) -> Slurm: ...
 

@@ -7,8 +7,10 @@ import threading
 import time
 from typing import Any
 
+import pytest
 from fakes import make_config
 
+from bot.cluster.errors import ClusterUnavailable
 from bot.cluster.sessions import ClusterSessions
 
 THREADS = 8
@@ -78,8 +80,22 @@ def test_racing_threads_share_one_runner_and_one_slurm_client() -> None:
     assert runners[0].closed == 1
     sessions.close()  # idempotent: nothing left to close
     assert runners[0].closed == 1
-    fresh = sessions.runner("dev")  # a later use opens a new one
-    assert fresh is not runners[0] and len(runners) == 2
+
+
+def test_after_close_no_session_is_opened_again() -> None:
+    """The bot stopping closed the connections: a Slack handler still under way gets a
+    ClusterUnavailable (which it answers as the cluster not answering), never a new SSH
+    connection over which it could still send an sbatch or a scancel."""
+    runners: list[SlowRunner] = []
+    slurm: Any = ("slurm",)  # a Slurm client stand-in: only its identity matters here
+    sessions = ClusterSessions(make_config(), runner_factory=lambda _c: SlowRunner(runners),
+                               slurm_factory=lambda _runner: slurm)
+    sessions.slurm("dev")
+    sessions.close()
+    for use in (sessions.runner, sessions.slurm, sessions.tail_reader, sessions.sftp):
+        with pytest.raises(ClusterUnavailable, match="trainbot is stopping"):
+            use("dev")
+    assert len(runners) == 1 and runners[0].closed == 1
 
 
 def test_a_cluster_with_use_json_checks_the_slurm_release_before_reading_json():
@@ -105,4 +121,4 @@ def test_one_batched_reader_per_cluster_on_its_runner_with_its_sftp_timeout() ->
     assert readers[0].runner is runners[0]
     assert readers[0].timeout == config.clusters["dev"].sftp_timeout
     sessions.close()
-    assert sessions.tail_reader("dev") is not readers[0]  # a new one after a close
+    assert runners[0].closed == 1

@@ -1,0 +1,162 @@
+"""The Slack listeners at a stop (handlers.fence, bot.app.run): work admitted before it is
+waited for up to a bound, work arriving during it is refused with a "restarting" answer, and
+a handler still under way after the SSH connections were closed cannot open a new one."""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from types import SimpleNamespace
+from typing import Any
+
+from fakes import FakeSlurm, make_config, make_context
+from support.bolt_driver import click_body, slash_body
+
+from bot.cluster.sessions import ClusterSessions
+from bot.slack.views import ActionId
+from handlers.actions import make_run_click
+from handlers.fence import ListenerFence
+from handlers.home import make_cancel_job
+from handlers.slash_commands import make_run_train
+
+LOG = logging.getLogger("test")
+
+
+class Answers:
+    """A `respond` that records what it was given."""
+
+    def __init__(self) -> None:
+        self.sent: list[dict[str, Any]] = []
+
+    def __call__(self, **kw: Any) -> None:
+        self.sent.append(kw)
+
+
+class Client:
+    """A WebClient that records chat.postMessage and chat.update."""
+
+    def __init__(self) -> None:
+        self.posted: list[dict[str, Any]] = []
+
+    def chat_postMessage(self, **kw: Any) -> None:  # noqa: N802 - the Web API's name
+        self.posted.append(kw)
+
+    def chat_update(self, **kw: Any) -> None:
+        self.posted.append(kw)
+
+
+class CountedRunner:
+    """An SSH runner stand-in: counts how many were opened."""
+
+    def __init__(self, opened: list[Any]) -> None:
+        opened.append(self)
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_handler_admitted_before_the_stop_opens_no_session_after_the_close(store) -> None:  # noqa: ANN001
+    opened: list[Any] = []
+    slurm = FakeSlurm()
+    config = make_config()
+    runner: Any = CountedRunner  # an SSH runner stand-in
+    clusters = ClusterSessions(config, runner_factory=lambda _c: runner(opened),
+                               slurm_factory=lambda _runner: slurm)
+    in_handler, go_on = threading.Event(), threading.Event()
+
+    def clock() -> float:  # the handler's first step: it waits here, admitted
+        in_handler.set()
+        go_on.wait(10)
+        return 1000.0
+
+    ctx = make_context(store, clusters=clusters, config=config, slack=False, clock=clock)
+    store.watched_jobs.add("dev", "42", now=0.0)  # `/train status` asks Slurm about it
+    fence = ListenerFence()
+    run_train = make_run_train(ctx, fence)
+    answers = Answers()
+    body = slash_body("status", user="U0ALICE", channel="C0TRAIN", response_url="-")
+    handler = threading.Thread(target=run_train, args=(body, answers, LOG))
+    handler.start()
+    assert in_handler.wait(10)
+    fence.refuse()  # the stop: what follows bot.app.run does
+    assert fence.wait(0.1) is False  # still under way after its bound
+    clusters.close()
+    go_on.set()
+    handler.join(10)
+    assert opened == [] and slurm.calls == []  # no SSH connection, nothing sent to Slurm
+    [answer] = answers.sent
+    assert "trainbot is stopping" in answer["text"], answer
+
+
+def test_a_command_arriving_during_the_stop_is_answered_that_trainbot_is_restarting(
+        store) -> None:  # noqa: ANN001
+    slurm = FakeSlurm()
+    ctx = make_context(store, slurm, slack=False)
+    fence = ListenerFence()
+    fence.refuse()
+    answers = Answers()
+    make_run_train(ctx, fence)(
+        slash_body("submit mix", user="U0ALICE", channel="C0TRAIN", response_url="-"),
+        answers, LOG)
+    [answer] = answers.sent
+    assert answer["text"].startswith(":hourglass_flowing_sand: trainbot is restarting"), answer
+    assert "Try again in a moment" in answer["text"] and answer["response_type"] == "ephemeral"
+    assert slurm.calls == [] and store.audit.recent(10) == []
+
+
+def test_a_click_arriving_during_the_stop_is_answered_that_trainbot_is_restarting(
+        store) -> None:  # noqa: ANN001
+    ctx = make_context(store, slack=False, slack_lang="ko")
+    fence = ListenerFence()
+    fence.refuse()
+    answers, client = Answers(), Client()
+    body = click_body(ActionId.RESUBMIT, "some-token", user="U0LEAD",
+                      channel="C0TRAIN", message_ts="1.1", response_url="-")
+    make_run_click(ctx, fence)(body, body["actions"][0], client, answers,
+                               SimpleNamespace(headers={}), LOG)
+    [answer] = answers.sent
+    assert "trainbot이 다시 시작하는 중이라" in answer["text"], answer
+    assert answer["response_type"] == "ephemeral" and client.posted == []
+    assert store.audit.recent(10) == []  # not even the unknown token was looked at
+
+    home_click = {"user": {"id": "U0LEAD"}, "view": {"type": "home"}}  # no response_url
+    make_cancel_job(ctx, fence)(body=home_click, action={"value": "6101"}, logger=LOG,
+                                client=client)
+    [dm] = client.posted
+    assert dm["channel"] == "U0LEAD" and "trainbot이 다시 시작하는 중이라" in dm["text"]
+    assert store.audit.recent(10) == []
+
+
+def test_the_stop_waits_for_a_handler_under_way_up_to_its_bound() -> None:
+    fence = ListenerFence()
+    release = threading.Event()
+
+    def handler(for_s: float) -> None:
+        with fence.admitted() as admitted:
+            assert admitted
+            release.wait(for_s)
+
+    quick = threading.Thread(target=handler, args=(0.3,))
+    quick.start()
+    time.sleep(0.05)
+    started = time.monotonic()
+    fence.refuse()
+    assert fence.wait(5.0) is True  # waited for it to end, not for the whole bound
+    assert 0.15 < time.monotonic() - started < 4.0
+    quick.join()
+
+    fence = ListenerFence()
+    stuck = threading.Thread(target=handler, args=(10.0,))
+    stuck.start()
+    time.sleep(0.05)
+    fence.refuse()
+    started = time.monotonic()
+    assert fence.wait(0.3) is False  # no longer than its bound
+    assert 0.25 < time.monotonic() - started < 2.0
+    with fence.admitted() as admitted:
+        assert admitted is False  # and nothing new is let in
+    assert fence.in_flight == 1
+    release.set()
+    stuck.join()
+    assert fence.in_flight == 0
