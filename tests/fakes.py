@@ -220,6 +220,10 @@ class FakeSlurm:
         self._call("submit", spec)
         if self.submit_error is not None:
             raise self.submit_error
+        return self._queue(spec)
+
+    def _queue(self, spec: SubmitSpec) -> int:
+        """Queue `spec`'s job (the next id): its id."""
         job_id = next(self._ids)
         self.add(job_id, name=spec.job_name, partition=spec.partition, account=spec.account,
                  qos=spec.qos, priority=100, submit_time=self.submitted_at)
@@ -249,7 +253,9 @@ class AnswerLostSlurm(FakeSlurm):
     """Slurm whose next `lost` sbatch calls end unseen: each queues its job (unless `queue`
     is False) and then raises `error` (default: its channel closes before the exit status
     comes, ChannelClosed). Its runner answers the lookup by name (`squeue -h --name=N -o %A`)
-    from the job table, sacct with nothing; `lookup_error` makes that squeue raise it."""
+    from the job table, sacct with nothing; `lookup_error` makes that squeue raise it. An
+    sbatch not queued (`queue` False) is queued late by `land()`: an overloaded controller
+    taking the request in after its answer was given up on."""
 
     def __init__(self, *, queue: bool = True, lost: int = 1,
                  error: Exception | None = None, **kw: Any) -> None:
@@ -260,6 +266,7 @@ class AnswerLostSlurm(FakeSlurm):
         self.error = error or ChannelClosed(["sbatch", "--parsable"], "login",
                                             connection_lost=True)
         self.lookup_error: Exception | None = None
+        self.unqueued: list[tuple[SubmitSpec, str | None]] = []
 
     def submit(self, spec: SubmitSpec, *, script: str | None = None) -> int:
         if not self.lost:
@@ -269,7 +276,15 @@ class AnswerLostSlurm(FakeSlurm):
             super().submit(spec, script=script)
         else:
             self._call("submit", spec)
+            self.unqueued.append((spec, script))
         raise self.error
+
+    def land(self) -> list[int]:
+        """Queue the lost sbatches that were not queued (each a job of its own, as Slurm
+        queues a request it took in late): their job ids."""
+        landed = [self._queue(spec) for spec, _script in self.unqueued]
+        self.unqueued.clear()
+        return landed
 
     def queued(self, name: str) -> list[int]:
         return sorted(i for i, r in self.records.items() if r.name == name

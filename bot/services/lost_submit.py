@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 import math
+from collections.abc import Sequence
 from typing import Any
 
 from bot.cluster.errors import ChannelClosed, ClusterError, OutcomeUnknown, said
@@ -38,6 +39,35 @@ from bot.services.submit_result import SubmitResult
 from bot.store import Attempt, Store, SubmitInFlight
 
 log = logging.getLogger(__name__)
+
+
+class SubmitNotSeen(OutcomeUnknown):
+    """A submit whose end was not seen and whose job is not on the cluster yet: an
+    overloaded controller may still queue an sbatch that timed out, so nothing concludes
+    that it did not go through while its row in flight is younger than its bound
+    (flight_in_flight_s): the row is kept, refusing every other submit of its run, and the
+    submit is looked up again at `look_again_at` (epoch seconds)."""
+
+    def __init__(self, argv: Sequence[str], what: Text | str, *, advice: Text | str = "",
+                 look_again_at: float) -> None:
+        super().__init__(argv, what, advice=advice)
+        self.look_again_at = look_again_at
+
+    @classmethod
+    def of(cls, lost: OutcomeUnknown, look_again_at: float, advice: Text | str = ""
+           ) -> SubmitNotSeen:
+        """`lost` (raise it `from` lost), looked up again at `look_again_at`, `advice`
+        added to its message."""
+        return cls(lost.argv, lost.what,
+                   advice=lost.advised(advice).advice if advice else lost.advice,
+                   look_again_at=look_again_at)
+
+
+def look_again_at(config: Config, flight: SubmitInFlight) -> float:
+    """When a submit in flight whose job was not found is looked up again: once its bound
+    (flight_in_flight_s) has passed since it was sent, as
+    bot.services.runs.recover_submits_in_flight does."""
+    return flight.sent_at + flight_in_flight_s(config, flight)
 
 
 class SubmitNotQueued(ServiceError):

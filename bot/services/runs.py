@@ -16,11 +16,14 @@ from bot.core.nodes import excluding
 from bot.core.policy import Decision, run_latest, run_rows
 from bot.core.slurm.job_ref import array_task_in
 from bot.core.takeover import longest_bounds, settle_lead_s
+from bot.core.text import N_
 from bot.services.access import unwatched_submit_key
 from bot.services.cancel_steps import RESUMING_STEP, SETTLED_STEP
 from bot.services.lost_submit import (
+    SubmitNotSeen,
     adopt_unrecorded_submit,
     find_lost_submit,
+    look_again_at,
     record_found_submit,
     recorded_result,
 )
@@ -525,8 +528,12 @@ def lost_resubmit(ctx: BotContext, cluster: str, recipe: str, chain_id: int, old
     charged as `charged`, submitted when the dead resubmit's sbatch was sent: the time of its
     `submits_in_flight` row, the one it kept under `intent`, the key of what it carried out
     (the watcher's intent row, a cancel and resume's approval); else now); None when Slurm has
-    none (then submitting is safe). That row is forgotten once it is known (the job recorded,
-    or none left): this recovery took it up. Any other row in flight, a person's submit of
+    none and that row's bound (flight_in_flight_s) has passed since it was sent (then
+    submitting is safe). Before that bound an overloaded controller may still queue the
+    sbatch (one that timed out, or the dead process's): nothing is concluded, the row is
+    kept and SubmitNotSeen raised, saying when to look again, as recover_submits_in_flight
+    waits for a person's. That row is forgotten once it is known (the job recorded, or none
+    left): this recovery took it up. Any other row in flight, a person's submit of
     the same run at that moment, is left to its own recovery (recover_submits_in_flight). A
     row written before schema 18 has no intent: the one of the run (`chain_id`,
     `array_task`) made by `actor`, who made the dead resubmit (AUTOMATIC_ACTOR, or the
@@ -546,6 +553,13 @@ def lost_resubmit(ctx: BotContext, cluster: str, recipe: str, chain_id: int, old
             slurm=ctx.clusters.slurm(cluster), sftp=LazySFTP(ctx.clusters, cluster),
             store=ctx.store, now=now, resumed_at=resumed_at, charge_retry=charged,
             array_task=array_task, submitted_at=max((f.sent_at for f in flights), default=None))
+        again = max((look_again_at(ctx.config, f) for f in flights), default=now)
+        if left is None and now < again:  # Slurm may still queue it: nothing concluded yet
+            raise SubmitNotSeen(
+                ["sbatch"], N_("the resubmit of job %(job)s sent at %(sent)s is not on the "
+                               "cluster yet; it may still be queued", job=old_job,
+                               sent=sent_moment(min(f.sent_at for f in flights), now)),
+                look_again_at=again)
     for flight in flights:
         ctx.store.submits_in_flight.remove(flight.id)
     return left

@@ -22,7 +22,12 @@ from bot.core.slurm.array_spec import task_resubmit_spec
 from bot.core.text import N_, Text
 from bot.crashpoint import crashpoint
 from bot.services import ServiceError, UsageProblem
-from bot.services.lost_submit import look_up_lost_submit, no_run_chain
+from bot.services.lost_submit import (
+    SubmitNotSeen,
+    look_again_at,
+    look_up_lost_submit,
+    no_run_chain,
+)
 from bot.services.overrides import OverrideError, apply_overrides, parse_overrides
 from bot.services.ports import SFTP, Slurm
 from bot.services.resume_point import find_resume_checkpoint, submit_env
@@ -273,9 +278,10 @@ def submit_recipe(
         try:
             job_id = send_job(slurm, effective, job_name, env)
         except OutcomeUnknown as exc:
-            if not reconcile_unknown:
+            if flight is None:  # `trainbot submit`: its person looks
                 raise
-            assert flight is not None  # kept above whenever reconcile_unknown
+            if not reconcile_unknown:  # its intent's recovery looks it up once its bound passed
+                raise SubmitNotSeen.of(exc, look_again_at(config, flight)) from exc
             job_id = look_up_lost_submit(config, recipe_name, slurm, store, exc, flight,
                                          job_name=job_name, chain=chain, array_task=array_task,
                                          sent_at=now)

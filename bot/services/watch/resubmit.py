@@ -26,6 +26,7 @@ from bot.core.policy import Decision, DecisionKind, resume_start, run_latest
 from bot.core.slurm.sbatch import sbatch_refused_for_now
 from bot.core.text import N_
 from bot.crashpoint import crashpoint
+from bot.services.lost_submit import SubmitNotSeen
 from bot.services.ports import LeaseLost
 from bot.services.submit import RESUBMIT_CLASS, RunMovedOn, run_moved_on
 from bot.services.watch.events import TickReport, WatchEvent
@@ -97,7 +98,10 @@ class AutoResubmits:
         unless the submit command said no (CommandFailed: back to `due`).
         `recover(recipe, chain_id, old_job, decision)` (when given) finds and records the job
         it left (an unrecorded sbatch, or a recorded attempt whose thread was not told) and
-        returns its id, or None when there is none (then it is submitted); without `recover`,
+        returns its id, or None when there is none (then it is submitted), or raises
+        SubmitNotSeen while Slurm may still queue it (the row stays `submitting`, looked at
+        again when it says; an sbatch whose end was not seen waits as long before its first
+        look); without `recover`,
         a chain with a newer attempt counts as submitted. A `submitted` row is only
         told (posts are idempotent by key). A chain that has ended since (the resumed job ran
         to its end while the bot was down) gets nothing new submitted, but a resubmit that went
@@ -164,6 +168,13 @@ class AutoResubmits:
                                                 str(inc.job_id), decision, intent=inc.key)
                     except LeaseLost:
                         raise
+                    except SubmitNotSeen as exc:  # Slurm may still queue it: never sent again
+                        log.info("%s: the resubmit of %s is not on the cluster yet; looked "
+                                 "for again at %.0f", self.cluster, inc.job_id,
+                                 exc.look_again_at)
+                        self.store.incidents.note_facts(inc.key,
+                                                        {"retry_at": exc.look_again_at})
+                        continue
                     except Exception as exc:  # noqa: BLE001 - never guess: retry later
                         wait = resubmit_retry_in_s(failed + 1)
                         self._lookups_failed[inc.key] = (failed + 1, now + wait)
@@ -212,11 +223,14 @@ class AutoResubmits:
         stderr = exc.stderr if isinstance(exc, CommandFailed) else ""
         refused = said_no and not sbatch_refused_for_now(stderr)
         tried = int(data.get("failures") or 0) + 1
+        retry_at = now + resubmit_retry_in_s(tried)
+        if isinstance(exc, SubmitNotSeen):  # sent, its end not seen: not looked up before
+            retry_at = max(retry_at, exc.look_again_at)  # Slurm may queue it (its bound)
         # sbatch's own words when it said no (its last lines, as one), not its long argv
         error = " ".join(" ".join(stderr.strip().splitlines()[-5:]).split()) or str(exc)
         stored = self.store.incidents.note_failure(
             inc.key, error=error, state="due" if said_no else "submitting",
-            facts={"refused": refused, "retry_at": now + resubmit_retry_in_s(tried)
+            facts={"refused": refused, "retry_at": retry_at
                    if tried < RESUBMIT_TRIES and not refused else now})
         log.warning("%s: resubmit of %s (chain %s) failed (try %d of %d)%s: %s", self.cluster,
                     inc.job_id, chain_id, tried, RESUBMIT_TRIES,

@@ -115,3 +115,17 @@ class IncidentsRepo(_Repo):
             conn.execute(update(incidents).where(incidents.c.key == key).values(
                 diagnosis_json=json.dumps(diagnosis, sort_keys=True), state=state))
         return diagnosis
+
+    def note_facts(self, key: str, facts: Mapping[str, Any]) -> None:
+        """Keep `facts` (e.g. when an automatic resubmit is looked at again) in incident
+        `key`'s diagnosis beside what is there, its state and failures unchanged, in one
+        transaction."""
+        incidents = t.incidents
+        with self._engine.begin() as conn:
+            stored = conn.execute(select(incidents.c.diagnosis_json)
+                                  .where(incidents.c.key == key)).scalar_one_or_none()
+            if stored is None:
+                raise KeyError(f"no incident {key!r}")
+            diagnosis = {**json.loads(stored), **self._redactor.redact_data(dict(facts))}
+            conn.execute(update(incidents).where(incidents.c.key == key).values(
+                diagnosis_json=json.dumps(diagnosis, sort_keys=True)))

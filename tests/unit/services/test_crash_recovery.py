@@ -332,3 +332,81 @@ def test_a_resubmit_the_submit_command_refused_is_submitted_again_without_a_look
     assert store.incidents.get(KEY).state == "due"
     w.tick(T0 + 1440)
     assert calls == ["auto", "auto"] and lookups == []
+
+
+def _auto_resubmits(store, slurm, sftp, sink, clock):
+    """The watcher's resubmits as the bot wires them (AutoResubmitter: submit_recipe under
+    the intent, lost_resubmit), over a chain whose job 88300 timed out; the watcher."""
+    from fakes import make_context
+
+    from bot.services.runs import AutoResubmitter
+
+    ctx = make_context(store, slurm, sftp=sftp, clock=lambda: clock[0])
+    ctx.config.recipes["auto"] = ctx.config.recipes["mix"].model_copy(
+        update={"job_name": "auto"})
+    auto = AutoResubmitter(ctx, CLUSTER)
+    _w, chain = timed_out((store, slurm, sftp, sink), FakeResubmit(store))
+    return chain, make_watcher(store, slurm, sftp, sink, resubmit=auto.resubmit,
+                               recover=auto.recover, checkpoint=FakeCheckpoints(1200),
+                               policy=PolicyParams(auto_resubmit=True, backoff_s=60))
+
+
+def _ticks(w, clock, *times):
+    for at in times:
+        clock[0] = at
+        w.tick(at)
+
+
+def test_a_resubmit_whose_sbatch_timed_out_is_not_sent_again_while_slurm_may_still_queue_it(
+        env):
+    """sbatch timed out (OutcomeUnknown) and the overloaded controller queues its job only
+    after the next passes have looked: nothing is concluded (and nothing sent again) while
+    the submit in flight is younger than its bound (flight_in_flight_s); its job, queued
+    late, is the run's one job, recorded once it is found."""
+    from bot.cluster.errors import CommandTimedOut, OutcomeUnknown
+    from bot.core.takeover import RemoteDeadlines, submit_in_flight_s
+
+    store, _slurm, sftp, sink = env
+    argv = ["sbatch", "--parsable"]
+    slurm = AnswerLostSlurm(queue=False, error=OutcomeUnknown.timed_out(
+        argv, CommandTimedOut(argv, 60.0)))
+    clock = [T0]
+    chain, w = _auto_resubmits(store, slurm, sftp, sink, clock)
+    _ticks(w, clock, T0 + 1310, T0 + 1380)  # the incident; sbatch times out, nothing queued
+    assert store.incidents.get(KEY).state == "submitting" and len(slurm.submits()) == 1
+    _ticks(w, clock, T0 + 1445, T0 + 1600, T0 + 1380 + 600)  # the retry passes
+    assert len(slurm.submits()) == 1 and store.incidents.get(KEY).state == "submitting"
+    assert slurm.land() == [90500]  # the controller queues it now
+    _ticks(w, clock, T0 + 1380 + submit_in_flight_s(RemoteDeadlines()) + 1)
+    assert len(slurm.submits()) == 1 and slurm.queued("auto") == [90500]
+    assert [a.job_id for a in store.attempts.for_chain(chain.id)] == ["88300", "90500"]
+    assert store.watched_jobs.get(CLUSTER, "90500") is not None
+    assert store.incidents.get(KEY).state == "done"
+    assert store.submits_in_flight.sent_before(CLUSTER, T0 + 10**6) == []
+
+
+def test_a_resubmit_the_bot_died_in_after_its_sbatch_is_looked_for_until_its_bound_passed(
+        env):
+    """The bot died after sending the resubmit's sbatch, whose job the controller has not
+    queued yet: the restarted watcher finds the row `submitting`, finds no job by name, and
+    keeps it so (its submit in flight kept, the run's other submits refused) until the bound
+    has passed; then, with still no job, it submits once."""
+    from bot.core.takeover import RemoteDeadlines, submit_in_flight_s
+
+    store, _slurm, sftp, sink = env
+    slurm = AnswerLostSlurm(lost=0)  # the dead process's sbatch is never queued
+    clock = [T0]
+    chain, w = _auto_resubmits(store, slurm, sftp, sink, clock)
+    _ticks(w, clock, T0 + 1310)  # the incident; the resubmit row is `due`
+    store.incidents.set_state(KEY, "submitting")  # the bot sent its sbatch, then died
+    store.submits_in_flight.add(
+        cluster=CLUSTER, recipe="auto", job_name="auto", chain_id=chain.id, array_task=None,
+        resumed_at=None, charge_retry=True, actor="trainbot", channel=None, sent_at=T0 + 1380,
+        intent=KEY)
+    _ticks(w, clock, T0 + 1400, T0 + 1460)
+    assert slurm.submits() == [] and store.incidents.get(KEY).state == "submitting"
+    assert len(store.submits_in_flight.sent_before(CLUSTER, T0 + 10**6)) == 1
+    later = T0 + 1380 + submit_in_flight_s(RemoteDeadlines()) + 1
+    _ticks(w, clock, later, later + 60)  # no job came: it did not go through
+    assert len(slurm.submits()) == 1 and slurm.queued("auto") == [90500]
+    assert [a.job_id for a in store.attempts.for_chain(chain.id)] == ["88300", "90500"]
