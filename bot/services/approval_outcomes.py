@@ -45,8 +45,7 @@ class Outcome:
     error | not_running |
     resubmit_failed (the job was cancelled, its resubmit failed) | cancel_not_taken (a
     cancel whose end was not seen did not take effect: the job is still in `state`; offered
-    again) | not_submitted (the resubmit's end was not seen and no job named `job_name` was
-    found: nothing was submitted); stale (nothing was done,
+    again); stale (nothing was done,
     the prompt no longer applies): `did` is moved_on (the chain's latest attempt is
     `current_job` now, in `state`) | superseded (a new run of the recipe was started since:
     its job `current_job`, in `state`, by `by`) | took_over (a newer job carried the

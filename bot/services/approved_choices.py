@@ -39,7 +39,7 @@ from bot.services.cancel_steps import (
     UNKNOWN_CANCEL_STEP,
     scancel_over_at,
 )
-from bot.services.lost_submit import SubmitNotQueued
+from bot.services.lost_submit import sent_moment
 from bot.services.ports import BotContext, Slurm
 from bot.services.runs import (
     announce_submit,
@@ -49,7 +49,7 @@ from bot.services.runs import (
     lost_resubmit,
     submit_and_announce,
 )
-from bot.services.submit import RunMovedOn, RunSubmitInFlight, sent_moment
+from bot.services.submit import RunMovedOn, RunSubmitInFlight
 from bot.services.submit_deadlines import step_bounds
 from bot.services.submit_result import SubmitResult
 from bot.services.threads import task_bounds
@@ -109,9 +109,6 @@ def perform(ctx: BotContext, approval: Approval, choice: str, actor: str,
                                  recipe, job_id=target,
                                  for_job=payload.get("for_job"), current_job=exc.job,
                                  state=exc.state), target)
-    except SubmitNotQueued as exc:
-        raise NotPerformed(Outcome("failed", actor, "not_submitted", recipe, job_id=target,
-                                   job_name=exc.job_name), said(exc)) from exc
     ctx.store.approvals.mark_done(approval.token, now=now)
     outcome = Outcome("approved", actor, "resubmitted", recipe, job_id=target,
                       new_job_id=str(result.job_id), **_resumed(approval, result),

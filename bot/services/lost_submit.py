@@ -8,12 +8,13 @@ name (one squeue, then one sacct: `find_unrecorded_submit`), among jobs with an 
 every job its run recorded before the sbatch and, for a person's submit, submitted since it
 was sent (`find_lost_submit`: a job of that name someone submitted by hand before is not
 it). A job found is recorded as the run's next attempt and watched, as sbatch's answer would
-have been (`record_found_submit`); none found means it most likely did not go through
-(SubmitNotQueued). Used by bot.services.submit.submit_recipe (a person's submit, looked up
-at once: `look_up_lost_submit`) and bot.services.runs (a submit in flight the bot died in or
-whose lookup failed, and the watcher's automatic resubmit after a crash:
-`adopt_unrecorded_submit`). A submit into a run trainbot no longer has is refused in the words
-of `no_run_chain`, submit_recipe's resubmits too.
+have been (`record_found_submit`); none found means it has not been queued yet
+(SubmitNotSeen), and it is looked up again once its bound has passed: none then, it most
+likely did not go through. Used by bot.services.submit.submit_recipe (a person's submit,
+looked up at once: `look_up_lost_submit`) and bot.services.runs (a submit in flight the bot
+died in or whose lookup failed, and the watcher's automatic resubmit after a crash:
+`adopt_unrecorded_submit`). A submit into a run trainbot no longer has is refused in the
+words of `no_run_chain`, submit_recipe's resubmits too.
 """
 
 from __future__ import annotations
@@ -21,6 +22,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Sequence
+from datetime import UTC, datetime
 from typing import Any
 
 from bot.cluster.errors import ChannelClosed, ClusterError, OutcomeUnknown, said
@@ -31,7 +33,7 @@ from bot.core.slurm.job_ref import parse_raw_job_ids
 from bot.core.slurm.sacct import sacct_ids_by_name_argv
 from bot.core.slurm.squeue import squeue_ids_by_name_argv
 from bot.core.text import N_, Text
-from bot.services import ServiceError, UsageProblem
+from bot.services import UsageProblem
 from bot.services.ports import SFTP, Slurm
 from bot.services.resume_point import CheckpointLookupStopped, find_resume_checkpoint
 from bot.services.submit_deadlines import flight_in_flight_s
@@ -39,6 +41,14 @@ from bot.services.submit_result import SubmitResult
 from bot.store import Attempt, Store, SubmitInFlight
 
 log = logging.getLogger(__name__)
+
+
+def sent_moment(sent_at: float, now: float) -> str:
+    """When a submit was sent (or is looked up again), as a person reads it at `now`:
+    `HH:MM UTC` on the same day, `YYYY-MM-DD HH:MM UTC` on another one."""
+    sent = datetime.fromtimestamp(sent_at, UTC)
+    today = sent.date() == datetime.fromtimestamp(now, UTC).date()
+    return sent.strftime("%H:%M UTC" if today else "%Y-%m-%d %H:%M UTC")
 
 
 class SubmitNotSeen(OutcomeUnknown):
@@ -70,30 +80,19 @@ def look_again_at(config: Config, flight: SubmitInFlight) -> float:
     return flight.sent_at + flight_in_flight_s(config, flight)
 
 
-class SubmitNotQueued(ServiceError):
-    """A submit whose end trainbot did not see (OutcomeUnknown), then looked up by its job
-    name (`job_name`) and not found: it most likely did not go through (a request still in
-    flight to an overloaded controller is the exception, hence the squeue check the message
-    asks for before submitting again)."""
-
-    def __init__(self, job_name: str) -> None:
-        super().__init__(N_(
-            "trainbot did not see the end of the submit of %(name)s, and when it looked, no "
-            "job of that name was queued or had run since: it most likely did not go through. "
-            "If `squeue --name %(name)s` still shows none, submit again.", name=job_name))
-        self.job_name = job_name
-
-
 def look_up_lost_submit(config: Config, recipe_name: str, slurm: Slurm, store: Store,
                         lost: OutcomeUnknown, flight: SubmitInFlight, *, job_name: str,
                         chain: Any, array_task: int | None, sent_at: float) -> str:
     """The job a submit whose end was not seen (`lost`) left, found by its name
     (`find_lost_submit`: a job of the same name someone submitted by hand before the click
-    is not this submit's, and is never adopted). Raises SubmitNotQueued when there is none,
-    and `lost` again (with what the lookup said) when the lookup fails, saying when the
-    submit is looked for again: its row in flight's (`flight`) bound, the one
+    is not this submit's, and is never adopted). None there yet raises SubmitNotSeen (an
+    overloaded controller may still queue it: its row in flight is kept, the run takes no
+    other submit, and the person is told when trainbot looks again), and a lookup that fails
+    raises `lost` again (with what the lookup said); both say when the submit is looked for
+    again: its row in flight's (`flight`) bound, the one
     bot.services.runs.recover_submits_in_flight waits for (flight_in_flight_s: its sender's
-    command bound when longer than the config's)."""
+    command bound when longer than the config's), which records the job then, or says in the
+    run's thread that none was queued."""
     try:
         found = find_lost_submit(config, recipe_name, slurm, store, job_name=job_name,
                                  chain=chain, array_task=array_task, sent_at=sent_at)
@@ -107,7 +106,11 @@ def look_up_lost_submit(config: Config, recipe_name: str, slurm: Slurm, store: S
             # rounded up: a person told N minutes never looks before the lookup does
             minutes=math.ceil(flight_in_flight_s(config, flight) / 60))) from lost
     if found is None:
-        raise SubmitNotQueued(job_name)
+        again = look_again_at(config, flight)
+        raise SubmitNotSeen.of(lost, again, N_(
+            "No job of that name is queued yet (not seen yet): trainbot looks again at "
+            "%(at)s and, if it is there, records it and tells the run's thread; until then "
+            "the run takes no other submit.", at=sent_moment(again, sent_at))) from lost
     log.warning("submit of %s: its end was not seen; found its job %s by name", job_name, found)
     return found
 

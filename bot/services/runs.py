@@ -26,6 +26,7 @@ from bot.services.lost_submit import (
     look_again_at,
     record_found_submit,
     recorded_result,
+    sent_moment,
 )
 from bot.services.ports import SFTP, Abandon, BotContext, ClusterSessions, LeaseLost, RenderError
 from bot.services.resume_point import find_resume_checkpoint
@@ -34,7 +35,6 @@ from bot.services.submit import (
     RESUBMIT_CLASS,
     RunSubmitInFlight,
     describe_start,
-    sent_moment,
     submit_recipe,
 )
 from bot.services.submit_claim import RecipeSubmitUnderWay

@@ -12,7 +12,6 @@ recorded) and what it records.
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from datetime import UTC, datetime
 from typing import Any
 
 from bot.cluster.errors import OutcomeUnknown
@@ -27,6 +26,7 @@ from bot.services.lost_submit import (
     look_again_at,
     look_up_lost_submit,
     no_run_chain,
+    sent_moment,
 )
 from bot.services.overrides import OverrideError, apply_overrides, parse_overrides
 from bot.services.ports import SFTP, Slurm
@@ -73,14 +73,6 @@ AUTOMATIC_ACTOR = "trainbot"
 #: The incidents class of their intent rows (bot.services.watch.resubmit.AutoResubmits),
 #: each tracking one automatic resubmit, due ... done.
 RESUBMIT_CLASS = "resubmit"
-
-
-def sent_moment(sent_at: float, now: float) -> str:
-    """When a submit was sent, as a person reads it at `now`: `HH:MM UTC` on the same day,
-    `YYYY-MM-DD HH:MM UTC` on an earlier one."""
-    sent = datetime.fromtimestamp(sent_at, UTC)
-    today = sent.date() == datetime.fromtimestamp(now, UTC).date()
-    return sent.strftime("%H:%M UTC" if today else "%Y-%m-%d %H:%M UTC")
 
 
 class RunSubmitInFlight(ServiceError):
@@ -207,8 +199,9 @@ def submit_recipe(
     submit whose end was not seen (OutcomeUnknown) is looked up by its job name at once
     (`bot.services.lost_submit`, as the watcher's automatic resubmit does after a crash): the
     job found is recorded, watched and returned as sbatch's answer would have been; none
-    found raises SubmitNotQueued (it most likely did not go through); a lookup that
-    fails raises the OutcomeUnknown again, saying so. Without it the OutcomeUnknown goes up
+    found yet raises SubmitNotSeen (an overloaded controller may still queue it: its row in
+    flight is kept and looked up again once its bound passed); a lookup that fails raises
+    the OutcomeUnknown again, saying so. Without it the OutcomeUnknown goes up
     as it came (the automatic resubmit reconciles it through its own intent row). A person's
     submit is also kept in `submits_in_flight` from just before its sbatch until its job is
     recorded (or is known not to have gone through), with `channel`, where they asked: a job

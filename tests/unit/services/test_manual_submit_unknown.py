@@ -2,8 +2,9 @@
 button): sbatch's channel closed, or it outlived its timeout (OutcomeUnknown). trainbot looks
 the job up by its name at once, as the automatic resubmit does after a crash: a job sbatch did
 queue is recorded as the attempt, watched and announced as any submit (one job, never two);
-none there says it most likely did not go through (check squeue once more); a lookup
-that fails says the job may or may not exist and where to look."""
+none there yet keeps the submit in flight, looked up again once its bound has passed (an
+overloaded controller may queue it late); a lookup that fails says the job may or may not
+exist and where to look."""
 
 from __future__ import annotations
 
@@ -19,9 +20,12 @@ from bot.cluster.errors import (
     submit_advice,
 )
 from bot.core import train_grammar as c
+from bot.core.takeover import RemoteDeadlines, submit_in_flight_s
+from bot.services.after_submit import after_person_submit
 from bot.services.approvals import ActionId, handle_click
 from bot.services.ports import BotContext
 from bot.services.prompts import create_resubmit_prompt
+from bot.services.runs import recover_submits_in_flight
 from bot.services.train import execute
 from bot.store import Store
 
@@ -64,13 +68,16 @@ def test_a_resume_whose_sbatch_queued_the_job_but_lost_its_answer_records_that_o
     assert '"found_by_name": true' in present(audit.detail)
 
 
-# what a person reads when the lost submit's job is not in Slurm when trainbot looks
-NOT_QUEUED_EN = ("trainbot did not see the end of the submit of mix, and when it looked, no job "
-                 "of that name was queued or had run since: it most likely did not go through. "
-                 "If `squeue --name mix` still shows none, submit again.")
-NOT_QUEUED_KO = ("trainbot이 mix 제출의 끝을 확인하지 못했고, 찾아보았을 때 그 이름의 작업은 대기 "
-                 "중이지도 않았고 그 뒤에 실행되지도 않았습니다: 제출되지 않았을 가능성이 큽니다. "
-                 "`squeue --name mix`에 여전히 없으면 다시 제출하세요.")
+# what a person reads when the lost submit's job is not in Slurm (yet) when trainbot looks:
+# sent at 13:46:40 UTC, looked up again once its in-flight bound (20m39s) has passed
+NOT_SEEN_EN = ("No job of that name is queued yet (not seen yet): trainbot looks again at "
+               "14:07 UTC and, if it is there, records it and tells the run's thread; until "
+               "then the run takes no other submit.")
+NOT_SEEN_KO = ("그 이름의 작업이 아직 대기열에 없습니다 (아직 보이지 않음): trainbot이 14:07 UTC에 "
+               "다시 찾아보고, 있으면 기록하고 실행의 스레드에 알립니다. 그때까지 이 실행은 다른 "
+               "제출을 받지 않습니다.")
+LOOKED_AGAIN = NOW + submit_in_flight_s(RemoteDeadlines()) + 1  # the dev cluster's bound
+
 
 def test_a_new_submit_whose_answer_was_lost_starts_its_run_with_the_job_found(
         store: Store) -> None:
@@ -82,22 +89,26 @@ def test_a_new_submit_whose_answer_was_lost_starts_its_run_with_the_job_found(
     assert jobs(ctx, reply.chain_id) == ["90500"] and watched(ctx) == ["90500"]
 
 
-@pytest.mark.parametrize(("lang", "want"), [
-    ("en", "`resume` failed: " + NOT_QUEUED_EN),
-    ("ko", "`resume` 실패: " + NOT_QUEUED_KO),
-])
-def test_a_resume_whose_lost_submit_is_not_on_the_cluster_says_nothing_was_submitted(
+@pytest.mark.parametrize(("lang", "want"), [("en", NOT_SEEN_EN), ("ko", NOT_SEEN_KO)])
+def test_a_resume_whose_lost_submit_is_not_on_the_cluster_yet_keeps_the_run_until_it_is_looked_up(
         store: Store, lang: str, want: str) -> None:
+    """The sbatch's end was not seen and the controller has not queued its job when trainbot
+    looks at once: nothing is concluded. The submit stays in flight (a second resume is
+    refused, not sent), the person is told when trainbot looks again, and the job the
+    controller queues late is recorded, watched and announced by that lookup."""
     slurm = AnswerLostSlurm(queue=False, submitted_at=NOW)
     ctx = make_context(store, slurm, lang=lang)
     chain = failed_run(ctx)
     reply = execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW)
-    assert reply.text == want
+    assert reply.text.endswith(want), reply.text
     assert slurm.queued("mix") == [] and jobs(ctx, chain) == ["88154"] and watched(ctx) == []
-    # it is safe: the next resume submits, once
     again = execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW + 60)
-    assert again.job_id == "90500" and jobs(ctx, chain) == ["88154", "90500"]
-    assert slurm.queued("mix") == [90500]
+    assert again.job_id is None and len(slurm.submits()) == 1
+    assert slurm.land() == [90500]  # the overloaded controller queues it now
+    recover_submits_in_flight(ctx, LOOKED_AGAIN, after_submit=after_person_submit)
+    assert jobs(ctx, chain) == ["88154", "90500"] and watched(ctx) == ["90500"]
+    assert slurm.queued("mix") == [90500] and len(slurm.submits()) == 1
+    assert any("90500" in text for text in recorded(ctx).texts()[1:])
 
 
 def test_a_job_of_the_same_name_submitted_before_the_click_is_not_adopted(
@@ -110,7 +121,7 @@ def test_a_job_of_the_same_name_submitted_before_the_click_is_not_adopted(
     slurm.add(90400, name="mix", submit_time=NOW - 3600)  # by hand, in the queue
     ctx = make_context(store, slurm)
     reply = execute(ctx, c.Submit("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW)
-    assert reply.text == "`submit` failed: " + NOT_QUEUED_EN
+    assert reply.text.endswith(NOT_SEEN_EN), reply.text
     assert reply.chain_id is None and watched(ctx) == []
     assert not any(a.job_id == "90400" for c_ in store.chains.for_recipe("mix")
                    for a in store.attempts.for_chain(c_.id))
@@ -160,17 +171,20 @@ def test_a_resubmit_click_whose_answer_was_lost_records_the_job_sbatch_queued(
 
 
 @pytest.mark.parametrize(("lang", "want"), [
-    ("en", "Approved by <@W0LEAD>, but it failed: " + NOT_QUEUED_EN),
-    ("ko", "<@W0LEAD>님이 승인했지만 실패했습니다: " + NOT_QUEUED_KO),
+    ("en", "Approved by <@W0LEAD>, but it failed: "),
+    ("ko", "<@W0LEAD>님이 승인했지만 실패했습니다: "),
 ])
-def test_a_resubmit_click_whose_lost_submit_is_not_there_says_nothing_was_submitted(
+def test_a_resubmit_click_whose_lost_submit_is_not_there_yet_says_when_it_is_looked_up_again(
         store: Store, lang: str, want: str) -> None:
     slurm = AnswerLostSlurm(queue=False, submitted_at=NOW)
     ctx = make_context(store, slurm, lang=lang)
     token = prompt(ctx)
     result = handle_click(ctx, token, ActionId.RESUBMIT, "W0LEAD", NOW + 1)
-    assert (result.status, result.update_text) == ("failed", want)
+    text = present(result.update_text)
+    assert result.status == "failed" and text.startswith(want), text
+    assert text.endswith(NOT_SEEN_EN if lang == "en" else NOT_SEEN_KO)
     assert slurm.queued("mix") == [] and watched(ctx) == []
+    assert len(store.submits_in_flight.sent_before("dev", NOW + 10)) == 1  # looked up again
 
 
 def test_the_watchers_resubmit_leaves_a_lost_submit_to_its_own_reconciliation(

@@ -197,13 +197,11 @@ def test_a_lost_submit_whose_lookup_failed_is_recorded_once_slurm_answers(
     assert in_flight(store) == [] and slurm.queued("mix") == [90500]
 
 
-@pytest.mark.parametrize("outcome", ["submitted", "refused", "not_queued"])
+@pytest.mark.parametrize("outcome", ["submitted", "refused"])
 def test_a_submit_whose_end_is_known_leaves_nothing_in_flight(store: Store, outcome) -> None:
     if outcome == "refused":
         slurm: FakeSlurm = FakeSlurm(submit_error=CommandFailed(
             ["sbatch"], 1, "sbatch: error: invalid partition specified: gpu"))
-    elif outcome == "not_queued":
-        slurm = AnswerLostSlurm(queue=False, submitted_at=NOW)
     else:
         slurm = FakeSlurm(submitted_at=NOW)
     ctx = make_context(store, slurm)
