@@ -127,6 +127,7 @@ def submit_and_announce(
         intent=intent,
         channel=channel,
         after_job=after_job,
+        clock=ctx.clock,
     )
     if before_announce is not None:
         before_announce(result)

@@ -11,7 +11,8 @@ recorded) and what it records.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+import math
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from bot.cluster.errors import OutcomeUnknown
@@ -179,6 +180,7 @@ def submit_recipe(
     intent: str | None = None,
     channel: str | None = None,
     after_job: str | None = None,
+    clock: Callable[[], float] | None = None,
 ) -> SubmitResult:
     """Submit `recipe_name` (resuming from its latest complete checkpoint) and record it.
 
@@ -219,10 +221,14 @@ def submit_recipe(
     recipe's current one, else it is refused before its sbatch (RunMovedOn: the run was
     resumed meanwhile, its submit recorded, or a new run of the recipe was started since;
     `run_moved_on`; checked after the in-flight row is added, so a resume either is seen here
-    or is refused by the row).
+    or is refused by the row). `clock` (default: `now` throughout) tells when the sbatch is
+    sent: `now` and the whole seconds the clock says passed since this call began, read once
+    the checkpoint is found (its lookup may outlast the row's bound), is the time the row in
+    flight and the attempt keep, from which its lookups are counted.
     """
     if charge_retry and chain_id is None:
         raise ValueError("only a resubmit into an existing chain can be charged")
+    started = clock() if clock is not None else now  # `now`, by the clock
     try:
         recipe = config.recipe(recipe_name)
     except KeyError as exc:
@@ -250,12 +256,13 @@ def submit_recipe(
         checkpoint = find_resume_checkpoint(effective, sftp, array_task)
         env = submit_env(recipe_name, effective, checkpoint)
         at_most = sender_command_at_most_s(config, recipe.cluster, slurm)
+        sent_at = now + (max(0, math.floor(clock() - started)) if clock is not None else 0)
         if reconcile_unknown or intent is not None:
             added = store.submits_in_flight.add(
                 cluster=recipe.cluster, recipe=recipe_name, job_name=job_name,
                 chain_id=chain.id if chain is not None else None, array_task=array_task,
                 resumed_at=checkpoint.iteration if checkpoint else None,
-                charge_retry=charge_retry, actor=actor, channel=channel, sent_at=now,
+                charge_retry=charge_retry, actor=actor, channel=channel, sent_at=sent_at,
                 intent=intent, command_at_most_s=at_most)
             if not added.new:
                 raise RunSubmitInFlight(added.flight, now)
@@ -277,7 +284,7 @@ def submit_recipe(
                 raise SubmitNotSeen.of(exc, look_again_at(config, flight)) from exc
             job_id = look_up_lost_submit(config, recipe_name, slurm, store, exc, flight,
                                          job_name=job_name, chain=chain, array_task=array_task,
-                                         sent_at=now)
+                                         sent_at=sent_at)
             found_by_name = True
         crashpoint("sbatch_returned", job_name)  # crash-safety test hook (no-op in production)
     except Exception as exc:
@@ -325,6 +332,7 @@ def submit_recipe(
                 charge_retry=charge_retry,
                 excluded_nodes=effective.exclude,
                 display_id=f"{job_id}_{array_task}" if array_task is not None else None,
+                submitted_at=sent_at,
             ).attempt.attempt_no
         if chain.status == "stopped":
             store.chains.set_status(chain.id, "active", now=now)

@@ -852,3 +852,29 @@ def test_the_refusal_says_the_date_of_a_submit_in_flight_sent_on_an_earlier_day(
     same_day = execute(ctx, c.Resume("mix"), actor="U0OWNER", channel=CHANNEL, now=LATER)
     assert same_day.text == REFUSED_PERSON[lang]
     assert list(slurm.records) == [90500]
+
+
+def test_a_resume_whose_checkpoint_lookup_outlasted_the_window_is_kept_as_sent_after_it(
+        store: Store) -> None:
+    """The resume's checkpoint lookup took longer than the in-flight window: its row in
+    flight says when its sbatch was sent (after the lookup), not when the command came, so
+    the recovery that runs while that sbatch is on its way leaves it alone (no "queued no
+    job" note, the run's other submits still refused) and the job is recorded once."""
+    times = iter([NOW, NOW + SUBMIT_IN_FLIGHT_S + 60])  # the submit's start, after its lookup
+    clock = [NOW]
+
+    def ticking() -> float:
+        clock[0] = next(times, clock[0])
+        return clock[0]
+
+    slurm = SbatchInFlight()
+    ctx = make_context(store, slurm, clock=ticking)
+    chain = failed_run(ctx)
+    slurm.during = lambda: recover_submits_in_flight(ctx, clock[0],
+                                                     after_submit=lambda *_: None)
+    reply = execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW)
+    assert reply.job_id == "90500", reply.text
+    assert not any("queued no job" in t for t in recorded(ctx).texts())
+    assert jobs(store, chain) == ["88154", "90500"] and in_flight(store) == []
+    [attempt] = [a for a in store.attempts.for_chain(chain) if a.job_id == "90500"]
+    assert attempt.submitted_at == NOW + SUBMIT_IN_FLIGHT_S + 60
