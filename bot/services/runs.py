@@ -254,6 +254,13 @@ def _recover_submit(ctx: BotContext, flight: SubmitInFlight, now: float,
     if last is not None and now - last < flight_in_flight_s(ctx.config, flight):
         return  # kept for its job, looked up lately: not again each run (`_unconfigured`)
     chain = store.chains.get(flight.chain_id) if flight.chain_id is not None else None
+    recorded = _recorded_since(store.attempts.for_chain(chain.id), flight) \
+        if chain is not None and not unconfigured else None
+    if chain is not None and recorded is not None:  # its sender (or a recovery) died after
+        if recorded.result is None:  # recording it: watched, announced and followed up here
+            store.watched_jobs.add(flight.cluster, recorded.job_id, now=now, chain_id=chain.id)
+        _recovered(ctx, flight, recorded_result(recorded, chain.job_name), now, after_submit)
+        return
     job_id = find_lost_submit(ctx.config, flight.recipe, ctx.clusters.slurm(flight.cluster),
                               store, job_name=flight.job_name, chain=chain,
                               array_task=flight.array_task, sent_at=flight.sent_at,
@@ -291,12 +298,29 @@ def _recover_submit(ctx: BotContext, flight: SubmitInFlight, now: float,
         resumed_at=flight.resumed_at, charge_retry=flight.charge_retry,
         array_task=flight.array_task, actor=flight.actor, found="found_after_lost_submit",
         submitted_at=flight.sent_at)
-    if not store.submits_in_flight.remove(flight.id):
+    _recovered(ctx, flight, result, now, after_submit)
+
+
+def _recorded_since(attempts: list[Attempt], flight: SubmitInFlight) -> Attempt | None:
+    """The run's (`flight.array_task`'s, or the chain's) attempt recorded as submitted when
+    `flight` was sent (its sender and its recovery both record the row's `sent_at`): the one
+    its sender, or a recovery of it, recorded before it died, the row still there. A job
+    submitted into the run since by another path (a trainbot that did not keep rows in
+    flight) is not it: the lost one is looked for by name below it. None: none."""
+    return next((a for a in run_rows(attempts, flight.array_task)
+                 if a.submitted_at == flight.sent_at), None)
+
+
+def _recovered(ctx: BotContext, flight: SubmitInFlight, result: SubmitResult, now: float,
+               after_submit: AfterSubmit) -> None:
+    """The job of `flight` is recorded and watched (`result`): the row is forgotten, and the
+    run that forgot it announces the job and (a person's submit) follows it up."""
+    if not ctx.store.submits_in_flight.remove(flight.id):
         return  # forgotten by another run of the recovery, which goes on with it
     # only the run that forgot the submit goes on: its post-submit step happens once (a crash
     # before it leaves it undone, as it does a submit's that recorded its job)
-    log.warning("submit of %s sent at %.0f: found its job %s by name and recorded it",
-                flight.job_name, flight.sent_at, job_id)
+    log.warning("submit of %s sent at %.0f: found its job %s and recorded it",
+                flight.job_name, flight.sent_at, result.job_id)
     announce_submit(ctx, flight.recipe, result, flight.actor, flight.channel)
     if flight.actor != AUTOMATIC_ACTOR:  # the watcher's resubmit has no person's follow-up
         after_submit(ctx, flight.recipe, result, now)

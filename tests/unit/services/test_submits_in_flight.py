@@ -878,3 +878,51 @@ def test_a_resume_whose_checkpoint_lookup_outlasted_the_window_is_kept_as_sent_a
     assert jobs(store, chain) == ["88154", "90500"] and in_flight(store) == []
     [attempt] = [a for a in store.attempts.for_chain(chain) if a.job_id == "90500"]
     assert attempt.submitted_at == NOW + SUBMIT_IN_FLIGHT_S + 60
+
+
+def test_a_resume_that_died_after_recording_its_job_is_watched_and_announced_by_the_recovery(
+        store: Store, monkeypatch) -> None:
+    """The bot died after its resume's attempt was recorded and before the job was watched
+    and the submit's row forgotten: the recovery does not look the job up by name (which
+    leaves recorded jobs out, and would say the submit queued no job) but goes on with the
+    attempt recorded since the submit was sent: watched, announced, its row forgotten."""
+    slurm = AnswerLostSlurm(lost=0, submitted_at=NOW)
+    ctx = make_context(store, slurm, clock=lambda: NOW)
+    chain = failed_run(ctx)
+
+    def dies(*_args, **_kw) -> bool:
+        raise Died("between the attempt's record and the watch")
+
+    with monkeypatch.context() as m:
+        m.setattr(store.watched_jobs, "add", dies)
+        with pytest.raises(Died):
+            execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW)
+    assert jobs(store, chain) == ["88154", "90500"] and watched(store) == []
+    recover(ctx, LATER)
+    assert watched(store) == ["90500"] and in_flight(store) == []
+    assert not any("queued no job" in t for t in recorded(ctx).texts())
+    assert len(posts_of_new_job(ctx)) == 1 and len(slurm.submits()) == 1
+    recover(ctx, LATER + 60)  # nothing left to do
+    assert len(posts_of_new_job(ctx)) == 1 and jobs(store, chain) == ["88154", "90500"]
+
+
+def test_a_recovery_that_died_after_recording_the_job_it_found_goes_on_with_it(
+        store: Store, monkeypatch, dies_after_sbatch) -> None:
+    """A recovery found the dead resume's job by name and recorded it, then died before
+    forgetting the submit's row: the next one goes on with that attempt (announced once,
+    watched) instead of saying the submit queued no job."""
+    slurm, chain = resume_died_after_sbatch(store)
+    ctx = make_context(store, slurm, clock=lambda: LATER)
+
+    def dies(_flight_id: int) -> bool:
+        raise Died("between the record and the row's removal")
+
+    with monkeypatch.context() as m:
+        m.setattr(store.submits_in_flight, "remove", dies)
+        with pytest.raises(Died):
+            recover(ctx, LATER)
+    assert jobs(store, chain) == ["88154", "90500"] and len(in_flight(store)) == 1
+    recover(ctx, LATER + 60)
+    assert watched(store) == ["90500"] and in_flight(store) == []
+    assert not any("queued no job" in t for t in recorded(ctx).texts())
+    assert len(posts_of_new_job(ctx)) == 1
