@@ -157,7 +157,9 @@ def tick_interval(config: Config, cluster: str) -> float:
 def schedule_prompts(scheduler: JobScheduler, ctx: BotContext) -> None:
     """The `prompts` job on `scheduler`, every policy tick under its lease, its side effects
     fenced by it: the approved cancels whose end was not seen settled first
-    (bot.services.cancel_settle), then the unanswered prompts reminded, escalated, expired
+    (bot.services.cancel_settle), the claimed clicks whose process died before their next
+    step taken over (bot.services.claim_takeover), then the unanswered prompts reminded,
+    escalated, expired
     (bot.services.prompt_follow_up.follow_up_prompts), and the thread notes said outside
     the watcher that a thread has not got yet tried again once their backoff allows
     (bot.services.threads.say_pending_notes). A settle's thread note Slack refuses backs off
@@ -165,6 +167,7 @@ def schedule_prompts(scheduler: JobScheduler, ctx: BotContext) -> None:
     (tests/crash_driver.py --job prompts)."""
     from bot.core.backoff import Backoffs
     from bot.services.cancel_settle import settle_unknown_cancels
+    from bot.services.claim_takeover import take_over_claims
     from bot.services.fencing import fenced_context
     from bot.services.prompt_follow_up import follow_up_prompts
     from bot.services.threads import say_pending_notes
@@ -174,6 +177,7 @@ def schedule_prompts(scheduler: JobScheduler, ctx: BotContext) -> None:
 
     def prompts_tick(now: float) -> None:  # the cancels settled first, then the prompts
         settle_unknown_cancels(prompts, now, refused)
+        take_over_claims(prompts, now)  # released claims are pending again for the follow-up
         follow_up_prompts(prompts, now)
         say_pending_notes(prompts)
 

@@ -24,7 +24,10 @@ left the queue (asked from Slurm just before holding).
 What a click did is data (`Outcome`: kind, actor, job ids, iteration, --mem, a verbatim error),
 which the `decided` template says in the recipe's language (bot.services.approval_outcomes);
 the `click_reply` template says the replies only the clicker sees (unknown button, refused,
-already decided, expired). What a claimed choice does is bot.services.approved_choices';
+already decided, expired). Every acting claim marks its step with it (a hold's yes
+`hold_approved`, any other `claimed`), with the clicker's bounds: a click whose process dies
+before its choice's next step is taken over by bot.services.claim_takeover. What a claimed
+choice does is bot.services.approved_choices';
 the steps an approved cancel marks and the times counted from them,
 bot.services.cancel_steps'.
 """
@@ -37,17 +40,24 @@ from typing import Any, Literal
 
 from bot.cluster.errors import ClusterError, said
 from bot.core.policy import run_latest
+from bot.core.takeover import StepBounds
 from bot.services import ServiceError
 from bot.services import competitors as comp
 from bot.services.access import approvers_now
 from bot.services.after_submit import took_over_outcome
 from bot.services.approval_outcomes import Outcome, decided, expired_outcome
 from bot.services.approved_choices import NotPerformed, perform, recovered_outcome, stall_over
-from bot.services.cancel_steps import CANCEL_STEPS, UNKNOWN_CANCEL_STEP, cancel_takeover_at
+from bot.services.cancel_steps import (
+    CANCEL_STEPS,
+    CLAIMED_STEP,
+    UNKNOWN_CANCEL_STEP,
+    cancel_takeover_at,
+)
 from bot.services.ports import Blocks, BotContext
 from bot.services.runs import array_task_of
 from bot.services.submit import RunSubmitInFlight
 from bot.services.submit_claim import RecipeSubmitUnderWay
+from bot.services.submit_deadlines import step_bounds
 from bot.services.threads import render
 from bot.slack.views import ActionId
 from bot.store import Approval
@@ -96,6 +106,18 @@ def click_reply(ctx: BotContext, recipe: str | None, kind: str, **facts: Any) ->
     view = {"kind": kind, "approvers": [], "decided_by": None, "job": None,
             "cancel_job": None, "cancel_wait_s": None, **facts}
     return render(ctx, "click_reply", recipe, view)[1]
+
+
+def claim_bounds(ctx: BotContext, approval: Approval) -> StepBounds | None:
+    """The bounds a claim of `approval` keeps with its step (its click's Slurm reads,
+    checkpoint lookup and posts at this process's worst case), so its takeover
+    (bot.services.claim_takeover) waits for them; None when its cluster is no longer
+    configured (the current config's then)."""
+    cluster = str(approval.payload.get("cluster", ""))
+    try:
+        return step_bounds(ctx.config, cluster, ctx.clusters.slurm(cluster))
+    except KeyError:
+        return None
 
 
 def _acting_cancel(ctx: BotContext, other: Approval | None, now: float) -> dict[str, Any]:
@@ -160,9 +182,11 @@ def handle_click(
         return ClickResult("stale", text, blocks, ephemeral=text)
     if choice in _NEGATIVE:
         claim = store.approvals.refuse(token, actor, now, latest_job=latest_job_of(approval))
-    else:  # a hold's yes records, with its claim, that its hold waits for its `holding` step
+    else:  # marked with the claim: a hold's yes, that its hold waits for its `holding` step;
+        # any choice, the click's lease on it (bot.services.claim_takeover)
         claim = store.approvals.claim(token, actor, now, latest_job=latest_job_of(approval),
-                                      step=comp.approved_step(approval))
+                                      step=comp.approved_step(approval) or CLAIMED_STEP,
+                                      bounds=claim_bounds(ctx, approval))
     if not claim.claimed:
         if claim.reason == "expired":
             audit("expired", target, recipe)

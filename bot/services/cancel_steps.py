@@ -18,6 +18,13 @@ from bot.services.ports import BotContext
 from bot.services.submit_deadlines import cluster_deadlines
 from bot.store import Approval
 
+CLAIMED_STEP = "claimed"
+"""Marked with the claim of every acting choice but a hold's yes (which marks
+bot.services.competitors.HOLD_APPROVED_STEP), in the claim's transaction, with the
+clicker's bounds: its time is the click's lease until its next recorded step (a Cancel's
+CANCELLING_STEP, a resubmit's row in flight or its job). A claim left alone past
+bot.services.claim_takeover's bound is a click whose process died: taken over there."""
+
 RESUMING_STEP = "cancel_resuming"
 """The step of an approved cancel and resume whose scancel took effect, from the resubmit on
 until the approval's end: its time is the click's lease on the rest."""

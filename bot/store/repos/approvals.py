@@ -7,7 +7,7 @@ import secrets
 from collections.abc import Iterable, Mapping
 from typing import Any
 
-from sqlalchemy import and_, insert, select, update
+from sqlalchemy import and_, delete, exists, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
 from bot.core.policy import run_latest
@@ -65,12 +65,15 @@ class ApprovalsRepo(_Repo):
         return self._one(Approval, select(t.approvals).where(t.approvals.c.id == token))
 
     def claim(self, token: str, actor: str, now: float, *,
-              latest_job: str | None = None, step: str | None = None) -> ClaimResult:
+              latest_job: str | None = None, step: str | None = None,
+              bounds: StepBounds | None = None) -> ClaimResult:
         """pending → approved, for exactly one caller, only before expiry; with `latest_job`
         only while the chain is where the prompt left it (see `_decide`); `step` (one of
-        STEPS) marked in the same transaction when claimed, so no reader ever sees the
-        approval approved without it (a hold's yes: "hold_approved")."""
-        return self._decide(token, actor, now, "approved", latest_job, step)
+        CLAIM_STEPS) marked in the same transaction when claimed, with the claimer's
+        `bounds`, so no reader ever sees the approval approved without it (a hold's yes:
+        "hold_approved"; any other acting choice: "claimed"): its time is the click's lease
+        until its next step (bot.services.claim_takeover)."""
+        return self._decide(token, actor, now, "approved", latest_job, step, bounds)
 
     def refuse(self, token: str, actor: str, now: float, *,
                latest_job: str | None = None) -> ClaimResult:
@@ -79,7 +82,8 @@ class ApprovalsRepo(_Repo):
         return self._decide(token, actor, now, "refused", latest_job)
 
     def _decide(self, token: str, actor: str, now: float, new_state: str,
-                latest_job: str | None, step: str | None = None) -> ClaimResult:
+                latest_job: str | None, step: str | None = None,
+                bounds: StepBounds | None = None) -> ClaimResult:
         """One transaction: the chain check, then the state change.
 
         With `latest_job` (the job the prompt is about: a failed job's resubmit, the resumed
@@ -90,8 +94,8 @@ class ApprovalsRepo(_Repo):
         stays pending). The chain's row is locked first, as `AttemptsRepo.record` does, so a
         resubmit recording its attempt and this check take turns. `step`: marked with the
         state change, when it is made."""
-        if step is not None and step not in self.STEPS:
-            raise ValueError(f"step must be one of {', '.join(self.STEPS)}, not {step!r}")
+        if step is not None and step not in self.CLAIM_STEPS:
+            raise ValueError(f"step must be one of {', '.join(self.CLAIM_STEPS)}, not {step!r}")
         with self._engine.begin() as conn:
             found = _row(Approval, conn.execute(
                 select(t.approvals).where(t.approvals.c.id == token)).first())
@@ -115,7 +119,7 @@ class ApprovalsRepo(_Repo):
             claimed = result.rowcount == 1
             if claimed and step is not None:
                 conn.execute(insert(t.prompt_steps).values(token=token, step=step, at=now,
-                                                           **_bound_values(None)))
+                                                           **_bound_values(bounds)))
             if not claimed:  # mark a stale pending one expired, for the record
                 conn.execute(
                     update(t.approvals)
@@ -193,13 +197,39 @@ class ApprovalsRepo(_Repo):
     def release(self, token: str) -> bool:
         """approved → pending again, undecided: a claimed choice that did nothing and leaves
         the prompt usable (its resubmit refused by another submit of the run in flight);
-        False if not approved."""
+        its claim's step goes with it (the next claim marks its own); False if not
+        approved."""
         with self._engine.begin() as conn:
             result = conn.execute(
                 update(t.approvals)
                 .where(and_(t.approvals.c.id == token, t.approvals.c.state == "approved"))
                 .values(state="pending", decided_by=None, decided_at=None)
             )
+            if result.rowcount == 1:
+                _forget_claim(conn, token)
+        return result.rowcount == 1
+
+    def release_claim(self, token: str, step: str, *, older_than: float,
+                      unless: Iterable[str] = ()) -> bool:
+        """approved → pending again for a claim whose click died before its next step: only
+        while its claim's `step` (one of CLAIM_STEPS) was marked at or before `older_than`
+        and none of `unless` (the steps that say its choice went on) is marked, in one
+        transaction, its claim's step forgotten with it; True for exactly one caller (a
+        claim made again since is younger, and kept)."""
+        steps = t.prompt_steps
+        claim_old = exists(select(steps.c.token).where(and_(
+            steps.c.token == token, steps.c.step == step, steps.c.at <= older_than)))
+        went_on = exists(select(steps.c.token).where(and_(
+            steps.c.token == token, steps.c.step.in_(list(unless)))))
+        with self._engine.begin() as conn:
+            result = conn.execute(
+                update(t.approvals)
+                .where(and_(t.approvals.c.id == token, t.approvals.c.state == "approved",
+                            claim_old, ~went_on))
+                .values(state="pending", decided_by=None, decided_at=None)
+            )
+            if result.rowcount == 1:
+                _forget_claim(conn, token)
         return result.rowcount == 1
 
     def mark_out_of_date(self, token: str, actor: str, *, now: float) -> bool:
@@ -272,7 +302,10 @@ class ApprovalsRepo(_Repo):
     STEPS = ("reminded", "escalated", "cancelling", "cancelling_to_resume", "cancel_unknown",
              "cancel_only_unknown", "cancel_settled", "cancel_announced", "cancel_resuming",
              "releasing", "release_failed_1", "release_failed_2", "hold_approved", "holding",
-             "hold_ended", "superseded", "superseded_shown")
+             "hold_ended", "superseded", "superseded_shown", "claimed")
+    CLAIM_STEPS = ("hold_approved", "claimed")
+    """The steps a claim marks with the approval (`claim`): a hold's yes, any other acting
+    choice; forgotten when the claim is released."""
     CANCEL_UNKNOWN_STEPS = ("cancel_unknown", "cancel_only_unknown")
 
     def mark_step(self, token: str, step: str, *, now: float,
@@ -434,6 +467,13 @@ class ApprovalsRepo(_Repo):
         if state is not None:
             query = query.where(t.approvals.c.state == state)
         return self._all(Approval, query.order_by(t.approvals.c.created_at))
+
+
+def _forget_claim(conn: Any, token: str) -> None:
+    """Delete `token`'s claim steps (ApprovalsRepo.CLAIM_STEPS), in `conn`'s transaction."""
+    conn.execute(delete(t.prompt_steps).where(and_(
+        t.prompt_steps.c.token == token,
+        t.prompt_steps.c.step.in_(list(ApprovalsRepo.CLAIM_STEPS)))))
 
 
 def _bound_values(bounds: StepBounds | None) -> dict[str, float | None]:

@@ -102,7 +102,7 @@ def test_a_click_through_a_jump_host_is_not_taken_over_in_its_scancel(
         (584.0, 984.0)
 
     settle_unknown_cancels(ctx, NOW + 585)
-    assert sorted(store.approvals.steps(token)) == ["cancelling_to_resume"]
+    assert sorted(store.approvals.steps(token)) == ["cancelling_to_resume", "claimed"]
     assert taken_over(store, "approval.cancel_taken_over") == []
 
     settle_unknown_cancels(ctx, NOW + 983)  # 4 commands at 231 s, plus the margin: 984 s
