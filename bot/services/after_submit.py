@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 
+from bot.cluster.errors import said
 from bot.services import competitors as comp
 from bot.services.approval_outcomes import Outcome, decided, rewrite_post
 from bot.services.home import refresh_homes
@@ -25,6 +26,7 @@ from bot.services.prompts import RESUBMIT_ACTION
 from bot.services.runs import array_task_of
 from bot.services.submit import AUTOMATIC_ACTOR, run_moved_on
 from bot.services.submit_result import SubmitResult
+from bot.services.threads import render, thread_note
 from bot.store import Approval
 
 log = logging.getLogger(__name__)
@@ -35,11 +37,42 @@ def after_person_submit(ctx: BotContext, recipe: str, result: SubmitResult, now:
     """The recipe's prompts the new job carries on rewritten (`supersede_prompts`), the holds
     to propose for the new job (competitors.propose_holds_for_submit: each asked once), then
     the run on the Home tabs of the people who see it (refresh_homes), but `besides`'s: a
-    Home tab click's presser, whose tab the click publishes with what it did."""
+    Home tab click's presser, whose tab the click publishes with what it did. The submit is
+    done: what these raise (Slurm printing what trainbot cannot read, the store failing) is
+    logged and never changes what the submit did nor what its person is told (holds not
+    asked are said in the run's thread); only a lost lease goes up, as everywhere."""
     supersede_prompts(ctx, recipe, now)
-    proposals = comp.propose_holds_for_submit(ctx, recipe, result, now)
-    refresh_homes(ctx, result.chain_id, now, besides=besides)
+    try:
+        proposals = comp.propose_holds_for_submit(ctx, recipe, result, now)
+    except LeaseLost:
+        raise
+    except Exception as exc:  # noqa: BLE001 - the submit is done, whatever its follow-up raised
+        log.warning("job %s is submitted and recorded; looking for the jobs ahead of it "
+                    "failed: %s", result.job_id, exc, exc_info=True)
+        _say_no_holds_asked(ctx, recipe, result, exc)
+        proposals = []
+    try:
+        refresh_homes(ctx, result.chain_id, now, besides=besides)
+    except LeaseLost:
+        raise
+    except Exception:  # noqa: BLE001 - the tabs are refreshed again at the run's next change
+        log.warning("job %s is submitted and recorded; refreshing the Home tabs failed",
+                    result.job_id, exc_info=True)
     return proposals
+
+
+def _say_no_holds_asked(ctx: BotContext, recipe: str, result: SubmitResult,
+                        exc: Exception) -> None:
+    """Say in the run's thread, once for the job, that no hold is asked about for it."""
+    try:
+        thread_note(ctx, result.chain_id, f"holds-not-asked:{result.job_id}", render(
+            ctx, "train_reply", recipe, {"kind": "holds_not_asked", "job": result.job_id,
+                                         "error": said(exc)})[1])
+    except LeaseLost:
+        raise
+    except Exception:  # noqa: BLE001 - the note is best effort; the log has the failure
+        log.warning("saying in the thread that job %s's holds were not asked about failed",
+                    result.job_id, exc_info=True)
 
 
 def supersede_prompts(ctx: BotContext, recipe: str | None, now: float) -> None:
