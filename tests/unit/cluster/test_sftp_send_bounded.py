@@ -156,9 +156,31 @@ def test_a_busy_retired_connections_idle_sftp_channel_is_not_used(peer: Peer) ->
         assert not old.is_active()
 
 
-def _clocks() -> set[threading.Thread]:
-    """The in-flight clock threads alive now (bot.cluster.in_flight)."""
-    return {t for t in threading.enumerate() if t.name == "ssh-in-flight-clock"}
+def _threads() -> set[threading.Thread]:
+    """The threads alive now, other than the process's one deadlines thread (bot.net.deadlines,
+    which keeps every runner's deadlines and outlives them all) and paramiko's own per
+    connection (each side's transport, the login node's SFTP server), checked apart."""
+    return {t for t in threading.enumerate()
+            if t.name != "deadlines"
+            and not isinstance(t, (paramiko.Transport, paramiko.SubsystemHandler))}
+
+
+def _keeps_nothing(runner) -> bool:  # noqa: ANN001
+    """Whether nothing of the runner's commands in flight is left on the deadlines thread
+    (bot.cluster.in_flight): no look at its heap armed there, nothing in the heap. A clock
+    armed for good would hold the runner (and its connections) for the process's life."""
+    in_flight = runner._in_flight  # noqa: SLF001 - what the deadlines thread holds of it
+    with in_flight._due:  # noqa: SLF001
+        return in_flight._wake is None and not in_flight._heap  # noqa: SLF001
+
+
+def _no_thread_left(before: set[threading.Thread], wait: float) -> set[threading.Thread]:
+    """The threads started since `before` still alive after at most `wait` seconds."""
+    deadline = time.monotonic() + wait
+    while (left := {t for t in _threads() - before if t.is_alive()}) and (
+            time.monotonic() < deadline):
+        time.sleep(0.05)
+    return left
 
 
 def _stuck_sending(runner, peer: Peer) -> threading.Thread:  # noqa: ANN001
@@ -211,10 +233,10 @@ def test_closing_a_runner_whose_connection_cannot_send_ends_at_once_with_no_cloc
         peer: Peer) -> None:
     """The runner closes (the bot stops) while its connection to a hung login node cannot
     send, an SFTP channel idle in its pool: the close returns at once, without waiting on
-    that channel's close (a send behind the stuck one), and leaves no clock thread behind.
-    Before, it waited for the clock to retire the connection, which waited for the close:
-    the bot never stopped."""
-    clocks = _clocks()
+    that channel's close (a send behind the stuck one), and leaves nothing behind: no thread,
+    nothing of its clock on the process's deadlines thread. Before, it waited for the clock to
+    retire the connection, which waited for the close: the bot never stopped."""
+    before = _threads()
     runner = peer.runner(connect_timeout=CONNECT_S)
     try:
         pool = runner.sftp()
@@ -230,7 +252,8 @@ def test_closing_a_runner_whose_connection_cannot_send_ends_at_once_with_no_cloc
         assert not stuck.is_active()
         sending.join(SLACK_S)
         assert not sending.is_alive()  # the stuck send was cut
-        assert _clocks() <= clocks, "a clock thread outlived the runner's close"
+        assert _keeps_nothing(runner), "the runner's clock outlived its close"
+        assert not _no_thread_left(before, SLACK_S), "a thread outlived the runner's close"
         assert pool.channels == []
     finally:
         peer.release.set()  # the login node reads again: a close still waiting ends
@@ -238,13 +261,17 @@ def test_closing_a_runner_whose_connection_cannot_send_ends_at_once_with_no_cloc
 
 
 def test_closing_a_runner_after_sftp_leaves_no_clock_thread(peer: Peer) -> None:
-    """Each runner closed after an SFTP request left its clock thread running (the pool's
-    channels' closes started it again): a bot that makes a runner per check leaked one each."""
-    clocks = _clocks()
+    """Each runner closed after an SFTP request left its clock running (the pool's channels'
+    closes started it again): a bot that makes a runner per check leaked one each. Now each
+    closed runner has nothing armed on the deadlines thread, and no thread is left."""
+    before = _threads()
+    runners = []
     for _ in range(3):
         with peer.runner(connect_timeout=CONNECT_S) as runner:
             runner.sftp().stat(".")
-    assert _clocks() <= clocks
+        runners.append(runner)
+    assert all(_keeps_nothing(r) for r in runners), "a closed runner's clock is still armed"
+    assert not _no_thread_left(before, SLACK_S), "a thread outlived its runner"
 
 
 def test_an_sftp_channel_whose_subsystem_request_cannot_leave_fails_by_its_deadline(
@@ -290,18 +317,19 @@ def test_an_sftp_channel_whose_subsystem_request_cannot_leave_fails_by_its_deadl
 def test_a_channel_handed_back_after_the_runner_closed_leaves_no_clock_thread(
         peer: Peer) -> None:
     """A lookup lease ends after its runner closed (the watcher's checkpoint lookup, say): its
-    channel's close is tracked, which starts the clock again. That clock ends once nothing is
-    left to keep, by the close's deadline and END_GRACE_S. Before, it slept without end: a
-    thread leaked per runner."""
-    clocks = _clocks()
+    channel's close is tracked, which arms the clock again on the deadlines thread. It is
+    disarmed once nothing is left to keep, by the close's deadline and END_GRACE_S, and no
+    thread is left. Before, it slept without end: a thread leaked per runner."""
+    before = _threads()
     runner = peer.runner(connect_timeout=CONNECT_S)
     with runner.sftp().lookup_channel() as lease:
         lease.sftp.stat(".")
         runner.close()  # the last close: the lease ends after it
     deadline = time.monotonic() + SFTP_S + END_GRACE_S + SLACK_S
-    while _clocks() - clocks and time.monotonic() < deadline:
+    while not _keeps_nothing(runner) and time.monotonic() < deadline:
         time.sleep(0.05)
-    assert not _clocks() - clocks, "a clock thread outlived its runner"
+    assert _keeps_nothing(runner), "the runner's clock outlived it on the deadlines thread"
+    assert not _no_thread_left(before, SLACK_S), "a thread outlived its runner"
 
 
 def test_an_sftp_channel_whose_version_exchange_failed_is_closed_by_its_deadline(
