@@ -18,6 +18,7 @@ from paramiko.common import cMSG_CHANNEL_REQUEST
 
 from bot.cluster.errors import OutputTooLarge
 from bot.core.text import N_, Text
+from bot.net import deadlines
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -124,27 +125,31 @@ def within(timeout: float, close: Callable[[], object], request: Callable[[], T]
     """`request()`'s answer, for a request that paramiko waits on without a timeout (exec,
     subsystem), or only in part (a channel's opening); after `timeout` seconds `close()`
     what it waits on (its channel, its connection), which ends paramiko's wait, and raise
-    TimeoutError."""
+    TimeoutError.
+
+    The deadline is kept by the process's one deadlines thread (bot.net.deadlines), not a
+    timer thread per request. `close()` may wait (a channel's close is a send, stuck behind a
+    send that cannot leave; a connection's close joins its thread), and nothing there may: so
+    at the deadline that thread only starts a thread that closes, one only for a request
+    that overstays."""
     state = {"done": False, "fired": False}
     lock = threading.Lock()
 
-    def expire() -> None:
+    def expire() -> None:  # on the deadlines thread: quick, waits for nothing
         with lock:
             if state["done"]:
                 return
             state["fired"] = True
-        close()
+        threading.Thread(target=close, name="close at deadline", daemon=True).start()
 
-    timer = threading.Timer(timeout, expire)
-    timer.daemon = True
-    timer.start()
+    due = deadlines.at(time.monotonic() + timeout, expire)
     try:
         answer = request()
     except (paramiko.SSHException, EOFError, OSError):
         if not state["fired"]:
             raise
     finally:
-        timer.cancel()
+        due.cancel()
         with lock:
             state["done"] = True
     if state["fired"]:

@@ -1,6 +1,7 @@
 """One thread that keeps every deadline of the process's network waits: each Slack or webhook
-request's (bot.net.whole_request), each SSH connection's connect (bot.cluster.dial) and the
-commands in flight on each SSH connection (bot.cluster.in_flight). A wait says what to do when
+request's (bot.net.whole_request), each SSH connection's connect (bot.cluster.dial), each SSH
+request paramiko waits on without a timeout (bot.cluster.channels.within) and the commands
+in flight on each SSH connection (bot.cluster.in_flight). A wait says what to do when
 its time is up (`at`: shut its sockets down, close its connection) and takes it back once it
 is over (`Deadline.cancel`). A timer thread per wait would be one more thread per request or
 connect in flight (a chart upload beside a post beside a Home tab refresh, each of several
