@@ -528,9 +528,10 @@ def test_a_cancel_and_resume_whose_scancel_went_unseen_is_settled_once_through_k
         clicked = handle_click(replace(bot.ctx, clusters=_ScancelAnswerLost(bot.ctx.clusters)),
                                prompt.token, ActionId.CANCEL_RESUME, OWNER, time.time())
         assert "may or may not have been cancelled" in str(clicked.update_text), clicked
-        # its scancel under way, then its end not seen
+        # the click's claim, its scancel under way, then its end not seen
         assert sorted(bot.store.approvals.steps(prompt.token)) == ["cancel_unknown",
-                                                                   "cancelling_to_resume"]
+                                                                   "cancelling_to_resume",
+                                                                   "claimed"]
         ahead = takeover_s(bot.ctx, bot.store.approvals.get(prompt.token),
                            time.time(), "cancel_settled") + 60.0
     finally:
