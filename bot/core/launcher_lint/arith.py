@@ -521,8 +521,9 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
                                                        spans, path_of):
                             skipped_count = None
                             apart = max(other[0], apart or other[0])
-            if before and before[-1][1] == UNSET:  # `unset n`: no value, as if never set
-                unset_by, before = before[-1][0], []
+            if before and before[-1][1] == UNSET and not _set_since_unset(
+                    a, before[-1][0], at, body, code, never_set):
+                unset_by, before = before[-1][0], []  # `unset n`: no value, as if never set
             unset = unset_by is not None or not before and (not assigned and never_set.holds(
                 a.variable, len(values.get(a.variable, [])))
                                     if apart is None else never_set.holds(
@@ -688,6 +689,23 @@ def _set_where_called(code: str, values: dict[str, list[tuple[int, str | None]]]
     return {var: resolved_steps(sorted([*(e for e in v if e[0] not in body_around),
                                         *at_calls.get(var, [])], key=lambda e: e[0]), holds)
             for var, v in values.items()}, fake_paths, fake_constructs, links
+
+
+#: An `unset` command's names (where it starts): what follows is after it.
+_UNSET_WORDS_RE = re.compile(r"unset(?:[ \t]+-v)?(?:[ \t]+[A-Za-z_]\w*)+")
+
+
+def _set_since_unset(a: Arith, unset_at: int, at: int, body: tuple[int, int], code: str,
+                     never_set: NeverSet) -> bool:
+    """Does a word between the `unset` at `unset_at` and `a` (judged at `at`, a call of its
+    function's `body`) that is no plain assignment set `a`'s variable (`for n in`,
+    `: "${n:=3}"`, `[[ -v n ]] || n=5`: never_set's words)? Then `a` does not read it unset."""
+    m = _UNSET_WORDS_RE.match(code, unset_at)
+    start = m.end() if m else unset_at
+    if body[0] <= unset_at < a.offset:  # in the body, or neither in one
+        return never_set.set_between(a.variable, start, a.offset)
+    return never_set.set_between(a.variable, start, at) \
+        or never_set.set_between(a.variable, body[0], a.offset)
 
 
 #: The end of the text before a command that is the head of its list: a line's start, `;`,

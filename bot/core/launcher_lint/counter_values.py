@@ -311,6 +311,8 @@ class NeverSet:
         # for each variable, the number of its assignments (from the first) that must be
         # left out for nothing else to set it (len + 1: some word may set it whatever is)
         self.needs = dict.fromkeys(wanted, 0)
+        # for each variable, where its words that may set it are (in no assignment of it)
+        self.setters: dict[str, list[int]] = {var: [] for var in wanted}
         if self.sources or not wanted:
             return
         spans = sorted([(a.offset, a.offset + len(a.command)) for a in arith] + [
@@ -336,12 +338,22 @@ class NeverSet:
                 continue  # `${n}`, `${n:-1}`: a read
             positions, ends, places = assignments[var]
             i = bisect.bisect_right(positions, at) - 1
-            self.needs[var] = max(self.needs[var], places[i] + 1 if i >= 0 and ends[i] > at
-                                  else len(values.get(var, [])) + 1)
+            if i >= 0 and ends[i] > at:
+                self.needs[var] = max(self.needs[var], places[i] + 1)
+            else:
+                self.needs[var] = len(values.get(var, [])) + 1
+                self.setters[var].append(at)
 
     def holds(self, var: str, but: int = 0) -> bool:
         """Does nothing set `var` but its first `but` assignments (assigned_values's)?"""
         return not self.sources and self.needs[var] <= but
+
+    def set_between(self, var: str, start: int, end: int) -> bool:
+        """May a word between `start` and `end` set `var` (`for n in`, `: ${n:=3}`,
+        `[[ -v n ]] || n=5`, `read n`), as the assignments of it (assigned_values's) leave out?
+        Also where a `source` / `eval` may set it."""
+        at = self.setters.get(var, [])
+        return self.sources or bisect.bisect_right(at, start) < bisect.bisect_left(at, end)
 
 
 def set_in_branches_only(a: Arith, before: Sequence[tuple[int, str | None]], scan: Scan,

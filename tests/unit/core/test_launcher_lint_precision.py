@@ -1592,6 +1592,15 @@ def test_builtin_and_builtin_command_run_no_function_body(tmp_path, body, level)
     ("set -e\nn=1\n( unset n )\n((n++))\n", None),
     ("set -e\nn=1\nunset -f n\n((n++))\n", None),
     ("set -e\nn=1\necho unset n\n((n++))\n", None),
+    # … or set since by what is no plain assignment: a default, a `for`, a `-v` guard (also
+    # where the counter is in a function called after them)
+    ('set -euo pipefail\nunset n\n: "${n:=3}"\n((n++))\n', None),
+    ("set -euo pipefail\nunset n\nfor n in 1 2 3; do :; done\n((n++))\n", None),
+    ("set -euo pipefail\nunset n\n[[ -v n ]] || n=5\n((n++)) || true\n", None),
+    ("set -eu\nf() { ((n++)); }\nn=1\nunset n\nfor n in 1 2; do :; done\nf\n", None),
+    # (… but not when it sets another variable, or only after the counter)
+    ('set -eu\nunset n\n: "${m:=3}"\n((n++)) || true\n', "fail"),
+    ("set -e\nn=1\nunset n\n((n++))\nfor n in 1; do :; done\n", "fail"),
 ])
 def test_a_counter_after_unset_reads_its_variable_unset(tmp_path, body, level):
     _counter_reads_as_bash_runs(tmp_path, body, level)
