@@ -27,6 +27,7 @@ from bot.core.launcher_lint.body_assignments import (
     COMMAND_ARGUMENT_RE,
     AssignmentWalk,
     background_lists,
+    bodies_called_before,
     calls_all_read,
     calls_in_shell,
     local_names,
@@ -407,6 +408,8 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
     # (… and, there, the assignments right in each body, by variable: a body's text runs at its
     # calls, so a counter in another body reads them only through those: at_links)
     elsewhere = right_in_bodies(values, spans) if counter_in_body else {}
+    # (… but for those of a body called before the counter's: `setup; main`)
+    called_before = bodies_called_before(in_shell, scan.bodies) if elsewhere else {}
     # the innermost loop bash may make more than one pass through around each counter
     innermost = enclosing(list(repeating.items()), [a.offset for a in scan.arith])
     at_calls_always, at_calls_maybe = _counted_at_calls(code, in_shell, scan.bodies, values,
@@ -461,8 +464,9 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
                             or in_subshells[pos][0] <= a.offset < in_subshells[pos][1]]
                 before = all_before = [(pos, v) for pos, v in assigned if pos < a.offset]
             if a.offset in counter_in_body and a.variable in elsewhere:
-                assigned, before = own_view(assigned, before, elsewhere[a.variable],
-                                             counter_in_body[a.offset])
+                assigned, before = own_view(
+                    assigned, before, elsewhere[a.variable], counter_in_body[a.offset],
+                    called_before.get(counter_in_body[a.offset], ()))
                 all_before = before
             declared = locals_of.get(counter_body.get(a.offset, (0, 0)), {}).get(a.variable)
             if declared is not None and declared < a.offset:

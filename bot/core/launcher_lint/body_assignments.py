@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import bisect
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 
 from bot.core.launcher_lint.branch_paths import Step, last_to_run
@@ -130,21 +130,39 @@ def right_in_bodies(values: dict[str, list[tuple[int, str | None]]],
 
 def own_view(assigned: list[tuple[int, str | None]],
               before: Sequence[tuple[int, str | None]],
-              in_bodies: list[tuple[int, tuple[int, int]]], body: tuple[int, int]
+              in_bodies: list[tuple[int, tuple[int, int]]], body: tuple[int, int],
+              run_first: Collection[tuple[int, int]] = ()
               ) -> tuple[list[tuple[int, str | None]], Sequence[tuple[int, str | None]]]:
     """`assigned` and `before` (a variable's assignments, and those before a counter in the
     function body `body`) as that counter reads them where it is: without those right in
     another body (`in_bodies`: right_in_bodies's), whose text bash runs at that body's calls only
     (`setup() { n=0; }; main() { [ … ] && setup; ((n++)); }`: setup's `n=0` holds at the call
     in main, on some runs, not where its text is, on every run); one in a body around `body`
-    (a function defined in another's body) stays. Themselves where there is none."""
+    (a function defined in another's body) stays, as do those of the bodies `run_first`
+    (body_calls_before's: called in the script's shell before `body`'s first call, `setup;
+    main`, where what they leave holds). Themselves where there is none."""
     start, end = body
     k = bisect.bisect_left(in_bodies, before[-1][0] + 1, key=lambda e: e[0]) if before else 0
-    other = {pos for pos, (s, e) in in_bodies[:k] if not (s <= start and end <= e)}
+    other = {pos for pos, (s, e) in in_bodies[:k]
+             if not (s <= start and end <= e) and (s, e) not in run_first}
     if not other:
         return assigned, before
     return ([(pos, v) for pos, v in assigned if pos not in other],
             [(pos, v) for pos, v in before if pos not in other])
+
+
+def bodies_called_before(in_shell: list[tuple[Call, bool]], bodies: dict[str, tuple[int, int]]
+                         ) -> dict[tuple[int, int], set[tuple[int, int]]]:
+    """For each body called in the script's shell (`in_shell`: calls_in_shell's), the bodies
+    with a call there before its first (`setup; main`; one made from its body only, placed
+    at its call, is not before it): what they set holds when it runs (own_view's
+    `run_first`)."""
+    first: dict[tuple[int, int], int] = {}
+    for call, _always in in_shell:
+        if (where := bodies.get(call.name)) is not None:
+            first[where] = min(first.get(where, call.offset), call.offset)
+    return {body: {other for other, at in first.items() if at < called}
+            for body, called in first.items()}
 
 
 #: What a call leaves a variable at (set_at_calls): the value (None: not known) and whether on

@@ -1534,6 +1534,14 @@ def test_a_counter_set_in_a_branch_of_the_calling_body_reads_that_value_on_those
     ("set -e\nn=1\nsetup() { n=0; }\nmain() { setup; ((n++)); }\nmain\n", "fail"),
     ('set -e\nn=0\nsetup() { n=1; }\nmain() { if [ -n "${X:-}" ]; then setup; else setup; fi; '
      "((n++)); }\nmain\n", None),
+    # … and what a body called in the script before the counter's body (`setup; main`, or
+    # through another body) left holds there, on every run
+    ('set -e\nsetup() { n=0; }\nsetup\nmain() { if [ -n "${X:-}" ]; then n=3; fi; ((n++)); }\n'
+     "main\n", "warn"),
+    ('set -e\nsetup() { n=0; }\ninit() { setup; }\ninit\n'
+     'main() { if [ -n "${X:-}" ]; then n=3; fi; ((n++)); }\nmain\n', "warn"),
+    ("set -e\nsetup() { n=0; }\nsetup\nmain() { ((n++)); }\nmain\n", "fail"),
+    ("set -e\nsetup() { n=5; }\nsetup\nmain() { ((n++)); }\nmain\n", None),
 ])
 def test_a_counter_in_a_body_reads_another_bodys_assignment_at_its_call_only(tmp_path, body,
                                                                            level):
