@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import ipaddress
 import logging
+import os
 import time
 from typing import Any
 
@@ -47,10 +48,18 @@ def resolve_names_within(engine: Engine, default_timeout_s: float) -> None:
 def _resolve_into(cparams: dict[str, Any], default_timeout_s: float,
                   dbapi: Any) -> list[tuple[str, int]]:
     """Put the addresses of `cparams`' host names in its `hostaddr` (a host and port per
-    address, the names kept); the names looked up, with their ports. Nothing is changed when
-    the parameters give a hostaddr already, or no name (no host: the driver's defaults; a
-    socket folder or an address looks nothing up)."""
-    if cparams.get("hostaddr") or not cparams.get("host"):
+    address, the names kept); the names looked up, with their ports. A URL without a host
+    takes libpq's from the environment (`PGHOST`, `PGPORT`), which libpq would otherwise look
+    up itself without a deadline. Nothing is changed when a hostaddr is given already (in the
+    parameters, or `PGHOSTADDR` for a URL without a host), or there is no name (no host at
+    all: the driver's socket default; a socket folder or an address looks nothing up)."""
+    if cparams.get("hostaddr") or (os.environ.get("PGHOSTADDR") and not cparams.get("host")):
+        return []
+    if not cparams.get("host") and os.environ.get("PGHOST"):  # libpq's default, looked up too
+        cparams["host"] = os.environ["PGHOST"]
+        if not cparams.get("port") and os.environ.get("PGPORT"):
+            cparams["port"] = os.environ["PGPORT"]
+    if not cparams.get("host"):
         return []
     hosts = str(cparams["host"]).split(",")
     ports = str(cparams.get("port") or "").split(",")

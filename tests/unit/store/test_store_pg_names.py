@@ -77,3 +77,40 @@ def test_the_address_looked_up_is_connected_to_under_the_hosts_name(
     assert [(k["host"], k["hostaddr"], str(k["port"]), k["sslmode"]) for k in handed] == [
         (KNOWN, "127.0.0.1", "5433", "verify-full")]
     assert resolver == [KNOWN]
+
+
+def test_a_host_named_only_by_pghost_is_looked_up_within_the_connect_timeout_too(
+        resolver: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    """A store URL without a host leaves libpq its own default, the environment's `PGHOST`,
+    which it looked up without a deadline: trainbot looks that name up within the timeout."""
+    monkeypatch.setattr("bot.store.PG_CONNECT_TIMEOUT_S", 1)
+    monkeypatch.setenv("PGHOST", HUNG)
+    monkeypatch.delenv("PGHOSTADDR", raising=False)
+    started = time.monotonic()
+    with pytest.raises(StoreError, match=f"'{HUNG}' was not resolved within its connect "
+                       "timeout"):
+        Store.open("postgresql+psycopg://trainbot:s3cret@/trainbot")
+    assert time.monotonic() - started < 3.0 < STALL_S
+    assert resolver == [HUNG]
+
+
+def test_pghost_and_pgport_are_connected_to_by_address_and_pghostaddr_is_left_to_libpq(
+        resolver: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    handed: list[dict[str, Any]] = []
+
+    def connect(conninfo: str = "", **kwargs: Any) -> Any:
+        handed.append(kwargs)
+        raise psycopg.OperationalError("connection refused")
+
+    monkeypatch.setattr(psycopg, "connect", connect)
+    monkeypatch.setenv("PGHOST", KNOWN)
+    monkeypatch.setenv("PGPORT", "5433")
+    monkeypatch.delenv("PGHOSTADDR", raising=False)
+    with pytest.raises(StoreError, match="connection refused"):
+        Store.open("postgresql+psycopg://trainbot:s3cret@/trainbot")
+    monkeypatch.setenv("PGHOSTADDR", "127.0.0.2")  # libpq connects to it, looking nothing up
+    with pytest.raises(StoreError, match="connection refused"):
+        Store.open("postgresql+psycopg://trainbot:s3cret@/trainbot")
+    assert [(k.get("host"), k.get("hostaddr"), str(k.get("port"))) for k in handed] == [
+        (KNOWN, "127.0.0.1", "5433"), (None, None, "None")]
+    assert resolver == [KNOWN]
