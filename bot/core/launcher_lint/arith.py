@@ -30,6 +30,7 @@ from bot.core.launcher_lint.body_assignments import (
     bodies_called_before,
     calls_all_read,
     calls_in_shell,
+    defined_names,
     local_names,
     own_view,
     right_in_bodies,
@@ -256,11 +257,12 @@ def _counted_at_calls(code: str, in_shell: list[tuple[Call, bool]],
 MAX_UNPLACED_READ = 20
 
 
-def _named_nowhere_else(code: str, names: set[str], bodies: dict[str, tuple[int, int]],
+def _named_nowhere_else(code: str, names: set[str], bodies: dict[str, list[tuple[int, int]]],
                         never_run: list[tuple[int, int]], read_at: set[int]) -> set[str]:
     """Those of `names` (functions whose every call the walk placed is one bash never makes)
     whose name the script has nowhere but in their definitions, in what bash never runs
-    (`never_run`: `true || f`) or in the bodies of others of them: no call the walk does not
+    (`never_run`: `true || f`) or in the bodies of others of them (`bodies`: each one's, by
+    name; one defined twice has two): no call the walk does not
     place may run them (`eval f`, `c=f; $c`, `x=$(f)`, `trap f EXIT`, `bash -c "…; f"`), but
     the calls whose body's counter is read there (`read_at`: model.Arith.substituted),
     `command f` (which skips functions) and a trap's action bash runs on a signal or `ERR`
@@ -269,7 +271,7 @@ def _named_nowhere_else(code: str, names: set[str], bodies: dict[str, tuple[int,
     spots = {name: [m.start() for m in re.finditer(
         r"(?<![\w$./:-])" + re.escape(name) + r"(?![\w:-])", code)] for name in names}
     while True:
-        holds = [*never_run, *(bodies[name] for name in found)]
+        holds = [*never_run, *(span for name in found for span in bodies[name])]
         left = {name for name in found if all(
             at in read_at or any(start <= at < end for start, end in holds)
             or re.match(r"[ \t]*\(", code[at + len(name):at + len(name) + 40])
@@ -303,7 +305,12 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
     never_called: set[str] = set()
     # (the functions the walk placed no call of: named only where bash runs no body, `command
     # f`, `g() { return 0; f; }`, they never run either; read for a few only, each a pass)
-    unplaced = set(scan.bodies) - {c.name for c in placed} if scan.arith else set()
+    # (… and those whose body the walk did not read, model.Scan.uncalled_bodies: never called,
+    # or defined where it did not see the definition, `if c; then f() { …; }; fi`)
+    spans_of = {name: [span] for name, span in scan.bodies.items()}
+    for span, name in defined_names(code, scan.uncalled_bodies).items() if scan.arith else ():
+        spans_of.setdefault(name, []).append(span)
+    unplaced = set(spans_of) - {c.name for c in placed} if scan.arith else set()
     if len(unplaced) > MAX_UNPLACED_READ:
         unplaced = set()
     if placed and never_run or unplaced:
@@ -313,9 +320,9 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
         made = [c for c in placed if c.offset not in skipped
                 and not any(link[2] in skipped for link in c.chain)]
         never_called = _named_nowhere_else(code, {c.name for c in placed} - {
-            c.name for c in made} | unplaced, scan.bodies, never_run,
+            c.name for c in made} | unplaced, spans_of, never_run,
             {a.offset for a in scan.arith if a.substituted})
-        never_run += [scan.bodies[name] for name in never_called]
+        never_run += [span for name in never_called for span in spans_of[name]]
         placed = made
     prefixes = prefix_assignments(code) if scan.arith else {}
     values = assigned_values(code, {a.variable for a in scan.arith}, prefixes, never_run,

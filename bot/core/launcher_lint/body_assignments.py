@@ -312,6 +312,16 @@ _WORD_RE = re.compile(r"(?<![\w$./:-])[A-Za-z_][\w:-]*(?![\w:./-])")
 _DEFINED_RE = re.compile(r"([A-Za-z_][\w:-]*)[ \t]*(?:\([ \t]*\))?[ \t\n]*\{?[ \t]*\Z")
 
 
+def defined_names(code: str, spans: list[tuple[int, int]]) -> dict[tuple[int, int], str]:
+    """The name each function body of `spans` (model.Scan.uncalled_bodies: bodies the walk did
+    not read) is defined for, where the text before it says (_DEFINED_RE)."""
+    found: dict[tuple[int, int], str] = {}
+    for start, end in spans:
+        if m := _DEFINED_RE.search(code, max(0, start - 120), start):
+            found[(start, end)] = m.group(1)
+    return found
+
+
 def calls_all_read(code: str, calls: list[Call], bodies: dict[str, tuple[int, int]],
                    uncalled: list[tuple[int, int]], never_run: list[tuple[int, int]]) -> bool:
     """Is every place bash may run a function's body a call the walk read (`calls`)? Not so
@@ -328,11 +338,8 @@ def calls_all_read(code: str, calls: list[Call], bodies: dict[str, tuple[int, in
     if _DYNAMIC_CALL_RE.search(code):
         return False
     read = {c.offset for c in calls}
-    names = list(bodies)
-    for start, _end in uncalled:  # (a body the walk did not read: `if c; then f() { …; }; fi`)
-        if m := _DEFINED_RE.search(code, max(0, start - 120), start):
-            names.append(m.group(1))
-    named = set(names)
+    # (… and one of a body the walk did not read: `if c; then f() { …; }; fi`)
+    named = set(bodies) | set(defined_names(code, uncalled).values())
     unread: list[int] = []
     for m in _WORD_RE.finditer(code):  # (one pass for all the names)
         if m.group() in named:
