@@ -11,7 +11,7 @@ import re
 from copy import copy
 from typing import Protocol
 
-from bot.core.launcher_lint.arith import ARITH_RE, LET_RE
+from bot.core.launcher_lint.arith_commands import ARITH_RE, LET_RE
 from bot.core.launcher_lint.empty_match import command_hit
 from bot.core.launcher_lint.functions import FUNC_RE, FUNC_RE2
 from bot.core.launcher_lint.model import Arith, Hit, Interactive, Opts, either, with_

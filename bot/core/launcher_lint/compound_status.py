@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Protocol
 
-from bot.core.launcher_lint.arith import and_or_ariths
+from bot.core.launcher_lint.arith_commands import and_or_ariths
 from bot.core.launcher_lint.branches import Branches
 from bot.core.launcher_lint.loop_exits import leaves_with_0
 from bot.core.launcher_lint.model import Arith, Opts

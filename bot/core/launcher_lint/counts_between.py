@@ -120,7 +120,7 @@ class Counts:
                  path_of: Callable[[int], tuple[Step, ...]], nested: bool,
                  maybe: int | None = None) -> None:
         # arith[maybe:]: counts bash makes on some runs only (a call's, of a counter in a
-        # branch of its body: arith._counted_at_calls), which cover no way to a counter
+        # branch of its body: arith_commands.counted_at_calls), which cover no way to a counter
         self.maybe = len(arith) if maybe is None else maybe
         self.enclosing = enclosing(spans, [b.offset for b in arith])
         self.nesting = _Nesting(spans)

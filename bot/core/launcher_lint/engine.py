@@ -7,7 +7,7 @@ import bisect
 import re
 from copy import copy
 
-from bot.core.launcher_lint.arith import and_or_ariths
+from bot.core.launcher_lint.arith_commands import and_or_ariths
 from bot.core.launcher_lint.branches import Branches, Marks, branch_step
 from bot.core.launcher_lint.call_kinds import function_calls
 from bot.core.launcher_lint.calls import call_sites, tested_subshells
