@@ -564,8 +564,18 @@ def _opens_with_bar(series: MetricSeries, line_no: int) -> bool:
                for s in reversed(series.samples))
 
 
+# An evaluation's or a test's figure (`'eval_loss': 0.12`, `test_acc=0.91`, `val loss: 0.3`)
+_EVALUATION_FIGURE = re.compile(
+    r"(?i)(?<![a-z])(?:eval|evaluation|test|val|valid|validation)[_ ]?(?:loss|acc\w*|f1|metrics?"
+    r"|runtime|score)(?![a-z])")
+
+
 def _redrawn(sample: Sample, last: Sample) -> bool:
-    """`sample` is the bar of `last` drawn again at its count (`_BAR_HEAD`)."""
+    """`sample` is the bar of `last` drawn again at its count (`_BAR_HEAD`), or an evaluation's
+    report at the step training ended (Hugging Face's final `{'eval_loss': ..., 'step': 3000}`
+    after `train_runtime`): no new iteration."""
+    if sample.iteration == last.iteration and _EVALUATION_FIGURE.search(sample.text):
+        return True
     head = _BAR_HEAD.match(sample.text)
     return (head is not None and sample.iteration == last.iteration
             and head.group(1) == (m.group(1) if (m := _BAR_HEAD.match(last.text)) else None))

@@ -17,8 +17,9 @@ OUTER_PASS = r"(?:fold|trial|round|episode|sweep|run|stage|phase)s?"
 _PASS = r"(?:fold|trial|round|episode|sweep|run|stage|phase|seed|level|task|model|config|repeat)s?"
 # A pass's counter with its total (`Fold 1/5`, `Trial 3 of 20`, `==> Stage 2/2`)
 _COUNTED = re.compile(r"(?i)(?<![a-z])(" + _PASS + r")\s*[#=:]?\s*(\d+)\s*(?:/|of)\s*(\d+)")
-# ... and its number alone (`Score for fold 1`, `Running Trial #2`, `Trial 0 finished`, `seed=1`)
-_NUMBERED = re.compile(r"(?i)(?<![a-z])(" + _PASS + r")\s*(?:#|no\.?|[=:])?\s*(\d+)(?![\d/.])")
+# ... and its number alone (`Score for fold 1`, `Running Trial #2`, `Trial 0 finished`, `seed=1`),
+# not a percentage (a bar's `Evaluating best model: 100%|`)
+_NUMBERED = re.compile(r"(?i)(?<![a-z])(" + _PASS + r")\s*(?:#|no\.?|[=:])?\s*(\d+)(?![\d/.%])")
 
 
 def outer_loop_open(lines: Sequence[str]) -> bool:

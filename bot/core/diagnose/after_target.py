@@ -78,6 +78,11 @@ _REPORTED = re.compile(r"(?i)(?<![a-z])(?:sav(?:e|ed|ing)|checkpoint\w*|wr(?:ote
                        r"|took|elapsed|duration|finish\w*|done|complete\w*|ended|exit\w*"
                        r"|goodbye|bye)(?![a-z])")
 _RULE = re.compile(r"^[\W_]*$")
+# A report's heading, words and a colon with nothing after (`Confusion Matrix:`, `Category 1:`,
+# `Classification report:`), and a copier's elision (`[...truncated...]`, `<snip>`, `(output
+# omitted)`): no line of training
+_HEADING = re.compile(r"^[A-Za-z][\w .()/-]{0,60}:$")
+_ELISION = re.compile(r"(?i)^[\W_]*(?:[a-z]+ )?(?:truncated|snip(?:ped)?|omitted|elided)[\W_]*$")
 
 
 def goes_on_after(after: Sequence[str], epoch: int) -> bool:
@@ -86,8 +91,13 @@ def goes_on_after(after: Sequence[str], epoch: int) -> bool:
     error, an evaluation announced that no result follows, or any line that is not what a
     program prints once its loop is over (`_reported`: `Unfreezing backbone`, `Exporting
     TorchScript model` with no result after it): an unknown line is no end."""
-    if any(_trains(line, epoch) or _alarms(line) or not _reported(line) for line in after):
-        return True
+    in_report = False  # under a report's heading (`Best Model Performance on Test Data:`)
+    for line in after:
+        if _trains(line, epoch, figures=not in_report) or _alarms(line) or not _reported(line):
+            return True
+        text = message_after_time(line).strip()
+        if _HEADING.match(text):
+            in_report = bool(_REPORT_WORD.search(text) or _REPORTED.search(text)) or in_report
     announced = [i for i, line in enumerate(after)
                  if _EVALUATION.search(line) and not _RESULT.search(line)]
     return bool(announced) and not any(_RESULT.search(line) for line in after[announced[-1] + 1:])
@@ -98,7 +108,8 @@ def _reported(line: str) -> bool:
     time, a finish, a banner), or an evaluation announced (`goes_on_after` waits for its
     result), W&B's own or an evaluation's bar at its total."""
     line = message_after_time(line).strip()
-    return bool(_RULE.match(line) or _FIGURE_NAMED.search(line) or _REPORTED.search(line)
+    return bool(_RULE.match(line) or _HEADING.match(line) or _ELISION.match(line)
+                or _FIGURE_NAMED.search(line) or _REPORTED.search(line)
                 or _EVALUATION.search(line) or _WANDB.match(line) or _DONE_BAR.match(line))
 
 
@@ -106,10 +117,18 @@ def _alarms(line: str) -> bool:
     return says_error(line) or bool(_ALARM.search(_NO_ALARM.sub(" ", line)))
 
 
-def _trains(line: str, epoch: int) -> bool:
+def trains_after(line: str) -> bool:
+    """A line after a program's own closing words that is training's (`_trains`, no epoch of
+    its own to compare: any epoch number is another's)."""
+    return _trains(line, -1)
+
+
+def _trains(line: str, epoch: int, *, figures: bool = True) -> bool:
     """A line after the target that is training's: another epoch's number, a count or a bar short
     of its total, a figure that no report word labels (outside W&B's lines and an evaluation's
-    bar at its total), more training or an outer loop's next pass announced."""
+    bar at its total, and, `figures` False, under a report's heading: `Best Model Performance
+    on Validation Data:` then `Accuracy: 94.20%`), more training or an outer loop's next pass
+    announced."""
     line = message_after_time(line)
     if any(int(m.group(1)) != epoch for m in _EPOCH_NUMBER.finditer(line)):
         return True
@@ -121,5 +140,5 @@ def _trains(line: str, epoch: int) -> bool:
         return True
     if _TRAINING.search(line) and not _FIGURE.search(line) and not _TRAINING_OVER.search(line):
         return True
-    return bool(_FIGURE.search(line) and not _REPORT_WORD.search(line)
+    return bool(figures and _FIGURE.search(line) and not _REPORT_WORD.search(line)
                 and not _WANDB.match(line) and not _DONE_BAR.match(line))

@@ -199,7 +199,8 @@ class TargetReached:
 @dataclass(frozen=True)
 class FinishedInOwnWords:
     """In a log without accounting, the program said its training finished in its own words
-    (`Done training.`, `All done!`: no framework's end line) and the log ended after it with no
+    (`Done training.`, `All done!`, `sft done`, `Early stopping`, `Saving final model`, `Process
+    finished with exit code 0`: no framework's end line) and the log ended after it with no
     training and no error (`finish_said`)."""
 
     said: FinishSaid

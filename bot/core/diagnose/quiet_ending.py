@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 from bot.core.catalogue.scanner import normalize_line
 from bot.core.detectors import TENSORPACK_EPOCH_START
-from bot.core.diagnose.after_target import goes_on_after
+from bot.core.diagnose.after_target import goes_on_after, trains_after
 from bot.core.diagnose.ending import says_error
 from bot.core.framework_lines import json_stats_epoch, openmmlab_epoch
 from bot.core.line_time import message_after_time
@@ -535,6 +535,38 @@ def _epoch_reports_done(lines: Sequence[tuple[int, str]], header: int, total: st
 # preprocessing`, `training done for fold 1`): none
 _FINISH_SAID = re.compile(r"(?i)(?<![a-z])(?:done training|training (?:is )?done|all done)"
                           r"(?![a-z])(?![ \t]*[a-z0-9])")
+# The program's other closing words, each saying its run ended, whatever framework printed it:
+# the run or the whole program named done (`sft done`, `Fine-tuning finished.`, `TRAINING
+# COMPLETE`, `Pipeline complete!`; not `training done for fold 1`, `training finished epoch
+# 3`, nor a pretraining's end, the first stage of a program that fine-tunes next): these name
+# what ended, so no progress need come before them (a pipeline of scikit-learn fits prints none)
+_RUN_DONE = re.compile(
+    r"(?i)(?<![a-z-])(?:sft|fine-?tun(?:ing|e)|training|pipeline|program|script|job)"
+    r" (?:is )?(?:done|finished|complete[d]?)(?![a-z])"
+    r"(?![ \t]*(?:for|with|epoch|step|iter\w*|fold|stage|phase|round|part|on|of)\b)")
+# ... the final model saved or exported (`Saving final model to out/`, `Final model saved`,
+# `Export complete (35.4s)`, `TensorFlow Lite: export success`)
+_FINAL_MODEL = re.compile(
+    r"(?i)(?<![a-z])(?:(?:sav(?:ing|ed)|wr(?:iting|ote)|export(?:ing|ed)?) (?:the )?final model"
+    r"|final model (?:saved|written|exported|stored)"
+    r"|export (?:complete[d]?|success(?:ful)?|finished|done)(?![a-z]))")
+# ... or the process's exit with status 0 as a runner reports it (PyCharm's `Process finished
+# with exit code 0`)
+_EXITED = re.compile(r"(?i)(?<![a-z])process finished with exit code 0(?!\d)")
+# An early stop the program announces (`Early stopping`, `Early stopping triggered at epoch
+# 18`, Keras's `Epoch 14: early stopping`, `EarlyStopping`, `Stopping training early`): the
+# loop ended before its total by design, so the count short of it is no sign of a part; not an
+# early stop's counter or setting (`EarlyStopping counter: 3 out of 10`, `early_stopping:
+# true`, `early_stopping_patience=5`, `early stopping is enabled with patience 3`)
+_STOPPED_EARLY = re.compile(
+    r"(?i)(?<![a-z])(?:early[ _-]?stop(?:ping|ped)?|stopp(?:ing|ed)(?: training)? early)"
+    r"(?![a-z_])(?![ \t]*(?:[:=(]|counter|patience|callback|monitor|with\b|(?:is |was )?"
+    r"(?:enabled|disabled|active|activated|configured|set|on|off)\b))")
+
+
+def _closing(text: str) -> bool:
+    return any(p.search(text) for p in (_FINISH_SAID, _RUN_DONE, _FINAL_MODEL, _EXITED,
+                                        _STOPPED_EARLY))
 
 
 def _count_short(lines: Sequence[str]) -> bool:
@@ -562,7 +594,12 @@ class FinishSaid(NamedTuple):
 def ends_in_finish_said(tail: Sequence[tuple[int, str]], series: MetricSeries
                         ) -> FinishSaid | None:
     """After training progress, the last line saying training finished in the program's own
-    words (`_FINISH_SAID`: `Done training.`, `training done`, `All done!`), with nothing after it
+    words (`_FINISH_SAID`: `Done training.`, `training done`, `All done!`; the run or the whole
+    program named done, `_RUN_DONE`: `sft done`, `TRAINING COMPLETE`, `Pipeline complete!`, with
+    no progress needed before it; the final model saved or exported, `_FINAL_MODEL`; the
+    process's exit 0 as a runner reports it, `_EXITED`, which ends every loop it ran, so no
+    outer loop or count short of its total before it undoes it; an early stop it announces,
+    `_STOPPED_EARLY`, which no count short of its total undoes), with nothing after it
     but what `ends_after_target` lets follow a target: None when that line or one after it trains
     or names a pass or an epoch (`Done training epoch 3`, `training done for fold 1/5`), when the
     log shows an outer loop short of its last pass, when the series' progress goes on after it,
@@ -572,15 +609,30 @@ def ends_in_finish_said(tail: Sequence[tuple[int, str]], series: MetricSeries
     if ends_in_open_progress_bar(tail) or series.ends_inside_evaluation:
         return None
     lines = [(n, normalize_line(t)) for n, t in tail if t.strip()]
-    said = next((i for i in range(len(lines) - 1, -1, -1) if _FINISH_SAID.search(lines[i][1])),
-                None)
-    if said is None or not any(_shows_progress(t) for _, t in lines[:said]):
+    said = next((i for i in range(len(lines) - 1, -1, -1) if _closing(lines[i][1])), None)
+    if said is None:
         return None
     n, text = lines[said]
-    if _count_short([t for _, t in lines[:said]]) or (
-            series.last_iteration_line is not None and series.last_iteration_line > n) or (
-            outer_loop_open([t for _, t in lines])
+    early = _STOPPED_EARLY.search(text) is not None
+    # the process's own exit (`Process finished with exit code 0`) ends every loop it ran,
+    # whatever it counted (`Episode 9501/10000, rewards: 41.6`)
+    exited = _EXITED.search(text) is not None
+    if not _RUN_DONE.search(text) and not any(
+            _shows_progress(t) or (exited and _COUNT.search(t)) for _, t in lines[:said]):
+        return None
+    # the sentence's own line is read as one after it (`Done training epoch 3` trains), but
+    # an early stop's names the epoch it stopped at (`Epoch 14: early stopping`)
+    after = lines[said + 1:] if early or exited else lines[said:]
+    # the series' progress after the sentence goes on only where it trains (not an
+    # evaluation's bar at its total: `Evaluating best model: 100%|...| 125/125`)
+    progress_after = series.last_iteration_line is not None and any(
+        m == series.last_iteration_line and trains_after(t) for m, t in lines[said + 1:]) or (
+        series.last_iteration_line is not None and series.last_iteration_line > n
+        and not any(m == series.last_iteration_line for m, _ in lines))
+    if (not early and not exited and _count_short([t for _, t in lines[:said]])) or (
+            progress_after) or (
+            (not exited and outer_loop_open([t for _, t in lines]))
             or goes_on_after(
-                [t for _, t in lines[said:] if not _SHELL_PROMPT.match(t.rstrip())], epoch=-1)):
+                [t for _, t in after if not _SHELL_PROMPT.match(t.rstrip())], epoch=-1)):
         return None
     return FinishSaid(n, text)

@@ -1,0 +1,109 @@
+"""A log alone whose program ends in its own closing words beyond `Done training.` reads
+`completed` by hint (bot.core.diagnose.quiet_ending.ends_in_finish_said, detail `finish_said`):
+the process's exit with status 0 as a runner reports it (`Process finished with exit code 0`,
+which ends every loop it ran, counted ones too), an early stop it announces (`Early stopping`,
+Keras's `Epoch 14: early stopping`: the count short of its total is the stop's), the run
+named done (`sft done`, `Fine-tuning finished.`) or the final model saved or exported. What
+may follow is what follows a target (bot.core.diagnose.after_target), now with a report's
+heading (`Confusion Matrix:`) and a copier's elision (`[...truncated...]`). A fold's, a
+stage's or an epoch's summary with nothing after it, an early stop's counter or setting, or a
+sentence naming its pass leaves the run open.
+
+Chosen after held-out sets' reports of a kind of miss (a finished run read `none`); the lines
+are the ones scripts print after their loop, not taken from those logs.
+"""
+
+from __future__ import annotations
+
+import pytest
+from support.end_marker import read
+
+from bot.core.diagnose import after_target, quiet_ending
+
+STEPS = "step 100 loss 0.50\nstep 200 loss 0.40\nstep 300 loss 0.30\n"
+EPOCHS = "".join(f"Epoch {e}/20 - loss: 0.{9 - e // 3} - val_loss: 0.8\n" for e in range(1, 15))
+
+
+@pytest.mark.parametrize("log", [
+    pytest.param(STEPS + "Process finished with exit code 0\n", id="a runner's exit 0"),
+    pytest.param("Experiment 1\nEpisode 501/1000, rewards: -3.5\nExperiment 2\n"
+                 "Episode 501/1000, rewards: 4.0\nExperiment 2 took 12.5 seconds\n\n"
+                 "Process finished with exit code 0\n", id="an exit 0 after counted passes"),
+    pytest.param(EPOCHS + "Early stopping\n", id="a bare early stop"),
+    pytest.param(EPOCHS + "Early stopping triggered at epoch 14\nTest loss: 0.71\n",
+                 id="an early stop then a test result"),
+    pytest.param(STEPS + "sft done\n", id="sft done"),
+    pytest.param(STEPS + "Fine-tuning finished.\nSaved adapter to out/\n", id="a fine-tune's end"),
+    pytest.param(STEPS + "Saving final model to out/model.pt\n", id="the final model saved"),
+    pytest.param(STEPS + "Export complete (35.4s)\n", id="an export's end"),
+    pytest.param(STEPS + "All done!\nConfusion Matrix:\n[...truncated...]\n",
+                 id="a heading and an elision after it"),
+])
+def test_the_programs_closing_words_end_a_finished_run_by_hint(log):
+    d = read(log)
+    assert (d.class_id, d.decided_by) == ("completed", "hint")
+    assert d.detail is not None and d.detail["kind"] == "finish_said"
+
+
+@pytest.mark.parametrize("log", [
+    pytest.param("Fold 1/5\n" + EPOCHS + "Early stopping triggered at epoch 14\n"
+                 "Fold 1 accuracy: 0.81\n", id="an early stop inside a fold short of the last"),
+    pytest.param("Stage 1/3\n" + STEPS + "Saving final model to out/stage1.pt\n",
+                 id="a stage's final model short of the last stage"),
+    pytest.param(EPOCHS + "EarlyStopping counter: 3 out of 10\n", id="an early stop's counter"),
+    pytest.param("early_stopping: true\n" + EPOCHS, id="an early stop's setting"),
+    pytest.param(STEPS + "sft done for stage 1\n", id="a stage named done"),
+    pytest.param(STEPS + "Process finished with exit code 0\nstep 400 loss 0.2\n",
+                 id="training after the exit line"),
+    pytest.param("Loading data\nProcess finished with exit code 0\n",
+                 id="no training before the exit"),
+    pytest.param(EPOCHS + "Early stopping triggered at epoch 14\n"
+                 "*** SIGTERM received at time=1700000000 on cpu 3 ***\n", id="a signal after it"),
+    pytest.param(STEPS + "Iter 200/1000 loss 0.7\nsft done\n",
+                 id="progress well short of its total"),
+])
+def test_closing_words_that_end_no_run_leave_it_open(log):
+    assert read(log).class_id != "completed"
+
+
+@pytest.mark.parametrize(("text", "closing"), [
+    ("Process finished with exit code 0", True), ("Process finished with exit code 1", False),
+    ("Process finished with exit code 0137", False), ("Epoch 00017: early stopping", True),
+    ("EarlyStopping", True), ("Stopping training early", True),
+    ("EarlyStopping counter: 3 out of 10", False), ("early_stopping_patience=5", False),
+    ("early_stopping: true", False), ("Epoch 8: early stopping is enabled with patience 3", False),
+    ("EarlyStopping(patience=5)", False), ("SFT done", True), ("pretraining complete.", False),
+    ("Pre-training finished", False), ("fine-tuning complete", True),
+    ("training finished epoch 3", False), ("training done for fold 1", False),
+    ("Final model saved to out/", True), ("TensorFlow Lite: export success", True),
+    ("exporting final model", True), ("Validation done", False),
+])
+def test_closing_words(text, closing):
+    assert quiet_ending._closing(text) is closing
+
+
+@pytest.mark.parametrize(("line", "reported"), [
+    ("Confusion Matrix:", True), ("Category 1:", True), ("[...truncated...]", True),
+    ("<snip>", True), ("(output omitted)", True), ("Unfreezing backbone", False),
+    ("Phase 2: training the full network", False),
+])
+def test_a_heading_or_an_elision_is_a_report_line(line, reported):
+    assert after_target._reported(line) is reported
+
+
+def test_an_evaluation_report_at_the_step_training_ended_is_no_progress_after_its_marker():
+    """Hugging Face's Trainer: `train_runtime` (a `completed` marker) then the final
+    evaluate()'s dict at the same step reads completed by its marker; a step past it trains."""
+    steps = "".join(f"{{'loss': 0.{9 - i}, 'epoch': {i}.0, 'step': {i * 100}}}\n"
+                    for i in range(1, 4))
+    done = "{'train_runtime': 39.7, 'train_loss': 0.5, 'epoch': 3.0}\n"
+    evaluated = read(steps + done + "{'eval_loss': 0.42, 'eval_runtime': 4.0, 'epoch': 3.0, "
+                     "'step': 300}\n")
+    assert (evaluated.class_id, evaluated.decided_by) == ("completed", "signature")
+    assert read(steps + done + "{'loss': 0.2, 'epoch': 4.0, 'step': 400}\n").class_id == "none"
+
+
+def test_a_percentage_is_no_outer_loop_pass():
+    from bot.core.outer_loop import outer_loop_open
+    assert not outer_loop_open(["Evaluating best model: 100%|##########| 125/125"])
+    assert outer_loop_open(["Evaluating model 2", "loss 0.3"])
