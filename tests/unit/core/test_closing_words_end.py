@@ -15,6 +15,8 @@ are the ones scripts print after their loop, not taken from those logs.
 
 from __future__ import annotations
 
+from pathlib import Path
+
 import pytest
 from support.end_marker import read
 
@@ -89,6 +91,33 @@ def test_closing_words(text, closing):
 ])
 def test_a_heading_or_an_elision_is_a_report_line(line, reported):
     assert after_target._reported(line) is reported
+
+
+REAL = Path(__file__).resolve().parents[2] / "fixtures" / "real"
+
+
+@pytest.mark.parametrize(("name", "expected"), [
+    # a PyCharm run of 15 experiments whose console ends in the process's exit with code 0
+    ("completed__asthera-ml-2-task.log", "completed"),
+    # an early stop at epoch 18 of 20, the best model's evaluation bar, then its metrics under
+    # their headings
+    ("completed__hierarchical-text-classification-bert.log", "completed"),
+    # a staged scikit-learn pipeline's `TRAINING COMPLETE` banner (no training progress line)
+    ("completed__ai-silent-disease-predictor.log", "completed"),
+    # a 7-step pipeline's `Pipeline complete! All outputs saved to 'outputs/'`
+    ("completed__compressive-strength-estimation.log", "completed"),
+    # Hugging Face's train_runtime, then the final evaluate()'s eval_loss at the same step
+    ("completed__sentiment-analysis-roberta.log", "completed"),
+    # a 40-epoch run's live log after its first epoch's summary and best-model update
+    ("none__acneguard-ai-backend.log", "none"),
+    # an 80-epoch run's log cut as epoch 80 began, after epoch 79's summary
+    ("none__assignment-9-80ep.log", "none"),
+    # a 50-epoch run copied after epoch 31's summary
+    ("none__car-classification-ml.log", "none"),
+])
+def test_real_logs_ending_in_closing_words_or_a_summary_mid_run(name, expected):
+    text = (REAL / name).read_text(encoding="utf-8").partition("\n")[2]
+    assert read(text).class_id == expected
 
 
 def test_an_evaluation_report_at_the_step_training_ended_is_no_progress_after_its_marker():
