@@ -32,13 +32,11 @@ from bot.core.launcher_lint.body_assignments import (
     bodies_called_before,
     calls_all_read,
     calls_in_shell,
-    defined_names,
     local_names,
     own_view,
     right_in_bodies,
     set_at_calls,
     set_at_links,
-    signal_traps,
     trap_action,
 )
 from bot.core.launcher_lint.branch_paths import (
@@ -76,7 +74,6 @@ from bot.core.launcher_lint.model import (
     Cover,
     Scan,
 )
-from bot.core.launcher_lint.signals import self_kills
 from bot.core.launcher_lint.syntax import loop_passes
 from bot.core.text import N_
 
@@ -84,29 +81,26 @@ from bot.core.text import N_
 MAX_UNPLACED_READ = 20
 
 
-def _named_nowhere_else(code: str, names: set[str], bodies: dict[str, list[tuple[int, int]]],
-                        never_run: list[tuple[int, int]], read_at: set[int],
-                        sent: set[str]) -> set[str]:
+def _named_nowhere_else(code: str, names: set[str], bodies: dict[str, tuple[int, int]],
+                        never_run: list[tuple[int, int]], read_at: set[int]) -> set[str]:
     """Those of `names` (functions whose every call the walk placed is one bash never makes)
     whose name the script has nowhere but in their definitions, in what bash never runs
-    (`never_run`: `true || f`) or in the bodies of others of them (`bodies`: each one's, by
-    name; one defined twice has two): no call the walk does not
+    (`never_run`: `true || f`) or in the bodies of others of them: no call the walk does not
     place may run them (`eval f`, `c=f; $c`, `x=$(f)`, `trap f EXIT`, `bash -c "…; f"`), but
     the calls whose body's counter is read there (`read_at`: model.Arith.substituted),
     `command f` (which skips functions) and a trap's action bash runs on a signal or `ERR`
-    only (`trap f INT`: on no normal run, body_assignments.trap_action), but a signal of
-    `sent` (the script sends it itself, or Slurm: signals.py)."""
+    only (`trap f INT`: on no normal run, body_assignments.trap_action)."""
     found = set(names)
     spots = {name: [m.start() for m in re.finditer(
         r"(?<![\w$./:-])" + re.escape(name) + r"(?![\w:-])", code)] for name in names}
     while True:
-        holds = [*never_run, *(span for name in found for span in bodies[name])]
+        holds = [*never_run, *(bodies[name] for name in found)]
         left = {name for name in found if all(
             at in read_at or any(start <= at < end for start, end in holds)
             or re.match(r"[ \t]*\(", code[at + len(name):at + len(name) + 40])
             or re.search(r"\bfunction[ \t]+$", code[max(0, at - 20):at])
             or COMMAND_ARGUMENT_RE.search(code, max(0, at - 40), at)
-            or trap_action(code, at, sent) == "signal"
+            or trap_action(code, at) == "signal"
             for at in spots[name])}
         if left == found:
             return found
@@ -124,10 +118,6 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
     # the loops whose number of passes the script says (syntax.loop_passes): one bash makes no
     # pass through sets nothing, one it makes a single pass through has no next pass
     passes = {start: loop_passes(code, start, done) for start, done in scan.loops.items()}
-    # the signals the script sends itself (`kill -USR1 $$`) and Slurm sends the batch shell
-    # (`#SBATCH --signal=B:USR1@90`): a trap on one may run (signals.py)
-    kills = self_kills(code) if scan.arith else {}
-    sent = set(kills) | scan.batch_signals
     never_run = [(start, scan.loops[start]) for start, n in passes.items() if n == 0
                  ] + scan.never_run
     repeating = {start: done for start, done in scan.loops.items()
@@ -138,12 +128,7 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
     never_called: set[str] = set()
     # (the functions the walk placed no call of: named only where bash runs no body, `command
     # f`, `g() { return 0; f; }`, they never run either; read for a few only, each a pass)
-    # (… and those whose body the walk did not read, model.Scan.uncalled_bodies: never called,
-    # or defined where it did not see the definition, `if c; then f() { …; }; fi`)
-    spans_of = {name: [span] for name, span in scan.bodies.items()}
-    for span, name in defined_names(code, scan.uncalled_bodies).items() if scan.arith else ():
-        spans_of.setdefault(name, []).append(span)
-    unplaced = set(spans_of) - {c.name for c in placed} if scan.arith else set()
+    unplaced = set(scan.bodies) - {c.name for c in placed} if scan.arith else set()
     if len(unplaced) > MAX_UNPLACED_READ:
         unplaced = set()
     if placed and never_run or unplaced:
@@ -153,9 +138,9 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
         made = [c for c in placed if c.offset not in skipped
                 and not any(link[2] in skipped for link in c.chain)]
         never_called = _named_nowhere_else(code, {c.name for c in placed} - {
-            c.name for c in made} | unplaced, spans_of, never_run,
-            {a.offset for a in scan.arith if a.substituted}, sent)
-        never_run += [span for name in never_called for span in spans_of[name]]
+            c.name for c in made} | unplaced, scan.bodies, never_run,
+            {a.offset for a in scan.arith if a.substituted})
+        never_run += [scan.bodies[name] for name in never_called]
         placed = made
     prefixes = prefix_assignments(code) if scan.arith else {}
     values = assigned_values(code, {a.variable for a in scan.arith}, prefixes, never_run,
@@ -185,9 +170,6 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
     subshells = find_subshells(code) + scan.piped + scan.dead_ends if values else []
     path_of, nested = path_index(scan.constructs)
     path_of = functools.cache(path_of)
-    # (… and the bodies such a trap runs, where bash may run them on some runs only)
-    by_signal = _run_by_signals(code, scan, sent, kills, {c.name for c in placed}, path_of,
-                                never_run) if sent else {}
     # the subshells around each assignment
     in_subshells = enclosing(subshells, [pos for v in values.values() for pos, _v in v])
     # the counts of the arithmetic expansions in a body (`f() { x=$((++n)); }`) hold in that
@@ -216,7 +198,7 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
     top_values, fake_paths, fake_constructs, at_links = _set_where_called(
         code, values, in_shell, scan, subshells, in_subshells, expansions, locals_of, path_of
     ) if calls_all_read(code, scan.calls, scan.bodies, scan.uncalled_bodies,
-                        scan.never_run, sent) else (values, {}, {}, {})
+                      scan.never_run) else (values, {}, {}, {})
     if at_links:  # (a counter in a body reads what the bodies it called before it set)
         values = {var: sorted([*v, *at_links.get(var, [])], key=lambda e: e[0])
                   for var, v in values.items()}
@@ -431,9 +413,6 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
                               None if unset_by is None else scan.line_of(unset_by))
         if a.substituted:  # (`x=$(f)`: the assignment's status is the body's last command's)
             found = through_substitution(found, code, a)
-        if by_signal and found.level == "fail" and not _surely_signalled(
-                by_signal, a.offset, None if a.assigns_zero or not before else before[-1][0]):
-            found = replace(found, level="warn")  # (on the runs that get the signal there)
         if line not in at_line:
             at_line[line] = len(findings)
             errexit_off_at[line] = a.errexit_off and not a.errexit
@@ -455,50 +434,6 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
         findings.append(Finding(CHECK_ARITH_UNSET, "pass", None,
                                 N_("no `((n++))` of a variable nothing sets under `set -u`")))
     return findings
-
-
-def _run_by_signals(code: str, scan: Scan, sent: set[str], kills: dict[str, list[int]],
-                    called: set[str], path_of: Callable[[int], tuple[Step, ...]],
-                    never_run: list[tuple[int, int]]) -> dict[tuple[int, int], int | None]:
-    """The bodies of the functions a trap on a signal of `sent` runs (body_assignments.
-    signal_traps), but those the script also calls (`called`), each with where bash surely
-    runs it: the first `kill` of the trap's signal to the script's own shell (`kills`:
-    signals.self_kills's) after the trap, both at the script's top level on every run (in no
-    branch, loop or body, nor in what bash never runs); None where no `kill` is so, or
-    Slurm may send the signal (model.Scan.batch_signals: at a time no one knows)."""
-    found: dict[tuple[int, int], int | None] = {}
-    spans = [*scan.bodies.values(), *scan.uncalled_bodies, *never_run]
-
-    def on_every_run(at: int) -> bool:
-        return path_of(at) == () and not any(s <= at < e for s, e in spans)
-
-    for trap_at, names, on in signal_traps(code, scan.bodies):
-        if not on & sent:
-            continue  # (one bash runs on no normal run: never_run's, when nothing else calls it)
-        sure = [k for sig in on & sent if sig not in scan.batch_signals
-                for k in kills.get(sig, []) if k > trap_at and on_every_run(k)
-                ] if on_every_run(trap_at) and not on & scan.batch_signals else []
-        for name in names - called:
-            body = scan.bodies[name]
-            was = found.get(body, -1)
-            found[body] = None if was is None or not sure else min(sure) if was == -1 \
-                else min(was, *sure)
-    return found
-
-
-def _surely_signalled(by_signal: dict[tuple[int, int], int | None], counter: int,
-                      read: int | None) -> bool:
-    """Does bash, on every run, run what a counter at `counter` that reads the assignment at
-    `read` depends on in the bodies `by_signal` (_run_by_signals's) before it: the counter's
-    own body, at its sure `kill`, or the body the assignment is in, at a `kill` before the
-    counter? Where neither is in such a body, nothing depends on a signal."""
-    for (start, end), kill in by_signal.items():
-        if start <= counter < end and kill is None:
-            return False
-        if read is not None and start <= read < end and not (start <= counter < end) and (
-                kill is None or kill > counter):
-            return False
-    return True
 
 
 def _read_once(values: dict[str, list[tuple[int, str | None]]],

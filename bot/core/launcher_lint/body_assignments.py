@@ -17,7 +17,6 @@ from bot.core.launcher_lint.branch_paths import Step, last_to_run
 from bot.core.launcher_lint.counter_values import STEP, arithmetic_step, stops_at
 from bot.core.launcher_lint.counts_between import enclosing
 from bot.core.launcher_lint.model import MAX_DEPTH, Call, Construct
-from bot.core.launcher_lint.signals import signal_name
 from bot.core.shell_lexer import CASE_BRANCH_ENDS, Memo, group_end, split_top_level
 
 #: `local` / `declare` / `typeset` where a command starts in a body, and its arguments up to
@@ -313,19 +312,8 @@ _WORD_RE = re.compile(r"(?<![\w$./:-])[A-Za-z_][\w:-]*(?![\w:./-])")
 _DEFINED_RE = re.compile(r"([A-Za-z_][\w:-]*)[ \t]*(?:\([ \t]*\))?[ \t\n]*\{?[ \t]*\Z")
 
 
-def defined_names(code: str, spans: list[tuple[int, int]]) -> dict[tuple[int, int], str]:
-    """The name each function body of `spans` (model.Scan.uncalled_bodies: bodies the walk did
-    not read) is defined for, where the text before it says (_DEFINED_RE)."""
-    found: dict[tuple[int, int], str] = {}
-    for start, end in spans:
-        if m := _DEFINED_RE.search(code, max(0, start - 120), start):
-            found[(start, end)] = m.group(1)
-    return found
-
-
 def calls_all_read(code: str, calls: list[Call], bodies: dict[str, tuple[int, int]],
-                   uncalled: list[tuple[int, int]], never_run: list[tuple[int, int]],
-                   sent: Collection[str] = ()) -> bool:
+                   uncalled: list[tuple[int, int]], never_run: list[tuple[int, int]]) -> bool:
     """Is every place bash may run a function's body a call the walk read (`calls`)? Not so
     where a function's name is elsewhere than at those calls and its definition (`FOO=1 f`,
     `time f`, `"f"`, `\\f`, `eval "f; g"`), or a command's name is a parameter
@@ -335,14 +323,16 @@ def calls_all_read(code: str, calls: list[Call], bodies: dict[str, tuple[int, in
     substitution (`$(f)`, `` `f` ``, `<(f)`) runs in a subshell: it sets nothing here; a name
     bash runs no body at (_RUNS_NO_BODY_HERE_RE: `cmd=f`, `command f`), an `EXIT` trap's
     (`trap f EXIT`: after every command), a signal's or `ERR`'s (`trap f INT`: on no normal
-    run; trap_action, but on a signal of `sent`, which bash may run: signals.py), one where
-    bash never goes (`never_run`: `g() { return 0; f; }`) and one in a piped group
-    (_piped_groups: a subshell) are no such place."""
+    run; trap_action), one where bash never goes (`never_run`: `g() {
+    return 0; f; }`) and one in a piped group (_piped_groups: a subshell) are no such place."""
     if _DYNAMIC_CALL_RE.search(code):
         return False
     read = {c.offset for c in calls}
-    # (… and one of a body the walk did not read: `if c; then f() { …; }; fi`)
-    named = set(bodies) | set(defined_names(code, uncalled).values())
+    names = list(bodies)
+    for start, _end in uncalled:  # (a body the walk did not read: `if c; then f() { …; }; fi`)
+        if m := _DEFINED_RE.search(code, max(0, start - 120), start):
+            names.append(m.group(1))
+    named = set(names)
     unread: list[int] = []
     for m in _WORD_RE.finditer(code):  # (one pass for all the names)
         if m.group() in named:
@@ -351,7 +341,7 @@ def calls_all_read(code: str, calls: list[Call], bodies: dict[str, tuple[int, in
                     or re.match(r"[ \t]*\(", code[m.end():m.end() + 40])
                     or re.search(r"(?:\bfunction|[$<>]\(|`)[ \t]*$", code[max(0, at - 20):at])
                     or _RUNS_NO_BODY_HERE_RE.search(code[max(0, at - 40):at])
-                    or trap_action(code, at, sent) is not None):
+                    or trap_action(code, at) is not None):
                 unread.append(at)
     if not unread:
         return True
@@ -424,21 +414,20 @@ _ON_EXIT = {"EXIT", "0"}
 _ON_THE_WAY = {"DEBUG", "RETURN"}
 
 
-def trap_action(code: str, at: int, sent: Collection[str] = ()) -> str | None:
+def trap_action(code: str, at: int) -> str | None:
     """Is the word at `at` in a `trap` command's action on its line (_TRAP_RE), and when does
     bash run it: "exit" (the action is that one function's name, run on the shell's exit,
     `trap f EXIT`), "signal" (on a signal or `ERR` only, `trap f INT`, `trap 'f; exit 1'
     TERM`: on no normal run), None (no such action, or one bash runs on the way, `trap f
-    DEBUG`, or on a signal of `sent`: one the script sends itself, `kill -USR1 $$`, or Slurm
-    sends the batch shell, `#SBATCH --signal=B:USR1@90`, signals.py: bash may run it)."""
+    DEBUG`)."""
     line_start = code.rfind("\n", 0, at) + 1
     if "trap" not in code[line_start:at]:
         return None
     line_end = code.find("\n", at)
     line = code[line_start : len(code) if line_end < 0 else line_end]
     for m in _TRAP_RE.finditer(line):
-        on = {signal_name(w) for w in m.group("on").split()}
-        if on & _ON_THE_WAY or on & set(sent):
+        on = {w.upper().removeprefix("SIG") for w in m.group("on").split()}
+        if on & _ON_THE_WAY:
             continue
         if m.group("name") is not None and m.start("name") + line_start == at:
             return "exit" if on & _ON_EXIT else "signal"
@@ -446,21 +435,3 @@ def trap_action(code: str, at: int, sent: Collection[str] = ()) -> str | None:
                 and m.start("action") <= at - line_start < m.end("action")):
             return "signal"
     return None
-
-
-def signal_traps(code: str, names: Collection[str]) -> list[tuple[int, set[str], set[str]]]:
-    """Each `trap` command (_TRAP_RE) on a signal or `ERR`: its offset, the functions of
-    `names` its action names, and its conditions (signals.signal_name's)."""
-    found: list[tuple[int, set[str], set[str]]] = []
-    if "trap" not in code:
-        return found
-    for line_m in re.finditer(r"(?m)^.*\btrap\b.*$", code):
-        for m in _TRAP_RE.finditer(line_m.group()):
-            on = {signal_name(w) for w in m.group("on").split()}
-            if on & (_ON_THE_WAY | _ON_EXIT):
-                continue
-            action = m.group("name") or m.group("action") or ""
-            called = {w for w in _WORD_RE.findall(action) if w in names}
-            if called:
-                found.append((line_m.start() + m.start(), called, on))
-    return found

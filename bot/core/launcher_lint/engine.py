@@ -57,7 +57,6 @@ from bot.core.launcher_lint.script_exits import (
     may_end_shell,
 )
 from bot.core.launcher_lint.shebang import shebang_errexit
-from bot.core.launcher_lint.signals import batch_signals
 from bot.core.launcher_lint.syntax import (
     and_or_branches,
     and_or_compounds,
@@ -765,5 +764,4 @@ def scan(script_text: str, code: str) -> Scan:
                 analyzer.positional, analyzer.subshells, analyzer.calls, analyzer.bodies,
                 analyzer.loops, analyzer.constructs, analyzer.never_run, analyzer.exclusive,
                 sorted(set(analyzer.piped)), analyzer.left_loops, sorted(analyzer.maybe_exits),
-                analyzer.one_pass, sorted(set(analyzer.dead_ends)), analyzer.uncalled_bodies,
-                batch_signals(script_text))
+                analyzer.one_pass, sorted(set(analyzer.dead_ends)), analyzer.uncalled_bodies)

@@ -498,9 +498,6 @@ class Scan:
     #: the bodies of the functions whose name the script has nowhere but in their definitions
     #: (call_kinds.function_calls: no call), which the walk does not read: they never run
     uncalled_bodies: list[tuple[int, int]] = field(default_factory=list)
-    #: the signals `#SBATCH --signal=B:SIG` has Slurm send the batch shell before the time
-    #: limit (signals.batch_signals): a trap on one may run, at a time the script does not know
-    batch_signals: frozenset[str] = frozenset()
 
     def line_of(self, offset: int) -> int:
         """The 1-based line of a character offset."""
