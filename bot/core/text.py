@@ -8,6 +8,7 @@ placeholders, never translated fragments glued together.
 
 from __future__ import annotations
 
+import math
 import re
 import unicodedata
 from collections.abc import Callable, Sequence
@@ -34,6 +35,34 @@ class Text:
 def N_(msgid: str, /, **values: Any) -> Text:  # noqa: N802 - the gettext marker's usual name
     """Mark `msgid` for the catalogue (Babel's `N_` keyword) with its named values."""
     return Text(msgid, tuple(values.items()))
+
+
+# Below this a duration reads in seconds ("95 s", never "2 min" for an 8 s stall).
+SECONDS_BELOW = 120
+
+
+def duration_phrase(seconds: float, *, up: bool = False, down: bool = False) -> Text:
+    """THE duration wording of every text trainbot writes, as a Text (bot.slack.render's
+    format_duration says it in a language; a sentence made in code carries it as a value):
+    seconds below two minutes, then minutes, hours, days. Rounded to the nearest of the last
+    unit shown; with `up` (a wait announced to a person), rounded up to it, so the time said
+    is never before the real one; with `down` (a time left, as an approval's expiry), rounded
+    down to it, so the time said is never after the real one."""
+    if up and down:
+        raise ValueError("duration_phrase: up or down, not both")
+    whole: Callable[[float], int] = (math.ceil if up else math.floor if down
+                                     else (lambda x: int(round(x))))
+    if whole(max(0.0, seconds)) < SECONDS_BELOW:
+        return N_("%(seconds)d s", seconds=whole(max(0.0, seconds)))
+    hours, minutes = divmod(whole(seconds / 60.0), 60)
+    if up and hours >= 24 and minutes:  # days show whole hours: the next one
+        hours, minutes = hours + 1, 0
+    days, hours = divmod(hours, 24)
+    if days:
+        return N_("%(days)d d %(hours)d h", days=days, hours=hours)
+    if hours:
+        return N_("%(hours)d h %(minutes)02d min", hours=hours, minutes=minutes)
+    return N_("%(minutes)d min", minutes=minutes)
 
 
 def text_to_json(value: Any) -> Any:

@@ -16,7 +16,7 @@ import copy
 import json
 import math
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from datetime import UTC, datetime
 from functools import lru_cache
 from importlib.resources import files
@@ -29,6 +29,7 @@ from bot.core.policy import checkpoint_unknown_of, resume_start
 from bot.core.text import (
     Mrkdwn,
     align_table,
+    duration_phrase,
     mrkdwn_escape,
     mrkdwn_sentence,
     render_text,
@@ -101,38 +102,19 @@ def _defined(value: Any) -> None:
         value._fail_with_undefined_error()
 
 
-# Below this a duration reads in seconds ("95 s", never "2 min" for an 8 s stall).
-SECONDS_BELOW = 120
-
-
 def format_duration(seconds: float | None, t: PoTranslations | None = None, *,
                     up: bool = False, down: bool = False) -> str:
     """THE duration wording of every text trainbot writes (the templates' `duration` filter,
-    the metric cells, the CLI): seconds below two minutes, then minutes, hours, days; in
-    `t`'s language (English without one). Rounded to the nearest of the last unit shown;
-    with `up` (a wait announced to a person, the templates' `wait` filter: "trainbot looks
-    again in about …"), rounded up to it, so the time said is never before the real one;
-    with `down` (a time left, as an approval's expiry), rounded down to it, so the time said
-    is never after the real one."""
+    the metric cells, the CLI): bot.core.text.duration_phrase in `t`'s language (English
+    without one); `up` rounds up (the templates' `wait` filter: "trainbot looks again in
+    about …"), `down` rounds down; "?" for no duration."""
     if up and down:
         raise ValueError("format_duration: up or down, not both")
     _defined(seconds)
     if seconds is None:
         return "?"
-    _ = t.gettext if t is not None else (lambda message: message)
-    whole: Callable[[float], int] = (math.ceil if up else math.floor if down
-                                     else (lambda x: int(round(x))))
-    if whole(max(0.0, seconds)) < SECONDS_BELOW:
-        return _("%(seconds)d s") % {"seconds": whole(max(0.0, seconds))}
-    hours, minutes = divmod(whole(seconds / 60.0), 60)
-    if up and hours >= 24 and minutes:  # days show whole hours: the next one
-        hours, minutes = hours + 1, 0
-    days, hours = divmod(hours, 24)
-    if days:
-        return _("%(days)d d %(hours)d h") % {"days": days, "hours": hours}
-    if hours:
-        return _("%(hours)d h %(minutes)02d min") % {"hours": hours, "minutes": minutes}
-    return _("%(minutes)d min") % {"minutes": minutes}
+    return duration_phrase(seconds, up=up, down=down).format(
+        t.gettext if t is not None else None)
 
 
 def _num(value: float | int | None, digits: int = 0) -> str:
