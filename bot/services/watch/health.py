@@ -38,6 +38,7 @@ import logging
 from bot.cluster.errors import said
 from bot.services.watch.events import TickReport, WatchEvent
 from bot.services.watch.outbox import PARTLY_POSTED, Outbox
+from bot.services.watch.said import back_said, unreachable_said
 
 log = logging.getLogger(__name__)
 
@@ -97,14 +98,13 @@ class ClusterHealth:
             if since is not None:
                 self._down_since = min(self._down_since, since)
             return self.outbox.emit(self.outbox.stored_event(first), NOTICE, now, report)
-        text = (f"cluster {self.cluster} unreachable for {self._failed} ticks "
-                f"(since {_utc(self._down_since)}): {exc}. Jobs are not being judged; "
-                "nothing is concluded about them until it answers again.")
+        began, error = _utc(self._down_since), said(exc)
+        told = unreachable_said(self.cluster, self._failed, began, error)
         return self.outbox.emit(WatchEvent(NOTICE,
                                            f"cluster:{self.cluster}:down:{int(self._down_since)}",
-                                           self.cluster, text,
-                                           facts={"ticks": self._failed, "error": said(exc),
-                                                  "since": _utc(self._down_since)}),
+                                           self.cluster, str(told),
+                                           facts={"ticks": self._failed, "error": error,
+                                                  "since": began, "said": told}),
                                 NOTICE, now, report, extra={"down_since": self._down_since})
 
     def ok(self, now: float, report: TickReport) -> None:
@@ -113,11 +113,11 @@ class ClusterHealth:
         self._read_told_outage()
         self._post_unposted_back(now, report)
         if self._down_notified and self._down_since is not None:
-            text = (f"cluster {self.cluster} answers again (unreachable since "
-                    f"{_utc(self._down_since)}); watching resumes.")
+            began = _utc(self._down_since)
+            told = back_said(self.cluster, began)
             self.outbox.emit(
-                WatchEvent(BACK, self._back_key(self._down_since),
-                           self.cluster, text, facts={"since": _utc(self._down_since)}),
+                WatchEvent(BACK, self._back_key(self._down_since), self.cluster, str(told),
+                           facts={"since": began, "said": told}),
                 BACK, now, report, extra={"down_since": self._down_since})
             self._back_unposted = True  # a thread may lack it: asked at the next tick
         if self._failed or not self._unposted_checked:

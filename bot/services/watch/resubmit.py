@@ -24,13 +24,13 @@ from bot.cluster.errors import CommandFailed
 from bot.core.backoff import RESUBMIT_TRIES, resubmit_retry_in_s
 from bot.core.policy import Decision, DecisionKind, resume_start, run_latest
 from bot.core.slurm.sbatch import sbatch_refused_for_now
-from bot.core.text import N_
 from bot.crashpoint import crashpoint
 from bot.services.lost_submit import SubmitNotSeen
 from bot.services.ports import LeaseLost
 from bot.services.submit import RESUBMIT_CLASS, RunMovedOn, run_moved_on
 from bot.services.watch.events import TickReport, WatchEvent
 from bot.services.watch.outbox import Outbox
+from bot.services.watch.said import resubmit_note_said, resubmitted_said, superseded_said
 from bot.store import Chain, Incident, Store
 
 log = logging.getLogger(__name__)
@@ -246,17 +246,9 @@ class AutoResubmits:
         recipe = data.get("recipe")
         tries = int(data.get("failures") or 0)
         error = str(data.get("error") or "")
-        values = {"job": str(inc.job_id), "error": error, "recipe": recipe or "RECIPE"}
-        if data.get("refused"):
-            said = N_("job %(job)s was not resubmitted: the cluster refused the automatic "
-                      "resubmit (%(error)s), so trainbot will not try it again; fix the cause, "
-                      "then `/train resume %(recipe)s` resumes the run.", **values)
-        else:
-            said = N_("job %(job)s was not resubmitted: the automatic resubmit failed "
-                      "%(tries)s times, the last with: %(error)s. trainbot stopped trying; "
-                      "`/train resume %(recipe)s` resumes the run.", tries=tries, **values)
-        facts = {"resubmit": "refused" if data.get("refused") else "failed", "tries": tries,
-                 "error": error, "recipe": recipe or "RECIPE", "said": said}
+        facts: dict[str, Any] = {"resubmit": "refused" if data.get("refused") else "failed",
+                                 "tries": tries, "error": error, "recipe": recipe or "RECIPE"}
+        said = facts["said"] = resubmit_note_said(str(inc.job_id), facts)
         if self.outbox.emit(WatchEvent("note", f"{self.cluster}:{inc.job_id}:resubmit:failed",
                                        self.cluster, str(said), chain_id, str(inc.job_id),
                                        recipe, decision=decision, facts=facts, text_only=True),
@@ -274,12 +266,12 @@ class AutoResubmits:
         """Say in the run's thread that its due resubmit was not made: a new run of its
         recipe carries it on (its incident said it would resubmit). True once said."""
         recipe = str(inc.diagnosis.get("recipe") or "")
-        text = (f"job {inc.job_id} was not resubmitted automatically: a new run of {recipe} "
-                f"was started since as job {moved.job}")
+        told = superseded_said(str(inc.job_id), recipe, moved.job)
         return self.outbox.emit(WatchEvent(
             "resubmit_superseded", f"{self.cluster}:{inc.job_id}:resubmit:superseded",
-            self.cluster, text, chain_id, str(inc.job_id), recipe,
-            facts={"new_job": moved.job, "recipe": recipe}), "resubmit_superseded", now, report)
+            self.cluster, str(told), chain_id, str(inc.job_id), recipe,
+            facts={"new_job": moved.job, "recipe": recipe, "said": told}),
+            "resubmit_superseded", now, report)
 
     def _ask_instead(self, inc: Incident, chain_id: int, data: dict[str, Any], decision: Decision,
                      now: float, report: TickReport) -> None:
@@ -287,16 +279,13 @@ class AutoResubmits:
         written by another version): nothing is submitted, a person is asked in the thread."""
         recipe = data.get("recipe")
         kind = str((data.get("decision") or {}).get("kind"))
-        said = N_("job %(job)s: trainbot could not read back its decision to resubmit (stored "
-                  "kind `%(kind)s`), so it did not resubmit; a person decides: "
-                  "`/train resume %(recipe)s` resumes the run.",
-                  job=str(inc.job_id), kind=kind, recipe=recipe or "RECIPE")
+        facts: dict[str, Any] = {"resubmit": "ask", "stored_kind": kind,
+                                 "recipe": recipe or "RECIPE"}
+        said = facts["said"] = resubmit_note_said(str(inc.job_id), facts)
         # The note says its own sentence, not the stored decision's ("resubmitting …")
         if self.outbox.emit(WatchEvent("note", f"{self.cluster}:{inc.job_id}:resubmit:ask",
                                  self.cluster, str(said), chain_id, str(inc.job_id), recipe,
-                                 decision=decision, text_only=True,
-                                 facts={"resubmit": "ask", "stored_kind": kind,
-                                        "recipe": recipe or "RECIPE", "said": said}),
+                                 decision=decision, text_only=True, facts=facts),
                       "resubmit_ask", now, report):
             self.store.incidents.set_state(inc.key, "asked")
 
@@ -306,11 +295,11 @@ class AutoResubmits:
         old = self.store.attempts.get_by_job(str(inc.job_id), self.cluster)
         shown = old.shown_id if old is not None else str(inc.job_id)  # `123_4` of a task
         where = resume_start(decision.resume_from, decision.resume_checkpoint)
-        text = f"job {shown} resubmitted automatically as {new_job}, {where}"
+        told = resubmitted_said(shown, str(new_job), where)
         if self.outbox.emit(WatchEvent("resubmitted", f"{self.cluster}:{inc.job_id}:resubmitted",
-                                 self.cluster, text, chain_id, str(inc.job_id),
+                                 self.cluster, str(told), chain_id, str(inc.job_id),
                                  data["recipe"], decision=decision,
-                                 facts={"new_job": str(new_job),
+                                 facts={"new_job": str(new_job), "said": told,
                                         **({"shown_id": shown} if shown != str(inc.job_id)
                                            else {})}),
                       "resubmitted", now, report):

@@ -90,6 +90,7 @@ from bot.services.watch.logs import JobReads, JobWatch, LogFollower
 from bot.services.watch.outbox import Outbox
 from bot.services.watch.recipes import RecipeSettings
 from bot.services.watch.resubmit import AutoResubmits, Recover, Resubmit
+from bot.services.watch.said import held_said, read_failed_said, unknown_said
 from bot.services.watch.sstat import add_sstat_sample, read_memory
 from bot.services.watch.unreadable import READ_FAILED_NOTE_TICKS, UnreadableFiles
 from bot.store import Chain, Store, WatchedJob
@@ -419,13 +420,12 @@ class Watcher:
         key = f"{self.cluster}:{thread}:read_failed:{int(since)}"
         if key in self.unreadable.noted:
             return True
-        text = (f"job {job}'s files have not been read for {failures.ticks} ticks in a "
-                f"row: {failures.error}. It is not judged until they read again; trainbot "
-                "reads them again each tick.")
+        error = said(failures.error)
+        told = read_failed_said(job, failures.ticks, now - failures.since, error)
         if self.outbox.emit(WatchEvent(
-                "read_failed", key, self.cluster, text, jw.chain_id, job, jw.recipe,
+                "read_failed", key, self.cluster, str(told), jw.chain_id, job, jw.recipe,
                 facts={"ticks": failures.ticks, "seconds": now - failures.since,
-                       "error": said(failures.error)}), "read_failed", now, report):
+                       "error": error, "said": told}), "read_failed", now, report):
             self.unreadable.noted.add(key)
         return True
 
@@ -475,13 +475,11 @@ class Watcher:
         job = str(w.job_id)
         recipe = self.chains.recipe_of(w.chain_id)
         minutes = (now - w.added_at) / 60
-        text = (f"job {job} is known to neither squeue nor sacct {minutes:.0f} min after it "
-                f"was watched (purged from accounting, or not a job of cluster "
-                f"{self.cluster}); trainbot stopped watching it. `/train watch {job}` "
-                "watches it again.")
+        told = unknown_said(job, minutes, self.cluster)
         if not self.outbox.emit(WatchEvent("unknown", f"{self.cluster}:{job}:unknown", self.cluster,
-                                     text, w.chain_id, job, recipe,
-                                     facts={"minutes": minutes}), "unknown", now, report):
+                                     str(told), w.chain_id, job, recipe,
+                                     facts={"minutes": minutes, "said": told}),
+                                "unknown", now, report):
             return  # not told yet: keep it, the next tick tries again
         attempt = self.store.attempts.get_by_job(job, self.cluster)
         if attempt is not None and attempt.result is None:
@@ -519,9 +517,11 @@ class Watcher:
         rep = held_report(record, jw.held_since, now, policy=self.recipes.params(jw.recipe))
         if rep is not None:
             key = f"{self.cluster}:{record.job_id}:held:{record.restart_count}"
-            self.outbox.emit(WatchEvent("held", key, self.cluster, rep.text, jw.chain_id,
+            told = held_said(record.display_id, rep.reason, rep.held_s)
+            self.outbox.emit(WatchEvent("held", key, self.cluster, str(told), jw.chain_id,
                                   str(record.job_id), jw.recipe, record=record,
-                                  facts={"reason": rep.reason, "held_s": rep.held_s}),
+                                  facts={"reason": rep.reason, "held_s": rep.held_s,
+                                         "said": told}),
                        "held", now, report)
 
     def _set_held_since(self, jw: JobWatch, held_since: float | None) -> None:
