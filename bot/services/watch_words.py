@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import logging
 from dataclasses import replace
+from typing import Any
 
 from bot.config import PolicyConfig
 from bot.core.incident import Incident, build_incident
@@ -30,6 +31,7 @@ from bot.services.ports import Blocks, BotContext
 from bot.services.probes import probe_offer
 from bot.services.threads import render
 from bot.services.watch.events import WatchEvent
+from bot.services.watch.said import said_of
 
 log = logging.getLogger(__name__)
 
@@ -60,7 +62,7 @@ class EventWords:
                 "text_only": event.text_only, "job_id": shown_job(event),
                 "cluster": event.cluster, "state": rec.state if rec else None,
                 "class_id": d.class_id if d else (dec.class_id if dec else None),
-                "reason": reason, "facts": dict(event.facts),
+                "reason": reason, "facts": with_said(event, reason),
                 "detail": d.detail if d else None, "hint": d.hint if d else None,
                 "translations": d.translations if d else {},
                 "site_hint": d.site_hint if d else False,
@@ -126,6 +128,18 @@ class EventWords:
                 if inc.key.endswith(":final") and inc.class_id != "completed":
                     return ()
         return owners_to_mention(config, event.recipe)
+
+
+def with_said(event: WatchEvent, reason: dict[str, Any]) -> dict[str, Any]:
+    """The event's facts, with its sentence (`said`, bot.services.watch.said) made again from
+    its figures when it was recorded without one (an outbox row of an older bot): said in the
+    thread's language, not as the English text it stored."""
+    facts = dict(event.facts)
+    if "said" not in facts:
+        said = said_of(event.kind, shown_job(event), event.cluster, facts, reason)
+        if said is not None:
+            facts["said"] = said
+    return facts
 
 
 def shown_job(event: WatchEvent) -> str:

@@ -4,6 +4,10 @@ An event carries its sentence in `facts["said"]`: its English is the event's `te
 logged, sent to the webhook), and templates/event.json.j2 renders it in the thread's language
 (the `msg` filter: Korean from messages.po, the same message ids). The figures the sentence is
 made of stay in the facts beside it (`held_s`, `ticks`, `new_job` …).
+
+`said_of` makes an event's sentence again from those figures, for an event recorded before
+its sentence was (an outbox row of an older bot, published again from the store): it says
+what the watcher would say now, in the thread's language, not the English text stored.
 """
 
 from __future__ import annotations
@@ -11,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from bot.core.policy import resume_start
 from bot.core.text import N_, Text, duration_phrase
 
 
@@ -86,3 +91,36 @@ def resubmit_note_said(job: str, facts: Mapping[str, Any]) -> Text:
               "`/train resume %(recipe)s` resumes the run.",
               job=job, error=error, recipe=recipe, tries=int(facts.get("tries") or 0))
 
+
+def said_of(kind: str, job: str, cluster: str, facts: Mapping[str, Any],
+            reason: Mapping[str, Any]) -> Text | None:
+    """The sentence of an event of `kind` (of `job`, shown as people read it, on `cluster`)
+    made from its figures (`facts`; `reason`: its decision's, where a resubmit starts), for
+    an event recorded without its `said`; None for an event with no such sentence, or without
+    the figures for it."""
+    if "said" in facts:
+        said = facts["said"]
+        return said if isinstance(said, Text) else None
+    try:
+        if kind == "note" and "resubmit" in facts:
+            return resubmit_note_said(job, facts)
+        if kind == "held" and "held_s" in facts:
+            return held_said(job, str(facts["reason"]), float(facts["held_s"]))
+        if kind == "unknown" and "minutes" in facts:
+            return unknown_said(job, float(facts["minutes"]), cluster)
+        if kind == "read_failed" and "ticks" in facts:
+            return read_failed_said(job, int(facts["ticks"]), float(facts["seconds"]),
+                                    facts["error"])
+        if kind == "resubmitted" and "new_job" in facts:
+            return resubmitted_said(job, str(facts["new_job"]), resume_start(
+                reason.get("resume_from"), reason.get("resume_checkpoint")))
+        if kind == "resubmit_superseded" and "new_job" in facts:
+            return superseded_said(job, str(facts["recipe"]), str(facts["new_job"]))
+        if kind == "cluster_unreachable" and "ticks" in facts:
+            return unreachable_said(cluster, int(facts["ticks"]), str(facts["since"]),
+                                    facts["error"])
+        if kind == "cluster_back" and "since" in facts:
+            return back_said(cluster, str(facts["since"]))
+    except (KeyError, TypeError, ValueError):
+        return None  # figures of another shape: the stored English text is said
+    return None

@@ -1,6 +1,7 @@
 """The watcher's notes say one sentence each (bot.services.watch.said): the event's English
 `text` is what an English thread shows, and a Korean thread gets the same sentence in Korean
-(templates/event.json.j2 renders `facts.said`)."""
+(templates/event.json.j2 renders `facts.said`). A note recorded before it carried its
+sentence (an outbox row of an older bot) is said from its figures, in the thread's language."""
 
 from __future__ import annotations
 
@@ -9,6 +10,7 @@ import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 from fakes import T0, FakeSFTP, FakeSlurm, make_context, writer
@@ -114,3 +116,47 @@ def test_the_watchers_english_text_is_the_english_threads_sentence(store):
     assert [e.text for e in events] == said
     _, korean = watched_events(store, "ko")
     assert len(korean) == 4 and all(HANGUL.search(k) for k in korean), korean
+
+
+# ------------------------------------------------------------- notes of an older bot
+
+# facts as recorded before notes carried their sentence (no `said`), its Korean's start
+OLD_NOTES: dict[str, tuple[dict[str, Any], str]] = {
+    "refused": ({"resubmit": "refused", "tries": 1, "error": "sbatch: error: bad account",
+                 "recipe": "mix"},
+                "작업 88154은(는) 재제출되지 않았습니다"),
+    "failed": ({"resubmit": "failed", "tries": 3, "error": "timed out", "recipe": "mix"},
+               "작업 88154은(는) 재제출되지 않았습니다"),
+    "ask": ({"resubmit": "ask", "stored_kind": "weird", "recipe": "mix"}, "작업 88154:"),
+}
+
+
+@pytest.mark.parametrize("which", list(OLD_NOTES))
+def test_an_older_bots_resubmit_note_is_said_in_the_threads_language(store, which):
+    """A give-up (or ask) note whose facts have no `said` (recorded before 29c79486): the
+    Korean thread reads it in Korean, made from its figures, not the stored English text."""
+    facts, start = OLD_NOTES[which]
+    english = "job 88154 was not resubmitted: (an older bot's English)"
+    event = WatchEvent("note", f"dev:88154:resubmit:{which}", "dev", english, None, "88154",
+                       "mix", facts=dict(facts), text_only=True)
+    korean = said_in(store, "ko", event)
+    assert korean.startswith(start) and "`/train resume mix`" in korean, korean
+    assert said_in(store, "en", event).endswith("`/train resume mix` resumes the run.")
+
+
+def test_an_older_bots_notes_are_said_from_their_figures(store):
+    """The other notes of an older bot (their figures, no `said`) read as they always did:
+    in each thread's language, the watcher's sentence."""
+    held = WatchEvent("held", "dev:87870:held:1", "dev", "job 87870 has been held", None,
+                      "87870", "mix", facts={"reason": "JobHeldAdmin", "held_s": 660})
+    assert said_in(store, "en", held) == str(held_said("87870", "JobHeldAdmin", 660))
+    assert said_in(store, "ko", held).startswith("작업 87870이(가) 11분째 보류 상태")
+    down = WatchEvent("cluster_unreachable", "cluster:dev:down:1", "dev", "cluster dev down",
+                      facts={"ticks": 3, "since": "2027-01-15 08:00:00 UTC", "error": ERROR})
+    assert said_in(store, "ko", down).startswith("클러스터 dev에 3번 연속 연결하지 못했습니다")
+
+
+def test_a_note_of_figures_of_another_shape_says_its_stored_english(store):
+    event = WatchEvent("held", "dev:87870:held:1", "dev", "job 87870 is held", None, "87870",
+                       "mix", facts={"held_s": 660})  # no reason
+    assert said_in(store, "ko", event) == "job 87870 is held"
