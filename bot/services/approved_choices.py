@@ -41,6 +41,7 @@ from bot.services.cancel_steps import (
 )
 from bot.services.lost_submit import sent_moment
 from bot.services.ports import BotContext, Slurm
+from bot.services.root_views import task_bounds
 from bot.services.runs import (
     announce_submit,
     approval_intent,
@@ -52,7 +53,6 @@ from bot.services.runs import (
 from bot.services.submit import RunMovedOn, RunSubmitInFlight
 from bot.services.submit_deadlines import step_bounds
 from bot.services.submit_result import SubmitResult
-from bot.services.threads import task_bounds
 from bot.store import Approval, Attempt
 
 

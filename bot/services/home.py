@@ -107,7 +107,7 @@ def _prompts(ctx: BotContext, chain_id: int, now: float, state: str, adopted: bo
              control: bool = False) -> list[dict[str, Any]]:
     """The chain's open prompts with their buttons (an adopted job's: no resubmit); a
     prompt's job is named as its thread does, in its attempt's state (else the row's
-    `state`: bot.services.threads.prompt_job)."""
+    `state`: bot.services.root_views.prompt_job)."""
     prompts = []
     for a in ctx.store.approvals.for_chain(chain_id, "pending"):
         job = prompt_job(ctx, chain_id, str(a.target_job), state)

@@ -19,7 +19,8 @@ from bot.core.home import prompt_confirm
 from bot.core.policy import CheckpointUnknown
 from bot.services.access import approvers_now
 from bot.services.ports import Blocks, BotContext
-from bot.services.threads import prompt_job, render
+from bot.services.root_views import prompt_job
+from bot.services.threads import render
 from bot.slack.views import action_id_for
 
 RESUBMIT_ACTION = "resubmit"

@@ -2,8 +2,8 @@
 the recipe's language (`render`: templates/<name>.json.j2, the site's `templates.dir` first)
 and posted through the thread writer (`ctx.sink`, bot.services.ports.ThreadWriter): the
 root (`open_thread`, the one way it is posted; rewritten in place as attempts change by
-`refresh_root`) and replies (`thread_message`, `thread_note`, `post_safely`), each once by
-its key.
+`refresh_root`; what it shows: bot.services.root_views) and replies (`thread_message`,
+`thread_note`, `post_safely`), each once by its key.
 
 Every thread note, of whatever kind (the watcher's notes, a cluster's outage notice and its
 end, a settled cancel's note, `thread_note`'s), and every reply the watcher posts for an
@@ -16,16 +16,13 @@ given up, and logs it.
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from typing import Any, Literal, NamedTuple
 
 from bot.config import Config
-from bot.core.arrays import ArrayRootView, ArrayTask, build_array_root
 from bot.core.backoff import THREADLESS_TRIES, Backoffs, Fate, after_try
 from bot.core.holders import holder_label
-from bot.core.incident import AttemptSummary, RootView, build_root
-from bot.core.models import ChunkBounds, logged_target, run_target
 from bot.core.text import mrkdwn_escape
 from bot.services.leases import process_holder, process_judge
 from bot.services.ports import (
@@ -39,7 +36,14 @@ from bot.services.ports import (
     RenderError,
     root_key,
 )
-from bot.store import Attempt, Chain, Incident, Store
+
+# what a root shows (bot.services.root_views), its names imported from here too
+from bot.services.root_views import array_root_view as array_root_view
+from bot.services.root_views import chain_target as chain_target
+from bot.services.root_views import prompt_job as prompt_job
+from bot.services.root_views import root_view as root_view
+from bot.services.root_views import task_bounds as task_bounds
+from bot.store import Incident, Store
 
 log = logging.getLogger(__name__)
 
@@ -590,75 +594,6 @@ def forget_posts(ctx: BotContext, chain_id: int) -> None:
     run has ended, so its root is not rewritten again and a post of it not taken (one whose
     action is not tried again) would otherwise be kept for the process's life."""
     ctx.posts.pop(chain_id, None)
-
-
-def chain_target(config: Config, chain: Chain, attempts: Sequence[Attempt]) -> int | None:
-    """The target iteration of `chain`'s run as the watcher judges it (bot.core.models
-    .run_target): its submit's `target_iter=`, else its recipe's (when still configured),
-    else the one its `attempts` (oldest first: the chain's, or an array task's) last printed."""
-    configured = config.recipe(chain.recipe).target_iter \
-        if not chain.adopted and chain.recipe in config.recipes else None
-    return run_target(submitted=chain.target_iter, configured=configured,
-                      logged=logged_target(attempts))
-
-
-def task_bounds(config: Config, chain: Chain, attempts: Sequence[Attempt]) -> ChunkBounds:
-    """How the time-limit chunks of `chain`'s run (an array task's: its `attempts`, oldest
-    first) are counted against its budget: within its target (`chain_target`), at most its
-    recipe's `max_free_chunks` in a row (the defaults' for a recipe not, or no longer,
-    configured)."""
-    policy = config.policy_for(chain.recipe) if chain.recipe in config.recipes \
-        else config.policy
-    return ChunkBounds(target_iter=chain_target(config, chain, attempts),
-                       max_free_chunks=policy.max_free_chunks)
-
-
-def root_view(ctx: BotContext, chain_id: int) -> RootView | None:
-    """The root message's view from the chain's attempts in the store; None for an unknown
-    chain or one without attempts."""
-    chain = ctx.store.chains.get(chain_id)
-    attempts = ctx.store.attempts.for_chain(chain_id) if chain is not None else []
-    if chain is None or not attempts:
-        return None
-    configured = not chain.adopted and chain.recipe in ctx.config.recipes
-    return build_root(
-        recipe=chain.job_name if chain.adopted else chain.recipe,
-        attempts=[AttemptSummary(a.shown_id, a.result or a.state, a.last_iter, a.start_iter,
-                                 a.cause if a.result else None) for a in attempts],
-        target_iter=chain_target(ctx.config, chain, attempts),
-        retries_used=chain.retries_used,
-        retry_budget=ctx.config.policy_for(chain.recipe).retry_budget if configured else None,
-        cluster=chain.cluster,
-        adopted=chain.adopted,
-    )
-
-
-def prompt_job(ctx: BotContext, chain_id: int, job_id: str, state: str) -> tuple[str, str]:
-    """A prompt's job as its thread names it: the attempt's shown id (`123_4` of an array
-    task) and its state (its result once ended); a job that is no attempt of the chain (a
-    hold prompt's competitor): `job_id` itself and `state`."""
-    attempt = next((a for a in ctx.store.attempts.for_chain(chain_id) if a.job_id == job_id),
-                   None)
-    if attempt is None:
-        return job_id, state
-    return attempt.shown_id, attempt.result or attempt.state
-
-
-def array_root_view(ctx: BotContext, chain_id: int) -> ArrayRootView | None:
-    """The root view of an "array" chain: its tasks' rows from the store; tasks are still
-    waiting to start while the array's own id is watched and is no task yet."""
-    chain = ctx.store.chains.get(chain_id)
-    if chain is None or chain.kind != "array" or chain.array_job_id is None:
-        return None
-    attempts = ctx.store.attempts.for_chain(chain_id)
-    array = str(chain.array_job_id)
-    waiting = ctx.store.watched_jobs.get(chain.cluster, array) is not None and \
-        all(a.job_id != array for a in attempts)
-    tasks = [ArrayTask(a.shown_id, a.job_id, a.result or a.state, a.last_iter,
-                       a.cause if a.result else None) for a in attempts]
-    return build_array_root(array_job_id=chain.array_job_id, name=chain.job_name,
-                            tasks=tasks, waiting=waiting, cluster=chain.cluster,
-                            recipe=chain.recipe)
 
 
 def _root_message(ctx: BotContext, chain_id: int) -> tuple[Blocks, str] | None:
