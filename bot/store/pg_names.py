@@ -50,12 +50,15 @@ def _resolve_into(cparams: dict[str, Any], default_timeout_s: float,
     """Put the addresses of `cparams`' host names in its `hostaddr` (a host and port per
     address, the names kept); the names looked up, with their ports. A URL without a host
     takes libpq's from the environment (`PGHOST`, `PGPORT`), which libpq would otherwise look
-    up itself without a deadline. Nothing is changed when a hostaddr is given already (in the
-    parameters, or `PGHOSTADDR` for a URL without a host), or there is no name (no host at
-    all: the driver's socket default; a socket folder or an address looks nothing up)."""
+    up itself without a deadline, unless a service (`service=`, `PGSERVICE`) may name the host
+    instead. Nothing is changed when a hostaddr is given already (in the parameters, or
+    `PGHOSTADDR` for a URL without a host), or there is no name (no host at all: the driver's
+    socket default; a socket folder or an address looks nothing up)."""
     if cparams.get("hostaddr") or (os.environ.get("PGHOSTADDR") and not cparams.get("host")):
         return []
-    if not cparams.get("host") and os.environ.get("PGHOST"):  # libpq's default, looked up too
+    service = cparams.get("service") or os.environ.get("PGSERVICE")
+    if not cparams.get("host") and os.environ.get("PGHOST") and not service:
+        # libpq's default host, looked up too; a service file's host wins over it in libpq
         cparams["host"] = os.environ["PGHOST"]
         if not cparams.get("port") and os.environ.get("PGPORT"):
             cparams["port"] = os.environ["PGPORT"]

@@ -114,3 +114,29 @@ def test_pghost_and_pgport_are_connected_to_by_address_and_pghostaddr_is_left_to
     assert [(k.get("host"), k.get("hostaddr"), str(k.get("port"))) for k in handed] == [
         (KNOWN, "127.0.0.1", "5433"), (None, None, "None")]
     assert resolver == [KNOWN]
+
+
+@pytest.mark.parametrize("where", ["url", "environment"])
+def test_pghost_is_left_to_libpq_where_a_service_may_name_the_host(
+        resolver: list[str], monkeypatch: pytest.MonkeyPatch, where: str) -> None:
+    """libpq takes a service's host (pg_service.conf) over `PGHOST`: handing PGHOST to the
+    driver as the host would connect somewhere else than libpq does."""
+    handed: list[dict[str, Any]] = []
+
+    def connect(conninfo: str = "", **kwargs: Any) -> Any:
+        handed.append(kwargs)
+        raise psycopg.OperationalError("connection refused")
+
+    monkeypatch.setattr(psycopg, "connect", connect)
+    monkeypatch.setenv("PGHOST", KNOWN)
+    monkeypatch.delenv("PGHOSTADDR", raising=False)
+    url = "postgresql+psycopg://trainbot:s3cret@/trainbot"
+    if where == "url":
+        monkeypatch.delenv("PGSERVICE", raising=False)
+        url += "?service=trainbot"
+    else:
+        monkeypatch.setenv("PGSERVICE", "trainbot")
+    with pytest.raises(StoreError, match="connection refused"):
+        Store.open(url)
+    assert [(k.get("host"), k.get("hostaddr")) for k in handed] == [(None, None)]
+    assert resolver == []
