@@ -16,7 +16,6 @@ class HeldReport:
     job_id: int
     reason: str
     held_s: float
-    text: str
     key: str = field(default="")
 
 
@@ -43,10 +42,5 @@ def held_report(record: Any, held_since: float | None, now: float, *, policy: An
         job_id=record.job_id,
         reason=why,
         held_s=held,
-        text=(
-            f"job {record.job_id} has been held ({why}) for {held / 60:.0f} min, usually after "
-            "a requeue; it will not start by itself. Ask an admin to release it, or cancel it "
-            "and resubmit from the last complete checkpoint."
-        ),
         key=f"held:{record.job_id}:{int(since)}",
     )
