@@ -82,8 +82,8 @@ def perform(ctx: BotContext, approval: Approval, choice: str, actor: str,
     recipe, target = payload.get("recipe"), str(approval.target_job)
     if choice == "hold":
         hold = comp.apply_hold(ctx, approval, actor, now)
-        kind: OutcomeKind = ("stale" if hold.did in ("competitor_started", "competitor_left")
-                             else "approved")
+        not_held = ("competitor_started", "competitor_left", "competitor_held")
+        kind: OutcomeKind = "stale" if hold.did in not_held else "approved"
         return Performed(Outcome(kind, actor, hold.did, recipe, job_id=target,
                                  for_job=payload.get("for_job"), state=hold.state,
                                  error=hold.error), target)

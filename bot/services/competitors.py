@@ -13,7 +13,10 @@ once Slurm shows the job held or no longer waiting, or the hold can no longer be
 
 The hold ledger is the approval row itself: action `hold_competitor`, state `approved` while
 the job is held by trainbot, `done` once released (or when nothing was held after all);
-`store.approvals.with_state(HOLD_ACTION, "approved")` lists exactly the jobs held now.
+`store.approvals.with_state(HOLD_ACTION, "approved")` lists exactly the jobs held now. A job
+held for several runs (a yes on a competitor trainbot already holds for another run shares
+that hold) has a row per run, and is released by the last of them to let go; a job its
+owner or an admin held is never entered in the ledger, so trainbot never releases it.
 """
 
 from __future__ import annotations
@@ -60,6 +63,8 @@ class HoldResult:
     pending: `state`, None when Slurm no longer knows it, or `error` when it could not be read
     again after its release came first) | competitor_started (running now:
     `state`) | competitor_left (no longer queued: `state`, None when Slurm no longer knows it)
+    | competitor_held (held already, by no hold of trainbot's: by its owner or an admin;
+    `state` the hold's reason, JobHeldUser; nothing held nor recorded)
     | hold_failed (`error` from Slurm; nothing held) | hold_unknown (`error`: `scontrol hold`'s
     end was not seen, so the job may be held: it stays in the hold ledger and is released
     like any hold, once it is seen to have landed or the hold can no longer be running:
@@ -256,7 +261,13 @@ def apply_hold(ctx: BotContext, approval: Approval, actor: str, now: float) -> H
     """Carry out an approved hold; returns what happened (for the message update).
 
     Slurm is asked first (one call for both jobs): nothing is held when the resumed job no
-    longer waits, or when the competitor already started or left the queue."""
+    longer waits, or when the competitor already started or left the queue. A competitor
+    Slurm shows held already is held by trainbot for another run (another approved hold of
+    it has its hold out: this yes shares that hold, `store.approvals.join_hold`, and the job
+    is released only once the last hold on it lets go, `release_held_for`), or by its owner
+    or an admin (`scontrol hold` of a held job succeeds, and Slurm keeps no record of who
+    held it): then nothing is held nor recorded (competitor_held, `state` the hold's
+    reason), so trainbot never releases a hold it did not place."""
     payload = approval.payload
     slurm = ctx.clusters.slurm(payload["cluster"])
     comp, for_job = _competitor(approval), int(payload["for_job"])
@@ -273,6 +284,20 @@ def apply_hold(ctx: BotContext, approval: Approval, actor: str, now: float) -> H
         skipped = HoldResult("competitor_started" if started else "competitor_left", state=state)
         why = (f"{comp} already started ({state}); not held" if started
                else f"{comp} is no longer queued ({state or 'unknown to Slurm'}); not held")
+    elif theirs.is_held:
+        shared = ctx.store.approvals.join_hold(approval.token, now=now)
+        if shared is not None:  # trainbot's own hold for another run: this yes shares it
+            ctx.store.audit.record(
+                actor=actor, action="competitor.hold", now=now, recipe=payload.get("recipe"),
+                job_id=str(comp), result="ok",
+                detail={"for_job": for_job, "shared_with": shared.payload.get("for_job")},
+            )  # fmt: skip
+            return release_if_no_longer_waiting(ctx, approval, now)
+        if HOLDING_STEP in ctx.store.approvals.steps(approval.token):
+            return skipped_after_release(slurm, for_job)  # its release came first
+        skipped = HoldResult("competitor_held", state=theirs.reason or theirs.state)
+        why = (f"{comp} is already held ({theirs.reason or theirs.state}), not by trainbot; "
+               "not held, and not trainbot's to release")
     if skipped is not None:
         ctx.store.approvals.mark_done(approval.token, now=now)
         ctx.store.audit.record(
@@ -341,10 +366,12 @@ def release_if_no_longer_waiting(ctx: BotContext, approval: Approval, now: float
 
 def released_by_another(ctx: BotContext, approval: Approval) -> bool:
     """Has another run (a tick, a cancel) released held competitor `approval` meanwhile
-    (it saw its hold land: `hold_seen_over`): its row done with an `ok` release?"""
+    (it saw its hold land: `hold_seen_over`): its row done with an `ok` release (not let go
+    to another run's hold: "hold_kept")?"""
     done = ctx.store.approvals.get(approval.token)
     return done is not None and done.state == "done" and not any(
-        step.startswith("release_failed_") for step in ctx.store.approvals.steps(approval.token))
+        step.startswith("release_failed_") or step == "hold_kept"
+        for step in ctx.store.approvals.steps(approval.token))
 
 
 def release_unless_waiting(ctx: BotContext, cluster: str, for_job: int, rec: JobRecord | None,
@@ -390,7 +417,10 @@ def release_held_for(ctx: BotContext, job_id: int | str, now: float, why: str,
     replica) once the step is old enough (bot.core.takeover.hold_step_takeover_s); Slurm
     takes a release of a job with no hold left as done (bot.cluster.slurm.SlurmClient
     .release). A release that fails (or whose end was not seen) is said in the thread and
-    tried again as long after, up to MAX_RELEASE_ATTEMPTS times in all (`release_failed`)."""
+    tried again as long after, up to MAX_RELEASE_ATTEMPTS times in all (`release_failed`).
+    A job trainbot holds for several runs (`apply_hold` shares a hold) is released by the
+    last of their holds to let go: one let go while another's is still out is done without
+    a release, said in its thread (`store.approvals.pass_hold`, one transaction)."""
     released = []
     for approval in held_now(ctx):
         if approval.payload.get("for_job") != str(job_id):
@@ -404,6 +434,16 @@ def release_held_for(ctx: BotContext, job_id: int | str, now: float, why: str,
             continue  # another tick or replica is releasing it, or tries again later
         crashpoint("hold_release_claimed", approval.token)  # crash-test hook (no-op in production)
         comp = _competitor(approval)
+        if (kept := ctx.store.approvals.pass_hold(approval.token, now=now)) is not None:
+            kept_for = kept.payload.get("for_job")
+            ctx.store.audit.record(
+                actor="trainbot", action="competitor.release", now=now, job_id=str(comp),
+                recipe=approval.payload.get("recipe"), result="kept",
+                detail={"for_job": str(job_id), "why": why, "state": state,
+                        "still_held_for": kept_for},
+            )  # fmt: skip
+            say_release(ctx, approval, str(job_id), why, state, kept_for=kept_for)
+            continue  # another run's hold still needs it: the last one to let go releases it
         try:
             ctx.clusters.slurm(approval.payload["cluster"]).release(comp)
         except KeyError as exc:  # nothing to try again: the ledger cannot reach its cluster
@@ -596,19 +636,19 @@ def competitor_record(ctx: BotContext, approval: Approval) -> JobRecord | None:
 def say_release(ctx: BotContext, approval: Approval, for_job: str, why: str,
                 state: str | None, problem: str | None = None,
                 retry: tuple[int, int] | None = None, *, unknown: bool = False,
-                still_held: bool = False) -> None:
+                still_held: bool = False, kept_for: str | None = None) -> None:
     """Say in the thread what became of held competitor `approval`'s release
     (templates/hold_released.json.j2), once: released, or failed (`problem`) and left to
     the person; or its `retry` (attempt, minutes until the next one) failed, once each;
     `unknown`: the release's end was not seen and the job was not read after it, or it
     outlived its timeout and may still land, so whether it worked is not known;
     `still_held`: its end was not seen (`problem`) and the job was read after it, still
-    held."""
+    held; `kept_for`: not released, another run's hold keeps it held for that job."""
     key = f"hold-release:{approval.token}" + ("" if retry is None else f":failed:{retry[0]}")
     thread_message(ctx, approval.chain_id, key, "hold_released", {
         "competitor": str(_competitor(approval)), "for_job": for_job, "why": why,
         "state": state, "problem": problem, "retry_in_min": None if retry is None else retry[1],
-        "unknown": unknown, "still_held": still_held,
+        "unknown": unknown, "still_held": still_held, "kept_for": kept_for,
     })
 
 

@@ -266,6 +266,10 @@ def test_hold_release_cancel_a_pending_job_with_the_reason_read_back(
     client.hold(job_id)
     rec = client.jobs([job_id])[job_id]
     assert (rec.state, rec.reason, rec.is_held) == ("PENDING", "JobHeldUser", True)
+    # a hold of a held job exits 0 too, and one release drops both: Slurm keeps no holder,
+    # so trainbot holds no job Slurm shows held already (competitors.apply_hold)
+    client.hold(job_id)
+    assert client.jobs([job_id])[job_id].is_held
 
     client.release(job_id)
     rec = client.jobs([job_id])[job_id]

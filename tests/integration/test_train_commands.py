@@ -418,6 +418,31 @@ def test_competitor_held_after_yes_and_released_when_resumed_job_runs(env: Env) 
         [r["text"] for r in env.slack.replies(CH, root["ts"])]
 
 
+def resumed_job_runs(env: Env, resumed: str) -> None:
+    """Wait until the resumed job `resumed` runs (or ran), then let the holds tick act."""
+    env.wait("the resumed job to run",
+             lambda: env.job(resumed).get("state") in ("RUNNING", "COMPLETING", None))
+    release_started(env.services, time.time())
+
+
+def test_a_yes_on_a_competitor_its_owner_held_meanwhile_leaves_the_owners_hold(
+        env: Env) -> None:
+    """Its owner holds the competitor while the prompt is open (`scontrol hold` of a held job
+    exits 0 on Slurm): the yes holds and records nothing, and the resumed job starting
+    releases nothing: the owner's hold stays."""
+    comp = submit_competitor(env, "comp")
+    _, replies = env.train("resume slow")
+    resumed = replies[0]["text"].split()[3]
+    token, ts = hold_prompt(env, comp)
+    env.sh("scontrol", "hold", comp)
+    env.click(ActionId.HOLD_COMPETITOR, token, ts, "U0APPR")
+    assert env.slack.ok_calls("chat.update")[-1].params["text"] == (
+        f"Out of date: {comp} is already held (JobHeldUser), by someone else's hold; trainbot "
+        f"did not hold it and does not release it for {resumed}.")
+    resumed_job_runs(env, resumed)
+    assert env.job(comp)["reason"] == "JobHeldUser"
+
+
 def test_nothing_held_after_no(env: Env) -> None:
     comp = submit_competitor(env, "comp2")
     _, replies = env.train("resume slow")

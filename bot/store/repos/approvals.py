@@ -302,7 +302,7 @@ class ApprovalsRepo(_Repo):
     STEPS = ("reminded", "escalated", "cancelling", "cancelling_to_resume", "cancel_unknown",
              "cancel_only_unknown", "cancel_settled", "cancel_announced", "cancel_resuming",
              "releasing", "release_failed_1", "release_failed_2", "hold_approved", "holding",
-             "hold_ended", "superseded", "superseded_shown", "claimed")
+             "hold_ended", "hold_kept", "superseded", "superseded_shown", "claimed")
     CLAIM_STEPS = ("hold_approved", "claimed")
     """The steps a claim marks with the approval (`claim`): a hold's yes, any other acting
     choice; forgotten when the claim is released."""
@@ -449,6 +449,80 @@ class ApprovalsRepo(_Repo):
                 )
         return due
 
+    def join_hold(self, token: str, *, now: float) -> Approval | None:
+        """A yes on hold prompt `token` whose job Slurm shows held already: when another
+        approved hold of the same job (action, target job and payload cluster) has its hold
+        out (`_hold_out`), `token` shares it (its "holding" and "hold_ended" steps marked:
+        nothing is sent, its hold is the one already out) and that other hold is returned;
+        None (nothing marked) when none has: the job is held by someone else. One
+        transaction, the job's approval rows locked as `pass_hold` and `settle_holds` lock
+        them, so a hold joined is never one being let go."""
+        with self._engine.begin() as conn:
+            mine, others = self._holds_beside(conn, token)
+            if mine is None or mine[0].state != "approved" or "holding" in mine[1]:
+                return None
+            out = next((a for a, steps in others if _hold_out(steps)), None)
+            if out is not None:
+                for step in ("holding", "hold_ended"):
+                    conn.execute(insert(t.prompt_steps).values(token=token, step=step, at=now,
+                                                               **_bound_values(None)))
+        return out
+
+    def pass_hold(self, token: str, *, now: float) -> Approval | None:
+        """Hold `token` (approved, its release claimed: "releasing") is no longer needed:
+        when another approved hold of the same job still has its hold out (`_hold_out`: its
+        release not claimed), `token` is done without a release (step "hold_kept") and that
+        other hold, which releases the job once it no longer needs it, is returned; None
+        (nothing changed) when `token` is the last: it releases the job. One transaction,
+        the job's approval rows locked (FOR UPDATE on PostgreSQL; SQLite's BEGIN IMMEDIATE
+        already serialises writers): of two holds let go at once, each having claimed its
+        release first, neither is seen out by the other, so the job is released, never left
+        held with no hold in the ledger."""
+        with self._engine.begin() as conn:
+            mine, others = self._holds_beside(conn, token)
+            if mine is None or mine[0].state != "approved":
+                return None
+            out = next((a for a, steps in others if _hold_out(steps)), None)
+            if out is not None:
+                conn.execute(update(t.approvals).where(and_(
+                    t.approvals.c.id == token, t.approvals.c.state == "approved"))
+                    .values(state="done", decided_at=now))
+                conn.execute(insert(t.prompt_steps).values(token=token, step="hold_kept", at=now,
+                                                           **_bound_values(None)))
+        return out
+
+    def _holds_beside(self, conn: Any, token: str) -> tuple[
+            tuple[Approval, dict[str, float]] | None, list[tuple[Approval, dict[str, float]]]]:
+        """`token`'s row with its steps, and the other approved ones of its action on its
+        target job and payload cluster with theirs (`_holds_on`, rows locked)."""
+        found = _row(Approval, conn.execute(
+            select(t.approvals).where(t.approvals.c.id == token)).first())
+        if found is None or found.target_job is None:
+            return None, []
+        rows = self._holds_on(conn, found.action, found.target_job,
+                              found.payload.get("cluster"))
+        mine = next((r for r in rows if r[0].id == token), None)
+        return mine, [r for r in rows if r[0].id != token and r[0].state == "approved"]
+
+    @staticmethod
+    def _holds_on(conn: Any, action: str, target_job: str,
+                  cluster: str | None) -> list[tuple[Approval, dict[str, float]]]:
+        """Every `action` approval on `target_job` whose payload names `cluster`, with its
+        steps; all the job's rows locked first, in id order (FOR UPDATE on PostgreSQL)."""
+        rows = conn.execute(
+            select(t.approvals).where(and_(t.approvals.c.action == action,
+                                           t.approvals.c.target_job == target_job))
+            .order_by(t.approvals.c.id).with_for_update()).all()
+        approvals = [a for a in (_row(Approval, r) for r in rows)
+                     if a.payload.get("cluster") == cluster]
+        steps: dict[str, dict[str, float]] = {a.id: {} for a in approvals}
+        if approvals:
+            for tok, step, at in conn.execute(
+                    select(t.prompt_steps.c.token, t.prompt_steps.c.step, t.prompt_steps.c.at)
+                    .where(t.prompt_steps.c.token.in_(list(steps)))).all():
+                steps[tok][step] = at
+        return [(a, steps[a.id]) for a in approvals]
+
     def with_state(self, action: str, state: str) -> list[Approval]:
         """Every approval of `action` in `state`, oldest first, across all chains.
 
@@ -474,6 +548,14 @@ def _forget_claim(conn: Any, token: str) -> None:
     conn.execute(delete(t.prompt_steps).where(and_(
         t.prompt_steps.c.token == token,
         t.prompt_steps.c.step.in_(list(ApprovalsRepo.CLAIM_STEPS)))))
+
+
+def _hold_out(steps: Mapping[str, float]) -> bool:
+    """Does an approved hold with these steps have its hold out, trainbot's to release: its
+    `scontrol hold` may have been sent ("holding"), or it is from before the steps (no
+    "hold_approved": its hold went out unmarked), and its release is not claimed
+    ("releasing"); a yes still reading Slurm ("hold_approved" alone) has none yet."""
+    return "releasing" not in steps and ("holding" in steps or "hold_approved" not in steps)
 
 
 def _bound_values(bounds: StepBounds | None) -> dict[str, float | None]:

@@ -385,3 +385,22 @@ def test_a_resubmit_with_mem_a_site_wrapper_ignored_says_so(store: Store, lang: 
     result = handle_click(ctx, prompt(ctx), ActionId.RESUBMIT_MEM, "W0LEAD", NOW + 1)
     assert (result.status, outcome(result)) == ("done", want)
     assert slurm.runner.calls[0].env["SBATCH_MEM_PER_NODE"] == "1900G"
+
+
+@pytest.mark.parametrize(("lang", "want"), [
+    ("en", "Out of date: 88017 is already held (JobHeldUser), by someone else's hold; trainbot "
+           "did not hold it and does not release it for 88887."),
+    ("ko", "지난 요청입니다: 작업 88017은(는) 이미 다른 사람의 보류로 보류되어 있습니다 "
+           "(JobHeldUser). trainbot은 이 작업을 보류하지 않았으며, 작업 88887 때문에 보류를 "
+           "해제하지도 않습니다."),
+])
+def test_a_yes_on_a_competitor_held_by_its_owner_says_it_was_not_held(
+    store: Store, lang: str, want: str
+) -> None:
+    slurm = FakeSlurm()
+    ctx = make_context(store, slurm, lang=lang)
+    token = hold_prompt(ctx, slurm)
+    slurm.set(88017, reason="JobHeldUser", priority=0)  # its owner held it meanwhile
+    result = handle_click(ctx, token, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 1)
+    assert (result.status, outcome(result)) == ("stale", want)
+    assert slurm.acted("hold") == []

@@ -1228,3 +1228,124 @@ def test_a_yes_whose_process_died_before_its_hold_releases_nothing_however_late(
     assert slurm.records[88017].is_held
     assert not any(t.startswith("Released 88017") for t in recorded(ctx).texts())
     assert competitors.held_now(ctx) == []
+
+
+def test_a_yes_on_a_competitor_its_owner_held_meanwhile_holds_and_releases_nothing(
+    ctx: BotContext, slurm: FakeSlurm
+) -> None:
+    """The owner held 88017 themselves while the prompt was open (Slurm shows it PENDING,
+    JobHeldUser; `scontrol hold` of a held job succeeds): the yes neither holds it nor puts
+    it in the hold ledger, and says so, so trainbot never releases the owner's hold."""
+    _, hold_token = competitor_setup(ctx, slurm)
+    slurm.set(88017, reason="JobHeldUser", priority=0)
+    result = handle_click(ctx, hold_token, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 2)
+    assert result.update_text == (
+        "Out of date: 88017 is already held (JobHeldUser), by someone else's hold; trainbot "
+        "did not hold it and does not release it for 88887.")
+    assert slurm.acted("hold") == []
+    assert competitors.held_now(ctx) == []
+    slurm.set(88887, state="RUNNING")
+    assert competitors.release_started(ctx, NOW + 3) == []
+    assert slurm.acted("release") == []
+    assert slurm.records[88017].is_held
+    actions = [(e.action, e.job_id, e.result) for e in ctx.store.audit.recent(100)]
+    assert ("competitor.hold", "88017", "skipped") in actions
+
+
+def second_run_asks_to_hold_88017(ctx: BotContext, slurm: FakeSlurm) -> str:
+    """Another run of the team, its resumed job 88999 pending, asks to hold 88017 too: the
+    prompt's token."""
+    chain = ctx.store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW)
+    ctx.store.attempts.record(chain_id=chain.id, job_id="88999", now=NOW)
+    recorded(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
+    slurm.add(88999, name="mix", account="root", partition="debug", priority=50)
+    return ctx.store.approvals.create(
+        chain_id=chain.id, action=competitors.HOLD_ACTION, target_job="88017",
+        payload={"cluster": "dev", "for_job": "88999", "recipe": "mix",
+                 "choices": ["hold", "keep"]},
+        allowed=["U0APPR"], now=NOW, expires_at=NOW + 3600)
+
+
+def test_a_competitor_held_for_two_runs_is_released_only_when_the_last_one_lets_go(
+    ctx: BotContext, slurm: FakeSlurm
+) -> None:
+    """Runs A (88887) and B (88999) both hold 88017: B's yes shares A's hold (88017 shows
+    held, by trainbot's hold for A); A's job starting leaves 88017 held for B, said in A's
+    thread; B's job starting releases it."""
+    _, token_a = competitor_setup(ctx, slurm)
+    token_b = second_run_asks_to_hold_88017(ctx, slurm)
+    handle_click(ctx, token_a, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 2)
+    result = handle_click(ctx, token_b, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 3)
+    assert result.update_text == "Approved by <@U0APPR>: held 88017 until 88999 starts"
+    assert slurm.acted("hold") == [88017]  # B's yes sends none: the hold is out already
+    assert sorted(a.payload["for_job"] for a in competitors.held_now(ctx)) == ["88887", "88999"]
+
+    slurm.set(88887, state="RUNNING")
+    assert competitors.release_started(ctx, NOW + 4) == []
+    assert slurm.acted("release") == []
+    assert slurm.records[88017].is_held
+    assert [a.payload["for_job"] for a in competitors.held_now(ctx)] == ["88999"]
+    assert ("88887 no longer needs 88017 held, but trainbot also holds it for 88999, which "
+            "still waits: 88017 stays held until 88999 no longer needs it."
+            ) in recorded(ctx).texts()
+
+    slurm.set(88999, state="RUNNING")
+    assert competitors.release_started(ctx, NOW + 5) == [88017]
+    assert slurm.acted("release") == [88017]
+    assert competitors.held_now(ctx) == []
+    results = [(e.action, e.result) for e in ctx.store.audit.recent(100)
+               if e.action == "competitor.release"]
+    assert sorted(results) == [("competitor.release", "kept"), ("competitor.release", "ok")]
+
+
+def test_two_holds_of_one_competitor_let_go_at_once_never_leave_it_held_unreleased(
+    ctx: BotContext, slurm: FakeSlurm
+) -> None:
+    """Both resumed jobs start and two replicas let go of the two holds at once: each claims
+    its release ("releasing") before it decides, so neither counts the other's hold as still
+    out, and both release 88017 (a release of a released job is harmless); one that decides
+    before the other's claim is kept for it, and that other then releases. Never both kept,
+    which would leave 88017 held with no hold in the ledger."""
+    _, token_a = competitor_setup(ctx, slurm)
+    token_b = second_run_asks_to_hold_88017(ctx, slurm)
+    handle_click(ctx, token_a, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 2)
+    handle_click(ctx, token_b, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 3)
+    approvals = ctx.store.approvals
+    for token in (token_a, token_b):
+        assert approvals.mark_step(token, competitors.RELEASING_STEP, now=NOW + 4)
+    assert approvals.pass_hold(token_a, now=NOW + 4) is None
+    assert approvals.pass_hold(token_b, now=NOW + 4) is None
+    assert len(competitors.held_now(ctx)) == 2  # both release it
+
+
+def test_a_hold_let_go_first_is_kept_for_the_other_and_a_yes_never_joins_a_hold_let_go(
+    ctx: BotContext, slurm: FakeSlurm
+) -> None:
+    _, token_a = competitor_setup(ctx, slurm)
+    token_b = second_run_asks_to_hold_88017(ctx, slurm)
+    handle_click(ctx, token_a, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 2)
+    handle_click(ctx, token_b, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 3)
+    approvals = ctx.store.approvals
+    assert approvals.mark_step(token_a, competitors.RELEASING_STEP, now=NOW + 4)
+    kept = approvals.pass_hold(token_a, now=NOW + 4)
+    assert kept is not None and kept.token == token_b
+    assert approvals.mark_step(token_b, competitors.RELEASING_STEP, now=NOW + 5)
+    assert approvals.pass_hold(token_b, now=NOW + 5) is None  # the last: it releases
+    # a third run's yes while B's release is claimed: 88017 shows held, but by no hold
+    # trainbot keeps out, so the yes neither joins it nor holds it
+    chain = ctx.store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW)
+    recorded(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
+    slurm.add(88555, name="mix", account="root", partition="debug", priority=50)
+    token_c = approvals.create(
+        chain_id=chain.id, action=competitors.HOLD_ACTION, target_job="88017",
+        payload={"cluster": "dev", "for_job": "88555", "recipe": "mix"},
+        allowed=["U0APPR"], now=NOW, expires_at=NOW + 3600)
+    assert approvals.claim(token_c, "U0APPR", NOW + 6, step="hold_approved").claimed
+    assert approvals.join_hold(token_c, now=NOW + 6) is None
+    # on another cluster, the same job id is another job: no hold of it is shared
+    other = approvals.create(
+        chain_id=chain.id, action=competitors.HOLD_ACTION, target_job="88017",
+        payload={"cluster": "prod", "for_job": "88555", "recipe": "mix"},
+        allowed=["U0APPR"], now=NOW, expires_at=NOW + 3600)
+    assert approvals.claim(other, "U0APPR", NOW + 6, step="hold_approved").claimed
+    assert approvals.join_hold(other, now=NOW + 6) is None
