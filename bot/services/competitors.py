@@ -339,6 +339,29 @@ def apply_hold(ctx: BotContext, approval: Approval, actor: str, now: float) -> H
     return release_if_no_longer_waiting(ctx, approval, now)
 
 
+def taken_by_person(ctx: BotContext, cluster: str, job_id: int, actor: str, verb: str,
+                    now: float) -> list[int]:
+    """A person's `/train hold` or `/train release` (`verb`) of job `job_id` on `cluster`,
+    gone through: a hold of it trainbot keeps for a resumed job leaves the hold ledger
+    (`store.approvals.settle_holds`), so trainbot's release once the resumed job starts no
+    longer drops the hold the person asked for, nor tries again a release the person made;
+    recorded (audit `competitor.release`, result `by_person`) and said in its run's thread.
+    A hold still on its way stays after a release, to be released once it has landed. Returns
+    the resumed jobs it was held for."""
+    settled = ctx.store.approvals.settle_holds(HOLD_ACTION, str(job_id), cluster=cluster,
+                                               now=now, landed_only=verb == "release")
+    why = "held_by_person" if verb == "hold" else "released_by_person"
+    for approval in settled:
+        for_job = str(approval.payload.get("for_job"))
+        ctx.store.audit.record(
+            actor=actor, action="competitor.release", now=now, job_id=str(job_id),
+            recipe=approval.payload.get("recipe"), result="by_person",
+            detail={"for_job": for_job, "verb": verb},
+        )  # fmt: skip
+        say_release(ctx, approval, for_job, why, None, by=actor)
+    return sorted({int(a.payload["for_job"]) for a in settled})
+
+
 def release_if_no_longer_waiting(ctx: BotContext, approval: Approval, now: float) -> HoldResult:
     """After a yes's hold is over: release it at once when the resumed job `for_job` stopped
     waiting while the hold was on its way (it started, or a person cancelled it). A release
@@ -636,19 +659,22 @@ def competitor_record(ctx: BotContext, approval: Approval) -> JobRecord | None:
 def say_release(ctx: BotContext, approval: Approval, for_job: str, why: str,
                 state: str | None, problem: str | None = None,
                 retry: tuple[int, int] | None = None, *, unknown: bool = False,
-                still_held: bool = False, kept_for: str | None = None) -> None:
+                still_held: bool = False, kept_for: str | None = None,
+                by: str | None = None) -> None:
     """Say in the thread what became of held competitor `approval`'s release
     (templates/hold_released.json.j2), once: released, or failed (`problem`) and left to
     the person; or its `retry` (attempt, minutes until the next one) failed, once each;
     `unknown`: the release's end was not seen and the job was not read after it, or it
     outlived its timeout and may still land, so whether it worked is not known;
     `still_held`: its end was not seen (`problem`) and the job was read after it, still
-    held; `kept_for`: not released, another run's hold keeps it held for that job."""
+    held; `kept_for`: not released, another run's hold keeps it held for that job; `by`:
+    the person whose `/train hold` (`why` held_by_person) or `/train release`
+    (released_by_person) took it out of trainbot's holds."""
     key = f"hold-release:{approval.token}" + ("" if retry is None else f":failed:{retry[0]}")
     thread_message(ctx, approval.chain_id, key, "hold_released", {
         "competitor": str(_competitor(approval)), "for_job": for_job, "why": why,
         "state": state, "problem": problem, "retry_in_min": None if retry is None else retry[1],
-        "unknown": unknown, "still_held": still_held, "kept_for": kept_for,
+        "unknown": unknown, "still_held": still_held, "kept_for": kept_for, "by": by,
     })
 
 

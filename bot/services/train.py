@@ -308,6 +308,8 @@ def _control(ctx: BotContext, cmd: c.JobControl, actor: str, channel: str | None
     getattr(slurm, cmd.verb)(job_id)
     if cmd.verb == "cancel":
         comp.release_held_for(ctx, job_id, now, "cancelled", cluster)
+    else:  # a competitor trainbot holds is the person's to hold or release from now on
+        comp.taken_by_person(ctx, cluster, job_id, actor, cmd.verb, now)
     _audit(ctx, actor, cmd.verb, now, "ok", target.display, recipe,
            asdict(whole) if whole is not None else None)
     raw = None if target.display == str(job_id) else job_id  # an array task's, after it

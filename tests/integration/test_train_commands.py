@@ -443,6 +443,25 @@ def test_a_yes_on_a_competitor_its_owner_held_meanwhile_leaves_the_owners_hold(
     assert env.job(comp)["reason"] == "JobHeldUser"
 
 
+def test_a_persons_train_hold_of_a_competitor_trainbot_holds_outlasts_the_resumed_job(
+        env: Env) -> None:
+    """`/train hold` of a competitor trainbot holds makes it the person's hold: the resumed
+    job starting no longer releases it."""
+    comp = submit_competitor(env, "comp")
+    _, replies = env.train("resume slow")
+    resumed = replies[0]["text"].split()[3]
+    token, ts = hold_prompt(env, comp)
+    env.click(ActionId.HOLD_COMPETITOR, token, ts, "U0APPR")
+    assert env.job(comp)["reason"] == "JobHeldUser"
+    env.train(f"hold {comp}", user="U0APPR")
+    resumed_job_runs(env, resumed)
+    assert env.job(comp)["reason"] == "JobHeldUser"
+    root = env.slack.root_messages(CH)[-1]
+    assert (f"<@U0APPR> held {comp} with `/train hold`: it is their hold now, and trainbot no "
+            f"longer releases it when {resumed} starts.") in \
+        [r["text"] for r in env.slack.replies(CH, root["ts"])]
+
+
 def test_nothing_held_after_no(env: Env) -> None:
     comp = submit_competitor(env, "comp2")
     _, replies = env.train("resume slow")

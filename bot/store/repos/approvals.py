@@ -491,6 +491,27 @@ class ApprovalsRepo(_Repo):
                                                            **_bound_values(None)))
         return out
 
+    def settle_holds(self, action: str, target_job: str, *, cluster: str, now: float,
+                     landed_only: bool) -> list[Approval]:
+        """Take job `target_job` of `cluster` out of the `action` holds' ledger, a person
+        having held or released it themselves: every approved one whose hold was sent
+        ("holding", or one from before the steps) done, in one transaction (the job's rows
+        locked, as `join_hold` and `pass_hold` lock them, so no yes joins a hold taken out
+        meanwhile); with `landed_only`, only those whose hold is over ("hold_ended", or one
+        from before the steps): one still on its way stays, released once it has landed. A
+        yes still reading Slurm ("hold_approved" alone) is left to find the job held.
+        Returns those done."""
+        with self._engine.begin() as conn:
+            settled = [a for a, steps in self._holds_on(conn, action, str(target_job), cluster)
+                       if a.state == "approved" and _hold_sent(steps)
+                       and (not landed_only or "hold_ended" in steps
+                            or "hold_approved" not in steps)]
+            for approval in settled:
+                conn.execute(update(t.approvals).where(and_(
+                    t.approvals.c.id == approval.id, t.approvals.c.state == "approved"))
+                    .values(state="done", decided_at=now))
+        return settled
+
     def _holds_beside(self, conn: Any, token: str) -> tuple[
             tuple[Approval, dict[str, float]] | None, list[tuple[Approval, dict[str, float]]]]:
         """`token`'s row with its steps, and the other approved ones of its action on its
@@ -552,10 +573,15 @@ def _forget_claim(conn: Any, token: str) -> None:
 
 def _hold_out(steps: Mapping[str, float]) -> bool:
     """Does an approved hold with these steps have its hold out, trainbot's to release: its
-    `scontrol hold` may have been sent ("holding"), or it is from before the steps (no
-    "hold_approved": its hold went out unmarked), and its release is not claimed
-    ("releasing"); a yes still reading Slurm ("hold_approved" alone) has none yet."""
-    return "releasing" not in steps and ("holding" in steps or "hold_approved" not in steps)
+    hold was sent (`_hold_sent`) and its release is not claimed ("releasing")."""
+    return "releasing" not in steps and _hold_sent(steps)
+
+
+def _hold_sent(steps: Mapping[str, float]) -> bool:
+    """May an approved hold with these steps have sent its `scontrol hold`: "holding"
+    marked, or it is from before the steps (no "hold_approved": its hold went out
+    unmarked)? A yes still reading Slurm ("hold_approved" alone) has sent none."""
+    return "holding" in steps or "hold_approved" not in steps
 
 
 def _bound_values(bounds: StepBounds | None) -> dict[str, float | None]:

@@ -1349,3 +1349,50 @@ def test_a_hold_let_go_first_is_kept_for_the_other_and_a_yes_never_joins_a_hold_
         allowed=["U0APPR"], now=NOW, expires_at=NOW + 3600)
     assert approvals.claim(other, "U0APPR", NOW + 6, step="hold_approved").claimed
     assert approvals.join_hold(other, now=NOW + 6) is None
+
+
+def test_a_persons_train_hold_of_a_competitor_trainbot_holds_is_theirs_and_kept(
+    ctx: BotContext, slurm: FakeSlurm
+) -> None:
+    """`/train hold 88017` of a competitor trainbot holds for 88887: it leaves the hold
+    ledger (recorded, said in the run's thread), so 88887 starting releases nothing."""
+    from bot.core.train_grammar import parse_command
+    from bot.services.train import execute
+
+    _, hold_token = competitor_setup(ctx, slurm)
+    handle_click(ctx, hold_token, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 2)
+    reply = execute(ctx, parse_command("hold 88017"), actor="U0APPR", channel="C0TRAIN",
+                    now=NOW + 3)
+    assert reply.text == "Job 88017 held by <@U0APPR>."
+    assert slurm.acted("hold") == [88017, 88017]
+    assert competitors.held_now(ctx) == []
+    assert ("<@U0APPR> held 88017 with `/train hold`: it is their hold now, and trainbot no "
+            "longer releases it when 88887 starts.") in recorded(ctx).texts()
+    slurm.set(88887, state="RUNNING")
+    assert competitors.release_started(ctx, NOW + 4) == []
+    assert slurm.acted("release") == []
+    assert slurm.records[88017].is_held
+    actions = [(e.action, e.actor, e.result) for e in ctx.store.audit.recent(100)]
+    assert ("competitor.release", "U0APPR", "by_person") in actions
+
+
+def test_a_persons_train_release_of_a_competitor_trainbot_holds_settles_its_hold(
+    ctx: BotContext, slurm: FakeSlurm
+) -> None:
+    """`/train release 88017`: trainbot's hold of it is over, said once; no release of its
+    own follows when 88887 starts (nor a hold of 88017 the person's release let go of
+    kept in the ledger)."""
+    from bot.core.train_grammar import parse_command
+    from bot.services.train import execute
+
+    _, hold_token = competitor_setup(ctx, slurm)
+    handle_click(ctx, hold_token, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 2)
+    execute(ctx, parse_command("release 88017"), actor="U0APPR", channel="C0TRAIN",
+            now=NOW + 3)
+    assert slurm.acted("release") == [88017]
+    assert competitors.held_now(ctx) == []
+    assert ("<@U0APPR> released 88017 with `/train release`; trainbot's hold of it for 88887 "
+            "is over.") in recorded(ctx).texts()
+    slurm.set(88887, state="RUNNING")
+    assert competitors.release_started(ctx, NOW + 4) == []
+    assert slurm.acted("release") == [88017]
