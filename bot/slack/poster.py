@@ -5,11 +5,12 @@ Posts at most once, and none is lost while Slack can be asked:
   after. A key already `posted` is never sent again.
 - every `chat.postMessage` carries the key in message `metadata`
   (`event_type="trainbot_post"`). A post whose fate is unknown (an intent left by a crash, a
-  5xx, a connection dropped after the request was sent) is *reconciled* before anything is
-  sent: the poster looks the key up in the thread (`conversations.replies`) or the channel's
-  latest 100 messages (`conversations.history`), records the ts it finds, and sends again only
-  when Slack does not have it. While the lookup fails, nothing is sent (`SlackPostError`; the
-  intent stays, and the next call looks it up first).
+  5xx or an `internal_error`/`fatal_error` answer, a connection dropped after the request was
+  sent) is *reconciled* before anything is sent: the poster looks the key up in the thread
+  (`conversations.replies`) or the channel's latest 100 messages (`conversations.history`),
+  records the ts it finds, and sends again only when Slack does not have it. While the lookup
+  fails, nothing is sent (`SlackPostError`; the intent stays, and the next call looks it up
+  first).
 - A chart is a three-step upload (`files.getUploadURLExternal`, the bytes to the upload URL,
   `files.completeUploadExternal`); only the completion makes it appear. Steps 1-2 are re-done
   freely; the file id is stored on the intent *before* the completion, which is reconciled
@@ -135,15 +136,23 @@ class _NoTimeForARequest(TimeoutError):
     """A request not started: it could end past its call's deadline (a chart's bytes)."""
 
 
+# Slack's answers (HTTP 200, ok:false) after which "it's possible some aspect of the operation
+# succeeded before the error was raised" (Slack's error docs): the call may have been performed.
+MAYBE_PERFORMED = frozenset({"internal_error", "fatal_error"})
+
+
 def call_fate(exc: Exception) -> Fate:
     """What a failed call did: `refused` (Slack answered no; sending again is pointless),
-    `not_sent` (Slack did not act: a 429, a connection never made) or `unknown` (a 5xx, or
-    the connection dropped once the request was out: Slack may have performed it)."""
+    `not_sent` (Slack did not act: a 429, a connection never made) or `unknown` (a 5xx, an
+    `internal_error` or `fatal_error` answer (MAYBE_PERFORMED), or the connection dropped once
+    the request was out: Slack may have performed it)."""
     if isinstance(exc, SlackApiError):
         status = exc.response.status_code
         if status == 429:
             return "not_sent"
-        return "unknown" if status >= 500 else "refused"
+        if status >= 500 or _api_error(exc) in MAYBE_PERFORMED:
+            return "unknown"
+        return "refused"
     if isinstance(exc, HTTPError):  # the upload URL of step 2
         return "unknown" if exc.code >= 500 or exc.code == 429 else "refused"
     if isinstance(exc, SlackRequestError):  # the SDK refused the arguments

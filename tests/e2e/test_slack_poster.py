@@ -254,6 +254,29 @@ def test_an_update_whose_answer_is_lost_is_sent_again(slack, poster, store, fake
     assert fake_sleep.waits  # the wait went through the injected sleep
 
 
+@pytest.mark.parametrize("error", ["internal_error", "fatal_error"])
+def test_a_post_slack_may_have_performed_before_its_error_is_posted_once(
+    slack, poster, store, error
+):
+    # Slack answers 200 ok:false internal_error / fatal_error, and documents that "some
+    # aspect of the operation" may have succeeded: here it did, so a blind retry (or a later
+    # chance with the intent forgotten) would post the root or the reply twice.
+    chain = open_chain(store)
+    slack.fail_next("chat.postMessage", status=200, error=error, after_processing=True)
+    root_ts = poster.post_root(chain, CHANNEL, section("root"), "root")
+    slack.fail_next("chat.postMessage", status=200, error=error, after_processing=True)
+    ts = poster.post_reply(chain, "incident:1", section("incident"), "incident")
+
+    assert [m["ts"] for m in slack.root_messages(CHANNEL)] == [root_ts]
+    assert [m["ts"] for m in thread_messages(slack, root_ts)] == [ts]
+    assert len(slack.calls("chat.postMessage")) == 2  # each looked up, never re-sent
+    assert store.slack_posts.get(root_key(chain)).ts == root_ts
+    assert store.chains.get(chain).thread_ts == root_ts
+    # the next chance (a later tick) finds both recorded: nothing is sent again
+    assert poster.post_reply(chain, "incident:1", section("incident"), "incident") == ts
+    assert len(slack.calls("chat.postMessage")) == 2
+
+
 def api_error(status: int, error: str) -> SlackApiError:
     resp = SlackResponse(client=None, http_verb="POST", api_url="chat.postMessage", req_args={},
                          data={"ok": False, "error": error}, headers={}, status_code=status)
@@ -266,6 +289,8 @@ def api_error(status: int, error: str) -> SlackApiError:
     (TimeoutError("timed out"), "unknown"),
     (URLError(TimeoutError("timed out")), "unknown"),
     (api_error(503, "service_unavailable"), "unknown"),
+    (api_error(200, "internal_error"), "unknown"),  # Slack may have performed it
+    (api_error(200, "fatal_error"), "unknown"),
     (URLError(ConnectionRefusedError(111, "refused")), "not_sent"),
     (URLError(socket.gaierror(-2, "Name or service not known")), "not_sent"),
     (api_error(429, "ratelimited"), "not_sent"),
