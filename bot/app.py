@@ -87,7 +87,7 @@ def build_context(config: Config, *, client: WebClient | None = None, slack: boo
                          deadline_s=config.slack.post_deadline_s) if client is not None else None
     sink = threads(store) if threads is not None else poster
     return BotContext(config=config, store=store, clusters=clusters,
-                      renderer=TemplateRenderer(), catalogue=catalogue, sink=sink,
+                      renderer=TemplateRenderer(redactor), catalogue=catalogue, sink=sink,
                       charts=SeriesCharts(catalogue) if sink is not None else None, home=poster)
 
 

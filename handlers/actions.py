@@ -92,7 +92,9 @@ def make_run_click(services: BotContext, fence: ListenerFence | None = None):  #
 def show(result: ClickResult, body: dict[str, Any], client: WebClient, respond: Respond,
          redactor: Redactor) -> None:
     """Update the prompt message and/or tell the clicker, the texts redacted (a failure's
-    outcome quotes the cluster's error, which may quote a secret)."""
+    outcome quotes the cluster's error, which may quote a secret). The rewritten prompt comes
+    from the renderer, which redacted it before cutting it to Slack's limits: redacting it
+    again here changes nothing, so it is sent within them."""
     container = body.get("container") or {}
     channel = (body.get("channel") or {}).get("id") or container.get("channel_id")
     ts = container.get("message_ts") or (body.get("message") or {}).get("ts")

@@ -761,7 +761,7 @@ def make_context(store: Store, slurm: FakeSlurm | Mapping[str, FakeSlurm] | None
     placed = {} if getattr(clusters, "has_ssh", True) else {
         name: remote_path("/home/slurmci", metadata.version("py-spy")) for name in config.clusters}
     return BotContext(config=config, store=store, clusters=clusters, sink=sink, home=home,
-                      renderer=TemplateRenderer(), catalogue=catalogue,
+                      renderer=TemplateRenderer(config.redactor()), catalogue=catalogue,
                       charts=SeriesCharts(catalogue) if sink is not None and charts else None,
                       clock=clock, pyspy=PySpyPlacements(placed))
 

@@ -375,6 +375,8 @@ class SlackPoster:
     # --- internals --------------------------------------------------------------------------
 
     def _redacted(self, blocks: list[dict], text: str) -> tuple[list[dict], str]:
+        """The last guard: a message of the renderer (bot.slack.render) was redacted before
+        it was cut to Slack's limits, so this changes nothing of it."""
         return self.redactor.redact_data(blocks), self.redactor.redact(text)
 
     def _root(self, chain_id: int) -> Any:

@@ -6,8 +6,10 @@ bot/templates symlink), words as English message ids translated by gettext catal
 (bot.slack.translations: templates/locale/<lang>/LC_MESSAGES/messages.po); a site folder
 `override_dir/<name>.json.j2` wins per file, and its `locale/` may reword or add a language.
 Every interpolated value goes through `tojson`, undefined names fail (`StrictUndefined`), the
-output is parsed with `json.loads`, then trimmed to Slack's limits with a visible note of what
-was cut: a long evidence block never gets the message rejected.
+output is parsed with `json.loads`, redacted (bot.core.redact: the config's secrets and token
+shapes), then trimmed to Slack's limits with a visible note of what was cut: a long evidence
+block never gets the message rejected. Redacting first is what keeps it within them: a marker
+is longer than a short secret it masks, so a text redacted after its cut could grow past them.
 """
 
 from __future__ import annotations
@@ -26,6 +28,7 @@ from typing import Any
 import jinja2
 
 from bot.core.policy import checkpoint_unknown_of, resume_start
+from bot.core.redact import MARKER, Redactor
 from bot.core.text import (
     Mrkdwn,
     align_table,
@@ -265,12 +268,17 @@ def render_blocks(
     *,
     override_dir: str | Path | None = None,
     max_blocks_json: int = MAX_BLOCKS_JSON,
+    redactor: Redactor | None = None,
 ) -> tuple[list[dict[str, Any]], str]:
-    """Render, parse and trim a message: returns (blocks, fallback_text)."""
+    """Render, parse, redact and trim a message: returns (blocks, fallback_text). Every text
+    is redacted by `redactor` (default: token shapes) before it is trimmed, so the blocks
+    returned are within Slack's limits as they are sent (redacting them again changes
+    nothing: bot.slack.poster does, as its last guard)."""
+    redactor = redactor or Redactor()
     data = render_template(template_name, lang, view, override_dir=override_dir)
-    blocks = trim_blocks(data["blocks"], lang=lang, max_json=max_blocks_json,
-                         override_dir=override_dir)
-    text = data["text"]
+    blocks = trim_blocks(redactor.redact_data(data["blocks"]), lang=lang,
+                         max_json=max_blocks_json, override_dir=override_dir)
+    text = redactor.redact(data["text"])
     if len(text) > MAX_FALLBACK_TEXT:
         text = text[: MAX_FALLBACK_TEXT - 1] + "…"
     return blocks, text
@@ -278,12 +286,17 @@ def render_blocks(
 
 class TemplateRenderer:
     """The renderer port (bot.services.ports.Renderer): the packaged templates, a site's
-    folder first."""
+    folder first; every message redacted by `redactor` (the bot's: `Config.redactor()`;
+    default: token shapes) before it is trimmed."""
+
+    def __init__(self, redactor: Redactor | None = None) -> None:
+        self.redactor = redactor or Redactor()
 
     def render_blocks(self, name: str, lang: str, view: Any, *, override_dir: str | None = None,
                       max_json: int | None = None) -> tuple[list[dict[str, Any]], str]:
         return render_blocks(name, lang, view, override_dir=override_dir,
-                             max_blocks_json=max_json or MAX_BLOCKS_JSON)
+                             max_blocks_json=max_json or MAX_BLOCKS_JSON,
+                             redactor=self.redactor)
 
 
 # --- trimming ------------------------------------------------------------------------------
@@ -304,8 +317,16 @@ def _cut_text(text: str, limit: int, cuts: _Cuts, marker: str) -> str:
     if fence >= 0 and text.endswith("```") and len(text) - fence > 6 and fence < limit // 2:
         # "*Evidence*\n```…```": keep the heading, cut lines inside the code block.
         return text[:fence] + _cut_code(text[fence:], limit - fence, cuts, marker)
-    cuts.chars += len(text) - (limit - 1)
-    return text[: limit - 1] + "…"
+    end = _outside_marker(text, limit - 1)
+    cuts.chars += len(text) - end
+    return text[:end] + "…"
+
+
+def _outside_marker(text: str, end: int) -> int:
+    """`end`, or the start of a redaction MARKER it would cut through: a part of a marker
+    could read as a secret again (`password=[reda…`), and redacting it would grow the text."""
+    start = text.rfind(MARKER[0], max(0, end - len(MARKER) + 1), end)
+    return start if start >= 0 and text.startswith(MARKER, start) else end
 
 
 def _cut_code(text: str, limit: int, cuts: _Cuts, marker: str) -> str:
@@ -321,7 +342,7 @@ def _cut_code(text: str, limit: int, cuts: _Cuts, marker: str) -> str:
     while i <= j:
         take_tail = turn % 3 != 0  # two tail lines for every head line
         line = body[j] if take_tail else body[i]
-        line = line if len(line) <= 300 else line[:299] + "…"
+        line = line if len(line) <= 300 else line[:_outside_marker(line, 299)] + "…"
         if used + len(line) + 1 > budget:
             break
         used += len(line) + 1

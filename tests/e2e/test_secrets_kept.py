@@ -12,6 +12,7 @@ import json
 import logging
 from collections.abc import Iterator
 from dataclasses import replace
+from typing import Any
 
 import pytest
 from fakes import FakeClusters, FakeSlurm, make_config, present, writer
@@ -24,7 +25,7 @@ from bot.core.redact import MARKER
 from bot.log_redaction import install_log_redaction
 from bot.services.ports import BotContext
 from bot.services.prompts import create_resubmit_prompt
-from bot.services.threads import thread_note
+from bot.services.threads import render, thread_note
 from bot.slack.views import ActionId
 
 HF_TOKEN = "hf_QwErTyUiOpAsDfGhJkLzXcVbNm0123456789"  # a token shape
@@ -156,3 +157,39 @@ def test_the_store_keeps_incident_texts_without_the_secrets(services: BotContext
     stored = json.dumps(present(services.store.incidents.get(incident.key)).diagnosis)
     assert leaked(stored) == [] and "invalid partition" in stored
     assert incident.diagnosis["recipe"] == "mix" and incident.diagnosis["facts"]["ticks"] == 3
+
+
+SHORT_SECRET = "hunter2"  # shorter than the marker: masking it lengthens the text
+
+
+def test_a_message_cut_to_slacks_limits_stays_within_them_once_redacted(
+        store_url: str, slack, slack_client) -> None:  # noqa: ANN001
+    # A job's log lines quoting a short secret (configured, or a `password=` shape), cut to a
+    # section's 3000 characters and then redacted, grew past them (each marker is longer than
+    # the secret it masks): Slack refused the message (invalid_blocks: a note or incident
+    # given up for good). The renderer redacts before it cuts: what it returns is sent as is.
+    config = make_config(env={"WANDB_PASS": SHORT_SECRET})
+    config.store = StoreConfig(url=store_url)
+    services = build_context(config, client=slack_client)
+    services.clusters.close()
+    try:
+        chain = services.store.chains.create(recipe="mix", cluster="dev", job_name="mix",
+                                             now=NOW)
+        root_ts = writer(services).post_root(chain.id, "C0TRAIN", [], "mix")
+        lines = "".join(f"step {i} loss 2.31 wandb_pass {SHORT_SECRET} password=abc{i} lr 3e-4\n"
+                        for i in range(100, 180))
+        blocks, text = render(services, "note", "mix", {"text": f"```{lines[:2990]}```"})
+        assert all(len(t) <= 3000 for t in sections(blocks))
+        ts = writer(services).post_reply(chain.id, "note:log", blocks, text)
+    finally:
+        services.store.close()
+    [note] = [m for m in slack.replies("C0TRAIN", root_ts) if m["ts"] == ts]
+    assert note["blocks"] == blocks  # sent as rendered: redacting it again changed nothing
+    assert MARKER in json.dumps(blocks) and "loss 2.31" in json.dumps(blocks)
+    sent = json.dumps([r.params for r in slack.requests])
+    assert SHORT_SECRET not in sent and "password=abc1" not in sent
+
+
+def sections(blocks: list[dict[str, Any]]) -> list[str]:
+    return [b["text"]["text"] for b in blocks
+            if b.get("type") == "section" and isinstance(b.get("text"), dict)]

@@ -14,6 +14,7 @@ from slack_standin import MAX_BLOCKS_JSON_CHARS, validate_blocks
 
 from bot.core.incident import ResumePoint, build_incident, build_resolution
 from bot.core.models import Action, Diagnosis, DiagnosisMetrics, Evidence
+from bot.core.redact import MARKER, Redactor
 from bot.core.text import mrkdwn_escape
 from bot.services.ports import RenderError
 from bot.slack.render import (
@@ -860,3 +861,12 @@ def test_a_decided_prompt_says_where_the_resume_started_in_the_start_phrase(
     blocks, text = render_blocks("decided", lang, {"summary": "s", "outcome": o.to_view()})
     assert said in text and validate_blocks(blocks) == []
     assert "from the start" not in text and "iter " not in text
+
+
+def test_a_cut_never_splits_a_redaction_marker() -> None:
+    # "password=[redac…" reads as a secret again: redacting the cut text would grow it
+    text = "x" * 2981 + "password=" + MARKER + " and the rest of the line"
+    [block, _note] = trim_blocks([{"type": "section", "text": {"type": "mrkdwn", "text": text}}])
+    cut = block["text"]["text"]
+    assert cut == "x" * 2981 + "password=…"
+    assert Redactor().redact(cut) == cut
