@@ -104,7 +104,7 @@ def click_reply(ctx: BotContext, recipe: str | None, kind: str, **facts: Any) ->
     prompt stays usable) | internal_error; `facts` are approvers (user ids), decided_by, job
     (busy), and for duplicate and busy `cancel_job` / `cancel_wait_s` (`_acting_cancel`)."""
     view = {"kind": kind, "approvers": [], "decided_by": None, "job": None,
-            "cancel_job": None, "cancel_wait_s": None, **facts}
+            "cancel_job": None, "cancel_wait_s": None, "cancel": False, **facts}
     return render(ctx, "click_reply", recipe, view)[1]
 
 
@@ -226,12 +226,13 @@ def handle_click(
         result = perform(ctx, approval, choice, actor, now,
                          besides=actor if from_home else None)
     except (RunSubmitInFlight, RecipeSubmitUnderWay) as exc:  # refused before its sbatch
+        # (a cancel and resume's before its scancel: nothing was cancelled)
         # the other submit carries the run, or the recipe (the prompt goes out of date once
         # its job is recorded); if it queues none, the prompt is still there to press again
         store.approvals.release(token)
         audit("in_flight", target, recipe, choice=choice, error=str(exc))
-        return ClickResult("busy", ephemeral=click_reply(ctx, recipe, "in_flight",
-                                                         error=said(exc)))
+        return ClickResult("busy", ephemeral=click_reply(
+            ctx, recipe, "in_flight", error=said(exc), cancel=choice == "cancel_resume"))
     except (ServiceError, ClusterError) as exc:
         # decided, and nothing is under way any more: the chain's other prompts may act
         store.approvals.mark_done(token, now=now)

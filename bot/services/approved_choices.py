@@ -50,7 +50,15 @@ from bot.services.runs import (
     lost_resubmit,
     submit_and_announce,
 )
-from bot.services.submit import RunMovedOn, RunSubmitInFlight
+from bot.services.submit import RunMovedOn, RunSubmitInFlight, under_way
+from bot.services.submit_claim import (
+    CLAIM_MARGIN_S,
+    claim_key,
+    claim_submit,
+    flight_key,
+    release_submit,
+    submit_holder,
+)
 from bot.services.submit_deadlines import step_bounds
 from bot.services.submit_result import SubmitResult
 from bot.store import Approval, Attempt
@@ -147,12 +155,21 @@ def _cancel(ctx: BotContext, approval: Approval, actor: str, now: float, *,
     A cancel and resume whose scancel was seen marks the step `cancel_resuming` before its
     resubmit: a process that dies between it and the approval's end (in the resubmit, its
     announcement, its hold questions) leaves the approval approved with that step, and
-    bot.services.cancel_settle finishes it once, without a second job."""
+    bot.services.cancel_settle finishes it once, without a second job.
+
+    A cancel and resume claims its resubmit (bot.services.submit_claim) before its scancel,
+    and is refused before anything is cancelled (RecipeSubmitUnderWay) while another submit
+    of the recipe stands against it; its resubmit holds that claim on."""
     payload = approval.payload
     recipe, cluster, job = payload["recipe"], payload["cluster"], str(approval.target_job)
     slurm = ctx.clusters.slurm(cluster)
     _require_running(slurm, job, actor, recipe)
     bounds = step_bounds(ctx.config, cluster, slurm)  # kept with its steps, for their takeover
+    started = ctx.clock()
+    # held for the scancel alone (one the click's process died in lapses before the settle
+    # takes it over: bot.services.cancel_settle), then on for the resubmit
+    holder = _claim_resume(ctx, approval, bounds.command_at_most_s + CLAIM_MARGIN_S,
+                           now) if resume else None
     ctx.store.approvals.mark_step(approval.token, CANCELLING_STEP[resume], now=now,
                                   bounds=bounds)
     watched = ctx.store.watched_jobs.get(cluster, job) if resume else None
@@ -161,6 +178,8 @@ def _cancel(ctx: BotContext, approval: Approval, actor: str, now: float, *,
     try:
         slurm.cancel(int(job))
     except ClusterError as exc:
+        if holder is not None:  # nothing resubmitted now (bot.services.cancel_settle may)
+            release_submit(ctx.store, _resume_key(ctx, approval), holder)
         if watched is not None:  # still running (or it may be): keep watching it
             ctx.store.watched_jobs.add(cluster, job, now=watched.added_at,
                                        chain_id=watched.chain_id, adopted=watched.adopted)
@@ -179,10 +198,40 @@ def _cancel(ctx: BotContext, approval: Approval, actor: str, now: float, *,
     # the rest is this click's while its step is younger than the settle's takeover: a
     # process that dies in it leaves the approval approved, finished by the next run
     # (bot.services.cancel_settle)
+    if holder is not None:  # its checkpoint lookup and sbatch (and a lookup by name)
+        ctx.store.command_claims.renew(
+            _resume_key(ctx, approval), holder, now + ctx.clock() - started,
+            2 * bounds.command_at_most_s + bounds.lookup_at_most_s + CLAIM_MARGIN_S)
     ctx.store.approvals.mark_step(approval.token, RESUMING_STEP, now=now, bounds=bounds)
-    performed = _resume_cancelled(ctx, approval, actor, now, besides=besides)
+    performed = _resume_cancelled(ctx, approval, actor, now, besides=besides,
+                                  claim_holder=holder)
     ctx.store.approvals.mark_done(approval.token, now=now)
     return performed
+
+
+def _resume_key(ctx: BotContext, approval: Approval) -> str:
+    """The claim key of a cancel and resume's resubmit (bot.services.submit_claim)."""
+    return claim_key(approval.payload["recipe"], approval.chain_id,
+                     array_task_of(ctx, approval.chain_id, str(approval.target_job)))
+
+
+def _claim_resume(ctx: BotContext, approval: Approval, hold_s: float,
+                  now: float) -> str | None:
+    """Claim a cancel and resume's resubmit before its scancel, for `hold_s`: its holder,
+    which the click holds on once the job is cancelled, and its resubmit after it. Refused
+    (RecipeSubmitUnderWay, nothing cancelled) while another submit of the recipe stands
+    against it; None (no claim taken) when that is a submit of this run in flight, which
+    carries the run on once the job is cancelled (`carried_on`, as before)."""
+    recipe, holder = approval.payload["recipe"], submit_holder()
+    task = array_task_of(ctx, approval.chain_id, str(approval.target_job))
+    refused = claim_submit(ctx.store, recipe, approval.chain_id, task, holder=holder,
+                           own=None, now=now, hold_s=hold_s)
+    if refused is None:
+        return holder
+    if refused.other is not None and \
+            flight_key(refused.other) == claim_key(recipe, approval.chain_id, task):
+        return None
+    raise under_way(ctx.store, recipe, refused.other, now)
 
 
 def resume_cancelled(ctx: BotContext, approval: Approval, actor: str, now: float, *,
@@ -198,7 +247,8 @@ def resume_cancelled(ctx: BotContext, approval: Approval, actor: str, now: float
 
 def _resume_cancelled(ctx: BotContext, approval: Approval, actor: str,
                       now: float, *, recover: bool = False,
-                      besides: str | None = None) -> Performed:
+                      besides: str | None = None, claim_holder: str | None = None
+                      ) -> Performed:
     """The rest of a cancel and resume, once its job is cancelled (and off the watch list):
     record its attempt, release what was held for it, resubmit the chain; the caller records
     the approval's end. With `recover` (an earlier run of it died), the job its resubmit left,
@@ -239,7 +289,7 @@ def _resume_cancelled(ctx: BotContext, approval: Approval, actor: str,
                 ctx, recipe, actor=actor, now=now, chain_id=chain_id, charge_retry=charged,
                 before_announce=record_work_lost, array_task=array_task_of(ctx, chain_id, job),
                 prompt=_prompt_said(approval), reconcile_unknown=True, intent=intent,
-                after_job=job,
+                after_job=job, claim_holder=claim_holder,
             )  # fmt: skip
         except (RunMovedOn, RunSubmitInFlight) as exc:  # another submit carries the run on
             return Performed(carried_on(exc, actor, recipe, job, now), job)

@@ -85,6 +85,7 @@ def submit_and_announce(
     reconcile_unknown: bool = False,
     intent: str | None = None,
     after_job: str | None = None,
+    claim_holder: str | None = None,
 ) -> SubmitResult:
     """Submit (or resubmit into `chain_id`) and open / continue the run's thread.
 
@@ -105,7 +106,8 @@ def submit_and_announce(
     and resume: bot.services.submit.submit_recipe), whose recovery (`lost_resubmit`) forgets
     that row alone. `after_job`: the job the run's latest attempt must still be (a cancel and
     resume's cancelled job, a Resubmit prompt's job), else nothing is submitted
-    (bot.services.submit.RunMovedOn).
+    (bot.services.submit.RunMovedOn). `claim_holder`: the holder of the run's submit claim
+    the caller took already (a cancel and resume's: bot.services.submit.submit_recipe).
     """
     config = ctx.config
     if extra_overridable:
@@ -128,6 +130,7 @@ def submit_and_announce(
         channel=channel,
         after_job=after_job,
         clock=ctx.clock,
+        claim_holder=claim_holder,
     )
     if before_announce is not None:
         before_announce(result)

@@ -36,8 +36,10 @@ from bot.services.send_job import NotApplied, send_job, wrapper_not_applied
 from bot.services.submit_claim import (
     CLAIM_MARGIN_S,
     RecipeSubmitUnderWay,
-    claim_recipe,
-    release_recipe,
+    claim_key,
+    claim_submit,
+    release_submit,
+    submit_holder,
 )
 from bot.services.submit_deadlines import sender_command_at_most_s
 from bot.services.submit_result import SubmitResult
@@ -181,6 +183,7 @@ def submit_recipe(
     channel: str | None = None,
     after_job: str | None = None,
     clock: Callable[[], float] | None = None,
+    claim_holder: str | None = None,
 ) -> SubmitResult:
     """Submit `recipe_name` (resuming from its latest complete checkpoint) and record it.
 
@@ -225,6 +228,15 @@ def submit_recipe(
     sent: `now` and the whole seconds the clock says passed since this call began, read once
     the checkpoint is found (its lookup may outlast the row's bound), is the time the row in
     flight and the attempt keep, from which its lookups are counted.
+
+    The submit holds its run's claim (bot.services.submit_claim) from just before its sbatch
+    until its job is recorded, or nothing was sent: a crossing submit (a new run of the
+    recipe, the same run or task) is refused before its sbatch (RecipeSubmitUnderWay). A
+    submit whose job may be queued and is not recorded (an OutcomeUnknown after its sbatch
+    left, the process stopping, its record failing) keeps it until it lapses by its hold
+    (its row in flight, kept, stands against crossing submits until its recovery settles
+    it). `claim_holder`: the holder of that claim the caller took already (a cancel and
+    resume's, before its scancel), which this submit holds on to and ends as its own.
     """
     if charge_retry and chain_id is None:
         raise ValueError("only a resubmit into an existing chain can be charged")
@@ -249,9 +261,10 @@ def submit_recipe(
     effective = _array_of_submit(recipe_name, effective, chain, array_task)
     whole_array = effective.array is not None and array_task is None
 
-    found_by_name = False
+    found_by_name = sending = held = False  # held: the run's submit claim (submit_claim)
     flight: SubmitInFlight | None = None  # a person's submit, kept until its job is recorded
-    holder: str | None = None  # the recipe's submit claim, held until its job is recorded
+    holder = claim_holder or submit_holder()
+    key = claim_key(recipe_name, chain.id if chain is not None else None, array_task)
     try:
         checkpoint = find_resume_checkpoint(effective, sftp, array_task)
         env = submit_env(recipe_name, effective, checkpoint)
@@ -267,14 +280,20 @@ def submit_recipe(
             if not added.new:
                 raise RunSubmitInFlight(added.flight, now)
             flight = added.flight
-        # its sbatch and, its end unseen, the lookup by name: two commands at worst
-        holder = claim_recipe(store, recipe_name, now, 2 * at_most + CLAIM_MARGIN_S)
-        if holder is None:
-            raise _under_way(store, recipe_name, flight, now)
+        # held for its sbatch and, its end unseen, the lookup by name (two commands at
+        # worst) from when it is taken: the checkpoint lookup may have outlasted that
+        claimed_at = now + (clock() - started if clock is not None else 0.0)
+        refused = claim_submit(store, recipe_name, chain.id if chain is not None else None,
+                               array_task, holder=holder, own=flight, now=claimed_at,
+                               hold_s=2 * at_most + CLAIM_MARGIN_S)
+        if refused is not None:
+            raise under_way(store, recipe_name, refused.other, now)
+        held = True
         if after_job is not None and chain is not None:
             moved = run_moved_on(store, chain.id, recipe_name, array_task, after_job)
             if moved is not None:
                 raise moved
+        sending = True  # from here its job may be queued: the claim stays until recorded
         try:
             job_id = send_job(slurm, effective, job_name, env)
         except OutcomeUnknown as exc:
@@ -292,19 +311,19 @@ def submit_recipe(
             # nothing was queued (refused, never sent, or looked up and not there); an
             # OutcomeUnknown here is a lookup that failed: the job is looked for again later
             store.submits_in_flight.remove(flight.id)
-        if holder is not None:
-            release_recipe(store, recipe_name, holder)
-        refused = isinstance(exc, RunSubmitInFlight | RunMovedOn | RecipeSubmitUnderWay)
+        if (held or claim_holder) and not (sending and isinstance(exc, OutcomeUnknown)):
+            release_submit(store, key, holder)  # nothing was queued
+        not_sent = isinstance(exc, RunSubmitInFlight | RunMovedOn | RecipeSubmitUnderWay)
         store.audit.record(
             actor=actor, action="submit", now=now, recipe=recipe_name,
-            result="refused" if refused else "failed", detail=f"{type(exc).__name__}: {exc}",
+            result="refused" if not_sent else "failed", detail=f"{type(exc).__name__}: {exc}",
         )  # fmt: skip
         raise
-    except BaseException:  # the process is stopping: its claim ends with it (one killed
-        if holder is not None:  # outright is taken over, or lapses: submit_claim)
-            release_recipe(store, recipe_name, holder)
-        raise
-    assert holder is not None  # claimed above, or refused
+    except BaseException:  # the process is stopping: its claim ends with it if its sbatch
+        if (held or claim_holder) and not sending:  # was not sent (else it lapses by its
+            release_submit(store, key, holder)  # hold, or is taken over once the process
+        raise  # is dead)
+    recorded = False
     try:
         not_applied = wrapper_not_applied(slurm, effective, job_id, typed)
 
@@ -351,6 +370,7 @@ def submit_recipe(
                                     for k, v in not_applied.items()}} if not_applied else {}),
             },
         )  # fmt: skip
+        recorded = True
         return SubmitResult(
             job_id=job_id,
             chain_id=chain.id,
@@ -362,17 +382,16 @@ def submit_recipe(
             display_id=f"{job_id}_{array_task}" if array_task is not None else None,
             array=effective.array,
         )
-    finally:  # recorded (or the store failed): the recipe's next submit may go
-        release_recipe(store, recipe_name, holder)
+    finally:  # recorded: the run's next submit may go (its job queued and not recorded, the
+        if recorded:  # store failed or the process stops: the claim lapses by its hold)
+            release_submit(store, key, holder)
 
 
-def _under_way(store: Store, recipe: str, own: SubmitInFlight | None,
+def under_way(store: Store, recipe: str, other: SubmitInFlight | None,
                now: float) -> RecipeSubmitUnderWay:
-    """The refusal of a submit of `recipe` whose claim another submit holds, naming that
-    one: the latest other submit of the recipe kept in flight, and the run it goes into."""
-    others = [f for f in store.submits_in_flight.of_recipe(recipe)
-              if own is None or f.id != own.id]
-    other = others[-1] if others else None
+    """The refusal of a submit of `recipe` that `other` stands against (the submit holding
+    the claim, or an older one in flight: bot.services.submit_claim), naming it and the run
+    it goes into (None: a submit that keeps no row in flight)."""
     run_job = None
     if other is not None and other.chain_id is not None:
         latest = run_latest(store.attempts.for_chain(other.chain_id), other.array_task)

@@ -1,17 +1,26 @@
-"""One submit of a recipe at a time: the claim `submit_recipe` holds from just before its sbatch
-until its job is recorded, in the store's claims (CommandClaimsRepo: the mechanism a run's
-root message is tried under, bot.services.threads.open_thread), shared by every replica.
+"""One submit of a run at a time, and a new run of a recipe alone: the claim `submit_recipe`
+holds from just before its sbatch until its job is recorded, in the store's claims
+(CommandClaimsRepo: the mechanism a run's root message is tried under,
+bot.services.threads.open_thread), shared by every replica.
 
-Every submit of a recipe writes the same checkpoints under the same job name, whichever run
-it goes into: a Resubmit click of an older run and a `/train submit` of a new one at the same
-instant would each pass the checks that look at the other's recorded job (neither is recorded
-yet) and both queue. Of two submits of a recipe at once, exactly one takes the claim; the
-other is refused before its sbatch (`RecipeSubmitUnderWay`), naming the one under way.
+Every submit of a run writes that run's checkpoints (a task of an array run its own) under the
+recipe's job name: a Resubmit click of an older run and a `/train submit` of a new one at the
+same instant would each pass the checks that look at the other's recorded job (neither is
+recorded yet) and both queue. The claim's key is a path, `submit:<recipe>/` for a new run,
+`…/run:<chain>/` for a run's resubmit, `…/run:<chain>/task:<n>/` for one task of an array
+run's: a claim stands against its own key, the keys above it and those below it, so a new run
+waits for every submit of the recipe, a whole array's for each of its tasks', and two tasks'
+resubmits (or two runs') go side by side. An older submit of the same key kept in flight
+(`submits_in_flight`) stands against it too, also once its claim has lapsed (its job may be
+queued and not recorded, until the row's recovery settles it). The other is refused before
+its sbatch (`RecipeSubmitUnderWay`), naming the submit that holds the claim or the row.
 """
 
 from __future__ import annotations
 
 import logging
+import secrets
+from dataclasses import dataclass
 
 from bot.core.holders import holder_label
 from bot.core.text import N_, Text
@@ -27,40 +36,116 @@ _AUTOMATIC = "trainbot"
 CLAIM_MARGIN_S = 30.0
 
 
-def claim_key(recipe: str) -> str:
-    """The key of `recipe`'s submit claim."""
-    return f"submit:recipe:{recipe}"
+def submit_holder() -> str:
+    """A holder for one submit's claim: this process's holder id (process_holder), its random
+    part followed by a token of the submit's own, so the claim is judged dead as the process
+    is (bot.core.holders) and only this submit releases it."""
+    parts = process_holder().split(":")
+    token = secrets.token_hex(4)
+    if len(parts) == 6:
+        parts[2] = f"{parts[2]}.{token}"
+        return ":".join(parts)
+    return f"{process_holder()}.{token}"
 
 
-def claim_recipe(store: Store, recipe: str, now: float, hold_s: float) -> str | None:
-    """Claim the submit of `recipe` for this process until `now + hold_s`: its holder, or None
-    when another submit holds it. A claim whose holder is provably dead (a bot killed in its
-    submit, restarted: bot.services.leases.DeadHolders) is taken over at once (of several
-    takers one gets it), as a run root's claim is; a live one's, or one that cannot be
-    judged, stands until released or lapsed."""
-    holder, key = process_holder(), claim_key(recipe)
+def claim_key(recipe: str, chain_id: int | None = None, array_task: int | None = None) -> str:
+    """The key of the claim of a submit of `recipe`: of a new run (no `chain_id`), of run
+    `chain_id`, or of task `array_task` of that run alone."""
+    key = f"submit:{recipe}/"
+    if chain_id is not None:
+        key += f"run:{chain_id}/"
+        if array_task is not None:
+            key += f"task:{array_task}/"
+    return key
+
+
+def _above(key: str) -> list[str]:
+    """The keys whose claims cover `key`'s (its parents: `a/b/` for `a/b/c/`, and `a/`)."""
+    parts = key.split("/")[:-1]
+    return ["/".join(parts[:n]) + "/" for n in range(1, len(parts))]
+
+
+def flight_key(flight: SubmitInFlight) -> str:
+    """The claim key of the submit `flight` keeps in flight."""
+    return claim_key(flight.recipe, flight.chain_id, flight.array_task)
+
+
+@dataclass(frozen=True)
+class Refused:
+    """Why a submit could not take its claim: `other`, the submit that holds the claim or
+    stands against it, as kept in flight (None when it keeps none: `trainbot submit`)."""
+
+    other: SubmitInFlight | None
+
+
+def claim_submit(store: Store, recipe: str, chain_id: int | None, array_task: int | None, *,
+                 holder: str, own: SubmitInFlight | None, now: float,
+                 hold_s: float) -> Refused | None:
+    """Claim the submit of `recipe` into run `chain_id` (task `array_task`; a new run without
+    `chain_id`) for `holder` until `now + hold_s` (a claim `holder` holds already is held on
+    to then, and only the claims of others looked at); None once claimed, else what stands
+    against it (see module doc): a submit of the same key kept in flight before `own` (this
+    submit's row), or another holder's claim of a crossing key, whose submit is named
+    (`Refused`). A claim whose holder
+    is provably dead (a bot killed in its submit, restarted: bot.services.leases.DeadHolders)
+    is taken over at once (of several takers one gets it), as a run root's claim is; a live
+    one's, or one that cannot be judged, stands until released or lapsed. Of two claims of
+    crossing keys taken at the same instant both may be refused, never both kept."""
+    key = claim_key(recipe, chain_id, array_task)
+    flights = [f for f in store.submits_in_flight.of_recipe(recipe)
+               if own is None or f.id != own.id]
     claims = store.command_claims
-    if claims.claim(key, holder, now, hold_s):
-        return holder
+    # held already (a cancel and resume's, taken before its scancel: the rows then were
+    # looked at, and a submit in flight since is refused by it)
+    if not claims.renew(key, holder, now, hold_s):
+        older = [f for f in flights if (own is None or f.id < own.id)
+                 and flight_key(f) == key]
+        if older:
+            return Refused(older[0])
+        if not (claims.claim(key, holder, now, hold_s)
+                or _take_dead(store, key, holder, now, hold_s)):
+            return Refused(_of(flights, key))
+    for other_key, other in claims.held_around(key, _above(key), now):
+        if other == holder or other_key == key:
+            continue
+        if _dead(other, other_key):
+            claims.release(other_key, other)
+            continue
+        claims.release(key, holder)
+        return Refused(_of(flights, other_key))
+    return None
+
+
+def _dead(holder: str, key: str) -> bool:
+    """Is `holder`, of `key`'s claim, provably dead (logged)?"""
+    death = process_judge().death(holder, what=key)
+    if death is not None:
+        log.warning("%s: its submit claim was held by %s, which is dead (%s)", key,
+                    holder_label(holder), death.value)
+    return death is not None
+
+
+def _take_dead(store: Store, key: str, holder: str, now: float, hold_s: float) -> bool:
+    """Take `key`'s claim over for `holder` when its holder is provably dead."""
+    claims = store.command_claims
     other = claims.holder(key)
     if other is None:  # released meanwhile: claimed again, once
-        return holder if claims.claim(key, holder, now, hold_s) else None
-    if other == holder:  # this process's other submit
-        return None
-    death = process_judge().death(other, what=key)
-    if death is None or not claims.take_over(key, other, holder, now, hold_s):
-        return None
-    log.warning("%s: its submit claim was held by %s, which is dead (%s): taken over by %s",
-                recipe, holder_label(other), death.value, holder_label(holder))
-    return holder
+        return claims.claim(key, holder, now, hold_s)
+    return _dead(other, key) and claims.take_over(key, other, holder, now, hold_s)
 
 
-def release_recipe(store: Store, recipe: str, holder: str) -> None:
-    """End `holder`'s claim of `recipe`'s submit (a store blip: it lapses by its hold)."""
+def _of(flights: list[SubmitInFlight], key: str) -> SubmitInFlight | None:
+    """The submit kept in flight whose claim is `key` (the newest: the one that holds it)."""
+    mine = [f for f in flights if flight_key(f) == key]
+    return mine[-1] if mine else None
+
+
+def release_submit(store: Store, key: str, holder: str) -> None:
+    """End `holder`'s claim of `key` (a store blip: it lapses by its hold)."""
     try:
-        store.command_claims.release(claim_key(recipe), holder)
+        store.command_claims.release(key, holder)
     except Exception:  # noqa: BLE001 - the job is recorded; the claim lapses by itself
-        log.warning("%s: could not release its submit claim (it lapses by its hold)", recipe,
+        log.warning("%s: could not release its submit claim (it lapses by its hold)", key,
                     exc_info=True)
 
 

@@ -4,7 +4,7 @@ workspace's budget of thread roots rewritten for progress alone."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Sequence
 
 from sqlalchemy import case, delete, insert, or_, select, update
 from sqlalchemy.exc import IntegrityError
@@ -197,6 +197,29 @@ class CommandClaimsRepo(_Repo):
         claims = t.command_claims
         with self._engine.begin() as conn:
             conn.execute(delete(claims).where(claims.c.key == key, claims.c.holder == holder))
+
+    def renew(self, key: str, holder: str, now: float, ttl_s: float) -> bool:
+        """Hold `holder`'s claim of `key` until `now + ttl_s` (lapsed or not: nobody took it
+        since); False when `holder` no longer holds it."""
+        claims = t.command_claims
+        with self._engine.begin() as conn:
+            result = conn.execute(
+                update(claims).where(claims.c.key == key, claims.c.holder == holder)
+                .values(expires_at=now + ttl_s))
+        return result.rowcount == 1
+
+    def held_around(self, key: str, above: Sequence[str], now: float) -> list[tuple[str, str]]:
+        """The claims not lapsed at `now` of `key`, of a key beginning with it, or of one of
+        `above`: (key, holder) each, by key (keys made as paths, a claim of `a/` covering
+        `a/b/`: bot.services.submit_claim)."""
+        c = t.command_claims.c
+        with self._engine.begin() as conn:
+            rows = conn.execute(
+                select(c.key, c.holder)
+                .where(c.expires_at >= now,
+                       or_(c.key.startswith(key, autoescape=True), c.key.in_(list(above))))
+                .order_by(c.key)).all()
+        return [(row.key, row.holder) for row in rows]
 
     def holder(self, key: str) -> str | None:
         """Who claimed `key` (None if nobody has, or the claim was deleted)."""

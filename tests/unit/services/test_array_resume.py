@@ -440,3 +440,27 @@ def test_a_stalled_tasks_prompt_names_the_task_and_asks_before_cancelling(
             for e in b["elements"]]
     assert [(b["text"]["text"], b.get("confirm")) for b in home] == [
         (b["text"]["text"], b.get("confirm")) for b in thread]
+
+
+def test_two_tasks_resubmits_at_the_same_instant_both_go(store, lookups):
+    """Tasks 0 and 1 failed, each with its prompt: Resubmit on task 0's is pressed while task
+    1's resubmit is at its sbatch: each task writes its own checkpoints, and both go (the
+    recipe-wide claim refused the second, saying another submit of the recipe was under way)."""
+    ctx, slurm, sftp, w, result = started_array(store, lookups, auto=False)
+    for job in (88900, 88901):
+        slurm.set(job, state="NODE_FAIL", exit_code=0, signal=0, end_time=T0 + 100)
+    w.tick(T0 + 120)
+    by_task = {a.target_job: a for a in store.approvals.for_chain(result.chain_id, "pending")}
+    sbatch, clicks, pressed = slurm.submit, [], [False]
+
+    def submit(spec, *, script=None):
+        if not pressed[0]:  # the first sbatch, task 1's
+            pressed[0] = True
+            clicks.append(handle_click(ctx, by_task["88900"].token, ActionId.RESUBMIT, "U0APPR",
+                                       T0 + 131))
+        return sbatch(spec, script=script)
+
+    slurm.submit = submit
+    first = handle_click(ctx, by_task["88901"].token, ActionId.RESUBMIT, "U0APPR", T0 + 130)
+    assert (first.status, clicks[0].status) == ("done", "done"), clicks[0].ephemeral
+    assert [s.array for s in slurm.submits()] == ["0-2%2", "0", "1"]

@@ -23,6 +23,7 @@ from bot.cluster.slurm import SlurmClient
 from bot.cluster.ssh import SSHRunner
 from bot.core import train_grammar as c
 from bot.core.ssh_settings import SSHSettings
+from bot.services.submit_claim import claim_key
 from bot.services.train import execute, say
 
 NOW = 1_732_871_000.0
@@ -66,6 +67,17 @@ def test_cannot_connect_is_said_in_korean_with_the_socket_error_as_it_came(store
     assert text == f"The cluster did not answer: {english}"
 
 
+def settled(store) -> None:
+    """The first submit's unknown outcome settled: it may have queued its job, so its claim
+    (kept until it lapses) and its row in flight refuse the recipe's next new run until
+    then; both are ended here."""
+    for flight in store.submits_in_flight.of_recipe("mix"):
+        store.submits_in_flight.remove(flight.id)
+    held = store.command_claims.holder(claim_key("mix"))
+    assert held is not None
+    store.command_claims.release(claim_key("mix"), held)
+
+
 def sbatch_lost(argv):
     """sbatch's connection is lost, and so is the lookup by name that follows it."""
     if argv[0] == "sbatch":
@@ -84,6 +96,7 @@ def test_a_submit_whose_connection_was_lost_says_in_korean_to_look_the_name_up(s
     assert "trainbot이 21분 뒤에 다시 찾아보고, 작업이 있으면 기록하고 실행 스레드에 " \
         "알립니다." in ko
     assert "may" not in ko and "squeue before" not in ko and "Looking it up" not in ko
+    settled(store)
     en = reply(store, slurm, c.Submit("mix"), "en")
     assert "lost while `sbatch" in en and "was running; it may have run. The job 'mix" in en
     assert "may or may not have been submitted: look for that name in squeue before " \
@@ -160,6 +173,7 @@ def test_a_slurm_command_past_its_timeout_is_said_in_korean(store) -> None:
     assert ("20초 안에 응답하지 않았습니다: Slurm 컨트롤러가 과부하 상태이거나 멈췄습니다. "
             "적용되었는지 알 수 없습니다. 작업 ") in ko, ko
     assert "다시 제출하기 전에 squeue에서 그 이름을 찾아보세요" in ko, ko
+    settled(store)
     en = reply(store, slurm, c.Submit("mix"), "en")
     assert "` did not answer within 20 s: the Slurm controller is overloaded or down; it may " \
         "or may not have taken effect. The job 'mix" in en, en

@@ -11,6 +11,7 @@ from __future__ import annotations
 import fakes
 import pytest
 from fakes import AnswerLostSlurm, make_context, present, recorded
+from support.in_flight import settled
 
 from bot.cluster.errors import (
     ChannelClosed,
@@ -126,6 +127,7 @@ def test_a_job_of_the_same_name_submitted_before_the_click_is_not_adopted(
     assert not any(a.job_id == "90400" for c_ in store.chains.for_recipe("mix")
                    for a in store.attempts.for_chain(c_.id))
     # ... while a job submitted after the click (within the clocks' margin) is the one
+    settled(store)
     slurm = AnswerLostSlurm(submitted_at=NOW - 60, first_id=90600)
     slurm.add(90400, name="mix", submit_time=NOW - 3600)
     ctx = make_context(store, slurm)

@@ -22,8 +22,8 @@ from fakes import (
     present,
     recorded,
 )
-from support.dying import Died, dies_at
-from support.in_flight import in_flight, jobs, recover, watched
+from support.dying import Died, dies_at, restarted
+from support.in_flight import in_flight, jobs, recover, watched, without_the_claim
 
 from bot.app import build_scheduler
 from bot.cluster.errors import CommandFailed, CommandTimedOut
@@ -79,6 +79,7 @@ def resume_died_after_sbatch(store: Store, **context) -> tuple[AnswerLostSlurm, 
     chain = failed_run(ctx)
     with pytest.raises(Died):
         execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW)
+    restarted(store)  # the dead bot's claim is taken over by the next
     return slurm, chain
 
 
@@ -89,6 +90,7 @@ def submit_died_after_sbatch(store: Store, **context) -> AnswerLostSlurm:
     with pytest.raises(Died):
         execute(make_context(store, slurm, **context), c.Submit("mix"), actor="U0ALICE",
                 channel=CHANNEL, now=NOW)
+    restarted(store)  # the dead bot's claim is taken over by the next
     return slurm
 
 
@@ -172,6 +174,7 @@ def test_a_submit_the_bot_died_in_before_its_sbatch_left_is_forgotten(store: Sto
     chain = failed_run(ctx)
     with pytest.raises(Died):
         execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW)
+    restarted(store)  # the dead bot's claim is taken over by the next
     assert in_flight(store) == ["mix"]
     slurm.submit_error = None
     recover(make_context(store, slurm), LATER)
@@ -239,8 +242,10 @@ def lost_below_a_later_attempt(store: Store, monkeypatch, lang: str = "en"
     ctx = make_context(store, slurm, slack_lang=lang)
     refused = execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW + 120)
     assert refused.text == REFUSED_PERSON[lang] and list(slurm.records) == [90500]
-    submit_and_announce(ctx, "mix", actor="U0ALICE", now=NOW + 120, chain_id=chain,
-                        channel=CHANNEL)
+    with monkeypatch.context() as m:
+        without_the_claim(m)
+        submit_and_announce(ctx, "mix", actor="U0ALICE", now=NOW + 120, chain_id=chain,
+                            channel=CHANNEL)
     assert jobs(store, chain) == ["88154", "90501"] and watched(store) == ["90501"]
     recover(ctx, LATER)
     return ctx, slurm, chain
@@ -358,7 +363,13 @@ def test_a_new_run_the_bot_died_in_then_submitted_again_by_hand_is_watched_as_it
     slurm = submit_died_after_sbatch(store)
     monkeypatch.setattr(submit_mod, "crashpoint", lambda name, detail="": None)
     ctx = make_context(store, slurm)
-    execute(ctx, c.Submit("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW + 120)
+    # its job may be queued: a second new run is refused while the first is in flight
+    refused = execute(ctx, c.Submit("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW + 120)
+    assert "not submitted: <@U0ALICE>'s submit of a new run of mix was sent at " in \
+        refused.text and list(slurm.records) == [90500]
+    with monkeypatch.context() as m:  # as a trainbot before the submit claim sent it
+        without_the_claim(m)
+        execute(ctx, c.Submit("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW + 120)
     [second] = store.chains.for_recipe("mix")
     recover(ctx, LATER)
     # each /train submit starts a run: the lost one's job 90500 is its own, recorded and watched
@@ -409,6 +420,7 @@ def test_a_recovery_the_bot_died_in_before_recording_the_job_asks_once_the_next_
                         lambda *a, **kw: (_ for _ in ()).throw(Died("recording")))
     with pytest.raises(Died):
         recover(make_context(store, slurm), LATER)
+    restarted(store)  # the dead bot's claim is taken over by the next
     assert jobs(store, chain) == ["88154"] and in_flight(store) == ["mix"]
     monkeypatch.setattr("bot.services.runs.record_found_submit", real)
     ctx = make_context(store, slurm)
@@ -465,6 +477,7 @@ def test_a_hold_question_the_bot_died_before_posting_is_asked_once_by_the_follow
     recorded(ctx).post_reply = died_posting  # type: ignore[method-assign]
     with pytest.raises(Died):
         execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW)
+    restarted(store)  # the dead bot's claim is taken over by the next
     [hold] = [a for a in store.approvals.for_chain(chain) if a.action == "hold_competitor"]
     assert hold.state == "pending" and holds_asked(ctx) == []
 
@@ -516,6 +529,7 @@ def test_an_automatic_resubmit_the_bot_died_in_is_recovered_once_as_sent_when_it
         if sent:  # dies on the line after sbatch returned the job id, before recording it
             m.setattr(submit_mod, "crashpoint", dies_at("sbatch_returned"))
         AutoResubmitter(ctx, "dev").resubmit("mix", chain, decision, intent=INTENT)
+    restarted(store)  # the dead bot's claim is taken over by the next
     assert jobs(store, chain) == ["88154"] and in_flight(store) == ["mix"]
     assert list(slurm.records) == ([90500] if sent else [])
     slurm.submit_error = None
@@ -552,6 +566,7 @@ def test_a_resume_while_an_automatic_resubmit_the_bot_died_in_is_in_flight_is_re
     monkeypatch.setattr(submit_mod, "crashpoint", dies_at("sbatch_returned"))
     with pytest.raises(Died):
         AutoResubmitter(ctx, "dev").resubmit("mix", chain, decision, intent=INTENT)
+    restarted(store)  # the dead bot's claim is taken over by the next
     refused = execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW + 60)
     assert refused.text == REFUSED_AUTOMATIC["en"]
     assert list(slurm.records) == [90500] and jobs(store, chain) == ["88154"]
@@ -720,6 +735,7 @@ def test_an_automatic_resubmit_in_flight_nothing_leads_is_forgotten_and_the_run_
     decision = resubmit_intent(ctx, chain)
     with pytest.raises(Died):
         AutoResubmitter(ctx, "dev").resubmit("mix", chain, decision, intent=INTENT)
+    restarted(store)  # the dead bot's claim is taken over by the next
     slurm.submit_error = None
     if intent == "gone":
         with store.engine.begin() as conn:
@@ -759,6 +775,7 @@ def test_an_automatic_resubmit_nothing_leads_whose_job_queued_is_recorded_once(
     monkeypatch.setattr(submit_mod, "crashpoint", dies_at("sbatch_returned"))
     with pytest.raises(Died):
         AutoResubmitter(ctx, "dev").resubmit("mix", chain, decision, intent=INTENT)
+    restarted(store)  # the dead bot's claim is taken over by the next
     store.incidents.set_state(INTENT, "dropped")
     followed_up: list[object] = []
     ctx = make_context(store, slurm, clock=lambda: LATER)
@@ -796,6 +813,7 @@ def test_a_persons_submit_in_flight_past_its_window_with_no_job_lets_the_run_res
     chain = failed_run(ctx)
     with pytest.raises(Died):
         execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW)
+    restarted(store)  # the dead bot's claim is taken over by the next
     slurm.submit_error = None
     refused = execute(ctx, c.Resume("mix"), actor="U0OWNER", channel=CHANNEL, now=NOW + 60)
     assert refused.text == REFUSED_PERSON[lang] and list(slurm.records) == []
@@ -823,6 +841,7 @@ def test_a_submit_in_flight_of_a_recipe_no_longer_configured_lets_the_run_resume
             AutoResubmitter(ctx, "dev").resubmit("mix", chain, decision, intent=INTENT)
         else:
             execute(ctx, c.Resume("mix"), actor=actor, channel=CHANNEL, now=NOW)
+    restarted(store)  # the dead bot's claim is taken over by the next
     slurm.submit_error = None
     without_mix = ctx.config.model_copy(deep=True)
     del without_mix.recipes["mix"]
@@ -897,6 +916,7 @@ def test_a_resume_that_died_after_recording_its_job_is_watched_and_announced_by_
         m.setattr(store.watched_jobs, "add", dies)
         with pytest.raises(Died):
             execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW)
+        restarted(store)  # the dead bot's claim is taken over by the next
     assert jobs(store, chain) == ["88154", "90500"] and watched(store) == []
     recover(ctx, LATER)
     assert watched(store) == ["90500"] and in_flight(store) == []
@@ -921,6 +941,7 @@ def test_a_recovery_that_died_after_recording_the_job_it_found_goes_on_with_it(
         m.setattr(store.submits_in_flight, "remove", dies)
         with pytest.raises(Died):
             recover(ctx, LATER)
+        restarted(store)  # the dead bot's claim is taken over by the next
     assert jobs(store, chain) == ["88154", "90500"] and len(in_flight(store)) == 1
     recover(ctx, LATER + 60)
     assert watched(store) == ["90500"] and in_flight(store) == []

@@ -10,8 +10,8 @@ from dataclasses import replace
 import fakes
 import pytest
 from fakes import AnswerLostSlurm, make_context, present, recorded
-from support.dying import Died, dies_at
-from support.in_flight import in_flight, jobs, recover, watched
+from support.dying import Died, dies_at, restarted
+from support.in_flight import in_flight, jobs, recover, watched, without_the_claim
 from support.mix_prompt import mix_prompt
 
 from bot.cluster.errors import ChannelClosed
@@ -61,6 +61,7 @@ def automatic_resubmit_died_after_sbatch(store: Store, monkeypatch, **context
     with monkeypatch.context() as m, pytest.raises(Died):
         m.setattr(submit_mod, "crashpoint", dies_at("sbatch_returned"))
         auto.resubmit("mix", chain, decision, intent=INTENT)
+    restarted(store)  # the dead bot's claim is taken over by the next
     store.incidents.set_state(INTENT, "dropped")
     return ctx, slurm, chain
 
@@ -76,8 +77,10 @@ def test_an_automatic_resubmits_job_found_below_a_later_one_is_told_as_trainbots
     recovery found 90500: the thread says 90500 is queued and not watched, as trainbot's
     automatic resubmit's, never as a person's `<@trainbot>`."""
     ctx, slurm, chain = automatic_resubmit_died_after_sbatch(store, monkeypatch, slack_lang=lang)
-    submit_and_announce(ctx, "mix", actor="U0ALICE", now=NOW + 120, chain_id=chain,
-                        channel=CHANNEL)
+    with monkeypatch.context() as m:
+        without_the_claim(m)
+        submit_and_announce(ctx, "mix", actor="U0ALICE", now=NOW + 120, chain_id=chain,
+                            channel=CHANNEL)
     recover(ctx, LATER)
     assert jobs(store, chain) == ["88154", "90501"] and watched(store) == ["90501"]
     assert in_flight(store) == [] and slurm.queued("mix") == [90500, 90501]
@@ -118,6 +121,7 @@ def cancel_and_resume_died_after_sbatch(store: Store, monkeypatch
     with monkeypatch.context() as m, pytest.raises(Died):
         m.setattr(submit_mod, "crashpoint", dies_at("sbatch_returned"))
         settle_unknown_cancels(ctx, NOW)
+    restarted(store)  # the dead bot's claim is taken over by the next
     assert slurm.queued("mix") == [90500] and in_flight(store) == ["mix"]
     return ctx, slurm, chain, prompt.token
 
@@ -173,6 +177,7 @@ def test_a_submit_in_flight_whose_recipe_was_removed_keeps_its_queued_job_the_ru
             AutoResubmitter(ctx, "dev").resubmit("mix", chain, decision, intent=INTENT)
         else:
             execute(ctx, c.Resume("mix"), actor=actor, channel=CHANNEL, now=NOW)
+    restarted(store)  # the dead bot's claim is taken over by the next
     without_mix = ctx.config.model_copy(deep=True)
     del without_mix.recipes["mix"]
     gone = make_context(store, slurm, config=without_mix, clock=lambda: LATER)
@@ -213,6 +218,7 @@ def test_a_kept_row_of_a_removed_recipe_is_looked_up_once_per_in_flight_window(
     with monkeypatch.context() as m, pytest.raises(Died):
         m.setattr(submit_mod, "crashpoint", dies_at("sbatch_returned"))
         execute(ctx, c.Resume("mix"), actor="U0ALICE", channel=CHANNEL, now=NOW)
+    restarted(store)  # the dead bot's claim is taken over by the next
     without_mix = ctx.config.model_copy(deep=True)
     del without_mix.recipes["mix"]
     gone = make_context(store, slurm, config=without_mix, clock=lambda: LATER)

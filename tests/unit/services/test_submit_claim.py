@@ -1,0 +1,220 @@
+"""The submit claim (bot.services.submit_claim) where a submit's job may be queued and is not
+recorded, where its checkpoint lookup is slow, where two submits of one process overlap, where
+a cancel and resume meets another submit, and whom a refusal names."""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Callable
+
+import pytest
+from fakes import FakeSFTP, FakeSlurm, make_context, present
+from support.dying import Died, dies_at
+from support.mix_prompt import mix_prompt
+
+import bot.services.submit as submit_mod
+from bot.cluster.errors import OutcomeUnknown
+from bot.core.train_grammar import parse_command
+from bot.services.approvals import ActionId, handle_click
+from bot.services.submit import submit_recipe
+from bot.services.submit_claim import RecipeSubmitUnderWay, claim_key
+from bot.services.train import execute
+from bot.store import Store
+
+NOW = 1_000_000.0  # 13:46 UTC
+
+
+@pytest.fixture
+def store(tmp_path):
+    with Store.open(f"sqlite:///{tmp_path / 's.db'}") as s:
+        yield s
+
+
+class Sbatch(FakeSlurm):
+    """Slurm whose sbatch calls run `during[n]` (the n-th sbatch, from 0) before they queue;
+    the first's answer is lost (OutcomeUnknown) after it queued with `lost`."""
+
+    def __init__(self, lost: bool = False) -> None:
+        super().__init__(first_id=90500)
+        self.during: dict[int, Callable[[], object]] = {}
+        self.lost = lost
+        self.sent = 0
+        self._lock = threading.Lock()
+
+    def submit(self, spec, *, script: str | None = None) -> int:
+        with self._lock:
+            n, self.sent = self.sent, self.sent + 1
+        if n in self.during:
+            self.during[n]()
+        with self._lock:
+            job = super().submit(spec, script=script)
+        if self.lost and n == 0:
+            raise OutcomeUnknown(["sbatch"], "its channel closed first")
+        return job
+
+
+def cli_submit(ctx, slurm: FakeSlurm, now: float, **kw) -> object:
+    """`trainbot submit mix` (no row in flight: its claim alone stands for it)."""
+    return submit_recipe(ctx.config, "mix", slurm=slurm, sftp=FakeSFTP(), store=ctx.store,
+                         now=now, actor="cli", clock=ctx.clock, **kw)
+
+
+# -- 1. a submit whose job may be queued and is not recorded keeps its claim ------------------
+
+def test_a_resubmit_whose_sbatch_answer_was_lost_keeps_the_run_claimed(store: Store) -> None:
+    """The watcher's resubmit of `mix`'s run is queued but its sbatch's answer is lost: its job
+    is not recorded, so its claim is kept (it lapses by its hold) and a `/train submit mix`
+    right after is refused naming it (it was released, and a second job queued)."""
+    slurm = Sbatch(lost=True)
+    ctx = make_context(store, slurm, clock=lambda: NOW)
+    chain_id, _ = mix_prompt(ctx, now=NOW, summary="88154 died", offer_cancel=False)
+    with pytest.raises(OutcomeUnknown):
+        submit_recipe(ctx.config, "mix", slurm=slurm, sftp=FakeSFTP(), store=store, now=NOW,
+                      actor="trainbot", chain_id=chain_id, intent="auto:1", charge_retry=True)
+    reply = execute(ctx, parse_command("submit mix"), actor="U0ALICE", channel="C0TRAIN",
+                    now=NOW + 5)
+    assert len(slurm.submits()) == 1 and store.command_claims.holder(claim_key(
+        "mix", chain_id)) is not None
+    assert reply.text == (
+        "`submit` failed: not submitted: trainbot's automatic resubmit of mix's run of job "
+        "88154 was sent at 13:46 UTC and its job is not recorded yet; two jobs of a recipe side "
+        "by side would write the same checkpoints. That run's thread tells which job it is")
+
+
+def test_a_submit_the_process_stopped_in_after_its_sbatch_keeps_its_claim(
+        store: Store, monkeypatch) -> None:
+    """`trainbot submit mix` (no row in flight) stops right after its sbatch returned, before
+    its job is recorded: its claim stands (it was released on the way out), and the next
+    `trainbot submit mix` is refused before its sbatch."""
+    slurm = Sbatch()
+    ctx = make_context(store, slurm, clock=lambda: NOW)
+    with monkeypatch.context() as m, pytest.raises(Died):
+        m.setattr(submit_mod, "crashpoint", dies_at("sbatch_returned"))
+        cli_submit(ctx, slurm, NOW)
+    assert store.command_claims.holder(claim_key("mix")) is not None
+    with pytest.raises(RecipeSubmitUnderWay):
+        cli_submit(ctx, slurm, NOW + 5)
+    assert len(slurm.submits()) == 1
+
+
+# -- 2. the claim's hold counts from when it is taken; each submit its own holder -------------
+
+def test_a_claim_taken_after_a_slow_checkpoint_lookup_holds_from_then(
+        store: Store, monkeypatch) -> None:
+    """The first `trainbot submit mix`'s checkpoint lookup takes 20 minutes (longer than the
+    claim's hold): its claim counts its hold from when it is taken, so a second one at its
+    sbatch is refused (it counted from the command, was lapsed at once, and both queued)."""
+    clock = [NOW]
+    slurm = Sbatch()
+    ctx = make_context(store, slurm, clock=lambda: clock[0])
+    real = submit_mod.find_resume_checkpoint
+
+    def slow_lookup(*args, **kwargs):
+        clock[0] += 1200
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(submit_mod, "find_resume_checkpoint", slow_lookup)
+    second: list[object] = []
+
+    def during() -> None:
+        monkeypatch.setattr(submit_mod, "find_resume_checkpoint", real)
+        try:
+            second.append(cli_submit(ctx, slurm, clock[0]))
+        except RecipeSubmitUnderWay as exc:
+            second.append(exc)
+
+    slurm.during[0] = during
+    cli_submit(ctx, slurm, NOW)
+    assert len(slurm.submits()) == 1 and isinstance(second[0], RecipeSubmitUnderWay)
+
+
+def test_one_submit_ending_does_not_end_another_submits_claim_of_the_same_process(
+        store: Store) -> None:
+    """Three `trainbot submit mix` in one process: the first's sbatch outlasts its claim's
+    hold, the second takes the claim over and is at its sbatch when the first ends; the third
+    is refused (the first's end released the claim, the second's too: one holder per process,
+    and the third queued beside the second)."""
+    clock = [NOW]
+    slurm = Sbatch()
+    ctx = make_context(store, slurm, clock=lambda: clock[0])
+    at_sbatch, go = threading.Event(), threading.Event()
+    second: list[object] = []
+
+    def second_submit() -> None:
+        second.append(cli_submit(ctx, slurm, clock[0]))
+
+    def first_outlasts_its_hold() -> None:
+        clock[0] += 3600
+        threading.Thread(target=second_submit).start()
+        assert at_sbatch.wait(30)
+
+    def second_at_sbatch() -> None:
+        at_sbatch.set()
+        assert go.wait(30)
+
+    slurm.during = {0: first_outlasts_its_hold, 1: second_at_sbatch}
+    cli_submit(ctx, slurm, NOW)
+    try:
+        with pytest.raises(RecipeSubmitUnderWay):
+            cli_submit(ctx, slurm, clock[0] + 1)
+    finally:
+        go.set()
+    for _ in range(300):
+        if second:
+            break
+        threading.Event().wait(0.1)
+    assert len(slurm.submits()) == 2 and len(second) == 1
+
+
+# -- 3. a cancel and resume is refused before its scancel --------------------------------------
+
+def test_a_cancel_and_resume_while_a_new_run_is_submitted_cancels_nothing(
+        store: Store) -> None:
+    """Cancel and resume of the stalled 88154 pressed while another replica's submit of a new
+    run of `mix` holds its claim: refused before the scancel (88154 runs on, the prompt stays);
+    it was cancelled, then its resubmit refused, and nothing resumed the run."""
+    slurm = FakeSlurm(first_id=90500)
+    ctx = make_context(store, slurm, clock=lambda: NOW)
+    _, prompt = mix_prompt(ctx, now=NOW, running=slurm, watched=True)
+    store.command_claims.claim(claim_key("mix"), "other-replica:4242:ab:-:-:-", NOW, 300)
+    click = handle_click(ctx, prompt.token, ActionId.CANCEL_RESUME, "U0APPR", NOW + 1)
+    assert click.status == "busy"
+    assert click.ephemeral == (
+        "Nothing was cancelled or resubmitted: not submitted: another submit of mix is under "
+        "way and its job is not recorded yet; two jobs of a recipe side by side would write "
+        "the same checkpoints. `/train status mix` shows its job once it is queued. This "
+        "prompt stays as it is: if that submit queues no job, press its button again.")
+    assert slurm.acted("cancel") == [] and slurm.records[88154].state == "RUNNING"
+    assert present(store.approvals.get(prompt.token)).state == "pending"
+
+
+# -- 4. the refusal names the submit that holds the claim ---------------------------------------
+
+def test_a_refusal_names_the_submit_holding_the_claim_not_the_newest_in_flight(
+        store: Store) -> None:
+    """Alice's `/train submit mix` (a new run) holds the claim at its sbatch; the approver's
+    Resubmit of 88154 has just put its row in flight (sent a minute later) and has not
+    claimed yet; `trainbot submit mix` is refused naming Alice's new run, which holds the
+    claim, not the approver's resubmit, the newest in flight."""
+    slurm = Sbatch()
+    ctx = make_context(store, slurm, clock=lambda: NOW)
+    chain_id, _ = mix_prompt(ctx, now=NOW, summary="88154 died", offer_cancel=False)
+    refused: list[str] = []
+
+    def during() -> None:
+        store.submits_in_flight.add(
+            cluster="dev", recipe="mix", job_name="mix", chain_id=chain_id, array_task=None,
+            resumed_at=None, charge_retry=False, actor="U0APPR", channel="C0TRAIN",
+            sent_at=NOW + 60)
+        with pytest.raises(RecipeSubmitUnderWay) as exc:
+            cli_submit(ctx, slurm, NOW + 61)
+        refused.append(str(exc.value))
+
+    slurm.during[0] = during
+    reply = execute(ctx, parse_command("submit mix"), actor="U0ALICE", channel="C0TRAIN",
+                    now=NOW)
+    assert reply.job_id == "90500" and len(slurm.submits()) == 1
+    assert refused == [
+        "not submitted: <@U0ALICE>'s submit of a new run of mix was sent at 13:46 UTC and its "
+        "job is not recorded yet; two jobs of a recipe side by side would write the same "
+        "checkpoints. The new run's thread tells which job it is"]
