@@ -15,6 +15,7 @@ HTTPS), as on an institution's network.
 
 from __future__ import annotations
 
+import base64
 import datetime
 import ipaddress
 import itertools
@@ -295,6 +296,25 @@ _METHOD_SCOPE = {
     "files.completeUploadExternal": "files:write",
 }
 _HISTORY_METHODS = ("conversations.history", "conversations.replies")
+# conversations.replies' `limit`: its default and its maximum (Slack's method reference)
+REPLIES_MAX_LIMIT = 1000
+
+
+def _cursor(thread: str, offset: int) -> str:
+    """An opaque cursor (as Slack's: base64) for the page of `thread` from `offset` on."""
+    return base64.b64encode(f"replies:{thread}:{offset}".encode()).decode()
+
+
+def _cursor_offset(cursor: str, thread: str) -> int | None:
+    """The offset `cursor` names in `thread`; None when it is not one handed out for it."""
+    try:
+        kind, _, rest = base64.b64decode(cursor, validate=True).decode().partition(":")
+    except ValueError:  # binascii.Error and UnicodeDecodeError are ValueErrors
+        return None
+    where, _, offset = rest.rpartition(":")
+    if kind != "replies" or where != thread or not offset.isdigit() or int(offset) < 1:
+        return None
+    return int(offset)
 
 
 class _LocalServer:
@@ -669,16 +689,37 @@ class SlackStandIn(_LocalServer):
         return {"ok": True, "messages": msgs, "has_more": False}
 
     def _m_conversations_replies(self, p: dict[str, Any]) -> dict[str, Any]:
+        """A thread, oldest first, cursor-paginated as Slack's: at most `limit` messages a
+        page (default and maximum REPLIES_MAX_LIMIT; not a whole number of at least 1:
+        `invalid_arguments`), `has_more` and `response_metadata.next_cursor` (empty at the
+        end) naming the next page; `cursor` (empty: the first page) must be one the stand-in
+        handed out for this thread (else `invalid_cursor`)."""
         channel, ts = p.get("channel"), p.get("ts")
         root = next((m for m in self.messages.get(channel or "", []) if m["ts"] == ts), None)
         if root is None:
             return {"ok": False, "error": "thread_not_found"}
+        raw_limit = p.get("limit")
+        try:
+            limit = REPLIES_MAX_LIMIT if raw_limit in (None, "") else int(raw_limit)
+        except (TypeError, ValueError):
+            return {"ok": False, "error": "invalid_arguments"}
+        if limit < 1:
+            return {"ok": False, "error": "invalid_arguments"}
+        limit = min(limit, REPLIES_MAX_LIMIT)
+        start: int | None = 0
+        if p.get("cursor"):
+            start = _cursor_offset(str(p["cursor"]), f"{channel}/{ts}")
+        if start is None:
+            return {"ok": False, "error": "invalid_cursor"}
         with_meta = str(p.get("include_all_metadata")) in ("1", "true", "True")
-        msgs = [self._public(root)] + [self._public(r) for r in root["replies"]]
+        thread = [root, *root["replies"]]
+        msgs = [self._public(m) for m in thread[start:start + limit]]
         if not with_meta:
             for m in msgs:
                 m.pop("metadata", None)
-        return {"ok": True, "messages": msgs, "has_more": False}
+        more = start + limit < len(thread)
+        return {"ok": True, "messages": msgs, "has_more": more, "response_metadata": {
+            "next_cursor": _cursor(f"{channel}/{ts}", start + limit) if more else ""}}
 
     def _m_files_getUploadURLExternal(self, p: dict[str, Any]) -> dict[str, Any]:
         filename, length = p.get("filename"), p.get("length")

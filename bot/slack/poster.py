@@ -7,10 +7,13 @@ Posts at most once, and none is lost while Slack can be asked:
   (`event_type="trainbot_post"`). A post whose fate is unknown (an intent left by a crash, a
   5xx or an `internal_error`/`fatal_error` answer, a connection dropped after the request was
   sent) is *reconciled* before anything is sent: the poster looks the key up in the thread
-  (`conversations.replies`) or the channel's latest 100 messages (`conversations.history`),
+  (`conversations.replies`, page by page through its cursor until the key is found or the
+  thread's end is read) or the channel's latest 100 messages (`conversations.history`),
   records the ts it finds, and sends again only when Slack does not have it. While the lookup
   fails, nothing is sent (`SlackPostError`; the intent stays, and the next call looks it up
-  first).
+  first); so too when the thread cannot be read to its end: past the post's deadline, or past
+  bot.core.slack_bounds.REPLIES_MAX_PAGES pages (SlackLookupRefused: a thread that long is
+  never read whole).
 - A chart is a three-step upload (`files.getUploadURLExternal`, the bytes to the upload URL,
   `files.completeUploadExternal`); only the completion makes it appear. Steps 1-2 are re-done
   freely; the file id is stored on the intent *before* the completion, which is reconciled
@@ -141,6 +144,16 @@ class _NoTimeForARequest(TimeoutError):
 MAYBE_PERFORMED = frozenset({"internal_error", "fatal_error"})
 
 
+class _ThreadNotRead(TimeoutError):
+    """A lookup that did not read the thread to its end (its next page would start past its
+    post's deadline): what it did not read may hold the post, so it is not sent again."""
+
+
+class _ThreadTooLong(_ThreadNotRead):
+    """A thread longer than REPLIES_MAX_PAGES pages: never read whole, so a post of unknown
+    fate in it is never sent again (asking again will not tell: `refused`)."""
+
+
 def call_fate(exc: Exception) -> Fate:
     """What a failed call did: `refused` (Slack answered no; sending again is pointless),
     `not_sent` (Slack did not act: a 429, a connection never made) or `unknown` (a 5xx, an
@@ -155,8 +168,8 @@ def call_fate(exc: Exception) -> Fate:
         return "refused"
     if isinstance(exc, HTTPError):  # the upload URL of step 2
         return "unknown" if exc.code >= 500 or exc.code == 429 else "refused"
-    if isinstance(exc, SlackRequestError):  # the SDK refused the arguments
-        return "refused"
+    if isinstance(exc, SlackRequestError | _ThreadTooLong):  # the SDK refused the arguments,
+        return "refused"  # or a thread too long to read whole
     return "not_sent" if request_not_sent(exc) else "unknown"
 
 
@@ -264,7 +277,8 @@ class SlackPoster:
         if post is None or post.posted:
             return post is not None
         try:
-            found = self._find_message(post.channel, post.thread_ts, key)
+            found = self._find_message(post.channel, post.thread_ts, key,
+                                       self.clock() + self.deadline_s)
         except CALL_ERRORS as exc:
             error = self._gave_up("conversations.replies", key, post.channel, exc, unknown=True)
             if call_fate(exc) == "refused":
@@ -320,7 +334,7 @@ class SlackPoster:
             for attempt in self._attempts_until(deadline):
                 if unknown:
                     try:
-                        found = self._find_file(channel, thread_ts, file_id, title)
+                        found = self._find_file(channel, thread_ts, file_id, title, deadline)
                     except CALL_ERRORS as exc:
                         last = self._lookup_failed("files.completeUploadExternal", key,
                                                    channel, exc, attempts)
@@ -424,7 +438,7 @@ class SlackPoster:
             for _attempt in self._attempts_until(deadline):
                 if unknown:
                     try:
-                        found = self._find_message(channel, thread_ts, key)
+                        found = self._find_message(channel, thread_ts, key, deadline)
                     except CALL_ERRORS as exc:
                         last = self._lookup_failed("chat.postMessage", key, channel, exc,
                                                    attempts)
@@ -482,18 +496,43 @@ class SlackPoster:
                    proxy=self.client.proxy)
         return str(step1["file_id"])
 
-    def _history(self, channel: str, thread_ts: str | None) -> list[dict]:
-        """The thread's messages, or the channel's latest 100 (raises CALL_ERRORS)."""
-        if thread_ts is not None:
-            resp = self.client.conversations_replies(
-                channel=channel, ts=thread_ts, include_all_metadata=True, limit=200)
-        else:
+    def _history(self, channel: str, thread_ts: str | None, deadline: float
+                 ) -> Iterator[dict]:
+        """The thread's messages, oldest first, read a page (REPLIES_PAGE messages) at a time
+        as they are looked at, the next page asked for by the last one's
+        `response_metadata.next_cursor` until Slack gives none (the thread's end); or the
+        channel's latest 100. Raises CALL_ERRORS, and _ThreadNotRead when the thread's end is
+        not reached: a next page would start past `deadline` (the post's), or the thread has
+        more than REPLIES_MAX_PAGES pages (_ThreadTooLong)."""
+        if thread_ts is None:
             resp = self.client.conversations_history(
                 channel=channel, include_all_metadata=True, limit=100)
-        return list(resp.get("messages") or [])
+            yield from resp.get("messages") or []
+            return
+        cursor: str | None = None
+        for page in range(slack_bounds.REPLIES_MAX_PAGES):
+            if page and not slack_bounds.waits_in_time(self.clock(), 0.0, deadline):
+                raise _ThreadNotRead(
+                    f"the thread {thread_ts} was read for {page} page(s) of "
+                    f"{slack_bounds.REPLIES_PAGE} messages, not to its end, before its "
+                    f"{self.deadline_s:g} s deadline")
+            kwargs: dict[str, Any] = {"channel": channel, "ts": thread_ts,
+                                      "include_all_metadata": True,
+                                      "limit": slack_bounds.REPLIES_PAGE}
+            if cursor:
+                kwargs["cursor"] = cursor
+            resp = self.client.conversations_replies(**kwargs)
+            yield from resp.get("messages") or []
+            cursor = (resp.get("response_metadata") or {}).get("next_cursor") or None
+            if cursor is None:
+                return
+        raise _ThreadTooLong(
+            f"the thread {thread_ts} has more than {slack_bounds.REPLIES_MAX_PAGES} pages of "
+            f"{slack_bounds.REPLIES_PAGE} messages: it is not read whole")
 
-    def _find_message(self, channel: str, thread_ts: str | None, key: str) -> str | None:
-        for msg in self._history(channel, thread_ts):
+    def _find_message(self, channel: str, thread_ts: str | None, key: str,
+                      deadline: float) -> str | None:
+        for msg in self._history(channel, thread_ts, deadline):
             meta = msg.get("metadata") or {}
             if meta.get("event_type") == METADATA_EVENT and \
                     (meta.get("event_payload") or {}).get("key") == key:
@@ -501,9 +540,9 @@ class SlackPoster:
         return None
 
     def _find_file(self, channel: str, thread_ts: str, file_id: str | None,
-                   title: str) -> str | None:
+                   title: str, deadline: float) -> str | None:
         """The file shared in the thread: by its id, or by title when no id was recorded."""
-        for msg in self._history(channel, thread_ts):
+        for msg in self._history(channel, thread_ts, deadline):
             for f in msg.get("files") or []:
                 if (f.get("id") == file_id) if file_id else (f.get("title") == title):
                     return f["id"]

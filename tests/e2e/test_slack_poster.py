@@ -11,10 +11,17 @@ import pytest
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web import SlackResponse
 from slack_standin import SlackStandIn
-from support.e2e import CHANNEL
+from support.e2e import CHANNEL, NOW
 
+from bot.core import slack_bounds
 from bot.core.slack_bounds import POST_DEADLINE_S
-from bot.slack.poster import SlackPoster, SlackPostError, call_fate, root_key
+from bot.slack.poster import (
+    SlackLookupRefused,
+    SlackPoster,
+    SlackPostError,
+    call_fate,
+    root_key,
+)
 from bot.slack.retry import ConnectionDropHandler, make_client
 
 
@@ -190,6 +197,85 @@ def test_a_post_of_unknown_fate_is_not_resent_while_it_cannot_be_looked_up(slack
     ts = poster.post_reply(chain, "incident:1", section("incident"), "incident")
     assert [m["ts"] for m in thread_messages(slack, root_ts)] == [ts]
     assert len(slack.calls("chat.postMessage")) == 2
+
+
+def long_thread(slack: SlackStandIn, root_ts: str, replies: int) -> None:
+    """`replies` messages in the thread (log lines posted by others), straight into the
+    stand-in."""
+    for i in range(replies):
+        with slack._lock:
+            assert slack.handle("chat.postMessage", {"channel": CHANNEL, "thread_ts": root_ts,
+                                                     "text": f"log line {i}"})["ok"]
+
+
+def keyed(slack: SlackStandIn, root_ts: str, key: str) -> list[str]:
+    """The ts of the thread's messages posted under `key`."""
+    return [m["ts"] for m in slack.replies(CHANNEL, root_ts)
+            if ((m.get("metadata") or {}).get("event_payload") or {}).get("key") == key]
+
+
+def test_a_lost_post_past_the_threads_first_page_is_found_not_posted_twice(
+        slack, poster, store):
+    """A thread of 251 messages, then a post whose answer is lost: the lookup reads the thread
+    page by page (200 messages a page, the next by Slack's cursor) and finds it on the second.
+    Before, it read the first 200 only, did not find it and posted it again."""
+    chain = open_chain(store)
+    root_ts = poster.post_root(chain, CHANNEL, section("root"), "root")
+    long_thread(slack, root_ts, 250)
+    slack.drop_next("chat.postMessage")  # Slack posts it; the answer is lost
+    ts = poster.post_reply(chain, "incident:1", section("NCCL timeout"), "NCCL timeout")
+
+    assert keyed(slack, root_ts, "incident:1") == [ts]
+    assert len(slack.calls("chat.postMessage")) == 2  # the root, the lost one: never re-sent
+    pages = slack.calls("conversations.replies")
+    assert [(c.params.get("limit"), bool(c.params.get("cursor"))) for c in pages] == \
+        [("200", False), ("200", True)]
+    assert pages[0].response["has_more"] is True
+    assert pages[1].params["cursor"] == pages[0].response["response_metadata"]["next_cursor"]
+    assert store.slack_posts.get("incident:1").ts == ts
+
+
+def test_a_thread_not_read_to_its_end_before_the_deadline_sends_nothing_again(
+        slack, slack_client, store, fake_sleep, monkeypatch):
+    """Each page of the lookup takes 200 s: its third would start past the post's 300 s
+    deadline, so the thread is not read to its end; what was not read may hold the post, so
+    it is not sent again (the intent stays for the next attempt)."""
+    clock = [NOW]
+    poster = SlackPoster(slack_client, store, deadline_s=POST_DEADLINE_S, sleep=fake_sleep,
+                         clock=lambda: clock[0])
+    chain = open_chain(store)
+    root_ts = poster.post_root(chain, CHANNEL, section("root"), "root")
+    long_thread(slack, root_ts, 450)
+    replies = slack_client.conversations_replies
+
+    def slow(**kwargs):
+        clock[0] += 200
+        return replies(**kwargs)
+
+    monkeypatch.setattr(slack_client, "conversations_replies", slow)
+    slack.drop_next("chat.postMessage")
+    with pytest.raises(SlackPostError, match="not to its end"):
+        poster.post_reply(chain, "incident:1", section("incident"), "incident")
+    assert len(keyed(slack, root_ts, "incident:1")) == 1
+    assert len(slack.calls("chat.postMessage")) == 2
+    assert len(slack.calls("conversations.replies")) == 2
+    assert store.slack_posts.get("incident:1").state == "intent"
+
+
+def test_a_thread_too_long_to_read_whole_is_a_refused_lookup(slack, poster, store,
+                                                              monkeypatch):
+    """A thread of more than REPLIES_MAX_PAGES pages is never read whole: its post of unknown
+    fate is not sent again, and the lookup says asking again will not tell."""
+    monkeypatch.setattr(slack_bounds, "REPLIES_MAX_PAGES", 2)
+    chain = open_chain(store)
+    root_ts = poster.post_root(chain, CHANNEL, section("root"), "root")
+    long_thread(slack, root_ts, 450)
+    slack.drop_next("chat.postMessage")
+    with pytest.raises(SlackLookupRefused, match="not read whole"):
+        poster.post_reply(chain, "incident:1", section("incident"), "incident")
+    assert len(keyed(slack, root_ts, "incident:1")) == 1
+    assert len(slack.calls("conversations.replies")) == 2
+    assert store.slack_posts.get("incident:1").state == "intent"
 
 
 def test_a_chart_whose_completion_answer_is_lost_is_shared_once(slack, poster, store):

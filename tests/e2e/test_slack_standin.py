@@ -203,6 +203,50 @@ def test_metadata_is_returned_only_when_asked(client):
     assert full["messages"][0]["metadata"]["event_payload"] == {"key": "k"}
 
 
+def test_replies_are_paged_by_limit_and_cursor_as_slack_pages_them(client):
+    root = client.chat_postMessage(channel=CHANNEL, text="root")["ts"]
+    sent = [client.chat_postMessage(channel=CHANNEL, thread_ts=root, text=f"r{i}")["ts"]
+            for i in range(4)]
+    first = client.conversations_replies(channel=CHANNEL, ts=root, limit=2)
+    assert [m["ts"] for m in first["messages"]] == [root, sent[0]]
+    assert first["has_more"] is True
+    cursor = first["response_metadata"]["next_cursor"]
+    second = client.conversations_replies(channel=CHANNEL, ts=root, limit=2, cursor=cursor)
+    assert [m["ts"] for m in second["messages"]] == sent[1:3]
+    last = client.conversations_replies(channel=CHANNEL, ts=root, limit=2,
+                                        cursor=second["response_metadata"]["next_cursor"])
+    assert [m["ts"] for m in last["messages"]] == sent[3:]
+    assert (last["has_more"], last["response_metadata"]["next_cursor"]) == (False, "")
+    whole = client.conversations_replies(channel=CHANNEL, ts=root)  # default: up to 1000
+    assert [m["ts"] for m in whole["messages"]] == [root, *sent]
+    assert whole["has_more"] is False
+
+
+@pytest.mark.parametrize(("args", "error"), [
+    ({"limit": 0}, "invalid_arguments"),
+    ({"limit": "many"}, "invalid_arguments"),
+    ({"cursor": "not a cursor"}, "invalid_cursor"),
+    ({"cursor": "cmVwbGllczpDMDpYOjE="}, "invalid_cursor"),  # base64, another thread's
+])
+def test_a_bad_limit_or_cursor_is_refused(client, args, error):
+    root = client.chat_postMessage(channel=CHANNEL, text="root")["ts"]
+    with pytest.raises(SlackApiError) as exc:
+        client.conversations_replies(channel=CHANNEL, ts=root, **args)
+    assert exc.value.response["error"] == error
+
+
+def test_a_cursor_of_another_thread_is_refused(client):
+    one = client.chat_postMessage(channel=CHANNEL, text="one")["ts"]
+    two = client.chat_postMessage(channel=CHANNEL, text="two")["ts"]
+    for ts in (one, one, two, two):
+        client.chat_postMessage(channel=CHANNEL, thread_ts=ts, text="r")
+    cursor = client.conversations_replies(channel=CHANNEL, ts=one,
+                                          limit=1)["response_metadata"]["next_cursor"]
+    with pytest.raises(SlackApiError) as exc:
+        client.conversations_replies(channel=CHANNEL, ts=two, limit=1, cursor=cursor)
+    assert exc.value.response["error"] == "invalid_cursor"
+
+
 def test_ephemeral_needs_a_user(client):
     assert client.chat_postEphemeral(channel=CHANNEL, user="U1", text="x")["ok"]
 
