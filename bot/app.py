@@ -18,7 +18,7 @@ from collections.abc import Callable, Iterable
 from concurrent.futures import Executor
 from typing import TYPE_CHECKING, Any
 
-from slack_bolt import App
+from slack_bolt import App, BoltRequest
 from slack_sdk import WebClient
 
 from bot.config import Config, ConfigError
@@ -37,6 +37,7 @@ from bot.services.scheduler import (
 )
 from bot.services.watch.events import TickReport
 from bot.services.watch.tick import Watcher
+from bot.slack.retry import request_client
 from handlers.fence import ListenerFence
 
 if TYPE_CHECKING:
@@ -333,7 +334,7 @@ def build_app(
     kwargs: dict[str, Any] = {}
     if listener_executor is not None:
         kwargs["listener_executor"] = listener_executor
-    app = App(
+    app = _BotApp(
         client=client,
         signing_secret=secret.get_secret_value() if secret else "",
         # Socket Mode requests are not signed; HTTP requests are always verified.
@@ -354,6 +355,17 @@ def build_app(
     handlers.actions.register(app, services, fence)
     handlers.home.register(app, services, fence)
     return app
+
+
+class _BotApp(App):
+    """Bolt's App giving each request's handlers a client of the app's client's class
+    (bot.slack.retry.request_client): their Web API calls counted in the bot's metrics and
+    each request bounded as a whole, as the poster's are. slack_bolt makes a plain WebClient
+    per request in `_init_context`, which has no factory to ask for another."""
+
+    def _init_context(self, req: BoltRequest) -> None:
+        super()._init_context(req)
+        req.context["client"] = request_client(self._client, req.context.client)
 
 
 def start(app: App, config: Config, *, http_port: int = 3000) -> None:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import copy
 import random
 import socket
 import ssl
@@ -243,6 +244,21 @@ def make_client(
     if on_call is None:
         return _WholeRequestClient(**kwargs)
     return _CountingClient(on_call, **kwargs)
+
+
+def request_client(app_client: WebClient, bolt_client: WebClient) -> WebClient:
+    """The client a Slack handler is given for one request: slack_bolt makes a plain
+    WebClient per request (`bolt_client`: the app's token, base URL, timeout, TLS, proxy and
+    a copy of its retry handlers list, for the request's team), which is not the class of the
+    app's client made here (`app_client`): its calls were not counted (`on_call`, the
+    trainbot_slack_api_calls_total metric) and its requests not bounded as a whole. This is
+    `bolt_client`'s settings in a client of `app_client`'s class, with its callbacks;
+    `bolt_client` itself when `app_client` is no client of make_client's."""
+    if not isinstance(app_client, _WholeRequestClient) or isinstance(bolt_client, type(app_client)):
+        return bolt_client
+    client = copy.copy(app_client)  # its class and what it adds (`_on_call`)
+    client.__dict__.update(bolt_client.__dict__)  # the request's token, team, handlers list
+    return client
 
 
 class _WholeRequestClient(WebClient):

@@ -317,3 +317,41 @@ def test_readyz_of_a_standby_replica_names_the_replica_that_watches_its_cluster(
     assert answers == {"A": (200, "ok\nwatched here: dev\n"),
                        "B": (200, "ok (standby)\nwatched here: none\n"
                                   "watched by another replica: dev (host-a:4242:96e72bf3)\n")}
+
+
+def test_a_handlers_web_api_calls_are_counted(tmp_path) -> None:
+    """A click's handler updates its prompt (chat.update) with the client Bolt gives it for
+    the request: a client of the bot's class (bot.app._BotApp), so the call counts in
+    trainbot_slack_api_calls_total, through the lazy listener's copy of the request. Bolt's
+    own per-request client is a plain WebClient: the call went uncounted."""
+    from fakes import writer
+    from support.bolt_driver import ResponseUrls, SyncExecutor, click_body, dispatch
+
+    from bot.app import build_app
+    from bot.services.prompts import create_resubmit_prompt
+    from bot.slack.views import ActionId
+
+    metrics = ServiceMetrics()
+    store = Store.open(f"sqlite:///{tmp_path / 'state.db'}")
+    ctx = make_context(store)
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
+    store.attempts.record(chain_id=chain.id, job_id="88154", now=T0)
+    writer(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
+    prompt = create_resubmit_prompt(ctx, recipe="mix", chain_id=chain.id, job_id="88154",
+                                    now=T0, summary="88154 died", resume_iter=3000)
+    urls = ResponseUrls()
+    with SlackStandIn() as slack:
+        client = make_client(slack.token, base_url=slack.api_url, timeout=10,
+                             on_call=lambda m: metrics.slack_calls.labels(m).inc())
+        shown = client.chat_postMessage(channel="C0TRAIN", text="prompt")["ts"]
+        app = build_app(ctx.config, ctx, client=client, listener_executor=SyncExecutor(),
+                        token_verification_enabled=False)
+        try:
+            body = click_body(ActionId.DISMISS, prompt.token, user="W0LEAD", channel="C0TRAIN",
+                              message_ts=shown, response_url=urls.new())
+            assert dispatch(app, body).status == 200
+        finally:
+            urls.close()
+        assert [c.response["ok"] for c in slack.calls("chat.update")] == [True]
+    assert sample(metrics, "trainbot_slack_api_calls_total", method="chat.update") == 1
+    assert sample(metrics, "trainbot_slack_api_calls_total", method="chat.postMessage") == 1
