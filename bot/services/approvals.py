@@ -35,12 +35,13 @@ bot.services.cancel_steps'.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from bot.cluster.errors import ClusterError, said
 from bot.core.policy import run_latest
-from bot.core.takeover import StepBounds
+from bot.core.takeover import StepBounds, settle_takeover_s
 from bot.services import ServiceError
 from bot.services import competitors as comp
 from bot.services.access import approvers_now
@@ -57,7 +58,7 @@ from bot.services.ports import Blocks, BotContext
 from bot.services.runs import array_task_of
 from bot.services.submit import RunSubmitInFlight
 from bot.services.submit_claim import RecipeSubmitUnderWay
-from bot.services.submit_deadlines import step_bounds
+from bot.services.submit_deadlines import cluster_deadlines, step_bounds
 from bot.services.threads import render
 from bot.slack.views import ActionId
 from bot.store import Approval
@@ -102,9 +103,11 @@ def click_reply(ctx: BotContext, recipe: str | None, kind: str, **facts: Any) ->
     (slack.lang when the recipe is unknown): `kind` is unknown | unauthorized | duplicate |
     busy | failed_released (`error`: what a claimed choice raised; nothing was done and the
     prompt stays usable) | internal_error; `facts` are approvers (user ids), decided_by, job
-    (busy), and for duplicate and busy `cancel_job` / `cancel_wait_s` (`_acting_cancel`)."""
+    (busy), and for duplicate and busy `cancel_job` / `cancel_wait_s` or `claim_wait_s`
+    (`_acting`)."""
     view = {"kind": kind, "approvers": [], "decided_by": None, "job": None,
-            "cancel_job": None, "cancel_wait_s": None, "cancel": False, **facts}
+            "cancel_job": None, "cancel_wait_s": None, "claim_wait_s": None, "cancel": False,
+            **facts}
     return render(ctx, "click_reply", recipe, view)[1]
 
 
@@ -120,16 +123,73 @@ def claim_bounds(ctx: BotContext, approval: Approval) -> StepBounds | None:
         return None
 
 
-def _acting_cancel(ctx: BotContext, other: Approval | None, now: float) -> dict[str, Any]:
+CLAIM_WENT_ON = frozenset({comp.HOLDING_STEP, *CANCEL_STEPS})
+"""The steps a claimed choice marks once it goes on from its claim's step (a hold's
+`holding`, a cancel's steps): its own recovery has it from then on."""
+
+
+def claim_step(steps: Mapping[str, float]) -> str | None:
+    """The claim's step an approval with these `steps` is left in, no next step marked
+    (CLAIMED_STEP, or a hold's yes's HOLD_APPROVED_STEP): its click is under way, or its
+    process died before its choice went on (bot.services.claim_takeover); None when it has no
+    such step, or its choice went on (CLAIM_WENT_ON)."""
+    step = CLAIMED_STEP if CLAIMED_STEP in steps else comp.HOLD_APPROVED_STEP
+    if step not in steps or any(s in steps for s in CLAIM_WENT_ON):
+        return None
+    return step
+
+
+def claim_takeover_s(ctx: BotContext, approval: Approval, step: str) -> float:
+    """How old `approval`'s claim `step` must be, no next step marked, before its click is
+    taken to have died: longer than a settle can take on its cluster (bot.core.takeover.
+    settle_takeover_s: its Slurm reads, a checkpoint lookup, its posts, and the margin), at
+    the bounds the clicker kept with the step when longer than the current config's."""
+    cluster = str(approval.payload.get("cluster", ""))
+    return settle_takeover_s(cluster_deadlines(ctx.config, cluster), None,
+                             ctx.store.approvals.bounds_of(approval.token, step),
+                             post_deadline_s=ctx.config.slack.post_deadline_s)
+
+
+def claim_given_back_at(ctx: BotContext, approval: Approval, now: float) -> float | None:
+    """When bot.services.claim_takeover gives `approval`'s claim back at the earliest if its
+    click died before it sent anything (the prompt pending again, its buttons usable): its
+    claim's step's time plus claim_takeover_s, the bound the clicker kept with it. None when
+    it is in no claim's step (`claim_step`), or a submit of its run is in flight (its sbatch
+    went out: the submits' recovery records its job or forgets it, and the takeover waits
+    for that)."""
+    steps = ctx.store.approvals.steps(approval.token)
+    step = claim_step(steps)
+    if step is None or run_submit_in_flight(ctx, approval, now):
+        return None
+    return steps[step] + claim_takeover_s(ctx, approval, step)
+
+
+def run_submit_in_flight(ctx: BotContext, approval: Approval, now: float) -> bool:
+    """Is a submit of `approval`'s run kept in flight (its sbatch sent, its job not yet
+    recorded)?"""
+    cluster = approval.payload.get("cluster")
+    return approval.chain_id is not None and cluster is not None and any(
+        f.chain_id == approval.chain_id
+        for f in ctx.store.submits_in_flight.sent_before(str(cluster), now + 1))
+
+
+def _acting(ctx: BotContext, other: Approval | None, now: float) -> dict[str, Any]:
     """For a click refused because `other` was decided (duplicate) or is acting on its job
-    (busy): when `other` is an approved cancel still in its scancel (`cancel_takeover_at`),
-    its job (`cancel_job`) and how long until trainbot takes that cancel over if its click's
-    process died (`cancel_wait_s`), so the reply names the wait the takeover keeps; else
+    (busy), when `other` is still approved: an approved cancel still in its scancel
+    (`cancel_takeover_at`), its job (`cancel_job`) and how long until trainbot takes that
+    cancel over if its click's process died (`cancel_wait_s`); a claim left in its step
+    (`claim_given_back_at`), how long until trainbot gives it back if its click died before
+    it sent anything (`claim_wait_s`), so the reply names the wait the takeover keeps; else
     nothing."""
-    due = None if other is None or other.state != "approved" else cancel_takeover_at(ctx, other)
-    if other is None or due is None:
+    if other is None or other.state != "approved":
         return {}
-    return {"cancel_job": str(other.target_job), "cancel_wait_s": max(due - now, 0.0)}
+    due = cancel_takeover_at(ctx, other)
+    if due is not None:
+        return {"cancel_job": str(other.target_job), "cancel_wait_s": max(due - now, 0.0)}
+    back = claim_given_back_at(ctx, other, now)
+    if back is not None:
+        return {"claim_wait_s": max(back - now, 0.0)}
+    return {}
 
 
 def handle_click(
@@ -204,7 +264,7 @@ def handle_click(
             audit("busy", target, recipe, choice=choice, other_token=claim.other.token)
             return ClickResult("busy", ephemeral=click_reply(
                 ctx, recipe, "busy", decided_by=claim.other.decided_by,
-                job=latest_job_of(approval), **_acting_cancel(ctx, claim.other, now)))
+                job=latest_job_of(approval), **_acting(ctx, claim.other, now)))
         done = claim.approval
         if done is not None and done.state == "stale" and done.payload.get("took_over"):
             # rewritten when a newer job took over (after_submit.supersede_prompts): a click
@@ -215,7 +275,7 @@ def handle_click(
         audit("duplicate", target, recipe, state=done.state if done else None)
         return ClickResult("duplicate", ephemeral=click_reply(
             ctx, recipe, "duplicate", decided_by=done.decided_by if done else None,
-            **_acting_cancel(ctx, done, now)))
+            **_acting(ctx, done, now)))
 
     if choice in _NEGATIVE:
         audit("dismissed" if choice == "dismiss" else "declined", target, recipe)
@@ -297,10 +357,7 @@ def _reached_cluster(ctx: BotContext, approval: Approval, choice: str, now: floa
                         array_task_of(ctx, approval.chain_id, target))
     if latest is not None and latest.job_id != target:  # the claim found it the latest
         return True
-    cluster = approval.payload.get("cluster")
-    return cluster is not None and any(
-        f.chain_id == approval.chain_id
-        for f in ctx.store.submits_in_flight.sent_before(str(cluster), now + 1))
+    return run_submit_in_flight(ctx, approval, now)
 
 
 def _probe_click(ctx: BotContext, approval: Approval, actor: str, now: float,
@@ -331,7 +388,7 @@ def _probe_click(ctx: BotContext, approval: Approval, actor: str, now: float,
         audit("busy", target, recipe, choice="probe", other_token=claim.other.token)
         return ClickResult("busy", ephemeral=click_reply(
             ctx, recipe, "busy", decided_by=claim.other.decided_by, job=target,
-            **_acting_cancel(ctx, claim.other, now)))
+            **_acting(ctx, claim.other, now)))
     done = claim.approval
     audit("duplicate", target, recipe, state=done.state if done else None)
     return ClickResult("duplicate", ephemeral=click_reply(

@@ -15,7 +15,9 @@ decided", every other prompt about its job "busy", for good.
 `take_over_claims` (the scheduler's `prompts` job, under its lease) looks at every approval
 approved with a claim's step and no next step, once that step is `claim_takeover_s` old (the
 click's own bounds, kept with the step, and the current config's, whichever are longer: its
-process has ended by then, or never sends anything):
+process has ended by then, or never sends anything; bot.services.approvals.claim_takeover_s,
+which the "already decided" and "busy" replies about such a claim count their wait by:
+`claim_given_back_at`):
 
 - a resubmit with a row in flight for its run: left to that row's recovery (it records the
   job, or says nothing was queued), looked at again next time;
@@ -33,16 +35,20 @@ from __future__ import annotations
 import logging
 
 from bot.core.policy import run_latest
-from bot.core.takeover import settle_takeover_s
 from bot.services.approval_outcomes import Outcome, decided
-from bot.services.approvals import click_reply
-from bot.services.cancel_steps import CANCEL_STEPS, CLAIMED_STEP
-from bot.services.competitors import HOLD_APPROVED_STEP, HOLDING_STEP
+from bot.services.approvals import (
+    CLAIM_WENT_ON,
+    claim_step,
+    claim_takeover_s,
+    click_reply,
+    run_submit_in_flight,
+)
+from bot.services.cancel_steps import CLAIMED_STEP
+from bot.services.competitors import HOLD_APPROVED_STEP
 from bot.services.home import refresh_homes
 from bot.services.ports import BotContext, LeaseLost
 from bot.services.prompt_follow_up import rewrite_prompt
 from bot.services.runs import array_task_of
-from bot.services.submit_deadlines import cluster_deadlines
 from bot.services.threads import thread_note
 from bot.store import Approval, Attempt
 
@@ -64,36 +70,25 @@ def take_over_claims(ctx: BotContext, now: float) -> None:
             log.exception("taking over the claim of prompt %s failed", approval.token)
 
 
-def claim_takeover_s(ctx: BotContext, approval: Approval, step: str) -> float:
-    """How old `approval`'s claim `step` must be, no next step marked, before its click is
-    taken to have died: longer than a settle can take on its cluster (bot.core.takeover.
-    settle_takeover_s: its Slurm reads, a checkpoint lookup, its posts, and the margin), at
-    the bounds the clicker kept with the step when longer than the current config's."""
-    cluster = str(approval.payload.get("cluster", ""))
-    return settle_takeover_s(cluster_deadlines(ctx.config, cluster), None,
-                             ctx.store.approvals.bounds_of(approval.token, step),
-                             post_deadline_s=ctx.config.slack.post_deadline_s)
-
-
 def _take_over(ctx: BotContext, approval: Approval, now: float) -> None:
     approvals, token = ctx.store.approvals, approval.token
     steps = approvals.steps(token)
-    step = CLAIMED_STEP if CLAIMED_STEP in steps else HOLD_APPROVED_STEP
-    went_on = sorted({HOLDING_STEP, *CANCEL_STEPS})
-    if step not in steps or any(s in steps for s in went_on):
+    step = claim_step(steps)
+    if step is None:
         return  # its choice went on: its own recovery (cancel_settle, the holds) has it
     older_than = now - claim_takeover_s(ctx, approval, step)
     if steps[step] > older_than:
         return  # its click may still be at work
     resubmit = step == CLAIMED_STEP and _may_resubmit(approval)
-    if resubmit and _in_flight(ctx, approval, now):
+    if resubmit and run_submit_in_flight(ctx, approval, now):
         return  # its sbatch may have gone out: the submits' recovery records or forgets it
     latest = _moved_on(ctx, approval) if resubmit else None
     if latest is not None:
         if approvals.take_over_step(token, step, older_than=older_than, now=now):
             _finish(ctx, approval, latest, now)
         return
-    if not approvals.release_claim(token, step, older_than=older_than, unless=went_on):
+    if not approvals.release_claim(token, step, older_than=older_than,
+                                   unless=sorted(CLAIM_WENT_ON)):
         return  # taken over by another replica, or its choice went on just now
     _said_released(ctx, approval, now)
 
@@ -104,14 +99,6 @@ def _may_resubmit(approval: Approval) -> bool:
     nothing."""
     return approval.chain_id is not None \
         and any(c in _RESUBMITS for c in approval.payload.get("choices", []))
-
-
-def _in_flight(ctx: BotContext, approval: Approval, now: float) -> bool:
-    """Is a submit of the approval's run kept in flight (sent, its job not yet recorded)?"""
-    cluster = approval.payload.get("cluster")
-    return cluster is not None and any(
-        f.chain_id == approval.chain_id
-        for f in ctx.store.submits_in_flight.sent_before(str(cluster), now + 1))
 
 
 def _moved_on(ctx: BotContext, approval: Approval) -> Attempt | None:

@@ -229,3 +229,44 @@ def test_a_hold_yes_dead_before_its_hold_is_released_and_said(store: Store) -> N
     assert handle_click(ctx, hold_token, ActionId.HOLD_COMPETITOR, "U0APPR",
                         due + 1).status == "done"
     assert slurm.acted("hold") == [88017]
+
+
+def test_a_click_on_a_claimed_prompt_names_when_its_claim_is_given_back(
+        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """W0LEAD's Resubmit died in its checkpoint lookup, after its claim. A minute later
+    U0APPR clicks the same prompt ("already decided") and another prompt about the job
+    ("busy"): each reply says when trainbot gives the claim back if that click died, the
+    claim's bound kept with its step counted from its time, and the takeover comes exactly
+    then. Before, neither reply named that wait (about 97 minutes)."""
+    ctx, _slurm, chain_id, token = story(store)
+    other = create_resubmit_prompt(ctx, recipe="mix", chain_id=chain_id, job_id="88154",
+                                   now=NOW, summary="88154 died again", resume_iter=3000,
+                                   post_key="prompt:88154:again").token
+    dies_in_lookup(ctx, token, monkeypatch)
+    due = NOW + 10 + bound(ctx, token)
+    assert bound(ctx, token) == 5840.0
+    after = ("If that click stopped before it sent anything to the cluster, trainbot gives "
+             "its prompt back in about 1 h 37 min (its buttons work again) and says so in "
+             "the run's thread.")
+    again = handle_click(ctx, token, ActionId.RESUBMIT, "U0APPR", NOW + 70)
+    assert (again.status, again.ephemeral) == (
+        "duplicate", f"Already decided by <@W0LEAD>; nothing was done again. {after}")
+    busy = handle_click(ctx, other, ActionId.RESUBMIT, "U0APPR", NOW + 70)
+    assert (busy.status, busy.ephemeral) == (
+        "busy", "Out of date: <@W0LEAD> is already acting on job 88154 from another prompt; "
+        f"nothing was done. {after}")
+
+    take_over_claims(ctx, due - 1)
+    assert present(store.approvals.get(token)).state == "approved"
+    take_over_claims(ctx, due)
+    assert present(store.approvals.get(token)).state == "pending"
+
+
+def test_the_claim_wait_is_said_in_korean(store: Store, monkeypatch: pytest.MonkeyPatch
+                                          ) -> None:
+    ctx, _slurm, _chain, token = story(store)
+    ctx.config.slack.lang = "ko"
+    dies_in_lookup(ctx, token, monkeypatch)
+    again = handle_click(ctx, token, ActionId.RESUBMIT, "U0APPR", NOW + 70)
+    assert again.status == "duplicate"
+    assert "그 프롬프트를 되돌리고" in str(again.ephemeral), again.ephemeral
