@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any
 
 from sqlalchemy import Engine, create_engine, event, make_url, text
-from sqlalchemy.pool import StaticPool
+from sqlalchemy.pool import NullPool, StaticPool
 
 from bot.core.redact import Redactor, url_secret_spans, url_secrets
 from bot.store.audit import AuditRepo
@@ -51,6 +51,7 @@ __all__ = [
     "Incident",
     "SlackPost",
     "Store",
+    "StoreClosed",
     "StoreError",
     "StoreVersionError",
     "SubmitInFlight",
@@ -125,6 +126,32 @@ def postgres_deadlines(query: Mapping[str, Any]) -> dict[str, Any]:
 
 class StoreError(Exception):
     """The store cannot be opened or written; the message names the URL/path and the fix."""
+
+
+class StoreClosed(StoreError):
+    """The store was closed (`Store.close`: the bot stopping): nothing is read from it or
+    written to it any more."""
+
+
+def _refuse() -> Any:
+    raise AssertionError("a closed store's pool opens no connection")  # _do_get refuses first
+
+
+class _ClosedPool(NullPool):
+    """The pool of a closed store: it lends no connection, so every transaction begun from
+    then on (each repository's read or write) raises StoreClosed before it touches the
+    database."""
+
+    def __init__(self, shown: str) -> None:
+        super().__init__(_refuse)
+        self._shown = shown
+
+    def _do_get(self) -> Any:
+        raise StoreClosed(f"the store at {self._shown} is closed (trainbot is stopping): "
+                          "nothing is read from it or written to it any more")
+
+    def recreate(self) -> _ClosedPool:
+        return self  # a dispose after the close leaves it closed
 
 
 def _use_wal(cursor: Any, *, attempts: int = 100) -> None:
@@ -273,7 +300,12 @@ class Store:
                 trans.rollback()
 
     def close(self) -> None:
-        self.engine.dispose()
+        """Close the store's connections; none is lent again: every read or write after it
+        raises StoreClosed (a Slack handler still under way once the bot's stop has waited its
+        bound writes nothing, as it opens no SSH session after ClusterSessions.close). A
+        transaction already begun ends as it would. Idempotent."""
+        pool, self.engine.pool = self.engine.pool, _ClosedPool(display_url(self.url))
+        pool.dispose()
 
     def __enter__(self) -> Store:
         return self

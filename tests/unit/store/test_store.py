@@ -24,7 +24,7 @@ from support.race import race, winners_of_race
 
 from bot.core.redact import Redactor
 from bot.core.takeover import StepBounds
-from bot.store import Store, StoreError, StoreVersionError, display_url
+from bot.store import Store, StoreClosed, StoreError, StoreVersionError, display_url
 from bot.store import schema as current_schema
 
 
@@ -180,6 +180,31 @@ def test_migrated_indexes_match_the_schema(store):
                if not i.get("duplicates_constraint")}  # PostgreSQL lists UNIQUE's index too
         want = {(i.name, tuple(c.name for c in i.columns)) for i in table.indexes}
         assert got == want, table.name
+
+
+def test_after_close_nothing_is_written_or_read(store_url):
+    """The bot stopping closed the store: a Slack handler still under way once the stop has
+    waited its bound gets StoreClosed for each write and read (as it gets no SSH session
+    after ClusterSessions.close), never a new connection over which it could still record a
+    claim or an audit line; a transaction begun before the close ends as it would. Before,
+    close() only emptied the pool, and the next write opened a new connection."""
+    s = Store.open(store_url)
+    chain = s.chains.create(recipe="mix", cluster="dev", job_name="mix", now=1.0)
+    with s.engine.begin() as conn:  # under way when the stop closes the store
+        s.close()
+        conn.execute(text("UPDATE chains SET job_name = 'mix2' WHERE id = :id"),
+                     {"id": chain.id})
+    with pytest.raises(StoreClosed, match=r"is closed \(trainbot is stopping\)"):
+        s.audit.record(actor="U0ALICE", action="approval.click", now=2.0, result="ok")
+    with pytest.raises(StoreClosed):
+        s.chains.create(recipe="mix", cluster="dev", job_name="mix", now=3.0)
+    with pytest.raises(StoreError):  # a StoreError, as every store failure
+        s.chains.get(chain.id)
+    s.close()  # idempotent
+    with Store.open(store_url) as again:  # the database itself is as it was left
+        assert present(again.chains.get(chain.id)).job_name == "mix2"
+        assert again.audit.recent(10) == []
+        assert [c.id for c in again.chains.for_recipe("mix")] == [chain.id]
 
 
 def test_foreign_keys_are_enforced(store):
