@@ -119,15 +119,22 @@ def with_sampler_leak(jw: JobWatch, diag: Diagnosis, record: JobRecord, policy: 
     return replace(diag, secondary=(*diag.secondary, "memory_leak"), metrics=metrics)
 
 
-def warning_key(cluster: str, jw: JobWatch, dec: Decision, diag: Diagnosis) -> str:
+def warning_key(cluster: str, jw: JobWatch, dec: Decision, diag: Diagnosis,
+                past_warnings: Sequence[PastWarning] = ()) -> str:
     """The outbox key of an early warning: one per job and class, a stall's one per stall
-    episode (its last progress line), a leak's one per projected OOM iteration."""
+    episode (its last progress line), a leak's one per warning the policy calls for (the
+    first, then each of a projection moved earlier), numbered by the job's leak warnings
+    posted before (`past_warnings`). Not by its projection, which moves from tick to tick:
+    a leak warning whose post failed is tried again under its key with the newest projection
+    (the outbox keeps that one), not warned again under another while the first is pending."""
     base = f"{cluster}:{jw.job_id}:{dec.class_id}"
     if dec.class_id == "hang":
         line = diag.evidence[0].line if diag.evidence else 0
         return f"{base}:line{line}"  # one warning per stall episode (its last progress)
     if dec.class_id == "memory_leak":
-        return f"{base}:{dec.projected_oom_iter}"
+        warned = sum(1 for w in past_warnings
+                     if w.class_id == "memory_leak" and w.job_id == str(jw.job_id))
+        return f"{base}:warn{warned + 1}"
     return base
 
 

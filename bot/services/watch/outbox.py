@@ -6,8 +6,11 @@ published again; one left `pending` (a crash between the two) is published again
 condition is seen on a later tick — the finished job stays watched until its event is
 posted, so that is guaranteed for incidents; a warning still `pending` when its job ends is
 published (as a note) before the incident (`flush_warnings`); one the sink gave up (Slack
-refused the message itself: PostGivenUp) is `dropped`. Publishing must be idempotent by
-key (the Slack poster is). tests/integration/test_crash_safety.py kills the bot at these points.
+refused the message itself: PostGivenUp) is `dropped`. A warning emitted again while it is
+`pending` is one warning: its row keeps what it says now (a leak's newest projection; its
+key does not move with it, bot.services.watch.judge.warning_key). Publishing must be
+idempotent by key (the Slack poster is). tests/integration/test_crash_safety.py kills the
+bot at these points.
 
 The stored event keeps its facts (a sentence among them as data, bot.core.text.text_to_json),
 so one published again from the store (`unposted`, `stored_event`: a cluster's unreachable
@@ -83,12 +86,16 @@ class Outbox:
         if event.facts:
             payload["facts"] = text_to_json(event.facts)
         payload.update(extra or {})
-        incident, _created = self.store.incidents.record(
+        incident, created = self.store.incidents.record(
             event.key, class_id=class_id, diagnosis=payload, now=now,
             chain_id=event.chain_id, job_id=event.job_id, state="pending",
         )
         if incident.state not in TO_PUBLISH:
             return True  # published before (this key is done)
+        if not created and incident.state == "pending" and class_id in WARNING_CLASSES:
+            # a warning tried again: its row says what it says now (a leak's newest
+            # projection), so the one `flush_warnings` publishes at the job's end is that
+            self.store.incidents.note_facts(event.key, payload)
         crashpoint("intent_recorded", event.key)  # crash-safety test hook (no-op in production)
         try:
             with log_fields(event_key=event.key, chain=event.chain_id, job=event.job_id):

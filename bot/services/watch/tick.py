@@ -544,7 +544,8 @@ class Watcher:
                                past_warnings=self.outbox.past_warnings(jw.chain_id))
         diag = judged.diagnosis
         for dec in judged.warnings:
-            key = warning_key(self.cluster, jw, dec, diag)
+            key = warning_key(self.cluster, jw, dec, diag,
+                              self.outbox.past_warnings(jw.chain_id))
             if OFFER_CANCEL_RESUME in dec.offers:  # no recipe: nothing resumes it
                 dec = (self._stall_resume_point(jw, record, key, dec) if jw.recipe is not None
                        else stall_without_recipe(dec, job=record.display_id))

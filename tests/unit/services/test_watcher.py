@@ -1425,6 +1425,62 @@ def test_a_due_resubmit_whose_stored_decision_is_unreadable_asks_a_person(env, k
         "않았습니다. 사람이 결정해 주세요: `/train resume auto`로 실행을 재개합니다.")
 
 
+def _leak_with_failed_posts(sstat_env, fails: int) -> tuple[list[Any], list[Any]]:
+    """Job 88016 leaking (sstat RSS +0.5 GiB per 20 iterations, not a perfect line, so its
+    projected OOM iteration moves from tick to tick) for 12 ticks, the first `fails` tries to
+    post its leak warning failing (Slack down, while it runs), then ending FAILED: (the leak
+    warnings tried, the leak events posted)."""
+    store, slurm, sftp, sink = sstat_env
+    tried: list[Any] = []
+    publish = sink.publish
+
+    def failing(event: Any) -> None:
+        if "memory_leak" in event.key:
+            tried.append(event)
+            if event.kind == "warning" and len(tried) <= fails:
+                raise RuntimeError("slack is down")
+        publish(event)
+
+    sink.publish = failing
+    add_job(store, 88016)
+    slurm.records[88016] = JobRecord(job_id=88016, state="RUNNING", stdout_path=LOG,
+                                     start_time=T0, mem_limit_bytes=100 << 30)
+    w = make_watcher(store, slurm, sftp, sink, config=_Config(), policy=None, judge_every_s=0)
+    for tick in range(12):
+        sftp.clock = T0 + 90 * tick
+        sftp.append(LOG, _progress_lines(100 + 20 * tick, 20, T0 + 90 * tick - 90))
+        slurm.rss[88016] = (40 << 30) + tick * (1 << 29) + (tick % 3) * (1 << 26)
+        w.tick(T0 + 90 * tick + 1)
+    slurm.records[88016] = replace(slurm.records[88016], state="FAILED", exit_code=1,
+                                   end_time=T0 + 90 * 12)
+    w.tick(T0 + 90 * 13)
+    return tried, [e for e in sink.events if "memory_leak" in e.key]
+
+
+def test_a_leak_warning_whose_post_failed_is_warned_once(sstat_env):
+    """The leak warning's first post fails; the next tick's projection has moved. It is tried
+    again under its key, saying the newest projection, and posts: one leak warning, not a
+    second at the job's end (the failed one published as a note by flush_warnings)."""
+    tried, posted = _leak_with_failed_posts(sstat_env, fails=1)
+    assert tried[0].decision.projected_oom_iter != tried[1].decision.projected_oom_iter
+    assert len({e.key for e in tried}) == 1
+    [warning] = posted
+    assert warning.kind == "warning" and warning is tried[1]
+
+
+def test_a_leak_warning_never_posted_while_running_is_one_note_with_the_newest_projection(
+        sstat_env):
+    """Every try while the job runs fails: its end publishes the warning once, as a note,
+    saying what the last try said (the row kept the newest projection)."""
+    store = sstat_env[0]
+    tried, posted = _leak_with_failed_posts(sstat_env, fails=10**6)
+    assert len(tried) > 2 and len({e.key for e in tried[:-1]}) == 1
+    [note] = posted
+    assert note.kind == "note" and note.key == tried[0].key and note.text == tried[-2].text
+    assert store.incidents.get(note.key).diagnosis["projected_oom_iter"] == \
+        tried[-2].decision.projected_oom_iter
+
+
 @pytest.mark.parametrize(("policy", "warned"), [
     ({}, True),  # default headroom 10 %: 216 GiB is reached before iteration 8000
     ({"leak_warn_margin": 0.0}, False),  # the 240 GiB limit itself only after it (~8119)
