@@ -22,9 +22,7 @@ from typing import Any, Literal, NamedTuple
 
 from bot.config import Config
 from bot.core.backoff import THREADLESS_TRIES, Backoffs, Fate, after_try
-from bot.core.holders import holder_label
 from bot.core.text import mrkdwn_escape
-from bot.services.leases import process_holder, process_judge
 from bot.services.ports import (
     Blocks,
     BotContext,
@@ -36,6 +34,7 @@ from bot.services.ports import (
     RenderError,
     root_key,
 )
+from bot.services.post_claims import claim_post, post_claim_key, release_post
 
 # what a root shows (bot.services.root_views), its names imported from here too
 from bot.services.root_views import array_root_view as array_root_view
@@ -339,10 +338,33 @@ def _say_kept(ctx: BotContext, note: Incident, roots: RootTries | None = None) -
     row stays `pending` until the file is shared, so a bot stopped during the upload shares it
     at its next try (the reply and the file each posted once, by key): True once posted. One
     given up is `dropped` when its run's thread was open (Slack rejected the message
-    itself), else THREADLESS."""
+    itself), else THREADLESS. The try is claimed by its key (bot.services.post_claims, for
+    its root's, its own and its file's worst case): of two tries at once (a handler's
+    `thread_note` in Slack's 429 waits and the `prompts` job's, here or on another replica),
+    the one that finds it claimed tries nothing (False), as Slack has no copy to find yet."""
     if note.state not in ("pending", THREADLESS) or note.chain_id is None:
         return note.state == "posted"
-    roots = roots or RootTries()
+    backoff = ctx.notes.by_key.get(note.key)
+    if ctx.sink is None or (backoff is not None and backoff.skip > 0):
+        return _try_kept(ctx, note, roots or RootTries())  # not tried this chance: no claim
+    what = f"chain {note.chain_id}: the kept reply {note.key}'s try"
+    posts = 1 + (not has_thread(ctx, note.chain_id)) + ("file" in note.diagnosis)
+    holder = claim_post(ctx, note.key, what, posts=posts)  # its root, itself, its file
+    if holder is None:
+        log.debug("%s is another's, posting it now: not tried here", what)
+        return False
+    try:
+        kept = ctx.store.incidents.get(note.key)  # as the last try left it
+        if kept is None or kept.state not in ("pending", THREADLESS):
+            return kept is not None and kept.state == "posted"
+        return _try_kept(ctx, kept, roots or RootTries())
+    finally:
+        release_post(ctx, note.key, holder, what)
+
+
+def _try_kept(ctx: BotContext, note: Incident, roots: RootTries) -> bool:
+    """`_say_kept`'s try, its claim held."""
+    assert note.chain_id is not None
     text, blocks = str(note.diagnosis.get("text") or ""), note.diagnosis.get("blocks")
     said = say_note(ctx, note.chain_id, note.key, text, ctx.notes, roots=roots) \
         if blocks is None else \
@@ -633,53 +655,23 @@ def open_thread(ctx: BotContext, chain_id: int, channel: str | None = None) -> R
     try:
         return _post_root(ctx, chain_id, channel)
     finally:
-        try:
-            ctx.store.command_claims.release(_root_claim_key(chain_id), holder)
-        except Exception:  # noqa: BLE001 - a store blip: the claim lapses by its hold
-            log.warning("chain %s: could not release its root's claim (it lapses by its "
-                        "hold)", chain_id, exc_info=True)
-
-
-# the shortest hold of a root's claim: a sink whose posts have no worst case (the console's,
-# `post_at_most_s` 0) still holds it while its try runs
-ROOT_CLAIM_AT_LEAST_S = 30.0
+        release_post(ctx, root_key(chain_id), holder, f"chain {chain_id}: its root's try")
 
 
 def _root_claim_key(chain_id: int) -> str:
-    return f"post:{root_key(chain_id)}"
+    return post_claim_key(root_key(chain_id))
 
 
 def _claim_root(ctx: BotContext, chain_id: int) -> str | None:
-    """Claim the try of the run's root message (the store's claims, shared by every
-    replica: exactly one of several concurrent claims is taken) for as long as one post can
-    take at worst (the thread writer's `post_at_most_s`, at least ROOT_CLAIM_AT_LEAST_S: a
-    try outlasting its claim could be joined by another), held by this process
-    (`process_holder`); the claim's holder, or None when the thread is there or another try
-    holds the claim (one released between the claim and the look is claimed again, once).
-    A claim whose holder is provably dead (a bot of this host killed in its try, restarted:
-    `DeadHolders`, as the leases judge theirs) is taken over at once (atomically: of several
-    takers one gets it), so the restarted bot's startup announcement posts the root instead
-    of waiting for the dead try's claim to lapse; another live try's claim, or one that
-    cannot be judged, stands."""
+    """Claim the try of the run's root message (bot.services.post_claims.claim_post: one
+    try at a time, for one post's worst case; a provably dead holder's claim taken over at
+    once, so the restarted bot's startup announcement posts the root instead of waiting for
+    the dead try's claim to lapse): the claim's holder, or None when the thread is there or
+    another try holds the claim."""
     assert ctx.sink is not None
     if has_thread(ctx, chain_id):
         return None
-    holder, key, now = process_holder(), _root_claim_key(chain_id), ctx.clock()
-    hold_s = max(ctx.sink.post_at_most_s(), ROOT_CLAIM_AT_LEAST_S)
-    if ctx.store.command_claims.claim(key, holder, now, hold_s):
-        return holder
-    other = ctx.store.command_claims.holder(key)
-    if other is None:  # released meanwhile: claimed again, once
-        return holder if ctx.store.command_claims.claim(key, holder, now, hold_s) else None
-    if other == holder:  # this process's other try
-        return None
-    death = process_judge().death(other, what=key)
-    if death is None or not ctx.store.command_claims.take_over(key, other, holder, now, hold_s):
-        return None
-    log.warning("chain %s: its root's try was claimed by %s, which is dead (%s): tried "
-                "here (%s) at once, not when that claim lapses", chain_id,
-                holder_label(other), death.value, holder_label(holder))
-    return holder
+    return claim_post(ctx, root_key(chain_id), f"chain {chain_id}: its root's")
 
 
 def _post_root(ctx: BotContext, chain_id: int, channel: str | None) -> Rooted:

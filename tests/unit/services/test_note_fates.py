@@ -1019,6 +1019,68 @@ def test_a_root_slack_rate_limits_for_four_minutes_keeps_its_claim_and_gets_one_
     assert len(slack.root_messages(PRIVATE)) == 1
 
 
+def test_a_note_slack_rate_limits_is_not_posted_again_by_the_prompts_job_meanwhile(
+        slack: SlackStandIn, store: Store) -> None:
+    """A handler says a note in the run's thread (a Home tab's "Stop watching"): kept, then
+    posted, and Slack answers 429, so the client waits out its Retry-After (a post may wait up
+    to its deadline). Meanwhile the `prompts` job finds the note still pending: its try is
+    claimed by the handler's, so it posts nothing. The handler's post goes through: one note.
+    Before, the job found no copy in the thread and posted it, then the handler did too."""
+    run = make_run(slack, store)
+    root = run.open_thread()
+    waiting, go_on = threading.Event(), threading.Event()
+
+    def rate_limited(s: float) -> None:  # the client's wait of the handler's post
+        waiting.set()
+        go_on.wait(10)
+
+    client = make_client(slack.token, base_url=slack.api_url, sleep=rate_limited, timeout=10)
+    poster = SlackPoster(client, store, deadline_s=POST_DEADLINE_S, sleep=lambda s: None,
+                         clock=lambda: run.clock[0])
+    handler = make_context(store, AnswerLostSlurm(lost=0, submitted_at=T0), sink=poster,
+                           config=run.ctx.config, charts=False, clock=lambda: run.clock[0])
+    key, said = f"chain:{run.chain_id}:unwatched", list[bool]()
+    slack.fail_next("chat.postMessage", status=429, retry_after=1)
+    note = threading.Thread(target=lambda: said.append(threads.thread_note(
+        handler, run.chain_id, key, "run mix is no longer watched")))
+    note.start()
+    try:
+        assert waiting.wait(10)
+        say_pending_notes(run.ctx)  # the prompts job's run, while the handler's post waits
+    finally:
+        go_on.set()
+        note.join(10)
+    assert said == [True]
+    assert len(tries(slack, key)) == 2  # the handler's: answered 429, then taken
+    assert len(in_thread(slack, root, key)) == 1
+    assert present(store.incidents.get(key)).state == "posted"
+    say_pending_notes(run.ctx)
+    assert len(tries(slack, key)) == 2
+
+
+def test_a_kept_notes_claim_left_by_a_stopped_try_lapses_by_its_hold(
+        slack: SlackStandIn, store: Store) -> None:
+    """A replica stopped while posting a kept note leaves its claim of the try (one that
+    cannot be judged dead: another host's): the `prompts` job posts nothing while the claim
+    holds (one post's worst case, the note's run having its thread), and posts the note once
+    when it has lapsed."""
+    run = make_run(slack, store)
+    root = run.open_thread()
+    key = f"chain:{run.chain_id}:unwatched"
+    slack.fail_next("chat.postMessage", status=500, count=run.poster.max_attempts)
+    assert not threads.thread_note(run.ctx, run.chain_id, key, "run mix is no longer watched")
+    hold = run.poster.post_at_most_s()
+    assert store.command_claims.claim(f"post:{key}", "another", T0, hold)
+    run.clock[0] = T0 + hold - 1
+    say_pending_notes(run.ctx)
+    assert in_thread(slack, root, key) == []
+    assert present(store.incidents.get(key)).state == "pending"
+    run.clock[0] = T0 + hold + 1
+    say_pending_notes(run.ctx)
+    assert len(in_thread(slack, root, key)) == 1
+    assert present(store.incidents.get(key)).state == "posted"
+
+
 def root_left_unposted(store: Store, run: Run) -> str:
     """U0BOB submitted `run`, and the bot stopped while posting its root (its intent kept,
     never confirmed): the root's key."""
