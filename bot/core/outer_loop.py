@@ -19,6 +19,9 @@ _PASS = r"(?:fold|trial|round|episode|sweep|run|stage|phase|seed|level|task|mode
 _COUNTED = re.compile(r"(?i)(?<![a-z])(" + _PASS + r")\s*[#=:]?\s*(\d+)\s*(?:/|of)\s*(\d+)")
 # ... and its number alone (`Score for fold 1`, `Running Trial #2`, `Trial 0 finished`, `seed=1`),
 # not a percentage (a bar's `Evaluating best model: 100%|`)
+# What finds, in a whole block of raw bytes, a line that may hold such a counter (RE2 has no
+# look-behind; `counts_pass` confirms the line)
+COUNTED_LOCATOR = r"(?i)(?:" + _PASS + r")\s*[#=:]?\s*\d+\s*(?:/|of)\s*\d+"
 _NUMBERED = re.compile(r"(?i)(?<![a-z])(" + _PASS + r")\s*(?:#|no\.?|[=:])?\s*(\d+)(?![\d/.%])")
 
 
@@ -39,6 +42,26 @@ def outer_loop_open(lines: Sequence[str]) -> bool:
             if not (done == total > 0 and int(m.group(2)) <= total):
                 return True
     return any(done < total for done, total in last.values())
+
+
+def counts_pass(line: str) -> bool:
+    """The line holds an outer loop's counter with its total (`Fold 1/5`, `Running seed 1 of
+    3`): a header a log's scan keeps however far back it is (`outer_loop_open` over a tail
+    alone misses a pass's header more than the tail's lines back)."""
+    return _COUNTED.search(line) is not None
+
+
+def furthest_passes(lines: Sequence[str]) -> list[str]:
+    """Of `lines` (each with a counter: `counts_pass`), for each loop's word the line with its
+    furthest pass, in their order: passes run side by side end out of order (Optuna's or a
+    pool's `trial 5/5` before `trial 3/5`), and the furthest says how far the loop got."""
+    best: dict[str, tuple[int, int]] = {}
+    for i, line in enumerate(lines):
+        for m in _COUNTED.finditer(line):
+            word, done = _word(m.group(1)), int(m.group(2))
+            if word not in best or done >= best[word][1]:
+                best[word] = (i, done)
+    return [lines[i] for i in sorted({i for i, _ in best.values()})]
 
 
 def names_pass_short_of_last(line: str) -> bool:

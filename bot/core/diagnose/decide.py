@@ -191,6 +191,7 @@ def diagnose(
     goes_on_at: int | None = None,
     goes_on_text: str | None = None,
     closing_shapes: ClosingShapes | None = None,
+    outer_headers: Sequence[tuple[int, str]] = (),
 ) -> Diagnosis:
     """ONE diagnosis from catalogue matches, the metric series and accounting.
 
@@ -210,6 +211,9 @@ def diagnose(
     memory kill. `closing_shapes` is the scan's record of the lines with a closing word
     (bot.core.diagnose.closing_summary): with no accounting, a log that ends in a summary new
     to it after its last progress ends a finished run; None reads no summary.
+    `outer_headers` the scan's latest lines with an outer loop's counter (`Fold 1/5`), the
+    tail's or earlier: a program's closing words inside a pass short of the last are that
+    pass's.
     A log that holds several runs (a requeued job's, each run appended) is read by its last:
     the series is that run's (bot.core.metrics, from `series.run_start`), and only the matches
     and lines from there decide; a run with no progress yet is judged as a fresh job (no stall
@@ -388,7 +392,8 @@ def diagnose(
             # signal: a loop that ended, inferred from where it stopped, not said by a line
             chosen, decided_by, case_cause = "completed", HINT, TargetReached(reached)
             evidence = [Evidence(reached.line, reached.text)]
-        elif not acct.says_how_it_ended and (said := ends_in_finish_said(tail, series)) is not None:
+        elif not acct.says_how_it_ended and (
+                said := ends_in_finish_said(tail, series, outer_headers)) is not None:
             # no accounting: after training, the program said it finished in its own words
             # (`Done training.`, `All done!`) and only reports, saves or nothing follow
             chosen, decided_by, case_cause = "completed", HINT, FinishedInOwnWords(said)

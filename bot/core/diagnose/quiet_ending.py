@@ -27,7 +27,7 @@ from bot.core.diagnose.ending import says_error
 from bot.core.framework_lines import json_stats_epoch, openmmlab_epoch
 from bot.core.line_time import message_after_time
 from bot.core.metrics import MetricSeries
-from bot.core.outer_loop import outer_loop_open
+from bot.core.outer_loop import furthest_passes, outer_loop_open
 from bot.core.progress_bars import is_start_up_bar
 
 # TensorFlow's Estimator (and Keras/Slim) writing a checkpoint: `Saving checkpoints for N into`.
@@ -591,8 +591,8 @@ class FinishSaid(NamedTuple):
     text: str
 
 
-def ends_in_finish_said(tail: Sequence[tuple[int, str]], series: MetricSeries
-                        ) -> FinishSaid | None:
+def ends_in_finish_said(tail: Sequence[tuple[int, str]], series: MetricSeries,
+                        outer_headers: Sequence[tuple[int, str]] = ()) -> FinishSaid | None:
     """After training progress, the last line saying training finished in the program's own
     words (`_FINISH_SAID`: `Done training.`, `training done`, `All done!`; the run or the whole
     program named done, `_RUN_DONE`: `sft done`, `TRAINING COMPLETE`, `Pipeline complete!`, with
@@ -602,7 +602,10 @@ def ends_in_finish_said(tail: Sequence[tuple[int, str]], series: MetricSeries
     `_STOPPED_EARLY`, which no count short of its total undoes), with nothing after it
     but what `ends_after_target` lets follow a target: None when that line or one after it trains
     or names a pass or an epoch (`Done training epoch 3`, `training done for fold 1/5`), when the
-    log shows an outer loop short of its last pass, when the series' progress goes on after it,
+    log shows an outer loop short of its last pass (read from `outer_headers` too, the log's
+    latest lines with an outer loop's counter before the tail, this run's: a `Fold 1/5` more
+    than the tail's lines back still holds an early stop to its fold), when the series'
+    progress goes on after it,
     or when a signal, an error or an evaluation with no result follows it (bot.core.diagnose
     .after_target.goes_on_after); None with no training progress before it (`All done.` after a
     data-preparation step)."""
@@ -613,6 +616,7 @@ def ends_in_finish_said(tail: Sequence[tuple[int, str]], series: MetricSeries
     if said is None:
         return None
     n, text = lines[said]
+    first = lines[0][0]
     early = _STOPPED_EARLY.search(text) is not None
     # the process's own exit (`Process finished with exit code 0`) ends every loop it ran,
     # whatever it counted (`Episode 9501/10000, rewards: 41.6`)
@@ -631,7 +635,9 @@ def ends_in_finish_said(tail: Sequence[tuple[int, str]], series: MetricSeries
         and not any(m == series.last_iteration_line for m, _ in lines))
     if (not early and not exited and _count_short([t for _, t in lines[:said]])) or (
             progress_after) or (
-            (not exited and outer_loop_open([t for _, t in lines]))
+            (not exited and outer_loop_open(furthest_passes(
+                [t for m, t in outer_headers if (series.run_start or 1) <= m < first])
+                + [t for _, t in lines]))
             or goes_on_after(
                 [t for _, t in after if not _SHELL_PROMPT.match(t.rstrip())], epoch=-1)):
         return None

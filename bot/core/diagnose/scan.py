@@ -33,12 +33,14 @@ from bot.core.diagnose.decide import diagnose
 from bot.core.diagnose.epilogue import EPILOGUE_LINE, EPILOGUE_REACH
 from bot.core.metrics import MetricSeries, compile_bytes_scanner, newline_offsets
 from bot.core.models import Accounting, Diagnosis
+from bot.core.outer_loop import COUNTED_LOCATOR, counts_pass
 
 CHUNK_BYTES = 16 << 20  # analyze_file reads this much at a time
 MAX_LINE_BYTES = 1 << 20  # a "line" longer than this is cut (binary junk, no newlines)
 _FIRST_KEEP = 5  # matches kept per class: the first few ...
 _LAST_KEEP = 20  # ... and the latest ones
 _EPILOGUE_KEEP = 32  # the latest lines that may be an epilogue's
+_OUTER_KEEP = 8  # the latest lines with an outer loop's counter (`Fold 1/5`)
 _CHECKPOINT_WORDS = re.compile(r"checkpoint|ckpt|dcp|state.dict", re.IGNORECASE)
 # The framework opening its evaluation (detectors.EVALUATION_START), found in the raw bytes
 _EVALUATION_LOCATOR = compile_bytes_scanner(EVALUATION_START.pattern.encode())
@@ -111,6 +113,9 @@ class LogAnalysis:
         # the first line of each shape among lines with a closing word (a finished run's own
         # summary: bot.core.diagnose.closing_summary)
         self.closing_shapes = ClosingShapes()
+        # the latest lines, numbered, with an outer loop's counter and its total (`Fold 1/5`,
+        # `Running seed 1 of 3`), however far before the tail (bot.core.outer_loop.counts_pass)
+        self.outer_headers: deque[tuple[int, str]] = deque(maxlen=_OUTER_KEEP)
         # (the RE2 prefilter, its signatures-only part); None: the catalogue's own scan
         self._prefilter = _build_prefilter(catalogue) if fast_scan else None
 
@@ -215,6 +220,7 @@ class LogAnalysis:
         )
         self._find_after_marker(block, newlines, first)
         _note_closing_lines(block, newlines, first, self.closing_shapes)
+        _note_lines(block, newlines, first, _OUTER_LOCATOR, counts_pass, self.outer_headers)
         # The last lines, for evidence when nothing else explains a failure, and among the last
         # EPILOGUE_REACH those that may be a PBS or Torque epilogue's
         n = len(newlines)
@@ -339,6 +345,7 @@ class LogAnalysis:
             goes_on_at=self.goes_on_at,
             goes_on_text=self.goes_on_text,
             closing_shapes=self.closing_shapes,
+            outer_headers=list(self.outer_headers),
             **options,
         )
 
@@ -371,6 +378,22 @@ def _note_closing_lines(block: _Block, newlines: np.ndarray, first: int,
         pos = line_end + 1
 
 
+def _note_lines(block: _Block, newlines: np.ndarray, first: int, locator: Any,
+                holds: Callable[[str], bool], kept: deque[tuple[int, str]]) -> None:
+    """Append to `kept` the block's lines, numbered, that `locator` finds and `holds`
+    confirms."""
+    data, start, end = block
+    pos = start
+    while (m := locator.search(data, pos, end)) is not None:
+        idx = int(np.searchsorted(newlines, m.start()))
+        line_end = int(newlines[idx]) if idx < len(newlines) else end
+        line_start = start if idx == 0 else int(newlines[idx - 1]) + 1
+        text = data[line_start:line_end].decode("utf-8", "replace").rstrip("\r")
+        if holds(text):
+            kept.append((first + idx, text))
+        pos = line_end + 1
+
+
 def _unanchored(pattern: str) -> str:
     """The pattern for a scan of whole blocks of raw lines: `^` dropped (a raw line keeps its
     prefixes; dropping an anchor only widens a prefilter) and `$` also matching before the
@@ -400,6 +423,7 @@ def _unanchored(pattern: str) -> str:
 # A line saying training goes on after a marker (detectors.TRAINING_GOES_ON, unanchored: raw
 # lines keep their prefixes; the line itself is checked normalized)
 _CLOSING_LOCATOR = compile_bytes_scanner(CLOSING_WORDS.encode())
+_OUTER_LOCATOR = compile_bytes_scanner(COUNTED_LOCATOR.encode())
 _GOES_ON_LOCATOR = compile_bytes_scanner(_unanchored(TRAINING_GOES_ON.pattern).encode())
 
 

@@ -136,3 +136,33 @@ def test_a_percentage_is_no_outer_loop_pass():
     from bot.core.outer_loop import outer_loop_open
     assert not outer_loop_open(["Evaluating best model: 100%|##########| 125/125"])
     assert outer_loop_open(["Evaluating model 2", "loss 0.3"])
+
+
+# Keras's epoch lines, 60 of them: a pass's header before them is more than a log's 40-line
+# tail back
+LONG_EPOCHS = "".join(f"Epoch {e}/100\n250/250 [==============================] - 3s 12ms/step"
+                      f" - loss: 0.{90 - e % 50:02d} - val_loss: 0.80\n" for e in range(1, 31))
+
+
+@pytest.mark.parametrize("log", [
+    pytest.param("===== Fold 1/5 =====\n" + LONG_EPOCHS + "Early stopping\n",
+                 id="a fold's early stop, its header beyond the tail"),
+    pytest.param("Running seed 1 of 3\n" + LONG_EPOCHS + "Early stopping triggered at epoch 30\n"
+                 "Test loss: 0.71\n", id="a seed's early stop, its header beyond the tail"),
+    pytest.param("Seed 1/3\n" + "".join(f"step {s} loss 0.{99 - s}\n" for s in range(1, 60))
+                 + "Saving final model to out/seed1/\n",
+                 id="a seed's final model, its header beyond the tail"),
+])
+def test_a_pass_short_of_the_last_holds_its_closing_words_however_far_back_its_header(log):
+    assert read(log).class_id == "none"
+
+
+def test_the_last_pass_far_back_and_passes_ending_out_of_order_end_the_loop():
+    """The loop's furthest pass is its last (`Fold 5/5`), its header beyond the tail; trials
+    run side by side report their ends out of order (`trial 5/5` before `trial 3/5`)."""
+    assert read("===== Fold 5/5 =====\n" + LONG_EPOCHS + "Early stopping\n"
+                ).class_id == "completed"
+    trials = "".join(f"Training LightGBM (trial {i}/5)  CV accuracy: 0.92{i}\n"
+                     for i in (1, 2, 5, 4, 3))
+    assert read(trials + LONG_EPOCHS + "Early stopping\n").class_id == "completed"
+
