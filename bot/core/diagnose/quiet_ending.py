@@ -538,8 +538,8 @@ _FINISH_SAID = re.compile(r"(?i)(?<![a-z])(?:done training|training (?:is )?done
 # The program's other closing words, each saying its run ended, whatever framework printed it:
 # the run or the whole program named done (`sft done`, `Fine-tuning finished.`, `TRAINING
 # COMPLETE`, `Pipeline complete!`; not `training done for fold 1`, `training finished epoch
-# 3`, nor a pretraining's end, the first stage of a program that fine-tunes next): these name
-# what ended, so no progress need come before them (a pipeline of scikit-learn fits prints none)
+# 3`, nor a pretraining's end, the first stage of a program that fine-tunes next); the whole
+# run's only when nothing qualifies it (`_WHOLE_RUN_LEAD`)
 _RUN_DONE = re.compile(
     r"(?i)(?<![a-z-])(?:sft|fine-?tun(?:ing|e)|training|pipeline|program|script|job)"
     r" (?:is )?(?:done|finished|complete[d]?)(?![a-z])"
@@ -562,6 +562,39 @@ _STOPPED_EARLY = re.compile(
     r"(?i)(?<![a-z])(?:early[ _-]?stop(?:ping|ped)?|stopp(?:ing|ed)(?: training)? early)"
     r"(?![a-z_])(?![ \t]*(?:[:=(]|counter|patience|callback|monitor|with\b|(?:is |was )?"
     r"(?:enabled|disabled|active|activated|configured|set|on|off)\b))")
+
+
+# The whole run named done: `_RUN_DONE` with nothing before its words but a log's level or
+# logger (`INFO: training done`, `[INFO] __main__: Training complete`) and `the` or `model`;
+# a word naming what trained or ran (`Data pipeline completed`, `Head training complete.`,
+# `Tokenizer training complete`, `Warmup training finished`, `Pretraining stage: training
+# complete`, `pretrain.py: training finished`) makes it a stage's of a larger job
+_WHOLE_RUN_LEAD = re.compile(r"(?i)^(?:[^a-z]|(?<![a-z])(?:info|notice|debug|log|main)(?![a-z]))*"
+                             r"(?:(?:the|model) )?$")
+# ... and nothing after them announcing the next phase (`SFT done, starting DPO...`, `SFT
+# complete, moving to RL stage`, `SFT finished. Merging LoRA`)
+_NEXT_PHASE_SAID = re.compile(
+    r"(?i)(?<![a-z])(?:start\w*|begin\w*|moving|move on|proceed\w*|switch\w*|next|now|launch\w*"
+    r"|load\w*|running|merg\w*|then|continu\w*|resum\w*)(?![a-z])")
+# A line started after the words by the next phase: a loading or data bar at its total
+# (`Loading checkpoint shards: 100%|…| 2/2`, `Map: 100%|…| 5000/5000`:
+# bot.core.progress_bars.is_start_up_bar) or a new tracker run (`wandb: Tracking run with
+# wandb version 0.16.1`, `wandb: Syncing run`)
+_NEXT_RUN_STARTS = re.compile(r"(?i)^wandb: (?:tracking run with wandb|syncing run|currently "
+                              r"logged in)")
+# A fit's result figure (`R²=0.8271`, `CV Accuracy:    92.9%`, `ROC-AUC: 0.98`, `val loss 0.31`)
+_RESULT_FIGURE = re.compile(r"(?i)(?<![a-z0-9])(?:loss|acc|accuracy|auc|r²|r2|rmse|mae|f1)"
+                            r"[ \t]*[:=]?[ \t]*[-+]?(?:\d|\.\d)")
+
+
+def _whole_run_done(text: str) -> bool:
+    """`text` (a normalized line) names the whole run done (`_RUN_DONE`) with nothing
+    qualifying what ended before the words (`_WHOLE_RUN_LEAD`) nor a next phase after them
+    (`_NEXT_PHASE_SAID`)."""
+    message = message_after_time(text)
+    return any(_WHOLE_RUN_LEAD.match(message[:m.start()])
+               and not _NEXT_PHASE_SAID.search(message[m.end():])
+               for m in _RUN_DONE.finditer(message))
 
 
 def _closing(text: str) -> bool:
@@ -594,21 +627,22 @@ class FinishSaid(NamedTuple):
 def ends_in_finish_said(tail: Sequence[tuple[int, str]], series: MetricSeries,
                         outer_headers: Sequence[tuple[int, str]] = ()) -> FinishSaid | None:
     """After training progress, the last line saying training finished in the program's own
-    words (`_FINISH_SAID`: `Done training.`, `training done`, `All done!`; the run or the whole
-    program named done, `_RUN_DONE`: `sft done`, `TRAINING COMPLETE`, `Pipeline complete!`, with
-    no progress needed before it; the final model saved or exported, `_FINAL_MODEL`; the
-    process's exit 0 as a runner reports it, `_EXITED`, which ends every loop it ran, so no
-    outer loop or count short of its total before it undoes it; an early stop it announces,
-    `_STOPPED_EARLY`, which no count short of its total undoes), with nothing after it
-    but what `ends_after_target` lets follow a target: None when that line or one after it trains
-    or names a pass or an epoch (`Done training epoch 3`, `training done for fold 1/5`), when the
-    log shows an outer loop short of its last pass (read from `outer_headers` too, the log's
-    latest lines with an outer loop's counter before the tail, this run's: a `Fold 1/5` more
-    than the tail's lines back still holds an early stop to its fold), when the series'
-    progress goes on after it,
-    or when a signal, an error or an evaluation with no result follows it (bot.core.diagnose
-    .after_target.goes_on_after); None with no training progress before it (`All done.` after a
-    data-preparation step)."""
+    words (`_FINISH_SAID`: `Done training.`, `training done`, `All done!`; the whole run or
+    program named done with no stage before the words nor a next phase after them,
+    `_whole_run_done`: `sft done`, `TRAINING COMPLETE`, `Pipeline complete!`, which a fit's
+    results around it may stand in for progress before; the final model saved or exported,
+    `_FINAL_MODEL`; the process's exit 0 as a runner reports it, `_EXITED`, which ends every
+    loop it ran, so no outer loop or count short of its total before it undoes it; an early
+    stop it announces, `_STOPPED_EARLY`, which no count short of its total undoes), with
+    nothing after it but what `ends_after_target` lets follow a target: None when that line or
+    one after it trains or names a pass or an epoch (`Done training epoch 3`, `training done
+    for fold 1/5`), when the log shows an outer loop short of its last pass (read from
+    `outer_headers` too, the log's latest lines with an outer loop's counter before the tail,
+    this run's: a `Fold 1/5` more than the tail's lines back still holds an early stop to its
+    fold), when the series' progress goes on after it, when the next phase starts after it
+    (a loading bar, a tracker's new run), or when a signal, an error or an evaluation
+    with no result follows it (bot.core.diagnose.after_target.goes_on_after); None with no
+    training progress before it (`All done.` after a data-preparation step)."""
     if ends_in_open_progress_bar(tail) or series.ends_inside_evaluation:
         return None
     lines = [(n, normalize_line(t)) for n, t in tail if t.strip()]
@@ -621,8 +655,21 @@ def ends_in_finish_said(tail: Sequence[tuple[int, str]], series: MetricSeries,
     # the process's own exit (`Process finished with exit code 0`) ends every loop it ran,
     # whatever it counted (`Episode 9501/10000, rewards: 41.6`)
     exited = _EXITED.search(text) is not None
-    if not _RUN_DONE.search(text) and not any(
-            _shows_progress(t) or (exited and _COUNT.search(t)) for _, t in lines[:said]):
+    # a stage or the run named done with a qualifier or a next phase (`Head training
+    # complete.`, `SFT done, starting DPO...`) is a stage's end
+    if not any(p.search(text) for p in (_FINISH_SAID, _FINAL_MODEL, _EXITED, _STOPPED_EARLY)
+               ) and not _whole_run_done(text):
+        return None
+    # training progress before the words, or for the whole run named done a fit's results
+    # around them (`R²=0.8271`, `CV Accuracy: 92.9%`: a scikit-learn pipeline prints no
+    # progress), not a data or setup step's words at a job's start
+    if not any(_shows_progress(t) or (exited and _COUNT.search(t)) for _, t in lines[:said]) and (
+            not _whole_run_done(text) or not any(_RESULT_FIGURE.search(t) for _, t in lines)):
+        return None
+    # the next phase starting after the words (its checkpoint's or data's loading bar, a new
+    # tracker run)
+    if any(is_start_up_bar(message_after_time(t)) or _NEXT_RUN_STARTS.match(t)
+           for _, t in lines[said + 1:]):
         return None
     # the sentence's own line is read as one after it (`Done training epoch 3` trains), but
     # an early stop's names the epoch it stopped at (`Epoch 14: early stopping`)

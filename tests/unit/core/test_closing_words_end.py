@@ -166,3 +166,49 @@ def test_the_last_pass_far_back_and_passes_ending_out_of_order_end_the_loop():
                      for i in (1, 2, 5, 4, 3))
     assert read(trials + LONG_EPOCHS + "Early stopping\n").class_id == "completed"
 
+
+@pytest.mark.parametrize("log", [
+    pytest.param("Loading raw data from /data\nCleaned 50000 rows\n"
+                 "Data pipeline completed successfully!\n", id="a data pipeline at a job's start"),
+    pytest.param("Reading config\nPreprocessing pipeline complete.\n", id="preprocessing"),
+    pytest.param("[00:00:03] Tokenize words  ██████████████ 200000 / 200000\n"
+                 "[00:00:20] Compute merges ██████████████ 31744 / 31744\n"
+                 "Tokenizer training complete\n", id="a tokenizer's training"),
+    pytest.param("Activating conda env\nSetup script done\n", id="a setup script"),
+    pytest.param("srun: job 123 queued\nData prep job finished\n", id="a data prep job"),
+    pytest.param("Loading corpus\nsft done\n", id="the run's words with no progress"),
+    pytest.param(STEPS + "Head training complete.\n", id="a head's training"),
+    pytest.param(STEPS + "Warmup training finished\n", id="a warmup"),
+    pytest.param(STEPS + "Teacher training complete\n", id="a teacher's training"),
+    pytest.param(STEPS + "VAE training complete.\n", id="a VAE's training"),
+    pytest.param(STEPS + "Pretraining stage: training complete\n", id="a stage named before"),
+    pytest.param(STEPS + "pretrain.py: training finished\n", id="a stage's script named before"),
+])
+def test_a_stage_named_done_or_words_before_any_training_leave_the_run_open(log):
+    assert read(log).class_id == "none"
+
+
+@pytest.mark.parametrize("log", [
+    pytest.param(STEPS + "INFO: Training complete.\n", id="a level before the words"),
+    pytest.param(STEPS + "The training is done\n", id="the training"),
+    pytest.param("EA1   : LinearRegression   R²=0.8271  RMSE=3.787 MPa\n"
+                 "Pipeline complete! All outputs saved to 'outputs/'\n",
+                 id="a fit's results with no progress"),
+])
+def test_the_whole_run_named_done_ends_it(log):
+    assert read(log).class_id == "completed"
+
+
+@pytest.mark.parametrize("log", [
+    pytest.param(STEPS + "SFT done, starting DPO...\n", id="the next phase on the line"),
+    pytest.param(STEPS + "SFT complete, moving to RL stage\n", id="moving to the next"),
+    pytest.param(STEPS + "sft done\nLoading checkpoint shards: 100%|##########| 2/2 "
+                 "[00:05<00:00,  2.51s/it]\n", id="the next phase's checkpoint loaded"),
+    pytest.param(STEPS + "sft done\nMap: 100%|##########| 5000/5000 [00:01<00:00, "
+                 "3012.21 examples/s]\n", id="the next phase's data mapped"),
+    pytest.param(STEPS + "sft done\nwandb: Tracking run with wandb version 0.16.1\n",
+                 id="the next phase's tracker run"),
+])
+def test_a_next_phase_said_or_started_after_the_words_keeps_the_run_open(log):
+    assert read(log).class_id == "none"
+
