@@ -556,11 +556,14 @@ _EXITED = re.compile(r"(?i)(?<![a-z])process finished with exit code 0(?!\d)")
 # An early stop the program announces (`Early stopping`, `Early stopping triggered at epoch
 # 18`, Keras's `Epoch 14: early stopping`, `EarlyStopping`, `Stopping training early`): the
 # loop ended before its total by design, so the count short of it is no sign of a part; not an
-# early stop's counter or setting (`EarlyStopping counter: 3 out of 10`, `early_stopping:
+# early stop's counter, wait, tracker or setting, printed each epoch (`EarlyStopping counter:
+# 3 out of 10`, `[EarlyStopping] counter 3 of 10`, `Early stop count: 3`, `early stopping wait:
+# 3 / 10`, `EarlyStopping tracker: best=0.31`, `Early stopping not triggered`, `early_stopping:
 # true`, `early_stopping_patience=5`, `early stopping is enabled with patience 3`)
 _STOPPED_EARLY = re.compile(
     r"(?i)(?<![a-z])(?:early[ _-]?stop(?:ping|ped)?|stopp(?:ing|ed)(?: training)? early)"
-    r"(?![a-z_])(?![ \t]*(?:[:=(]|counter|patience|callback|monitor|with\b|(?:is |was )?"
+    r"(?![a-z_])(?![\])]?[ \t]*(?:[:=(]|count(?:er)?\b|wait|tracker|best\b|in\b|not\b|state\b"
+    r"|patience|callback|monitor|with\b|(?:is |was )?"
     r"(?:enabled|disabled|active|activated|configured|set|on|off)\b))")
 
 

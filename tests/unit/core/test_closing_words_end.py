@@ -212,3 +212,14 @@ def test_the_whole_run_named_done_ends_it(log):
 def test_a_next_phase_said_or_started_after_the_words_keeps_the_run_open(log):
     assert read(log).class_id == "none"
 
+
+@pytest.mark.parametrize("line", [
+    "early stop count = 2", "Early stop count: 3", "[EarlyStopping] counter 3 of 10",
+    "early stopping wait: 3 / 10", "Early stopping not triggered, best val_loss 0.3",
+    "EarlyStopping tracker: best=0.31 wait=2", "Early stopping best epoch so far: 12",
+    "Early stopping in 5 epochs if no improvement",
+])
+def test_an_early_stops_count_printed_each_epoch_is_no_stop(line):
+    d = read(EPOCHS + line + "\n")
+    assert d.class_id == "none"
+    assert not quiet_ending._STOPPED_EARLY.search(line)
