@@ -585,6 +585,9 @@ _NEXT_PHASE_SAID = re.compile(
 # wandb version 0.16.1`, `wandb: Syncing run`)
 _NEXT_RUN_STARTS = re.compile(r"(?i)^wandb: (?:tracking run with wandb|syncing run|currently "
                               r"logged in)")
+# An interruption before the words (`Interrupted`, `KeyboardInterrupt`, `Training interrupted
+# by user`): a script's save in a `finally:` or an interrupt handler, not a clean end
+_INTERRUPTED = re.compile(r"(?i)(?<![a-z])(?:keyboard ?interrupt|interrupted)(?![a-z])")
 # A fit's result figure (`R²=0.8271`, `CV Accuracy:    92.9%`, `ROC-AUC: 0.98`, `val loss 0.31`)
 _RESULT_FIGURE = re.compile(r"(?i)(?<![a-z0-9])(?:loss|acc|accuracy|auc|r²|r2|rmse|mae|f1)"
                             r"[ \t]*[:=]?[ \t]*[-+]?(?:\d|\.\d)")
@@ -643,7 +646,8 @@ def ends_in_finish_said(tail: Sequence[tuple[int, str]], series: MetricSeries,
     `outer_headers` too, the log's latest lines with an outer loop's counter before the tail,
     this run's: a `Fold 1/5` more than the tail's lines back still holds an early stop to its
     fold), when the series' progress goes on after it, when the next phase starts after it
-    (a loading bar, a tracker's new run), or when a signal, an error or an evaluation
+    (a loading bar, a tracker's new run), when an interruption comes before it
+    (`KeyboardInterrupt` then the final save), or when a signal, an error or an evaluation
     with no result follows it (bot.core.diagnose.after_target.goes_on_after); None with no
     training progress before it (`All done.` after a data-preparation step)."""
     if ends_in_open_progress_bar(tail) or series.ends_inside_evaluation:
@@ -670,9 +674,11 @@ def ends_in_finish_said(tail: Sequence[tuple[int, str]], series: MetricSeries,
             not _whole_run_done(text) or not any(_RESULT_FIGURE.search(t) for _, t in lines)):
         return None
     # the next phase starting after the words (its checkpoint's or data's loading bar, a new
-    # tracker run)
+    # tracker run), or an interruption after the last progress before them
+    last_progress = max((i for i in range(said) if _shows_progress(lines[i][1])), default=-1)
     if any(is_start_up_bar(message_after_time(t)) or _NEXT_RUN_STARTS.match(t)
-           for _, t in lines[said + 1:]):
+           for _, t in lines[said + 1:]) or any(
+            _INTERRUPTED.search(t) for _, t in lines[last_progress + 1:said]):
         return None
     # the sentence's own line is read as one after it (`Done training epoch 3` trains), but
     # an early stop's names the epoch it stopped at (`Epoch 14: early stopping`)

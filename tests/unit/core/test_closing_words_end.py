@@ -223,3 +223,11 @@ def test_an_early_stops_count_printed_each_epoch_is_no_stop(line):
     d = read(EPOCHS + line + "\n")
     assert d.class_id == "none"
     assert not quiet_ending._STOPPED_EARLY.search(line)
+
+
+def test_an_interruption_before_the_final_save_is_no_clean_end():
+    """A script's `except KeyboardInterrupt:` or `finally:` saves the model on Ctrl-C."""
+    assert read(STEPS + "Interrupted\nSaving final model to out/model.pt\n"
+                ).class_id != "completed"
+    assert read(STEPS + "Training interrupted by user\nSaving final model to out/\n"
+                ).class_id != "completed"
