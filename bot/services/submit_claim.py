@@ -89,31 +89,44 @@ def claim_submit(store: Store, recipe: str, chain_id: int | None, array_task: in
     (`Refused`). A claim whose holder
     is provably dead (a bot killed in its submit, restarted: bot.services.leases.DeadHolders)
     is taken over at once (of several takers one gets it), as a run root's claim is; a live
-    one's, or one that cannot be judged, stands until released or lapsed. Of two claims of
-    crossing keys taken at the same instant both may be refused, never both kept."""
+    one's, or one that cannot be judged, stands until released or lapsed. Of claims of
+    crossing keys taken at the same instant exactly one is kept
+    (CommandClaimsRepo.claim_uncrossed)."""
     key = claim_key(recipe, chain_id, array_task)
-    flights = [f for f in store.submits_in_flight.of_recipe(recipe)
-               if own is None or f.id != own.id]
+    flights = _flights(store, recipe, own)
     claims = store.command_claims
-    # held already (a cancel and resume's, taken before its scancel: the rows then were
-    # looked at, and a submit in flight since is refused by it)
-    if not claims.renew(key, holder, now, hold_s):
-        older = [f for f in flights if (own is None or f.id < own.id)
-                 and flight_key(f) == key]
-        if older:
-            return Refused(older[0])
-        if not (claims.claim(key, holder, now, hold_s)
-                or _take_dead(store, key, holder, now, hold_s)):
-            return Refused(_of(flights, key))
-    for other_key, other in claims.held_around(key, _above(key), now):
-        if other == holder or other_key == key:
-            continue
-        if _dead(other, other_key):
+    if claims.renew(key, holder, now, hold_s):
+        # held already (a cancel and resume's, taken before its scancel: the rows then were
+        # looked at, and a submit in flight since is refused by it); a claim crossing it now
+        # was taken once it had lapsed
+        for other_key, other in claims.held_around(key, _above(key), now):
+            if other == holder or other_key == key:
+                continue
+            if _dead(other, other_key):
+                claims.release(other_key, other)
+                continue
+            claims.release(key, holder)
+            return Refused(_of(_flights(store, recipe, own), other_key))
+        return None
+    older = [f for f in flights if (own is None or f.id < own.id) and flight_key(f) == key]
+    if older:
+        return Refused(older[0])
+    for _ in range(2):  # a second time once the dead holders' claims are gone
+        crossing = claims.claim_uncrossed(key, _above(key), holder, now, hold_s)
+        if not crossing:
+            return None
+        live = [(k, h) for k, h in crossing if not _dead(h, k)]
+        if live:  # the rows read again: the holder's row may be newer than the claim
+            return Refused(_of(_flights(store, recipe, own), live[0][0]))
+        for other_key, other in crossing:
             claims.release(other_key, other)
-            continue
-        claims.release(key, holder)
-        return Refused(_of(flights, other_key))
-    return None
+    return Refused(None)
+
+
+def _flights(store: Store, recipe: str, own: SubmitInFlight | None) -> list[SubmitInFlight]:
+    """The submits of `recipe` kept in flight, but `own`."""
+    return [f for f in store.submits_in_flight.of_recipe(recipe)
+            if own is None or f.id != own.id]
 
 
 def _dead(holder: str, key: str) -> bool:
@@ -123,15 +136,6 @@ def _dead(holder: str, key: str) -> bool:
         log.warning("%s: its submit claim was held by %s, which is dead (%s)", key,
                     holder_label(holder), death.value)
     return death is not None
-
-
-def _take_dead(store: Store, key: str, holder: str, now: float, hold_s: float) -> bool:
-    """Take `key`'s claim over for `holder` when its holder is provably dead."""
-    claims = store.command_claims
-    other = claims.holder(key)
-    if other is None:  # released meanwhile: claimed again, once
-        return claims.claim(key, holder, now, hold_s)
-    return _dead(other, key) and claims.take_over(key, other, holder, now, hold_s)
 
 
 def _of(flights: list[SubmitInFlight], key: str) -> SubmitInFlight | None:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from sqlalchemy import case, delete, insert, or_, select, update
+from sqlalchemy import case, delete, insert, or_, select, text, update
 from sqlalchemy.exc import IntegrityError
 
 from bot.core.policy import RootWaiting
@@ -207,6 +207,40 @@ class CommandClaimsRepo(_Repo):
                 update(claims).where(claims.c.key == key, claims.c.holder == holder)
                 .values(expires_at=now + ttl_s))
         return result.rowcount == 1
+
+    def claim_uncrossed(self, key: str, above: Sequence[str], holder: str, now: float,
+                        ttl_s: float) -> list[tuple[str, str]]:
+        """Claim `key` for `holder` until `now + ttl_s` unless another holder's claim not
+        lapsed at `now` crosses it (of `key`, of a key beginning with it, or of one of
+        `above`, as `held_around`): those claims, (key, holder) each, and nothing claimed;
+        [] once claimed. The look and the insert are one transaction, serialised with every
+        other claim of the same top key (`above[0]`, else `key`): SQLite's BEGIN IMMEDIATE
+        serialises every write transaction, and on PostgreSQL the transaction first takes an
+        advisory lock on that key. So of crossing claims taken at the same instant exactly
+        one is kept: never both (two jobs of a run), never neither (both refused)."""
+        claims = t.command_claims
+        c = claims.c
+        top = above[0] if above else key
+        try:
+            with self._engine.begin() as conn:
+                if conn.dialect.name == "postgresql":
+                    conn.execute(text("SELECT pg_advisory_xact_lock(hashtext(:k))"), {"k": top})
+                conn.execute(delete(claims).where(c.expires_at < now))
+                crossing = conn.execute(
+                    select(c.key, c.holder)
+                    .where(c.expires_at >= now, c.holder != holder,
+                           or_(c.key.startswith(key, autoescape=True), c.key.in_(list(above))))
+                    .order_by(c.key)).all()
+                if crossing:
+                    return [(row.key, row.holder) for row in crossing]
+                renewed = conn.execute(update(claims).where(c.key == key, c.holder == holder)
+                                       .values(expires_at=now + ttl_s)).rowcount
+                if not renewed:
+                    conn.execute(insert(claims).values(key=key, holder=holder, claimed_at=now,
+                                                       expires_at=now + ttl_s))
+        except IntegrityError:  # claimed meanwhile by a plain `claim` of the same key
+            return [(key, self.holder(key) or "")]
+        return []
 
     def held_around(self, key: str, above: Sequence[str], now: float) -> list[tuple[str, str]]:
         """The claims not lapsed at `now` of `key`, of a key beginning with it, or of one of

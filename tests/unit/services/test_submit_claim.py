@@ -218,3 +218,40 @@ def test_a_refusal_names_the_submit_holding_the_claim_not_the_newest_in_flight(
         "not submitted: <@U0ALICE>'s submit of a new run of mix was sent at 13:46 UTC and its "
         "job is not recorded yet; two jobs of a recipe side by side would write the same "
         "checkpoints. The new run's thread tells which job it is"]
+
+
+def test_of_two_crossing_claims_taken_at_once_by_two_replicas_exactly_one_is_kept(
+        replica_stores) -> None:
+    """A `/train submit` of a new run (`submit:mix/`) and a Resubmit of run 1
+    (`submit:mix/run:1/`) on two replicas at the same instant, many times: every time one is
+    kept and the other refused. Claiming, then looking at the others in a second
+    transaction, refused both on PostgreSQL most of the time (each saw the other's claim):
+    nothing was queued, and each refusal named a submit never sent."""
+    from bot.services.submit_claim import claim_submit, release_submit, submit_holder
+
+    rounds, barrier = 40, threading.Barrier(2, timeout=60)
+    kept: list[list[bool]] = [[False, False] for _ in range(rounds)]
+    errors: list[BaseException] = []
+
+    def replica(index: int, store: Store) -> None:
+        chain = None if index == 0 else 1
+        try:
+            for n in range(rounds):
+                holder = submit_holder()
+                barrier.wait()
+                refused = claim_submit(store, "mix", chain, None, holder=holder, own=None,
+                                       now=NOW + n, hold_s=300)
+                kept[n][index] = refused is None
+                barrier.wait()  # both decided
+                release_submit(store, claim_key("mix", chain), holder)
+        except BaseException as exc:  # noqa: BLE001 - reported by the test below
+            errors.append(exc)
+            barrier.abort()
+
+    threads = [threading.Thread(target=replica, args=(i, s)) for i, s in enumerate(replica_stores)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(timeout=300)
+    assert errors == []
+    assert [n for n, pair in enumerate(kept) if sum(pair) != 1] == []
