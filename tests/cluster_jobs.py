@@ -281,6 +281,20 @@ __all__ = ["DEMO_FILES", "DEMO_SRC", "TORCH_FILES", "TORCH_SRC", "DemoJob", "Dem
            "FinishedJob", "TorchJobs"]
 
 
+# A job that trains a few iterations, then dies of the NCCL watchdog's timeout with the exit
+# code of its abort: its incident proposes a resubmit.
+NCCL_JOB = r"""#!/bin/bash
+for i in $(seq 1 8); do
+  echo "$(date -u '+%Y-%m-%d %H:%M:%S').000 | INFO | iter: $i/100 | loss: 0.9$i | 0.50 s/iter"
+  sleep 0.5
+done
+echo "[rank1]:[E$(date -u +%m%d) $(date -u +%H:%M:%S).000 ProcessGroupNCCL.cpp:616] [Rank 1] \
+Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=1, \
+NumelOut=1, Timeout(ms)=600000) ran for 600042 milliseconds before timing out."
+exit 134
+"""
+
+
 SLURM_PROGRAMS = frozenset({"squeue", "sacct", "sstat", "sbatch", "scontrol", "scancel", "sinfo"})
 
 

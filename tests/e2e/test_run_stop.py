@@ -18,16 +18,13 @@ import subprocess
 import sys
 import threading
 import time
-import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
-from urllib.parse import urlencode
 
 import pytest
 import yaml
-from slack_sdk.signature import SignatureVerifier
 from slack_standin import SlackStandIn
-from support.bolt_driver import ResponseUrls, slash_body
+from support.bolt_driver import ResponseUrls, post_signed, slash_body
 
 from bot.app import STOP_WITHIN_S
 from bot.store import Store
@@ -116,17 +113,10 @@ SIGNING_SECRET = "standin-signing-secret"
 
 def post_slash_command(port: int, text: str, response_url: str) -> str:
     """`/train TEXT` POSTed to trainbot's HTTP endpoint, signed as Slack signs it; the ack."""
-    body = urlencode(slash_body(text, user="U0OWNER", channel="C0TRAINRUNS",
-                                response_url=response_url))
-    stamp = str(int(time.time()))
-    signature = SignatureVerifier(SIGNING_SECRET).generate_signature(timestamp=stamp, body=body)
-    assert signature is not None
-    request = urllib.request.Request(
-        f"http://127.0.0.1:{port}/slack/events", data=body.encode(), method="POST",
-        headers={"Content-Type": "application/x-www-form-urlencoded",
-                 "X-Slack-Request-Timestamp": stamp, "X-Slack-Signature": signature})
-    with urllib.request.urlopen(request, timeout=10) as answer:
-        return answer.read().decode()
+    status, ack = post_signed(port, SIGNING_SECRET, slash_body(
+        text, user="U0OWNER", channel="C0TRAINRUNS", response_url=response_url))
+    assert status == 200, f"{status} {ack}"
+    return ack
 
 
 @pytest.mark.parametrize("signum", [signal.SIGTERM, signal.SIGINT], ids=["SIGTERM", "SIGINT"])

@@ -20,18 +20,15 @@ import socket
 import subprocess
 import sys
 import time
-import urllib.error
-import urllib.request
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
-from urllib.parse import urlencode
 
 import pytest
 import yaml
-from slack_sdk.signature import SignatureVerifier
+from cluster_jobs import NCCL_JOB
 from slack_standin import SlackStandIn
-from support.bolt_driver import ResponseUrls, click_body, slash_body
+from support.bolt_driver import ResponseUrls, click_body, post_signed, slash_body
 
 from bot.app import STOP_WITHIN_S
 from bot.slack.views import ActionId
@@ -47,20 +44,6 @@ OWNER = "U0OWNER"
 START_WITHIN_S = 120.0
 STEP_WITHIN_S = 150.0
 
-# Progress, then the NCCL watchdog's timeout, and the exit code of its abort: an incident
-# whose proposal is a resubmit (a person decides: the recipe has no retry budget).
-NCCL_JOB = r"""#!/bin/bash
-for i in $(seq 1 4); do
-  echo "$(date -u '+%Y-%m-%d %H:%M:%S').000 | INFO | iter: $i/100 | loss: 0.9$i | 0.50 s/iter"
-  sleep 0.5
-done
-echo "[rank1]:[E$(date -u +%m%d) $(date -u +%H:%M:%S).000 ProcessGroupNCCL.cpp:616] [Rank 1] \
-Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=1, \
-NumelOut=1, Timeout(ms)=600000) ran for 600042 milliseconds before timing out."
-exit 134
-"""
-
-
 def free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -75,23 +58,6 @@ def wait_for(condition: Callable[[], Any], timeout_s: float, what: str, log: Pat
             return value
         time.sleep(0.25)
     pytest.fail(f"{what} within {timeout_s:g} s; trainbot run's log:\n{log.read_text()}")
-
-
-def post_signed(port: int, form: dict[str, str]) -> tuple[int, str]:
-    """`form` POSTed to trainbot's `/slack/events`, signed as Slack signs it: (status, body)."""
-    body = urlencode(form)
-    stamp = str(int(time.time()))
-    signature = SignatureVerifier(SIGNING_SECRET).generate_signature(timestamp=stamp, body=body)
-    assert signature is not None
-    request = urllib.request.Request(
-        f"http://127.0.0.1:{port}/slack/events", data=body.encode(), method="POST",
-        headers={"Content-Type": "application/x-www-form-urlencoded",
-                 "X-Slack-Request-Timestamp": stamp, "X-Slack-Signature": signature})
-    try:
-        with urllib.request.urlopen(request, timeout=30) as answer:
-            return answer.status, answer.read().decode()
-    except urllib.error.HTTPError as exc:
-        return exc.code, exc.read().decode()
 
 
 def serving(port: int) -> bool:
@@ -156,7 +122,7 @@ def test_a_signed_submit_and_a_signed_resubmit_click_queue_jobs_through_trainbot
                 cwd=tmp_path, env=env, stdout=out, stderr=subprocess.STDOUT)
             wait_for(lambda: serving(port), START_WITHIN_S, "trainbot run did not serve", log)
 
-            status, ack = post_signed(port, slash_body(
+            status, ack = post_signed(port, SIGNING_SECRET, slash_body(
                 "submit mix", user=OWNER, channel=CHANNEL, response_url=urls.new()))
             assert status == 200, f"{status} {ack}\n{log.read_text()}"
             [first] = wait_for(jobs_named, STEP_WITHIN_S, f"no job {tag} was queued", log)
@@ -167,7 +133,7 @@ def test_a_signed_submit_and_a_signed_resubmit_click_queue_jobs_through_trainbot
             click = click_body(ActionId.RESUBMIT, button["value"], user=OWNER,
                                channel=CHANNEL, message_ts=message["ts"],
                                response_url=urls.new(), block_id=button["block_id"])
-            status, ack = post_signed(port, {"payload": json.dumps(click)})
+            status, ack = post_signed(port, SIGNING_SECRET, {"payload": json.dumps(click)})
             assert status == 200, f"{status} {ack}\n{log.read_text()}"
             ids = wait_for(lambda: ids if len(ids := jobs_named()) == 2 else None,
                            STEP_WITHIN_S, f"the click queued no second job {tag}", log)

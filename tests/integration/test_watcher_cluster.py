@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
 
 import pytest
-from cluster_jobs import CountingRunner
+from cluster_jobs import NCCL_JOB, CountingRunner
 from fakes import FakeCheckpoints, RecordingEventSink, present
 from support.watcher import head_line
 
@@ -34,17 +34,6 @@ from bot.slack.render import explain, explain_decided, explain_title
 from bot.store import Store
 
 pytestmark = pytest.mark.integration
-
-NCCL_JOB = r"""#!/bin/bash
-for i in $(seq 1 8); do
-  echo "$(date -u '+%Y-%m-%d %H:%M:%S').000 | INFO | iter: $i/100 | loss: 0.9$i | 0.50 s/iter"
-  sleep 0.5
-done
-echo "[rank1]:[E$(date -u +%m%d) $(date -u +%H:%M:%S).000 ProcessGroupNCCL.cpp:616] [Rank 1] \
-Watchdog caught collective operation timeout: WorkNCCL(SeqNum=7, OpType=ALLREDUCE, NumelIn=1, \
-NumelOut=1, Timeout(ms)=600000) ran for 600042 milliseconds before timing out."
-exit 134
-"""
 
 SILENT_JOB = """#!/bin/bash
 set -euo pipefail
