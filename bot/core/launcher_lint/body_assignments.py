@@ -398,11 +398,13 @@ _RUNS_NO_BODY_HERE_RE = re.compile(r"\w=[\"']?\Z|" + COMMAND_ARGUMENT_RE.pattern
 
 
 #: A `trap` command's action and the conditions it is set for, on its line (`trap f EXIT`,
-#: `trap 'f' 0`, `trap -- "f" EXIT`, `trap 'cleanup; exit 1' INT TERM`): a plain or quoted word
-#: (group `name`: one function's name), or a quoted action of several commands (group
-#: `action`); the conditions after it (group `on`).
+#: `trap 'f' 0`, `trap -- "f" EXIT`, `trap 'cleanup; exit 1' INT TERM`), where a command may
+#: start (after `;`, `&&`, `{`, `then`, `do`, `else`: `if …; then trap f USR1; fi`): a plain
+#: or quoted word (group `name`: one function's name), or a quoted action of several commands
+#: (group `action`); the conditions after it (group `on`).
 _TRAP_RE = re.compile(
-    r"(?:^|[;&|({])[ \t]*trap[ \t]+(?:--[ \t]+)?(?:([\"']?)(?P<name>[A-Za-z_][\w:-]*)\1"
+    r"(?:^|(?<=[;&|({])|(?<=\bthen)|(?<=\bdo)|(?<=\belse))[ \t]*trap[ \t]+(?:--[ \t]+)?"
+    r"(?:([\"']?)(?P<name>[A-Za-z_][\w:-]*)\1"
     r"|(?P<q>[\"'])(?P<action>[^\"'\n]*)(?P=q))(?P<on>(?:[ \t]+[\w+-]+)+)[ \t]*"
     r"(?=[;&|)}\n]|\Z)")
 #: The conditions a trap's action runs on, by name without `SIG`: the shell's exit (after every

@@ -1557,9 +1557,18 @@ def test_a_counter_in_a_body_reads_another_bodys_assignment_at_its_call_only(tmp
     ('set -e\nn=1\nreset() { n=0; }\ntrap -- "reset" SIGUSR1\n((n++))\n', None),
     ("set -e\nn=0\nf() { ((n++)); }\ntrap f ERR\n", None),
     ("set -e\nn=0\nf() { ((n++)); }\ntrap 'f; exit 1' TERM\n", None),
+    # … set where a command starts after `then`, `do` or `else` on the line
+    ("set -e\nn=1\nreset() { n=0; }\nif true; then trap reset INT; fi\n((n++))\n", None),
+    ('set -e\nn=1\nreset() { n=0; }\nif [ -n "${X:-}" ]; then :; else trap reset TERM; fi\n'
+     "((n++))\n", None),
+    ("set -e\nn=1\nreset() { n=0; }\nfor s in 1; do trap 'reset; exit 1' USR2; done\n((n++))\n",
+     None),
+    ("set -e\nn=0\nf() { ((n++)); }\nif true; then trap f INT; fi\n", None),
     # … a call of it is one all the same
     ("set -e\nn=1\nreset() { n=0; }\ntrap reset INT\nreset\n((n++))\n", "fail"),
     ("set -e\nn=0\nf() { ((n++)); }\ntrap f INT\nf\n", "fail"),
+    ("set -e\nn=1\nreset() { n=0; }\nif true; then trap reset INT; reset; fi\n((n++))\n",
+     "fail"),
 ])
 def test_a_function_named_only_in_a_signal_trap_runs_on_no_normal_run(tmp_path, body, level):
     _counter_reads_as_bash_runs(tmp_path, body, level)
