@@ -20,7 +20,7 @@ chain the policy had stopped.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 from bot.cluster.errors import ClusterError, OutcomeUnknown, said
@@ -53,6 +53,7 @@ from bot.services.runs import (
 from bot.services.submit import RunMovedOn, RunSubmitInFlight, under_way
 from bot.services.submit_claim import (
     CLAIM_MARGIN_S,
+    RecipeSubmitUnderWay,
     claim_key,
     claim_submit,
     flight_key,
@@ -158,31 +159,56 @@ def _cancel(ctx: BotContext, approval: Approval, actor: str, now: float, *,
     bot.services.cancel_settle finishes it once, without a second job.
 
     A cancel and resume claims its resubmit (bot.services.submit_claim) before its scancel,
-    and is refused before anything is cancelled (RecipeSubmitUnderWay) while another submit
-    of the recipe stands against it; its resubmit holds that claim on."""
+    its hold counted from when it is taken (not the click: its squeue may be slow), and is
+    refused before anything is cancelled (RecipeSubmitUnderWay) while another submit of the
+    recipe stands against it; its resubmit holds that claim on. A claim lost before the
+    scancel is sent (its hold lapsed, and another submit took it) is claimed again, else
+    nothing is sent (the job watched again, the prompt left as it was, its step forgotten);
+    one lost during the scancel is claimed again by the resubmit, else the job stays
+    cancelled and the prompt says the scancel outlasted the click's hold."""
     payload = approval.payload
     recipe, cluster, job = payload["recipe"], payload["cluster"], str(approval.target_job)
     slurm = ctx.clusters.slurm(cluster)
+    started = ctx.clock()  # `now`, by the clock: the claim's times count from it
+
+    def at() -> float:  # the clock now, counted from the click's `now`
+        return now + ctx.clock() - started
+
     _require_running(slurm, job, actor, recipe)
     bounds = step_bounds(ctx.config, cluster, slurm)  # kept with its steps, for their takeover
-    started = ctx.clock()
     # held for the scancel alone (one the click's process died in lapses before the settle
-    # takes it over: bot.services.cancel_settle), then on for the resubmit
-    holder = _claim_resume(ctx, approval, bounds.command_at_most_s + CLAIM_MARGIN_S,
-                           now) if resume else None
+    # takes it over: bot.services.cancel_settle), then on for the resubmit; from when it is
+    # taken (the squeue above may have outlasted its hold)
+    scancel_s = bounds.command_at_most_s + CLAIM_MARGIN_S
+    holder = submit_holder() if resume else None
+    if holder is not None and not _claim_resume(ctx, approval, holder, scancel_s, at()):
+        holder = None
     ctx.store.approvals.mark_step(approval.token, CANCELLING_STEP[resume], now=now,
                                   bounds=bounds)
     watched = ctx.store.watched_jobs.get(cluster, job) if resume else None
     if watched is not None:
         ctx.store.watched_jobs.remove(cluster, job)
+
+    def watch_again() -> None:  # still running (or it may be): keep watching it
+        if watched is not None:
+            ctx.store.watched_jobs.add(cluster, job, now=watched.added_at,
+                                       chain_id=watched.chain_id, adopted=watched.adopted)
+
+    if holder is not None and not ctx.store.command_claims.renew(
+            _resume_key(ctx, approval), holder, at(), scancel_s):
+        try:  # lost before the scancel (its hold lapsed and it was taken): taken again
+            if not _claim_resume(ctx, approval, holder, scancel_s, at()):
+                holder = None
+        except RecipeSubmitUnderWay:  # nothing sent: the prompt stays, as before its step
+            watch_again()
+            ctx.store.approvals.release(approval.token, forget=(CANCELLING_STEP[resume],))
+            raise
     try:
         slurm.cancel(int(job))
     except ClusterError as exc:
         if holder is not None:  # nothing resubmitted now (bot.services.cancel_settle may)
             release_submit(ctx.store, _resume_key(ctx, approval), holder)
-        if watched is not None:  # still running (or it may be): keep watching it
-            ctx.store.watched_jobs.add(cluster, job, now=watched.added_at,
-                                       chain_id=watched.chain_id, adopted=watched.adopted)
+        watch_again()
         if not isinstance(exc, OutcomeUnknown):
             raise
         step = UNKNOWN_CANCEL_STEP[resume]
@@ -198,13 +224,24 @@ def _cancel(ctx: BotContext, approval: Approval, actor: str, now: float, *,
     # the rest is this click's while its step is younger than the settle's takeover: a
     # process that dies in it leaves the approval approved, finished by the next run
     # (bot.services.cancel_settle)
-    if holder is not None:  # its checkpoint lookup and sbatch (and a lookup by name)
-        ctx.store.command_claims.renew(
-            _resume_key(ctx, approval), holder, now + ctx.clock() - started,
-            2 * bounds.command_at_most_s + bounds.lookup_at_most_s + CLAIM_MARGIN_S)
+    # held on for its checkpoint lookup and sbatch (and a lookup by name); lost during the
+    # scancel (it outlasted the hold, and another submit took it), its resubmit claims it
+    # again, or is refused and says why
+    lost = holder is not None and not ctx.store.command_claims.renew(
+        _resume_key(ctx, approval), holder, at(),
+        2 * bounds.command_at_most_s + bounds.lookup_at_most_s + CLAIM_MARGIN_S)
     ctx.store.approvals.mark_step(approval.token, RESUMING_STEP, now=now, bounds=bounds)
-    performed = _resume_cancelled(ctx, approval, actor, now, besides=besides,
-                                  claim_holder=holder)
+    try:
+        performed = _resume_cancelled(ctx, approval, actor, now, besides=besides,
+                                      claim_holder=holder)
+    except NotPerformed as exc:
+        if lost and isinstance(exc.__cause__, RecipeSubmitUnderWay):
+            error = N_("the scancel outlasted this click's hold on the run, and another "
+                       "submit took the run meanwhile (%(error)s)", error=said(exc.__cause__))
+            raise NotPerformed(replace(exc.outcome, error=error),
+                               N_("cancelled job %(job)s, but the resubmit failed: %(error)s",
+                                  job=job, error=error)) from exc.__cause__
+        raise
     ctx.store.approvals.mark_done(approval.token, now=now)
     return performed
 
@@ -215,23 +252,24 @@ def _resume_key(ctx: BotContext, approval: Approval) -> str:
                      array_task_of(ctx, approval.chain_id, str(approval.target_job)))
 
 
-def _claim_resume(ctx: BotContext, approval: Approval, hold_s: float,
-                  now: float) -> str | None:
-    """Claim a cancel and resume's resubmit before its scancel, for `hold_s`: its holder,
-    which the click holds on once the job is cancelled, and its resubmit after it. Refused
-    (RecipeSubmitUnderWay, nothing cancelled) while another submit of the recipe stands
-    against it; None (no claim taken) when that is a submit of this run in flight, which
-    carries the run on once the job is cancelled (`carried_on`, as before)."""
-    recipe, holder = approval.payload["recipe"], submit_holder()
+def _claim_resume(ctx: BotContext, approval: Approval, holder: str, hold_s: float,
+                  at: float) -> bool:
+    """Claim a cancel and resume's resubmit for `holder` before its scancel, from `at` (the
+    clock when it is taken) for `hold_s`: True once claimed; the click holds it on once the
+    job is cancelled, and its resubmit after it. Refused (RecipeSubmitUnderWay, nothing
+    cancelled) while another submit of the recipe stands against it; False (no claim taken)
+    when that is a submit of this run in flight, which carries the run on once the job is
+    cancelled (`carried_on`, as before)."""
+    recipe = approval.payload["recipe"]
     task = array_task_of(ctx, approval.chain_id, str(approval.target_job))
     refused = claim_submit(ctx.store, recipe, approval.chain_id, task, holder=holder,
-                           own=None, now=now, hold_s=hold_s)
+                           own=None, now=at, hold_s=hold_s)
     if refused is None:
-        return holder
+        return True
     if refused.other is not None and \
             flight_key(refused.other) == claim_key(recipe, approval.chain_id, task):
-        return None
-    raise under_way(ctx.store, recipe, refused.other, now)
+        return False
+    raise under_way(ctx.store, recipe, refused.other, at)
 
 
 def resume_cancelled(ctx: BotContext, approval: Approval, actor: str, now: float, *,

@@ -194,11 +194,12 @@ class ApprovalsRepo(_Repo):
             )
         return result.rowcount == 1
 
-    def release(self, token: str) -> bool:
+    def release(self, token: str, *, forget: Iterable[str] = ()) -> bool:
         """approved → pending again, undecided: a claimed choice that did nothing and leaves
         the prompt usable (its resubmit refused by another submit of the run in flight);
-        its claim's step goes with it (the next claim marks its own); False if not
-        approved."""
+        its claim's step goes with it (the next claim marks its own), and the steps of
+        `forget` (a cancel's step marked before a scancel that was not sent), in the same
+        transaction; False if not approved."""
         with self._engine.begin() as conn:
             result = conn.execute(
                 update(t.approvals)
@@ -206,7 +207,7 @@ class ApprovalsRepo(_Repo):
                 .values(state="pending", decided_by=None, decided_at=None)
             )
             if result.rowcount == 1:
-                _forget_claim(conn, token)
+                _forget_claim(conn, token, forget)
         return result.rowcount == 1
 
     def release_claim(self, token: str, step: str, *, older_than: float,
@@ -564,11 +565,12 @@ class ApprovalsRepo(_Repo):
         return self._all(Approval, query.order_by(t.approvals.c.created_at))
 
 
-def _forget_claim(conn: Any, token: str) -> None:
-    """Delete `token`'s claim steps (ApprovalsRepo.CLAIM_STEPS), in `conn`'s transaction."""
+def _forget_claim(conn: Any, token: str, also: Iterable[str] = ()) -> None:
+    """Delete `token`'s claim steps (ApprovalsRepo.CLAIM_STEPS) and those of `also`, in
+    `conn`'s transaction."""
     conn.execute(delete(t.prompt_steps).where(and_(
         t.prompt_steps.c.token == token,
-        t.prompt_steps.c.step.in_(list(ApprovalsRepo.CLAIM_STEPS)))))
+        t.prompt_steps.c.step.in_([*ApprovalsRepo.CLAIM_STEPS, *also]))))
 
 
 def _hold_out(steps: Mapping[str, float]) -> bool:

@@ -188,6 +188,102 @@ def test_a_cancel_and_resume_while_a_new_run_is_submitted_cancels_nothing(
     assert present(store.approvals.get(prompt.token)).state == "pending"
 
 
+def test_a_cancel_and_resume_after_a_slow_squeue_holds_the_run_through_its_scancel(
+        store: Store, monkeypatch) -> None:
+    """Cancel and resume of the stalled 88154: its squeue takes an hour (longer than the
+    claim's hold) and during its scancel `trainbot submit mix` of a new run is made: refused
+    (the click's claim counts its hold from when it is taken), and the click resumes the run
+    (it counted from the click, was lapsed at once: the new run queued, 88154 was cancelled
+    and nothing resumed it)."""
+    clock = [NOW]
+    slurm = Sbatch()
+    ctx = make_context(store, slurm, clock=lambda: clock[0])
+    chain_id, prompt = mix_prompt(ctx, now=NOW, running=slurm, watched=True)
+    job, cancel = slurm.job, slurm.cancel
+    typed: list[object] = []
+
+    def slow_squeue(job_id: int):
+        clock[0] += 3600
+        return job(job_id)
+
+    def submit_during_scancel(job_id: int) -> None:
+        cancel(job_id)
+        try:
+            typed.append(cli_submit(ctx, slurm, clock[0]))
+        except RecipeSubmitUnderWay as exc:
+            typed.append(exc)
+
+    monkeypatch.setattr(slurm, "job", slow_squeue)
+    monkeypatch.setattr(slurm, "cancel", submit_during_scancel)
+    click = handle_click(ctx, prompt.token, ActionId.CANCEL_RESUME, "U0APPR", NOW)
+    assert click.status == "done" and click.job_id == "90500"
+    assert len(typed) == 1 and isinstance(typed[0], RecipeSubmitUnderWay)
+    assert len(slurm.submits()) == 1
+    assert [a.job_id for a in store.attempts.for_chain(chain_id)] == ["88154", "90500"]
+
+
+def test_a_cancel_and_resume_whose_claim_is_taken_before_its_scancel_cancels_nothing(
+        store: Store, monkeypatch) -> None:
+    """Cancel and resume of the stalled 88154: after it claimed the run's resubmit and before
+    its scancel, its store writes stall an hour and `trainbot submit mix` of a new run takes
+    the recipe (its sbatch's answer lost: it keeps its claim). No scancel is sent, 88154 is
+    watched again and the prompt stays (its scancel was sent, and the run not resumed)."""
+    clock = [NOW]
+    slurm = Sbatch(lost=True)
+    ctx = make_context(store, slurm, clock=lambda: clock[0])
+    _, prompt = mix_prompt(ctx, now=NOW, running=slurm, watched=True)
+    remove = store.watched_jobs.remove
+
+    def stalled_then_taken(cluster: str, job: str) -> None:
+        remove(cluster, job)
+        clock[0] += 3600
+        with pytest.raises(OutcomeUnknown):
+            cli_submit(ctx, slurm, clock[0])
+
+    monkeypatch.setattr(store.watched_jobs, "remove", stalled_then_taken)
+    click = handle_click(ctx, prompt.token, ActionId.CANCEL_RESUME, "U0APPR", NOW)
+    assert click.status == "busy"
+    assert click.ephemeral is not None and click.ephemeral.startswith(
+        "Nothing was cancelled or resubmitted: not submitted: another submit of mix is under "
+        "way")
+    assert slurm.acted("cancel") == [] and slurm.records[88154].state == "RUNNING"
+    assert [w.job_id for w in store.watched_jobs.list("dev")] == ["88154"]
+    assert present(store.approvals.get(prompt.token)).state == "pending"
+    assert store.approvals.steps(prompt.token) == {}
+
+
+def test_a_cancel_and_resume_whose_claim_lapses_in_its_scancel_says_so(
+        store: Store, monkeypatch) -> None:
+    """Cancel and resume of the stalled 88154: its scancel takes an hour (longer than the
+    claim's hold) and meanwhile `trainbot submit mix` of a new run takes the recipe (its
+    sbatch's answer lost: it keeps its claim). 88154 is cancelled once, nothing is
+    resubmitted, and the prompt says the scancel outlasted the click's hold and another
+    submit took the run (it said only that another submit was under way)."""
+    clock = [NOW]
+    slurm = Sbatch(lost=True)
+    ctx = make_context(store, slurm, clock=lambda: clock[0])
+    _, prompt = mix_prompt(ctx, now=NOW, running=slurm, watched=True)
+    cancel = slurm.cancel
+
+    def slow_scancel(job_id: int) -> None:
+        cancel(job_id)
+        clock[0] += 3600
+        with pytest.raises(OutcomeUnknown):
+            cli_submit(ctx, slurm, clock[0])
+
+    monkeypatch.setattr(slurm, "cancel", slow_scancel)
+    click = handle_click(ctx, prompt.token, ActionId.CANCEL_RESUME, "U0APPR", NOW)
+    assert click.status == "failed"
+    assert slurm.acted("cancel") == [88154] and len(slurm.submits()) == 1
+    assert click.update_text == (
+        "Approved by <@U0APPR>, but it failed: cancelled job 88154, but the resubmit failed: "
+        "the scancel outlasted this click's hold on the run, and another submit took the run "
+        "meanwhile (not submitted: another submit of mix is under way and its job is not "
+        "recorded yet; two jobs of a recipe side by side would write the same checkpoints. "
+        "`/train status mix` shows its job once it is queued). `/train resume mix` tries "
+        "again")
+
+
 # -- 4. the refusal names the submit that holds the claim ---------------------------------------
 
 def test_a_refusal_names_the_submit_holding_the_claim_not_the_newest_in_flight(
