@@ -180,7 +180,7 @@ def _cancel(ctx: BotContext, approval: Approval, actor: str, now: float, *,
     # takes it over: bot.services.cancel_settle), then on for the resubmit; from when it is
     # taken (the squeue above may have outlasted its hold)
     scancel_s = bounds.command_at_most_s + CLAIM_MARGIN_S
-    holder = submit_holder() if resume else None
+    holder = submit_holder(approval.token) if resume else None
     if holder is not None and not _claim_resume(ctx, approval, holder, scancel_s, at()):
         holder = None
     ctx.store.approvals.mark_step(approval.token, CANCELLING_STEP[resume], now=now,
@@ -269,7 +269,7 @@ def _claim_resume(ctx: BotContext, approval: Approval, holder: str, hold_s: floa
     if refused.other is not None and \
             flight_key(refused.other) == claim_key(recipe, approval.chain_id, task):
         return False
-    raise under_way(ctx.store, recipe, refused.other, at)
+    raise under_way(ctx.store, recipe, refused, at)
 
 
 def resume_cancelled(ctx: BotContext, approval: Approval, actor: str, now: float, *,

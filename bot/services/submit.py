@@ -35,7 +35,9 @@ from bot.services.resume_point import find_resume_checkpoint, submit_env
 from bot.services.send_job import NotApplied, send_job, wrapper_not_applied
 from bot.services.submit_claim import (
     CLAIM_MARGIN_S,
+    ClickHolding,
     RecipeSubmitUnderWay,
+    Refused,
     claim_key,
     claim_submit,
     release_submit,
@@ -287,7 +289,7 @@ def submit_recipe(
                                array_task, holder=holder, own=flight, now=claimed_at,
                                hold_s=2 * at_most + CLAIM_MARGIN_S)
         if refused is not None:
-            raise under_way(store, recipe_name, refused.other, now)
+            raise under_way(store, recipe_name, refused, now)
         held = True
         if after_job is not None and chain is not None:
             moved = run_moved_on(store, chain.id, recipe_name, array_task, after_job)
@@ -387,14 +389,21 @@ def submit_recipe(
             release_submit(store, key, holder)
 
 
-def under_way(store: Store, recipe: str, other: SubmitInFlight | None,
-               now: float) -> RecipeSubmitUnderWay:
-    """The refusal of a submit of `recipe` that `other` stands against (the submit holding
-    the claim, or an older one in flight: bot.services.submit_claim), naming it and the run
-    it goes into (None: a submit that keeps no row in flight)."""
-    run_job = None
+def under_way(store: Store, recipe: str, refused: Refused,
+              now: float) -> RecipeSubmitUnderWay:
+    """The refusal of a submit of `recipe` that `refused.other` stands against (the submit
+    holding the claim, or an older one in flight: bot.services.submit_claim), naming it and
+    the run it goes into, or the Cancel and resume click whose claim it is (`refused.click`:
+    who pressed it on which job, when); else unnamed (a submit that keeps no row in
+    flight)."""
+    other, run_job = refused.other, None
     if other is not None and other.chain_id is not None:
         latest = run_latest(store.attempts.for_chain(other.chain_id), other.array_task)
         run_job = latest.shown_id if latest is not None else None
+    approval = store.approvals.get(refused.click) if refused.click else None
+    click = None
+    if other is None and approval is not None and approval.decided_by is not None:
+        click = ClickHolding(approval.decided_by, str(approval.target_job),
+                             sent_moment(approval.decided_at or now, now))
     return RecipeSubmitUnderWay(recipe, other, run_job,
-                                sent_moment(other.sent_at, now) if other else "")
+                                sent_moment(other.sent_at, now) if other else "", click)

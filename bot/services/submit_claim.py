@@ -13,7 +13,8 @@ waits for every submit of the recipe, a whole array's for each of its tasks', an
 resubmits (or two runs') go side by side. An older submit of the same key kept in flight
 (`submits_in_flight`) stands against it too, also once its claim has lapsed (its job may be
 queued and not recorded, until the row's recovery settles it). The other is refused before
-its sbatch (`RecipeSubmitUnderWay`), naming the submit that holds the claim or the row.
+its sbatch (`RecipeSubmitUnderWay`), naming the submit that holds the claim or the row (a
+Cancel and resume click, which keeps no row until its resubmit, by its holder: `click_of`).
 """
 
 from __future__ import annotations
@@ -36,16 +37,26 @@ _AUTOMATIC = "trainbot"
 CLAIM_MARGIN_S = 30.0
 
 
-def submit_holder() -> str:
+def submit_holder(click: str | None = None) -> str:
     """A holder for one submit's claim: this process's holder id (process_holder), its random
     part followed by a token of the submit's own, so the claim is judged dead as the process
-    is (bot.core.holders) and only this submit releases it."""
+    is (bot.core.holders) and only this submit releases it; with `click`, the approval token
+    of the Cancel and resume whose claim it is (`click_of`), which keeps no row in flight
+    until its resubmit: a submit it refuses names the click by it."""
     parts = process_holder().split(":")
-    token = secrets.token_hex(4)
+    token = secrets.token_hex(4) + (f"@{click}" if click else "")
     if len(parts) == 6:
         parts[2] = f"{parts[2]}.{token}"
         return ":".join(parts)
     return f"{process_holder()}.{token}"
+
+
+def click_of(holder: str) -> str | None:
+    """The approval token of the Cancel and resume click `holder` (a submit_holder) claims
+    for; None: a submit's own claim."""
+    parts = holder.split(":")
+    _, at, click = (parts[2] if len(parts) == 6 else parts[-1]).partition("@")
+    return click if at and click else None
 
 
 def claim_key(recipe: str, chain_id: int | None = None, array_task: int | None = None) -> str:
@@ -73,9 +84,11 @@ def flight_key(flight: SubmitInFlight) -> str:
 @dataclass(frozen=True)
 class Refused:
     """Why a submit could not take its claim: `other`, the submit that holds the claim or
-    stands against it, as kept in flight (None when it keeps none: `trainbot submit`)."""
+    stands against it, as kept in flight (None when it keeps none: `trainbot submit`, or a
+    Cancel and resume before its resubmit, whose approval token `click` is)."""
 
     other: SubmitInFlight | None
+    click: str | None = None
 
 
 def claim_submit(store: Store, recipe: str, chain_id: int | None, array_task: int | None, *,
@@ -106,7 +119,7 @@ def claim_submit(store: Store, recipe: str, chain_id: int | None, array_task: in
                 claims.release(other_key, other)
                 continue
             claims.release(key, holder)
-            return Refused(_of(_flights(store, recipe, own), other_key))
+            return _refused(_flights(store, recipe, own), other_key, other)
         return None
     older = [f for f in flights if (own is None or f.id < own.id) and flight_key(f) == key]
     if older:
@@ -117,7 +130,7 @@ def claim_submit(store: Store, recipe: str, chain_id: int | None, array_task: in
             return None
         live = [(k, h) for k, h in crossing if not _dead(h, k)]
         if live:  # the rows read again: the holder's row may be newer than the claim
-            return Refused(_of(_flights(store, recipe, own), live[0][0]))
+            return _refused(_flights(store, recipe, own), *live[0])
         for other_key, other in crossing:
             claims.release(other_key, other)
     return Refused(None)
@@ -138,6 +151,13 @@ def _dead(holder: str, key: str) -> bool:
     return death is not None
 
 
+def _refused(flights: list[SubmitInFlight], key: str, holder: str) -> Refused:
+    """The refusal by `holder`'s claim of `key`: its submit kept in flight, else the Cancel
+    and resume click it claims for (`click_of`)."""
+    other = _of(flights, key)
+    return Refused(other, click_of(holder) if other is None else None)
+
+
 def _of(flights: list[SubmitInFlight], key: str) -> SubmitInFlight | None:
     """The submit kept in flight whose claim is `key` (the newest: the one that holds it)."""
     mine = [f for f in flights if flight_key(f) == key]
@@ -153,21 +173,38 @@ def release_submit(store: Store, key: str, holder: str) -> None:
                     exc_info=True)
 
 
+@dataclass(frozen=True)
+class ClickHolding:
+    """A Cancel and resume click holding a run's submit claim before its resubmit: who
+    pressed it (`actor`), on which job of the run (`job`), when (`pressed`, sent_moment)."""
+
+    actor: str
+    job: str
+    pressed: str
+
+
 class RecipeSubmitUnderWay(ServiceError):
     """A submit of `recipe` refused before its sbatch: another submit of the recipe holds its
     claim (its job is not recorded yet). `other`: that submit, as kept in flight (a person's
     or the watcher's; None when it keeps none, e.g. `trainbot submit`, and then it is not
-    named); `run_job`: the latest job of the run it goes into (None: a new run)."""
+    named, or a Cancel and resume before its resubmit: `click`, named); `run_job`: the latest
+    job of the run it goes into (None: a new run)."""
 
     def __init__(self, recipe: str, other: SubmitInFlight | None, run_job: str | None,
-                 sent: str) -> None:
-        super().__init__(_under_way(recipe, other, run_job, sent))
-        self.recipe, self.other, self.run_job = recipe, other, run_job
+                 sent: str, click: ClickHolding | None = None) -> None:
+        super().__init__(_under_way(recipe, other, run_job, sent, click))
+        self.recipe, self.other, self.run_job, self.click = recipe, other, run_job, click
 
 
 def _under_way(recipe: str, other: SubmitInFlight | None, run_job: str | None,
-               sent: str) -> Text:
+               sent: str, click: ClickHolding | None = None) -> Text:
     """The refusal's sentence: whose submit of which run of `recipe` is under way."""
+    if other is None and click is not None:
+        return N_("not submitted: <@%(actor)s> pressed Cancel and resume on %(recipe)s's job "
+                  "%(job)s at %(sent)s: it cancels that job and resubmits its run, and that "
+                  "resubmit's job is not recorded yet; two jobs of a recipe side by side would "
+                  "write the same checkpoints. That run's thread tells which job it is",
+                  actor=click.actor, recipe=recipe, job=click.job, sent=click.pressed)
     if other is None:
         return N_("not submitted: another submit of %(recipe)s is under way and its job is not "
                   "recorded yet; two jobs of a recipe side by side would write the same "
