@@ -269,7 +269,7 @@ def _claim_resume(ctx: BotContext, approval: Approval, holder: str, hold_s: floa
     if refused.other is not None and \
             flight_key(refused.other) == claim_key(recipe, approval.chain_id, task):
         return False
-    raise under_way(ctx.store, recipe, refused, at)
+    raise under_way(ctx.config, ctx.store, recipe, refused, at)
 
 
 def resume_cancelled(ctx: BotContext, approval: Approval, actor: str, now: float, *,

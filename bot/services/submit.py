@@ -289,7 +289,7 @@ def submit_recipe(
                                array_task, holder=holder, own=flight, now=claimed_at,
                                hold_s=2 * at_most + CLAIM_MARGIN_S)
         if refused is not None:
-            raise under_way(store, recipe_name, refused, now)
+            raise under_way(config, store, recipe_name, refused, now)
         held = True
         if after_job is not None and chain is not None:
             moved = run_moved_on(store, chain.id, recipe_name, array_task, after_job)
@@ -389,13 +389,14 @@ def submit_recipe(
             release_submit(store, key, holder)
 
 
-def under_way(store: Store, recipe: str, refused: Refused,
+def under_way(config: Config, store: Store, recipe: str, refused: Refused,
               now: float) -> RecipeSubmitUnderWay:
     """The refusal of a submit of `recipe` that `refused.other` stands against (the submit
-    holding the claim, or an older one in flight: bot.services.submit_claim), naming it and
-    the run it goes into, or the Cancel and resume click whose claim it is (`refused.click`:
-    who pressed it on which job, when); else unnamed (a submit that keeps no row in
-    flight)."""
+    holding the claim, or an older one kept in flight: bot.services.submit_claim), naming it
+    and the run it goes into, and for a row kept in flight when its recovery looks its job up
+    (look_again_at; now, once that is past), or the Cancel and resume click whose claim it is
+    (`refused.click`: who pressed it on which job, when); else unnamed (a submit that keeps no
+    row in flight)."""
     other, run_job = refused.other, None
     if other is not None and other.chain_id is not None:
         latest = run_latest(store.attempts.for_chain(other.chain_id), other.array_task)
@@ -405,5 +406,8 @@ def under_way(store: Store, recipe: str, refused: Refused,
     if other is None and approval is not None and approval.decided_by is not None:
         click = ClickHolding(approval.decided_by, str(approval.target_job),
                              sent_moment(approval.decided_at or now, now))
+    looked_up_at = sent_moment(max(now, look_again_at(config, other)), now) \
+        if other is not None and refused.kept else None
     return RecipeSubmitUnderWay(recipe, other, run_job,
-                                sent_moment(other.sent_at, now) if other else "", click)
+                                sent_moment(other.sent_at, now) if other else "", click,
+                                looked_up_at)

@@ -6,15 +6,16 @@ bot.services.threads.open_thread), shared by every replica.
 Every submit of a run writes that run's checkpoints (a task of an array run its own) under the
 recipe's job name: a Resubmit click of an older run and a `/train submit` of a new one at the
 same instant would each pass the checks that look at the other's recorded job (neither is
-recorded yet) and both queue. The claim's key is a path, `submit:<recipe>/` for a new run,
-`…/run:<chain>/` for a run's resubmit, `…/run:<chain>/task:<n>/` for one task of an array
-run's: a claim stands against its own key, the keys above it and those below it, so a new run
-waits for every submit of the recipe, a whole array's for each of its tasks', and two tasks'
-resubmits (or two runs') go side by side. An older submit of the same key kept in flight
-(`submits_in_flight`) stands against it too, also once its claim has lapsed (its job may be
-queued and not recorded, until the row's recovery settles it). The other is refused before
+recorded yet) and both queue. The claim's key is a path (bot.core.submit_keys), and a claim
+stands against every claim it crosses (its own key, the keys above it and those below it), so
+a new run waits for every submit of the recipe, a whole array's for each of its tasks', and
+two tasks' resubmits (or two runs') go side by side. An older submit kept in flight
+(`submits_in_flight`) stands by the same rule against every submit whose key crosses its own,
+also once its claim has lapsed (its sbatch's answer lost, or the bot restarted: its job may
+be queued and not recorded until the row's recovery settles it). The other is refused before
 its sbatch (`RecipeSubmitUnderWay`), naming the submit that holds the claim or the row (a
-Cancel and resume click, which keeps no row until its resubmit, by its holder: `click_of`).
+Cancel and resume click, which keeps no row until its resubmit, by its holder: `click_of`),
+and for a row kept in flight, when its recovery looks its job up.
 """
 
 from __future__ import annotations
@@ -24,6 +25,7 @@ import secrets
 from dataclasses import dataclass
 
 from bot.core.holders import holder_label
+from bot.core.submit_keys import claim_key, crosses, keys_above
 from bot.core.text import N_, Text
 from bot.services import ServiceError
 from bot.services.leases import process_holder, process_judge
@@ -59,23 +61,6 @@ def click_of(holder: str) -> str | None:
     return click if at and click else None
 
 
-def claim_key(recipe: str, chain_id: int | None = None, array_task: int | None = None) -> str:
-    """The key of the claim of a submit of `recipe`: of a new run (no `chain_id`), of run
-    `chain_id`, or of task `array_task` of that run alone."""
-    key = f"submit:{recipe}/"
-    if chain_id is not None:
-        key += f"run:{chain_id}/"
-        if array_task is not None:
-            key += f"task:{array_task}/"
-    return key
-
-
-def _above(key: str) -> list[str]:
-    """The keys whose claims cover `key`'s (its parents: `a/b/` for `a/b/c/`, and `a/`)."""
-    parts = key.split("/")[:-1]
-    return ["/".join(parts[:n]) + "/" for n in range(1, len(parts))]
-
-
 def flight_key(flight: SubmitInFlight) -> str:
     """The claim key of the submit `flight` keeps in flight."""
     return claim_key(flight.recipe, flight.chain_id, flight.array_task)
@@ -85,10 +70,13 @@ def flight_key(flight: SubmitInFlight) -> str:
 class Refused:
     """Why a submit could not take its claim: `other`, the submit that holds the claim or
     stands against it, as kept in flight (None when it keeps none: `trainbot submit`, or a
-    Cancel and resume before its resubmit, whose approval token `click` is)."""
+    Cancel and resume before its resubmit, whose approval token `click` is); `kept`: refused
+    by `other`'s row in flight, its claim no longer held (lapsed, or its holder dead: its
+    sbatch's answer lost, the bot restarted), which stands until its recovery settles it."""
 
     other: SubmitInFlight | None
     click: str | None = None
+    kept: bool = False
 
 
 def claim_submit(store: Store, recipe: str, chain_id: int | None, array_task: int | None, *,
@@ -97,11 +85,11 @@ def claim_submit(store: Store, recipe: str, chain_id: int | None, array_task: in
     """Claim the submit of `recipe` into run `chain_id` (task `array_task`; a new run without
     `chain_id`) for `holder` until `now + hold_s` (a claim `holder` holds already is held on
     to then, and only the claims of others looked at); None once claimed, else what stands
-    against it (see module doc): a submit of the same key kept in flight before `own` (this
-    submit's row), or another holder's claim of a crossing key, whose submit is named
-    (`Refused`). A claim whose holder
-    is provably dead (a bot killed in its submit, restarted: bot.services.leases.DeadHolders)
-    is taken over at once (of several takers one gets it), as a run root's claim is; a live
+    against it (see module doc): a submit of a crossing key kept in flight before `own` (this
+    submit's row; `Refused.kept` once its claim is no longer held), or another holder's claim
+    of a crossing key, whose submit is named (`Refused`). A claim whose holder is provably
+    dead (a bot killed in its submit, restarted: bot.services.leases.DeadHolders) is taken
+    over at once (of several takers one gets it), as a run root's claim is; a live
     one's, or one that cannot be judged, stands until released or lapsed. Of claims of
     crossing keys taken at the same instant exactly one is kept
     (CommandClaimsRepo.claim_uncrossed)."""
@@ -112,7 +100,7 @@ def claim_submit(store: Store, recipe: str, chain_id: int | None, array_task: in
         # held already (a cancel and resume's, taken before its scancel: the rows then were
         # looked at, and a submit in flight since is refused by it); a claim crossing it now
         # was taken once it had lapsed
-        for other_key, other in claims.held_around(key, _above(key), now):
+        for other_key, other in claims.held_around(key, keys_above(key), now):
             if other == holder or other_key == key:
                 continue
             if _dead(other, other_key):
@@ -121,11 +109,12 @@ def claim_submit(store: Store, recipe: str, chain_id: int | None, array_task: in
             claims.release(key, holder)
             return _refused(_flights(store, recipe, own), other_key, other)
         return None
-    older = [f for f in flights if (own is None or f.id < own.id) and flight_key(f) == key]
+    older = [f for f in flights
+             if (own is None or f.id < own.id) and crosses(key, flight_key(f))]
     if older:
-        return Refused(older[0])
+        return Refused(older[0], kept=not _held(store, flight_key(older[0]), now))
     for _ in range(2):  # a second time once the dead holders' claims are gone
-        crossing = claims.claim_uncrossed(key, _above(key), holder, now, hold_s)
+        crossing = claims.claim_uncrossed(key, keys_above(key), holder, now, hold_s)
         if not crossing:
             return None
         live = [(k, h) for k, h in crossing if not _dead(h, k)]
@@ -140,6 +129,12 @@ def _flights(store: Store, recipe: str, own: SubmitInFlight | None) -> list[Subm
     """The submits of `recipe` kept in flight, but `own`."""
     return [f for f in store.submits_in_flight.of_recipe(recipe)
             if own is None or f.id != own.id]
+
+
+def _held(store: Store, key: str, now: float) -> bool:
+    """Is `key`'s claim held at `now` (not lapsed, its holder not provably dead)?"""
+    return any(k == key and not _dead(h, k)
+               for k, h in store.command_claims.held_around(key, [], now))
 
 
 def _dead(holder: str, key: str) -> bool:
@@ -188,11 +183,20 @@ class RecipeSubmitUnderWay(ServiceError):
     claim (its job is not recorded yet). `other`: that submit, as kept in flight (a person's
     or the watcher's; None when it keeps none, e.g. `trainbot submit`, and then it is not
     named, or a Cancel and resume before its resubmit: `click`, named); `run_job`: the latest
-    job of the run it goes into (None: a new run)."""
+    job of the run it goes into (None: a new run); `looked_up_at`: when its row's recovery
+    looks its job up if it is not recorded by then (None: not said, the refusal came from
+    its claim)."""
 
     def __init__(self, recipe: str, other: SubmitInFlight | None, run_job: str | None,
-                 sent: str, click: ClickHolding | None = None) -> None:
-        super().__init__(_under_way(recipe, other, run_job, sent, click))
+                 sent: str, click: ClickHolding | None = None,
+                 looked_up_at: str | None = None) -> None:
+        refusal = _under_way(recipe, other, run_job, sent, click)
+        if other is not None and looked_up_at is not None:
+            refusal = N_("%(refusal)s. If its job is not recorded by %(at)s, trainbot looks it "
+                         "up by its name then and records it if it is queued; until then no "
+                         "submit that would run beside it is sent", refusal=refusal,
+                         at=looked_up_at)
+        super().__init__(refusal)
         self.recipe, self.other, self.run_job, self.click = recipe, other, run_job, click
 
 

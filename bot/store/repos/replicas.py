@@ -245,7 +245,7 @@ class CommandClaimsRepo(_Repo):
     def held_around(self, key: str, above: Sequence[str], now: float) -> list[tuple[str, str]]:
         """The claims not lapsed at `now` of `key`, of a key beginning with it, or of one of
         `above`: (key, holder) each, by key (keys made as paths, a claim of `a/` covering
-        `a/b/`: bot.services.submit_claim)."""
+        `a/b/`: bot.core.submit_keys.crosses, in SQL)."""
         c = t.command_claims.c
         with self._engine.begin() as conn:
             rows = conn.execute(

@@ -8,18 +8,21 @@ import threading
 from collections.abc import Callable
 
 import pytest
-from fakes import FakeSFTP, FakeSlurm, make_context, present
+from fakes import AnswerLostSlurm, FakeSFTP, FakeSlurm, failed_run, make_context, present
+from sqlalchemy import delete
 from support.dying import Died, dies_at
 from support.mix_prompt import mix_prompt
 
 import bot.services.submit as submit_mod
 from bot.cluster.errors import OutcomeUnknown
+from bot.core import train_grammar as c
 from bot.core.train_grammar import parse_command
 from bot.services.approvals import ActionId, handle_click
 from bot.services.submit import submit_recipe
 from bot.services.submit_claim import RecipeSubmitUnderWay, claim_key
 from bot.services.train import execute
 from bot.store import Store
+from bot.store import schema as t
 
 NOW = 1_000_000.0  # 13:46 UTC
 
@@ -351,3 +354,102 @@ def test_of_two_crossing_claims_taken_at_once_by_two_replicas_exactly_one_is_kep
         thread.join(timeout=300)
     assert errors == []
     assert [n for n, pair in enumerate(kept) if sum(pair) != 1] == []
+
+
+# -- 5. a submit kept in flight stands against every submit crossing it --------------------------
+
+@pytest.fixture
+def any_store(store_url):
+    """The store on SQLite and on the dev cluster's PostgreSQL (`store_url`)."""
+    with Store.open(store_url) as s:
+        yield s
+
+
+def kept(ctx, slurm: AnswerLostSlurm, command, actor: str) -> None:
+    """`command` typed by `actor` at NOW: its sbatch's answer is lost and its job is not in
+    Slurm (yet) when looked up by name, so its row in flight is kept until its recovery at
+    14:07 UTC (an overloaded controller may still queue it)."""
+    reply = execute(ctx, command, actor=actor, channel="C0TRAIN", now=NOW)
+    assert "14:07 UTC" in reply.text, reply.text
+    assert len(ctx.store.submits_in_flight.of_recipe("mix")) == 1
+
+
+def later(store: Store, how: str) -> float:
+    """When the crossing submit comes: once the kept submit's claim has lapsed (its hold is
+    its sbatch's and lookup's bounds), or at once after a restart (its claim, held by the dead
+    bot, taken over by the next)."""
+    if how == "restarted":
+        with store.engine.begin() as conn:
+            conn.execute(delete(t.command_claims)
+                         .where(t.command_claims.c.key.startswith("submit:")))
+        return NOW + 5
+    assert store.command_claims.held_around(claim_key("mix"), [], NOW + 900) == []
+    return NOW + 900
+
+
+RESUME_KEPT = (
+    "`submit` failed: not submitted: <@U0OWNER>'s resubmit of mix's run of job 88154 was sent at "
+    "13:46 UTC and its job is not recorded yet; two jobs of a recipe side by side would write "
+    "the same checkpoints. That run's thread tells which job it is. If its job is not recorded "
+    "by 14:07 UTC, trainbot looks it up by its name then and records it if it is queued; until "
+    "then no submit that would run beside it is sent")
+
+
+@pytest.mark.parametrize("how", ["claim_lapsed", "restarted"])
+def test_a_new_run_while_a_resume_is_kept_in_flight_is_refused_naming_it(
+        any_store: Store, how: str) -> None:
+    """The owner's `/train resume mix` lost its sbatch's answer and its job is not in Slurm
+    yet: its row in flight is kept until its recovery looks it up. Alice's `/train submit
+    mix` (a new run, whose key is above the resume's) once the resume's claim has lapsed, or
+    right after a restart, is refused naming the owner's resume and when it is looked up
+    (the row stood only against a submit of its own key: a second job of mix was queued,
+    beside the resume's once the controller took it in)."""
+    slurm = AnswerLostSlurm(queue=False)
+    ctx = make_context(any_store, slurm, clock=lambda: NOW)
+    failed_run(ctx, now=NOW, channel="C0TRAIN")
+    kept(ctx, slurm, c.Resume("mix"), "U0OWNER")
+    reply = execute(ctx, c.Submit("mix"), actor="U0ALICE", channel="C0TRAIN",
+                    now=later(any_store, how))
+    assert reply.text == RESUME_KEPT
+    assert len(slurm.submits()) == 1 and slurm.land() == [90500]
+
+
+def test_a_resume_while_a_new_run_is_kept_in_flight_is_refused_naming_it_in_korean(
+        any_store: Store) -> None:
+    """Alice's `/train submit mix` (a new run) lost its sbatch's answer and is kept in flight;
+    the owner's `/train resume mix` of the older run (below the new run's key) once its claim
+    has lapsed is refused naming Alice's new run and when it is looked up, in Korean."""
+    slurm = AnswerLostSlurm(queue=False)
+    ctx = make_context(any_store, slurm, clock=lambda: NOW, slack_lang="ko")
+    failed_run(ctx, now=NOW, channel="C0TRAIN")
+    kept(ctx, slurm, c.Submit("mix"), "U0ALICE")
+    reply = execute(ctx, c.Resume("mix"), actor="U0OWNER", channel="C0TRAIN",
+                    now=later(any_store, "claim_lapsed"))
+    assert ("제출하지 않았습니다: <@U0ALICE>님의 mix 새 실행 제출이 13:46 UTC에 "
+            "보내졌고 아직 그 작업이 기록되지 않았습니다. 한 레시피의 작업 두 개가 "
+            "나란히 실행되면 같은 체크포인트에 쓰게 됩니다. 어떤 작업인지는 새 "
+            "실행의 스레드가 알려 줍니다. 14:07 UTC까지 그 작업이 기록되지 않으면 "
+            "trainbot이 그때 이름으로 찾아보고, 대기열에 있으면 기록합니다. "
+            "그때까지 그 옆에서 실행될 제출은 보내지 않습니다") in reply.text, reply.text
+    assert len(slurm.submits()) == 1
+
+
+def test_a_tasks_submit_while_its_whole_run_is_kept_in_flight_is_refused(
+        any_store: Store) -> None:
+    """A submit of a run kept in flight, its claim long lapsed: a resubmit of one task of that
+    run (below it) is refused by the row, and so is a new run (above it); another run's
+    (beside it) goes."""
+    from bot.services.submit_claim import claim_submit, submit_holder
+
+    run, other = (any_store.chains.create(recipe="mix", cluster="dev", job_name="mix",
+                                          now=NOW - 100).id for _ in range(2))
+    bob = any_store.submits_in_flight.add(
+        cluster="dev", recipe="mix", job_name="mix", chain_id=run, array_task=None,
+        resumed_at=None, charge_retry=False, actor="U0OWNER", channel="C0TRAIN",
+        sent_at=NOW).flight
+    for chain, task in [(run, 3), (None, None)]:
+        refused = claim_submit(any_store, "mix", chain, task, holder=submit_holder(),
+                               own=None, now=NOW + 900, hold_s=300)
+        assert refused is not None and refused.other == bob and refused.kept
+    assert claim_submit(any_store, "mix", other, None, holder=submit_holder(), own=None,
+                        now=NOW + 900, hold_s=300) is None
