@@ -535,6 +535,9 @@ def _epoch_reports_done(lines: Sequence[tuple[int, str]], header: int, total: st
 # preprocessing`, `training done for fold 1`): none
 _FINISH_SAID = re.compile(r"(?i)(?<![a-z])(?:done training|training (?:is )?done|all done)"
                           r"(?![a-z])(?![ \t]*[a-z0-9])")
+# ... unless a stage or a phase is named before them (`[Stage: SFT] training done`, `Phase 1:
+# done training`): that stage's end, the next one to come in a multi-stage pipeline
+_STAGE_BEFORE = re.compile(r"(?i)(?<![a-z])(?:stage|phase)s?(?![a-z])")
 # The program's other closing words, each saying its run ended, whatever framework printed it:
 # the run or the whole program named done (`sft done`, `Fine-tuning finished.`, `TRAINING
 # COMPLETE`, `Pipeline complete!`; not `training done for fold 1`, `training finished epoch
@@ -603,6 +606,14 @@ def _whole_run_done(text: str) -> bool:
                for m in _RUN_DONE.finditer(message))
 
 
+def _finish_said(text: str) -> bool:
+    """`text` (a normalized line) says training finished (`_FINISH_SAID`) with no stage or
+    phase named before the words (`_STAGE_BEFORE`)."""
+    message = message_after_time(text)
+    return any(not _STAGE_BEFORE.search(message[:m.start()])
+               for m in _FINISH_SAID.finditer(message))
+
+
 def _closing(text: str) -> bool:
     return any(p.search(text) for p in (_FINISH_SAID, _RUN_DONE, _FINAL_MODEL, _EXITED,
                                         _STOPPED_EARLY))
@@ -633,8 +644,9 @@ class FinishSaid(NamedTuple):
 def ends_in_finish_said(tail: Sequence[tuple[int, str]], series: MetricSeries,
                         outer_headers: Sequence[tuple[int, str]] = ()) -> FinishSaid | None:
     """After training progress, the last line saying training finished in the program's own
-    words (`_FINISH_SAID`: `Done training.`, `training done`, `All done!`; the whole run or
-    program named done with no stage before the words nor a next phase after them,
+    words (`_FINISH_SAID`: `Done training.`, `training done`, `All done!`, with no stage named
+    before them; the whole run or program named done with no stage before the words nor a next
+    phase after them,
     `_whole_run_done`: `sft done`, `TRAINING COMPLETE`, `Pipeline complete!`, which a fit's
     results around it may stand in for progress before; the final model saved or exported,
     `_FINAL_MODEL`; the process's exit 0 as a runner reports it, `_EXITED`, which ends every
@@ -663,9 +675,9 @@ def ends_in_finish_said(tail: Sequence[tuple[int, str]], series: MetricSeries,
     # whatever it counted (`Episode 9501/10000, rewards: 41.6`)
     exited = _EXITED.search(text) is not None
     # a stage or the run named done with a qualifier or a next phase (`Head training
-    # complete.`, `SFT done, starting DPO...`) is a stage's end
-    if not any(p.search(text) for p in (_FINISH_SAID, _FINAL_MODEL, _EXITED, _STOPPED_EARLY)
-               ) and not _whole_run_done(text):
+    # complete.`, `SFT done, starting DPO...`, `[Stage: SFT] training done`) is a stage's end
+    if not any(p.search(text) for p in (_FINAL_MODEL, _EXITED, _STOPPED_EARLY)
+               ) and not _finish_said(text) and not _whole_run_done(text):
         return None
     # training progress before the words, or for the whole run named done a fit's results
     # around them (`R²=0.8271`, `CV Accuracy: 92.9%`: a scikit-learn pipeline prints no
