@@ -15,6 +15,10 @@ reading, whatever program printed them:
   `double free or corruption`, `Aborted`), or an evaluation announced with no result after it
   (`Running final evaluation on the test set...`, `***** Running Evaluation *****`, a
   `Testing` bar): `goes_on_after`.
+After any end a log alone reads (a framework's completion marker, the program's own closing
+words, the last epoch's report), a next phase starting keeps the run open (`starts_next_phase`:
+a loading or data bar, a tracker's new run, a numbered stage's or phase's header, an epoch
+below the end's): a multi-stage job's first stage ended, not the job.
 Pure: no file or clock access.
 """
 
@@ -23,9 +27,11 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 
+from bot.core.catalogue.scanner import normalize_line
 from bot.core.diagnose.ending import says_error
 from bot.core.line_time import message_after_time
 from bot.core.outer_loop import OUTER_PASS
+from bot.core.progress_bars import is_start_up_bar
 
 # An outer loop's next pass announced (W&B's `Agent Starting Run: d4e5f6`)
 _OUTER_STARTS = re.compile(r"(?i)\b(?:start\w*|begin\w*|running|next|new|launch\w*)\b.*(?<![a-z])"
@@ -67,6 +73,15 @@ _ALARM = re.compile(r"(?i)(?<![a-z])(?:sig[a-z]{2,4}\d*|signals?|terminat\w*|kil
                     r"|core dumped|double free|corrupt\w*|invalid pointer|segmentation|exception"
                     r"|interrupt\w*|preempt\w*|cancel\w*|fatal|panic)(?![a-z])")
 _NO_ALARM = re.compile(r"(?i)press control-c to abort \w+")
+# A new tracker run (`wandb: Tracking run with wandb version 0.16.1`, `wandb: Syncing run`)
+_NEXT_RUN_STARTS = re.compile(r"(?i)^wandb: (?:tracking run with wandb|syncing run|currently "
+                              r"logged in)")
+# A numbered stage's or phase's header (`***** Phase 2: full fine-tune *****`, `Stage 2/2: DPO`,
+# `Unfreezing backbone for stage 2`), not its end or its summary (`Stage 2 done`, `Phase 1
+# time: 2h`: `_TRAINING_OVER`)
+_STAGE_NUMBERED = re.compile(r"(?i)(?<![a-z])(?:stage|phase)\s*[#:]?\s*\d")
+# An epoch's number, Hugging Face's logged dicts' too (`Epoch 3/10`, `'epoch': 0.1`)
+_EPOCH_AT = re.compile(r"(?i)(?<![a-z])epoch\b['\"]?\s*[:=\[(]?\s*(\d+(?:\.\d+)?)")
 
 
 # What a program prints once its loop is over, each line one of: a figure (`Test accuracy:
@@ -142,3 +157,33 @@ def _trains(line: str, epoch: int, *, figures: bool = True) -> bool:
         return True
     return bool(figures and _FIGURE.search(line) and not _REPORT_WORD.search(line)
                 and not _WANDB.match(line) and not _DONE_BAR.match(line))
+
+
+def starts_next_phase(before: Sequence[str], after: Sequence[str]) -> bool:
+    """After a run's end (`before` the lines up to it, `after` the lines after it), a next
+    phase of the job starts: a loading or data bar (bot.core.progress_bars.is_start_up_bar:
+    `Loading checkpoint shards: 100%|`, `Map: 100%|`), a tracker's new run (`wandb: Tracking
+    run with wandb version 0.16.1`), a numbered stage's or phase's header (`***** Phase 2:
+    full fine-tune *****`, `Unfreezing backbone for stage 2`), or a training line (no report
+    word on it: not `the best epoch: 20`) at an epoch below the last before the end (Hugging
+    Face's `{'loss': 0.9, 'epoch': 0.1}` after `'epoch': 3.0`): the loop started again. The
+    end was a stage's, not the job's."""
+    last_epoch = max((float(m.group(1)) for line in before for m in _EPOCH_AT.finditer(line)),
+                     default=None)
+    for line in after:
+        text = message_after_time(line)
+        if is_start_up_bar(text) or _NEXT_RUN_STARTS.match(text) or (
+                _STAGE_NUMBERED.search(text) and not _TRAINING_OVER.search(text)):
+            return True
+        if last_epoch is not None and not _REPORT_WORD.search(text) and any(
+                float(m.group(1)) < last_epoch for m in _EPOCH_AT.finditer(text)):
+            return True
+    return False
+
+
+def next_phase_after(tail: Sequence[tuple[int, str]], end_line: int) -> bool:
+    """`starts_next_phase` over a log's last lines (`tail`, numbered) around the end at
+    `end_line` (a framework's completion marker's line)."""
+    lines = [(n, normalize_line(t)) for n, t in tail if t.strip()]
+    return starts_next_phase([t for n, t in lines if n <= end_line],
+                             [t for n, t in lines if n > end_line])

@@ -54,6 +54,7 @@ from bot.core.detectors import (
     no_progress_after,
     overridden_markers,
 )
+from bot.core.diagnose.after_target import next_phase_after
 from bot.core.diagnose.announced import (
     as_submitit_decided,
     stopped_on_sigterm,
@@ -364,7 +365,8 @@ def diagnose(
             chosen = NONE_CLASS
             case_cause = Evaluating(completion.marker_line)
         elif acct.state is None and (
-            completion.ends_in_marker
+            (marker_ends := completion.ends_in_marker and not next_phase_after(
+                tail, completion.marker_line or 0))
             or not series.ends_inside_evaluation and (
                 (_target_reached(series, target) and not ends_in_open_progress_bar(tail)
                  and (target_iter is not None or not epochs_left(tail)))
@@ -374,13 +376,14 @@ def diagnose(
                 or ends_at_last_epoch(tail)
                 or (summary := ends_in_closing_summary(tail, series, closing_shapes)) is not None)
         ):
-            # no accounting: a completion marker with no training progress after it, the
+            # no accounting: a completion marker with no training progress nor a next phase
+            # (a loading bar, a stage's header: after_target.starts_next_phase) after it, the
             # target reached (no evaluation it started after it still open: mmcv's, until its
             # `Epoch(val)` line), a final save, a closed progress table, Keras's last epoch
             # finished, the last epoch's report as the last progress or a closing summary new to
             # the log after its last progress ends a finished run
             chosen = "completed"
-            if completion.ends_in_marker:
+            if marker_ends:
                 decided_by = SIGNATURE
             elif summary is not None:
                 evidence = [Evidence(*summary)]

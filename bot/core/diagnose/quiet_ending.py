@@ -22,7 +22,7 @@ from typing import NamedTuple
 
 from bot.core.catalogue.scanner import normalize_line
 from bot.core.detectors import TENSORPACK_EPOCH_START
-from bot.core.diagnose.after_target import goes_on_after, trains_after
+from bot.core.diagnose.after_target import goes_on_after, starts_next_phase, trains_after
 from bot.core.diagnose.ending import says_error
 from bot.core.framework_lines import json_stats_epoch, openmmlab_epoch
 from bot.core.line_time import message_after_time
@@ -582,12 +582,6 @@ _WHOLE_RUN_LEAD = re.compile(r"(?i)^(?:[^a-z]|(?<![a-z])(?:info|notice|debug|log
 _NEXT_PHASE_SAID = re.compile(
     r"(?i)(?<![a-z])(?:start\w*|begin\w*|moving|move on|proceed\w*|switch\w*|next|now|launch\w*"
     r"|load\w*|running|merg\w*|then|continu\w*|resum\w*)(?![a-z])")
-# A line started after the words by the next phase: a loading or data bar at its total
-# (`Loading checkpoint shards: 100%|…| 2/2`, `Map: 100%|…| 5000/5000`:
-# bot.core.progress_bars.is_start_up_bar) or a new tracker run (`wandb: Tracking run with
-# wandb version 0.16.1`, `wandb: Syncing run`)
-_NEXT_RUN_STARTS = re.compile(r"(?i)^wandb: (?:tracking run with wandb|syncing run|currently "
-                              r"logged in)")
 # An interruption before the words (`Interrupted`, `KeyboardInterrupt`, `Training interrupted
 # by user`): a script's save in a `finally:` or an interrupt handler, not a clean end
 _INTERRUPTED = re.compile(r"(?i)(?<![a-z])(?:keyboard ?interrupt|interrupted)(?![a-z])")
@@ -686,10 +680,10 @@ def ends_in_finish_said(tail: Sequence[tuple[int, str]], series: MetricSeries,
             not _whole_run_done(text) or not any(_RESULT_FIGURE.search(t) for _, t in lines)):
         return None
     # the next phase starting after the words (its checkpoint's or data's loading bar, a new
-    # tracker run), or an interruption after the last progress before them
+    # tracker run, a stage's header: after_target.starts_next_phase), or an interruption after
+    # the last progress before them
     last_progress = max((i for i in range(said) if _shows_progress(lines[i][1])), default=-1)
-    if any(is_start_up_bar(message_after_time(t)) or _NEXT_RUN_STARTS.match(t)
-           for _, t in lines[said + 1:]) or any(
+    if starts_next_phase([t for _, t in lines[:said + 1]], [t for _, t in lines[said + 1:]]) or any(
             _INTERRUPTED.search(t) for _, t in lines[last_progress + 1:said]):
         return None
     # the sentence's own line is read as one after it (`Done training epoch 3` trains), but

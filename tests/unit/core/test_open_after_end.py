@@ -25,3 +25,39 @@ def test_a_stage_named_before_the_finish_words_is_that_stages_end(log):
 def test_the_finish_words_with_no_stage_before_them_still_end_the_run():
     d = read(STEPS + "INFO: training done\n")
     assert (d.class_id, d.decided_by) == ("completed", "hint")
+
+
+# Hugging Face Trainer's logged dicts: three epochs, its `train_runtime` (a `completed` marker)
+HF_STEPS = "".join(f"{{'loss': 0.{9 - i}, 'epoch': {i}.0, 'step': {i * 100}}}\n"
+                   for i in range(1, 4))
+HF_DONE = "{'train_runtime': 39.7, 'train_loss': 0.5, 'epoch': 3.0}\n"
+HF_EVAL = "{'eval_loss': 0.42, 'eval_runtime': 4.0, 'epoch': 3.0, 'step': 300}\n"
+HF_NO_STEP = "".join(f"{{'loss': 0.{90 - i}, 'learning_rate': 1e-05, 'epoch': {i / 10:.2f}}}\n"
+                     for i in range(1, 20))
+
+
+@pytest.mark.parametrize("log", [
+    pytest.param(HF_NO_STEP + "Training complete!\nLoading checkpoint shards: 100%|##########| "
+                 "4/4 [00:10<00:00,  2.5s/it]\n", id="the next phase's checkpoint loaded"),
+    pytest.param(HF_STEPS + HF_DONE + "***** Phase 2: full fine-tune *****\n",
+                 id="the next phase's header"),
+    pytest.param(HF_STEPS + HF_DONE + HF_EVAL + "Unfreezing backbone for stage 2\n",
+                 id="the next stage announced"),
+    pytest.param(HF_NO_STEP + "Training complete!\nwandb: Tracking run with wandb version "
+                 "0.16.0\n", id="the next phase's tracker run"),
+    pytest.param(HF_STEPS + HF_DONE + HF_EVAL + "{'loss': 0.9, 'learning_rate': 1e-05, "
+                 "'epoch': 0.1}\n", id="a new first epoch"),
+])
+def test_a_next_phase_after_a_completion_marker_keeps_the_run_open(log):
+    assert read(log).class_id == "none"
+
+
+@pytest.mark.parametrize("log", [
+    pytest.param(HF_STEPS + HF_DONE + HF_EVAL, id="the final evaluation at the same epoch"),
+    pytest.param(HF_NO_STEP + "Training complete!\nTest accuracy: 0.91\n", id="a test's result"),
+    pytest.param(HF_NO_STEP + "Training complete!\nRestoring model weights from the end of the "
+                 "best epoch: 1.\n", id="the best epoch named"),
+])
+def test_a_completion_marker_with_no_next_phase_after_it_ends_the_run(log):
+    d = read(log)
+    assert (d.class_id, d.decided_by) == ("completed", "signature")
