@@ -18,11 +18,12 @@ _PASS = r"(?:fold|trial|round|episode|sweep|run|stage|phase|seed|level|task|mode
 # A pass's counter with its total (`Fold 1/5`, `Trial 3 of 20`, `==> Stage 2/2`)
 _COUNTED = re.compile(r"(?i)(?<![a-z])(" + _PASS + r")\s*[#=:]?\s*(\d+)\s*(?:/|of)\s*(\d+)")
 # ... and its number alone (`Score for fold 1`, `Running Trial #2`, `Trial 0 finished`, `seed=1`),
-# not a percentage (a bar's `Evaluating best model: 100%|`)
+# not a percentage (a bar's `Evaluating best model: 100%|`) nor an identifier's end (a logger's
+# `(average_nbest_models:69)`)
 # What finds, in a whole block of raw bytes, a line that may hold such a counter (RE2 has no
 # look-behind; `counts_pass` confirms the line)
 COUNTED_LOCATOR = r"(?i)(?:" + _PASS + r")\s*[#=:]?\s*\d+\s*(?:/|of)\s*\d+"
-_NUMBERED = re.compile(r"(?i)(?<![a-z])(" + _PASS + r")\s*(?:#|no\.?|[=:])?\s*(\d+)(?![\d/.%])")
+_NUMBERED = re.compile(r"(?i)(?<![a-z_])(" + _PASS + r")\s*(?:#|no\.?|[=:])?\s*(\d+)(?![\d/.%])")
 
 
 def outer_loop_open(lines: Sequence[str]) -> bool:

@@ -106,6 +106,7 @@ from bot.core.diagnose.quiet_ending import (
     ends_in_keras_last_epoch,
     ends_in_open_progress_bar,
     epochs_left,
+    stops_early_in_open_pass,
 )
 from bot.core.diagnose.requeue import (
     NOT_STARTED,
@@ -366,7 +367,9 @@ def diagnose(
             case_cause = Evaluating(completion.marker_line)
         elif acct.state is None and (
             (marker_ends := completion.ends_in_marker and not next_phase_after(
-                tail, completion.marker_line or 0))
+                tail, completion.marker_line or 0)
+             and not stops_early_in_open_pass(
+                 tail, series, outer_headers, completion.marker_line or 0))
             or not series.ends_inside_evaluation and (
                 (_target_reached(series, target) and not ends_in_open_progress_bar(tail)
                  and (target_iter is not None or not epochs_left(tail)))
@@ -377,7 +380,9 @@ def diagnose(
                 or (summary := ends_in_closing_summary(tail, series, closing_shapes)) is not None)
         ):
             # no accounting: a completion marker with no training progress nor a next phase
-            # (a loading bar, a stage's header: after_target.starts_next_phase) after it, the
+            # (a loading bar, a stage's header: after_target.starts_next_phase) after it and
+            # no early stop inside an outer loop's pass short of its last (Keras's in `Fold
+            # 1/5`, the fold's header however far back: stops_early_in_open_pass), the
             # target reached (no evaluation it started after it still open: mmcv's, until its
             # `Epoch(val)` line), a final save, a closed progress table, Keras's last epoch
             # finished, the last epoch's report as the last progress or a closing summary new to

@@ -627,6 +627,29 @@ _PROGRESS_COUNT = re.compile(r"(?i)(?<![a-z])(?:iter\w*|step|epoch|batch|it)\s*[
                              r"\s*/\s*(\d+)")
 
 
+def in_open_pass(tail: Sequence[tuple[int, str]], series: MetricSeries,
+                 outer_headers: Sequence[tuple[int, str]]) -> bool:
+    """The log's last lines (`tail`) are inside a pass of an outer loop short of its last
+    (bot.core.outer_loop.outer_loop_open: `Fold 1/5`, `Score for fold 1`), read with
+    `outer_headers`, the log's latest lines with an outer loop's counter before the tail, this
+    run's (from `series.run_start`): a pass's header more than the tail's lines back still holds
+    an end in the tail (an early stop, a completion marker, the closing words) to its pass."""
+    lines = [normalize_line(t) for _, t in tail if t.strip()]
+    first = next((n for n, t in tail if t.strip()), 0)
+    return outer_loop_open(furthest_passes(
+        [t for m, t in outer_headers if (series.run_start or 1) <= m < first]) + lines)
+
+
+def stops_early_in_open_pass(tail: Sequence[tuple[int, str]], series: MetricSeries,
+                             outer_headers: Sequence[tuple[int, str]], line: int) -> bool:
+    """The log's line `line` (a completion marker's) is an early stop (`_STOPPED_EARLY`:
+    Keras's `Epoch 25: early stopping`) inside a pass of an outer loop short of its last
+    (`in_open_pass`: `Fold 1/5`): the loop it stopped before its total is that pass's, and the
+    next pass trains next."""
+    text = next((normalize_line(t) for n, t in tail if n == line), "")
+    return _STOPPED_EARLY.search(text) is not None and in_open_pass(tail, series, outer_headers)
+
+
 class FinishSaid(NamedTuple):
     """The line of a log alone that says its training finished in the program's own words
     (`ends_in_finish_said`)."""
@@ -663,7 +686,6 @@ def ends_in_finish_said(tail: Sequence[tuple[int, str]], series: MetricSeries,
     if said is None:
         return None
     n, text = lines[said]
-    first = lines[0][0]
     early = _STOPPED_EARLY.search(text) is not None
     # the process's own exit (`Process finished with exit code 0`) ends every loop it ran,
     # whatever it counted (`Episode 9501/10000, rewards: 41.6`)
@@ -697,9 +719,7 @@ def ends_in_finish_said(tail: Sequence[tuple[int, str]], series: MetricSeries,
         and not any(m == series.last_iteration_line for m, _ in lines))
     if (not early and not exited and _count_short([t for _, t in lines[:said]])) or (
             progress_after) or (
-            (not exited and outer_loop_open(furthest_passes(
-                [t for m, t in outer_headers if (series.run_start or 1) <= m < first])
-                + [t for _, t in lines]))
+            (not exited and in_open_pass(tail, series, outer_headers))
             or goes_on_after(
                 [t for _, t in after if not _SHELL_PROMPT.match(t.rstrip())], epoch=-1)):
         return None

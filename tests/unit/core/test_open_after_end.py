@@ -61,3 +61,29 @@ def test_a_next_phase_after_a_completion_marker_keeps_the_run_open(log):
 def test_a_completion_marker_with_no_next_phase_after_it_ends_the_run(log):
     d = read(log)
     assert (d.class_id, d.decided_by) == ("completed", "signature")
+
+
+def keras_epochs(n: int, total: int = 100) -> str:
+    """Keras fit()'s output for `n` epochs of `total` (tf.keras 2's bar at its total)."""
+    return "".join(f"Epoch {e}/{total}\n250/250 [==============================] - 3s 12ms/step"
+                   f" - loss: 0.{90 - e:02d} - val_loss: 0.5\n" for e in range(1, n + 1))
+
+
+@pytest.mark.parametrize("log", [
+    pytest.param("Fold 1/5\n" + keras_epochs(12) + "Epoch 12: early stopping\n",
+                 id="the fold's header in the tail"),
+    pytest.param("Fold 1/5\n" + keras_epochs(25) + "Epoch 25: early stopping\n",
+                 id="the fold's header beyond the tail"),
+    pytest.param("------ Fold 2 of 5 ------\n" + keras_epochs(25) + "Restoring model weights "
+                 "from the end of the best epoch: 20.\nEpoch 25: early stopping\n",
+                 id="the best weights restored"),
+])
+def test_kerass_early_stop_inside_a_fold_short_of_the_last_is_that_folds_end(log):
+    assert read(log).class_id == "none"
+
+
+def test_kerass_early_stop_in_the_last_fold_or_a_single_run_ends_it():
+    for log in (keras_epochs(25) + "Epoch 25: early stopping\n",
+                "Fold 5/5\n" + keras_epochs(25) + "Epoch 25: early stopping\n"):
+        d = read(log)
+        assert (d.class_id, d.decided_by) == ("completed", "signature")
