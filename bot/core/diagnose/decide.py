@@ -376,7 +376,7 @@ def diagnose(
                 or ends_in_final_save(series, tail)
                 or ends_in_closed_progress_table(tail)
                 or ends_in_keras_last_epoch(tail)
-                or ends_at_last_epoch(tail)
+                or ends_at_last_epoch(tail, series, outer_headers)
                 or (summary := ends_in_closing_summary(tail, series, closing_shapes)) is not None)
         ):
             # no accounting: a completion marker with no training progress nor a next phase
@@ -393,7 +393,7 @@ def diagnose(
             elif summary is not None:
                 evidence = [Evidence(*summary)]
         elif not acct.says_how_it_ended and (
-                reached := ends_after_target(tail, series)) is not None:
+                reached := ends_after_target(tail, series, outer_headers)) is not None:
             # no accounting: the training reached the run's own target (its last epoch's
             # report) and the log ends after it with only reports (an evaluation's results, a
             # save, a summary, a banner) and no training, outer loop's next pass, error or

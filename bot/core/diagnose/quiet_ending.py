@@ -320,7 +320,8 @@ _STEP_SO_FAR = re.compile(r"(?i)\b(?:global_step|iteration|iter|step)\s*[:=]\s*(
 _BEST_SO_FAR = re.compile(r"(?i)\bbest\b")
 
 
-def ends_at_last_epoch(tail: Sequence[tuple[int, str]]) -> bool:
+def ends_at_last_epoch(tail: Sequence[tuple[int, str]], series: MetricSeries | None = None,
+                       outer_headers: Sequence[tuple[int, str]] = ()) -> bool:
     """The log's last progress line is the report of the last epoch (`Epoch [10/10], Loss:
     0.0123`, `Epoch 10/10 - loss: 0.21 - acc: 0.93`): its counter at its total (two epochs or
     more), every other count on the line at its own total, a loss or accuracy in it, and after
@@ -330,7 +331,9 @@ def ends_at_last_epoch(tail: Sequence[tuple[int, str]]) -> bool:
     (`_last_epoch_reported`: a loop that prints its epoch counter at every step with no step
     count is mid-epoch until then). An earlier epoch, a step of the last epoch short of its
     total (`Step [50/100]`), a bare `Epoch 10/10` header or a bar left open after it is not
-    this end; an error after it is read before (bot.core.diagnose.ending)."""
+    this end, nor is the last epoch of a pass of an outer loop short of its last (`Fold 1/5`,
+    read from `outer_headers` too, however far back: `in_open_pass`); an error after it is
+    read before (bot.core.diagnose.ending)."""
     lines = [normalize_line(t) for _, t in tail if t.strip()]
     last = next((line for line in reversed(lines)
                  if _EPOCH_REPORT.search(line)
@@ -339,7 +342,8 @@ def ends_at_last_epoch(tail: Sequence[tuple[int, str]]) -> bool:
     epoch = _EPOCH_REPORT.search(last) if last is not None else None
     if last is None or epoch is None or epoch.group(1) != epoch.group(2):
         return False
-    if outer_loop_open(lines):  # the last epoch is one pass's (`Fold 1/5`, `seed=0`)
+    # the last epoch is one pass's (`Fold 1/5`, `seed=0`)
+    if outer_loop_open(lines) or (series is not None and in_open_pass(tail, series, outer_headers)):
         return False
     return (int(epoch.group(2)) >= 2 and _FIGURE.search(last) is not None
             and all(done == total for done, total in _COUNT.findall(last))
@@ -450,8 +454,8 @@ class TargetEnding(NamedTuple):
     total: int
 
 
-def ends_after_target(tail: Sequence[tuple[int, str]], series: MetricSeries
-                      ) -> TargetEnding | None:
+def ends_after_target(tail: Sequence[tuple[int, str]], series: MetricSeries,
+                      outer_headers: Sequence[tuple[int, str]] = ()) -> TargetEnding | None:
     """The run's training reached its own target and the log ends after it with no training
     and no error: only what a program prints once its loop is over may follow (an evaluation's
     or a test's results, a save line, a summary, a banner, a shell's prompt), or nothing. The
@@ -463,7 +467,8 @@ def ends_after_target(tail: Sequence[tuple[int, str]], series: MetricSeries
     ended. It stays a hint: no line says the program ended (it may still be writing its
     reports). None when progress stops short of the target; when the log shows a loop around
     the training whose last pass it cannot tell ended (bot.core.outer_loop.outer_loop_open:
-    `Fold 1/5`, `Trial 0 finished`); when the series' progress or any line
+    `Fold 1/5`, `Trial 0 finished`; the pass's header read from `outer_headers` too, however
+    far back: `in_open_pass`); when the series' progress or any line
     after the target trains, announces training or an outer loop's next pass, is an error's or
     a signal's or an abort's, or the log ends in an evaluation announced with no result
     (`after_target.goes_on_after`); or when the log ends in a progress bar short of its total
@@ -475,7 +480,7 @@ def ends_after_target(tail: Sequence[tuple[int, str]], series: MetricSeries
     if reached is None or not any(n == reached.line for n, _ in lines) or (
             series.last_iteration_line is not None and series.last_iteration_line > reached.line):
         return None
-    if outer_loop_open([t for _, t in lines]) or goes_on_after(
+    if in_open_pass(tail, series, outer_headers) or goes_on_after(
             [t for n, t in lines if n > reached.line and not _SHELL_PROMPT.match(t.rstrip())],
             reached.done):
         return None

@@ -87,3 +87,24 @@ def test_kerass_early_stop_in_the_last_fold_or_a_single_run_ends_it():
                 "Fold 5/5\n" + keras_epochs(25) + "Epoch 25: early stopping\n"):
         d = read(log)
         assert (d.class_id, d.decided_by) == ("completed", "signature")
+
+
+# 50 epochs to their total: a pass's header before them is beyond a log's 40-line tail
+EPOCHS_TO_TOTAL = "".join(f"Epoch {e}/50 - loss: 0.5 - val_loss: 0.80\n" for e in range(1, 51))
+
+
+@pytest.mark.parametrize("log", [
+    pytest.param("Fold 1/5\n" + EPOCHS_TO_TOTAL, id="the last epoch's report"),
+    pytest.param("Fold 1/5\n" + EPOCHS_TO_TOTAL + "Saving final model to out/fold1/\n",
+                 id="the last epoch then the fold's final model"),
+    pytest.param("Running seed 1 of 3\n" + EPOCHS_TO_TOTAL + "Test loss: 0.31\n",
+                 id="the target reached then a test's result"),
+])
+def test_the_last_epoch_of_a_pass_short_of_the_last_however_far_back_its_header(log):
+    assert read(log).class_id == "none"
+
+
+def test_the_last_epoch_of_the_last_pass_far_back_ends_the_run():
+    assert read("Fold 5/5\n" + EPOCHS_TO_TOTAL).class_id == "completed"
+    assert read("Running seed 3 of 3\n" + EPOCHS_TO_TOTAL + "Test loss: 0.31\n"
+                ).class_id == "completed"
