@@ -332,8 +332,10 @@ def ends_at_last_epoch(tail: Sequence[tuple[int, str]], series: MetricSeries | N
     count is mid-epoch until then). An earlier epoch, a step of the last epoch short of its
     total (`Step [50/100]`), a bare `Epoch 10/10` header or a bar left open after it is not
     this end, nor is the last epoch of a pass of an outer loop short of its last (`Fold 1/5`,
-    read from `outer_headers` too, however far back: `in_open_pass`); an error after it is
-    read before (bot.core.diagnose.ending)."""
+    read from `outer_headers` too, however far back: `in_open_pass`) or one a next phase
+    starts after (`Loading checkpoint shards: 100%|`, `Stage 2/2: DPO`:
+    bot.core.diagnose.after_target.starts_next_phase); an error after it is read before
+    (bot.core.diagnose.ending)."""
     lines = [normalize_line(t) for _, t in tail if t.strip()]
     last = next((line for line in reversed(lines)
                  if _EPOCH_REPORT.search(line)
@@ -342,8 +344,12 @@ def ends_at_last_epoch(tail: Sequence[tuple[int, str]], series: MetricSeries | N
     epoch = _EPOCH_REPORT.search(last) if last is not None else None
     if last is None or epoch is None or epoch.group(1) != epoch.group(2):
         return False
-    # the last epoch is one pass's (`Fold 1/5`, `seed=0`)
+    # the last epoch is one pass's (`Fold 1/5`, `seed=0`), or a stage's that a next phase
+    # follows (a loading bar, a stage's header: after_target.starts_next_phase)
     if outer_loop_open(lines) or (series is not None and in_open_pass(tail, series, outer_headers)):
+        return False
+    at = len(lines) - 1 - lines[::-1].index(last)
+    if starts_next_phase(lines[:at + 1], lines[at + 1:]):
         return False
     return (int(epoch.group(2)) >= 2 and _FIGURE.search(last) is not None
             and all(done == total for done, total in _COUNT.findall(last))
@@ -468,7 +474,8 @@ def ends_after_target(tail: Sequence[tuple[int, str]], series: MetricSeries,
     reports). None when progress stops short of the target; when the log shows a loop around
     the training whose last pass it cannot tell ended (bot.core.outer_loop.outer_loop_open:
     `Fold 1/5`, `Trial 0 finished`; the pass's header read from `outer_headers` too, however
-    far back: `in_open_pass`); when the series' progress or any line
+    far back: `in_open_pass`); when a next phase starts after the target (a loading bar, a
+    stage's header: after_target.starts_next_phase); when the series' progress or any line
     after the target trains, announces training or an outer loop's next pass, is an error's or
     a signal's or an abort's, or the log ends in an evaluation announced with no result
     (`after_target.goes_on_after`); or when the log ends in a progress bar short of its total
@@ -480,7 +487,9 @@ def ends_after_target(tail: Sequence[tuple[int, str]], series: MetricSeries,
     if reached is None or not any(n == reached.line for n, _ in lines) or (
             series.last_iteration_line is not None and series.last_iteration_line > reached.line):
         return None
-    if in_open_pass(tail, series, outer_headers) or goes_on_after(
+    if in_open_pass(tail, series, outer_headers) or starts_next_phase(
+            [t for n, t in lines if n <= reached.line],
+            [t for n, t in lines if n > reached.line]) or goes_on_after(
             [t for n, t in lines if n > reached.line and not _SHELL_PROMPT.match(t.rstrip())],
             reached.done):
         return None

@@ -108,3 +108,23 @@ def test_the_last_epoch_of_the_last_pass_far_back_ends_the_run():
     assert read("Fold 5/5\n" + EPOCHS_TO_TOTAL).class_id == "completed"
     assert read("Running seed 3 of 3\n" + EPOCHS_TO_TOTAL + "Test loss: 0.31\n"
                 ).class_id == "completed"
+
+
+EPOCHS_20 = "".join(f"Epoch {e}/20 - loss: 0.{90 - e:02d} - val_loss: 0.80\n" for e in range(1, 21))
+SHARDS = "Loading checkpoint shards: 100%|##########| 2/2 [00:05<00:00,  2.51s/it]\n"
+
+
+@pytest.mark.parametrize("log", [
+    pytest.param(EPOCHS_20 + SHARDS, id="the next phase's checkpoint loaded"),
+    pytest.param(EPOCHS_20 + "Stage 2/2: DPO\n", id="the next stage's header"),
+    pytest.param(EPOCHS_20 + "wandb: Tracking run with wandb version 0.16.0\n",
+                 id="the next phase's tracker run"),
+    pytest.param(keras_epochs(5, 5) + SHARDS, id="Keras's last epoch then a checkpoint loaded"),
+])
+def test_a_next_phase_after_the_last_epoch_keeps_the_run_open(log):
+    assert read(log).class_id == "none"
+
+
+@pytest.mark.parametrize("after", ["", "Test accuracy: 0.91\n", "Model saved to out/model.pt\n"])
+def test_the_last_epoch_with_no_next_phase_after_it_ends_the_run(after):
+    assert read(EPOCHS_20 + after).class_id == "completed"
