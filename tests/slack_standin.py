@@ -296,25 +296,27 @@ _METHOD_SCOPE = {
     "files.completeUploadExternal": "files:write",
 }
 _HISTORY_METHODS = ("conversations.history", "conversations.replies")
-# conversations.replies' `limit`: its default and its maximum (Slack's method reference)
-REPLIES_MAX_LIMIT = 1000
+# `limit` of conversations.history and of conversations.replies: its default and its maximum
+# (Slack's method references; a larger one is cut to the maximum)
+HISTORY_LIMITS = (100, 999)
+REPLIES_LIMITS = (1000, 1000)
 
 
-def _cursor(thread: str, offset: int) -> str:
-    """An opaque cursor (as Slack's: base64) for the page of `thread` from `offset` on."""
-    return base64.b64encode(f"replies:{thread}:{offset}".encode()).decode()
+def _cursor(where: str, ts: str) -> str:
+    """An opaque cursor (as Slack's: base64) for the page of `where` (a channel's history, a
+    thread) from its message `ts` on."""
+    return base64.b64encode(f"{where}:{ts}".encode()).decode()
 
 
-def _cursor_offset(cursor: str, thread: str) -> int | None:
-    """The offset `cursor` names in `thread`; None when it is not one handed out for it."""
+def _cursor_offset(cursor: str, where: str, msgs: list[dict[str, Any]]) -> int | None:
+    """The offset in `msgs` of the message `cursor` names; None when it is not one handed
+    out for `where` (or its message is gone)."""
     try:
-        kind, _, rest = base64.b64decode(cursor, validate=True).decode().partition(":")
+        named, _, ts = base64.b64decode(cursor, validate=True).decode().rpartition(":")
     except ValueError:  # binascii.Error and UnicodeDecodeError are ValueErrors
         return None
-    where, _, offset = rest.rpartition(":")
-    if kind != "replies" or where != thread or not offset.isdigit() or int(offset) < 1:
-        return None
-    return int(offset)
+    offset = next((i for i, m in enumerate(msgs) if m["ts"] == ts), None)
+    return offset if named == where and offset else None
 
 
 class _LocalServer:
@@ -675,51 +677,54 @@ class SlackStandIn(_LocalServer):
         return {"ok": True, "view": published}
 
     def _m_conversations_history(self, p: dict[str, Any]) -> dict[str, Any]:
+        """A channel's messages from `oldest` on, newest first, paged as replies are
+        (`_page`; `limit`'s default and maximum: HISTORY_LIMITS)."""
         channel = p.get("channel")
         if not isinstance(channel, str) or not _CHANNEL_RE.match(channel):
             return {"ok": False, "error": "channel_not_found"}
         oldest = float(p.get("oldest") or 0)
-        limit = int(p.get("limit") or 100)
-        with_meta = str(p.get("include_all_metadata")) in ("1", "true", "True")
-        msgs = [self._public(m) for m in reversed(self.messages.get(channel, []))
-                if float(m["ts"]) >= oldest][:limit]
-        if not with_meta:
-            for m in msgs:
-                m.pop("metadata", None)
-        return {"ok": True, "messages": msgs, "has_more": False}
+        msgs = [m for m in reversed(self.messages.get(channel, [])) if float(m["ts"]) >= oldest]
+        return self._page(p, msgs, f"history:{channel}", HISTORY_LIMITS)
 
     def _m_conversations_replies(self, p: dict[str, Any]) -> dict[str, Any]:
-        """A thread, oldest first, cursor-paginated as Slack's: at most `limit` messages a
-        page (default and maximum REPLIES_MAX_LIMIT; not a whole number of at least 1:
-        `invalid_arguments`), `has_more` and `response_metadata.next_cursor` (empty at the
-        end) naming the next page; `cursor` (empty: the first page) must be one the stand-in
-        handed out for this thread (else `invalid_cursor`)."""
+        """A thread, oldest first, paged (`_page`; `limit`'s default and maximum:
+        REPLIES_LIMITS)."""
         channel, ts = p.get("channel"), p.get("ts")
         root = next((m for m in self.messages.get(channel or "", []) if m["ts"] == ts), None)
         if root is None:
             return {"ok": False, "error": "thread_not_found"}
+        return self._page(p, [root, *root["replies"]], f"replies:{channel}/{ts}",
+                          REPLIES_LIMITS)
+
+    def _page(self, p: dict[str, Any], msgs: list[dict[str, Any]], where: str,
+              limits: tuple[int, int]) -> dict[str, Any]:
+        """One page of `msgs` (`where`'s), cursor-paginated as Slack's: at most `limit`
+        messages (`limits`: its default and maximum; not a whole number of at least 1:
+        `invalid_arguments`), `has_more` and `response_metadata.next_cursor` (empty at the
+        end) naming the next page; `cursor` (empty: the first page) must be one the stand-in
+        handed out for `where` (else `invalid_cursor`). Metadata only with
+        `include_all_metadata`."""
         raw_limit = p.get("limit")
         try:
-            limit = REPLIES_MAX_LIMIT if raw_limit in (None, "") else int(raw_limit)
+            limit = limits[0] if raw_limit in (None, "") else int(raw_limit)
         except (TypeError, ValueError):
             return {"ok": False, "error": "invalid_arguments"}
         if limit < 1:
             return {"ok": False, "error": "invalid_arguments"}
-        limit = min(limit, REPLIES_MAX_LIMIT)
+        limit = min(limit, limits[1])
         start: int | None = 0
         if p.get("cursor"):
-            start = _cursor_offset(str(p["cursor"]), f"{channel}/{ts}")
+            start = _cursor_offset(str(p["cursor"]), where, msgs)
         if start is None:
             return {"ok": False, "error": "invalid_cursor"}
         with_meta = str(p.get("include_all_metadata")) in ("1", "true", "True")
-        thread = [root, *root["replies"]]
-        msgs = [self._public(m) for m in thread[start:start + limit]]
+        page = [self._public(m) for m in msgs[start:start + limit]]
         if not with_meta:
-            for m in msgs:
+            for m in page:
                 m.pop("metadata", None)
-        more = start + limit < len(thread)
-        return {"ok": True, "messages": msgs, "has_more": more, "response_metadata": {
-            "next_cursor": _cursor(f"{channel}/{ts}", start + limit) if more else ""}}
+        more = start + limit < len(msgs)
+        return {"ok": True, "messages": page, "has_more": more, "response_metadata": {
+            "next_cursor": _cursor(where, msgs[start + limit]["ts"]) if more else ""}}
 
     def _m_files_getUploadURLExternal(self, p: dict[str, Any]) -> dict[str, Any]:
         filename, length = p.get("filename"), p.get("length")

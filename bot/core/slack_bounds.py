@@ -22,12 +22,13 @@ BACKOFF_S = 0.5  # a backoff's first delay (doubled each time, BACKOFF_CAP_S at 
 BACKOFF_CAP_S = 30.0
 JITTER = 0.25  # a backoff's delay is lengthened by up to this share
 POST_ATTEMPTS = 4  # the poster's attempts at one post, each a lookup and a send
-# A reconciling lookup reads a run's thread (conversations.replies) REPLIES_PAGE messages a
-# page, following its cursor, at most REPLIES_MAX_PAGES pages (10,000 messages): a thread not
-# read to its end within them (or within its post's deadline) is not searched further, and its
-# post is not sent again (bot.slack.poster)
-REPLIES_PAGE = 200
-REPLIES_MAX_PAGES = 50
+# A reconciling lookup reads a run's thread (conversations.replies, oldest first) or, for a
+# run's root message, its channel (conversations.history, newest first) LOOKUP_PAGE messages a
+# page, following its cursor, at most LOOKUP_MAX_PAGES pages (10,000 messages): a thread or
+# channel not read to its end within them (or within its post's deadline) is not searched
+# further, and its post is not sent again (bot.slack.poster)
+LOOKUP_PAGE = 200
+LOOKUP_MAX_PAGES = 50
 # one post's overall deadline by default (the config's slack.post_deadline_s): a post still
 # retried later helps no one
 POST_DEADLINE_S = 300.0

@@ -7,13 +7,13 @@ Posts at most once, and none is lost while Slack can be asked:
   (`event_type="trainbot_post"`). A post whose fate is unknown (an intent left by a crash, a
   5xx or an `internal_error`/`fatal_error` answer, a connection dropped after the request was
   sent) is *reconciled* before anything is sent: the poster looks the key up in the thread
-  (`conversations.replies`, page by page through its cursor until the key is found or the
-  thread's end is read) or the channel's latest 100 messages (`conversations.history`),
+  (`conversations.replies`) or, for a root, in the channel (`conversations.history`, newest
+  first), page by page through the cursor until the key is found or the end is read,
   records the ts it finds, and sends again only when Slack does not have it. While the lookup
   fails, nothing is sent (`SlackPostError`; the intent stays, and the next call looks it up
-  first); so too when the thread cannot be read to its end: past the post's deadline, or past
-  bot.core.slack_bounds.REPLIES_MAX_PAGES pages (SlackLookupRefused: a thread that long is
-  never read whole).
+  first); so too when the thread or channel cannot be read to its end: past the post's
+  deadline, or past bot.core.slack_bounds.LOOKUP_MAX_PAGES pages (SlackLookupRefused: one
+  that long is never read whole).
 - A chart is a three-step upload (`files.getUploadURLExternal`, the bytes to the upload URL,
   `files.completeUploadExternal`); only the completion makes it appear. Steps 1-2 are re-done
   freely; the file id is stored on the intent *before* the completion, which is reconciled
@@ -32,8 +32,8 @@ Posts at most once, and none is lost while Slack can be asked:
   its attempts run out. A chart's upload URL and bytes are asked for only while one request
   (the client's timeout) still ends before it: the bytes never end past it, so an upload, as
   a post, ends within one request after its deadline.
-- Residual risk: a lost root post older than the channel's latest 100 messages is not found
-  by the lookup and is posted again.
+- Residual risk: a root of unknown fate that Slack never posted, in a channel of more than
+  LOOKUP_MAX_PAGES pages, is never posted (its lookup cannot read the channel whole).
 
 What the client re-sends by itself (429s, 5xx and dropped connections of idempotent methods)
 is decided in bot/slack/retry.py (`make_client`).
@@ -145,13 +145,15 @@ MAYBE_PERFORMED = frozenset({"internal_error", "fatal_error"})
 
 
 class _ThreadNotRead(TimeoutError):
-    """A lookup that did not read the thread to its end (its next page would start past its
-    post's deadline): what it did not read may hold the post, so it is not sent again."""
+    """A lookup that did not read the thread (a root's: the channel) to its end (its next
+    page would start past its post's deadline): what it did not read may hold the post, so
+    it is not sent again."""
 
 
 class _ThreadTooLong(_ThreadNotRead):
-    """A thread longer than REPLIES_MAX_PAGES pages: never read whole, so a post of unknown
-    fate in it is never sent again (asking again will not tell: `refused`)."""
+    """A thread (a root's: channel) longer than LOOKUP_MAX_PAGES pages: never read whole, so
+    a post of unknown fate in it is never sent again (asking again will not tell:
+    `refused`)."""
 
 
 def call_fate(exc: Exception) -> Fate:
@@ -498,37 +500,34 @@ class SlackPoster:
 
     def _history(self, channel: str, thread_ts: str | None, deadline: float
                  ) -> Iterator[dict]:
-        """The thread's messages, oldest first, read a page (REPLIES_PAGE messages) at a time
-        as they are looked at, the next page asked for by the last one's
-        `response_metadata.next_cursor` until Slack gives none (the thread's end); or the
-        channel's latest 100. Raises CALL_ERRORS, and _ThreadNotRead when the thread's end is
-        not reached: a next page would start past `deadline` (the post's), or the thread has
-        more than REPLIES_MAX_PAGES pages (_ThreadTooLong)."""
+        """The thread's messages, oldest first (`thread_ts` None: the channel's, newest
+        first), read a page (LOOKUP_PAGE messages) at a time as they are looked at, the next
+        page asked for by the last one's `response_metadata.next_cursor` until Slack gives
+        none (the end). Raises CALL_ERRORS, and _ThreadNotRead when the end is not reached: a
+        next page would start past `deadline` (the post's), or there are more than
+        LOOKUP_MAX_PAGES pages (_ThreadTooLong)."""
+        page_size = slack_bounds.LOOKUP_PAGE
+        kwargs: dict[str, Any] = {"channel": channel, "include_all_metadata": True,
+                                  "limit": page_size}
+        read: Callable[..., Any]
         if thread_ts is None:
-            resp = self.client.conversations_history(
-                channel=channel, include_all_metadata=True, limit=100)
-            yield from resp.get("messages") or []
-            return
-        cursor: str | None = None
-        for page in range(slack_bounds.REPLIES_MAX_PAGES):
+            what, read = f"the channel {channel}", self.client.conversations_history
+        else:
+            what, read = f"the thread {thread_ts}", self.client.conversations_replies
+            kwargs["ts"] = thread_ts
+        for page in range(slack_bounds.LOOKUP_MAX_PAGES):
             if page and not slack_bounds.waits_in_time(self.clock(), 0.0, deadline):
                 raise _ThreadNotRead(
-                    f"the thread {thread_ts} was read for {page} page(s) of "
-                    f"{slack_bounds.REPLIES_PAGE} messages, not to its end, before its "
-                    f"{self.deadline_s:g} s deadline")
-            kwargs: dict[str, Any] = {"channel": channel, "ts": thread_ts,
-                                      "include_all_metadata": True,
-                                      "limit": slack_bounds.REPLIES_PAGE}
-            if cursor:
-                kwargs["cursor"] = cursor
-            resp = self.client.conversations_replies(**kwargs)
+                    f"{what} was read for {page} page(s) of {page_size} messages, not to its "
+                    f"end, before its {self.deadline_s:g} s deadline")
+            resp = read(**kwargs)
             yield from resp.get("messages") or []
-            cursor = (resp.get("response_metadata") or {}).get("next_cursor") or None
-            if cursor is None:
+            kwargs["cursor"] = (resp.get("response_metadata") or {}).get("next_cursor")
+            if not kwargs["cursor"]:
                 return
         raise _ThreadTooLong(
-            f"the thread {thread_ts} has more than {slack_bounds.REPLIES_MAX_PAGES} pages of "
-            f"{slack_bounds.REPLIES_PAGE} messages: it is not read whole")
+            f"{what} has more than {slack_bounds.LOOKUP_MAX_PAGES} pages of {page_size} "
+            "messages: it is not read whole")
 
     def _find_message(self, channel: str, thread_ts: str | None, key: str,
                       deadline: float) -> str | None:

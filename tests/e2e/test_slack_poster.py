@@ -264,9 +264,9 @@ def test_a_thread_not_read_to_its_end_before_the_deadline_sends_nothing_again(
 
 def test_a_thread_too_long_to_read_whole_is_a_refused_lookup(slack, poster, store,
                                                               monkeypatch):
-    """A thread of more than REPLIES_MAX_PAGES pages is never read whole: its post of unknown
+    """A thread of more than LOOKUP_MAX_PAGES pages is never read whole: its post of unknown
     fate is not sent again, and the lookup says asking again will not tell."""
-    monkeypatch.setattr(slack_bounds, "REPLIES_MAX_PAGES", 2)
+    monkeypatch.setattr(slack_bounds, "LOOKUP_MAX_PAGES", 2)
     chain = open_chain(store)
     root_ts = poster.post_root(chain, CHANNEL, section("root"), "root")
     long_thread(slack, root_ts, 450)
@@ -276,6 +276,62 @@ def test_a_thread_too_long_to_read_whole_is_a_refused_lookup(slack, poster, stor
     assert len(keyed(slack, root_ts, "incident:1")) == 1
     assert len(slack.calls("conversations.replies")) == 2
     assert store.slack_posts.get("incident:1").state == "intent"
+
+
+def busy_channel_once_the_root_is_lost(slack: SlackStandIn, slack_client, monkeypatch,
+                                       chatter: int) -> None:
+    """Before the first channel lookup, `chatter` messages by others follow whatever was
+    posted (the lost root), straight into the stand-in."""
+    history = slack_client.conversations_history
+
+    def busy(**kwargs):
+        if not slack.calls("conversations.history"):
+            for i in range(chatter):
+                with slack._lock:
+                    assert slack.handle("chat.postMessage",
+                                        {"channel": CHANNEL, "text": f"chatter {i}"})["ok"]
+        return history(**kwargs)
+
+    monkeypatch.setattr(slack_client, "conversations_history", busy)
+
+
+def keyed_roots(slack: SlackStandIn, key: str) -> list[str]:
+    return [m["ts"] for m in slack.root_messages(CHANNEL)
+            if ((m.get("metadata") or {}).get("event_payload") or {}).get("key") == key]
+
+
+def test_a_lost_root_past_the_channels_first_page_is_found_not_posted_twice(
+        slack, slack_client, poster, store, monkeypatch):
+    """A root whose answer is lost, then 250 messages by others in the channel: the lookup
+    reads the channel newest first, page by page by Slack's cursor, and finds the root on
+    the second page. Before, it read the latest 100 only and posted a second root."""
+    chain = open_chain(store)
+    busy_channel_once_the_root_is_lost(slack, slack_client, monkeypatch, 250)
+    slack.drop_next("chat.postMessage")  # Slack posts the root; the answer is lost
+    root_ts = poster.post_root(chain, CHANNEL, section("root"), "root")
+
+    assert keyed_roots(slack, root_key(chain)) == [root_ts]
+    assert len(slack.calls("chat.postMessage")) == 1
+    pages = slack.calls("conversations.history")
+    assert [(c.params.get("limit"), bool(c.params.get("cursor"))) for c in pages] == \
+        [("200", False), ("200", True)]
+    assert pages[1].params["cursor"] == pages[0].response["response_metadata"]["next_cursor"]
+    assert store.chains.get(chain).thread_ts == root_ts
+
+
+def test_a_channel_not_read_back_to_a_lost_root_gets_no_second_root(
+        slack, slack_client, poster, store, monkeypatch):
+    """The same busy channel with one page the most a lookup reads: the root is not on it,
+    and what was not read may hold it, so no second root is posted."""
+    monkeypatch.setattr(slack_bounds, "LOOKUP_MAX_PAGES", 1)
+    chain = open_chain(store)
+    busy_channel_once_the_root_is_lost(slack, slack_client, monkeypatch, 250)
+    slack.drop_next("chat.postMessage")
+    with pytest.raises(SlackLookupRefused, match="the channel .* not read whole"):
+        poster.post_root(chain, CHANNEL, section("root"), "root")
+    assert len(keyed_roots(slack, root_key(chain))) == 1
+    assert len(slack.calls("chat.postMessage")) == 1
+    assert store.slack_posts.get(root_key(chain)).state == "intent"
 
 
 def test_a_chart_whose_completion_answer_is_lost_is_shared_once(slack, poster, store):

@@ -222,17 +222,55 @@ def test_replies_are_paged_by_limit_and_cursor_as_slack_pages_them(client):
     assert whole["has_more"] is False
 
 
+def test_channel_history_is_paged_newest_first_by_limit_and_cursor(client):
+    sent = [client.chat_postMessage(channel=CHANNEL, text=f"m{i}")["ts"] for i in range(5)]
+    newest_first = sent[::-1]
+    first = client.conversations_history(channel=CHANNEL, limit=2)
+    assert [m["ts"] for m in first["messages"]] == newest_first[:2]
+    assert first["has_more"] is True
+    second = client.conversations_history(
+        channel=CHANNEL, limit=2, cursor=first["response_metadata"]["next_cursor"])
+    assert [m["ts"] for m in second["messages"]] == newest_first[2:4]
+    last = client.conversations_history(
+        channel=CHANNEL, limit=2, cursor=second["response_metadata"]["next_cursor"])
+    assert [m["ts"] for m in last["messages"]] == newest_first[4:]
+    assert (last["has_more"], last["response_metadata"]["next_cursor"]) == (False, "")
+    assert len(client.conversations_history(channel=CHANNEL, limit=5000)["messages"]) == 5
+
+
+def test_channel_history_gives_100_messages_unless_asked_for_more(client, slack):
+    for i in range(150):
+        with slack._lock:
+            slack.handle("chat.postMessage", {"channel": CHANNEL, "text": f"m{i}"})
+    default = client.conversations_history(channel=CHANNEL)
+    assert (len(default["messages"]), default["has_more"]) == (100, True)
+    assert len(client.conversations_history(channel=CHANNEL, limit=999)["messages"]) == 150
+
+
+@pytest.mark.parametrize("method", ["conversations_replies", "conversations_history"])
 @pytest.mark.parametrize(("args", "error"), [
     ({"limit": 0}, "invalid_arguments"),
     ({"limit": "many"}, "invalid_arguments"),
     ({"cursor": "not a cursor"}, "invalid_cursor"),
     ({"cursor": "cmVwbGllczpDMDpYOjE="}, "invalid_cursor"),  # base64, another thread's
 ])
-def test_a_bad_limit_or_cursor_is_refused(client, args, error):
+def test_a_bad_limit_or_cursor_is_refused(client, method, args, error):
     root = client.chat_postMessage(channel=CHANNEL, text="root")["ts"]
+    where = {"ts": root} if method == "conversations_replies" else {}
     with pytest.raises(SlackApiError) as exc:
-        client.conversations_replies(channel=CHANNEL, ts=root, **args)
+        getattr(client, method)(channel=CHANNEL, **where, **args)
     assert exc.value.response["error"] == error
+
+
+def test_a_replies_cursor_is_not_a_history_cursor(client):
+    root = client.chat_postMessage(channel=CHANNEL, text="root")["ts"]
+    for _ in range(2):
+        client.chat_postMessage(channel=CHANNEL, thread_ts=root, text="r")
+    cursor = client.conversations_replies(channel=CHANNEL, ts=root,
+                                          limit=1)["response_metadata"]["next_cursor"]
+    with pytest.raises(SlackApiError) as exc:
+        client.conversations_history(channel=CHANNEL, limit=1, cursor=cursor)
+    assert exc.value.response["error"] == "invalid_cursor"
 
 
 def test_a_cursor_of_another_thread_is_refused(client):
