@@ -21,7 +21,7 @@ from bot.services.home import publish_home
 from bot.services.ports import BotContext
 from bot.services.prompt_follow_up import after_click
 from bot.slack.views import ActionId
-from handlers.fence import ListenerFence
+from handlers.fence import ListenerFence, SideEffects, stopped_by_close
 
 __all__ = ["ActionId", "register"]
 
@@ -54,23 +54,27 @@ def make_run_click(services: BotContext, fence: ListenerFence | None = None):  #
 
     def restarting(body: dict[str, Any], client: WebClient, respond: Respond,
                    logger: Logger) -> None:
-        user = body["user"]["id"]
-        logger.info("a click by %s refused: trainbot is stopping", user)
-        text = click_reply(services, None, "restarting")
-        if (body.get("view") or {}).get("type") == "home":  # no response_url: a DM
-            client.chat_postMessage(channel=user, text=text)
-        else:
-            respond(text=text, response_type="ephemeral", replace_original=False)
+        logger.info("a click by %s refused: trainbot is stopping", body["user"]["id"])
+        tell(body, client, respond, click_reply(services, None, "restarting"))
 
     def click(body: dict[str, Any], action: dict[str, Any], client: WebClient,
               respond: Respond, request: BoltRequest, logger: Logger) -> None:
         token, user = str(action.get("value") or ""), body["user"]["id"]
         from_home = (body.get("view") or {}).get("type") == "home"
         now = services.clock()
+        effects = SideEffects()
         try:
-            result = handle_click(services, token, str(action.get("action_id")), user, now,
-                                  retry_num(request), from_home=from_home)
-        except Exception:  # lazy listeners' errors never reach @app.error: report them here
+            result = handle_click(effects.context(services), token,
+                                  str(action.get("action_id")), user, now, retry_num(request),
+                                  from_home=from_home)
+        except Exception as exc:  # lazy listeners' errors never reach @app.error: report them here
+            if stopped_by_close(exc):  # trainbot is stopping: no Home tab to publish from it
+                logger.warning("click %s by %s stopped by the store's close (trainbot is "
+                               "stopping) after starting %s", action.get("action_id"), user,
+                               effects.started or "nothing")
+                tell(body, client, respond,
+                     click_reply(services, None, "stopping", started=effects.started))
+                return
             logger.exception("click %s by %s failed", action.get("action_id"),
                              body.get("user", {}).get("id"))
             failed = click_reply(services, None, "internal_error")
@@ -87,6 +91,15 @@ def make_run_click(services: BotContext, fence: ListenerFence | None = None):  #
             logger.exception("refreshing the Home tabs after %s failed", token)
 
     return run_click
+
+
+def tell(body: dict[str, Any], client: WebClient, respond: Respond, text: str) -> None:
+    """`text` to the clicker alone: ephemeral, or in a direct message from the Home tab (no
+    response_url there)."""
+    if (body.get("view") or {}).get("type") == "home":
+        client.chat_postMessage(channel=body["user"]["id"], text=text)
+    else:
+        respond(text=text, response_type="ephemeral", replace_original=False)
 
 
 def show(result: ClickResult, body: dict[str, Any], client: WebClient, respond: Respond,

@@ -6,6 +6,12 @@ fence first refuses new work: a listener admitted after that does nothing and te
 that trainbot is restarting. Then the stop waits, for a bounded time, for the work already
 admitted to end, before it closes the SSH connections (after which no session is opened again:
 bot.cluster.sessions.ClusterSessions.close) and the store.
+
+A listener still under way then fails at its next read or write of the store (StoreClosed).
+It answers that trainbot is stopping (`stopped_by_close`), not with the internal-error
+reply, and does nothing more; the answer says nothing was done only when its work had set no
+side effect going (`SideEffects`: an SSH command, a Slurm action, a post in a run's thread, a
+Home tab publish), else which one it had started, to be checked before trying again.
 """
 
 from __future__ import annotations
@@ -14,6 +20,10 @@ import logging
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+from bot.services.fencing import fenced_context
+from bot.services.ports import BotContext
+from bot.store import StoreClosed
 
 log = logging.getLogger(__name__)
 
@@ -67,3 +77,36 @@ class ListenerFence:
             log.warning("%d Slack handler(s) still under way; stopping without them (no new "
                         "SSH session is opened for them)", left)
         return ended
+
+
+class SideEffects:
+    """The side effects one listener's work set going, in order (`started`): its context
+    (`context`) is the bot's with the cluster sessions, the run threads' writer and the Home
+    tab publisher wrapped as a scheduled job's are (bot.services.fencing), each side effect
+    noted as it starts, nothing refused."""
+
+    def __init__(self) -> None:
+        self.started: list[str] = []
+
+    def context(self, ctx: BotContext) -> BotContext:
+        return fenced_context(ctx, self)
+
+    @contextmanager
+    def acting(self, what: str) -> Iterator[None]:
+        if what not in self.started:
+            self.started.append(what)
+        yield
+
+    def heartbeat(self, what: str = "the next step") -> None:
+        """A read: nothing to note."""
+
+
+def stopped_by_close(exc: BaseException) -> bool:
+    """Whether `exc` is the store's refusal after its close (StoreClosed: trainbot is
+    stopping), or was raised while handling it."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, StoreClosed):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False

@@ -19,7 +19,7 @@ from bot.services.home import cancel_command, publish_home, stop_watching
 from bot.services.ports import BotContext
 from bot.services.train import execute
 from bot.slack.views import HOME_CANCEL_JOB, HOME_STOP_WATCHING
-from handlers.fence import ListenerFence
+from handlers.fence import ListenerFence, SideEffects, stopped_by_close
 
 
 def make_home_opened(services: BotContext,
@@ -36,20 +36,25 @@ def make_home_opened(services: BotContext,
                 return
             try:
                 publish_home(services, str(event["user"]), services.clock())
-            except Exception:  # an event listener's error is logged, never raised into Bolt
-                logger.exception("publishing the Home tab of %s failed", event.get("user"))
+            except Exception as exc:  # an event listener's error is logged, never raised into Bolt
+                if stopped_by_close(exc):
+                    logger.info("the Home tab of %s not published: trainbot is stopping",
+                                event.get("user"))
+                else:
+                    logger.exception("publishing the Home tab of %s failed", event.get("user"))
 
     return home_opened
 
 
 def _id_click(services: BotContext, what: str, subject: str,
-              act: Callable[[str, int, float], str],
+              act: Callable[[BotContext, str, int, float], str],
               fence: ListenerFence | None):  # noqa: ANN202 - a Bolt listener
-    """A Home tab button whose value is an id (of a `subject`: a job, a chain): `act(user, id,
-    now)` does `what` the button says and tells what it did, which the republished tab shows.
-    A value that is no id (a forged click) is logged and ignored. A click `fence` refuses (the
-    bot is stopping) does nothing; the clicker is told, in a direct message, that trainbot is
-    restarting."""
+    """A Home tab button whose value is an id (of a `subject`: a job, a chain): `act(ctx,
+    user, id, now)` does `what` the button says and tells what it did, which the republished
+    tab shows. A value that is no id (a forged click) is logged and ignored. A click `fence`
+    refuses (the bot is stopping) does nothing; the clicker is told, in a direct message,
+    that trainbot is restarting; so too, with what it had started, a click the store's close
+    stopped (handlers.fence.stopped_by_close)."""
     fence = fence or ListenerFence()
 
     def click(body: dict[str, Any], action: dict[str, Any], logger: Logger,
@@ -66,28 +71,37 @@ def _id_click(services: BotContext, what: str, subject: str,
                     client.chat_postMessage(channel=user,
                                             text=click_reply(services, None, "restarting"))
                 return
+            effects = SideEffects()
+            ctx = effects.context(services)
             try:
-                publish_home(services, user, now, notice=act(user, int(value), now))
-            except Exception:  # lazy listeners' errors never reach @app.error: log them here
-                logger.exception("Home tab %s of %s %s by %s failed", what, subject, value,
-                                 user)
+                publish_home(ctx, user, now, notice=act(ctx, user, int(value), now))
+            except Exception as exc:  # lazy listeners' errors never reach @app.error: log them here
+                if not stopped_by_close(exc):
+                    logger.exception("Home tab %s of %s %s by %s failed", what, subject, value,
+                                     user)
+                    return
+                logger.warning("Home tab %s of %s %s by %s stopped by the store's close "
+                               "(trainbot is stopping) after starting %s", what, subject,
+                               value, user, effects.started or "nothing")
+                if client is not None:
+                    client.chat_postMessage(channel=user, text=click_reply(
+                        services, None, "stopping", started=effects.started))
 
     return click
 
 
 def make_cancel_job(services: BotContext,
                     fence: ListenerFence | None = None):  # noqa: ANN201 - a Bolt listener
-    def cancel(user: str, job: int, now: float) -> str:
-        return execute(services, cancel_command(services, job), actor=user, channel=None,
-                       now=now).text
+    def cancel(ctx: BotContext, user: str, job: int, now: float) -> str:
+        return execute(ctx, cancel_command(ctx, job), actor=user, channel=None, now=now).text
 
     return _id_click(services, "cancel", "job", cancel, fence)
 
 
 def make_stop_watching(services: BotContext,
                        fence: ListenerFence | None = None):  # noqa: ANN201 - a Bolt listener
-    def stop(user: str, chain: int, now: float) -> str:
-        return stop_watching(services, chain, user, now, besides=user)
+    def stop(ctx: BotContext, user: str, chain: int, now: float) -> str:
+        return stop_watching(ctx, chain, user, now, besides=user)
 
     return _id_click(services, "stop-watching", "chain", stop, fence)
 

@@ -23,7 +23,7 @@ from bot.services.train import (
     help_text,
     say,
 )
-from handlers.fence import ListenerFence
+from handlers.fence import ListenerFence, SideEffects, stopped_by_close
 
 COMMAND = "/train"
 
@@ -78,19 +78,27 @@ def make_run_train(services: BotContext, fence: ListenerFence | None = None):  #
             return  # already answered in the ack
         if isinstance(cmd, Help):
             return
+        effects = SideEffects()
         try:
             now = services.clock()
             if not first_delivery(services, command.get("trigger_id"), now):
                 logger.info("ignoring a redelivery of /train %r: already being handled",
                             command.get("text"))
                 return
-            reply = execute(services, cmd, actor=command["user_id"],
+            reply = execute(effects.context(services), cmd, actor=command["user_id"],
                             channel=command.get("channel_id"), now=now)
-        except Exception:  # lazy listeners' errors never reach @app.error: report them here
-            logger.exception("/train %r from %s failed", command.get("text"),
-                             command.get("user_id"))
-            reply = Reply(say(services, None, "internal_error",
-                              channel=command.get("channel_id")))
+        except Exception as exc:  # lazy listeners' errors never reach @app.error: report them here
+            if stopped_by_close(exc):  # trainbot is stopping: the store refuses from now on
+                logger.warning("/train %r from %s stopped by the store's close (trainbot is "
+                               "stopping) after starting %s", command.get("text"),
+                               command.get("user_id"), effects.started or "nothing")
+                reply = Reply(say(services, None, "stopping", channel=command.get("channel_id"),
+                                  started=effects.started))
+            else:
+                logger.exception("/train %r from %s failed", command.get("text"),
+                                 command.get("user_id"))
+                reply = Reply(say(services, None, "internal_error",
+                                  channel=command.get("channel_id")))
         send(respond, reply, services.config.redactor())
 
     return run_train

@@ -1,14 +1,15 @@
 """The ports of a scheduled job fenced with its lease: each side effect made only while the
-replica still holds it (`fenced_context`)."""
+replica still holds it (`fenced_context`). The same wrapping, with a `Fence` that only notes
+them, tells which side effects a Slack handler's work set going (handlers.fence.SideEffects)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
+from contextlib import AbstractContextManager
 from dataclasses import replace
-from typing import Any, TypeVar
+from typing import Any, Protocol, TypeVar
 
 from bot.core.takeover import RemoteDeadlines
-from bot.services.leases import LeaseFence
 from bot.services.ports import (
     SFTP,
     BotContext,
@@ -24,7 +25,16 @@ from bot.services.ports import (
 T = TypeVar("T")
 
 
-def fenced_context(ctx: BotContext, fence: LeaseFence) -> BotContext:
+class Fence(Protocol):
+    """What the fenced ports go through: `acting(what)` around each side effect, `heartbeat()`
+    around each read (bot.services.leases.LeaseFence: the lease a scheduled job runs under)."""
+
+    def acting(self, what: str) -> AbstractContextManager[None]: ...
+
+    def heartbeat(self, what: str = ...) -> None: ...
+
+
+def fenced_context(ctx: BotContext, fence: Fence) -> BotContext:
     """`ctx` whose cluster sessions, thread writer and Home tab publisher are fenced with
     `fence`."""
     return replace(ctx, clusters=FencedClusters(ctx.clusters, fence),
@@ -32,7 +42,7 @@ def fenced_context(ctx: BotContext, fence: LeaseFence) -> BotContext:
                    home=FencedHomePublisher(ctx.home, fence) if ctx.home is not None else None)
 
 
-def _read(fence: LeaseFence, call: Callable[[], T]) -> T:
+def _read(fence: Fence, call: Callable[[], T]) -> T:
     """A read: the lease is renewed (when due) before it, and checked after it: a read that
     outlasted the lease ends the run before anything is done with what it returned."""
     fence.heartbeat()
@@ -44,7 +54,7 @@ def _read(fence: LeaseFence, call: Callable[[], T]) -> T:
 class FencedRunner:
     """A `Runner` whose every command is a side effect (an argv may submit, hold or cancel)."""
 
-    def __init__(self, inner: Runner, fence: LeaseFence) -> None:
+    def __init__(self, inner: Runner, fence: Fence) -> None:
         self.inner, self.fence = inner, fence
 
     def run(self, argv: Sequence[str], *, stdin: bytes | str | None = None,
@@ -67,7 +77,7 @@ class FencedRunner:
 class FencedSlurm:
     """A `Slurm` client: queries renew the lease, sbatch/hold/release/cancel are fenced."""
 
-    def __init__(self, inner: Slurm, fence: LeaseFence) -> None:
+    def __init__(self, inner: Slurm, fence: Fence) -> None:
         self.inner, self.fence = inner, fence
 
     @property
@@ -109,7 +119,7 @@ class FencedSlurm:
 class FencedTailReader:
     """A `TailReader` whose batches are reads (the lease renewed around each)."""
 
-    def __init__(self, inner: TailReader, fence: LeaseFence) -> None:
+    def __init__(self, inner: TailReader, fence: Fence) -> None:
         self.inner, self.fence = inner, fence
 
     def read(self, requests: Sequence[Any]) -> Any:
@@ -119,7 +129,7 @@ class FencedTailReader:
 class FencedClusters:
     """`ClusterSessions` handing out fenced Slurm clients and runners."""
 
-    def __init__(self, inner: ClusterSessions, fence: LeaseFence) -> None:
+    def __init__(self, inner: ClusterSessions, fence: Fence) -> None:
         self.inner, self.fence = inner, fence
 
     def slurm(self, cluster: str) -> Slurm:
@@ -142,7 +152,7 @@ class FencedThreadWriter:
     """A `ThreadWriter` whose posts, updates and uploads are fenced. A method the wrapped
     writer lacks is lacking here too (`getattr(sink, "update_root", None)` stays None)."""
 
-    def __init__(self, inner: ThreadWriter, fence: LeaseFence) -> None:
+    def __init__(self, inner: ThreadWriter, fence: Fence) -> None:
         self.inner, self.fence = inner, fence
 
     def _fenced(self, name: str, what: str) -> Callable[..., Any]:
@@ -193,7 +203,7 @@ class FencedHomePublisher:
     """A `HomePublisher` whose views.publish (a run's change refreshing viewers' tabs) is
     fenced."""
 
-    def __init__(self, inner: HomePublisher, fence: LeaseFence) -> None:
+    def __init__(self, inner: HomePublisher, fence: Fence) -> None:
         self.inner, self.fence = inner, fence
 
     def publish_home(self, user_id: str, blocks: Any) -> None:

@@ -10,7 +10,7 @@ import time
 from types import SimpleNamespace
 from typing import Any
 
-from fakes import FakeSlurm, make_config, make_context
+from fakes import FakeSlurm, failed_run, make_config, make_context
 from support.bolt_driver import click_body, slash_body
 
 from bot.cluster.sessions import ClusterSessions
@@ -160,3 +160,92 @@ def test_the_stop_waits_for_a_handler_under_way_up_to_its_bound() -> None:
     release.set()
     stuck.join()
     assert fence.in_flight == 0
+
+
+# --- a handler the store's close stops (StoreClosed: the stop's bound passed under it) -------
+
+class ClosingSlurm(FakeSlurm):
+    """A FakeSlurm whose scancel closes the store once Slurm has done it: the handler's next
+    store read or write meets a closed store (the stop went on without it)."""
+
+    def __init__(self, store: Any) -> None:  # noqa: ANN401 - a test's Store
+        super().__init__()
+        self.store = store
+
+    def cancel(self, job_id: int) -> None:
+        super().cancel(job_id)
+        self.store.close()
+
+
+def closing_clock(store: Any) -> Any:  # noqa: ANN401
+    """A handler clock whose first reading closes the store, before anything is done."""
+    def clock() -> float:
+        store.close()
+        return 1000.0
+    return clock
+
+
+def test_a_command_the_stores_close_stops_before_anything_is_told_nothing_was_done(
+        store) -> None:  # noqa: ANN001
+    """Before, it got the internal-error reply."""
+    slurm = FakeSlurm()
+    ctx = make_context(store, slurm, slack=False, clock=closing_clock(store))
+    answers = Answers()
+    make_run_train(ctx, ListenerFence())(
+        slash_body("submit mix", user="U0ALICE", channel="C0TRAIN", response_url="-"),
+        answers, LOG)
+    [answer] = answers.sent
+    assert answer["text"] == (
+        ":hourglass_flowing_sand: trainbot is shutting down or restarting, so it stopped this "
+        "command before it did anything: nothing was done. Try again in a minute.")
+    assert answer["response_type"] == "ephemeral" and slurm.calls == []
+
+
+def test_a_command_the_stores_close_stops_part_way_says_what_it_had_started(
+        store) -> None:  # noqa: ANN001
+    """The scancel went out, the store closed before the cancel was recorded: the answer
+    names the scancel, and that nothing more of the command is done."""
+    slurm = ClosingSlurm(store)
+    ctx = make_context(store, slurm, clock=lambda: 1000.0)
+    failed_run(ctx, now=1000.0, channel="C0TRAIN", job_id="88154")
+    slurm.add(88154, state="RUNNING")
+    answers = Answers()
+    make_run_train(ctx, ListenerFence())(
+        slash_body("cancel 88154", user="U0OWNER", channel="C0TRAIN", response_url="-"),
+        answers, LOG)
+    [answer] = answers.sent
+    assert answer["text"] == (
+        ":warning: trainbot is shutting down or restarting, so it stopped this command part "
+        "way, after it had started `scancel 88154`. Nothing more of it is done: in a minute, "
+        "check what it did (`/train status`) before you try it again.")
+    assert slurm.acted("cancel") == [88154]
+
+
+def test_a_click_the_stores_close_stops_is_told_so_in_its_language(
+        store) -> None:  # noqa: ANN001
+    """A thread's click stopped before anything: ephemeral; a Home tab's Cancel stopped after
+    its scancel: in a direct message (the Home tab is not republished: it reads the store)."""
+    slurm = ClosingSlurm(store)
+    ctx = make_context(store, slurm, slack_lang="ko", clock=lambda: 1000.0)
+    failed_run(ctx, now=1000.0, channel="C0TRAIN", job_id="88154")
+    slurm.add(88154, state="RUNNING")
+    answers, client = Answers(), Client()
+    home_click = {"user": {"id": "U0OWNER"}, "view": {"type": "home"}}
+    make_cancel_job(ctx, ListenerFence())(body=home_click, action={"value": "88154"},
+                                          logger=LOG, client=client)
+    [dm] = client.posted
+    assert dm["channel"] == "U0OWNER" and dm["text"] == (
+        ":warning: trainbot이 종료되거나 다시 시작하는 중이라 이 클릭을 `scancel 88154`을(를) "
+        "시작한 뒤 중간에 멈췄습니다. 나머지는 하지 않습니다: 1분 뒤에 무엇이 되었는지 확인한 "
+        "다음 (`/train status`, 실행의 스레드) 다시 클릭하세요.")
+    assert slurm.acted("cancel") == [88154]
+
+    body = click_body(ActionId.RESUBMIT, "some-token", user="U0LEAD",
+                      channel="C0TRAIN", message_ts="1.1", response_url="-")
+    make_run_click(ctx, ListenerFence())(body, body["actions"][0], client, answers,
+                                         SimpleNamespace(headers={}), LOG)
+    [answer] = answers.sent
+    assert answer["text"] == (
+        ":hourglass_flowing_sand: trainbot이 종료되거나 다시 시작하는 중이라 이 클릭을 아무것도 "
+        "하기 전에 멈췄습니다: 아무것도 하지 않았습니다. 1분 뒤에 다시 시도하세요.")
+    assert answer["response_type"] == "ephemeral" and len(client.posted) == 1
