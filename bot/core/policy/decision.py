@@ -139,7 +139,9 @@ class Decision:
             "charged": self.charged, "not_before": self.not_before,
             "resume_from": self.resume_from, "resume_checkpoint": self.resume_checkpoint,
             "work_lost_iters": self.work_lost_iters,
-            "mem": self.mem, "offers": list(self.offers), "stop_chain": self.stop_chain,
+            "mem": self.mem, "mem_bytes": self.mem_bytes, "offers": list(self.offers),
+            "stop_chain": self.stop_chain, "key": self.key,
+            "projected_oom_iter": self.projected_oom_iter,
             "exclude": self.facts.get("exclude"),  # the faulty node a resubmit leaves out
             "array_task": self.facts.get("array_task"),  # the one task a resubmit reruns
             "facts": dict(self.facts),
@@ -168,8 +170,9 @@ class Decision:
             not_before=data.get("not_before"), resume_from=data.get("resume_from"),
             resume_checkpoint=data.get("resume_checkpoint"),
             work_lost_iters=data.get("work_lost_iters"), mem=data.get("mem"),
-            offers=tuple(data.get("offers") or ()), stop_chain=bool(data.get("stop_chain")),
-            facts=facts,
+            mem_bytes=data.get("mem_bytes"), offers=tuple(data.get("offers") or ()),
+            stop_chain=bool(data.get("stop_chain")), key=data.get("key"),
+            projected_oom_iter=data.get("projected_oom_iter"), facts=facts,
         )
 
 

@@ -26,9 +26,10 @@ so a notice told is not taken for one never said.
 from __future__ import annotations
 
 import logging
+from collections.abc import Mapping
 from typing import Any
 
-from bot.core.policy import PastWarning
+from bot.core.policy import Decision, PastWarning
 from bot.core.text import text_from_json, text_to_json
 from bot.crashpoint import crashpoint
 from bot.log_format import log_fields
@@ -53,11 +54,20 @@ def _level(exc: Exception) -> int:
 
 def event_from_store(cluster: str, incident: Incident) -> WatchEvent:
     """The event `incident` recorded (of `cluster`), as it was emitted: its kind, its English
-    text and its facts (its sentences Texts again, for the thread's language)."""
+    text, its facts (its sentences Texts again, for the thread's language), its recipe (the
+    thread's language), its decision (Decision.from_json: what its sentence and buttons
+    say) and `text_only`; so it is said as it was. (Not its diagnosis and Slurm record: an
+    incident is published again from the watcher's reading of its job, not from here.) A row
+    stored before the recipe, the decision and `text_only` were has none of them."""
     data = incident.diagnosis
+    recipe, decision = data.get("recipe"), data.get("decision")
     return WatchEvent(str(data.get("kind") or "note"), incident.key, cluster,
                       str(data.get("text") or incident.class_id), incident.chain_id,
-                      incident.job_id, facts=dict(text_from_json(data.get("facts") or {})))
+                      incident.job_id, recipe=recipe if isinstance(recipe, str) else None,
+                      decision=Decision.from_json(decision)
+                      if isinstance(decision, Mapping) else None,
+                      facts=dict(text_from_json(data.get("facts") or {})),
+                      text_only=bool(data.get("text_only")))
 
 
 class Outbox:
@@ -81,10 +91,16 @@ class Outbox:
         again."""
         payload: dict[str, Any] = {"kind": event.kind, "text": event.text,
                                    "job_id": event.job_id, "cluster": self.cluster}
+        if event.recipe is not None:
+            payload["recipe"] = event.recipe
         if event.diagnosis is not None:
             payload["diagnosis"] = event.diagnosis.to_json()
+        if event.decision is not None:
+            payload["decision"] = event.decision.to_json()
         if event.facts:
             payload["facts"] = text_to_json(event.facts)
+        if event.text_only:
+            payload["text_only"] = True
         payload.update(extra or {})
         incident, created = self.store.incidents.record(
             event.key, class_id=class_id, diagnosis=payload, now=now,

@@ -13,16 +13,18 @@ from pathlib import Path
 from typing import Any
 
 import pytest
-from fakes import T0, FakeCheckpoints, FakeSFTP, FakeSlurm, make_context, writer
+from fakes import T0, FakeCheckpoints, FakeSFTP, FakeSlurm, make_context, present, writer
 
 from bot.cli.log_input import read_log
 from bot.cli.report import build_report
 from bot.core.catalogue import Catalogue
 from bot.core.checkpoints import Checkpoint
 from bot.core.models import Accounting
-from bot.core.policy import Decision
+from bot.core.policy import Decision, DecisionKind
 from bot.services.ports import BotContext
-from bot.services.watch.events import WatchEvent
+from bot.services.watch.events import TickReport, WatchEvent
+from bot.services.watch.outbox import Outbox
+from bot.services.watch.said import resubmit_note_said
 from bot.services.watch.tick import Watcher
 from bot.services.watch_events import ThreadEvents
 from bot.slack.render import render_blocks
@@ -245,3 +247,57 @@ def test_the_stored_incident_keeps_that_its_checkpoint_was_unknown(store) -> Non
     where, why, _proposed, _button = UNKNOWN["en"]
     assert f"proposing to resubmit {where}" in said and why in said
     assert "from scratch" not in said
+
+
+# --- an event the outbox rebuilds from its row (bot.services.watch.outbox.event_from_store) --
+
+class SlackDown:
+    """An EventSink that publishes nothing: the event's row stays `pending`."""
+
+    def publish(self, event: WatchEvent) -> None:
+        raise RuntimeError("slack is down")
+
+
+def _given_up_note(chain: int) -> tuple[WatchEvent, str]:
+    """An automatic resubmit given up (bot.services.watch.resubmit): a note whose text is the
+    whole message (`text_only`), about its incident's decision."""
+    facts: dict[str, Any] = {"resubmit": "failed", "tries": 3, "error": "sbatch: timed out",
+                             "recipe": "mix"}
+    said = facts["said"] = resubmit_note_said("88154", facts)
+    decision = Decision(DecisionKind.RESUBMIT_NOW, "resubmitting from iteration 3000",
+                        "nccl_timeout", charged=True, resume_from=3000,
+                        resume_checkpoint="iter_3000.pt", facts={"why": "retry"})
+    return WatchEvent("note", "dev:88154:resubmit:failed", "dev", str(said), chain, "88154",
+                      "mix",
+                      decision=decision, facts=facts, text_only=True), "resubmit_failed"
+
+
+def _leak_warning(chain: int) -> tuple[WatchEvent, str]:
+    """A memory leak's early warning (bot.core.policy.early): its sentence is its decision's."""
+    decision = Decision(DecisionKind.WARN, "host RSS grows 2.1 GiB per 1000 iterations",
+                        "memory_leak", projected_oom_iter=5200, key="memory_leak:5200",
+                        facts={"why": "leak", "slope": 2.1, "projected_oom_iter": 5200,
+                               "target": 8000, "workers_gib": None, "earlier": False})
+    return WatchEvent("warning", "dev:88154:memory_leak:5200", "dev", decision.reason, chain,
+                      "88154", "mix", decision=decision), "memory_leak"
+
+
+@pytest.mark.parametrize("made", [_given_up_note, _leak_warning])
+def test_an_event_rebuilt_from_its_outbox_row_is_said_as_it_was(store: Store, made) -> None:
+    """Its recipe (the thread's language: Korean here), its decision and `text_only` come
+    back from the row; before, the rebuilt event lost them and said something else, in the
+    bot's language."""
+    ctx = make_context(store, FakeSlurm(), lang="ko")
+    event, class_id = made(store.chains.create(recipe="mix", cluster="dev", job_name="mix",
+                                               now=T0).id)
+    outbox = Outbox("dev", store=store, sink=SlackDown())
+    assert outbox.emit(event, class_id, T0, TickReport(ok=True)) is False
+    rebuilt = outbox.stored_event(present(store.incidents.get(event.key)))
+
+    assert (rebuilt.recipe, rebuilt.decision, rebuilt.text_only) == \
+        (event.recipe, event.decision, event.text_only)
+    assert rebuilt.decision is not None and event.decision is not None
+    assert rebuilt.decision.facts == event.decision.facts
+    words = ThreadEvents(ctx)
+    assert words._say(rebuilt) == words._say(event)
+    assert HANGUL.search(words._say(rebuilt))
