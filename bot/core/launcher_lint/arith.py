@@ -33,7 +33,6 @@ from bot.core.launcher_lint.body_assignments import (
     calls_all_read,
     calls_in_shell,
     local_names,
-    never_named,
     own_view,
     right_in_bodies,
     set_at_calls,
@@ -143,9 +142,6 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
             {a.offset for a in scan.arith if a.substituted})
         never_run += [scan.bodies[name] for name in never_called]
         placed = made
-    # (… and the bodies of those whose name the script has nowhere else, where nothing may call
-    # a function through a name it builds: body_assignments.never_named)
-    never_run += never_named(code, scan.uncalled_bodies) if scan.arith else []
     prefixes = prefix_assignments(code) if scan.arith else {}
     values = assigned_values(code, {a.variable for a in scan.arith}, prefixes, never_run,
                              [*scan.bodies.values(), *scan.uncalled_bodies]) if scan.arith else {}

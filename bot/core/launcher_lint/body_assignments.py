@@ -312,44 +312,6 @@ _WORD_RE = re.compile(r"(?<![\w$./:-])[A-Za-z_][\w:-]*(?![\w:./-])")
 _DEFINED_RE = re.compile(r"([A-Za-z_][\w:-]*)[ \t]*(?:\([ \t]*\))?[ \t\n]*\{?[ \t]*\Z")
 
 
-#: What may run a function whose name the script does not have as text: a command whose name
-#: has a parameter (`$cmd`, `"$@"`, `"${MODE:-resume}"`, `run_$stage`), text evaluated or
-#: sourced (`eval`,
-#: `source`, `.`), the names of the functions defined (`compgen -A function`, `declare -F`),
-#: bash's own hook for a command not found.
-_RUNS_ANY_RE = re.compile(
-    r"(?:^|[;&|{`!)]|(?<!\()\((?!\()"
-    r"|\b(?:then|do|else|elif|if|while|until|time|command|exec)\b|\w=[^\s\"'$]*[ \t])"
-    r"[ \t]*[^\s;&|()<>=$]*\$|\b(?:eval|compgen|source|command_not_found_handle)\b"
-    r"|\b(?:declare|typeset)[ \t]+-\w*F|(?:^|[;&|({`]|\b(?:then|do|else)\b)[ \t]*\.[ \t]",
-    re.MULTILINE)
-
-
-def never_named(code: str, uncalled: list[tuple[int, int]]) -> list[tuple[int, int]]:
-    """Those of the bodies the walk did not read (`uncalled`: model.Scan.uncalled_bodies) whose
-    function's name (_DEFINED_RE) is nowhere in `code` (the script without comments, strings
-    and here-documents kept) but where it is defined, not even in a longer word, in a script
-    that runs no function through a name it builds (_RUNS_ANY_RE): bash never runs them, and
-    what they set holds nowhere."""
-    if not uncalled or _RUNS_ANY_RE.search(code):
-        return []
-    found: list[tuple[int, int]] = []
-    for span, name in defined_names(code, uncalled).items():
-        if code.count(name) == 1:
-            found.append(span)
-    return found
-
-
-def defined_names(code: str, spans: list[tuple[int, int]]) -> dict[tuple[int, int], str]:
-    """The name each function body of `spans` (model.Scan.uncalled_bodies: bodies the walk did
-    not read) is defined for, where the text before it says (_DEFINED_RE)."""
-    found: dict[tuple[int, int], str] = {}
-    for start, end in spans:
-        if m := _DEFINED_RE.search(code, max(0, start - 120), start):
-            found[(start, end)] = m.group(1)
-    return found
-
-
 def calls_all_read(code: str, calls: list[Call], bodies: dict[str, tuple[int, int]],
                    uncalled: list[tuple[int, int]], never_run: list[tuple[int, int]]) -> bool:
     """Is every place bash may run a function's body a call the walk read (`calls`)? Not so

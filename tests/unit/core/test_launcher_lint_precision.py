@@ -1542,22 +1542,6 @@ def test_a_counter_set_in_a_branch_of_the_calling_body_reads_that_value_on_those
      'main() { if [ -n "${X:-}" ]; then n=3; fi; ((n++)); }\nmain\n', "warn"),
     ("set -e\nsetup() { n=0; }\nsetup\nmain() { ((n++)); }\nmain\n", "fail"),
     ("set -e\nsetup() { n=5; }\nsetup\nmain() { ((n++)); }\nmain\n", None),
-    # … and a body the script never calls (its name nowhere but in its definition) never runs:
-    # what it sets holds nowhere, for a counter in another body as for one outside
-    ('set -e\nn=1\nsetup() { n=0; }\nmain() { if [ -n "${X:-}" ]; then n=3; fi; ((n++)); }\n'
-     "main\n", None),
-    ('set -e\nn=1\nfunction setup {\n  n=0\n}\nmain() {\n  if [ -n "${X:-}" ]; then n=3; fi\n'
-     "  ((n++))\n}\nmain\n", None),
-    # … but one the script may call through a name it builds may run: the warning stays
-    ('set -e\nn=1\nsetup() { n=0; }\nmain() { if [ -n "${X:-}" ]; then n=3; fi; ((n++)); }\n'
-     'for s in up; do "set$s"; done\nmain\n', "warn"),
-    ('set -e\nn=1\nsetup() { n=0; }\nmain() { if [ -n "${X:-}" ]; then n=3; fi; ((n++)); }\n'
-     "s=up\nset$s\nmain\n", "warn"),
-    ('set -e\nn=1\nsetup() { n=0; }\nmain() { if [ -n "${X:-}" ]; then n=3; fi; ((n++)); }\n'
-     'for f in $(declare -F | cut -d" " -f3); do [ "$f" = main ] || "$f"; done\nmain\n',
-     "warn"),
-    ('set -e\nn=1\nsetup() { n=0; }\nmain() { if [ -n "${X:-}" ]; then n=3; fi; ((n++)); }\n'
-     'eval "set""up"\nmain\n', "warn"),
 ])
 def test_a_counter_in_a_body_reads_another_bodys_assignment_at_its_call_only(tmp_path, body,
                                                                            level):
