@@ -45,7 +45,6 @@ from bot.core.launcher_lint.paths import assignments
 from bot.core.launcher_lint.pointer import check_pointer
 from bot.core.launcher_lint.positional import ArgOverrides, check_positional
 from bot.core.launcher_lint.shebang import check_shebang
-from bot.core.launcher_lint.signals import edited, handled_at_kills
 from bot.core.launcher_lint.tee import check_tee
 from bot.core.launcher_lint.trap import check_exit_trap
 from bot.core.shell_lexer import blank_heredocs, strip_comments
@@ -96,7 +95,7 @@ def lint_launcher(
         done = walked
         for checks, run in (
                 ((CHECK_ARITH_ZERO, CHECK_ARITH_UNSET, CHECK_ARITH_ERROR),
-                 lambda: _check_arith(done, script_text, code, blanked)),
+                 lambda: check_arith(done, code)),
                 ((CHECK_NOUNSET,), lambda: check_nounset(done)),
                 ((CHECK_INTERACTIVE,), lambda: check_interactive(done)),
                 ((CHECK_TEE_HIDES_STATUS,), lambda: check_tee(done)),
@@ -117,20 +116,6 @@ def lint_launcher(
         except Exception as exc:  # noqa: BLE001
             findings.extend(crashed(check, exc) for check in checks)
     return findings
-
-
-def _check_arith(walked: Scan, script_text: str, code: str, blanked: str) -> list[Finding]:
-    """check_arith's findings, with the trap's action bash runs at each `kill` the script sends
-    its own shell read where the `kill` is (signals.handled_at_kills: the script read again
-    with the action in the `kill`'s place, on its line)."""
-    edits = handled_at_kills(blanked, walked)
-    if not edits:
-        return check_arith(walked, code)
-    try:
-        return check_arith(scan(edited(script_text, edits), edited(blanked, edits)),
-                           edited(code, edits))
-    except Exception:  # noqa: BLE001 (the script as written is read as before)
-        return check_arith(walked, code)
 
 
 def _strict_mode_note(opts: Opts, code: str) -> Finding:
