@@ -411,9 +411,25 @@ _TRAP_RE = re.compile(
 #: command of the script), and those on the way of a run that ends normally (before each simple
 #: command, at each function's return). Any other, a signal (`INT`, `TERM`, `USR1`) or `ERR`
 #: (a command failing where `set -e` would stop on it: under `set -e`, only as the script
-#: stops), runs it on no run that reaches its end normally.
+#: stops; with `set -e` off anywhere, on the way: _err_on_no_normal_run), runs it on no run
+#: that reaches its end normally.
 _ON_EXIT = {"EXIT", "0"}
 _ON_THE_WAY = {"DEBUG", "RETURN"}
+#: `set -e` turned on (`set -e`, `set -euo pipefail`, `set -o errexit`, a `#!/bin/bash -e`
+#: line) and off (`set +e`, `set +o errexit`, `shopt -u -o errexit`): an `ERR` trap's action
+#: runs on no normal run only where `set -e` is on from before the trap to the end (_ERR_ON).
+_ERREXIT_ON_RE = re.compile(r"\bset[ \t]+(?:[^\n;&|]*[ \t])?(?:-[A-Za-z]*e|-o[ \t]+errexit\b)"
+                            r"|\A#![^\n]*[ \t]-[A-Za-z]*e")
+_ERREXIT_OFF_RE = re.compile(r"\bset[ \t]+(?:[^\n;&|]*[ \t])?(?:\+[A-Za-z]*e|\+o[ \t]+errexit\b)"
+                             r"|\bshopt\b[^\n]*\berrexit\b")
+
+
+def _err_on_no_normal_run(code: str, at: int) -> bool:
+    """Does an `ERR` trap set at `at` run on no run that ends normally: `set -e` is on before
+    it and nothing turns it off (a `set +e` anywhere, or no `set -e` before the trap, and a
+    failing command runs the action on the way: `set +e; false; set -e`)."""
+    on = _ERREXIT_ON_RE.search(code, 0, at)
+    return on is not None and not _ERREXIT_OFF_RE.search(code)
 
 
 def trap_action(code: str, at: int) -> str | None:
@@ -429,7 +445,7 @@ def trap_action(code: str, at: int) -> str | None:
     line = code[line_start : len(code) if line_end < 0 else line_end]
     for m in _TRAP_RE.finditer(line):
         on = {w.upper().removeprefix("SIG") for w in m.group("on").split()}
-        if on & _ON_THE_WAY:
+        if on & _ON_THE_WAY or ("ERR" in on and not _err_on_no_normal_run(code, line_start)):
             continue
         if m.group("name") is not None and m.start("name") + line_start == at:
             return "exit" if on & _ON_EXIT else "signal"

@@ -1564,6 +1564,14 @@ def test_a_counter_in_a_body_reads_another_bodys_assignment_at_its_call_only(tmp
     ("set -e\nn=1\nreset() { n=0; }\nfor s in 1; do trap 'reset; exit 1' USR2; done\n((n++))\n",
      None),
     ("set -e\nn=0\nf() { ((n++)); }\nif true; then trap f INT; fi\n", None),
+    # … but an ERR trap's action runs on the way where `set -e` is off anywhere or not yet on
+    ("set -e\nn=1\non_err() { n=0; }\nif true; then trap on_err ERR; fi\nset +e; false; set -e\n"
+     "((n++))\n", "fail"),
+    ("set -e\nn=1\non_err() { n=0; }\ntrap on_err ERR\nset +o errexit\nfalse\nset -e\n((n++))\n",
+     "fail"),
+    ("n=1\non_err() { n=0; }\ntrap on_err ERR\nfalse\nset -e\n((n++))\n", "fail"),
+    ("set -euo pipefail\nn=1\non_err() { n=0; }\nif true; then trap on_err ERR; fi\n"
+     "if ! false; then :; fi\n((n++))\n", None),
     # … a call of it is one all the same
     ("set -e\nn=1\nreset() { n=0; }\ntrap reset INT\nreset\n((n++))\n", "fail"),
     ("set -e\nn=0\nf() { ((n++)); }\ntrap f INT\nf\n", "fail"),
