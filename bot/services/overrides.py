@@ -13,7 +13,7 @@ from typing import Any
 from bot.cluster.errors import said
 from bot.config import INT_MOST, SLURM_OVERRIDE_FIELDS, RecipeConfig
 from bot.core.text import N_
-from bot.core.units import parse_size
+from bot.core.units import check_slurm_size, parse_size
 from bot.services import UsageProblem
 
 _TRUE = {"true", "yes", "on", "1"}
@@ -118,7 +118,8 @@ def _convert(key: str, raw: str, kind: str) -> Any:
             raise OverrideError(N_("%(key)s: write the size without spaces, e.g. %(key)s=400G",
                                    key=key))
         try:
-            parse_size(raw)
+            # a Slurm option (mem) reaches sbatch as typed: only the forms sbatch takes
+            check_slurm_size(raw) if key in SLURM_OVERRIDE_FIELDS else parse_size(raw)
         except ValueError as exc:
             raise OverrideError(N_("%(key)s: %(error)s", key=key, error=said(exc))) from None
         return raw

@@ -32,7 +32,7 @@ from bot.core.slurm.sbatch import (
     check_script_path,
 )
 from bot.core.text import N_
-from bot.core.units import parse_size
+from bot.core.units import check_slurm_size, parse_size
 
 # A recipe field that SubmitSpec names otherwise (the rest have SubmitSpec's names).
 _SPEC_FIELD = {"log_path": "output"}
@@ -106,7 +106,7 @@ class DataLoaderProbeConfig(_Model):
     @classmethod
     def _probe_mem(cls, value: str | None) -> str | None:
         if value is not None:
-            parse_size(value)
+            check_slurm_size(value)  # srun's --mem, as typed
         return value
 
     @field_validator("factory")
@@ -337,7 +337,7 @@ class RecipeConfig(_Model):
     @classmethod
     def _mem(cls, value: str | None) -> str | None:
         if value is not None:
-            parse_size(value)
+            check_slurm_size(value)  # sbatch's --mem, as typed; a Text: an override says it
         return value
 
     @field_validator("time")
