@@ -121,8 +121,8 @@ def parse_config(text: str, *, source: str, env: Mapping[str, str] = os.environ)
     try:
         config = Config.model_validate(data)
     except ValidationError as exc:
-        lines = _key_lines(text)
-        problems = _problems_from(exc, data)
+        lines, typed = _key_lines(text)
+        problems = _problems_from(exc, data, typed)
         body = "\n".join(f"  {p.path}{_at_line(lines, p.path)}: {p.message}" for p in problems)
         count = f"{len(problems)} problem{'s' if len(problems) != 1 else ''}"
         raise ConfigError(f"{source}: invalid config ({count}):\n{body}") from None
@@ -135,7 +135,8 @@ def parse_config(text: str, *, source: str, env: Mapping[str, str] = os.environ)
     return config
 
 
-def _problems_from(exc: ValidationError, data: Any) -> list[Problem]:
+def _problems_from(exc: ValidationError, data: Any,
+                   typed: Mapping[str, str] | None = None) -> list[Problem]:
     problems: list[Problem] = []
     for err in exc.errors():
         loc = tuple(err["loc"])
@@ -144,12 +145,17 @@ def _problems_from(exc: ValidationError, data: Any) -> list[Problem]:
             problems.extend(inner.problems)
             continue
         path = ".".join(str(p) for p in loc) or "(top level)"
-        problems.append(Problem(path, _explain(err, loc)))
+        problems.append(Problem(path, _explain(err, loc, (typed or {}).get(path))))
     return problems
 
 
-def _explain(err: Any, loc: tuple[Any, ...]) -> str:
+def _explain(err: Any, loc: tuple[Any, ...], typed: str | None = None) -> str:
+    """What is wrong at `loc` and the fix; `typed` is the value's text in the file when it is
+    an unquoted scalar YAML read as a number or a boolean."""
     kind = err["type"]
+    value = err.get("input")
+    if kind == "string_type" and isinstance(value, int | float):  # bool is an int
+        return _unquoted(value, loc, typed)
     if kind == "extra_forbidden":
         key = str(loc[-1])
         if re.search(r"token|secret|password", key, re.IGNORECASE):
@@ -173,6 +179,20 @@ def _explain(err: Any, loc: tuple[Any, ...]) -> str:
     if kind.endswith("_type") or kind.endswith("_parsing") or kind == "literal_error":
         msg = f"{msg} (got {err.get('input')!r})"
     return msg
+
+
+def _unquoted(value: float, loc: tuple[Any, ...], typed: str | None) -> str:
+    """A text field given an unquoted number or yes/no: YAML 1.1 reads `4:00:00` as 14400 (base
+    60), `90` as a number, `yes` as true. What was typed is said (a sexagesimal number cannot
+    be turned back into it), with the quoted form to write."""
+    what = "a boolean" if isinstance(value, bool) else "a number"
+    key = loc[-1] if loc else ""
+    if typed is None:  # behind an alias: not found in the file
+        return (f"YAML reads this unquoted value as {what} ({value!r}), but it is text here; "
+                f"write it in quotes as you mean it, e.g. {key}: \"4:00:00\"")
+    quoted = f'"{typed}"' if isinstance(key, int) else f'{key}: "{typed}"'
+    return (f"YAML reads the unquoted {typed} as {what}, but it is text here; write it in "
+            f"quotes, e.g. {quoted}")
 
 
 def _unwrap(annotation: Any) -> Any:
@@ -207,19 +227,27 @@ def _allowed_keys(loc: tuple[Any, ...]) -> list[str]:
 
 
 
-def _key_lines(text: str) -> dict[str, int]:
-    """1-based line of each key path in the YAML text (best effort, for error messages)."""
+# The tags YAML 1.1 gives an unquoted scalar that is not text
+_NOT_TEXT_TAGS = {"tag:yaml.org,2002:int", "tag:yaml.org,2002:float", "tag:yaml.org,2002:bool"}
+
+
+def _key_lines(text: str) -> tuple[dict[str, int], dict[str, str]]:
+    """1-based line of each key path in the YAML text, and the text as typed of each unquoted
+    scalar YAML reads as a number or boolean (best effort, for error messages)."""
     out: dict[str, int] = {}
+    typed: dict[str, str] = {}
     loader = BoundedLoader(text)
     try:
         root = loader.get_single_node()
     except yaml.YAMLError:
-        return out
+        return out, typed
     finally:
         loader.dispose()
 
     def walk(node: yaml.Node, prefix: str) -> None:
-        if isinstance(node, yaml.MappingNode):
+        if isinstance(node, yaml.ScalarNode) and node.tag in _NOT_TEXT_TAGS and prefix:
+            typed[prefix] = node.value
+        elif isinstance(node, yaml.MappingNode):
             for key_node, value_node in node.value:
                 path = f"{prefix}.{key_node.value}" if prefix else str(key_node.value)
                 out[path] = key_node.start_mark.line + 1
@@ -232,7 +260,7 @@ def _key_lines(text: str) -> dict[str, int]:
 
     if root is not None:
         walk(root, "")
-    return out
+    return out, typed
 
 
 def _at_line(lines: dict[str, int], path: str) -> str:
