@@ -4,9 +4,11 @@ base model (unknown keys are errors)."""
 from __future__ import annotations
 
 import re
-from typing import Literal
+import types
+import typing
+from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict
+from pydantic import BaseModel, ConfigDict, ValidationInfo, field_validator
 
 from bot.core.slurm.sbatch import RECIPE_OVERRIDABLE_OPTIONS
 
@@ -35,6 +37,34 @@ _SLURM_TIME_RE = re.compile(
     r"^([0-9]+(:[0-9]{1,2}){0,2}|[0-9]+-[0-9]{1,2}(:[0-9]{1,2}){0,2}|UNLIMITED|INFINITE)$")
 
 
+def _takes_bool(annotation: Any) -> bool:
+    """Whether a field of this type means a boolean (or takes anything): not a plain number."""
+    if annotation is bool or annotation is Any:
+        return True
+    if annotation in (int, float):
+        return False
+    origin, args = typing.get_origin(annotation), typing.get_args(annotation)
+    if origin is typing.Annotated:
+        return _takes_bool(args[0])
+    if origin in (typing.Union, types.UnionType):
+        return any(_takes_bool(a) for a in args if a is not type(None))
+    return True  # a container, a model, a Literal: its own checks see the value
+
+
 class _Model(BaseModel):
     # .inf and .nan are never meant: an infinite timeout or threshold is a typo, not a setting
     model_config = ConfigDict(extra="forbid", allow_inf_nan=False)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_bool_for_a_number(cls, value: Any, info: ValidationInfo) -> Any:
+        """YAML 1.1 reads an unquoted yes/no/on/off/true/false as a boolean, and pydantic takes
+        a boolean for an int or float (1 or 0): `target_iter: yes` would finish the run at
+        iteration 1. A number field refuses it."""
+        if isinstance(value, bool) and info.field_name is not None:
+            field = cls.model_fields.get(info.field_name)
+            if field is not None and not _takes_bool(field.annotation):
+                raise ValueError(
+                    f"YAML reads an unquoted yes/no, on/off or true/false as a boolean (here "
+                    f"{str(value).lower()}), but {info.field_name} is a number; give a number")
+        return value
