@@ -1,8 +1,9 @@
 """Who may do what (pure): submit/resume a recipe, approve its actions, control its jobs.
 
 Rules (the config describes the people; `access_for` in bot.services.access builds these):
-- submit / resume / preflight a recipe: in the recipe's channel when it has one; by its
-  submitters (anyone in the channel when the list is empty), its owners and its approvers.
+- submit / resume / preflight a recipe: in the recipe's channel when it has one (from any
+  channel or DM when it has none); by its submitters, its owners and its approvers, or by
+  anyone when its submitters list is empty.
 - approve a button: the recipe's approvers (else slack.approvers).
 - cancel / hold / release / logs / stacks / watch of a job: the team of the run chain that owns
   the job (recipe owners and submitters) or an approver. A job trainbot did not submit:
@@ -62,7 +63,7 @@ class RecipeAccess:
     """The people and channel rules of one recipe."""
 
     recipe: str
-    submitters: People = field(default_factory=People)  # empty: anyone in the channel
+    submitters: People = field(default_factory=People)  # empty: anyone (in `channel` if set)
     owners: People = field(default_factory=People)
     approvers: People = field(default_factory=People)
     channel: str | None = None  # channel id where submit/resume are allowed; None = any

@@ -291,8 +291,9 @@ class RecipeConfig(_Model):
     )
     submitters: list[str] = Field(
         default_factory=list,
-        description="Slack user ids or slack.groups names who may submit/resume; empty = "
-        "anyone in the recipe's channel.",
+        description="Slack user ids or slack.groups names who may submit/resume (as may "
+        "the owners and approvers); empty = anyone: in the recipe's `channel` when it has "
+        "one, else in any channel or DM.",
     )
     approvers: list[str] = Field(
         default_factory=list,

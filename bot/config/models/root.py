@@ -235,7 +235,8 @@ class Config(_Model):
         return self.expand_people(self.recipe(recipe_name).approvers or self.slack.approvers)
 
     def submitters_for(self, recipe_name: str) -> set[str] | None:
-        """User ids who may submit/resume the recipe; None means anyone in its channel."""
+        """User ids who may submit/resume the recipe; None means anyone (in its channel when
+        it has one, else anywhere)."""
         people = self.recipe(recipe_name).submitters
         return self.expand_people(people) if people else None
 

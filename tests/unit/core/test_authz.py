@@ -106,3 +106,21 @@ def test_who_adopted_a_job_or_an_approver_may_stop_watching_it():
                               "stop watching it")
     assert not can_unwatch(None, "U0ALICE", 6100, approvers)  # adopted before v12: approvers
     assert can_unwatch(None, "U0APPR", 6100, approvers)
+
+
+def test_the_submitters_docs_say_what_an_empty_list_allows() -> None:
+    """Empty submitters: anyone, in the recipe's channel when it has one, else from any channel
+    or DM (the schema and authz's doc said "anyone in the recipe's channel" for both)."""
+    import bot.core.authz
+    from bot.config.models.recipes import RecipeConfig
+
+    in_channel = RecipeAccess(recipe="mix", channel="C0TRAIN")
+    assert can_submit(in_channel, "U0EVE", "C0TRAIN", "submit")
+    assert not can_submit(in_channel, "U0EVE", "D0SOMEDM", "submit")
+    assert can_submit(OPEN, "U0EVE", "D0SOMEDM", "submit")
+    described = RecipeConfig.model_fields["submitters"].description or ""
+    assert "empty = anyone: in the recipe's `channel` when it has one, else in any channel " \
+        "or DM" in described
+    doc = " ".join((bot.core.authz.__doc__ or "").split())
+    assert "in the recipe's channel when it has one (from any channel or DM when it has " \
+        "none)" in doc and "anyone when its submitters list is empty" in doc
