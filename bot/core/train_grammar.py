@@ -288,6 +288,12 @@ def _overrides(verb: str, words: list[str]) -> tuple[tuple[str, str], ...]:
     seen: set[str] = set()
     for word in words:
         key, sep, value = word.partition("=")
+        bare = key.lstrip("-")
+        if bare != key and _KEY_RE.match(bare):  # `--mem=400G`, `--mem`: an sbatch option's form
+            raise CommandError(N_("%(word)s is not an override; write it as key=value, without "
+                                  "the dashes: %(fixed)s", word=_show(word),
+                                  fixed=_show(f"{bare}={value if sep and value else 'VALUE'}")),
+                               verb)
         if not sep:
             raise CommandError(N_("%(word)s is not a key=value override", word=_show(word)), verb)
         if not _KEY_RE.match(key):
