@@ -22,27 +22,40 @@ owner or an admin held is never entered in the ledger, so trainbot never release
 from __future__ import annotations
 
 import logging
-import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from bot.cluster.errors import ClusterError, CommandTimedOut, OutcomeUnknown, said
+from bot.cluster.errors import ClusterError, OutcomeUnknown, said
 from bot.core.slack_bounds import bot_post_at_most_s
 from bot.core.slurm.records import JobRecord
-from bot.core.takeover import StepBounds, hold_step_takeover_s, post_takeover_s
+from bot.core.takeover import StepBounds, post_takeover_s
 from bot.core.text import Text
 from bot.crashpoint import crashpoint
 from bot.services.access import approvers_now
+from bot.services.hold_ledger import (  # noqa: F401 (the ledger's names, as callers know them)
+    HOLD_ACTION,
+    HOLD_APPROVED_STEP,
+    HOLD_ENDED_STEP,
+    HOLDING_STEP,
+    MAX_RELEASE_ATTEMPTS,
+    RELEASING_STEP,
+    may_still_run,
+    release_failed,
+    release_takeover_s,
+    say_release,
+    step_takeover_s,
+    taken_by_person,
+)
+from bot.services.hold_ledger import competitor_of as _competitor
 from bot.services.ports import BotContext, Slurm
-from bot.services.submit_deadlines import cluster_deadlines, step_bounds
+from bot.services.submit_deadlines import step_bounds
 from bot.services.submit_result import SubmitResult
-from bot.services.threads import post_safely, render, thread_message
+from bot.services.threads import post_safely, render
 from bot.slack.views import ActionId
 from bot.store import Approval
 
 log = logging.getLogger(__name__)
 
-HOLD_ACTION = "hold_competitor"
 MAX_PROPOSALS = 3
 
 
@@ -250,13 +263,6 @@ def propose_holds_for_submit(ctx: BotContext, recipe: str, result: SubmitResult,
     )  # fmt: skip
 
 
-def _competitor(approval: Approval) -> int:
-    """The competing job a hold approval is about (every one names it when made)."""
-    if approval.target_job is None:
-        raise ValueError(f"hold approval {approval.token} names no competing job")
-    return int(approval.target_job)
-
-
 def apply_hold(ctx: BotContext, approval: Approval, actor: str, now: float) -> HoldResult:
     """Carry out an approved hold; returns what happened (for the message update).
 
@@ -337,29 +343,6 @@ def apply_hold(ctx: BotContext, approval: Approval, actor: str, now: float) -> H
     )  # fmt: skip
     ctx.store.approvals.mark_step(approval.token, HOLD_ENDED_STEP, now=now)
     return release_if_no_longer_waiting(ctx, approval, now)
-
-
-def taken_by_person(ctx: BotContext, cluster: str, job_id: int, actor: str, verb: str,
-                    now: float) -> list[int]:
-    """A person's `/train hold` or `/train release` (`verb`) of job `job_id` on `cluster`,
-    gone through: a hold of it trainbot keeps for a resumed job leaves the hold ledger
-    (`store.approvals.settle_holds`), so trainbot's release once the resumed job starts no
-    longer drops the hold the person asked for, nor tries again a release the person made;
-    recorded (audit `competitor.release`, result `by_person`) and said in its run's thread.
-    A hold still on its way stays after a release, to be released once it has landed. Returns
-    the resumed jobs it was held for."""
-    settled = ctx.store.approvals.settle_holds(HOLD_ACTION, str(job_id), cluster=cluster,
-                                               now=now, landed_only=verb == "release")
-    why = "held_by_person" if verb == "hold" else "released_by_person"
-    for approval in settled:
-        for_job = str(approval.payload.get("for_job"))
-        ctx.store.audit.record(
-            actor=actor, action="competitor.release", now=now, job_id=str(job_id),
-            recipe=approval.payload.get("recipe"), result="by_person",
-            detail={"for_job": for_job, "verb": verb},
-        )  # fmt: skip
-        say_release(ctx, approval, for_job, why, None, by=actor)
-    return sorted({int(a.payload["for_job"]) for a in settled})
 
 
 def release_if_no_longer_waiting(ctx: BotContext, approval: Approval, now: float) -> HoldResult:
@@ -511,22 +494,6 @@ def release_seen(ctx: BotContext, approval: Approval, for_job: str, why: str,
     return False
 
 
-def may_still_run(exc: OutcomeUnknown) -> bool:
-    """Did the command behind `exc` outlive its timeout (bot.cluster.slurm raises that
-    OutcomeUnknown from its CommandTimedOut), so that it may still be running and take
-    effect after a look at the job?"""
-    return isinstance(exc.__cause__, CommandTimedOut)
-
-
-HOLD_APPROVED_STEP = "hold_approved"
-"""Marked with a yes's claim (bot.services.approvals.handle_click): its hold is sent only
-after its `holding` step is marked, so a release that takes that step first knows no hold
-went out. A yes without it was claimed by a bot from before the `holding` step, whose hold
-went out without one: released as any hold (`taken_before_its_hold`)."""
-HOLDING_STEP = "holding"
-HOLD_ENDED_STEP = "hold_ended"
-
-
 def approved_step(approval: Approval) -> str | None:
     """The step a yes on `approval` marks with its claim: HOLD_APPROVED_STEP for a hold
     prompt, none for any other prompt."""
@@ -593,12 +560,6 @@ def taken_before_its_hold(ctx: BotContext, approval: Approval, now: float) -> bo
     return True
 
 
-RELEASING_STEP = "releasing"
-MAX_RELEASE_ATTEMPTS = 3
-"""`scontrol release` attempts at one hold: the first and two more, each one's failure said
-once in the thread; the last one's with how to release the job by hand."""
-
-
 def claim_release(ctx: BotContext, approval: Approval, now: float, why: str) -> bool:
     """Claim the release of the held competitor `approval` (its `releasing` step, with this
     run's bounds): True for exactly one caller, at once the first time; after that once
@@ -654,76 +615,6 @@ def competitor_record(ctx: BotContext, approval: Approval) -> JobRecord | None:
     except (ClusterError, KeyError):
         return None
     return None if rec is None or rec.array_job_id is not None else rec
-
-
-def say_release(ctx: BotContext, approval: Approval, for_job: str, why: str,
-                state: str | None, problem: str | None = None,
-                retry: tuple[int, int] | None = None, *, unknown: bool = False,
-                still_held: bool = False, kept_for: str | None = None,
-                by: str | None = None) -> None:
-    """Say in the thread what became of held competitor `approval`'s release
-    (templates/hold_released.json.j2), once: released, or failed (`problem`) and left to
-    the person; or its `retry` (attempt, minutes until the next one) failed, once each;
-    `unknown`: the release's end was not seen and the job was not read after it, or it
-    outlived its timeout and may still land, so whether it worked is not known;
-    `still_held`: its end was not seen (`problem`) and the job was read after it, still
-    held; `kept_for`: not released, another run's hold keeps it held for that job; `by`:
-    the person whose `/train hold` (`why` held_by_person) or `/train release`
-    (released_by_person) took it out of trainbot's holds."""
-    key = f"hold-release:{approval.token}" + ("" if retry is None else f":failed:{retry[0]}")
-    thread_message(ctx, approval.chain_id, key, "hold_released", {
-        "competitor": str(_competitor(approval)), "for_job": for_job, "why": why,
-        "state": state, "problem": problem, "retry_in_min": None if retry is None else retry[1],
-        "unknown": unknown, "still_held": still_held, "kept_for": kept_for, "by": by,
-    })
-
-
-def release_takeover_s(ctx: BotContext, approval: Approval) -> float:
-    """How old held competitor `approval`'s `releasing` step must be before another run
-    releases it: its claimer has ended by then (`step_takeover_s`)."""
-    return step_takeover_s(ctx, approval, RELEASING_STEP)
-
-
-def step_takeover_s(ctx: BotContext, approval: Approval, step: str) -> float:
-    """How old held competitor `approval`'s `holding` or `releasing` step must be before
-    another run goes on as if its marker had died (bot.core.takeover.hold_step_takeover_s on
-    its cluster's deadlines, at the bounds its marker kept when longer)."""
-    return hold_step_takeover_s(
-        cluster_deadlines(ctx.config, approval.payload.get("cluster", "")),
-        ctx.store.approvals.bounds_of(approval.token, step),
-        post_deadline_s=ctx.config.slack.post_deadline_s)
-
-
-def release_failed(ctx: BotContext, approval: Approval, for_job: str, why: str,
-                   state: str | None, now: float, problem: str, *, final: bool = False,
-                   unknown: bool = False, still_held: bool = False) -> None:
-    """The release of held competitor `approval` failed (Slurm's or ssh's words: `problem`),
-    or, `unknown`, may have (its end not seen, the job not read after it or the release
-    timed out and may still be running), or, `still_held`, its end was not seen and the job
-    was read still held after it: recorded and said
-    in the thread once per attempt (its `release_failed_N` step). Before the
-    MAX_RELEASE_ATTEMPTS-th (and unless `final`) the hold stays in the ledger, its release
-    tried again once its `releasing` step is due (`claim_release`), the thread told so; then
-    it leaves the ledger, the thread told how to release the job by hand."""
-    comp, token = _competitor(approval), approval.token
-    failures = sum(1 for step in ctx.store.approvals.steps(token)
-                   if step.startswith("release_failed_"))
-    final = final or failures + 1 >= MAX_RELEASE_ATTEMPTS
-    ctx.store.audit.record(
-        actor="trainbot", action="competitor.release", now=now, job_id=str(comp),
-        recipe=approval.payload.get("recipe"),
-        result="unknown" if unknown else "failed" if final else "retry",
-        detail=problem,
-    )  # fmt: skip
-    if final:
-        say_release(ctx, approval, for_job, why, state, problem, unknown=unknown)
-        ctx.store.approvals.mark_done(token, now=now)
-        return
-    if ctx.store.approvals.mark_step(token, f"release_failed_{failures + 1}", now=now):
-        retry_in_s = release_takeover_s(ctx, approval)
-        say_release(ctx, approval, for_job, why, state, problem,
-                    retry=(failures + 1, math.ceil(retry_in_s / 60)), unknown=unknown,
-                    still_held=still_held)
 
 
 def release_started(ctx: BotContext, now: float) -> list[int]:

@@ -1,0 +1,141 @@
+"""The hold ledger's settling and sayings: what becomes of a hold of a competing job once it is
+let go of (bot.services.competitors holds and releases; this says and records how each hold
+ended). A person's `/train hold|release` of a job trainbot holds takes it out of the ledger
+(`taken_by_person`); a release that failed is recorded, said and tried again up to
+MAX_RELEASE_ATTEMPTS times (`release_failed`); every outcome is said in the run's thread once
+(`say_release`, templates/hold_released.json.j2). The ledger's step names live here, shared by
+the holds (bot.services.competitors) and the store (bot.store.repos.approvals names them)."""
+
+from __future__ import annotations
+
+import math
+
+from bot.cluster.errors import CommandTimedOut, OutcomeUnknown
+from bot.core.takeover import hold_step_takeover_s
+from bot.services.ports import BotContext
+from bot.services.submit_deadlines import cluster_deadlines
+from bot.services.threads import thread_message
+from bot.store import Approval
+
+HOLD_ACTION = "hold_competitor"
+
+HOLD_APPROVED_STEP = "hold_approved"
+"""Marked with a yes's claim (bot.services.approvals.handle_click): its hold is sent only
+after its `holding` step is marked, so a release that takes that step first knows no hold
+went out. A yes without it was claimed by a bot from before the `holding` step, whose hold
+went out without one: released as any hold (`taken_before_its_hold`)."""
+HOLDING_STEP = "holding"
+HOLD_ENDED_STEP = "hold_ended"
+
+
+RELEASING_STEP = "releasing"
+MAX_RELEASE_ATTEMPTS = 3
+"""`scontrol release` attempts at one hold: the first and two more, each one's failure said
+once in the thread; the last one's with how to release the job by hand."""
+
+
+def competitor_of(approval: Approval) -> int:
+    """The competing job a hold approval is about (every one names it when made)."""
+    if approval.target_job is None:
+        raise ValueError(f"hold approval {approval.token} names no competing job")
+    return int(approval.target_job)
+
+
+def taken_by_person(ctx: BotContext, cluster: str, job_id: int, actor: str, verb: str,
+                    now: float) -> list[int]:
+    """A person's `/train hold` or `/train release` (`verb`) of job `job_id` on `cluster`,
+    gone through: a hold of it trainbot keeps for a resumed job leaves the hold ledger
+    (`store.approvals.settle_holds`), so trainbot's release once the resumed job starts no
+    longer drops the hold the person asked for, nor tries again a release the person made;
+    recorded (audit `competitor.release`, result `by_person`) and said in its run's thread.
+    A hold still on its way stays after a release, to be released once it has landed. Returns
+    the resumed jobs it was held for."""
+    settled = ctx.store.approvals.settle_holds(HOLD_ACTION, str(job_id), cluster=cluster,
+                                               now=now, landed_only=verb == "release")
+    why = "held_by_person" if verb == "hold" else "released_by_person"
+    for approval in settled:
+        for_job = str(approval.payload.get("for_job"))
+        ctx.store.audit.record(
+            actor=actor, action="competitor.release", now=now, job_id=str(job_id),
+            recipe=approval.payload.get("recipe"), result="by_person",
+            detail={"for_job": for_job, "verb": verb},
+        )  # fmt: skip
+        say_release(ctx, approval, for_job, why, None, by=actor)
+    return sorted({int(a.payload["for_job"]) for a in settled})
+
+
+def say_release(ctx: BotContext, approval: Approval, for_job: str, why: str,
+                state: str | None, problem: str | None = None,
+                retry: tuple[int, int] | None = None, *, unknown: bool = False,
+                still_held: bool = False, kept_for: str | None = None,
+                by: str | None = None) -> None:
+    """Say in the thread what became of held competitor `approval`'s release
+    (templates/hold_released.json.j2), once: released, or failed (`problem`) and left to
+    the person; or its `retry` (attempt, minutes until the next one) failed, once each;
+    `unknown`: the release's end was not seen and the job was not read after it, or it
+    outlived its timeout and may still land, so whether it worked is not known;
+    `still_held`: its end was not seen (`problem`) and the job was read after it, still
+    held; `kept_for`: not released, another run's hold keeps it held for that job; `by`:
+    the person whose `/train hold` (`why` held_by_person) or `/train release`
+    (released_by_person) took it out of trainbot's holds."""
+    key = f"hold-release:{approval.token}" + ("" if retry is None else f":failed:{retry[0]}")
+    thread_message(ctx, approval.chain_id, key, "hold_released", {
+        "competitor": str(competitor_of(approval)), "for_job": for_job, "why": why,
+        "state": state, "problem": problem, "retry_in_min": None if retry is None else retry[1],
+        "unknown": unknown, "still_held": still_held, "kept_for": kept_for, "by": by,
+    })
+
+
+def release_failed(ctx: BotContext, approval: Approval, for_job: str, why: str,
+                   state: str | None, now: float, problem: str, *, final: bool = False,
+                   unknown: bool = False, still_held: bool = False) -> None:
+    """The release of held competitor `approval` failed (Slurm's or ssh's words: `problem`),
+    or, `unknown`, may have (its end not seen, the job not read after it or the release
+    timed out and may still be running), or, `still_held`, its end was not seen and the job
+    was read still held after it: recorded and said
+    in the thread once per attempt (its `release_failed_N` step). Before the
+    MAX_RELEASE_ATTEMPTS-th (and unless `final`) the hold stays in the ledger, its release
+    tried again once its `releasing` step is due (`claim_release`), the thread told so; then
+    it leaves the ledger, the thread told how to release the job by hand."""
+    comp, token = competitor_of(approval), approval.token
+    failures = sum(1 for step in ctx.store.approvals.steps(token)
+                   if step.startswith("release_failed_"))
+    final = final or failures + 1 >= MAX_RELEASE_ATTEMPTS
+    ctx.store.audit.record(
+        actor="trainbot", action="competitor.release", now=now, job_id=str(comp),
+        recipe=approval.payload.get("recipe"),
+        result="unknown" if unknown else "failed" if final else "retry",
+        detail=problem,
+    )  # fmt: skip
+    if final:
+        say_release(ctx, approval, for_job, why, state, problem, unknown=unknown)
+        ctx.store.approvals.mark_done(token, now=now)
+        return
+    if ctx.store.approvals.mark_step(token, f"release_failed_{failures + 1}", now=now):
+        retry_in_s = release_takeover_s(ctx, approval)
+        say_release(ctx, approval, for_job, why, state, problem,
+                    retry=(failures + 1, math.ceil(retry_in_s / 60)), unknown=unknown,
+                    still_held=still_held)
+
+
+def release_takeover_s(ctx: BotContext, approval: Approval) -> float:
+    """How old held competitor `approval`'s `releasing` step must be before another run
+    releases it: its claimer has ended by then (`step_takeover_s`)."""
+    return step_takeover_s(ctx, approval, RELEASING_STEP)
+
+
+def step_takeover_s(ctx: BotContext, approval: Approval, step: str) -> float:
+    """How old held competitor `approval`'s `holding` or `releasing` step must be before
+    another run goes on as if its marker had died (bot.core.takeover.hold_step_takeover_s on
+    its cluster's deadlines, at the bounds its marker kept when longer)."""
+    return hold_step_takeover_s(
+        cluster_deadlines(ctx.config, approval.payload.get("cluster", "")),
+        ctx.store.approvals.bounds_of(approval.token, step),
+        post_deadline_s=ctx.config.slack.post_deadline_s)
+
+
+def may_still_run(exc: OutcomeUnknown) -> bool:
+    """Did the command behind `exc` outlive its timeout (bot.cluster.slurm raises that
+    OutcomeUnknown from its CommandTimedOut), so that it may still be running and take
+    effect after a look at the job?"""
+    return isinstance(exc.__cause__, CommandTimedOut)
