@@ -8,14 +8,19 @@ the holds (bot.services.competitors) and the store (bot.store.repos.approvals na
 
 from __future__ import annotations
 
+import logging
 import math
+from collections.abc import Mapping
 
-from bot.cluster.errors import CommandTimedOut, OutcomeUnknown
+from bot.cluster.errors import ClusterError, CommandTimedOut, OutcomeUnknown
+from bot.core.slurm.records import JobRecord
 from bot.core.takeover import hold_step_takeover_s
 from bot.services.ports import BotContext
 from bot.services.submit_deadlines import cluster_deadlines
 from bot.services.threads import thread_message
 from bot.store import Approval
+
+log = logging.getLogger(__name__)
 
 HOLD_ACTION = "hold_competitor"
 
@@ -42,26 +47,57 @@ def competitor_of(approval: Approval) -> int:
 
 
 def taken_by_person(ctx: BotContext, cluster: str, job_id: int, actor: str, verb: str,
-                    now: float) -> list[int]:
+                    now: float, tasks: Mapping[int, JobRecord] | None = None) -> list[int]:
     """A person's `/train hold` or `/train release` (`verb`) of job `job_id` on `cluster`,
     gone through: a hold of it trainbot keeps for a resumed job leaves the hold ledger
     (`store.approvals.settle_holds`), so trainbot's release once the resumed job starts no
     longer drops the hold the person asked for, nor tries again a release the person made;
     recorded (audit `competitor.release`, result `by_person`) and said in its run's thread.
-    A hold still on its way stays after a release, to be released once it has landed. Returns
-    the resumed jobs it was held for."""
-    settled = ctx.store.approvals.settle_holds(HOLD_ACTION, str(job_id), cluster=cluster,
+    For an array's own id, `tasks` are its tasks' records read just before the command
+    (Slurm.array_tasks): the holds trainbot keeps of its waiting tasks under their own ids
+    (`scontrol hold|release ARRAY` holds or releases each) are settled as well
+    (`array_task_holds`). A hold still on its way stays after a release, to be released
+    once it has landed. Returns the resumed jobs it was held for."""
+    targets = sorted({str(job_id), *array_task_holds(ctx, cluster, job_id, tasks or {})})
+    settled = ctx.store.approvals.settle_holds(HOLD_ACTION, targets, cluster=cluster,
                                                now=now, landed_only=verb == "release")
     why = "held_by_person" if verb == "hold" else "released_by_person"
     for approval in settled:
         for_job = str(approval.payload.get("for_job"))
         ctx.store.audit.record(
-            actor=actor, action="competitor.release", now=now, job_id=str(job_id),
-            recipe=approval.payload.get("recipe"), result="by_person",
-            detail={"for_job": for_job, "verb": verb},
+            actor=actor, action="competitor.release", now=now,
+            job_id=str(competitor_of(approval)), recipe=approval.payload.get("recipe"),
+            result="by_person", detail={"for_job": for_job, "verb": verb, "as": str(job_id)},
         )  # fmt: skip
         say_release(ctx, approval, for_job, why, None, by=actor)
     return sorted({int(a.payload["for_job"]) for a in settled})
+
+
+def array_task_holds(ctx: BotContext, cluster: str, array_id: int,
+                     tasks: Mapping[int, JobRecord]) -> list[str]:
+    """The own ids of array `array_id`'s waiting tasks, found among its `tasks` records or,
+    for a hold trainbot keeps on `cluster` under an id those records do not list (squeue
+    lists a waiting task split off the array's pending rest with that rest unless asked for
+    one line a task), by Slurm's record of that id read now (one call): a task of the array,
+    waiting. None when `tasks` is empty (`array_id` is no array's); a read that fails leaves
+    out the holds it would have found (they stay trainbot's, released as before)."""
+    if not tasks:
+        return []
+    found = {str(task) for task, rec in tasks.items() if rec.is_pending}
+    unknown = sorted({int(a.target_job) for a in ctx.store.approvals.with_state(
+        HOLD_ACTION, "approved") if a.payload.get("cluster") == cluster
+        and a.target_job is not None and int(a.target_job) not in tasks})
+    if unknown:
+        try:
+            records = ctx.clusters.slurm(cluster).jobs(unknown)
+        except ClusterError as exc:
+            log.warning("holds of array %s's tasks not read (%s); they stay trainbot's",
+                        array_id, exc)
+            records = {}
+        found |= {str(i) for i in unknown
+                  if (rec := records.get(i)) is not None and rec.array_job_id == array_id
+                  and rec.is_pending}
+    return sorted(found)
 
 
 def say_release(ctx: BotContext, approval: Approval, for_job: str, why: str,

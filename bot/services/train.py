@@ -17,7 +17,7 @@ from typing import Any
 from bot.cluster.errors import ClusterError, ClusterUnavailable
 from bot.config import Config
 from bot.core import train_grammar as c
-from bot.core.arrays import ArrayControl, array_control, recorded_plain
+from bot.core.arrays import array_control, recorded_plain
 from bot.core.authz import Decision, can_submit
 from bot.core.findings import Finding
 from bot.core.slurm.records import JobRecord
@@ -303,13 +303,15 @@ def _control(ctx: BotContext, cmd: c.JobControl, actor: str, channel: str | None
     target = _authorize_job(ctx, cmd.job_id, actor, cmd.verb, cmd.array_task)
     cluster, recipe, job_id = target.cluster, target.recipe, target.job_id
     slurm = ctx.clusters.slurm(cluster)
-    whole = (_whole_array(slurm, job_id, cmd.verb)
-             if cmd.array_task is None and not _plain_job(ctx, target) else None)
+    tasks = (_array_tasks(slurm, job_id, cmd.verb)
+             if cmd.array_task is None and not _plain_job(ctx, target) else {})
+    whole = array_control(job_id, tasks.values()) if tasks else None
     getattr(slurm, cmd.verb)(job_id)
     if cmd.verb == "cancel":
         comp.release_held_for(ctx, job_id, now, "cancelled", cluster)
-    else:  # a competitor trainbot holds is the person's to hold or release from now on
-        comp.taken_by_person(ctx, cluster, job_id, actor, cmd.verb, now)
+    else:  # a competitor trainbot holds is the person's to hold or release from now on,
+        # and so is a task of the array whose own id the person named (its waiting tasks)
+        comp.taken_by_person(ctx, cluster, job_id, actor, cmd.verb, now, tasks=tasks)
     _audit(ctx, actor, cmd.verb, now, "ok", target.display, recipe,
            asdict(whole) if whole is not None else None)
     raw = None if target.display == str(job_id) else job_id  # an array task's, after it
@@ -324,7 +326,7 @@ def _plain_job(ctx: BotContext, target: _Target) -> bool:
     control then asks Slurm nothing more than the action: no array tasks to read. A recipe's
     run may be an array its batch script asked for (`#SBATCH --array`), and a job the store
     does not record (an approver's control of a job trainbot never saw) may be an array's:
-    Slurm is asked (`_whole_array`)."""
+    Slurm is asked (`_array_tasks`)."""
     attempt = target.attempt
     if attempt is None:
         return False
@@ -332,22 +334,23 @@ def _plain_job(ctx: BotContext, target: _Target) -> bool:
     return recorded_plain(chain.kind if chain is not None else None, attempt.array_task)
 
 
-def _whole_array(slurm: Slurm, job_id: int, verb: str) -> ArrayControl | None:
-    """When `job_id` is an array's own id (`/train cancel|hold|release 6101`), its tasks as
-    the action finds them, as people see them (`6101_[0-3]`): `scancel 6101` cancels every
-    task still running or waiting, `scontrol hold|release 6101` holds or releases every
-    task still waiting (bot.core.arrays.array_control, from the tasks' records just before
-    it). None for any other job, or when the tasks cannot be read: the action goes ahead,
-    its reply names the id alone as before. Not asked of a job the store settles is no
-    array's (`_plain_job`); for another, Slurm.array_tasks asks sacct only when squeue does
-    not list the id as a plain job."""
+def _array_tasks(slurm: Slurm, job_id: int, verb: str) -> Mapping[int, JobRecord]:
+    """When `job_id` is an array's own id (`/train cancel|hold|release 6101`), its tasks'
+    records by their own ids as the action finds them, just before it: `scancel 6101`
+    cancels every task still running or waiting, `scontrol hold|release 6101` holds or
+    releases every task still waiting; the reply says so as people see them (`6101_[0-3]`,
+    bot.core.arrays.array_control), and the holds trainbot keeps of the waiting ones are the
+    person's to hold or release from then on (bot.services.hold_ledger.taken_by_person).
+    Empty for any other job, or when the tasks cannot be read: the action goes ahead, its
+    reply names the id alone as before. Not asked of a job the store settles is no array's
+    (`_plain_job`); for another, Slurm.array_tasks asks sacct only when squeue does not list
+    the id as a plain job."""
     try:
-        tasks = slurm.array_tasks(job_id)
+        return slurm.array_tasks(job_id)
     except (ClusterUnavailable, ClusterError) as exc:
         log.warning("job %s: its array tasks could not be read before the %s (%s); "
                     "the reply names the id alone", job_id, verb, exc)
-        return None
-    return array_control(job_id, tasks.values()) if tasks else None
+        return {}
 
 
 def _logs(ctx: BotContext, cmd: c.Logs, actor: str, channel: str | None, now: float) -> Reply:

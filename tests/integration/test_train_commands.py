@@ -38,8 +38,8 @@ from support.bolt_driver import (
 from bot.app import build_app
 from bot.config import Config
 from bot.core.train_grammar import CommandError, Submit, parse_command
-from bot.services.approvals import ActionId
-from bot.services.competitors import release_started
+from bot.services.approvals import ActionId, handle_click
+from bot.services.competitors import HOLD_ACTION, release_started
 from bot.services.overrides import parse_overrides
 from bot.services.ports import BotContext
 from bot.services.prompts import create_resubmit_prompt
@@ -458,6 +458,42 @@ def test_a_persons_train_hold_of_a_competitor_trainbot_holds_outlasts_the_resume
     assert env.job(comp)["reason"] == "JobHeldUser"
     root = env.slack.root_messages(CH)[-1]
     assert (f"<@U0APPR> held {comp} with `/train hold`: it is their hold now, and trainbot no "
+            f"longer releases it when {resumed} starts.") in \
+        [r["text"] for r in env.slack.replies(CH, root["ts"])]
+
+
+def test_a_persons_train_hold_of_a_whole_array_outlasts_the_resumed_job_for_its_tasks(
+        env: Env) -> None:
+    """trainbot holds a task of a competing array under the task's own id (task 1, split off
+    the array's waiting rest by an update of its own); `/train hold` of the array's own id
+    holds every waiting task and makes that hold the person's: the resumed job starting
+    releases none of them."""
+    array = env.sh("sbatch", "--parsable", "--array=0-3", "--job-name", f"comp-{env.tag}",
+                   "--partition", env.cluster.partition, "--account", COMPETITION_ACCOUNT,
+                   "--begin", "now+1hour", "--output", "/dev/null", "--wrap", "sleep 1",
+                   ).strip().split(";")[0]
+    env.sh("scontrol", "update", f"JobId={array}_1", "Comment=split")  # its own record now
+    shown = env.sh("scontrol", "show", "job", f"{array}_1")
+    task = int(present(re.search(r"JobId=(\d+)", shown)).group(1))
+    assert task != int(array), shown
+    _, replies = env.train("resume slow")
+    resumed = replies[0]["text"].split()[3]
+    store = env.services.store
+    token = store.approvals.create(
+        chain_id=present(store.attempts.get_by_job(resumed)).chain_id,
+        action=HOLD_ACTION, target_job=str(task),
+        payload={"cluster": "dev", "for_job": resumed, "recipe": "slow",
+                 "choices": ["hold", "keep"]},
+        allowed=["U0APPR"], now=time.time(), expires_at=time.time() + 3600)
+    result = handle_click(env.services, token, ActionId.HOLD_COMPETITOR, "U0APPR", time.time())
+    assert result.update_text == f"Approved by <@U0APPR>: held {task} until {resumed} starts"
+    assert env.job(task)["reason"] == "JobHeldUser"
+    env.train(f"hold {array}", user="U0APPR")
+    resumed_job_runs(env, resumed)
+    assert env.job(task)["reason"] == "JobHeldUser"
+    assert all(row["reason"] == "JobHeldUser" for row in env.squeue(f"comp-{env.tag}"))
+    root = env.slack.root_messages(CH)[-1]
+    assert (f"<@U0APPR> held {task} with `/train hold`: it is their hold now, and trainbot no "
             f"longer releases it when {resumed} starts.") in \
         [r["text"] for r in env.slack.replies(CH, root["ts"])]
 

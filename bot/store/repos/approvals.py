@@ -492,10 +492,11 @@ class ApprovalsRepo(_Repo):
                                                            **_bound_values(None)))
         return out
 
-    def settle_holds(self, action: str, target_job: str, *, cluster: str, now: float,
-                     landed_only: bool) -> list[Approval]:
-        """Take job `target_job` of `cluster` out of the `action` holds' ledger, a person
-        having held or released it themselves: every approved one whose hold was sent
+    def settle_holds(self, action: str, target_jobs: Iterable[str], *, cluster: str,
+                     now: float, landed_only: bool) -> list[Approval]:
+        """Take jobs `target_jobs` of `cluster` (a job, or an array's id and its tasks' own
+        ids) out of the `action` holds' ledger, a person having held or released them
+        themselves: every approved one whose hold was sent
         ("holding", or one from before the steps) done, in one transaction (the job's rows
         locked, as `join_hold` and `pass_hold` lock them, so no yes joins a hold taken out
         meanwhile); with `landed_only`, only those whose hold is over ("hold_ended", or one
@@ -503,7 +504,7 @@ class ApprovalsRepo(_Repo):
         yes still reading Slurm ("hold_approved" alone) is left to find the job held.
         Returns those done."""
         with self._engine.begin() as conn:
-            settled = [a for a, steps in self._holds_on(conn, action, str(target_job), cluster)
+            settled = [a for a, steps in self._holds_on(conn, action, list(target_jobs), cluster)
                        if a.state == "approved" and _hold_sent(steps)
                        and (not landed_only or "hold_ended" in steps
                             or "hold_approved" not in steps)]
@@ -521,19 +522,19 @@ class ApprovalsRepo(_Repo):
             select(t.approvals).where(t.approvals.c.id == token)).first())
         if found is None or found.target_job is None:
             return None, []
-        rows = self._holds_on(conn, found.action, found.target_job,
+        rows = self._holds_on(conn, found.action, [found.target_job],
                               found.payload.get("cluster"))
         mine = next((r for r in rows if r[0].id == token), None)
         return mine, [r for r in rows if r[0].id != token and r[0].state == "approved"]
 
     @staticmethod
-    def _holds_on(conn: Any, action: str, target_job: str,
+    def _holds_on(conn: Any, action: str, target_jobs: list[str],
                   cluster: str | None) -> list[tuple[Approval, dict[str, float]]]:
-        """Every `action` approval on `target_job` whose payload names `cluster`, with its
-        steps; all the job's rows locked first, in id order (FOR UPDATE on PostgreSQL)."""
+        """Every `action` approval on one of `target_jobs` whose payload names `cluster`, with
+        its steps; all the jobs' rows locked first, in id order (FOR UPDATE on PostgreSQL)."""
         rows = conn.execute(
             select(t.approvals).where(and_(t.approvals.c.action == action,
-                                           t.approvals.c.target_job == target_job))
+                                           t.approvals.c.target_job.in_(target_jobs)))
             .order_by(t.approvals.c.id).with_for_update()).all()
         approvals = [a for a in (_row(Approval, r) for r in rows)
                      if a.payload.get("cluster") == cluster]

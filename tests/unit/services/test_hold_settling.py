@@ -1,0 +1,98 @@
+"""How a hold trainbot keeps of a competing job ends when a person takes the job over or
+trainbot lets go of it (bot.services.hold_ledger, bot.services.competitors): a person's
+`/train hold|release` of a whole array settles its tasks' holds; a person's `/train hold`
+arriving while trainbot's own release of the job is on its way stands; a yes arriving then is
+told trainbot is releasing the job. Real store, on SQLite and on PostgreSQL (`store_url`)."""
+
+from __future__ import annotations
+
+import pytest
+from fakes import FakeSlurm, make_context, recorded
+
+from bot.core.train_grammar import parse_command
+from bot.services import competitors
+from bot.services.approvals import ActionId, handle_click
+from bot.services.ports import BotContext
+from bot.services.train import execute
+from bot.store import Store
+
+NOW = 1_000_000.0
+ARRAY, TASK = 88010, 88012  # array 88010: task 1 split off as 88012, the rest waiting as 88010
+
+
+@pytest.fixture
+def store(store_url: str):
+    s = Store.open(store_url)
+    yield s
+    s.close()
+
+
+@pytest.fixture
+def slurm() -> FakeSlurm:
+    return FakeSlurm()
+
+
+@pytest.fixture
+def ctx(store: Store, slurm: FakeSlurm) -> BotContext:
+    return make_context(store, slurm)
+
+
+def hold_for(ctx: BotContext, slurm: FakeSlurm, competitor: int, for_job: int = 88887) -> str:
+    """A run whose resumed job `for_job` waits, and its hold prompt for `competitor`: the
+    prompt's token."""
+    slurm.add(for_job, name="mix", account="root", partition="debug", priority=50)
+    chain = ctx.store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW)
+    ctx.store.attempts.record(chain_id=chain.id, job_id=str(for_job), now=NOW)
+    recorded(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
+    return ctx.store.approvals.create(
+        chain_id=chain.id, action=competitors.HOLD_ACTION, target_job=str(competitor),
+        payload={"cluster": "dev", "for_job": str(for_job), "recipe": "mix",
+                 "choices": ["hold", "keep"]},
+        allowed=["U0APPR"], now=NOW, expires_at=NOW + 3600)
+
+
+def array_competitor(slurm: FakeSlurm) -> None:
+    slurm.add(ARRAY, name="succ", account="root", partition="debug", priority=100,
+              array_job_id=ARRAY)  # the pending remainder 88010_[0,2-3]
+    slurm.add(TASK, name="succ", account="root", partition="debug", priority=100,
+              array_job_id=ARRAY, array_task_id=1)
+
+
+@pytest.mark.parametrize("verb", ["hold", "release"])
+def test_a_persons_hold_or_release_of_a_whole_array_settles_its_tasks_holds(
+        ctx: BotContext, slurm: FakeSlurm, verb: str) -> None:
+    """trainbot holds task 88010_1 (raw id 88012) for 88887; `/train hold 88010` (every
+    waiting task of the array) makes it the person's hold, and `/train release 88010` ends
+    trainbot's: either way 88887 starting releases nothing of trainbot's."""
+    array_competitor(slurm)
+    token = hold_for(ctx, slurm, TASK)
+    assert handle_click(ctx, token, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 1).update_text \
+        == "Approved by <@U0APPR>: held 88012 until 88887 starts"
+    execute(ctx, parse_command(f"{verb} {ARRAY}"), actor="U0APPR", channel="C0TRAIN",
+            now=NOW + 2)
+    assert competitors.held_now(ctx) == []
+    said = ("<@U0APPR> held 88012 with `/train hold`: it is their hold now, and trainbot no "
+            "longer releases it when 88887 starts." if verb == "hold" else
+            "<@U0APPR> released 88012 with `/train release`; trainbot's hold of it for 88887 "
+            "is over.")
+    assert said in recorded(ctx).texts()
+    slurm.set(88887, state="RUNNING")
+    assert competitors.release_started(ctx, NOW + 3) == []
+    assert slurm.acted("release") == ([ARRAY] if verb == "release" else [])
+    actions = [(e.action, e.job_id, e.result) for e in ctx.store.audit.recent(100)]
+    assert ("competitor.release", str(TASK), "by_person") in actions
+
+
+def test_a_persons_hold_of_a_whole_array_leaves_a_hold_of_another_job_alone(
+        ctx: BotContext, slurm: FakeSlurm) -> None:
+    """Only the array's own tasks' holds are settled: a hold of another job stays trainbot's
+    and is released when the resumed job starts."""
+    array_competitor(slurm)
+    slurm.add(88017, name="succ", account="root", partition="debug", priority=100)
+    token = hold_for(ctx, slurm, 88017)
+    handle_click(ctx, token, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 1)
+    execute(ctx, parse_command(f"hold {ARRAY}"), actor="U0APPR", channel="C0TRAIN",
+            now=NOW + 2)
+    assert [a.target_job for a in competitors.held_now(ctx)] == ["88017"]
+    slurm.set(88887, state="RUNNING")
+    assert competitors.release_started(ctx, NOW + 3) == [88017]
