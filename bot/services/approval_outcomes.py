@@ -55,8 +55,10 @@ class Outcome:
     trained on: it stalled at iteration `stalled_iter`, has reached `reached_iter` since) |
     competitor_started | competitor_left (a hold prompt's
     competitor, in `state`) | competitor_held (held already, not by trainbot: `state` the
-    hold's reason). `job_id` is the prompt's target job (the competitor of a hold
-    prompt), `new_job_id` the resubmitted one, `for_job` the resumed job a hold waits for,
+    hold's reason) | competitor_releasing (held by trainbot for another run's job,
+    `current_job`, and being released right now). `job_id` is the prompt's target job (the
+    competitor of a hold prompt), `new_job_id` the resubmitted one, `for_job` the resumed
+    job a hold waits for,
     `state` a Slurm state (None: unknown to Slurm), `error` what the error said (its Text,
     which the template translates; Slurm's or ssh's own words inside stay verbatim);
     `not_applied` the overrides a site submit wrapper's job did not get ([key, requested, the

@@ -91,11 +91,12 @@ def perform(ctx: BotContext, approval: Approval, choice: str, actor: str,
     recipe, target = payload.get("recipe"), str(approval.target_job)
     if choice == "hold":
         hold = comp.apply_hold(ctx, approval, actor, now)
-        not_held = ("competitor_started", "competitor_left", "competitor_held")
+        not_held = ("competitor_started", "competitor_left", "competitor_held",
+                    "competitor_releasing")
         kind: OutcomeKind = "stale" if hold.did in not_held else "approved"
         return Performed(Outcome(kind, actor, hold.did, recipe, job_id=target,
                                  for_job=payload.get("for_job"), state=hold.state,
-                                 error=hold.error), target)
+                                 error=hold.error, current_job=hold.releasing_for), target)
     if choice in ("cancel", "cancel_resume"):
         return _cancel(ctx, approval, actor, now, resume=choice == "cancel_resume",
                        besides=besides)

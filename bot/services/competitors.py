@@ -82,6 +82,8 @@ class HoldResult:
     `state`) | competitor_left (no longer queued: `state`, None when Slurm no longer knows it)
     | competitor_held (held already, by no hold of trainbot's: by its owner or an admin;
     `state` the hold's reason, JobHeldUser; nothing held nor recorded)
+    | competitor_releasing (held by trainbot for another run, `releasing_for`, whose
+    release is on its way: nothing held nor recorded)
     | hold_failed (`error` from Slurm; nothing held) | hold_unknown (`error`: `scontrol hold`'s
     end was not seen, so the job may be held: it stays in the hold ledger and is released
     like any hold, once it is seen to have landed or the hold can no longer be running:
@@ -90,6 +92,7 @@ class HoldResult:
     did: str
     state: str | None = None
     error: Text | str | None = None
+    releasing_for: str | None = None
 
 
 def ahead_of(mine: JobRecord | None, competitors: Iterable[JobRecord]) -> list[JobRecord]:
@@ -305,9 +308,15 @@ def apply_hold(ctx: BotContext, approval: Approval, actor: str, now: float) -> H
             return release_if_no_longer_waiting(ctx, approval, now)
         if HOLDING_STEP in ctx.store.approvals.steps(approval.token):
             return skipped_after_release(slurm, for_job)  # its release came first
-        skipped = HoldResult("competitor_held", state=theirs.reason or theirs.state)
-        why = (f"{comp} is already held ({theirs.reason or theirs.state}), not by trainbot; "
-               "not held, and not trainbot's to release")
+        releasing = ctx.store.approvals.hold_being_released(approval.token)
+        if releasing is not None:  # trainbot's own hold, its release on its way
+            skipped = HoldResult("competitor_releasing",
+                                 releasing_for=releasing.payload.get("for_job"))
+            why = f"{comp} is being released by trainbot right now; not held"
+        else:
+            skipped = HoldResult("competitor_held", state=theirs.reason or theirs.state)
+            why = (f"{comp} is already held ({theirs.reason or theirs.state}), not by "
+                   "trainbot; not held, and not trainbot's to release")
     if skipped is not None:
         ctx.store.approvals.mark_done(approval.token, now=now)
         ctx.store.audit.record(

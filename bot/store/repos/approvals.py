@@ -514,6 +514,16 @@ class ApprovalsRepo(_Repo):
                     .values(state="done", decided_at=now))
         return settled
 
+    def hold_being_released(self, token: str) -> Approval | None:
+        """Another approved hold of the job of hold prompt `token` (its action, target job
+        and payload cluster, as `join_hold` finds them) whose hold was sent and whose release
+        is claimed ("releasing"): trainbot's hold of the job is being let go right now. None
+        when there is none."""
+        with self._engine.begin() as conn:
+            _mine, others = self._holds_beside(conn, token)
+        return next((a for a, steps in others if "releasing" in steps and _hold_sent(steps)),
+                    None)
+
     def note_person_hold(self, action: str, target_jobs: Iterable[str], *, cluster: str,
                          actor: str, now: float) -> list[str]:
         """A person's `scontrol hold` of jobs `target_jobs` of `cluster` is about to be sent:

@@ -180,3 +180,31 @@ def test_a_persons_hold_during_trainbots_release_is_said_plainly_when_it_cannot_
     assert "Job is no longer pending execution" in said[0]
     assert said[0].endswith("): if it still waits, hold it again with `/train hold 88017`.")
     assert competitors.held_now(ctx) == []
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_a_yes_arriving_during_trainbots_own_release_is_told_trainbot_is_releasing_it(
+        store: Store, slow: SlowReleaseSlurm, lang: str) -> None:
+    """Run A's hold of 88017 is being released (88887 started, `scontrol release` on its
+    way) when run B's yes on 88017 comes in: Slurm still shows 88017 held, by trainbot's
+    hold; the yes holds nothing and says that trainbot is releasing it right now, not that
+    someone else holds it."""
+    ctx = make_context(store, slow, lang=lang)
+    slow.add(88017, name="succ", account="root", partition="debug", priority=100)
+    token_a = hold_for(ctx, slow, 88017)
+    handle_click(ctx, token_a, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 1)
+    token_b = hold_for(ctx, slow, 88017, for_job=88999)
+    slow.set(88887, state="RUNNING")
+    answers = []
+    slow.meanwhile.append(lambda: answers.append(handle_click(
+        ctx, token_b, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 2)))
+    assert competitors.release_started(ctx, NOW + 2) == [88017]
+    assert answers[0].update_text == (
+        "Out of date: trainbot is releasing 88017 right now (88887 no longer needs it), so "
+        "it was not held for 88999; if 88999 still needs it, hold it with `/train hold "
+        "88017`." if lang == "en" else
+        "지난 요청입니다: trainbot이 지금 작업 88017의 보류를 해제하고 있어(작업 88887에 더 이상 "
+        "필요하지 않음) 작업 88999을(를) 위해 보류하지 않았습니다. 작업 88999에 아직 필요하면 "
+        "`/train hold 88017`로 보류하세요.")
+    assert slow.acted("hold") == [88017]
+    assert competitors.held_now(ctx) == []
