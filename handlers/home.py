@@ -14,6 +14,7 @@ from typing import Any
 from slack_bolt import Ack, App
 from slack_sdk import WebClient
 
+from bot.core.slurm.job_ref import is_job_id
 from bot.services.approvals import click_reply
 from bot.services.home import cancel_command, publish_home, stop_watching
 from bot.services.ports import BotContext
@@ -51,7 +52,8 @@ def _id_click(services: BotContext, what: str, subject: str,
               fence: ListenerFence | None):  # noqa: ANN202 - a Bolt listener
     """A Home tab button whose value is an id (of a `subject`: a job, a chain): `act(ctx,
     user, id, now)` does `what` the button says and tells what it did, which the republished
-    tab shows. A value that is no id (a forged click) is logged and ignored. A click `fence`
+    tab shows. A value that is no id (a forged click; `0`, no job's or chain's id: is_job_id,
+    the rule `/train` takes job ids by) is logged and ignored. A click `fence`
     refuses (the bot is stopping) does nothing; the clicker is told, in a direct message,
     that trainbot is restarting; so too, with what it had started, a click the store's close
     stopped (handlers.fence.stopped_by_close)."""
@@ -61,7 +63,7 @@ def _id_click(services: BotContext, what: str, subject: str,
               client: WebClient | None = None) -> None:
         user, value = body["user"]["id"], str(action.get("value") or "")
         now = services.clock()
-        if not value.isdigit():
+        if not is_job_id(value):
             logger.warning("Home tab %s by %s with a forged value %r", what, user, value)
             return
         with fence.admitted() as admitted:

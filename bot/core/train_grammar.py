@@ -8,7 +8,7 @@ import shlex
 from dataclasses import dataclass
 from typing import Literal
 
-from bot.core.slurm.job_ref import JobIdError, JobRef, parse_job_ref
+from bot.core.slurm.job_ref import JobIdError, JobRef, looks_like_job_ref, parse_job_ref
 from bot.core.text import N_, Text
 
 MAX_LOG_LINES = 500
@@ -56,7 +56,6 @@ HELP_LINES: dict[str, Text] = {
 
 # A recipe name `/train` can name: the config refuses any other (bot.config.models.root).
 RECIPE_NAME_RE = re.compile(r"^[A-Za-z0-9][A-Za-z0-9_.\-]{0,63}\Z")
-_JOB_ID_RE = re.compile(r"^[0-9]{1,12}(?:_[0-9]{1,7})?$")  # 123 or an array task 123_4
 _COUNT_RE = re.compile(r"^[0-9]{1,6}$")
 _KEY_RE = re.compile(r"^[A-Za-z_][A-Za-z0-9_.\-]{0,63}$")
 # shlex's complaints, as sentences the renderer translates
@@ -95,7 +94,7 @@ class Status:
 
     @property
     def is_job(self) -> bool:
-        return self.target is not None and bool(_JOB_ID_RE.match(self.target))
+        return self.target is not None and looks_like_job_ref(self.target)
 
 
 @dataclass(frozen=True)
@@ -269,8 +268,8 @@ def _p_status(verb: str, args: list[str]) -> Command:
     if not args:
         return Status()
     word = args[0]
-    if _JOB_ID_RE.match(word):
-        return Status(word)
+    if looks_like_job_ref(word):  # `0`, `0_3`: not a job id, never a recipe's name either
+        return Status(_job_ref(verb, word).display)
     return Status(_recipe(verb, word))
 
 

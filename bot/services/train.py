@@ -20,6 +20,7 @@ from bot.core import train_grammar as c
 from bot.core.arrays import array_control, recorded_plain
 from bot.core.authz import Decision, can_submit
 from bot.core.findings import Finding
+from bot.core.slurm.job_ref import JobIdError, is_job_id
 from bot.core.slurm.records import JobRecord
 from bot.core.slurm.values import expand_output_pattern
 from bot.core.text import N_
@@ -86,15 +87,18 @@ def execute(ctx: BotContext, cmd: c.Command, *, actor: str, channel: str | None,
     one its answer is in; access.recipe_of_job, read from the store before the command runs),
     and audits them under that recipe (an array's id or one of its tasks, `6200_2`: the run
     that records its tasks); a job of no recipe's (adopted, unknown) in the channel's
-    (`say`)."""
+    (`say`). A job id no job has (0: parse_command refuses it, a command built elsewhere
+    may not) is told as the parser tells it, never handed to Slurm's argv builders."""
     verb = c.verb_of(cmd)
     recipe = getattr(cmd, "recipe", None)
-    job = getattr(cmd, "job_id", None)
+    job_id = getattr(cmd, "job_id", None)
     task = getattr(cmd, "array_task", None)
-    job = None if job is None else str(job) if task is None else f"{job}_{task}"
+    job = None if job_id is None else str(job_id) if task is None else f"{job_id}_{task}"
     if recipe is None and job is not None:
         recipe = recipe_of_job(ctx.store, job)[0]
     try:
+        if job_id is not None and not is_job_id(str(job_id)):
+            raise UsageProblem(JobIdError(str(job)).text)
         return _HANDLERS[type(cmd)](ctx, cmd, actor, channel, now)
     except _Refused as exc:
         _audit(ctx, actor, verb, now, "refused", job, recipe, str(exc.reason))

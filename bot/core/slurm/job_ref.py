@@ -10,7 +10,14 @@ from dataclasses import dataclass
 from bot.core.slurm.errors import SlurmParseError
 from bot.core.text import N_
 
-_JOB_RE = re.compile(r"^([0-9]{1,12})(?:_([0-9]{1,7}))?$")
+#: A job's id as people give it: Slurm numbers jobs from 1 (0 and 000 name no job; Slurm's
+#: argv builders refuse them), at most 12 digits. The one rule for `/train`'s words, a Home
+#: tab button's value and the CLI.
+JOB_ID = r"[1-9][0-9]{0,11}"
+_JOB_ID_RE = re.compile(JOB_ID)
+_JOB_RE = re.compile(rf"^({JOB_ID})(?:_([0-9]{{1,7}}))?$")
+# a word `/train status` takes for a job id, right or wrong (`0`, `0_3`), not a recipe's name
+_JOB_SHAPED_RE = re.compile(r"^[0-9]{1,12}(?:_[0-9]{1,7})?$")
 # an array's id in Slurm's listings: `123_4`, a step of it (sacct's `123_4.batch`, `123_4.0`),
 # or the pending remainder `123_[5-9%2]`
 _ARRAY_ID_RE = re.compile(r"^([0-9]+)_(?:([0-9]+)(?:\.[A-Za-z0-9_]+)?|\[[^\]]+\])$")
@@ -42,6 +49,17 @@ class JobRef:
     def display(self) -> str:
         """`123` or `123_4`, as it was written."""
         return str(self.job_id) if self.array_task is None else f"{self.job_id}_{self.array_task}"
+
+
+def is_job_id(word: str) -> bool:
+    """`word` is a job's id (`123`; not `0`, `007`, `123_4`, ` 123` or non-ASCII digits)."""
+    return _JOB_ID_RE.fullmatch(word) is not None
+
+
+def looks_like_job_ref(word: str) -> bool:
+    """`word` has a job id's shape (up to 12 digits, perhaps `_` and a task's digits): meant
+    as a job id, right (`123`, `123_4`) or not (`0`, `000`, `0_3`), not as a recipe's name."""
+    return _JOB_SHAPED_RE.match(word) is not None
 
 
 def parse_job_ref(word: str) -> JobRef:

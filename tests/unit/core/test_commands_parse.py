@@ -81,6 +81,13 @@ BAD = [
     ("cancel 88017x", ["'88017x' is not a job id: give 123 (a job or a whole array) or "
                        "123_4 (task 4 of array 123)", "/train cancel JOBID|JOBID_TASK"]),
     ("cancel -1", ["'-1' is not a job id", "/train cancel JOBID"]),
+    # Slurm numbers jobs from 1: 0 is no job's id (its argv builders refuse it), in any verb
+    ("cancel 0", ["'0' is not a job id: give 123", "/train cancel JOBID|JOBID_TASK"]),
+    ("watch 0", ["'0' is not a job id", "/train watch JOBID|JOBID_TASK"]),
+    ("logs 000", ["'000' is not a job id", "/train logs JOBID|JOBID_TASK [N]"]),
+    ("hold 0_3", ["'0_3' is not a job id", "/train hold JOBID"]),
+    ("stacks 007", ["'007' is not a job id", "/train stacks JOBID"]),
+    ("status 0", ["'0' is not a job id", "/train status [RECIPE|JOBID|JOBID_TASK]"]),
     ("hold 1 2", ["extra argument(s): '2'", "/train hold JOBID"]),
     ("release $(id)", ["'$(id)' is not a job id", "/train release JOBID"]),
     ("logs 1 0", ["line count 0 is out of range 1..500", "/train logs JOBID|JOBID_TASK [N]"]),

@@ -9,6 +9,7 @@ from bot.core.slurm.job_ref import (
     JobIdError,
     JobRef,
     array_task_in,
+    is_job_id,
     parse_job_ref,
     parse_raw_job_ids,
     split_array_id,
@@ -24,12 +25,25 @@ def test_job_and_array_task_ids(word: str, ref: JobRef) -> None:
 
 
 @pytest.mark.parametrize("word", ["", "abc", "123_", "_4", "123_4_5", "123_[1-3]", "-1",
-                                  "12.3", "1" * 13, "123+1", "$(id)"])
+                                  "12.3", "1" * 13, "123+1", "$(id)", "0", "000", "0_3",
+                                  "007", "\u0661\u0662"])
 def test_anything_else_is_refused_naming_it_and_the_accepted_forms(word: str) -> None:
     with pytest.raises(JobIdError) as err:
         parse_job_ref(word)
     assert str(err.value) == (f"{word!r} is not a job id: give 123 (a job or a whole array) "
                               "or 123_4 (task 4 of array 123)")
+
+
+@pytest.mark.parametrize(("word", "is_id"), [
+    ("1", True), ("123", True), ("9" * 12, True), ("0", False), ("00", False),
+    ("012", False), ("9" * 13, False), ("123_4", False), (" 123", False), ("123\n", False),
+    ("\u00b2", False), ("\u0661", False), ("", False),
+])
+def test_a_job_id_is_a_positive_number_in_ascii_digits(word: str, is_id: bool) -> None:
+    """The one rule for a job's own id (a Home tab button's value; `/train`'s words through
+    parse_job_ref): what str.isdigit() takes besides (`²`, Arabic-Indic digits, which int()
+    reads or chokes on) and 0, which no Slurm job has, are not ids."""
+    assert is_job_id(word) is is_id
 
 
 def test_raw_job_id_listing_keeps_every_array_task_apart() -> None:

@@ -501,3 +501,22 @@ def adopt_task(ctx: BotContext) -> None:
 def _notice(blocks: list[dict[str, Any]]) -> str:
     [notice] = [b["text"]["text"] for b in blocks if b.get("block_id") == "notice"]
     return notice
+
+
+@pytest.mark.parametrize("value", ["0", "000", "\u00b2", "\u0661\u0662", "-1", "6101 "])
+@pytest.mark.parametrize("button", ["cancel", "stop"])
+def test_a_home_click_whose_value_is_no_id_is_ignored_as_forged(ctx, slurm, caplog, value,
+                                                                  button):
+    """A Home tab click whose value is no job's or chain's id, by the rule `/train` takes
+    job ids by (0, which no Slurm job has; `²` and Arabic-Indic digits, which str.isdigit()
+    takes and int() chokes on or reads), is logged as forged and ignored: no traceback, no
+    Slurm call, no tab published."""
+    from handlers.home import make_stop_watching
+
+    click = (make_cancel_job if button == "cancel" else make_stop_watching)(ctx)
+    with caplog.at_level(logging.INFO):
+        click(body={"user": {"id": APPROVER}}, action={"value": value},
+              logger=logging.getLogger("t"))
+    assert [r.levelname for r in caplog.records] == ["WARNING"], caplog.text
+    assert "forged value" in caplog.text
+    assert slurm.calls == [] and homes(ctx).published == []

@@ -638,6 +638,10 @@ def test_a_target_past_the_stores_integers_is_refused_before_sbatch(store) -> No
      "target_iter must be a whole number from 1 to 2147483647\nUsage: `/train submit"),
     ("ko", "submit mix target_iter=0",
      "target_iter은(는) 1부터 2147483647까지의 정수여야 합니다\n사용법: `/train submit"),
+    ("en", "cancel 0", ":x: '0' is not a job id: give 123 (a job or a whole array) or 123_4 "
+                       "(task 4 of array 123). Usage: `/train cancel JOBID|JOBID_TASK`"),
+    ("ko", "watch 0_3", ":x: '0_3'은(는) 작업 id가 아닙니다: 123 (작업 또는 array 전체) 또는 "
+                        "123_4 (array 123의 task 4)로 주세요"),
     ("en", "submit mix target_iter=1_000", "target_iter must be a whole number, e.g. "),
     ("ko", "submit mix lr=\u0665", "lr은(는) 숫자여야 합니다 (예: lr=0.0003)\n사용법:"),
     ("en", 'submit mix "lr= 5"', "lr must be a number, e.g. lr=0.0003\nUsage:"),
@@ -661,6 +665,24 @@ def test_a_mistyped_command_or_override_is_told_in_the_channels_language(store, 
         reply = command_error_text(ctx, exc, "C0TRAIN")
     assert reply.startswith(said), reply
     assert slurm.submits() == []
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+@pytest.mark.parametrize("cmd", [JobControl("cancel", 0), Watch(0), Logs(0, array_task=3)])
+def test_a_command_naming_job_0_is_told_it_is_no_job_id_not_an_internal_error(
+        store, lang, cmd) -> None:
+    """A command built with job id 0 (no Slurm job's: parse_command refuses it, a Home tab
+    click or another caller may not) is answered as the parser answers it, in the channel's
+    language, never handed to Slurm (whose argv builders raise ValueError on it: the
+    listener's traceback and the generic internal-error reply)."""
+    slurm, runner = _client_over({})
+    ctx = make_context(store, {"dev": slurm}, lang=lang)
+    reply = execute(ctx, cmd, actor="W0LEAD", channel="C0TRAIN", now=NOW).text
+    said = {"en": "'0' is not a job id: give 123", "ko": "'0'은(는) 작업 id가 아닙니다"}[lang]
+    if cmd.array_task is not None:
+        said = said.replace("'0'", "'0_3'")
+    assert said in reply and "`/train " in reply, reply
+    assert runner.calls == []
 
 
 @pytest.mark.parametrize(("lang", "text", "said"), [
