@@ -190,7 +190,9 @@ def estimate_save_peak(
     per_gpu_cap_bytes: int | None = None,
     site_floor_bytes: int | None = None,
 ) -> MemoryBudget:
-    """Host peak per node during a save, and whether it fits `--mem` and the site cap."""
+    """Host peak per node during a save, and whether it fits `--mem` and the site cap.
+    `mem_limit_bytes` 0 is Slurm's --mem=0, all of each node's memory: a size preflight does
+    not know, so the peak is told against no limit (a warning), never against 0 bytes."""
     parts = _parts(inp)
     subtotal = sum(p.bytes for p in parts)
     peak = int(subtotal * inp.overhead_factor)
@@ -215,6 +217,16 @@ def estimate_save_peak(
                gpus=gpus, per_gpu=format_size(per_gpu_cap_bytes or 0), **said),
             None,
             _cannot_fit_fix(inp, cap),
+        )
+    if mem_limit_bytes == 0:
+        return MemoryBudget(
+            tuple(parts), subtotal, peak, None, cap, site_floor_bytes, "warn",
+            N_("estimated host peak during a checkpoint save: %(peak)s per node, mostly "
+               "%(biggest)s. Breakdown: %(breakdown)s; × %(overhead)s overhead. --mem=0 gives "
+               "the job all of each node's memory, which preflight does not know: the nodes "
+               "need at least %(need)s", need=need, **said),
+            need, N_("run on nodes with at least %(need)s of memory, or set --mem=%(need)s "
+                     "so Slurm checks it", need=need),
         )
     if mem_limit_bytes is None:
         return MemoryBudget(

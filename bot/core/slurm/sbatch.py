@@ -225,7 +225,9 @@ def options_not_applied(requested: Mapping[str, Any], job: JobRecord) -> dict[st
     Compared where the job's record shows the option: partition (one of a list), account
     and QOS (Slurm lower-cases them), mem (bytes per node), time (whole minutes, as Slurm
     rounds). gres, and an option whose value the record lacks, cannot be compared and are
-    not reported."""
+    not reported; nor are mem 0 (Slurm: all of each node's memory, which the record shows as
+    the node's size) and time 0 (Slurm: no limit, which the record shows as the partition's
+    maximum or UNLIMITED), whatever the job's record says is what they asked for."""
     differ: dict[str, str] = {}
     for name, value in requested.items():
         text = str(value)
@@ -236,10 +238,11 @@ def options_not_applied(requested: Mapping[str, Any], job: JobRecord) -> dict[st
             if getattr(job, name).casefold() != text.casefold():
                 differ[name] = getattr(job, name)
         elif name == "mem" and job.mem_limit_bytes is not None:
-            if parse_size(text) != job.mem_limit_bytes:
+            want_bytes = parse_size(text)
+            if want_bytes != 0 and want_bytes != job.mem_limit_bytes:
                 differ[name] = format_slurm_size(job.mem_limit_bytes)
         elif name == "time" and job.time_limit_s is not None:
             want = parse_sbatch_time(text)
-            if want is not None and want != job.time_limit_s:
+            if want and want != job.time_limit_s:
                 differ[name] = format_duration(job.time_limit_s)
     return differ

@@ -61,6 +61,21 @@ def test_site_floor_is_suggested_when_the_need_is_below_it():
     assert budget.suggested_mem == "550G"  # 563,200 MiB is charged anyway
 
 
+def test_mem_0_is_each_nodes_whole_memory_not_a_zero_byte_limit():
+    """--mem=0 (Slurm: all of each node's memory) is a size preflight does not know: the
+    peak is told with what the nodes need, a warning, never "above --mem=0 B" and a fail;
+    the site cap still applies."""
+    budget = estimate_save_peak(_job_87870(worker_rss="2.3G"), mem_limit_bytes=0)
+    assert budget.level == "warn" and budget.mem_limit_bytes is None
+    message = budget.finding().message
+    assert "--mem=0 gives the job all of each node's memory" in message, message
+    assert f"the nodes need at least {budget.suggested_mem}" in message
+    assert "OOM-killed" not in message and "0 B" not in message
+    assert f"--mem={budget.suggested_mem}" in budget.finding().fix
+    capped = estimate_save_peak(_job_87870(), mem_limit_bytes=0, per_gpu_cap_bytes=10 * GIB)
+    assert capped.level == "fail" and "site cap" in capped.finding().message
+
+
 def test_cannot_fit_under_the_cap_names_the_ways_down():
     big = _job_87870(params=12_000_000_000, worker_rss="2.3G")
     budget = estimate_save_peak(big, mem_limit_bytes=parse_size("950GB"),

@@ -76,6 +76,12 @@ def test_sbatch_input_env_names_each_option_and_refuses_a_second_line() -> None:
     ({"time": "UNLIMITED"}, {"time_limit_s": 3600.0}, {}),
     ({"gres": "gpu:2"}, {}, {}),  # not in the job's record: cannot be compared
     ({"mem": "400G", "partition": "debug"}, {}, {}),  # the record lacks them
+    # mem 0 is all of each node's memory (Slurm records the node's size, 21694M on the dev
+    # cluster), time 0 no limit (Slurm records the partition's maximum): both applied
+    ({"mem": "0", "time": "0"}, {"mem_limit_bytes": 21694 * 1024**2,
+                                 "time_limit_s": 365 * 86400.0}, {}),
+    ({"mem": "0G", "time": "00:00:00"}, {"mem_limit_bytes": 400 * GIB,
+                                         "time_limit_s": 3600.0}, {}),
 ])
 def test_options_not_applied_compares_what_the_job_shows(requested, job, differ) -> None:
     assert options_not_applied(requested, JobRecord(job_id=777, **job)) == differ

@@ -281,3 +281,28 @@ def test_incomplete_checkpoints_all_checked_within_the_bound_are_no_complete_one
     assert finding.message == ("no parameter count (no complete checkpoint in /ckpt/mix yet): "
                                "skipped the checkpoint memory budget")
     assert finding.fix == "pass --params (e.g. --params 1.4B)"
+
+
+@pytest.mark.parametrize("mem", ["0", "0G"])
+def test_a_recipe_with_mem_0_is_budgeted_against_the_nodes_memory_not_0_bytes(mem):
+    """A recipe's `mem: "0"` (Slurm's --mem=0: all of each node's memory) is no 0-byte limit:
+    the checkpoint budget says the peak and what the nodes need, as a warning, in English and
+    Korean; never "above --mem=0 B: the first save will be OOM-killed"."""
+    from fakes import make_config
+
+    from bot.services.preflight import PreflightOptions, memory_section
+    from bot.slack.render import translator
+
+    recipe = make_config(mem=mem, gres="gpu:4").recipes["mix"]
+    (finding,), budget = memory_section(recipe, PreflightOptions(params=1_000_000_000), None)
+    assert finding.level == "warn" and budget is not None, finding.message
+    assert ("--mem=0 gives the job all of each node's memory, which preflight does not know: "
+            "the nodes need at least 90G [parameter count 1.00B (given)]") in finding.message
+    assert finding.fix == ("run on nodes with at least 90G of memory, or set --mem=90G so "
+                           "Slurm checks it")
+    ko = translator("ko").gettext
+    assert ("`--mem=0`은 작업에 각 노드의 메모리 전체를 주는데, `preflight`는 그 크기를 알지 "
+            "못합니다: 노드에 최소 90G이(가) 있어야 합니다") in render_text(finding.text, ko)
+    assert render_text(finding.fix_text, ko) == (
+        "메모리가 최소 90G인 노드에서 실행하거나, Slurm이 확인하도록 `--mem=90G`을(를) "
+        "설정하세요")
