@@ -11,6 +11,7 @@ into the view the thread's template shows (templates/probe_result.json.j2).
 from __future__ import annotations
 
 import json
+import math
 import re
 import shlex
 import uuid
@@ -18,6 +19,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bot.core.text import N_
 from bot.probes.dataloader import MARKER
 from bot.probes.toolchain import ENV_CARRIER_PREFIX, probe_env
 
@@ -81,7 +83,8 @@ def parse_node_output(stdout: str) -> dict[str, Any] | None:
 def probe_result(node: Mapping[str, Any] | None, *, recipe: str, job_id: str | None,
                  exit_code: int | None = None, stderr: str = "") -> dict[str, Any]:
     """The thread's view of a probe: per-worker RSS growth and what grows, or why it has no
-    result (`error`: the node's, or srun's exit and stderr tail)."""
+    result (`error`: the node's, srun's exit and stderr tail, or what in the node's report is
+    not the shape its script writes: a list where the verdict is, a word where a number is)."""
     view: dict[str, Any] = {"recipe": recipe, "job_id": job_id, "error": None, "host": None,
                             "factory": None, "workers": [], "leaking": None,
                             "conclusive": None, "slope_mb": None, "grows": None}
@@ -93,17 +96,62 @@ def probe_result(node: Mapping[str, Any] | None, *, recipe: str, job_id: str | N
     if node.get("error"):
         view["error"] = str(node["error"])
         return view
-    verdict = node.get("verdict") or {}
-    workers = [{"pid": w.get("pid"), "samples": w.get("samples"),
-                "rss_start_mb": round(float(w.get("rss_start_mb") or 0.0)),
-                "rss_end_mb": round(float(w.get("rss_end_mb") or 0.0)),
-                "slope_mb": w.get("slope_mb")}
-               for w in node.get("per_worker") or []]
+    try:
+        workers = _workers(node)
+        verdict = _verdict(node)
+    except _NotItsShape as exc:
+        shown = json.dumps(node.get(exc.field), default=str)
+        view["error"] = N_("the node's report is not what the probe writes: its `%(field)s` is "
+                           "%(value)s", field=exc.field,
+                           value=shown if len(shown) <= 80 else shown[:79] + "…")
+        return view
     leaking, conclusive = bool(verdict.get("leaking")), bool(verdict.get("conclusive"))
     view.update(workers=workers, leaking=leaking, conclusive=conclusive,
                 slope_mb=verdict.get("slope_mb_per_sample"),
                 grows=("workers" if leaking else "trainer") if conclusive else None)
     return view
+
+
+class _NotItsShape(ValueError):
+    """The node's report holds something else than the node script writes under `field`."""
+
+    def __init__(self, field: str):
+        super().__init__(field)
+        self.field = field
+
+
+def _number(value: Any, field: str, *, whole: bool = False) -> Any:
+    """`value` when it is a finite number (a whole one: `whole`) or None, else _NotItsShape."""
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, int if whole else (int, float)) \
+            or not math.isfinite(value):
+        raise _NotItsShape(field)
+    return value
+
+
+def _workers(node: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Each worker's row as the template shows it (numbers where it formats numbers)."""
+    per_worker = node.get("per_worker") or []
+    if not isinstance(per_worker, list) or not all(isinstance(w, Mapping) for w in per_worker):
+        raise _NotItsShape("per_worker")
+    return [{"pid": _number(w.get("pid"), "per_worker", whole=True),
+             "samples": _number(w.get("samples"), "per_worker", whole=True),
+             "rss_start_mb": round(_number(w.get("rss_start_mb"), "per_worker") or 0.0),
+             "rss_end_mb": round(_number(w.get("rss_end_mb"), "per_worker") or 0.0),
+             "slope_mb": _number(w.get("slope_mb"), "per_worker")}
+            for w in per_worker]
+
+
+def _verdict(node: Mapping[str, Any]) -> Mapping[str, Any]:
+    """The node's verdict; a conclusive one has its slope (the template formats it)."""
+    verdict = node.get("verdict") or {}
+    if not isinstance(verdict, Mapping):
+        raise _NotItsShape("verdict")
+    slope = _number(verdict.get("slope_mb_per_sample"), "verdict")
+    if verdict.get("conclusive") and slope is None:
+        raise _NotItsShape("verdict")
+    return verdict
 
 
 def run_dataloader_probe(runner: Runner, recipe_name: str, recipe: RecipeConfig,

@@ -222,21 +222,33 @@ def probe_env(env: Mapping[str, str] | None) -> dict[str, str] | None:
 
 
 def parse_node_output(stdout: str) -> dict[str, Any] | None:
-    """The JSON object the node script printed after its marker, or None."""
+    """The JSON object the node script printed after its marker, or None (no marker, no
+    JSON, or JSON that is no object: a list, a string)."""
     for line in reversed(stdout.splitlines()):
         if line.startswith(MARKER):
             try:
-                return json.loads(line[len(MARKER):])
+                found = json.loads(line[len(MARKER):])
             except json.JSONDecodeError:
                 return None
+            return found if isinstance(found, dict) else None
     return None
 
 
+def _facts(node: Mapping[str, Any], key: str) -> Mapping[str, Any]:
+    """The node's object of facts under `key` ({} when it gave none); ValueError when it gave
+    something else (`"cc": "gcc"`): not what the node script writes."""
+    facts = node.get(key) or {}
+    if not isinstance(facts, Mapping):
+        raise ValueError(f"the node's {key!r} is a {type(facts).__name__}, not an object")
+    return facts
+
+
 def checks_from_node(node: Mapping[str, Any]) -> list[Finding]:
-    """pass / warn / fail per toolchain fact the node reported (pure)."""
+    """pass / warn / fail per toolchain fact the node reported (pure). ValueError when the
+    report is not the shape the node script writes (see `_facts`)."""
     out: list[Finding] = []
     host = node.get("host") or N_("the worker")
-    cc = node.get("cc") or {}
+    cc = _facts(node, "cc")
     unknown = N_("unknown error")
     if cc.get("works"):
         how = (f"CC={node.get('CC')}" if cc.get("origin") == "env"
@@ -251,7 +263,8 @@ def checks_from_node(node: Mapping[str, Any]) -> list[Finding]:
                               "Triton / Inductor will die with `Failed to find C compiler` (job "
                               "108903)", host=host, error=cc.get("error") or unknown),
                            COMPILER_FIX))
-    cxx = node.get("cxx") or {}
+    cxx = _facts(node, "cxx")
+    comp = _facts(node, "compile")
     if cxx.get("works"):
         out.append(Finding("toolchain:cxx", "pass", None,
                            N_("C++ compiler works: %(path)s", path=cxx.get("path"))))
@@ -275,7 +288,6 @@ def checks_from_node(node: Mapping[str, Any]) -> list[Finding]:
                        N_("%(torch)s, %(gpus)s GPU(s)%(triton)s", torch=torch,
                           gpus=node.get("gpus"), triton=triton) if node.get("cuda") else
                        N_("%(torch)s, no CUDA%(triton)s", torch=torch, triton=triton)))
-    comp = node.get("compile") or {}
     if comp.get("ran"):
         out.append(Finding("toolchain:torch_compile", "pass", None,
                            N_("torch.compile JIT works on %(device)s", device=comp.get("device"))))
@@ -303,7 +315,8 @@ def run_toolchain_probe(
     timeout: float = 600.0,
     pyspy: str | None = None,
 ) -> ToolchainReport:
-    """Run the probe with `srun` through `runner`; a failing srun becomes a `fail` finding.
+    """Run the probe with `srun` through `runner`; a failing srun, or a report not of the
+    node script's shape, becomes a `fail` finding.
     With `pyspy` (its path on the nodes) the node also tries it on a process of its own
     (`node["ptrace"]`, see `ptrace_checks`).
 
@@ -317,6 +330,12 @@ def run_toolchain_probe(
     node = parse_node_output(result.stdout)
     stderr_tail = "\n".join(result.stderr.strip().splitlines()[-8:])
     shown = shlex.join("<probe script>" if a == NODE_SCRIPT else a for a in argv)
+    checks: list[Finding] = []
+    if node is not None:
+        try:
+            checks = checks_from_node(node)
+        except (TypeError, ValueError):  # a report not of the node script's shape
+            node = None
     if node is None:
         return ToolchainReport(
             [Finding("toolchain:srun", "fail", None,
@@ -327,7 +346,7 @@ def run_toolchain_probe(
                         command=shown))],
             {}, argv, stderr_tail,
         )
-    return ToolchainReport(checks_from_node(node), node, argv, stderr_tail)
+    return ToolchainReport(checks, node, argv, stderr_tail)
 
 
 PTRACE_FIX = N_("set `kernel.yama.ptrace_scope = 0` on the nodes (sysctl; at 1 only a "

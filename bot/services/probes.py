@@ -7,7 +7,8 @@ run. `run_requested_probes` — the scheduler's `probes` job, its side effects f
 job's lease — runs each approved probe on the recipe's cluster (bot.probes.dataloader_srun:
 one srun task, with the probe's deadline), posts what it found in the run's thread
 (templates/probe_result.json.j2, key `probe:<token>`) and marks the approval done; a replica
-that dies meanwhile leaves it approved, and the next holder of the lease runs it.
+that dies meanwhile leaves it approved, and the next holder of the lease runs it. A probe that
+fails in trainbot itself is still answered in the thread (it failed, and why), then done.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from typing import Any
 from bot.cluster.errors import ClusterError, said
 from bot.config import Config
 from bot.core.shell_lexer import one_line
-from bot.core.text import mrkdwn_escape
+from bot.core.text import N_, mrkdwn_escape
 from bot.services.access import approvers_now
 from bot.services.ports import Blocks, BotContext, LeaseLost
 from bot.services.threads import has_thread, post_safely, render
@@ -104,10 +105,50 @@ def run_requested_probes(ctx: BotContext, now: float) -> int:
             ran += 1
         except LeaseLost:
             raise  # another replica runs the job now
-        except Exception:  # noqa: BLE001 - one probe's failure never stops the others
+        except Exception as exc:  # noqa: BLE001 - one probe's failure never stops the others
             log.exception("DataLoader probe %s failed", approval.token)
+            _tell_failed(ctx, approval, exc, now)
             ctx.store.approvals.mark_done(approval.token, now=now)
     return ran
+
+
+def _view(approval: Any, recipe: Any, error: Any, factory: str | None = None
+          ) -> dict[str, Any]:
+    """The thread's view of a probe with no result, and why (`error`)."""
+    return {"recipe": recipe, "job_id": approval.target_job, "workers": [], "error": error,
+            "host": None, "factory": factory, "leaking": None, "conclusive": None,
+            "slope_mb": None, "grows": None}
+
+
+def _tell_failed(ctx: BotContext, approval: Any, exc: Exception, now: float) -> None:
+    """Who clicked the probe is told in the run's thread that it failed (an error of
+    trainbot's own: a report it could not read, a template it could not fill), as a probe
+    that could not run is, and it is audited; a failure to tell is logged, never raised."""
+    recipe_name = approval.payload.get("recipe")
+    error = N_("trainbot failed on it (`%(error)s`); the bot's log has the details",
+               error=type(exc).__name__)
+    try:
+        _post(ctx, approval, recipe_name, _view(approval, recipe_name, error))
+        ctx.store.audit.record(actor="trainbot", action="probe.dataloader", now=now,
+                               recipe=recipe_name, job_id=approval.target_job,
+                               result="failed", detail={"token": approval.token,
+                                                        "leaking": None, "error": str(error)})
+    except LeaseLost:
+        raise
+    except Exception:  # noqa: BLE001 - the failure itself is logged above
+        log.exception("telling DataLoader probe %s failed did not work either", approval.token)
+
+
+def _post(ctx: BotContext, approval: Any, recipe_name: Any, view: dict[str, Any]) -> None:
+    """Post `view` in the run's thread (key `probe:<token>`); a warning when it is not."""
+    view["actor"] = approval.decided_by
+    key = f"probe:{approval.token}"
+    posted = None
+    if has_thread(ctx, approval.chain_id):
+        blocks, text = render(ctx, "probe_result", recipe_name, view)
+        posted = post_safely(ctx, "reply", approval.chain_id, key, blocks, text)
+    if posted is None:
+        log.warning("%s: DataLoader probe of %s not posted: %s", key, recipe_name, view)
 
 
 def _run_one(ctx: BotContext, approval: Any, now: float) -> None:
@@ -115,10 +156,8 @@ def _run_one(ctx: BotContext, approval: Any, now: float) -> None:
     recipe_name = payload.get("recipe")
     cfg = ctx.config.recipes.get(recipe_name)
     if cfg is None or cfg.dataloader_probe is None:
-        view = {"recipe": recipe_name, "job_id": approval.target_job, "workers": [],
-                "error": f"recipe {recipe_name!r} names no {FACTORY_FIELD} any more",
-                "host": None, "factory": None, "leaking": None, "conclusive": None,
-                "slope_mb": None, "grows": None}
+        view = _view(approval, recipe_name,
+                     f"recipe {recipe_name!r} names no {FACTORY_FIELD} any more")
     else:
         from bot.probes.dataloader_srun import run_dataloader_probe
 
@@ -128,17 +167,8 @@ def _run_one(ctx: BotContext, approval: Any, now: float) -> None:
         except LeaseLost:
             raise
         except ClusterError as exc:
-            view = {"recipe": recipe_name, "job_id": approval.target_job, "workers": [],
-                    "error": said(exc), "host": None, "factory": cfg.dataloader_probe.factory,
-                    "leaking": None, "conclusive": None, "slope_mb": None, "grows": None}
-    view["actor"] = approval.decided_by
-    key = f"probe:{approval.token}"
-    posted = None
-    if has_thread(ctx, approval.chain_id):
-        blocks, text = render(ctx, "probe_result", recipe_name, view)
-        posted = post_safely(ctx, "reply", approval.chain_id, key, blocks, text)
-    if posted is None:
-        log.warning("%s: DataLoader probe of %s not posted: %s", key, recipe_name, view)
+            view = _view(approval, recipe_name, said(exc), cfg.dataloader_probe.factory)
+    _post(ctx, approval, recipe_name, view)
     ctx.store.approvals.mark_done(approval.token, now=now)
     ctx.store.audit.record(actor="trainbot", action="probe.dataloader", now=now,
                            recipe=recipe_name, job_id=approval.target_job,

@@ -184,3 +184,40 @@ def test_a_site_cap_below_what_finishes_the_run_posts_no_mem_button_and_names_th
     text = json.dumps(message["blocks"], ensure_ascii=False)
     assert "That is above the site's cap of 122G (policy.max_mem)" in text
     assert "with 122G: ≈ iter 1,183 of 1,200" in text
+
+
+@pytest.mark.parametrize(("lang", "answer", "said"), [
+    ("en", (0, MARKER + '{"per_worker": 3, "verdict": {}}\n', ""),
+     "The probe did not finish: the node's report is not what the probe writes: its "
+     "`per_worker` is 3"),
+    ("ko", (0, MARKER + '{"per_worker": [], "verdict": [1]}\n', ""),
+     "프로브가 끝나지 않았습니다: 노드의 보고가 프로브가 쓰는 형태가 아닙니다: `verdict`이(가) "
+     "[1]입니다"),
+    ("en", RuntimeError("the runner broke"),
+     "The probe did not finish: trainbot failed on it (`RuntimeError`); the bot's log has "
+     "the details"),
+    ("ko", RuntimeError("the runner broke"),
+     "프로브가 끝나지 않았습니다: trainbot이 이를 처리하다가 실패했습니다 (`RuntimeError`). "
+     "자세한 내용은 trainbot 로그에 있습니다"),
+])
+def test_a_probe_that_fails_in_trainbot_still_answers_who_clicked_it(
+        urls: ResponseUrls, slack_context, slack_client, store, slack, lang, answer,
+        said) -> None:
+    """A node report not of the probe's shape, or an error of trainbot's own while running
+    the probe, still gets the clicker an answer in the run's thread, in the recipe's
+    language, and the approval done and audited as failed: it used to be logged only, the
+    approval marked done and the click left unanswered."""
+    runner = FakeRunner({"srun": answer})
+    services = _services(slack_context, store, runner, lang=lang)
+    app = build_app(services.config, services, client=slack_client,
+                    listener_executor=SyncExecutor(), token_verification_enabled=False)
+    _chain_id, incident = _leak_incident(services, slack)
+    _click(app, urls, ActionId.RUN_PROBE, _buttons(incident)[ActionId.RUN_PROBE],
+           incident["ts"], APPROVER)
+    run_requested_probes(services, NOW + 10)
+    replies = [m["text"] for m in slack.all_messages() if m["text"].startswith("🔬")]
+    assert len(replies) == 1 and said in replies[0], replies
+    assert f"<@{APPROVER}>" in replies[0]
+    assert run_requested_probes(services, NOW + 20) == 0  # done: never run twice
+    results = [(a.action, a.result) for a in services.store.audit.recent(limit=20)]
+    assert ("probe.dataloader", "failed") in results

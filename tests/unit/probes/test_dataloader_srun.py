@@ -131,6 +131,51 @@ def test_no_marker_line_is_srun_s_exit_and_stderr():
     assert view["error"] == "srun exit 1: srun: error: invalid partition specified: gpu"
 
 
+GOOD_WORKER = {"pid": 101, "samples": 80, "rss_start_mb": 1946.0, "rss_end_mb": 3550.0,
+               "slope_mb": 20.0}
+
+
+@pytest.mark.parametrize(("report", "field", "shown"), [
+    ({"per_worker": [{"rss_start_mb": "n/a"}], "verdict": {}}, "per_worker",
+     '[{"rss_start_mb": "n/a"}]'),
+    ({"per_worker": 3, "verdict": {}}, "per_worker", "3"),
+    ({"per_worker": ["w1"], "verdict": {}}, "per_worker", '["w1"]'),
+    ({"per_worker": [{**GOOD_WORKER, "slope_mb": "20"}]}, "per_worker", None),
+    ({"per_worker": [{**GOOD_WORKER, "rss_end_mb": float("inf")}]}, "per_worker", None),
+    ({"per_worker": [{**GOOD_WORKER, "pid": 1.5}]}, "per_worker", None),
+    ({"per_worker": [], "verdict": [1]}, "verdict", "[1]"),
+    ({"per_worker": [GOOD_WORKER], "verdict": {"conclusive": True, "leaking": True}},
+     "verdict", '{"conclusive": true, "leaking": true}'),
+    ({"per_worker": [GOOD_WORKER], "verdict": {"conclusive": True,
+                                               "slope_mb_per_sample": "big"}}, "verdict", None),
+])
+def test_a_report_not_of_the_node_scripts_shape_is_an_error_not_a_crash(report, field, shown):
+    """A node report whose fields are not what the node script writes (a word where a number
+    is, a list where the verdict is, a conclusive verdict without its slope, which the
+    template formats as a number) is the view's `error` naming the field, never a
+    ValueError / TypeError / AttributeError out of the probes job."""
+    import json
+
+    from bot.core.text import render_text
+
+    node = parse_node_output(f"{dataloader.MARKER}{json.dumps(report)}\n")
+    view = probe_result(node, recipe="mix", job_id="1", exit_code=0)
+    said = render_text(view["error"])
+    assert said.startswith(f"the node's report is not what the probe writes: its `{field}` is ")
+    assert shown is None or said.endswith(f" is {shown}"), said
+    assert view["workers"] == [] and view["grows"] is None
+
+
+def test_a_report_of_the_node_scripts_shape_is_read_as_it_was():
+    node = {"host": "n1", "factory": "f:g", "per_worker": [GOOD_WORKER, {"pid": 102}],
+            "verdict": {"leaking": False, "conclusive": True, "slope_mb_per_sample": 0.01}}
+    view = probe_result(node, recipe="mix", job_id="1", exit_code=0)
+    assert view["error"] is None and view["grows"] == "trainer" and view["slope_mb"] == 0.01
+    assert view["workers"] == [
+        {"pid": 101, "samples": 80, "rss_start_mb": 1946, "rss_end_mb": 3550, "slope_mb": 20.0},
+        {"pid": 102, "samples": None, "rss_start_mb": 0, "rss_end_mb": 0, "slope_mb": None}]
+
+
 def test_proc_fallback_reads_the_same_memory_as_psutil():
     import psutil
 

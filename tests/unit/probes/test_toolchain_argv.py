@@ -4,9 +4,10 @@ from __future__ import annotations
 
 import subprocess
 
+import pytest
 from fakes import FakeRunner, present
 
-from bot.probes.toolchain import build_probe_argv, probe_env, run_toolchain_probe
+from bot.probes.toolchain import MARKER, build_probe_argv, probe_env, run_toolchain_probe
 
 SECRET = "xoxb-probe-secret $(id) 'q'\n"
 
@@ -31,3 +32,18 @@ def test_the_node_sets_each_variable_from_its_carrier_after_the_env_setup() -> N
         "sh", "-c", 'printf "%s|%s|%s" "$CC" "$HF_TOKEN" "${TRAINBOT_PROBE_ENV_CC-unset}"']
     out = subprocess.run(script, env=env, capture_output=True, text=True, check=True).stdout
     assert out == f"/recipe/cc|{SECRET}|unset"
+
+
+@pytest.mark.parametrize("junk", ["[1, 2]", '"ok"', '{"cc": "gcc", "host": "n1"}',
+                                  '{"cc": {"works": true}, "cxx": ["g++"], "torch": "2.3"}',
+                                  '{"cc": {}, "torch": "2.3", "compile": "ran"}'])
+def test_a_report_not_of_the_node_scripts_shape_is_a_did_not_report_finding(junk: str) -> None:
+    """JSON after the marker that the node script does not write (a list, a string, a word
+    where an object of facts is) is the probe's "did not report" fail finding, showing what
+    the node printed, never an AttributeError out of preflight."""
+    runner = FakeRunner({"srun": (0, f"{MARKER}{junk}\n", "")})
+    report = run_toolchain_probe(runner, "debug")
+    (finding,) = report.findings
+    assert (finding.check, finding.level) == ("toolchain:srun", "fail")
+    assert finding.message.startswith("the toolchain probe did not report (exit 0): ")
+    assert junk in finding.message and report.node == {}
