@@ -47,7 +47,13 @@ from bot.services import competitors as comp
 from bot.services.access import approvers_now
 from bot.services.after_submit import took_over_outcome
 from bot.services.approval_outcomes import Outcome, decided, expired_outcome
-from bot.services.approved_choices import NotPerformed, perform, recovered_outcome, stall_over
+from bot.services.approved_choices import (
+    ClaimLostBeforeScancel,
+    NotPerformed,
+    perform,
+    recovered_outcome,
+    stall_over,
+)
 from bot.services.cancel_steps import (
     CANCEL_STEPS,
     CLAIMED_STEP,
@@ -288,8 +294,10 @@ def handle_click(
     except (RunSubmitInFlight, RecipeSubmitUnderWay) as exc:  # refused before its sbatch
         # (a cancel and resume's before its scancel: nothing was cancelled)
         # the other submit carries the run, or the recipe (the prompt goes out of date once
-        # its job is recorded); if it queues none, the prompt is still there to press again
-        store.approvals.release(token)
+        # its job is recorded); if it queues none, the prompt is still there to press again.
+        # Released once, here, and only while the claim is still this click's
+        forget = exc.forget if isinstance(exc, ClaimLostBeforeScancel) else ()
+        store.approvals.release(token, by=actor, at=now, forget=forget)
         audit("in_flight", target, recipe, choice=choice, error=str(exc))
         return ClickResult("busy", ephemeral=click_reply(
             ctx, recipe, "in_flight", error=said(exc), cancel=choice == "cancel_resume"))
@@ -327,7 +335,7 @@ def _unexpected_error(ctx: BotContext, approval: Approval, choice: str, actor: s
     log.error("click %s (%s) on job %s failed", token, choice, target, exc_info=exc)
     error = f"{type(exc).__name__}: {said(exc)}"
     if not _reached_cluster(ctx, approval, choice, now):
-        ctx.store.approvals.release(token)
+        ctx.store.approvals.release(token, by=actor, at=now)
         audit("released", target, recipe, choice=choice, error=error)
         return ClickResult("failed", ephemeral=click_reply(ctx, recipe, "failed_released",
                                                            error=error))

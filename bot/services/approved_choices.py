@@ -81,6 +81,19 @@ class NotPerformed(ServiceError):
         self.outcome = outcome
 
 
+class ClaimLostBeforeScancel(RecipeSubmitUnderWay):
+    """A Cancel and resume whose claim of its resubmit was lost before its scancel was sent
+    (its hold lapsed, and another submit took it), and not taken again (`refused`, the
+    refusal): nothing was sent, its job is watched again. Its claim of the prompt is released
+    by the click's handler alone (bot.services.approvals.handle_click), once, with the steps
+    of `forget` (its cancelling step) forgotten."""
+
+    def __init__(self, refused: RecipeSubmitUnderWay, forget: tuple[str, ...]) -> None:
+        ServiceError.__init__(self, *refused.args)
+        self.recipe, self.other, self.run_job = refused.recipe, refused.other, refused.run_job
+        self.click, self.forget = refused.click, forget
+
+
 def perform(ctx: BotContext, approval: Approval, choice: str, actor: str,
             now: float, *, besides: str | None = None) -> Performed:
     """Carry out a claimed choice (only ever reached once per approval). A resubmit ends as
@@ -164,7 +177,8 @@ def _cancel(ctx: BotContext, approval: Approval, actor: str, now: float, *,
     refused before anything is cancelled (RecipeSubmitUnderWay) while another submit of the
     recipe stands against it; its resubmit holds that claim on. A claim lost before the
     scancel is sent (its hold lapsed, and another submit took it) is claimed again, else
-    nothing is sent (the job watched again, the prompt left as it was, its step forgotten);
+    nothing is sent (the job watched again; ClaimLostBeforeScancel: the click's handler
+    leaves the prompt as it was, its step forgotten);
     one lost during the scancel is claimed again by the resubmit, else the job stays
     cancelled and the prompt says the scancel outlasted the click's hold."""
     payload = approval.payload
@@ -200,10 +214,9 @@ def _cancel(ctx: BotContext, approval: Approval, actor: str, now: float, *,
         try:  # lost before the scancel (its hold lapsed and it was taken): taken again
             if not _claim_resume(ctx, approval, holder, scancel_s, at()):
                 holder = None
-        except RecipeSubmitUnderWay:  # nothing sent: the prompt stays, as before its step
-            watch_again()
-            ctx.store.approvals.release(approval.token, forget=(CANCELLING_STEP[resume],))
-            raise
+        except RecipeSubmitUnderWay as exc:  # nothing sent: the prompt stays, as before its
+            watch_again()  # step (released by the click's handler, once)
+            raise ClaimLostBeforeScancel(exc, (CANCELLING_STEP[resume],)) from exc
     try:
         slurm.cancel(int(job))
     except ClusterError as exc:

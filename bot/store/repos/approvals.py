@@ -194,16 +194,24 @@ class ApprovalsRepo(_Repo):
             )
         return result.rowcount == 1
 
-    def release(self, token: str, *, forget: Iterable[str] = ()) -> bool:
+    def release(self, token: str, *, by: str | None = None, at: float | None = None,
+                forget: Iterable[str] = ()) -> bool:
         """approved → pending again, undecided: a claimed choice that did nothing and leaves
         the prompt usable (its resubmit refused by another submit of the run in flight);
         its claim's step goes with it (the next claim marks its own), and the steps of
         `forget` (a cancel's step marked before a scancel that was not sent), in the same
-        transaction; False if not approved."""
+        transaction. With `by` and `at` (the claimer and its claim's `now`), only while the
+        claim is still that one, checked in the same transaction: a claim given back since
+        (bot.services.claim_takeover) and made again by another click is kept. False if not
+        approved (or, so, not by that claim)."""
+        claimer = [t.approvals.c.decided_by == by] if by is not None else []
+        if at is not None:
+            claimer.append(t.approvals.c.decided_at == at)
         with self._engine.begin() as conn:
             result = conn.execute(
                 update(t.approvals)
-                .where(and_(t.approvals.c.id == token, t.approvals.c.state == "approved"))
+                .where(and_(t.approvals.c.id == token, t.approvals.c.state == "approved",
+                            *claimer))
                 .values(state="pending", decided_by=None, decided_at=None)
             )
             if result.rowcount == 1:

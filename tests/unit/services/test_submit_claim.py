@@ -255,6 +255,41 @@ def test_a_cancel_and_resume_whose_claim_is_taken_before_its_scancel_cancels_not
     assert store.approvals.steps(prompt.token) == {}
 
 
+def test_a_cancel_and_resume_whose_claim_is_lost_releases_the_prompt_once(
+        store: Store, monkeypatch) -> None:
+    """As above, and a click on another replica claims the prompt right after it is released:
+    that claim is kept (the prompt was released a second time, the other click's claim and
+    its step wiped while it acted, and a third click accepted)."""
+    clock = [NOW]
+    slurm = Sbatch(lost=True)
+    ctx = make_context(store, slurm, clock=lambda: clock[0])
+    _, prompt = mix_prompt(ctx, now=NOW, running=slurm, watched=True)
+    remove, release = store.watched_jobs.remove, store.approvals.release
+    other: list[object] = []
+
+    def stalled_then_taken(cluster: str, job: str) -> None:
+        remove(cluster, job)
+        clock[0] += 3600
+        with pytest.raises(OutcomeUnknown):
+            cli_submit(ctx, slurm, clock[0])
+
+    def released_then_claimed(token: str, **kw) -> bool:
+        done = release(token, **kw)
+        if done and not other:  # another replica's click lands right here
+            other.append(store.approvals.claim(token, "U0BOB", NOW + 1, step="claimed"))
+        return done
+
+    monkeypatch.setattr(store.watched_jobs, "remove", stalled_then_taken)
+    monkeypatch.setattr(store.approvals, "release", released_then_claimed)
+    click = handle_click(ctx, prompt.token, ActionId.CANCEL_RESUME, "U0APPR", NOW)
+    assert click.status == "busy" and slurm.acted("cancel") == []
+    assert other and getattr(other[0], "claimed", False)
+    after = present(store.approvals.get(prompt.token))
+    assert (after.state, after.decided_by) == ("approved", "U0BOB")
+    assert list(store.approvals.steps(prompt.token)) == ["claimed"]
+    assert not store.approvals.claim(prompt.token, "U0CAROL", NOW + 2, step="claimed").claimed
+
+
 def test_a_cancel_and_resume_whose_claim_lapses_in_its_scancel_says_so(
         store: Store, monkeypatch) -> None:
     """Cancel and resume of the stalled 88154: its scancel takes an hour (longer than the

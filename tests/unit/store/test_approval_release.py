@@ -1,0 +1,51 @@
+"""ApprovalsRepo.release: a claim given back only while it is still the releaser's.
+
+Every test runs on SQLite and on PostgreSQL (the dev cluster's, see tests/conftest.py).
+"""
+
+from __future__ import annotations
+
+import pytest
+from fakes import present
+
+from bot.store import Store
+
+
+@pytest.fixture
+def store(store_url):
+    s = Store.open(store_url)
+    yield s
+    s.close()
+
+
+def _claimed(store: Store, actor: str, now: float) -> str:
+    token = store.approvals.create(action="cancel", payload={}, allowed=["U1", "U2"],
+                                   expires_at=10_000.0, now=0.0, target_job="88154")
+    assert store.approvals.claim(token, actor, now, step="claimed").claimed
+    return token
+
+
+def test_a_release_by_its_claimer_gives_the_prompt_back(store: Store) -> None:
+    token = _claimed(store, "U1", 100.25)
+    store.approvals.mark_step(token, "cancelling_to_resume", now=100.5)
+    assert store.approvals.release(token, by="U1", at=100.25, forget=("cancelling_to_resume",))
+    after = present(store.approvals.get(token))
+    assert (after.state, after.decided_by, after.decided_at) == ("pending", None, None)
+    assert store.approvals.steps(token) == {}
+
+
+def test_a_release_keeps_a_claim_made_since_by_another_click(store: Store) -> None:
+    """Click 1's claim is given back (released), click 2 claims the prompt: click 1 releasing
+    again (or late) leaves click 2's claim and its step as they are."""
+    token = _claimed(store, "U1", 100.25)
+    assert store.approvals.release(token, by="U1", at=100.25)
+    assert store.approvals.claim(token, "U2", 101.0, step="claimed").claimed
+    assert not store.approvals.release(token, by="U1", at=100.25)
+    assert not store.approvals.claim(token, "U1", 102.0, step="claimed").claimed
+    # the same person's later click on another replica is another claim too
+    assert store.approvals.release(token, by="U2", at=101.0)
+    assert store.approvals.claim(token, "U2", 103.0, step="claimed").claimed
+    assert not store.approvals.release(token, by="U2", at=101.0)
+    after = present(store.approvals.get(token))
+    assert (after.state, after.decided_by, after.decided_at) == ("approved", "U2", 103.0)
+    assert list(store.approvals.steps(token)) == ["claimed"]
