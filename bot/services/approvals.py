@@ -56,7 +56,9 @@ from bot.services.approved_choices import (
 )
 from bot.services.cancel_steps import (
     CANCEL_STEPS,
+    CANCELLING_STEP,
     CLAIMED_STEP,
+    RESUMING_STEP,
     UNKNOWN_CANCEL_STEP,
     cancel_takeover_at,
 )
@@ -108,9 +110,10 @@ def click_reply(ctx: BotContext, recipe: str | None, kind: str, **facts: Any) ->
     """A reply only the clicker sees (the `click_reply` template), in the recipe's language
     (slack.lang when the recipe is unknown): `kind` is unknown | unauthorized | duplicate |
     busy | failed_released (`error`: what a claimed choice raised; nothing was done and the
-    prompt stays usable) | internal_error; `facts` are approvers (user ids), decided_by, job
-    (busy), and for duplicate and busy `cancel_job` / `cancel_wait_s` or `claim_wait_s`
-    (`_acting`)."""
+    prompt stays usable) | cancel_taken_over (`error`, `job`: a cancel and resume that sent
+    nothing, whose cancel the settle took over meanwhile) | internal_error; `facts` are
+    approvers (user ids), decided_by, job (busy), and for duplicate and busy `cancel_job` /
+    `cancel_wait_s` or `claim_wait_s` (`_acting`)."""
     view = {"kind": kind, "approvers": [], "decided_by": None, "job": None,
             "cancel_job": None, "cancel_wait_s": None, "claim_wait_s": None, "cancel": False,
             **facts}
@@ -127,6 +130,13 @@ def claim_bounds(ctx: BotContext, approval: Approval) -> StepBounds | None:
         return step_bounds(ctx.config, cluster, ctx.clusters.slurm(cluster))
     except KeyError:
         return None
+
+
+_SETTLE_TOOK_OVER = tuple(s for s in sorted(CANCEL_STEPS)
+                          if s not in (*CANCELLING_STEP.values(), RESUMING_STEP))
+"""The steps a settle marks once it takes a cancel over (bot.services.cancel_settle): a click
+that finds them after its claim of the resubmit was lost leaves the prompt approved, the
+settle's."""
 
 
 CLAIM_WENT_ON = frozenset({comp.HOLDING_STEP, *CANCEL_STEPS})
@@ -297,7 +307,15 @@ def handle_click(
         # its job is recorded); if it queues none, the prompt is still there to press again.
         # Released once, here, and only while the claim is still this click's
         forget = exc.forget if isinstance(exc, ClaimLostBeforeScancel) else ()
-        store.approvals.release(token, by=actor, at=now, forget=forget)
+        lost = bool(forget)
+        if not store.approvals.release(token, by=actor, at=now, forget=forget,
+                                       unless=_SETTLE_TOOK_OVER if lost else ()) and lost \
+                and any(s in _SETTLE_TOOK_OVER for s in store.approvals.steps(token)):
+            # its click seemed dead (stalled past its takeover): the settle took its cancel
+            # over (bot.services.cancel_settle), and finds the job still running and says so
+            audit("in_flight", target, recipe, choice=choice, error=str(exc), taken_over=True)
+            return ClickResult("busy", ephemeral=click_reply(
+                ctx, recipe, "cancel_taken_over", error=said(exc), job=target))
         audit("in_flight", target, recipe, choice=choice, error=str(exc))
         return ClickResult("busy", ephemeral=click_reply(
             ctx, recipe, "in_flight", error=said(exc), cancel=choice == "cancel_resume"))

@@ -195,7 +195,7 @@ class ApprovalsRepo(_Repo):
         return result.rowcount == 1
 
     def release(self, token: str, *, by: str | None = None, at: float | None = None,
-                forget: Iterable[str] = ()) -> bool:
+                forget: Iterable[str] = (), unless: Iterable[str] = ()) -> bool:
         """approved → pending again, undecided: a claimed choice that did nothing and leaves
         the prompt usable (its resubmit refused by another submit of the run in flight);
         its claim's step goes with it (the next claim marks its own), and the steps of
@@ -203,10 +203,17 @@ class ApprovalsRepo(_Repo):
         transaction. With `by` and `at` (the claimer and its claim's `now`), only while the
         claim is still that one, checked in the same transaction: a claim given back since
         (bot.services.claim_takeover) and made again by another click is kept. False if not
-        approved (or, so, not by that claim)."""
+        approved (or, so, not by that claim), or (as `release_claim`'s) while one of `unless`
+        is marked: the steps that say its choice went on without it (a settle took its cancel
+        over)."""
         claimer = [t.approvals.c.decided_by == by] if by is not None else []
         if at is not None:
             claimer.append(t.approvals.c.decided_at == at)
+        unless = list(unless)
+        if unless:
+            steps = t.prompt_steps
+            claimer.append(~exists(select(steps.c.token).where(and_(
+                steps.c.token == token, steps.c.step.in_(unless)))))
         with self._engine.begin() as conn:
             result = conn.execute(
                 update(t.approvals)

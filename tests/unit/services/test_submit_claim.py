@@ -13,6 +13,7 @@ from sqlalchemy import delete
 from support.dying import Died, dies_at
 from support.mix_prompt import mix_prompt
 
+import bot.services.cancel_settle as cancel_settle
 import bot.services.submit as submit_mod
 from bot.cluster.errors import OutcomeUnknown
 from bot.core import train_grammar as c
@@ -288,6 +289,44 @@ def test_a_cancel_and_resume_whose_claim_is_lost_releases_the_prompt_once(
     assert (after.state, after.decided_by) == ("approved", "U0BOB")
     assert list(store.approvals.steps(prompt.token)) == ["claimed"]
     assert not store.approvals.claim(prompt.token, "U0CAROL", NOW + 2, step="claimed").claimed
+
+
+def test_a_cancel_and_resume_whose_cancel_the_settle_took_over_leaves_it_to_the_settle(
+        store: Store, monkeypatch) -> None:
+    """As above, and the click stalls past its cancel's takeover: another replica's settle
+    marks it `cancel_unknown` before the click finds its claim lost. The prompt stays
+    approved, the settle's (released, it went back to pending keeping `cancel_unknown`, and
+    the next press's live click was settled as an unknown cancel: resubmitted by the settle,
+    with a false failure); the clicker is told the settle carries it on."""
+    clock = [NOW]
+    slurm = Sbatch(lost=True)
+    ctx = make_context(store, slurm, clock=lambda: clock[0])
+    _, prompt = mix_prompt(ctx, now=NOW, running=slurm, watched=True)
+    remove = store.watched_jobs.remove
+
+    def stalled_taken_over_then_taken(cluster: str, job: str) -> None:
+        remove(cluster, job)
+        clock[0] += 3600
+        # another replica's settle takes the cancel over (its settle comes at its next run)
+        cancel_settle._cancel_unseen(ctx, present(store.approvals.get(prompt.token)), clock[0])
+        with pytest.raises(OutcomeUnknown):
+            cli_submit(ctx, slurm, clock[0])
+
+    monkeypatch.setattr(store.watched_jobs, "remove", stalled_taken_over_then_taken)
+    click = handle_click(ctx, prompt.token, ActionId.CANCEL_RESUME, "U0APPR", NOW)
+    monkeypatch.setattr(store.watched_jobs, "remove", remove)
+    assert click.status == "busy" and slurm.acted("cancel") == []
+    assert click.ephemeral is not None and "took its cancel of job 88154 over" in click.ephemeral
+    assert "press its button again" not in click.ephemeral
+    after = present(store.approvals.get(prompt.token))
+    assert (after.state, after.decided_by) == ("approved", "U0APPR")
+    assert "cancel_unknown" in store.approvals.steps(prompt.token)
+    assert not store.approvals.claim(prompt.token, "U0APPR", clock[0], step="claimed").claimed
+    clock[0] += 3600  # the settle finds 88154 still running: nothing cancelled or resubmitted
+    cancel_settle.settle_unknown_cancels(ctx, clock[0])
+    assert present(store.approvals.get(prompt.token)).state == "done"
+    assert slurm.acted("cancel") == [] and len(slurm.submits()) == 1
+    assert [w.job_id for w in store.watched_jobs.list("dev")] == ["88154"]
 
 
 def test_a_cancel_and_resume_whose_claim_lapses_in_its_scancel_says_so(

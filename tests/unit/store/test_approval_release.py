@@ -49,3 +49,17 @@ def test_a_release_keeps_a_claim_made_since_by_another_click(store: Store) -> No
     after = present(store.approvals.get(token))
     assert (after.state, after.decided_by, after.decided_at) == ("approved", "U2", 103.0)
     assert list(store.approvals.steps(token)) == ["claimed"]
+
+
+def test_a_release_leaves_a_claim_whose_cancel_a_settle_took_over(store: Store) -> None:
+    """A settle marked the claim's cancel `cancel_unknown` (its click seemed dead): the click
+    releasing it, unless that step is marked, leaves it approved with its steps."""
+    token = _claimed(store, "U1", 100.25)
+    store.approvals.mark_step(token, "cancelling_to_resume", now=100.5)
+    store.approvals.mark_step(token, "cancel_unknown", now=900.0)
+    assert not store.approvals.release(token, by="U1", at=100.25,
+                                       forget=("cancelling_to_resume",),
+                                       unless=("cancel_unknown", "cancel_settled"))
+    assert present(store.approvals.get(token)).state == "approved"
+    assert set(store.approvals.steps(token)) == {"claimed", "cancelling_to_resume",
+                                                 "cancel_unknown"}
