@@ -19,8 +19,9 @@ from bot.cluster.errors import OutcomeUnknown
 from bot.core import train_grammar as c
 from bot.core.train_grammar import parse_command
 from bot.services.approvals import ActionId, handle_click
+from bot.services.leases import process_holder
 from bot.services.submit import submit_recipe
-from bot.services.submit_claim import RecipeSubmitUnderWay, claim_key
+from bot.services.submit_claim import RecipeSubmitUnderWay, claim_key, click_of, submit_holder
 from bot.services.train import execute
 from bot.store import Store
 from bot.store import schema as t
@@ -527,3 +528,16 @@ def test_a_tasks_submit_while_its_whole_run_is_kept_in_flight_is_refused(
         assert refused is not None and refused.other == bob and refused.kept
     assert claim_submit(any_store, "mix", other, None, holder=submit_holder(), own=None,
                         now=NOW + 900, hold_s=300) is None
+def test_click_of_reads_the_holders_the_previous_version_wrote_as_a_submits_own() -> None:
+    """Claims a previous trainbot wrote stay a submit's own (no click named): its 6-part
+    holder with `rand.hex`, its 3-part `host:pid:rand.hex`, and a plain submit holder; a Cancel
+    and resume's holder names its approval token."""
+    old = process_holder().split(":")
+    assert len(old) == 6
+    old[2] += ".deadbeef"
+    assert click_of(":".join(old)) is None
+    assert click_of("host:123:abcd.beef") is None
+    assert click_of(submit_holder()) is None
+    assert click_of(submit_holder("ldxHK5qd-c3KO_vjuSkmIaiw")) == "ldxHK5qd-c3KO_vjuSkmIaiw"
+    assert click_of("host:123:abcd.beef@tok") == "tok"
+    assert click_of("host:123:abcd.beef@") is None
