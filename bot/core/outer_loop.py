@@ -30,17 +30,24 @@ def outer_loop_open(lines: Sequence[str]) -> bool:
     """The lines show a loop around the training whose last pass they cannot tell ended: its
     last counter with a total short of that total (`Fold 1/5`), or a pass's number with no total
     that no counter at its total covers (`Score for fold 1`, `Running Trial #2`, Optuna's
-    `Trial 0 finished`)."""
+    `Trial 0 finished`). A loop one of whose counters is at 0 (`Fold 0/5`) counts from 0: its
+    last pass is one below its total (`Fold 4/5`)."""
     last: dict[str, tuple[int, int]] = {}
+    zero_based: set[str] = set()  # loops counted from 0 (`Fold 0/5` ... `Fold 4/5`)
     for line in lines:
         counted = {m.start() for m in _COUNTED.finditer(line)}
         for m in _COUNTED.finditer(line):
-            last[_word(m.group(1))] = (int(m.group(2)), int(m.group(3)))
+            word, done = _word(m.group(1)), int(m.group(2))
+            if done == 0:
+                zero_based.add(word)
+            last[word] = (done + 1 if word in zero_based else done, int(m.group(3)))
         for m in _NUMBERED.finditer(line):
             if m.start() in counted:
                 continue
-            done, total = last.get(_word(m.group(1)), (0, 0))
-            if not (done == total > 0 and int(m.group(2)) <= total):
+            word = _word(m.group(1))
+            done, total = last.get(word, (0, 0))
+            number = int(m.group(2)) + (1 if word in zero_based else 0)
+            if not (done == total > 0 and number <= total):
                 return True
     return any(done < total for done, total in last.values())
 
@@ -57,12 +64,15 @@ def furthest_passes(lines: Sequence[str]) -> list[str]:
     furthest pass, in their order: passes run side by side end out of order (Optuna's or a
     pool's `trial 5/5` before `trial 3/5`), and the furthest says how far the loop got."""
     best: dict[str, tuple[int, int]] = {}
+    first: set[int] = set()  # a zero-based loop's pass 0 (`Fold 0/5`): its last is `Fold 4/5`
     for i, line in enumerate(lines):
         for m in _COUNTED.finditer(line):
             word, done = _word(m.group(1)), int(m.group(2))
+            if done == 0:
+                first.add(i)
             if word not in best or done >= best[word][1]:
                 best[word] = (i, done)
-    return [lines[i] for i in sorted({i for i, _ in best.values()})]
+    return [lines[i] for i in sorted({i for i, _ in best.values()} | first)]
 
 
 def names_pass_short_of_last(line: str) -> bool:

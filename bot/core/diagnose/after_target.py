@@ -77,11 +77,19 @@ _NO_ALARM = re.compile(r"(?i)press control-c to abort \w+")
 _NEXT_RUN_STARTS = re.compile(r"(?i)^wandb: (?:tracking run with wandb|syncing run|currently "
                               r"logged in)")
 # A numbered stage's or phase's header (`***** Phase 2: full fine-tune *****`, `Stage 2/2: DPO`,
-# `Unfreezing backbone for stage 2`), not its end or its summary (`Stage 2 done`, `Phase 1
-# time: 2h`: `_TRAINING_OVER`)
-_STAGE_NUMBERED = re.compile(r"(?i)(?<![a-z])(?:stage|phase)\s*[#:]?\s*\d")
+# `Unfreezing backbone for stage 2`), shaped as one: the line starts with it (after a frame's
+# `*`, `=`, `#`, `[`, `-`, `>`) or a start's verb comes before it; not its end, its summary or
+# its result (`Stage 2 done`, `Phase 1 time: 2h`, `Stage 1 val acc: 0.88`: `_stage_header`)
+_STAGE_HEADER = re.compile(r"(?i)^[\s*=#\[\-<>|:]*(?:stage|phase)\s*[#:]?\s*\d"
+                           r"|(?<![a-z])(?:start\w*|begin\w*|running|enter\w*|unfreez\w*|freez\w*"
+                           r"|switch\w*|mov\w*|now|next|proceed\w*|launch\w*)(?![a-z])"
+                           r".*(?<![a-z])(?:stage|phase)\s*[#:]?\s*\d")
 # An epoch's number, Hugging Face's logged dicts' too (`Epoch 3/10`, `'epoch': 0.1`)
 _EPOCH_AT = re.compile(r"(?i)(?<![a-z])epoch\b['\"]?\s*[:=\[(]?\s*(\d+(?:\.\d+)?)")
+# A checkpoint's or a file's name holds an epoch's number (`/ckpt/epoch=7-step=2000.ckpt`), and a
+# restore or a load names the epoch it takes (`Loading weights from epoch 7 for inference`):
+# neither is an epoch trained
+_RESTORES = re.compile(r"(?i)(?<![a-z])(?:restor\w*|re-?load\w*|load\w*)(?![a-z])")
 
 
 # What a program prints once its loop is over, each line one of: a figure (`Test accuracy:
@@ -162,23 +170,63 @@ def _trains(line: str, epoch: int, *, figures: bool = True) -> bool:
 def starts_next_phase(before: Sequence[str], after: Sequence[str]) -> bool:
     """After a run's end (`before` the lines up to it, `after` the lines after it), a next
     phase of the job starts: a loading or data bar (bot.core.progress_bars.is_start_up_bar:
-    `Loading checkpoint shards: 100%|`, `Map: 100%|`), a tracker's new run (`wandb: Tracking
+    `Loading checkpoint shards: 100%|`, `Map: 100%|`) not followed by only an evaluation's or
+    a prediction's run (`_bar_starts_phase`), a tracker's new run (`wandb: Tracking
     run with wandb version 0.16.1`), a numbered stage's or phase's header (`***** Phase 2:
     full fine-tune *****`, `Unfreezing backbone for stage 2`), or a training line (no report
-    word on it: not `the best epoch: 20`) at an epoch below the last before the end (Hugging
-    Face's `{'loss': 0.9, 'epoch': 0.1}` after `'epoch': 3.0`): the loop started again. The
-    end was a stage's, not the job's."""
+    word on it: not `the best epoch: 20`; no restore's or load's, no path's epoch: not
+    `Restoring states from the checkpoint path at /ckpt/epoch=7-step=2000.ckpt`:
+    `_epoch_below`) at an epoch below the last before the end (Hugging Face's `{'loss': 0.9,
+    'epoch': 0.1}` after `'epoch': 3.0`): the loop started again. The end was a stage's, not
+    the job's."""
     last_epoch = max((float(m.group(1)) for line in before for m in _EPOCH_AT.finditer(line)),
                      default=None)
-    for line in after:
+    for i, line in enumerate(after):
         text = message_after_time(line)
-        if is_start_up_bar(text) or _NEXT_RUN_STARTS.match(text) or (
-                _STAGE_NUMBERED.search(text) and not _TRAINING_OVER.search(text)):
+        if is_start_up_bar(text) and _bar_starts_phase(after[i + 1:]):
             return True
-        if last_epoch is not None and not _REPORT_WORD.search(text) and any(
-                float(m.group(1)) < last_epoch for m in _EPOCH_AT.finditer(text)):
+        if _NEXT_RUN_STARTS.match(text) or _stage_header(text):
+            return True
+        if last_epoch is not None and _epoch_below(text, last_epoch):
             return True
     return False
+
+
+def _bar_starts_phase(rest: Sequence[str]) -> bool:
+    """A loading or data bar (`Map: 100%|`) starts a next phase when training or training
+    announced follows it, or nothing that says what it loaded for (the log stops while it
+    loads): followed by an evaluation's or a prediction's run and no training (`***** Running
+    Prediction *****`), it loaded for that."""
+    if any(trains_after(line) or _stage_header(message_after_time(line)) for line in rest):
+        return True
+    return not any(_EVALUATION.search(line) or _RESULT.search(line) for line in rest)
+
+
+def _stage_header(text: str) -> bool:
+    """The line is a numbered stage's or phase's header (`_STAGE_HEADER`), not its end, its
+    summary or its result (`Stage 2 done`, `Stage 1 val acc: 0.88`)."""
+    return bool(_STAGE_HEADER.search(text) and not _TRAINING_OVER.search(text)
+                and not _REPORT_WORD.search(text) and not _RESULT.search(text))
+
+
+def _epoch_below(text: str, last_epoch: float) -> bool:
+    """The line trains (`_trains`, no report word on it) at an epoch below `last_epoch`, that
+    number not a path's or a file's (`/ckpt/epoch=7-step=2000.ckpt`) and the line no restore
+    or load (`Restoring states from the checkpoint path at ...`)."""
+    if _REPORT_WORD.search(text) or _RESTORES.search(text) or not _trains(text, -1):
+        return False
+    return any(float(m.group(1)) < last_epoch and not _in_path(text, m.start())
+               for m in _EPOCH_AT.finditer(text))
+
+
+def _in_path(text: str, at: int) -> bool:
+    """The word at `at` is inside a path or a file's name (its whitespace-bounded token holds a
+    slash, or ends in an extension)."""
+    start = max(text.rfind(" ", 0, at), text.rfind("\t", 0, at)) + 1
+    end = next((i for i in range(at, len(text)) if text[i] in " \t"), len(text))
+    token = text[start:end].strip("'\"(),;[]{}")
+    return "/" in token or "\\" in token or bool(re.search(r"\.(?:ckpt|pt|pth|bin|h5|keras"
+                                                        r"|safetensors|pkl|npz|json|hdf5)$", token))
 
 
 def next_phase_after(tail: Sequence[tuple[int, str]], end_line: int) -> bool:
