@@ -28,6 +28,7 @@ import ssl
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any, Self
@@ -296,6 +297,8 @@ _METHOD_SCOPE = {
     "files.completeUploadExternal": "files:write",
 }
 _HISTORY_METHODS = ("conversations.history", "conversations.replies")
+# a ts as conversations.history takes `oldest` and `latest`: Unix seconds, decimals optional
+_TS_RE = re.compile(r"^\d+(\.\d+)?$")
 # `limit` of conversations.history and of conversations.replies: its default and its maximum
 # (Slack's method references; a larger one is cut to the maximum)
 HISTORY_LIMITS = (100, 999)
@@ -361,8 +364,9 @@ class SlackStandIn(_LocalServer):
     """
 
     def __init__(self, token: str = "xoxb-standin-token", *, team_id: str = "T0STANDIN",
-                 tls: bool = False):
+                 tls: bool = False, clock: Callable[[], float] = time.time):
         self.token = token
+        self.clock = clock  # Slack's clock: a message's ts is its time (`_next_ts`)
         self.tls = tls
         self._certificate = _loopback_certificate() if tls else None
         self.team_id = team_id
@@ -376,6 +380,7 @@ class SlackStandIn(_LocalServer):
         self._faults: dict[str, list[_Fault]] = {}
         self._lock = threading.RLock()
         self._ts_counter = itertools.count(1)
+        self._last_ts_us = 0
         self._file_counter = itertools.count(1)
 
     # --- lifecycle --------------------------------------------------------------------------
@@ -513,8 +518,11 @@ class SlackStandIn(_LocalServer):
     # --- state helpers (called with the lock held) ------------------------------------------
 
     def _next_ts(self) -> str:
-        n = next(self._ts_counter)
-        return f"{1732871234 + n}.{n * 100 % 1000000:06d}"
+        """A new message's ts, as Slack's: its time on `clock` in seconds, six decimals, each
+        later than the one before (a microsecond on when the clock has not moved on)."""
+        us = max(round(self.clock() * 1_000_000), self._last_ts_us + 1)
+        self._last_ts_us = us
+        return f"{us // 1_000_000}.{us % 1_000_000:06d}"
 
     def _find(self, channel: str, ts: str) -> dict[str, Any] | None:
         for m in self.messages.get(channel, []):
@@ -677,13 +685,29 @@ class SlackStandIn(_LocalServer):
         return {"ok": True, "view": published}
 
     def _m_conversations_history(self, p: dict[str, Any]) -> dict[str, Any]:
-        """A channel's messages from `oldest` on, newest first, paged as replies are
-        (`_page`; `limit`'s default and maximum: HISTORY_LIMITS)."""
+        """A channel's messages after `oldest` and before `latest` (ts, seconds; not one:
+        `invalid_ts_oldest` / `invalid_ts_latest`; the bounds themselves with `inclusive`),
+        newest first, paged as replies are (`_page`; `limit`'s default and maximum:
+        HISTORY_LIMITS)."""
         channel = p.get("channel")
         if not isinstance(channel, str) or not _CHANNEL_RE.match(channel):
             return {"ok": False, "error": "channel_not_found"}
-        oldest = float(p.get("oldest") or 0)
-        msgs = [m for m in reversed(self.messages.get(channel, [])) if float(m["ts"]) >= oldest]
+        bounds = []
+        for name, unset in (("oldest", 0.0), ("latest", float("inf"))):
+            raw = p.get(name)
+            if raw in (None, ""):
+                bounds.append(unset)
+            elif not _TS_RE.match(str(raw)):
+                return {"ok": False, "error": f"invalid_ts_{name}"}
+            else:
+                bounds.append(float(raw))
+        oldest, latest = bounds
+        inclusive = str(p.get("inclusive")) in ("1", "true", "True")
+
+        def within(ts: float) -> bool:
+            return oldest <= ts <= latest if inclusive else oldest < ts < latest
+
+        msgs = [m for m in reversed(self.messages.get(channel, [])) if within(float(m["ts"]))]
         return self._page(p, msgs, f"history:{channel}", HISTORY_LIMITS)
 
     def _m_conversations_replies(self, p: dict[str, Any]) -> dict[str, Any]:

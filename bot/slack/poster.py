@@ -8,7 +8,9 @@ Posts at most once, and none is lost while Slack can be asked:
   5xx or an `internal_error`/`fatal_error` answer, a connection dropped after the request was
   sent) is *reconciled* before anything is sent: the poster looks the key up in the thread
   (`conversations.replies`) or, for a root, in the channel (`conversations.history`, newest
-  first), page by page through the cursor until the key is found or the end is read,
+  first, back to bot.core.slack_bounds.LOOKUP_CLOCK_SKEW_S before its intent was recorded:
+  nothing older can be it), page by page through the cursor until the key is found or the
+  end is read,
   records the ts it finds, and sends again only when Slack does not have it. While the lookup
   fails, nothing is sent (`SlackPostError`; the intent stays, and the next call looks it up
   first); so too when the thread or channel cannot be read to its end: past the post's
@@ -32,8 +34,9 @@ Posts at most once, and none is lost while Slack can be asked:
   its attempts run out. A chart's upload URL and bytes are asked for only while one request
   (the client's timeout) still ends before it: the bytes never end past it, so an upload, as
   a post, ends within one request after its deadline.
-- Residual risk: a root of unknown fate that Slack never posted, in a channel of more than
-  LOOKUP_MAX_PAGES pages, is never posted (its lookup cannot read the channel whole).
+- Residual risk: a root of unknown fate that Slack never posted, in a channel with more than
+  LOOKUP_MAX_PAGES pages of messages since its intent (its lookup cannot read them all), is
+  never posted.
 
 What the client re-sends by itself (429s, 5xx and dropped connections of idempotent methods)
 is decided in bot/slack/retry.py (`make_client`).
@@ -200,6 +203,17 @@ def _api_error(exc: Exception) -> str | None:
     return None
 
 
+def _sent_after(intent: Any) -> float | None:
+    """Slack's time (a ts) before which the root `intent` (a slack_posts row) cannot have been
+    posted: its recorded time (`updated_at`: set when the intent is recorded, or a refused
+    root's made an intent again, before anything is sent, and not changed until it is posted)
+    less the clock-skew margin (bot.core.slack_bounds.LOOKUP_CLOCK_SKEW_S); None for a reply
+    (its thread is read whole, from its root)."""
+    if intent.thread_ts is not None:
+        return None
+    return float(intent.updated_at) - slack_bounds.LOOKUP_CLOCK_SKEW_S
+
+
 class SlackPoster:
     """Posts a run chain's thread through `client`, keyed in `store.slack_posts`; every text
     redacted by `redactor` first (the bot's: `Config.redactor()`; default: token shapes).
@@ -280,7 +294,7 @@ class SlackPoster:
             return post is not None
         try:
             found = self._find_message(post.channel, post.thread_ts, key,
-                                       self.clock() + self.deadline_s)
+                                       self.clock() + self.deadline_s, _sent_after(post))
         except CALL_ERRORS as exc:
             error = self._gave_up("conversations.replies", key, post.channel, exc, unknown=True)
             if call_fate(exc) == "refused":
@@ -422,11 +436,13 @@ class SlackPoster:
             return existing.ts
         # an intent left over: maybe posted already (a root refused before is not in Slack)
         unknown = existing is not None and not existing.refused
+        intent = existing
         if not unknown:
-            self.store.slack_posts.record_intent(
+            intent = self.store.slack_posts.record_intent(
                 key, channel=channel, kind=kind, chain_id=chain_id, thread_ts=thread_ts,
                 payload_hash=payload_hash(blocks, text), now=self.clock(),
             )
+        sent_after = _sent_after(intent)
         kwargs: dict[str, Any] = {
             "channel": channel, "text": text, "blocks": blocks,
             "metadata": {"event_type": METADATA_EVENT, "event_payload": {"key": key}},
@@ -440,7 +456,8 @@ class SlackPoster:
             for _attempt in self._attempts_until(deadline):
                 if unknown:
                     try:
-                        found = self._find_message(channel, thread_ts, key, deadline)
+                        found = self._find_message(channel, thread_ts, key, deadline,
+                                                   sent_after)
                     except CALL_ERRORS as exc:
                         last = self._lookup_failed("chat.postMessage", key, channel, exc,
                                                    attempts)
@@ -498,20 +515,24 @@ class SlackPoster:
                    proxy=self.client.proxy)
         return str(step1["file_id"])
 
-    def _history(self, channel: str, thread_ts: str | None, deadline: float
-                 ) -> Iterator[dict]:
+    def _history(self, channel: str, thread_ts: str | None, deadline: float,
+                 oldest: float | None = None) -> Iterator[dict]:
         """The thread's messages, oldest first (`thread_ts` None: the channel's, newest
-        first), read a page (LOOKUP_PAGE messages) at a time as they are looked at, the next
-        page asked for by the last one's `response_metadata.next_cursor` until Slack gives
-        none (the end). Raises CALL_ERRORS, and _ThreadNotRead when the end is not reached: a
-        next page would start past `deadline` (the post's), or there are more than
-        LOOKUP_MAX_PAGES pages (_ThreadTooLong)."""
+        first, only those after `oldest` when it is given), read a page (LOOKUP_PAGE
+        messages) at a time as they are looked at, the next page asked for by the last one's
+        `response_metadata.next_cursor` until Slack gives none (the end). Raises CALL_ERRORS,
+        and _ThreadNotRead when the end is not reached: a next page would start past
+        `deadline` (the post's), or there are more than LOOKUP_MAX_PAGES pages
+        (_ThreadTooLong)."""
         page_size = slack_bounds.LOOKUP_PAGE
         kwargs: dict[str, Any] = {"channel": channel, "include_all_metadata": True,
                                   "limit": page_size}
         read: Callable[..., Any]
         if thread_ts is None:
             what, read = f"the channel {channel}", self.client.conversations_history
+            if oldest is not None:
+                kwargs["oldest"] = f"{oldest:.6f}"  # Slack's ts form
+                what += f" since {kwargs['oldest']}"
         else:
             what, read = f"the thread {thread_ts}", self.client.conversations_replies
             kwargs["ts"] = thread_ts
@@ -530,8 +551,10 @@ class SlackPoster:
             "messages: it is not read whole")
 
     def _find_message(self, channel: str, thread_ts: str | None, key: str,
-                      deadline: float) -> str | None:
-        for msg in self._history(channel, thread_ts, deadline):
+                      deadline: float, sent_after: float | None) -> str | None:
+        """The ts of the message posted under `key`; a root (`thread_ts` None) is looked for
+        in its channel after `sent_after` only (`_sent_after`)."""
+        for msg in self._history(channel, thread_ts, deadline, sent_after):
             meta = msg.get("metadata") or {}
             if meta.get("event_type") == METADATA_EVENT and \
                     (meta.get("event_payload") or {}).get("key") == key:

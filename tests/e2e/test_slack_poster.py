@@ -334,6 +334,80 @@ def test_a_channel_not_read_back_to_a_lost_root_gets_no_second_root(
     assert store.slack_posts.get(root_key(chain)).state == "intent"
 
 
+def chatter_in(slack: SlackStandIn, messages: int) -> None:
+    """`messages` messages by others in the channel, straight into the stand-in."""
+    for i in range(messages):
+        with slack._lock:
+            assert slack.handle("chat.postMessage",
+                                {"channel": CHANNEL, "text": f"chatter {i}"})["ok"]
+
+
+def busy_channel_before(slack: SlackStandIn, at: float) -> None:
+    """More messages than a lookup may read (LOOKUP_MAX_PAGES pages), all an hour and more
+    before `at` on Slack's clock."""
+    start = at - 3600
+    slack.clock = lambda: start
+    chatter_in(slack, slack_bounds.LOOKUP_MAX_PAGES * slack_bounds.LOOKUP_PAGE + 1)
+
+
+def test_a_root_never_created_in_a_busy_channel_is_posted_after_one_page(
+        slack, slack_client, store, fake_sleep):
+    """A channel of more messages than a lookup reads, all older than the root's intent; the
+    root's send is lost before Slack performed it. The lookup reads the channel only since
+    the intent (less the clock-skew margin): one page, no root there, so it is posted, once.
+    Before, it read the channel back to its start, past LOOKUP_MAX_PAGES pages, was refused,
+    and the root was never posted (every later try reading those 50 pages again)."""
+    clock = [NOW]
+    poster = SlackPoster(slack_client, store, deadline_s=POST_DEADLINE_S, sleep=fake_sleep,
+                         clock=lambda: clock[0])
+    chain = open_chain(store)
+    busy_channel_before(slack, NOW)
+    slack.clock = lambda: clock[0]
+    slack.drop_next("chat.postMessage", processed=False)  # lost before Slack made it
+    root_ts = poster.post_root(chain, CHANNEL, section("root"), "root")
+
+    assert keyed_roots(slack, root_key(chain)) == [root_ts]
+    assert [c.status for c in slack.calls("chat.postMessage")] == [0, 200]
+    pages = slack.calls("conversations.history")
+    assert [c.params.get("oldest") for c in pages] == \
+        [f"{NOW - slack_bounds.LOOKUP_CLOCK_SKEW_S:.6f}"]
+    assert store.chains.get(chain).thread_ts == root_ts
+
+
+@pytest.mark.parametrize("slack_behind_s", [0.0, 240.0])
+def test_a_lost_root_in_a_busy_channel_is_found_since_its_intent(
+        slack, slack_client, store, fake_sleep, monkeypatch, slack_behind_s):
+    """The same busy channel; Slack makes the root but its answer is lost, then others post
+    more. The lookup, from the intent less the margin, finds it on its first page: also when
+    this host's clock runs ahead of Slack's by less than the margin (Slack's ts of the root
+    then reads older than the intent)."""
+    clock = [NOW]
+    poster = SlackPoster(slack_client, store, deadline_s=POST_DEADLINE_S, sleep=fake_sleep,
+                         clock=lambda: clock[0])
+    chain = open_chain(store)
+    busy_channel_before(slack, NOW)
+    slack.clock = lambda: clock[0] - slack_behind_s
+    history = slack_client.conversations_history
+
+    def after_the_root(**kwargs):  # others post once the root is made
+        if not slack.calls("conversations.history"):
+            chatter_in(slack, 30)
+        return history(**kwargs)
+
+    monkeypatch.setattr(slack_client, "conversations_history", after_the_root)
+    slack.drop_next("chat.postMessage")  # Slack posts the root; the answer is lost
+    root_ts = poster.post_root(chain, CHANNEL, section("root"), "root")
+
+    assert float(root_ts) < NOW + 1 - slack_behind_s
+    assert keyed_roots(slack, root_key(chain)) == [root_ts]
+    assert len(slack.calls("chat.postMessage")) == 1
+    pages = slack.calls("conversations.history")
+    assert [c.params.get("oldest") for c in pages] == \
+        [f"{NOW - slack_bounds.LOOKUP_CLOCK_SKEW_S:.6f}"]
+    assert len(pages[0].response["messages"]) == 31
+    assert store.chains.get(chain).thread_ts == root_ts
+
+
 def test_a_chart_whose_completion_answer_is_lost_is_shared_once(slack, poster, store):
     chain = open_chain(store)
     root_ts = poster.post_root(chain, CHANNEL, section("root"), "root")

@@ -247,6 +247,39 @@ def test_channel_history_gives_100_messages_unless_asked_for_more(client, slack)
     assert len(client.conversations_history(channel=CHANNEL, limit=999)["messages"]) == 150
 
 
+def test_a_message_ts_is_its_time_on_slacks_clock(client, slack):
+    """Slack's ts form (seconds, six decimals) of the stand-in's clock, each later than the
+    last even when the clock has not moved."""
+    slack.clock = lambda: 1_800_000_000.25
+    one = client.chat_postMessage(channel=CHANNEL, text="one")["ts"]
+    two = client.chat_postMessage(channel=CHANNEL, text="two")["ts"]
+    assert (one, two) == ("1800000000.250000", "1800000000.250001")
+
+
+def test_channel_history_between_oldest_and_latest(client, slack):
+    """`oldest` and `latest` bound the history, the bounds themselves in with `inclusive`
+    only; a bound that is not a ts is refused as Slack refuses it."""
+    sent = []
+    for t in (100.0, 200.0, 300.0):
+        slack.clock = lambda t=t: t
+        sent.append(client.chat_postMessage(channel=CHANNEL, text=f"at {t}")["ts"])
+
+    def history(**bounds) -> list[str]:
+        return [m["ts"] for m in client.conversations_history(channel=CHANNEL,
+                                                              **bounds)["messages"]]
+
+    assert history(oldest="100.000000") == sent[:0:-1]
+    assert history(oldest="100", inclusive=True) == sent[::-1]
+    assert history(oldest="100", latest="300") == [sent[1]]
+    assert history(oldest="100", latest="300", inclusive=True) == sent[::-1]
+    assert history(latest="200.5") == sent[1::-1]
+    assert history(oldest="300") == []
+    for name in ("oldest", "latest"):
+        with pytest.raises(SlackApiError) as exc:
+            client.conversations_history(channel=CHANNEL, **{name: "yesterday"})
+        assert exc.value.response["error"] == f"invalid_ts_{name}"
+
+
 @pytest.mark.parametrize("method", ["conversations_replies", "conversations_history"])
 @pytest.mark.parametrize(("args", "error"), [
     ({"limit": 0}, "invalid_arguments"),

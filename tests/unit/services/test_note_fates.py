@@ -158,6 +158,7 @@ def slack_context(slack: SlackStandIn, store: Store, slurm: FakeSlurm | None = N
     client: WebClient = make_client(slack.token, base_url=slack.api_url,
                                     sleep=lambda s: None, timeout=10)
     clock = [T0]
+    slack.clock = lambda: clock[0]  # Slack's ts follow the bot's clock (a lookup's `oldest`)
     poster = SlackPoster(client, store, deadline_s=POST_DEADLINE_S,
                          sleep=lambda s: None, clock=lambda: clock[0])
     config = make_config(**recipe_over)
