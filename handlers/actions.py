@@ -72,8 +72,9 @@ def make_run_click(services: BotContext, fence: ListenerFence | None = None):  #
                 logger.warning("click %s by %s stopped by the store's close (trainbot is "
                                "stopping) after starting %s", action.get("action_id"), user,
                                effects.started or "nothing")
-                tell(body, client, respond,
-                     click_reply(services, None, "stopping", started=effects.started))
+                tell(body, client, respond, click_reply(
+                    services, None, "stopping", started=effects.started,
+                    steps=effects.left(services.clock())))
                 return
             logger.exception("click %s by %s failed", action.get("action_id"),
                              body.get("user", {}).get("id"))

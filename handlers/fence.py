@@ -11,7 +11,9 @@ A listener still under way then fails at its next read or write of the store (St
 It answers that trainbot is stopping (`stopped_by_close`), not with the internal-error
 reply, and does nothing more; the answer says nothing was done only when its work had set no
 side effect going (`SideEffects`: an SSH command, a Slurm action, a post in a run's thread, a
-Home tab publish), else which one it had started, to be checked before trying again.
+Home tab publish) and committed no store step a retry would meet (a prompt claimed or
+dismissed, a submit kept in flight: bot.services.ports.StoreStep), else which one, and what
+it means for trying again.
 """
 
 from __future__ import annotations
@@ -20,9 +22,11 @@ import logging
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
+from dataclasses import replace
+from typing import Any
 
 from bot.services.fencing import fenced_context
-from bot.services.ports import BotContext
+from bot.services.ports import BotContext, StoreStep
 from bot.store import StoreClosed
 
 log = logging.getLogger(__name__)
@@ -83,13 +87,34 @@ class SideEffects:
     """The side effects one listener's work set going, in order (`started`): its context
     (`context`) is the bot's with the cluster sessions, the run threads' writer and the Home
     tab publisher wrapped as a scheduled job's are (bot.services.fencing), each side effect
-    noted as it starts, nothing refused."""
+    noted as it starts, nothing refused; and the store steps its services committed that a
+    retry would meet (`steps`: bot.services.ports.StoreStep, noted through the context's
+    `steps`)."""
 
     def __init__(self) -> None:
         self.started: list[str] = []
+        self.steps: list[StoreStep] = []
 
     def context(self, ctx: BotContext) -> BotContext:
-        return fenced_context(ctx, self)
+        return replace(fenced_context(ctx, self), steps=self)
+
+    def noted(self, step: StoreStep) -> None:
+        self.steps.append(step)
+
+    def left(self, now: float) -> list[dict[str, Any]]:
+        """The store steps for the stop's reply, each with how long until it is undone
+        (`wait_s`, None: unknown): a claimed prompt is given back once the submit it kept in
+        flight is settled too (bot.services.approvals.claim_given_back_at)."""
+        settled = max((s.until for s in self.steps if s.kind == "in_flight"
+                       and s.until is not None), default=None)
+        shown = []
+        for step in self.steps:
+            until = step.until
+            if step.kind == "claimed" and until is not None and settled is not None:
+                until = max(until, settled)
+            shown.append({"kind": step.kind,
+                          "wait_s": max(until - now, 0.0) if until is not None else None})
+        return shown
 
     @contextmanager
     def acting(self, what: str) -> Iterator[None]:

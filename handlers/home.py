@@ -87,7 +87,8 @@ def _id_click(services: BotContext, what: str, subject: str,
                                value, user, effects.started or "nothing")
                 if client is not None:
                     client.chat_postMessage(channel=user, text=click_reply(
-                        services, None, "stopping", started=effects.started))
+                        services, None, "stopping", started=effects.started,
+                        steps=effects.left(services.clock())))
 
     return click
 

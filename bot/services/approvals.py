@@ -62,7 +62,7 @@ from bot.services.cancel_steps import (
     UNKNOWN_CANCEL_STEP,
     cancel_takeover_at,
 )
-from bot.services.ports import Blocks, BotContext
+from bot.services.ports import Blocks, BotContext, StoreStep
 from bot.services.runs import array_task_of
 from bot.services.submit import RunSubmitInFlight
 from bot.services.submit_claim import RecipeSubmitUnderWay
@@ -111,12 +111,13 @@ def click_reply(ctx: BotContext, recipe: str | None, kind: str, **facts: Any) ->
     (slack.lang when the recipe is unknown): `kind` is unknown | unauthorized | duplicate |
     busy | failed_released (`error`: what a claimed choice raised; nothing was done and the
     prompt stays usable) | cancel_taken_over (`error`, `job`: a cancel and resume that sent
-    nothing, whose cancel the settle took over meanwhile) | internal_error; `facts` are
-    approvers (user ids), decided_by, job (busy), and for duplicate and busy `cancel_job` /
-    `cancel_wait_s` or `claim_wait_s` (`_acting`)."""
+    nothing, whose cancel the settle took over meanwhile) | stopping (`started`, `steps`:
+    handlers.fence) | internal_error; `facts` are approvers (user ids), decided_by, job
+    (busy), and for duplicate and busy `cancel_job` / `cancel_wait_s` or `claim_wait_s`
+    (`_acting`)."""
     view = {"kind": kind, "approvers": [], "decided_by": None, "job": None,
             "cancel_job": None, "cancel_wait_s": None, "claim_wait_s": None, "cancel": False,
-            **facts}
+            "steps": [], **facts}
     return render(ctx, "click_reply", recipe, view)[1]
 
 
@@ -258,11 +259,18 @@ def handle_click(
         return ClickResult("stale", text, blocks, ephemeral=text)
     if choice in _NEGATIVE:
         claim = store.approvals.refuse(token, actor, now, latest_job=latest_job_of(approval))
+        if claim.claimed:  # for good: a retry is told it was decided
+            ctx.steps.noted(StoreStep("refused"))
     else:  # marked with the claim: a hold's yes, that its hold waits for its `holding` step;
         # any choice, the click's lease on it (bot.services.claim_takeover)
+        step, bounds = comp.approved_step(approval) or CLAIMED_STEP, claim_bounds(ctx, approval)
         claim = store.approvals.claim(token, actor, now, latest_job=latest_job_of(approval),
-                                      step=comp.approved_step(approval) or CLAIMED_STEP,
-                                      bounds=claim_bounds(ctx, approval))
+                                      step=step, bounds=bounds)
+        if claim.claimed:  # given back by the takeover if nothing is sent (claim_takeover_s)
+            cluster = str(approval.payload.get("cluster", ""))
+            ctx.steps.noted(StoreStep("claimed", now + settle_takeover_s(
+                cluster_deadlines(ctx.config, cluster), None, bounds,
+                post_deadline_s=ctx.config.slack.post_deadline_s)))
     if not claim.claimed:
         if claim.reason == "expired":
             audit("expired", target, recipe)
@@ -395,7 +403,8 @@ def _probe_click(ctx: BotContext, approval: Approval, actor: str, now: float,
     recipe, target = approval.payload.get("recipe"), approval.target_job
     claim = ctx.store.approvals.claim(approval.token, actor, now,
                                       latest_job=latest_job_of(approval))
-    if claim.claimed:
+    if claim.claimed:  # the `probes` job runs it from here
+        ctx.steps.noted(StoreStep("probe_queued"))
         audit("ok", target, recipe, choice="probe")
         return ClickResult("done", ephemeral=click_reply(ctx, recipe, "probe_queued",
                                                          name=recipe, job=target))

@@ -31,7 +31,7 @@ from bot.core.home import (
 from bot.core.slurm.job_ref import JobIdError, parse_job_ref
 from bot.core.train_grammar import JobControl
 from bot.services.access import default_approvers, may_control_job
-from bot.services.ports import BotContext, PostError
+from bot.services.ports import BotContext, PostError, StoreStep
 from bot.services.threads import (
     array_root_view,
     prompt_job,
@@ -244,6 +244,7 @@ def stop_watching(ctx: BotContext, chain_id: int, user: str, now: float, *,
             ctx.store.watched_jobs.remove(chain.cluster, watched.job_id)
             ctx.store.tail_offsets.delete_job(watched.job_id)
     ctx.store.chains.set_status(chain.id, "stopped", now=now)
+    ctx.steps.noted(StoreStep("unwatched"))  # a retry finds it not watched
     ctx.store.audit.record(actor=user, action="unwatch", now=now, job_id=shown)
     text = _say(ctx, "unwatched", None, job=shown, actor=user)
     thread_note(ctx, chain.id, f"chain:{chain.id}:unwatched", text)

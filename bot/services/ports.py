@@ -374,6 +374,33 @@ class ChartMaker(Protocol):
         ...
 
 
+@dataclass(frozen=True)
+class StoreStep:
+    """A committed store write of a Slack command or click that changes what trying it again
+    gets, though nothing left trainbot: `claimed` (a prompt claimed by its click), `refused`
+    (a prompt dismissed or declined for good), `probe_queued` (a probe's prompt claimed: the
+    `probes` job runs it), `unwatched` (an adopted run no longer watched), `in_flight` (a
+    submit kept in flight, its sbatch not sent yet). `until`: when trainbot gives the claimed
+    prompt back, or settles the row in flight, at the earliest (None: unknown)."""
+
+    kind: str
+    until: float | None = None
+
+
+class StepNotes(Protocol):
+    """Where the services note their `StoreStep`s (handlers.fence.SideEffects, so a command
+    the store's close stops says what it left); nowhere else."""
+
+    def noted(self, step: StoreStep) -> None: ...
+
+
+class NoNotes:
+    """Notes nothing (every context but a Slack handler's)."""
+
+    def noted(self, step: StoreStep) -> None:
+        return None
+
+
 # ------------------------------------------------------------------------------ the context
 
 
@@ -409,6 +436,8 @@ class BotContext:
     # copies share it): a note tried from a click and again by the `prompts` job backs off,
     # and is warned of, as one series of tries
     notes: Backoffs = field(default_factory=Backoffs)
+    # the store steps a Slack handler's work committed (StoreStep; handlers.fence.SideEffects)
+    steps: StepNotes = field(default_factory=NoNotes)
     # the posts and root rewrites made through bot.services.threads.post_safely and
     # refresh_root that the chat has not taken, by run (chain id) then key, for the context's
     # life (its fenced copies share it): their failed tries in a row are one failure series in

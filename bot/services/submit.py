@@ -30,7 +30,7 @@ from bot.services.lost_submit import (
     sent_moment,
 )
 from bot.services.overrides import OverrideError, apply_overrides, parse_overrides
-from bot.services.ports import SFTP, Slurm
+from bot.services.ports import SFTP, Slurm, StoreStep
 from bot.services.resume_point import find_resume_checkpoint, submit_env
 from bot.services.send_job import NotApplied, send_job, wrapper_not_applied
 from bot.services.submit_claim import (
@@ -43,7 +43,7 @@ from bot.services.submit_claim import (
     release_submit,
     submit_holder,
 )
-from bot.services.submit_deadlines import sender_command_at_most_s
+from bot.services.submit_deadlines import flight_in_flight_s, sender_command_at_most_s
 from bot.services.submit_result import SubmitResult
 from bot.store import Store, SubmitInFlight
 
@@ -186,6 +186,7 @@ def submit_recipe(
     after_job: str | None = None,
     clock: Callable[[], float] | None = None,
     claim_holder: str | None = None,
+    noted: Callable[[StoreStep], None] | None = None,
 ) -> SubmitResult:
     """Submit `recipe_name` (resuming from its latest complete checkpoint) and record it.
 
@@ -237,7 +238,9 @@ def submit_recipe(
     submit whose job may be queued and is not recorded (an OutcomeUnknown after its sbatch
     left, the process stopping, its record failing) keeps it until it lapses by its hold
     (its row in flight, kept, stands against crossing submits until its recovery settles
-    it). `claim_holder`: the holder of that claim the caller took already (a cancel and
+    it). `noted` (a Slack handler's: its context's `steps`) is told of the row in flight
+    once added (StoreStep `in_flight`, when its recovery settles it if no sbatch is sent).
+    `claim_holder`: the holder of that claim the caller took already (a cancel and
     resume's, before its scancel), which this submit holds on to and ends as its own.
     """
     if charge_retry and chain_id is None:
@@ -282,6 +285,9 @@ def submit_recipe(
             if not added.new:
                 raise RunSubmitInFlight(added.flight, now)
             flight = added.flight
+            if noted is not None:  # settled by its recovery if no sbatch is sent
+                noted(StoreStep("in_flight", flight.sent_at + flight_in_flight_s(config,
+                                                                                 flight)))
         # held for its sbatch and, its end unseen, the lookup by name (two commands at
         # worst) from when it is taken: the checkpoint lookup may have outlasted that
         claimed_at = now + (clock() - started if clock is not None else 0.0)

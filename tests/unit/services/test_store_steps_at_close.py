@@ -1,0 +1,178 @@
+"""A click or command the store's close stops after a committed store step a retry meets
+(a prompt claimed or dismissed, a submit kept in flight) says so, not "nothing was done"."""
+from __future__ import annotations
+
+import logging
+from types import SimpleNamespace
+from typing import Any
+
+import pytest
+from fakes import FakeSlurm, make_context, recorded
+from support.bolt_driver import click_body
+
+from bot.services.prompts import create_resubmit_prompt
+from bot.slack.views import ActionId
+from bot.store import Store
+from handlers.actions import make_run_click
+from handlers.fence import ListenerFence
+
+LOG = logging.getLogger("test")
+NOW = 1_000_000.0
+
+
+class Answers:
+    def __init__(self) -> None:
+        self.sent: list[dict[str, Any]] = []
+
+    def __call__(self, **kw: Any) -> None:
+        self.sent.append(kw)
+
+
+class Client:
+    def __init__(self) -> None:
+        self.posted: list[dict[str, Any]] = []
+
+    def chat_postMessage(self, **kw: Any) -> None:  # noqa: N802
+        self.posted.append(kw)
+
+    def chat_update(self, **kw: Any) -> None:
+        self.posted.append(kw)
+
+
+def world(store: Store) -> tuple[Any, str]:
+    ctx = make_context(store, FakeSlurm(), clock=lambda: NOW + 10)
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW - 100)
+    store.attempts.record(chain_id=chain.id, job_id="88154", now=NOW - 100)
+    recorded(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
+    prompt = create_resubmit_prompt(ctx, recipe="mix", chain_id=chain.id, job_id="88154",
+                                    now=NOW, summary="88154 died", resume_iter=3000)
+    return ctx, prompt.token
+
+
+def click(ctx: Any, action: ActionId, token: str) -> tuple[Answers, Client]:
+    answers, client = Answers(), Client()
+    body = click_body(action, token, user="W0LEAD", channel="C0TRAIN", message_ts="1.1",
+                      response_url="-")
+    make_run_click(ctx, ListenerFence())(body, body["actions"][0], client, answers,
+                                         SimpleNamespace(headers={}), LOG)
+    return answers, client
+
+
+@pytest.mark.parametrize("action,repo_method", [(ActionId.RESUBMIT, "claim"),
+                                                (ActionId.DISMISS, "refuse")])
+def test_a_click_stopped_after_its_claim_or_refusal_says_what_it_left(
+        store_url: str, action: ActionId, repo_method: str) -> None:
+    store = Store.open(store_url)
+    ctx, token = world(store)
+    original = getattr(store.approvals, repo_method)
+
+    def then_close(*a: Any, **kw: Any) -> Any:
+        result = original(*a, **kw)  # committed
+        store.close()  # the stop's close lands right after
+        return result
+
+    setattr(store.approvals, repo_method, then_close)
+    answers, _ = click(ctx, action, token)
+    [answer] = answers.sent
+    # the restarted bot, a minute later, as told
+    again = Store.open(store_url)
+    approval = again.approvals.get(token)
+    assert approval is not None
+    ctx2 = make_context(again, FakeSlurm(), clock=lambda: NOW + 70)
+    click(ctx2, action, token)  # the retry is refused: the prompt was decided
+    again.close()
+    assert "nothing was done" not in answer["text"], (answer["text"], approval.state)
+    said = "claimed the prompt" if repo_method == "claim" else "dismissed the prompt"
+    assert said in answer["text"], answer["text"]
+    if repo_method == "claim":  # the claim's takeover bound, from its claim
+        assert "trainbot gives it back in about 1 h 38 min" in answer["text"]
+
+
+def test_a_submit_stopped_after_its_row_in_flight_says_nothing_went_to_slurm(
+        store_url: str) -> None:
+    from support.bolt_driver import slash_body
+
+    from handlers.slash_commands import make_run_train
+    store = Store.open(store_url)
+    slurm = FakeSlurm()
+    ctx = make_context(store, slurm, slack=False, clock=lambda: NOW)
+    original = store.submits_in_flight.add
+
+    def then_close(*a: Any, **kw: Any) -> Any:
+        result = original(*a, **kw)
+        store.close()
+        return result
+
+    store.submits_in_flight.add = then_close  # type: ignore[method-assign]
+    answers = Answers()
+    make_run_train(ctx, ListenerFence())(
+        slash_body("submit mix", user="U0ALICE", channel="C0TRAIN", response_url="-"),
+        answers, LOG)
+    [answer] = answers.sent
+    again = Store.open(store_url)
+    ctx2 = make_context(again, FakeSlurm(), slack=False, clock=lambda: NOW + 60)
+    answers2 = Answers()
+    make_run_train(ctx2, ListenerFence())(
+        slash_body("submit mix", user="U0ALICE", channel="C0TRAIN", response_url="-"),
+        answers2, LOG)
+    assert "was sent at" in answers2.sent[0]["text"]  # what its row tells a retry
+    again.close()
+    assert "nothing was done" not in answer["text"]
+    assert "nothing was sent to Slurm" in answer["text"], answer["text"]
+    assert "settles that record in about 21 min" in answer["text"]
+    assert slurm.calls == [] or "sbatch" not in str(slurm.calls)
+
+
+def test_a_probe_click_stopped_after_its_claim_says_the_probe_runs(store_url: str) -> None:
+    from bot.services.probes import create_probe_offer
+
+    store = Store.open(store_url)
+    ctx = make_context(store, FakeSlurm(), clock=lambda: NOW + 10,
+                       dataloader_probe={"factory": "mydata.datasets:build_train"})
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW - 50)
+    store.attempts.record(chain_id=chain.id, job_id="88155", now=NOW - 50)
+    recorded(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
+    offer = create_probe_offer(ctx, recipe="mix", chain_id=chain.id, job_id="88155", now=NOW)
+    assert offer is not None
+    original = store.approvals.claim
+
+    def then_close(*a: Any, **kw: Any) -> Any:
+        result = original(*a, **kw)
+        store.close()
+        return result
+
+    store.approvals.claim = then_close  # type: ignore[method-assign]
+    answers, _ = click(ctx, ActionId.RUN_PROBE, offer["value"])
+    [answer] = answers.sent
+    assert "nothing was done" not in answer["text"]
+    assert "queued the DataLoader probe" in answer["text"], answer["text"]
+
+
+def test_a_home_stop_watching_stopped_after_it_says_the_job_is_not_watched(
+        store_url: str) -> None:
+    from fakes import adopt
+
+    from handlers.home import make_stop_watching
+
+    store = Store.open(store_url)
+    slurm = FakeSlurm()
+    slurm.add(4242, name="eval-run", state="RUNNING", user="bob")
+    ctx = make_context(store, slurm, clock=lambda: NOW, slack_lang="ko")
+    chain_id = adopt(ctx, 4242, actor="W0LEAD", now=NOW)
+    original = store.chains.set_status
+
+    def then_close(*a: Any, **kw: Any) -> Any:
+        result = original(*a, **kw)
+        store.close()
+        return result
+
+    store.chains.set_status = then_close  # type: ignore[method-assign]
+    client = Client()
+    make_stop_watching(ctx, ListenerFence())(body={"user": {"id": "W0LEAD"}},
+                                             action={"value": str(chain_id)}, logger=LOG,
+                                             client=client)
+    [dm] = client.posted
+    assert dm["text"] == (
+        ":warning: trainbot이 종료 또는 재시작 중이어서 이 클릭을 도중에, 클러스터에 아무것도 "
+        "보내기 전에 멈췄습니다. 그 전에 작업 감시를 중단했습니다: 그 결정은 유지되지만, 실행 "
+        "스레드에는 그 사실이 나오지 않을 수 있습니다."), dm["text"]
