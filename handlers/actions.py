@@ -73,8 +73,8 @@ def make_run_click(services: BotContext, fence: ListenerFence | None = None):  #
                                "stopping) after starting %s", action.get("action_id"), user,
                                effects.started or "nothing")
                 tell(body, client, respond, click_reply(
-                    services, None, "stopping", started=effects.started,
-                    steps=effects.left(services.clock())))
+                    services, None, "stopping", channel=(body.get("channel") or {}).get("id"),
+                    started=effects.started, steps=effects.left(services.clock())))
                 return
             logger.exception("click %s by %s failed", action.get("action_id"),
                              body.get("user", {}).get("id"))

@@ -106,19 +106,20 @@ class ClickResult:
     homes_refreshed: bool = False  # its submit refreshed the Home tabs (after_person_submit)
 
 
-def click_reply(ctx: BotContext, recipe: str | None, kind: str, **facts: Any) -> str:
+def click_reply(ctx: BotContext, recipe: str | None, kind: str, *, channel: str | None = None,
+                **facts: Any) -> str:
     """A reply only the clicker sees (the `click_reply` template), in the recipe's language
-    (slack.lang when the recipe is unknown): `kind` is unknown | unauthorized | duplicate |
-    busy | failed_released (`error`: what a claimed choice raised; nothing was done and the
-    prompt stays usable) | cancel_taken_over (`error`, `job`: a cancel and resume that sent
-    nothing, whose cancel the settle took over meanwhile) | stopping (`started`, `steps`:
-    handlers.fence) | internal_error; `facts` are approvers (user ids), decided_by, job
-    (busy), and for duplicate and busy `cancel_job` / `cancel_wait_s` or `claim_wait_s`
-    (`_acting`)."""
+    (when the recipe is unknown, the `channel`'s recipes', else slack.lang): `kind` is unknown |
+    unauthorized | duplicate | busy | failed_released (`error`: what a claimed choice raised;
+    nothing was done and the prompt stays usable) | cancel_taken_over (`error`, `job`: a cancel
+    and resume that sent nothing, whose cancel the settle took over meanwhile) | stopping
+    (`started`, `steps`: handlers.fence) | internal_error; `facts` are approvers (user ids),
+    decided_by, job (busy), and for duplicate and busy `cancel_job` / `cancel_wait_s` or
+    `claim_wait_s` (`_acting`)."""
     view = {"kind": kind, "approvers": [], "decided_by": None, "job": None,
             "cancel_job": None, "cancel_wait_s": None, "claim_wait_s": None, "cancel": False,
             "steps": [], **facts}
-    return render(ctx, "click_reply", recipe, view)[1]
+    return render(ctx, "click_reply", recipe, view, channel=channel)[1]
 
 
 def claim_bounds(ctx: BotContext, approval: Approval) -> StepBounds | None:

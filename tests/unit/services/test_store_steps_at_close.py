@@ -176,3 +176,13 @@ def test_a_home_stop_watching_stopped_after_it_says_the_job_is_not_watched(
         ":warning: trainbot이 종료 또는 재시작 중이어서 이 클릭을 도중에, 클러스터에 아무것도 "
         "보내기 전에 멈췄습니다. 그 전에 작업 감시를 중단했습니다: 그 결정은 유지되지만, 실행 "
         "스레드에는 그 사실이 나오지 않을 수 있습니다."), dm["text"]
+
+
+def test_a_thread_click_stopped_by_the_close_answers_in_its_channels_language(
+        store_url: str) -> None:
+    store = Store.open(store_url)
+    ctx = make_context(store, FakeSlurm(), clock=lambda: NOW, lang="ko")  # slack.lang: en
+    store.close()
+    answers, _ = click(ctx, ActionId.RESUBMIT, "some-token")
+    [answer] = answers.sent
+    assert answer["text"].startswith(":hourglass_flowing_sand: trainbot이"), answer["text"]
