@@ -39,11 +39,7 @@ from bot.services.hold_ledger import (  # noqa: F401 (the ledger's names, as cal
     HOLDING_STEP,
     MAX_RELEASE_ATTEMPTS,
     RELEASING_STEP,
-    forget_person_hold,
-    held_again_for_person,
     may_still_run,
-    note_person_hold,
-    person_targets,
     release_failed,
     release_takeover_s,
     say_release,
@@ -480,8 +476,7 @@ def release_held_for(ctx: BotContext, job_id: int | str, now: float, why: str,
             recipe=approval.payload.get("recipe"), result="ok",
             detail={"for_job": str(job_id), "why": why, "state": state},
         )  # fmt: skip
-        if not held_again_for_person(ctx, approval, str(job_id), why, state, now):
-            say_release(ctx, approval, str(job_id), why, state)  # else a person's hold came
+        say_release(ctx, approval, str(job_id), why, state)
         ctx.store.approvals.mark_done(approval.token, now=now)
         released.append(comp)
     return released

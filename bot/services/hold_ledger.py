@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterable, Mapping
+from collections.abc import Mapping
 
 from bot.cluster.errors import ClusterError, CommandTimedOut, OutcomeUnknown
 from bot.core.slurm.records import JobRecord
@@ -19,7 +19,6 @@ from bot.services.ports import BotContext
 from bot.services.submit_deadlines import cluster_deadlines
 from bot.services.threads import thread_message
 from bot.store import Approval
-from bot.store.repos.approvals import PERSON_HOLD_STEP
 
 log = logging.getLogger(__name__)
 
@@ -47,45 +46,20 @@ def competitor_of(approval: Approval) -> int:
     return int(approval.target_job)
 
 
-def person_targets(ctx: BotContext, cluster: str, job_id: int,
-                   tasks: Mapping[int, JobRecord]) -> list[str]:
-    """The ids under which trainbot may keep holds that a person's `/train hold|release` of
-    job `job_id` on `cluster` reaches: its own, and for an array's own id (`tasks`: its
-    tasks' records read just before the command, Slurm.array_tasks; empty for another job)
-    those of its waiting tasks (`array_task_holds`: `scontrol hold|release ARRAY` holds or
-    releases each)."""
-    return sorted({str(job_id), *array_task_holds(ctx, cluster, job_id, tasks)})
-
-
-def note_person_hold(ctx: BotContext, cluster: str, targets: Iterable[str], actor: str,
-                     now: float) -> list[str]:
-    """Before a person's `scontrol hold` of `targets` (`person_targets`) is sent: the holds
-    trainbot keeps of them are marked with it (store.approvals.note_person_hold), so a
-    release of trainbot's on its way meanwhile, which may land after the person's hold and
-    drop it, holds the job again once it is over (`held_again_for_person`). Returns the
-    tokens marked (unmarked with `forget_person_hold` when the person's hold is refused)."""
-    return ctx.store.approvals.note_person_hold(HOLD_ACTION, targets, cluster=cluster,
-                                                actor=actor, now=now)
-
-
-def forget_person_hold(ctx: BotContext, tokens: list[str], actor: str) -> None:
-    """The person's `scontrol hold` that `note_person_hold` marked `tokens` for failed."""
-    if tokens:
-        ctx.store.approvals.forget_person_hold(tokens, actor=actor)
-
-
-def taken_by_person(ctx: BotContext, cluster: str, targets: Iterable[str], actor: str,
-                    verb: str, now: float) -> list[int]:
-    """A person's `/train hold` or `/train release` (`verb`) of jobs `targets` on `cluster`
-    (`person_targets`: the job they named and, for an array's own id, its waiting tasks)
-    gone through: a hold of them trainbot keeps for a resumed job leaves the hold ledger
+def taken_by_person(ctx: BotContext, cluster: str, job_id: int, actor: str, verb: str,
+                    now: float, tasks: Mapping[int, JobRecord] | None = None) -> list[int]:
+    """A person's `/train hold` or `/train release` (`verb`) of job `job_id` on `cluster`,
+    gone through: a hold of it trainbot keeps for a resumed job leaves the hold ledger
     (`store.approvals.settle_holds`), so trainbot's release once the resumed job starts no
     longer drops the hold the person asked for, nor tries again a release the person made;
     recorded (audit `competitor.release`, result `by_person`) and said in its run's thread.
-    A hold still on its way stays after a release, to be released once it has landed. A
-    release of trainbot's already on its way is left to end: it holds the job again for the
-    person (`held_again_for_person`). Returns the resumed jobs it was held for."""
-    settled = ctx.store.approvals.settle_holds(HOLD_ACTION, list(targets), cluster=cluster,
+    For an array's own id, `tasks` are its tasks' records read just before the command
+    (Slurm.array_tasks): the holds trainbot keeps of its waiting tasks under their own ids
+    (`scontrol hold|release ARRAY` holds or releases each) are settled as well
+    (`array_task_holds`). A hold still on its way stays after a release, to be released
+    once it has landed. Returns the resumed jobs it was held for."""
+    targets = sorted({str(job_id), *array_task_holds(ctx, cluster, job_id, tasks or {})})
+    settled = ctx.store.approvals.settle_holds(HOLD_ACTION, targets, cluster=cluster,
                                                now=now, landed_only=verb == "release")
     why = "held_by_person" if verb == "hold" else "released_by_person"
     for approval in settled:
@@ -93,41 +67,10 @@ def taken_by_person(ctx: BotContext, cluster: str, targets: Iterable[str], actor
         ctx.store.audit.record(
             actor=actor, action="competitor.release", now=now,
             job_id=str(competitor_of(approval)), recipe=approval.payload.get("recipe"),
-            result="by_person", detail={"for_job": for_job, "verb": verb},
+            result="by_person", detail={"for_job": for_job, "verb": verb, "as": str(job_id)},
         )  # fmt: skip
         say_release(ctx, approval, for_job, why, None, by=actor)
     return sorted({int(a.payload["for_job"]) for a in settled})
-
-
-def held_again_for_person(ctx: BotContext, approval: Approval, for_job: str, why: str,
-                          state: str | None, now: float) -> bool:
-    """trainbot's `scontrol release` of held competitor `approval` went through: when a
-    person's `/train hold` of the job was marked before it was over
-    (PERSON_HOLD_STEP, `note_person_hold`), the release may have landed after their hold
-    and dropped it (Slurm keeps one hold, not who placed it), so the job is held again, and
-    the thread says so instead of the release; or, when that hold fails (the job started
-    or left meanwhile, Slurm cannot be reached), that their hold may be gone and how to
-    hold it. A person's hold marked after this look was sent after the release was over:
-    it stands. True when a person's hold was marked (said here)."""
-    steps = ctx.store.approvals.steps(approval.token)
-    persons = sorted((at, step.removeprefix(PERSON_HOLD_STEP)) for step, at in steps.items()
-                     if step.startswith(PERSON_HOLD_STEP))
-    if not persons:
-        return False
-    by, comp = persons[0][1], competitor_of(approval)
-    problem = None
-    try:
-        ctx.clusters.slurm(approval.payload["cluster"]).hold(comp)
-    except (ClusterError, KeyError) as exc:
-        problem = str(exc)
-    ctx.store.audit.record(
-        actor="trainbot", action="competitor.release", now=now, job_id=str(comp),
-        recipe=approval.payload.get("recipe"),
-        result="held_again" if problem is None else "held_again_failed",
-        detail={"for_job": for_job, "for": by, "problem": problem},
-    )  # fmt: skip
-    say_release(ctx, approval, for_job, why, state, problem, by=by, held_again=problem is None)
-    return True
 
 
 def array_task_holds(ctx: BotContext, cluster: str, array_id: int,
@@ -161,7 +104,7 @@ def say_release(ctx: BotContext, approval: Approval, for_job: str, why: str,
                 state: str | None, problem: str | None = None,
                 retry: tuple[int, int] | None = None, *, unknown: bool = False,
                 still_held: bool = False, kept_for: str | None = None,
-                by: str | None = None, held_again: bool | None = None) -> None:
+                by: str | None = None) -> None:
     """Say in the thread what became of held competitor `approval`'s release
     (templates/hold_released.json.j2), once: released, or failed (`problem`) and left to
     the person; or its `retry` (attempt, minutes until the next one) failed, once each;
@@ -170,16 +113,12 @@ def say_release(ctx: BotContext, approval: Approval, for_job: str, why: str,
     `still_held`: its end was not seen (`problem`) and the job was read after it, still
     held; `kept_for`: not released, another run's hold keeps it held for that job; `by`:
     the person whose `/train hold` (`why` held_by_person) or `/train release`
-    (released_by_person) took it out of trainbot's holds; `held_again`: the release was on
-    its way when `by` held the job, so trainbot held it again (True) or could not
-    (False, `problem`): `held_again_for_person`, said under a key of its own."""
-    key = (f"hold-release:{approval.token}" + ("" if retry is None else f":failed:{retry[0]}")
-           + ("" if held_again is None else ":held-again"))
+    (released_by_person) took it out of trainbot's holds."""
+    key = f"hold-release:{approval.token}" + ("" if retry is None else f":failed:{retry[0]}")
     thread_message(ctx, approval.chain_id, key, "hold_released", {
         "competitor": str(competitor_of(approval)), "for_job": for_job, "why": why,
         "state": state, "problem": problem, "retry_in_min": None if retry is None else retry[1],
         "unknown": unknown, "still_held": still_held, "kept_for": kept_for, "by": by,
-        "held_again": held_again,
     })
 
 

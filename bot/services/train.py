@@ -14,7 +14,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from bot.cluster.errors import ClusterError, ClusterUnavailable, OutcomeUnknown
+from bot.cluster.errors import ClusterError, ClusterUnavailable
 from bot.config import Config
 from bot.core import train_grammar as c
 from bot.core.arrays import array_control, recorded_plain
@@ -310,23 +310,12 @@ def _control(ctx: BotContext, cmd: c.JobControl, actor: str, channel: str | None
     tasks = (_array_tasks(slurm, job_id, cmd.verb)
              if cmd.array_task is None and not _plain_job(ctx, target) else {})
     whole = array_control(job_id, tasks.values()) if tasks else None
-    # a competitor trainbot holds is the person's to hold or release from now on, and so
-    # is a task of the array whose own id the person named (its waiting tasks); a release
-    # of trainbot's on its way as the person's hold goes out holds it again after it
-    targets = comp.person_targets(ctx, cluster, job_id, tasks) if cmd.verb != "cancel" else []
-    noted = comp.note_person_hold(ctx, cluster, targets, actor, now) if cmd.verb == "hold" \
-        else []
-    try:
-        getattr(slurm, cmd.verb)(job_id)
-    except OutcomeUnknown:
-        raise  # it may have held the job: trainbot's release holds it again, as if it had
-    except ClusterError:
-        comp.forget_person_hold(ctx, noted, actor)
-        raise
+    getattr(slurm, cmd.verb)(job_id)
     if cmd.verb == "cancel":
         comp.release_held_for(ctx, job_id, now, "cancelled", cluster)
-    else:
-        comp.taken_by_person(ctx, cluster, targets, actor, cmd.verb, now)
+    else:  # a competitor trainbot holds is the person's to hold or release from now on,
+        # and so is a task of the array whose own id the person named (its waiting tasks)
+        comp.taken_by_person(ctx, cluster, job_id, actor, cmd.verb, now, tasks=tasks)
     _audit(ctx, actor, cmd.verb, now, "ok", target.display, recipe,
            asdict(whole) if whole is not None else None)
     raw = None if target.display == str(job_id) else job_id  # an array task's, after it

@@ -539,32 +539,6 @@ class ApprovalsRepo(_Repo):
         return next((a for a, steps in others if "releasing" in steps and _hold_sent(steps)),
                     None)
 
-    def note_person_hold(self, action: str, target_jobs: Iterable[str], *, cluster: str,
-                         actor: str, now: float) -> list[str]:
-        """A person's `scontrol hold` of jobs `target_jobs` of `cluster` is about to be sent:
-        every approved `action` hold of them whose hold was sent (`_hold_sent`) gets the step
-        PERSON_HOLD_STEP + `actor`, in one transaction (the jobs' rows locked, as
-        `settle_holds` locks them). A release of trainbot's whose `scontrol release` was on
-        its way meanwhile may land after the person's hold and drop it: the release finds the
-        step once its release is over and holds the job again for them. Returns the tokens
-        marked."""
-        step = PERSON_HOLD_STEP + actor
-        with self._engine.begin() as conn:
-            marked = [a.id for a, steps in self._holds_on(conn, action, list(target_jobs),
-                                                          cluster)
-                      if a.state == "approved" and _hold_sent(steps) and step not in steps]
-            for token in marked:
-                conn.execute(insert(t.prompt_steps).values(token=token, step=step, at=now,
-                                                           **_bound_values(None)))
-        return marked
-
-    def forget_person_hold(self, tokens: Iterable[str], *, actor: str) -> None:
-        """The person's hold `note_person_hold` marked on `tokens` was refused: unmarked."""
-        with self._engine.begin() as conn:
-            conn.execute(delete(t.prompt_steps).where(and_(
-                t.prompt_steps.c.token.in_(list(tokens)),
-                t.prompt_steps.c.step == PERSON_HOLD_STEP + actor)))
-
     def _holds_beside(self, conn: Any, token: str) -> tuple[
             tuple[Approval, dict[str, float]] | None, list[tuple[Approval, dict[str, float]]]]:
         """`token`'s row with its steps, and the other approved ones of its action on its
@@ -615,11 +589,6 @@ class ApprovalsRepo(_Repo):
         if state is not None:
             query = query.where(t.approvals.c.state == state)
         return self._all(Approval, query.order_by(t.approvals.c.created_at))
-
-
-PERSON_HOLD_STEP = "person_hold:"
-"""The step, followed by the person's Slack id, that `note_person_hold` marks on a hold a
-person's `/train hold` reaches."""
 
 
 def _forget_claim(conn: Any, token: str, also: Iterable[str] = ()) -> None:

@@ -11,7 +11,6 @@ from collections.abc import Callable
 import pytest
 from fakes import FakeSlurm, make_context, recorded
 
-from bot.cluster.errors import CommandFailed
 from bot.core.train_grammar import parse_command
 from bot.services import competitors
 from bot.services.approvals import ActionId, handle_click
@@ -108,13 +107,6 @@ class SlowReleaseSlurm(FakeSlurm):
     def __init__(self) -> None:
         super().__init__()
         self.meanwhile: list[Callable[[], object]] = []
-        self.hold_error: Exception | None = None
-
-    def hold(self, job_id: int) -> None:
-        if self.hold_error is not None:
-            self.calls.append(("hold", job_id))
-            raise self.hold_error
-        super().hold(job_id)
 
     def release(self, job_id: int) -> None:
         while self.meanwhile:
@@ -127,62 +119,6 @@ def slow(store: Store) -> SlowReleaseSlurm:
     return SlowReleaseSlurm()
 
 
-def test_a_persons_hold_arriving_during_trainbots_release_stands(
-        store: Store, slow: SlowReleaseSlurm) -> None:
-    """88887 started; trainbot's `scontrol release 88017` is on its way when the person's
-    `/train hold 88017` goes through, and lands after it (dropping the person's hold): trainbot
-    holds 88017 again once its release is over and says why; the person's hold stands, and
-    no later tick releases it."""
-    ctx = make_context(store, slow)
-    slow.add(88017, name="succ", account="root", partition="debug", priority=100)
-    token = hold_for(ctx, slow, 88017)
-    handle_click(ctx, token, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 1)
-    slow.set(88887, state="RUNNING")
-    slow.meanwhile.append(lambda: execute(ctx, parse_command("hold 88017"), actor="U0APPR",
-                                          channel="C0TRAIN", now=NOW + 2))
-    competitors.release_started(ctx, NOW + 2)
-    assert slow.acted("hold") == [88017, 88017, 88017]  # the yes, the person, again after
-    assert slow.records[88017].is_held
-    assert ("trainbot's release of 88017 (88887 no longer needs it) was on its way when "
-            "<@U0APPR> held it with `/train hold`, and may have undone their hold: trainbot "
-            "held 88017 again, so their hold stands.") in recorded(ctx).texts()
-    assert competitors.held_now(ctx) == []
-    assert competitors.release_started(ctx, NOW + 3) == []
-    assert slow.acted("release") == [88017]
-    actions = [(e.action, e.job_id, e.result) for e in ctx.store.audit.recent(100)]
-    assert ("competitor.release", "88017", "held_again") in actions
-
-
-def test_a_persons_hold_during_trainbots_release_is_said_plainly_when_it_cannot_be_held_again(
-        store: Store, slow: SlowReleaseSlurm) -> None:
-    """The job started between trainbot's release and its hold again (Slurm refuses to hold
-    a job no longer pending): the thread says the person's hold may be gone."""
-    ctx = make_context(store, slow)
-    slow.add(88017, name="succ", account="root", partition="debug", priority=100)
-    token = hold_for(ctx, slow, 88017)
-    handle_click(ctx, token, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 1)
-    slow.set(88887, state="RUNNING")
-
-    def person_holds_then_it_starts() -> None:
-        execute(ctx, parse_command("hold 88017"), actor="U0APPR", channel="C0TRAIN",
-                now=NOW + 2)
-        slow.hold_error = CommandFailed(["scontrol", "hold", "88017"], 1,
-                                        "Job is no longer pending execution")
-
-    slow.meanwhile.append(person_holds_then_it_starts)
-    competitors.release_started(ctx, NOW + 2)
-    said = [t for t in recorded(ctx).texts() if t.startswith("trainbot's release of 88017")]
-    assert len(said) == 1, recorded(ctx).texts()
-    assert said[0].startswith(
-        "trainbot's release of 88017 (88887 no longer needs it) was on its way when "
-        "<@U0APPR> held it with `/train hold`, and may have undone their hold; trainbot "
-        "could not hold 88017 again (")
-    assert "Job is no longer pending execution" in said[0]
-    assert said[0].endswith("): if it still waits, hold it again with `/train hold 88017`.")
-    assert competitors.held_now(ctx) == []
-
-
-@pytest.mark.parametrize("lang", ["en", "ko"])
 def test_a_yes_arriving_during_trainbots_own_release_is_told_trainbot_is_releasing_it(
         store: Store, slow: SlowReleaseSlurm, lang: str) -> None:
     """Run A's hold of 88017 is being released (88887 started, `scontrol release` on its
