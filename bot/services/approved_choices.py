@@ -277,7 +277,7 @@ def _claim_resume(ctx: BotContext, approval: Approval, holder: str, hold_s: floa
     recipe = approval.payload["recipe"]
     task = array_task_of(ctx, approval.chain_id, str(approval.target_job))
     refused = claim_submit(ctx.store, recipe, approval.chain_id, task, holder=holder,
-                           own=None, now=at, hold_s=hold_s)
+                           own=None, now=at, hold_s=hold_s, clusters=ctx.config.clusters)
     if refused is None:
         return True
     if refused.other is not None and \

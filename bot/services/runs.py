@@ -175,7 +175,10 @@ def recover_submits_in_flight(ctx: BotContext, now: float, *,
     of its run (RunSubmitInFlight), so none may outlive its submit. A row whose recipe is no
     longer configured is looked up too: none found, it is forgotten; a job found keeps it
     until the recipe is back (`_unconfigured`): the lookup by job name, not the config, says
-    whether the run has a job."""
+    whether the run has a job. A row on a cluster no longer configured is not looked up until
+    it is configured again (`_gone_cluster`)."""
+    for flight in ctx.store.submits_in_flight.elsewhere(ctx.config.clusters):
+        _gone_cluster(ctx, flight)
     for cluster in ctx.config.clusters:
         sent_before = now - in_flight_s(ctx.config, cluster)  # each row's bound is as long
         for flight in ctx.store.submits_in_flight.sent_before(cluster, sent_before):
@@ -190,6 +193,23 @@ def recover_submits_in_flight(ctx: BotContext, now: float, *,
             except Exception as exc:  # noqa: BLE001 - kept, looked up again next time
                 log.warning("submit of %s (recipe %s) sent at %.0f: cannot look it up yet: %s",
                             flight.job_name, flight.recipe, flight.sent_at, exc)
+
+
+def _gone_cluster(ctx: BotContext, flight: SubmitInFlight) -> None:
+    """A submit kept in flight on a cluster no longer configured: nothing reaches that cluster
+    to look its job up, so it is kept, and it refuses the submits of its own key
+    (bot.services.submit_claim._stands_against) until the cluster is configured again and
+    its recovery settles it. Warned of once per row in a process, at info after that."""
+    if flight.chain_id is None:
+        refused = f"every new run of {flight.recipe}"
+    else:
+        task = f", task {flight.array_task}" if flight.array_task is not None else ""
+        refused = f"every resubmit of its run (chain {flight.chain_id}{task})"
+    ctx.once.warn_once(log, f"gone-cluster:{flight.id}:{flight.sent_at:.0f}",
+                       "submit of %s (recipe %s) sent at %.0f is kept in flight on cluster %s, "
+                       "which is no longer configured: its job is not looked up until that "
+                       "cluster is configured again, and until then it refuses %s",
+                       flight.job_name, flight.recipe, flight.sent_at, flight.cluster, refused)
 
 
 _APPROVAL_INTENT = "approval:"

@@ -293,7 +293,7 @@ def submit_recipe(
         claimed_at = now + (clock() - started if clock is not None else 0.0)
         refused = claim_submit(store, recipe_name, chain.id if chain is not None else None,
                                array_task, holder=holder, own=flight, now=claimed_at,
-                               hold_s=2 * at_most + CLAIM_MARGIN_S)
+                               hold_s=2 * at_most + CLAIM_MARGIN_S, clusters=config.clusters)
         if refused is not None:
             raise under_way(config, store, recipe_name, refused, now)
         held = True
@@ -400,9 +400,10 @@ def under_way(config: Config, store: Store, recipe: str, refused: Refused,
     """The refusal of a submit of `recipe` that `refused.other` stands against (the submit
     holding the claim, or an older one kept in flight: bot.services.submit_claim), naming it
     and the run it goes into, and for a row kept in flight when its recovery looks its job up
-    (look_again_at; now, once that is past), or the Cancel and resume click whose claim it is
-    (`refused.click`: who pressed it on which job, when); else unnamed (a submit that keeps no
-    row in flight)."""
+    (look_again_at; now, once that is past; a row on a cluster no longer configured: that it
+    is not looked up until the cluster is configured again), or the Cancel and resume click
+    whose claim it is (`refused.click`: who pressed it on which job, when); else unnamed (a
+    submit that keeps no row in flight)."""
     other, run_job = refused.other, None
     if other is not None and other.chain_id is not None:
         latest = run_latest(store.attempts.for_chain(other.chain_id), other.array_task)
@@ -412,8 +413,10 @@ def under_way(config: Config, store: Store, recipe: str, refused: Refused,
     if other is None and approval is not None and approval.decided_by is not None:
         click = ClickHolding(approval.decided_by, str(approval.target_job),
                              sent_moment(approval.decided_at or now, now))
-    looked_up_at = sent_moment(max(now, look_again_at(config, other)), now) \
-        if other is not None and refused.kept else None
+    kept = other if refused.kept else None
+    gone = kept.cluster if kept is not None and kept.cluster not in config.clusters else None
+    looked_up_at = sent_moment(max(now, look_again_at(config, kept)), now) \
+        if kept is not None and gone is None else None
     return RecipeSubmitUnderWay(recipe, other, run_job,
                                 sent_moment(other.sent_at, now) if other else "", click,
-                                looked_up_at)
+                                looked_up_at, gone)

@@ -12,16 +12,19 @@ a new run waits for every submit of the recipe, a whole array's for each of its 
 two tasks' resubmits (or two runs') go side by side. An older submit kept in flight
 (`submits_in_flight`) stands by the same rule against every submit whose key crosses its own,
 also once its claim has lapsed (its sbatch's answer lost, or the bot restarted: its job may
-be queued and not recorded until the row's recovery settles it). The other is refused before
-its sbatch (`RecipeSubmitUnderWay`), naming the submit that holds the claim or the row (a
-Cancel and resume click, which keeps no row until its resubmit, by its holder: `click_of`),
-and for a row kept in flight, when its recovery looks its job up.
+be queued and not recorded until the row's recovery settles it); a row on a cluster no longer
+configured, which its recovery does not look up, stands against its own key alone. The other
+is refused before its sbatch (`RecipeSubmitUnderWay`), naming the submit that holds the claim
+or the row (a Cancel and resume click, which keeps no row until its resubmit, by its holder:
+`click_of`), and for a row kept in flight, when its recovery looks its job up (a row on a
+cluster no longer configured: that it is not looked up until that cluster is configured).
 """
 
 from __future__ import annotations
 
 import logging
 import secrets
+from collections.abc import Collection
 from dataclasses import dataclass
 
 from bot.core.holders import holder_label
@@ -80,14 +83,15 @@ class Refused:
 
 
 def claim_submit(store: Store, recipe: str, chain_id: int | None, array_task: int | None, *,
-                 holder: str, own: SubmitInFlight | None, now: float,
-                 hold_s: float) -> Refused | None:
+                 holder: str, own: SubmitInFlight | None, now: float, hold_s: float,
+                 clusters: Collection[str]) -> Refused | None:
     """Claim the submit of `recipe` into run `chain_id` (task `array_task`; a new run without
     `chain_id`) for `holder` until `now + hold_s` (a claim `holder` holds already is held on
     to then, and only the claims of others looked at); None once claimed, else what stands
     against it (see module doc): a submit of a crossing key kept in flight before `own` (this
-    submit's row; `Refused.kept` once its claim is no longer held), or another holder's claim
-    of a crossing key, whose submit is named (`Refused`). A claim whose holder is provably
+    submit's row; `Refused.kept` once its claim is no longer held; `_stands_against`: one on
+    none of the configured `clusters` of its own key alone), or another holder's claim of a
+    crossing key, whose submit is named (`Refused`). A claim whose holder is provably
     dead (a bot killed in its submit, restarted: bot.services.leases.DeadHolders) is taken
     over at once (of several takers one gets it), as a run root's claim is; a live
     one's, or one that cannot be judged, stands until released or lapsed. Of claims of
@@ -110,7 +114,7 @@ def claim_submit(store: Store, recipe: str, chain_id: int | None, array_task: in
             return _refused(_flights(store, recipe, own), other_key, other)
         return None
     older = [f for f in flights
-             if (own is None or f.id < own.id) and crosses(key, flight_key(f))]
+             if (own is None or f.id < own.id) and _stands_against(f, key, clusters)]
     if older:
         return Refused(older[0], kept=not _held(store, flight_key(older[0]), now))
     for _ in range(2):  # a second time once the dead holders' claims are gone
@@ -129,6 +133,18 @@ def _flights(store: Store, recipe: str, own: SubmitInFlight | None) -> list[Subm
     """The submits of `recipe` kept in flight, but `own`."""
     return [f for f in store.submits_in_flight.of_recipe(recipe)
             if own is None or f.id != own.id]
+
+
+def _stands_against(flight: SubmitInFlight, key: str, clusters: Collection[str]) -> bool:
+    """Does `flight`, kept in flight, stand against a submit of `key`: its key crosses `key`
+    (bot.core.submit_keys.crosses), or, its cluster on none of the configured `clusters` (taken
+    out of the config), its key is `key`? Such a row is not looked up by its recovery
+    (bot.services.runs.recover_submits_in_flight visits the configured clusters, and warns of
+    it) until its cluster is configured again: standing against every crossing submit, a kept
+    resume would refuse every new run of the recipe meanwhile, a kept new run every resubmit
+    of its runs (the watcher's too)."""
+    own = flight_key(flight)
+    return own == key if flight.cluster not in clusters else crosses(key, own)
 
 
 def _held(store: Store, key: str, now: float) -> bool:
@@ -185,13 +201,18 @@ class RecipeSubmitUnderWay(ServiceError):
     named, or a Cancel and resume before its resubmit: `click`, named); `run_job`: the latest
     job of the run it goes into (None: a new run); `looked_up_at`: when its row's recovery
     looks its job up if it is not recorded by then (None: not said, the refusal came from
-    its claim)."""
+    its claim); `gone_cluster`: instead, the cluster no longer configured it was sent to, whose
+    rows are not looked up until it is configured again."""
 
     def __init__(self, recipe: str, other: SubmitInFlight | None, run_job: str | None,
                  sent: str, click: ClickHolding | None = None,
-                 looked_up_at: str | None = None) -> None:
+                 looked_up_at: str | None = None, gone_cluster: str | None = None) -> None:
         refusal = _under_way(recipe, other, run_job, sent, click)
-        if other is not None and looked_up_at is not None:
+        if other is not None and gone_cluster is not None:
+            refusal = N_("%(refusal)s. It was sent to cluster `%(cluster)s`, which is no longer "
+                         "configured: trainbot looks its job up only once that cluster is "
+                         "configured again", refusal=refusal, cluster=gone_cluster)
+        elif other is not None and looked_up_at is not None:
             refusal = N_("%(refusal)s. If its job is not recorded by %(at)s, trainbot looks it "
                          "up by its name then and records it if it is queued; until then no "
                          "submit that would run beside it is sent", refusal=refusal,

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from typing import NamedTuple
 
 from sqlalchemy import and_, insert, select, update
@@ -165,6 +166,12 @@ class SubmitsInFlightRepo(_Repo):
         c = t.submits_in_flight.c
         return self._all(SubmitInFlight, select(t.submits_in_flight)
                          .where(c.cluster == cluster, c.sent_at < before).order_by(c.sent_at))
+
+    def elsewhere(self, clusters: Collection[str]) -> list[SubmitInFlight]:
+        """The submits in flight on none of `clusters` (the configured ones), oldest first."""
+        c = t.submits_in_flight.c
+        return self._all(SubmitInFlight, select(t.submits_in_flight)
+                         .where(c.cluster.not_in(list(clusters))).order_by(c.sent_at, c.id))
 
     def with_intent(self, cluster: str, intent: str, before: float) -> list[SubmitInFlight]:
         """The cluster's submits carrying out `intent` (an automatic resubmit's intent row, a

@@ -414,7 +414,7 @@ def test_of_two_crossing_claims_taken_at_once_by_two_replicas_exactly_one_is_kep
                 holder = submit_holder()
                 barrier.wait()
                 refused = claim_submit(store, "mix", chain, None, holder=holder, own=None,
-                                       now=NOW + n, hold_s=300)
+                                       now=NOW + n, hold_s=300, clusters=["dev"])
                 kept[n][index] = refused is None
                 barrier.wait()  # both decided
                 release_submit(store, claim_key("mix", chain), holder)
@@ -524,10 +524,72 @@ def test_a_tasks_submit_while_its_whole_run_is_kept_in_flight_is_refused(
         sent_at=NOW).flight
     for chain, task in [(run, 3), (None, None)]:
         refused = claim_submit(any_store, "mix", chain, task, holder=submit_holder(),
-                               own=None, now=NOW + 900, hold_s=300)
+                               own=None, now=NOW + 900, hold_s=300, clusters=["dev"])
         assert refused is not None and refused.other == bob and refused.kept
     assert claim_submit(any_store, "mix", other, None, holder=submit_holder(), own=None,
-                        now=NOW + 900, hold_s=300) is None
+                        now=NOW + 900, hold_s=300, clusters=["dev"]) is None
+
+
+def kept_on_old(store: Store, chain_id: int | None) -> int:
+    """A submit of mix into run `chain_id` (a new run: None) kept in flight on cluster `old`,
+    since taken out of the config (mix moved to `dev`): its claim long lapsed."""
+    return store.submits_in_flight.add(
+        cluster="old", recipe="mix", job_name="mix", chain_id=chain_id, array_task=None,
+        resumed_at=None, charge_retry=False, actor="U0OWNER", channel="C0TRAIN",
+        sent_at=NOW - 60).flight.id
+
+
+def test_a_row_kept_on_a_cluster_no_longer_configured_refuses_its_own_key_alone(
+        store: Store, caplog: pytest.LogCaptureFixture) -> None:
+    """Its recovery visits the configured clusters only, so a row kept on `old` stays until
+    `old` is configured again (warned of once): a kept resume of an old run refused every
+    new run of mix meanwhile, a kept new run every resubmit of mix's runs (the watcher's
+    too), for ever. Such a row stands against its own key alone, and a submit of that key is
+    told the row is on a cluster no longer configured."""
+    from bot.services.runs import recover_submits_in_flight
+    from bot.services.submit_claim import claim_submit, submit_holder
+
+    slurm = FakeSlurm()
+    ctx = make_context(store, slurm, clock=lambda: NOW)
+    run = failed_run(ctx, now=NOW, channel="C0TRAIN")
+    old = store.chains.create(recipe="mix", cluster="old", job_name="mix", now=NOW - 100).id
+    kept_on_old(store, old)
+    new_run = kept_on_old(store, None)
+    later = NOW + 30 * 86_400.0
+    with caplog.at_level("INFO", logger="bot.services.runs"):
+        for tick in range(2):
+            recover_submits_in_flight(ctx, later + tick, after_submit=lambda *a, **k: None)
+    assert len(store.submits_in_flight.of_recipe("mix")) == 2
+    gone = [r for r in caplog.records if "cluster old, which is no longer configured" in
+            r.getMessage()]
+    assert [r.levelname for r in gone] == ["WARNING", "WARNING", "INFO", "INFO"]
+    assert "it refuses every new run of mix" in gone[1].getMessage()
+    # a resubmit of mix's run on dev, the watcher's or a person's, and the old run's other
+    # tasks go; a resume of the old run, or a new run, is refused by its row
+    for chain in (run, store.chains.create(recipe="mix", cluster="dev", job_name="mix",
+                                           now=later).id):
+        assert claim_submit(store, "mix", chain, None, holder=submit_holder(), own=None,
+                            now=later, hold_s=300, clusters=ctx.config.clusters) is None
+    assert claim_submit(store, "mix", old, 2, holder=submit_holder(), own=None, now=later,
+                        hold_s=300, clusters=ctx.config.clusters) is None
+    refused = claim_submit(store, "mix", old, None, holder=submit_holder(), own=None,
+                           now=later, hold_s=300, clusters=ctx.config.clusters)
+    assert refused is not None and refused.other is not None and refused.other.chain_id == old
+    reply = execute(ctx, c.Submit("mix"), actor="U0ALICE", channel="C0TRAIN", now=later)
+    assert reply.text == (
+        "`submit` failed: not submitted: <@U0OWNER>'s submit of a new run of mix was sent at "
+        "1970-01-12 13:45 UTC and its job is not recorded yet; two jobs of a recipe side by "
+        "side would write the same checkpoints. The new run's thread tells which job it is. It "
+        "was sent to cluster `old`, which is no longer configured: trainbot looks its job up "
+        "only once that cluster is configured again"), reply.text
+    assert slurm.submits() == []
+    # once the kept new run is gone (and the claims above lapsed), a new run goes beside the
+    # old run's kept resume
+    assert store.submits_in_flight.remove(new_run)
+    assert claim_submit(store, "mix", None, None, holder=submit_holder(), own=None,
+                        now=later + 900, hold_s=300, clusters=ctx.config.clusters) is None
+
+
 def test_click_of_reads_the_holders_the_previous_version_wrote_as_a_submits_own() -> None:
     """Claims a previous trainbot wrote stay a submit's own (no click named): its 6-part
     holder with `rand.hex`, its 3-part `host:pid:rand.hex`, and a plain submit holder; a Cancel
