@@ -6,20 +6,9 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from support.recipe_yaml import ONE_RECIPE
 
 from bot.config import ConfigError, load_config, parse_config
-
-BASE = """\
-clusters:
-  gpu: {host: login.example.org, user: alice, key_file: ~/.ssh/id_ed25519}
-recipes:
-  mix:
-    cluster: gpu
-    sbatch_script: /home/alice/train.sbatch
-    %s
-slack:
-  channels: {training: C0123TRAIN}
-"""
 
 
 @pytest.mark.parametrize(("line", "path", "name", "read"), [
@@ -33,7 +22,7 @@ slack:
 ])
 def test_a_boolean_is_not_taken_as_a_number(tmp_path: Path, line, path, name, read) -> None:
     file = tmp_path / "trainbot.yaml"
-    file.write_text(BASE % line)
+    file.write_text(ONE_RECIPE % line)
     with pytest.raises(ConfigError) as info:
         load_config(file, env={})
     assert f"{path}: YAML reads an unquoted yes/no, on/off or true/false as a boolean (here " \
@@ -41,7 +30,7 @@ def test_a_boolean_is_not_taken_as_a_number(tmp_path: Path, line, path, name, re
 
 
 def test_boolean_fields_still_take_booleans() -> None:
-    config = parse_config(BASE % "policy: {auto_resubmit: yes, retry_budget: 2}",
+    config = parse_config(ONE_RECIPE % "policy: {auto_resubmit: yes, retry_budget: 2}",
                           source="x", env={})
     policy = config.policy_for("mix")
     assert policy.auto_resubmit is True and policy.retry_budget == 2

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pytest
 from fakes import FakeSlurm, make_config, make_context
 from pydantic import ValidationError
+from support.recipe_yaml import ONE_RECIPE
 
 from bot.config import parse_config
 from bot.core.text import render_text
@@ -23,16 +24,6 @@ NOW = 1_732_871_000.0
 SLURM_REFUSES = {"1.5T": "1536G", "1.5GiB": "1536M", "512B": None,
                  "\u0664\u0660\u0660G": None}
 SLURM_TAKES = ["400G", "950GB", "240g", "0", "563200M", "512"]
-
-CONFIG = """\
-clusters:
-  gpu: {host: login.example.org, user: alice, key_file: ~/.ssh/id_ed25519}
-recipes:
-  mix:
-    cluster: gpu
-    sbatch_script: /home/alice/train.sbatch
-    %s
-"""
 
 
 @pytest.mark.parametrize("mem", SLURM_REFUSES)
@@ -54,7 +45,7 @@ def test_probe_mem_slurm_refuses_is_refused_at_load(mem):
 
 @pytest.mark.parametrize("mem", SLURM_TAKES)
 def test_recipe_and_probe_mem_slurm_takes_load_as_typed(mem):
-    config = parse_config(CONFIG % f"mem: '{mem}'\n    dataloader_probe: "
+    config = parse_config(ONE_RECIPE % f"mem: '{mem}'\n    dataloader_probe: "
                           f"{{factory: 'data:build', mem: '{mem}'}}", source="x", env={})
     recipe = config.recipe("mix")
     assert recipe.mem == mem and recipe.dataloader_probe is not None

@@ -6,25 +6,14 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from support.recipe_yaml import ONE_RECIPE
 
 from bot.config import ConfigError, load_config
-
-BASE = """\
-clusters:
-  gpu: {host: login.example.org, user: alice, key_file: ~/.ssh/id_ed25519}
-recipes:
-  mix:
-    cluster: gpu
-    sbatch_script: /home/alice/train.sbatch
-    %s
-slack:
-  channels: {training: C0123TRAIN}
-"""
 
 
 def problem_of(tmp_path: Path, line: str) -> str:
     path = tmp_path / "trainbot.yaml"
-    path.write_text(BASE % line)
+    path.write_text(ONE_RECIPE % line)
     with pytest.raises(ConfigError) as info:
         load_config(path, env={})
     return str(info.value).split("\n", 1)[1]  # after the file's path
@@ -49,7 +38,7 @@ def test_an_unquoted_number_in_a_text_field_says_what_was_typed_and_to_quote_it(
 
 def test_behind_an_alias_the_value_read_is_said(tmp_path):
     """Under an alias (`<<: *defaults`) the typed text is not at the key's path."""
-    text = BASE.replace("recipes:\n", "x-defaults: &d {time: 4:00:00}\nrecipes:\n") % "<<: *d"
+    text = ONE_RECIPE.replace("recipes:\n", "x-defaults: &d {time: 4:00:00}\nrecipes:\n") % "<<: *d"
     path = tmp_path / "trainbot.yaml"
     path.write_text(text)
     with pytest.raises(ConfigError) as info:
