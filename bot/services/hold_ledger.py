@@ -31,6 +31,9 @@ went out. A yes without it was claimed by a bot from before the `holding` step, 
 went out without one: released as any hold (`taken_before_its_hold`)."""
 HOLDING_STEP = "holding"
 HOLD_ENDED_STEP = "hold_ended"
+HELD_BY_PERSON_STEP = "held_by_person"
+"""Marked with the row a person's `/train hold` took out of the ledger (`taken_by_person`,
+after their `scontrol hold` went through); "released_by_person" for a `/train release`."""
 
 
 RELEASING_STEP = "releasing"
@@ -59,8 +62,9 @@ def taken_by_person(ctx: BotContext, cluster: str, job_id: int, actor: str, verb
     (`array_task_holds`). A hold still on its way stays after a release, to be released
     once it has landed. Returns the resumed jobs it was held for."""
     targets = sorted({str(job_id), *array_task_holds(ctx, cluster, job_id, tasks or {})})
-    settled = ctx.store.approvals.settle_holds(HOLD_ACTION, targets, cluster=cluster,
-                                               now=now, landed_only=verb == "release")
+    settled = ctx.store.approvals.settle_holds(
+        HOLD_ACTION, targets, cluster=cluster, now=now, landed_only=verb == "release",
+        step=HELD_BY_PERSON_STEP if verb == "hold" else "released_by_person")
     why = "held_by_person" if verb == "hold" else "released_by_person"
     for approval in settled:
         for_job = str(approval.payload.get("for_job"))
@@ -104,7 +108,7 @@ def say_release(ctx: BotContext, approval: Approval, for_job: str, why: str,
                 state: str | None, problem: str | None = None,
                 retry: tuple[int, int] | None = None, *, unknown: bool = False,
                 still_held: bool = False, kept_for: str | None = None,
-                by: str | None = None) -> None:
+                by: str | None = None, after_hold: bool = False) -> None:
     """Say in the thread what became of held competitor `approval`'s release
     (templates/hold_released.json.j2), once: released, or failed (`problem`) and left to
     the person; or its `retry` (attempt, minutes until the next one) failed, once each;
@@ -113,12 +117,16 @@ def say_release(ctx: BotContext, approval: Approval, for_job: str, why: str,
     `still_held`: its end was not seen (`problem`) and the job was read after it, still
     held; `kept_for`: not released, another run's hold keeps it held for that job; `by`:
     the person whose `/train hold` (`why` held_by_person) or `/train release`
-    (released_by_person) took it out of trainbot's holds."""
-    key = f"hold-release:{approval.token}" + ("" if retry is None else f":failed:{retry[0]}")
+    (released_by_person) took it out of trainbot's holds; `after_hold`: the release (`unknown`)
+    may still land after a person's `/train hold` took the job out of trainbot's holds, and is
+    not tried again (said once, under its own key)."""
+    key = f"hold-release:{approval.token}" + ("" if retry is None else f":failed:{retry[0]}"
+                                              ) + (":after-hold" if after_hold else "")
     thread_message(ctx, approval.chain_id, key, "hold_released", {
         "competitor": str(competitor_of(approval)), "for_job": for_job, "why": why,
         "state": state, "problem": problem, "retry_in_min": None if retry is None else retry[1],
         "unknown": unknown, "still_held": still_held, "kept_for": kept_for, "by": by,
+        "after_hold": after_hold,
     })
 
 
@@ -132,17 +140,28 @@ def release_failed(ctx: BotContext, approval: Approval, for_job: str, why: str,
     in the thread once per attempt (its `release_failed_N` step). Before the
     MAX_RELEASE_ATTEMPTS-th (and unless `final`) the hold stays in the ledger, its release
     tried again once its `releasing` step is due (`claim_release`), the thread told so; then
-    it leaves the ledger, the thread told how to release the job by hand."""
+    it leaves the ledger, the thread told how to release the job by hand. A hold a person's
+    `/train hold|release` took out of the ledger while the release was on its way
+    (`taken_by_person`) is never tried again, so no retry is promised: the thread was told
+    it is the person's; after a `/train hold`, a release that may still land (`unknown`)
+    could undo it, which is said, with how to hold the job again."""
     comp, token = competitor_of(approval), approval.token
-    failures = sum(1 for step in ctx.store.approvals.steps(token)
-                   if step.startswith("release_failed_"))
-    final = final or failures + 1 >= MAX_RELEASE_ATTEMPTS
+    current = ctx.store.approvals.get(token)  # read before its steps: a settle marks its
+    settled = current is None or current.state != "approved"  # step as it takes it out
+    steps = ctx.store.approvals.steps(token)
+    failures = sum(1 for step in steps if step.startswith("release_failed_"))
+    final = final or settled or failures + 1 >= MAX_RELEASE_ATTEMPTS
     ctx.store.audit.record(
         actor="trainbot", action="competitor.release", now=now, job_id=str(comp),
         recipe=approval.payload.get("recipe"),
         result="unknown" if unknown else "failed" if final else "retry",
         detail=problem,
     )  # fmt: skip
+    if settled:
+        if unknown and HELD_BY_PERSON_STEP in steps:
+            say_release(ctx, approval, for_job, why, state, problem, unknown=True,
+                        after_hold=True)
+        return
     if final:
         say_release(ctx, approval, for_job, why, state, problem, unknown=unknown)
         ctx.store.approvals.mark_done(token, now=now)

@@ -318,7 +318,8 @@ class ApprovalsRepo(_Repo):
     STEPS = ("reminded", "escalated", "cancelling", "cancelling_to_resume", "cancel_unknown",
              "cancel_only_unknown", "cancel_settled", "cancel_announced", "cancel_resuming",
              "releasing", "release_failed_1", "release_failed_2", "hold_approved", "holding",
-             "hold_ended", "hold_kept", "superseded", "superseded_shown", "claimed")
+             "hold_ended", "hold_kept", "held_by_person", "released_by_person", "superseded",
+             "superseded_shown", "claimed")
     CLAIM_STEPS = ("hold_approved", "claimed")
     """The steps a claim marks with the approval (`claim`): a hold's yes, any other acting
     choice; forgotten when the claim is released."""
@@ -508,7 +509,7 @@ class ApprovalsRepo(_Repo):
         return out
 
     def settle_holds(self, action: str, target_jobs: Iterable[str], *, cluster: str,
-                     now: float, landed_only: bool) -> list[Approval]:
+                     now: float, landed_only: bool, step: str) -> list[Approval]:
         """Take jobs `target_jobs` of `cluster` (a job, or an array's id and its tasks' own
         ids) out of the `action` holds' ledger, a person having held or released them
         themselves: every approved one whose hold was sent
@@ -517,7 +518,9 @@ class ApprovalsRepo(_Repo):
         meanwhile); with `landed_only`, only those whose hold is over ("hold_ended", or one
         from before the steps): one still on its way stays, released once it has landed. A
         yes still reading Slurm ("hold_approved" alone) is left to find the job held.
-        Returns those done."""
+        Each one done is marked `step` in the same transaction ("held_by_person" |
+        "released_by_person": what took it out, for a release of trainbot's still on its way
+        to read). Returns those done."""
         with self._engine.begin() as conn:
             settled = [a for a, steps in self._holds_on(conn, action, list(target_jobs), cluster)
                        if a.state == "approved" and _hold_sent(steps)
@@ -527,6 +530,8 @@ class ApprovalsRepo(_Repo):
                 conn.execute(update(t.approvals).where(and_(
                     t.approvals.c.id == approval.id, t.approvals.c.state == "approved"))
                     .values(state="done", decided_at=now))
+                conn.execute(insert(t.prompt_steps).values(token=approval.id, step=step,
+                                                           at=now, **_bound_values(None)))
         return settled
 
     def hold_being_released(self, token: str) -> Approval | None:

@@ -9,8 +9,10 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
-from fakes import FakeSlurm, make_context, recorded
+from fakes import FakeRunner, FakeSlurm, make_context, recorded
 
+from bot.cluster.errors import CommandTimedOut
+from bot.cluster.slurm import SlurmClient
 from bot.core.train_grammar import parse_command
 from bot.services import competitors
 from bot.services.approvals import ActionId, handle_click
@@ -144,3 +146,48 @@ def test_a_yes_arriving_during_trainbots_own_release_is_told_trainbot_is_releasi
         "`/train hold 88017`로 보류하세요.")
     assert slow.acted("hold") == [88017]
     assert competitors.held_now(ctx) == []
+
+
+class TimingOutReleaseSlurm(SlowReleaseSlurm):
+    """Slurm whose `scontrol release` runs `meanwhile`, then outlives its timeout without
+    having landed yet (it may still be running), as the real client raises it."""
+
+    def release(self, job_id: int) -> None:
+        self.calls.append(("release", job_id))
+        while self.meanwhile:
+            self.meanwhile.pop(0)()
+        SlurmClient(FakeRunner({"scontrol": CommandTimedOut(
+            ["scontrol", "release", str(job_id)], 20)})).release(job_id)
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_a_release_timing_out_after_a_persons_hold_promises_no_retry(
+        store: Store, lang: str) -> None:
+    """88887 started and trainbot's `scontrol release 88017` is on its way when a person
+    holds 88017 with `/train hold` (the job leaves trainbot's holds: theirs now); the release
+    then times out and may still land. trainbot never tries it again, so it says no retry:
+    it says the late release may still undo the person's hold, and how to hold it again."""
+    slurm = TimingOutReleaseSlurm()
+    ctx = make_context(store, slurm, lang=lang)
+    slurm.add(88017, name="succ", account="root", partition="debug", priority=100)
+    token = hold_for(ctx, slurm, 88017)
+    handle_click(ctx, token, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 1)
+    slurm.set(88887, state="RUNNING")
+    slurm.meanwhile.append(lambda: execute(ctx, parse_command("hold 88017"), actor="U0APPR",
+                                           channel="C0TRAIN", now=NOW + 2))
+    assert competitors.release_started(ctx, NOW + 2) == []
+    texts = recorded(ctx).texts()
+    assert not any("minutes" in t or "분 뒤" in t for t in texts), texts
+    assert texts[-1].startswith("trainbot's release of 88017 (`scontrol release 88017` did "
+                                "not answer within 20 s" if lang == "en" else
+                                "trainbot의 작업 88017 보류 해제(`scontrol release 88017`")
+    assert texts[-1].endswith(
+        ") may still land after 88017 was held with `/train hold`, and trainbot does not try "
+        "it again: if 88017 is no longer held, hold it again with `/train hold 88017`."
+        if lang == "en" else
+        ")가 `/train hold`로 보류된 뒤에 적용될 수 있으며, trainbot은 해제를 다시 시도하지 "
+        "않습니다. 작업 88017이(가) 더 이상 보류되어 있지 않으면 `/train hold 88017`로 다시 "
+        "보류하세요.")
+    assert competitors.held_now(ctx) == []
+    assert competitors.release_started(ctx, NOW + 100_000) == []
+    assert slurm.acted("release") == [88017]
