@@ -56,7 +56,8 @@ class Outcome:
     competitor_started | competitor_left (a hold prompt's
     competitor, in `state`) | competitor_held (held already, not by trainbot: `state` the
     hold's reason) | competitor_releasing (held by trainbot for another run's job,
-    `current_job`, and being released right now). `job_id` is the prompt's target job (the
+    `current_job`, and being released right now, or, `retry_in_min` set, its release failed
+    and is tried again in about that many minutes). `job_id` is the prompt's target job (the
     competitor of a hold prompt), `new_job_id` the resubmitted one, `for_job` the resumed
     job a hold waits for,
     `state` a Slurm state (None: unknown to Slurm), `error` what the error said (its Text,
@@ -95,6 +96,7 @@ class Outcome:
     stalled_iter: int | None = None  # recovered: the iteration the job stalled at
     reached_iter: int | None = None  # recovered: the iteration it has reached since
     channel: str | None = None  # took_over: the channel of the new run's thread
+    retry_in_min: int | None = None  # competitor_releasing: its release's retry, from now
 
     def to_view(self) -> dict[str, Any]:
         # field by field, not asdict: `error` stays a Text for the template's `msg` filter

@@ -109,7 +109,8 @@ def perform(ctx: BotContext, approval: Approval, choice: str, actor: str,
         kind: OutcomeKind = "stale" if hold.did in not_held else "approved"
         return Performed(Outcome(kind, actor, hold.did, recipe, job_id=target,
                                  for_job=payload.get("for_job"), state=hold.state,
-                                 error=hold.error, current_job=hold.releasing_for), target)
+                                 error=hold.error, current_job=hold.releasing_for,
+                                 retry_in_min=hold.retry_in_min), target)
     if choice in ("cancel", "cancel_resume"):
         return _cancel(ctx, approval, actor, now, resume=choice == "cancel_resume",
                        besides=besides)

@@ -22,6 +22,7 @@ owner or an admin held is never entered in the ledger, so trainbot never release
 from __future__ import annotations
 
 import logging
+import math
 from collections.abc import Iterable
 from dataclasses import dataclass
 
@@ -79,7 +80,8 @@ class HoldResult:
     | competitor_held (held already, by no hold of trainbot's: by its owner or an admin;
     `state` the hold's reason, JobHeldUser; nothing held nor recorded)
     | competitor_releasing (held by trainbot for another run, `releasing_for`, whose
-    release is on its way: nothing held nor recorded)
+    release is on its way, or, `retry_in_min` set, failed and waits to be tried again that
+    many minutes from now, `retry_in_min`: nothing held nor recorded)
     | hold_failed (`error` from Slurm; nothing held) | hold_unknown (`error`: `scontrol hold`'s
     end was not seen, so the job may be held: it stays in the hold ledger and is released
     like any hold, once it is seen to have landed or the hold can no longer be running:
@@ -89,6 +91,7 @@ class HoldResult:
     state: str | None = None
     error: Text | str | None = None
     releasing_for: str | None = None
+    retry_in_min: int | None = None
 
 
 def ahead_of(mine: JobRecord | None, competitors: Iterable[JobRecord]) -> list[JobRecord]:
@@ -306,9 +309,13 @@ def apply_hold(ctx: BotContext, approval: Approval, actor: str, now: float) -> H
             return skipped_after_release(slurm, for_job)  # its release came first
         releasing = ctx.store.approvals.hold_being_released(approval.token)
         if releasing is not None:  # trainbot's own hold, its release on its way
+            retry_in = retry_in_min(ctx, releasing, now)
             skipped = HoldResult("competitor_releasing",
-                                 releasing_for=releasing.payload.get("for_job"))
-            why = f"{comp} is being released by trainbot right now; not held"
+                                 releasing_for=releasing.payload.get("for_job"),
+                                 retry_in_min=retry_in)
+            why = (f"{comp} is being released by trainbot right now; not held"
+                   if retry_in is None else f"trainbot's release of {comp} failed and is "
+                   f"tried again in about {retry_in} min; not held")
         else:
             skipped = HoldResult("competitor_held", state=theirs.reason or theirs.state)
             why = (f"{comp} is already held ({theirs.reason or theirs.state}), not by "
@@ -594,6 +601,17 @@ def claim_release(ctx: BotContext, approval: Approval, now: float, why: str) -> 
         return False
     return approvals.take_over_step(approval.token, RELEASING_STEP, older_than=ended_at,
                                     now=now, bounds=bounds)
+
+
+def retry_in_min(ctx: BotContext, approval: Approval, now: float) -> int | None:
+    """In how many minutes (at least 1) from `now` the failed release of held competitor
+    `approval` is tried again (its `releasing` step due to be taken over: `claim_release`);
+    None while a release of it may be on its way (`last_attempt_ended_at`)."""
+    if last_attempt_ended_at(ctx, approval) is None:
+        return None
+    due = ctx.store.approvals.steps(approval.token)[RELEASING_STEP] + release_takeover_s(
+        ctx, approval)
+    return max(1, math.ceil((due - now) / 60))
 
 
 def last_attempt_ended_at(ctx: BotContext, approval: Approval) -> float | None:

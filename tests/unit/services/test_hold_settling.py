@@ -191,3 +191,38 @@ def test_a_release_timing_out_after_a_persons_hold_promises_no_retry(
     assert competitors.held_now(ctx) == []
     assert competitors.release_started(ctx, NOW + 100_000) == []
     assert slurm.acted("release") == [88017]
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_a_yes_while_trainbots_failed_release_waits_to_retry_is_told_when(
+        store: Store, lang: str) -> None:
+    """Run A's release of 88017 (88887 started) was refused and waits to be tried again when
+    run B's yes on 88017 comes in: the yes is told that the release waits to be tried again
+    and in how long, not that trainbot is releasing the job right now."""
+    slurm = FakeSlurm()
+    ctx = make_context(store, slurm, lang=lang)
+    slurm.add(88017, name="succ", account="root", partition="debug", priority=100)
+    token_a = hold_for(ctx, slurm, 88017)
+    handle_click(ctx, token_a, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 1)
+    token_b = hold_for(ctx, slurm, 88017, for_job=88999)
+    slurm.set(88887, state="RUNNING")
+    works = slurm.release
+    slurm.release = SlurmClient(FakeRunner({"scontrol": (  # type: ignore[method-assign]
+        1, "", "slurm_suspend error: Access/permission denied\n")})).release
+    assert competitors.release_started(ctx, NOW + 2) == []
+    slurm.release = works  # type: ignore[method-assign]
+    [held_a] = competitors.held_now(ctx)
+    wait = competitors.release_takeover_s(ctx, held_a)
+    at = NOW + 2 + wait - 200  # the retry is due in 200 s: about 4 minutes
+    answer = handle_click(ctx, token_b, ActionId.HOLD_COMPETITOR, "U0APPR", at)
+    assert answer.update_text == (
+        "Out of date: trainbot let go of 88017 for 88887, which no longer needs it, but its "
+        "release has not gone through yet and is tried again in about 4 minutes; 88017 was "
+        "not held for 88999. If 88999 still needs it, hold it with `/train hold 88017`."
+        if lang == "en" else
+        "지난 요청입니다: 작업 88887에 더 이상 필요하지 않아 trainbot이 작업 88017의 보류를 "
+        "놓았지만, 보류 해제가 아직 이루어지지 않아 약 4분 뒤에 다시 시도합니다. 작업 "
+        "88017은(는) 작업 88999을(를) 위해 보류하지 않았습니다. 작업 88999에 아직 필요하면 "
+        "`/train hold 88017`로 보류하세요.")
+    assert slurm.acted("hold") == [88017]
+    assert competitors.release_started(ctx, NOW + 2 + wait) == [88017]
