@@ -10,8 +10,11 @@
 - bot.core.diagnose.cause: `Cause`, the one cause a case's explanation states (a leak, a
   missing CUDA tool, Megatron's planned stop), and `case_detail`, its `detail` data;
 - bot.core.diagnose.ending: how a log with no accounting ends in an error (an unhandled
-  error, a deciding text cut off), and bot.core.diagnose.quiet_ending how it ends when no
-  error is said (a final save, epochs left, a shell's prompt), which the decision weighs last.
+  error, a deciding text cut off), and how it ends when no error is said, which the decision
+  weighs last: bot.core.diagnose.framework_end (a framework's final save, a closed progress
+  table, Keras's last epoch), last_epoch (the last epoch's report, the run's target reached),
+  finish_said (the program's own closing words), shell_prompt (a shell's prompt come back), over
+  progress_shown (what the last lines show of progress: a bar left open, epochs left);
 - bot.core.diagnose.set_aside: `deciding_matches`, the matches the decision weighs (less the
   failures the run survived);
 - bot.core.diagnose.requeue: a job that starts again by itself, requeued by Slurm or by its

@@ -1,7 +1,7 @@
 """What may follow a run's training target in a log read as finished by the target alone.
 
 A loop stops at its target and a loop still training prints progress again, so a log whose
-training reached its own target (bot.core.diagnose.quiet_ending.ends_after_target) and then
+training reached its own target (bot.core.diagnose.last_epoch.ends_after_target) and then
 prints only reports, saves or nothing is a loop that ended. These are the lines that undo that
 reading, whatever program printed them:
 - an outer loop around the training (`Fold 1/5`, `Trial 1/20`, `Round 1/50`, Keras Tuner's

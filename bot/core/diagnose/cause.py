@@ -21,7 +21,9 @@ from typing import Any, TypeAlias
 from bot.core.detectors import LeakFinding, SilentExitFinding, StallFinding
 from bot.core.diagnose.announced import SubmititPreemption
 from bot.core.diagnose.epilogue import EpilogueMemoryKill
-from bot.core.diagnose.quiet_ending import FinishSaid, PromptEnding, TargetEnding
+from bot.core.diagnose.finish_said import FinishSaid
+from bot.core.diagnose.last_epoch import TargetEnding
+from bot.core.diagnose.shell_prompt import PromptEnding
 from bot.core.models import NeverStarted, UpstreamCause
 from bot.core.units import GIB
 

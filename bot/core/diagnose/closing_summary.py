@@ -26,7 +26,7 @@ import re
 from collections.abc import Sequence
 
 from bot.core.detectors import training_goes_on
-from bot.core.diagnose.quiet_ending import epochs_left
+from bot.core.diagnose.progress_shown import epochs_left
 from bot.core.metrics import MetricSeries
 
 #: Words of a closing summary: a final or best result, a total, a test set's score, the run

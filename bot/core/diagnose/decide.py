@@ -6,10 +6,11 @@ the causal chain (a stall upstream of an NCCL abort), the node to exclude and `d
 far a person may trust it). Decisive evidence first (a primary signature; sacct's State, which
 explains the end even when the log shows collateral errors; the class they name is
 bot.core.diagnose.decisive's), then the detectors for a running job (stall, leak), then how the
-log ends when there is no accounting (bot.core.diagnose.ending, bot.core.diagnose.quiet_ending)
+log ends when there is no accounting (bot.core.diagnose.ending, then its
+quiet endings: bot.core.diagnose.framework_end, last_epoch, finish_said, shell_prompt)
 or when the job FAILED with an exit status that names no cause
 (exit 1, an abort: the log's ending read alike, by hint), and for a finished job with no
-signature `_settle_finished` (completed, silent_exit or unknown_failure); the cause its
+signature `settle_finished` (completed, silent_exit or unknown_failure); the cause its
 explanation states is bot.core.diagnose.stated_cause's. A log whose error block holds NCCL's
 remote error (`ncclRemoteError`) is read alike with and without accounting: the remote error is
 a peer's failure, so the cause another rank's error or the fabric names decides (by hint) over
@@ -41,17 +42,14 @@ from collections.abc import Iterable, Sequence
 from typing import Any
 
 from bot.core.detectors import (
-    CompletionEnding,
     LeakFinding,
     SilentExitFinding,
     StallFinding,
     completion_ending,
     detect_broken_save,
     detect_leak,
-    detect_silent_exit,
     detect_stall,
     leak_trend,
-    no_progress_after,
     overridden_markers,
 )
 from bot.core.diagnose.after_target import next_phase_after
@@ -96,18 +94,15 @@ from bot.core.diagnose.ending import (
 )
 from bot.core.diagnose.epilogue import epilogue_memory_kill
 from bot.core.diagnose.final_validation import in_final_validation
-from bot.core.diagnose.quiet_ending import (
-    ends_after_target,
-    ends_at_last_epoch,
-    ends_at_shell_prompt,
+from bot.core.diagnose.finish_said import ends_in_finish_said, stops_early_in_open_pass
+from bot.core.diagnose.finished_job import marker_decides, settle_finished, target_reached
+from bot.core.diagnose.framework_end import (
     ends_in_closed_progress_table,
     ends_in_final_save,
-    ends_in_finish_said,
     ends_in_keras_last_epoch,
-    ends_in_open_progress_bar,
-    epochs_left,
-    stops_early_in_open_pass,
 )
+from bot.core.diagnose.last_epoch import ends_after_target, ends_at_last_epoch
+from bot.core.diagnose.progress_shown import ends_in_open_progress_bar, epochs_left
 from bot.core.diagnose.requeue import (
     NOT_STARTED,
     SUBMITIT_VERDICTS,
@@ -115,7 +110,13 @@ from bot.core.diagnose.requeue import (
     requeue_after,
     submitit_requeue,
 )
+from bot.core.diagnose.root_failure import (
+    rank_killed_first,
+    remote_error_symptom,
+    stopped_on_non_finite,
+)
 from bot.core.diagnose.set_aside import deciding_matches
+from bot.core.diagnose.shell_prompt import ends_at_shell_prompt
 from bot.core.diagnose.stated_cause import stated_cause, stopped_at_target
 from bot.core.metrics import MetricSeries
 from bot.core.models import (  # the decided_by vocabulary is Diagnosis's, re-exported here
@@ -150,13 +151,8 @@ NODE_CLASSES = frozenset({"gpu_failure", "node_failure", "nccl_timeout"})
 #: What accounting alone reads in a failed job whose ranks saw NCCL's remote error: the
 #: reporting rank's SIGABRT (nccl_timeout) or exit code (unknown_failure), not the peer's cause.
 _REPORTING_RANKS_CLASSES = frozenset({"nccl_timeout", "unknown_failure"})
-# torchrun's summary of the failure it observed first (its ChildFailedError's `Root Cause
-# (first observed failure):` entry, time, host, rank, exitcode, error_file and traceback lines
-# after it), which names the rank that died first whatever order the ranks' lines came in.
-_ROOT_CAUSE = re.compile(r"Root Cause \(first observed failure\)")
-_ROOT_CAUSE_LINES = 8
-# Its persistent-error verdict, printed on the GPU that reran the step correctly: the faulty GPU
-# was the previous run's, which this log does not name.
+# Megatron's persistent-error verdict, printed on the GPU that reran the step correctly: the
+# faulty GPU was the previous run's, which this log does not name.
 _PERSISTENT_VERDICT = re.compile(r"iteration #[0-9]+: Possible persistent error!")
 
 
@@ -261,7 +257,7 @@ def diagnose(
             primary, target):
         # Megatron's --exit-interval divides the run's length: its last stop is the end
         chosen, decided_by = "completed", PROGRESS
-    if chosen in ACCOUNTING_FIRST and chosen in state_classes and _stopped_on_non_finite(
+    if chosen in ACCOUNTING_FIRST and chosen in state_classes and stopped_on_non_finite(
             primary, series, chosen):
         # Slurm's TIMEOUT, PREEMPTED or NODE_FAIL came after the run stopped on a non-finite
         # loss or metric (Lightning's check_finite, its own NaN abort) and idled (a teardown,
@@ -310,7 +306,7 @@ def diagnose(
             [Evidence(*gave_up)] if gave_up else [])
         chosen, decided_by = NONE_CLASS, HINT
     if chosen == "nccl_timeout" and decided_by == SIGNATURE and (
-            killed := _rank_killed_first(matches, primary, series)) is not None:
+            killed := rank_killed_first(matches, primary, series)) is not None:
         # a rank SIGKILLed before its peers' collectives timed out: their timeout waited for
         # the rank the kernel's OOM killer took, the cause (by hint: a SIGKILL alone)
         chosen, decided_by = "host_oom", HINT
@@ -371,7 +367,7 @@ def diagnose(
              and not stops_early_in_open_pass(
                  tail, series, outer_headers, completion.marker_line or 0))
             or not series.ends_inside_evaluation and (
-                (_target_reached(series, target) and not ends_in_open_progress_bar(tail)
+                (target_reached(series, target) and not ends_in_open_progress_bar(tail)
                  and (target_iter is not None or not epochs_left(tail)))
                 or ends_in_final_save(series, tail)
                 or ends_in_closed_progress_table(tail)
@@ -415,14 +411,14 @@ def diagnose(
         else:
             chosen = NONE_CLASS
     elif chosen is None:
-        chosen, silent = _settle_finished(
+        chosen, silent = settle_finished(
             catalogue, acct, series, matches, target, min_elapsed_s, completion
         )
         decided_by = DETECTOR if silent is not None else (
-            SIGNATURE if chosen == "completed" and _marker_decides(completion)
+            SIGNATURE if chosen == "completed" and marker_decides(completion)
             # COMPLETED 0:0 with the training progress at its target: the progress that got
             # there decided it with sacct, no doubt left ("look closer" is for sacct alone)
-            else PROGRESS if chosen == "completed" and _target_reached(series, target)
+            else PROGRESS if chosen == "completed" and target_reached(series, target)
             else ACCOUNTING)
         case_cause = SilentExit(silent) if silent is not None else None
         if chosen == "silent_exit" and (stopper := stopped_on_sigterm(matches, series)):
@@ -544,7 +540,7 @@ def diagnose(
         secondary.append("memory_leak")
     for cid in state_classes:
         if cid not in (chosen, "completed", "unknown_failure") and cid not in secondary and not (
-                cid == "nccl_timeout" and _remote_error_symptom(chosen, matches, tail, series)):
+                cid == "nccl_timeout" and remote_error_symptom(chosen, matches, tail, series)):
             secondary.append(cid)
     completed_ok = acct.state == "COMPLETED" and not acct.exit_code and not acct.signal
     # Slurm said COMPLETED 0:0 although this failed; not a time limit, which with 0:0 is the
@@ -606,92 +602,6 @@ def diagnose(
         node=node,
     )
 
-
-def _rank_killed_first(matches: Sequence[Any], primary: Sequence[Any],
-                       series: MetricSeries) -> Any | None:
-    """The report of a rank SIGKILLed (a host_oom hint after the last progress line: srun's
-    `task 0: Killed`, torchrun's `exitcode: -9` / `Signal 9 (SIGKILL)`, mpirun's `exited on
-    signal 9 (Killed)`) before the first NCCL watchdog line, or in the entry of torchrun's
-    `Root Cause (first observed failure)` (its first `_ROOT_CAUSE_LINES` lines), whatever the
-    order of the ranks' lines: that rank died first and its peers' collectives timed out
-    waiting for it. None when there is no such report."""
-    first_abort = min(m.line_no for m in primary if m.class_id == "nccl_timeout")
-    roots = [m.line_no for m in matches if _ROOT_CAUSE.search(m.text)]
-    after = series.last_iteration_line or 0
-    return next((m for m in matches if not m.primary and m.class_id == "host_oom"
-                 and m.line_no > after and (m.line_no < first_abort or any(
-                     r < m.line_no <= r + _ROOT_CAUSE_LINES for r in roots))), None)
-
-
-def _stopped_on_non_finite(primary: Sequence[Any], series: MetricSeries, scheduled: str) -> bool:
-    """Did training stop at its last non-finite signature (a `nan_loss` primary match) before
-    the scheduler ended the job in the class `scheduled`: no training progress after it
-    (`no_progress_after`: a bar Lightning draws again at its count is none), or it is the last
-    progress line itself (`iter 500 loss: nan`, then nothing), and no line of that class before
-    it (slurmstepd's `DUE TO PREEMPTION` then a NaN is a run the preemption stopped)?"""
-    last = max((m.line_no for m in primary if m.class_id == "nan_loss"), default=None)
-    return last is not None and (last == series.last_iteration_line
-                                 or no_progress_after(last, series)) and not any(
-        m.class_id == scheduled and m.line_no < last for m in primary)
-
-
-def _remote_error_symptom(
-    chosen: str, matches: Sequence[Any], tail: Sequence[tuple[int, str]], series: MetricSeries
-) -> bool:
-    """The log's NCCL remote error (`ncclRemoteError`) names the cause that was chosen (the
-    fabric's fault, another rank's error): the reporting rank's abort (sacct's SIGABRT, exit
-    134), which accounting reads as an NCCL timeout, is that cause's symptom, not a second
-    class."""
-    cause = remote_error_cause(matches, tail, series)
-    return cause is not None and cause.class_id == chosen
-
-
-def _settle_finished(
-    catalogue: Any,
-    acct: Accounting,
-    series: MetricSeries,
-    matches: Sequence[Any],
-    target: int | None,
-    min_elapsed_s: float,
-    completion: CompletionEnding,
-) -> tuple[str, SilentExitFinding | None]:
-    """A finished job with no primary failure signature: completed, silent_exit (with its
-    finding) or unknown_failure; `completion` is how the log ends around its completion
-    marker."""
-    if acct.state == "COMPLETED" and acct.exit_code in (0, None) and acct.signal in (0, None):
-        finding = detect_silent_exit(
-            acct, series, matches, target_iter=target, min_elapsed_s=min_elapsed_s,
-            completion=completion,
-        )
-        if finding is not None:
-            return "silent_exit", finding
-        return "completed", None
-    return "unknown_failure", None
-
-
-def _marker_decides(completion: CompletionEnding) -> bool:
-    """Does the framework's completion marker that ends the log decide a COMPLETED 0:0 run's
-    `completed` (one `detect_silent_exit` found no failure in)? Whenever it ends the log: when
-    accounting and progress alone would have doubted it (`progress_doubts`: no iteration,
-    short of the target, a short run) it decides as in the log alone, and when they agree it
-    is still the log's own line saying why the run ended, shown as the evidence (was: sacct
-    decided then, and the card told the user "the log does not say why: look closer"). A run
-    with no marker that ends the log is decided by its progress when that is at the run's
-    target (PROGRESS), else by sacct alone."""
-    return completion.ends_in_marker
-
-
-def _target_reached(series: MetricSeries, target: int | None) -> bool:
-    """The training progress reached `target`, and its last progress line is not a count
-    toward that same target started again, at half of it or less (`step 1000/1000`, then a
-    next run's `step 100/1000` with no banner between: that run has not; a rank printing its
-    `step 990/1000` after another rank's last step is no new run)."""
-    if target is None or series.last_iteration is None or series.last_iteration < target:
-        return False
-    last = next((s for s in reversed(series.samples)
-                 if s.line_no == series.last_iteration_line), None)
-    return last is None or last.iteration is None or last.iteration > target // 2 or (
-        last.target_iter != target)
 
 
 def _line_time(series: MetricSeries, text: str) -> float | None:

@@ -6,7 +6,8 @@ failure (`ends_in_error`: its class when the last hint names a cause, else the o
 error's own words name (`named_by_vocabulary`), else `unknown_failure`), and a last line that is
 a deciding text cut off before its end names that text's class (`ends_cut_off`). How a log ends
 when no error is said (a finished run's last lines, a run mid-pass, a shell's prompt) is
-bot.core.diagnose.quiet_ending's; a completion marker with no training progress after it is
+bot.core.diagnose.framework_end's, last_epoch's, finish_said's and shell_prompt's (over
+progress_shown's); a completion marker with no training progress after it is
 bot.core.detectors' `CompletionEnding`, which the silent exit detector shares.
 The decision (bot.core.diagnose.decide) weighs these after the decisive evidence (signatures,
 detectors). One of them is weighed with accounting too: an error block that holds NCCL's

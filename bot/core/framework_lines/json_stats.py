@@ -1,6 +1,6 @@
 """The `json_stats:` lines of SlowFast's and pycls's meters (pure; no I/O), read for
 bot.core.framework_lines' `read_framework_line`: a training step's figures, or an evaluation's
-batches and summary; and the epoch of a training line, for bot.core.diagnose.quiet_ending.
+batches and summary; and the epoch of a training line, for bot.core.diagnose.framework_end.
 """
 
 from __future__ import annotations
@@ -30,7 +30,7 @@ if TYPE_CHECKING:
 # evaluation pycls/core/trainer.py's train_model runs after each epoch. Its loop then saves the
 # epoch's checkpoint (`Wrote checkpoint to: …/checkpoints/model_epoch_0100.pyth`, the epoch from
 # 1) and prints nothing after the last: a last epoch's steps left unlogged (LOG_PERIOD not
-# dividing them) are told done by that save (bot.core.diagnose.quiet_ending,
+# dividing them) are told done by that save (bot.core.diagnose.framework_end,
 # ends_in_final_save; `json_stats_epoch`)
 JSON_STATS = "json_stats: {"
 _COUNT_OF_TOTAL = re.compile(r"(\d+)/(\d+)")

@@ -1,7 +1,8 @@
 """The lines of OpenMMLab's runners (pure; no I/O), read for bot.core.framework_lines'
 `read_framework_line`: mmcv 1.x's TextLoggerHook (mmdet 2.x, mmseg 0.x, mmpose) and mmengine's
 LogProcessor (mmdet 3.x and its kin), a training's iteration, pace and GPU memory or an
-evaluation's batches; and the epoch of a by-epoch training line, for bot.core.diagnose.quiet_ending.
+evaluation's batches; and the epoch of a by-epoch training line, for
+bot.core.diagnose.framework_end.
 """
 
 from __future__ import annotations
@@ -43,7 +44,7 @@ _OPENMMLAB_ETA = re.compile(r"(?<![\w.])eta: ")
 # announces it before the loop (bot.core.announced_targets), the epochs announced for their lines'
 # target. LoggerHook's ignore_last (its default, mmcv's TextLoggerHook's too) leaves an epoch's last
 # steps past the last logging interval unlogged (`[12][7300/7330]` is the last epoch's last line):
-# CheckpointHook's save once the epoch is over says the rest (bot.core.diagnose.quiet_ending,
+# CheckpointHook's save once the epoch is over says the rest (bot.core.diagnose.framework_end,
 # ends_in_final_save).
 _OPENMMLAB_TIME = re.compile(rf"(?<![\w.])time: ({NUMBER})(?=,|\s|$)")
 _OPENMMLAB_MEM = re.compile(r"(?<![\w.])memory: (\d+)(?=,|\s|$)")

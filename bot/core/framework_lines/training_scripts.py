@@ -36,7 +36,7 @@ _SWIN_MEM = re.compile(r"(?<![\w/])[Mm]em (\d+)MB(?=\s|$)")
 # ({avg:.3f})\tdata …\teta {timedelta}\t{losses}\tlr {lr:.6f}`, every print_freq batches, epoch
 # and batch from 1: the steps done are the epochs before it (as many batches as this one's) and
 # this one's batches, the target every epoch's batches, `time` the batch's seconds. Its epoch
-# counter is what bot.core.diagnose.quiet_ending reads for the last epoch; Engine.run ends in
+# counter is what bot.core.diagnose.last_epoch reads for the last epoch; Engine.run ends in
 # its final test's results, the model's save and `Elapsed {timedelta}` (a closing summary:
 # bot.core.diagnose.closing_summary).
 _TORCHREID = re.compile(
@@ -47,7 +47,7 @@ _TORCHREID = re.compile(
 # `batch_cost: {:.5f} s`), every print_batch_step steps and at each epoch's last: the global step
 # is the iteration (no target: the steps of an epoch are not printed), the batch cost the
 # seconds per step averaged since the line before. Its epoch counter is what
-# bot.core.diagnose.quiet_ending reads for the last epoch.
+# bot.core.diagnose.last_epoch reads for the last epoch.
 _PADDLEOCR = re.compile(r"(?<![\w:])epoch: \[\d+/\d+\], (?:global_step|iter): (\d+),")
 _PADDLEOCR_PACE = re.compile(rf"(?<![\w])(?:avg_)?batch_cost: ({NUMBER}) s(?=,|\s|$)")
 

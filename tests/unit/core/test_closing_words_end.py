@@ -1,5 +1,5 @@
 """A log alone whose program ends in its own closing words beyond `Done training.` reads
-`completed` by hint (bot.core.diagnose.quiet_ending.ends_in_finish_said, detail `finish_said`):
+`completed` by hint (bot.core.diagnose.finish_said.ends_in_finish_said, detail `finish_said`):
 the process's exit with status 0 as a runner reports it (`Process finished with exit code 0`,
 which ends every loop it ran, counted ones too), an early stop it announces (`Early stopping`,
 Keras's `Epoch 14: early stopping`: the count short of its total is the stop's), the run
@@ -20,7 +20,7 @@ from pathlib import Path
 import pytest
 from support.end_marker import read
 
-from bot.core.diagnose import after_target, quiet_ending
+from bot.core.diagnose import after_target, finish_said
 
 STEPS = "step 100 loss 0.50\nstep 200 loss 0.40\nstep 300 loss 0.30\n"
 EPOCHS = "".join(f"Epoch {e}/20 - loss: 0.{9 - e // 3} - val_loss: 0.8\n" for e in range(1, 15))
@@ -81,7 +81,7 @@ def test_closing_words_that_end_no_run_leave_it_open(log):
     ("exporting final model", True), ("Validation done", False),
 ])
 def test_closing_words(text, closing):
-    assert quiet_ending._closing(text) is closing
+    assert finish_said._closing(text) is closing
 
 
 @pytest.mark.parametrize(("line", "reported"), [
@@ -222,7 +222,7 @@ def test_a_next_phase_said_or_started_after_the_words_keeps_the_run_open(log):
 def test_an_early_stops_count_printed_each_epoch_is_no_stop(line):
     d = read(EPOCHS + line + "\n")
     assert d.class_id == "none"
-    assert not quiet_ending._STOPPED_EARLY.search(line)
+    assert not finish_said._STOPPED_EARLY.search(line)
 
 
 def test_an_interruption_before_the_final_save_is_no_clean_end():

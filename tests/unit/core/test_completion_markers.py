@@ -325,7 +325,7 @@ KERAS_ENDS = {
 
 @pytest.mark.parametrize("case", sorted(KERAS_ENDS))
 def test_keras_fits_last_epoch_finished_reads_as_completed(catalogue, case: str):
-    """The bar of fit()'s last epoch at its total ends the run (bot.core.diagnose.quiet_ending,
+    """The bar of fit()'s last epoch at its total ends the run (bot.core.diagnose.framework_end,
     ends_in_keras_last_epoch); before, a log of Keras's read as still running (`none`), its
     bars no progress the series counts."""
     d = read_log(catalogue, KERAS_ENDS[case])

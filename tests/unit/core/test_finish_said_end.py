@@ -1,7 +1,7 @@
 """A log alone whose program says its training finished in its own words, in a sentence none of
 the catalogue's `completed` markers reads (`Done training.`, `INFO: training done`, `All
 done!`), after training progress and with only reports, saves or nothing after it, reads
-`completed` by hint: bot.core.diagnose.quiet_ending.ends_in_finish_said, its detail
+`completed` by hint: bot.core.diagnose.finish_said.ends_in_finish_said, its detail
 `finish_said`. The guards are those of a target reached (bot.core.diagnose.after_target): a
 sentence that names an epoch or a pass, an outer loop short of its last pass, training, a signal
 or an evaluation with no result after it. And a catalogue marker naming a pass short of its

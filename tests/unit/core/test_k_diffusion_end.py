@@ -13,7 +13,7 @@ from support.end_marker import LATE_ERROR, assert_the_error_decides, read
 
 from bot.core.catalogue import Catalogue
 from bot.core.diagnose import LogAnalysis
-from bot.core.diagnose.quiet_ending import ends_in_final_save
+from bot.core.diagnose.framework_end import ends_in_final_save
 
 
 def _steps(first: int, last: int) -> str:
@@ -88,7 +88,7 @@ def _catalogue() -> Catalogue:
 
 
 def _ends_in_final_save(log: str) -> bool:
-    """bot.core.diagnose.quiet_ending's reading of `log`'s last lines as a final save."""
+    """bot.core.diagnose.framework_end's reading of `log`'s last lines as a final save."""
     analysis = LogAnalysis(_catalogue())
     analysis.feed_text(log)
     analysis.finish()

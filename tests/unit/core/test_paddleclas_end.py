@@ -2,7 +2,7 @@
 ppcls/engine/engine.py d178931f, Engine.train): after each epoch's steps (`[Train][Epoch 120/120]
 [Iter: 1250/1251]...`) it logs that epoch's summary, `[Train][Epoch 120/120][Avg]CELoss: ...,
 loss: ...`, and prints no line of its own after its last: the last epoch's summary as the last
-progress ends the run (bot.core.diagnose.quiet_ending.ends_at_last_epoch). Its logger starts each
+progress ends the run (bot.core.diagnose.last_epoch.ends_at_last_epoch). Its logger starts each
 line with `[2024/10/18 17:05:14]` (ppcls/utils/logger.py, datefmt `%Y/%m/%d %H:%M:%S`), whose
 `2024/10` is no count of the epoch's steps."""
 

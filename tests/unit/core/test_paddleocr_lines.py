@@ -7,7 +7,7 @@ epoch_num, through its logger (`[%(asctime)s] %(name)s %(levelname)s: %(message)
 `%Y/%m/%d %H:%M:%S`); a periodic evaluation's `cur metric, …` and `best metric, …`, a save's
 `save model in …`. The global step is the iteration, the batch cost the seconds per step, and
 the epoch counter at its total, every report of that epoch printed, ends a finished run
-(bot.core.diagnose.quiet_ending.ends_at_last_epoch)."""
+(bot.core.diagnose.last_epoch.ends_at_last_epoch)."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 """The training progress reaches its target only when its last progress line does: a run that
 counted to its target and then a next run counting toward the same target again from half of
 it or less, with no banner between (a script run twice into one log), has not reached it
-(bot.core.diagnose.decide._target_reached reads the last progress line, not only the highest
+(bot.core.diagnose.finished_job.target_reached reads the last progress line, not only the highest
 count); a rank's last steps printed after another rank's end are no new run."""
 
 from __future__ import annotations

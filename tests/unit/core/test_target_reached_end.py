@@ -1,6 +1,6 @@
 """A run whose training reached its own target (its last epoch's report) and whose log then ends
 with only reports, saves or nothing reads `completed` from the log alone, by hint (no line says
-the program ended): bot.core.diagnose.quiet_ending.ends_after_target. Its detail
+the program ended): bot.core.diagnose.last_epoch.ends_after_target. Its detail
 (`target_reached`) and its confidence line say it was inferred from the target reached.
 
 What undoes it (bot.core.diagnose.after_target), each case a log a review of the first version

@@ -57,7 +57,7 @@ def test_a_traceback_after_the_early_stop_is_no_completion():
 
 def test_another_programs_line_without_best_pt_is_no_marker():
     """Not Ultralytics' marker: a program's own early stop, read by the closing words'
-    hint (bot.core.diagnose.quiet_ending `_STOPPED_EARLY`), not by a signature."""
+    hint (bot.core.diagnose.finish_said `_STOPPED_EARLY`), not by a signature."""
     d = read(EPOCHS + "Training stopped early as no improvement observed in last "
                  "20 epochs. Best results observed at epoch 53, best model saved\n")
     assert (d.class_id, d.decided_by) == ("completed", "hint")
