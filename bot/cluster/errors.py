@@ -24,6 +24,19 @@ class ClusterError(Exception):
         return said(self)
 
 
+BRIEF_CHARS = 80  # how much of a long command a message quotes
+
+
+def brief_command(argv: Sequence[str], limit: int = BRIEF_CHARS) -> str:
+    """`argv` as a person reads it in a message: the whole command when short, else its start
+    (whitespace runs made one space) cut after `limit` characters with a `…`, so a script
+    passed as an argument (`sh -c SCRIPT`: the batched tail read's) is named, not printed."""
+    command = shlex.join(argv)
+    if len(command) <= limit:
+        return command
+    return " ".join(command[:4 * limit].split())[:limit].rstrip() + "…"
+
+
 def said(exc: BaseException) -> Any:
     """`exc`'s sentence: the Text it was raised with, else its English text (an error of
     another kind, paramiko's, Slurm's own words), for a Text's value."""
@@ -74,7 +87,7 @@ class CommandTimedOut(ClusterError):
         self.argv = list(argv)
         self.timeout = timeout
         super().__init__(N_("`%(command)s` did not finish within %(timeout)s s",
-                            command=shlex.join(self.argv), timeout=f"{timeout:g}"))
+                            command=brief_command(self.argv), timeout=f"{timeout:g}"))
 
 
 class OutputTooLarge(ClusterError):
@@ -87,7 +100,8 @@ class OutputTooLarge(ClusterError):
         self.limit = limit
         super().__init__(N_("`%(command)s` sent more than %(limit)s MiB of output; trainbot "
                             "stopped reading it and closed its channel",
-                            command=shlex.join(self.argv), limit=f"{limit / (1 << 20):g}"))
+                            command=brief_command(self.argv),
+                            limit=f"{limit / (1 << 20):g}"))
 
 
 class OutcomeUnknown(ClusterUnavailable):
