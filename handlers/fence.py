@@ -10,10 +10,10 @@ bot.cluster.sessions.ClusterSessions.close) and the store.
 A listener still under way then fails at its next read or write of the store (StoreClosed).
 It answers that trainbot is stopping (`stopped_by_close`), not with the internal-error
 reply, and does nothing more; the answer says nothing was done only when its work had set no
-side effect going (`SideEffects`: an SSH command, a Slurm action, a post in a run's thread, a
-Home tab publish) and committed no store step a retry would meet (a prompt claimed or
-dismissed, a submit kept in flight: bot.services.ports.StoreStep), else which one, and what
-it means for trying again.
+side effect going (`SideEffects`: an SSH command not said to only read, a Slurm action, a
+post sent to a run's thread, a Home tab publish) and committed no store step a retry would
+meet (a prompt claimed or dismissed, a submit kept in flight: bot.services.ports.StoreStep),
+else which one, and what it means for trying again.
 """
 
 from __future__ import annotations
@@ -25,8 +25,8 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any
 
-from bot.services.fencing import fenced_context
-from bot.services.ports import BotContext, StoreStep
+from bot.services.fencing import SLACK_WRITES, fenced_context
+from bot.services.ports import BotContext, StoreStep, on_sending
 from bot.store import StoreClosed
 
 log = logging.getLogger(__name__)
@@ -117,10 +117,23 @@ class SideEffects:
         return shown
 
     @contextmanager
-    def acting(self, what: str) -> Iterator[None]:
+    def acting(self, what: str, *, read: bool = False) -> Iterator[None]:
+        """Notes `what` as started, but not a command its caller says only reads (`read`:
+        a probe, a lost submit's lookup, a py-spy dump), and a Slack write only once its
+        request goes out (bot.services.ports.sending: one the closed store refused before
+        it sent nothing)."""
+        if read:
+            yield
+        elif what in SLACK_WRITES:
+            with on_sending(lambda: self._note(what)):
+                yield
+        else:
+            self._note(what)
+            yield
+
+    def _note(self, what: str) -> None:
         if what not in self.started:
             self.started.append(what)
-        yield
 
     def heartbeat(self, what: str = "the next step") -> None:
         """A read: nothing to note."""

@@ -46,6 +46,7 @@ from bot.services.ports import (
     HomePublisher,
     PostError,
     ThreadWriter,
+    sending,
 )
 from bot.services.pyspy_placements import PySpyPlacements
 from bot.slack.render import TemplateRenderer
@@ -524,6 +525,7 @@ class RecordingMessageSink:
         key = f"chain:{chain_id}:root"
         self.store.slack_posts.record_intent(key, channel=channel, kind="root",
                                              chain_id=chain_id, now=0)
+        sending()  # as the Slack poster says before its request
         self.store.slack_posts.record_posted(key, ts=f"{chain_id}.0001", now=0)
         self.posts.append(("root", chain_id, key, text))
         return f"{chain_id}.0001"
@@ -541,6 +543,7 @@ class RecordingMessageSink:
         root = self.store.slack_posts.get(f"chain:{chain_id}:root")
         self.store.slack_posts.record_intent(key, channel=root.channel if root else "",
                                              kind="reply", chain_id=chain_id, now=0)
+        sending()  # as the Slack poster says before its request
         if self.fail_next:
             self.fail_next -= 1
             raise PostError(f"Slack chat.postMessage failed for {key!r}: service_unavailable")
@@ -582,6 +585,7 @@ class RecordingHomePublisher:
         self.published: list[tuple[str, list]] = []  # (user, blocks)
 
     def publish_home(self, user_id: str, blocks: list) -> None:
+        sending()
         self.published.append((user_id, blocks))
 
     def users(self) -> list[str]:

@@ -27,11 +27,21 @@ T = TypeVar("T")
 
 class Fence(Protocol):
     """What the fenced ports go through: `acting(what)` around each side effect, `heartbeat()`
-    around each read (bot.services.leases.LeaseFence: the lease a scheduled job runs under)."""
+    around each read (bot.services.leases.LeaseFence: the lease a scheduled job runs under).
+    A remote command is fenced with `acting` even when its caller says it only reads
+    (`read=True`: a probe, a lookup, a py-spy dump, `read_only`): it may run long, and the
+    lease is kept through it; only a fence that notes side effects tells it apart
+    (handlers.fence.SideEffects). A Slack write (`SLACK_WRITES`) is started once its writer
+    says its request goes out (bot.services.ports.sending)."""
 
-    def acting(self, what: str) -> AbstractContextManager[None]: ...
+    def acting(self, what: str, *, read: bool = False) -> AbstractContextManager[None]: ...
 
     def heartbeat(self, what: str = ...) -> None: ...
+
+
+# The labels of the fenced Slack writes (FencedThreadWriter, FencedHomePublisher).
+SLACK_WRITES = frozenset({"Slack post (thread root)", "Slack update (thread root)", "Slack post",
+                          "Slack update", "Slack file upload", "Slack Home tab publish"})
 
 
 def fenced_context(ctx: BotContext, fence: Fence) -> BotContext:
@@ -52,15 +62,17 @@ def _read(fence: Fence, call: Callable[[], T]) -> T:
 
 
 class FencedRunner:
-    """A `Runner` whose every command is a side effect (an argv may submit, hold or cancel)."""
+    """A `Runner` whose every command is a side effect (an argv may submit, hold or cancel),
+    fenced as one under its program's name; `reads`: its caller runs only commands that
+    change nothing a person would check (`read_only`)."""
 
-    def __init__(self, inner: Runner, fence: Fence) -> None:
-        self.inner, self.fence = inner, fence
+    def __init__(self, inner: Runner, fence: Fence, *, reads: bool = False) -> None:
+        self.inner, self.fence, self.reads = inner, fence, reads
 
     def run(self, argv: Sequence[str], *, stdin: bytes | str | None = None,
             timeout: float | None = None, check: bool = True,
             env: Mapping[str, str] | None = None) -> CommandOutput:
-        with self.fence.acting(" ".join(argv[:1]) or "a remote command"):
+        with self.fence.acting(" ".join(argv[:1]) or "a remote command", read=self.reads):
             return self.inner.run(argv, stdin=stdin, timeout=timeout, check=check, env=env)
 
     def sftp(self) -> SFTP:
@@ -72,6 +84,15 @@ class FencedRunner:
 
     def close(self) -> None:
         self.inner.close()
+
+
+def read_only(runner: Runner) -> Runner:
+    """`runner`, its commands said to be reads by their caller: a probe, a lookup of a lost
+    submit, a py-spy dump (and the placing of trainbot's py-spy, in its own directory). A
+    fenced one still fences each (`Fence.acting(read=True)`); any other is `runner` itself."""
+    if isinstance(runner, FencedRunner):
+        return FencedRunner(runner.inner, runner.fence, reads=True)
+    return runner
 
 
 class FencedSlurm:

@@ -343,10 +343,11 @@ class LeaseFence:
         self.clock = clock
 
     @contextmanager
-    def acting(self, what: str) -> Iterator[None]:
+    def acting(self, what: str, *, read: bool = False) -> Iterator[None]:
         """Around side effect `what` (e.g. "sbatch"): LeaseLost, and the side effect is not
         made, when another replica took the lease over, it was released or this replica is
-        stopping."""
+        stopping. A command its caller says only reads (`read`) is fenced all the same: the
+        lease is kept renewed through it."""
         if not self.keeper.renew(self.name, self.clock(), acting=True):
             self._lost(what)
         done = threading.Event()

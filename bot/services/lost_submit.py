@@ -34,6 +34,7 @@ from bot.core.slurm.sacct import sacct_ids_by_name_argv
 from bot.core.slurm.squeue import squeue_ids_by_name_argv
 from bot.core.text import N_, Text
 from bot.services import UsageProblem
+from bot.services.fencing import read_only
 from bot.services.ports import SFTP, Slurm
 from bot.services.resume_point import CheckpointLookupStopped, find_resume_checkpoint
 from bot.services.submit_deadlines import flight_in_flight_s
@@ -171,7 +172,7 @@ def find_unrecorded_submit(
     for argv in (squeue_ids_by_name_argv(job_name, user=user),
                  sacct_ids_by_name_argv(job_name, user=user)):
         try:
-            listing = slurm.runner.run(argv, check=True).stdout
+            listing = read_only(slurm.runner).run(argv, check=True).stdout
         except ChannelClosed as exc:  # a read: nothing changed, the lookup is asked again
             raise exc.as_read() from exc
         try:

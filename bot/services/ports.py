@@ -14,8 +14,9 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
-from contextlib import AbstractContextManager
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
+from contextlib import AbstractContextManager, contextmanager
+from contextvars import ContextVar
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol, runtime_checkable
 
@@ -372,6 +373,32 @@ class ChartMaker(Protocol):
         """The title of chart `name`'s uploaded file (`stage`: "final" or "leak"), in
         `lang`."""
         ...
+
+
+# What a Slack handler's work is told when a write to Slack goes out (`on_sending`).
+_ON_SENDING: ContextVar[Callable[[], None] | None] = ContextVar("trainbot_on_sending",
+                                                                default=None)
+
+
+def sending() -> None:
+    """Said by a thread writer or Home tab publisher (bot.slack.poster.SlackPoster) right
+    before each request that may change what Slack shows (chat.postMessage, chat.update, a
+    file's completion, views.publish): a write refused before it (the store closed under it,
+    a lookup refused) sent nothing. Tells the hook of `on_sending` around it, if any."""
+    hook = _ON_SENDING.get()
+    if hook is not None:
+        hook()
+
+
+@contextmanager
+def on_sending(hook: Callable[[], None]) -> Iterator[None]:
+    """`hook` is called at each `sending()` of the writes made in this thread within the
+    block (handlers.fence.SideEffects: a Slack post is noted once its request goes out)."""
+    token = _ON_SENDING.set(hook)
+    try:
+        yield
+    finally:
+        _ON_SENDING.reset(token)
 
 
 @dataclass(frozen=True)

@@ -22,6 +22,7 @@ from bot.config import Config
 from bot.core.shell_lexer import one_line
 from bot.core.text import N_, mrkdwn_escape
 from bot.services.access import approvers_now
+from bot.services.fencing import read_only
 from bot.services.ports import Blocks, BotContext, LeaseLost
 from bot.services.threads import has_thread, post_safely, render
 from bot.slack.views import action_id_for
@@ -162,8 +163,9 @@ def _run_one(ctx: BotContext, approval: Any, now: float) -> None:
         from bot.probes.dataloader_srun import run_dataloader_probe
 
         try:
-            view = run_dataloader_probe(ctx.clusters.runner(cfg.cluster), recipe_name, cfg,
-                                        cfg.dataloader_probe, job_id=approval.target_job)
+            view = run_dataloader_probe(read_only(ctx.clusters.runner(cfg.cluster)),
+                                        recipe_name, cfg, cfg.dataloader_probe,
+                                        job_id=approval.target_job)
         except LeaseLost:
             raise
         except ClusterError as exc:

@@ -51,6 +51,7 @@ from bot.core.stacks import (
 )
 from bot.core.text import N_
 from bot.probes.stacks import collect_stacks
+from bot.services.fencing import read_only
 from bot.services.ports import SFTP, BotContext, ClusterSessions, LeaseLost
 from bot.services.pyspy_placements import PySpyPlacements
 from bot.services.threads import Attachment, has_thread, post_or_keep, render
@@ -102,7 +103,7 @@ class StackCollector:
         if self.config.clusters[cluster].py_spy:
             return None
         return self._placements.start(cluster, lambda: place_pyspy(
-            self.clusters.runner(cluster), self.clusters.sftp(cluster)))
+            read_only(self.clusters.runner(cluster)), self.clusters.sftp(cluster)))
 
     def ready_path(self, cluster: str) -> str | None:
         """py-spy's path on `cluster` when known without waiting: the configured one, or
@@ -154,7 +155,7 @@ class StackCollector:
                 "", None, None, PYSPY_ABSENT, N_(
                 "could not place py-spy on the cluster: %(error)s", error=said(exc))))
         try:
-            report = collect_stacks(self.clusters.runner(cluster), job_id, pyspy,
+            report = collect_stacks(read_only(self.clusters.runner(cluster)), job_id, pyspy,
                                     timeout_s=timeout_s, collected_at=collected_at,
                                     native=cfg.stacks_native, trainer_pids=trainer_pids)
         except ClusterUnavailable:

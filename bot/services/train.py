@@ -34,6 +34,7 @@ from bot.services.access import (
     run_told_of,
 )
 from bot.services.after_submit import after_person_submit
+from bot.services.fencing import read_only
 from bot.services.home import refresh_homes, stop_watching, watched_chain
 from bot.services.leases import process_holder
 from bot.services.ports import SFTP, Blocks, BotContext, Slurm
@@ -590,7 +591,7 @@ def _preflight(ctx: BotContext, cmd: c.Preflight, actor: str, channel: str | Non
         raise _Refused(decision)
     cluster = ctx.config.recipe(cmd.recipe).cluster
     try:
-        report = run_preflight(ctx.config, cmd.recipe, ctx.clusters.runner(cluster),
+        report = run_preflight(ctx.config, cmd.recipe, read_only(ctx.clusters.runner(cluster)),
                                PreflightOptions(recipe_overrides=tuple(cmd.override_strings())))
     except PreflightUsageError as exc:
         raise UsageProblem(exc.text) from None

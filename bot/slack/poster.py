@@ -61,7 +61,14 @@ from bot.core import slack_bounds
 from bot.core.redact import Redactor
 from bot.crashpoint import crashpoint
 from bot.net.whole_request import open_whole
-from bot.services.ports import LookupRefused, MessageRefused, PostError, PostRefused, root_key
+from bot.services.ports import (
+    LookupRefused,
+    MessageRefused,
+    PostError,
+    PostRefused,
+    root_key,
+    sending,
+)
 from bot.slack.retry import Sleep, backoff_delay, post_deadline, request_not_sent
 
 log = logging.getLogger(__name__)
@@ -379,6 +386,7 @@ class SlackPoster:
                 if (passed := self._deadline_passed(deadline)) is not None:
                     last = passed
                     break
+                sending()  # the completion makes it appear
                 try:
                     self.client.files_completeUploadExternal(
                         files=[{"id": file_id, "title": title}], channel_id=channel,
@@ -469,6 +477,7 @@ class SlackPoster:
                     if (passed := self._deadline_passed(deadline)) is not None:
                         last = passed
                         break
+                sending()  # from here Slack may show it (handlers.fence.SideEffects)
                 try:
                     resp = self.client.chat_postMessage(**kwargs)
                 except CALL_ERRORS as exc:
@@ -586,6 +595,7 @@ class SlackPoster:
         """One call the client may send again by itself (chat.update, views.publish), within
         the post deadline (`deadline_s`): its retries and 429 waits stop at it."""
         with post_deadline(self.clock, self.clock() + self.deadline_s):
+            sending()
             try:
                 return fn()
             except CALL_ERRORS as exc:

@@ -659,7 +659,7 @@ def test_the_watchers_fenced_context_and_train_stacks_share_one_placement(store)
             pass
 
         @contextlib.contextmanager
-        def acting(self, what: str) -> Iterator[None]:
+        def acting(self, what: str, *, read: bool = False) -> Iterator[None]:
             yield
 
     fenced = fenced_context(ctx, HeldLease())  # type: ignore[arg-type]

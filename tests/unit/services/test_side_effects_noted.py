@@ -1,0 +1,122 @@
+"""What a Slack handler stopped by the store's close says it had started
+(handlers.fence.SideEffects): a Slack post only once its request went out (not one the
+closed store refused before it), and no command its caller says only reads (a preflight's
+probes, a lost submit's lookup, a py-spy dump); a command that may act, by its program."""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+from fakes import (
+    T0,
+    FakeClusters,
+    FakeRunner,
+    FakeSFTP,
+    FakeSlurm,
+    make_config,
+    make_context,
+    present,
+)
+from slack_sdk import WebClient
+from slack_standin import SlackStandIn
+from support.bolt_driver import slash_body
+
+from bot.core.slack_bounds import POST_DEADLINE_S
+from bot.services.fencing import read_only
+from bot.slack.poster import SlackPoster
+from bot.slack.retry import make_client
+from bot.store import Store, StoreClosed
+from handlers.fence import ListenerFence, SideEffects
+from handlers.slash_commands import make_run_train
+
+LOG = logging.getLogger("test")
+
+
+@pytest.fixture
+def slack() -> Iterator[SlackStandIn]:
+    with SlackStandIn() as server:
+        yield server
+
+
+def thread(slack: SlackStandIn, store: Store) -> tuple[Any, int]:
+    """A bot's context posting through the real poster on the stand-in, and a run whose
+    thread is open."""
+    client: WebClient = make_client(slack.token, base_url=slack.api_url,
+                                    sleep=lambda s: None, timeout=10)
+    slack.clock = lambda: T0
+    poster = SlackPoster(client, store, deadline_s=POST_DEADLINE_S, sleep=lambda s: None,
+                         clock=lambda: T0)
+    ctx = make_context(store, sink=poster, charts=False, clock=lambda: T0)
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0 - 100)
+    poster.post_root(chain.id, "C0TRAIN", [], "mix")
+    return ctx, chain.id
+
+
+def test_a_post_the_closed_store_refuses_before_its_request_is_not_started(
+        slack: SlackStandIn, store_url: str) -> None:
+    """Before, the post was said started (`Slack post`) though nothing reached Slack."""
+    store = Store.open(store_url)
+    ctx, chain_id = thread(slack, store)
+    before = len(slack.all_messages())
+    effects = SideEffects()
+    store.close()
+    with pytest.raises(StoreClosed):
+        present(effects.context(ctx).sink).post_reply(chain_id, "note:1", [], "a note")
+    assert effects.started == [] and len(slack.all_messages()) == before
+
+
+def test_a_post_sent_before_the_store_closed_is_started(slack: SlackStandIn,
+                                                       store_url: str) -> None:
+    store = Store.open(store_url)
+    ctx, chain_id = thread(slack, store)
+    effects = SideEffects()
+    record_posted = store.slack_posts.record_posted
+
+    def closed_first(*a: Any, **kw: Any) -> Any:  # the close lands while Slack answers
+        store.close()
+        return record_posted(*a, **kw)
+
+    store.slack_posts.record_posted = closed_first  # type: ignore[method-assign]
+    with pytest.raises(StoreClosed):
+        present(effects.context(ctx).sink).post_reply(chain_id, "note:1", [], "a note")
+    assert effects.started == ["Slack post"]
+    assert any(m.get("text") == "a note" for m in slack.all_messages())
+
+
+def test_commands_said_to_read_are_not_started_others_are_by_their_program(store) -> None:  # noqa: ANN001
+    runner = FakeRunner(default=(0, "", ""))
+    ctx = make_context(store, clusters=FakeClusters(FakeSlurm(), runner=runner))
+    effects = SideEffects()
+    fenced = effects.context(ctx).clusters.runner("dev")
+    read_only(fenced).run(["squeue", "-h", "-n", "mix"])
+    read_only(fenced).run(["srun", "py-spy", "dump"])
+    assert effects.started == []
+    fenced.run(["/opt/site/submit", "--recipe", "mix"])
+    assert effects.started == ["/opt/site/submit"] and len(runner.calls) == 3
+
+
+def test_a_preflight_the_stores_close_stops_after_its_probes_did_nothing(store) -> None:  # noqa: ANN001
+    """Before, the reply said it had started the probe's program (`srun` …)."""
+    def probe(argv: list[str]) -> tuple[int, str, str]:
+        store.close()  # the stop's close lands while the probe runs
+        return 1, "", "srun: error: no partition"
+
+    class ProbeRunner(FakeRunner):
+        def sftp(self) -> FakeSFTP:  # the script's lint finds no script: one finding
+            return FakeSFTP()
+
+    runner = ProbeRunner(default=probe)
+    ctx = make_context(store, clusters=FakeClusters(FakeSlurm(), runner=runner),
+                       config=make_config(), clock=lambda: T0)
+    answers: list[dict[str, Any]] = []
+    make_run_train(ctx, ListenerFence())(
+        slash_body("preflight mix", user="U0ALICE", channel="C0TRAIN", response_url="-"),
+        lambda **kw: answers.append(kw), LOG)
+    [answer] = answers
+    assert runner.calls, "the probe ran"
+    assert answer["text"] == (
+        ":hourglass_flowing_sand: trainbot is shutting down or restarting, so it stopped this "
+        "command before it did anything: nothing was done. Try again in a minute.")
