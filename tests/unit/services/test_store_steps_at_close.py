@@ -186,3 +186,50 @@ def test_a_thread_click_stopped_by_the_close_answers_in_its_channels_language(
     answers, _ = click(ctx, ActionId.RESUBMIT, "some-token")
     [answer] = answers.sent
     assert answer["text"].startswith(":hourglass_flowing_sand: trainbot이"), answer["text"]
+
+
+class SubmitThenClose(FakeSlurm):
+    """Slurm queues the job; the store's close lands before the click records it."""
+
+    def __init__(self, store: Store) -> None:
+        super().__init__()
+        self.store = store
+
+    def submit(self, spec: Any, *, script: str | None = None) -> int:  # noqa: ANN401
+        job_id = super().submit(spec, script=script)
+        self.store.close()
+        return job_id
+
+
+@pytest.mark.parametrize("lang,said", [
+    ("en", (":warning: trainbot is shutting down or restarting, so it stopped this click part "
+            "way, after it had started `sbatch`. Nothing more of it is done. It had claimed the "
+            "prompt: within about 1 h 38 min trainbot settles what the click started and says "
+            "in the run's thread what came of it; only if nothing did are the prompt's buttons "
+            "usable again. It had recorded its submit as on its way: within about 21 min "
+            "trainbot looks its job up in Slurm, and records it or says that nothing was "
+            "queued. Check what it did (`/train status`, the run's thread) before you click "
+            "again.")),
+    ("ko", (":warning: trainbot이 종료되거나 다시 시작하는 중이라 이 클릭을 `sbatch`을(를) 시작한 "
+            "뒤 중간에 멈췄습니다. 나머지는 하지 않습니다. 그 전에 요청을 선점했습니다: trainbot이 "
+            "약 1시간 38분 안에 클릭이 시작한 일을 정리하고 그 결과를 실행 스레드에 알립니다. 아무 "
+            "결과도 없을 때에만 요청의 버튼을 다시 쓸 수 있습니다. 그 전에 제출을 진행 중으로 "
+            "기록했습니다: trainbot이 약 21분 안에 Slurm에서 그 작업을 찾아 기록하거나, 대기열에 "
+            "들어간 것이 없다고 알립니다. 다시 클릭하기 전에 무엇이 되었는지 확인하세요 "
+            "(`/train status`, 실행의 스레드).")),
+])
+def test_a_resubmit_click_stopped_after_its_sbatch_says_it_and_the_claim(
+        store: Store, lang: str, said: str) -> None:
+    """Before, only the sbatch was said (check what it did), not the claimed prompt a retry
+    meets as decided, nor when trainbot settles it."""
+    slurm = SubmitThenClose(store)
+    ctx = make_context(store, slurm, clock=lambda: NOW + 10, slack_lang=lang)
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW - 100)
+    store.attempts.record(chain_id=chain.id, job_id="88154", now=NOW - 100)
+    recorded(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
+    prompt = create_resubmit_prompt(ctx, recipe="mix", chain_id=chain.id, job_id="88154",
+                                    now=NOW, summary="88154 died", resume_iter=3000)
+    answers, _ = click(ctx, ActionId.RESUBMIT, prompt.token)
+    [answer] = answers.sent
+    assert slurm.acted("submit"), "the sbatch went out"
+    assert answer["text"] == said, answer["text"]
