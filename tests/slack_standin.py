@@ -322,6 +322,28 @@ def _cursor_offset(cursor: str, where: str, msgs: list[dict[str, Any]]) -> int |
     return offset if named == where and offset else None
 
 
+def _within(p: dict[str, Any]) -> Callable[[float], bool] | dict[str, Any]:
+    """Whether a message's ts is after `oldest` and before `latest` (ts, seconds; not one:
+    `invalid_ts_oldest` / `invalid_ts_latest`, returned as the error answer; the bounds
+    themselves with `inclusive`), as conversations.history and .replies take them."""
+    bounds = []
+    for name, unset in (("oldest", 0.0), ("latest", float("inf"))):
+        raw = p.get(name)
+        if raw in (None, ""):
+            bounds.append(unset)
+        elif not _TS_RE.match(str(raw)):
+            return {"ok": False, "error": f"invalid_ts_{name}"}
+        else:
+            bounds.append(float(raw))
+    oldest, latest = bounds
+    inclusive = str(p.get("inclusive")) in ("1", "true", "True")
+
+    def within(ts: float) -> bool:
+        return oldest <= ts <= latest if inclusive else oldest < ts < latest
+
+    return within
+
+
 class _LocalServer:
     """A server on 127.0.0.1 serving in a thread of its own: `with X() as x:` or
     `start()`/`stop()`."""
@@ -685,40 +707,31 @@ class SlackStandIn(_LocalServer):
         return {"ok": True, "view": published}
 
     def _m_conversations_history(self, p: dict[str, Any]) -> dict[str, Any]:
-        """A channel's messages after `oldest` and before `latest` (ts, seconds; not one:
-        `invalid_ts_oldest` / `invalid_ts_latest`; the bounds themselves with `inclusive`),
-        newest first, paged as replies are (`_page`; `limit`'s default and maximum:
-        HISTORY_LIMITS)."""
+        """A channel's messages within `oldest` and `latest` (`_within`), newest first, paged
+        as replies are (`_page`; `limit`'s default and maximum: HISTORY_LIMITS)."""
         channel = p.get("channel")
         if not isinstance(channel, str) or not _CHANNEL_RE.match(channel):
             return {"ok": False, "error": "channel_not_found"}
-        bounds = []
-        for name, unset in (("oldest", 0.0), ("latest", float("inf"))):
-            raw = p.get(name)
-            if raw in (None, ""):
-                bounds.append(unset)
-            elif not _TS_RE.match(str(raw)):
-                return {"ok": False, "error": f"invalid_ts_{name}"}
-            else:
-                bounds.append(float(raw))
-        oldest, latest = bounds
-        inclusive = str(p.get("inclusive")) in ("1", "true", "True")
-
-        def within(ts: float) -> bool:
-            return oldest <= ts <= latest if inclusive else oldest < ts < latest
-
+        within = _within(p)
+        if isinstance(within, dict):
+            return within
         msgs = [m for m in reversed(self.messages.get(channel, [])) if within(float(m["ts"]))]
         return self._page(p, msgs, f"history:{channel}", HISTORY_LIMITS)
 
     def _m_conversations_replies(self, p: dict[str, Any]) -> dict[str, Any]:
-        """A thread, oldest first, paged (`_page`; `limit`'s default and maximum:
+        """A thread, oldest first: its root (the message `ts` names, whatever the bounds:
+        Slack's replies start with the thread's parent) then its replies within `oldest` and
+        `latest` (`_within`), paged (`_page`; `limit`'s default and maximum:
         REPLIES_LIMITS)."""
         channel, ts = p.get("channel"), p.get("ts")
         root = next((m for m in self.messages.get(channel or "", []) if m["ts"] == ts), None)
         if root is None:
             return {"ok": False, "error": "thread_not_found"}
-        return self._page(p, [root, *root["replies"]], f"replies:{channel}/{ts}",
-                          REPLIES_LIMITS)
+        within = _within(p)
+        if isinstance(within, dict):
+            return within
+        replies = [m for m in root["replies"] if within(float(m["ts"]))]
+        return self._page(p, [root, *replies], f"replies:{channel}/{ts}", REPLIES_LIMITS)
 
     def _page(self, p: dict[str, Any], msgs: list[dict[str, Any]], where: str,
               limits: tuple[int, int]) -> dict[str, Any]:

@@ -23,17 +23,18 @@ BACKOFF_CAP_S = 30.0
 JITTER = 0.25  # a backoff's delay is lengthened by up to this share
 POST_ATTEMPTS = 4  # the poster's attempts at one post, each a lookup and a send
 # A reconciling lookup reads a run's thread (conversations.replies, oldest first) or, for a
-# run's root message, its channel (conversations.history, newest first, back to
-# LOOKUP_CLOCK_SKEW_S before its intent) LOOKUP_PAGE messages a page, following its cursor, at
+# run's root message, its channel (conversations.history, newest first), back to
+# LOOKUP_CLOCK_SKEW_S before its intent, LOOKUP_PAGE messages a page, following its cursor, at
 # most LOOKUP_MAX_PAGES pages (10,000 messages): a thread or
 # channel not read to its end within them (or within its post's deadline) is not searched
 # further, and its post is not sent again (bot.slack.poster)
 LOOKUP_PAGE = 200
 LOOKUP_MAX_PAGES = 50
 LOOKUP_CLOCK_SKEW_S = 300.0
-"""How far before a root's post intent was recorded (on this host's clock) the lookup of the
-root, if its fate is unknown, starts reading its channel (conversations.history `oldest`). The
-root is sent only after its intent is recorded, but Slack stamps its ts with Slack's clock: it
+"""How far before a post's intent was recorded (on this host's clock) the lookup of the post,
+if its fate is unknown, starts reading its channel (a root: conversations.history `oldest`)
+or its thread (a reply: conversations.replies `oldest`). The post is sent only after its
+intent is recorded, but Slack stamps its ts with Slack's clock: it
 reads older than the intent by as much as this host's clock runs ahead of Slack's, and the
 margin must cover that. 5 minutes is far beyond the error of an NTP-kept clock (well under a
 second) and still cheap: an app posts about one message a second to a channel (Slack's

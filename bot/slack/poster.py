@@ -7,10 +7,10 @@ Posts at most once, and none is lost while Slack can be asked:
   (`event_type="trainbot_post"`). A post whose fate is unknown (an intent left by a crash, a
   5xx or an `internal_error`/`fatal_error` answer, a connection dropped after the request was
   sent) is *reconciled* before anything is sent: the poster looks the key up in the thread
-  (`conversations.replies`) or, for a root, in the channel (`conversations.history`, newest
-  first, back to bot.core.slack_bounds.LOOKUP_CLOCK_SKEW_S before its intent was recorded:
-  nothing older can be it), page by page through the cursor until the key is found or the
-  end is read,
+  (`conversations.replies`, its replies since bot.core.slack_bounds.LOOKUP_CLOCK_SKEW_S
+  before its intent was recorded: nothing older can be it) or, for a root, in the channel
+  (`conversations.history`, newest first, back as far), page by page through the cursor
+  until the key is found or the end is read,
   records the ts it finds, and sends again only when Slack does not have it. While the lookup
   fails, nothing is sent (`SlackPostError`; the intent stays, and the next call looks it up
   first); so too when the thread or channel cannot be read to its end: past the post's
@@ -210,14 +210,12 @@ def _api_error(exc: Exception) -> str | None:
     return None
 
 
-def _sent_after(intent: Any) -> float | None:
-    """Slack's time (a ts) before which the root `intent` (a slack_posts row) cannot have been
-    posted: its recorded time (`updated_at`: set when the intent is recorded, or a refused
-    root's made an intent again, before anything is sent, and not changed until it is posted)
-    less the clock-skew margin (bot.core.slack_bounds.LOOKUP_CLOCK_SKEW_S); None for a reply
-    (its thread is read whole, from its root)."""
-    if intent.thread_ts is not None:
-        return None
+def _sent_after(intent: Any) -> float:
+    """Slack's time (a ts) before which the message `intent` (a slack_posts row: a root or a
+    reply) cannot have been posted: its recorded time (`updated_at`: set when the intent is
+    recorded, or a refused root's made an intent again, before anything is sent, and not
+    changed until it is posted; a refused reply's intent is forgotten, so a later one is a new
+    intent) less the clock-skew margin (bot.core.slack_bounds.LOOKUP_CLOCK_SKEW_S)."""
     return float(intent.updated_at) - slack_bounds.LOOKUP_CLOCK_SKEW_S
 
 
@@ -527,7 +525,8 @@ class SlackPoster:
     def _history(self, channel: str, thread_ts: str | None, deadline: float,
                  oldest: float | None = None) -> Iterator[dict]:
         """The thread's messages, oldest first (`thread_ts` None: the channel's, newest
-        first, only those after `oldest` when it is given), read a page (LOOKUP_PAGE
+        first), only those after `oldest` when it is given (a thread's root comes first all
+        the same, as Slack gives it), read a page (LOOKUP_PAGE
         messages) at a time as they are looked at, the next page asked for by the last one's
         `response_metadata.next_cursor` until Slack gives none (the end). Raises CALL_ERRORS,
         and _ThreadNotRead when the end is not reached: a next page would start past
@@ -539,12 +538,12 @@ class SlackPoster:
         read: Callable[..., Any]
         if thread_ts is None:
             what, read = f"the channel {channel}", self.client.conversations_history
-            if oldest is not None:
-                kwargs["oldest"] = f"{oldest:.6f}"  # Slack's ts form
-                what += f" since {kwargs['oldest']}"
         else:
             what, read = f"the thread {thread_ts}", self.client.conversations_replies
             kwargs["ts"] = thread_ts
+        if oldest is not None:
+            kwargs["oldest"] = f"{oldest:.6f}"  # Slack's ts form
+            what += f" since {kwargs['oldest']}"
         for page in range(slack_bounds.LOOKUP_MAX_PAGES):
             if page and not slack_bounds.waits_in_time(self.clock(), 0.0, deadline):
                 raise _ThreadNotRead(
@@ -561,8 +560,8 @@ class SlackPoster:
 
     def _find_message(self, channel: str, thread_ts: str | None, key: str,
                       deadline: float, sent_after: float | None) -> str | None:
-        """The ts of the message posted under `key`; a root (`thread_ts` None) is looked for
-        in its channel after `sent_after` only (`_sent_after`)."""
+        """The ts of the message posted under `key`, looked for in its thread (`thread_ts`
+        None, a root: its channel) after `sent_after` only (`_sent_after`)."""
         for msg in self._history(channel, thread_ts, deadline, sent_after):
             meta = msg.get("metadata") or {}
             if meta.get("event_type") == METADATA_EVENT and \

@@ -408,6 +408,33 @@ def test_a_lost_root_in_a_busy_channel_is_found_since_its_intent(
     assert store.chains.get(chain).thread_ts == root_ts
 
 
+def test_a_reply_lost_in_a_long_thread_is_looked_up_since_its_intent(
+        slack, slack_client, store, fake_sleep, monkeypatch):
+    """A thread longer than a lookup reads (LOOKUP_MAX_PAGES pages), all of it an hour and
+    more before the reply's intent; the reply's send is lost before Slack performed it. The
+    lookup reads the thread's replies only since the intent (less the clock-skew margin):
+    one page, holding the root alone, so the reply is posted, once. Before, the thread was
+    read whole, past LOOKUP_MAX_PAGES pages, the lookup refused and the reply never posted."""
+    monkeypatch.setattr(slack_bounds, "LOOKUP_MAX_PAGES", 2)
+    clock = [NOW]
+    poster = SlackPoster(slack_client, store, deadline_s=POST_DEADLINE_S, sleep=fake_sleep,
+                         clock=lambda: clock[0])
+    chain = open_chain(store)
+    slack.clock = lambda: NOW - 7200
+    root_ts = poster.post_root(chain, CHANNEL, section("root"), "root")
+    long_thread(slack, root_ts, 2 * slack_bounds.LOOKUP_PAGE + 1)
+    slack.clock = lambda: clock[0]
+    slack.drop_next("chat.postMessage", processed=False)  # lost before Slack made it
+    ts = poster.post_reply(chain, "incident:1", section("incident"), "incident")
+
+    assert keyed(slack, root_ts, "incident:1") == [ts]
+    pages = slack.calls("conversations.replies")
+    assert [c.params.get("oldest") for c in pages] == \
+        [f"{NOW - slack_bounds.LOOKUP_CLOCK_SKEW_S:.6f}"]
+    assert [m["ts"] for m in pages[0].response["messages"]] == [root_ts]
+    assert store.slack_posts.get("incident:1").ts == ts
+
+
 def test_a_chart_whose_completion_answer_is_lost_is_shared_once(slack, poster, store):
     chain = open_chain(store)
     root_ts = poster.post_root(chain, CHANNEL, section("root"), "root")

@@ -280,6 +280,35 @@ def test_channel_history_between_oldest_and_latest(client, slack):
         assert exc.value.response["error"] == f"invalid_ts_{name}"
 
 
+def test_thread_replies_between_oldest_and_latest_after_their_root(client, slack):
+    """`oldest` and `latest` bound a thread's replies as the history's messages; its root,
+    the message `ts` names, comes first whatever the bounds, as Slack's replies start with
+    the thread's parent."""
+    slack.clock = lambda: 100.0
+    root = client.chat_postMessage(channel=CHANNEL, text="root")["ts"]
+    sent = []
+    for t in (200.0, 300.0, 400.0):
+        slack.clock = lambda t=t: t
+        sent.append(client.chat_postMessage(channel=CHANNEL, thread_ts=root,
+                                            text=f"at {t}")["ts"])
+
+    def replies(**bounds) -> list[str]:
+        return [m["ts"] for m in client.conversations_replies(channel=CHANNEL, ts=root,
+                                                              **bounds)["messages"]]
+
+    assert replies() == [root, *sent]
+    assert replies(oldest="200.000000") == [root, *sent[1:]]
+    assert replies(oldest="200", inclusive=True) == [root, *sent]
+    assert replies(oldest="200", latest="400") == [root, sent[1]]
+    assert replies(latest="300.5") == [root, *sent[:2]]
+    assert replies(oldest="400") == [root]
+    assert replies(oldest="300", limit=1) == [root]  # the root is on the first page
+    for name in ("oldest", "latest"):
+        with pytest.raises(SlackApiError) as exc:
+            client.conversations_replies(channel=CHANNEL, ts=root, **{name: "yesterday"})
+        assert exc.value.response["error"] == f"invalid_ts_{name}"
+
+
 @pytest.mark.parametrize("method", ["conversations_replies", "conversations_history"])
 @pytest.mark.parametrize(("args", "error"), [
     ({"limit": 0}, "invalid_arguments"),
