@@ -2,7 +2,7 @@
 `slurm_cluster`, each of the two dev clusters in turn (Slurm 22.05 and, from
 deploy/dev-cluster/slurm-24.11/up.sh, Slurm 24.11); `store_url`, an empty store database on
 SQLite and on up.sh's PostgreSQL; `slack_bot`, the bot's services on a config whose threads
-go to the Slack stand-in (tests/slack_standin.py).
+go to the Slack stand-in (tests/slack_standin/).
 
 Integration tests fail (never skip) when the dev cluster is not up: a skipped integration test
 looks green in CI while proving nothing.

@@ -1,4 +1,4 @@
-"""Fixtures for end-to-end tests against the Slack Web API stand-in (tests/slack_standin.py)."""
+"""Fixtures for end-to-end tests against the Slack Web API stand-in (tests/slack_standin/)."""
 
 from __future__ import annotations
 

@@ -1,5 +1,5 @@
 """Every kind of thread note trainbot posts, when Slack does not take it, through the real
-SlackPoster on the Slack stand-in (tests/slack_standin.py): the watcher's notes (its Outbox
+SlackPoster on the Slack stand-in (tests/slack_standin/): the watcher's notes (its Outbox
 and ThreadEvents), a cluster's outage notice, a settled cancel's note (the scheduler's
 `prompts` job), the note a Home tab's "Stop watching" leaves and the one saying a submit
 the bot died in queued nothing (bot.services.threads.thread_note, tried again by the

@@ -1,6 +1,6 @@
 """The watcher's ordinary notes (a held job, an early warning without buttons, a job Slurm
 does not know, an automatic resubmit …: everything ThreadEvents posts as a plain note) when
-Slack refuses them, through the real SlackPoster on the Slack stand-in (tests/slack_standin.py)
+Slack refuses them, through the real SlackPoster on the Slack stand-in (tests/slack_standin/)
 and the real watcher tick (bot.services.watch.tick.Watcher, its Outbox and ThreadEvents)."""
 
 from __future__ import annotations

@@ -1,108 +1,33 @@
-"""A local stand-in for Slack's Web API that `slack_sdk.WebClient(base_url=...)` talks to.
-
-Modelled on bolt-python's tests/mock_web_api_server, but it *validates* like Slack: bad token,
-Block Kit limits, unknown thread_ts / message ts, the three-step files_upload_v2 flow (the
-upload URL it hands out points at itself). It records every request for assertions and can be
-told to answer 429 (with Retry-After) or 5xx for the next K calls of a method, or to read a
-call and close the connection without answering (`drop_next`: the fate a client cannot know).
-With `tls=True` it serves HTTPS, as Slack does, under a certificate of its own for 127.0.0.1
-that `client_ssl` trusts. `ConnectProxy` is an HTTP proxy in front of it (a CONNECT tunnel for
-HTTPS), as on an institution's network.
-
-    with SlackStandIn() as slack:
-        client = WebClient(token=slack.token, base_url=slack.api_url)
-"""
+"""The Slack stand-in's Web API: `SlackStandIn` (its methods, state, injected faults and
+recorded requests) and its HTTP request handler (`_Handler`)."""
 
 from __future__ import annotations
 
-import base64
-import datetime
-import ipaddress
 import itertools
 import json
 import re
-import select
-import socket
-import socketserver
 import ssl
-import tempfile
 import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Self
+from typing import Any
 from urllib.parse import parse_qs, urlparse
 
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
-
-# Block Kit limits (https://docs.slack.dev/reference/block-kit/blocks) and the ~13k payload cap
-# reported for chat.postMessage (`msg_blocks_too_long`).
-MAX_BLOCKS = 50
-MAX_VIEW_BLOCKS = 100  # a Home tab or modal view (Block Kit: "up to 100 blocks")
-MAX_PRIVATE_METADATA = 3000
-MAX_VIEW_JSON_CHARS = 250_000  # views.publish rejects a larger `view` argument
-MAX_SECTION_TEXT = 3000
-MAX_HEADER_TEXT = 150
-MAX_BUTTON_TEXT = 75
-MAX_BUTTON_VALUE = 2000
-MAX_URL = 3000
-MAX_ID = 255
-MAX_ACTIONS_ELEMENTS = 25
-MAX_CONTEXT_ELEMENTS = 10
-MAX_FIELDS = 10
-MAX_FIELD_TEXT = 2000
-MAX_MARKDOWN_BLOCK = 12000
-MAX_BLOCKS_JSON_CHARS = 13000
-MAX_TEXT = 40000
-# The confirmation dialog object (composition-objects/confirmation-dialog-object): plain_text
-# title, text and buttons, each required, at most this many characters.
-MAX_CONFIRM_TITLE = 100
-MAX_CONFIRM_TEXT = 300
-MAX_CONFIRM_BUTTON = 30
-
-BLOCK_TYPES = {
-    "section", "header", "divider", "context", "actions", "image", "rich_text", "markdown",
-    "input", "video", "file",
-}
-_CHANNEL_RE = re.compile(r"^[CGD][A-Z0-9]{2,}$")
-# mrkdwn and a message's `text` (https://docs.slack.dev/messaging/formatting): `<` opens a
-# control sequence (a mention, a channel, a special mention, a link, each with an optional
-# `|label`); any other `<`, `>` and `&` must be sent as &lt; &gt; &amp;. Slack does not refuse
-# the rest: it shows it mangled (a stray `<` eats the text after it), so the stand-in does.
-_CONTROL_RE = re.compile(
-    r"<(?:[@#][A-Z0-9]+|![a-z]+(?:\^[^<>|\s]*)?|(?:https?|mailto|slack):[^<>|\s]+)"
-    r"(?:\|[^<>]*)?>")
-# trainbot never pings a whole channel: one of these in its text is user text left unescaped
-_BROADCAST_RE = re.compile(r"<!(?:channel|here|everyone)(?:\|[^<>]*)?>")
-# plain_text is shown as sent: an entity in it (`&amp;`) shows literally, text escaped for
-# mrkdwn that reached a header, a button or a dialog (escaped where it must not be)
-_ENTITY_RE = re.compile(r"&(?:amp|lt|gt);")
-
-
-def mrkdwn_errors(text: str) -> list[str]:
-    """What Slack would mangle in mrkdwn `text` ([] when none): a `<` or `>` outside a
-    control sequence, and a broadcast mention trainbot never means."""
-    errors = [f"broadcast mention {m.group()!r} (unescaped text?)"
-              for m in _BROADCAST_RE.finditer(text)]
-    rest = _CONTROL_RE.sub("", text)
-    for ch in "<>":
-        at = rest.find(ch)
-        if at >= 0:
-            errors.append(f"unescaped {ch!r} near {rest[max(0, at - 20):at + 20]!r}")
-    return errors
-
-
-def plain_text_errors(text: str) -> list[str]:
-    """What Slack would show wrongly in plain_text `text` ([] when none): an entity
-    (`&amp;`, `&lt;`, `&gt;`), which plain_text shows literally: mrkdwn escaping where none
-    belongs."""
-    return [f"entity {m.group()!r} in plain_text near "
-            f"{text[max(0, m.start() - 20):m.end() + 20]!r} (escaped for mrkdwn?)"
-            for m in _ENTITY_RE.finditer(text)]
+from slack_standin.net import _LocalServer, _loopback_certificate, _server_ssl, _Trickle
+from slack_standin.paging import HISTORY_LIMITS, REPLIES_LIMITS, _cursor, _cursor_offset, _within
+from slack_standin.validation import (
+    _CHANNEL_RE,
+    MAX_BLOCKS_JSON_CHARS,
+    MAX_ID,
+    MAX_PRIVATE_METADATA,
+    MAX_TEXT,
+    MAX_VIEW_BLOCKS,
+    MAX_VIEW_JSON_CHARS,
+    mrkdwn_errors,
+    validate_blocks,
+)
 
 
 @dataclass
@@ -133,157 +58,6 @@ class _Fault:
     # connection closed before the headers' end (their blank line)
 
 
-def validate_blocks(blocks: Any, *, max_blocks: int = MAX_BLOCKS) -> list[str]:
-    """Slack-style error messages for a blocks array ([] when valid); `max_blocks`: 50 in a
-    message, 100 in a view."""
-    errors: list[str] = []
-    if not isinstance(blocks, list):
-        return ["[ERROR] must be an array [json-pointer:/blocks]"]
-    if len(blocks) > max_blocks:
-        errors.append(f"[ERROR] no more than {max_blocks} items allowed [json-pointer:/blocks]")
-    block_ids: set[str] = set()
-    for i, block in enumerate(blocks):
-        p = f"/blocks/{i}"
-        if not isinstance(block, dict) or block.get("type") not in BLOCK_TYPES:
-            errors.append(f"[ERROR] invalid block type [json-pointer:{p}/type]")
-            continue
-        bid = block.get("block_id")
-        if bid is not None:
-            if not isinstance(bid, str) or not bid or len(bid) > MAX_ID:
-                errors.append(f"[ERROR] must be 1..{MAX_ID} characters [json-pointer:{p}/block_id]")
-            elif bid in block_ids:
-                errors.append(f"[ERROR] duplicate block_id [json-pointer:{p}/block_id]")
-            else:
-                block_ids.add(bid)
-        errors.extend(_validate_block(block, p))
-    return errors
-
-
-def _text_obj(obj: Any, p: str, *, limit: int, plain_only: bool = False) -> list[str]:
-    if not isinstance(obj, dict) or obj.get("type") not in ("plain_text", "mrkdwn"):
-        return [f"[ERROR] must be a text object [json-pointer:{p}]"]
-    if plain_only and obj["type"] != "plain_text":
-        return [f"[ERROR] must be plain_text [json-pointer:{p}/type]"]
-    text = obj.get("text")
-    if not isinstance(text, str) or not text:
-        return [f"[ERROR] must be a non-empty string [json-pointer:{p}/text]"]
-    if len(text) > limit:
-        return [f"[ERROR] must be less than {limit + 1} characters [json-pointer:{p}/text]"]
-    extra = set(obj) - {"type", "text", "emoji", "verbatim"}
-    if extra:
-        return [f"[ERROR] unknown field {sorted(extra)[0]} [json-pointer:{p}]"]
-    errors = mrkdwn_errors(text) if obj["type"] == "mrkdwn" else plain_text_errors(text)
-    return [f"[ERROR] {e} [json-pointer:{p}/text]" for e in errors]
-
-
-def _validate_element(el: Any, p: str) -> list[str]:
-    if not isinstance(el, dict) or "type" not in el:
-        return [f"[ERROR] must be an element [json-pointer:{p}]"]
-    errs: list[str] = []
-    aid = el.get("action_id")
-    if aid is not None and (not isinstance(aid, str) or not aid or len(aid) > MAX_ID):
-        errs.append(f"[ERROR] must be 1..{MAX_ID} characters [json-pointer:{p}/action_id]")
-    if el["type"] == "button":
-        errs += _text_obj(el.get("text"), f"{p}/text", limit=MAX_BUTTON_TEXT, plain_only=True)
-        value = el.get("value")
-        if value is not None and (not isinstance(value, str) or len(value) > MAX_BUTTON_VALUE):
-            errs.append(f"[ERROR] must be less than {MAX_BUTTON_VALUE + 1} characters "
-                        f"[json-pointer:{p}/value]")
-        url = el.get("url")
-        if url is not None and (not isinstance(url, str) or len(url) > MAX_URL):
-            errs.append(f"[ERROR] must be less than {MAX_URL + 1} characters "
-                        f"[json-pointer:{p}/url]")
-        if el.get("style") not in (None, "primary", "danger"):
-            errs.append(f"[ERROR] must be primary or danger [json-pointer:{p}/style]")
-        if el.get("style") == "danger" and "confirm" not in el:
-            # the stand-in's own, as for broadcasts: trainbot's red buttons cancel a job, and
-            # every one asks first
-            errs.append(f"[ERROR] a danger button without a confirm dialog [json-pointer:{p}]")
-    if "confirm" in el:
-        errs += _validate_confirm(el["confirm"], f"{p}/confirm")
-    return errs
-
-
-def _validate_confirm(obj: Any, p: str) -> list[str]:
-    """A confirmation dialog object: title, text, confirm and deny (plain_text, required,
-    within their lengths) and an optional style."""
-    if not isinstance(obj, dict):
-        return [f"[ERROR] must be a confirmation dialog object [json-pointer:{p}]"]
-    errs: list[str] = []
-    for key, limit in (("title", MAX_CONFIRM_TITLE), ("text", MAX_CONFIRM_TEXT),
-                       ("confirm", MAX_CONFIRM_BUTTON), ("deny", MAX_CONFIRM_BUTTON)):
-        if key not in obj:
-            errs.append(f"[ERROR] missing required field: {key} [json-pointer:{p}]")
-        else:
-            errs += _text_obj(obj[key], f"{p}/{key}", limit=limit, plain_only=True)
-    if obj.get("style") not in (None, "primary", "danger"):
-        errs.append(f"[ERROR] must be primary or danger [json-pointer:{p}/style]")
-    extra = set(obj) - {"title", "text", "confirm", "deny", "style"}
-    if extra:
-        errs.append(f"[ERROR] unknown field {sorted(extra)[0]} [json-pointer:{p}]")
-    return errs
-
-
-def _validate_block(block: dict[str, Any], p: str) -> list[str]:
-    kind = block["type"]
-    errs: list[str] = []
-    if kind == "section":
-        if "text" not in block and "fields" not in block:
-            errs.append(f"[ERROR] must provide text or fields [json-pointer:{p}]")
-        if "text" in block:
-            errs += _text_obj(block["text"], f"{p}/text", limit=MAX_SECTION_TEXT)
-        if "fields" in block:
-            fields = block["fields"]
-            if not isinstance(fields, list) or not fields or len(fields) > MAX_FIELDS:
-                errs.append(f"[ERROR] must be 1..{MAX_FIELDS} items [json-pointer:{p}/fields]")
-            else:
-                for j, f in enumerate(fields):
-                    errs += _text_obj(f, f"{p}/fields/{j}", limit=MAX_FIELD_TEXT)
-        if "accessory" in block:
-            errs += _validate_element(block["accessory"], f"{p}/accessory")
-    elif kind == "header":
-        errs += _text_obj(block.get("text"), f"{p}/text", limit=MAX_HEADER_TEXT, plain_only=True)
-    elif kind == "context":
-        els = block.get("elements")
-        if not isinstance(els, list) or not els or len(els) > MAX_CONTEXT_ELEMENTS:
-            errs.append(f"[ERROR] must be 1..{MAX_CONTEXT_ELEMENTS} items "
-                        f"[json-pointer:{p}/elements]")
-        else:
-            for j, el in enumerate(els):
-                if isinstance(el, dict) and el.get("type") == "image":
-                    continue
-                errs += _text_obj(el, f"{p}/elements/{j}", limit=MAX_SECTION_TEXT)
-    elif kind == "actions":
-        els = block.get("elements")
-        if not isinstance(els, list) or not els or len(els) > MAX_ACTIONS_ELEMENTS:
-            errs.append(f"[ERROR] must be 1..{MAX_ACTIONS_ELEMENTS} items "
-                        f"[json-pointer:{p}/elements]")
-        else:
-            seen: set[str] = set()
-            for j, el in enumerate(els):
-                errs += _validate_element(el, f"{p}/elements/{j}")
-                aid = el.get("action_id") if isinstance(el, dict) else None
-                if aid is not None and aid in seen:
-                    errs.append(f"[ERROR] duplicate action_id [json-pointer:{p}/elements/{j}]")
-                if aid is not None:
-                    seen.add(aid)
-    elif kind == "markdown":
-        text = block.get("text")
-        if not isinstance(text, str) or not text or len(text) > MAX_MARKDOWN_BLOCK:
-            errs.append(f"[ERROR] must be 1..{MAX_MARKDOWN_BLOCK} characters "
-                        f"[json-pointer:{p}/text]")
-    elif kind == "image":
-        if not (block.get("image_url") or block.get("slack_file")) or not block.get("alt_text"):
-            errs.append(f"[ERROR] image needs image_url/slack_file and alt_text [json-pointer:{p}]")
-    elif kind == "rich_text":
-        if not isinstance(block.get("elements"), list):
-            errs.append(f"[ERROR] must be an array [json-pointer:{p}/elements]")
-    elif kind == "divider":
-        if set(block) - {"type", "block_id"}:
-            errs.append(f"[ERROR] divider takes no fields [json-pointer:{p}]")
-    return errs
-
-
 # The scopes an app installed from trainbot's manifest is granted (Slack sends the granted
 # scopes in each Web API answer's `x-oauth-scopes` header).
 GRANTED_SCOPES = frozenset({"commands", "chat:write", "chat:write.public", "files:write",
@@ -297,83 +71,6 @@ _METHOD_SCOPE = {
     "files.completeUploadExternal": "files:write",
 }
 _HISTORY_METHODS = ("conversations.history", "conversations.replies")
-# a ts as conversations.history takes `oldest` and `latest`: Unix seconds, decimals optional
-_TS_RE = re.compile(r"^\d+(\.\d+)?$")
-# `limit` of conversations.history and of conversations.replies: its default and its maximum
-# (Slack's method references; a larger one is cut to the maximum)
-HISTORY_LIMITS = (100, 999)
-REPLIES_LIMITS = (1000, 1000)
-
-
-def _cursor(where: str, ts: str) -> str:
-    """An opaque cursor (as Slack's: base64) for the page of `where` (a channel's history, a
-    thread) from its message `ts` on."""
-    return base64.b64encode(f"{where}:{ts}".encode()).decode()
-
-
-def _cursor_offset(cursor: str, where: str, msgs: list[dict[str, Any]]) -> int | None:
-    """The offset in `msgs` of the message `cursor` names; None when it is not one handed
-    out for `where` (or its message is gone)."""
-    try:
-        named, _, ts = base64.b64decode(cursor, validate=True).decode().rpartition(":")
-    except ValueError:  # binascii.Error and UnicodeDecodeError are ValueErrors
-        return None
-    offset = next((i for i, m in enumerate(msgs) if m["ts"] == ts), None)
-    return offset if named == where and offset else None
-
-
-def _within(p: dict[str, Any]) -> Callable[[float], bool] | dict[str, Any]:
-    """Whether a message's ts is after `oldest` and before `latest` (ts, seconds; not one:
-    `invalid_ts_oldest` / `invalid_ts_latest`, returned as the error answer; the bounds
-    themselves with `inclusive`), as conversations.history and .replies take them."""
-    bounds = []
-    for name, unset in (("oldest", 0.0), ("latest", float("inf"))):
-        raw = p.get(name)
-        if raw in (None, ""):
-            bounds.append(unset)
-        elif not _TS_RE.match(str(raw)):
-            return {"ok": False, "error": f"invalid_ts_{name}"}
-        else:
-            bounds.append(float(raw))
-    oldest, latest = bounds
-    inclusive = str(p.get("inclusive")) in ("1", "true", "True")
-
-    def within(ts: float) -> bool:
-        return oldest <= ts <= latest if inclusive else oldest < ts < latest
-
-    return within
-
-
-class _LocalServer:
-    """A server on 127.0.0.1 serving in a thread of its own: `with X() as x:` or
-    `start()`/`stop()`."""
-
-    _server: socketserver.TCPServer | None = None
-    _thread: threading.Thread | None = None
-
-    def start(self) -> Self:
-        raise NotImplementedError
-
-    def _serve(self, server: socketserver.TCPServer, name: str) -> None:
-        self._server = server
-        self._thread = threading.Thread(target=server.serve_forever, args=(0.05,),
-                                        daemon=True, name=name)
-        self._thread.start()
-
-    def stop(self) -> None:
-        if self._server is not None:
-            self._server.shutdown()
-            self._server.server_close()
-            self._server = None
-        if self._thread is not None:
-            self._thread.join(timeout=5)
-            self._thread = None
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 class SlackStandIn(_LocalServer):
@@ -831,59 +528,6 @@ class SlackStandIn(_LocalServer):
         return 200, f"OK - {len(data)}"
 
 
-def _loopback_certificate() -> tuple[bytes, bytes]:
-    """A self-signed certificate for 127.0.0.1 and its key (PEM), valid for a day."""
-    key = ec.generate_private_key(ec.SECP256R1())
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (x509.CertificateBuilder().subject_name(name).issuer_name(name)
-            .public_key(key.public_key()).serial_number(x509.random_serial_number())
-            .not_valid_before(now - datetime.timedelta(minutes=5))
-            .not_valid_after(now + datetime.timedelta(days=1))
-            .add_extension(x509.SubjectAlternativeName(
-                [x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]), critical=False)
-            .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-            .sign(key, hashes.SHA256()))
-    return (cert.public_bytes(serialization.Encoding.PEM),
-            key.private_bytes(serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8,
-                              serialization.NoEncryption()))
-
-
-def _server_ssl(cert_pem: bytes, key_pem: bytes) -> ssl.SSLContext:
-    context = ssl.SSLContext(ssl.PROTOCOL_TLS_SERVER)
-    with tempfile.TemporaryDirectory() as tmp:  # load_cert_chain reads files only
-        cert, key = f"{tmp}/cert.pem", f"{tmp}/key.pem"
-        with open(cert, "wb") as f:
-            f.write(cert_pem)
-        with open(key, "wb") as f:
-            f.write(key_pem)
-        context.load_cert_chain(cert, key)
-    return context
-
-
-class _Trickle:
-    """A response's writer sending one byte every `every_s` seconds (trickle_next)."""
-
-    def __init__(self, raw: Any, every_s: float) -> None:
-        self.raw = raw
-        self.every_s = every_s
-
-    def write(self, data: bytes) -> int:
-        for i in range(len(data)):
-            self.raw.write(data[i:i + 1])
-            self.raw.flush()
-            time.sleep(self.every_s)
-        return len(data)
-
-    def flush(self) -> None:
-        self.raw.flush()
-
-    def close(self) -> None:
-        self.raw.close()
-
-    @property
-    def closed(self) -> bool:
-        return bool(self.raw.closed)
 
 
 class _Handler(BaseHTTPRequestHandler):
@@ -1003,89 +647,3 @@ class _Handler(BaseHTTPRequestHandler):
             return
         self._send(status, json.dumps(response).encode(), "application/json; charset=utf-8",
                    extra, fault)
-
-
-class ConnectProxy(_LocalServer):
-    """A local HTTP proxy, as an institution's network puts in front of Slack: an https URL's
-    request goes through a CONNECT tunnel (`CONNECT host:port`, answered 200, then the bytes
-    relayed both ways as they come, a trickle too), an http URL's is forwarded (its absolute
-    URL's request sent on to its host). `routed` lists the `host:port` of each request it
-    carried, in order.
-
-        with SlackStandIn(tls=True) as slack, ConnectProxy() as proxy:
-            client = WebClient(token=slack.token, base_url=slack.api_url, proxy=proxy.url)
-    """
-
-    def __init__(self) -> None:
-        self.routed: list[str] = []
-        self._lock = threading.Lock()
-
-    @property
-    def url(self) -> str:
-        assert self._server is not None, "ConnectProxy not started"
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
-
-    def start(self) -> ConnectProxy:
-        proxy = self
-
-        class Handler(_ProxyHandler):
-            owner = proxy
-
-        server = socketserver.ThreadingTCPServer(("127.0.0.1", 0), Handler)
-        server.daemon_threads = True
-        self._serve(server, "connect-proxy")
-        return self
-
-    def carried(self, hostport: str) -> None:
-        with self._lock:
-            self.routed.append(hostport)
-
-
-class _ProxyHandler(socketserver.StreamRequestHandler):
-    owner: ConnectProxy
-    rbufsize = 0  # the request's head only: the bytes after it are relayed as they are
-
-    def handle(self) -> None:
-        parts = self.rfile.readline(65537).decode("latin-1").split()
-        if len(parts) != 3:
-            return
-        verb, target, version = parts
-        head = b""
-        while (line := self.rfile.readline(65537)) not in (b"\r\n", b"\n", b""):
-            head += line
-        if verb == "CONNECT":
-            hostport = target
-        else:
-            url = urlparse(target)
-            hostport = url.netloc
-            path = url.path + (f"?{url.query}" if url.query else "")
-            head = f"{verb} {path} {version}\r\n".encode("latin-1") + head + b"\r\n"
-        host, _, port = hostport.rpartition(":")
-        self.owner.carried(hostport)
-        try:
-            upstream = socket.create_connection((host, int(port)), timeout=5)
-        except OSError:
-            self.wfile.write(b"HTTP/1.1 502 Bad Gateway\r\nContent-Length: 0\r\n\r\n")
-            return
-        with upstream:
-            if verb == "CONNECT":
-                self.wfile.write(b"HTTP/1.1 200 Connection established\r\n\r\n")
-            else:
-                upstream.sendall(head)
-            _relay(self.connection, upstream)
-
-
-def _relay(a: socket.socket, b: socket.socket) -> None:
-    """Relay bytes between `a` and `b` until either ends its side (or fails)."""
-    other = {a: b, b: a}
-    while True:
-        ready, _, _ = select.select([a, b], [], [], 1.0)
-        for sock in ready:
-            try:
-                data = sock.recv(65536)
-                if not data:
-                    return
-                other[sock].sendall(data)
-            except OSError:
-                return
