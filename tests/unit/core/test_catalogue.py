@@ -179,10 +179,14 @@ def test_every_class_with_log_evidence_has_a_real_fixture() -> None:
 #: starts passing must leave this set.
 KNOWN_MISSES = {
     "gpu_failure__caffe-3377.log",
+    "gpu_failure__e3sm-8699.log",
     "gpu_failure__jade-hpc-gpu-73.log",
     "gpu_failure__pytorch-40420.log",
     "gpu_failure__pytorch-51382.log",
+    "node_failure__arjunausers-46.log",
+    "node_failure__paddle-13288.log",
     "node_failure__rocm-tensorflow-15.log",
+    "node_failure__trixie-35.log",
     "preempted__everyvoice-183.log",
     "preempted__submitit-1656.log",
     "time_limit__cellpose-450.log",
