@@ -110,11 +110,14 @@ class LaunchFailed:
     """slurmstepd could not start the task's program (`launch_failed`: its execve failed):
     `program` (the interpreter a script's #! line names when `interpreter`) and the system's
     `reason` (`No such file or directory`, `Permission denied`). Nothing ran, so a resubmit
-    fails the same way until the launcher is fixed."""
+    fails the same way until the launcher is fixed. `spool`: the program is Slurm's own copy
+    of the batch script in the node's slurmd spool (`.../job00089/slurm_script`), which the
+    node lost: the node's fault, not the script's, so a resubmit on another node runs."""
 
     program: str
     reason: str
     interpreter: bool
+    spool: bool = False
 
 
 @dataclass(frozen=True)
@@ -335,9 +338,9 @@ def case_detail(cause: Cause | None) -> dict[str, Any] | None:
             return {"kind": "fd_limit"}
         case NoNinja():
             return {"kind": "no_ninja"}
-        case LaunchFailed(program, reason, interpreter):
+        case LaunchFailed(program, reason, interpreter, spool):
             return {"kind": "launch_failed", "program": program, "reason": reason,
-                    "interpreter": interpreter}
+                    "interpreter": interpreter, "spool": spool}
         case DataDependentGuard():
             return {"kind": "data_dependent_guard"}
         case MpiMessageSize(wrapped_count):

@@ -80,6 +80,11 @@ _MPI_WRAPPED_COUNT = re.compile(r"MPI_ERR_COUNT: invalid count argument"
 _EXECVE_FAILED = re.compile(
     r"execve\(\): (?:bad interpreter\((?P<interpreter>[^)]*)\)|(?P<program>.+)): "
     r"(?P<reason>[^:]+?) *$")
+# ... of which a batch job's own script is slurmd's copy of it in its spool directory
+# (src/slurmd/slurmd/req.c writes it to `<SlurmdSpoolDir>/job%05u/slurm_script`, e.g.
+# `/var/spool/slurmd/job00089/slurm_script`, `/tmp/slurmd/job2997813/slurm_script`): a copy
+# the node lost is the node's fault (its spool's disk or file system), not the user's script.
+_SPOOL_SCRIPT = re.compile(r"/job[0-9]+/slurm_script$")
 
 
 def line_cause(class_id: str, matches: Sequence[Any], series: MetricSeries) -> Cause | None:
@@ -105,9 +110,10 @@ def line_cause(class_id: str, matches: Sequence[Any], series: MetricSeries) -> C
     if class_id == "unknown_failure" and (launch := next(
             (m for t in reversed(ending) if (m := _EXECVE_FAILED.search(t))), None)):
         interpreter = launch.group("interpreter")
-        return LaunchFailed(program=interpreter if interpreter is not None
-                            else launch.group("program"),
-                            reason=launch.group("reason"), interpreter=interpreter is not None)
+        program = interpreter if interpreter is not None else launch.group("program")
+        return LaunchFailed(program=program, reason=launch.group("reason"),
+                            interpreter=interpreter is not None,
+                            spool=interpreter is None and _SPOOL_SCRIPT.search(program) is not None)
     if class_id == "unknown_failure" and any(_DATA_DEPENDENT_GUARD.search(t) for t in ending):
         return DataDependentGuard()
     if class_id == "unknown_failure" and (refused := next(

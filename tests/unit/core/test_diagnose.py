@@ -3668,7 +3668,7 @@ def test_a_program_slurm_could_not_start_is_named_with_the_systems_reason(catalo
     d = read_log(catalogue, text, acct)
     assert (d.class_id, d.detail) == ("unknown_failure", {
         "kind": "launch_failed", "program": program, "reason": reason,
-        "interpreter": interpreter})
+        "interpreter": interpreter, "spool": False})
     assert not d.retryable and any("execve()" in e.text for e in d.evidence)
     said = explain(d)
     assert program in said and reason in said and "add the signature" not in said
