@@ -84,6 +84,19 @@ _STAGE_HEADER = re.compile(r"(?i)^[\s*=#\[\-<>|:]*(?:stage|phase)\s*[#:]?\s*\d"
                            r"|(?<![a-z])(?:start\w*|begin\w*|running|enter\w*|unfreez\w*|freez\w*"
                            r"|switch\w*|mov\w*|now|next|proceed\w*|launch\w*)(?![a-z])"
                            r".*(?<![a-z])(?:stage|phase)\s*[#:]?\s*\d")
+# A next phase's start announced in words, with no number, as a line of its own: a start's
+# verb and a few words naming a stage or a phase (`Starting the reward-model stage`, `Now
+# entering the SFT phase`), or a kind of training, a stage or a phase and its start's verb
+# (`Fine-tuning begins`, `Distillation starting...`); not an end or a summary (`_TRAINING_OVER`),
+# nor an evaluation's, a test's or a prediction's phase (`_EVALUATION`: `Starting test phase`)
+_FRAME = r"^[\s*=#\[\-<>|:]*"
+_FRAME_END = r"[\s.!*=#\]\-<>|:…]*$"
+_PHASE_STARTS = re.compile(
+    rf"(?i){_FRAME}(?:now\s+)?(?:start\w*|begin\w*|launch\w*|commenc\w*|enter\w*"
+    r"|proceed\w* to|mov\w* on to|switch\w* to)(?:\s+[\w-]+){0,3}?\s+(?:stage|phase)"
+    rf"(?:\s+[\w-]+)?{_FRAME_END}"
+    rf"|{_FRAME}(?:fine-?tun\w*|pre-?train\w*|distill\w*|stage|phase)(?:\s+[\w-]+){{0,2}}?"
+    rf"\s+(?:begins|starts|started|beginning|starting|commences|commencing){_FRAME_END}")
 # An epoch's number, Hugging Face's logged dicts' too (`Epoch 3/10`, `'epoch': 0.1`)
 _EPOCH_AT = re.compile(r"(?i)(?<![a-z])epoch\b['\"]?\s*[:=\[(]?\s*(\d+(?:\.\d+)?)")
 # A checkpoint's or a file's name holds an epoch's number (`/ckpt/epoch=7-step=2000.ckpt`), and a
@@ -173,7 +186,8 @@ def starts_next_phase(before: Sequence[str], after: Sequence[str]) -> bool:
     `Loading checkpoint shards: 100%|`, `Map: 100%|`) not followed by only an evaluation's or
     a prediction's run (`_bar_starts_phase`), a tracker's new run (`wandb: Tracking
     run with wandb version 0.16.1`), a numbered stage's or phase's header (`***** Phase 2:
-    full fine-tune *****`, `Unfreezing backbone for stage 2`), or a training line (no report
+    full fine-tune *****`, `Unfreezing backbone for stage 2`) or a phase's start announced in
+    words (`Starting the reward-model stage`, `Fine-tuning begins`), or a training line (no report
     word on it: not `the best epoch: 20`; no restore's or load's, no path's epoch: not
     `Restoring states from the checkpoint path at /ckpt/epoch=7-step=2000.ckpt`:
     `_epoch_below`) at an epoch below the last before the end (Hugging Face's `{'loss': 0.9,
@@ -185,7 +199,7 @@ def starts_next_phase(before: Sequence[str], after: Sequence[str]) -> bool:
         text = message_after_time(line)
         if is_start_up_bar(text) and _bar_starts_phase(after[i + 1:]):
             return True
-        if _NEXT_RUN_STARTS.match(text) or _stage_header(text):
+        if _NEXT_RUN_STARTS.match(text) or _stage_header(text) or _phase_starts(text):
             return True
         if last_epoch is not None and _epoch_below(text, last_epoch):
             return True
@@ -200,6 +214,13 @@ def _bar_starts_phase(rest: Sequence[str]) -> bool:
     if any(trains_after(line) or _stage_header(message_after_time(line)) for line in rest):
         return True
     return not any(_EVALUATION.search(line) or _RESULT.search(line) for line in rest)
+
+
+def _phase_starts(text: str) -> bool:
+    """The line announces a next phase's start in words (`_PHASE_STARTS`: `Starting the
+    reward-model stage`, `Fine-tuning begins`), not an end, a summary or an evaluation's."""
+    return bool(_PHASE_STARTS.search(text) and not _TRAINING_OVER.search(text)
+                and not _EVALUATION.search(text) and not _REPORT_WORD.search(text))
 
 
 def _stage_header(text: str) -> bool:
