@@ -149,7 +149,8 @@ def ends_in_finish_said(tail: Sequence[tuple[int, str]], series: MetricSeries,
     results around it may stand in for progress before; the final model saved or exported,
     `_FINAL_MODEL`; the process's exit 0 as a runner reports it, `_EXITED`, which ends every
     loop it ran, so no outer loop or count short of its total before it undoes it; an early
-    stop it announces, `_STOPPED_EARLY`, which no count short of its total undoes), with
+    stop it announces, `_STOPPED_EARLY`, which no count short of its total undoes, nor does it
+    for the words after such a stop: `Initiating early stopping` then `Saving final model`), with
     nothing after it but what `ends_after_target` lets follow a target: None when that line or
     one after it trains or names a pass or an epoch (`Done training epoch 3`, `training done
     for fold 1/5`), when the log shows an outer loop short of its last pass (read from
@@ -198,7 +199,10 @@ def ends_in_finish_said(tail: Sequence[tuple[int, str]], series: MetricSeries,
         m == series.last_iteration_line and trains_after(t) for m, t in lines[said + 1:]) or (
         series.last_iteration_line is not None and series.last_iteration_line > n
         and not any(m == series.last_iteration_line for m, _ in lines))
-    if (not early and not exited and _count_short([t for _, t in lines[:said]])) or (
+    # an early stop announced after the last progress and before the words (`Initiating early
+    # stopping`, then `Saving final model to out/`) stopped the count short of its total too
+    stopped = early or any(_STOPPED_EARLY.search(t) for _, t in lines[last_progress + 1:said])
+    if (not stopped and not exited and _count_short([t for _, t in lines[:said]])) or (
             progress_after) or (
             (not exited and in_open_pass(tail, series, outer_headers))
             or goes_on_after(
