@@ -30,10 +30,13 @@ def outer_loop_open(lines: Sequence[str]) -> bool:
     """The lines show a loop around the training whose last pass they cannot tell ended: its
     last counter with a total short of that total (`Fold 1/5`), or a pass's number with no total
     that no counter at its total covers (`Score for fold 1`, `Running Trial #2`, Optuna's
-    `Trial 0 finished`). A loop one of whose counters is at 0 (`Fold 0/5`) counts from 0: its
-    last pass is one below its total (`Fold 4/5`)."""
+    `Trial 0 finished`), read against the loop's last counter in the lines, one after it too (a
+    pass's result before the next pass's header is no pass left open). A loop one of whose
+    counters is at 0 (`Fold 0/5`) counts from 0: its last pass is one below its total (`Fold
+    4/5`)."""
     last: dict[str, tuple[int, int]] = {}
     zero_based: set[str] = set()  # loops counted from 0 (`Fold 0/5` ... `Fold 4/5`)
+    numbered: list[tuple[str, int]] = []  # passes named by number alone, weighed at the end
     for line in lines:
         counted = {m.start() for m in _COUNTED.finditer(line)}
         for m in _COUNTED.finditer(line):
@@ -45,11 +48,12 @@ def outer_loop_open(lines: Sequence[str]) -> bool:
             if m.start() in counted:
                 continue
             word = _word(m.group(1))
-            done, total = last.get(word, (0, 0))
-            number = int(m.group(2)) + (1 if word in zero_based else 0)
-            if not (done == total > 0 and number <= total):
-                return True
-    return any(done < total for done, total in last.values())
+            numbered.append((word, int(m.group(2)) + (1 if word in zero_based else 0)))
+    # a pass named by number alone is covered by the loop's furthest counter at its total, a
+    # later one too (`Fold 3 best acc`, then `Fold 4/5` ... `Fold 4 best acc`)
+    return any(not (last.get(word, (0, 0))[0] == last.get(word, (0, 0))[1] > 0
+                    and number <= last[word][1]) for word, number in numbered) or any(
+        done < total for done, total in last.values())
 
 
 def counts_pass(line: str) -> bool:
