@@ -160,13 +160,18 @@ def trains_after(line: str) -> bool:
 
 
 def _trains(line: str, epoch: int, *, figures: bool = True) -> bool:
-    """A line after the target that is training's: another epoch's number, a count or a bar short
+    """A line after the target that is training's: another epoch's number (not on W&B's own
+    lines, its run summary's), a count or a bar short
     of its total, a figure that no report word labels (outside W&B's lines and an evaluation's
     bar at its total, and, `figures` False, under a report's heading: `Best Model Performance
     on Validation Data:` then `Accuracy: 94.20%`), more training or an outer loop's next pass
     announced."""
     line = message_after_time(line)
-    if any(int(m.group(1)) != epoch for m in _EPOCH_NUMBER.finditer(line)):
+    # W&B's own lines sum up the run it tracked: their epoch is the last one logged, counted as
+    # the logger did (Keras's from 0: `wandb:   epoch/epoch 29` after `Epoch 30/30`), no epoch
+    # trained after the target
+    if not _WANDB.match(line) and any(
+            int(m.group(1)) != epoch for m in _EPOCH_NUMBER.finditer(line)):
         return True
     if any(int(a) < int(b) for a, b in _COUNT.findall(line)):
         return True
