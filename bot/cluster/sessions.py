@@ -89,9 +89,10 @@ class ClusterSessions:
                 from bot.cluster.tail import ShellTailReader
 
                 runner = self.runner(cluster)
-                timeout = self._config.clusters[cluster].sftp_timeout
+                cfg = self._config.clusters[cluster]
                 self._readers[cluster] = ShellTailReader(runner, where=cluster,  # type: ignore[arg-type]
-                                                         timeout=timeout)
+                                                         timeout=cfg.sftp_timeout,
+                                                         max_output=cfg.max_output_mib << 20)
             return self._readers[cluster]
 
     def close(self) -> None:

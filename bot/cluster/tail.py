@@ -28,6 +28,9 @@ SCRIPT = resources.files("bot.cluster").joinpath("tail_read.sh").read_text(encod
 ARGV = ("/bin/sh", "-c", SCRIPT, "trainbot-tail")
 PER_FILE_S = 0.02  # time allowed per file on top of the base timeout
 HUNG_RETRY_S = 300.0  # a path that did not answer is asked again after this long
+OUTPUT_SHARE = 0.75  # of the output cap, what a batch asks (a bucket sends <= 1.25x its bytes)
+FRAME_BYTES = 256  # a file's frame lines and stat lines, at most
+MIN_BATCH = 256 << 10  # the fewest bytes a batch asks, however slow the link
 LOGIN_NODE = N_("the login node")  # where files are read when no cluster is named
 
 
@@ -48,12 +51,34 @@ class ShellTailReader:
     NFS or Lustre server): it gets FAILED, the files not answered yet are asked again at once
     in a second command, and that path is left out (FAILED at once) for HUNG_RETRY_S, so a
     hung path costs one timeout, not one per tick.
+
+    What a batch asks is bounded (`batch_bytes`, which the files share: read_tails): below
+    the runner's output cap (`max_output`), so a backlog never makes the whole answer too
+    large, and to what the link carried in time: an answer cut by the timeout while bytes
+    were still coming is a slow link, not a hung path: the bytes of the files answered are
+    kept (and of the file being sent, from its start), the rest are read next tick, and the
+    next batches ask half of what came per `timeout` (doubled again after each batch that
+    used most of its bytes within half its time).
     """
 
     def __init__(self, runner: Exchanger, *, where: str | Text = LOGIN_NODE,
-                 timeout: float = 15.0, clock: Callable[[], float] = time.monotonic) -> None:
+                 timeout: float = 15.0, clock: Callable[[], float] = time.monotonic,
+                 max_output: int = 64 << 20) -> None:
         self.runner, self.where, self.timeout, self.clock = runner, where, timeout, clock
+        self.max_output = max_output
         self._hung: dict[str, float] = {}  # path -> when it last did not answer
+        self._slow: int | None = None  # bytes a batch asks since a slow answer (None: no limit)
+
+    def batch_bytes(self, files: int) -> int:
+        """The most a batch of `files` files may ask for (TailReader.batch_bytes)."""
+        cap = max(MIN_BATCH, int(self.max_output * OUTPUT_SHARE) - FRAME_BYTES * files)
+        return cap if self._slow is None else min(cap, self._slow)
+
+    def _paced(self, asked: int, sent: int, elapsed: float, limit: float) -> None:
+        """After a whole answer: a budget cut by a slow link doubles when the batch used most
+        of it (`sent` of `asked` bytes) within half its time."""
+        if self._slow is not None and 2 * sent >= min(asked, self._slow) and 2 * elapsed < limit:
+            self._slow = None if 2 * self._slow >= self.max_output else 2 * self._slow
 
     def read(self, requests: Sequence[ReadRequest]) -> ReadBatch:
         now = self.clock()
@@ -73,7 +98,9 @@ class ShellTailReader:
                 break
             stdin = encode_requests([requests[i] for i in todo])
             limit = self.timeout + PER_FILE_S * len(todo)
+            began = self.clock()
             answer = self.runner.exchange(ARGV, stdin=stdin, timeout=limit)
+            elapsed = self.clock() - began
             round_trips += 1
             moved += len(stdin) + len(answer.stdout)
             try:
@@ -90,6 +117,8 @@ class ShellTailReader:
                     results[i] = result
                     self._hung.pop(requests[i].path, None)
             if got.stopped_at is None:
+                self._paced(sum(requests[i].back + requests[i].budget for i in todo),
+                            len(answer.stdout), elapsed, limit)
                 if answer.exit_code != 0:
                     log.warning("reading files on %s: exit %s after every answer: %s",
                                 self.where, answer.exit_code, _tail(answer.stderr))
@@ -98,6 +127,9 @@ class ShellTailReader:
                 raise ClusterError(_stopped(self.where, answer.exit_code,
                                             requests[todo[got.stopped_at]].path,
                                             _tail(answer.stderr)))
+            if got.cut_bytes:  # still coming: a slow link, not a hung path
+                self._slowed(requests, todo, got.stopped_at, got.cut, answer, limit, results)
+                break
             hung = todo[got.stopped_at]
             path = requests[hung].path
             self._hung[path] = now
@@ -110,6 +142,27 @@ class ShellTailReader:
                  FileRead(FAILED, error=N_("not read: other paths of the batch hung"))
                  for r in results]
         return ReadBatch(final, round_trips=round_trips, bytes_moved=moved)
+
+    def _slowed(self, requests: Sequence[ReadRequest], todo: list[int], stopped: int,
+                cut: FileRead | None, answer: Exchange, limit: float,
+                results: list[FileRead | None]) -> None:
+        """An answer cut by the timeout while the file at `stopped` (of `todo`) was being sent:
+        its bytes that came are its answer (when they reach past its offset), the files after
+        it are not read this time, and the next batches ask half of what this one carried
+        per `timeout`."""
+        came = len(answer.stdout)
+        self._slow = max(MIN_BATCH, int(came * self.timeout / limit / 2))
+        log.warning("reading files on %s: %s bytes came in %.0f s; the next batches ask %s "
+                    "bytes", self.where, came, limit, self._slow)
+        req = requests[todo[stopped]]
+        if cut is not None and len(cut.data) > req.back:
+            results[todo[stopped]] = cut
+        slow = N_("not read: the login node's answer came too slowly (%(bytes)s bytes in "
+                  "%(limit)s s); read next tick, fewer bytes at a time",
+                  bytes=came, limit=f"{limit:.0f}")
+        for i in todo:
+            if results[i] is None:
+                results[i] = FileRead(FAILED, error=slow)
 
 
 def _stopped(where: str | Text, code: int, path: str, stderr: str | Text) -> Text:

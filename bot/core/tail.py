@@ -212,6 +212,8 @@ class Answers:
 
     results: list[FileRead | None]
     stopped_at: int | None = None
+    cut: FileRead | None = None  # the bytes of the file being sent when cut (its own process)
+    cut_bytes: int = 0  # how many of its (or its bucket's) bytes came before the cut
 
 
 _DEFERRED = re.compile(rb"G(\d+) (read|new) (\d+) (-?\d+) (\d+) (\d+) (\d+) (\d+)\n")
@@ -243,6 +245,8 @@ def parse_frames(out: bytes, paths: Sequence[str]) -> Answers:
     headed = 0  # requests with a header so far
     pos = 0
     at: int | None = None  # where output cut short stopped (1-based request)
+    cut: FileRead | None = None
+    cut_bytes = 0
     while pos < len(out):
         kind = out[pos:pos + 1]
         if out.find(b"\n", pos) < 0:
@@ -265,6 +269,10 @@ def parse_frames(out: bytes, paths: Sequence[str]) -> Answers:
             if tail is None:
                 if _cut_short(out, body + length, b"E"):
                     at = index
+                    cut_bytes = max(0, min(len(out) - body, length))
+                    if status != MISSING and cut_bytes:  # dd writes its bytes in order
+                        cut = FileRead(status, size, mtime, inode, start,
+                                       out[body:body + cut_bytes])
                     break
                 raise FramingError(N_("the answer for %(path)s has no end line after its "
                                       "%(length)s bytes", path=paths[index - 1], length=length))
@@ -315,7 +323,9 @@ def parse_frames(out: bytes, paths: Sequence[str]) -> Answers:
                 if _cut_short(out, body + total, b"D"):
                     got_bytes = max(0, min(len(out) - body, total - 1))
                     ends = list(itertools.accumulate(lengths))
-                    at = members[bucket][bisect.bisect_right(ends, got_bytes)]  # being read
+                    being = bisect.bisect_right(ends, got_bytes)
+                    at = members[bucket][being]  # being read
+                    cut_bytes = got_bytes - (ends[being - 1] if being else 0)  # of its share
                     break
                 raise FramingError(N_("the bucket of %(bucket)s bytes has no end line after its "
                                       "%(total)s bytes", bucket=bucket, total=total))
@@ -347,7 +357,7 @@ def parse_frames(out: bytes, paths: Sequence[str]) -> Answers:
     if at is None and deferred and (post is None or set(shares) != set(members)):
         at = _first_unread(deferred, shares, members)
     if at is not None:
-        return Answers(results, at - 1)
+        return Answers(results, at - 1, cut, cut_bytes)
     if deferred:
         _resolve(results, deferred, members, shares, post or b"", post_sep)
     return Answers(results)
@@ -475,6 +485,38 @@ def advance(
 def fresh(state: TailState) -> TailState:
     """A state that reads `state.path` from the beginning."""
     return TailState(path=state.path)
+
+
+MIN_SHARE = 4096  # the fewest new bytes a shared batch budget gives one file
+
+
+def share_budget(requests: Sequence[ReadRequest], total: int) -> list[ReadRequest]:
+    """`requests` fitted to `total` bytes for the whole batch (the read script's output is
+    capped, and a slow link carries only so much within a read's timeout): each file asks its
+    bytes before the offset (`back`) and new bytes (`budget`); while they add up to more
+    than `total`, each gets an equal share of it, a file asking less than its share giving the
+    rest to the others (max-min fair). A file cut to its share keeps its anchor (at least
+    ANCHOR_BYTES of `back`), a warm-up window at most half of its share, and new bytes for
+    the rest (at least MIN_SHARE): every file moves on each batch, a backlog over batches."""
+    demands = [req.back + req.budget for req in requests]
+    if sum(demands) <= total:
+        return list(requests)
+    level, left, ordered = 0, total, sorted(demands)
+    for k, demand in enumerate(ordered):
+        fair = left // (len(ordered) - k)
+        if demand > fair:
+            level = fair
+            break
+        left -= demand
+    shared = []
+    for req, demand in zip(requests, demands, strict=True):
+        if demand <= level:
+            shared.append(req)
+            continue
+        back = min(req.back, max(ANCHOR_BYTES, level // 2))
+        shared.append(replace(req, back=back, budget=min(req.budget,
+                                                         max(MIN_SHARE, level - back))))
+    return shared
 
 
 def plan_read(state: TailState, budget: int, window: int = 0) -> ReadRequest:
@@ -626,24 +668,37 @@ def take_last_line(outcome: TailOutcome) -> TailOutcome:
 
 def read_tails(items: Sequence[TailItem],
                read_batch: Callable[[list[ReadRequest]], Sequence[FileRead]],
-               max_rounds: int = 2) -> list[TailOutcome]:
+               max_rounds: int = 2,
+               batch_bytes: Callable[[int], int | None] | None = None) -> list[TailOutcome]:
     """Read every item in at most `max_rounds` batches: the first reads them all; the next
     ones only files that must be read again from 0 (bytes before the offset changed) and
     finished jobs' logs with more waiting within their budget. What is still waiting then is
     read next tick (`more`). A `last_line` item's unfinished last line, once its file is read
-    to its end, is its last line (take_last_line)."""
+    to its end, is its last line (take_last_line). `batch_bytes(files)`, when given, is the
+    most one batch of that many files may ask for (None: no limit): the files share it
+    (share_budget), a file's share being then its whole read (`full_read`)."""
     outcomes = [TailOutcome(item.state) for item in items]
     budgets = [item.budget for item in items]
+    full = list(budgets)
     pending: dict[int, tuple[ReadRequest, str]] = {}
     for i, item in enumerate(items):
         req = plan_read(item.state, item.budget, item.window)
         if item.last_line and item.state.size > item.state.offset:
             req = replace(req, size=-1)  # its pending unfinished line is read again
         pending[i] = (req, "")
-    for _ in range(max_rounds):
+    for round_no in range(max_rounds):
         if not pending:
             break
         order = sorted(pending)
+        total = batch_bytes(len(order)) if batch_bytes is not None else None
+        if total is not None:
+            shared = share_budget([pending[i][0] for i in order], total)
+            for i, req in zip(order, shared, strict=True):
+                pending[i] = (req, pending[i][1])
+                if req.budget < budgets[i]:  # its share is all this tick reads of it
+                    budgets[i] = req.budget
+                    if round_no == 0:  # and its whole read
+                        full[i] = req.budget
         answers = read_batch([pending[i][0] for i in order])
         following: dict[int, tuple[ReadRequest, str]] = {}
         for i, got in zip(order, answers, strict=True):
@@ -654,7 +709,7 @@ def read_tails(items: Sequence[TailItem],
                 following[i] = (replace(req, exact=True), restart_why)
                 continue
             try:
-                step = apply_read(out.state, req, got, full_read=items[i].budget,
+                step = apply_read(out.state, req, got, full_read=full[i],
                                   must_exist=items[i].must_exist)
             except FileReadFailed as exc:
                 out.error = exc
@@ -682,6 +737,7 @@ __all__ = [
     "ANCHOR_BYTES",
     "Answers",
     "FAILED",
+    "MIN_SHARE",
     "MISSING",
     "NEW",
     "READ",
@@ -708,6 +764,7 @@ __all__ = [
     "plan_read",
     "read_tails",
     "restart_reason",
+    "share_budget",
     "split_complete_lines",
     "take_last_line",
 ]

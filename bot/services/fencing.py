@@ -146,6 +146,11 @@ class FencedTailReader:
     def read(self, requests: Sequence[Any]) -> Any:
         return _read(self.fence, lambda: self.inner.read(requests))
 
+    def batch_bytes(self, files: int) -> int | None:
+        """The inner reader's bound on a batch (bot.cluster.tail.ShellTailReader), if any."""
+        bound = getattr(self.inner, "batch_bytes", None)
+        return bound(files) if bound is not None else None
+
 
 class FencedClusters:
     """`ClusterSessions` handing out fenced Slurm clients and runners."""

@@ -97,7 +97,9 @@ class TailReader(Protocol):
     (bot.cluster.tail.ShellTailReader): one answer per request, in order, and what it cost.
     A hung path answers FAILED; a lost connection, or the read's channel closed before its
     end, raises bot.cluster.errors.ClusterUnavailable (ReadCutOff); an answer that cannot
-    be read, ClusterError."""
+    be read, ClusterError. A reader whose answers are bounded (an output cap, a slow link)
+    also has `batch_bytes(files) -> int | None`: the most a batch of that many files may ask
+    for, which the files share (bot.core.tail.read_tails); without it, no bound."""
 
     def read(self, requests: Sequence[ReadRequest]) -> ReadBatch: ...
 

@@ -116,3 +116,32 @@ def test_removed_file_then_recreated(
     append(runner, log_path, "x\ny\n")
     chunk = read_new_lines(reader, gone.state)
     assert chunk.lines == ["x", "y"] and not chunk.restarted
+
+
+def test_a_backlog_past_the_output_cap_is_read_over_ticks(
+    slurm_cluster, log_path: str
+) -> None:
+    """Four logs of 3 MiB waiting and a runner reading at most 8 MiB of one command's output
+    (max_output_mib, scaled down): asked whole, the batch would fail every tick
+    (OutputTooLarge, no offset moving); shared, each tick moves every log on."""
+    from dataclasses import replace
+
+    from bot.core.tail import TailItem, read_tails
+
+    cap = 8 << 20
+    directory = posixpath.dirname(log_path)
+    paths = [posixpath.join(directory, f"big{i}.out") for i in range(4)]
+    with SSHRunner(replace(slurm_cluster.ssh_settings(), max_output_bytes=cap)) as runner:
+        runner.run(["sh", "-c", 'for p do yes "iter 1 loss 0.5 ......................" | '
+                    'head -c 3145728 > "$p"; done', "sh", *paths], timeout=60)
+        reader = ShellTailReader(runner, max_output=cap)
+        states = [TailState(p) for p in paths]
+        for _ in range(3):
+            outs = read_tails([TailItem(s, 16 << 20) for s in states],
+                              lambda reqs: reader.read(reqs).results,
+                              batch_bytes=reader.batch_bytes)
+            assert [o.error for o in outs] == [None] * 4
+            assert all(o.state.offset > s.offset or o.state.offset > 3145000
+                       for s, o in zip(states, outs, strict=True))
+            states = [o.state for o in outs]
+        assert all(s.offset > 3145000 for s in states)

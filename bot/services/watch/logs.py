@@ -228,7 +228,10 @@ class LogFollower:
             return answer.results
 
         try:
-            outcomes = read_tails(items, batch)
+            # the files share what one batch may ask (below the output cap, and what a slow
+            # link carries in time), so a backlog moves on every tick
+            outcomes = read_tails(items, batch,
+                                  batch_bytes=getattr(self._reader(), "batch_bytes", None))
         except (ClusterError, OSError) as exc:
             # every job's error, and each file asked for a failed read saying why (a
             # finished job waits for it as for an unreadable file: UnreadableFiles.finished)

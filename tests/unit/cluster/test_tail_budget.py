@@ -1,0 +1,141 @@
+"""What one batched read asks is bounded: the files share a byte budget below the runner's
+output cap, so a backlog (a newly watched array's big logs, a bot that was down) moves on
+every tick instead of failing the whole cluster's read each time; and an answer cut by the
+timeout while bytes were still coming (a slow link) keeps what came and asks less next time,
+where a hung path (nothing coming) is still left out."""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from pathlib import Path
+
+from hypothesis import given
+from hypothesis import strategies as st
+from support.local_shell import LocalShell
+
+from bot.cluster.errors import OutputTooLarge
+from bot.cluster.ssh import Exchange
+from bot.cluster.tail import ShellTailReader
+from bot.core.tail import (
+    ANCHOR_BYTES,
+    MIN_SHARE,
+    ReadRequest,
+    TailItem,
+    TailState,
+    read_tails,
+    share_budget,
+)
+
+MIB = 1 << 20
+LINE = b"step 1 loss 0.5 lr 1e-4 " + b"." * 39 + b"\n"  # 64 bytes
+
+
+class Capped:
+    """The runner's output cap (SSHRunner: OutputTooLarge past max_output_bytes)."""
+
+    def __init__(self, inner: LocalShell, cap: int) -> None:
+        self.inner, self.cap = inner, cap
+        self.sizes: list[int] = []
+
+    def exchange(self, argv: Sequence[str], *, stdin: bytes, timeout: float) -> Exchange:
+        answer = self.inner.exchange(argv, stdin=stdin, timeout=timeout)
+        self.sizes.append(len(answer.stdout))
+        if len(answer.stdout) > self.cap:
+            raise OutputTooLarge(argv, self.cap)
+        return answer
+
+
+class SlowLink:
+    """A link carrying `rate` bytes per second: an answer longer than the timeout lets through
+    is cut there, the command unfinished (exit None), as SSHRunner.exchange gives it."""
+
+    def __init__(self, inner: LocalShell, rate: float) -> None:
+        self.inner, self.rate = inner, rate
+
+    def exchange(self, argv: Sequence[str], *, stdin: bytes, timeout: float) -> Exchange:
+        answer = self.inner.exchange(argv, stdin=stdin, timeout=timeout)
+        fits = int(self.rate * timeout)
+        return Exchange(answer.stdout[:fits], b"", None) if len(answer.stdout) > fits else answer
+
+
+def logs(tmp_path: Path, n: int, size: int) -> list[TailState]:
+    for i in range(n):
+        (tmp_path / f"log{i}").write_bytes(LINE * (size // len(LINE)))
+    return [TailState(str(tmp_path / f"log{i}")) for i in range(n)]
+
+
+def tick(reader: ShellTailReader, states: list[TailState], budget: int = 16 * MIB):
+    return read_tails([TailItem(s, budget) for s in states],
+                      lambda reqs: reader.read(reqs).results, batch_bytes=reader.batch_bytes)
+
+
+@given(st.lists(st.tuples(st.integers(0, 8 * MIB), st.integers(1, 16 * MIB)), min_size=1,
+                max_size=40), st.integers(256 << 10, 64 * MIB))
+def test_shares_fit_the_total_keep_anchors_and_give_every_file_bytes(asks, total) -> None:
+    requests = [ReadRequest(f"/l{i}", offset=back + 10, back=back, budget=budget)
+                for i, (back, budget) in enumerate(asks)]
+    shared = share_budget(requests, total)
+    assert [r.path for r in shared] == [r.path for r in requests]
+    for old, new in zip(requests, shared, strict=True):
+        assert new.offset == old.offset and new.budget >= min(old.budget, MIN_SHARE)
+        assert min(old.back, ANCHOR_BYTES) <= new.back <= old.back and new.budget <= old.budget
+    if sum(r.back + r.budget for r in requests) <= total:
+        assert shared == requests
+    elif len(requests) * (ANCHOR_BYTES + MIN_SHARE) <= total:
+        assert sum(r.back + r.budget for r in shared) <= total
+
+
+def test_a_file_asking_less_than_its_share_gives_the_rest_to_the_others() -> None:
+    small, big = ReadRequest("/s", budget=1000), ReadRequest("/b", budget=16 * MIB)
+    assert share_budget([small, big, big], 10_000) == [
+        small, ReadRequest("/b", budget=4500), ReadRequest("/b", budget=4500)]
+
+
+def test_a_backlog_larger_than_the_output_cap_moves_on_every_tick(tmp_path: Path) -> None:
+    """Five logs of 3 MiB each waiting, a 4 MiB output cap (the 64 MiB default with five
+    15 MiB logs, scaled down): each batch stays below the cap and every log is read to its
+    end within a few ticks, where asking for everything failed every tick."""
+    states = logs(tmp_path, 5, 3 * MIB)
+    runner = Capped(LocalShell(), 4 * MIB)
+    reader = ShellTailReader(runner, timeout=30.0, max_output=4 * MIB)
+    for _ in range(6):
+        outs = tick(reader, states)
+        assert all(o.error is None for o in outs)
+        assert all(new.offset > old.offset or new.offset == 3 * MIB
+                   for old, new in zip(states, (o.state for o in outs), strict=True))
+        states = [o.state for o in outs]
+    assert [s.offset for s in states] == [3 * MIB] * 5
+    assert max(runner.sizes) <= 4 * MIB
+
+
+def test_a_slow_link_keeps_what_came_and_asks_less_until_the_log_is_read(
+        tmp_path: Path) -> None:
+    """A link moving 1 MiB per timeout and a 3 MiB backlog: the first answer is cut while the
+    log's bytes are coming. That is no hung filesystem: the log is not left out, the next
+    batches ask what the link carries, and the log is read to its end over the ticks."""
+    [state] = logs(tmp_path, 1, 3 * MIB)
+    reader = ShellTailReader(SlowLink(LocalShell(), 1 * MIB), timeout=1.0)
+    errors = []
+    for _ in range(12):
+        [out] = tick(reader, [state])
+        if out.error is not None:
+            errors.append(str(out.error))
+        assert out.state.offset >= state.offset
+        state = out.state
+        if state.offset == 3 * MIB:
+            break
+    assert state.offset == 3 * MIB
+    assert errors and all("came too slowly" in e for e in errors), errors
+    assert not any("hung" in e for e in errors)
+
+
+def test_the_bytes_of_the_file_being_sent_when_the_link_was_too_slow_are_kept(
+        tmp_path: Path) -> None:
+    """A file read by its own process (more waiting than its budget): its bytes that came
+    before the cut are its answer, from where it was asked."""
+    [state] = logs(tmp_path, 1, 3 * MIB)
+    state = TailState(state.path)
+    reader = ShellTailReader(SlowLink(LocalShell(), 1 * MIB), timeout=1.0)
+    [out] = read_tails([TailItem(state, 2 * MIB)], lambda reqs: reader.read(reqs).results)
+    assert out.error is None and out.more
+    assert 0 < out.state.offset < 1.1 * MIB and out.state.offset % len(LINE) == 0
