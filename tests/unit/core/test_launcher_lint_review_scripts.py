@@ -7,11 +7,8 @@ given by a number, a function called through a name the script builds after a pr
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
-
-from bot.core.launcher_lint import CHECK_ARITH_UNSET, CHECK_ARITH_ZERO, lint_launcher
+from support.bash_end import runs_to_the_end
 
 REVIEWED = [
     pytest.param("""\
@@ -638,11 +635,4 @@ echo done
 
 @pytest.mark.parametrize("body", REVIEWED)
 def test_a_reviewed_script_bash_runs_to_its_end_is_not_failed(tmp_path, body):
-    script = "#!/bin/bash\n" + body
-    (tmp_path / "launch.sh").write_text(script)
-    ran = subprocess.run(["bash", "launch.sh"], capture_output=True, text=True, timeout=20,
-                         cwd=tmp_path, env={"PATH": "/usr/bin:/bin"}, start_new_session=True)
-    assert (ran.returncode, ran.stdout.split()[-1:]) == (0, ["done"]), ran
-    said = [(f.check, f.level, f.line) for f in lint_launcher(script)
-            if f.check in (CHECK_ARITH_ZERO, CHECK_ARITH_UNSET) and f.level == "fail"]
-    assert said == []
+    runs_to_the_end(tmp_path, body)

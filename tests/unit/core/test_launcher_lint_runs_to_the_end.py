@@ -7,11 +7,8 @@ called as `"${MODE:-resume}"` read as never called); each is run with real bash 
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
-
-from bot.core.launcher_lint import CHECK_ARITH_UNSET, CHECK_ARITH_ZERO, lint_launcher
+from support.bash_end import runs_to_the_end
 
 RUN_TO_THE_END = [
     pytest.param("""\
@@ -163,11 +160,4 @@ echo done
 
 @pytest.mark.parametrize("body", RUN_TO_THE_END)
 def test_a_script_bash_runs_to_its_end_is_not_failed_by_the_counter_checks(tmp_path, body):
-    script = "#!/bin/bash\n" + body
-    (tmp_path / "launch.sh").write_text(script)
-    ran = subprocess.run(["bash", "launch.sh"], capture_output=True, text=True, timeout=20,
-                         cwd=tmp_path, env={"PATH": "/usr/bin:/bin"}, start_new_session=True)
-    assert (ran.returncode, ran.stdout.split()[-1:]) == (0, ["done"]), ran
-    said = [(f.check, f.level, f.line) for f in lint_launcher(script)
-            if f.check in (CHECK_ARITH_ZERO, CHECK_ARITH_UNSET) and f.level == "fail"]
-    assert said == []
+    runs_to_the_end(tmp_path, body)

@@ -19,6 +19,7 @@ from fakes import (
     recorded,
 )
 from sqlalchemy import text
+from support import store_backends
 from support.dying import Died, dies_at
 from support.mix_prompt import mix_prompt
 
@@ -33,23 +34,8 @@ from bot.services.prompts import create_resubmit_prompt
 from bot.store import Store
 
 NOW = 1_000_000.0
-
-
-@pytest.fixture
-def store(store_url: str):
-    s = Store.open(store_url)
-    yield s
-    s.close()
-
-
-@pytest.fixture
-def slurm() -> FakeSlurm:
-    return FakeSlurm()
-
-
-@pytest.fixture
-def ctx(store: Store, slurm: FakeSlurm) -> BotContext:
-    return make_context(store, slurm)
+# The real store on both backends, an empty fake Slurm and the context over them.
+store, slurm, ctx = store_backends.store, store_backends.slurm, store_backends.ctx
 
 
 def failed_run(ctx: BotContext) -> tuple[int, str]:

@@ -10,6 +10,7 @@ from collections.abc import Callable
 
 import pytest
 from fakes import FakeRunner, FakeSlurm, make_context, recorded
+from support import store_backends
 
 from bot.cluster.errors import CommandTimedOut
 from bot.cluster.slurm import SlurmClient
@@ -21,24 +22,9 @@ from bot.services.train import execute
 from bot.store import Store
 
 NOW = 1_000_000.0
+# The real store on both backends, an empty fake Slurm and the context over them.
+store, slurm, ctx = store_backends.store, store_backends.slurm, store_backends.ctx
 ARRAY, TASK = 88010, 88012  # array 88010: task 1 split off as 88012, the rest waiting as 88010
-
-
-@pytest.fixture
-def store(store_url: str):
-    s = Store.open(store_url)
-    yield s
-    s.close()
-
-
-@pytest.fixture
-def slurm() -> FakeSlurm:
-    return FakeSlurm()
-
-
-@pytest.fixture
-def ctx(store: Store, slurm: FakeSlurm) -> BotContext:
-    return make_context(store, slurm)
 
 
 def hold_for(ctx: BotContext, slurm: FakeSlurm, competitor: int, for_job: int = 88887) -> str:

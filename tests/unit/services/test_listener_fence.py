@@ -12,6 +12,7 @@ from typing import Any
 
 from fakes import FakeSlurm, failed_run, make_config, make_context
 from support.bolt_driver import click_body, slash_body
+from support.slack_answers import Answers, Client
 
 from bot.cluster.sessions import ClusterSessions
 from bot.slack.views import ActionId
@@ -21,29 +22,6 @@ from handlers.home import make_cancel_job
 from handlers.slash_commands import make_run_train
 
 LOG = logging.getLogger("test")
-
-
-class Answers:
-    """A `respond` that records what it was given."""
-
-    def __init__(self) -> None:
-        self.sent: list[dict[str, Any]] = []
-
-    def __call__(self, **kw: Any) -> None:
-        self.sent.append(kw)
-
-
-class Client:
-    """A WebClient that records chat.postMessage and chat.update."""
-
-    def __init__(self) -> None:
-        self.posted: list[dict[str, Any]] = []
-
-    def chat_postMessage(self, **kw: Any) -> None:  # noqa: N802 - the Web API's name
-        self.posted.append(kw)
-
-    def chat_update(self, **kw: Any) -> None:
-        self.posted.append(kw)
 
 
 class CountedRunner:

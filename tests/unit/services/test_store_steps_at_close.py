@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 from fakes import FakeSlurm, make_context, recorded
 from support.bolt_driver import click_body
+from support.slack_answers import Answers, Client
 
 from bot.services.prompts import create_resubmit_prompt
 from bot.slack.views import ActionId
@@ -18,25 +19,6 @@ from handlers.fence import ListenerFence
 
 LOG = logging.getLogger("test")
 NOW = 1_000_000.0
-
-
-class Answers:
-    def __init__(self) -> None:
-        self.sent: list[dict[str, Any]] = []
-
-    def __call__(self, **kw: Any) -> None:
-        self.sent.append(kw)
-
-
-class Client:
-    def __init__(self) -> None:
-        self.posted: list[dict[str, Any]] = []
-
-    def chat_postMessage(self, **kw: Any) -> None:  # noqa: N802
-        self.posted.append(kw)
-
-    def chat_update(self, **kw: Any) -> None:
-        self.posted.append(kw)
 
 
 def world(store: Store) -> tuple[Any, str]:
