@@ -8,7 +8,7 @@ from pydantic import Field, field_validator, model_validator
 
 from bot.config.models._base import _Model
 from bot.core.ssh_settings import SSHSettings, parse_proxy_jump
-from bot.core.units import parse_size
+from bot.core.units import check_slurm_size
 
 # What one remote command's output may be bounded at (clusters.<name>.max_output_mib): at least
 # what trainbot's largest read asks for (a job's stacks: bot.probes.stacks.MAX_OUTPUT_BYTES,
@@ -110,7 +110,7 @@ class ClusterConfig(_Model):
     @classmethod
     def _sizes(cls, value: str | None) -> str | None:
         if value is not None:
-            parse_size(value)
+            check_slurm_size(value)  # compared with --mem sizes: the forms Slurm takes
         return value
 
     @field_validator("proxy_jump")

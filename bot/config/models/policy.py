@@ -8,13 +8,14 @@ from pydantic import BaseModel, Field, create_model, field_validator
 
 from bot.config.models._base import _Model
 from bot.core.policy import DEFAULT_POLICY
-from bot.core.units import parse_size
+from bot.core.units import check_slurm_size, parse_size
 
 
 def _check_max_mem(cls: type, value: str | None) -> str | None:
-    """`max_mem` (of `policy:` or a recipe's) is a Slurm size above zero; ValueError naming
-    the accepted forms otherwise."""
-    if value is not None and parse_size(value) <= 0:
+    """`max_mem` (of `policy:` or a recipe's) is a size Slurm takes (it bounds the --mem
+    trainbot proposes) above zero; ValueError naming the accepted forms, or the whole form
+    to write (`1536G` for `1.5T`), otherwise."""
+    if value is not None and parse_size(check_slurm_size(value)) <= 0:
         raise ValueError(f"{value!r} is no memory; give the site's cap, e.g. 512G")
     return value
 

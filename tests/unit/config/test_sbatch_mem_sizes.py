@@ -3,7 +3,9 @@ typed, so they take only the sizes Slurm takes: a decimal (1.5T), an IEC or byte
 (1.5GiB, 512B) or non-ASCII digits (٤٠٠G) loaded and passed the override check, and sbatch
 refused them ("Invalid --mem specification") only at submit time. The refusal names the
 field and the whole form (1536G). tests/integration/test_slurm_mem_forms.py checks the same
-forms against the dev clusters' sbatch."""
+forms against the dev clusters' sbatch. The site's sizes a --mem is compared with (a
+cluster's per_gpu_mem_cap and mem_floor, policy.max_mem) take the same forms, by the same
+check."""
 from __future__ import annotations
 
 import pytest
@@ -11,9 +13,10 @@ from fakes import FakeSlurm, make_config, make_context
 from pydantic import ValidationError
 from support.recipe_yaml import ONE_RECIPE
 
-from bot.config import parse_config
+from bot.config import ConfigError, load_config, parse_config
 from bot.core.text import render_text
 from bot.core.train_grammar import parse_command
+from bot.core.units import check_slurm_size
 from bot.services.overrides import OverrideError, parse_overrides
 from bot.services.train import execute
 from bot.slack.render import translator
@@ -82,3 +85,50 @@ def test_the_refusal_has_its_korean():
     korean = render_text(info.value.args[0], translator("ko").gettext)
     assert korean == ("mem: '1.5T'은(는) Slurm이 받는 크기가 아닙니다. K, M, G 또는 T를 붙인 "
                       "정수로 쓰세요: 1536G")
+
+
+# The site's memory sizes of the config (a cluster's per_gpu_mem_cap and mem_floor, the
+# policy's max_mem, of `policy:` or a recipe's) are compared with --mem sizes and written in
+# the --mem a cap bounds: the same forms, checked by the same check (check_slurm_size).
+NO_MORE = ONE_RECIPE % ""
+SITE_SIZES = {
+    "per_gpu_mem_cap": ("clusters.gpu.per_gpu_mem_cap (line 2)",
+                        NO_MORE.replace("id_ed25519}", "id_ed25519, per_gpu_mem_cap: '%s'}")),
+    "mem_floor": ("clusters.gpu.mem_floor (line 2)",
+                  NO_MORE.replace("id_ed25519}", "id_ed25519, mem_floor: '%s'}")),
+    "policy.max_mem": ("policy.max_mem (line 1)",
+                       "policy: {max_mem: '%s'}\n" + NO_MORE),
+    "recipe policy.max_mem": ("recipes.mix.policy.max_mem (line 7)",
+                              ONE_RECIPE.replace("%s", "policy: {max_mem: '%s'}")),
+}
+
+
+def load_error(tmp_path, text: str) -> str:
+    path = tmp_path / "trainbot.yaml"
+    path.write_text(text)
+    with pytest.raises(ConfigError) as info:
+        load_config(path, env={})
+    return str(info.value)
+
+
+@pytest.mark.parametrize("field", SITE_SIZES)
+@pytest.mark.parametrize("size", SLURM_REFUSES)
+def test_a_site_size_slurm_refuses_is_refused_naming_field_line_and_form(tmp_path, field, size):
+    where, text = SITE_SIZES[field]
+    message = load_error(tmp_path, text % size)
+    with pytest.raises(ValueError) as said:
+        check_slurm_size(size)  # the refusal of a recipe's mem
+    assert f"{where}: {said.value}" in message
+    fix = SLURM_REFUSES[size]
+    assert (f"write it as a whole number with K, M, G or T: {fix}" if fix
+            else "e.g. 400G") in message
+
+
+@pytest.mark.parametrize("field", SITE_SIZES)
+@pytest.mark.parametrize("size", [s for s in SLURM_TAKES if s != "0"])
+def test_a_site_size_slurm_takes_loads_as_typed(tmp_path, field, size):
+    path = tmp_path / "trainbot.yaml"
+    path.write_text(SITE_SIZES[field][1] % size)
+    config = load_config(path, env={})
+    assert size in (config.clusters["gpu"].per_gpu_mem_cap, config.clusters["gpu"].mem_floor,
+                    config.policy.max_mem, config.policy_for("mix").max_mem)
