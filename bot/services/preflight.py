@@ -155,9 +155,7 @@ def _script_path(recipe: RecipeConfig) -> str | None:
     path = recipe.sbatch_script
     if path is None:
         return None
-    if path.startswith("~/"):
-        path = path[2:]  # SFTP starts in the user's home
-    elif not path.startswith("/") and recipe.workdir:
+    if not path.startswith("/") and recipe.workdir:
         path = posixpath.join(recipe.workdir, path)
     return path
 

@@ -111,6 +111,24 @@ def test_unreachable_cluster_and_bad_usage_exit_2(dev_cluster, tmp_path, capsys)
     assert "--params" in capsys.readouterr().err
 
 
+def test_a_tilde_script_path_sbatch_cannot_open_is_refused_not_passed(
+    dev_cluster, remote_launchers, tmp_path, capsys
+):
+    """sbatch opens `~/x.sbatch` by that literal name (no shell expands it), so a recipe
+    naming its script so could never be submitted: preflight must not pass it by reading the
+    file over SFTP from the home, but refuse the config naming the field and the fix."""
+    name = Path(remote_launchers["report_108687_fixed"]).name
+    with SSHRunner(dev_cluster.ssh_settings()) as runner:
+        sbatch = runner.run(["sbatch", f"--partition={dev_cluster.partition}", f"~/{name}"],
+                            check=False)
+    assert not sbatch.ok and "Unable to open file" in sbatch.stderr
+    cfg = _config(tmp_path, dev_cluster, f"~/{name}")
+    code = main(["preflight", "mix", "--config", cfg, "--no-toolchain"])
+    err = capsys.readouterr().err
+    assert code == 2, err
+    assert "recipes.mix.sbatch_script" in err and "which sbatch does not expand" in err
+
+
 def test_param_count_read_from_the_recipes_latest_dcp_checkpoint(
     dev_cluster, remote_launchers, tmp_path, capsys
 ):

@@ -114,6 +114,12 @@ def check_script_path(path: str) -> str:
     the fix otherwise."""
     if not path or path.startswith("-"):
         raise ValueError(f"script path {path!r} must not be empty or start with '-' (use ./)")
+    if path.startswith("~"):
+        # sbatch gets its argv quoted: no shell expands the tilde, and sbatch opens the file
+        # by that literal name ("Unable to open file ~/train.sbatch").
+        raise ValueError(f"script path {path!r} starts with '~', which sbatch does not expand: "
+                         "give the absolute path (/home/<user>/...) or a path relative to the "
+                         "recipe's workdir")
     return path
 
 

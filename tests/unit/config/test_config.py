@@ -586,6 +586,15 @@ def test_a_script_path_sbatch_would_read_as_an_option_is_refused_at_load(tmp_pat
             "or start with '-' (use ./)") in message
 
 
+def test_a_script_path_with_a_tilde_sbatch_cannot_open_is_refused_at_load(tmp_path):
+    """sbatch gets the path quoted, never through a shell: `~/train.sbatch` is opened by that
+    literal name and every submit fails, though preflight could read it over SFTP."""
+    message = error_of(tmp_path, MINIMAL.replace("/home/alice/train.sbatch", "~/train.sbatch"))
+    assert ("recipes.mix.sbatch_script (line 9): script path '~/train.sbatch' starts with '~', "
+            "which sbatch does not expand: give the absolute path (/home/<user>/...) or a path "
+            "relative to the recipe's workdir") in message
+
+
 def test_a_target_past_the_stores_integers_is_refused_at_load(tmp_path):
     message = error_of(tmp_path, MINIMAL.replace("    mem: 400G", "    target_iter: 2147483648"))
     assert "recipes.mix.target_iter (line 11): " in message and "2147483647" in message
