@@ -13,6 +13,29 @@ from typing import Any
 
 from bot.core.text import N_, Text
 
+# How much of a command an error's sentence shows. A probe's srun carries its whole Python
+# source (13 KB), a bounded command its wrapper script: written out, they pushed what
+# happened past Slack's 3000-character cut. Each long argument is cut to BRIEF_ARG_CHARS
+# (its program, options and short arguments stay whole: `... sh -c 'trap…' scancel 5`), and
+# the line to BRIEF_COMMAND_CHARS. The exception keeps the whole `argv`.
+BRIEF_ARG_CHARS = 64
+BRIEF_COMMAND_CHARS = 300
+
+
+def brief_command(argv: Sequence[object]) -> str:
+    """`argv` as a shell line on one line (whitespace runs with a newline in an argument
+    shown as one space), each argument longer than BRIEF_ARG_CHARS cut with '…', the line
+    cut to BRIEF_COMMAND_CHARS."""
+    words = []
+    for arg in map(str, argv):
+        if "\n" in arg or "\r" in arg:
+            arg = " ".join(arg.split())
+        words.append(arg if len(arg) <= BRIEF_ARG_CHARS else arg[:BRIEF_ARG_CHARS - 1] + "…")
+    command = shlex.join(words)
+    if len(command) <= BRIEF_COMMAND_CHARS:
+        return command
+    return command[:BRIEF_COMMAND_CHARS - 1].rstrip() + "…"
+
 
 class ClusterError(Exception):
     """Base class for everything that goes wrong talking to a cluster."""
@@ -22,19 +45,6 @@ class ClusterError(Exception):
         """What it says: its sentence (a Text the renderer translates) when it was raised
         with one, else its English text."""
         return said(self)
-
-
-BRIEF_CHARS = 80  # how much of a long command a message quotes
-
-
-def brief_command(argv: Sequence[str], limit: int = BRIEF_CHARS) -> str:
-    """`argv` as a person reads it in a message: the whole command when short, else its start
-    (whitespace runs made one space) cut after `limit` characters with a `…`, so a script
-    passed as an argument (`sh -c SCRIPT`: the batched tail read's) is named, not printed."""
-    command = shlex.join(argv)
-    if len(command) <= limit:
-        return command
-    return " ".join(command[:4 * limit].split())[:limit].rstrip() + "…"
 
 
 def said(exc: BaseException) -> Any:
@@ -73,7 +83,7 @@ class CommandFailed(ClusterError):
         self.stderr = stderr
         self.stdout = stdout
         tail = "\n".join(stderr.strip().splitlines()[-10:])
-        command = shlex.join(self.argv)
+        command = brief_command(self.argv)
         super().__init__(
             N_("`%(command)s` exited %(code)s: %(stderr)s", command=command, code=exit_code,
                stderr=tail) if tail else
@@ -100,8 +110,7 @@ class OutputTooLarge(ClusterError):
         self.limit = limit
         super().__init__(N_("`%(command)s` sent more than %(limit)s MiB of output; trainbot "
                             "stopped reading it and closed its channel",
-                            command=brief_command(self.argv),
-                            limit=f"{limit / (1 << 20):g}"))
+                            command=brief_command(self.argv), limit=f"{limit / (1 << 20):g}"))
 
 
 class OutcomeUnknown(ClusterUnavailable):
@@ -134,7 +143,7 @@ class OutcomeUnknown(ClusterUnavailable):
         stopped it before its end, so it may or may not have taken effect."""
         return cls(exc.argv, N_(
             "`%(command)s` sent more than %(limit)s MiB of output, so trainbot stopped it before "
-            "its end; it may or may not have taken effect", command=shlex.join(exc.argv),
+            "its end; it may or may not have taken effect", command=brief_command(exc.argv),
             limit=f"{exc.limit / (1 << 20):g}"), advice=advice)
 
     def advised(self, advice: Text | str) -> OutcomeUnknown:
@@ -172,7 +181,7 @@ class ChannelClosed(OutcomeUnknown):
         self.where = where
         self.connection_lost = connection_lost
         self.starting = starting
-        command = shlex.join(str(a) for a in argv)
+        command = brief_command(argv)
         if starting and connection_lost:
             what = N_("connection to %(where)s lost while starting `%(command)s`, after its "
                       "request left; it may or may not have run", where=where, command=command)
@@ -209,7 +218,7 @@ class ReadCutOff(ClusterUnavailable):
         self.argv = list(argv)
         self.where = where
         self.connection_lost = connection_lost
-        command = shlex.join(str(a) for a in argv)
+        command = brief_command(argv)
         cause = (N_("the connection to %(where)s was lost", where=where) if connection_lost else
                  N_("its channel on %(where)s closed before its exit status came", where=where))
         super().__init__(N_("`%(command)s` was cut off (%(cause)s): it only reads, so nothing "

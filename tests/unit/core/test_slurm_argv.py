@@ -289,6 +289,9 @@ def test_a_cancels_scancel_is_bounded_on_the_login_node_by_the_run_its_runner_wa
 
 SHOWN = ("timeout -k 5 55 /bin/sh -c 'trap \"exit 143\" TERM; scancel \"$@\"; s=$?; echo "
          "\"scancel exited $s\"; exit $s' scancel 5")
+# as an error's sentence names it (bot.cluster.errors.brief_command: a long argument cut)
+SHOWN_BRIEFLY = ("timeout -k 5 55 /bin/sh -c 'trap \"exit 143\" TERM; scancel \"$@\"; s=$?; "
+                 "echo \"scancel exited …' scancel 5")
 
 
 @pytest.mark.parametrize("code", [124, 137])
@@ -328,7 +331,7 @@ def test_a_scancel_that_failed_on_its_own_with_a_status_of_timeouts_is_its_failu
     with pytest.raises(CommandFailed) as caught:
         SlurmClient(runner, use_json=False).cancel(5)
     assert not isinstance(caught.value, OutcomeUnknown)
-    assert str(caught.value) == f"`{SHOWN}` exited {code}: {stderr}"
+    assert str(caught.value) == f"`{SHOWN_BRIEFLY}` exited {code}: {stderr}"
 
 
 def test_a_scancel_that_ended_as_the_login_node_stopped_its_shell_is_its_own_answer():
