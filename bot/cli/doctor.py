@@ -267,9 +267,16 @@ def slurm_version_check(name: str, cluster: ClusterConfig, runner: Any) -> Check
 
 def _recipe_check(recipe_name: str, recipe: Any, runner: Any) -> Check:
     """The recipe's batch script (or wrapper, if an absolute path) exists on the cluster."""
-    target = recipe.sbatch_script or recipe.submit_command[0]
-    if recipe.submit_command and not target.startswith("/"):
-        return Check(f"recipe {recipe_name}", True, f"submit command {target!r} (on PATH)")
+    from bot.services.preflight import script_path_on_cluster
+
+    if recipe.submit_command:
+        target = recipe.submit_command[0]
+        if not target.startswith("/"):
+            return Check(f"recipe {recipe_name}", True, f"submit command {target!r} (on PATH)")
+    else:
+        # where sbatch opens it: a relative path is under the workdir (--chdir), as preflight
+        # reads it, not under the login shell's home
+        target = script_path_on_cluster(recipe)
     try:
         runner.run(["test", "-r", target], timeout=30)
     except Exception as exc:  # noqa: BLE001 - any failure here means "not usable"

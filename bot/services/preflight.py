@@ -151,7 +151,10 @@ def _read_remote(sftp: SFTP, path: str, limit: int = MAX_SCRIPT_BYTES) -> str:
         return fh.read(limit).decode("utf-8", errors="replace")
 
 
-def _script_path(recipe: RecipeConfig) -> str | None:
+def script_path_on_cluster(recipe: RecipeConfig) -> str | None:
+    """The file sbatch opens for the recipe's `sbatch_script`, as SFTP and a login shell (both
+    starting in the home) name it: a relative path is under the workdir (sbatch's --chdir),
+    else under the home. None for a submit_command recipe."""
     path = recipe.sbatch_script
     if path is None:
         return None
@@ -185,7 +188,7 @@ def lint_section(
             except OSError:
                 pass
     else:
-        path = _script_path(recipe)
+        path = script_path_on_cluster(recipe)
         if path is None:
             return [
                 Finding(

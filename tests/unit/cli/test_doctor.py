@@ -315,3 +315,38 @@ def test_a_blank_https_proxy_fails_doctor_saying_the_web_api_breaks_on_it():
     assert check.fix.startswith("unset $HTTPS_PROXY")
     check = _proxy_check(SlackConfig(), {"HTTP_PROXY": " "})
     assert check.ok and check.detail.startswith("none: Slack is reached directly ($HTTP_PROXY")
+
+
+class _ReadableRunner:
+    """A login node where only `readable` paths pass `test -r` (the shell starts in $HOME)."""
+
+    def __init__(self, *readable: str):
+        self.readable = readable
+        self.ran: list[list[str]] = []
+
+    def run(self, argv, timeout=None, **kw):
+        from bot.cluster.errors import CommandFailed
+
+        self.ran.append(list(argv))
+        if argv[-1] not in self.readable:
+            raise CommandFailed(list(argv), 1, "")
+
+
+def test_a_relative_script_is_looked_for_in_the_workdir_where_sbatch_opens_it():
+    """sbatch runs with --chdir=workdir: `train.sbatch` is /scratch/proj/train.sbatch, as
+    preflight reads it, not train.sbatch in the login shell's home."""
+    from types import SimpleNamespace
+
+    from bot.cli.doctor import _recipe_check
+
+    recipe = SimpleNamespace(sbatch_script="train.sbatch", submit_command=None,
+                             workdir="/scratch/proj")
+    runner = _ReadableRunner("/scratch/proj/train.sbatch")
+    check = _recipe_check("r", recipe, runner)
+    assert check.ok, check
+    assert runner.ran == [["test", "-r", "/scratch/proj/train.sbatch"]]
+    assert "/scratch/proj/train.sbatch present" in check.detail
+    missing = _recipe_check("r", recipe, _ReadableRunner())
+    assert not missing.ok and "/scratch/proj/train.sbatch does not exist" in missing.detail
+    no_workdir = SimpleNamespace(sbatch_script="train.sbatch", submit_command=None, workdir=None)
+    assert _recipe_check("r", no_workdir, _ReadableRunner("train.sbatch")).ok
