@@ -452,6 +452,12 @@ def run_preflight(
             srun_args.append(f"--account={recipe.account}")
         if recipe.qos:
             srun_args.append(f"--qos={recipe.qos}")
+        # where and on what the job runs: a relative env_setup (`source .venv/bin/activate`)
+        # is the workdir's (sbatch --chdir), and a node the recipe leaves out is not probed
+        if recipe.workdir:
+            srun_args.append(f"--chdir={recipe.workdir}")
+        if recipe.exclude:
+            srun_args.append(f"--exclude={recipe.exclude}")
         one_gpu = _one_gpu(recipe.gres)
         if one_gpu:
             srun_args.append(f"--gres={one_gpu}")

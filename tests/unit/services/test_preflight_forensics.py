@@ -75,3 +75,30 @@ def test_a_recipe_that_opted_in_passes_and_its_jobs_get_the_variables() -> None:
 
 def test_one_gpu_needs_no_flight_recorder() -> None:
     assert flight_recorder_check(make_config(gres="gpu:1").recipes["mix"]).level == "pass"
+
+
+def test_the_toolchain_probe_runs_in_the_recipes_workdir_off_its_excluded_nodes(
+        monkeypatch) -> None:
+    """As the job does (sbatch --chdir, --exclude): a relative env_setup is the workdir's,
+    and a node the recipe leaves out is not the one probed."""
+    import pytest
+
+    from bot.probes import toolchain
+    from bot.services import preflight
+
+    seen: dict = {}
+
+    def probe(runner, partition, **kw):  # noqa: ANN001, ANN003, ANN202
+        seen.update(kw)
+        raise RuntimeError("stop here")
+
+    monkeypatch.setattr(toolchain, "run_toolchain_probe", probe)
+    monkeypatch.setattr(preflight, "lint_section", lambda *a, **k: ([], None))
+    monkeypatch.setattr(preflight, "_pyspy_on_cluster", lambda *a: (None, []))
+    config = make_config(workdir="/scratch/p", exclude="gpu-a07,gpu-a08",
+                         env_setup="source .venv/bin/activate")
+    with pytest.raises(RuntimeError, match="stop here"):
+        preflight.run_preflight(config, "mix", object())  # type: ignore[arg-type]
+    assert "--chdir=/scratch/p" in seen["srun_args"]
+    assert "--exclude=gpu-a07,gpu-a08" in seen["srun_args"]
+    assert seen["env_setup"] == "source .venv/bin/activate"
