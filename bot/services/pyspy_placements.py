@@ -46,6 +46,16 @@ class PySpyPlacements:
         with self._lock:
             return self._paths.get(cluster)
 
+    def forget(self, cluster: str, path: str) -> None:
+        """`path` is no longer there on `cluster` (a collection found it absent: a cache
+        cleanup, a quota purge): the next ask places py-spy again. A path placed since, a
+        different one, is kept."""
+        with self._lock:
+            if self._paths.get(cluster) == path:
+                del self._paths[cluster]
+                log.warning("%s: trainbot's py-spy %s is gone; placing it again on the next "
+                            "collection", cluster, path)
+
     def _place(self, cluster: str, place: Callable[[], str], future: Future[str]) -> None:
         try:
             path = place()

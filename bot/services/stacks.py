@@ -163,6 +163,10 @@ class StackCollector:
         except ClusterError as exc:
             report = StackReport(job_id, None, ProcessFailure("", None, None, FAILED,
                                                               said(exc)))
+        if (report.problem is not None and report.problem.cause == PYSPY_ABSENT
+                and not cfg.py_spy):
+            # trainbot's own copy, placed earlier, is gone from the nodes: place it again next
+            self._placements.forget(cluster, pyspy)
         return self._ended_meanwhile(cluster, report)
 
     def _ended_meanwhile(self, cluster: str, report: StackReport) -> StackReport:
