@@ -104,7 +104,17 @@ def run(args: argparse.Namespace) -> int:
             report = run_preflight(config, args.recipe, sessions.runner(cluster), options)
         except PreflightUsageError as exc:
             raise UsageError(str(exc)) from None
-        except (ClusterUnavailable, HostKeyRejected, CommandTimedOut) as exc:
+        except CommandTimedOut as exc:
+            # reached, but a command outlived its bound: most often the toolchain probe's
+            # srun, which waits in the queue within --timeout
+            print(f"trainbot preflight: on cluster {cluster!r}, {exc}", file=sys.stderr)
+            if exc.argv[:1] == ["srun"]:
+                print(f"the toolchain probe's srun waits in the queue within --timeout "
+                      f"({args.timeout:g} s): give it longer (--timeout), a less busy "
+                      "partition (partition=...), or skip it (--no-toolchain)",
+                      file=sys.stderr)
+            return EXIT_USAGE
+        except (ClusterUnavailable, HostKeyRejected) as exc:
             print(f"trainbot preflight: cluster {cluster!r} unreachable: {exc}", file=sys.stderr)
             return EXIT_USAGE
     if args.json:

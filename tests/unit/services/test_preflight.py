@@ -306,3 +306,21 @@ def test_a_recipe_with_mem_0_is_budgeted_against_the_nodes_memory_not_0_bytes(me
     assert render_text(finding.fix_text, ko) == (
         "메모리가 최소 90G인 노드에서 실행하거나, Slurm이 확인하도록 `--mem=90G`을(를) "
         "설정하세요")
+
+
+def test_a_probe_waiting_in_the_queue_past_timeout_is_said_not_unreachable(
+        config, capsys, monkeypatch):
+    """The cluster answered; the toolchain probe's srun waited past --timeout."""
+    from bot.cluster.errors import CommandTimedOut
+    from bot.services import preflight
+
+    def timed_out(*a, **k):
+        raise CommandTimedOut(["srun", "--job-name=trainbot-preflight-1", "python3"], 60.0)
+
+    monkeypatch.setattr(preflight, "run_preflight", timed_out)
+    assert main(["preflight", "mix", "--config", config, "--timeout", "60"]) == 2
+    err = capsys.readouterr().err
+    assert "unreachable" not in err
+    assert ("trainbot preflight: on cluster 'far', `srun --job-name=trainbot-preflight-1 "
+            "python3` did not finish within 60 s") in err
+    assert "waits in the queue within --timeout (60 s)" in err and "--no-toolchain" in err
