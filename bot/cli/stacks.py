@@ -79,7 +79,12 @@ def run(args: argparse.Namespace) -> int:
             job = str(ref.job_id) if ref.array_task is None else \
                 _task_id(sessions.slurm(cluster).array_tasks(ref.job_id), ref.array_task,
                          ref.display, cluster)
-            report = StackCollector(config, sessions).collect(cluster, job)
+            collector = StackCollector(config, sessions, wait_for_placement=True)
+            if collector.ready_path(cluster) is None:
+                print(f"trainbot stacks: placing trainbot's py-spy on cluster {cluster!r} "
+                      "(about 8 MB, once per version); the collection follows",
+                      file=sys.stderr)
+            report = collector.collect(cluster, job)
         except (ClusterUnavailable, HostKeyRejected) as exc:
             print(f"trainbot stacks: cluster {cluster!r} unreachable: {exc}", file=sys.stderr)
             return EXIT_USAGE

@@ -627,6 +627,12 @@ class RemoteFile:
     def write(self, data: bytes | str) -> None:
         self._do("write", lambda: self._f.write(data))
 
+    def set_pipelined(self, pipelined: bool = True) -> None:
+        """Writes without waiting for each one's reply (paramiko's SFTPFile.set_pipelined):
+        a 32 KiB write request is a round trip otherwise. The replies are read at close,
+        each within the timeout, and a write the server refused raises there."""
+        self._f.set_pipelined(pipelined)
+
     def seek(self, offset: int, whence: int = 0) -> None:
         self._f.seek(offset, whence)  # local: paramiko sends the offset with the next read
 

@@ -91,9 +91,14 @@ class StackCollector:
     def __init__(self, config: Config, clusters: ClusterSessions,
                  clock: Callable[[], float] = time.time,
                  monotonic: Callable[[], float] = time.monotonic, *,
-                 placements: PySpyPlacements | None = None) -> None:
+                 placements: PySpyPlacements | None = None,
+                 wait_for_placement: bool = False) -> None:
         self.config, self.clusters, self.clock = config, clusters, clock
         self.monotonic = monotonic
+        # a one-shot command's (`trainbot stacks`): no later collection would use a
+        # placement left under way, so it waits for it (each of its steps has its own bound)
+        # and the collection keeps its whole stacks_timeout
+        self.wait_for_placement = wait_for_placement
         # the process's (the bot's context's, BotContext.pyspy), else this collector's own
         self._placements = placements if placements is not None else PySpyPlacements()
 
@@ -134,7 +139,9 @@ class StackCollector:
         pyspy = self.ready_path(cluster)
         try:
             if not pyspy:
-                started, wait_s = self.monotonic(), cfg.stacks_timeout * PLACEMENT_SHARE
+                started = self.monotonic()
+                wait_s = None if self.wait_for_placement else \
+                    cfg.stacks_timeout * PLACEMENT_SHARE
                 try:
                     pyspy = self.pyspy_path(cluster, wait_s)
                 except PlacementTimedOut:
@@ -144,7 +151,8 @@ class StackCollector:
                             "trainbot's py-spy to the cluster is still under way; the next "
                             "collection uses it once it is there.",
                             seconds=f"{wait_s:g}")))
-                timeout_s = cfg.stacks_timeout - (self.monotonic() - started)
+                if wait_s is not None:
+                    timeout_s = cfg.stacks_timeout - (self.monotonic() - started)
         except PySpyUnavailable as exc:
             return StackReport(job_id, None, ProcessFailure("", None, None, PYSPY_ABSENT,
                                                             said(exc)))

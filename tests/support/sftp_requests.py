@@ -149,6 +149,10 @@ class WrittenFile(io.BytesIO):
         super().__init__()
         self._sent = sent
         self._done = done
+        self.pipelined = False
+
+    def set_pipelined(self, pipelined: bool = True) -> None:
+        self.pipelined = pipelined
 
     def write(self, data: Any) -> int:
         for _ in range(max(1, -(-len(data) // MAX_READ))):

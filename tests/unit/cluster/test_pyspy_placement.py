@@ -199,3 +199,30 @@ def test_a_copy_that_fails_half_way_leaves_no_part(local: LocalPySpy) -> None:
 
     with pytest.raises(ConnectionResetError, match="connection dropped"):
         place_pyspy(Gone(sftp), Dropped(), local)  # type: ignore[arg-type]
+
+
+def test_the_copy_is_written_pipelined_not_a_round_trip_per_request(
+        local: LocalPySpy) -> None:
+    """8 MB in 32 KiB write requests, each waiting for its reply, took minutes on a far
+    link: the writes go out pipelined, their replies read at the close."""
+    sftp = FakeSFTP()
+    opened = []
+    plain_open = sftp.open
+
+    def open_(path, mode="r", bufsize=-1):  # noqa: ANN001, ANN202
+        opened.append(plain_open(path, mode, bufsize))
+        return opened[-1]
+
+    sftp.open = open_  # type: ignore[method-assign]
+    place_pyspy(Cluster(sftp), sftp, local)  # type: ignore[arg-type]
+    assert [f.pipelined for f in opened] == [True]
+
+
+def test_a_remote_file_passes_pipelining_to_paramikos_file() -> None:
+    from unittest import mock
+
+    from bot.cluster.sftp import RemoteFile
+
+    f = mock.Mock()
+    RemoteFile(mock.Mock(), mock.Mock(), f, "/p").set_pipelined(True)
+    f.set_pipelined.assert_called_once_with(True)
