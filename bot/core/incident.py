@@ -86,6 +86,7 @@ class Incident:
     leak: Mapping[str, Any] | None = None
     # a memory failure whose job's limit nobody gave: no --mem is proposed, and it says so
     mem_limit_unknown: bool = False
+    mem_whole_node: bool = False  # a memory failure of a job with --mem=0: no --mem gives more
     node: str | None = None  # the faulty node a resubmit excludes (Diagnosis.node)
     site_title: bool = False  # the site replaced the class's title (Diagnosis.site_title)
     site_hint: bool = False  # the site replaced the class's hint (Diagnosis.site_hint)
@@ -329,8 +330,10 @@ def build_incident(
         decided_by=diagnosis.decided_by,
         leak=remedy.facts() if remedy is not None else None,
         mem_limit_unknown=(diagnosis.class_id in MEMORY_CLASSES and remedy is None
-                           and mem is None and not mem_limit_bytes
+                           and mem is None and mem_limit_bytes is None
                            and diagnosis.action == Action.ASK),
+        mem_whole_node=(diagnosis.class_id in MEMORY_CLASSES and remedy is None
+                        and mem is None and mem_limit_bytes == 0),
         node=diagnosis.node,
         site_title=diagnosis.site_title,
         site_hint=diagnosis.site_hint,

@@ -52,6 +52,9 @@ def host_oom_decision(
                          max_rss_bytes=accounting.max_rss_bytes if accounting else None,
                          policy=p, worker_rss=worker_rss, trainer_rss=trainer_rss,
                          start_unknown=start_unknown)
+    if accounting is not None and accounting.mem_limit_bytes == 0:
+        return _whole_node_decision(diagnosis, saving, accounting, remedy, charged, base,
+                                    by_hand=by_hand, lookup=lookup)
     if remedy is not None and not remedy.proposes_mem:
         who = f"; growing: {remedy.role}" if remedy.role else ""
         head = (f"host memory grew steadily ({remedy.slope_gib_per_100_iter:.1f} GiB per 100 "
@@ -130,6 +133,33 @@ def host_oom_decision(
     )
 
 
+def _whole_node_decision(diagnosis: Diagnosis, saving: str, accounting: Accounting,
+                         remedy: LeakRemedy | None, charged: bool, base: DecisionBase, *,
+                         by_hand: bool, lookup: Mapping[str, str] | None) -> Decision:
+    """A host OOM of a job with --mem=0 (Slurm: all of each node's memory): no --mem gives it
+    more, so none is proposed (neither a size below the node's nor twice 0); it wants nodes
+    with more memory or less host memory, and after a steady leak, finding what grows. A plain
+    resubmit is offered only after a leak (it gets further from a newer checkpoint)."""
+    leak = ""
+    if remedy is not None:
+        leak = (f"; host memory grew steadily ({remedy.slope_gib_per_100_iter:.1f} GiB per 100 "
+                f"iterations): {_need_text(remedy)}; run `trainbot probe dataloader` for the "
+                "recipe to find what grows")
+    return Decision(
+        DecisionKind.ASK_HUMAN,
+        f"host memory exhausted{saving} with --mem=0, already all of its node's memory "
+        f"(MaxRSS {_size(accounting.max_rss_bytes)}): no --mem gives it more; run it on nodes "
+        f"with more memory, or cut host memory{leak}. {diagnosis.hint}".strip(),
+        charged=charged,
+        offers=resubmit_offers(by_hand=by_hand) if remedy is not None else (OFFER_DISMISS,),
+        facts={"why": "mem_whole_node", "during_save": diagnosis.during_checkpoint_save,
+               "max_rss": _size_or_none(accounting.max_rss_bytes),
+               **({"leak": remedy.facts()} if remedy is not None else {}),
+               **(lookup or {}), **({"by_hand": True} if by_hand else {})},
+        **base,
+    )
+
+
 def _need_text(remedy: LeakRemedy) -> str:
     """What reaching the target needs; from an unknown start, said to be the worst case, with
     the best case from the last iteration the log reached (templates' leak_remedy_text)."""
@@ -155,6 +185,8 @@ class LeakRemedy:
     `ceiling_gib` None: neither the job's limit nor a site cap is known, so whether any
     memory finishes the run cannot be told and no `--mem` is proposed (`proposes_mem`).
     `role` is what grows, from the sampler (DataLoader workers / trainer), else None.
+    `whole_node`: the job's limit is 0 (--mem=0, all of each node's memory), so no `--mem`
+    gives it more and none is proposed.
 
     `start_known` False: the iteration a resume starts from is unknown (`trainbot report`'s
     log numbered no save; the checkpoint is known only by its name, or its lookup failed), so
@@ -177,6 +209,7 @@ class LeakRemedy:
     start_known: bool = True
     reached_iter: int | None = None
     reached_need_gib: int | None = None
+    whole_node: bool = False
 
     @property
     def runs_iters(self) -> int:
@@ -186,7 +219,7 @@ class LeakRemedy:
     @property
     def proposes_mem(self) -> bool:
         """Is `need_gib` a `--mem` to propose (known to fit under the ceiling)?"""
-        return self.ceiling_gib is not None and not self.hopeless
+        return self.ceiling_gib is not None and not self.hopeless and not self.whole_node
 
     def facts(self) -> dict[str, Any]:
         return {"slope": self.slope_gib_per_100_iter, "need_gib": self.need_gib,
@@ -196,7 +229,7 @@ class LeakRemedy:
                 "hopeless": self.hopeless, "limit_known": self.ceiling_gib is not None,
                 "ceiling_is_cap": self.ceiling_is_cap, "start_known": self.start_known,
                 "reached_iter": self.reached_iter, "reached_need_gib": self.reached_need_gib,
-                "runs_iters": self.runs_iters}
+                "runs_iters": self.runs_iters, "whole_node": self.whole_node}
 
 
 def leak_remedy(
@@ -256,6 +289,7 @@ def leak_remedy(
         start_known=not start_unknown,
         reached_iter=reached or None,
         reached_need_gib=reached_need_gib,
+        whole_node=limit_bytes == 0,
     )
 
 

@@ -452,7 +452,8 @@ def _samples() -> list[tuple[str, object]]:
               "pct": 20.0, "threshold": 40.0, "during_save": True}
     whys = ("completed", "leak_ended", "not_retryable", "nothing_to_do", "budget_exhausted",
             "no_progress", "retryable", "ask", "leak_hopeless", "leak_limit_unknown",
-            "mem_unknown", "mem_at_cap", "mem_propose", "stall", "leak", "low_gpu")
+            "mem_unknown", "mem_at_cap", "mem_whole_node", "mem_propose", "stall", "leak",
+            "low_gpu")
     out += [("event", {**event, "reason": {**reason, "why": w}}) for w in whys]
     out += [("event", {**event, "kind": "warning", "prompt": True,
                        "reason": {**reason, "why": "stall"}})]
