@@ -301,6 +301,23 @@ def settle_lead_s(deadlines: RemoteDeadlines, sent: float | None = None,
         + submit_in_flight_s(deadlines, sent)
 
 
+def in_flight_settled_at(deadlines: RemoteDeadlines, sent_at: float, sent: float | None = None,
+                         *, settle_leads: bool = False, marked: StepBounds | None = None,
+                         post_deadline_s: float) -> float:
+    """When bot.services.runs.recover_submits_in_flight settles a submit kept in flight sent
+    at `sent_at` (looks its job up, records it or forgets the row), at the earliest: once its
+    own window has passed (submit_in_flight_s, at `sent`, its sender's command bound kept on
+    its row); for a cancel and resume's resubmit whose approval is still approved
+    (`settle_leads`), once its settle's lead has (settle_lead_s, at `marked`, the bounds its
+    settle's steps' markers kept): its click, or the settle that takes the click over, is
+    left to record it until then. The one answer the refusals and replies that say when a
+    row is settled give, and the recovery waits for. `deadlines`: the row's cluster's;
+    `post_deadline_s`: the config's slack.post_deadline_s."""
+    if settle_leads:
+        return sent_at + settle_lead_s(deadlines, sent, marked, post_deadline_s=post_deadline_s)
+    return sent_at + submit_in_flight_s(deadlines, sent)
+
+
 HOLD_STEP_COMMANDS = 1 + SLURM_CHECKS
 """A competitor's hold or release step (bot.services.competitors: from its `holding` or
 `releasing` step to its outcome recorded): the `scontrol hold` or `scontrol release` (1), the

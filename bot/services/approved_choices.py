@@ -44,7 +44,6 @@ from bot.services.ports import BotContext, Slurm
 from bot.services.root_views import task_bounds
 from bot.services.runs import (
     announce_submit,
-    approval_intent,
     array_task_of,
     exclusion,
     lost_resubmit,
@@ -60,7 +59,7 @@ from bot.services.submit_claim import (
     release_submit,
     submit_holder,
 )
-from bot.services.submit_deadlines import step_bounds
+from bot.services.submit_deadlines import approval_intent, step_bounds
 from bot.services.submit_result import SubmitResult
 from bot.store import Approval, Attempt
 

@@ -36,8 +36,7 @@ from bot.services.home import refresh_homes
 from bot.services.ports import BotContext, LeaseLost
 from bot.services.prompt_follow_up import rewrite_prompt
 from bot.services.prompts import create_resubmit_prompt
-from bot.services.runs import approval_intent
-from bot.services.submit_deadlines import cluster_deadlines, step_bounds
+from bot.services.submit_deadlines import approval_intent, cluster_deadlines, step_bounds
 from bot.services.threads import RootTries, has_thread, post_safely, say_note
 from bot.store import Approval
 

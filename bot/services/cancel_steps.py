@@ -15,7 +15,7 @@ from collections.abc import Mapping
 
 from bot.core.takeover import cancel_takeover_s
 from bot.services.ports import BotContext
-from bot.services.submit_deadlines import cluster_deadlines
+from bot.services.submit_deadlines import RESUMING_STEP, SETTLED_STEP, cluster_deadlines
 from bot.store import Approval
 
 CLAIMED_STEP = "claimed"
@@ -24,10 +24,6 @@ bot.services.competitors.HOLD_APPROVED_STEP), in the claim's transaction, with t
 clicker's bounds: its time is the click's lease until its next recorded step (a Cancel's
 CANCELLING_STEP, a resubmit's row in flight or its job). A claim left alone past
 bot.services.claim_takeover's bound is a click whose process died: taken over there."""
-
-RESUMING_STEP = "cancel_resuming"
-"""The step of an approved cancel and resume whose scancel took effect, from the resubmit on
-until the approval's end: its time is the click's lease on the rest."""
 
 UNKNOWN_CANCEL_STEP = {True: "cancel_unknown", False: "cancel_only_unknown"}
 """The step an approved cancel whose scancel's end was not seen is left in, by what it was to
@@ -42,10 +38,6 @@ longer of the click's bounds, kept with the step, and the current config's), is 
 whose process died in its scancel: bot.services.cancel_settle settles it as a cancel whose
 end was not seen (`cancel_takeover_at` says when)."""
 
-
-SETTLED_STEP = "cancel_settled"
-"""The step of an approved cancel trainbot took up again (its scancel's end not seen, or its
-click's process dead in its resume): bot.services.cancel_settle."""
 
 ANNOUNCED_STEP = "cancel_announced"
 """The step of a settled cancel once all of what became of it was said (bot.services.

@@ -15,10 +15,8 @@ from bot.core.incident import ResolutionView, ResumePoint, build_resolution
 from bot.core.nodes import excluding
 from bot.core.policy import Decision, run_latest, run_rows
 from bot.core.slurm.job_ref import array_task_in
-from bot.core.takeover import longest_bounds, settle_lead_s
 from bot.core.text import N_
 from bot.services.access import unwatched_submit_key
-from bot.services.cancel_steps import RESUMING_STEP, SETTLED_STEP
 from bot.services.lost_submit import (
     SubmitNotSeen,
     adopt_unrecorded_submit,
@@ -38,7 +36,12 @@ from bot.services.submit import (
     submit_recipe,
 )
 from bot.services.submit_claim import RecipeSubmitUnderWay
-from bot.services.submit_deadlines import cluster_deadlines, flight_in_flight_s, in_flight_s
+from bot.services.submit_deadlines import (
+    flight_in_flight_s,
+    flight_settled_at,
+    in_flight_s,
+    settle_lead_of,
+)
 from bot.services.submit_result import SubmitResult
 from bot.services.threads import (
     has_thread,
@@ -212,43 +215,24 @@ def _gone_cluster(ctx: BotContext, flight: SubmitInFlight) -> None:
                        flight.job_name, flight.recipe, flight.sent_at, flight.cluster, refused)
 
 
-_APPROVAL_INTENT = "approval:"
-
-
-def approval_intent(token: str) -> str:
-    """The intent a cancel and resume's resubmit is kept in flight under: its approval's."""
-    return f"{_APPROVAL_INTENT}{token}"
-
-
-_SETTLE_STEPS = (RESUMING_STEP, SETTLED_STEP)
-"""The steps of a cancel and resume whose marker may send its resubmit (the click's,
-RESUMING_STEP; the settle's, SETTLED_STEP: bot.services.cancel_settle): their kept bounds
-lengthen the settle's lead (`_settle_leads`) as they do its takeover."""
-
-
 def _settle_leads(ctx: BotContext, flight: SubmitInFlight, now: float) -> bool:
     """Whether `flight` is a cancel and resume's resubmit whose approval is still approved,
-    sent less than its cluster's settle_lead_s before `now` (counted at the bounds its
-    settle's steps keep, bot.services.cancel_settle.takeover_s): its click, or the settle that
-    takes the click over once it died (bot.services.cancel_settle, through lost_resubmit),
+    before its settle's lead has passed (flight_settled_at: its cluster's settle_lead_s since
+    it was sent, counted at the bounds its settle's steps keep, as
+    bot.services.cancel_settle.takeover_s counts them): its click, or the settle that takes
+    the click over once it died (bot.services.cancel_settle, through lost_resubmit),
     records, announces and follows up the job it left, once. Its approval done (its
     resubmit's lookup failed: nothing settles it any more), or still approved past that
     bound (a settle that cannot finish: Slurm no longer knows the cancelled job), the job is
     this recovery's to look up, so the row never refuses the run's submits for ever."""
-    if flight.intent is None or not flight.intent.startswith(_APPROVAL_INTENT):
+    lead = settle_lead_of(ctx.store, flight.intent)
+    if lead is None:
         return False
-    approval = ctx.store.approvals.get(flight.intent.removeprefix(_APPROVAL_INTENT))
-    if approval is None or approval.state != "approved":
-        return False
-    marked = longest_bounds(*(ctx.store.approvals.bounds_of(approval.token, step)
-                              for step in _SETTLE_STEPS))
-    if now - flight.sent_at < settle_lead_s(cluster_deadlines(ctx.config, flight.cluster),
-                                            flight.command_at_most_s, marked,
-                                            post_deadline_s=ctx.config.slack.post_deadline_s):
+    if now < flight_settled_at(ctx.config, flight, lead):
         return True
     log.warning("submit of %s sent at %.0f: its cancel and resume (prompt %s) is still "
                 "approved and unsettled; looked up here", flight.job_name, flight.sent_at,
-                approval.token)
+                lead.token)
     return False
 
 

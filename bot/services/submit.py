@@ -43,7 +43,11 @@ from bot.services.submit_claim import (
     release_submit,
     submit_holder,
 )
-from bot.services.submit_deadlines import flight_in_flight_s, sender_command_at_most_s
+from bot.services.submit_deadlines import (
+    flight_settled_at,
+    sender_command_at_most_s,
+    settle_lead_of,
+)
 from bot.services.submit_result import SubmitResult
 from bot.store import Store, SubmitInFlight
 
@@ -276,6 +280,8 @@ def submit_recipe(
         at_most = sender_command_at_most_s(config, recipe.cluster, slurm)
         sent_at = now + (max(0, math.floor(clock() - started)) if clock is not None else 0)
         if reconcile_unknown or intent is not None:
+            # read before the row: a stop's close right after it leaves it to be told
+            lead = settle_lead_of(store, intent) if noted is not None else None
             added = store.submits_in_flight.add(
                 cluster=recipe.cluster, recipe=recipe_name, job_name=job_name,
                 chain_id=chain.id if chain is not None else None, array_task=array_task,
@@ -286,8 +292,7 @@ def submit_recipe(
                 raise RunSubmitInFlight(added.flight, now)
             flight = added.flight
             if noted is not None:  # settled by its recovery if no sbatch is sent
-                noted(StoreStep("in_flight", flight.sent_at + flight_in_flight_s(config,
-                                                                                 flight)))
+                noted(StoreStep("in_flight", flight_settled_at(config, flight, lead)))
         # held for its sbatch and, its end unseen, the lookup by name (two commands at
         # worst) from when it is taken: the checkpoint lookup may have outlasted that
         claimed_at = now + (clock() - started if clock is not None else 0.0)
@@ -400,7 +405,7 @@ def under_way(config: Config, store: Store, recipe: str, refused: Refused,
     """The refusal of a submit of `recipe` that `refused.other` stands against (the submit
     holding the claim, or an older one kept in flight: bot.services.submit_claim), naming it
     and the run it goes into, and for a row kept in flight when its recovery looks its job up
-    (look_again_at; now, once that is past; a row on a cluster no longer configured: that it
+    (flight_settled_at; now, once that is past; a row on a cluster no longer configured: that it
     is not looked up until the cluster is configured again), or the Cancel and resume click
     whose claim it is (`refused.click`: who pressed it on which job, when); else unnamed (a
     submit that keeps no row in flight)."""
@@ -415,8 +420,10 @@ def under_way(config: Config, store: Store, recipe: str, refused: Refused,
                              sent_moment(approval.decided_at or now, now))
     kept = other if refused.kept else None
     gone = kept.cluster if kept is not None and kept.cluster not in config.clusters else None
-    looked_up_at = sent_moment(max(now, look_again_at(config, kept)), now) \
-        if kept is not None and gone is None else None
+    looked_up_at = None
+    if kept is not None and gone is None:  # a cancel and resume's: once its settle's lead
+        settled = flight_settled_at(config, kept, settle_lead_of(store, kept.intent))
+        looked_up_at = sent_moment(max(now, settled), now)
     return RecipeSubmitUnderWay(recipe, other, run_job,
                                 sent_moment(other.sent_at, now) if other else "", click,
                                 looked_up_at, gone)

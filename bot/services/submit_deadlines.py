@@ -12,14 +12,43 @@ bot.services.cancel_settle.
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 
 from bot.cluster.endpoint import goes_through_jump_host
 from bot.config import Config
-from bot.core.takeover import RemoteDeadlines, StepBounds, own_bounds, submit_in_flight_s
+from bot.core.takeover import (
+    RemoteDeadlines,
+    StepBounds,
+    in_flight_settled_at,
+    longest_bounds,
+    own_bounds,
+    submit_in_flight_s,
+)
 from bot.services.ports import Slurm
-from bot.store import SubmitInFlight
+from bot.store import Store, SubmitInFlight
 
 log = logging.getLogger(__name__)
+
+RESUMING_STEP = "cancel_resuming"
+"""The step of an approved cancel and resume whose scancel took effect, from the resubmit on
+until the approval's end: its time is the click's lease on the rest
+(bot.services.cancel_steps)."""
+
+SETTLED_STEP = "cancel_settled"
+"""The step of an approved cancel trainbot took up again (its scancel's end not seen, or its
+click's process dead in its resume): bot.services.cancel_settle."""
+
+SETTLE_STEPS = (RESUMING_STEP, SETTLED_STEP)
+"""The steps of a cancel and resume whose marker may send its resubmit (the click's,
+RESUMING_STEP; the settle's, SETTLED_STEP): their kept bounds lengthen the settle's lead
+(`flight_settled_at`) as they do its takeover."""
+
+_APPROVAL_INTENT = "approval:"
+
+
+def approval_intent(token: str) -> str:
+    """The intent a cancel and resume's resubmit is kept in flight under: its approval's."""
+    return f"{_APPROVAL_INTENT}{token}"
 
 
 def cluster_deadlines(config: Config, cluster: str) -> RemoteDeadlines:
@@ -52,6 +81,43 @@ def flight_in_flight_s(config: Config, flight: SubmitInFlight) -> float:
     cluster's current one (bot.core.takeover.sent_command_at_most_s)."""
     return submit_in_flight_s(cluster_deadlines(config, flight.cluster),
                               flight.command_at_most_s)
+
+
+@dataclass(frozen=True)
+class SettleLead:
+    """A cancel and resume still approved whose resubmit is (or is about to be) kept in
+    flight: its click, or the settle that takes it over, records the job it left
+    (bot.services.runs._settle_leads). `token`: its approval's; `marked`: the longest bounds
+    its settle's steps' markers kept (SETTLE_STEPS; None: none kept)."""
+
+    token: str
+    marked: StepBounds | None
+
+
+def settle_lead_of(store: Store, intent: str | None) -> SettleLead | None:
+    """The settle that leads a submit kept in flight under `intent` (its row's): a cancel and
+    resume's (`approval_intent`) whose approval is still approved; None for any other."""
+    if intent is None or not intent.startswith(_APPROVAL_INTENT):
+        return None
+    approval = store.approvals.get(intent.removeprefix(_APPROVAL_INTENT))
+    if approval is None or approval.state != "approved":
+        return None
+    return SettleLead(approval.token, longest_bounds(
+        *(store.approvals.bounds_of(approval.token, step) for step in SETTLE_STEPS)))
+
+
+def flight_settled_at(config: Config, flight: SubmitInFlight, lead: SettleLead | None) -> float:
+    """When the recovery of submits in flight settles `flight`, at the earliest
+    (bot.core.takeover.in_flight_settled_at over its cluster's deadlines): once its own
+    window has passed (flight_in_flight_s), or, led by a settle (`lead`: settle_lead_of its
+    intent), once that settle's lead has (settle_lead_s at the bounds its steps keep). What
+    a refusal by a row kept in flight and a command stopped after keeping one say, and what
+    bot.services.runs.recover_submits_in_flight waits for. Reads nothing: `lead` is read
+    by the caller (before the row is added, by a submit the store's close may stop)."""
+    return in_flight_settled_at(cluster_deadlines(config, flight.cluster), flight.sent_at,
+                                flight.command_at_most_s, settle_leads=lead is not None,
+                                marked=lead.marked if lead is not None else None,
+                                post_deadline_s=config.slack.post_deadline_s)
 
 
 def sender_command_at_most_s(config: Config, cluster: str, slurm: Slurm) -> float:

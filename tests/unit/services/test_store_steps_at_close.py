@@ -215,3 +215,42 @@ def test_a_resubmit_click_stopped_after_its_sbatch_says_it_and_the_claim(
     [answer] = answers.sent
     assert slurm.acted("submit"), "the sbatch went out"
     assert answer["text"] == said, answer["text"]
+
+
+def test_a_cancel_and_resumes_resubmit_stopped_after_its_row_says_its_settles_lead(
+        store_url: str) -> None:
+    """A Cancel and resume's resubmit (its approval approved) stopped by the close right after
+    its row in flight is kept: the row is settled once its settle's lead has passed
+    (settle_lead_s, 7079 s with the default deadlines: about 1 h 58 min), not the plain
+    in-flight bound (about 21 min), so the stop's reply tells that wait."""
+    from bot.services.runs import submit_and_announce
+    from bot.services.submit_deadlines import approval_intent
+    from bot.services.train import say
+    from handlers.fence import SideEffects, stopped_by_close
+
+    store = Store.open(store_url)
+    ctx = make_context(store, FakeSlurm(), clock=lambda: NOW)
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW - 100)
+    store.attempts.record(chain_id=chain.id, job_id="88154", now=NOW - 100)
+    token = store.approvals.create(action="cancel_resume", payload={"cluster": "dev"},
+                                   allowed=["W0LEAD"], expires_at=NOW + 86_400.0,
+                                   now=NOW - 60, target_job="88154", chain_id=chain.id)
+    assert store.approvals.claim(token, "W0LEAD", NOW - 50, step="claimed").claimed
+    original = store.submits_in_flight.add
+
+    def then_close(*a: Any, **kw: Any) -> Any:
+        result = original(*a, **kw)
+        store.close()
+        return result
+
+    store.submits_in_flight.add = then_close  # type: ignore[method-assign]
+    effects = SideEffects()
+    with pytest.raises(Exception) as stopped:
+        submit_and_announce(effects.context(ctx), "mix", actor="W0LEAD", now=NOW,
+                            chain_id=chain.id, reconcile_unknown=True,
+                            intent=approval_intent(token), after_job="88154")
+    assert stopped_by_close(stopped.value)
+    assert effects.started == []
+    assert effects.left(NOW) == [{"kind": "in_flight", "wait_s": 7079.0}]
+    text = say(ctx, None, "stopping", started=effects.started, steps=effects.left(NOW))
+    assert "trainbot settles that record in about 1 h 58 min" in text, text

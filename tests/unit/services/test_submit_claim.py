@@ -603,3 +603,42 @@ def test_click_of_reads_the_holders_the_previous_version_wrote_as_a_submits_own(
     assert click_of(submit_holder("ldxHK5qd-c3KO_vjuSkmIaiw")) == "ldxHK5qd-c3KO_vjuSkmIaiw"
     assert click_of("host:123:abcd.beef@tok") == "tok"
     assert click_of("host:123:abcd.beef@") is None
+
+
+def cancel_and_resume_kept(store: Store, chain_id: int, *, sent_at: float) -> str:
+    """The lead's Cancel and resume of mix's run, approved (its settle has not recorded its
+    end), whose resubmit is kept in flight since `sent_at`: its claim long lapsed. Its
+    approval's token."""
+    from bot.services.submit_deadlines import approval_intent
+
+    token = store.approvals.create(action="cancel_resume", payload={"cluster": "dev"},
+                                   allowed=["U0LEAD"], expires_at=NOW + 86_400.0,
+                                   now=NOW - 60, target_job="88154", chain_id=chain_id)
+    assert store.approvals.claim(token, "U0LEAD", NOW - 50, step="claimed").claimed
+    store.submits_in_flight.add(
+        cluster="dev", recipe="mix", job_name="mix", chain_id=chain_id, array_task=None,
+        resumed_at=None, charge_retry=False, actor="U0LEAD", channel="C0TRAIN",
+        sent_at=sent_at, intent=approval_intent(token))
+    return token
+
+
+def test_a_refusal_by_a_kept_cancel_and_resume_says_when_its_settle_leaves_it(
+        any_store: Store) -> None:
+    """A Cancel and resume's resubmit kept in flight, its approval still approved, is left to
+    its settle for the settle's lead (settle_lead_s: 7079 s with the default deadlines), not
+    the plain in-flight bound: a new run refused by it is told 15:44 UTC (NOW + 7079 s), not
+    14:07 UTC, when recovery would not look it up yet."""
+    from bot.core.takeover import RemoteDeadlines, settle_lead_s
+
+    ctx = make_context(any_store, FakeSlurm(), clock=lambda: NOW + 900)
+    run = failed_run(ctx, now=NOW, channel="C0TRAIN")
+    cancel_and_resume_kept(any_store, run, sent_at=NOW)
+    assert settle_lead_s(RemoteDeadlines(),
+                         post_deadline_s=ctx.config.slack.post_deadline_s) == 7079.0
+    reply = execute(ctx, c.Submit("mix"), actor="U0ALICE", channel="C0TRAIN", now=NOW + 900)
+    assert reply.text == (
+        "`submit` failed: not submitted: <@U0LEAD>'s resubmit of mix's run of job 88154 was "
+        "sent at 13:46 UTC and its job is not recorded yet; two jobs of a recipe side by side "
+        "would write the same checkpoints. That run's thread tells which job it is. If its job "
+        "is not recorded by 15:44 UTC, trainbot looks it up by its name then and records it "
+        "if it is queued; until then no submit that would run beside it is sent"), reply.text

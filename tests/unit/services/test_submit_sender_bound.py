@@ -37,8 +37,7 @@ from bot.services import cancel_settle
 from bot.services import submit as submit_mod
 from bot.services.fencing import fenced_context
 from bot.services.leases import LeaseKeeper
-from bot.services.runs import approval_intent
-from bot.services.submit_deadlines import sender_command_at_most_s
+from bot.services.submit_deadlines import approval_intent, sender_command_at_most_s
 from bot.services.train import execute
 from bot.store import Store
 
