@@ -101,6 +101,12 @@ class SideEffects:
     def noted(self, step: StoreStep) -> None:
         self.steps.append(step)
 
+    def undone(self, step: StoreStep) -> None:
+        """`step`, noted before, is undone (a row in flight removed again, a prompt's claim
+        released): no longer what the command left."""
+        if step in self.steps:
+            self.steps.remove(step)
+
     def left(self, now: float) -> list[dict[str, Any]]:
         """The store steps for the stop's reply, each with how long until it is undone
         (`wait_s`, None: unknown): a claimed prompt is given back once the submit it kept in

@@ -258,6 +258,7 @@ def handle_click(
               reached=over.reached)
         text, blocks = decided(ctx, recipe, payload, recovered_outcome(approval, over, actor))
         return ClickResult("stale", text, blocks, ephemeral=text)
+    claimed: StoreStep | None = None  # the claim, as noted in the context's `steps`
     if choice in _NEGATIVE:
         claim = store.approvals.refuse(token, actor, now, latest_job=latest_job_of(approval))
         if claim.claimed:  # for good: a retry is told it was decided
@@ -269,9 +270,10 @@ def handle_click(
                                       step=step, bounds=bounds)
         if claim.claimed:  # given back by the takeover if nothing is sent (claim_takeover_s)
             cluster = str(approval.payload.get("cluster", ""))
-            ctx.steps.noted(StoreStep("claimed", now + settle_takeover_s(
+            claimed = StoreStep("claimed", now + settle_takeover_s(
                 cluster_deadlines(ctx.config, cluster), None, bounds,
-                post_deadline_s=ctx.config.slack.post_deadline_s)))
+                post_deadline_s=ctx.config.slack.post_deadline_s))
+            ctx.steps.noted(claimed)
     if not claim.claimed:
         if claim.reason == "expired":
             audit("expired", target, recipe)
@@ -317,8 +319,11 @@ def handle_click(
         # Released once, here, and only while the claim is still this click's
         forget = exc.forget if isinstance(exc, ClaimLostBeforeScancel) else ()
         lost = bool(forget)
-        if not store.approvals.release(token, by=actor, at=now, forget=forget,
-                                       unless=_SETTLE_TOOK_OVER if lost else ()) and lost \
+        released = store.approvals.release(token, by=actor, at=now, forget=forget,
+                                           unless=_SETTLE_TOOK_OVER if lost else ())
+        if released and claimed is not None:  # given back: a retry is no longer held off
+            ctx.steps.undone(claimed)
+        if not released and lost \
                 and any(s in _SETTLE_TOOK_OVER for s in store.approvals.steps(token)):
             # its click seemed dead (stalled past its takeover): the settle took its cancel
             # over (bot.services.cancel_settle), and finds the job still running and says so
@@ -336,7 +341,7 @@ def handle_click(
             "failed", actor, "error", recipe, job_id=target, for_job=for_job, error=said(exc))
         return ClickResult("failed", *decided(ctx, recipe, payload, outcome))
     except Exception as exc:  # noqa: BLE001 - a bug or a refused setting: said, never stuck
-        return _unexpected_error(ctx, approval, choice, actor, now, exc, audit)
+        return _unexpected_error(ctx, approval, choice, actor, now, exc, audit, claimed)
     if result.outcome.kind == "stale":
         audit("stale", target, recipe, choice=choice, state=result.outcome.state)
         text, blocks = decided(ctx, recipe, payload, result.outcome)
@@ -351,18 +356,21 @@ def handle_click(
 
 
 def _unexpected_error(ctx: BotContext, approval: Approval, choice: str, actor: str,
-                      now: float, exc: Exception, audit: Any) -> ClickResult:
+                      now: float, exc: Exception, audit: Any,
+                      claimed: StoreStep | None = None) -> ClickResult:
     """A claimed choice that raised what no step expects (a bug, a recipe setting the submit
     refuses): logged, and the claim never left taken with nothing done. When nothing reached
     the cluster (`_reached_cluster`), the claim is released and the prompt stays usable (the
     clicker is told what failed); else the approval is done, and the prompt says it failed
     and why. A hold is the exception: it stays approved, so the hold it may have made is
-    released when its job starts, as every hold is."""
+    released when its job starts, as every hold is. `claimed`: the claim as noted in the
+    context's `steps`, undone there once released."""
     token, recipe, target = approval.token, approval.payload.get("recipe"), approval.target_job
     log.error("click %s (%s) on job %s failed", token, choice, target, exc_info=exc)
     error = f"{type(exc).__name__}: {said(exc)}"
     if not _reached_cluster(ctx, approval, choice, now):
-        ctx.store.approvals.release(token, by=actor, at=now)
+        if ctx.store.approvals.release(token, by=actor, at=now) and claimed is not None:
+            ctx.steps.undone(claimed)
         audit("released", target, recipe, choice=choice, error=error)
         return ClickResult("failed", ephemeral=click_reply(ctx, recipe, "failed_released",
                                                            error=error))

@@ -418,15 +418,22 @@ class StoreStep:
 
 class StepNotes(Protocol):
     """Where the services note their `StoreStep`s (handlers.fence.SideEffects, so a command
-    the store's close stops says what it left); nowhere else."""
+    the store's close stops says what it left); nowhere else. A step the command undoes
+    again (its row in flight removed, its prompt's claim released) is `undone`, so a stop
+    after that does not tell the person to wait for it."""
 
     def noted(self, step: StoreStep) -> None: ...
+
+    def undone(self, step: StoreStep) -> None: ...
 
 
 class NoNotes:
     """Notes nothing (every context but a Slack handler's)."""
 
     def noted(self, step: StoreStep) -> None:
+        return None
+
+    def undone(self, step: StoreStep) -> None:
         return None
 
 

@@ -134,7 +134,7 @@ def submit_and_announce(
         after_job=after_job,
         clock=ctx.clock,
         claim_holder=claim_holder,
-        noted=ctx.steps.noted,
+        steps=ctx.steps,
     )
     if before_announce is not None:
         before_announce(result)

@@ -30,7 +30,7 @@ from bot.services.lost_submit import (
     sent_moment,
 )
 from bot.services.overrides import OverrideError, apply_overrides, parse_overrides
-from bot.services.ports import SFTP, Slurm, StoreStep
+from bot.services.ports import SFTP, Slurm, StepNotes, StoreStep
 from bot.services.resume_point import find_resume_checkpoint, submit_env
 from bot.services.send_job import NotApplied, send_job, wrapper_not_applied
 from bot.services.submit_claim import (
@@ -190,7 +190,7 @@ def submit_recipe(
     after_job: str | None = None,
     clock: Callable[[], float] | None = None,
     claim_holder: str | None = None,
-    noted: Callable[[StoreStep], None] | None = None,
+    steps: StepNotes | None = None,
 ) -> SubmitResult:
     """Submit `recipe_name` (resuming from its latest complete checkpoint) and record it.
 
@@ -242,8 +242,9 @@ def submit_recipe(
     submit whose job may be queued and is not recorded (an OutcomeUnknown after its sbatch
     left, the process stopping, its record failing) keeps it until it lapses by its hold
     (its row in flight, kept, stands against crossing submits until its recovery settles
-    it). `noted` (a Slack handler's: its context's `steps`) is told of the row in flight
-    once added (StoreStep `in_flight`, when its recovery settles it if no sbatch is sent).
+    it). `steps` (a Slack handler's: its context's) is told of the row in flight once
+    added (StoreStep `in_flight`, when its recovery settles it if no sbatch is sent), and
+    that it is undone once the submit removes the row again.
     `claim_holder`: the holder of that claim the caller took already (a cancel and
     resume's, before its scancel), which this submit holds on to and ends as its own.
     """
@@ -272,6 +273,7 @@ def submit_recipe(
 
     found_by_name = sending = held = False  # held: the run's submit claim (submit_claim)
     flight: SubmitInFlight | None = None  # a person's submit, kept until its job is recorded
+    row_step: StoreStep | None = None  # its row, as noted in `steps`
     holder = claim_holder or submit_holder()
     key = claim_key(recipe_name, chain.id if chain is not None else None, array_task)
     try:
@@ -281,7 +283,7 @@ def submit_recipe(
         sent_at = now + (max(0, math.floor(clock() - started)) if clock is not None else 0)
         if reconcile_unknown or intent is not None:
             # read before the row: a stop's close right after it leaves it to be told
-            lead = settle_lead_of(store, intent) if noted is not None else None
+            lead = settle_lead_of(store, intent) if steps is not None else None
             added = store.submits_in_flight.add(
                 cluster=recipe.cluster, recipe=recipe_name, job_name=job_name,
                 chain_id=chain.id if chain is not None else None, array_task=array_task,
@@ -291,8 +293,9 @@ def submit_recipe(
             if not added.new:
                 raise RunSubmitInFlight(added.flight, now)
             flight = added.flight
-            if noted is not None:  # settled by its recovery if no sbatch is sent
-                noted(StoreStep("in_flight", flight_settled_at(config, flight, lead)))
+            if steps is not None:  # settled by its recovery if no sbatch is sent
+                row_step = StoreStep("in_flight", flight_settled_at(config, flight, lead))
+                steps.noted(row_step)
         # held for its sbatch and, its end unseen, the lookup by name (two commands at
         # worst) from when it is taken: the checkpoint lookup may have outlasted that
         claimed_at = now + (clock() - started if clock is not None else 0.0)
@@ -324,6 +327,7 @@ def submit_recipe(
             # nothing was queued (refused, never sent, or looked up and not there); an
             # OutcomeUnknown here is a lookup that failed: the job is looked for again later
             store.submits_in_flight.remove(flight.id)
+            _undone(steps, row_step)
         if (held or claim_holder) and not (sending and isinstance(exc, OutcomeUnknown)):
             release_submit(store, key, holder)  # nothing was queued
         not_sent = isinstance(exc, RunSubmitInFlight | RunMovedOn | RecipeSubmitUnderWay)
@@ -371,6 +375,7 @@ def submit_recipe(
         store.watched_jobs.add(recipe.cluster, job_id, now=now, chain_id=chain.id)
         if flight is not None:
             store.submits_in_flight.remove(flight.id)
+            _undone(steps, row_step)
         store.audit.record(
             actor=actor, action="submit", now=now, recipe=recipe_name, job_id=job_id, result="ok",
             detail={
@@ -398,6 +403,13 @@ def submit_recipe(
     finally:  # recorded: the run's next submit may go (its job queued and not recorded, the
         if recorded:  # store failed or the process stops: the claim lapses by its hold)
             release_submit(store, key, holder)
+
+
+def _undone(steps: StepNotes | None, step: StoreStep | None) -> None:
+    """Tell `steps` that the store step it was told of (`step`) is undone: no longer there
+    for a retry to meet."""
+    if steps is not None and step is not None:
+        steps.undone(step)
 
 
 def under_way(config: Config, store: Store, recipe: str, refused: Refused,

@@ -254,3 +254,36 @@ def test_a_cancel_and_resumes_resubmit_stopped_after_its_row_says_its_settles_le
     assert effects.left(NOW) == [{"kind": "in_flight", "wait_s": 7079.0}]
     text = say(ctx, None, "stopping", started=effects.started, steps=effects.left(NOW))
     assert "trainbot settles that record in about 1 h 58 min" in text, text
+
+
+def test_a_click_stopped_after_undoing_its_claim_and_row_does_not_say_to_wait_for_them(
+        store_url: str) -> None:
+    """A Resubmit click claims its prompt and keeps its resubmit's row in flight, then is
+    refused by another submit of mix holding its claim: the row is removed and the prompt's
+    claim released again. The stop's close landing right after that release says nothing
+    of a claimed prompt given back in about 1 h 38 min nor of a record settled in about
+    21 min: both are gone, and the click can be pressed again at once."""
+    from bot.services.submit_claim import claim_submit, submit_holder
+
+    store = Store.open(store_url)
+    ctx, token = world(store)
+    assert claim_submit(store, "mix", None, None, holder=submit_holder(), own=None, now=NOW,
+                        hold_s=3600.0, clusters=["dev"]) is None  # a new run's, under way
+    original = store.approvals.release
+
+    def then_close(*a: Any, **kw: Any) -> Any:
+        result = original(*a, **kw)
+        store.close()
+        return result
+
+    store.approvals.release = then_close  # type: ignore[method-assign]
+    answers, _ = click(ctx, ActionId.RESUBMIT, token)
+    [answer] = answers.sent
+    again = Store.open(store_url)
+    approval = again.approvals.get(token)
+    flights = again.submits_in_flight.of_recipe("mix")
+    again.close()
+    assert approval is not None and approval.state == "pending" and flights == []
+    assert "claimed the prompt" not in answer["text"], answer["text"]
+    assert "settles that record" not in answer["text"], answer["text"]
+    assert "nothing was done" in answer["text"], answer["text"]
