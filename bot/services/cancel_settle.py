@@ -164,7 +164,8 @@ def _cancel_unseen(ctx: BotContext, approval: Approval, now: float) -> None:
     if now < due:
         return  # the click may still be in its scancel
     resume = CANCELLING_STEP[True] in ctx.store.approvals.steps(token)
-    if ctx.store.approvals.mark_step(token, UNKNOWN_CANCEL_STEP[resume], now=now):
+    if ctx.store.approvals.mark_step(token, UNKNOWN_CANCEL_STEP[resume], now=now,
+                                     state="approved"):  # not once its click released it
         ctx.store.audit.record(
             actor="trainbot", action="approval.cancel_taken_over", now=now,
             recipe=payload.get("recipe"), job_id=str(approval.target_job),
@@ -190,7 +191,7 @@ def _settle_cancel(ctx: BotContext, approval: Approval, now: float) -> None:
     taken_over = False
     bounds = step_bounds(ctx.config, cluster, slurm)  # this run's, kept with the step
     if not ctx.store.approvals.mark_step(approval.token, SETTLED_STEP, now=now,
-                                         bounds=bounds):
+                                         bounds=bounds, state="approved"):
         # being settled (by another replica), or its settler died before the outcome was
         # recorded (the approval is still approved): taken over, by one replica, once the
         # step is `takeover_s` old

@@ -326,7 +326,7 @@ class ApprovalsRepo(_Repo):
     CANCEL_UNKNOWN_STEPS = ("cancel_unknown", "cancel_only_unknown")
 
     def mark_step(self, token: str, step: str, *, now: float,
-                  bounds: StepBounds | None = None) -> bool:
+                  bounds: StepBounds | None = None, state: str | None = None) -> bool:
         """Record that a prompt was reminded (`step` "reminded") or escalated ("escalated"), that
         its approved cancel's scancel is about to be sent ("cancelling": a plain cancel;
         "cancelling_to_resume": a cancel and resume), that its scancel's end was not seen
@@ -345,11 +345,21 @@ class ApprovalsRepo(_Repo):
         True
         for exactly one caller, so no replica follows a prompt up, or settles its cancel,
         twice. `bounds`: what the marker counts the step's remote calls at, kept with it for
-        its takeover (`bounds_of`)."""
+        its takeover (`bounds_of`). With `state` (the approval's state the marker read, e.g.
+        "approved": a settle's), only while the approval is still in it, checked in the same
+        transaction (its row locked: FOR UPDATE on PostgreSQL; SQLite's BEGIN IMMEDIATE
+        already serialises writers), as `release`'s by/at: a settle that read the prompt just
+        before a click released it (pending again) marks nothing; False then."""
         if step not in self.STEPS:
             raise ValueError(f"step must be one of {', '.join(self.STEPS)}, not {step!r}")
         try:
             with self._engine.begin() as conn:
+                if state is not None:
+                    row = conn.execute(select(t.approvals.c.state)
+                                       .where(t.approvals.c.id == token)
+                                       .with_for_update()).first()
+                    if row is None or row[0] != state:
+                        return False
                 conn.execute(insert(t.prompt_steps).values(token=token, step=step, at=now,
                                                            **_bound_values(bounds)))
         except IntegrityError:  # done before, or by another replica just now

@@ -63,3 +63,23 @@ def test_a_release_leaves_a_claim_whose_cancel_a_settle_took_over(store: Store) 
     assert present(store.approvals.get(token)).state == "approved"
     assert set(store.approvals.steps(token)) == {"claimed", "cancelling_to_resume",
                                                  "cancel_unknown"}
+
+
+def test_a_settles_mark_after_a_release_marks_nothing(store: Store) -> None:
+    """A settle read the prompt approved (its click's claim), then the click released it
+    (pending again, its cancel not sent): the settle's mark, made on the state it read
+    (`state="approved"`), marks nothing, so no settle goes on with a prompt given back and
+    claimed again meanwhile; while still approved it marks, once."""
+    token = _claimed(store, "U1", 100.25)
+    read = present(store.approvals.get(token))
+    assert read.state == "approved"
+    assert store.approvals.release(token, by="U1", at=100.25)
+    assert not store.approvals.mark_step(token, "cancel_settled", now=900.0, state="approved")
+    assert not store.approvals.mark_step(token, "cancel_unknown", now=900.0, state="approved")
+    assert store.approvals.steps(token) == {}
+    assert store.approvals.claim(token, "U2", 901.0, step="claimed").claimed
+    assert store.approvals.mark_step(token, "cancel_settled", now=902.0, state="approved")
+    assert not store.approvals.mark_step(token, "cancel_settled", now=903.0, state="approved")
+    assert store.approvals.steps(token) == {"claimed": 901.0, "cancel_settled": 902.0}
+    assert not store.approvals.mark_step("no-such-token", "cancel_settled", now=904.0,
+                                         state="approved")
