@@ -16,9 +16,11 @@ class OnceLog:
         self._said: set[str] = set()
         self._lock = threading.Lock()
 
-    def warn_once(self, logger: logging.Logger, key: str, message: str, *args: object) -> None:
-        """`logger.warning(message, *args)` the first time `key` is said, `logger.info` after."""
+    def warn_once(self, logger: logging.Logger, key: str, message: str, *args: object,
+                  later: int = logging.INFO) -> None:
+        """`logger.warning(message, *args)` the first time `key` is said, at `later` (info, or
+        debug for a state nothing changes until someone does) after."""
         with self._lock:
             first = key not in self._said
             self._said.add(key)
-        logger.log(logging.WARNING if first else logging.INFO, message, *args)
+        logger.log(logging.WARNING if first else later, message, *args)

@@ -202,7 +202,8 @@ def _gone_cluster(ctx: BotContext, flight: SubmitInFlight) -> None:
     """A submit kept in flight on a cluster no longer configured: nothing reaches that cluster
     to look its job up, so it is kept, and it refuses the submits of its own key
     (bot.services.submit_claim._stands_against) until the cluster is configured again and
-    its recovery settles it. Warned of once per row in a process, at info after that."""
+    its recovery settles it. Warned of once per row in a process, at debug after that
+    (nothing changes on its own: every recovery tick would say it again)."""
     if flight.chain_id is None:
         refused = f"every new run of {flight.recipe}"
     else:
@@ -212,7 +213,8 @@ def _gone_cluster(ctx: BotContext, flight: SubmitInFlight) -> None:
                        "submit of %s (recipe %s) sent at %.0f is kept in flight on cluster %s, "
                        "which is no longer configured: its job is not looked up until that "
                        "cluster is configured again, and until then it refuses %s",
-                       flight.job_name, flight.recipe, flight.sent_at, flight.cluster, refused)
+                       flight.job_name, flight.recipe, flight.sent_at, flight.cluster, refused,
+                       later=logging.DEBUG)
 
 
 def _settle_leads(ctx: BotContext, flight: SubmitInFlight, now: float) -> bool:

@@ -556,13 +556,14 @@ def test_a_row_kept_on_a_cluster_no_longer_configured_refuses_its_own_key_alone(
     kept_on_old(store, old)
     new_run = kept_on_old(store, None)
     later = NOW + 30 * 86_400.0
-    with caplog.at_level("INFO", logger="bot.services.runs"):
+    with caplog.at_level("DEBUG", logger="bot.services.runs"):
         for tick in range(2):
             recover_submits_in_flight(ctx, later + tick, after_submit=lambda *a, **k: None)
     assert len(store.submits_in_flight.of_recipe("mix")) == 2
     gone = [r for r in caplog.records if "cluster old, which is no longer configured" in
             r.getMessage()]
-    assert [r.levelname for r in gone] == ["WARNING", "WARNING", "INFO", "INFO"]
+    # warned of once per row, then at debug only: not at info on every recovery tick
+    assert [r.levelname for r in gone] == ["WARNING", "WARNING", "DEBUG", "DEBUG"]
     assert "it refuses every new run of mix" in gone[1].getMessage()
     # a resubmit of mix's run on dev, the watcher's or a person's, and the old run's other
     # tasks go; a resume of the old run, or a new run, is refused by its row
