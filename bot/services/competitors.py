@@ -43,6 +43,7 @@ from bot.services.hold_ledger import (  # noqa: F401 (the ledger's names, as cal
     may_still_run,
     release_failed,
     release_takeover_s,
+    released_after_person,
     say_release,
     step_takeover_s,
     taken_by_person,
@@ -483,10 +484,23 @@ def release_held_for(ctx: BotContext, job_id: int | str, now: float, why: str,
             recipe=approval.payload.get("recipe"), result="ok",
             detail={"for_job": str(job_id), "why": why, "state": state},
         )  # fmt: skip
-        say_release(ctx, approval, str(job_id), why, state)
-        ctx.store.approvals.mark_done(approval.token, now=now)
+        if ctx.store.approvals.mark_done(approval.token, now=now):
+            say_release(ctx, approval, str(job_id), why, state)
+        else:  # a person's /train hold|release took it out while the release was on its way
+            released_after_person(ctx, approval, str(job_id), why, state,
+                                  held=competitor_held(ctx, approval))
         released.append(comp)
     return released
+
+
+def competitor_held(ctx: BotContext, approval: Approval) -> bool | None:
+    """Is held competitor `approval`'s job held now (Slurm's record of it read now)? False
+    when it is not or Slurm no longer knows it; None when it cannot be read."""
+    try:
+        rec = ctx.clusters.slurm(approval.payload["cluster"]).job(_competitor(approval))
+    except (ClusterError, KeyError):
+        return None
+    return rec is not None and rec.is_held
 
 
 def release_seen(ctx: BotContext, approval: Approval, for_job: str, why: str,

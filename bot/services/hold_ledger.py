@@ -173,6 +173,20 @@ def release_failed(ctx: BotContext, approval: Approval, for_job: str, why: str,
                     still_held=still_held)
 
 
+def released_after_person(ctx: BotContext, approval: Approval, for_job: str, why: str,
+                          state: str | None, *, held: bool | None) -> None:
+    """The `scontrol release` of held competitor `approval` went through (or its end was not
+    seen and the job was read no longer held) but a person's `/train hold|release` had taken
+    the job out of trainbot's holds meanwhile (`taken_by_person`: the thread was told it is
+    theirs). After a `/train hold`, the release may have undone that hold: when the job is
+    not held now (`held` False; None: it could not be read, so it may not be), the thread is
+    told so and how to hold it again, once, under its own key (`after_hold`). Nothing is said
+    after a `/train release`, or while the job is held (their hold stands)."""
+    if held or HELD_BY_PERSON_STEP not in ctx.store.approvals.steps(approval.token):
+        return
+    say_release(ctx, approval, for_job, why, state, unknown=held is None, after_hold=True)
+
+
 def release_takeover_s(ctx: BotContext, approval: Approval) -> float:
     """How old held competitor `approval`'s `releasing` step must be before another run
     releases it: its claimer has ended by then (`step_takeover_s`)."""

@@ -340,7 +340,10 @@ class ApprovalsRepo(_Repo):
         a trainbot that sends its `scontrol hold` only after marking "holding"
         ("hold_approved": marked by `claim`, with the yes), that its `scontrol hold`
         may be sent from now ("holding": by the hold, or taken by its release first so none
-        is) and that it was over ("hold_ended"), that a newer job superseded it
+        is) and that it was over ("hold_ended"), that it was let go to another run's hold
+        ("hold_kept", by `pass_hold`), that a person's `/train hold` or `/train release` took
+        it out of trainbot's holds ("held_by_person" | "released_by_person", by
+        `settle_holds`), that a newer job superseded it
         ("superseded", marked by `supersede`) and that its post says so ("superseded_shown"):
         True
         for exactly one caller, so no replica follows a prompt up, or settles its cancel,

@@ -1,8 +1,10 @@
 """How a hold trainbot keeps of a competing job ends when a person takes the job over or
 trainbot lets go of it (bot.services.hold_ledger, bot.services.competitors): a person's
 `/train hold|release` of a whole array settles its tasks' holds; a person's `/train hold`
-arriving while trainbot's own release of the job is on its way stands; a yes arriving then is
-told trainbot is releasing the job. Real store, on SQLite and on PostgreSQL (`store_url`)."""
+arriving while trainbot's own release of the job is on its way makes the job theirs, but that
+release may still land after it and undo it, which the thread is told (with how to hold the
+job again); a yes arriving then is told trainbot is releasing the job. Real store, on SQLite
+and on PostgreSQL (`store_url`)."""
 
 from __future__ import annotations
 
@@ -212,3 +214,62 @@ def test_a_yes_while_trainbots_failed_release_waits_to_retry_is_told_when(
         "`/train hold 88017`로 보류하세요.")
     assert slurm.acted("hold") == [88017]
     assert competitors.release_started(ctx, NOW + 2 + wait) == [88017]
+
+
+class LandingReleaseSlurm(SlowReleaseSlurm):
+    """Slurm whose `scontrol release` runs `meanwhile` then lands, and, `timing_out`, then
+    outlives its timeout (its end not seen), or, `hold_after`, runs `meanwhile` only after it
+    has landed."""
+
+    def __init__(self, mode: str) -> None:
+        super().__init__()
+        self.mode = mode
+
+    def release(self, job_id: int) -> None:
+        if self.mode != "hold_after":
+            while self.meanwhile:
+                self.meanwhile.pop(0)()
+        FakeSlurm.release(self, job_id)
+        while self.meanwhile:
+            self.meanwhile.pop(0)()
+        if self.mode == "timing_out":
+            SlurmClient(FakeRunner({"scontrol": CommandTimedOut(
+                ["scontrol", "release", str(job_id)], 20)})).release(job_id)
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+@pytest.mark.parametrize("mode", ["ok", "timing_out", "hold_after"])
+def test_a_release_landing_after_a_persons_hold_says_it_released_that_hold_too(
+        store: Store, lang: str, mode: str) -> None:
+    """88887 started and trainbot's `scontrol release 88017` is on its way when a person
+    holds 88017 with `/train hold` (theirs now); the release then lands after their hold
+    (its end seen, or, timing out, the job read no longer held after it): their hold is gone
+    too, which the thread is told, with how to hold the job again. A release landing before
+    their hold (the job read held) leaves it standing: nothing more is said."""
+    slurm = LandingReleaseSlurm(mode)
+    ctx = make_context(store, slurm, lang=lang)
+    slurm.add(88017, name="succ", account="root", partition="debug", priority=100)
+    token = hold_for(ctx, slurm, 88017)
+    handle_click(ctx, token, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 1)
+    slurm.set(88887, state="RUNNING")
+    slurm.meanwhile.append(lambda: execute(ctx, parse_command("hold 88017"), actor="U0APPR",
+                                           channel="C0TRAIN", now=NOW + 2))
+    assert competitors.release_started(ctx, NOW + 2) == [88017]
+    texts = recorded(ctx).texts()
+    assert texts[1].startswith("<@U0APPR> held 88017 with `/train hold`" if lang == "en"
+                               else "<@U0APPR>")
+    if mode == "hold_after":
+        assert (rec := slurm.job(88017)) is not None and rec.is_held
+        assert len(texts) == 2, texts
+    else:
+        assert (rec := slurm.job(88017)) is not None and not rec.is_held
+        assert texts[-1] == (
+            "88017 is no longer held: trainbot's release of it, on its way when 88017 was held "
+            "with `/train hold`, went through and released that hold too. To keep it held, "
+            "hold it again with `/train hold 88017`." if lang == "en" else
+            "작업 88017은(는) 더 이상 보류되어 있지 않습니다: `/train hold`로 보류될 때 진행 "
+            "중이던 trainbot의 보류 해제가 적용되어 그 보류도 해제했습니다. 계속 보류하려면 "
+            "`/train hold 88017`로 다시 보류하세요.")
+    assert competitors.held_now(ctx) == []
+    assert competitors.release_started(ctx, NOW + 100_000) == []
+    assert slurm.acted("release") == [88017]
