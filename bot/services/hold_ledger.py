@@ -151,6 +151,12 @@ def release_failed(ctx: BotContext, approval: Approval, for_job: str, why: str,
     steps = ctx.store.approvals.steps(token)
     failures = sum(1 for step in steps if step.startswith("release_failed_"))
     final = final or settled or failures + 1 >= MAX_RELEASE_ATTEMPTS
+    marked = None
+    if not final:  # marked only while still approved: a settle may have come after the read
+        marked = ctx.store.approvals.mark_step_if_approved(
+            token, f"release_failed_{failures + 1}", now=now)
+        if marked is None:
+            settled, final, steps = True, True, ctx.store.approvals.steps(token)
     ctx.store.audit.record(
         actor="trainbot", action="competitor.release", now=now, job_id=str(comp),
         recipe=approval.payload.get("recipe"),
@@ -166,7 +172,7 @@ def release_failed(ctx: BotContext, approval: Approval, for_job: str, why: str,
         say_release(ctx, approval, for_job, why, state, problem, unknown=unknown)
         ctx.store.approvals.mark_done(token, now=now)
         return
-    if ctx.store.approvals.mark_step(token, f"release_failed_{failures + 1}", now=now):
+    if marked:
         retry_in_s = release_takeover_s(ctx, approval)
         say_release(ctx, approval, for_job, why, state, problem,
                     retry=(failures + 1, math.ceil(retry_in_s / 60)), unknown=unknown,

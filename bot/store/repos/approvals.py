@@ -369,6 +369,26 @@ class ApprovalsRepo(_Repo):
             return False
         return True
 
+    def mark_step_if_approved(self, token: str, step: str, *, now: float) -> bool | None:
+        """`mark_step` in one transaction that locks `token`'s row (FOR UPDATE on PostgreSQL;
+        SQLite's BEGIN IMMEDIATE already serialises writers) and marks `step` only while it
+        is still approved: None (nothing marked) when it is not, or no longer there (a
+        person's `/train hold|release` settled it meanwhile: `settle_holds`); else True for
+        exactly one caller, False when marked before."""
+        if step not in self.STEPS:
+            raise ValueError(f"step must be one of {', '.join(self.STEPS)}, not {step!r}")
+        try:
+            with self._engine.begin() as conn:
+                state = conn.execute(select(t.approvals.c.state).where(
+                    t.approvals.c.id == token).with_for_update()).scalar()
+                if state != "approved":
+                    return None
+                conn.execute(insert(t.prompt_steps).values(token=token, step=step, at=now,
+                                                           **_bound_values(None)))
+        except IntegrityError:  # done before, or by another replica just now
+            return False
+        return True
+
     def take_over_step(self, token: str, step: str, *, older_than: float, now: float,
                        bounds: StepBounds | None = None) -> bool:
         """Take over `token`'s `step` its marker did not finish (it died): when the step was

@@ -273,3 +273,42 @@ def test_a_release_landing_after_a_persons_hold_says_it_released_that_hold_too(
     assert competitors.held_now(ctx) == []
     assert competitors.release_started(ctx, NOW + 100_000) == []
     assert slurm.acted("release") == [88017]
+
+
+def test_a_persons_hold_settling_a_failing_release_after_its_read_promises_no_retry(
+        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """trainbot's `scontrol release 88017` fails, and a person's `/train hold 88017` takes the
+    job out of trainbot's holds just after the failure read the row (still approved): the
+    failure is marked only while the row is still approved, in one transaction, so it is
+    not marked on the settled row and no retry that never comes is promised."""
+    slurm = FakeSlurm()
+    ctx = make_context(store, slurm)
+    slurm.add(88017, name="succ", account="root", partition="debug", priority=100)
+    token = hold_for(ctx, slurm, 88017)
+    handle_click(ctx, token, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 1)
+    slurm.set(88887, state="RUNNING")
+    failed: list[int] = []
+
+    def failing_release(job_id: int) -> None:
+        failed.append(job_id)
+        SlurmClient(FakeRunner({"scontrol": (
+            1, "", "slurm_suspend error: Access/permission denied\n")})).release(job_id)
+
+    monkeypatch.setattr(slurm, "release", failing_release)
+    get = store.approvals.get
+
+    def get_then_person_holds(tok: str) -> object:
+        row = get(tok)
+        if failed and failed.pop():  # the failure's read of the row, then the person's hold
+            execute(ctx, parse_command("hold 88017"), actor="U0APPR", channel="C0TRAIN",
+                    now=NOW + 2)
+        return row
+
+    monkeypatch.setattr(store.approvals, "get", get_then_person_holds)
+    assert competitors.release_started(ctx, NOW + 2) == []
+    texts = recorded(ctx).texts()
+    assert texts[-1] == ("<@U0APPR> held 88017 with `/train hold`: it is their hold now, and "
+                         "trainbot no longer releases it when 88887 starts."), texts
+    assert not any("tries again" in t for t in texts), texts
+    assert "release_failed_1" not in store.approvals.steps(token)
+    assert competitors.held_now(ctx) == []
