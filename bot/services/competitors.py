@@ -390,10 +390,12 @@ def release_if_no_longer_waiting(ctx: BotContext, approval: Approval, now: float
 def released_by_another(ctx: BotContext, approval: Approval) -> bool:
     """Has another run (a tick, a cancel) released held competitor `approval` meanwhile
     (it saw its hold land: `hold_seen_over`): its row done with an `ok` release (not let go
-    to another run's hold: "hold_kept")?"""
+    to another run's hold: "hold_kept", nor taken out by a person's `/train hold|release`:
+    "held_by_person" | "released_by_person")?"""
     done = ctx.store.approvals.get(approval.token)
     return done is not None and done.state == "done" and not any(
-        step.startswith("release_failed_") or step == "hold_kept"
+        step.startswith("release_failed_")
+        or step in ("hold_kept", "held_by_person", "released_by_person")
         for step in ctx.store.approvals.steps(approval.token))
 
 

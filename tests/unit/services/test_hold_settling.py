@@ -312,3 +312,40 @@ def test_a_persons_hold_settling_a_failing_release_after_its_read_promises_no_re
     assert not any("tries again" in t for t in texts), texts
     assert "release_failed_1" not in store.approvals.steps(token)
     assert competitors.held_now(ctx) == []
+
+
+class SlowHoldSlurm(FakeSlurm):
+    """Slurm whose `scontrol hold` lands, then runs `meanwhile` before it answers."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.meanwhile: list[Callable[[], object]] = []
+
+    def hold(self, job_id: int) -> None:
+        super().hold(job_id)
+        while self.meanwhile:
+            self.meanwhile.pop(0)()
+
+
+def test_a_yes_whose_hold_raced_a_persons_hold_is_not_told_it_released_the_job(
+        store: Store) -> None:
+    """A yes's `scontrol hold 88017` is on its way when a person holds 88017 with `/train
+    hold` (the job theirs: its row done) and 88887 starts: the yes's answer does not read the
+    settled row as released by another run ("held 88017, then released it at once"): 88017
+    is still held, by the person."""
+    slurm = SlowHoldSlurm()
+    ctx = make_context(store, slurm)
+    slurm.add(88017, name="succ", account="root", partition="debug", priority=100)
+    token = hold_for(ctx, slurm, 88017)
+
+    def person() -> None:
+        execute(ctx, parse_command("hold 88017"), actor="U0APPR", channel="C0TRAIN",
+                now=NOW + 1)
+        slurm.set(88887, state="RUNNING")
+
+    slurm.meanwhile.append(person)
+    answer = handle_click(ctx, token, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 1).update_text
+    assert answer is not None and "released it at once" not in answer, answer
+    assert (rec := slurm.job(88017)) is not None and rec.is_held
+    assert "<@U0APPR> held 88017 with `/train hold`: it is their hold now, and trainbot no " \
+        "longer releases it when 88887 starts." in recorded(ctx).texts()
