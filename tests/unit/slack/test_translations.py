@@ -4,9 +4,12 @@ same placeholders; a language is added by adding one .po; no Hangul in Python co
 from __future__ import annotations
 
 import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
+from babel.messages.catalog import PYTHON_FORMAT
 from babel.messages.pofile import read_po
 
 from bot.core.arrays import ArrayTask, build_array_root
@@ -22,6 +25,21 @@ HANGUL = re.compile("[\u1100-\u11ff\u3130-\u318f\uac00-\ud7a3]")
 
 def placeholders(text: str) -> set[str]:
     return set(PLACEHOLDER.findall(text))
+
+
+def format_spec(text: str) -> tuple[set[tuple[str, str]], list[str]]:
+    """A %-format string's named placeholders with their conversions, and its positional
+    conversions in order (`%%` is neither)."""
+    named: set[tuple[str, str]] = set()
+    positional: list[str] = []
+    for name, _spec, conversion in PYTHON_FORMAT.findall(text):
+        if conversion == "%" and not name:
+            continue
+        if name:
+            named.add((name, conversion))
+        else:
+            positional.append(conversion)
+    return named, positional
 
 
 @pytest.fixture(scope="module")
@@ -71,19 +89,37 @@ def test_every_message_id_has_a_translation_with_the_same_placeholders(used, lan
         if not m.id:
             continue
         entry = po[(m.context, m.id)]
-        # A translation may word a figure differently (a number with thousands commas where
-        # English shows it bare): its translator comment `placeholders: a, b` then names what
-        # it uses instead, so every difference is deliberate and written down.
-        declared = next((c.split(":", 1)[1] for c in entry.user_comments
-                         if c.startswith("placeholders:")), None)
-        want = ({p.strip() for p in declared.split(",")} if declared is not None
-                else placeholders(m.id))
         assert isinstance(entry.string, str)  # a message without plural forms
-        if placeholders(entry.string) != want:
+        if placeholders(entry.string) != placeholders(m.id):
             wrong.append((m.id, entry.string))
     assert not wrong, f"{lang}: placeholders differ from the message id: {wrong}"
     stale = set(po) - {(m.context, m.id) for m in used if m.id}
     assert not stale, f"{lang}: translations of message ids no longer used: {stale}"
+
+
+@pytest.mark.parametrize("lang", [lang for lang in languages() if lang != "en"])
+def test_every_translation_passes_the_python_format_check(lang) -> None:
+    """Over the whole catalogue, used or not, as `msgfmt -c` checks a python-format entry: a
+    translation uses exactly its message id's named placeholders, each with the same
+    conversions (`%(recipe)r` stays `r`), none added and none dropped (a figure worded
+    differently in one language, a number with thousands commas, is passed formatted to every
+    language), and as many positional ones of the same kinds in order. (Babel's own checker
+    rejects an id that shows one value twice, `%(key)r` and `%(key)s`.)"""
+    path = templates_root() / "locale" / lang / "LC_MESSAGES" / "messages.po"
+    entries = po_entries(path)
+    assert len(entries) > 200
+    wrong = [(mid, string) for _ctx, mid, string in entries
+             if mid and string and format_spec(string) != format_spec(mid)]
+    assert not wrong, f"{lang}: placeholders differ from the message id: {wrong}"
+
+
+@pytest.mark.skipif(shutil.which("msgfmt") is None, reason="GNU gettext's msgfmt not installed")
+@pytest.mark.parametrize("lang", [lang for lang in languages() if lang != "en"])
+def test_msgfmt_checks_the_catalogue_without_fatal_errors(lang, tmp_path: Path) -> None:
+    path = templates_root() / "locale" / lang / "LC_MESSAGES" / "messages.po"
+    done = subprocess.run(["msgfmt", "-c", "-o", str(tmp_path / "messages.mo"), str(path)],
+                          capture_output=True, text=True, timeout=60, check=False)
+    assert done.returncode == 0, done.stderr
 
 
 def po_entries(path: Path) -> list[tuple[str | None, str, str]]:
