@@ -30,6 +30,7 @@ from bot.core.slurm.sbatch import (
     check_env,
     check_job_name,
     check_script_path,
+    check_workdir,
 )
 from bot.core.text import N_
 from bot.core.units import check_slurm_size, parse_size
@@ -384,6 +385,8 @@ class RecipeConfig(_Model):
         if value is not None:
             name = info.field_name or ""
             check_option_value(SBATCH_OPTIONS[_SPEC_FIELD.get(name, name)], value)
+            if name == "workdir":
+                check_workdir(value)
         return value
 
     @field_validator("job_name")

@@ -78,6 +78,8 @@ class SubmitSpec:
                 )
         if self.script_path is not None:
             check_script_path(self.script_path)
+        if self.workdir is not None:
+            check_workdir(self.workdir)
 
 
 # field name -> sbatch option, in the order they are written.
@@ -120,6 +122,16 @@ def check_script_path(path: str) -> str:
         raise ValueError(f"script path {path!r} starts with '~', which sbatch does not expand: "
                          "give the absolute path (/home/<user>/...) or a path relative to the "
                          "recipe's workdir")
+    return path
+
+
+def check_workdir(path: str) -> str:
+    """`path` when sbatch's `--chdir` (and a probe's `srun --chdir`) can take it; ValueError
+    saying the fix otherwise. The option goes quoted, never through a shell: `~/x` is taken by
+    that literal name, not as the home's x."""
+    if path.startswith("~"):
+        raise ValueError(f"workdir {path!r} starts with '~', which sbatch does not expand: "
+                         "give the absolute path (/home/<user>/...)")
     return path
 
 

@@ -595,6 +595,14 @@ def test_a_script_path_with_a_tilde_sbatch_cannot_open_is_refused_at_load(tmp_pa
             "relative to the recipe's workdir") in message
 
 
+def test_a_workdir_with_a_tilde_sbatch_cannot_enter_is_refused_at_load(tmp_path):
+    """sbatch gets `--chdir` quoted, never through a shell: `~/x` is that literal name."""
+    message = error_of(tmp_path, MINIMAL.replace("    partition: gpu\n",
+                                                 "    partition: gpu\n    workdir: ~/x\n"))
+    assert ("recipes.mix.workdir (line 11): workdir '~/x' starts with '~', which sbatch does "
+            "not expand: give the absolute path (/home/<user>/...)") in message
+
+
 def test_a_target_past_the_stores_integers_is_refused_at_load(tmp_path):
     message = error_of(tmp_path, MINIMAL.replace("    mem: 400G", "    target_iter: 2147483648"))
     assert "recipes.mix.target_iter (line 11): " in message and "2147483647" in message
