@@ -1,6 +1,7 @@
 """The DataLoader probe of a recipe, run on its cluster: one `srun` task in the recipe's
-workdir, after its env_setup, with its env; the node runs bot/probes/dataloader.py's source
-(`python -c`, nothing of trainbot installed there) and prints one JSON line after a marker.
+workdir, off its excluded nodes, after its env_setup, with its env; the node runs
+bot/probes/dataloader.py's source (`python -c`, nothing of trainbot installed there) and
+prints one JSON line after a marker.
 
 Every word of the argv travels as its own argv word (the SSH runner quotes it, through
 bot.cluster.command_line.build_command); the recipe's env values reach the node as environment
@@ -44,7 +45,7 @@ def build_probe_argv(recipe: RecipeConfig, probe: DataLoaderProbeConfig, *,
             f"--time={srun_minutes(probe.timeout_s)}", "--quiet"]
     for flag, value in (("--partition", recipe.partition), ("--account", recipe.account),
                         ("--qos", recipe.qos), ("--chdir", recipe.workdir),
-                        ("--mem", probe.mem)):
+                        ("--exclude", recipe.exclude), ("--mem", probe.mem)):
         if value:
             argv.append(f"{flag}={value}")
     cmd: list[str] = [probe.python, "-c", NODE_SOURCE, probe.factory, str(probe.workers),

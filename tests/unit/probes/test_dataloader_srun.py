@@ -41,14 +41,16 @@ def _recipe(**over: Any):
     return config, recipe, recipe.dataloader_probe
 
 
-def test_the_argv_is_one_srun_task_in_the_recipes_workdir_after_its_env_setup():
+def test_the_argv_is_one_srun_task_in_the_recipes_workdir_off_its_excluded_nodes():
     _, recipe, probe = _recipe(workdir="/scratch/wm/mix", env_setup="source ~/venv/bin/activate",
-                               env={"TOKEN": HOSTILE}, qos="high")
+                               env={"TOKEN": HOSTILE}, qos="high", exclude="gpu-a07,gpu-a08")
     argv = build_probe_argv(recipe, probe, job_name="trainbot-dataloader-probe-x")
     assert argv[:6] == ["srun", "--job-name=trainbot-dataloader-probe-x", "--nodes=1",
                         "--ntasks=1", "--time=2", "--quiet"]
+    # where and on what the job runs (sbatch --chdir, --exclude): a node the recipe leaves
+    # out is not the one probed
     assert {"--partition=debug", "--account=root", "--qos=high",
-            "--chdir=/scratch/wm/mix"} <= set(argv)
+            "--chdir=/scratch/wm/mix", "--exclude=gpu-a07,gpu-a08"} <= set(argv)
     at = argv.index("bash")
     assert argv[at:at + 2] == ["bash", "-c"] and argv[at + 2].startswith(
         "source ~/venv/bin/activate\n")
