@@ -37,6 +37,7 @@ from bot.cluster.errors import (
     CommandTimedOut,
     OutcomeUnknown,
     OutputTooLarge,
+    brief_command,
     said,
     submit_advice,
 )
@@ -473,7 +474,7 @@ class SlurmClient:
                 raise OutcomeUnknown(argv, N_(
                     "%(what)s; it may or may not have taken effect", what=N_(
                         "`%(command)s` did not end within its %(timeout)s s on the login "
-                        "node, which stopped it (exit %(code)s)", command=argv_text(argv),
+                        "node, which stopped it (exit %(code)s)", command=brief_command(argv),
                         timeout=f"{deadlines.command_s:g}", code=exc.exit_code))) from exc
             if status == 0:
                 return

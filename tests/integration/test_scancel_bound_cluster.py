@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from bot.cluster.errors import ChannelClosed, CommandFailed, OutcomeUnknown
+from bot.cluster.errors import ChannelClosed, CommandFailed, OutcomeUnknown, brief_command
 from bot.cluster.slurm import SlurmClient
 from bot.cluster.ssh import CommandResult, SSHRunner
 from bot.core.slurm.sbatch import SubmitSpec
@@ -166,7 +166,7 @@ def test_a_hung_scancel_under_a_tcsh_login_is_stopped_at_its_bound_and_said(
             client.cancel(987654)
         assert time.monotonic() - began < 4
         assert str(stopped.value) == (
-            f"`{shlex.join(['timeout', '-k', '1', '3', *REPORTING, 'scancel', '987654'])}` did "
+            f"`{brief_command(['timeout', '-k', '1', '3', *REPORTING, 'scancel', '987654'])}` did "
             "not end within its 4 s on the login node, which stopped it (exit 124); it may or "
             "may not have taken effect")
         pid = _wait_for_pid(ssh, where)

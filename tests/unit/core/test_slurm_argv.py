@@ -287,8 +287,6 @@ def test_a_cancels_scancel_is_bounded_on_the_login_node_by_the_run_its_runner_wa
     assert runner.timeouts == [60.0, 20]
 
 
-SHOWN = ("timeout -k 5 55 /bin/sh -c 'trap \"exit 143\" TERM; scancel \"$@\"; s=$?; echo "
-         "\"scancel exited $s\"; exit $s' scancel 5")
 # as an error's sentence names it (bot.cluster.errors.brief_command: a long argument cut)
 SHOWN_BRIEFLY = ("timeout -k 5 55 /bin/sh -c 'trap \"exit 143\" TERM; scancel \"$@\"; s=$?; "
                  "echo \"scancel exited …' scancel 5")
@@ -304,8 +302,8 @@ def test_a_scancel_the_login_node_stopped_may_have_landed_so_it_is_an_outcome_un
     with pytest.raises(OutcomeUnknown) as caught:
         SlurmClient(runner, use_json=False).cancel(5)
     assert str(caught.value) == (
-        f"`{SHOWN}` did not end within its 60 s on the login node, which stopped it (exit "
-        f"{code}); it may or may not have taken effect")
+        f"`{SHOWN_BRIEFLY}` did not end within its 60 s on the login node, which stopped it "
+        f"(exit {code}); it may or may not have taken effect")
 
 
 def test_a_scancel_that_failed_on_its_own_stays_a_command_failed():
