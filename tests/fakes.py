@@ -570,7 +570,10 @@ class RecordingMessageSink:
         return 0.0  # a post is a list's append
 
     def update_reply(self, chain_id: int, key: str, blocks: list, text: str) -> None:
+        """Rewrite a reply posted under `key`; nothing when it was never posted (as the Slack
+        poster, which says its chat.update goes out before its request)."""
         if any(p[0] == "reply" and p[2] == key for p in self.posts):
+            sending()  # as the Slack poster says before its request
             self.posts.append(("update", chain_id, key, text))
             self.blocks[key] = blocks
 

@@ -6,7 +6,8 @@ probes, a lost submit's lookup, a py-spy dump); a command that may act, by its p
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from dataclasses import replace
 from typing import Any
 
 import pytest
@@ -16,6 +17,7 @@ from fakes import (
     FakeRunner,
     FakeSFTP,
     FakeSlurm,
+    RecordingMessageSink,
     make_config,
     make_context,
     present,
@@ -84,6 +86,80 @@ def test_a_post_sent_before_the_store_closed_is_started(slack: SlackStandIn,
         present(effects.context(ctx).sink).post_reply(chain_id, "note:1", [], "a note")
     assert effects.started == ["Slack post"]
     assert any(m.get("text") == "a note" for m in slack.all_messages())
+
+
+def _closed_as_slack_answers(store: Store) -> Callable[[Callable[..., Any]], Any]:
+    """`call` wrapped so that the store's close lands just after Slack answered it."""
+    def wrap(call: Callable[..., Any]) -> Any:
+        def closed_after(*a: Any, **kw: Any) -> Any:
+            answer = call(*a, **kw)
+            store.close()
+            return answer
+        return closed_after
+    return wrap
+
+
+def test_an_update_sent_before_the_store_closed_is_started(slack: SlackStandIn,
+                                                          store_url: str) -> None:
+    """chat.update through the poster (its `_call`): the reply rewritten, then the close."""
+    store = Store.open(store_url)
+    ctx, chain_id = thread(slack, store)
+    poster = ctx.sink
+    assert isinstance(poster, SlackPoster)
+    poster.post_reply(chain_id, "note:1", [], "a note")
+    poster.client.chat_update = _closed_as_slack_answers(store)(  # type: ignore[method-assign]
+        poster.client.chat_update)
+    effects = SideEffects()
+    with pytest.raises(StoreClosed):
+        present(effects.context(ctx).sink).update_reply(chain_id, "note:1", [], "edited")
+    assert effects.started == ["Slack update"]
+    assert any(m.get("text") == "edited" for m in slack.all_messages())
+
+
+def test_a_file_upload_completed_before_the_store_closed_is_started(slack: SlackStandIn,
+                                                                   store_url: str) -> None:
+    """The completion (files.completeUploadExternal) makes the file appear: started."""
+    store = Store.open(store_url)
+    ctx, chain_id = thread(slack, store)
+    poster = ctx.sink
+    assert isinstance(poster, SlackPoster)
+    poster.client.files_completeUploadExternal = _closed_as_slack_answers(  # type: ignore[method-assign]
+        store)(poster.client.files_completeUploadExternal)
+    effects = SideEffects()
+    with pytest.raises(StoreClosed):
+        present(effects.context(ctx).sink).upload_file(chain_id, "chart:1", b"\x89PNG",
+                                                       "loss.png", "loss")
+    assert effects.started == ["Slack file upload"]
+    assert [f["completed"] for f in slack.files.values()] == [True]
+
+
+def test_a_home_tab_published_before_the_store_closed_is_started(slack: SlackStandIn,
+                                                                store_url: str) -> None:
+    store = Store.open(store_url)
+    ctx, _ = thread(slack, store)
+    poster = ctx.sink
+    assert isinstance(poster, SlackPoster)
+    poster.client.views_publish = _closed_as_slack_answers(store)(  # type: ignore[method-assign]
+        poster.client.views_publish)
+    effects = SideEffects()
+    present(effects.context(replace(ctx, home=poster)).home).publish_home("U0ALICE", [])
+    assert effects.started == ["Slack Home tab publish"]
+    assert "U0ALICE" in slack.home_views
+
+
+def test_the_recording_sink_notes_an_update_as_the_poster_does(store) -> None:  # noqa: ANN001
+    """Before, the fake's update_reply never said its request went out: a unit test could
+    expect "nothing was done" where the poster says it started a `Slack update`."""
+    sink = RecordingMessageSink(store)
+    chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0 - 100)
+    sink.post_root(chain.id, "C0TRAIN", [], "mix")
+    sink.post_reply(chain.id, "note:1", [], "a note")
+    effects = SideEffects()
+    fenced = present(effects.context(make_context(store, sink=sink)).sink)
+    fenced.update_reply(chain.id, "note:never-posted", [], "edited")
+    assert effects.started == []  # nothing to rewrite: nothing sent, as the poster
+    fenced.update_reply(chain.id, "note:1", [], "edited")
+    assert effects.started == ["Slack update"]
 
 
 def test_commands_said_to_read_are_not_started_others_are_by_their_program(store) -> None:  # noqa: ANN001
