@@ -13,7 +13,9 @@ reply, and does nothing more; the answer says nothing was done only when its wor
 side effect going (`SideEffects`: an SSH command not said to only read, a Slurm action, a
 post sent to a run's thread, a Home tab publish) and committed no store step a retry would
 meet (a prompt claimed or dismissed, a submit kept in flight: bot.services.ports.StoreStep),
-else which one, and what it means for trying again.
+else which one, and what it means for trying again. A /train command that ran only commands
+said to read (which include trainbot's writes to its own cache dir: a preflight's py-spy
+placement) is told that nothing that changes the person's jobs was done.
 """
 
 from __future__ import annotations
@@ -94,6 +96,9 @@ class SideEffects:
     def __init__(self) -> None:
         self.started: list[str] = []
         self.steps: list[StoreStep] = []
+        # the programs of the commands run that their caller says only read (`read_only`),
+        # which includes trainbot's writes to its own cache dir (a py-spy placement)
+        self.reads: list[str] = []
 
     def context(self, ctx: BotContext) -> BotContext:
         return replace(fenced_context(ctx, self), steps=self)
@@ -125,10 +130,15 @@ class SideEffects:
     @contextmanager
     def acting(self, what: str, *, read: bool = False) -> Iterator[None]:
         """Notes `what` as started, but not a command its caller says only reads (`read`:
-        a probe, a lost submit's lookup, a py-spy dump), and a Slack write only once its
+        a probe, a lost submit's lookup, a py-spy dump, and the placing of trainbot's py-spy,
+        whose mkdir, SFTP write, chmod and mv write only in trainbot's own cache directory on
+        the cluster: noted in `reads`, so that a stop's reply says nothing that changes the
+        person's jobs was done, not that nothing was), and a Slack write only once its
         request goes out (bot.services.ports.sending: one the closed store refused before
         it sent nothing)."""
         if read:
+            if what not in self.reads:
+                self.reads.append(what)
             yield
         elif what in SLACK_WRITES:
             with on_sending(lambda: self._note(what)):

@@ -93,7 +93,7 @@ def make_run_train(services: BotContext, fence: ListenerFence | None = None):  #
                                "stopping) after starting %s", command.get("text"),
                                command.get("user_id"), effects.started or "nothing")
                 reply = Reply(say(services, None, "stopping", channel=command.get("channel_id"),
-                                  started=effects.started,
+                                  started=effects.started, reads=bool(effects.reads),
                                   steps=effects.left(services.clock())))
             else:
                 logger.exception("/train %r from %s failed", command.get("text"),

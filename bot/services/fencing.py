@@ -29,10 +29,13 @@ class Fence(Protocol):
     """What the fenced ports go through: `acting(what)` around each side effect, `heartbeat()`
     around each read (bot.services.leases.LeaseFence: the lease a scheduled job runs under).
     A remote command is fenced with `acting` even when its caller says it only reads
-    (`read=True`: a probe, a lookup, a py-spy dump, `read_only`): it may run long, and the
-    lease is kept through it; only a fence that notes side effects tells it apart
-    (handlers.fence.SideEffects). A Slack write (`SLACK_WRITES`) is started once its writer
-    says its request goes out (bot.services.ports.sending)."""
+    (`read=True`, `read_only`: a probe, a lookup, a py-spy dump; "reads" here includes
+    trainbot's writes to its own cache directory on the cluster, the placing of its py-spy
+    copy: mkdir, an SFTP write, chmod, mv, nothing of a person's jobs or files): it may run
+    long, and the lease is kept through it; only a fence that notes side effects tells it
+    apart (handlers.fence.SideEffects, which notes it as a read). A Slack write
+    (`SLACK_WRITES`) is started once its writer says its request goes out
+    (bot.services.ports.sending)."""
 
     def acting(self, what: str, *, read: bool = False) -> AbstractContextManager[None]: ...
 
@@ -88,8 +91,10 @@ class FencedRunner:
 
 def read_only(runner: Runner) -> Runner:
     """`runner`, its commands said to be reads by their caller: a probe, a lookup of a lost
-    submit, a py-spy dump (and the placing of trainbot's py-spy, in its own directory). A
-    fenced one still fences each (`Fence.acting(read=True)`); any other is `runner` itself."""
+    submit, a py-spy dump, and the placing of trainbot's py-spy, which writes in trainbot's
+    own cache directory on the cluster (mkdir, chmod, mv; its SFTP write) and changes no job.
+    A fenced one still fences each (`Fence.acting(read=True)`); any other is `runner`
+    itself."""
     if isinstance(runner, FencedRunner):
         return FencedRunner(runner.inner, runner.fence, reads=True)
     return runner

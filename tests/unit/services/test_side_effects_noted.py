@@ -29,6 +29,7 @@ from support.bolt_driver import slash_body
 from bot.core.slack_bounds import POST_DEADLINE_S
 from bot.services.fencing import read_only
 from bot.slack.poster import SlackPoster
+from bot.slack.render import render_blocks
 from bot.slack.retry import make_client
 from bot.store import Store, StoreClosed
 from handlers.fence import ListenerFence, SideEffects
@@ -175,7 +176,9 @@ def test_commands_said_to_read_are_not_started_others_are_by_their_program(store
 
 
 def test_a_preflight_the_stores_close_stops_after_its_probes_did_nothing(store) -> None:  # noqa: ANN001
-    """Before, the reply said it had started the probe's program (`srun` …)."""
+    """Before, the reply said it had started the probe's program (`srun` …); then that
+    nothing was done, though placing py-spy (no site `py_spy`) had written trainbot's own
+    cache dir on the cluster (mkdir, the copy, chmod): nothing that changes the jobs."""
     def probe(argv: list[str]) -> tuple[int, str, str]:
         store.close()  # the stop's close lands while the probe runs
         return 1, "", "srun: error: no partition"
@@ -193,6 +196,14 @@ def test_a_preflight_the_stores_close_stops_after_its_probes_did_nothing(store) 
         lambda **kw: answers.append(kw), LOG)
     [answer] = answers
     assert runner.calls, "the probe ran"
+    assert "mkdir" in runner.commands(), "py-spy placed"
+    # its probes only read, but placing py-spy writes trainbot's own cache dir: not "nothing"
     assert answer["text"] == (
         ":hourglass_flowing_sand: trainbot is shutting down or restarting, so it stopped this "
-        "command before it did anything: nothing was done. Try again in a minute.")
+        "command before it did anything that changes your jobs: it had only read from the "
+        "cluster, or placed trainbot's own files in its cache directory there (its py-spy "
+        "copy). Try again in a minute.")
+    _, ko = render_blocks("train_reply", "ko", {"kind": "stopping", "started": [], "steps": [],
+                                                "reads": True})
+    assert "작업에 영향을 주는 일을 하기 전에 멈췄습니다" in ko and "py-spy" in ko
+    assert "아무것도 하지 않았습니다" not in ko
