@@ -12,6 +12,7 @@ from support.bolt_driver import click_body
 from support.slack_answers import Answers, Client
 
 from bot.services.prompts import create_resubmit_prompt
+from bot.slack.render import render_blocks
 from bot.slack.views import ActionId
 from bot.store import Store
 from handlers.actions import make_run_click
@@ -287,3 +288,18 @@ def test_a_click_stopped_after_undoing_its_claim_and_row_does_not_say_to_wait_fo
     assert "claimed the prompt" not in answer["text"], answer["text"]
     assert "settles that record" not in answer["text"], answer["text"]
     assert "nothing was done" in answer["text"], answer["text"]
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+@pytest.mark.parametrize("started", [[], ["sbatch"]])
+@pytest.mark.parametrize("kind", ["claimed", "refused", "probe_queued", "unwatched",
+                                  "in_flight"])
+def test_a_train_commands_stop_reply_never_speaks_of_a_click_or_a_prompt(
+        kind: str, started: list[str], lang: str) -> None:
+    """A /train command leaves a submit's row in flight or a run unwatched, never a prompt's
+    claim, dismissal or queued probe (a click's: click_reply.json.j2). Before, train_reply
+    had those branches too, which told a command's author what "the click" started."""
+    _, text = render_blocks("train_reply", lang, {
+        "kind": "stopping", "started": started, "steps": [{"kind": kind, "wait_s": 60.0}]})
+    for word in ("click", "prompt", "클릭", "프롬프트"):
+        assert word not in text, text
