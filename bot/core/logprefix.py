@@ -46,6 +46,26 @@ TIMED_PREFIX = (
     r"(?:Z|[+-][0-9]{2}:?[0-9]{2})[ \t]"
 )
 
+#: What a logging library puts before a message, after the time and the launcher's prefixes
+#: the readers strip (bot.core.line_time `message_after_time`), each a piece of it: a level or a
+#: logger's usual name (`INFO`, `WARNING`, `__main__`, `root`), another logger's name between a
+#: level's separators (`INFO:transformers.trainer:`, `- INFO - trl.trainer - `, hydra's
+#: `[trl.trainer][INFO]`), absl's and glog's level's letter, file and line (`I1207
+#: 11:00:05.123 train.py:88] `), and any one character not a letter: a separator, a frame, a
+#: date the time reader leaves (the Hugging Face examples' `12/07/2026 11:00:05 - INFO -
+#: __main__ - `), a symbol (`==> `, `🚀 `).
+#: Regex source, an alternation: repeat it at a message's start (`^(?:{LOG_LEAD})*`), with
+#: `(?i)` for its level's words in capitals.
+LOG_LEAD = (
+    r"(?<![^\W\d_])(?:trace|debug|info|notice|warn(?:ing)?|error|critical|fatal|main|root|log)"
+    r"(?![^\W\d_])"
+    r"|(?<=[:\[])[\w.]+(?=:\S|\]\[)"
+    r"|(?<= - )[\w.]+(?= - )"
+    r"|[\w.-]+\.py:\d+\]"
+    r"|(?<![^\W\d_])[IWEF](?=\d{4}[ \t])"
+    r"|[\W\d_]"
+)
+
 #: The prefixes at the start of a line, one or more of any kind (match it: `^` is in it).
 LINE_PREFIXES = re.compile(rf"^(?:{RANK_PREFIX}|{PROCESS_PREFIX}|{TIMED_PREFIX})+")
 #: A timed prefix among them (search the matched prefixes: the first is the line's time).

@@ -30,6 +30,7 @@ from collections.abc import Sequence
 from bot.core.catalogue.scanner import normalize_line
 from bot.core.diagnose.ending import says_error
 from bot.core.line_time import message_after_time
+from bot.core.logprefix import LOG_LEAD
 from bot.core.outer_loop import OUTER_PASS
 from bot.core.progress_bars import is_start_up_bar
 
@@ -80,7 +81,7 @@ _NEXT_RUN_STARTS = re.compile(r"(?i)^wandb: (?:tracking run with wandb|syncing r
 # `Unfreezing backbone for stage 2`), shaped as one: the line starts with it (after a frame's
 # `*`, `=`, `#`, `[`, `-`, `>`) or a start's verb comes before it; not its end, its summary or
 # its result (`Stage 2 done`, `Phase 1 time: 2h`, `Stage 1 val acc: 0.88`: `_stage_header`)
-_STAGE_HEADER = re.compile(r"(?i)^[\s*=#\[\-<>|:]*(?:stage|phase)\s*[#:]?\s*\d"
+_STAGE_HEADER = re.compile(rf"(?i)^(?:{LOG_LEAD})*(?:stage|phase)\s*[#:]?\s*\d"
                            r"|(?<![a-z])(?:start\w*|begin\w*|running|enter\w*|unfreez\w*|freez\w*"
                            r"|switch\w*|mov\w*|now|next|proceed\w*|launch\w*)(?![a-z])"
                            r".*(?<![a-z])(?:stage|phase)\s*[#:]?\s*\d")
@@ -88,8 +89,12 @@ _STAGE_HEADER = re.compile(r"(?i)^[\s*=#\[\-<>|:]*(?:stage|phase)\s*[#:]?\s*\d"
 # verb and a few words naming a stage or a phase (`Starting the reward-model stage`, `Now
 # entering the SFT phase`), or a kind of training, a stage or a phase and its start's verb
 # (`Fine-tuning begins`, `Distillation starting...`); not an end or a summary (`_TRAINING_OVER`),
-# nor an evaluation's, a test's or a prediction's phase (`_EVALUATION`: `Starting test phase`)
-_FRAME = r"^[\s*=#\[\-<>|:]*"
+# nor an evaluation's, a test's or a prediction's phase (`_EVALUATION`: `Starting test phase`);
+# after what a logging library puts before it (bot.core.logprefix `LOG_LEAD`: `- INFO -
+# __main__ - `, `INFO:__main__:`, `[INFO] `, absl's `train.py:88] `) and a program's tag
+# (`[Pipeline] `, `(rlhf) `, `rlhf | `)
+_TAG = r"\[[^\]\s]{1,40}\]|\([^)\s]{1,40}\)|[\w.-]{1,40}[ \t]\|"
+_FRAME = rf"^(?:{_TAG}|{LOG_LEAD})*"
 _FRAME_END = r"[\s.!*=#\]\-<>|:…]*$"
 _PHASE_STARTS = re.compile(
     rf"(?i){_FRAME}(?:now\s+)?(?:start\w*|begin\w*|launch\w*|commenc\w*|enter\w*"

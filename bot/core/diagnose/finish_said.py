@@ -21,6 +21,7 @@ from bot.core.diagnose.progress_shown import (
 )
 from bot.core.diagnose.shell_prompt import SHELL_PROMPT
 from bot.core.line_time import message_after_time
+from bot.core.logprefix import LOG_LEAD
 from bot.core.metrics import MetricSeries
 
 # A program's own sentence that its training finished, in words none of the catalogue's
@@ -66,12 +67,12 @@ _STOPPED_EARLY = re.compile(
 
 
 # The whole run named done: `_RUN_DONE` with nothing before its words but a log's level or
-# logger (`INFO: training done`, `[INFO] __main__: Training complete`) and `the` or `model`;
+# logger (bot.core.logprefix `LOG_LEAD`: `INFO: training done`, `[INFO] __main__: Training
+# complete`) and `the` or `model`;
 # a word naming what trained or ran (`Data pipeline completed`, `Head training complete.`,
 # `Tokenizer training complete`, `Warmup training finished`, `Pretraining stage: training
 # complete`, `pretrain.py: training finished`) makes it a stage's of a larger job
-_WHOLE_RUN_LEAD = re.compile(r"(?i)^(?:[^a-z]|(?<![a-z])(?:info|notice|debug|log|main)(?![a-z]))*"
-                             r"(?:(?:the|model) )?$")
+_WHOLE_RUN_LEAD = re.compile(rf"(?i)^(?:{LOG_LEAD})*(?:(?:the|model) )?$")
 # ... and nothing after them announcing the next phase (`SFT done, starting DPO...`, `SFT
 # complete, moving to RL stage`, `SFT finished. Merging LoRA`)
 _NEXT_PHASE_SAID = re.compile(
