@@ -96,12 +96,19 @@ _STAGE_HEADER = re.compile(rf"(?i)^(?:{LOG_LEAD})*(?:stage|phase)\s*[#:]?\s*\d"
 _TAG = r"\[[^\]\s]{1,40}\]|\([^)\s]{1,40}\)|[\w.-]{1,40}[ \t]\|"
 _FRAME = rf"^(?:{_TAG}|{LOG_LEAD})*"
 _FRAME_END = r"[\s.!*=#\]\-<>|:…]*$"
+# ... and what it says of the phase after its name (`with 8 GPUs`, `on 4 nodes (bf16)`)
+_SAID_AFTER = r"(?:[ \t,(]+[\w().,/-]+){0,5}?"
 _PHASE_STARTS = re.compile(
     rf"(?i){_FRAME}(?:now\s+)?(?:start\w*|begin\w*|launch\w*|commenc\w*|enter\w*"
     r"|proceed\w* to|mov\w* on to|switch\w* to)(?:\s+[\w-]+){0,3}?\s+(?:stage|phase)"
-    rf"(?:\s+[\w-]+)?{_FRAME_END}"
+    rf"{_SAID_AFTER}{_FRAME_END}"
     rf"|{_FRAME}(?:fine-?tun\w*|pre-?train\w*|distill\w*|stage|phase)(?:\s+[\w-]+){{0,2}}?"
-    rf"\s+(?:begins|starts|started|beginning|starting|commences|commencing){_FRAME_END}")
+    rf"\s+(?:begins|starts|started|beginning|starting|commences|commencing){_SAID_AFTER}"
+    rf"{_FRAME_END}")
+# ... the words that make it an evaluation's or a report's (`Starting val phase`, `Entering eval
+# stage`, `Stage summary`), not `final` or `best` (`Starting the final PPO stage`)
+_PHASE_REPORT = re.compile(r"(?i)(?<![a-z])(?:summary|test\w*|eval\w*|valid\w*|val|score"
+                           r"|result\w*)(?![a-z])")
 # An epoch's number, Hugging Face's logged dicts' too (`Epoch 3/10`, `'epoch': 0.1`)
 _EPOCH_AT = re.compile(r"(?i)(?<![a-z])epoch\b['\"]?\s*[:=\[(]?\s*(\d+(?:\.\d+)?)")
 # A checkpoint's or a file's name holds an epoch's number (`/ckpt/epoch=7-step=2000.ckpt`), and a
@@ -228,9 +235,10 @@ def _bar_starts_phase(rest: Sequence[str]) -> bool:
 
 def _phase_starts(text: str) -> bool:
     """The line announces a next phase's start in words (`_PHASE_STARTS`: `Starting the
-    reward-model stage`, `Fine-tuning begins`), not an end, a summary or an evaluation's."""
+    reward-model stage`, `Starting the final PPO stage with 8 GPUs`, `Fine-tuning begins`),
+    not an end, a summary, a report's or an evaluation's (`_PHASE_REPORT`)."""
     return bool(_PHASE_STARTS.search(text) and not _TRAINING_OVER.search(text)
-                and not _EVALUATION.search(text) and not _REPORT_WORD.search(text))
+                and not _EVALUATION.search(text) and not _PHASE_REPORT.search(text))
 
 
 def _stage_header(text: str) -> bool:
