@@ -107,8 +107,14 @@ _PHASE_STARTS = re.compile(
     rf"{_FRAME_END}")
 # ... the words that make it an evaluation's or a report's (`Starting val phase`, `Entering eval
 # stage`, `Stage summary`), not `final` or `best` (`Starting the final PPO stage`)
-_PHASE_REPORT = re.compile(r"(?i)(?<![a-z])(?:summary|test\w*|eval\w*|valid\w*|val|score"
-                           r"|result\w*)(?![a-z])")
+# ... or a step after training, of a run that ended (`Starting cleanup phase`, `Entering export
+# phase`, `Starting benchmarking stage`, `Starting the scoring phase`, `upload`, `merge`)
+_PHASE_REPORT = re.compile(r"(?i)(?<![a-z])(?:summary|test\w*|eval\w*|valid\w*|val|scor\w*"
+                           r"|result\w*|clean-?up\w*|clean\w*|export\w*|upload\w*"
+                           r"|benchmark\w*|bench|publish\w*|deploy\w*|push\w*|packag\w*"
+                           r"|convert\w*|conversion|merg\w*|archiv\w*|teardown|tear-down|shutdown"
+                           r"|post-?process\w*|analys[ie]s|analy[sz]\w*|report\w*|plot\w*"
+                           r"|visuali[sz]\w*)(?![a-z])")
 # An epoch's number, Hugging Face's logged dicts' too (`Epoch 3/10`, `'epoch': 0.1`)
 _EPOCH_AT = re.compile(r"(?i)(?<![a-z])epoch\b['\"]?\s*[:=\[(]?\s*(\d+(?:\.\d+)?)")
 # A checkpoint's or a file's name holds an epoch's number (`/ckpt/epoch=7-step=2000.ckpt`), and a
@@ -236,7 +242,8 @@ def _bar_starts_phase(rest: Sequence[str]) -> bool:
 def _phase_starts(text: str) -> bool:
     """The line announces a next phase's start in words (`_PHASE_STARTS`: `Starting the
     reward-model stage`, `Starting the final PPO stage with 8 GPUs`, `Fine-tuning begins`),
-    not an end, a summary, a report's or an evaluation's (`_PHASE_REPORT`)."""
+    not an end, a summary, a report's or an evaluation's, nor a step after training
+    (`_PHASE_REPORT`: `Starting cleanup phase`, `Entering export phase`)."""
     return bool(_PHASE_STARTS.search(text) and not _TRAINING_OVER.search(text)
                 and not _EVALUATION.search(text) and not _PHASE_REPORT.search(text))
 
