@@ -58,11 +58,17 @@ _EXITED = re.compile(r"(?i)(?<![a-z])process finished with exit code 0(?!\d)")
 # early stop's counter, wait, tracker or setting, printed each epoch (`EarlyStopping counter:
 # 3 out of 10`, `[EarlyStopping] counter 3 of 10`, `Early stop count: 3`, `early stopping wait:
 # 3 / 10`, `EarlyStopping tracker: best=0.31`, `Early stopping not triggered`, `early_stopping:
-# true`, `early_stopping_patience=5`, `early stopping is enabled with patience 3`)
+# true`, `early_stopping_patience=5`, `early stopping is enabled with patience 3`), nor one
+# denied or to come (`No early stopping this epoch`, `Early stopping would trigger in 3 more
+# epochs`, `early stopping if val_loss stalls`); a patience run out says one too (`Patience
+# exhausted, stopping training.`)
 _STOPPED_EARLY = re.compile(
-    r"(?i)(?<![a-z])(?:early[ _-]?stop(?:ping|ped)?|stopp(?:ing|ed)(?: training)? early)"
+    r"(?i)(?<![a-z])(?<!\bno )(?<!\bnot )(?<!\bnever )(?<!\bwithout )(?<!\bskipping )(?<!\bskip )"
+    r"(?:early[ _-]?stop(?:ping|ped)?|stopp(?:ing|ed)(?: training)? early"
+    r"|patience (?:exhausted|ran out|run out|exceeded))"
     r"(?![a-z_])(?![\])]?[ \t]*(?:[:=(]|count(?:er)?\b|wait|tracker|best\b|in\b|not\b|state\b"
-    r"|patience|callback|monitor|with\b|(?:is |was )?"
+    r"|patience|callback|monitor|with\b|would\b|will\b|could\b|might\b|may\b|can\b|should\b"
+    r"|if\b|unless\b|when\b|(?:is |was )?"
     r"(?:enabled|disabled|active|activated|configured|set|on|off)\b))")
 
 
