@@ -40,6 +40,7 @@ from bot.services.hold_ledger import (  # noqa: F401 (the ledger's names, as cal
     HOLDING_STEP,
     MAX_RELEASE_ATTEMPTS,
     RELEASING_STEP,
+    done_and_said,
     may_still_run,
     release_failed,
     release_takeover_s,
@@ -437,8 +438,10 @@ def release_held_for(ctx: BotContext, job_id: int | str, now: float, why: str,
     `why` the job no longer needs the hold: running | ended (its `state`) | gone | cancelled.
 
     Each release is claimed by its `releasing` step (`claim_release`) and leaves the hold
-    ledger only once its `scontrol release` went through and was said: one whose process
-    died between the claim and the outcome is released again by a later run (tick,
+    ledger only once its `scontrol release` went through, its row done with its "Released"
+    reply kept for the thread in the same transaction (`done_and_said`: posted then, or by
+    the `prompts` job when the process stopped first): one whose process died between the
+    claim and the outcome is released again by a later run (tick,
     replica) once the step is old enough (bot.core.takeover.hold_step_takeover_s); Slurm
     takes a release of a job with no hold left as done (bot.cluster.slurm.SlurmClient
     .release). A release that fails (or whose end was not seen) is said in the thread and
@@ -486,9 +489,8 @@ def release_held_for(ctx: BotContext, job_id: int | str, now: float, why: str,
             recipe=approval.payload.get("recipe"), result="ok",
             detail={"for_job": str(job_id), "why": why, "state": state},
         )  # fmt: skip
-        if ctx.store.approvals.mark_done(approval.token, now=now):
-            say_release(ctx, approval, str(job_id), why, state)
-        else:  # a person's /train hold|release took it out while the release was on its way
+        if not done_and_said(ctx, approval, str(job_id), why, state, now):
+            # a person's /train hold|release took it out while the release was on its way
             released_after_person(ctx, approval, str(job_id), why, state,
                                   held=competitor_held(ctx, approval))
         released.append(comp)

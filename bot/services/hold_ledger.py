@@ -17,7 +17,7 @@ from bot.core.slurm.records import JobRecord
 from bot.core.takeover import hold_step_takeover_s
 from bot.services.ports import BotContext
 from bot.services.submit_deadlines import cluster_deadlines
-from bot.services.threads import thread_message
+from bot.services.threads import kept_message, say_kept_message, thread_message
 from bot.store import Approval
 
 log = logging.getLogger(__name__)
@@ -120,14 +120,43 @@ def say_release(ctx: BotContext, approval: Approval, for_job: str, why: str,
     (released_by_person) took it out of trainbot's holds; `after_hold`: the release (`unknown`)
     may still land after a person's `/train hold` took the job out of trainbot's holds, and is
     not tried again (said once, under its own key)."""
+    thread_message(ctx, approval.chain_id, *release_reply(
+        approval, for_job, why, state, problem, retry, unknown=unknown, still_held=still_held,
+        kept_for=kept_for, by=by, after_hold=after_hold))
+
+
+def release_reply(approval: Approval, for_job: str, why: str, state: str | None,
+                  problem: str | None = None, retry: tuple[int, int] | None = None, *,
+                  unknown: bool = False, still_held: bool = False, kept_for: str | None = None,
+                  by: str | None = None, after_hold: bool = False
+                  ) -> tuple[str, str, dict[str, object]]:
+    """`say_release`'s reply: its key, template and view."""
     key = f"hold-release:{approval.token}" + ("" if retry is None else f":failed:{retry[0]}"
                                               ) + (":after-hold" if after_hold else "")
-    thread_message(ctx, approval.chain_id, key, "hold_released", {
+    return key, "hold_released", {
         "competitor": str(competitor_of(approval)), "for_job": for_job, "why": why,
         "state": state, "problem": problem, "retry_in_min": None if retry is None else retry[1],
         "unknown": unknown, "still_held": still_held, "kept_for": kept_for, "by": by,
         "after_hold": after_hold,
-    })
+    }
+
+
+def done_and_said(ctx: BotContext, approval: Approval, for_job: str, why: str,
+                  state: str | None, now: float) -> bool:
+    """Held competitor `approval`'s release is over: its row done and what its thread is
+    told of it (`say_release`'s "Released" reply, under its key) kept for the thread in the
+    same transaction (`store.approvals.mark_done`'s `keep`), then posted: a bot that stops
+    before the post leaves it kept, posted by the `prompts` job, so the done row, out of the
+    ledger, never goes unsaid. False (nothing done, nothing said) when the row is no longer
+    approved: a person's `/train hold|release` took it out of trainbot's holds meanwhile
+    (`taken_by_person`), whose text the thread has under that key."""
+    key, template, view = release_reply(approval, for_job, why, state)
+    kept = kept_message(ctx, approval.chain_id, key, template, view)
+    if not ctx.store.approvals.mark_done(approval.token, now=now, keep=kept):
+        return False
+    if kept is not None:
+        say_kept_message(ctx, key)
+    return True
 
 
 def release_failed(ctx: BotContext, approval: Approval, for_job: str, why: str,

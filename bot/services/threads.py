@@ -167,6 +167,29 @@ def thread_message(ctx: BotContext, chain_id: int | None, key: str, template: st
     return post_safely(ctx, "reply", chain_id, key, blocks, fallback) is not None
 
 
+def kept_message(ctx: BotContext, chain_id: int | None, key: str, template: str,
+                 view: Any) -> dict[str, Any] | None:
+    """`thread_message`'s reply, rendered and made ready to keep for the thread as
+    `keep_reply` keeps one (the incidents row, class `THREAD_NOTE`, `pending`), for a store
+    write that records it in the same transaction as what it tells (ApprovalsRepo.mark_done's
+    `keep`), so it is never lost with that write made: posted at once (`say_kept_message`),
+    or by the `prompts` job (`say_pending_notes`) when the bot stopped first or Slack did not
+    take it. None when there is no thread (nothing is said, as `thread_message`)."""
+    if not has_thread(ctx, chain_id):
+        return None
+    assert chain_id is not None
+    blocks, fallback = render(ctx, template, _chain_recipe(ctx, chain_id), view)
+    return _kept_values(ctx, chain_id, key, {"kind": "reply", "text": fallback,
+                                             "blocks": blocks})
+
+
+def say_kept_message(ctx: BotContext, key: str) -> bool:
+    """Try the reply `key` kept for its thread (`kept_message`) now, as `thread_note` tries
+    its note; True once the thread has it."""
+    kept = ctx.store.incidents.get(key)
+    return kept is not None and _say_kept(ctx, kept)
+
+
 def thread_note(ctx: BotContext, chain_id: int | None, key: str, text: str) -> bool:
     """Say `text` (trainbot's mrkdwn, already in the thread's language) once (by key) in the
     chain's thread: kept in the store (class `THREAD_NOTE`, `pending`) and tried now through
@@ -314,6 +337,15 @@ def _keep(ctx: BotContext, chain_id: int, key: str, said: dict[str, Any]) -> Inc
         key, class_id=THREAD_NOTE, now=ctx.clock(), chain_id=chain_id, state="pending",
         diagnosis={**said, "cluster": chain.cluster if chain is not None else None})
     return kept
+
+
+def _kept_values(ctx: BotContext, chain_id: int, key: str,
+                 said: dict[str, Any]) -> dict[str, Any]:
+    """The incidents row `_keep` records for the kept reply `key`, not recorded."""
+    chain = ctx.store.chains.get(chain_id)
+    return ctx.store.incidents.values(
+        key, class_id=THREAD_NOTE, now=ctx.clock(), chain_id=chain_id, state="pending",
+        diagnosis={**said, "cluster": chain.cluster if chain is not None else None})
 
 
 def say_pending_notes(ctx: BotContext) -> None:

@@ -184,14 +184,24 @@ class ApprovalsRepo(_Repo):
             return ClaimResult(False, "busy", approval, latest=latest, other=other)
         return None
 
-    def mark_done(self, token: str, *, now: float) -> bool:
-        """approved → done once the approved action was carried out; False if not approved."""
+    def mark_done(self, token: str, *, now: float,
+                  keep: Mapping[str, Any] | None = None) -> bool:
+        """approved → done once the approved action was carried out; False if not approved.
+        `keep`: the incidents row of what the thread is told of it (IncidentsRepo.values: a
+        reply kept for its thread, bot.services.threads.kept_message), inserted in the same
+        transaction when done (unless a row with its key is there), so a bot that stops
+        before posting it leaves it kept, for the `prompts` job to post, never lost with
+        the row done; nothing is kept when not done."""
         with self._engine.begin() as conn:
             result = conn.execute(
                 update(t.approvals)
                 .where(and_(t.approvals.c.id == token, t.approvals.c.state == "approved"))
                 .values(state="done", decided_at=now)
             )
+            if result.rowcount == 1 and keep is not None and conn.execute(
+                    select(t.incidents.c.id).where(t.incidents.c.key == keep["key"])
+            ).first() is None:
+                conn.execute(insert(t.incidents).values(**keep))
         return result.rowcount == 1
 
     def release(self, token: str, *, by: str | None = None, at: float | None = None,

@@ -32,15 +32,8 @@ class IncidentsRepo(_Repo):
     ) -> tuple[Incident, bool]:
         """Record an incident unless one with `key` exists; returns (incident, created). The
         diagnosis's texts are stored redacted (bot.core.redact: no secret reaches the store)."""
-        values = dict(
-            key=key,
-            chain_id=chain_id,
-            job_id=None if job_id is None else str(job_id),
-            class_id=class_id,
-            diagnosis_json=json.dumps(self._redactor.redact_data(diagnosis), sort_keys=True),
-            created_at=now,
-            state=state,
-        )
+        values = self.values(key, class_id=class_id, diagnosis=diagnosis, now=now,
+                             chain_id=chain_id, job_id=job_id, state=state)
         existing = self.get(key)
         if existing is not None:
             return existing, False
@@ -55,6 +48,21 @@ class IncidentsRepo(_Repo):
         incident = self.get(key)
         assert incident is not None
         return incident, True
+
+    def values(self, key: str, *, class_id: str, diagnosis: Mapping[str, Any], now: float,
+               chain_id: int | None = None, job_id: str | None = None,
+               state: str = "open") -> dict[str, Any]:
+        """The row `record` would insert (its diagnosis redacted), for a write that records
+        it in its own transaction with what it tells (ApprovalsRepo.mark_done's `keep`)."""
+        return dict(
+            key=key,
+            chain_id=chain_id,
+            job_id=None if job_id is None else str(job_id),
+            class_id=class_id,
+            diagnosis_json=json.dumps(self._redactor.redact_data(diagnosis), sort_keys=True),
+            created_at=now,
+            state=state,
+        )
 
     def get(self, key: str) -> Incident | None:
         return self._one(Incident, select(t.incidents).where(t.incidents.c.key == key))

@@ -20,6 +20,7 @@ from bot.core.train_grammar import parse_command
 from bot.services import competitors
 from bot.services.approvals import ActionId, handle_click
 from bot.services.ports import BotContext
+from bot.services.threads import say_pending_notes
 from bot.services.train import execute
 from bot.store import Store
 
@@ -349,3 +350,41 @@ def test_a_yes_whose_hold_raced_a_persons_hold_is_not_told_it_released_the_job(
     assert (rec := slurm.job(88017)) is not None and rec.is_held
     assert "<@U0APPR> held 88017 with `/train hold`: it is their hold now, and trainbot no " \
         "longer releases it when 88887 starts." in recorded(ctx).texts()
+
+
+class Died(BaseException):
+    """The bot's process stopping (not an error anything catches)."""
+
+
+def test_a_release_whose_bot_stops_before_its_post_is_said_after_all(
+        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """88887 started and trainbot's `scontrol release 88017` went through, its row done (out
+    of the hold ledger), when the bot stops as it posts "Released": the reply was kept for
+    the thread with the row done, in one transaction, so the `prompts` job of the bot
+    started again says it, once; no release is sent again."""
+    slurm = FakeSlurm()
+    ctx = make_context(store, slurm)
+    slurm.add(88017, name="succ", account="root", partition="debug", priority=100)
+    token = hold_for(ctx, slurm, 88017)
+    handle_click(ctx, token, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 1)
+    slurm.set(88887, state="RUNNING")
+    sink = recorded(ctx)
+    post_reply = sink.post_reply
+
+    def dies_posting(chain_id: int, key: str, blocks: list, text: str) -> str:
+        if key == f"hold-release:{token}":
+            raise Died()
+        return post_reply(chain_id, key, blocks, text)
+
+    monkeypatch.setattr(sink, "post_reply", dies_posting)
+    with pytest.raises(Died):
+        competitors.release_started(ctx, NOW + 2)
+    monkeypatch.setattr(sink, "post_reply", post_reply)
+    assert competitors.held_now(ctx) == []
+    later = make_context(store, slurm)  # the bot started again
+    assert competitors.release_started(later, NOW + 100_000) == []
+    say_pending_notes(later)
+    say_pending_notes(later)
+    assert recorded(ctx).texts()[1:] + recorded(later).texts() == [
+        "Released 88017: 88887 is running."]
+    assert slurm.acted("release") == [88017]
