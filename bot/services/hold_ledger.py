@@ -142,15 +142,18 @@ def release_reply(approval: Approval, for_job: str, why: str, state: str | None,
 
 
 def done_and_said(ctx: BotContext, approval: Approval, for_job: str, why: str,
-                  state: str | None, now: float) -> bool:
+                  state: str | None, now: float, problem: str | None = None, *,
+                  unknown: bool = False) -> bool:
     """Held competitor `approval`'s release is over: its row done and what its thread is
-    told of it (`say_release`'s "Released" reply, under its key) kept for the thread in the
+    told of it (`say_release`'s reply under its key: "Released", or, with `problem`, its last
+    failure and how to release the job by hand) kept for the thread in the
     same transaction (`store.approvals.mark_done`'s `keep`), then posted: a bot that stops
     before the post leaves it kept, posted by the `prompts` job, so the done row, out of the
     ledger, never goes unsaid. False (nothing done, nothing said) when the row is no longer
     approved: a person's `/train hold|release` took it out of trainbot's holds meanwhile
     (`taken_by_person`), whose text the thread has under that key."""
-    key, template, view = release_reply(approval, for_job, why, state)
+    key, template, view = release_reply(approval, for_job, why, state, problem,
+                                        unknown=unknown)
     kept = kept_message(ctx, approval.chain_id, key, template, view)
     if not ctx.store.approvals.mark_done(approval.token, now=now, keep=kept):
         return False
@@ -169,11 +172,13 @@ def release_failed(ctx: BotContext, approval: Approval, for_job: str, why: str,
     in the thread once per attempt (its `release_failed_N` step). Before the
     MAX_RELEASE_ATTEMPTS-th (and unless `final`) the hold stays in the ledger, its release
     tried again once its `releasing` step is due (`claim_release`), the thread told so; then
-    it leaves the ledger, the thread told how to release the job by hand. A hold a person's
-    `/train hold|release` took out of the ledger while the release was on its way
-    (`taken_by_person`) is never tried again, so no retry is promised: the thread was told
-    it is the person's; after a `/train hold`, a release that may still land (`unknown`)
-    could undo it, which is said, with how to hold the job again."""
+    it leaves the ledger, the thread told how to release the job by hand (`done_and_said`).
+    A hold a person's `/train hold|release` took out of the ledger while the release was on
+    its way (`taken_by_person`) is never tried again, so no retry is promised: the thread was
+    told it is the person's (a settle after this read is found by the same locked write that
+    marks the failure, or, at the last attempt, that takes the row out: `done_and_said`);
+    after a `/train hold`, a release that may still land (`unknown`) could undo it, which is
+    said, with how to hold the job again."""
     comp, token = competitor_of(approval), approval.token
     current = ctx.store.approvals.get(token)  # read before its steps: a settle marks its
     settled = current is None or current.state != "approved"  # step as it takes it out
@@ -192,15 +197,16 @@ def release_failed(ctx: BotContext, approval: Approval, for_job: str, why: str,
         result="unknown" if unknown else "failed" if final else "retry",
         detail=problem,
     )  # fmt: skip
+    if final and not settled and not done_and_said(ctx, approval, for_job, why, state, now,
+                                                   problem, unknown=unknown):
+        settled, steps = True, ctx.store.approvals.steps(token)  # settled after the read
     if settled:
         if unknown and HELD_BY_PERSON_STEP in steps:
             say_release(ctx, approval, for_job, why, state, problem, unknown=True,
                         after_hold=True)
         return
     if final:
-        say_release(ctx, approval, for_job, why, state, problem, unknown=unknown)
-        ctx.store.approvals.mark_done(token, now=now)
-        return
+        return  # done, the thread told how to release the job by hand
     if marked:
         retry_in_s = release_takeover_s(ctx, approval)
         say_release(ctx, approval, for_job, why, state, problem,

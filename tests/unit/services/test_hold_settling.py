@@ -388,3 +388,47 @@ def test_a_release_whose_bot_stops_before_its_post_is_said_after_all(
     assert recorded(ctx).texts()[1:] + recorded(later).texts() == [
         "Released 88017: 88887 is running."]
     assert slurm.acted("release") == [88017]
+
+
+def test_a_persons_hold_settling_a_last_release_timing_out_after_its_read_is_warned_of(
+        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """trainbot's last `scontrol release 88017` (two failed before) outlives its timeout,
+    and a person's `/train hold 88017` takes the job out of trainbot's holds just after the
+    failure read the row (still approved): the row is taken out of the ledger in a write that
+    finds it settled, so the thread is warned that the release may still land after their
+    hold, not told (under the key their text has) that the release failed."""
+    slurm = FakeSlurm()
+    ctx = make_context(store, slurm)
+    slurm.add(88017, name="succ", account="root", partition="debug", priority=100)
+    token = hold_for(ctx, slurm, 88017)
+    handle_click(ctx, token, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 1)
+    for failure in ("release_failed_1", "release_failed_2"):
+        store.approvals.mark_step(token, failure, now=NOW + 1)
+    slurm.set(88887, state="RUNNING")
+    failed: list[int] = []
+
+    def release_timing_out(job_id: int) -> None:
+        failed.append(job_id)
+        SlurmClient(FakeRunner({"scontrol": CommandTimedOut(
+            ["scontrol", "release", str(job_id)], 20)})).release(job_id)
+
+    monkeypatch.setattr(slurm, "release", release_timing_out)
+    get = store.approvals.get
+
+    def get_then_person_holds(tok: str) -> object:
+        row = get(tok)
+        if failed and failed.pop():  # the failure's read of the row, then the person's hold
+            execute(ctx, parse_command("hold 88017"), actor="U0APPR", channel="C0TRAIN",
+                    now=NOW + 2)
+        return row
+
+    monkeypatch.setattr(store.approvals, "get", get_then_person_holds)
+    assert competitors.release_started(ctx, NOW + 2) == []
+    texts = recorded(ctx).texts()
+    assert texts[-2] == ("<@U0APPR> held 88017 with `/train hold`: it is their hold now, and "
+                         "trainbot no longer releases it when 88887 starts."), texts
+    assert texts[-1].startswith("trainbot's release of 88017 (") and texts[-1].endswith(
+        ") may still land after 88017 was held with `/train hold`, and trainbot does not try "
+        "it again: if 88017 is no longer held, hold it again with `/train hold 88017`."), texts
+    assert competitors.held_now(ctx) == []
+    assert "held_by_person" in store.approvals.steps(token)
