@@ -164,8 +164,9 @@ def _cancel_unseen(ctx: BotContext, approval: Approval, now: float) -> None:
     if now < due:
         return  # the click may still be in its scancel
     resume = CANCELLING_STEP[True] in ctx.store.approvals.steps(token)
-    if ctx.store.approvals.mark_step(token, UNKNOWN_CANCEL_STEP[resume], now=now,
-                                     state="approved"):  # not once its click released it
+    if ctx.store.approvals.mark_step(  # not once its click released it, nor another claim
+            token, UNKNOWN_CANCEL_STEP[resume], now=now, state="approved",
+            by=approval.decided_by, at=approval.decided_at):
         ctx.store.audit.record(
             actor="trainbot", action="approval.cancel_taken_over", now=now,
             recipe=payload.get("recipe"), job_id=str(approval.target_job),
@@ -190,8 +191,12 @@ def _settle_cancel(ctx: BotContext, approval: Approval, now: float) -> None:
         return  # the scancel may still be running on the login node: ask again next time
     taken_over = False
     bounds = step_bounds(ctx.config, cluster, slurm)  # this run's, kept with the step
-    if not ctx.store.approvals.mark_step(approval.token, SETTLED_STEP, now=now,
-                                         bounds=bounds, state="approved"):
+    marked = ctx.store.approvals.mark_step(approval.token, SETTLED_STEP, now=now,
+                                           bounds=bounds, state="approved",
+                                           by=approval.decided_by, at=approval.decided_at)
+    if marked is None:
+        return  # given back by its click (or claimed again since): no cancel of it to settle
+    if not marked:
         # being settled (by another replica), or its settler died before the outcome was
         # recorded (the approval is still approved): taken over, by one replica, once the
         # step is `takeover_s` old

@@ -187,8 +187,9 @@ def release_failed(ctx: BotContext, approval: Approval, for_job: str, why: str,
     final = final or settled or failures + 1 >= MAX_RELEASE_ATTEMPTS
     marked = None
     if not final:  # marked only while still approved: a settle may have come after the read
-        marked = ctx.store.approvals.mark_step_if_approved(
-            token, f"release_failed_{failures + 1}", now=now)
+        marked = ctx.store.approvals.mark_step(
+            token, f"release_failed_{failures + 1}", now=now, state="approved",
+            by=approval.decided_by, at=approval.decided_at)
         if marked is None:
             settled, final, steps = True, True, ctx.store.approvals.steps(token)
     ctx.store.audit.record(

@@ -336,7 +336,8 @@ class ApprovalsRepo(_Repo):
     CANCEL_UNKNOWN_STEPS = ("cancel_unknown", "cancel_only_unknown")
 
     def mark_step(self, token: str, step: str, *, now: float,
-                  bounds: StepBounds | None = None, state: str | None = None) -> bool:
+                  bounds: StepBounds | None = None, state: str | None = None,
+                  by: str | None = None, at: float | None = None) -> bool | None:
         """Record that a prompt was reminded (`step` "reminded") or escalated ("escalated"), that
         its approved cancel's scancel is about to be sent ("cancelling": a plain cancel;
         "cancelling_to_resume": a cancel and resume), that its scancel's end was not seen
@@ -359,42 +360,32 @@ class ApprovalsRepo(_Repo):
         for exactly one caller, so no replica follows a prompt up, or settles its cancel,
         twice. `bounds`: what the marker counts the step's remote calls at, kept with it for
         its takeover (`bounds_of`). With `state` (the approval's state the marker read, e.g.
-        "approved": a settle's), only while the approval is still in it, checked in the same
-        transaction (its row locked: FOR UPDATE on PostgreSQL; SQLite's BEGIN IMMEDIATE
-        already serialises writers), as `release`'s by/at: a settle that read the prompt just
-        before a click released it (pending again) marks nothing; False then."""
+        "approved": a settle's, a failed release's), only while the approval is still in it
+        and, with `by` and `at` (the approval's `decided_by` and `decided_at` as the marker
+        read them: its claim), still that claim, as `release`'s by/at check its claimer;
+        checked in the same transaction (its row locked: FOR UPDATE on PostgreSQL; SQLite's
+        BEGIN IMMEDIATE already serialises writers): a settle that read the prompt just
+        before its click released it (pending again), or released it and another click
+        claimed it again, or a failed release that read a hold a person's `/train
+        hold|release` settled just after (`settle_holds`), marks nothing: None then (not
+        there, not in `state`, or not that claim), told apart from a step marked before
+        (False). `by` and `at` go with `state` only."""
         if step not in self.STEPS:
             raise ValueError(f"step must be one of {', '.join(self.STEPS)}, not {step!r}")
+        if state is None and (by is not None or at is not None):
+            raise ValueError("mark_step: by and at check the claim with state, not alone")
         try:
             with self._engine.begin() as conn:
                 if state is not None:
-                    row = conn.execute(select(t.approvals.c.state)
+                    row = conn.execute(select(t.approvals.c.state, t.approvals.c.decided_by,
+                                              t.approvals.c.decided_at)
                                        .where(t.approvals.c.id == token)
                                        .with_for_update()).first()
-                    if row is None or row[0] != state:
-                        return False
+                    if row is None or row[0] != state or (by is not None and row[1] != by) \
+                            or (at is not None and row[2] != at):
+                        return None
                 conn.execute(insert(t.prompt_steps).values(token=token, step=step, at=now,
                                                            **_bound_values(bounds)))
-        except IntegrityError:  # done before, or by another replica just now
-            return False
-        return True
-
-    def mark_step_if_approved(self, token: str, step: str, *, now: float) -> bool | None:
-        """`mark_step` in one transaction that locks `token`'s row (FOR UPDATE on PostgreSQL;
-        SQLite's BEGIN IMMEDIATE already serialises writers) and marks `step` only while it
-        is still approved: None (nothing marked) when it is not, or no longer there (a
-        person's `/train hold|release` settled it meanwhile: `settle_holds`); else True for
-        exactly one caller, False when marked before."""
-        if step not in self.STEPS:
-            raise ValueError(f"step must be one of {', '.join(self.STEPS)}, not {step!r}")
-        try:
-            with self._engine.begin() as conn:
-                state = conn.execute(select(t.approvals.c.state).where(
-                    t.approvals.c.id == token).with_for_update()).scalar()
-                if state != "approved":
-                    return None
-                conn.execute(insert(t.prompt_steps).values(token=token, step=step, at=now,
-                                                           **_bound_values(None)))
         except IntegrityError:  # done before, or by another replica just now
             return False
         return True

@@ -83,3 +83,27 @@ def test_a_settles_mark_after_a_release_marks_nothing(store: Store) -> None:
     assert store.approvals.steps(token) == {"claimed": 901.0, "cancel_settled": 902.0}
     assert not store.approvals.mark_step("no-such-token", "cancel_settled", now=904.0,
                                          state="approved")
+
+
+def test_a_mark_on_a_claim_marks_nothing_once_another_click_claimed_it_again(
+        store: Store) -> None:
+    """A settle read U1's claim (approved at 100.25); U1's click gave it back and U2's
+    claimed it again: the settle's mark on the claim it read (`state="approved"`, `by`, `at`)
+    marks nothing (None: not that claim), told apart from a step marked before (False); a
+    mark on U2's claim marks, once. `by` and `at` go with `state` only."""
+    token = _claimed(store, "U1", 100.25)
+    assert store.approvals.release(token, by="U1", at=100.25)
+    assert store.approvals.mark_step(token, "cancel_settled", now=900.0, state="approved",
+                                     by="U1", at=100.25) is None
+    assert store.approvals.claim(token, "U2", 901.0, step="claimed").claimed
+    for by, at in (("U1", 100.25), ("U1", 901.0), ("U2", 100.25)):
+        assert store.approvals.mark_step(token, "cancel_settled", now=902.0,
+                                         state="approved", by=by, at=at) is None
+    assert store.approvals.steps(token) == {"claimed": 901.0}
+    assert store.approvals.mark_step(token, "cancel_settled", now=903.0, state="approved",
+                                     by="U2", at=901.0) is True
+    assert store.approvals.mark_step(token, "cancel_settled", now=904.0, state="approved",
+                                     by="U2", at=901.0) is False
+    with pytest.raises(ValueError):
+        store.approvals.mark_step(token, "cancel_announced", now=905.0, by="U2")
+    assert store.approvals.steps(token) == {"claimed": 901.0, "cancel_settled": 903.0}
