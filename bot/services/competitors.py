@@ -491,20 +491,9 @@ def release_held_for(ctx: BotContext, job_id: int | str, now: float, why: str,
         )  # fmt: skip
         if not done_and_said(ctx, approval, str(job_id), why, state, now):
             # a person's /train hold|release took it out while the release was on its way
-            released_after_person(ctx, approval, str(job_id), why, state,
-                                  held=competitor_held(ctx, approval))
+            released_after_person(ctx, approval, str(job_id), why, state)
         released.append(comp)
     return released
-
-
-def competitor_held(ctx: BotContext, approval: Approval) -> bool | None:
-    """Is held competitor `approval`'s job held now (Slurm's record of it read now)? False
-    when it is not or Slurm no longer knows it; None when it cannot be read."""
-    try:
-        rec = ctx.clusters.slurm(approval.payload["cluster"]).job(_competitor(approval))
-    except (ClusterError, KeyError):
-        return None
-    return rec is not None and rec.is_held
 
 
 def release_seen(ctx: BotContext, approval: Approval, for_job: str, why: str,

@@ -108,7 +108,8 @@ def say_release(ctx: BotContext, approval: Approval, for_job: str, why: str,
                 state: str | None, problem: str | None = None,
                 retry: tuple[int, int] | None = None, *, unknown: bool = False,
                 still_held: bool = False, kept_for: str | None = None,
-                by: str | None = None, after_hold: bool = False) -> None:
+                by: str | None = None, after_hold: bool = False, job_now: str | None = None,
+                job_state: str | None = None) -> None:
     """Say in the thread what became of held competitor `approval`'s release
     (templates/hold_released.json.j2), once: released, or failed (`problem`) and left to
     the person; or its `retry` (attempt, minutes until the next one) failed, once each;
@@ -119,17 +120,19 @@ def say_release(ctx: BotContext, approval: Approval, for_job: str, why: str,
     the person whose `/train hold` (`why` held_by_person) or `/train release`
     (released_by_person) took it out of trainbot's holds; `after_hold`: the release (`unknown`)
     may still land after a person's `/train hold` took the job out of trainbot's holds, and is
-    not tried again (said once, under its own key)."""
+    not tried again, or went through after it (`released_after_person`: `job_now` and
+    `job_state`, what Slurm's record of the job read then shows); said once, under its own
+    key."""
     thread_message(ctx, approval.chain_id, *release_reply(
         approval, for_job, why, state, problem, retry, unknown=unknown, still_held=still_held,
-        kept_for=kept_for, by=by, after_hold=after_hold))
+        kept_for=kept_for, by=by, after_hold=after_hold, job_now=job_now, job_state=job_state))
 
 
 def release_reply(approval: Approval, for_job: str, why: str, state: str | None,
                   problem: str | None = None, retry: tuple[int, int] | None = None, *,
                   unknown: bool = False, still_held: bool = False, kept_for: str | None = None,
-                  by: str | None = None, after_hold: bool = False
-                  ) -> tuple[str, str, dict[str, object]]:
+                  by: str | None = None, after_hold: bool = False, job_now: str | None = None,
+                  job_state: str | None = None) -> tuple[str, str, dict[str, object]]:
     """`say_release`'s reply: its key, template and view."""
     key = f"hold-release:{approval.token}" + ("" if retry is None else f":failed:{retry[0]}"
                                               ) + (":after-hold" if after_hold else "")
@@ -137,7 +140,7 @@ def release_reply(approval: Approval, for_job: str, why: str, state: str | None,
         "competitor": str(competitor_of(approval)), "for_job": for_job, "why": why,
         "state": state, "problem": problem, "retry_in_min": None if retry is None else retry[1],
         "unknown": unknown, "still_held": still_held, "kept_for": kept_for, "by": by,
-        "after_hold": after_hold,
+        "after_hold": after_hold, "job_now": job_now, "job_state": job_state,
     }
 
 
@@ -216,17 +219,30 @@ def release_failed(ctx: BotContext, approval: Approval, for_job: str, why: str,
 
 
 def released_after_person(ctx: BotContext, approval: Approval, for_job: str, why: str,
-                          state: str | None, *, held: bool | None) -> None:
+                          state: str | None) -> None:
     """The `scontrol release` of held competitor `approval` went through (or its end was not
-    seen and the job was read no longer held) but a person's `/train hold|release` had taken
-    the job out of trainbot's holds meanwhile (`taken_by_person`: the thread was told it is
-    theirs). After a `/train hold`, the release may have undone that hold: when the job is
-    not held now (`held` False; None: it could not be read, so it may not be), the thread is
-    told so and how to hold it again, once, under its own key (`after_hold`). Nothing is said
-    after a `/train release`, or while the job is held (their hold stands)."""
-    if held or HELD_BY_PERSON_STEP not in ctx.store.approvals.steps(approval.token):
+    seen and the job was read no longer held) but its row was done meanwhile: a person's
+    `/train hold|release` took the job out of trainbot's holds (`taken_by_person`: the thread
+    was told it is theirs). After a `/train hold` ("held_by_person", looked at first: after
+    a `/train release`, nothing is said and Slurm is not asked), the release may have undone
+    that hold: Slurm's record of the job is read now, and unless it is held (their hold
+    stands: nothing said) the thread is told what is known, once, under its own key
+    (`after_hold`): no longer held, waiting (that hold released too: how to hold it again),
+    running, gone from Slurm, or in another state (ended); when it cannot be read, that the
+    release may have released their hold, and how to hold the job again."""
+    if HELD_BY_PERSON_STEP not in ctx.store.approvals.steps(approval.token):
         return
-    say_release(ctx, approval, for_job, why, state, unknown=held is None, after_hold=True)
+    try:
+        rec = ctx.clusters.slurm(approval.payload["cluster"]).job(competitor_of(approval))
+    except (ClusterError, KeyError):
+        say_release(ctx, approval, for_job, why, state, unknown=True, after_hold=True)
+        return
+    if rec is not None and rec.is_held:
+        return
+    job_now = "gone" if rec is None else "running" if rec.is_running \
+        else "released" if rec.is_pending else "other"
+    say_release(ctx, approval, for_job, why, state, after_hold=True, job_now=job_now,
+                job_state=rec.state if rec is not None else None)
 
 
 def release_takeover_s(ctx: BotContext, approval: Approval) -> float:

@@ -432,3 +432,79 @@ def test_a_persons_hold_settling_a_last_release_timing_out_after_its_read_is_war
         "it again: if 88017 is no longer held, hold it again with `/train hold 88017`."), texts
     assert competitors.held_now(ctx) == []
     assert "held_by_person" in store.approvals.steps(token)
+
+
+class ThenSlurm(SlowReleaseSlurm):
+    """Slurm whose slow `scontrol release` (`meanwhile` while on its way) lands, then
+    `then` happens to the job (it starts, ends, leaves Slurm's records); `landed`: how many
+    calls Slurm had had when it landed."""
+
+    def __init__(self, then: Callable[[FakeSlurm, int], None]) -> None:
+        super().__init__()
+        self.then, self.landed = then, -1
+
+    def release(self, job_id: int) -> None:
+        super().release(job_id)
+        self.landed = len(self.calls)
+        self.then(self, job_id)
+
+
+AFTER_HOLD = {
+    "running": (lambda s, j: s.set(j, state="RUNNING"),
+                "88017 is running, so it is no longer held: trainbot's release of it was on "
+                "its way when 88017 was held with `/train hold`, and went through.",
+                "작업 88017은(는) 실행 중이므로 더 이상 보류되어 있지 않습니다: `/train hold`로 "
+                "보류될 때 진행 중이던 trainbot의 보류 해제가 적용되었습니다."),
+    "gone": (lambda s, j: s.records.pop(j),
+             "Slurm no longer knows 88017: trainbot's release of it was on its way when 88017 "
+             "was held with `/train hold`, and went through; there is no job left to hold.",
+             "Slurm이 더 이상 작업 88017을(를) 알지 못합니다: `/train hold`로 보류될 때 진행 "
+             "중이던 trainbot의 보류 해제가 적용되었으며, 보류할 작업이 남아 있지 않습니다."),
+    "ended": (lambda s, j: s.set(j, state="COMPLETED"),
+              "Slurm shows 88017 COMPLETED, not waiting to run: trainbot's release of it was "
+              "on its way when 88017 was held with `/train hold`, and went through.",
+              "Slurm에서 작업 88017은(는) COMPLETED 상태이며 실행을 기다리고 있지 않습니다: "
+              "`/train hold`로 보류될 때 진행 중이던 trainbot의 보류 해제가 적용되었습니다."),
+}
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+@pytest.mark.parametrize("after", sorted(AFTER_HOLD))
+def test_a_release_landing_after_a_persons_hold_says_only_what_slurm_shows_of_the_job(
+        store: Store, lang: str, after: str) -> None:
+    """trainbot's `scontrol release 88017` is on its way when a person holds 88017 with
+    `/train hold`; it lands, and Slurm then shows 88017 running, no longer knows it, or
+    shows it ended: the thread is told that, not that 88017 waits unheld to be held again."""
+    then, en, ko = AFTER_HOLD[after]
+    slurm = ThenSlurm(then)
+    ctx = make_context(store, slurm, lang=lang)
+    slurm.add(88017, name="succ", account="root", partition="debug", priority=100)
+    token = hold_for(ctx, slurm, 88017)
+    handle_click(ctx, token, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 1)
+    slurm.set(88887, state="RUNNING")
+    slurm.meanwhile.append(lambda: execute(ctx, parse_command("hold 88017"), actor="U0APPR",
+                                           channel="C0TRAIN", now=NOW + 2))
+    assert competitors.release_started(ctx, NOW + 2) == [88017]
+    assert recorded(ctx).texts()[-1] == (en if lang == "en" else ko)
+    assert competitors.held_now(ctx) == []
+
+
+def test_a_release_landing_after_a_persons_release_neither_says_nor_reads_more(
+        store: Store) -> None:
+    """trainbot's `scontrol release 88017` is on its way when a person releases 88017 with
+    `/train release` (trainbot's hold of it is over): it lands, and nothing more is said,
+    nor is Slurm asked about 88017 after it."""
+    slurm = ThenSlurm(lambda s, j: None)
+    ctx = make_context(store, slurm)
+    slurm.add(88017, name="succ", account="root", partition="debug", priority=100)
+    token = hold_for(ctx, slurm, 88017)
+    handle_click(ctx, token, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 1)
+    slurm.set(88887, state="RUNNING")
+    slurm.meanwhile.append(lambda: execute(ctx, parse_command("release 88017"),
+                                           actor="U0APPR", channel="C0TRAIN", now=NOW + 2))
+    assert competitors.release_started(ctx, NOW + 2) == [88017]
+    assert recorded(ctx).texts()[-1] == ("<@U0APPR> released 88017 with `/train release`; "
+                                         "trainbot's hold of it for 88887 is over.")
+    assert slurm.landed > 0
+    assert [call for call in slurm.calls[slurm.landed:] if call == ("job", 88017)] == []
+    assert "released_by_person" in store.approvals.steps(token)
