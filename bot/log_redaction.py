@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import logging
 
-from bot.core.redact import Redactor
+from bot.core.redact import Redactor, set_process_redactor
 
 
 class RedactingFilter(logging.Filter):
@@ -38,9 +38,12 @@ def install_log_redaction(redactor: Redactor,
                           logger: logging.Logger | None = None) -> RedactingFilter:
     """Redact with `redactor` on every handler of `logger` (default: the root logger) and on
     logging's last-resort handler (used when none is configured). Installing again replaces
-    the redactor everywhere; call it again after adding handlers (`logging.basicConfig`)."""
+    the redactor everywhere; call it again after adding handlers (`logging.basicConfig`).
+    `redactor` becomes the process's too (`set_process_redactor`): what is redacted where it
+    is made (an error's brief command) masks the same secrets."""
     logger = logger or logging.getLogger()
     REDACTING_FILTER.redactor = redactor
+    set_process_redactor(redactor)
     for handler in [*logger.handlers, *([logging.lastResort] if logging.lastResort else [])]:
         if REDACTING_FILTER not in handler.filters:
             handler.addFilter(REDACTING_FILTER)

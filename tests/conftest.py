@@ -413,14 +413,16 @@ def postgres_store_url(dev_postgres_url: str) -> Iterator[str]:
 @pytest.fixture(autouse=True)
 def _no_log_redaction_left_behind() -> Iterator[None]:
     """`trainbot run` and the CLI install a redacting filter on the root logger's handlers
-    (bot.log_redaction); tests that call them must not leave it (or its secrets) to the next."""
+    (bot.log_redaction), whose redactor becomes the process's (bot.core.redact); tests that
+    call them must not leave it (or its secrets) to the next."""
     yield
     import logging
 
-    from bot.core.redact import Redactor
+    from bot.core.redact import Redactor, set_process_redactor
     from bot.log_redaction import REDACTING_FILTER
 
     REDACTING_FILTER.redactor = Redactor()
+    set_process_redactor(Redactor())
     for handler in [*logging.getLogger().handlers, logging.lastResort]:
         if handler is not None:
             handler.removeFilter(REDACTING_FILTER)

@@ -11,23 +11,28 @@ import shlex
 from collections.abc import Sequence
 from typing import Any
 
+from bot.core.redact import process_redactor
 from bot.core.text import N_, Text
 
 # How much of a command an error's sentence shows. A probe's srun carries its whole Python
 # source (13 KB), a bounded command its wrapper script: written out, they pushed what
 # happened past Slack's 3000-character cut. Each long argument is cut to BRIEF_ARG_CHARS
 # (its program, options and short arguments stay whole: `... sh -c 'trap…' scancel 5`), and
-# the line to BRIEF_COMMAND_CHARS. The exception keeps the whole `argv`.
+# the line to BRIEF_COMMAND_CHARS. The exception keeps the whole `argv`. Each argument is
+# redacted whole BEFORE it is cut (the process's redactor: token shapes and the configured
+# secrets): a cut secret's start (`--db=postgresql://u:PASSW…`, a token shorter than its
+# shape) is no longer one any redactor finds in the message.
 BRIEF_ARG_CHARS = 64
 BRIEF_COMMAND_CHARS = 300
 
 
 def brief_command(argv: Sequence[object]) -> str:
     """`argv` as a shell line on one line (whitespace runs with a newline in an argument
-    shown as one space), each argument longer than BRIEF_ARG_CHARS cut with '…', the line
-    cut to BRIEF_COMMAND_CHARS."""
+    shown as one space), each argument redacted (`process_redactor`), then each longer than
+    BRIEF_ARG_CHARS cut with '…', the line cut to BRIEF_COMMAND_CHARS."""
+    redactor = process_redactor()
     words = []
-    for arg in map(str, argv):
+    for arg in map(redactor.redact, map(str, argv)):
         if "\n" in arg or "\r" in arg:
             arg = " ".join(arg.split())
         words.append(arg if len(arg) <= BRIEF_ARG_CHARS else arg[:BRIEF_ARG_CHARS - 1] + "…")

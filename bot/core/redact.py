@@ -99,6 +99,24 @@ class Redactor:
 
 _MARKER_RE = re.compile(re.escape(MARKER))
 
+# The process's redactor: token shapes, plus a configuration's secrets once one is loaded
+# (`install_log_redaction` sets it). For what must be redacted where it is made, not where it
+# is shown: a text cut short (an error's brief command) is redacted whole before its cut,
+# since a secret's start is no longer a secret any redactor can find.
+_process_redactor = Redactor()
+
+
+def process_redactor() -> Redactor:
+    """The process's redactor (token shapes, and the loaded configuration's secrets)."""
+    return _process_redactor
+
+
+def set_process_redactor(redactor: Redactor) -> Redactor:
+    """Make `redactor` the process's; returns the one it replaces."""
+    global _process_redactor
+    previous, _process_redactor = _process_redactor, redactor
+    return previous
+
 
 def _mask(masked: bytearray, spans: Iterable[tuple[int, int]],
           origin: Sequence[int]) -> bool:

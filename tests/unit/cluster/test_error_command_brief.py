@@ -66,3 +66,38 @@ def test_short_arguments_stay_whole_long_ones_are_cut_on_one_line():
     assert long == "python3 -c '" + ("x = 1 " * 11)[:BRIEF_ARG_CHARS - 1] + "…'"
     many = brief_command(["a" * 60] * 20)
     assert len(many) == BRIEF_COMMAND_CHARS and many.endswith("…")
+
+
+# A secret cut with its argument is no longer one any redactor finds: each argument is
+# redacted whole (token shapes, the configured secrets) before it is cut.
+_PW = "Zq8vN2kLm4Rt7Wx1Yb5Hc9Jd3Fg6Ps0Qa"
+
+
+def _leaks(text: str, secret: str) -> bool:
+    return any(secret[:n] in text for n in range(5, len(secret) + 1))
+
+
+def test_a_configured_secret_in_a_long_argument_is_redacted_before_the_cut():
+    from bot.core.redact import Redactor
+    from bot.log_redaction import install_log_redaction
+
+    secret = "k9" + _PW  # a recipe env value, no token shape
+    argv = ["sbatch", "--parsable", f"--comment=run-{'x' * 30}-key-{secret}-end",
+            f"--results-db=postgresql://trainer:{_PW}@db.internal.example:5432/runs"]
+    install_log_redaction(Redactor([secret, _PW]))  # as a loaded config does (conftest undoes)
+    for exc in (CommandFailed(argv, 1, "sbatch: error: x"), CommandTimedOut(argv, 5.0),
+                OutputTooLarge(argv, 1 << 20)):
+        shown = Redactor([secret, _PW]).redact(str(exc))  # as Slack's renderer would
+        assert not _leaks(shown, secret) and not _leaks(shown, _PW), shown
+        assert "[redacted]" in shown
+
+
+def test_token_shapes_are_redacted_before_the_cut():
+    from bot.core.redact import Redactor
+
+    gh = "ghp_" + "A1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q7r8"
+    hf = "hf_" + "aBcDeFgHiJkLmNoPqRsTuVwXyZ012345"
+    argv = ["srun", f"--export=ALL,PADDING_{'P' * 20}={gh}",
+            f"--comment={'c' * 30} {hf} tail"]
+    shown = Redactor().redact(brief_command(argv))
+    assert not _leaks(shown, gh[4:]) and not _leaks(shown, hf[3:]), shown
