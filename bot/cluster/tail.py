@@ -17,6 +17,7 @@ from bot.core.tail import (
     FramingError,
     ReadBatch,
     ReadRequest,
+    cut_by_slow_link,
     encode_requests,
     parse_frames,
 )
@@ -127,7 +128,7 @@ class ShellTailReader:
                 raise ClusterError(_stopped(self.where, answer.exit_code,
                                             requests[todo[got.stopped_at]].path,
                                             _tail(answer.stderr)))
-            if got.cut_bytes:  # still coming: a slow link, not a hung path
+            if cut_by_slow_link(got, len(answer.stdout), limit):  # not a hung path
                 self._slowed(requests, todo, got.stopped_at, got.cut, answer, limit, results)
                 break
             hung = todo[got.stopped_at]

@@ -213,7 +213,18 @@ class Answers:
     results: list[FileRead | None]
     stopped_at: int | None = None
     cut: FileRead | None = None  # the bytes of the file being sent when cut (its own process)
-    cut_bytes: int = 0  # how many of its (or its bucket's) bytes came before the cut
+    cut_bytes: int = 0  # how many of its bytes certainly came before the cut
+
+
+MIN_LINK_RATE = 256  # bytes per second: a link carrying less in a read's timeout has stalled
+
+
+def cut_by_slow_link(got: Answers, came: int, limit: float) -> bool:
+    """Whether an answer cut by the read's timeout (`got`, `came` bytes in `limit` s) was
+    still coming, a slow link, rather than stalled on a hung path: bytes of the file being
+    sent certainly came (`cut_bytes`), and the answer is what a link carries in that time,
+    not a handful of bytes (a hung path after a few small answers)."""
+    return got.cut_bytes > 0 and came >= MIN_LINK_RATE * limit
 
 
 _DEFERRED = re.compile(rb"G(\d+) (read|new) (\d+) (-?\d+) (\d+) (\d+) (\d+) (\d+)\n")
@@ -325,7 +336,10 @@ def parse_frames(out: bytes, paths: Sequence[str]) -> Answers:
                     ends = list(itertools.accumulate(lengths))
                     being = bisect.bisect_right(ends, got_bytes)
                     at = members[bucket][being]  # being read
-                    cut_bytes = got_bytes - (ends[being - 1] if being else 0)  # of its share
+                    # of its share, only the bytes past what the files before could have
+                    # sent: one shorter than the bucket that grew after stat sends up to the
+                    # bucket's size, so fewer may be an earlier file's (this one hung)
+                    cut_bytes = max(0, got_bytes - being * bucket)
                     break
                 raise FramingError(N_("the bucket of %(bucket)s bytes has no end line after its "
                                       "%(total)s bytes", bucket=bucket, total=total))
@@ -737,6 +751,7 @@ __all__ = [
     "ANCHOR_BYTES",
     "Answers",
     "FAILED",
+    "MIN_LINK_RATE",
     "MIN_SHARE",
     "MISSING",
     "NEW",
@@ -756,6 +771,7 @@ __all__ = [
     "TailStep",
     "advance",
     "apply_read",
+    "cut_by_slow_link",
     "askable_path",
     "encode_requests",
     "frame",

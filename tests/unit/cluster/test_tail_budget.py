@@ -22,6 +22,7 @@ from bot.core.tail import (
     ReadRequest,
     TailItem,
     TailState,
+    parse_frames,
     read_tails,
     share_budget,
 )
@@ -139,3 +140,41 @@ def test_the_bytes_of_the_file_being_sent_when_the_link_was_too_slow_are_kept(
     [out] = read_tails([TailItem(state, 2 * MIB)], lambda reqs: reader.read(reqs).results)
     assert out.error is None and out.more
     assert 0 < out.state.offset < 1.1 * MIB and out.state.offset % len(LINE) == 0
+
+
+class Scripted:
+    """A runner answering each command with the next of `outs` (cut: exit None)."""
+
+    def __init__(self, *outs: bytes) -> None:
+        self.outs, self.asked = list(outs), list[bytes]()
+
+    def exchange(self, argv: Sequence[str], *, stdin: bytes, timeout: float) -> Exchange:
+        self.asked.append(stdin)
+        out = self.outs.pop(0)
+        return Exchange(out, b"", None if not out.endswith(b"D128 50 0\nS1:2 0\n\n") else 0)
+
+
+def test_a_hung_path_after_a_bucket_file_that_grew_is_hung_not_a_slow_link() -> None:
+    """/ok had 50 bytes at stat, 60 when its bucket's tail read it; /hung sends nothing.
+    The 10 extra bytes are /ok's, not /hung's: /hung is left out and /ok read at once again,
+    the batch budget untouched."""
+    head = b"G1 new 50 1 11 0 50 128\nG2 new 100 1 12 0 100 128\nB128 2 150\n"
+    cut = head + b"x" * 59 + b"\n"
+    assert parse_frames(cut, ["/ok", "/hung"]).cut_bytes == 0
+    again = (b"G1 new 50 1 11 0 50 128\nB128 1 50\n" + b"y" * 50 + b"D128 50 0\n"
+             b"S1:2 0\n\n")
+    runner = Scripted(cut, again)
+    reader = ShellTailReader(runner, timeout=15.0)
+    batch = reader.read([ReadRequest("/ok", budget=MIB), ReadRequest("/hung", budget=MIB)])
+    assert [r.status for r in batch.results] == ["retry", "failed"]  # /ok: asked again
+    assert "no answer" in str(batch.results[1].error)
+    assert "/hung" in reader._hung and reader._slow is None and batch.round_trips == 2
+
+
+def test_a_handful_of_bytes_in_the_timeout_is_a_stall_not_a_slow_link() -> None:
+    """A file's own read cut after 10 of its bytes in 15 s: no link is that slow."""
+    cut = b"F1 read 5000 1 11 0 5000\n" + b"z" * 10
+    reader = ShellTailReader(Scripted(cut), timeout=15.0)
+    [got] = reader.read([ReadRequest("/stalls", budget=MIB)]).results
+    assert got.status == "failed" and "no answer" in str(got.error)
+    assert "/stalls" in reader._hung and reader._slow is None
