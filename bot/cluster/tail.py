@@ -31,7 +31,7 @@ PER_FILE_S = 0.02  # time allowed per file on top of the base timeout
 HUNG_RETRY_S = 300.0  # a path that did not answer is asked again after this long
 OUTPUT_SHARE = 0.75  # of the output cap, what a batch asks (a bucket sends <= 1.25x its bytes)
 FRAME_BYTES = 256  # a file's frame lines and stat lines, at most
-MIN_BATCH = 256 << 10  # the fewest bytes a batch asks, however slow the link
+MIN_BATCH = 16 << 10  # the fewest bytes a batch asks, however slow the link
 LOGIN_NODE = N_("the login node")  # where files are read when no cluster is named
 
 

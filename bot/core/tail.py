@@ -6,7 +6,7 @@ from __future__ import annotations
 import bisect
 import itertools
 import re
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -683,14 +683,18 @@ def take_last_line(outcome: TailOutcome) -> TailOutcome:
 def read_tails(items: Sequence[TailItem],
                read_batch: Callable[[list[ReadRequest]], Sequence[FileRead]],
                max_rounds: int = 2,
-               batch_bytes: Callable[[int], int | None] | None = None) -> list[TailOutcome]:
+               batch_bytes: Callable[[int], int | None] | None = None,
+               behind: Mapping[str, int] | None = None) -> list[TailOutcome]:
     """Read every item in at most `max_rounds` batches: the first reads them all; the next
     ones only files that must be read again from 0 (bytes before the offset changed) and
     finished jobs' logs with more waiting within their budget. What is still waiting then is
     read next tick (`more`). A `last_line` item's unfinished last line, once its file is read
     to its end, is its last line (take_last_line). `batch_bytes(files)`, when given, is the
     most one batch of that many files may ask for (None: no limit): the files share it
-    (share_budget), a file's share being then its whole read (`full_read`)."""
+    (share_budget), a file's share being then its whole read (`full_read`). `behind` (of
+    `unread_for`) says how many ticks in a row each path was not read: a batch asks those
+    first, longest unread first, so files a slow link cuts off are read on the next ticks,
+    not the same ones failing each time."""
     outcomes = [TailOutcome(item.state) for item in items]
     budgets = [item.budget for item in items]
     full = list(budgets)
@@ -703,7 +707,8 @@ def read_tails(items: Sequence[TailItem],
     for round_no in range(max_rounds):
         if not pending:
             break
-        order = sorted(pending)
+        waited = behind or {}
+        order = sorted(pending, key=lambda i: (-waited.get(items[i].state.path, 0), i))
         total = batch_bytes(len(order)) if batch_bytes is not None else None
         if total is not None:
             shared = share_budget([pending[i][0] for i in order], total)
@@ -747,6 +752,16 @@ def read_tails(items: Sequence[TailItem],
             for item, out in zip(items, outcomes, strict=True)]
 
 
+def unread_for(behind: Mapping[str, int] | None,
+               outcomes: Sequence[TailOutcome]) -> dict[str, int]:
+    """How many ticks in a row each path was not read (read_tails' `behind` next tick): a
+    file whose read failed (a slow link's cut among them) one tick more than `behind` said;
+    one read is not behind."""
+    before = behind or {}
+    return {out.state.path: before.get(out.state.path, 0) + 1
+            for out in outcomes if out.error is not None}
+
+
 __all__ = [
     "ANCHOR_BYTES",
     "Answers",
@@ -783,4 +798,5 @@ __all__ = [
     "share_budget",
     "split_complete_lines",
     "take_last_line",
+    "unread_for",
 ]

@@ -58,6 +58,7 @@ from bot.core.tail import (
     TailState,
     askable_path,
     read_tails,
+    unread_for,
 )
 from bot.core.text import N_, Text
 from bot.services.ports import TailReader
@@ -178,6 +179,7 @@ class LogFollower:
         self.max_bytes_per_job = max_bytes_per_job
         self.warmup_bytes = warmup_bytes
         self.persist_every_s = persist_every_s
+        self._behind: dict[str, int] = {}  # path -> ticks in a row its read failed
 
     def read(self, jobs: list[tuple[JobWatch, JobRecord, bool]],
              report: TickReport) -> dict[int, JobReads]:
@@ -229,9 +231,12 @@ class LogFollower:
 
         try:
             # the files share what one batch may ask (below the output cap, and what a slow
-            # link carries in time), so a backlog moves on every tick
+            # link carries in time), so a backlog moves on every tick; the files not read
+            # last tick go first, so a slow link's cut falls on others each time
             outcomes = read_tails(items, batch,
-                                  batch_bytes=getattr(self._reader(), "batch_bytes", None))
+                                  batch_bytes=getattr(self._reader(), "batch_bytes", None),
+                                  behind=self._behind)
+            self._behind = unread_for(self._behind, outcomes)
         except (ClusterError, OSError) as exc:
             # every job's error, and each file asked for a failed read saying why (a
             # finished job waits for it as for an unreadable file: UnreadableFiles.finished)

@@ -19,12 +19,16 @@ from bot.cluster.tail import ShellTailReader
 from bot.core.tail import (
     ANCHOR_BYTES,
     MIN_SHARE,
+    SAME,
+    FileRead,
     ReadRequest,
     TailItem,
+    TailOutcome,
     TailState,
     parse_frames,
     read_tails,
     share_budget,
+    unread_for,
 )
 
 MIB = 1 << 20
@@ -178,3 +182,43 @@ def test_a_handful_of_bytes_in_the_timeout_is_a_stall_not_a_slow_link() -> None:
     [got] = reader.read([ReadRequest("/stalls", budget=MIB)]).results
     assert got.status == "failed" and "no answer" in str(got.error)
     assert "/stalls" in reader._hung and reader._slow is None
+
+
+def test_a_link_slower_than_any_batch_floor_still_reads_every_file(tmp_path: Path) -> None:
+    """A link carrying 100 KB per timeout, eight 1 MiB logs growing 48 KiB a tick: the files
+    a cut left unread go first next tick and the batches ask less than 256 KiB, so every
+    log moves on, where the last three failed every tick, never read."""
+    states = logs(tmp_path, 8, MIB)
+    reader = ShellTailReader(SlowLink(LocalShell(), 100_000), timeout=1.0)
+    behind: dict[str, int] = {}
+    failed = [0] * 8
+    for _ in range(8):
+        for s in states:
+            with open(s.path, "ab") as f:
+                f.write(LINE * 768)
+        outs = read_tails([TailItem(s, 16 * MIB) for s in states],
+                          lambda reqs: reader.read(reqs).results,
+                          batch_bytes=reader.batch_bytes, behind=behind)
+        behind = unread_for(behind, outs)
+        failed = [n + (o.error is not None) for n, o in zip(failed, outs, strict=True)]
+        assert not any(o.error is not None and "hung" in str(o.error) for o in outs)
+        states = [o.state if o.error is None else s for s, o in zip(states, outs, strict=True)]
+    assert all(s.offset >= 16 << 10 for s in states), [s.offset for s in states]
+    assert max(failed) <= 4, failed
+    assert reader.batch_bytes(8) < 256 << 10
+
+
+def test_the_files_unread_longest_go_first() -> None:
+    """Each batch asks first the files not read for the most ticks in a row."""
+    asked: list[list[str]] = []
+
+    def batch(reqs: list[ReadRequest]) -> list[FileRead]:
+        asked.append([r.path for r in reqs])
+        return [FileRead(SAME) for _ in reqs]
+
+    items = [TailItem(TailState(f"/l{i}"), MIB) for i in range(4)]
+    read_tails(items, batch, behind={"/l3": 2, "/l1": 1, "/gone": 5})
+    assert asked == [["/l3", "/l1", "/l0", "/l2"]]
+    outs = [TailOutcome(TailState("/l1")), TailOutcome(TailState("/l3"), error=OSError("x")),
+            TailOutcome(TailState("/l0"), error=OSError("y"))]
+    assert unread_for({"/l3": 2, "/l1": 1}, outs) == {"/l3": 3, "/l0": 1}
