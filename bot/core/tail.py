@@ -10,9 +10,16 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
+from bot.core.tail_budget import (
+    ANCHOR_BYTES,
+    MIN_LINK_RATE,
+    MIN_SHARE,
+    cut_by_slow_link,
+    share_budget,
+    unread_for,
+)
 from bot.core.text import N_, Text
 
-ANCHOR_BYTES = 64
 DEFAULT_MAX_BYTES = 1 << 20
 QUOTED_CHARS = 40  # how much of an answer a FramingError quotes
 
@@ -214,17 +221,6 @@ class Answers:
     stopped_at: int | None = None
     cut: FileRead | None = None  # the bytes of the file being sent when cut (its own process)
     cut_bytes: int = 0  # how many of its bytes certainly came before the cut
-
-
-MIN_LINK_RATE = 256  # bytes per second: a link carrying less in a read's timeout has stalled
-
-
-def cut_by_slow_link(got: Answers, came: int, limit: float) -> bool:
-    """Whether an answer cut by the read's timeout (`got`, `came` bytes in `limit` s) was
-    still coming, a slow link, rather than stalled on a hung path: bytes of the file being
-    sent certainly came (`cut_bytes`), and the answer is what a link carries in that time,
-    not a handful of bytes (a hung path after a few small answers)."""
-    return got.cut_bytes > 0 and came >= MIN_LINK_RATE * limit
 
 
 _DEFERRED = re.compile(rb"G(\d+) (read|new) (\d+) (-?\d+) (\d+) (\d+) (\d+) (\d+)\n")
@@ -501,38 +497,6 @@ def fresh(state: TailState) -> TailState:
     return TailState(path=state.path)
 
 
-MIN_SHARE = 4096  # the fewest new bytes a shared batch budget gives one file
-
-
-def share_budget(requests: Sequence[ReadRequest], total: int) -> list[ReadRequest]:
-    """`requests` fitted to `total` bytes for the whole batch (the read script's output is
-    capped, and a slow link carries only so much within a read's timeout): each file asks its
-    bytes before the offset (`back`) and new bytes (`budget`); while they add up to more
-    than `total`, each gets an equal share of it, a file asking less than its share giving the
-    rest to the others (max-min fair). A file cut to its share keeps its anchor (at least
-    ANCHOR_BYTES of `back`), a warm-up window at most half of its share, and new bytes for
-    the rest (at least MIN_SHARE): every file moves on each batch, a backlog over batches."""
-    demands = [req.back + req.budget for req in requests]
-    if sum(demands) <= total:
-        return list(requests)
-    level, left, ordered = 0, total, sorted(demands)
-    for k, demand in enumerate(ordered):
-        fair = left // (len(ordered) - k)
-        if demand > fair:
-            level = fair
-            break
-        left -= demand
-    shared = []
-    for req, demand in zip(requests, demands, strict=True):
-        if demand <= level:
-            shared.append(req)
-            continue
-        back = min(req.back, max(ANCHOR_BYTES, level // 2))
-        shared.append(replace(req, back=back, budget=min(req.budget,
-                                                         max(MIN_SHARE, level - back))))
-    return shared
-
-
 def plan_read(state: TailState, budget: int, window: int = 0) -> ReadRequest:
     """The request that continues `state`: at most `budget` new bytes, with the anchor (or a
     `window` of bytes before the offset, for a warm-up: then the file is read even if it looks
@@ -649,13 +613,15 @@ class TailItem:
 class TailOutcome:
     """What a tick read of one file: its chunks in order, the warm-up window (bytes just
     before the starting offset, when asked for and the file was still the same), the final
-    state, whether bytes are still waiting, or the error that stopped it."""
+    state, whether bytes are still waiting, or the error that stopped it (`skipped`: not
+    read this tick, more files than a batch's bytes reach: read_tails)."""
 
     state: TailState
     chunks: list[TailChunk] = field(default_factory=list)
     window: bytes = b""
     more: bool = False
     error: OSError | None = None
+    skipped: bool = False  # not asked this tick: the batch's bytes did not reach it
 
 
 def take_last_line(outcome: TailOutcome) -> TailOutcome:
@@ -712,12 +678,18 @@ def read_tails(items: Sequence[TailItem],
         total = batch_bytes(len(order)) if batch_bytes is not None else None
         if total is not None:
             shared = share_budget([pending[i][0] for i in order], total)
-            for i, req in zip(order, shared, strict=True):
-                pending[i] = (req, pending[i][1])
-                if req.budget < budgets[i]:  # its share is all this tick reads of it
-                    budgets[i] = req.budget
+            for i, fitted in zip(order, shared, strict=True):
+                if fitted is None:  # the batch's bytes do not reach it: another tick
+                    del pending[i]
+                    outcomes[i].more = True
+                    outcomes[i].skipped = not outcomes[i].chunks
+                    continue
+                pending[i] = (fitted, pending[i][1])
+                if fitted.budget < budgets[i]:  # its share is all this tick reads of it
+                    budgets[i] = fitted.budget
                     if round_no == 0:  # and its whole read
-                        full[i] = req.budget
+                        full[i] = fitted.budget
+            order = [i for i in order if i in pending]
         answers = read_batch([pending[i][0] for i in order])
         following: dict[int, tuple[ReadRequest, str]] = {}
         for i, got in zip(order, answers, strict=True):
@@ -750,16 +722,6 @@ def read_tails(items: Sequence[TailItem],
         pending = following
     return [take_last_line(out) if item.last_line else out
             for item, out in zip(items, outcomes, strict=True)]
-
-
-def unread_for(behind: Mapping[str, int] | None,
-               outcomes: Sequence[TailOutcome]) -> dict[str, int]:
-    """How many ticks in a row each path was not read (read_tails' `behind` next tick): a
-    file whose read failed (a slow link's cut among them) one tick more than `behind` said;
-    one read is not behind."""
-    before = behind or {}
-    return {out.state.path: before.get(out.state.path, 0) + 1
-            for out in outcomes if out.error is not None}
 
 
 __all__ = [

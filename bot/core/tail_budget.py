@@ -1,0 +1,93 @@
+"""What one batched read of followed files asks, and what its cut answer means: the byte
+budget a batch's files share (below the read's output cap, and what a slow link carries in a
+read's timeout), which files go first, and a cut answer told from a hung path (pure; the
+reads themselves: bot.core.tail)."""
+
+from __future__ import annotations
+
+import itertools
+from collections.abc import Mapping, Sequence
+from dataclasses import replace
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from bot.core.tail import Answers, ReadRequest, TailOutcome
+
+ANCHOR_BYTES = 64  # the bytes before a tail's offset it checks (bot.core.tail.TailState)
+
+
+MIN_LINK_RATE = 256  # bytes per second: a link carrying less in a read's timeout has stalled
+
+
+def cut_by_slow_link(got: Answers, came: int, limit: float) -> bool:
+    """Whether an answer cut by the read's timeout (`got`, `came` bytes in `limit` s) was
+    still coming, a slow link, rather than stalled on a hung path: bytes of the file being
+    sent certainly came (`cut_bytes`), and the answer is what a link carries in that time,
+    not a handful of bytes (a hung path after a few small answers)."""
+    return got.cut_bytes > 0 and came >= MIN_LINK_RATE * limit
+
+
+MIN_SHARE = 4096  # the fewest new bytes a shared batch budget gives one file
+
+
+def share_budget(requests: Sequence[ReadRequest], total: int) -> list[ReadRequest | None]:
+    """`requests` fitted to `total` bytes for the whole batch (the read script's output is
+    capped, and a slow link carries only so much within a read's timeout): each file asks its
+    bytes before the offset (`back`) and new bytes (`budget`); while they add up to more
+    than `total`, each gets its minimum (its anchor, at least ANCHOR_BYTES of `back`, and at
+    least MIN_SHARE new bytes: every file read moves on) and the rest is shared equally
+    above it, a file asking less than its share giving the rest to the others (max-min
+    fair). A file cut to its share keeps a warm-up window at most half of its share.
+
+    When even the minimums do not fit, only the first files whose minimums do are read
+    (None for the others: read another tick; the caller puts first the files waiting
+    longest), the first one always: the batch stays within `total` but for one file's
+    minimum."""
+    demands = [req.back + req.budget for req in requests]
+    if sum(demands) <= total:
+        return list(requests)
+    floors = [min(req.back, ANCHOR_BYTES) + min(req.budget, MIN_SHARE) for req in requests]
+    taken = len(requests)
+    for k, used in enumerate(itertools.accumulate(floors)):
+        if used > total:
+            taken = max(1, k)
+            break
+    extra = [demand - floor for demand, floor in zip(demands[:taken], floors, strict=False)]
+    level, left = 0, max(0, total - sum(floors[:taken]))
+    for k, want in enumerate(sorted(extra)):
+        fair = left // (taken - k)
+        if want > fair:
+            level = fair
+            break
+        left -= want
+    else:
+        level = max(extra, default=0)
+    shared: list[ReadRequest | None] = []
+    for req, floor, want in zip(requests, floors, extra, strict=False):
+        if want <= level:
+            shared.append(req)
+            continue
+        share = floor + level
+        back = min(req.back, max(ANCHOR_BYTES, share // 2), share - min(req.budget, MIN_SHARE))
+        shared.append(replace(req, back=back, budget=min(req.budget, share - back)))
+    return shared + [None] * (len(requests) - taken)
+
+
+def unread_for(behind: Mapping[str, int] | None,
+               outcomes: Sequence[TailOutcome]) -> dict[str, int]:
+    """How many ticks in a row each path was not read (read_tails' `behind` next tick): a
+    file whose read failed (a slow link's cut among them) or that the batch's bytes did not
+    reach (`skipped`) one tick more than `behind` said; one read is not behind."""
+    before = behind or {}
+    return {out.state.path: before.get(out.state.path, 0) + 1
+            for out in outcomes if out.error is not None or out.skipped}
+
+
+__all__ = [
+    "ANCHOR_BYTES",
+    "MIN_LINK_RATE",
+    "MIN_SHARE",
+    "cut_by_slow_link",
+    "share_budget",
+    "unread_for",
+]
