@@ -221,6 +221,9 @@ class Answers:
     stopped_at: int | None = None
     cut: FileRead | None = None  # the bytes of the file being sent when cut (its own process)
     cut_bytes: int = 0  # how many of its bytes certainly came before the cut
+    # a part the script writes at once (a header or end line, the stat part, a bucket's
+    # bytes whole) came in part: the link cut it, the script was not waiting on a file
+    arriving: bool = False
 
 
 _DEFERRED = re.compile(rb"G(\d+) (read|new) (\d+) (-?\d+) (\d+) (\d+) (\d+) (\d+)\n")
@@ -254,12 +257,14 @@ def parse_frames(out: bytes, paths: Sequence[str]) -> Answers:
     at: int | None = None  # where output cut short stopped (1-based request)
     cut: FileRead | None = None
     cut_bytes = 0
+    arriving = False
     while pos < len(out):
         kind = out[pos:pos + 1]
         if out.find(b"\n", pos) < 0:
             if len(out) - pos < 256 and kind in (b"F", b"G", b"B", b"S"):
                 at = headed + 1 if kind in (b"F", b"G") else _first_unread(deferred, shares,
                                                                            members)
+                arriving = True  # a line the script writes at once
                 break
             raise FramingError(N_("stray output at byte %(pos)s, with no newline after it: "
                                   "%(quoted)s", pos=pos, quoted=_quoted(out, pos)))
@@ -277,6 +282,7 @@ def parse_frames(out: bytes, paths: Sequence[str]) -> Answers:
                 if _cut_short(out, body + length, b"E"):
                     at = index
                     cut_bytes = max(0, min(len(out) - body, length))
+                    arriving = len(out) > body + length  # its end line, in part
                     if status != MISSING and cut_bytes:  # dd writes its bytes in order
                         cut = FileRead(status, size, mtime, inode, start,
                                        out[body:body + cut_bytes])
@@ -336,6 +342,7 @@ def parse_frames(out: bytes, paths: Sequence[str]) -> Answers:
                     # sent: one shorter than the bucket that grew after stat sends up to the
                     # bucket's size, so fewer may be an earlier file's (this one hung)
                     cut_bytes = max(0, got_bytes - being * bucket)
+                    arriving = len(out) - body >= total  # every byte, its end line not
                     break
                 raise FramingError(N_("the bucket of %(bucket)s bytes has no end line after its "
                                       "%(total)s bytes", bucket=bucket, total=total))
@@ -353,6 +360,7 @@ def parse_frames(out: bytes, paths: Sequence[str]) -> Answers:
             length = int(head.group(2))
             if len(out) < head.end() + length + 1:
                 at = min(deferred) if deferred else None
+                arriving = True  # written at once, after the stat that may hang
                 break
             if out[head.end() + length:head.end() + length + 1] != b"\n":
                 raise FramingError(N_("the stat part has no newline after its %(length)s bytes",
@@ -367,7 +375,7 @@ def parse_frames(out: bytes, paths: Sequence[str]) -> Answers:
     if at is None and deferred and (post is None or set(shares) != set(members)):
         at = _first_unread(deferred, shares, members)
     if at is not None:
-        return Answers(results, at - 1, cut, cut_bytes)
+        return Answers(results, at - 1, cut, cut_bytes, arriving)
     if deferred:
         _resolve(results, deferred, members, shares, post or b"", post_sep)
     return Answers(results)

@@ -21,10 +21,12 @@ MIN_LINK_RATE = 256  # bytes per second: a link carrying less in a read's timeou
 
 def cut_by_slow_link(got: Answers, came: int, limit: float) -> bool:
     """Whether an answer cut by the read's timeout (`got`, `came` bytes in `limit` s) was
-    still coming, a slow link, rather than stalled on a hung path: bytes of the file being
-    sent certainly came (`cut_bytes`), and the answer is what a link carries in that time,
-    not a handful of bytes (a hung path after a few small answers)."""
-    return got.cut_bytes > 0 and came >= MIN_LINK_RATE * limit
+    still coming, a slow link, rather than stalled on a hung path: a part the script writes
+    at once came in part (`arriving`: a header or end line, the stat part), or bytes of the
+    file being sent certainly came (`cut_bytes`) and the answer is what a link carries in
+    that time, not a handful of bytes (a file's read that hung after a few). Hung: the
+    answer stopped where a file's answer starts."""
+    return got.arriving or (got.cut_bytes > 0 and came >= MIN_LINK_RATE * limit)
 
 
 MIN_SHARE = 4096  # the fewest new bytes a shared batch budget gives one file

@@ -15,7 +15,7 @@ from support.local_shell import LocalShell
 
 from bot.cluster.errors import OutputTooLarge
 from bot.cluster.ssh import Exchange
-from bot.cluster.tail import ShellTailReader
+from bot.cluster.tail import ARGV, ShellTailReader
 from bot.core.tail import (
     ANCHOR_BYTES,
     MIN_SHARE,
@@ -25,6 +25,7 @@ from bot.core.tail import (
     TailItem,
     TailOutcome,
     TailState,
+    encode_requests,
     parse_frames,
     read_tails,
     share_budget,
@@ -257,3 +258,28 @@ def test_more_files_than_the_output_cap_holds_minimums_for_are_read_over_ticks(
         states = [o.state for o in outs]
     assert all(s.offset > 0 for s in states), [s.offset for s in states]
     assert max(runner.sizes) <= 64 << 10
+
+
+def test_an_answer_cut_in_a_header_its_end_or_the_stat_part_is_a_slow_link(
+        tmp_path: Path) -> None:
+    """Cut in a part the script writes at once (a header line, a bucket's bytes all come but
+    its end line, the stat part after every bucket): the link was still carrying it, however
+    few bytes came. Only an answer stopped where a file's starts is a hung path."""
+    paths = []
+    for i in range(40):
+        (tmp_path / f"job_{i}.out").write_bytes(b"epoch 1 loss 0.3\n" * 20)
+        paths.append(str(tmp_path / f"job_{i}.out"))
+    requests = [ReadRequest(p, budget=MIB) for p in paths]
+    full = LocalShell().exchange(ARGV, stdin=encode_requests(requests), timeout=30).stdout
+    bucket_end = full.rfind(b"\nD") + 1
+    cuts = {"the stat part": full.rfind(b"\nS") + 10, "a header line": full.find(b"G5 ") + 10,
+            "a bucket's end line": bucket_end + 3, "after a bucket's bytes": bucket_end}
+    for where, at in cuts.items():
+        reader = ShellTailReader(Scripted(full[:at]), timeout=15.0)
+        results = reader.read(requests).results
+        assert not reader._hung and reader._slow is not None, where
+        assert all("came too slowly" in str(r.error) for r in results), where
+    stalled = full[:full.find(b"B") + full[full.find(b"B"):].find(b"\n") + 1]
+    reader = ShellTailReader(Scripted(stalled, b""), timeout=15.0)
+    reader.read(requests)
+    assert list(reader._hung)[0] == paths[0] and reader._slow is None  # at its start
