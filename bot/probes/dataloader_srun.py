@@ -43,9 +43,8 @@ def build_probe_argv(recipe: RecipeConfig, probe: DataLoaderProbeConfig, *,
     name = job_name or f"trainbot-dataloader-probe-{uuid.uuid4().hex[:8]}"
     argv = ["srun", f"--job-name={name}", "--nodes=1", "--ntasks=1",
             f"--time={srun_minutes(probe.timeout_s)}", "--quiet"]
-    for flag, value in (("--partition", recipe.partition), ("--account", recipe.account),
-                        ("--qos", recipe.qos), ("--chdir", recipe.workdir),
-                        ("--exclude", recipe.exclude), ("--mem", probe.mem)):
+    argv += recipe.placement_flags()  # where the job runs, as its submit
+    for flag, value in (("--chdir", recipe.workdir), ("--mem", probe.mem)):
         if value:
             argv.append(f"{flag}={value}")
     cmd: list[str] = [probe.python, "-c", NODE_SOURCE, probe.factory, str(probe.workers),

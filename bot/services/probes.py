@@ -37,10 +37,11 @@ PROBES_EVERY_S = 10.0  # how soon after a click its probe starts (the scheduler'
 
 def probe_offer(config: Config | None, recipe: str) -> dict[str, Any]:
     """What a leak incident of `recipe` offers: `button` (its config names the factory), the
-    `command` to run it by hand with the recipe's values (workdir, env_setup, partition; the
-    factory, else MODULE:FACTORY), and the config `field` that enables the button in the
-    `recipe` (None: no config names it, as in an offline `trainbot report` without
-    --config; the remedy then says how to run the probe by hand, as for an adopted job)."""
+    `command` to run it by hand with the recipe's values (workdir, env_setup, where its job
+    runs: RecipeConfig.placement_flags; the factory, else MODULE:FACTORY), every word
+    quoted, and the config `field` that enables the button in the `recipe` (None: no config
+    names it, as in an offline `trainbot report` without --config; the remedy then says how
+    to run the probe by hand, as for an adopted job)."""
     cfg = config.recipes.get(recipe) if config is not None else None
     probe = cfg.dataloader_probe if cfg is not None else None
     argv = ["trainbot", "probe", "dataloader", probe.factory if probe else "MODULE:FACTORY",
@@ -54,11 +55,9 @@ def probe_offer(config: Config | None, recipe: str) -> dict[str, Any]:
             steps.append(f"cd {shlex.quote(cfg.workdir)}")
         if cfg.env_setup:
             steps.append(one_line(cfg.env_setup))
-        srun = ["srun", "--nodes=1", "--ntasks=1"]
-        if cfg.partition:
-            srun.append(f"--partition={cfg.partition}")
-        argv = srun + argv
-    steps.append(shlex.join(argv))
+        # where the job runs (its partition, account, qos, left-out nodes), as its submit
+        argv = ["srun", "--nodes=1", "--ntasks=1", *cfg.placement_flags(), *argv]
+    steps.append(shlex.join(argv))  # every word quoted
     return {"button": probe is not None, "command": " && ".join(steps),
             "field": FACTORY_FIELD, "recipe": recipe if cfg is not None else None}
 

@@ -168,8 +168,8 @@ def test_without_a_factory_the_incident_shows_the_command_and_the_field(
     _chain_id, incident = _leak_incident(services, slack)
     assert ActionId.RUN_PROBE not in _buttons(incident)
     text = json.dumps(incident["blocks"], ensure_ascii=False)
-    assert ("cd /scratch/wm/mix && srun --nodes=1 --ntasks=1 --partition=debug trainbot probe "
-            "dataloader MODULE:FACTORY --workers 2 --samples 160") in text
+    assert ("cd /scratch/wm/mix && srun --nodes=1 --ntasks=1 --partition=debug --account=root "
+            "trainbot probe dataloader MODULE:FACTORY --workers 2 --samples 160") in text
     assert "dataloader_probe.factory" in text
 
 

@@ -37,6 +37,8 @@ from bot.core.units import check_slurm_size, parse_size
 
 # A recipe field that SubmitSpec names otherwise (the rest have SubmitSpec's names).
 _SPEC_FIELD = {"log_path": "output"}
+# The Slurm options that say where a recipe's job runs (RecipeConfig.placement_flags).
+PLACEMENT_OPTIONS = ("partition", "account", "qos", "exclude")
 
 
 class PreflightConfig(_Model):
@@ -448,6 +450,15 @@ class RecipeConfig(_Model):
             name: getattr(self, name) for name in RECIPE_OVERRIDABLE_OPTIONS}
         return {**options, "array": self.array, "output": self.log_path,
                 "error": self.log_path}
+
+    def placement_flags(self) -> list[str]:
+        """Where this recipe's job runs, as the options its submit gives sbatch
+        (`sbatch_options`: partition, account, qos, exclude, those set), `--opt=value`: a
+        step run beside the job (the DataLoader probe's srun, its command run by hand) gets
+        them so it runs where the job does, not in the cluster's defaults."""
+        options = self.sbatch_options()
+        return [f"{SBATCH_OPTIONS[name]}={options[name]}" for name in PLACEMENT_OPTIONS
+                if options[name]]
 
     def submit_spec(self, *, job_name: str, env: Mapping[str, str]) -> SubmitSpec:
         """The sbatch call of this recipe's `sbatch_script` under `job_name`, with `env` and

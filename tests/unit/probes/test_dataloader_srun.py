@@ -16,6 +16,7 @@ from fakes import make_config, present
 from bot.cluster.command_line import build_command
 from bot.cluster.ssh import CommandResult
 from bot.config import ConfigError, parse_config
+from bot.core.slurm.sbatch import sbatch_argv
 from bot.probes import dataloader
 from bot.probes.dataloader_srun import (
     NODE_SOURCE,
@@ -193,12 +194,35 @@ def test_the_offer_without_a_factory_is_the_command_with_the_recipes_values():
     assert offer["button"] is False and offer["field"] == "dataloader_probe.factory"
     assert offer["command"] == (
         "cd /scratch/wm/mix && source ~/venv/bin/activate && srun --nodes=1 --ntasks=1 "
-        "--partition=debug trainbot probe dataloader MODULE:FACTORY --workers 2 --samples 160")
+        "--partition=debug --account=root trainbot probe dataloader MODULE:FACTORY "
+        "--workers 2 --samples 160")
     with_factory, *_ = _recipe()
     offer = probe_offer(with_factory, "mix")
     assert offer["button"] is True and "decoder_datasets:leaky" in offer["command"]
     assert probe_offer(None, "offline")["command"] == (
         "trainbot probe dataloader MODULE:FACTORY --workers 2 --samples 160")
+
+
+def test_the_offered_command_runs_where_the_recipes_job_runs():
+    """The command run by hand gets the placement the recipe's sbatch gets (partition,
+    account, qos, left-out nodes), each word quoted: pasted, it probes where the job ran."""
+    config = make_config(workdir="/scratch/wm/mix", partition="gpu a100", account="ml-team",
+                         qos="high", exclude="gpu[01-03],gpu07")
+    recipe = config.recipe("mix")
+    placement = recipe.placement_flags()
+    submitted = set(sbatch_argv(recipe.submit_spec(job_name="mix", env={})))
+    assert placement == ["--partition=gpu a100", "--account=ml-team", "--qos=high",
+                         "--exclude=gpu[01-03],gpu07"] and set(placement) <= submitted
+    command = probe_offer(config, "mix")["command"]
+    assert ("srun --nodes=1 --ntasks=1 '--partition=gpu a100' --account=ml-team --qos=high "
+            "'--exclude=gpu[01-03],gpu07' trainbot probe dataloader") in command
+    assert _ran_by_bash(command)[-1].startswith(
+        "srun --nodes=1 --ntasks=1 --partition=gpu a100 --account=ml-team --qos=high "
+        "--exclude=gpu[01-03],gpu07 trainbot ")
+    # the probe's own srun lands there too
+    _, with_probe, probe = _recipe(partition="gpu a100", account="ml-team", qos="high",
+                                   exclude="gpu[01-03],gpu07")
+    assert set(placement) <= set(build_probe_argv(with_probe, probe))
 
 
 def _ran_by_bash(command: str) -> list[str]:
@@ -225,5 +249,5 @@ def test_the_offered_command_runs_each_line_of_a_multi_line_env_setup():
         "source /venv/bin/activate; fi && conda activate wm && srun ")
     assert _ran_by_bash(command) == [
         "cd /home/u/wm", "module load cuda", "source /venv/bin/activate", "conda activate wm",
-        "srun --nodes=1 --ntasks=1 --partition=debug trainbot probe dataloader MODULE:FACTORY "
-        "--workers 2 --samples 160"]
+        "srun --nodes=1 --ntasks=1 --partition=debug --account=root trainbot probe dataloader "
+        "MODULE:FACTORY --workers 2 --samples 160"]
