@@ -61,6 +61,11 @@ def _task_id(tasks: dict, task: int, shown: str, cluster: str) -> str:
     raise UsageError(f"Slurm on {cluster} knows no started task {shown}")
 
 
+def _placing(cluster: str, path: str) -> None:
+    print(f"trainbot stacks: placing trainbot's py-spy on cluster {cluster!r} (about 8 MB, "
+          "once per version); the collection follows", file=sys.stderr)
+
+
 def run(args: argparse.Namespace) -> int:
     from bot.cluster.errors import ClusterUnavailable, HostKeyRejected
     from bot.cluster.sessions import ClusterSessions
@@ -79,11 +84,9 @@ def run(args: argparse.Namespace) -> int:
             job = str(ref.job_id) if ref.array_task is None else \
                 _task_id(sessions.slurm(cluster).array_tasks(ref.job_id), ref.array_task,
                          ref.display, cluster)
-            collector = StackCollector(config, sessions, wait_for_placement=True)
-            if collector.ready_path(cluster) is None:
-                print(f"trainbot stacks: placing trainbot's py-spy on cluster {cluster!r} "
-                      "(about 8 MB, once per version); the collection follows",
-                      file=sys.stderr)
+            # said only when a copy is placed, not when the one there is only checked
+            collector = StackCollector(config, sessions, wait_for_placement=True,
+                                       on_copy=_placing)
             report = collector.collect(cluster, job)
         except (ClusterUnavailable, HostKeyRejected) as exc:
             print(f"trainbot stacks: cluster {cluster!r} unreachable: {exc}", file=sys.stderr)

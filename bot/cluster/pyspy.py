@@ -12,6 +12,7 @@ import logging
 import os
 import posixpath
 import secrets
+from collections.abc import Callable
 from dataclasses import dataclass
 from importlib import metadata
 from pathlib import Path
@@ -102,10 +103,12 @@ def remote_sha256(runner: Runner, path: str) -> str | None:
     return first[0] if first else None
 
 
-def place_pyspy(runner: Runner, sftp: SFTP, local: LocalPySpy | None = None) -> str:
+def place_pyspy(runner: Runner, sftp: SFTP, local: LocalPySpy | None = None, *,
+                on_copy: Callable[[str], None] | None = None) -> str:
     """The path of a verified py-spy on the cluster, copied there first when absent or
-    different. Nodes see it when the home is shared (as on every Slurm site trainbot knows);
-    a site without a shared home configures `py_spy`.
+    different (`on_copy(path)` is called then, before the copy: a copy is being placed, not
+    only the one there checked). Nodes see it when the home is shared (as on every Slurm
+    site trainbot knows); a site without a shared home configures `py_spy`.
 
     The copy goes to a part file of this placement's own (`py-spy.<pid>.<random>.part`
     beside it), checked, then renamed over the binary (`mv -f` in one directory: rename(2),
@@ -118,6 +121,8 @@ def place_pyspy(runner: Runner, sftp: SFTP, local: LocalPySpy | None = None) -> 
     path = remote_path(home, local.version)
     if remote_sha256(runner, path) == local.sha256:
         return path
+    if on_copy is not None:
+        on_copy(path)
     directory = posixpath.dirname(path)
     runner.run(["mkdir", "-p", directory], timeout=60)
     runner.run(["find", directory, "-maxdepth", "1", "-name", PART_GLOB, "-mmin",

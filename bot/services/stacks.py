@@ -92,7 +92,8 @@ class StackCollector:
                  clock: Callable[[], float] = time.time,
                  monotonic: Callable[[], float] = time.monotonic, *,
                  placements: PySpyPlacements | None = None,
-                 wait_for_placement: bool = False) -> None:
+                 wait_for_placement: bool = False,
+                 on_copy: Callable[[str, str], None] | None = None) -> None:
         self.config, self.clusters, self.clock = config, clusters, clock
         self.monotonic = monotonic
         # a one-shot command's (`trainbot stacks`): no later collection would use a
@@ -101,14 +102,19 @@ class StackCollector:
         self.wait_for_placement = wait_for_placement
         # the process's (the bot's context's, BotContext.pyspy), else this collector's own
         self._placements = placements if placements is not None else PySpyPlacements()
+        # told (cluster, path) when a placement it begins copies py-spy (not when the copy
+        # there is only checked): `trainbot stacks` says the collection waits for the copy
+        self.on_copy = on_copy
 
     def prepare(self, cluster: str) -> Future[str] | None:
         """Begin placing trainbot's py-spy on `cluster` unless the site configured its own
         (None then); its future (see PySpyPlacements.start)."""
         if self.config.clusters[cluster].py_spy:
             return None
+        on_copy = self.on_copy
         return self._placements.start(cluster, lambda: place_pyspy(
-            read_only(self.clusters.runner(cluster)), self.clusters.sftp(cluster)))
+            read_only(self.clusters.runner(cluster)), self.clusters.sftp(cluster),
+            on_copy=None if on_copy is None else lambda path: on_copy(cluster, path)))
 
     def ready_path(self, cluster: str) -> str | None:
         """py-spy's path on `cluster` when known without waiting: the configured one, or

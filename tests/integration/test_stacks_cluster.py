@@ -23,7 +23,7 @@ from typing import Any
 
 import pytest
 
-from bot.cluster.pyspy import local_pyspy, remote_path, remote_sha256
+from bot.cluster.pyspy import local_pyspy, place_pyspy, remote_path, remote_sha256
 from bot.cluster.sessions import ClusterSessions
 from bot.cluster.ssh import SSHRunner
 from bot.config import Config
@@ -131,6 +131,7 @@ def test_trainbot_stacks_prints_the_summary_and_the_dump(cluster: Cluster, stuck
     config = tmp_path / "trainbot.yaml"
     data = cluster.dev_cluster.bot_config_data(store_url=f"sqlite:///{tmp_path / 'store.db'}")
     config.write_text(yaml.safe_dump(data))
+    place_pyspy(cluster.ssh, cluster.ssh.sftp())  # there already: only its checksum is checked
     done = subprocess.run([sys.executable, "-m", "bot", "stacks", stuck_job, "--config",
                            str(config)], cwd=REPO, capture_output=True, text=True, timeout=120)
     assert done.returncode == 0, done.stderr
@@ -139,6 +140,7 @@ def test_trainbot_stacks_prints_the_summary_and_the_dump(cluster: Cluster, stuck
                         r"`train_step`; the odd ones out: \*rank 3\* \(\S+\) in "
                         r"`Loader._get_data` ← `Loader.__next__`.", first), first
     assert re.search(r"^group 2: 1 × rank 3 on \S+$", done.stdout, re.M)
+    assert "placing trainbot's py-spy" not in done.stderr
 
 
 def test_py_spy_is_placed_by_the_bot_and_replaced_when_it_differs(cluster: Cluster,

@@ -39,7 +39,7 @@ class Sessions:
 def _collector(monkeypatch, **kw):  # noqa: ANN001, ANN003, ANN202
     import bot.services.stacks as stacks
 
-    def slow_place(runner, sftp):  # noqa: ANN001, ANN202
+    def slow_place(runner, sftp, **_kw):  # noqa: ANN001, ANN003, ANN202
         time.sleep(0.6)  # longer than the whole stacks_timeout
         return PATH
 

@@ -46,7 +46,7 @@ def _collector(monkeypatch, site_pyspy: str | None = None):  # noqa: ANN001, ANN
 
     sessions = Sessions()
 
-    def place(runner, sftp):  # noqa: ANN001, ANN202
+    def place(runner, sftp, **_kw):  # noqa: ANN001, ANN003, ANN202
         sessions.placed += 1
         sessions.absent = False
         return AGAIN

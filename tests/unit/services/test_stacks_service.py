@@ -571,7 +571,7 @@ def test_why_py_spy_is_missing_is_said_in_the_threads_language(store, monkeypatc
     import bot.services.stacks
     from bot.cluster.pyspy import local_pyspy
 
-    def not_installed(*_args):
+    def not_installed(*_args, **_kw):
         monkeypatch.setattr("bot.cluster.pyspy.metadata.distribution", _no_distribution)
         return local_pyspy()
 
