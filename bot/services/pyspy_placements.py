@@ -5,10 +5,16 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping
 from concurrent.futures import Future
 
 log = logging.getLogger(__name__)
+
+# How long the nodes' missing a copy that is intact on the login node is remembered: that
+# long, a collection that finds py-spy absent neither forgets the placement nor checks the
+# copy again (nor warns); then it is checked once more.
+UNSEEN_REMEMBERED_S = 3600.0
 
 
 class PySpyPlacements:
@@ -19,12 +25,26 @@ class PySpyPlacements:
     as long as its deadline allows. A failed placement is logged and forgotten: the next ask
     tries again (bot.cluster.pyspy.place_pyspy is idempotent: sha256-checked, moved into
     place atomically).
-    `placed`: paths known placed already, by cluster."""
+    `placed`: paths known placed already, by cluster.
 
-    def __init__(self, placed: Mapping[str, str] | None = None) -> None:
+    A copy the nodes find absent (`forget`) is checked again by the next placement: gone
+    from the login node too (a cache cleanup, a quota purge), it is copied again (warned);
+    there and intact, the nodes do not see it or cannot run it (a home not shared with
+    them, mounted noexec), and when they miss it again that is remembered for
+    UNSEEN_REMEMBERED_S (warned once per copy for the process's life): meanwhile a
+    collection keeps its path and neither forgets nor checks it."""
+
+    def __init__(self, placed: Mapping[str, str] | None = None,
+                 monotonic: Callable[[], float] = time.monotonic) -> None:
         self._lock = threading.Lock()
+        self._monotonic = monotonic
         self._paths: dict[str, str] = dict(placed or {})
         self._under_way: dict[str, Future[str]] = {}
+        self._copying: set[str] = set()  # clusters whose placement under way copies
+        self._rechecking: dict[str, str] = {}  # the path the nodes missed, checked next
+        self._intact: dict[str, str] = {}  # that check found it intact on the login node
+        self._unseen: dict[str, tuple[str, float]] = {}  # nodes miss it: path, until when
+        self._warned: set[tuple[str, str]] = set()
 
     def start(self, cluster: str, place: Callable[[], str]) -> Future[str]:
         """The placement of `cluster`'s py-spy: done when placed, else the one under way, else
@@ -46,15 +66,47 @@ class PySpyPlacements:
         with self._lock:
             return self._paths.get(cluster)
 
-    def forget(self, cluster: str, path: str) -> None:
-        """`path` is no longer there on `cluster` (a collection found it absent: a cache
-        cleanup, a quota purge): the next ask places py-spy again. A path placed since, a
-        different one, is kept."""
+    def copying(self, cluster: str) -> None:
+        """The placement under way on `cluster` copies py-spy (none was there intact)."""
         with self._lock:
+            self._copying.add(cluster)
+
+    def forget(self, cluster: str, path: str) -> bool:
+        """The nodes found `path` absent on `cluster` (a collection said so): the next ask
+        places py-spy again, checking the copy (class doc). A path placed since, a different
+        one, is kept. True when the nodes are known not to see the copy, which is intact
+        on the login node: the path is kept then, not checked again for a while."""
+        with self._lock:
+            now = self._monotonic()
+            unseen = self._unseen.get(cluster)
+            if unseen is not None and unseen[0] == path and now < unseen[1]:
+                return True
+            self._unseen.pop(cluster, None)
+            if self._intact.pop(cluster, None) == path and self._paths.get(cluster) == path:
+                self._unseen[cluster] = (path, now + UNSEEN_REMEMBERED_S)
+                first = (cluster, path) not in self._warned
+                self._warned.add((cluster, path))
+                log.log(logging.WARNING if first else logging.INFO,
+                        "%s: trainbot's py-spy %s is on the login node, but the nodes do not "
+                        "find it or cannot run it (a home not shared with the nodes, or "
+                        "mounted noexec): set the cluster's py_spy to a py-spy the nodes can "
+                        "run; not checked again for %d minutes", cluster, path,
+                        UNSEEN_REMEMBERED_S // 60)
+                return True
             if self._paths.get(cluster) == path:
                 del self._paths[cluster]
-                log.warning("%s: trainbot's py-spy %s is gone; placing it again on the next "
-                            "collection", cluster, path)
+                self._rechecking[cluster] = path
+                log.info("%s: trainbot's py-spy %s not found on the nodes; checking it on the "
+                         "next collection", cluster, path)
+            return False
+
+    def found(self, cluster: str, path: str) -> None:
+        """A collection ran `path` on `cluster`'s nodes: a miss remembered is over."""
+        with self._lock:
+            if self._intact.get(cluster) == path:
+                del self._intact[cluster]
+            if self._unseen.get(cluster, ("",))[0] == path:
+                del self._unseen[cluster]
 
     def _place(self, cluster: str, place: Callable[[], str], future: Future[str]) -> None:
         try:
@@ -63,9 +115,18 @@ class PySpyPlacements:
             log.warning("%s: placing py-spy failed: %s", cluster, exc)
             with self._lock:
                 self._under_way.pop(cluster, None)
+                self._copying.discard(cluster)
             future.set_exception(exc)
             return
         with self._lock:
             self._paths[cluster] = path
             self._under_way.pop(cluster, None)
+            copied = cluster in self._copying
+            self._copying.discard(cluster)
+            if self._rechecking.pop(cluster, None) == path:
+                if copied:
+                    log.warning("%s: trainbot's py-spy %s was gone; placed it again",
+                                cluster, path)
+                else:
+                    self._intact[cluster] = path
         future.set_result(path)

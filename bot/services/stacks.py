@@ -43,6 +43,7 @@ from bot.core.stacks import (
     FAILED,
     JOB_ENDED,
     NO_PROCESSES,
+    PERMISSION_DENIED,
     PYSPY_ABSENT,
     PYSPY_NOT_PLACED,
     TIMED_OUT,
@@ -111,10 +112,14 @@ class StackCollector:
         (None then); its future (see PySpyPlacements.start)."""
         if self.config.clusters[cluster].py_spy:
             return None
-        on_copy = self.on_copy
+        def copying(path: str) -> None:
+            self._placements.copying(cluster)
+            if self.on_copy is not None:
+                self.on_copy(cluster, path)
+
         return self._placements.start(cluster, lambda: place_pyspy(
             read_only(self.clusters.runner(cluster)), self.clusters.sftp(cluster),
-            on_copy=None if on_copy is None else lambda path: on_copy(cluster, path)))
+            on_copy=copying))
 
     def ready_path(self, cluster: str) -> str | None:
         """py-spy's path on `cluster` when known without waiting: the configured one, or
@@ -177,11 +182,23 @@ class StackCollector:
         except ClusterError as exc:
             report = StackReport(job_id, None, ProcessFailure("", None, None, FAILED,
                                                               said(exc)))
-        if (report.problem is not None and report.problem.cause == PYSPY_ABSENT
-                and not cfg.py_spy):
-            # trainbot's own copy, placed earlier, is gone from the nodes: place it again next
-            self._placements.forget(cluster, pyspy)
+        if not cfg.py_spy:
+            report = self._checked_copy(cluster, pyspy, report)
         return self._ended_meanwhile(cluster, report)
+
+    def _checked_copy(self, cluster: str, pyspy: str, report: StackReport) -> StackReport:
+        """The report of a collection that ran trainbot's own copy `pyspy`: found absent on
+        the nodes, it is checked again before the next collection, placed again when gone
+        (PySpyPlacements.forget); a copy intact on the login node that the nodes miss again
+        is said so, and remembered a while, not checked at every collection."""
+        if report.problem is None or report.problem.cause in (NO_PROCESSES, PERMISSION_DENIED):
+            self._placements.found(cluster, pyspy)  # the nodes found it (checked first)
+        elif report.problem.cause == PYSPY_ABSENT and self._placements.forget(cluster, pyspy):
+            return replace(report, problem=replace(report.problem, detail=N_(
+                "trainbot's copy %(path)s is on the login node, but the nodes do not find it "
+                "or cannot run it: a home not shared with the nodes, or mounted noexec",
+                path=pyspy)))
+        return report
 
     def _ended_meanwhile(self, cluster: str, report: StackReport) -> StackReport:
         """A collection that failed without a clear cause (srun's task terminated, a

@@ -1,13 +1,16 @@
 """trainbot's py-spy placed earlier and gone since from the nodes (a cache cleanup, a quota
 purge): the collection that finds it absent forgets the placement, so the next one places it
-again instead of every collection saying "py-spy absent" until the bot restarts."""
+again instead of every collection saying "py-spy absent" until the bot restarts. A copy intact
+on the login node that the nodes never see (a home not shared with them, noexec) is
+remembered so, a while: not checked again and warned about at every collection."""
 
 from __future__ import annotations
 
 import json
+import logging
 from types import SimpleNamespace
 
-from bot.core.stacks import MARKER, PYSPY_ABSENT
+from bot.core.stacks import MARKER, NO_PROCESSES, PYSPY_ABSENT
 from bot.services.pyspy_placements import PySpyPlacements
 from bot.services.stacks import StackCollector
 
@@ -46,8 +49,10 @@ def _collector(monkeypatch, site_pyspy: str | None = None):  # noqa: ANN001, ANN
 
     sessions = Sessions()
 
-    def place(runner, sftp, **_kw):  # noqa: ANN001, ANN003, ANN202
+    def place(runner, sftp, on_copy=None):  # noqa: ANN001, ANN202
         sessions.placed += 1
+        if on_copy is not None:
+            on_copy(AGAIN)  # gone from the login node too: copied again
         sessions.absent = False
         return AGAIN
 
@@ -79,3 +84,70 @@ def test_forgetting_keeps_a_copy_placed_since_at_another_path() -> None:
     placements = PySpyPlacements({"c": "/new/py-spy"})
     placements.forget("c", PATH)
     assert placements.placed("c") == "/new/py-spy"
+
+
+def _never_seen(monkeypatch):  # noqa: ANN001, ANN202
+    """A collector whose nodes never see trainbot's copy, intact on the login node."""
+    import bot.services.stacks as stacks
+
+    sessions = Sessions()
+    clock = [1000.0]
+
+    def place(runner, sftp, on_copy=None):  # noqa: ANN001, ANN202
+        sessions.placed += 1  # only checked (sha256sum): there and intact, nothing copied
+        return PATH
+
+    monkeypatch.setattr(stacks, "place_pyspy", place)
+    config = SimpleNamespace(clusters={"c": SimpleNamespace(
+        py_spy=None, stacks_timeout=25.0, stacks_native=False)})
+    placements = PySpyPlacements({"c": PATH}, monotonic=lambda: clock[0])
+    collector = StackCollector(config, sessions, placements=placements)  # type: ignore[arg-type]
+    return collector, sessions, placements, clock
+
+
+def _warnings(caplog) -> list[str]:  # noqa: ANN001
+    return [r.getMessage() for r in caplog.records
+            if r.name == "bot.services.pyspy_placements" and r.levelno >= logging.WARNING]
+
+
+def test_a_copy_the_nodes_never_see_is_checked_once_and_warned_about_once(
+        monkeypatch, caplog) -> None:  # noqa: ANN001
+    caplog.set_level(logging.INFO, logger="bot.services.pyspy_placements")
+    collector, sessions, placements, clock = _never_seen(monkeypatch)
+    reports = [collector.collect("c", "42") for _ in range(6)]
+    assert all(r.problem is not None and r.problem.cause == PYSPY_ABSENT for r in reports)
+    # checked once on the login node after the first miss, then remembered
+    assert sessions.placed == 1 and placements.placed("c") == PATH
+    (warning,) = _warnings(caplog)
+    assert "login node" in warning and "py_spy" in warning and "is gone" not in warning
+    # from the second miss on, the report says why py-spy is absent on the nodes
+    assert "login node" not in str(reports[0].problem.detail)
+    assert all("is on the login node" in str(r.problem.detail) for r in reports[1:])
+    # remembered a while: then checked once more, not warned again
+    clock[0] += 3601
+    for _ in range(4):
+        assert collector.collect("c", "42").problem.cause == PYSPY_ABSENT
+    assert sessions.placed == 2 and len(_warnings(caplog)) == 1
+
+
+def test_nodes_that_see_the_copy_again_end_the_remembered_miss(monkeypatch) -> None:
+    collector, sessions, placements, _clock = _never_seen(monkeypatch)
+    for _ in range(3):
+        collector.collect("c", "42")
+    sessions.absent = False  # the home is mounted on the nodes now
+    assert collector.collect("c", "42").problem.cause == NO_PROCESSES  # py-spy found
+    sessions.absent = True  # and later gone (a cache cleanup): checked again, as at first
+    collector.collect("c", "42")
+    assert placements.placed("c") is None
+
+
+def test_a_copy_cleaned_up_again_and_again_is_placed_again_each_time(monkeypatch,
+                                                                     caplog) -> None:  # noqa: ANN001
+    caplog.set_level(logging.INFO, logger="bot.services.pyspy_placements")
+    collector, sessions, placements = _collector(monkeypatch)
+    for cleanup in range(1, 4):
+        sessions.absent = True  # a cache cleanup took it from the home
+        assert collector.collect("c", "42").problem.cause == PYSPY_ABSENT
+        assert collector.collect("c", "42").problem.cause == NO_PROCESSES  # py-spy found
+        assert sessions.placed == cleanup
+    assert sum("was gone" in w for w in _warnings(caplog)) == 3
