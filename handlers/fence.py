@@ -135,13 +135,27 @@ class SideEffects:
         the cluster: noted in `reads`, so that a stop's reply says nothing that changes the
         person's jobs was done, not that nothing was), and a Slack write only once its
         request goes out (bot.services.ports.sending: one the closed store refused before
-        it sent nothing)."""
+        it sent nothing), and no longer once Slack refused it (bot.services.ports.sent_refused:
+        the store's close may land as the writer records the refusal)."""
         if read:
             if what not in self.reads:
                 self.reads.append(what)
             yield
         elif what in SLACK_WRITES:
-            with on_sending(lambda: self._note(what)):
+            noted = False  # by this write: a refusal takes its note back
+
+            def went_out() -> None:
+                nonlocal noted
+                noted = noted or what not in self.started
+                self._note(what)
+
+            def refused() -> None:
+                nonlocal noted
+                if noted and what in self.started:
+                    self.started.remove(what)
+                noted = False
+
+            with on_sending(went_out, refused):
                 yield
         else:
             self._note(what)

@@ -377,9 +377,10 @@ class ChartMaker(Protocol):
         ...
 
 
-# What a Slack handler's work is told when a write to Slack goes out (`on_sending`).
-_ON_SENDING: ContextVar[Callable[[], None] | None] = ContextVar("trainbot_on_sending",
-                                                                default=None)
+# What a Slack handler's work is told when a write to Slack goes out, and when Slack refused
+# it (`on_sending`).
+_ON_SENDING: ContextVar[tuple[Callable[[], None], Callable[[], None]] | None] = ContextVar(
+    "trainbot_on_sending", default=None)
 
 
 def sending() -> None:
@@ -387,16 +388,32 @@ def sending() -> None:
     before each request that may change what Slack shows (chat.postMessage, chat.update, a
     file's completion, views.publish): a write refused before it (the store closed under it,
     a lookup refused) sent nothing. Tells the hook of `on_sending` around it, if any."""
-    hook = _ON_SENDING.get()
-    if hook is not None:
-        hook()
+    hooks = _ON_SENDING.get()
+    if hooks is not None:
+        hooks[0]()
+
+
+def sent_refused() -> None:
+    """Said by the writer when Slack refused the request it last said `sending()` of (it
+    answered no: `channel_not_found`, `msg_too_long`…), before the writer records that in
+    the store: the write changed nothing Slack shows (the writer sends again only after a
+    lookup found no earlier send of it). Tells the `refused` hook of `on_sending`, if any."""
+    hooks = _ON_SENDING.get()
+    if hooks is not None:
+        hooks[1]()
+
+
+def _nothing() -> None:
+    return None
 
 
 @contextmanager
-def on_sending(hook: Callable[[], None]) -> Iterator[None]:
+def on_sending(hook: Callable[[], None],
+               refused: Callable[[], None] = _nothing) -> Iterator[None]:
     """`hook` is called at each `sending()` of the writes made in this thread within the
-    block (handlers.fence.SideEffects: a Slack post is noted once its request goes out)."""
-    token = _ON_SENDING.set(hook)
+    block, `refused` at each `sent_refused()` (handlers.fence.SideEffects: a Slack post is
+    noted once its request goes out, and no longer once Slack refused it)."""
+    token = _ON_SENDING.set((hook, refused))
     try:
         yield
     finally:

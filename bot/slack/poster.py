@@ -68,6 +68,7 @@ from bot.services.ports import (
     PostRefused,
     root_key,
     sending,
+    sent_refused,
 )
 from bot.slack.retry import Sleep, backoff_delay, post_deadline, request_not_sent
 
@@ -391,6 +392,8 @@ class SlackPoster:
                         thread_ts=thread_ts)
                 except CALL_ERRORS as exc:
                     fate = call_fate(exc)
+                    if fate == "refused":
+                        sent_refused()  # not shared: nothing appeared
                     if _api_error(exc) in _FILE_GONE:
                         file_id = None
                         self.store.slack_posts.record_file(key, None, now=self.clock())
@@ -481,6 +484,7 @@ class SlackPoster:
                 except CALL_ERRORS as exc:
                     fate = call_fate(exc)
                     if fate == "refused":
+                        sent_refused()  # nothing reached Slack (handlers.fence.SideEffects)
                         # Slack answered no, and no earlier send of it is there (none was
                         # made, or the lookup above did not find it): no intent is left to
                         # reconcile, so the key reads as never posted (a cluster notice's
@@ -598,6 +602,8 @@ class SlackPoster:
             try:
                 return fn()
             except CALL_ERRORS as exc:
+                if call_fate(exc) == "refused":
+                    sent_refused()
                 raise self._error(method, key, channel, exc) from exc
 
     def _attempts_until(self, deadline: float) -> Iterator[int]:

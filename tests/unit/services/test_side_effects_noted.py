@@ -207,3 +207,55 @@ def test_a_preflight_the_stores_close_stops_after_its_probes_did_nothing(store) 
                                                 "reads": True})
     assert "작업에 영향을 주는 일을 하기 전에 멈췄습니다" in ko and "py-spy" in ko
     assert "아무것도 하지 않았습니다" not in ko
+
+
+def test_a_post_slack_refused_is_not_started_though_the_close_lands_as_it_is_forgotten(
+        slack: SlackStandIn, store_url: str) -> None:
+    """Before, its request had gone out (`sending`), so the reply said `Slack post` was
+    started, though Slack refused it (`is_archived`) and showed nothing; the store's close
+    landed as the poster forgot its intent."""
+    store = Store.open(store_url)
+    ctx, chain_id = thread(slack, store)
+    before = len(slack.all_messages())
+    forget_intent = store.slack_posts.forget_intent
+
+    def closed_first(key: str) -> None:
+        store.close()
+        forget_intent(key)
+
+    store.slack_posts.forget_intent = closed_first  # type: ignore[method-assign]
+    slack.fail_next("chat.postMessage", status=200, error="is_archived")
+    effects = SideEffects()
+    with pytest.raises(StoreClosed):
+        present(effects.context(ctx).sink).post_reply(chain_id, "note:1", [], "a note")
+    assert len(slack.calls("chat.postMessage")) == 2  # the root, then the refused reply
+    assert effects.started == [] and len(slack.all_messages()) == before
+
+
+def test_a_refused_post_leaves_a_post_before_it_started(slack: SlackStandIn,
+                                                       store_url: str) -> None:
+    """Only the refused write's own note is taken back: a post Slack took before it stays."""
+    store = Store.open(store_url)
+    ctx, chain_id = thread(slack, store)
+    effects = SideEffects()
+    fenced = present(effects.context(ctx).sink)
+    fenced.post_reply(chain_id, "note:1", [], "a note")
+    slack.fail_next("chat.postMessage", status=200, error="is_archived")
+    with pytest.raises(Exception, match="is_archived"):
+        fenced.post_reply(chain_id, "note:2", [], "another note")
+    assert effects.started == ["Slack post"]
+
+
+def test_an_update_slack_refused_is_not_started(slack: SlackStandIn, store_url: str) -> None:
+    """chat.update refused (`msg_too_long`): the reply was not rewritten; the close that
+    lands after it finds nothing started."""
+    store = Store.open(store_url)
+    ctx, chain_id = thread(slack, store)
+    poster = ctx.sink
+    assert isinstance(poster, SlackPoster)
+    poster.post_reply(chain_id, "note:1", [], "a note")
+    slack.fail_next("chat.update", status=200, error="msg_too_long")
+    effects = SideEffects()
+    with pytest.raises(Exception, match="msg_too_long"):
+        present(effects.context(ctx).sink).update_reply(chain_id, "note:1", [], "edited")
+    assert effects.started == []
