@@ -13,19 +13,25 @@ MIN_SECRET_LENGTH = 4
 MARKER = "[redacted]"
 
 # Token shapes. A pattern with a `secret` group masks only that group (the URL's scheme, user
-# and host, the variable's name stay readable); without one, the whole match.
-SLACK_TOKEN = re.compile(r"\bxox[a-z]-[A-Za-z0-9-]{8,}|\bxapp-[A-Za-z0-9-]{8,}")  # bot, user, app
+# and host, the variable's name stay readable); without one, the whole match. A token's
+# prefix, and a secret's name before `=`/`:`, are looked for after any character, a letter
+# too (`abcxoxb-…`, `tokenghp_…`, `key_AKIA…`, `HFTOKEN=…`: a secret glued to a word is one
+# still); what must follow a prefix tells a token from a word (a run of at least 8 token
+# characters, 20 after a GitHub or Hugging Face prefix, 16 capitals and digits after an AWS
+# one, which is not looked for inside a longer run of them).
+SLACK_TOKEN = re.compile(r"xox[a-z]-[A-Za-z0-9-]{8,}|xapp-[A-Za-z0-9-]{8,}")  # bot, user, app
 TOKEN_PATTERNS: tuple[re.Pattern[str], ...] = (SLACK_TOKEN, *(re.compile(p) for p in (
-    r"\bgh[pousr]_[A-Za-z0-9]{20,}",                   # GitHub tokens
-    r"\bgithub_pat_[A-Za-z0-9_]{20,}",                 # GitHub fine-grained token
-    r"\bhf_[A-Za-z0-9]{20,}",                          # Hugging Face token
-    r"\b(?:AKIA|ASIA)[0-9A-Z]{16}\b",                  # AWS access key id
+    r"gh[pousr]_[A-Za-z0-9]{20,}",                     # GitHub tokens
+    r"github_pat_[A-Za-z0-9_]{20,}",                   # GitHub fine-grained token
+    r"hf_[A-Za-z0-9]{20,}",                            # Hugging Face token
+    r"(?<![0-9A-Z])(?:AKIA|ASIA)[0-9A-Z]{16}\b",       # AWS access key id
     r"(?i)\bbearer\s+(?P<secret>[A-Za-z0-9._~+/=-]{8,})",
     r"(?i)\bauthorization:\s*basic\s+(?P<secret>[A-Za-z0-9+/=]{8,})",
     # scheme://user:PASSWORD@host — the password up to the last @ before the host
     r"(?i)\b[a-z][a-z0-9+.-]*://[^\s:/@]*:(?P<secret>\S+?)@(?=[^\s@/]*(?:[/\s?#'\"]|$))",
-    # password=…, api_key: …, HF_TOKEN=… (in URLs' queries, env listings, reprs of dicts)
-    r"(?i)\b(?:[a-z0-9]+[_.-])*(?:password|passwd|secret|token|api[_-]?key|access[_-]?key)"
+    # password=…, api_key: …, HF_TOKEN=…, DBPASSWORD=… (in URLs' queries, env listings,
+    # reprs of dicts)
+    r"(?i)(?:password|passwd|secret|token|api[_-]?key|access[_-]?key)"
     r"['\"]?\s*[=:]\s*['\"]?(?P<secret>[^\s'\"&,;)\]}]{4,})",
 )))
 

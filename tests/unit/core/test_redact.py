@@ -143,3 +143,47 @@ def test_payloads_are_redacted_except_their_identifiers():
 ])
 def test_url_secrets_are_read_from_the_text_even_when_it_does_not_parse(url, found):
     assert url_secrets(url) == found
+
+
+# Tokens as the services issue them, and ordinary words, some ending in a token's prefix
+# letters or a secret's name (a glued token must be masked, such a word must not be).
+TOKENS = ["xoxb-1234567890-0987654321-AbCdEfGhIjKl", "xapp-1-A012-3456-abcdef",
+          "ghp_abcdefghijklmnopqrstuvwxyz0123456789", "gho_0123456789abcdefghijKLMN",
+          "github_pat_11ABCDEFG0123456789_abcdefghijklmnop",
+          "hf_AbCdEfGhIjKlMnOpQrStUvWxYz0123", "AKIAIOSFODNN7EXAMPLE", "ASIAY34FZKBOKMUTVV7A"]
+WORDS = ["laughs", "highs", "sighs", "weighs", "thigh", "ghost", "box", "detox", "toxic",
+         "token", "tokens", "secretary", "password", "github", "hf", "asia", "Eurasia",
+         "EURASIA", "AKIMBO", "ASIAN", "key", "api", "access", "the", "job", "failed"]
+words = st.one_of(st.sampled_from(WORDS), st.text(alphabet="abcdefghijklmnopqrstuvw",
+                                                  min_size=1, max_size=12))
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    ("abcxoxb-1234567890-0987654321-AbCdEfGhIjKl leaked", f"abc{MARKER} leaked"),
+    ("tokenghp_abcdefghijklmnopqrstuvwxyz0123456789", f"token{MARKER}"),
+    ("slackxapp-1-A012-3456-abcdef", f"slack{MARKER}"),
+    ("repogithub_pat_11ABCDEFG0123456789_abcdefghijklmnop", f"repo{MARKER}"),
+    ("myhf_AbCdEfGhIjKlMnOpQrStUvWxYz0123 set", f"my{MARKER} set"),
+    ("key_AKIAIOSFODNN7EXAMPLE, awsAKIAIOSFODNN7EXAMPLE", f"key_{MARKER}, aws{MARKER}"),
+    ("env DBPASSWORD=hunter22 HFTOKEN=abcdef0123", f"env DBPASSWORD={MARKER} HFTOKEN={MARKER}"),
+])
+def test_a_token_glued_to_a_word_is_masked(text, shown):
+    """Before, a token's pattern began at a word boundary: one glued to a letter (or a `_`)
+    before it, and a secret's name glued to another word, were left readable."""
+    assert Redactor().redact(text) == shown
+
+
+@settings(max_examples=300, deadline=None)
+@given(before=words, token=st.sampled_from(TOKENS), after=st.sampled_from(["", " ", ", ok"]))
+def test_a_token_after_any_word_never_survives(before, token, after):
+    out = Redactor().redact(f"{before.lower()}{token}{after}")
+    assert token not in out and out.startswith(before.lower())
+
+
+@settings(max_examples=300, deadline=None)
+@given(parts=st.lists(words, min_size=1, max_size=10),
+       seps=st.lists(st.sampled_from([" ", "_", "-", ".", "/", ", ", "\n"]), min_size=9,
+                     max_size=9))
+def test_ordinary_words_however_joined_are_left_as_they_are(parts, seps):
+    text = "".join(word + sep for word, sep in zip(parts, seps, strict=False)) + parts[-1]
+    assert Redactor().redact(text) == text
