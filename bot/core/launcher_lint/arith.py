@@ -64,6 +64,7 @@ from bot.core.launcher_lint.counter_values import (
     set_in_branches_only,
 )
 from bot.core.launcher_lint.counts_between import Counts, enclosing, find_subshells
+from bot.core.launcher_lint.exit_calls import exit_trap_calls
 from bot.core.launcher_lint.model import (
     CHECK_ARITH_ERROR,
     CHECK_ARITH_UNSET,
@@ -124,7 +125,9 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
                  if passes[start] != 1 and start not in scan.one_pass}
     # the calls bash never makes (`true || f`, `if false; then f; fi`) run no body, and the
     # bodies of the functions it calls there only never run
-    placed = outermost_calls(scan.calls, scan.bodies) if scan.arith else []
+    # (… and the call bash makes of an `EXIT` trap's function as the shell exits: at the end)
+    placed = outermost_calls([*scan.calls, *exit_trap_calls(code, scan)], scan.bodies
+                             ) if scan.arith else []
     never_called: set[str] = set()
     # (the functions the walk placed no call of: named only where bash runs no body, `command
     # f`, `g() { return 0; f; }`, they never run either; read for a few only, each a pass)

@@ -1,0 +1,47 @@
+"""A counter in the function an `EXIT` trap runs (`f() { ((n++)); }; trap f EXIT`), run with
+real bash: bash runs the body as the shell exits, with what the script left the counter at
+then, so the lint fails it where bash ends with a status other than 0 and nowhere else (it
+read the counter where the body is, `n=0; …; trap f EXIT; n=5` failed)."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+
+from bot.core.launcher_lint import CHECK_ARITH_ZERO, lint_launcher
+
+#: (script, whether bash ends it with a status other than 0)
+SCRIPTS = [
+    pytest.param("set -e\nn=0\nf() { ((n++)); }\ntrap f EXIT\nn=5\n", False,
+                 id="set-after-the-trap"),
+    pytest.param("set -e\nn=0\nf() { ((n++)); }\ntrap 'f' 0\nn=4\necho done\n", False,
+                 id="trap-on-0"),
+    pytest.param("set -e\nn=0\nf() { ((n++)); }\ntrap f EXIT\n((n++)) || true\n", False,
+                 id="counted-after-the-trap"),
+    pytest.param('set -e\nn=0\nf() { ((n++)); }\ntrap f EXIT\n'
+                 'if [ -z "${X:-}" ]; then n=3; fi\n', False, id="set-in-a-branch-bash-takes"),
+    pytest.param("set -e\nn=0\nf() { ((n++)); echo cleanup; }\ng() { n=2; }\ntrap f EXIT\n"
+                 "g\necho done\n", False, id="set-by-a-call-after-the-trap"),
+    pytest.param('set -euo pipefail\nstep=0\ncleanup() { ((step++)); echo "at $step"; }\n'
+                 "trap cleanup EXIT\nfor i in 1 2 3; do step=$i; done\n", False,
+                 id="set-in-a-loop"),
+    pytest.param("set -e\nn=0\nf() { ((n++)); }\ntrap f EXIT\necho hi\n", True,
+                 id="still-0-at-the-end"),
+    pytest.param("set -e\nn=0\nf() { ((n++)); echo after; }\ntrap f EXIT\necho hi\n", True,
+                 id="still-0-body-goes-on"),
+    pytest.param("n=0\nf() { ((n++)); echo trap; }\ntrap f EXIT\nset -e\necho hi\n", True,
+                 id="set-e-after-the-trap"),
+]
+
+
+@pytest.mark.parametrize(("body", "bash_fails"), SCRIPTS)
+def test_an_exit_traps_counter_fails_where_bash_fails(tmp_path, body, bash_fails):
+    script = "#!/bin/bash\n" + body
+    (tmp_path / "launch.sh").write_text(script)
+    ran = subprocess.run(["bash", "launch.sh"], capture_output=True, text=True, timeout=20,
+                         cwd=tmp_path, env={"PATH": "/usr/bin:/bin"}, start_new_session=True)
+    assert (ran.returncode != 0) is bash_fails, ran
+    failed = [f.line for f in lint_launcher(script)
+              if f.check == CHECK_ARITH_ZERO and f.level == "fail"]
+    assert bool(failed) is bash_fails, failed
