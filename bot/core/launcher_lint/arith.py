@@ -64,7 +64,7 @@ from bot.core.launcher_lint.counter_values import (
     set_in_branches_only,
 )
 from bot.core.launcher_lint.counts_between import Counts, enclosing, find_subshells
-from bot.core.launcher_lint.exit_calls import exit_trap_calls
+from bot.core.launcher_lint.exit_calls import exit_trap_calls, never_called_bodies
 from bot.core.launcher_lint.model import (
     CHECK_ARITH_ERROR,
     CHECK_ARITH_UNSET,
@@ -121,6 +121,8 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
     passes = {start: loop_passes(code, start, done) for start, done in scan.loops.items()}
     never_run = [(start, scan.loops[start]) for start, n in passes.items() if n == 0
                  ] + scan.never_run
+    # (… and the bodies of the functions nothing calls: what they assign holds nowhere)
+    never_run += never_called_bodies(code, scan.uncalled_bodies)
     repeating = {start: done for start, done in scan.loops.items()
                  if passes[start] != 1 and start not in scan.one_pass}
     # the calls bash never makes (`true || f`, `if false; then f; fi`) run no body, and the

@@ -1,7 +1,8 @@
 """The call bash makes of a function an `EXIT` trap names (`f() { ((n++)); }; trap f EXIT`):
 bash runs the trap's action as the shell exits, so the body runs after the script's last
 command, with what the script left its variables at there, not where the body or the `trap`
-is in the text (`n=0; …; trap f EXIT; n=5` counts `n` from 5: status 0)."""
+is in the text (`n=0; …; trap f EXIT; n=5` counts `n` from 5: status 0). And the bodies
+bash never runs: those of functions nothing calls (never_called_bodies)."""
 
 from __future__ import annotations
 
@@ -46,3 +47,56 @@ def exit_trap_calls(code: str, scan: Scan) -> list[Call]:
         return []
     end = len(code.rstrip())
     return [Call(end, named[0], scan.opts.errexit)]
+
+
+
+#: What may run a function whose name the script has in no plain word: a command's name built
+#: from a parameter, quotes, a backslash or braces (`"$STAGE"`, `se"tup"`, `\setup`,
+#: `set{up,}`), after the assignments, redirections and `time` before it
+#: (`OMP_NUM_THREADS="8" "$STAGE"`, `>>log "$STAGE"`, `time -p "$STAGE"`); `eval`, `trap`, a
+#: sourced file, a listing of the functions (`compgen`, `declare -F`), an exported function
+#: another bash runs.
+_BUILT_NAME_RE = re.compile(
+    r"(?:^|[;&|`]|(?<!\$)\{|(?<![$(])\((?!\()|\$\((?!\()"
+    r"|\b(?:then|do|else|if|elif|while|until|time|exec|command|builtin)\b)"
+    r"(?:[ \t]+|[ \t]*(?:-p[ \t]+|\w+=(?:\"[^\"\n]*\"|'[^'\n]*'|\S)*[ \t]+"
+    r"|\d*[<>]+&?[ \t]*(?:\"[^\"\n]*\"|\S)+[ \t]+)*)"
+    r"(?![\w]+\+?=)[^\s;&|()]*[\"'\\${`]"
+    r"|\b(?:eval|source|trap|compgen|declare|typeset|export|alias)\b"
+    r"|(?:^|[;&|({])[ \t]*\.[ \t]", re.MULTILINE)
+
+
+def never_called_bodies(code: str, uncalled: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The `uncalled` bodies (model.Scan.uncalled_bodies: their function's name is in no word
+    of the script but its definition) where nothing else may run them either: no command
+    outside them builds its name (_BUILT_NAME_RE). What they assign then holds nowhere
+    (`n=1; setup() { n=0; }`, `setup` never called: `n` stays 1); else none of them."""
+    never = [body for body in uncalled if _named_only_where_defined(code, body)]
+    if not never:
+        return []
+    outside, last = [], 0
+    for start, end in sorted(never):
+        outside.append(code[last:start])
+        last = max(last, end)
+    outside.append(code[last:])
+    return [] if _BUILT_NAME_RE.search("".join(outside)) else sorted(never)
+
+
+#: The name a function's body is defined for, right before the body (its `{`).
+_DEFINED_RE = re.compile(r"([A-Za-z_][\w:-]*)[ \t]*(?:\([ \t]*\))?[ \t\n]*\{[ \t]*\Z")
+
+
+def _named_only_where_defined(code: str, body: tuple[int, int]) -> bool:
+    """Is the function whose body is `body` named nowhere in the script but where a function
+    of that name is defined (`name()`, `function name`)? (A body the walk did not read for
+    another reason, defined in a branch and called, is not.)"""
+    m = _DEFINED_RE.search(code, max(0, body[0] - 120), body[0])
+    if m is None:
+        return False
+    name = m.group(1)
+    for word in re.finditer(r"(?<![\w$./:-])" + re.escape(name) + r"(?![\w:-])", code):
+        if not (re.match(r"[ \t]*\(", code[word.end():word.end() + 40])
+                or re.search(r"\bfunction[ \t]+\Z", code[max(0, word.start() - 20):word.start()])):
+            return False
+    return True
+

@@ -10,6 +10,7 @@ import re
 from dataclasses import dataclass, replace
 
 from bot.core.findings import Finding
+from bot.core.launcher_lint.exit_calls import never_called_bodies
 from bot.core.launcher_lint.messages import short
 from bot.core.launcher_lint.model import CHECK_EXIT_TRAP, Scan
 from bot.core.launcher_lint.paths import unquote
@@ -155,6 +156,9 @@ def check_exit_trap(scan: Scan, code: str, memo: Memo) -> list[Finding]:
     findings: list[Finding] = []
     if "trap" in code:
         traps = _traps(code)
+        if traps and scan.uncalled_bodies:  # (one set in a body nothing calls is never set)
+            never = never_called_bodies(code, scan.uncalled_bodies)
+            traps = [t for t in traps if not any(s <= t.offset < e for s, e in never)]
         if traps and ("(" in code or "`" in code):
             spans = scan.subshells
             traps = _in_scopes(traps, subshell_spans(code, memo) if spans is None else spans)
