@@ -67,13 +67,6 @@ kill -USR1 $$
 echo done
 """, id="review-fn-and-mid"),
     pytest.param("""\
-set -e
-n=0
-trap "[ -f nofile ] && ((n++))" USR1
-kill -USR1 $$
-echo done
-""", id="review-inline-and-last"),
-    pytest.param("""\
 #SBATCH --job-name=ft
 set -euo pipefail
 GPUS=0,1
