@@ -75,6 +75,7 @@ from bot.core.launcher_lint.model import (
     Cover,
     Scan,
 )
+from bot.core.launcher_lint.signal_calls import in_order, signal_calls
 from bot.core.launcher_lint.syntax import loop_passes
 from bot.core.text import N_
 
@@ -123,13 +124,20 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
                  ] + scan.never_run
     # (… and the bodies of the functions nothing calls: what they assign holds nowhere)
     never_run += never_called_bodies(code, scan.uncalled_bodies)
+    # (… and the calls of a signal trap's function at a `kill` the script sends itself, past
+    # which nothing runs where that function always exits)
+    at_kills, past_exits = signal_calls(code, scan) if scan.arith else ([], [])
+    if past_exits:
+        never_run += past_exits
+        scan = replace(scan, arith=[a for a in scan.arith if not any(
+            start <= a.offset < end for start, end in past_exits)])
     repeating = {start: done for start, done in scan.loops.items()
                  if passes[start] != 1 and start not in scan.one_pass}
     # the calls bash never makes (`true || f`, `if false; then f; fi`) run no body, and the
     # bodies of the functions it calls there only never run
     # (… and the call bash makes of an `EXIT` trap's function as the shell exits: at the end)
-    placed = outermost_calls([*scan.calls, *exit_trap_calls(code, scan)], scan.bodies
-                             ) if scan.arith else []
+    placed = outermost_calls(in_order(scan.calls, [*at_kills, *exit_trap_calls(code, scan)]),
+                             scan.bodies) if scan.arith else []
     never_called: set[str] = set()
     # (the functions the walk placed no call of: named only where bash runs no body, `command
     # f`, `g() { return 0; f; }`, they never run either; read for a few only, each a pass)

@@ -1,0 +1,85 @@
+"""The calls bash makes of a signal trap's function at a `kill` the script sends its own shell
+(`h() { n=5; }; trap h USR1; kill -USR1 $$`): bash runs the trap's action right after the
+`kill`, in the script's shell, so what the body assigns holds past it, a counter in it counts
+there, and an `exit` in it ends the script there."""
+
+from __future__ import annotations
+
+import re
+
+from bot.core.launcher_lint.body_assignments import trap_action
+from bot.core.launcher_lint.branch_paths import path_index
+from bot.core.launcher_lint.counts_between import find_subshells
+from bot.core.launcher_lint.model import Call, Scan
+
+#: A `kill` the script sends its own shell, where a command starts, by a signal's name (`kill
+#: -USR1 $$`, `kill -s USR1 "$$"`, `kill -SIGTERM ${$}`; a number is not read), as a command of
+#: its own (not `&`, not in a pipeline).
+_SELF_KILL_RE = re.compile(
+    r"(?m)(?:^|(?<=[;{])|(?<=&&)|(?<=\|\|))[ \t]*kill[ \t]+(?:-s[ \t]+|-)(?:SIG)?"
+    r"(?P<sig>[A-Z][A-Z0-9+-]*)[ \t]+(?:\$\$|\"\$\$\"|\$\{\$\}|\"\$\{\$\}\")[ \t]*(?=;(?!;)|\n|\Z)")
+#: A `trap` command with its action and conditions, and the signals it names.
+_TRAP_CMD_RE = re.compile(r"(?m)(?<![\w$./:-])trap[ \t]+(?P<rest>[^\n]*)")
+
+
+def _signals(words: str) -> set[str]:
+    return {w.strip("\"'").upper().removeprefix("SIG") for w in words.split()}
+
+
+def signal_calls(code: str, scan: Scan) -> tuple[list[Call], list[tuple[int, int]]]:
+    """The calls bash makes of a signal trap's function at a `kill` the script sends itself
+    (`h() { n=5; }; trap h USR1; kill -USR1 $$`: bash runs `h` right after the `kill`, and its
+    `n=5` holds past it), and where nothing runs past such a call whose body always runs into
+    an `exit` (model.Scan.dead_ends). Only where the `trap` and the `kill` are both at the
+    script's level, bash always runs them (no branch, loop, body or subshell around them), the
+    `trap` before the `kill`, no other `trap` names that signal (or a number), and `kill` is no
+    function or alias of the script's; elsewhere the trap is read as running on no normal run,
+    as before."""
+    if "kill" not in code or "trap" not in code or re.search(
+            r"(?<![\w-])kill[ \t]*\(|\balias\b|\bfunction[ \t]+kill\b|\benable\b", code):
+        return [], []
+    kills = list(_SELF_KILL_RE.finditer(code))
+    if not kills or re.search(r"<<(?!<)", code):
+        return [], []  # (past a here-document the walk's offsets are not `code`'s)
+    traps = list(_TRAP_CMD_RE.finditer(code))
+    if any(re.search(r"[ \t]['\"]?\d+['\"]?(?=[ \t;&|]|$)", t.group("rest")) for t in traps):
+        return [], []  # (a signal by its number: which it is, is not read)
+    outside = [*scan.bodies.values(), *scan.uncalled_bodies, *find_subshells(code),
+               *scan.piped, *scan.never_run, *scan.dead_ends]
+    path_of, _nested = path_index(scan.constructs)
+
+    def always_here(at: int) -> bool:
+        return not any(start <= at < end for start, end in outside) and not path_of(at)
+
+    calls: list[Call] = []
+    never: list[tuple[int, int]] = []
+    for kill in kills:
+        sig = kill.group("sig").upper()
+        setting = [t for t in traps if sig in _signals(t.group("rest"))]
+        if len(setting) != 1 or setting[0].start() > kill.start():
+            continue
+        trap = setting[0]
+        handler = [name for name in scan.bodies
+                   if (m := re.search(r"(?<![\w$./:-])" + re.escape(name) + r"(?![\w:-])",
+                                      trap.group("rest")))
+                   and trap_action(code, trap.start("rest") + m.start()) == "signal"]
+        at = kill.start() + len(kill.group()) - len(kill.group().lstrip())
+        if len(handler) != 1 or not always_here(trap.start()) or not always_here(at):
+            continue
+        # (read as a call whose status is tested: a count in the handler that may stop bash
+        # there, `[ -f x ] && ((n++))`, is not judged at the `kill`, a miss rather than a fail)
+        calls.append(Call(at, handler[0], False, tested=True))
+        start, end = scan.bodies[handler[0]]
+        if any(s == start for s, _e in scan.dead_ends):  # (its body always ends the shell)
+            never.append((kill.end(), len(code)))
+    return calls, never
+
+
+def in_order(calls: list[Call], more: list[Call]) -> list[Call]:
+    """`calls` (the walk's, in its order) with each of `more` after the last of them made
+    before it in the text (at the end where none is)."""
+    merged = list(calls)
+    for call in more:
+        after = max((i + 1 for i, c in enumerate(merged) if c.offset < call.offset), default=0)
+        merged.insert(after, call)
+    return merged
