@@ -79,6 +79,8 @@ from bot.core.launcher_lint.signal_calls import in_order, signal_calls
 from bot.core.launcher_lint.syntax import loop_passes
 from bot.core.text import N_
 
+#: A here-document's `<<` (not a here-string's `<<<`).
+_HERE_DOCUMENT_RE = re.compile(r"(?<!<)<<(?!<)")
 #: The most functions with no placed call that check_arith reads the names of (one pass each).
 MAX_UNPLACED_READ = 20
 
@@ -123,10 +125,14 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
     never_run = [(start, scan.loops[start]) for start, n in passes.items() if n == 0
                  ] + scan.never_run
     # (… and the bodies of the functions nothing calls: what they assign holds nowhere)
-    never_run += never_called_bodies(code, scan.uncalled_bodies)
+    # (… where the script has no here-document: the walk's offsets, which these read, are
+    # those of its text with here-documents emptied, not `code`'s)
+    no_heredoc = not _HERE_DOCUMENT_RE.search(code)
+    never_run += never_called_bodies(code, scan.uncalled_bodies) if no_heredoc else []
     # (… and the calls of a signal trap's function at a `kill` the script sends itself, past
     # which nothing runs where that function always exits)
-    at_kills, past_exits = signal_calls(code, scan) if scan.arith else ([], [])
+    at_kills, past_exits = signal_calls(code, scan) if scan.arith and no_heredoc else (
+        [], [])
     if past_exits:
         never_run += past_exits
         scan = replace(scan, arith=[a for a in scan.arith if not any(
@@ -136,8 +142,9 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
     # the calls bash never makes (`true || f`, `if false; then f; fi`) run no body, and the
     # bodies of the functions it calls there only never run
     # (… and the call bash makes of an `EXIT` trap's function as the shell exits: at the end)
-    placed = outermost_calls(in_order(scan.calls, [*at_kills, *exit_trap_calls(code, scan)]),
-                             scan.bodies) if scan.arith else []
+    at_exit = exit_trap_calls(code, scan) if scan.arith and no_heredoc else []
+    placed = outermost_calls(in_order(scan.calls, [*at_kills, *at_exit]), scan.bodies
+                             ) if scan.arith else []
     never_called: set[str] = set()
     # (the functions the walk placed no call of: named only where bash runs no body, `command
     # f`, `g() { return 0; f; }`, they never run either; read for a few only, each a pass)

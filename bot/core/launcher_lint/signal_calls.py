@@ -39,8 +39,8 @@ def signal_calls(code: str, scan: Scan) -> tuple[list[Call], list[tuple[int, int
             r"(?<![\w-])kill[ \t]*\(|\balias\b|\bfunction[ \t]+kill\b|\benable\b", code):
         return [], []
     kills = list(_SELF_KILL_RE.finditer(code))
-    if not kills or re.search(r"<<(?!<)", code):
-        return [], []  # (past a here-document the walk's offsets are not `code`'s)
+    if not kills:
+        return [], []
     traps = list(_TRAP_CMD_RE.finditer(code))
     if any(re.search(r"[ \t]['\"]?\d+['\"]?(?=[ \t;&|]|$)", t.group("rest")) for t in traps):
         return [], []  # (a signal by its number: which it is, is not read)
