@@ -27,6 +27,9 @@ _ISO_TIME = re.compile(_DATE_TIME)  # a time given alone (`iso_time`)
 # (MMFormatter's datefmt `%m/%d %H:%M:%S`)
 _GLOG = re.compile(r"^\[?(?:[IWEF](\d\d)(\d\d)|(\d\d)/(\d\d)) (\d\d):(\d\d):(\d\d)(?:[.,](\d+))?")
 _HMS = re.compile(r"^\[?(\d\d):(\d\d):(\d\d)(?:[.,](\d+))?(?![\d:])")
+# What glog and absl put after their time, before the message: the thread's id and the source
+# file's name and line (`I1207 12:34:56.789012 12345 train.py:42] `, C++'s `solver.cpp:411] `)
+_GLOG_SOURCE = re.compile(r"[ \t]*\d+[ \t]+[\w.-]+:\d+\][ \t]*")
 # An ISO time's zone after it: UTC (`Z`) or its offset from UTC, right after it (`+02:00`,
 # `-0500`) or after a space, as `%z` and Go print it (`19:08:57 -0500`, `19:08:57 -0500 EST`):
 # there exactly 4 digits or HH:MM, then a blank, a bracket or the end, so a number the message
@@ -248,9 +251,11 @@ def _time_end(message: str) -> int:
     """Where the time at the start of a message ends (0: it starts with none): a time the clock
     reads (`2025-05-14 16:10:00,123`, `2025-05-14T16:10:00+02:00`, `[2025-05-14 16:10:00]`,
     `16:10:00`, glog's `I0514 16:10:00.123`) with its zone (`Z`, `+02:00`, ` -0500 EST`:
-    `_zone`), bracket and blanks, and the launcher's prefixes after it (`2025-05-14 16:10:00
+    `_zone`), bracket and blanks, glog's and absl's thread id and source line after their time
+    (`I0514 16:10:00.123 12345 train.py:42] `: `_GLOG_SOURCE`), and the launcher's prefixes
+    after it (`2025-05-14 16:10:00
     [rank3]: `, srun --label's `… 0: `)."""
-    if not message or not (message[0].isdigit() or message[0] == "["):
+    if not message or not (message[0].isdigit() or message[0] in "[IWEF"):
         return 0
     m = _ISO.match(message) or _GLOG.match(message) or _HMS.match(message)
     if m is None:
@@ -258,6 +263,9 @@ def _time_end(message: str) -> int:
     zone_end = _zone(message, m.end())[1]
     closed = _TIME_CLOSE.match(message, zone_end)
     end = closed.end() if closed is not None else zone_end
+    if m.re is _GLOG and m.group(1) is not None and (
+            source := _GLOG_SOURCE.match(message, zone_end)) is not None:
+        end = source.end()  # glog's, absl's: its thread's id and source line after the time
     rest = message[end:]
     after = LINE_PREFIXES.match(rest) if rest[:1] in PREFIX_STARTS else None
     return end + after.end() if after is not None else end

@@ -50,10 +50,10 @@ TIMED_PREFIX = (
 #: the readers strip (bot.core.line_time `message_after_time`), each a piece of it: a level or a
 #: logger's usual name (`INFO`, `WARNING`, `__main__`, `root`), another logger's name between a
 #: level's separators (`INFO:transformers.trainer:`, `- INFO - trl.trainer - `, hydra's
-#: `[trl.trainer][INFO]`), absl's and glog's level's letter, file and line (`I1207
-#: 11:00:05.123 train.py:88] `), and any one character not a letter: a separator, a frame, a
-#: date the time reader leaves (the Hugging Face examples' `12/07/2026 11:00:05 - INFO -
-#: __main__ - `), a symbol (`==> `, `🚀 `).
+#: `[trl.trainer][INFO]`), absl's and glog's level's letter, thread id, file and line (`I1207
+#: 11:00:05.123 12345 train.py:88] `, C++'s `solver.cpp:411] `), and any one character not a
+#: letter: a separator, a frame, a date the time reader leaves (the Hugging Face examples'
+#: `12/07/2026 11:00:05 - INFO - __main__ - `), a symbol (`==> `, `🚀 `).
 #: Regex source, an alternation: repeat it at a message's start (`^(?:{LOG_LEAD})*`), with
 #: `(?i)` for its level's words in capitals.
 LOG_LEAD = (
@@ -61,7 +61,7 @@ LOG_LEAD = (
     r"(?![^\W\d_])"
     r"|(?<=[:\[])[\w.]+(?=:\S|\]\[)"
     r"|(?<= - )[\w.]+(?= - )"
-    r"|[\w.-]+\.py:\d+\]"
+    r"|[\w.-]+\.[A-Za-z]\w*:\d+\]"
     r"|(?<![^\W\d_])[IWEF](?=\d{4}[ \t])"
     r"|[\W\d_]"
 )
