@@ -12,7 +12,9 @@ too. A report printed only now and then (a test score every tenth epoch) is new 
 time too: a summary is not read while the log's own count says its loop has more to go (its
 last epoch counter short of its total, its last progress line's iteration short of the target
 that line names by more than a logging interval), unless the lines after it say the run
-stopped early (`Early stopping`, `patience`, `no improvement`).
+stopped early (bot.core.diagnose.finish_said `stopped_early`: `Early stopping`, `Patience
+exhausted, stopping training.`; not an early stop's counter, one denied or one to come:
+`EarlyStopping counter: 3 out of 10`, `No early stopping this epoch`).
 
 The scan (bot.core.diagnose.scan) notes the first line of each shape among lines that hold a
 closing word (`CLOSING_WORDS`: a bounded record, `ClosingShapes`); `ends_in_closing_summary`
@@ -26,6 +28,7 @@ import re
 from collections.abc import Sequence
 
 from bot.core.detectors import training_goes_on
+from bot.core.diagnose.finish_said import stopped_early
 from bot.core.diagnose.progress_shown import epochs_left
 from bot.core.metrics import MetricSeries
 
@@ -42,9 +45,6 @@ CLOSING_WORDS = (
 _CLOSING = re.compile(CLOSING_WORDS)
 _SAVE = re.compile(
     r"(?i)\b(?:sav(?:e|ed|ing)|checkpoint|ckpt|wr(?:ite|iting|itten|ote)|dump(?:ed|ing)?)\b")
-#: A run that stopped before its loop's end in its own words: an early stop on patience.
-_STOPPED_EARLY = re.compile(
-    r"(?i)\bearly[ _-]?stop|\bpatience\b|\bno(?:t)? improv|\bdid not improve|\bhas not improved")
 _DIGITS = b"0123456789"
 #: Shapes recorded at most, and lines with a closing word looked at at most (a log whose
 #: every progress line says `Total: ...` is not worth a shape a line): past either, no shape is
@@ -125,7 +125,7 @@ def ends_in_closing_summary(tail: Sequence[tuple[int, str]], series: MetricSerie
     upto = [(n, t) for n, t in lines if n <= last_progress]
     if line_shape(after[-1][1]) in {line_shape(t) for _, t in upto}:
         return None
-    if _loop_unfinished(series, upto) and not any(_STOPPED_EARLY.search(t) for _, t in after):
+    if _loop_unfinished(series, upto) and not any(stopped_early(t) for _, t in after):
         return None  # a report printed every tenth epoch is new the first time too
     for n, text in after:
         first = shapes.first_seen(text) if has_closing_word(text) else None

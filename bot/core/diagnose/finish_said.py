@@ -61,11 +61,14 @@ _EXITED = re.compile(r"(?i)(?<![a-z])process finished with exit code 0(?!\d)")
 # true`, `early_stopping_patience=5`, `early stopping is enabled with patience 3`), nor one
 # denied or to come (`No early stopping this epoch`, `Early stopping would trigger in 3 more
 # epochs`, `early stopping if val_loss stalls`); a patience run out says one too (`Patience
-# exhausted, stopping training.`)
+# exhausted, stopping training.`), and no improvement with a stop (`No improvement for 5
+# epochs, stopping.`, `val_loss did not improve for 10 epochs. Stopping training`)
 _STOPPED_EARLY = re.compile(
     r"(?i)(?<![a-z])(?<!\bno )(?<!\bnot )(?<!\bnever )(?<!\bwithout )(?<!\bskipping )(?<!\bskip )"
     r"(?:early[ _-]?stop(?:ping|ped)?|stopp(?:ing|ed)(?: training)? early"
-    r"|patience (?:exhausted|ran out|run out|exceeded))"
+    r"|patience (?:exhausted|ran out|run out|exceeded)"
+    r"|(?:no(?:t)? improv\w*|did not improve|has not improved)[^.;!?]{0,60}?[,.;:]?[ \t]*"
+    r"stop(?:ping|ped)?(?: training)?)"
     r"(?![a-z_])(?![\])]?[ \t]*(?:[:=(]|count(?:er)?\b|wait|tracker|best\b|in\b|not\b|state\b"
     r"|patience|callback|monitor|with\b|would\b|will\b|could\b|might\b|may\b|can\b|should\b"
     r"|if\b|unless\b|when\b|(?:is |was )?"
@@ -108,6 +111,14 @@ def _finish_said(text: str) -> bool:
     message = message_after_time(text)
     return any(not _STAGE_BEFORE.search(message[:m.start()])
                for m in _FINISH_SAID.finditer(message))
+
+
+def stopped_early(text: str) -> bool:
+    """`text` announces an early stop (`_STOPPED_EARLY`: `Early stopping`, `Patience
+    exhausted, stopping training.`), not an early stop's counter, setting, denial or one to come
+    (`EarlyStopping counter: 3 out of 10`, `No early stopping this epoch`, `Early stopping would
+    trigger in 3 more epochs`): the one definition of an early stop the quiet endings read."""
+    return _STOPPED_EARLY.search(text) is not None
 
 
 def _closing(text: str) -> bool:
