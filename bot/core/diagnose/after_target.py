@@ -86,10 +86,11 @@ _STAGE_HEADER = re.compile(rf"(?i)^(?:{LOG_LEAD})*(?:stage|phase)\s*[#:]?\s*\d"
                            r"|switch\w*|mov\w*|now|next|proceed\w*|launch\w*)(?![a-z])"
                            r".*(?<![a-z])(?:stage|phase)\s*[#:]?\s*\d")
 # A next phase's start announced in words, with no number, as a line of its own: a start's
-# verb and a few words naming a stage or a phase (`Starting the reward-model stage`, `Now
-# entering the SFT phase`), or a kind of training, a stage or a phase and its start's verb
-# (`Fine-tuning begins`, `Distillation starting...`); not an end or a summary (`_TRAINING_OVER`),
-# nor an evaluation's, a test's or a prediction's phase (`_EVALUATION`: `Starting test phase`);
+# verb and a few words naming a stage, a phase or a training (`Starting the reward-model
+# stage`, `Now entering the SFT phase`, `Starting DPO training`), or a kind of training, a
+# stage or a phase and its start's verb (`Fine-tuning begins`, `Distillation starting...`); not
+# an end or a summary (`_TRAINING_OVER`), nor an evaluation's, a test's or a prediction's phase
+# with its result after it (`_EVALUATION`: `_phase_starts`);
 # after what a logging library puts before it (bot.core.logprefix `LOG_LEAD`: `- INFO -
 # __main__ - `, `INFO:__main__:`, `[INFO] `, absl's `train.py:88] `) and a program's tag
 # (`[Pipeline] `, `(rlhf) `, `rlhf | `)
@@ -100,7 +101,8 @@ _FRAME_END = r"[\s.!*=#\]\-<>|:…]*$"
 _SAID_AFTER = r"(?:[ \t,(]+[\w().,/-]+){0,5}?"
 _PHASE_STARTS = re.compile(
     rf"(?i){_FRAME}(?:now\s+)?(?:start\w*|begin\w*|launch\w*|commenc\w*|enter\w*"
-    r"|proceed\w* to|mov\w* on to|switch\w* to)(?:\s+[\w-]+){0,3}?\s+(?:stage|phase)"
+    r"|proceed\w* to|mov\w* on to|switch\w* to)(?:\s+[\w-]+){0,3}?\s+(?:stage|phase"
+    r"|training|fine-?tuning|pre-?training|distillation)"
     rf"{_SAID_AFTER}{_FRAME_END}"
     rf"|{_FRAME}(?:fine-?tun\w*|pre-?train\w*|distill\w*|stage|phase)(?:\s+[\w-]+){{0,2}}?"
     rf"\s+(?:begins|starts|started|beginning|starting|commences|commencing){_SAID_AFTER}"
@@ -210,7 +212,8 @@ def starts_next_phase(before: Sequence[str], after: Sequence[str]) -> bool:
     a prediction's run (`_bar_starts_phase`), a tracker's new run (`wandb: Tracking
     run with wandb version 0.16.1`), a numbered stage's or phase's header (`***** Phase 2:
     full fine-tune *****`, `Unfreezing backbone for stage 2`) or a phase's start announced in
-    words (`Starting the reward-model stage`, `Fine-tuning begins`), or a training line (no report
+    words (`Starting the reward-model stage`, `Fine-tuning begins`, `Starting DPO training`,
+    `Starting the generation phase` with no result after it yet), or a training line (no report
     word on it: not `the best epoch: 20`; no restore's or load's, no path's epoch: not
     `Restoring states from the checkpoint path at /ckpt/epoch=7-step=2000.ckpt`:
     `_epoch_below`) at an epoch below the last before the end (Hugging Face's `{'loss': 0.9,
@@ -222,7 +225,8 @@ def starts_next_phase(before: Sequence[str], after: Sequence[str]) -> bool:
         text = message_after_time(line)
         if is_start_up_bar(text) and _bar_starts_phase(after[i + 1:]):
             return True
-        if _NEXT_RUN_STARTS.match(text) or _stage_header(text) or _phase_starts(text):
+        if _NEXT_RUN_STARTS.match(text) or _stage_header(text) or _phase_starts(
+                text, after[i + 1:]):
             return True
         if last_epoch is not None and _epoch_below(text, last_epoch):
             return True
@@ -239,13 +243,18 @@ def _bar_starts_phase(rest: Sequence[str]) -> bool:
     return not any(_EVALUATION.search(line) or _RESULT.search(line) for line in rest)
 
 
-def _phase_starts(text: str) -> bool:
+def _phase_starts(text: str, rest: Sequence[str] = ()) -> bool:
     """The line announces a next phase's start in words (`_PHASE_STARTS`: `Starting the
-    reward-model stage`, `Starting the final PPO stage with 8 GPUs`, `Fine-tuning begins`),
-    not an end, a summary, a report's or an evaluation's, nor a step after training
-    (`_PHASE_REPORT`: `Starting cleanup phase`, `Entering export phase`)."""
-    return bool(_PHASE_STARTS.search(text) and not _TRAINING_OVER.search(text)
-                and not _EVALUATION.search(text) and not _PHASE_REPORT.search(text))
+    reward-model stage`, `Starting the final PPO stage with 8 GPUs`, `Fine-tuning begins`,
+    `Starting DPO training`), not an end, a summary, a report's, nor a step after training
+    (`_PHASE_REPORT`: `Starting cleanup phase`, `Entering export phase`, `Starting test
+    phase`); a phase that produces output of its own (`_EVALUATION`: `Starting the generation
+    phase`) only while no result follows it in `rest` (the lines after it): the log stops
+    inside it, the job still at work."""
+    if not _PHASE_STARTS.search(text) or _TRAINING_OVER.search(text) or _PHASE_REPORT.search(
+            text):
+        return False
+    return not _EVALUATION.search(text) or not any(_RESULT.search(line) for line in rest)
 
 
 def _stage_header(text: str) -> bool:
