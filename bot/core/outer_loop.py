@@ -23,6 +23,11 @@ _COUNTED = re.compile(r"(?i)(?<![a-z])(" + _PASS + r")\s*[#=:]?\s*(\d+)\s*(?:/|o
 # What finds, in a whole block of raw bytes, a line that may hold such a counter (RE2 has no
 # look-behind; `counts_pass` confirms the line)
 COUNTED_LOCATOR = r"(?i)(?:" + _PASS + r")\s*[#=:]?\s*\d+\s*(?:/|of)\s*\d+"
+# ... the number of a pass around a whole training, with or without its total (`names_pass`):
+# OUTER_PASS's but an episode, which an RL loop's training counts itself (ColossalChat's `Saved
+# final actor model checkpoint at episodes 10`)
+_PASS_NAMED = re.compile(r"(?i)(?<![a-z_])(?:fold|trial|round|sweep|run|stage|phase)s?"
+                         r"\s*(?:#|no\.?|[=:])?\s*\d+(?![\d.%])")
 _NUMBERED = re.compile(r"(?i)(?<![a-z_])(" + _PASS + r")\s*(?:#|no\.?|[=:])?\s*(\d+)(?![\d/.%])")
 
 
@@ -77,6 +82,14 @@ def furthest_passes(lines: Sequence[str]) -> list[str]:
             if word not in best or done >= best[word][1]:
                 best[word] = (i, done)
     return [lines[i] for i in sorted({i for i, _ in best.values()} | first)]
+
+
+def names_pass(line: str) -> bool:
+    """The line names a pass of an outer loop around a whole training (a fold, a trial, a
+    round, ...) by its number, with or without a total (`Training complete for fold 2`, `fold
+    2/5 done`); not an RL loop's episode nor a repeat's setting a line may echo (`at episodes
+    10`, `seed=42`)."""
+    return _PASS_NAMED.search(line) is not None
 
 
 def names_pass_short_of_last(line: str) -> bool:

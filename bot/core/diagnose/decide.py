@@ -94,7 +94,7 @@ from bot.core.diagnose.ending import (
 )
 from bot.core.diagnose.epilogue import epilogue_memory_kill
 from bot.core.diagnose.final_validation import in_final_validation
-from bot.core.diagnose.finish_said import ends_in_finish_said, stops_early_in_open_pass
+from bot.core.diagnose.finish_said import ends_in_finish_said, ends_open_pass
 from bot.core.diagnose.finished_job import marker_decides, settle_finished, target_reached
 from bot.core.diagnose.framework_end import (
     ends_in_closed_progress_table,
@@ -364,8 +364,7 @@ def diagnose(
         elif acct.state is None and (
             (marker_ends := completion.ends_in_marker and not next_phase_after(
                 tail, completion.marker_line or 0)
-             and not stops_early_in_open_pass(
-                 tail, series, outer_headers, completion.marker_line or 0))
+             and not ends_open_pass(tail, series, outer_headers, completion.marker_line or 0))
             or not series.ends_inside_evaluation and (
                 (target_reached(series, target) and not ends_in_open_progress_bar(tail)
                  and (target_iter is not None or not epochs_left(tail)))
@@ -377,8 +376,9 @@ def diagnose(
         ):
             # no accounting: a completion marker with no training progress nor a next phase
             # (a loading bar, a stage's header: after_target.starts_next_phase) after it and
-            # no early stop inside an outer loop's pass short of its last (Keras's in `Fold
-            # 1/5`, the fold's header however far back: stops_early_in_open_pass), the
+            # no early stop nor a marker naming a pass inside an outer loop's pass short of its
+            # last (Keras's in `Fold 1/5`, `Training complete for fold 2`, the fold's header
+            # however far back: ends_open_pass), the
             # target reached (no evaluation it started after it still open: mmcv's, until its
             # `Epoch(val)` line), a final save, a closed progress table, Keras's last epoch
             # finished, the last epoch's report as the last progress or a closing summary new to

@@ -1,8 +1,8 @@
 """A log that ends in the program's own words that its training finished (`Done training.`,
 `TRAINING COMPLETE`, the final model saved, an early stop it announces, PyCharm's exit 0:
-`ends_in_finish_said`), with only what may follow an end after them; and an early stop inside a
-pass of an outer loop short of its last (`stops_early_in_open_pass`), that pass's end, not the
-run's. Pure: no file or clock access.
+`ends_in_finish_said`), with only what may follow an end after them; and an early stop or a
+marker naming a pass inside a pass of an outer loop short of its last (`ends_open_pass`), that
+pass's end, not the run's. Pure: no file or clock access.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ from bot.core.diagnose.shell_prompt import SHELL_PROMPT
 from bot.core.line_time import message_after_time
 from bot.core.logprefix import LOG_LEAD
 from bot.core.metrics import MetricSeries
+from bot.core.outer_loop import names_pass
 
 # A program's own sentence that its training finished, in words none of the catalogue's
 # `completed` markers has (those read `Training finished`, `Finished training.`, `Training
@@ -139,14 +140,16 @@ def _count_short(lines: Sequence[str]) -> bool:
 _PROGRESS_COUNT = re.compile(r"(?i)(?<![a-z])(?:iter\w*|step|epoch|batch|it)\s*[:\[(]?\s*(\d+)"
                              r"\s*/\s*(\d+)")
 
-def stops_early_in_open_pass(tail: Sequence[tuple[int, str]], series: MetricSeries,
-                             outer_headers: Sequence[tuple[int, str]], line: int) -> bool:
+def ends_open_pass(tail: Sequence[tuple[int, str]], series: MetricSeries,
+                   outer_headers: Sequence[tuple[int, str]], line: int) -> bool:
     """The log's line `line` (a completion marker's) is an early stop (`_STOPPED_EARLY`:
-    Keras's `Epoch 25: early stopping`) inside a pass of an outer loop short of its last
-    (`in_open_pass`: `Fold 1/5`): the loop it stopped before its total is that pass's, and the
-    next pass trains next."""
+    Keras's `Epoch 25: early stopping`) or names a pass of an outer loop (`Training complete
+    for fold 2`: bot.core.outer_loop.names_pass) inside a pass of that loop short of its last
+    (`in_open_pass`: `Fold 1/5`, a pass's number with no total that no counter at its total
+    covers): the loop it ended is that pass's, and the next pass trains next."""
     text = next((normalize_line(t) for n, t in tail if n == line), "")
-    return _STOPPED_EARLY.search(text) is not None and in_open_pass(tail, series, outer_headers)
+    return (_STOPPED_EARLY.search(text) is not None or names_pass(message_after_time(text))
+            ) and in_open_pass(tail, series, outer_headers)
 
 
 class FinishSaid(NamedTuple):
