@@ -120,6 +120,9 @@ _PHASE_REPORT = re.compile(r"(?i)(?<![a-z])(?:summary|test\w*|eval\w*|valid\w*|v
                            r"|convert\w*|conversion|merg\w*|archiv\w*|teardown|tear-down|shutdown"
                            r"|post-?process\w*|analys[ie]s|analy[sz]\w*|report\w*|plot\w*"
                            r"|visuali[sz]\w*)(?![a-z])")
+# A step's start in words (`starting export`, `Beginning conversion`, `Launching upload`)
+_STEP_STARTS = re.compile(r"(?i)(?<![a-z])(?:start(?:s|ing)?|begin(?:s|ning)?|launch(?:es|ing)?)"
+                          r"(?![a-z])")
 # An epoch's number, Hugging Face's logged dicts' too (`Epoch 3/10`, `'epoch': 0.1`)
 _EPOCH_AT = re.compile(r"(?i)(?<![a-z])epoch\b['\"]?\s*[:=\[(]?\s*(\d+(?:\.\d+)?)")
 # A checkpoint's or a file's name holds an epoch's number (`/ckpt/epoch=7-step=2000.ckpt`), and a
@@ -236,6 +239,16 @@ def starts_next_phase(before: Sequence[str], after: Sequence[str]) -> bool:
         if last_epoch is not None and _epoch_below(text, last_epoch):
             return True
     return False
+
+
+def ends_in_started_step(after: Sequence[str]) -> bool:
+    """The last of `after` (the lines after an end the last epoch's report is) starts a step in
+    words (`_STEP_STARTS`: `TensorRT: starting export with TensorRT 8.6.1...`, `Beginning
+    conversion to TFLite`), no end's, summary's or result's: the log stops inside that step,
+    the job still at work, whatever step it is."""
+    text = message_after_time(after[-1]).strip() if after else ""
+    return bool(_STEP_STARTS.search(text) and not _TRAINING_OVER.search(text)
+                and not _RESULT.search(text))
 
 
 def _bar_starts_phase(rest: Sequence[str]) -> bool:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import NamedTuple
 
 from bot.core.catalogue.scanner import normalize_line
-from bot.core.diagnose.after_target import goes_on_after, starts_next_phase
+from bot.core.diagnose.after_target import ends_in_started_step, goes_on_after, starts_next_phase
 from bot.core.diagnose.progress_shown import (
     BAR_COUNT,
     BAR_PERCENT,
@@ -55,8 +55,9 @@ def ends_at_last_epoch(tail: Sequence[tuple[int, str]], series: MetricSeries | N
     this end, nor is the last epoch of a pass of an outer loop short of its last (`Fold 1/5`,
     read from `outer_headers` too, however far back: `in_open_pass`) or one a next phase
     starts after (`Loading checkpoint shards: 100%|`, `Stage 2/2: DPO`:
-    bot.core.diagnose.after_target.starts_next_phase); an error after it is read before
-    (bot.core.diagnose.ending)."""
+    bot.core.diagnose.after_target.starts_next_phase), nor a log whose last line starts a step
+    with no result after it (`TensorRT: starting export ...`: `ends_in_started_step`); an
+    error after it is read before (bot.core.diagnose.ending)."""
     lines = [normalize_line(t) for _, t in tail if t.strip()]
     last = next((line for line in reversed(lines)
                  if _EPOCH_REPORT.search(line)
@@ -70,7 +71,7 @@ def ends_at_last_epoch(tail: Sequence[tuple[int, str]], series: MetricSeries | N
     if outer_loop_open(lines) or (series is not None and in_open_pass(tail, series, outer_headers)):
         return False
     at = len(lines) - 1 - lines[::-1].index(last)
-    if starts_next_phase(lines[:at + 1], lines[at + 1:]):
+    if starts_next_phase(lines[:at + 1], lines[at + 1:]) or ends_in_started_step(lines[at + 1:]):
         return False
     return (int(epoch.group(2)) >= 2 and _FIGURE.search(last) is not None
             and all(done == total for done, total in COUNT.findall(last))

@@ -34,7 +34,7 @@ def test_a_new_phase_started_after_the_end_keeps_the_run_open(end, phase):
 @pytest.mark.parametrize("after", [
     ["Starting the generation phase", "Generated 500 samples, score: 0.81"],
     ["DPO training finished"],
-    ["Starting export phase"],
+    ["Starting export phase", "Exported ONNX to out/model.onnx"],
 ])
 def test_a_phase_with_its_result_or_a_step_after_training_is_no_next_phase(after):
     assert not starts_next_phase(["Epoch 3/3 - loss: 0.5"], after)
