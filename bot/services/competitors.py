@@ -590,24 +590,30 @@ def claim_release(ctx: BotContext, approval: Approval, now: float, why: str) -> 
     outcome was recorded, or its release failed and is due again), for one caller; or,
     its last attempt over (`last_attempt_ended_at`), at once when the resumed job was
     cancelled (`why`: a person asked, so the failed release is tried again now) or the job
-    is read no longer held (`competitor_not_held`: said released without waiting)."""
+    is read no longer held (`competitor_not_held`: said released without waiting). Each
+    claim is made only while the row is still approved, checked in its own write (the row
+    locked): a person's `/train hold|release` that took the hold out of the ledger after
+    the caller listed it (`taken_by_person`) leaves nothing to claim, so no `scontrol
+    release` undoes their hold (False)."""
     cluster = approval.payload.get("cluster", "")
     try:
         bounds: StepBounds | None = step_bounds(ctx.config, cluster, ctx.clusters.slurm(cluster))
     except KeyError:  # the cluster is no longer configured: the release says so
         bounds = None
     approvals = ctx.store.approvals
-    if approvals.mark_step(approval.token, RELEASING_STEP, now=now, bounds=bounds):
-        return True
+    marked = approvals.mark_step(approval.token, RELEASING_STEP, now=now, bounds=bounds,
+                                 state="approved")
+    if marked is not False:
+        return bool(marked)  # None: no longer approved (see below)
     older_than = now - release_takeover_s(ctx, approval)
     if approvals.take_over_step(approval.token, RELEASING_STEP, older_than=older_than,
-                                now=now, bounds=bounds):
+                                now=now, bounds=bounds, state="approved"):
         return True
     ended_at = last_attempt_ended_at(ctx, approval)
     if ended_at is None or not (why == "cancelled" or competitor_not_held(ctx, approval)):
         return False
     return approvals.take_over_step(approval.token, RELEASING_STEP, older_than=ended_at,
-                                    now=now, bounds=bounds)
+                                    now=now, bounds=bounds, state="approved")
 
 
 def retry_in_min(ctx: BotContext, approval: Approval, now: float) -> int | None:

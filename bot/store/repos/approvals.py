@@ -367,7 +367,8 @@ class ApprovalsRepo(_Repo):
         BEGIN IMMEDIATE already serialises writers): a settle that read the prompt just
         before its click released it (pending again), or released it and another click
         claimed it again, or a failed release that read a hold a person's `/train
-        hold|release` settled just after (`settle_holds`), marks nothing: None then (not
+        hold|release` settled just after (`settle_holds`), or the release claim of a hold the
+        holds tick listed before that settle, marks nothing: None then (not
         there, not in `state`, or not that claim), told apart from a step marked before
         (False). `by` and `at` go with `state` only."""
         if step not in self.STEPS:
@@ -391,12 +392,17 @@ class ApprovalsRepo(_Repo):
         return True
 
     def take_over_step(self, token: str, step: str, *, older_than: float, now: float,
-                       bounds: StepBounds | None = None) -> bool:
+                       bounds: StepBounds | None = None, state: str | None = None) -> bool:
         """Take over `token`'s `step` its marker did not finish (it died): when the step was
         marked (or last taken over) at or before `older_than`, it is marked again at `now`
         with the taker's `bounds`, True for exactly one caller; the step's time is the lease
-        of whoever carries it out, its bounds how long that one may take."""
+        of whoever carries it out, its bounds how long that one may take. With `state` (as
+        `mark_step`'s), only while the approval is still in it, checked in the same
+        transaction, its row locked: a held competitor's release retried after a person's
+        `/train hold|release` took the hold out of the ledger (`settle_holds`) takes nothing."""
         with self._engine.begin() as conn:
+            if state is not None and _state_now(conn, token) != state:
+                return False
             result = conn.execute(
                 update(t.prompt_steps)
                 .where(and_(t.prompt_steps.c.token == token, t.prompt_steps.c.step == step,
@@ -636,6 +642,14 @@ def _forget_claim(conn: Any, token: str, also: Iterable[str] = ()) -> None:
     conn.execute(delete(t.prompt_steps).where(and_(
         t.prompt_steps.c.token == token,
         t.prompt_steps.c.step.in_([*ApprovalsRepo.CLAIM_STEPS, *also]))))
+
+
+def _state_now(conn: Any, token: str) -> str | None:
+    """`token`'s state, read in `conn`'s transaction with its row locked (FOR UPDATE on
+    PostgreSQL; SQLite's BEGIN IMMEDIATE already serialises writers); None when not there."""
+    row = conn.execute(select(t.approvals.c.state).where(t.approvals.c.id == token)
+                       .with_for_update()).first()
+    return None if row is None else str(row[0])
 
 
 def _hold_out(steps: Mapping[str, float]) -> bool:

@@ -508,3 +508,39 @@ def test_a_release_landing_after_a_persons_release_neither_says_nor_reads_more(
     assert slurm.landed > 0
     assert [call for call in slurm.calls[slurm.landed:] if call == ("job", 88017)] == []
     assert "released_by_person" in store.approvals.steps(token)
+
+
+@pytest.mark.parametrize("claim", ["first", "retry"])
+def test_a_persons_hold_after_the_tick_listed_the_hold_is_not_released(
+        store: Store, monkeypatch: pytest.MonkeyPatch, claim: str) -> None:
+    """The holds tick lists trainbot's hold of 88017 (88887 started) and, before it claims
+    the release (its first, or the retry of a release that failed), a person's `/train hold
+    88017` takes the job out of trainbot's holds: the claim re-checks the row in its own
+    write, finds it no longer trainbot's, and no `scontrol release` is sent: 88017 stays
+    held, by the person, and the thread has only their text."""
+    slurm = FakeSlurm()
+    ctx = make_context(store, slurm)
+    slurm.add(88017, name="succ", account="root", partition="debug", priority=100)
+    token = hold_for(ctx, slurm, 88017)
+    handle_click(ctx, token, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 1)
+    at = NOW + 2
+    if claim == "retry":  # an earlier release failed: its retry is due now
+        store.approvals.mark_step(token, competitors.RELEASING_STEP, now=NOW + 1)
+        store.approvals.mark_step(token, "release_failed_1", now=NOW + 1)
+        at = NOW + 1 + competitors.release_takeover_s(ctx, competitors.held_now(ctx)[0])
+    slurm.set(88887, state="RUNNING")
+    hold_over = competitors.hold_over
+
+    def then_person_holds(ctx_: BotContext, approval: object, now: float) -> bool:
+        over = hold_over(ctx_, approval, now)  # type: ignore[arg-type]
+        execute(ctx, parse_command("hold 88017"), actor="U0APPR", channel="C0TRAIN", now=now)
+        return over
+
+    monkeypatch.setattr(competitors, "hold_over", then_person_holds)
+    assert competitors.release_started(ctx, at) == []
+    assert slurm.acted("release") == []
+    assert (rec := slurm.job(88017)) is not None and rec.is_held
+    assert recorded(ctx).texts()[1:] == [
+        "<@U0APPR> held 88017 with `/train hold`: it is their hold now, and trainbot no "
+        "longer releases it when 88887 starts."]
+    assert competitors.held_now(ctx) == []
