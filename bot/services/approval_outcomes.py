@@ -40,7 +40,9 @@ class Outcome:
     held | held_released (held, then released in the same click: the resumed job no longer
     waited, `state`, None when gone) | held_not_released (held, the resumed job no longer
     waited, `state` as for held_released, and that release did not go through: the thread
-    says what follows) | hold_skipped (the resumed job no longer waits: `state`,
+    says what follows) | held_by_person (held, but a person's `/train hold` took the job
+    out of trainbot's holds meanwhile: theirs now, left alone) | hold_skipped (the resumed
+    job no longer waits: `state`,
     or `error` when it could not be read) | hold_failed | hold_unknown; failed: `did` is
     error | not_running |
     resubmit_failed (the job was cancelled, its resubmit failed) | cancel_not_taken (a

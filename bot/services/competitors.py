@@ -37,6 +37,7 @@ from bot.services.hold_ledger import (  # noqa: F401 (the ledger's names, as cal
     HOLD_ACTION,
     HOLD_APPROVED_STEP,
     HOLD_ENDED_STEP,
+    HELD_BY_PERSON_STEP,
     HOLDING_STEP,
     MAX_RELEASE_ATTEMPTS,
     RELEASING_STEP,
@@ -75,7 +76,9 @@ class HoldResult:
     the resumed job stopped waiting while the hold was on its way, `state` its state now, None
     when Slurm no longer knows it) | held_not_released (held, the resumed job stopped waiting,
     `state` as for held_released, and the release that followed did not go through: the
-    thread says what follows) | hold_skipped (the resumed job is no longer
+    thread says what follows) | held_by_person (held, but a person's `/train hold` took the
+    job out of trainbot's holds meanwhile: their hold now, which trainbot leaves alone) |
+    hold_skipped (the resumed job is no longer
     pending: `state`, None when Slurm no longer knows it, or `error` when it could not be read
     again after its release came first) | competitor_started (running now:
     `state`) | competitor_left (no longer queued: `state`, None when Slurm no longer knows it)
@@ -372,7 +375,13 @@ def release_if_no_longer_waiting(ctx: BotContext, approval: Approval, now: float
     releases it. Returns the yes's answer, `approval`'s: held, or held_released when this
     released it, or held_not_released when its release did not go through (failed, its end
     not seen, or another run's still under way: the thread says what follows); `state`: the
-    resumed job's, None when Slurm no longer knows it."""
+    resumed job's, None when Slurm no longer knows it. held_by_person when a person's
+    `/train hold` took the job out of trainbot's holds while the yes's hold was on its way
+    (or before its release was claimed, `claim_release`): it is their hold now, and
+    trainbot, which never releases it, says so, not that it could not release it yet (no
+    retry comes) or holds it until the resumed job starts."""
+    if taken_by_persons_hold(ctx, approval):
+        return HoldResult("held_by_person")
     cluster, for_job = approval.payload["cluster"], int(approval.payload["for_job"])
     try:
         rec = ctx.clusters.slurm(cluster).job(for_job)
@@ -385,7 +394,15 @@ def release_if_no_longer_waiting(ctx: BotContext, approval: Approval, now: float
     released = release_unless_waiting(ctx, cluster, for_job, rec, now)
     if _competitor(approval) in released or released_by_another(ctx, approval):
         return HoldResult("held_released", state=state)
+    if taken_by_persons_hold(ctx, approval):
+        return HoldResult("held_by_person")
     return HoldResult("held_not_released", state=state)
+
+
+def taken_by_persons_hold(ctx: BotContext, approval: Approval) -> bool:
+    """Did a person's `/train hold` take held competitor `approval` out of trainbot's holds
+    (`taken_by_person`: its row done, marked HELD_BY_PERSON_STEP)?"""
+    return HELD_BY_PERSON_STEP in ctx.store.approvals.steps(approval.token)
 
 
 def released_by_another(ctx: BotContext, approval: Approval) -> bool:

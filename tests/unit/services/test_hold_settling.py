@@ -544,3 +544,35 @@ def test_a_persons_hold_after_the_tick_listed_the_hold_is_not_released(
         "<@U0APPR> held 88017 with `/train hold`: it is their hold now, and trainbot no "
         "longer releases it when 88887 starts."]
     assert competitors.held_now(ctx) == []
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+@pytest.mark.parametrize("resumed", ["RUNNING", "PENDING"])
+def test_a_yes_whose_hold_raced_a_persons_hold_is_told_the_job_is_theirs(
+        store: Store, lang: str, resumed: str) -> None:
+    """A yes's `scontrol hold 88017` is on its way when a person holds 88017 with `/train
+    hold` (the job theirs: out of trainbot's holds), 88887 starting meanwhile or still
+    waiting: the yes is told the truth, that the job is the person's hold now and trainbot
+    leaves it alone; not that it could not be released yet (no retry ever comes), nor that
+    it is held until 88887 starts (trainbot no longer releases it then)."""
+    slurm = SlowHoldSlurm()
+    ctx = make_context(store, slurm, lang=lang)
+    slurm.add(88017, name="succ", account="root", partition="debug", priority=100)
+    token = hold_for(ctx, slurm, 88017)
+
+    def person() -> None:
+        execute(ctx, parse_command("hold 88017"), actor="U0APPR", channel="C0TRAIN",
+                now=NOW + 1)
+        slurm.set(88887, state=resumed)
+
+    slurm.meanwhile.append(person)
+    answer = handle_click(ctx, token, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 1).update_text
+    assert answer == (
+        "Approved by <@U0APPR>: held 88017, but a person held it meanwhile with `/train "
+        "hold`: it is their hold now, and trainbot leaves it alone" if lang == "en" else
+        "<@U0APPR>님이 승인했습니다: 작업 88017을(를) 보류했지만, 그사이 다른 사람이 "
+        "`/train hold`로 보류했습니다: 이제 그분의 보류이며, trainbot은 이 작업을 그대로 "
+        "둡니다")
+    assert slurm.acted("release") == []
+    assert (rec := slurm.job(88017)) is not None and rec.is_held
+    assert competitors.held_now(ctx) == []

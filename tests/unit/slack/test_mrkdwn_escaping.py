@@ -152,6 +152,7 @@ def _outcome(**kw: object) -> dict:
     _outcome(did="held_released", state=None),
     _outcome(did="held_not_released"),
     _outcome(did="held_not_released", state=None),
+    _outcome(did="held_by_person"),
     _outcome(did="hold_skipped"),  # its state unread (`error`)
     _outcome(did="hold_skipped", error=None),
     _outcome(did="hold_skipped", state=None, error=None),
