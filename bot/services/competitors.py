@@ -25,6 +25,8 @@ import logging
 import math
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import partial
+from typing import Any
 
 from bot.cluster.errors import ClusterError, OutcomeUnknown, said
 from bot.core.slack_bounds import bot_post_at_most_s
@@ -34,16 +36,17 @@ from bot.core.text import Text
 from bot.crashpoint import crashpoint
 from bot.services.access import approvers_now
 from bot.services.hold_ledger import (  # noqa: F401 (the ledger's names, as callers know them)
+    HELD_BY_PERSON_STEP,
     HOLD_ACTION,
     HOLD_APPROVED_STEP,
     HOLD_ENDED_STEP,
-    HELD_BY_PERSON_STEP,
     HOLDING_STEP,
     MAX_RELEASE_ATTEMPTS,
     RELEASING_STEP,
     done_and_said,
     may_still_run,
     release_failed,
+    release_reply,
     release_takeover_s,
     released_after_person,
     say_release,
@@ -54,7 +57,13 @@ from bot.services.hold_ledger import competitor_of as _competitor
 from bot.services.ports import BotContext, Slurm
 from bot.services.submit_deadlines import step_bounds
 from bot.services.submit_result import SubmitResult
-from bot.services.threads import post_safely, render
+from bot.services.threads import (
+    KeptReply,
+    post_safely,
+    render,
+    say_kept_message,
+    thread_keeper,
+)
 from bot.slack.views import ActionId
 from bot.store import Approval
 
@@ -465,7 +474,8 @@ def release_held_for(ctx: BotContext, job_id: int | str, now: float, why: str,
     tried again as long after, up to MAX_RELEASE_ATTEMPTS times in all (`release_failed`).
     A job trainbot holds for several runs (`apply_hold` shares a hold) is released by the
     last of their holds to let go: one let go while another's is still out is done without
-    a release, said in its thread (`store.approvals.pass_hold`, one transaction)."""
+    a release, what its thread is told of it kept in the same transaction
+    (`store.approvals.pass_hold`'s `keep`), then posted (or by the `prompts` job)."""
     released = []
     for approval in held_now(ctx):
         if approval.payload.get("for_job") != str(job_id):
@@ -479,7 +489,11 @@ def release_held_for(ctx: BotContext, job_id: int | str, now: float, why: str,
             continue  # another tick or replica is releasing it, or tries again later
         crashpoint("hold_release_claimed", approval.token)  # crash-test hook (no-op in production)
         comp = _competitor(approval)
-        if (kept := ctx.store.approvals.pass_hold(approval.token, now=now)) is not None:
+        keeper = thread_keeper(ctx, approval.chain_id)
+        still_held = None if keeper is None else partial(
+            still_held_reply, keeper, approval, str(job_id), why, state)
+        if (kept := ctx.store.approvals.pass_hold(approval.token, now=now,
+                                                  keep=still_held)) is not None:
             kept_for = kept.payload.get("for_job")
             ctx.store.audit.record(
                 actor="trainbot", action="competitor.release", now=now, job_id=str(comp),
@@ -487,7 +501,8 @@ def release_held_for(ctx: BotContext, job_id: int | str, now: float, why: str,
                 detail={"for_job": str(job_id), "why": why, "state": state,
                         "still_held_for": kept_for},
             )  # fmt: skip
-            say_release(ctx, approval, str(job_id), why, state, kept_for=kept_for)
+            if keeper is not None:  # kept with the row done: posted now, or by `prompts`
+                say_kept_message(ctx, release_reply(approval, str(job_id), why, state)[0])
             continue  # another run's hold still needs it: the last one to let go releases it
         try:
             ctx.clusters.slurm(approval.payload["cluster"]).release(comp)
@@ -511,6 +526,14 @@ def release_held_for(ctx: BotContext, job_id: int | str, now: float, why: str,
             released_after_person(ctx, approval, str(job_id), why, state)
         released.append(comp)
     return released
+
+
+def still_held_reply(keeper: KeptReply, approval: Approval, for_job: str, why: str,
+                     state: str | None, other: Approval) -> dict[str, Any]:
+    """The row kept for held competitor `approval`'s thread (`keeper`, reading no store)
+    when it lets go of the job to `other`'s hold (`pass_hold`): still held for its job."""
+    return keeper(*release_reply(approval, for_job, why, state,
+                                 kept_for=other.payload.get("for_job")))
 
 
 def release_seen(ctx: BotContext, approval: Approval, for_job: str, why: str,

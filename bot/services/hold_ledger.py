@@ -11,13 +11,19 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Mapping
+from typing import Any
 
 from bot.cluster.errors import ClusterError, CommandTimedOut, OutcomeUnknown
 from bot.core.slurm.records import JobRecord
 from bot.core.takeover import hold_step_takeover_s
 from bot.services.ports import BotContext
 from bot.services.submit_deadlines import cluster_deadlines
-from bot.services.threads import kept_message, say_kept_message, thread_message
+from bot.services.threads import (
+    kept_message,
+    say_kept_message,
+    thread_keeper,
+    thread_message,
+)
 from bot.store import Approval
 
 log = logging.getLogger(__name__)
@@ -60,12 +66,23 @@ def taken_by_person(ctx: BotContext, cluster: str, job_id: int, actor: str, verb
     (Slurm.array_tasks): the holds trainbot keeps of its waiting tasks under their own ids
     (`scontrol hold|release ARRAY` holds or releases each) are settled as well
     (`array_task_holds`). A hold still on its way stays after a release, to be released
-    once it has landed. Returns the resumed jobs it was held for."""
+    once it has landed. What each thread is told is kept for it in the transaction that
+    takes its row out (`settle_holds`' `keep`, rendered from the holds read just before),
+    then posted: a bot that stops before the post says it after its restart (the `prompts`
+    job). Returns the resumed jobs it was held for."""
     targets = sorted({str(job_id), *array_task_holds(ctx, cluster, job_id, tasks or {})})
+    why = "held_by_person" if verb == "hold" else "released_by_person"
+    keepers = {a.chain_id: thread_keeper(ctx, a.chain_id) for a in ctx.store.approvals
+               .with_state(HOLD_ACTION, "approved") if a.target_job in targets}
+
+    def keep(approval: Approval) -> dict[str, Any] | None:
+        keeper = keepers.get(approval.chain_id)
+        return None if keeper is None else keeper(*release_reply(
+            approval, str(approval.payload.get("for_job")), why, None, by=actor))
+
     settled = ctx.store.approvals.settle_holds(
         HOLD_ACTION, targets, cluster=cluster, now=now, landed_only=verb == "release",
-        step=HELD_BY_PERSON_STEP if verb == "hold" else "released_by_person")
-    why = "held_by_person" if verb == "hold" else "released_by_person"
+        step=HELD_BY_PERSON_STEP if verb == "hold" else "released_by_person", keep=keep)
     for approval in settled:
         for_job = str(approval.payload.get("for_job"))
         ctx.store.audit.record(
@@ -73,7 +90,10 @@ def taken_by_person(ctx: BotContext, cluster: str, job_id: int, actor: str, verb
             job_id=str(competitor_of(approval)), recipe=approval.payload.get("recipe"),
             result="by_person", detail={"for_job": for_job, "verb": verb, "as": str(job_id)},
         )  # fmt: skip
-        say_release(ctx, approval, for_job, why, None, by=actor)
+        if approval.chain_id not in keepers:  # approved after the read above: not kept
+            say_release(ctx, approval, for_job, why, None, by=actor)
+        elif keepers[approval.chain_id] is not None:
+            say_kept_message(ctx, release_reply(approval, for_job, why, None)[0])
     return sorted({int(a.payload["for_job"]) for a in settled})
 
 
@@ -174,7 +194,8 @@ def release_failed(ctx: BotContext, approval: Approval, for_job: str, why: str,
     was read still held after it: recorded and said
     in the thread once per attempt (its `release_failed_N` step). Before the
     MAX_RELEASE_ATTEMPTS-th (and unless `final`) the hold stays in the ledger, its release
-    tried again once its `releasing` step is due (`claim_release`), the thread told so; then
+    tried again once its `releasing` step is due (`claim_release`), the thread told so (the
+    reply kept with the step, in its transaction: `mark_step`'s `keep`); then
     it leaves the ledger, the thread told how to release the job by hand (`done_and_said`).
     A hold a person's `/train hold|release` took out of the ledger while the release was on
     its way (`taken_by_person`) is never tried again, so no retry is promised: the thread was
@@ -188,11 +209,15 @@ def release_failed(ctx: BotContext, approval: Approval, for_job: str, why: str,
     steps = ctx.store.approvals.steps(token)
     failures = sum(1 for step in steps if step.startswith("release_failed_"))
     final = final or settled or failures + 1 >= MAX_RELEASE_ATTEMPTS
-    marked = None
+    marked, retry = None, None
     if not final:  # marked only while still approved: a settle may have come after the read
+        retry = (failures + 1, math.ceil(release_takeover_s(ctx, approval) / 60))
+        kept = kept_message(ctx, approval.chain_id, *release_reply(
+            approval, for_job, why, state, problem, retry, unknown=unknown,
+            still_held=still_held))
         marked = ctx.store.approvals.mark_step(
             token, f"release_failed_{failures + 1}", now=now, state="approved",
-            by=approval.decided_by, at=approval.decided_at)
+            by=approval.decided_by, at=approval.decided_at, keep=kept)
         if marked is None:
             settled, final, steps = True, True, ctx.store.approvals.steps(token)
     ctx.store.audit.record(
@@ -211,11 +236,8 @@ def release_failed(ctx: BotContext, approval: Approval, for_job: str, why: str,
         return
     if final:
         return  # done, the thread told how to release the job by hand
-    if marked:
-        retry_in_s = release_takeover_s(ctx, approval)
-        say_release(ctx, approval, for_job, why, state, problem,
-                    retry=(failures + 1, math.ceil(retry_in_s / 60)), unknown=unknown,
-                    still_held=still_held)
+    if marked and retry is not None:  # its reply kept with the step: posted now or later
+        say_kept_message(ctx, release_reply(approval, for_job, why, state, problem, retry)[0])
 
 
 def released_after_person(ctx: BotContext, approval: Approval, for_job: str, why: str,

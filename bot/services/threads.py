@@ -59,6 +59,8 @@ THREADLESS = "threadless"
 Said = Literal["posted", "later", "given_up", "deferred"]
 # what became of a reply's attachment (`attachment_fate`)
 AttachmentFate = Literal["follows", "kept", "dropped", "unshared"]
+KeptReply = Callable[[str, str, Any], dict[str, Any]]
+"""`thread_keeper`'s renderer: (key, template, view) -> the incidents row to keep."""
 # the longest file, in bytes of UTF-8, a kept reply keeps for its later post (in the store,
 # read at each run of the `prompts` job); a longer one is shared only with a reply posted at
 # once. Twice the bound on what a stacks collection sends back, counted in the same unit
@@ -175,12 +177,31 @@ def kept_message(ctx: BotContext, chain_id: int | None, key: str, template: str,
     `keep`), so it is never lost with that write made: posted at once (`say_kept_message`),
     or by the `prompts` job (`say_pending_notes`) when the bot stopped first or Slack did not
     take it. None when there is no thread (nothing is said, as `thread_message`)."""
+    keeper = thread_keeper(ctx, chain_id)
+    return None if keeper is None else keeper(key, template, view)
+
+
+def thread_keeper(ctx: BotContext, chain_id: int | None) -> KeptReply | None:
+    """`kept_message` for the chain's thread, its reads of the store (the thread, the
+    chain's recipe and cluster) made now: the function returned renders a reply (key,
+    template, view) into the row to keep without touching the store, so a store write may
+    call it inside its own transaction when what the reply says depends on what the write
+    finds (ApprovalsRepo.pass_hold's, settle_holds' `keep`). None when there is no thread."""
     if not has_thread(ctx, chain_id):
         return None
     assert chain_id is not None
-    blocks, fallback = render(ctx, template, _chain_recipe(ctx, chain_id), view)
-    return _kept_values(ctx, chain_id, key, {"kind": "reply", "text": fallback,
-                                             "blocks": blocks})
+    chain = ctx.store.chains.get(chain_id)
+    recipe = chain.recipe if chain is not None and not chain.adopted else None
+    cluster = chain.cluster if chain is not None else None
+
+    def keep(key: str, template: str, view: Any) -> dict[str, Any]:
+        blocks, fallback = render(ctx, template, recipe, view)
+        return ctx.store.incidents.values(
+            key, class_id=THREAD_NOTE, now=ctx.clock(), chain_id=chain_id, state="pending",
+            diagnosis={"kind": "reply", "text": fallback, "blocks": blocks,
+                       "cluster": cluster})
+
+    return keep
 
 
 def say_kept_message(ctx: BotContext, key: str) -> bool:
@@ -337,15 +358,6 @@ def _keep(ctx: BotContext, chain_id: int, key: str, said: dict[str, Any]) -> Inc
         key, class_id=THREAD_NOTE, now=ctx.clock(), chain_id=chain_id, state="pending",
         diagnosis={**said, "cluster": chain.cluster if chain is not None else None})
     return kept
-
-
-def _kept_values(ctx: BotContext, chain_id: int, key: str,
-                 said: dict[str, Any]) -> dict[str, Any]:
-    """The incidents row `_keep` records for the kept reply `key`, not recorded."""
-    chain = ctx.store.chains.get(chain_id)
-    return ctx.store.incidents.values(
-        key, class_id=THREAD_NOTE, now=ctx.clock(), chain_id=chain_id, state="pending",
-        diagnosis={**said, "cluster": chain.cluster if chain is not None else None})
 
 
 def say_pending_notes(ctx: BotContext) -> None:

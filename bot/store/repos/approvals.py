@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
 from sqlalchemy import and_, delete, exists, insert, select, update
@@ -19,6 +19,10 @@ from bot.store.rows import (
     Attempt,
     ClaimResult,
 )
+
+KeepFor = Callable[[Approval], Mapping[str, Any] | None]
+"""What a hold row's thread is told of a write that takes it out of the ledger, made from
+the row it finds (`pass_hold`: the hold that keeps the job held; `settle_holds`: the row)."""
 
 
 class ApprovalsRepo(_Repo):
@@ -198,10 +202,8 @@ class ApprovalsRepo(_Repo):
                 .where(and_(t.approvals.c.id == token, t.approvals.c.state == "approved"))
                 .values(state="done", decided_at=now)
             )
-            if result.rowcount == 1 and keep is not None and conn.execute(
-                    select(t.incidents.c.id).where(t.incidents.c.key == keep["key"])
-            ).first() is None:
-                conn.execute(insert(t.incidents).values(**keep))
+            if result.rowcount == 1:
+                _keep_in(conn, keep)
         return result.rowcount == 1
 
     def release(self, token: str, *, by: str | None = None, at: float | None = None,
@@ -337,7 +339,8 @@ class ApprovalsRepo(_Repo):
 
     def mark_step(self, token: str, step: str, *, now: float,
                   bounds: StepBounds | None = None, state: str | None = None,
-                  by: str | None = None, at: float | None = None) -> bool | None:
+                  by: str | None = None, at: float | None = None,
+                  keep: Mapping[str, Any] | None = None) -> bool | None:
         """Record that a prompt was reminded (`step` "reminded") or escalated ("escalated"), that
         its approved cancel's scancel is about to be sent ("cancelling": a plain cancel;
         "cancelling_to_resume": a cancel and resume), that its scancel's end was not seen
@@ -370,7 +373,9 @@ class ApprovalsRepo(_Repo):
         hold|release` settled just after (`settle_holds`), or the release claim of a hold the
         holds tick listed before that settle, marks nothing: None then (not
         there, not in `state`, or not that claim), told apart from a step marked before
-        (False). `by` and `at` go with `state` only."""
+        (False). `by` and `at` go with `state` only. `keep`: what the thread is told of the
+        step (as `mark_done`'s: a failed release's "tries again in N minutes"), inserted in
+        the same transaction when the step is marked, nothing kept when not."""
         if step not in self.STEPS:
             raise ValueError(f"step must be one of {', '.join(self.STEPS)}, not {step!r}")
         if state is None and (by is not None or at is not None):
@@ -387,6 +392,7 @@ class ApprovalsRepo(_Repo):
                         return None
                 conn.execute(insert(t.prompt_steps).values(token=token, step=step, at=now,
                                                            **_bound_values(bounds)))
+                _keep_in(conn, keep)
         except IntegrityError:  # done before, or by another replica just now
             return False
         return True
@@ -525,7 +531,8 @@ class ApprovalsRepo(_Repo):
                                                                **_bound_values(None)))
         return out
 
-    def pass_hold(self, token: str, *, now: float) -> Approval | None:
+    def pass_hold(self, token: str, *, now: float,
+                  keep: KeepFor | None = None) -> Approval | None:
         """Hold `token` (approved, its release claimed: "releasing") is no longer needed:
         when another approved hold of the same job still has its hold out (`_hold_out`: its
         release not claimed), `token` is done without a release (step "hold_kept") and that
@@ -534,7 +541,9 @@ class ApprovalsRepo(_Repo):
         the job's approval rows locked (FOR UPDATE on PostgreSQL; SQLite's BEGIN IMMEDIATE
         already serialises writers): of two holds let go at once, each having claimed its
         release first, neither is seen out by the other, so the job is released, never left
-        held with no hold in the ledger."""
+        held with no hold in the ledger. `keep`: what `token`'s thread is told of it, made
+        from the other hold (a function that reads no store: bot.services.threads
+        .thread_keeper), kept in the same transaction when done (as `mark_done`'s)."""
         with self._engine.begin() as conn:
             mine, others = self._holds_beside(conn, token)
             if mine is None or mine[0].state != "approved":
@@ -546,10 +555,12 @@ class ApprovalsRepo(_Repo):
                     .values(state="done", decided_at=now))
                 conn.execute(insert(t.prompt_steps).values(token=token, step="hold_kept", at=now,
                                                            **_bound_values(None)))
+                _keep_in(conn, None if keep is None else keep(out))
         return out
 
     def settle_holds(self, action: str, target_jobs: Iterable[str], *, cluster: str,
-                     now: float, landed_only: bool, step: str) -> list[Approval]:
+                     now: float, landed_only: bool, step: str,
+                     keep: KeepFor | None = None) -> list[Approval]:
         """Take jobs `target_jobs` of `cluster` (a job, or an array's id and its tasks' own
         ids) out of the `action` holds' ledger, a person having held or released them
         themselves: every approved one whose hold was sent
@@ -560,7 +571,8 @@ class ApprovalsRepo(_Repo):
         yes still reading Slurm ("hold_approved" alone) is left to find the job held.
         Each one done is marked `step` in the same transaction ("held_by_person" |
         "released_by_person": what took it out, for a release of trainbot's still on its way
-        to read). Returns those done."""
+        to read), and what its thread is told of it (`keep`, made from the row: a function
+        that reads no store, as `pass_hold`'s) kept. Returns those done."""
         with self._engine.begin() as conn:
             settled = [a for a, steps in self._holds_on(conn, action, list(target_jobs), cluster)
                        if a.state == "approved" and _hold_sent(steps)
@@ -572,6 +584,7 @@ class ApprovalsRepo(_Repo):
                     .values(state="done", decided_at=now))
                 conn.execute(insert(t.prompt_steps).values(token=approval.id, step=step,
                                                            at=now, **_bound_values(None)))
+                _keep_in(conn, None if keep is None else keep(approval))
         return settled
 
     def hold_being_released(self, token: str) -> Approval | None:
@@ -642,6 +655,15 @@ def _forget_claim(conn: Any, token: str, also: Iterable[str] = ()) -> None:
     conn.execute(delete(t.prompt_steps).where(and_(
         t.prompt_steps.c.token == token,
         t.prompt_steps.c.step.in_([*ApprovalsRepo.CLAIM_STEPS, *also]))))
+
+
+def _keep_in(conn: Any, keep: Mapping[str, Any] | None) -> None:
+    """Insert `keep`, the incidents row of a reply kept for its thread
+    (bot.services.threads.kept_message), in `conn`'s transaction, unless a row with its key
+    is there (said or kept before)."""
+    if keep is not None and conn.execute(
+            select(t.incidents.c.id).where(t.incidents.c.key == keep["key"])).first() is None:
+        conn.execute(insert(t.incidents).values(**keep))
 
 
 def _state_now(conn: Any, token: str) -> str | None:

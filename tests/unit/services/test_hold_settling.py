@@ -576,3 +576,92 @@ def test_a_yes_whose_hold_raced_a_persons_hold_is_told_the_job_is_theirs(
     assert slurm.acted("release") == []
     assert (rec := slurm.job(88017)) is not None and rec.is_held
     assert competitors.held_now(ctx) == []
+
+
+def dies_posting(ctx: BotContext, monkeypatch: pytest.MonkeyPatch, key: str) -> None:
+    """The bot's process stops (`Died`) as it posts the reply `key` to its thread."""
+    sink = recorded(ctx)
+    post_reply = sink.post_reply
+
+    def post(chain_id: int, key_: str, blocks: list, text: str) -> str:
+        if key_ == key:
+            raise Died()
+        return post_reply(chain_id, key_, blocks, text)
+
+    monkeypatch.setattr(sink, "post_reply", post)
+
+
+def said_after_restart(store: Store, slurm: FakeSlurm, ctx: BotContext,
+                       monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """The bot started again after it stopped posting in `ctx`: what its `prompts` job
+    (two runs) says in the thread, after what `ctx` said before it stopped."""
+    monkeypatch.undo()
+    later = make_context(store, slurm)
+    say_pending_notes(later)
+    say_pending_notes(later)
+    return recorded(ctx).texts() + recorded(later).texts()
+
+
+def test_a_hold_let_go_to_another_runs_hold_is_said_after_a_stop_before_its_post(
+        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Runs A (88887) and B (88999) share trainbot's hold of 88017; 88887 starts and A lets
+    go of it (done, B's hold keeps it held) when the bot stops as it posts "still held for
+    88999": that reply was kept with A's row done, in one transaction, so the bot started
+    again says it, once; 88017 is not released."""
+    slurm = FakeSlurm()
+    ctx = make_context(store, slurm)
+    slurm.add(88017, name="succ", account="root", partition="debug", priority=100)
+    token_a = hold_for(ctx, slurm, 88017)
+    handle_click(ctx, token_a, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 1)
+    token_b = hold_for(ctx, slurm, 88017, for_job=88999)
+    handle_click(ctx, token_b, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 1)
+    slurm.set(88887, state="RUNNING")
+    dies_posting(ctx, monkeypatch, f"hold-release:{token_a}")
+    with pytest.raises(Died):
+        competitors.release_started(ctx, NOW + 2)
+    said = [t for t in said_after_restart(store, slurm, ctx, monkeypatch) if "88999" in t]
+    assert len(said) == 1 and said[0].startswith("88887 no longer needs 88017 held"), said
+    assert [a.token for a in competitors.held_now(ctx)] == [token_b]
+    assert slurm.acted("release") == []
+
+
+def test_a_persons_hold_settling_a_hold_is_said_after_a_stop_before_its_post(
+        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A person's `/train hold 88017` takes it out of trainbot's holds when the bot stops as
+    it posts their text to the thread: it was kept with the row done, in one transaction, so
+    the bot started again says it, once."""
+    slurm = FakeSlurm()
+    ctx = make_context(store, slurm)
+    slurm.add(88017, name="succ", account="root", partition="debug", priority=100)
+    token = hold_for(ctx, slurm, 88017)
+    handle_click(ctx, token, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 1)
+    dies_posting(ctx, monkeypatch, f"hold-release:{token}")
+    with pytest.raises(Died):
+        execute(ctx, parse_command("hold 88017"), actor="U0APPR", channel="C0TRAIN",
+                now=NOW + 2)
+    said = said_after_restart(store, slurm, ctx, monkeypatch)
+    assert said.count("<@U0APPR> held 88017 with `/train hold`: it is their hold now, and "
+                      "trainbot no longer releases it when 88887 starts.") == 1, said
+    assert competitors.held_now(ctx) == []
+
+
+def test_a_failed_release_retry_is_said_after_a_stop_before_its_post(
+        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """trainbot's `scontrol release 88017` is refused (88887 started) and the bot stops as
+    it posts that it tries again in N minutes: that reply was kept with the failure's step,
+    in one transaction, so the bot started again says it, once."""
+    slurm = FakeSlurm()
+    ctx = make_context(store, slurm)
+    slurm.add(88017, name="succ", account="root", partition="debug", priority=100)
+    token = hold_for(ctx, slurm, 88017)
+    handle_click(ctx, token, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 1)
+    slurm.set(88887, state="RUNNING")
+    monkeypatch.setattr(slurm, "release", SlurmClient(FakeRunner({"scontrol": (
+        1, "", "slurm_suspend error: Access/permission denied\n")})).release)
+    dies_posting(ctx, monkeypatch, f"hold-release:{token}:failed:1")
+    with pytest.raises(Died):
+        competitors.release_started(ctx, NOW + 2)
+    said = [t for t in said_after_restart(store, slurm, ctx, monkeypatch) if "again" in t]
+    assert len(said) == 1 and "minutes" in said[0], said
+    assert "release_failed_1" in store.approvals.steps(token)
+    assert [a.token for a in competitors.held_now(ctx)] == [token]
