@@ -115,11 +115,16 @@ class SideEffects:
     def left(self, now: float) -> list[dict[str, Any]]:
         """The store steps for the stop's reply, each with how long until it is undone
         (`wait_s`, None: unknown): a claimed prompt is given back once the submit it kept in
-        flight is settled too (bot.services.approvals.claim_given_back_at)."""
-        settled = max((s.until for s in self.steps if s.kind == "in_flight"
+        flight is settled too (bot.services.approvals.claim_given_back_at), or the resubmit
+        its cancel and resume's scancel left to come (`resubmit_due`, not said once that
+        resubmit's own row in flight is)."""
+        settled = max((s.until for s in self.steps if s.kind in ("in_flight", "resubmit_due")
                        and s.until is not None), default=None)
+        kept = any(s.kind == "in_flight" for s in self.steps)
         shown = []
         for step in self.steps:
+            if step.kind == "resubmit_due" and kept:
+                continue
             until = step.until
             if step.kind == "claimed" and until is not None and settled is not None:
                 until = max(until, settled)

@@ -40,7 +40,7 @@ from bot.services.cancel_steps import (
     scancel_over_at,
 )
 from bot.services.lost_submit import sent_moment
-from bot.services.ports import BotContext, Slurm
+from bot.services.ports import BotContext, Slurm, StoreStep
 from bot.services.root_views import task_bounds
 from bot.services.runs import (
     announce_submit,
@@ -59,7 +59,7 @@ from bot.services.submit_claim import (
     release_submit,
     submit_holder,
 )
-from bot.services.submit_deadlines import approval_intent, step_bounds
+from bot.services.submit_deadlines import approval_intent, resubmit_settled_at, step_bounds
 from bot.services.submit_result import SubmitResult
 from bot.store import Approval, Attempt
 
@@ -217,9 +217,16 @@ def _cancel(ctx: BotContext, approval: Approval, actor: str, now: float, *,
         except RecipeSubmitUnderWay as exc:  # nothing sent: the prompt stays, as before its
             watch_again()  # step (released by the click's handler, once)
             raise ClaimLostBeforeScancel(exc, (CANCELLING_STEP[resume],)) from exc
+    # a stop from the scancel on is told when its resubmit is settled, kept in flight or not
+    due = StoreStep("resubmit_due", resubmit_settled_at(ctx.config, cluster, at(), bounds)) \
+        if resume else None
+    if due is not None:
+        ctx.steps.noted(due)
     try:
         slurm.cancel(int(job))
     except ClusterError as exc:
+        if due is not None:  # a reply comes: the cancel's, unknown or failed
+            ctx.steps.undone(due)
         if holder is not None:  # nothing resubmitted now (bot.services.cancel_settle may)
             release_submit(ctx.store, _resume_key(ctx, approval), holder)
         watch_again()
@@ -249,6 +256,8 @@ def _cancel(ctx: BotContext, approval: Approval, actor: str, now: float, *,
         performed = _resume_cancelled(ctx, approval, actor, now, besides=besides,
                                       claim_holder=holder)
     except NotPerformed as exc:
+        if due is not None:
+            ctx.steps.undone(due)
         if lost and isinstance(exc.__cause__, RecipeSubmitUnderWay):
             error = N_("the scancel outlasted this click's hold on the run, and another "
                        "submit took the run meanwhile (%(error)s)", error=said(exc.__cause__))
@@ -256,6 +265,8 @@ def _cancel(ctx: BotContext, approval: Approval, actor: str, now: float, *,
                                N_("cancelled job %(job)s, but the resubmit failed: %(error)s",
                                   job=job, error=error)) from exc.__cause__
         raise
+    if due is not None:  # resubmitted, or carried on by another submit of the run
+        ctx.steps.undone(due)
     ctx.store.approvals.mark_done(approval.token, now=now)
     return performed
 

@@ -426,8 +426,10 @@ class StoreStep:
     gets, though nothing left trainbot: `claimed` (a prompt claimed by its click), `refused`
     (a prompt dismissed or declined for good), `probe_queued` (a probe's prompt claimed: the
     `probes` job runs it), `unwatched` (an adopted run no longer watched), `in_flight` (a
-    submit kept in flight, its sbatch not sent yet). `until`: when trainbot gives the claimed
-    prompt back, or settles the row in flight, at the earliest (None: unknown)."""
+    submit kept in flight, its sbatch not sent yet), `resubmit_due` (a cancel and resume's
+    scancel sent: its resubmit follows, by the click or the settle that takes it over).
+    `until`: when trainbot gives the claimed prompt back, or settles the row in flight (the
+    resubmit to come, kept in flight or not), at the earliest (None: unknown)."""
 
     kind: str
     until: float | None = None

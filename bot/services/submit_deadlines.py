@@ -120,6 +120,18 @@ def flight_settled_at(config: Config, flight: SubmitInFlight, lead: SettleLead |
                                 post_deadline_s=config.slack.post_deadline_s)
 
 
+def resubmit_settled_at(config: Config, cluster: str, at: float,
+                        bounds: StepBounds) -> float:
+    """When a cancel and resume's resubmit, once its scancel is sent at `at`, has been
+    settled at the latest: by its click or the settle that takes it over, else, kept in
+    flight, by bot.services.runs.recover_submits_in_flight (in_flight_settled_at, its settle
+    leading: a row sent at `at`, counted at the click's `bounds`, kept with its steps). What
+    a click the store's close stops after its scancel says it waits for."""
+    return in_flight_settled_at(cluster_deadlines(config, cluster), at,
+                                bounds.command_at_most_s, settle_leads=True, marked=bounds,
+                                post_deadline_s=config.slack.post_deadline_s)
+
+
 def sender_command_at_most_s(config: Config, cluster: str, slurm: Slurm) -> float:
     """One remote command's worst case as this sender counts it as it sends a submit: the
     cluster's configured deadlines', or its SSH runner's own (the jump host and timeouts it

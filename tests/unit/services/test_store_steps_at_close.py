@@ -303,3 +303,57 @@ def test_a_train_commands_stop_reply_never_speaks_of_a_click_or_a_prompt(
         "kind": "stopping", "started": started, "steps": [{"kind": kind, "wait_s": 60.0}]})
     for word in ("click", "prompt", "클릭", "프롬프트"):
         assert word not in text, text
+
+
+class CancelThenClose(FakeSlurm):
+    """Slurm cancels the job; the store's close lands as the scancel returns (`at="cancel"`),
+    or once the click's resubmit has kept its row in flight (`at="row"`)."""
+
+    def __init__(self, store: Store, at: str) -> None:
+        super().__init__()
+        self.store, self.at = store, at
+
+    def cancel(self, job_id: int) -> None:
+        super().cancel(job_id)
+        if self.at == "cancel":
+            self.store.close()
+
+
+@pytest.mark.parametrize("lang,said", [
+    ("en", ("Its scancel was sent, so its job may be cancelled: trainbot then resubmits the "
+            "run, and if that resubmit's job is not recorded, it looks the job up in Slurm "
+            "within about 1 h 58 min and records it or says in the run's thread that nothing "
+            "was queued.")),
+    ("ko", ("그 전에 scancel을 보냈으므로 작업이 취소되었을 수 있습니다: 그러면 trainbot이 실행을 "
+            "다시 제출하고, 그 재제출의 작업이 기록되지 않으면 약 1시간 58분 안에 Slurm에서 그 "
+            "작업을 찾아 기록하거나, 대기열에 들어간 것이 없다고 실행 스레드에 알립니다.")),
+])
+@pytest.mark.parametrize("at", ["cancel", "row"])
+def test_a_cancel_and_resume_click_stopped_after_its_scancel_says_when_its_resubmit_settles(
+        store: Store, lang: str, said: str, at: str) -> None:
+    """W0LEAD's Cancel and resume on 88154; the store's close lands as its scancel returns:
+    the reply names the scancel and, as it would for the resubmit's row in flight, when that
+    resubmit is settled at the latest (in_flight_settled_at, its settle leading: settle_lead_s,
+    7079 s with the default deadlines), the claimed prompt's wait as long. Before, only the
+    scancel and the claim's 1 h 38 min were said. Closed once the row is kept (`row`), the
+    row's own sentence says it, not this one."""
+    from support.mix_prompt import mix_prompt
+
+    slurm = CancelThenClose(store, at)
+    ctx = make_context(store, slurm, clock=lambda: NOW + 10, slack_lang=lang)
+    _, prompt = mix_prompt(ctx, now=NOW, run_at=NOW - 100, running=slurm, watched=True)
+    if at == "row":
+        original = store.submits_in_flight.add
+
+        def then_close(*a: Any, **kw: Any) -> Any:
+            result = original(*a, **kw)
+            store.close()
+            return result
+
+        store.submits_in_flight.add = then_close  # type: ignore[method-assign]
+    answers, _ = click(ctx, ActionId.CANCEL_RESUME, prompt.token)
+    [answer] = answers.sent
+    assert slurm.acted("cancel") == [88154]
+    assert "`scancel 88154`" in answer["text"], answer["text"]
+    assert (said in answer["text"]) == (at == "cancel"), answer["text"]
+    assert ("1 h 38 min" in answer["text"] or "1시간 38분" in answer["text"]) is False
