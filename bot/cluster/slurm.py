@@ -25,7 +25,6 @@ from __future__ import annotations
 import json
 import logging
 import re
-import shlex
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
@@ -168,7 +167,7 @@ class SlurmClient:
                                      check=False, env=env or None)
         except CommandTimedOut as exc:
             what = N_("`%(command)s` did not answer within %(timeout)s s: the Slurm controller "
-                      "is overloaded or down", command=argv_text(argv),
+                      "is overloaded or down", command=brief_command(argv),
                       timeout=f"{exc.timeout:g}")
             if effects:
                 raise OutcomeUnknown.timed_out(argv, exc, what=what) from exc
@@ -188,12 +187,12 @@ class SlurmClient:
             raise OutcomeUnknown(argv, N_(
                 "%(what)s; it may or may not have taken effect", what=N_(
                     "Slurm did not answer `%(command)s` in time (exit %(code)s): %(stderr)s",
-                    command=argv_text(argv), code=result.exit_code, stderr=_tail(stderr))))
+                    command=brief_command(argv), code=result.exit_code, stderr=_tail(stderr))))
         if UNAVAILABLE_RE.search(stderr):
             raise ClusterUnavailable(N_(
                 "Slurm did not answer `%(command)s` (exit %(code)s): %(stderr)s. Check "
                 "slurmctld/slurmdbd on the cluster; nothing was concluded about the jobs.",
-                command=argv_text(argv), code=result.exit_code, stderr=_tail(stderr)))
+                command=brief_command(argv), code=result.exit_code, stderr=_tail(stderr)))
         if allow is not None and allow.search(stderr):
             return result
         raise CommandFailed(list(argv), result.exit_code, result.stderr, result.stdout)
@@ -332,7 +331,7 @@ class SlurmClient:
             # squeue --json with slurmctld down exits 0 and lists the failure in "errors".
             raise ClusterUnavailable(N_(
                 "Slurm did not answer `%(command)s`: %(error)s. Check slurmctld/slurmdbd on the "
-                "cluster; nothing was concluded about the jobs.", command=argv_text(argv),
+                "cluster; nothing was concluded about the jobs.", command=brief_command(argv),
                 error=said(exc))) from exc
         except SlurmParseError as exc:
             raise exc.in_answer_to(argv, jobs) from exc
@@ -362,7 +361,7 @@ class SlurmClient:
             raise ClusterUnavailable(N_(
                 "Slurm did not answer `%(command)s`: sstat could not get the steps of any of "
                 "%(n)s running job(s) (%(stderr)s). Check slurmctld on the cluster; nothing was "
-                "concluded about the jobs.", command=argv_text(argv), n=len(wanted),
+                "concluded about the jobs.", command=brief_command(argv), n=len(wanted),
                 stderr=_tail(result.stderr)))
         return {job_id: found[job_id] for job_id in wanted if job_id in found}
 
@@ -424,7 +423,8 @@ class SlurmClient:
         except SlurmParseError as exc:  # it exited 0: most likely queued, its id unread
             raise OutcomeUnknown(argv, N_(
                 "`%(command)s` exited 0 but trainbot cannot read a job id in what it printed "
-                "(%(error)s)", command=argv_text(argv), error=said(exc)), advice=advice) from exc
+                "(%(error)s)", command=brief_command(argv), error=said(exc)),
+                advice=advice) from exc
 
     def hold(self, job_id: int) -> None:
         """`scontrol hold`: priority 0, reason JobHeldUser (JobHeldAdmin if we are admin). An
@@ -481,11 +481,6 @@ class SlurmClient:
             if status != exc.exit_code:
                 raise CommandFailed(argv, status, exc.stderr, exc.stdout) from exc
             raise
-
-
-def argv_text(argv: Sequence[str]) -> str:
-    """argv as one readable line for messages (the runner does the real quoting)."""
-    return shlex.join(str(a) for a in argv)
 
 
 def _tail(text: str, lines: int = 3) -> str:

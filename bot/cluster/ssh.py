@@ -30,7 +30,6 @@ import logging
 import math
 import os
 import re
-import shlex
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -61,6 +60,7 @@ from bot.cluster.errors import (
     CommandTimedOut,
     HostKeyRejected,
     ReadCutOff,
+    brief_command,
     said,
     stuck_connection,
 )
@@ -549,7 +549,7 @@ class SSHRunner:
             self._forget_if_dead()
             raise ClusterUnavailable(N_(
                 "could not start `%(command)s` on %(where)s: %(why)s; its request never "
-                "reached sshd, so it did not run", command=shlex.join(args),
+                "reached sshd, so it did not run", command=brief_command(args),
                 where=self.settings.host, why=said(exc))) from (exc.__cause__ or exc)
         except (paramiko.SSHException, OSError, EOFError) as exc:
             raise ChannelClosed(args, self.settings.host, connection_lost=self._lost_under(chan),
