@@ -124,7 +124,8 @@ def build_report(inp: LogInput, *, job_id: str, recipe: str, charts: bool = True
             diagnosis, recipe=recipe, job_id=job_id, last_checkpoint_iter=ckpt_iter, now=now,
             last_checkpoint_time=ckpt_time, failed_at=series.last_time,
             state=acct.state, exit_code=exit_code, mem_limit_bytes=acct.mem_limit_bytes,
-            max_rss_bytes=acct.max_rss_bytes, mem_policy=policy, probe=probe,
+            whole_node_mem=acct.whole_node_mem, max_rss_bytes=acct.max_rss_bytes,
+            mem_policy=policy, probe=probe,
             checkpoint_unknown="not_looked_up" if ckpt_iter is None else None,
         )
         template = "incident"

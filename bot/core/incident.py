@@ -238,6 +238,7 @@ def build_incident(
     state: str | None = None,
     exit_code: str | None = None,
     mem_limit_bytes: int | None = None,
+    whole_node_mem: bool = False,
     max_rss_bytes: int | None = None,
     max_evidence: int | None = None,
     suggested_mem: str | None = None,
@@ -253,7 +254,8 @@ def build_incident(
     checkpoint a resume starts from (None: none), which the proposals name when its
     iteration (`last_checkpoint_iter`) is unknown; `checkpoint_unknown`: why none is known
     (neither given: not looked up, or the lookup failed), so the proposals name none and
-    claim no start either.
+    claim no start either. `whole_node_mem`: the job asked for --mem=0 (JobRecord's; its
+    `mem_limit_bytes` is then the node's memory, or 0): no --mem is proposed.
 
     Work lost: iterations past `last_checkpoint_iter`; wall time from the checkpoint's save
     (`last_checkpoint_time`) to the failure (`failed_at`, default `now`), else the lost
@@ -281,11 +283,14 @@ def build_incident(
                                                         and not alive):
         lost_iters, lost_seconds = None, None
 
+    whole_node = whole_node_mem or mem_limit_bytes == 0
     remedy = (leak_remedy(diagnosis, resume_iter=last_checkpoint_iter,
                           limit_bytes=mem_limit_bytes, max_rss_bytes=max_rss_bytes,
-                          policy=mem_policy, start_unknown=bool(unknown_start))
+                          policy=mem_policy, start_unknown=bool(unknown_start),
+                          whole_node=whole_node)
               if diagnosis.class_id in MEMORY_CLASSES else None)
-    mem = suggested_mem or _default_mem(diagnosis, mem_limit_bytes, max_rss_bytes, mem_policy)
+    mem = suggested_mem or (None if whole_node else _default_mem(
+        diagnosis, mem_limit_bytes, max_rss_bytes, mem_policy))
     if remedy is not None:
         # no --mem can finish a hopeless leak, none is known to when the limit is unknown;
         # otherwise the --mem that reaches the target
@@ -333,7 +338,7 @@ def build_incident(
                            and mem is None and mem_limit_bytes is None
                            and diagnosis.action == Action.ASK),
         mem_whole_node=(diagnosis.class_id in MEMORY_CLASSES and remedy is None
-                        and mem is None and mem_limit_bytes == 0),
+                        and mem is None and whole_node),
         node=diagnosis.node,
         site_title=diagnosis.site_title,
         site_hint=diagnosis.site_hint,

@@ -176,6 +176,9 @@ class Accounting:
     elapsed_s: float | None = None
     mem_limit_bytes: int | None = None
     max_rss_bytes: int | None = None
+    # the job asked for --mem=0, all of each node's memory: its `mem_limit_bytes`, when
+    # known, is what the node had (sacct gives the allocation), and no --mem gives it more
+    whole_node_mem: bool = False
     never_started: NeverStarted | None = None
     exit_code_mod_128: bool = False
 

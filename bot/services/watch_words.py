@@ -90,6 +90,7 @@ class EventWords:
                 exit_code=(f"{rec.exit_code}:{rec.signal}"
                            if rec and rec.exit_code is not None else None),
                 mem_limit_bytes=rec.mem_limit_bytes if rec else None,
+                whole_node_mem=bool(rec and rec.whole_node_mem),
                 max_rss_bytes=rec.max_rss_bytes if rec else None,
                 suggested_mem=dec.mem if dec else None,
                 mem_policy=self._policy(event.recipe),

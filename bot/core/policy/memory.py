@@ -47,12 +47,16 @@ def host_oom_decision(
     unknown checkpoint (`lookup_fact`), said by every decision here."""
     hand = {"by_hand": True} if by_hand else {}
     saving = " while saving a checkpoint" if diagnosis.during_checkpoint_save else ""
+    # --mem=0 as asked (Accounting.whole_node_mem: sacct's limit is then the node's memory),
+    # or a limit of 0 given as such
+    whole_node = accounting is not None and (accounting.whole_node_mem
+                                             or accounting.mem_limit_bytes == 0)
     remedy = leak_remedy(diagnosis, resume_iter=base.get("resume_from"),
                          limit_bytes=accounting.mem_limit_bytes if accounting else None,
                          max_rss_bytes=accounting.max_rss_bytes if accounting else None,
                          policy=p, worker_rss=worker_rss, trainer_rss=trainer_rss,
-                         start_unknown=start_unknown)
-    if accounting is not None and accounting.mem_limit_bytes == 0:
+                         start_unknown=start_unknown, whole_node=whole_node)
+    if accounting is not None and whole_node:
         return _whole_node_decision(diagnosis, saving, accounting, remedy, charged, base,
                                     by_hand=by_hand, lookup=lookup)
     if remedy is not None and not remedy.proposes_mem:
@@ -139,7 +143,10 @@ def _whole_node_decision(diagnosis: Diagnosis, saving: str, accounting: Accounti
     """A host OOM of a job with --mem=0 (Slurm: all of each node's memory): no --mem gives it
     more, so none is proposed (neither a size below the node's nor twice 0); it wants nodes
     with more memory or less host memory, and after a steady leak, finding what grows. A plain
-    resubmit is offered only after a leak (it gets further from a newer checkpoint)."""
+    resubmit is offered only after a leak (it gets further from a newer checkpoint). The
+    job's `mem_limit_bytes`, when sacct gave one, is the node's memory (what it allocated)."""
+    node_mem = accounting.mem_limit_bytes or None
+    had = f"{_size(node_mem)}, " if node_mem else ""
     leak = ""
     if remedy is not None:
         leak = (f"; host memory grew steadily ({remedy.slope_gib_per_100_iter:.1f} GiB per 100 "
@@ -148,12 +155,13 @@ def _whole_node_decision(diagnosis: Diagnosis, saving: str, accounting: Accounti
     return Decision(
         DecisionKind.ASK_HUMAN,
         f"host memory exhausted{saving} with --mem=0, already all of its node's memory "
-        f"(MaxRSS {_size(accounting.max_rss_bytes)}): no --mem gives it more; run it on nodes "
+        f"({had}MaxRSS {_size(accounting.max_rss_bytes)}): no --mem gives it more; run it on nodes "
         f"with more memory, or cut host memory{leak}. {diagnosis.hint}".strip(),
         charged=charged,
         offers=resubmit_offers(by_hand=by_hand) if remedy is not None else (OFFER_DISMISS,),
         facts={"why": "mem_whole_node", "during_save": diagnosis.during_checkpoint_save,
                "max_rss": _size_or_none(accounting.max_rss_bytes),
+               **({"node_mem": _size(node_mem)} if node_mem else {}),
                **({"leak": remedy.facts()} if remedy is not None else {}),
                **(lookup or {}), **({"by_hand": True} if by_hand else {})},
         **base,
@@ -185,8 +193,8 @@ class LeakRemedy:
     `ceiling_gib` None: neither the job's limit nor a site cap is known, so whether any
     memory finishes the run cannot be told and no `--mem` is proposed (`proposes_mem`).
     `role` is what grows, from the sampler (DataLoader workers / trainer), else None.
-    `whole_node`: the job's limit is 0 (--mem=0, all of each node's memory), so no `--mem`
-    gives it more and none is proposed.
+    `whole_node`: the job asked for --mem=0 (all of each node's memory; its limit then 0, or the
+    node's memory as sacct allocated it), so no `--mem` gives it more and none is proposed.
 
     `start_known` False: the iteration a resume starts from is unknown (`trainbot report`'s
     log numbered no save; the checkpoint is known only by its name, or its lookup failed), so
@@ -242,13 +250,15 @@ def leak_remedy(
     worker_rss: tuple[int, int] | None = None,
     trainer_rss: tuple[int, int] | None = None,
     start_unknown: bool = False,
+    whole_node: bool = False,
 ) -> LeakRemedy | None:
     """The memory a leaking run needs to finish (see LeakRemedy); None without a steady
     trend (`Diagnosis.leak_fit`) or a target iteration. `worker_rss` / `trainer_rss` are the
     sampler's (start, now) RSS of each role: the one that grew most is named.
     `resume_iter` None is from scratch, unless `start_unknown`: then where the resume starts is
     not known, the figures count from iteration 0 (the worst case) and the need from the last
-    iteration the log reached (`DiagnosisMetrics.last_iter`) is the best case."""
+    iteration the log reached (`DiagnosisMetrics.last_iter`) is the best case. `whole_node`:
+    the job asked for --mem=0 (`limit_bytes` 0, or the node's memory sacct allocated)."""
     fit, target = diagnosis.leak_fit, diagnosis.metrics.target_iter
     if not fit or not target or fit["slope_gib_per_100_iter"] <= 0:
         return None
@@ -289,7 +299,7 @@ def leak_remedy(
         start_known=not start_unknown,
         reached_iter=reached or None,
         reached_need_gib=reached_need_gib,
-        whole_node=limit_bytes == 0,
+        whole_node=whole_node or limit_bytes == 0,
     )
 
 

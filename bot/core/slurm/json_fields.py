@@ -108,3 +108,11 @@ def load_json(text: str, command: str) -> dict[str, Any]:
         raise SlurmReportedError(N_("%(command)s --json reported errors: %(errors)s",
                                     command=command, errors=repr(errors)), errors)
     return data
+
+
+def json_whole_node_mem(per_node: Any, per_cpu: Any) -> bool:
+    """Whether a job's requested memory (`memory_per_node`, `memory_per_cpu` of squeue's job or
+    sacct's `required`, 23.02 on: `{set, number}`) is --mem=0, all of each node's memory: per
+    node set to 0, no per-CPU amount. What it was allocated is then the node's whole memory."""
+    per_node_set = isinstance(per_node, dict) and bool(per_node.get("set"))
+    return per_node_set and json_number(per_node) == 0 and not json_number(per_cpu)

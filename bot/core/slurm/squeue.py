@@ -14,6 +14,7 @@ from bot.core.slurm.json_fields import (
     json_number,
     json_state,
     json_text,
+    json_whole_node_mem,
     load_json,
 )
 from bot.core.slurm.parsable import split_rows
@@ -28,6 +29,7 @@ from bot.core.slurm.values import (
     parse_squeue_exit_code,
     parse_time,
     parse_tres_mem,
+    req_mem_is_zero,
 )
 from bot.core.text import N_
 
@@ -140,6 +142,8 @@ def _squeue_json_job(job: Mapping[str, Any]) -> JobRecord | None:
         elapsed_s=(end or 0) - start if start and end else None,
         node=node if started else None,
         mem_limit_bytes=mem_limit,
+        whole_node_mem=json_whole_node_mem(job.get("memory_per_node"),
+                                           job.get("memory_per_cpu")),
         stdout_path=stdout,
         submit_time=json_epoch(job.get("submit_time")),
         start_time=start,
@@ -219,6 +223,7 @@ def _squeue_row(row: Mapping[str, str]) -> JobRecord:
         elapsed_s=parse_duration(row.get("TimeUsed")) if started else None,
         node=node,
         mem_limit_bytes=mem_limit,
+        whole_node_mem=req_mem_is_zero(row.get("MinMemory")),  # --mem=0
         stdout_path=stdout,
         submit_time=parse_time(row.get("SubmitTime")),
         start_time=start,

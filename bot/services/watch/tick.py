@@ -51,8 +51,10 @@ carried out by `resubmit`.
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from typing import Any
 
 from bot.cluster.errors import ClusterError, ClusterUnavailable, said
@@ -96,6 +98,8 @@ from bot.services.watch.unreadable import READ_FAILED_NOTE_TICKS, UnreadableFile
 from bot.store import Chain, Store, WatchedJob
 
 log = logging.getLogger(__name__)
+
+_ZERO_MEM = re.compile(r"0+[KMGT]?B?", re.IGNORECASE)  # --mem=0: all of each node's memory
 
 
 class Watcher:
@@ -617,6 +621,17 @@ class Watcher:
         return record.array_task_id if chain is not None and chain.is_array \
             and not chain.adopted else None
 
+    def _asked_mem(self, jw: JobWatch, record: JobRecord) -> JobRecord:
+        """`record`, marked --mem=0 (JobRecord.whole_node_mem) when its recipe's `mem` is 0 and
+        Slurm did not say so: sacct --parsable2's ReqMem is the allocation from 21.08 on (the
+        node's whole memory), and squeue forgets a job after MinJobAge."""
+        cfg = self.recipes.cfg(jw.recipe)
+        mem = getattr(cfg, "mem", None)
+        if record.whole_node_mem or not isinstance(mem, str) \
+                or not _ZERO_MEM.fullmatch(mem.strip()):
+            return record
+        return replace(record, whole_node_mem=True)
+
     def _finished(self, w: WatchedJob, jw: JobWatch, record: JobRecord, now: float,
                   report: TickReport, *,
                   unreadable: dict[str, FileReadFailed] | None = None) -> None:
@@ -634,6 +649,7 @@ class Watcher:
         that ended without starting (JobRecord.never_started: cancelled while it waited in the
         queue) is judged at once, no file read: its diagnosis says it never started
         (accounting's `never_started`, the detail of that name)."""
+        record = self._asked_mem(jw, record)
         acct = record.accounting()
         p = self.recipes.policy(jw.recipe)
         diag = finished_diagnosis(jw, record, acct, p, target_iter=self._target(jw))
