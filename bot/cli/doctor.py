@@ -267,32 +267,37 @@ def slurm_version_check(name: str, cluster: ClusterConfig, runner: Any) -> Check
 
 def _recipe_check(recipe_name: str, recipe: Any, runner: Any) -> Check:
     """The recipe's batch script (or wrapper, if an absolute path) exists on the cluster."""
-    from bot.services.preflight import script_path_on_cluster
+    from bot.cluster.errors import CommandFailed
+    from bot.services.preflight import script_paths_on_cluster
 
     if recipe.submit_command:
-        target = recipe.submit_command[0]
-        if not target.startswith("/"):
-            return Check(f"recipe {recipe_name}", True, f"submit command {target!r} (on PATH)")
+        targets: tuple[str, ...] = (recipe.submit_command[0],)
+        if not targets[0].startswith("/"):
+            return Check(f"recipe {recipe_name}", True,
+                         f"submit command {targets[0]!r} (on PATH)")
     else:
-        # where sbatch opens it: a relative path is under the workdir (--chdir), as preflight
-        # reads it, not under the login shell's home
-        target = script_path_on_cluster(recipe)
-    try:
-        runner.run(["test", "-r", target], timeout=30)
-    except Exception as exc:  # noqa: BLE001 - any failure here means "not usable"
-        from bot.cluster.errors import CommandFailed
-
-        if isinstance(exc, CommandFailed):
-            return Check(
-                f"recipe {recipe_name}",
-                False,
-                f"{target} does not exist or is not readable on the cluster",
-                f"fix recipes.{recipe_name}."
-                f"{'sbatch_script' if recipe.sbatch_script else 'submit_command'} "
-                "(it is a path on the cluster, not on this machine)",
-            )
-        return Check(f"recipe {recipe_name}", False, f"cannot check {target}: {exc}")
-    return Check(f"recipe {recipe_name}", True, f"{target} present on the cluster")
+        # where sbatch looks, in its order (preflight reads the same): a relative path under
+        # the workdir (--chdir), then in the login shell's home
+        targets = script_paths_on_cluster(recipe)
+    for target in targets:
+        try:
+            runner.run(["test", "-r", target], timeout=30)
+        except CommandFailed:
+            continue
+        except Exception as exc:  # noqa: BLE001 - any failure here means "not usable"
+            return Check(f"recipe {recipe_name}", False, f"cannot check {target}: {exc}")
+        return Check(f"recipe {recipe_name}", True, f"{target} present on the cluster")
+    missing = (f"neither {targets[0]} (the workdir, sbatch's --chdir) nor {targets[1]} in the "
+               "home exists or is readable on the cluster" if len(targets) == 2 else
+               f"{targets[0]} does not exist or is not readable on the cluster")
+    return Check(
+        f"recipe {recipe_name}",
+        False,
+        missing,
+        f"fix recipes.{recipe_name}."
+        f"{'sbatch_script' if recipe.sbatch_script else 'submit_command'} "
+        "(it is a path on the cluster, not on this machine)",
+    )
 
 
 def _store_check(config: Config) -> Check:

@@ -151,16 +151,18 @@ def _read_remote(sftp: SFTP, path: str, limit: int = MAX_SCRIPT_BYTES) -> str:
         return fh.read(limit).decode("utf-8", errors="replace")
 
 
-def script_path_on_cluster(recipe: RecipeConfig) -> str | None:
-    """The file sbatch opens for the recipe's `sbatch_script`, as SFTP and a login shell (both
-    starting in the home) name it: a relative path is under the workdir (sbatch's --chdir),
-    else under the home. None for a submit_command recipe."""
+def script_paths_on_cluster(recipe: RecipeConfig) -> tuple[str, ...]:
+    """Where sbatch looks for the recipe's `sbatch_script`, in its order, as SFTP and a login
+    shell (both starting in the home) name them: an absolute path as it is; a relative one
+    under the workdir (sbatch's --chdir) first, then in the home (sbatch's own cwd, where the
+    login shell starts; measured with strace on 22.05: --chdir, then PATH, then its cwd). The
+    first that exists is the one sbatch opens. Empty for a submit_command recipe."""
     path = recipe.sbatch_script
     if path is None:
-        return None
-    if not path.startswith("/") and recipe.workdir:
-        path = posixpath.join(recipe.workdir, path)
-    return path
+        return ()
+    if path.startswith("/") or not recipe.workdir:
+        return (path,)
+    return (posixpath.join(recipe.workdir, path), path)
 
 
 def lint_section(
@@ -188,8 +190,8 @@ def lint_section(
             except OSError:
                 pass
     else:
-        path = script_path_on_cluster(recipe)
-        if path is None:
+        paths = script_paths_on_cluster(recipe)
+        if not paths:
             return [
                 Finding(
                     "launcher",
@@ -203,19 +205,28 @@ def lint_section(
         if runner is None:
             raise PreflightUsageError(N_("no cluster connection to read the batch script from"))
         sftp = runner.sftp()
-        try:
-            text = _read_remote(sftp, path)
-        except OSError as exc:
+        found: tuple[str, str] | None = None
+        failure: OSError | None = None
+        for candidate in paths:  # sbatch's order: the first it finds is the one it submits
+            try:
+                found = (candidate, _read_remote(sftp, candidate))
+                break
+            except OSError as exc:
+                failure = failure or exc
+        if found is None:
+            path = paths[0]
             return [
                 Finding(
                     "launcher",
                     "fail",
                     None,
                     N_("cannot read the recipe's batch script %(path)s on the cluster: %(error)s",
-                       path=path, error=str(exc)),
-                    N_("fix recipes.<name>.sbatch_script (absolute, or relative to workdir)"),
+                       path=path, error=str(failure)),
+                    N_("fix recipes.<name>.sbatch_script (absolute, or relative to workdir or "
+                       "the home)"),
                 )
             ], path
+        path, text = found
         source = f"cluster:{path}"
         bases = [b for b in (recipe.workdir, posixpath.dirname(path)) if b]
         for name in python_scripts_in(text):

@@ -347,6 +347,22 @@ def test_a_relative_script_is_looked_for_in_the_workdir_where_sbatch_opens_it():
     assert runner.ran == [["test", "-r", "/scratch/proj/train.sbatch"]]
     assert "/scratch/proj/train.sbatch present" in check.detail
     missing = _recipe_check("r", recipe, _ReadableRunner())
-    assert not missing.ok and "/scratch/proj/train.sbatch does not exist" in missing.detail
+    assert not missing.ok and "neither /scratch/proj/train.sbatch" in missing.detail
     no_workdir = SimpleNamespace(sbatch_script="train.sbatch", submit_command=None, workdir=None)
     assert _recipe_check("r", no_workdir, _ReadableRunner("train.sbatch")).ok
+
+
+def test_a_relative_script_only_in_the_home_is_found_where_sbatch_finds_it():
+    """sbatch looks in --chdir first, then (PATH, then) its own cwd, the login shell's home
+    (strace on 22.05): a script only in the home submits, so doctor passes it too."""
+    from types import SimpleNamespace
+
+    from bot.cli.doctor import _recipe_check
+
+    recipe = SimpleNamespace(sbatch_script="train.sbatch", submit_command=None,
+                             workdir="/scratch/proj")
+    runner = _ReadableRunner("train.sbatch")
+    check = _recipe_check("r", recipe, runner)
+    assert check.ok, check
+    assert runner.ran == [["test", "-r", "/scratch/proj/train.sbatch"],
+                          ["test", "-r", "train.sbatch"]]

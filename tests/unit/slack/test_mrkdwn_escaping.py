@@ -57,7 +57,8 @@ def test_preflight_reply_escapes_a_findings_path_error_and_fix(ctx) -> None:
     finding = Finding("launcher", "fail", None,
                       N_("cannot read the recipe's batch script %(path)s on the cluster: "
                          "%(error)s", path="/work/<!channel>/run.sh", error=HOSTILE),
-                      N_("fix recipes.<name>.sbatch_script (absolute, or relative to workdir)"))
+                      N_("fix recipes.<name>.sbatch_script (absolute, or relative to workdir "
+                         "or the home)"))
     plain = Finding("launcher", "warn", 3, "SC2086 (shellcheck): echo a < b && c > d")
     text = say(ctx, "mix", "preflight", channel="C0TRAIN", recipe="mix<&>", level=N_("fail"),
                findings=preflight_rows({"launcher": [finding, plain]}))
@@ -65,7 +66,7 @@ def test_preflight_reply_escapes_a_findings_path_error_and_fix(ctx) -> None:
         "*preflight mix&lt;&amp;&gt;*: fail\n"
         "• launcher: fail cannot read the recipe's batch script /work/&lt;!channel&gt;/run.sh "
         f"on the cluster: {ESCAPED} → fix: fix recipes.&lt;name&gt;.sbatch_script (absolute, "
-        "or relative to workdir)\n"
+        "or relative to workdir or the home)\n"
         "• launcher: warn SC2086 (shellcheck): echo a &lt; b &amp;&amp; c &gt; d")
     assert mrkdwn_errors(text) == []
 
