@@ -129,12 +129,22 @@ def place_pyspy(runner: Runner, sftp: SFTP, local: LocalPySpy | None = None, *,
                 f"+{STALE_PART_MINUTES}", "-delete"], check=False, timeout=60)
     tmp = f"{path}.{os.getpid()}.{secrets.token_hex(4)}.part"
     try:
+        sent = 0
         with local.path.open("rb") as src, sftp.open(tmp, "wb") as dst:
             # 8 MB in 32 KiB requests: waiting for each reply made it one round trip per
             # request, minutes on a far link; the replies are read at the file's close
             dst.set_pipelined(True)
             for chunk in iter(lambda: src.read(1 << 20), b""):
                 dst.write(chunk)
+                sent += len(chunk)
+        # paramiko drops a refused pipelined write's error (SSH_FX_FAILURE on a full disk or
+        # quota): the part's size says whether all of it arrived
+        arrived = getattr(sftp.stat(tmp), "st_size", None)
+        if arrived is not None and arrived != sent:
+            raise PySpyUnavailable(N_(
+                "py-spy copied to %(tmp)s has %(arrived)s of its %(sent)s bytes: the cluster "
+                "did not write the rest (a full disk or a quota there? check `df -h ~` and "
+                "`quota -s`); nothing was installed", tmp=tmp, arrived=arrived, sent=sent))
         runner.run(["chmod", "0755", tmp], timeout=60)
         got = remote_sha256(runner, tmp)
         if got != local.sha256:

@@ -629,8 +629,11 @@ class RemoteFile:
 
     def set_pipelined(self, pipelined: bool = True) -> None:
         """Writes without waiting for each one's reply (paramiko's SFTPFile.set_pipelined):
-        a 32 KiB write request is a round trip otherwise. The replies are read at close,
-        each within the timeout, and a write the server refused raises there."""
+        a 32 KiB write request is a round trip otherwise. The replies are read later (by the
+        next flush and at close), each within the timeout, but paramiko DROPS a refused
+        write's status (SSH_FX_FAILURE: a full disk, a quota): a short file raises nothing,
+        here or at close (only sometimes a later flush's own error surfaces). A caller checks
+        what arrived: the file's size after close (bot.cluster.pyspy.place_pyspy)."""
         self._f.set_pipelined(pipelined)
 
     def seek(self, offset: int, whence: int = 0) -> None:

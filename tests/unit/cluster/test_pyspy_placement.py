@@ -226,3 +226,32 @@ def test_a_remote_file_passes_pipelining_to_paramikos_file() -> None:
     f = mock.Mock()
     RemoteFile(mock.Mock(), mock.Mock(), f, "/p").set_pipelined(True)
     f.set_pipelined.assert_called_once_with(True)
+
+
+class _ShortSFTP(FakeSFTP):
+    """The login node's disk fills during the copy: the server refuses the writes past
+    `keep` bytes, and paramiko drops a refused pipelined write's error, so the close raises
+    nothing (tests/support/sftp_peer showed it)."""
+
+    def __init__(self, keep: int) -> None:
+        super().__init__()
+        self.keep = keep
+
+    def open(self, path: str, mode: str = "r", bufsize: int = -1):  # noqa: ANN201
+        f = super().open(path, mode, bufsize)
+        if "w" in mode:
+            whole = f._done  # noqa: SLF001
+            f._done = lambda data: whole(data[:self.keep])  # noqa: SLF001
+        return f
+
+
+def test_a_short_copy_is_said_to_be_short_not_damaged(local: LocalPySpy) -> None:
+    sftp = _ShortSFTP(keep=5)
+    node = Cluster(sftp)
+    size = len(local.path.read_bytes())
+    with pytest.raises(PySpyUnavailable, match=f"has 5 of its {size} bytes: the cluster did "
+                                               "not write the rest") as caught:
+        place_pyspy(node, sftp, local)  # type: ignore[arg-type]
+    assert "damaged" not in str(caught.value)
+    assert not any(a[0] == "mv" for a in node.calls)
+    assert sftp.files == {}  # the part removed
