@@ -21,6 +21,12 @@ from bot.core.policy.decision import (
 from bot.core.policy.params import PolicyParams, params_from
 from bot.core.units import GIB, format_size
 
+# What a --mem=0 job's memory failure is told to do instead of its class's hint (host_oom's
+# "Resubmit with more --mem", dataloader_worker_killed's "or raise --mem"): it already had all
+# of its node's memory. templates/_common.j2's whole_node_hint says it in the thread.
+WHOLE_NODE_HINT = ("Cut host memory: fewer DataLoader workers, smaller prefetch, save "
+                   "checkpoints without gathering on CPU.")
+
 
 def host_oom_decision(
     diagnosis: Diagnosis,
@@ -144,8 +150,11 @@ def _whole_node_decision(diagnosis: Diagnosis, saving: str, accounting: Accounti
     more, so none is proposed (neither a size below the node's nor twice 0); it wants nodes
     with more memory or less host memory, and after a steady leak, finding what grows. A plain
     resubmit is offered only after a leak (it gets further from a newer checkpoint). The
-    job's `mem_limit_bytes`, when sacct gave one, is the node's memory (what it allocated)."""
+    job's `mem_limit_bytes`, when sacct gave one, is the node's memory (what it allocated).
+    The class's hint (more --mem) gives way to WHOLE_NODE_HINT."""
     node_mem = accounting.mem_limit_bytes or None
+    # the class's hint asks for more --mem; a site's own hint for the class is said as it is
+    hint = diagnosis.hint if diagnosis.site_hint else WHOLE_NODE_HINT
     had = f"{_size(node_mem)}, " if node_mem else ""
     leak = ""
     if remedy is not None:
@@ -156,7 +165,7 @@ def _whole_node_decision(diagnosis: Diagnosis, saving: str, accounting: Accounti
         DecisionKind.ASK_HUMAN,
         f"host memory exhausted{saving} with --mem=0, already all of its node's memory "
         f"({had}MaxRSS {_size(accounting.max_rss_bytes)}): no --mem gives it more; run it on nodes "
-        f"with more memory, or cut host memory{leak}. {diagnosis.hint}".strip(),
+        f"with more memory, or cut host memory{leak}. {hint}".strip(),
         charged=charged,
         offers=resubmit_offers(by_hand=by_hand) if remedy is not None else (OFFER_DISMISS,),
         facts={"why": "mem_whole_node", "during_save": diagnosis.during_checkpoint_save,

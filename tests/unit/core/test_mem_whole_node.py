@@ -121,3 +121,48 @@ def test_the_card_of_a_mem_0_job_offers_no_mem_and_says_why(tmp_path: Path, lang
     assert CARD[lang, leak] in text, text
     assert "--mem=130G" not in text and "limit is unknown" not in text
     assert "한도를 알 수 없" not in text
+
+
+WHOLE_NODE_HINT = {
+    "en": ("Cut host memory: fewer DataLoader workers, smaller prefetch, save checkpoints "
+           "without gathering on CPU."),
+    "ko": ("호스트 메모리 사용을 줄이세요: DataLoader 워커 수와 prefetch를 줄이고, 체크포인트는 "
+           "CPU로 gather하지 않고 저장하세요."),
+}
+MORE_MEM_HINT = {"en": "Resubmit with more --mem", "ko": "--mem을 늘려 재제출"}
+
+
+@pytest.mark.parametrize("lang", HEAD)
+def test_the_head_line_of_a_mem_0_job_gives_no_more_mem_hint(lang: str) -> None:
+    """The class's hint ("Resubmit with more --mem …") followed the sentence that no --mem
+    gives the job more; a whole-node job is told to cut host memory instead."""
+    cls = Catalogue.load().classes["host_oom"]
+    dec = decide(host_oom(), ChainHistory(attempts=()), PolicyParams(auto_resubmit=False),
+                 NOW, checkpoint_iter=500, accounting=WHOLE_NODE)
+    assert "more --mem" not in dec.reason and WHOLE_NODE_HINT["en"] in dec.reason
+    view = {"kind": "incident", "prompt": False, "text_only": False, "job_id": "9001",
+            "cluster": "dev", "state": "OUT_OF_MEMORY", "class_id": "host_oom",
+            "hint": cls.hint, "detail": None, "translations": {}, "site_hint": False,
+            "facts": {}, "text": "job 9001", "card": {},
+            "reason": {"kind": str(dec.kind), "class_id": "host_oom", **dec.facts}}
+    text = render_template("event", lang, view)["text"]
+    assert HEAD[lang] in text and WHOLE_NODE_HINT[lang] in text, text
+    assert MORE_MEM_HINT[lang] not in text, text
+    # a site's own hint for the class is still said
+    site = render_template("event", lang, {**view, "hint": "Ask #hpc-help.", "site_hint": True})
+    assert "Ask #hpc-help." in site["text"]
+
+
+@pytest.mark.parametrize("lang", HEAD)
+def test_the_card_of_a_mem_0_job_gives_no_more_mem_hint(tmp_path: Path, lang: str) -> None:
+    config = tmp_path / "trainbot.yaml"
+    config.write_text("clusters: {dev: {host: h, user: u, key_file: /k}}\nrecipes:\n"
+                      "  mix: {cluster: dev, sbatch_script: /s.sbatch}\n")
+    out = tmp_path / "out"
+    assert main(["report", str(_log(tmp_path / "9001.log", False)), "--state", "OUT_OF_MEMORY",
+                 "--exit-code", "0:9", "--mem-limit", "0", "--target-iter", "1200",
+                 "--recipe", "mix", "--config", str(config), "--lang", lang,
+                 "--out", str(out)]) == 0
+    text = (out / "message.txt").read_text()
+    assert CARD[lang, False] in text, text
+    assert MORE_MEM_HINT[lang] not in text, text
