@@ -29,7 +29,9 @@ from bot.core.slurm.sbatch import (
     SubmitSpec,
     check_env,
     check_job_name,
+    check_log_path,
     check_script_path,
+    check_srun_path,
     check_workdir,
 )
 from bot.core.text import N_
@@ -110,6 +112,18 @@ class DataLoaderProbeConfig(_Model):
     def _probe_mem(cls, value: str | None) -> str | None:
         if value is not None:
             check_slurm_size(value)  # srun's --mem, as typed
+        return value
+
+    @field_validator("python")
+    @classmethod
+    def _python(cls, value: str) -> str:
+        return check_srun_path(value)  # srun's command, quoted: a name on PATH or a path
+
+    @field_validator("path")
+    @classmethod
+    def _path(cls, value: list[str]) -> list[str]:
+        for directory in value:
+            check_srun_path(directory)  # the node script's sys.path, as given
         return value
 
     @field_validator("factory")
@@ -389,6 +403,8 @@ class RecipeConfig(_Model):
             check_option_value(SBATCH_OPTIONS[_SPEC_FIELD.get(name, name)], value)
             if name == "workdir":
                 check_workdir(value)
+            elif name == "log_path":
+                check_log_path(value)
         return value
 
     @field_validator("job_name")

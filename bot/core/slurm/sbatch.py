@@ -80,6 +80,8 @@ class SubmitSpec:
             check_script_path(self.script_path)
         if self.workdir is not None:
             check_workdir(self.workdir)
+        for path in {self.output, self.error} - {None}:
+            check_log_path(str(path))
 
 
 # field name -> sbatch option, in the order they are written.
@@ -132,6 +134,29 @@ def check_workdir(path: str) -> str:
     if path.startswith("~"):
         raise ValueError(f"workdir {path!r} starts with '~', which sbatch does not expand: "
                          "give the absolute path (/home/<user>/...)")
+    return path
+
+
+def check_log_path(path: str) -> str:
+    """`path` when sbatch's `--output`/`--error` (a site wrapper's SBATCH_OUTPUT/SBATCH_ERROR)
+    can take it; ValueError saying the fix otherwise. They go quoted, never through a shell:
+    `~/logs/x.out` is a directory named `~` under the job's working directory, which
+    slurmstepd cannot open, and where the watcher never looks."""
+    if path.startswith("~"):
+        raise ValueError(f"log_path {path!r} starts with '~', which sbatch does not expand (its "
+                         "--output and --error, or SBATCH_OUTPUT and SBATCH_ERROR): give the "
+                         "absolute path (/home/<user>/...) or a path relative to the recipe's "
+                         "workdir")
+    return path
+
+
+def check_srun_path(path: str) -> str:
+    """`path` when a probe's srun command line can take it as a file (its python, an import
+    directory); ValueError saying the fix otherwise: srun gets it quoted, and neither srun
+    nor the `exec "$@"` after env_setup expands `~`."""
+    if path.startswith("~"):
+        raise ValueError(f"{path!r} starts with '~', which srun does not expand: give the "
+                         "absolute path (/home/<user>/...)")
     return path
 
 

@@ -1,0 +1,56 @@
+"""A recipe's paths that reach sbatch or srun as they are written, quoted, never through a
+shell: `~` is not expanded there, so `~/logs/%x.out` is a directory literally named `~` under
+the job's working directory (slurmstepd cannot open the log, the watcher never finds it), and
+a probe's `~/venv/bin/python` or `~/src` import path are no such files. They are refused at
+load, as sbatch_script and workdir are, naming the field and the fix."""
+
+from __future__ import annotations
+
+import pytest
+from test_config import MINIMAL, error_of
+
+from bot.core.slurm.sbatch import SubmitSpec
+
+
+def test_a_log_path_with_a_tilde_is_refused_at_load(tmp_path):
+    message = error_of(tmp_path, MINIMAL.replace(
+        "    partition: gpu\n", "    partition: gpu\n    log_path: ~/logs/%x-%j.out\n"))
+    assert ("recipes.mix.log_path (line 11): log_path '~/logs/%x-%j.out' starts with '~', "
+            "which sbatch does not expand (its --output and --error, or SBATCH_OUTPUT and "
+            "SBATCH_ERROR): give the absolute path (/home/<user>/...) or a path relative to "
+            "the recipe's workdir") in message
+
+
+@pytest.mark.parametrize(("line", "field", "value"), [
+    ("python: ~/venv/bin/python", "python", "~/venv/bin/python"),
+    ("path: [/opt/x, ~/src]", "path", "~/src"),
+])
+def test_a_dataloader_probe_path_with_a_tilde_is_refused_at_load(tmp_path, line, field, value):
+    message = error_of(tmp_path, MINIMAL.replace(
+        "    partition: gpu\n",
+        f"    partition: gpu\n    dataloader_probe:\n      factory: d:build\n      {line}\n"))
+    assert f"recipes.mix.dataloader_probe.{field} (line " in message
+    assert (f"{value!r} starts with '~', which srun does not expand: give the absolute path "
+            "(/home/<user>/...)") in message
+
+
+def test_a_submit_spec_refuses_a_tilde_log_path():
+    with pytest.raises(ValueError, match="starts with '~', which sbatch does not expand"):
+        SubmitSpec(job_name="j", script_path="/s.sbatch", output="~/x.out")
+    with pytest.raises(ValueError, match="starts with '~', which sbatch does not expand"):
+        SubmitSpec(job_name="j", script_path="/s.sbatch", error="~/x.err")
+
+
+def test_paths_without_a_leading_tilde_still_load(tmp_path):
+    from test_config import write
+
+    from bot.config import load_config
+
+    config = load_config(write(tmp_path, MINIMAL.replace(
+        "    partition: gpu\n",
+        "    partition: gpu\n    log_path: logs/a~b-%j.out\n    dataloader_probe:\n"
+        "      factory: d:build\n      python: /home/alice/venv/bin/python\n"
+        "      path: [src]\n")), env={})
+    recipe = config.recipe("mix")
+    assert recipe.log_path == "logs/a~b-%j.out"
+    assert recipe.dataloader_probe is not None and recipe.dataloader_probe.path == ["src"]
