@@ -44,3 +44,6 @@ def test_a_mem_0_job_is_read_as_a_whole_node_job(slurm_cluster, ssh_runner):
     assert rec.accounting().whole_node_mem
     parsable = SlurmClient(ssh_runner, use_json=False)._sacct([job])[job]  # noqa: SLF001
     assert parsable.mem_limit_bytes == rec.mem_limit_bytes
+    # its ReqMem is the allocation: it cannot say, and must not deny it (the recipe's mem: 0
+    # then tells the watcher)
+    assert parsable.whole_node_mem is not False, parsable

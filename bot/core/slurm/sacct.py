@@ -141,8 +141,9 @@ def _sacct_parsable_row(raw: Mapping[str, str]) -> _SacctRow:
             or parse_tres_mem(raw.get("ReqTRES"), nodes=nodes)
             or _lenient_req_mem(raw.get("ReqMem"), cpus)
         ),
-        # ReqMem `0`/`0n` is --mem=0 (AllocTRES then has the node's whole memory)
-        "whole_node_mem": req_mem_is_zero(raw.get("ReqMem")),
+        # ReqMem `0`/`0n` is --mem=0 (AllocTRES then has the node's whole memory); any other
+        # is the allocation (21.08 on), which does not say what the job asked for
+        "whole_node_mem": True if req_mem_is_zero(raw.get("ReqMem")) else None,
         "submit_time": parse_time(raw.get("Submit")),
         "start_time": parse_time(raw.get("Start")),
         "end_time": parse_time(raw.get("End")),
@@ -247,7 +248,7 @@ def _sacct_record(history: Sequence[tuple[_SacctRow, list[_SacctRow]]]) -> JobRe
         node=f["node"] if started and f["node"] != "None assigned" else None,
         max_rss_bytes=max(rss_values) if rss_values else None,
         mem_limit_bytes=mem_limit,
-        whole_node_mem=bool(f.get("whole_node_mem")),
+        whole_node_mem=f.get("whole_node_mem"),
         submit_time=f["submit_time"],
         start_time=f["start_time"] if started else None,
         end_time=f["end_time"] if finished else None,
@@ -327,13 +328,14 @@ def _json_mem_limit(job: Mapping[str, Any]) -> int | None:
     return None
 
 
-def _json_whole_node_mem(job: Mapping[str, Any]) -> bool:
+def _json_whole_node_mem(job: Mapping[str, Any]) -> bool | None:
     """Whether the job asked for --mem=0 (all of each node's memory): it required 0 per node
     (24.11: `memory_per_node` set to 0, no `memory_per_cpu`; 22.05: `memory` 0). Its
-    allocated `mem` is then the node's whole memory (_json_mem_limit reads that first)."""
+    allocated `mem` is then the node's whole memory (_json_mem_limit reads that first).
+    None when the job's `required` does not say."""
     required = job.get("required")
     if not isinstance(required, Mapping):
-        return False
+        return None
     if "memory" in required:  # dbv0.0.38
         return json_number(required.get("memory")) == 0
     return json_whole_node_mem(required.get("memory_per_node"), required.get("memory_per_cpu"))

@@ -223,7 +223,8 @@ def _squeue_row(row: Mapping[str, str]) -> JobRecord:
         elapsed_s=parse_duration(row.get("TimeUsed")) if started else None,
         node=node,
         mem_limit_bytes=mem_limit,
-        whole_node_mem=req_mem_is_zero(row.get("MinMemory")),  # --mem=0
+        # --mem=0; MinMemory is what the job asked for (per node or per CPU)
+        whole_node_mem=req_mem_is_zero(row.get("MinMemory")) if row.get("MinMemory") else None,
         stdout_path=stdout,
         submit_time=parse_time(row.get("SubmitTime")),
         start_time=start,

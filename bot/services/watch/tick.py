@@ -623,11 +623,12 @@ class Watcher:
 
     def _asked_mem(self, jw: JobWatch, record: JobRecord) -> JobRecord:
         """`record`, marked --mem=0 (JobRecord.whole_node_mem) when its recipe's `mem` is 0 and
-        Slurm did not say so: sacct --parsable2's ReqMem is the allocation from 21.08 on (the
-        node's whole memory), and squeue forgets a job after MinJobAge."""
+        Slurm did not say what the job asked for (None): sacct --parsable2's ReqMem is the
+        allocation from 21.08 on (the node's whole memory), and squeue forgets a job after
+        MinJobAge. What Slurm said wins: a submit may have overridden the recipe's `mem`."""
         cfg = self.recipes.cfg(jw.recipe)
         mem = getattr(cfg, "mem", None)
-        if record.whole_node_mem or not isinstance(mem, str) \
+        if record.whole_node_mem is not None or not isinstance(mem, str) \
                 or not _ZERO_MEM.fullmatch(mem.strip()):
             return record
         return replace(record, whole_node_mem=True)

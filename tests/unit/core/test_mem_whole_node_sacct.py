@@ -64,8 +64,8 @@ def test_squeue_says_so_too_and_a_merge_keeps_it() -> None:
 
 
 @pytest.mark.parametrize("min_memory, whole", [("0", True), ("0M", True), ("4000M", False),
-                                               ("", False)])
-def test_squeue_parsable_min_memory_0(min_memory: str, whole: bool) -> None:
+                                               ("", None)])
+def test_squeue_parsable_min_memory_0(min_memory: str, whole: bool | None) -> None:
     from bot.core.slurm.squeue import SQUEUE_FIELDS
     row = {f: "" for f in SQUEUE_FIELDS}
     row.update(JobID="77", Name="t", UserName="u", State="RUNNING", MinMemory=min_memory)
@@ -89,7 +89,7 @@ def test_a_host_oom_of_a_mem_0_job_from_sacct_takes_the_whole_node_path(version,
     assert "already all of its node's memory (" in dec.reason
     view = build_incident(host_oom(leak_fit=leak), recipe="r", job_id=str(rec.job_id),
                           last_checkpoint_iter=500, now=NOW, state="OUT_OF_MEMORY",
-                          mem_limit_bytes=node, whole_node_mem=rec.whole_node_mem,
+                          mem_limit_bytes=node, whole_node_mem=bool(rec.whole_node_mem),
                           max_rss_bytes=node - 10 * MIB, mem_policy=PolicyConfig(max_mem="512G"))
     assert view.mem_whole_node if leak is None else view.leak["whole_node"]  # type: ignore[index]
     assert not any(p.mem or p.kind == "resubmit_mem" for p in view.proposals)
@@ -102,4 +102,21 @@ def test_a_recipe_with_mem_0_marks_its_job_when_slurm_did_not(mem, whole) -> Non
     watcher = SimpleNamespace(recipes=SimpleNamespace(cfg=lambda r: SimpleNamespace(mem=mem)))
     rec = JobRecord(job_id=5, mem_limit_bytes=1000 * MIB)
     jw = SimpleNamespace(recipe="r")
-    assert Watcher._asked_mem(watcher, jw, rec).whole_node_mem is whole  # type: ignore[arg-type]
+    assert bool(Watcher._asked_mem(watcher, jw, rec).whole_node_mem) is whole  # type: ignore[arg-type]
+
+
+def test_a_recipe_with_mem_0_does_not_overrule_what_slurm_said_the_job_asked() -> None:
+    """A `/train submit … mem=64G` of a recipe with `mem: 0`: sacct --json (or squeue) says
+    the job asked for 64G, so its host OOM proposes a --mem, not 'already all of its node's
+    memory'. Only where Slurm cannot say (sacct --parsable2) does the recipe decide."""
+    watcher = SimpleNamespace(recipes=SimpleNamespace(cfg=lambda r: SimpleNamespace(mem="0")))
+    jw = SimpleNamespace(recipe="r")
+    asked_64g = parse_sacct_json((VERSIONS / "22.05" / "sacct.json").read_text())[44]
+    assert asked_64g.whole_node_mem is False
+    assert Watcher._asked_mem(watcher, jw, asked_64g).whole_node_mem is False  # type: ignore[arg-type]
+    live = JobRecord(job_id=5, whole_node_mem=False)
+    unknown = JobRecord(job_id=5, mem_limit_bytes=1000 * MIB)
+    assert unknown.whole_node_mem is None
+    assert merge_records({5: live}, {5: unknown})[5].whole_node_mem is False
+    assert merge_records({5: JobRecord(job_id=5)}, {5: unknown})[5].whole_node_mem is None
+    assert not unknown.accounting().whole_node_mem
