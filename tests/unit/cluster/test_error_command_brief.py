@@ -22,7 +22,8 @@ from bot.slack.render import TemplateRenderer
 
 def _probe_argv() -> list[str]:
     recipe = SimpleNamespace(partition="gpu", account=None, qos=None, workdir="/scratch/p",
-                             exclude=None, env={}, env_setup=None)
+                             exclude=None, env={}, env_setup=None,
+                             placement_flags=lambda: ["--partition=gpu"])
     probe = SimpleNamespace(timeout_s=900.0, mem=None, python="python3", factory="m:f",
                             workers=2, samples=160, path=())
     return build_probe_argv(recipe, probe)  # type: ignore[arg-type]
