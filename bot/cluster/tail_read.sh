@@ -7,9 +7,9 @@
 #     (data, then space padding if the file shrank meanwhile), `E<k> <data bytes> <dd exit>`;
 #     or, for a file whose bytes to read end at its end, `G<k> ... <len> <bucket>`: its bytes
 #     come in its bucket;
-#   per bucket B (a size): `B<B> <files> <bytes>`, the last B bytes of each of its files (the
-#     whole file if shorter) in order (one tail, head and dd for all of them), padding,
-#     `D<B> <bytes copied> <exit>`;
+#   per bucket B (a size): `B<B> <files> <bytes> <mark>`, the last B bytes of each of its
+#     files (the whole file if shorter) in order, each followed by the mark (one tail, head and
+#     dd for all of them), padding, `D<B> <bytes copied> <exit>`;
 #   `S<sep> <len>`, then stat's answers again for the bucketed files (each followed by the
 #     separator's line): a file that changed while it was read is read again exactly.
 # One stat process for every file, one tail per bucket (sizes 128 B x 1.25^n: at most 25 %
@@ -21,8 +21,15 @@ LC_ALL=C
 export LC_ALL
 set -f
 t=$(mktemp) || exit 90
-trap 'rm -f "$t"' EXIT
+mk=
+trap 'rm -f "$t" ${mk:+"$mk"}' EXIT
 trap 'exit 91' HUP INT TERM
+# A bucket's files are each followed by the mark file: its bytes (its own random name) say
+# where each file's bytes end, so an answer cut inside a bucket names the file being sent and
+# how many of its bytes came.
+mk=$(mktemp) || exit 90
+mark=${mk##*/}
+printf '%s' "$mark" >"$mk" || exit 90
 # The temporary file separates stat's answers: after each path comes its line, so a path
 # stat cannot answer for (missing) is one whose line is the separator's.
 sid=$(stat -L -c %d:%i -- "$t") || exit 90
@@ -86,7 +93,7 @@ $sb stat -L -c '%d:%i %s %Y' -- "$@" 2>/dev/null | {
       if [ "$sz" -lt "$kb" ]; then share=$sz; fi
       printf 'G%s %s %s %s %s %s %s %s\n' "$k" "$st" "$sz" "$mt" "$ino" "$start" "$len" "$kb"
       case " $buckets " in *" $kb "*) ;; *) buckets="$buckets $kb"; eval "n$kb=0 z$kb=0 r$kb=" ;; esac
-      eval "n$kb=\$((n$kb + 1)) z$kb=\$((z$kb + share)) r$kb=\"\${r$kb} \\\"\\\${$pos}\\\"\""
+      eval "n$kb=\$((n$kb + 1)) z$kb=\$((z$kb + share + ${#mark})) r$kb=\"\${r$kb} \\\"\\\${$pos}\\\" \\\"\\\$mk\\\"\""
       all="$all \"\${$pos}\" \"\$t\""
       continue
     fi
@@ -103,7 +110,7 @@ $sb stat -L -c '%d:%i %s %Y' -- "$@" 2>/dev/null | {
   done
   for kb in $buckets; do
     eval "cnt=\$n$kb total=\$z$kb refs=\$r$kb"
-    printf 'B%s %s %s\n' "$kb" "$cnt" "$total"
+    printf 'B%s %s %s %s\n' "$kb" "$cnt" "$total" "$mark"
     # tail gives the last $kb bytes of each file, more of one that grows meanwhile: head
     # lets no more than the bytes announced through (the check afterwards finds that file and
     # sets it and the files after it in the bucket aside: see parse_frames), unbuffered so a

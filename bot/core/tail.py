@@ -227,7 +227,7 @@ class Answers:
 
 
 _DEFERRED = re.compile(rb"G(\d+) (read|new) (\d+) (-?\d+) (\d+) (\d+) (\d+) (\d+)\n")
-_BUCKET = re.compile(rb"B(\d+) (\d+) (\d+)\n")
+_BUCKET = re.compile(rb"B(\d+) (\d+) (\d+)(?: (\S+))?\n")
 _BUCKET_END = re.compile(rb"D(\d+) (\d+) (\d+)\n")
 _POST = re.compile(rb"S(\S+) (\d+)\n")
 
@@ -239,10 +239,11 @@ def parse_frames(out: bytes, paths: Sequence[str]) -> Answers:
     Every part is length-framed (a header announces the bytes that follow, a trailer says
     how many of them are data), so any byte in a file, a frame marker included, is data. A
     bucketed file's bytes are the last `len` of its share of its bucket (its last `bucket`
-    bytes, or the whole file when shorter), kept only if stat
-    saw it and every file before it in the bucket unchanged after the read (else RETRY: read
-    it again exactly). Output cut short
-    (no answer in time) gives the answers before the cut and `stopped_at`. Raises
+    bytes, or the whole file when shorter), followed by the bucket's mark (when its header
+    names one), kept only if stat saw it and every file before it in the bucket unchanged
+    after the read (else RETRY: read it again exactly). Output cut short (no answer in time)
+    gives the answers before the cut and `stopped_at` (in a bucket, the marks that came say
+    which file it was sending and how many of its bytes came: `cut_bytes`). Raises
     FramingError for anything else: a malformed part, an index out of order, stray bytes.
     """
     count = len(paths)
@@ -250,6 +251,7 @@ def parse_frames(out: bytes, paths: Sequence[str]) -> Answers:
     deferred: dict[int, tuple[str, int, int, int, int, int, int]] = {}
     members: dict[int, list[int]] = {}
     shares: dict[int, bytes | None] = {}  # bucket -> its bytes (None: misaligned)
+    marks: dict[int, bytes] = {}  # bucket -> the mark after each file's bytes (b"": none)
     post: bytes | None = None
     post_sep = b""
     headed = 0  # requests with a header so far
@@ -325,8 +327,10 @@ def parse_frames(out: bytes, paths: Sequence[str]) -> Answers:
             if head is None:
                 raise _malformed(out, pos)
             bucket, n, total = (int(head.group(i)) for i in range(1, 4))
+            mark = marks[bucket] = head.group(4) or b""
             lengths = [min(bucket, deferred[i][1]) for i in members.get(bucket, ())]
-            if bucket in shares or len(lengths) != n or total != sum(lengths):
+            if bucket in shares or len(lengths) != n or \
+                    total != sum(lengths) + n * len(mark):
                 raise FramingError(N_("the bucket of %(bucket)s bytes announces %(n)s files and "
                                       "%(total)s bytes, which its files' headers do not add up "
                                       "to", bucket=bucket, n=n, total=total))
@@ -335,14 +339,19 @@ def parse_frames(out: bytes, paths: Sequence[str]) -> Answers:
             if tail is None:
                 if _cut_short(out, body + total, b"D"):
                     got_bytes = max(0, min(len(out) - body, total - 1))
-                    ends = list(itertools.accumulate(lengths))
-                    being = bisect.bisect_right(ends, got_bytes)
-                    at = members[bucket][being]  # being read
-                    # of its share, only the bytes past what the files before could have
-                    # sent: one shorter than the bucket that grew after stat sends up to the
-                    # bucket's size, so fewer may be an earlier file's (this one hung)
-                    cut_bytes = max(0, got_bytes - being * bucket)
-                    arriving = len(out) - body >= total  # every byte, its end line not
+                    if mark:  # each file's bytes end at its mark: the one being sent is exact
+                        being, since = _marked(out, body, body + got_bytes, mark, n)
+                        cut_bytes = body + got_bytes - since
+                    else:
+                        ends = list(itertools.accumulate(lengths))
+                        being = bisect.bisect_right(ends, got_bytes)
+                        # of its share, only the bytes past what the files before could have
+                        # sent: one shorter than the bucket that grew after stat sends up to
+                        # the bucket's size, so fewer may be an earlier file's (this one hung)
+                        cut_bytes = max(0, got_bytes - being * bucket)
+                    at = members[bucket][min(being, n - 1)]  # being read
+                    # every byte but its end line, or every file's (the padding after)
+                    arriving = len(out) - body >= total or being >= n
                     break
                 raise FramingError(N_("the bucket of %(bucket)s bytes has no end line after its "
                                       "%(total)s bytes", bucket=bucket, total=total))
@@ -377,7 +386,7 @@ def parse_frames(out: bytes, paths: Sequence[str]) -> Answers:
     if at is not None:
         return Answers(results, at - 1, cut, cut_bytes, arriving)
     if deferred:
-        _resolve(results, deferred, members, shares, post or b"", post_sep)
+        _resolve(results, deferred, members, shares, marks, post or b"", post_sep)
     return Answers(results)
 
 
@@ -407,6 +416,18 @@ def _next_index(head: re.Match[bytes], headed: int, count: int) -> int:
     return index
 
 
+def _marked(out: bytes, start: int, end: int, mark: bytes, files: int) -> tuple[int, int]:
+    """Of a bucket's bytes `out[start:end]` (cut short), how many of its `files` files were
+    sent whole (each followed by `mark`) and where the bytes of the next one begin."""
+    done = 0
+    while done < files:
+        found = out.find(mark, start, end)
+        if found < 0:
+            break
+        done, start = done + 1, found + len(mark)
+    return done, start
+
+
 def _first_unread(deferred: dict[int, Any], shares: dict[int, bytes | None],
                   members: dict[int, list[int]]) -> int | None:
     """The first bucketed file whose bucket has not come (1-based), else the first one."""
@@ -416,10 +437,11 @@ def _first_unread(deferred: dict[int, Any], shares: dict[int, bytes | None],
 
 def _resolve(results: list[FileRead | None],
              deferred: dict[int, tuple[str, int, int, int, int, int, int]],
-             members: dict[int, list[int]], shares: dict[int, bytes | None], post: bytes,
-             sep: bytes) -> None:
+             members: dict[int, list[int]], shares: dict[int, bytes | None],
+             marks: dict[int, bytes], post: bytes, sep: bytes) -> None:
     """Each bucketed file's answer: the last `len` bytes of its share of its bucket, if stat
-    saw it unchanged after the read (the share then ends at the size it had before)."""
+    saw it unchanged after the read (the share then ends at the size it had before, and its
+    bucket's mark follows it)."""
     lines = post.split(b"\n") if post else []
     after: dict[int, bytes | None] = {}
     li = 0
@@ -432,16 +454,17 @@ def _resolve(results: list[FileRead | None],
         after[index] = line
         li += 2  # its line, then the separator's
     for bucket, indexes in members.items():
-        share = shares[bucket]
+        share, mark = shares[bucket], marks.get(bucket, b"")
         at = 0
         for index in indexes:
             status, size, mtime, inode, start, length, _ = deferred[index]
             part = min(bucket, size)
             piece = share[at:at + part] if share is not None else b""
-            at += part
+            marked = share is not None and share[at + part:at + part + len(mark)] == mark
+            at += part + len(mark)
             seen = b"%d %d" % (size, mtime)
             stat_line = after.get(index)
-            if share is None or stat_line is None or stat_line.split(b" ", 1)[1:] != [seen] or \
+            if not marked or stat_line is None or stat_line.split(b" ", 1)[1:] != [seen] or \
                     stat_line.split(b" ", 1)[0].split(b":")[-1] != b"%d" % inode:
                 # Changed while read: its share may be longer or shorter, so the shares after
                 # it in the bucket may be shifted too.

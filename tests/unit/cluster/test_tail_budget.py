@@ -271,7 +271,7 @@ def test_an_answer_cut_in_a_header_its_end_or_the_stat_part_is_a_slow_link(
         paths.append(str(tmp_path / f"job_{i}.out"))
     requests = [ReadRequest(p, budget=MIB) for p in paths]
     full = LocalShell().exchange(ARGV, stdin=encode_requests(requests), timeout=30).stdout
-    bucket_end = full.rfind(b"\nD") + 1
+    bucket_end = full.rfind(b"D", 0, full.rfind(b"\nS"))  # (its bytes end with its mark)
     cuts = {"the stat part": full.rfind(b"\nS") + 10, "a header line": full.find(b"G5 ") + 10,
             "a bucket's end line": bucket_end + 3, "after a bucket's bytes": bucket_end}
     for where, at in cuts.items():
@@ -283,3 +283,51 @@ def test_an_answer_cut_in_a_header_its_end_or_the_stat_part_is_a_slow_link(
     reader = ShellTailReader(Scripted(stalled, b""), timeout=15.0)
     reader.read(requests)
     assert list(reader._hung)[0] == paths[0] and reader._slow is None  # at its start
+
+
+def test_a_slow_link_cut_inside_a_bucket_of_small_logs_moves_on_and_leaves_out_no_log(
+        tmp_path: Path) -> None:
+    """A newly started array: 300 logs of 100 bytes, each read whole in one bucket, and a link
+    that cuts the answer inside that bucket. The cut file had sent some of its bytes: a slow
+    link, so no log is left out as hung and the logs are read over the next ticks (the cut
+    used to be taken for a hung path: two logs left out per tick, none read, every tick)."""
+    paths = []
+    for i in range(300):
+        (tmp_path / f"task_{i}.out").write_bytes(LINE[:99] + b"\n")
+        paths.append(str(tmp_path / f"task_{i}.out"))
+    full = LocalShell().exchange(ARGV, stdin=encode_requests(
+        [ReadRequest(p, budget=MIB) for p in paths]), timeout=30).stdout
+    bucket = full.find(b"\nB128 ") + 1
+    got = parse_frames(full[:bucket + 5_000], paths)
+    assert got.stopped_at is not None and got.cut_bytes > 0
+    reader = ShellTailReader(SlowLink(LocalShell(), 3_000), timeout=1.0)
+    states = [TailState(p) for p in paths]
+    behind: dict[str, int] = {}
+    read = []
+    for _ in range(3):
+        outs = read_tails([TailItem(s, MIB) for s in states],
+                          lambda reqs: reader.read(reqs).results,
+                          batch_bytes=reader.batch_bytes, behind=behind)
+        behind = unread_for(behind, outs)
+        assert not reader._hung
+        assert not any("hung" in str(o.error) for o in outs)
+        states = [o.state if o.error is None else s for s, o in zip(states, outs, strict=True)]
+        read.append(sum(s.offset > 0 for s in states))
+    assert reader._slow is not None and 0 < read[1] < read[2], read
+
+
+def test_in_a_marked_bucket_the_file_being_sent_is_told_by_the_marks() -> None:
+    """Each file's bytes in a bucket end at the bucket's mark: after /ok (50 bytes at stat, 60
+    when read), /hung sent nothing (hung); after /small (50 bytes), /next sent 30 (coming)."""
+    mark = b"tmp.Zq81xWv0"
+    head = b"G1 new 50 1 11 0 50 128\nG2 new 100 1 12 0 100 128\nB128 2 %d %s\n" % (
+        150 + 2 * len(mark), mark)
+    grown = parse_frames(head + b"x" * 60 + mark, ["/ok", "/hung"])
+    assert grown.stopped_at == 1 and grown.cut_bytes == 0
+    coming = parse_frames(head + b"x" * 50 + mark + b"y" * 30, ["/small", "/next"])
+    assert coming.stopped_at == 1 and coming.cut_bytes == 30
+    post = b"9:11 50 1\n1:2 0 0\n9:12 100 1\n1:2 0 0"
+    whole = head + b"x" * 50 + mark + b"y" * 100 + mark + b"D128 %d 0\nS1:2 %d\n%s\n" % (
+        150 + 2 * len(mark), len(post), post)
+    results = parse_frames(whole, ["/small", "/next"]).results
+    assert [r.data if r else None for r in results] == [b"x" * 50, b"y" * 100]
