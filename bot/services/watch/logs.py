@@ -142,6 +142,13 @@ class JobReads:
         empty when every file asked for was read."""
         return {f.kind: o.error for f, o in self.files if isinstance(o.error, FileReadFailed)}
 
+    @property
+    def unread(self) -> list[str]:
+        """The job's files ("log", "sampler") the tick's batch did not reach (more files than
+        its bytes: TailOutcome.skipped, read first next tick): nothing of them is known this
+        tick, so the job is not judged on what they said before."""
+        return [f.kind for f, o in self.files if o.skipped and o.error is None]
+
 
 def unaskable(job_id: int, kind: str, path: str) -> Text:
     """Why the job's file (`kind`: "log", "sampler") at `path` is not read: the path cannot
@@ -254,12 +261,18 @@ class LogFollower:
     def apply(self, jw: JobWatch, reads: JobReads, now: float, report: TickReport, *,
               without_unreadable: bool = False) -> bool:
         """Feed what was read of the job into its analysis and sampler series and persist the
-        offsets; True when unread log bytes remain. Raises the error that kept a file from
-        being read (the job is then not judged this tick; a failed batch's is each file's
-        FileReadFailed); `without_unreadable`: a file whose read failed (FileReadFailed) is
-        left as it is instead (a finished job judged without it)."""
+        offsets; True when unread log bytes remain, or a file the batch did not reach
+        (JobReads.unread: left as it was, a restored one still to be warmed up when read).
+        Raises the error that kept a file from being read (the job is then not judged this
+        tick; a failed batch's is each file's FileReadFailed); `without_unreadable`: a file
+        whose read failed (FileReadFailed) is left as it is instead (a finished job judged
+        without it)."""
         more = False
+        unreached = False
         for followed, outcome in reads.files:
+            if outcome.skipped and outcome.error is None:
+                unreached = True
+                continue
             if outcome.error is not None:
                 if without_unreadable and isinstance(outcome.error, FileReadFailed):
                     continue
@@ -298,7 +311,7 @@ class LogFollower:
             else:
                 jw.sampler_tail = self._apply(jw, followed, outcome, jw.sampler, report, now)
                 self._persist(jw, followed, jw.sampler_tail, now)
-        return more
+        return more or unreached
 
     def _apply(self, jw: JobWatch, followed: FollowedFile, outcome: TailOutcome,
                target: LogAnalysis | SamplerSeries, report: TickReport,

@@ -366,9 +366,10 @@ class Watcher:
             self._restarted(jw, record, now)
             if self._batch_failed(jw, reads, now, report):
                 return
-            if self.unreadable.running(jw, reads, now):
-                # what did read is applied; the rest is read again next tick, and the job is
-                # judged when its files read
+            if self.unreadable.running(jw, reads, now) or reads.unread:
+                # what did read is applied; the rest (a file that failed, or one the batch's
+                # bytes did not reach) is read again next tick, and the job is judged when its
+                # files read
                 self.logs.apply(jw, reads, now, report, without_unreadable=True)
                 return
             self.logs.apply(jw, reads, now, report)

@@ -1,0 +1,88 @@
+"""A file the batch's bytes did not reach this tick (more files than a bounded batch asks
+for: bot.core.tail.read_tails' `skipped`) is unread, not read and found quiet: its job is not
+judged on what the file said before (no false hang for a job that prints on), and a log
+restored from the store after a restart keeps its warm-up until it is actually read."""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Sequence
+
+from fakes import T0, FakeSFTP, FakeSlurm, RecordingEventSink
+from support.watcher import add_job, make_watcher
+
+from bot.core.slurm.records import JobRecord
+from bot.core.tail import ReadBatch, ReadRequest
+from bot.store import Store
+
+
+class Bounded:
+    """The fake reader with the batch bound a slow link leaves (ShellTailReader.batch_bytes):
+    a few files' minimums per batch."""
+
+    def __init__(self, sftp: FakeSFTP, limit: int | None) -> None:
+        self.sftp, self.limit = sftp, limit
+
+    def read(self, requests: Sequence[ReadRequest]) -> ReadBatch:
+        return self.sftp.read(requests)
+
+    def batch_bytes(self, files: int) -> int | None:
+        return self.limit
+
+
+def _progress(t: float, it: int) -> bytes:
+    stamp = time.strftime("%Y-%m-%d %H:%M:%S", time.gmtime(t)).encode()
+    return stamp + (b".000 | INFO | iter: %d/8000 | loss: 0.6 | 4.50 s/iter | rss: 44.0 GiB "
+                    b"| cpu: 92%%\n" % it)
+
+
+def _jobs(store: Store, slurm: FakeSlurm, first: int, n: int) -> dict[int, str]:
+    paths = {}
+    for jid in range(first, first + n):
+        add_job(store, jid)
+        paths[jid] = f"/scratch/mix/logs/mix-{jid}.out"
+        slurm.records[jid] = JobRecord(job_id=jid, state="RUNNING", stdout_path=paths[jid],
+                                       start_time=T0, mem_limit_bytes=950 << 30)
+    return paths
+
+
+def test_jobs_printing_on_are_not_warned_hung_when_the_batch_reaches_few_logs_a_tick() -> None:
+    """24 jobs printing a line every 4.5 s, batches of 16 KiB (three logs' minimums): each
+    log is read one tick in eight, and its job is judged only then, never on lines minutes
+    old (it was warned `hang`, with a Cancel-and-resume offer)."""
+    with Store.open("sqlite://") as store:
+        slurm, sftp, sink = FakeSlurm(), FakeSFTP(), RecordingEventSink()
+        paths = _jobs(store, slurm, 90000, 24)
+        watcher = make_watcher(store, slurm, Bounded(sftp, 16 << 10), sink)  # type: ignore[arg-type]
+        it = dict.fromkeys(paths, 0)
+        for k in range(12):
+            now = T0 + 60 * k
+            sftp.clock = now
+            for jid, path in paths.items():
+                lines = b""
+                while T0 + it[jid] * 4.5 <= now:
+                    lines += _progress(T0 + it[jid] * 4.5, 1000 + it[jid])
+                    it[jid] += 1
+                sftp.append(path, lines)
+            watcher.tick(now)
+        assert [(e.kind, e.job_id) for e in sink.events] == []
+        assert all(watcher._jobs[jid].log is not None for jid in paths)  # every log read
+
+
+def test_a_restored_log_the_batch_does_not_reach_keeps_its_warm_up() -> None:
+    """After a restart on a slow link, a log the first tick's batch does not reach is read on
+    a later tick with its warm-up window: its job is judged against its last progress line
+    (it was taken as read and empty: no progress line, ever)."""
+    with Store.open("sqlite://") as store:
+        slurm, sftp = FakeSlurm(), FakeSFTP()
+        paths = _jobs(store, slurm, 91000, 8)
+        for path in paths.values():
+            sftp.append(path, b"".join(_progress(T0 + 4.5 * i, 1000 + i) for i in range(60)))
+        make_watcher(store, slurm, Bounded(sftp, None),  # type: ignore[arg-type]
+                     RecordingEventSink()).tick(T0 + 300)
+        restarted = make_watcher(store, slurm, Bounded(sftp, 16 << 10),  # type: ignore[arg-type]
+                                 RecordingEventSink())
+        for now in (T0 + 330, T0 + 390, T0 + 450):
+            restarted.tick(now)
+        assert {jid: restarted._jobs[jid].analysis.series.last_iteration
+                for jid in paths} == dict.fromkeys(paths, 1059)
