@@ -11,6 +11,7 @@ from bot.core.launcher_lint.body_assignments import trap_action
 from bot.core.launcher_lint.branch_paths import path_index
 from bot.core.launcher_lint.counts_between import find_subshells
 from bot.core.launcher_lint.model import Call, Scan
+from bot.core.shell_lexer import Memo, group_end
 
 #: A `kill` the script sends its own shell, where a command starts, by a signal's name (`kill
 #: -USR1 $$`, `kill -s USR1 "$$"`, `kill -SIGTERM ${$}`; a number is not read), as a command of
@@ -20,6 +21,12 @@ _SELF_KILL_RE = re.compile(
     r"(?P<sig>[A-Z][A-Z0-9+-]*)[ \t]+(?:\$\$|\"\$\$\"|\$\{\$\}|\"\$\{\$\}\")[ \t]*(?=;(?!;)|\n|\Z)")
 #: A `trap` command with its action and conditions, and the signals it names.
 _TRAP_CMD_RE = re.compile(r"(?m)(?<![\w$./:-])trap[ \t]+(?P<rest>[^\n]*)")
+#: The signals whose trap bash does not run at a `kill` the script sends itself: `CHLD` (run
+#: when a child ends, not at a signal sent), `KILL` and `STOP` (no trap can catch them).
+_NOT_RUN_AT_KILL = {"CHLD", "CLD", "KILL", "STOP"}
+#: A `coproc` and the `{` / `(` of its group (`coproc { …; }`, `coproc NAME ( … )`): bash runs
+#: the group in the background, in a subshell of its own.
+_COPROC_RE = re.compile(r"(?<![\w-])coproc[ \t]+(?:[A-Za-z_]\w*[ \t]+)?(?=[{(])")
 
 
 def _signals(words: str) -> set[str]:
@@ -44,8 +51,15 @@ def signal_calls(code: str, scan: Scan) -> tuple[list[Call], list[tuple[int, int
     traps = list(_TRAP_CMD_RE.finditer(code))
     if any(re.search(r"[ \t]['\"]?\d+['\"]?(?=[ \t;&|]|$)", t.group("rest")) for t in traps):
         return [], []  # (a signal by its number: which it is, is not read)
+    memo: Memo = {}
+    coprocs: list[tuple[int, int]] = []
+    for co in _COPROC_RE.finditer(code):
+        try:
+            coprocs.append((co.start(), group_end(code, co.end(), 0, memo)))
+        except Exception:  # noqa: BLE001 (an unclosed group: none read)
+            return [], []
     outside = [*scan.bodies.values(), *scan.uncalled_bodies, *find_subshells(code),
-               *scan.piped, *scan.never_run, *scan.dead_ends]
+               *scan.piped, *scan.never_run, *scan.dead_ends, *coprocs]
     path_of, _nested = path_index(scan.constructs)
 
     def always_here(at: int) -> bool:
@@ -55,14 +69,19 @@ def signal_calls(code: str, scan: Scan) -> tuple[list[Call], list[tuple[int, int
     never: list[tuple[int, int]] = []
     for kill in kills:
         sig = kill.group("sig").upper()
+        if sig in _NOT_RUN_AT_KILL:
+            continue
         setting = [t for t in traps if sig in _signals(t.group("rest"))]
         if len(setting) != 1 or setting[0].start() > kill.start():
             continue
         trap = setting[0]
+        # (the action is the function's name alone, `trap h USR1`, `trap 'h' USR1`: a name
+        # elsewhere in it, `trap 'true || h' USR1`, `trap '(h)' USR1`, is not read as a call)
         handler = [name for name in scan.bodies
-                   if (m := re.search(r"(?<![\w$./:-])" + re.escape(name) + r"(?![\w:-])",
-                                      trap.group("rest")))
-                   and trap_action(code, trap.start("rest") + m.start()) == "signal"]
+                   if (m := re.match(r"(?:--[ \t]+)?([\"']?)" + re.escape(name)
+                                     + r"\1(?=[ \t])", trap.group("rest")))
+                   and trap_action(code, trap.start("rest") + m.start(1) + len(m.group(1)))
+                   == "signal"]
         at = kill.start() + len(kill.group()) - len(kill.group().lstrip())
         if len(handler) != 1 or not always_here(trap.start()) or not always_here(at):
             continue

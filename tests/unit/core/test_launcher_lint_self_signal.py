@@ -31,6 +31,28 @@ SCRIPTS = [
     pytest.param('set -euo pipefail\nstep=0\non_term() { echo "checkpoint at $step"; step=0; }\n'
                  "trap on_term TERM\nstep=7\nkill -TERM $$\n((step++))\necho done\n", True,
                  id="handler-resets-the-counter"),
+    pytest.param("set -e\nn=1\nsave() { n=0; }\ntrap 'echo save requested' USR1\n"
+                 "kill -USR1 $$\n((n++))\necho done\n", False, id="action-only-echoes-the-name"),
+    pytest.param("set -e\nn=1\nh() { n=0; }\ntrap 'true || h' USR1\nkill -USR1 $$\n"
+                 "((n++))\necho done\n", False, id="action-or-list"),
+    pytest.param("set -e\nn=1\nh() { n=0; }\ntrap 'if false; then h; fi' USR1\nkill -USR1 $$\n"
+                 "((n++))\necho done\n", False, id="action-if"),
+    pytest.param("set -e\nn=1\nh() { n=0; }\ntrap '(h)' USR1\nkill -USR1 $$\n"
+                 "((n++))\necho done\n", False, id="action-subshell"),
+    pytest.param("set -e\nn=1\nh() { n=0; }\ntrap 'h &' USR1\nkill -USR1 $$\n"
+                 "((n++))\necho done\n", False, id="action-background"),
+    pytest.param("set -e\nn=1\nh() { n=0; }\ntrap 'h | cat' USR1\nkill -USR1 $$\n"
+                 "((n++))\necho done\n", False, id="action-pipeline"),
+    pytest.param("set -e\nn=1\nh() { n=0; }\ntrap 'x=$(h)' USR1\nkill -USR1 $$\n"
+                 "((n++))\necho done\n", False, id="action-substitution"),
+    pytest.param("set -e\nn=1\nh() { n=0; }\ntrap 'h; n=1' USR1\nkill -USR1 $$\n"
+                 "((n++))\necho done\n", False, id="action-then-resets"),
+    pytest.param("set -e\nn=1\nh() { n=0; }\ntrap h USR1\ncoproc { sleep 3; kill -USR1 $$; }\n"
+                 "((n++))\necho done\n", False, id="kill-in-a-coproc"),
+    pytest.param("set -e\nn=1\nh() { n=0; }\ntrap h CHLD\nkill -CHLD $$\n((n++))\necho done\n",
+                 False, id="chld-not-run-at-the-kill"),
+    pytest.param("set -e\nn=0\nh() { exit 0; }\ntrap h KILL\nkill -KILL $$\n((n++))\n"
+                 "echo done\n", True, id="kill-cannot-be-trapped"),
 ]
 
 
