@@ -27,8 +27,12 @@ TOKEN_PATTERNS: tuple[re.Pattern[str], ...] = (SLACK_TOKEN, *(re.compile(p) for 
     r"(?<![0-9A-Z])(?:AKIA|ASIA)[0-9A-Z]{16}\b",       # AWS access key id
     r"(?i)\bbearer\s+(?P<secret>[A-Za-z0-9._~+/=-]{8,})",
     r"(?i)\bauthorization:\s*basic\s+(?P<secret>[A-Za-z0-9+/=]{8,})",
-    # scheme://user:PASSWORD@host — the password up to the last @ before the host
-    r"(?i)\b[a-z][a-z0-9+.-]*://[^\s:/@]*:(?P<secret>\S+?)@(?=[^\s@/]*(?:[/\s?#'\"]|$))",
+    # scheme://user:PASSWORD@host — the password up to the last @ before the host. Linear
+    # on any text: a scheme starts only where no scheme character precedes it (so a long run
+    # like `a.a.a.…` is tried once, not once from each of its letters), and a password never
+    # runs over another `://` (so a run of URLs is read once, not once from each of them).
+    r"(?i)(?<![a-z0-9+.-])[a-z][a-z0-9+.-]*://[^\s:/@]*:"
+    r"(?P<secret>(?:(?!://)\S)+?)@(?=[^\s@/]*(?:[/\s?#'\"]|$))",
     # password=…, api_key: …, HF_TOKEN=…, DBPASSWORD=… (in URLs' queries, env listings,
     # reprs of dicts)
     r"(?i)(?:password|passwd|secret|token|api[_-]?key|access[_-]?key)"

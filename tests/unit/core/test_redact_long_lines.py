@@ -1,0 +1,56 @@
+"""bot.core.redact on one long line: the redactor runs on every log line and posted text, so
+a pattern that retries a run from each of its characters (the work growing with the square
+of the line's length) would stall the watcher on one line.
+
+No time is measured here (bench/redact_long_line.py measures each shape against ordinary
+text). Each line is 1 MiB: redacting it is a fraction of a second when the patterns read it
+once, and hours when one reads it once from each character (32 KiB of `a.` took 18 s before
+the URL pattern was made linear), far past the suite's timeout.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from bot.core.redact import MARKER, TOKEN_PATTERNS, Redactor
+
+N = 1 << 20
+SHAPES = {
+    "a.a.": lambda: "a." * (N // 2),
+    "A+a-1.": lambda: "A+a-1." * (N // 6),
+    "xoxb- before dashes": lambda: "xoxb-" + "-" * N,
+    "short xoxa- tokens": lambda: "xoxa-1234567!" * (N // 13),
+    "hf_ + 19": lambda: ("hf_" + "a" * 19 + " ") * (N // 23),
+    "hf_ + long run": lambda: "hf_" + "a" * N,
+    "ghp_ + 19": lambda: ("ghp_" + "a" * 19 + ".") * (N // 24),
+    "ASIA + 15": lambda: ("ASIA" + "B" * 15 + "_") * (N // 20),
+    "token= + spaces": lambda: ("token=" + " " * 100) * (N // 106),
+    "token + spaces": lambda: "token" + " " * N,
+    "token: + spaces + '": lambda: ("token:" + " " * 1000 + "'") * (N // 1007),
+    "tokentoken": lambda: "token" * (N // 5),
+    "a_ … token": lambda: "a_" * (N // 2) + "token",
+    "URL, no @": lambda: "a://u:" + "b" * N,
+    "URLs, no @": lambda: ("a://u:" + "b" * 50 + " ") * (N // 57),
+    "URL after URL": lambda: "a://u:" * (N // 6),
+    "URL, then @s": lambda: "a://u:" + "@x" * (N // 2),
+    "bearer + spaces": lambda: "bearer" + " " * N,
+}
+
+
+@pytest.mark.parametrize("name", SHAPES)
+def test_a_long_line_of_an_adversarial_shape_is_redacted(name):
+    text = SHAPES[name]()
+    out = Redactor().redact(text)
+    assert out == text or MARKER in out
+
+
+def test_the_url_pattern_reads_a_run_of_scheme_characters_once():
+    """A scheme starts only where no scheme character precedes it: in `a.a.a.…` the pattern
+    is tried from the run's first letter, not again from each later one."""
+    url = next(p for p in TOKEN_PATTERNS if "://" in p.pattern)
+    text = "x a.a.a.a.b://u:pw@host/db"
+    assert [m.start() for m in url.finditer(text)] == [2]
+    assert url.match(text, 4) is None and url.match(text, 2) is not None
+    assert Redactor().redact(text) == f"x a.a.a.a.b://u:{MARKER}@host/db"
+    # a password never runs over another `://`: each URL of a run is read up to the next one
+    assert Redactor().redact("a://u:x b://v:pw@h") == f"a://u:x b://v:{MARKER}@h"
