@@ -164,7 +164,8 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
         placed = made
     prefixes = prefix_assignments(code) if scan.arith else {}
     values = assigned_values(code, {a.variable for a in scan.arith}, prefixes, never_run,
-                             [*scan.bodies.values(), *scan.uncalled_bodies]) if scan.arith else {}
+                             [*scan.bodies.values(), *scan.uncalled_bodies],
+                             list(repeating.items())) if scan.arith else {}
     never_set = NeverSet(code, scan.arith, prefixes, never_run, values,
                          {a.variable for a in scan.arith})
     counters_of: dict[str, list[Arith]] = {}  # each variable's, in the walk's order

@@ -150,7 +150,8 @@ _DECLARE_INTEGER = r"\b(?:declare|typeset|local)\s+(?:-\w+\s+)*-\w*i\w*"
 
 
 def assigned_values(code: str, wanted: set[str], prefixes: dict[int, tuple[str, str]],
-                    never_run: list[tuple[int, int]], bodies: Sequence[tuple[int, int]] = ()
+                    never_run: list[tuple[int, int]], bodies: Sequence[tuple[int, int]] = (),
+                    loops: Sequence[tuple[int, int]] = ()
                     ) -> dict[str, list[tuple[int, str | None]]]:
     """(offset, value) of each assignment to the `wanted` variables, in order, but those in
     the spans `never_run` (a loop bash makes no pass through, a branch it never runs): the
@@ -158,12 +159,20 @@ def assigned_values(code: str, wanted: set[str], prefixes: dict[int, tuple[str, 
     appends text (`n=0; n+=8` is "08"), or adds for a variable declared integer (`declare -i`); an
     arithmetic `((n+=1))` adds: either is 0 only when it adds zeros to a 0 or unset value. A
     whole post-decrement (`((n--))`) that first sets it reads it unset, but in one of the
-    functions' `bodies` (it takes one from what the variable holds at a call)."""
+    functions' `bodies` (it takes one from what the variable holds at a call). An arithmetic
+    step outside the bodies, and outside the `loops` bash may pass through more than once, of a
+    variable a body sets is a STEP: what it adds to what the calls before it left."""
     integer = {var for var in wanted if re.search(
         _DECLARE_INTEGER + r"\s+(?:[^\n;&|]*\s)?" + re.escape(var) + r"\b", code)
                } if re.search(_DECLARE_INTEGER, code) else set()  # (one search for none)
     values: dict[str, list[tuple[int, str | None]]] = {}
-    for start, var, op, text, shell in _assignments(code):
+    found = _assignments(code)
+    # (the variables a function's body sets: an arithmetic step outside the bodies adds to what
+    # the calls before it left, not to what a body's text before it does, `n=2; f() {
+    # ((n--)); }; ((n--)); f` is 1 at the call: left as a STEP, resolved with the calls)
+    set_in_bodies = {var for start, var, _o, _t, _s in found
+                     if any(s <= start < e for s, e in bodies)} if bodies else set()
+    for start, var, op, text, shell in found:
         if (var not in wanted or start in prefixes
                 or any(s <= start < end for s, end in never_run)):
             continue  # not wanted, set for one command only (`n=0 cmd`), or never run
@@ -183,7 +192,11 @@ def assigned_values(code: str, wanted: set[str], prefixes: dict[int, tuple[str, 
                 code[earlier[-1][0] if earlier else 0:start]):
             was = None  # (a counter since, `((n++)) || true`: what it left is not known here)
         value: str | None
-        if op in ("++", "--"):  # `((++n))`: one more (less) than it held, where that is known
+        step = arithmetic_step(code, start) if not shell and var in set_in_bodies and not any(
+            s <= start < e for s, e in [*bodies, *loops]) else None
+        if step is not None:
+            value = None if was is None else f"{STEP}{step}"
+        elif op in ("++", "--"):  # `((++n))`: one more (less) than it held, where that is known
             held = "0" if was is not None and ZERO_RE.fullmatch(was) else was
             value = str(int(held) + (1 if op == "++" else -1)) if held is not None and (
                 held == "0" or _DECIMAL_RE.fullmatch(held)) else None
