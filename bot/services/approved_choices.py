@@ -113,8 +113,12 @@ def perform(ctx: BotContext, approval: Approval, choice: str, actor: str,
     if choice in ("cancel", "cancel_resume"):
         return _cancel(ctx, approval, actor, now, resume=choice == "cancel_resume",
                        besides=besides)
-    # after a fault of one node (payload "exclude"), every resubmit choice leaves it out
-    overrides, extra = exclusion(ctx.config, payload["recipe"], payload.get("exclude"))
+    # after a fault of one node (payload "exclude"), every resubmit choice leaves it out, and
+    # the nodes the run's earlier attempts left out
+    task = array_task_of(ctx, approval.chain_id, target)
+    attempts = (run_rows(ctx.store.attempts.for_chain(approval.chain_id), task)
+                if approval.chain_id is not None else [])
+    overrides, extra = exclusion(ctx.config, payload["recipe"], payload.get("exclude"), attempts)
     if choice == "resubmit_mem":
         overrides, extra = {**overrides, "mem": str(payload["mem"])}, {**extra, "mem": "size"}
     try:
@@ -122,7 +126,7 @@ def perform(ctx: BotContext, approval: Approval, choice: str, actor: str,
             ctx, payload["recipe"], actor=actor, now=now, overrides=overrides,
             chain_id=approval.chain_id, extra_overridable=extra,
             charge_retry=approval.chain_id is not None and charges_budget(ctx, approval),
-            array_task=array_task_of(ctx, approval.chain_id, target),
+            array_task=task,
             prompt=_prompt_said(approval), reconcile_unknown=True,
             after_job=target if approval.chain_id is not None else None,
         )  # fmt: skip

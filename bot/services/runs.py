@@ -6,7 +6,7 @@ button and the watcher's automatic retries alike (`AutoResubmitter`).
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from bot.config import Config, OverrideType, RecipeConfig
@@ -544,13 +544,22 @@ def array_task_of(ctx: BotContext, chain_id: int | None, job_id: str) -> int | N
     return attempt.array_task if attempt is not None else None
 
 
-def exclusion(config: Config, recipe: str, node: str | None
-              ) -> tuple[dict[str, str], dict[str, OverrideType]]:
-    """A resubmit's overrides that leave out the faulty `node` (the recipe's own --exclude
-    list plus it), and the key they widen; nothing when no node is to be left out."""
-    if not node:
+def exclusion(config: Config, recipe: str, node: str | None,
+              attempts: Sequence[Attempt] = ()) -> tuple[dict[str, str], dict[str, OverrideType]]:
+    """A resubmit's overrides that leave out every node the run left out so far (the recipe's
+    own --exclude list, each of the run's `attempts`' excluded_nodes: the nodes of its earlier
+    faults) and the faulty `node`, and the key they widen; nothing when no node beyond the
+    recipe's own is to be left out. A second fault never brings the first faulty node back,
+    and a later resubmit (a larger --mem) keeps them out."""
+    own = config.recipe(recipe).exclude
+    excluded = own
+    for left_out in [*(a.excluded_nodes or "" for a in attempts), node or ""]:
+        for name in left_out.split(","):
+            if name:
+                excluded = excluding(excluded, name)
+    if excluded == own:
         return {}, {}
-    return {"exclude": excluding(config.recipe(recipe).exclude, node)}, {"exclude": "str"}
+    return {"exclude": excluded or ""}, {"exclude": "str"}
 
 
 def lost_resubmit(ctx: BotContext, cluster: str, recipe: str, chain_id: int, old_job: str, *,
@@ -617,7 +626,10 @@ class AutoResubmitter:
         None, nothing sent, while another submit of the run is in flight (a person's resume:
         RunSubmitInFlight), or of the recipe (RecipeSubmitUnderWay: a new run, another run's
         resubmit); the watcher looks again on its next tick."""
-        overrides, extra = exclusion(self.ctx.config, recipe, decision.facts.get("exclude"))
+        task = decision.facts.get("array_task")
+        attempts = run_rows(self.ctx.store.attempts.for_chain(chain_id), task)
+        overrides, extra = exclusion(self.ctx.config, recipe, decision.facts.get("exclude"),
+                                     attempts)
         try:
             result = submit_and_announce(
                 self.ctx, recipe, actor=self.actor, now=self.ctx.clock(), chain_id=chain_id,

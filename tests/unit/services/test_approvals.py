@@ -1163,6 +1163,30 @@ def test_an_approved_resubmit_keeps_the_recipes_own_exclusions(store: Store,
     assert ctx.store.attempts.for_chain(chain_id)[-1].excluded_nodes == "bad-n1,gpu-b12"
 
 
+def test_the_nodes_a_run_left_out_stay_out_of_its_later_resubmits(
+    ctx: BotContext, slurm: FakeSlurm
+) -> None:
+    """A second node fault leaves out both faulty nodes (the first is not brought back), and a
+    later --mem resubmit of the run, after no node fault, still leaves them out."""
+    chain = ctx.store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW - 300)
+    ctx.store.attempts.record(chain_id=chain.id, job_id="88100", now=NOW - 300)
+    ctx.store.attempts.record(chain_id=chain.id, job_id="88154", now=NOW - 100,
+                              excluded_nodes="gpu-a07")  # after a fault on gpu-a07
+    recorded(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
+    prompt = create_resubmit_prompt(
+        ctx, recipe="mix", chain_id=chain.id, job_id="88154", now=NOW, resume_iter=3000,
+        summary="gpu_failure", exclude="gpu-b12")
+    assert handle_click(ctx, prompt.token, ActionId.RESUBMIT, "W0LEAD", NOW + 1).status == "done"
+    assert slurm.submits()[-1].exclude == "gpu-a07,gpu-b12"
+    assert ctx.store.attempts.for_chain(chain.id)[-1].excluded_nodes == "gpu-a07,gpu-b12"
+    oom = create_resubmit_prompt(ctx, recipe="mix", chain_id=chain.id, job_id="88887",
+                                 now=NOW + 10, resume_iter=3000, summary="oom", mem="1900G")
+    assert handle_click(ctx, oom.token, ActionId.RESUBMIT_MEM, "W0LEAD",
+                        NOW + 11).status == "done"
+    assert (slurm.submits()[-1].exclude, slurm.submits()[-1].mem) == ("gpu-a07,gpu-b12",
+                                                                       "1900G")
+
+
 def test_a_korean_recipes_gpu_fault_prompt_names_the_node_in_korean(store: Store) -> None:
     ctx = make_context(store, lang="ko")
     _, token, buttons = gpu_fault_prompt(ctx)
