@@ -38,12 +38,15 @@ def srun_minutes(timeout_s: float) -> int:
 
 
 def build_probe_argv(recipe: RecipeConfig, probe: DataLoaderProbeConfig, *,
-                     job_name: str | None = None) -> list[str]:
-    """The `srun` argv of `probe` for `recipe` (see module doc)."""
+                     job_name: str | None = None,
+                     placed: RecipeConfig | None = None) -> list[str]:
+    """The `srun` argv of `probe` for `recipe` (see module doc), placed (partition, account,
+    qos, exclude) as `placed`, the recipe as the probed job's sbatch got it, else as
+    `recipe`."""
     name = job_name or f"trainbot-dataloader-probe-{uuid.uuid4().hex[:8]}"
     argv = ["srun", f"--job-name={name}", "--nodes=1", "--ntasks=1",
             f"--time={srun_minutes(probe.timeout_s)}", "--quiet"]
-    argv += recipe.placement_flags()  # where the job runs, as its submit
+    argv += (placed or recipe).placement_flags()  # where the job runs, as its submit
     for flag, value in (("--chdir", recipe.workdir), ("--mem", probe.mem)):
         if value:
             argv.append(f"{flag}={value}")
@@ -156,10 +159,12 @@ def _verdict(node: Mapping[str, Any]) -> Mapping[str, Any]:
 
 def run_dataloader_probe(runner: Runner, recipe_name: str, recipe: RecipeConfig,
                          probe: DataLoaderProbeConfig, *,
-                         job_id: str | None = None) -> dict[str, Any]:
-    """Run the probe through `runner` within `probe.timeout_s`; the thread's view of what it
-    found (`probe_result`). Raises the runner's ClusterError (unreachable, timed out)."""
-    argv = build_probe_argv(recipe, probe)
+                         job_id: str | None = None,
+                         placed: RecipeConfig | None = None) -> dict[str, Any]:
+    """Run the probe through `runner` within `probe.timeout_s`, placed as `placed`
+    (build_probe_argv); the thread's view of what it found (`probe_result`). Raises the
+    runner's ClusterError (unreachable, timed out)."""
+    argv = build_probe_argv(recipe, probe, placed=placed)
     result = runner.run(argv, timeout=probe.timeout_s, check=False,
                         env=probe_env(recipe.env) if recipe.env else None)
     return probe_result(parse_node_output(result.stdout), recipe=recipe_name, job_id=job_id,

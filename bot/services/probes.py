@@ -18,11 +18,12 @@ import shlex
 from typing import Any
 
 from bot.cluster.errors import ClusterError, said
-from bot.config import Config
+from bot.config import Config, RecipeConfig
 from bot.core.shell_lexer import one_line
 from bot.core.text import N_, mrkdwn_escape
 from bot.services.access import approvers_now
 from bot.services.fencing import read_only
+from bot.services.job_placement import job_recipe
 from bot.services.ports import Blocks, BotContext, LeaseLost
 from bot.services.threads import has_thread, post_safely, render
 from bot.slack.views import action_id_for
@@ -35,13 +36,15 @@ DEFAULT_WORKERS, DEFAULT_SAMPLES = 2, 160
 PROBES_EVERY_S = 10.0  # how soon after a click its probe starts (the scheduler's `probes` job)
 
 
-def probe_offer(config: Config | None, recipe: str) -> dict[str, Any]:
+def probe_offer(config: Config | None, recipe: str, *,
+                job: RecipeConfig | None = None) -> dict[str, Any]:
     """What a leak incident of `recipe` offers: `button` (its config names the factory), the
     `command` to run it by hand with the recipe's values (workdir, env_setup, where its job
-    runs: RecipeConfig.placement_flags; the factory, else MODULE:FACTORY), every word
-    quoted, and the config `field` that enables the button in the `recipe` (None: no config
-    names it, as in an offline `trainbot report` without --config; the remedy then says how
-    to run the probe by hand, as for an adopted job)."""
+    runs: RecipeConfig.placement_flags of `job`, the recipe as the job's sbatch got it
+    (bot.services.job_placement.job_recipe), else of the recipe; the factory, else
+    MODULE:FACTORY), every word quoted, and the config `field` that enables the button in
+    the `recipe` (None: no config names it, as in an offline `trainbot report` without
+    --config; the remedy then says how to run the probe by hand, as for an adopted job)."""
     cfg = config.recipes.get(recipe) if config is not None else None
     probe = cfg.dataloader_probe if cfg is not None else None
     argv = ["trainbot", "probe", "dataloader", probe.factory if probe else "MODULE:FACTORY",
@@ -56,7 +59,8 @@ def probe_offer(config: Config | None, recipe: str) -> dict[str, Any]:
         if cfg.env_setup:
             steps.append(one_line(cfg.env_setup))
         # where the job runs (its partition, account, qos, left-out nodes), as its submit
-        argv = ["srun", "--nodes=1", "--ntasks=1", *cfg.placement_flags(), *argv]
+        placed = job if job is not None else cfg
+        argv = ["srun", "--nodes=1", "--ntasks=1", *placed.placement_flags(), *argv]
     steps.append(shlex.join(argv))  # every word quoted
     return {"button": probe is not None, "command": " && ".join(steps),
             "field": FACTORY_FIELD, "recipe": recipe if cfg is not None else None}
@@ -162,9 +166,11 @@ def _run_one(ctx: BotContext, approval: Any, now: float) -> None:
         from bot.probes.dataloader_srun import run_dataloader_probe
 
         try:
+            # placed where the probed job's sbatch ran it (its overrides, left-out nodes)
+            placed = job_recipe(ctx.config, ctx.store, recipe_name, approval.target_job)
             view = run_dataloader_probe(read_only(ctx.clusters.runner(cfg.cluster)),
                                         recipe_name, cfg, cfg.dataloader_probe,
-                                        job_id=approval.target_job)
+                                        job_id=approval.target_job, placed=placed)
         except LeaseLost:
             raise
         except ClusterError as exc:

@@ -22,11 +22,12 @@ import logging
 from dataclasses import replace
 from typing import Any
 
-from bot.config import PolicyConfig
+from bot.config import PolicyConfig, RecipeConfig
 from bot.core.incident import Incident, build_incident
 from bot.core.models import Diagnosis
 from bot.core.text import mrkdwn_escape
 from bot.services.access import owners_to_mention
+from bot.services.job_placement import job_recipe
 from bot.services.ports import Blocks, BotContext
 from bot.services.probes import probe_offer
 from bot.services.threads import render
@@ -94,7 +95,7 @@ class EventWords:
                 max_rss_bytes=rec.max_rss_bytes if rec else None,
                 suggested_mem=dec.mem if dec else None,
                 mem_policy=self._policy(event.recipe),
-                probe=probe_offer(self.ctx.config, event.recipe or ""),
+                probe=probe_offer(self.ctx.config, event.recipe or "", job=self._placed(event)),
                 from_checkpoint=dec.resume_checkpoint if dec else None,
                 checkpoint_unknown=dec.checkpoint_unknown if dec else None,
             )
@@ -106,6 +107,13 @@ class EventWords:
                         event.key, exc)
             return None
         return [b for b in blocks if b.get("type") != "actions"], view
+
+    def _placed(self, event: WatchEvent) -> RecipeConfig | None:
+        """The recipe as the event's job's sbatch got it (job_recipe: its overrides, the
+        nodes it left out), where a probe offered by hand runs; None: no recipe configured."""
+        if not event.recipe or event.recipe not in self.ctx.config.recipes:
+            return None
+        return job_recipe(self.ctx.config, self.ctx.store, event.recipe, event.job_id)
 
     def _policy(self, recipe: str | None) -> PolicyConfig:
         """The policy the watcher decided `recipe`'s jobs by (its site cap on --mem)."""

@@ -68,13 +68,15 @@ def app(services: BotContext, slack_client) -> App:
 
 
 def _leak_incident(services: BotContext, slack: Any, *, target_iter: int = 6000,
-                   why: str = "leak_hopeless") -> tuple[int, dict[str, Any]]:
+                   why: str = "leak_hopeless", excluded_nodes: str | None = None,
+                   ) -> tuple[int, dict[str, Any]]:
     """Job 9001 of `mix` OOM-killed after a steady leak no memory can finish, published as the
     watcher does, decided by the recipe's policy (its `max_mem`); (chain id, the incident
     message)."""
     store = services.store
     chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW)
-    store.attempts.record(chain_id=chain.id, job_id="9001", now=NOW, state="OUT_OF_MEMORY")
+    store.attempts.record(chain_id=chain.id, job_id="9001", now=NOW, state="OUT_OF_MEMORY",
+                          excluded_nodes=excluded_nodes)
     writer(services).post_root(chain.id, CH, [{"type": "section", "text": {
         "type": "mrkdwn", "text": "mix"}}], "mix")
     catalogue = Catalogue.load().classes["host_oom"]
@@ -221,3 +223,38 @@ def test_a_probe_that_fails_in_trainbot_still_answers_who_clicked_it(
     assert run_requested_probes(services, NOW + 20) == 0  # done: never run twice
     results = [(a.action, a.result) for a in services.store.audit.recent(limit=20)]
     assert ("probe.dataloader", "failed") in results
+
+
+def _resubmitted_off_faulty_nodes(services: BotContext) -> None:
+    """Job 9001 as a node-fault resubmit with a partition override submitted it: its audit
+    row's overrides, its attempt's left-out nodes (the recipe's gpu01, then gpu07)."""
+    services.store.audit.record(actor="trainbot", action="submit", now=NOW, recipe="mix",
+                                job_id="9001", detail={"chain_id": 1, "overrides": {
+                                    "partition": "gpu-big", "exclude": "gpu01,gpu07"}})
+
+
+def test_the_probe_runs_where_the_probed_jobs_sbatch_ran_it(
+        app: App, urls: ResponseUrls, slack_context, store, runner: FakeRunner, slack) -> None:
+    """After a node-fault resubmit (and a partition override) the probe's srun leaves out the
+    nodes that job's sbatch left out and runs in its partition, not the base recipe's."""
+    services = _services(slack_context, store, runner, exclude="gpu01")
+    _resubmitted_off_faulty_nodes(services)
+    _chain_id, incident = _leak_incident(services, slack, excluded_nodes="gpu01,gpu07")
+    app = build_app(services.config, services, client=app.client,
+                    listener_executor=SyncExecutor(), token_verification_enabled=False)
+    _click(app, urls, ActionId.RUN_PROBE, _buttons(incident)[ActionId.RUN_PROBE],
+           incident["ts"], APPROVER)
+    assert run_requested_probes(services, NOW + 10) == 1
+    [call] = runner.calls
+    assert "--exclude=gpu01,gpu07" in call.argv and "--partition=gpu-big" in call.argv
+
+
+def test_the_offered_command_runs_where_the_probed_jobs_sbatch_ran_it(
+        slack_context, store, runner: FakeRunner, slack) -> None:
+    services = _services(slack_context, store, runner, exclude="gpu01")
+    services.config = make_config(workdir="/scratch/wm/mix", exclude="gpu01")
+    _resubmitted_off_faulty_nodes(services)
+    _chain_id, incident = _leak_incident(services, slack, excluded_nodes="gpu01,gpu07")
+    text = json.dumps(incident["blocks"], ensure_ascii=False)
+    assert ("srun --nodes=1 --ntasks=1 --partition=gpu-big --account=root "
+            "--exclude=gpu01,gpu07 trainbot probe dataloader") in text
