@@ -458,17 +458,12 @@ def run_preflight(
             raise PreflightUsageError(N_("the toolchain probe needs the cluster"))
         from bot.probes.toolchain import ptrace_checks, run_toolchain_probe
 
-        srun_args = list(options.probe_srun_args)
-        if recipe.account:
-            srun_args.append(f"--account={recipe.account}")
-        if recipe.qos:
-            srun_args.append(f"--qos={recipe.qos}")
-        # where and on what the job runs: a relative env_setup (`source .venv/bin/activate`)
-        # is the workdir's (sbatch --chdir), and a node the recipe leaves out is not probed
+        # where and on what the job runs, as its sbatch gets it (RecipeConfig.placement_flags:
+        # partition, account, qos, and the nodes the recipe leaves out, never probed); a
+        # relative env_setup (`source .venv/bin/activate`) is the workdir's (sbatch --chdir)
+        srun_args = [*recipe.placement_flags(), *options.probe_srun_args]
         if recipe.workdir:
             srun_args.append(f"--chdir={recipe.workdir}")
-        if recipe.exclude:
-            srun_args.append(f"--exclude={recipe.exclude}")
         one_gpu = _one_gpu(recipe.gres)
         if one_gpu:
             srun_args.append(f"--gres={one_gpu}")
@@ -476,7 +471,7 @@ def run_preflight(
         pyspy, pyspy_finding = _pyspy_on_cluster(config, recipe.cluster, runner)
         tool = run_toolchain_probe(
             runner,
-            recipe.partition,
+            None,  # the partition is among the placement flags
             env_setup=env_setup,
             python=options.python,
             env=recipe.env or None,

@@ -102,3 +102,24 @@ def test_the_toolchain_probe_runs_in_the_recipes_workdir_off_its_excluded_nodes(
     assert "--chdir=/scratch/p" in seen["srun_args"]
     assert "--exclude=gpu-a07,gpu-a08" in seen["srun_args"]
     assert seen["env_setup"] == "source .venv/bin/activate"
+
+
+def test_the_toolchain_probe_is_placed_by_the_recipes_placement_flags(monkeypatch) -> None:
+    """The preflight's srun gets the placement the job's sbatch gets, as one function
+    (RecipeConfig.placement_flags) builds it for the DataLoader probe: partition, account,
+    qos and left-out nodes, in that order, the partition once."""
+    from fakes import FakeRunner
+
+    from bot.services import preflight
+
+    runner = FakeRunner({"srun": (1, "", "srun: error: stop here")})
+    monkeypatch.setattr(preflight, "lint_section", lambda *a, **k: ([], None))
+    monkeypatch.setattr(preflight, "_pyspy_on_cluster", lambda *a: (None, []))
+    config = make_config(workdir="/scratch/p", partition="gpu a100", account="ml-team",
+                         qos="high", exclude="gpu-a07,gpu-a08")
+    preflight.run_preflight(config, "mix", runner)
+    [call] = [c for c in runner.calls if c.argv[0] == "srun"]
+    placement = config.recipe("mix").placement_flags()
+    assert len(placement) == 4
+    assert any(call.argv[i:i + 4] == placement for i in range(len(call.argv)))
+    assert sum(a.startswith("--partition") for a in call.argv) == 1
