@@ -58,8 +58,8 @@ class ShellTailReader:
     large, and to what the link carried in time: an answer cut by the timeout while bytes
     were still coming is a slow link, not a hung path: the bytes of the files answered are
     kept (and of the file being sent, from its start), the rest are read next tick, and the
-    next batches ask half of what came per `timeout` (doubled again after each batch that
-    used most of its bytes within half its time).
+    next batches ask half of what came per `timeout` (doubled again after each batch
+    answered within half its time).
     """
 
     def __init__(self, runner: Exchanger, *, where: str | Text = LOGIN_NODE,
@@ -75,10 +75,12 @@ class ShellTailReader:
         cap = max(MIN_BATCH, int(self.max_output * OUTPUT_SHARE) - FRAME_BYTES * files)
         return cap if self._slow is None else min(cap, self._slow)
 
-    def _paced(self, asked: int, sent: int, elapsed: float, limit: float) -> None:
-        """After a whole answer: a budget cut by a slow link doubles when the batch used most
-        of it (`sent` of `asked` bytes) within half its time."""
-        if self._slow is not None and 2 * sent >= min(asked, self._slow) and 2 * elapsed < limit:
+    def _paced(self, elapsed: float, limit: float) -> None:
+        """After a whole answer: a budget cut by a slow link doubles when the batch was
+        answered within half its time, however few bytes it carried (quiet logs answer
+        `same`: a budget left where it was would stay at its floor for good), up to no
+        limit; a link still slow cuts the next answer and halves it again."""
+        if self._slow is not None and 2 * elapsed < limit:
             self._slow = None if 2 * self._slow >= self.max_output else 2 * self._slow
 
     def read(self, requests: Sequence[ReadRequest]) -> ReadBatch:
@@ -118,8 +120,7 @@ class ShellTailReader:
                     results[i] = result
                     self._hung.pop(requests[i].path, None)
             if got.stopped_at is None:
-                self._paced(sum(requests[i].back + requests[i].budget for i in todo),
-                            len(answer.stdout), elapsed, limit)
+                self._paced(elapsed, limit)
                 if answer.exit_code != 0:
                     log.warning("reading files on %s: exit %s after every answer: %s",
                                 self.where, answer.exit_code, _tail(answer.stderr))

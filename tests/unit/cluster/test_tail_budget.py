@@ -6,6 +6,7 @@ where a hung path (nothing coming) is still left out."""
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from pathlib import Path
 
@@ -331,3 +332,36 @@ def test_in_a_marked_bucket_the_file_being_sent_is_told_by_the_marks() -> None:
         150 + 2 * len(mark), len(post), post)
     results = parse_frames(whole, ["/small", "/next"]).results
     assert [r.data if r else None for r in results] == [b"x" * 50, b"y" * 100]
+
+
+class Hiccup:
+    """A link whose first long answer a network hiccup cuts after `carried` bytes."""
+
+    def __init__(self, inner: LocalShell, carried: int) -> None:
+        self.inner, self.carried, self.cut = inner, carried, False
+
+    def exchange(self, argv: Sequence[str], *, stdin: bytes, timeout: float) -> Exchange:
+        answer = self.inner.exchange(argv, stdin=stdin, timeout=timeout)
+        if not self.cut and len(answer.stdout) > self.carried:
+            self.cut = True
+            return Exchange(answer.stdout[:self.carried], b"", None)
+        return answer
+
+
+def test_after_one_slow_answer_quiet_logs_answered_at_once_bring_back_no_limit(
+        tmp_path: Path) -> None:
+    """One answer a hiccup cut makes the next batches ask 16 KiB; 30 quiet logs then answer
+    at once with a line each: every such batch doubles what the next may ask, back to no
+    limit (the batches stayed at 16-32 KiB for good, three or four logs read a tick)."""
+    states = [o.state for o in tick(ShellTailReader(LocalShell()), logs(tmp_path, 30, 64 << 10))]
+    with open(states[0].path, "ab") as f:
+        f.write(LINE * 3000)  # a backlog
+    reader = ShellTailReader(Hiccup(LocalShell(), 20_000), timeout=15.0, clock=lambda: 0.0)
+    for _ in range(14):
+        for s in states:
+            with open(s.path, "ab") as f:
+                f.write(LINE)
+        states = [o.state if o.error is None else s
+                  for s, o in zip(states, tick(reader, states), strict=True)]
+    assert reader.batch_bytes(30) == ShellTailReader(LocalShell()).batch_bytes(30)
+    assert all(s.offset == os.path.getsize(s.path) for s in states)
