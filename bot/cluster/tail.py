@@ -141,7 +141,8 @@ class ShellTailReader:
                                                       "filesystem?)", limit=f"{limit:.0f}"))
             todo = [i for i in todo if results[i] is None]
         final = [r if r is not None else
-                 FileRead(FAILED, error=N_("not read: other paths of the batch hung"))
+                 FileRead(FAILED, error=N_("not read: other paths of the batch hung"),
+                          later=True)
                  for r in results]
         return ReadBatch(final, round_trips=round_trips, bytes_moved=moved)
 
@@ -164,7 +165,7 @@ class ShellTailReader:
                   bytes=came, limit=f"{limit:.0f}")
         for i in todo:
             if results[i] is None:
-                results[i] = FileRead(FAILED, error=slow)
+                results[i] = FileRead(FAILED, error=slow, later=True)
 
 
 def _stopped(where: str | Text, code: int, path: str, stderr: str | Text) -> Text:

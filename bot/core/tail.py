@@ -111,7 +111,8 @@ class ReadRequest:
 class FileRead:
     """What the login node answered for one request: the file's stat and the bytes read from
     `start` (see the statuses above); `error` says why a read FAILED (a sentence for people,
-    N_(): an incident whose log could not be read says it)."""
+    N_(): an incident whose log could not be read says it); `later`: it failed for want of
+    the link's time (a slow link's answer did not reach it), not for the file."""
 
     status: str
     size: int = 0
@@ -120,6 +121,9 @@ class FileRead:
     start: int = 0
     data: bytes = b""
     error: Text | str = ""
+    # FAILED for want of time, not for the file: the link was too slow to reach it (asked
+    # first next tick: unread_for)
+    later: bool = False
 
 
 @dataclass(frozen=True)
@@ -645,7 +649,9 @@ class TailOutcome:
     """What a tick read of one file: its chunks in order, the warm-up window (bytes just
     before the starting offset, when asked for and the file was still the same), the final
     state, whether bytes are still waiting, or the error that stopped it (`skipped`: not
-    read this tick, more files than a batch's bytes reach: read_tails)."""
+    read this tick, more files than a batch's bytes reach: read_tails; `unreached`: not
+    read for want of the batch's bytes or the link's time, skipped or its read FAILED
+    `later`: asked first next tick, unread_for)."""
 
     state: TailState
     chunks: list[TailChunk] = field(default_factory=list)
@@ -653,6 +659,7 @@ class TailOutcome:
     more: bool = False
     error: OSError | None = None
     skipped: bool = False  # not asked this tick: the batch's bytes did not reach it
+    unreached: bool = False  # skipped, or a slow link's answer did not reach it
 
 
 def take_last_line(outcome: TailOutcome) -> TailOutcome:
@@ -689,9 +696,11 @@ def read_tails(items: Sequence[TailItem],
     to its end, is its last line (take_last_line). `batch_bytes(files)`, when given, is the
     most one batch of that many files may ask for (None: no limit): the files share it
     (share_budget), a file's share being then its whole read (`full_read`). `behind` (of
-    `unread_for`) says how many ticks in a row each path was not read: a batch asks those
-    first, longest unread first, so files a slow link cuts off are read on the next ticks,
-    not the same ones failing each time."""
+    `unread_for`) says how many ticks in a row each path was not read for want of bytes or
+    time: a batch asks those first, longest unread first, so files a slow link cuts off are
+    read on the next ticks, not the same ones failing each time; and last the paths whose
+    read failed last tick (-1: a hung path, a deleted log), which take no batch's minimums
+    ahead of the others."""
     outcomes = [TailOutcome(item.state) for item in items]
     budgets = [item.budget for item in items]
     full = list(budgets)
@@ -714,6 +723,7 @@ def read_tails(items: Sequence[TailItem],
                     del pending[i]
                     outcomes[i].more = True
                     outcomes[i].skipped = not outcomes[i].chunks
+                    outcomes[i].unreached = True
                     continue
                 pending[i] = (fitted, pending[i][1])
                 if fitted.budget < budgets[i]:  # its share is all this tick reads of it
@@ -734,7 +744,7 @@ def read_tails(items: Sequence[TailItem],
                 step = apply_read(out.state, req, got, full_read=full[i],
                                   must_exist=items[i].must_exist)
             except FileReadFailed as exc:
-                out.error = exc
+                out.error, out.unreached = exc, got.later
                 continue
             if step.chunk is None:
                 out.state, out.more = fresh(out.state), True

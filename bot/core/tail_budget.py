@@ -77,12 +77,17 @@ def share_budget(requests: Sequence[ReadRequest], total: int) -> list[ReadReques
 
 def unread_for(behind: Mapping[str, int] | None,
                outcomes: Sequence[TailOutcome]) -> dict[str, int]:
-    """How many ticks in a row each path was not read (read_tails' `behind` next tick): a
-    file whose read failed (a slow link's cut among them) or that the batch's bytes did not
-    reach (`skipped`) one tick more than `behind` said; one read is not behind."""
+    """How many ticks in a row each path was not read for want of the batch's bytes or the
+    link's time (read_tails' `behind` next tick: asked first): a file the batch did not reach
+    (`skipped`) or a slow link's answer did not (`unreached`) one tick more than `behind`
+    said; a file whose read failed for itself (a hung path, a deleted log, permission
+    denied) -1, asked after the others next tick, so a file failing every tick does not take
+    the batch's minimums ahead of them (one the batch then does not reach waits its turn
+    with the others unread); one read is not behind."""
     before = behind or {}
-    return {out.state.path: before.get(out.state.path, 0) + 1
-            for out in outcomes if out.error is not None or out.skipped}
+    return {out.state.path: (max(0, before.get(out.state.path, 0)) + 1 if out.unreached
+                             else -1)
+            for out in outcomes if out.error is not None or out.unreached}
 
 
 __all__ = [

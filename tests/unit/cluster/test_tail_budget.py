@@ -20,7 +20,9 @@ from bot.cluster.tail import ARGV, ShellTailReader
 from bot.core.tail import (
     ANCHOR_BYTES,
     MIN_SHARE,
+    MISSING,
     SAME,
+    FileMissing,
     FileRead,
     ReadRequest,
     TailItem,
@@ -233,8 +235,9 @@ def test_the_files_unread_longest_go_first() -> None:
     items = [TailItem(TailState(f"/l{i}"), MIB) for i in range(4)]
     read_tails(items, batch, behind={"/l3": 2, "/l1": 1, "/gone": 5})
     assert asked == [["/l3", "/l1", "/l0", "/l2"]]
-    outs = [TailOutcome(TailState("/l1")), TailOutcome(TailState("/l3"), error=OSError("x")),
-            TailOutcome(TailState("/l0"), error=OSError("y"))]
+    outs = [TailOutcome(TailState("/l1")),
+            TailOutcome(TailState("/l3"), error=OSError("x"), unreached=True),
+            TailOutcome(TailState("/l0"), skipped=True, unreached=True)]
     assert unread_for({"/l3": 2, "/l1": 1}, outs) == {"/l3": 3, "/l0": 1}
 
 
@@ -365,3 +368,28 @@ def test_after_one_slow_answer_quiet_logs_answered_at_once_bring_back_no_limit(
                   for s, o in zip(states, tick(reader, states), strict=True)]
     assert reader.batch_bytes(30) == ShellTailReader(LocalShell()).batch_bytes(30)
     assert all(s.offset == os.path.getsize(s.path) for s in states)
+
+
+def test_files_failing_every_tick_take_no_minimums_ahead_of_the_others() -> None:
+    """Three finished jobs' deleted logs (missing each tick) and 20 running logs, batches of
+    16 KiB (three files' minimums): the failing files are asked after the others, so every
+    running log is read in turn (the failing ones grew their count each tick, went first
+    and took every minimum: no running log was ever read)."""
+    bad = [f"/logs/deleted_{i}.out" for i in range(3)]
+    good = [f"/logs/run_{i}.out" for i in range(20)]
+    asked: list[str] = []
+
+    def batch(reqs: list[ReadRequest]) -> list[FileRead]:
+        asked.extend(r.path for r in reqs)
+        return [FileRead(MISSING) if r.path in bad else FileRead(SAME, r.size, r.mtime)
+                for r in reqs]
+
+    items = [TailItem(TailState(p, offset=100, size=100, mtime=1, anchor="0a"), 16 * MIB,
+                      must_exist=p in bad) for p in bad + good]
+    behind: dict[str, int] = {}
+    for _ in range(20):
+        outs = read_tails(items, batch, batch_bytes=lambda files: 16 << 10, behind=behind)
+        assert all(isinstance(o.error, FileMissing) for o in outs[:3] if not o.skipped)
+        behind = unread_for(behind, outs)
+    assert all(asked.count(p) >= 2 for p in good), [asked.count(p) for p in good]
+    assert all(asked.count(p) >= 2 for p in bad)  # in their turn, once not reached
