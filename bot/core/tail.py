@@ -695,7 +695,10 @@ def read_tails(items: Sequence[TailItem],
     read next tick (`more`). A `last_line` item's unfinished last line, once its file is read
     to its end, is its last line (take_last_line). `batch_bytes(files)`, when given, is the
     most one batch of that many files may ask for (None: no limit): the files share it
-    (share_budget), a file's share being then its whole read (`full_read`). `behind` (of
+    (share_budget); a file's share ending inside a line leaves that line whole for a later
+    tick (only a line longer than its item's `budget`, or than half the batch's, is cut),
+    and that tick gives the file at least twice the line's bytes seen so far (at most the
+    batch's), so a long line is read whole. `behind` (of
     `unread_for`) says how many ticks in a row each path was not read for want of bytes or
     time: a batch asks those first, longest unread first, so files a slow link cuts off are
     read on the next ticks, not the same ones failing each time; and last the paths whose
@@ -717,7 +720,9 @@ def read_tails(items: Sequence[TailItem],
         order = sorted(pending, key=lambda i: (-waited.get(items[i].state.path, 0), i))
         total = batch_bytes(len(order)) if batch_bytes is not None else None
         if total is not None:
-            shared = share_budget([pending[i][0] for i in order], total)
+            seen = {i: items[i].state.size - items[i].state.offset for i in order}
+            shared = share_budget([pending[i][0] for i in order], total,
+                                  [min(2 * seen[i], total) for i in order])
             for i, fitted in zip(order, shared, strict=True):
                 if fitted is None:  # the batch's bytes do not reach it: another tick
                     del pending[i]
@@ -728,7 +733,7 @@ def read_tails(items: Sequence[TailItem],
                 pending[i] = (fitted, pending[i][1])
                 if fitted.budget < budgets[i]:  # its share is all this tick reads of it
                     budgets[i] = fitted.budget
-                    if round_no == 0:  # and its whole read
+                    if round_no == 0 and 2 * seen[i] >= total:  # a line no batch holds
                         full[i] = fitted.budget
             order = [i for i in order if i in pending]
         answers = read_batch([pending[i][0] for i in order])

@@ -32,12 +32,14 @@ def cut_by_slow_link(got: Answers, came: int, limit: float) -> bool:
 MIN_SHARE = 4096  # the fewest new bytes a shared batch budget gives one file
 
 
-def share_budget(requests: Sequence[ReadRequest], total: int) -> list[ReadRequest | None]:
+def share_budget(requests: Sequence[ReadRequest], total: int,
+                 least: Sequence[int] | None = None) -> list[ReadRequest | None]:
     """`requests` fitted to `total` bytes for the whole batch (the read script's output is
     capped, and a slow link carries only so much within a read's timeout): each file asks its
     bytes before the offset (`back`) and new bytes (`budget`); while they add up to more
     than `total`, each gets its minimum (its anchor, at least ANCHOR_BYTES of `back`, and at
-    least MIN_SHARE new bytes: every file read moves on) and the rest is shared equally
+    least MIN_SHARE new bytes, or its `least`: every file read moves on, one whose last
+    read ended inside a line past that line) and the rest is shared equally
     above it, a file asking less than its share giving the rest to the others (max-min
     fair). A file cut to its share keeps a warm-up window at most half of its share.
 
@@ -48,7 +50,9 @@ def share_budget(requests: Sequence[ReadRequest], total: int) -> list[ReadReques
     demands = [req.back + req.budget for req in requests]
     if sum(demands) <= total:
         return list(requests)
-    floors = [min(req.back, ANCHOR_BYTES) + min(req.budget, MIN_SHARE) for req in requests]
+    wants = least or [MIN_SHARE] * len(requests)
+    floors = [min(req.back, ANCHOR_BYTES) + min(req.budget, max(MIN_SHARE, want))
+              for req, want in zip(requests, wants, strict=True)]
     taken = len(requests)
     for k, used in enumerate(itertools.accumulate(floors)):
         if used > total:
@@ -70,7 +74,8 @@ def share_budget(requests: Sequence[ReadRequest], total: int) -> list[ReadReques
             shared.append(req)
             continue
         share = floor + level
-        back = min(req.back, max(ANCHOR_BYTES, share // 2), share - min(req.budget, MIN_SHARE))
+        back = min(req.back, max(ANCHOR_BYTES, share // 2), share - floor + min(req.back,
+                                                                            ANCHOR_BYTES))
         shared.append(replace(req, back=back, budget=min(req.budget, share - back)))
     return shared + [None] * (len(requests) - taken)
 

@@ -393,3 +393,49 @@ def test_files_failing_every_tick_take_no_minimums_ahead_of_the_others() -> None
         behind = unread_for(behind, outs)
     assert all(asked.count(p) >= 2 for p in good), [asked.count(p) for p in good]
     assert all(asked.count(p) >= 2 for p in bad)  # in their turn, once not reached
+
+
+def test_a_line_longer_than_a_files_share_is_read_whole_on_a_later_tick(tmp_path: Path) -> None:
+    """A tqdm bar redrawn after carriage returns, then the crash's first words on the same
+    line (4105 bytes), in four logs sharing 16 KiB (4096 bytes each): the share ends inside
+    the line, which is left whole for the next tick, read then with twice its bytes seen; the
+    traceback's header is one line, as without a shared budget (it was cut in two at the
+    share, neither part holding it)."""
+    bar = "".join(f"\r 37%|###7      | {i}/1000 [00:{i % 60:02d}<01:40, 9.8it/s]"
+                  for i in range(85))
+    line = (bar + "\rTraceback (most recent call last):").encode()
+    for i in range(4):
+        (tmp_path / f"job{i}.out").write_bytes(
+            line + b"\ntorch.OutOfMemoryError: CUDA out of memory\n" + b"step\n" * 3000)
+    states = [TailState(str(tmp_path / f"job{i}.out")) for i in range(4)]
+    reader = ShellTailReader(LocalShell(), timeout=30.0)
+    fed: list[list[str]] = [[] for _ in states]
+    behind: dict[str, int] = {}
+    for _ in range(4):
+        outs = read_tails([TailItem(s, 16 * MIB) for s in states],
+                          lambda reqs: reader.read(reqs).results,
+                          batch_bytes=lambda files: 16 << 10, behind=behind)
+        behind = unread_for(behind, outs)
+        for got, out in zip(fed, outs, strict=True):
+            got.extend(line for chunk in out.chunks for line in chunk.lines)
+        states = [o.state for o in outs]
+    for got in fed:
+        assert got[:2] == [line.decode(), "torch.OutOfMemoryError: CUDA out of memory"]
+
+
+def test_a_line_longer_than_the_whole_batch_is_still_cut_so_the_log_moves_on(
+        tmp_path: Path) -> None:
+    """A 40 KB line in batches of 16 KiB: no tick's read can hold it, so it is cut (at the
+    batch's bytes) and the log moves on past it."""
+    (tmp_path / "big.out").write_bytes(b"x" * 40_000 + b"\nend\n")
+    state = TailState(str(tmp_path / "big.out"))
+    reader = ShellTailReader(LocalShell(), timeout=30.0)
+    behind: dict[str, int] = {}
+    lines: list[str] = []
+    for _ in range(6):
+        outs = read_tails([TailItem(state, 16 * MIB)], lambda reqs: reader.read(reqs).results,
+                          batch_bytes=lambda files: 16 << 10, behind=behind)
+        behind = unread_for(behind, outs)
+        state = outs[0].state
+        lines += [line for chunk in outs[0].chunks for line in chunk.lines]
+    assert lines[-1] == "end" and sum(map(len, lines[:-1])) == 40_000
