@@ -15,6 +15,7 @@ from bot.core.tail_budget import (
     MIN_LINK_RATE,
     MIN_SHARE,
     cut_by_slow_link,
+    marked_files,
     share_budget,
     unread_for,
 )
@@ -344,7 +345,7 @@ def parse_frames(out: bytes, paths: Sequence[str]) -> Answers:
                 if _cut_short(out, body + total, b"D"):
                     got_bytes = max(0, min(len(out) - body, total - 1))
                     if mark:  # each file's bytes end at its mark: the one being sent is exact
-                        being, since = _marked(out, body, body + got_bytes, mark, n)
+                        being, since = marked_files(out, body, body + got_bytes, mark, n)
                         cut_bytes = body + got_bytes - since
                     else:
                         ends = list(itertools.accumulate(lengths))
@@ -418,18 +419,6 @@ def _next_index(head: re.Match[bytes], headed: int, count: int) -> int:
         raise FramingError(N_("answer %(index)s came where answer %(due)s of %(count)s was "
                               "due", index=index, due=headed + 1, count=count))
     return index
-
-
-def _marked(out: bytes, start: int, end: int, mark: bytes, files: int) -> tuple[int, int]:
-    """Of a bucket's bytes `out[start:end]` (cut short), how many of its `files` files were
-    sent whole (each followed by `mark`) and where the bytes of the next one begin."""
-    done = 0
-    while done < files:
-        found = out.find(mark, start, end)
-        if found < 0:
-            break
-        done, start = done + 1, found + len(mark)
-    return done, start
 
 
 def _first_unread(deferred: dict[int, Any], shares: dict[int, bytes | None],

@@ -29,6 +29,19 @@ def cut_by_slow_link(got: Answers, came: int, limit: float) -> bool:
     return got.arriving or (got.cut_bytes > 0 and came >= MIN_LINK_RATE * limit)
 
 
+def marked_files(out: bytes, start: int, end: int, mark: bytes,
+                 files: int) -> tuple[int, int]:
+    """Of a bucket's bytes `out[start:end]` (cut short), how many of its `files` files were
+    sent whole (each followed by `mark`) and where the bytes of the next one begin."""
+    done = 0
+    while done < files:
+        found = out.find(mark, start, end)
+        if found < 0:
+            break
+        done, start = done + 1, found + len(mark)
+    return done, start
+
+
 MIN_SHARE = 4096  # the fewest new bytes a shared batch budget gives one file
 
 
@@ -100,6 +113,7 @@ __all__ = [
     "MIN_LINK_RATE",
     "MIN_SHARE",
     "cut_by_slow_link",
+    "marked_files",
     "share_budget",
     "unread_for",
 ]
