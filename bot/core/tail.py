@@ -345,18 +345,23 @@ def parse_frames(out: bytes, paths: Sequence[str]) -> Answers:
                 if _cut_short(out, body + total, b"D"):
                     got_bytes = max(0, min(len(out) - body, total - 1))
                     if mark:  # each file's bytes end at its mark: the one being sent is exact
-                        being, since = marked_files(out, body, body + got_bytes, mark, n)
-                        cut_bytes = body + got_bytes - since
-                    else:
-                        ends = list(itertools.accumulate(lengths))
-                        being = bisect.bisect_right(ends, got_bytes)
-                        # of its share, only the bytes past what the files before could have
-                        # sent: one shorter than the bucket that grew after stat sends up to
-                        # the bucket's size, so fewer may be an earlier file's (this one hung)
-                        cut_bytes = max(0, got_bytes - being * bucket)
-                    at = members[bucket][min(being, n - 1)]  # being read
-                    # every byte but its end line, or every file's (the padding after)
-                    arriving = len(out) - body >= total or being >= n
+                        came = min(len(out) - body, total)
+                        being, since = marked_files(out, body, body + came, mark, n)
+                        # every byte came but a file's mark did not: files that grew filled
+                        # the bucket and tail waits on a later file (its end line is written
+                        # once tail ends): hung, whatever came after the last mark
+                        cut_bytes = body + came - since if came < total else 0
+                        arriving = being >= n  # every file's: the padding and end line
+                        at = members[bucket][min(being, n - 1)]
+                        break
+                    ends = list(itertools.accumulate(lengths))
+                    being = bisect.bisect_right(ends, got_bytes)
+                    # of its share, only the bytes past what the files before could have
+                    # sent: one shorter than the bucket that grew after stat sends up to the
+                    # bucket's size, so fewer may be an earlier file's (this one hung)
+                    cut_bytes = max(0, got_bytes - being * bucket)
+                    at = members[bucket][being]  # being read
+                    arriving = len(out) - body >= total  # every byte, its end line not
                     break
                 raise FramingError(N_("the bucket of %(bucket)s bytes has no end line after its "
                                       "%(total)s bytes", bucket=bucket, total=total))

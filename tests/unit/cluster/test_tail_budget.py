@@ -330,6 +330,9 @@ def test_in_a_marked_bucket_the_file_being_sent_is_told_by_the_marks() -> None:
     assert grown.stopped_at == 1 and grown.cut_bytes == 0
     coming = parse_frames(head + b"x" * 50 + mark + b"y" * 30, ["/small", "/next"])
     assert coming.stopped_at == 1 and coming.cut_bytes == 30
+    # files that grew filled the bucket's bytes: tail waits on a later file (no end line)
+    filled = parse_frames(head + b"x" * 128 + mark + b"y" * 34, ["/grew", "/hung"])
+    assert filled.stopped_at == 1 and filled.cut_bytes == 0 and not filled.arriving
     post = b"9:11 50 1\n1:2 0 0\n9:12 100 1\n1:2 0 0"
     whole = head + b"x" * 50 + mark + b"y" * 100 + mark + b"D128 %d 0\nS1:2 %d\n%s\n" % (
         150 + 2 * len(mark), len(post), post)
