@@ -289,7 +289,7 @@ def submit_recipe(
                 chain_id=chain.id if chain is not None else None, array_task=array_task,
                 resumed_at=checkpoint.iteration if checkpoint else None,
                 charge_retry=charge_retry, actor=actor, channel=channel, sent_at=sent_at,
-                intent=intent, command_at_most_s=at_most)
+                intent=intent, command_at_most_s=at_most, holder=holder)
             if not added.new:
                 raise RunSubmitInFlight(added.flight, now)
             flight = added.flight

@@ -408,6 +408,15 @@ def _v22_step_post_bounds(conn: Connection) -> None:
     _add_column(conn, "prompt_steps", "post_at_most_s FLOAT")
 
 
+def _v23_submit_holders(conn: Connection) -> None:
+    """Version 23: submits_in_flight.holder, the holder of the submit claim the row's submit
+    was sent under (bot.services.submit_claim.submit_holder), so the settle that forgets the
+    row (its recovery, SubmitsInFlightRepo.remove) ends that claim, and only that one: a
+    claim of the same key another submit took since has another holder. A row written
+    before has none: its claim lapses by its hold, as before."""
+    _add_column(conn, "submits_in_flight", "holder TEXT")
+
+
 MIGRATIONS: list[Callable[[Connection], None]] = [
     _v1_initial,
     _v2_posts_and_watch,
@@ -431,6 +440,7 @@ MIGRATIONS: list[Callable[[Connection], None]] = [
     _v20_submit_intents_index,
     _v21_step_bounds,
     _v22_step_post_bounds,
+    _v23_submit_holders,
 ]
 
 

@@ -225,6 +225,9 @@ class SubmitInFlight:
     # one remote command's worst case as its sender counted it when it sent (schema 19;
     # RemoteDeadlines.command_at_most_s); None: a row written before, or by a caller not giving it
     command_at_most_s: float | None = None
+    # the holder of the submit claim it was sent under (schema 23; bot.services.submit_claim
+    # .submit_holder), ended when the row is forgotten; None: a row written before
+    holder: str | None = None
 
 
 @dataclass(frozen=True)

@@ -21,7 +21,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_VERSION = 22
+SCHEMA_VERSION = 23
 
 metadata = MetaData()
 
@@ -227,6 +227,9 @@ submits_in_flight = Table(  # version 14
     # version 19: one remote command's worst case as its sender counted it (RemoteDeadlines
     # .command_at_most_s), so its lookup waits at least that long per command; NULL: not kept
     Column("command_at_most_s", Float, nullable=True),
+    # version 23: the holder of the submit claim it was sent under (bot.services.submit_claim
+    # .submit_holder), whose claim the row's settle ends; NULL: not kept (written before)
+    Column("holder", Text, nullable=True),
     Index("ix_submits_in_flight_sent_at", "sent_at"),
     Index("ix_submits_in_flight_intent", "intent"),  # version 20: SubmitsInFlightRepo.with_intent
 )

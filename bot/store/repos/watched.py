@@ -5,9 +5,10 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import NamedTuple
 
-from sqlalchemy import and_, insert, select, update
+from sqlalchemy import and_, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
+from bot.core.submit_keys import claim_key
 from bot.store import schema as t
 from bot.store.repos.base import _insert_id, _Repo, _row
 from bot.store.rows import (
@@ -116,7 +117,7 @@ class SubmitsInFlightRepo(_Repo):
     def add(self, *, cluster: str, recipe: str, job_name: str, chain_id: int | None,
             array_task: int | None, resumed_at: int | None, charge_retry: bool, actor: str,
             channel: str | None, sent_at: float, intent: str | None = None,
-            command_at_most_s: float | None = None) -> AddedFlight:
+            command_at_most_s: float | None = None, holder: str | None = None) -> AddedFlight:
         """Keep a submit in flight from just before its sbatch; `new` False when a submit into
         the same run (`chain_id` and `array_task`: a run's jobs run one after another) is in
         flight already: that one comes back and nothing is added, so a second submit of a run
@@ -126,7 +127,9 @@ class SubmitsInFlightRepo(_Repo):
         see each other's: the chain's row is locked first (`FOR UPDATE` on PostgreSQL;
         SQLite's `BEGIN IMMEDIATE` already serialises writers), as AttemptsRepo.record does.
         `command_at_most_s`: one remote command's worst case as the sender counts it now
-        (bot.core.takeover.RemoteDeadlines.command_at_most_s), kept for the lookup's bound."""
+        (bot.core.takeover.RemoteDeadlines.command_at_most_s), kept for the lookup's bound.
+        `holder`: the holder of the submit claim it is sent under (bot.services.submit_claim
+        .submit_holder), which `remove` ends with the row."""
         c = t.submits_in_flight.c
         with self._engine.begin() as conn:
             if chain_id is not None:
@@ -143,16 +146,27 @@ class SubmitsInFlightRepo(_Repo):
                 cluster=cluster, recipe=recipe, job_name=job_name, chain_id=chain_id,
                 array_task=array_task, resumed_at=resumed_at, charge_retry=charge_retry,
                 actor=actor, channel=channel, sent_at=sent_at, intent=intent,
-                command_at_most_s=command_at_most_s))
+                command_at_most_s=command_at_most_s, holder=holder))
             row = conn.execute(select(t.submits_in_flight).where(c.id == flight_id)).first()
         return AddedFlight(_row(SubmitInFlight, row), new=True)
 
     def remove(self, flight_id: int) -> bool:
         """Forget the submit (its job is recorded, or it is known not to have gone through);
-        True for the one caller that removed it."""
+        True for the one caller that removed it. That caller ends, in the same transaction,
+        the submit claim the row was sent under (its key, bot.core.submit_keys.claim_key, held
+        by its `holder`), so a recovery that settles the row does not leave it standing until
+        it lapses; a claim of that key another submit took since (another holder) stays, and
+        a row without a holder (written before schema 23) ends none."""
+        c = t.submits_in_flight.c
         with self._engine.begin() as conn:
-            result = conn.execute(t.submits_in_flight.delete()
-                                  .where(t.submits_in_flight.c.id == flight_id))
+            row = conn.execute(select(c.recipe, c.chain_id, c.array_task, c.holder)
+                               .where(c.id == flight_id)).first()
+            result = conn.execute(t.submits_in_flight.delete().where(c.id == flight_id))
+            if result.rowcount == 1 and row is not None and row.holder is not None:
+                claims = t.command_claims.c
+                conn.execute(delete(t.command_claims).where(
+                    claims.key == claim_key(row.recipe, row.chain_id, row.array_task),
+                    claims.holder == row.holder))
         return result.rowcount == 1
 
     def of_recipe(self, recipe: str) -> list[SubmitInFlight]:
