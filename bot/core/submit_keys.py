@@ -5,6 +5,11 @@ own) under the recipe's job name, so two submits cross when one key is the other
 under it (own, above, below): a new run crosses every submit of its recipe, a whole array's
 each of its tasks', and two tasks' (or two runs') do not. The one rule for the submit claims
 (bot.services.submit_claim, CommandClaimsRepo.claim_uncrossed) and the submits kept in flight.
+
+An older trainbot (before the keys were paths) claimed every submit of a recipe under one key,
+`submit:recipe:<recipe>` (`legacy_key`), and looks at that key alone: during a rolling
+upgrade the submits of both stand against each other only if a newer one holds that key too
+(bot.services.submit_claim).
 """
 
 from __future__ import annotations
@@ -31,3 +36,15 @@ def crosses(key: str, other: str) -> bool:
     """Do submits of `key` and `other` cross: `other` is `key`, lies under it (begins with
     it) or above it (`keys_above`)? Symmetric; the store's claim_uncrossed asks it in SQL."""
     return other.startswith(key) or other in keys_above(key)
+
+
+def top_key(key: str) -> str:
+    """The key of a new run of `key`'s recipe (`submit:<recipe>/`), which every submit of the
+    recipe crosses."""
+    return key.split("/", 1)[0] + "/"
+
+
+def legacy_key(key: str) -> str:
+    """The key an older trainbot claims every submit of `key`'s recipe under (its one key per
+    recipe, before the keys were paths): `submit:recipe:<recipe>`."""
+    return "submit:recipe:" + key.split("/", 1)[0].removeprefix("submit:")

@@ -57,6 +57,7 @@ from bot.services.submit_claim import (
     claim_submit,
     flight_key,
     release_submit,
+    renew_submit,
     submit_holder,
 )
 from bot.services.submit_deadlines import approval_intent, resubmit_settled_at, step_bounds
@@ -213,8 +214,8 @@ def _cancel(ctx: BotContext, approval: Approval, actor: str, now: float, *,
             ctx.store.watched_jobs.add(cluster, job, now=watched.added_at,
                                        chain_id=watched.chain_id, adopted=watched.adopted)
 
-    if holder is not None and not ctx.store.command_claims.renew(
-            _resume_key(ctx, approval), holder, at(), scancel_s):
+    if holder is not None and not renew_submit(
+            ctx.store, _resume_key(ctx, approval), holder, at(), scancel_s):
         try:  # lost before the scancel (its hold lapsed and it was taken): taken again
             if not _claim_resume(ctx, approval, holder, scancel_s, at()):
                 holder = None
@@ -252,8 +253,8 @@ def _cancel(ctx: BotContext, approval: Approval, actor: str, now: float, *,
     # held on for its checkpoint lookup and sbatch (and a lookup by name); lost during the
     # scancel (it outlasted the hold, and another submit took it), its resubmit claims it
     # again, or is refused and says why
-    lost = holder is not None and not ctx.store.command_claims.renew(
-        _resume_key(ctx, approval), holder, at(),
+    lost = holder is not None and not renew_submit(
+        ctx.store, _resume_key(ctx, approval), holder, at(),
         2 * bounds.command_at_most_s + bounds.lookup_at_most_s + CLAIM_MARGIN_S)
     ctx.store.approvals.mark_step(approval.token, RESUMING_STEP, now=now, bounds=bounds)
     try:

@@ -18,6 +18,14 @@ is refused before its sbatch (`RecipeSubmitUnderWay`), naming the submit that ho
 or the row (a Cancel and resume click, which keeps no row until its resubmit, by its holder:
 `click_of`), and for a row kept in flight, when its recovery looks its job up (a row on a
 cluster no longer configured: that it is not looked up until that cluster is configured).
+
+A rolling upgrade runs an older trainbot beside this one: it claims every submit of a recipe
+under one key, `submit:recipe:<recipe>` (bot.core.submit_keys.legacy_key), and looks at that
+key alone. Every claim here holds that key too, in the same transaction (taken, renewed:
+`renew_submit`, and ended with it: `release_submit`, a row's settle; handed to another submit
+of the recipe still under way rather than ended), so the older trainbot is refused meanwhile;
+held by the older trainbot, it refuses the claim here (its holder, provably dead, taken over).
+Two claims here do not stand against each other by it: their path keys say whether they cross.
 """
 
 from __future__ import annotations
@@ -28,7 +36,7 @@ from collections.abc import Collection
 from dataclasses import dataclass
 
 from bot.core.holders import holder_label
-from bot.core.submit_keys import claim_key, crosses, keys_above
+from bot.core.submit_keys import claim_key, crosses, keys_above, legacy_key, top_key
 from bot.core.text import N_, Text
 from bot.services import ServiceError
 from bot.services.leases import process_holder, process_judge
@@ -112,13 +120,18 @@ def claim_submit(store: Store, recipe: str, chain_id: int | None, array_task: in
                 continue
             claims.release(key, holder)
             return _refused(_flights(store, recipe, own), other_key, other)
+        old = _hold_legacy(store, key, holder, now, hold_s)
+        if old is not None:
+            release_submit(store, key, holder)
+            return _refused(_flights(store, recipe, own), legacy_key(key), old)
         return None
     older = [f for f in flights
              if (own is None or f.id < own.id) and _stands_against(f, key, clusters)]
     if older:
         return Refused(older[0], kept=not _held(store, flight_key(older[0]), now))
     for _ in range(2):  # a second time once the dead holders' claims are gone
-        crossing = claims.claim_uncrossed(key, keys_above(key), holder, now, hold_s)
+        crossing = claims.claim_uncrossed(key, keys_above(key), holder, now, hold_s,
+                                          legacy=legacy_key(key))
         if not crossing:
             return None
         live = [(k, h) for k, h in crossing if not _dead(h, k)]
@@ -175,10 +188,38 @@ def _of(flights: list[SubmitInFlight], key: str) -> SubmitInFlight | None:
     return mine[-1] if mine else None
 
 
+def _hold_legacy(store: Store, key: str, holder: str, now: float, hold_s: float) -> str | None:
+    """Hold the key an older trainbot claims `key`'s recipe under (legacy_key) for `holder`,
+    who holds `key` already, until `now + hold_s`: None once held, else the older trainbot's
+    holder that stands against it (one provably dead is taken over)."""
+    claims, legacy, top = store.command_claims, legacy_key(key), top_key(key)
+    old = claims.hold_legacy(legacy, top, holder, now, hold_s)
+    if old is not None and _dead(old, legacy):
+        claims.release(legacy, old)
+        old = claims.hold_legacy(legacy, top, holder, now, hold_s)
+    return old
+
+
+def renew_submit(store: Store, key: str, holder: str, now: float, hold_s: float) -> bool:
+    """Hold `holder`'s claim of `key` until `now + hold_s` (CommandClaimsRepo.renew), and its
+    hold of the recipe's key as an older trainbot claims it (legacy_key) as long: False when
+    `holder` no longer holds `key`, or an older trainbot took the recipe's key meanwhile (its
+    claim of `key` then ended: lost, as a lapsed one taken by another)."""
+    if not store.command_claims.renew(key, holder, now, hold_s):
+        return False
+    if _hold_legacy(store, key, holder, now, hold_s) is None:
+        return True
+    release_submit(store, key, holder)
+    return False
+
+
 def release_submit(store: Store, key: str, holder: str) -> None:
-    """End `holder`'s claim of `key` (a store blip: it lapses by its hold)."""
+    """End `holder`'s claim of `key`, and its hold of the recipe's key as an older trainbot
+    claims it (CommandClaimsRepo.release_legacy: handed to another submit of the recipe
+    still under way, if any) (a store blip: they lapse by their hold)."""
     try:
         store.command_claims.release(key, holder)
+        store.command_claims.release_legacy(legacy_key(key), top_key(key), holder)
     except Exception:  # noqa: BLE001 - the job is recorded; the claim lapses by itself
         log.warning("%s: could not release its submit claim (it lapses by its hold)", key,
                     exc_info=True)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from sqlalchemy import case, delete, insert, or_, select, text, update
+from sqlalchemy import Connection, case, delete, insert, or_, select, text, update
 from sqlalchemy.exc import IntegrityError
 
 from bot.core.policy import RootWaiting
@@ -209,7 +209,7 @@ class CommandClaimsRepo(_Repo):
         return result.rowcount == 1
 
     def claim_uncrossed(self, key: str, above: Sequence[str], holder: str, now: float,
-                        ttl_s: float) -> list[tuple[str, str]]:
+                        ttl_s: float, legacy: str | None = None) -> list[tuple[str, str]]:
         """Claim `key` for `holder` until `now + ttl_s` unless another holder's claim not
         lapsed at `now` crosses it (of `key`, of a key beginning with it, or of one of
         `above`, as `held_around`): those claims, (key, holder) each, and nothing claimed;
@@ -217,7 +217,10 @@ class CommandClaimsRepo(_Repo):
         other claim of the same top key (`above[0]`, else `key`): SQLite's BEGIN IMMEDIATE
         serialises every write transaction, and on PostgreSQL the transaction first takes an
         advisory lock on that key. So of crossing claims taken at the same instant exactly
-        one is kept: never both (two jobs of a run), never neither (both refused)."""
+        one is kept: never both (two jobs of a run), never neither (both refused).
+        `legacy`: the recipe's key as an older trainbot claims it (bot.core.submit_keys
+        .legacy_key), held too in the same transaction (`_hold_legacy`), and standing against
+        this claim while an older trainbot holds it (`_legacy_stands`): returned as crossing."""
         claims = t.command_claims
         c = claims.c
         top = above[0] if above else key
@@ -226,21 +229,58 @@ class CommandClaimsRepo(_Repo):
                 if conn.dialect.name == "postgresql":
                     conn.execute(text("SELECT pg_advisory_xact_lock(hashtext(:k))"), {"k": top})
                 conn.execute(delete(claims).where(c.expires_at < now))
-                crossing = conn.execute(
+                crossing = [(row.key, row.holder) for row in conn.execute(
                     select(c.key, c.holder)
                     .where(c.expires_at >= now, c.holder != holder,
                            or_(c.key.startswith(key, autoescape=True), c.key.in_(list(above))))
-                    .order_by(c.key)).all()
+                    .order_by(c.key)).all()]
+                old = _legacy_stands(conn, legacy, top, holder, now) if legacy else None
+                if old is not None and legacy is not None:
+                    crossing.append((legacy, old))
                 if crossing:
-                    return [(row.key, row.holder) for row in crossing]
+                    return crossing
                 renewed = conn.execute(update(claims).where(c.key == key, c.holder == holder)
                                        .values(expires_at=now + ttl_s)).rowcount
                 if not renewed:
                     conn.execute(insert(claims).values(key=key, holder=holder, claimed_at=now,
                                                        expires_at=now + ttl_s))
-        except IntegrityError:  # claimed meanwhile by a plain `claim` of the same key
+                if legacy is not None:
+                    _hold_legacy(conn, legacy, holder, now, ttl_s)
+        except IntegrityError:  # claimed meanwhile by a plain `claim` of the key or `legacy`
+            old = self.holder(legacy) if legacy is not None else None
+            if legacy is not None and old is not None and old != holder:
+                return [(legacy, old)]
             return [(key, self.holder(key) or "")]
         return []
+
+    def hold_legacy(self, legacy: str, top: str, holder: str, now: float,
+                    ttl_s: float) -> str | None:
+        """Hold `legacy` (an older trainbot's key of the recipe whose new run's key is `top`)
+        for `holder` until `now + ttl_s` at least, as `claim_uncrossed` does: None once held;
+        the holder of the older trainbot's claim that stands against it, nothing held. For a
+        claim `holder` holds already (renewed). Serialised with the recipe's claims (`top`)."""
+        claims = t.command_claims
+        try:
+            with self._engine.begin() as conn:
+                if conn.dialect.name == "postgresql":
+                    conn.execute(text("SELECT pg_advisory_xact_lock(hashtext(:k))"), {"k": top})
+                conn.execute(delete(claims).where(claims.c.key == legacy,
+                                                  claims.c.expires_at < now))
+                old = _legacy_stands(conn, legacy, top, holder, now)
+                if old is not None:
+                    return old
+                _hold_legacy(conn, legacy, holder, now, ttl_s)
+        except IntegrityError:  # an older trainbot's plain `claim` of it, just now
+            return self.holder(legacy) or ""
+        return None
+
+    def release_legacy(self, legacy: str, top: str, holder: str) -> None:
+        """End `holder`'s hold of `legacy` (`end_legacy`): handed to another newer trainbot's
+        submit of the recipe (`top`) still holding its claim, else deleted."""
+        with self._engine.begin() as conn:
+            if conn.dialect.name == "postgresql":
+                conn.execute(text("SELECT pg_advisory_xact_lock(hashtext(:k))"), {"k": top})
+            end_legacy(conn, legacy, top, holder)
 
     def held_around(self, key: str, above: Sequence[str], now: float) -> list[tuple[str, str]]:
         """The claims not lapsed at `now` of `key`, of a key beginning with it, or of one of
@@ -261,6 +301,56 @@ class CommandClaimsRepo(_Repo):
             return conn.execute(
                 select(t.command_claims.c.holder).where(t.command_claims.c.key == key)
             ).scalar()
+
+
+def _legacy_stands(conn: Connection, legacy: str, top: str, holder: str,
+                   now: float) -> str | None:
+    """The holder of `legacy`'s claim not lapsed at `now` when an older trainbot holds it
+    (another holder than `holder` that holds no claim of a path key of the recipe, `top` or
+    one under it: a newer trainbot holds both, so its hold of `legacy` stands against no
+    newer submit, whose path keys say whether they cross); None: free, or a newer one's."""
+    c = t.command_claims.c
+    other = conn.execute(select(c.holder).where(c.key == legacy,
+                                                c.expires_at >= now)).scalar()
+    if other is None or other == holder:
+        return None
+    newer = conn.execute(select(c.key).where(
+        c.holder == other, c.expires_at >= now,
+        c.key.startswith(top, autoescape=True)).limit(1)).first()
+    return None if newer is not None else str(other)
+
+
+def _hold_legacy(conn: Connection, legacy: str, holder: str, now: float, ttl_s: float) -> None:
+    """Hold `legacy` for `holder` (its last taker: alive now, judged as an older trainbot
+    judges a claim's holder) until the later of its hold and `now + ttl_s`."""
+    claims = t.command_claims
+    c = claims.c
+    held = conn.execute(select(c.expires_at).where(c.key == legacy)).scalar()
+    if held is None:
+        conn.execute(insert(claims).values(key=legacy, holder=holder, claimed_at=now,
+                                           expires_at=now + ttl_s))
+    else:
+        conn.execute(update(claims).where(c.key == legacy)
+                     .values(holder=holder, expires_at=max(float(held), now + ttl_s)))
+
+
+def end_legacy(conn: Connection, legacy: str, top: str, holder: str) -> None:
+    """End `holder`'s hold of `legacy` (in `conn`'s transaction; nothing when another holds
+    it): handed, with its expiry, to the newer trainbot's submit of the recipe (a claim of
+    `top` or a key under it) whose claim is held longest, so an older trainbot still finds
+    it held while that submit is under way; deleted when there is none."""
+    claims = t.command_claims
+    c = claims.c
+    if conn.execute(select(c.key).where(c.key == legacy, c.holder == holder)).first() is None:
+        return
+    other = conn.execute(select(c.holder, c.expires_at).where(
+        c.key.startswith(top, autoescape=True), c.holder != holder)
+        .order_by(c.expires_at.desc()).limit(1)).first()
+    if other is None:
+        conn.execute(delete(claims).where(c.key == legacy, c.holder == holder))
+    else:
+        conn.execute(update(claims).where(c.key == legacy, c.holder == holder)
+                     .values(holder=other.holder, expires_at=other.expires_at))
 
 
 class HomeViewersRepo(_Repo):

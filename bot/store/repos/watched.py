@@ -8,9 +8,10 @@ from typing import NamedTuple
 from sqlalchemy import and_, delete, insert, select, update
 from sqlalchemy.exc import IntegrityError
 
-from bot.core.submit_keys import claim_key
+from bot.core.submit_keys import claim_key, legacy_key, top_key
 from bot.store import schema as t
 from bot.store.repos.base import _insert_id, _Repo, _row
+from bot.store.repos.replicas import end_legacy
 from bot.store.rows import (
     SubmitInFlight,
     WatchedJob,
@@ -156,7 +157,8 @@ class SubmitsInFlightRepo(_Repo):
         the submit claim the row was sent under (its key, bot.core.submit_keys.claim_key, held
         by its `holder`), so a recovery that settles the row does not leave it standing until
         it lapses; a claim of that key another submit took since (another holder) stays, and
-        a row without a holder (written before schema 23) ends none."""
+        a row without a holder (written before schema 23) ends none. Its hold of the key an
+        older trainbot claims the recipe under ends too (replicas.end_legacy)."""
         c = t.submits_in_flight.c
         with self._engine.begin() as conn:
             row = conn.execute(select(c.recipe, c.chain_id, c.array_task, c.holder)
@@ -164,9 +166,10 @@ class SubmitsInFlightRepo(_Repo):
             result = conn.execute(t.submits_in_flight.delete().where(c.id == flight_id))
             if result.rowcount == 1 and row is not None and row.holder is not None:
                 claims = t.command_claims.c
-                conn.execute(delete(t.command_claims).where(
-                    claims.key == claim_key(row.recipe, row.chain_id, row.array_task),
-                    claims.holder == row.holder))
+                key = claim_key(row.recipe, row.chain_id, row.array_task)
+                conn.execute(delete(t.command_claims).where(claims.key == key,
+                                                            claims.holder == row.holder))
+                end_legacy(conn, legacy_key(key), top_key(key), row.holder)
         return result.rowcount == 1
 
     def of_recipe(self, recipe: str) -> list[SubmitInFlight]:
