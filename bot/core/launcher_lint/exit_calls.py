@@ -12,11 +12,18 @@ from bot.core.launcher_lint.body_assignments import trap_action
 from bot.core.launcher_lint.branch_paths import path_index
 from bot.core.launcher_lint.counts_between import find_subshells
 from bot.core.launcher_lint.model import Call, Scan
+from bot.core.shell_lexer import COMMAND_AT
 
 #: A `trap` command (where a word starts) and the conditions named on its line that are the
 #: shell's exit (`EXIT`, `SIGEXIT`, `0`).
 _TRAP_RE = re.compile(r"(?<![\w$./:-])trap[ \t][^\n]*")
 _ON_EXIT_RE = re.compile(r"[ \t]['\"]?(?:SIG)?(?:EXIT|0)['\"]?(?=[ \t;&|)}]|$)", re.I)
+#: An `exit` where a command starts (`exit 0`, `then exit 0; fi`, `[ … ] && exit 0`).
+_EXIT_RE = re.compile(r"(?m)" + COMMAND_AT + r"(?P<exit>exit)(?![\w-])")
+#: `set -e` turned off somewhere (`set +e`, `set +o errexit`, `shopt … errexit`): whether it is
+#: on at an earlier `exit` is not read.
+_ERREXIT_OFF_RE = re.compile(r"\bset[ \t]+(?:[^\n;&|]*[ \t])?(?:\+[A-Za-z]*e|\+o[ \t]+errexit\b)"
+                             r"|\bshopt\b[^\n]*\berrexit\b")
 
 
 def exit_trap_calls(code: str, scan: Scan) -> list[Call]:
@@ -46,7 +53,16 @@ def exit_trap_calls(code: str, scan: Scan) -> list[Call]:
     if path_of(at):
         return []
     end = len(code.rstrip())
-    return [Call(end, named[0], scan.opts.errexit)]
+    # (… and at each `exit` past the trap bash may run in the script's shell, at its level or
+    # in a branch there: the trap runs there too, with what the script left its variables at
+    # there; not one in a body, a subshell, a loop, or where `set -e` may be off)
+    if not scan.opts.errexit or _ERREXIT_OFF_RE.search(code):
+        return [Call(end, named[0], scan.opts.errexit)]
+    outside = [*scan.bodies.values(), *scan.uncalled_bodies, *find_subshells(code),
+               *scan.piped, *scan.never_run, *scan.loops.items()]
+    earlier = [Call(m.start("exit"), named[0], True) for m in _EXIT_RE.finditer(code, at)
+               if not any(start <= m.start("exit") < stop for start, stop in outside)]
+    return [*earlier, Call(end, named[0], scan.opts.errexit)]
 
 
 

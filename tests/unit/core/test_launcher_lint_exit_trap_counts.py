@@ -32,6 +32,15 @@ SCRIPTS = [
                  id="still-0-body-goes-on"),
     pytest.param("n=0\nf() { ((n++)); echo trap; }\ntrap f EXIT\nset -e\necho hi\n", True,
                  id="set-e-after-the-trap"),
+    pytest.param('set -e\nn=0\nf() { ((n++)); }\ntrap f EXIT\nif [ -z "${X:-}" ]; then exit 0; fi\n'
+                 "n=5\n", True, id="exit-in-a-branch-before-the-count-is-set"),
+    pytest.param('set -e\nn=0\nf() { ((n++)); }\ntrap f EXIT\n[ -z "${X:-}" ] && exit 0\nn=5\n',
+                 True, id="exit-in-an-and-list-before-the-count-is-set"),
+    pytest.param("set -e\nn=0\nf() { ((n++)); }\ntrap f EXIT\nn=3\n"
+                 'if [ -z "${X:-}" ]; then exit 0; fi\nn=5\n', False,
+                 id="exit-in-a-branch-after-the-count-is-set"),
+    pytest.param("set -e\nn=0\nf() { ((n++)); }\nn=2\nexit 0\ntrap f EXIT\n", False,
+                 id="exit-before-the-trap"),
 ]
 
 
