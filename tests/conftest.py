@@ -25,6 +25,7 @@ from typing import TYPE_CHECKING, Any
 
 import pytest
 import yaml
+from hypothesis import HealthCheck, settings
 from sqlalchemy import create_engine, make_url
 from sqlalchemy.exc import OperationalError
 
@@ -36,6 +37,11 @@ if TYPE_CHECKING:
     from bot.core.ssh_settings import SSHSettings
     from bot.services.ports import BotContext
     from bot.store import Store
+
+# Property tests judge behaviour, never speed: the machines that run the suite are shared
+# and loaded, so Hypothesis's wall-clock deadline and its "too slow" health check are off.
+settings.register_profile("trainbot", deadline=None, suppress_health_check=[HealthCheck.too_slow])
+settings.load_profile("trainbot")
 
 REPO = Path(__file__).resolve().parents[1]
 DEV_CLUSTER_SCRIPTS = REPO / "deploy" / "dev-cluster"

