@@ -15,6 +15,13 @@ log = logging.getLogger(__name__)
 # long, a collection that finds py-spy absent neither forgets the placement nor checks the
 # copy again (nor warns); then it is checked once more.
 UNSEEN_REMEMBERED_S = 3600.0
+# How long after its recheck a copy found intact on the login node counts as intact for the
+# nodes' next miss (that collection's, whose deadline is shorter): later, or once that
+# collection ended another way (timed out, failed, the job ended), the mark is dropped.
+INTACT_FRESH_S = 600.0
+# While a miss is remembered, a collection the nodes miss it in checks the copy again
+# (sha256 only) at most this often, so a copy gone meanwhile is placed again.
+UNSEEN_RECHECK_S = 300.0
 
 
 class PySpyPlacements:
@@ -32,7 +39,10 @@ class PySpyPlacements:
     there and intact, the nodes do not see it or cannot run it (a home not shared with
     them, mounted noexec), and when they miss it again that is remembered for
     UNSEEN_REMEMBERED_S (warned once per copy for the process's life): meanwhile a
-    collection keeps its path and neither forgets nor checks it."""
+    collection keeps its path and says why, and a miss checks the copy again at most every
+    UNSEEN_RECHECK_S (sha256 only; placed again, and the miss forgotten, when gone). The
+    recheck's "intact" counts only for the next miss within INTACT_FRESH_S; any other
+    outcome of that collection (`settled`) drops it."""
 
     def __init__(self, placed: Mapping[str, str] | None = None,
                  monotonic: Callable[[], float] = time.monotonic) -> None:
@@ -42,8 +52,9 @@ class PySpyPlacements:
         self._under_way: dict[str, Future[str]] = {}
         self._copying: set[str] = set()  # clusters whose placement under way copies
         self._rechecking: dict[str, str] = {}  # the path the nodes missed, checked next
-        self._intact: dict[str, str] = {}  # that check found it intact on the login node
-        self._unseen: dict[str, tuple[str, float]] = {}  # nodes miss it: path, until when
+        self._intact: dict[str, tuple[str, float]] = {}  # that check found it intact: when
+        # nodes miss it: path, until when, when its copy is checked again at the earliest
+        self._unseen: dict[str, tuple[str, float, float]] = {}
         self._warned: set[tuple[str, str]] = set()
 
     def start(self, cluster: str, place: Callable[[], str]) -> Future[str]:
@@ -80,10 +91,17 @@ class PySpyPlacements:
             now = self._monotonic()
             unseen = self._unseen.get(cluster)
             if unseen is not None and unseen[0] == path and now < unseen[1]:
+                if now >= unseen[2] and self._paths.get(cluster) == path:
+                    del self._paths[cluster]  # the next ask checks the copy (gone: placed)
+                    self._rechecking[cluster] = path
+                    self._unseen[cluster] = (path, unseen[1], now + UNSEEN_RECHECK_S)
                 return True
             self._unseen.pop(cluster, None)
-            if self._intact.pop(cluster, None) == path and self._paths.get(cluster) == path:
-                self._unseen[cluster] = (path, now + UNSEEN_REMEMBERED_S)
+            intact = self._intact.pop(cluster, None)
+            if intact is not None and intact[0] == path and now - intact[1] < INTACT_FRESH_S \
+                    and self._paths.get(cluster) == path:
+                self._unseen[cluster] = (path, now + UNSEEN_REMEMBERED_S,
+                                         now + UNSEEN_RECHECK_S)
                 first = (cluster, path) not in self._warned
                 self._warned.add((cluster, path))
                 log.log(logging.WARNING if first else logging.INFO,
@@ -103,10 +121,19 @@ class PySpyPlacements:
     def found(self, cluster: str, path: str) -> None:
         """A collection ran `path` on `cluster`'s nodes: a miss remembered is over."""
         with self._lock:
-            if self._intact.get(cluster) == path:
-                del self._intact[cluster]
+            self._drop_intact(cluster, path)
             if self._unseen.get(cluster, ("",))[0] == path:
                 del self._unseen[cluster]
+
+    def settled(self, cluster: str, path: str) -> None:
+        """A collection that ran `path` ended neither running it nor finding it absent (timed
+        out, failed, the job ended): its recheck's "intact" no longer counts (class doc)."""
+        with self._lock:
+            self._drop_intact(cluster, path)
+
+    def _drop_intact(self, cluster: str, path: str) -> None:
+        if self._intact.get(cluster, ("",))[0] == path:
+            del self._intact[cluster]
 
     def _place(self, cluster: str, place: Callable[[], str], future: Future[str]) -> None:
         try:
@@ -127,6 +154,8 @@ class PySpyPlacements:
                 if copied:
                     log.warning("%s: trainbot's py-spy %s was gone; placed it again",
                                 cluster, path)
+                    if self._unseen.get(cluster, ("",))[0] == path:
+                        del self._unseen[cluster]  # the copy the nodes missed is new
                 else:
-                    self._intact[cluster] = path
+                    self._intact[cluster] = (path, self._monotonic())
         future.set_result(path)

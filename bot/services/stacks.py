@@ -193,11 +193,14 @@ class StackCollector:
         is said so, and remembered a while, not checked at every collection."""
         if report.problem is None or report.problem.cause in (NO_PROCESSES, PERMISSION_DENIED):
             self._placements.found(cluster, pyspy)  # the nodes found it (checked first)
-        elif report.problem.cause == PYSPY_ABSENT and self._placements.forget(cluster, pyspy):
-            return replace(report, problem=replace(report.problem, detail=N_(
-                "trainbot's copy %(path)s is on the login node, but the nodes do not find it "
-                "or cannot run it: a home not shared with the nodes, or mounted noexec",
-                path=pyspy)))
+        elif report.problem.cause == PYSPY_ABSENT:
+            if self._placements.forget(cluster, pyspy):
+                return replace(report, problem=replace(report.problem, detail=N_(
+                    "trainbot's copy %(path)s is on the login node, but the nodes do not find "
+                    "it or cannot run it: a home not shared with the nodes, or mounted "
+                    "noexec", path=pyspy)))
+        else:  # timed out, failed, the job ended: nothing said of the copy
+            self._placements.settled(cluster, pyspy)
         return report
 
     def _ended_meanwhile(self, cluster: str, report: StackReport) -> StackReport:

@@ -1,0 +1,105 @@
+"""trainbot's py-spy that the nodes missed, checked again on the login node: that check's
+"intact" counts only for the miss right after it (a collection that timed out instead drops
+it), and while a miss is remembered the copy is checked again every few minutes, so a copy
+really gone (a cache cleanup) is placed again, not hidden for the hour behind "the nodes do
+not find it"."""
+
+from __future__ import annotations
+
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from bot.core.stacks import MARKER, PYSPY_ABSENT
+from bot.services.pyspy_placements import UNSEEN_RECHECK_S, PySpyPlacements
+from bot.services.stacks import StackCollector
+
+PATH = "/home/u/.cache/trainbot/py-spy-0.4.0/py-spy"
+
+
+class World:
+    """login_has: the copy is on the login node; nodes_see: the nodes run it; timed_out: a
+    collection that finds it times out."""
+
+    def __init__(self) -> None:
+        self.login_has, self.nodes_see, self.timed_out = True, True, False
+        self.checks = self.copies = 0
+        self.clock = 1000.0
+
+    def run(self, argv, timeout=None, check=True, **kw):  # noqa: ANN001, ANN003, ANN201
+        line: dict = {"host": "gpu1", "procs": []}
+        if not self.nodes_see:
+            line.update(error="pyspy_absent", detail=f"{PATH}: not an executable file on gpu1")
+        elif not self.timed_out:
+            line["procs"] = [{"pid": 5, "rank": 0, "ok": True, "threads": []}]
+        return SimpleNamespace(exit_code=None if self.nodes_see and self.timed_out else 0,
+                               stdout=MARKER + json.dumps(line) + "\n", stderr="")
+
+    def runner(self, cluster):  # noqa: ANN001, ANN201
+        return self
+
+    def sftp(self, cluster):  # noqa: ANN001, ANN201
+        return object()
+
+    def slurm(self, cluster):  # noqa: ANN001, ANN201
+        return SimpleNamespace(job=lambda j: SimpleNamespace(is_running=True, state="RUNNING"))
+
+
+@pytest.fixture
+def world(monkeypatch) -> World:  # noqa: ANN001
+    import bot.services.stacks as stacks
+
+    world = World()
+
+    def place(runner, sftp, on_copy=None):  # noqa: ANN001, ANN202
+        world.checks += 1  # sha256-checked
+        if not world.login_has:
+            on_copy(PATH)
+            world.copies += 1
+            world.login_has = world.nodes_see = True  # the shared home has it again
+        return PATH
+
+    monkeypatch.setattr(stacks, "place_pyspy", place)
+    return world
+
+
+def _collector(world: World) -> StackCollector:
+    config = SimpleNamespace(clusters={"c": SimpleNamespace(
+        py_spy=None, stacks_timeout=25.0, stacks_native=False)})
+    placements = PySpyPlacements({"c": PATH}, monotonic=lambda: world.clock)
+    return StackCollector(config, world, placements=placements)  # type: ignore[arg-type]
+
+
+def _cause(collector: StackCollector) -> str | None:
+    problem = collector.collect("c", "42").problem
+    return None if problem is None else problem.cause
+
+
+def test_a_recheck_whose_collection_timed_out_does_not_hide_a_later_cleanup(
+        world: World) -> None:
+    collector = _collector(world)
+    world.nodes_see = False
+    assert _cause(collector) == PYSPY_ABSENT  # a passing miss (a node's automount late)
+    world.nodes_see, world.timed_out = True, True
+    assert _cause(collector) != PYSPY_ABSENT and world.checks == 1  # checked: intact
+    world.timed_out = False
+    world.clock += 86400
+    world.login_has = world.nodes_see = False  # a cache cleanup, a day later
+    report = collector.collect("c", "42")
+    assert report.problem is not None and "is on the login node" not in str(
+        report.problem.detail)
+    assert _cause(collector) is None and world.copies == 1  # placed again at once
+
+
+def test_a_copy_gone_while_the_nodes_miss_is_remembered_is_placed_again(
+        world: World) -> None:
+    collector = _collector(world)
+    world.nodes_see = False
+    for _ in range(3):  # the nodes never see it: checked once, then remembered
+        assert _cause(collector) == PYSPY_ABSENT
+    assert world.checks == 1
+    world.login_has = False  # a cache cleanup
+    world.clock += UNSEEN_RECHECK_S + 1
+    assert _cause(collector) == PYSPY_ABSENT  # this miss checks the copy again
+    assert _cause(collector) is None and world.copies == 1  # gone: placed again
