@@ -21,13 +21,16 @@ MARKER = "TRAINBOT_STACKS_JSON "
 # Why stacks could not be collected (one clear line each in the thread, templates/stacks).
 PYSPY_ABSENT = "pyspy_absent"  # no py-spy where it was looked for, or it cannot run
 PYSPY_NOT_PLACED = "pyspy_not_placed"  # placing trainbot's py-spy outlasted its deadline
+# trainbot's copy, intact on the login node, is not found or cannot run on the nodes (a home
+# not shared with them, mounted noexec): only the site's own `py_spy` path helps there
+PYSPY_UNSEEN = "pyspy_unseen"
 PERMISSION_DENIED = "permission_denied"  # ptrace refused (another uid, ptrace_scope)
 JOB_ENDED = "job_ended"  # the job (or the process) ended before or during the collection
 NO_PROCESSES = "no_processes"  # the job runs no Python process trainbot could find
 TIMED_OUT = "timed_out"  # the collection outlasted its deadline
 FAILED = "failed"  # anything else: the detail says what
-CAUSES = (PYSPY_ABSENT, PYSPY_NOT_PLACED, PERMISSION_DENIED, JOB_ENDED, NO_PROCESSES,
-          TIMED_OUT, FAILED)
+CAUSES = (PYSPY_ABSENT, PYSPY_NOT_PLACED, PYSPY_UNSEEN, PERMISSION_DENIED, JOB_ENDED,
+          NO_PROCESSES, TIMED_OUT, FAILED)
 
 _PERMISSION = re.compile(r"permission denied|operation not permitted|EPERM|ptrace", re.I)
 _GONE = re.compile(r"no such process|failed to find process|process \d+ not found"

@@ -46,6 +46,7 @@ from bot.core.stacks import (
     PERMISSION_DENIED,
     PYSPY_ABSENT,
     PYSPY_NOT_PLACED,
+    PYSPY_UNSEEN,
     TIMED_OUT,
     ProcessFailure,
     StackReport,
@@ -194,8 +195,9 @@ class StackCollector:
         if report.problem is None or report.problem.cause in (NO_PROCESSES, PERMISSION_DENIED):
             self._placements.found(cluster, pyspy)  # the nodes found it (checked first)
         elif report.problem.cause == PYSPY_ABSENT:
-            if self._placements.forget(cluster, pyspy):
-                return replace(report, problem=replace(report.problem, detail=N_(
+            if self._placements.forget(cluster, pyspy):  # only the site's py_spy helps
+                return replace(report, problem=replace(report.problem, cause=PYSPY_UNSEEN,
+                                                       detail=N_(
                     "trainbot's copy %(path)s is on the login node, but the nodes do not find "
                     "it or cannot run it: a home not shared with the nodes, or mounted "
                     "noexec", path=pyspy)))

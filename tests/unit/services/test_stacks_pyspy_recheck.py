@@ -11,7 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
-from bot.core.stacks import MARKER, PYSPY_ABSENT
+from bot.core.stacks import MARKER, PYSPY_ABSENT, PYSPY_UNSEEN
 from bot.services.pyspy_placements import UNSEEN_RECHECK_S, PySpyPlacements
 from bot.services.stacks import StackCollector
 
@@ -97,9 +97,28 @@ def test_a_copy_gone_while_the_nodes_miss_is_remembered_is_placed_again(
     collector = _collector(world)
     world.nodes_see = False
     for _ in range(3):  # the nodes never see it: checked once, then remembered
-        assert _cause(collector) == PYSPY_ABSENT
+        assert _cause(collector) in (PYSPY_ABSENT, PYSPY_UNSEEN)
     assert world.checks == 1
     world.login_has = False  # a cache cleanup
     world.clock += UNSEEN_RECHECK_S + 1
-    assert _cause(collector) == PYSPY_ABSENT  # this miss checks the copy again
+    assert _cause(collector) == PYSPY_UNSEEN  # this miss checks the copy again
     assert _cause(collector) is None and world.copies == 1  # gone: placed again
+
+
+@pytest.mark.parametrize(("lang", "says", "never"), [
+    ("en", "set the cluster's `py_spy` path to a py-spy the nodes can see and run",
+     "let trainbot copy"),
+    ("ko", "노드에서 보이고 실행할 수 있는 py-spy로 설정하세요", "봇 사용자의 홈에 복사")])
+def test_the_nodes_not_seeing_the_copy_only_asks_for_the_clusters_py_spy(
+        world: World, lang: str, says: str, never: str) -> None:
+    """trainbot's copy is what the nodes miss: the report never offers to copy it again."""
+    from bot.slack.render import render_blocks
+
+    collector = _collector(world)
+    world.nodes_see = False
+    collector.collect("c", "42")
+    report = collector.collect("c", "42")
+    assert report.problem is not None and report.problem.cause == PYSPY_UNSEEN
+    _, text = render_blocks("stacks", lang, report.to_view())
+    assert says in text and never not in text
+    assert "login node" in text or "로그인 노드" in text
