@@ -770,7 +770,8 @@ def make_context(store: Store, slurm: FakeSlurm | Mapping[str, FakeSlurm] | None
     return BotContext(config=config, store=store, clusters=clusters, sink=sink, home=home,
                       renderer=TemplateRenderer(config.redactor()), catalogue=catalogue,
                       charts=SeriesCharts(catalogue) if sink is not None and charts else None,
-                      clock=clock, pyspy=PySpyPlacements(placed))
+                      clock=clock, pyspy=PySpyPlacements(
+                          placed, monotonic=time.monotonic if clock is time.time else clock))
 
 
 def fake_slurm(ctx: BotContext, cluster: str = "dev") -> FakeSlurm:

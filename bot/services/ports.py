@@ -498,3 +498,9 @@ class BotContext:
     # life (its fenced copies share it): their failed tries in a row are one failure series in
     # the log; a run's are forgotten when it ends (bot.services.watch_events.ThreadEvents)
     posts: dict[int, Backoffs] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        # the py-spy placements' remembered misses follow the context's clock where one was
+        # given (a test's), not the process's monotonic time, unless placements were given
+        if self.clock is not time.time and self.pyspy.untouched():
+            self.pyspy = PySpyPlacements(monotonic=self.clock)

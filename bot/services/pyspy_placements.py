@@ -57,6 +57,13 @@ class PySpyPlacements:
         self._unseen: dict[str, tuple[str, float, float]] = {}
         self._warned: set[tuple[str, str]] = set()
 
+    def untouched(self) -> bool:
+        """Nothing placed nor under way, and on the process's monotonic clock: a default one,
+        which a context with its own clock replaces (bot.services.ports.BotContext)."""
+        with self._lock:
+            return self._monotonic is time.monotonic and not self._paths \
+                and not self._under_way
+
     def start(self, cluster: str, place: Callable[[], str]) -> Future[str]:
         """The placement of `cluster`'s py-spy: done when placed, else the one under way, else
         `place()` begun on a daemon thread."""

@@ -103,7 +103,8 @@ class StackCollector:
         # and the collection keeps its whole stacks_timeout
         self.wait_for_placement = wait_for_placement
         # the process's (the bot's context's, BotContext.pyspy), else this collector's own
-        self._placements = placements if placements is not None else PySpyPlacements()
+        self._placements = placements if placements is not None else \
+            PySpyPlacements(monotonic=monotonic)
         # told (cluster, path) when a placement it begins copies py-spy (not when the copy
         # there is only checked): `trainbot stacks` says the collection waits for the copy
         self.on_copy = on_copy

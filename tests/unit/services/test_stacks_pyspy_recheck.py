@@ -122,3 +122,37 @@ def test_the_nodes_not_seeing_the_copy_only_asks_for_the_clusters_py_spy(
     _, text = render_blocks("stacks", lang, report.to_view())
     assert says in text and never not in text
     assert "login node" in text or "로그인 노드" in text
+
+
+def _recheck_due_finds_the_copy_gone(world: World, collector: StackCollector) -> None:
+    """The nodes never see the copy; a cleanup takes it; past UNSEEN_RECHECK_S on the
+    collector's clocks, a miss checks it and the next collection places it again."""
+    world.nodes_see = False
+    for _ in range(3):
+        collector.collect("c", "42")
+    world.login_has = False
+    world.clock += UNSEEN_RECHECK_S + 1
+    for _ in range(2):
+        collector.collect("c", "42")
+    assert world.copies == 1
+
+
+def test_a_collectors_own_placements_keep_its_clock(world: World) -> None:
+    config = SimpleNamespace(clusters={"c": SimpleNamespace(
+        py_spy=None, stacks_timeout=25.0, stacks_native=False)})
+    collector = StackCollector(config, world,  # type: ignore[arg-type]
+                               monotonic=lambda: world.clock)
+    _recheck_due_finds_the_copy_gone(world, collector)
+
+
+def test_the_contexts_placements_keep_its_clock(world: World, store) -> None:  # noqa: ANN001
+    from dataclasses import replace
+
+    from fakes import make_context
+
+    # a context with its own clock and the default (new, untouched) placements
+    ctx = replace(make_context(store), clock=lambda: world.clock, pyspy=PySpyPlacements())
+    config = SimpleNamespace(clusters={"c": SimpleNamespace(
+        py_spy=None, stacks_timeout=25.0, stacks_native=False)})
+    collector = StackCollector(config, world, placements=ctx.pyspy)  # type: ignore[arg-type]
+    _recheck_due_finds_the_copy_gone(world, collector)
