@@ -360,8 +360,10 @@ def apply_hold(ctx: BotContext, approval: Approval, actor: str, now: float) -> H
         )  # fmt: skip
         return HoldResult("hold_unknown", error=said(exc))
     except ClusterError as exc:
-        ctx.store.approvals.mark_step(approval.token, HOLD_ENDED_STEP, now=now)
+        # done before its hold is marked over: a hold over and approved may be handed the job
+        # by another run's hold letting go of it (`store.approvals.pass_hold`)
         ctx.store.approvals.mark_done(approval.token, now=now)  # nothing to release later
+        ctx.store.approvals.mark_step(approval.token, HOLD_ENDED_STEP, now=now)
         ctx.store.audit.record(
             actor=actor, action="competitor.hold", now=now, recipe=payload.get("recipe"),
             job_id=str(comp), result="failed", detail=str(exc),
@@ -574,8 +576,11 @@ def hold_over(ctx: BotContext, approval: Approval, now: float) -> bool:
     record of the job shows no hold can land any more (`hold_seen_over`)."""
     approvals, token = ctx.store.approvals, approval.token
     if approvals.mark_step(token, HOLDING_STEP, now=now):
+        # over only once done when nothing was held: a hold over and approved may be handed
+        # the job by another run's hold letting go of it (`store.approvals.pass_hold`)
+        taken = taken_before_its_hold(ctx, approval, now)
         approvals.mark_step(token, HOLD_ENDED_STEP, now=now)
-        return not taken_before_its_hold(ctx, approval, now)
+        return not taken
     steps = approvals.steps(token)
     if HOLD_ENDED_STEP in steps:
         return True

@@ -534,10 +534,15 @@ class ApprovalsRepo(_Repo):
     def pass_hold(self, token: str, *, now: float,
                   keep: KeepFor | None = None) -> Approval | None:
         """Hold `token` (approved, its release claimed: "releasing") is no longer needed:
-        when another approved hold of the same job still has its hold out (`_hold_out`: its
-        release not claimed), `token` is done without a release (step "hold_kept") and that
-        other hold, which releases the job once it no longer needs it, is returned; None
-        (nothing changed) when `token` is the last: it releases the job. One transaction,
+        when another approved hold of the same job still has its hold out and landed
+        (`_hold_kept_out`: its release not claimed, its `scontrol hold` over), `token` is done
+        without a release (step "hold_kept") and that other hold, which releases the job once
+        it no longer needs it, is returned; None (nothing changed) when `token` is the last:
+        it releases the job. A hold still on its way ("holding" without "hold_ended") is never
+        handed the job: it may yet fail, or be taken by its release before it is sent, and be
+        done with nothing to release, which would leave the job held with no hold in the
+        ledger; released now, the job is held again by that hold if it lands, which then
+        releases it as any hold. One transaction,
         the job's approval rows locked (FOR UPDATE on PostgreSQL; SQLite's BEGIN IMMEDIATE
         already serialises writers): of two holds let go at once, each having claimed its
         release first, neither is seen out by the other, so the job is released, never left
@@ -548,7 +553,7 @@ class ApprovalsRepo(_Repo):
             mine, others = self._holds_beside(conn, token)
             if mine is None or mine[0].state != "approved":
                 return None
-            out = next((a for a, steps in others if _hold_out(steps)), None)
+            out = next((a for a, steps in others if _hold_kept_out(steps)), None)
             if out is not None:
                 conn.execute(update(t.approvals).where(and_(
                     t.approvals.c.id == token, t.approvals.c.state == "approved"))
@@ -678,6 +683,15 @@ def _hold_out(steps: Mapping[str, float]) -> bool:
     """Does an approved hold with these steps have its hold out, trainbot's to release: its
     hold was sent (`_hold_sent`) and its release is not claimed ("releasing")."""
     return "releasing" not in steps and _hold_sent(steps)
+
+
+def _hold_kept_out(steps: Mapping[str, float]) -> bool:
+    """May an approved hold with these steps be handed a job another hold lets go of
+    (`pass_hold`): its hold is out (`_hold_out`) and over, never to end with nothing to
+    release: "hold_ended" (its `scontrol hold` went through, or it shares one that did:
+    `join_hold`), or it is from before the steps (neither "holding" nor "hold_approved")."""
+    return _hold_out(steps) and ("hold_ended" in steps
+                                 or ("holding" not in steps and "hold_approved" not in steps))
 
 
 def _hold_sent(steps: Mapping[str, float]) -> bool:

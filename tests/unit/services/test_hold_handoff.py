@@ -1,0 +1,178 @@
+"""A hold trainbot keeps of a competing job for several runs, handed from one run's hold to
+another's as the first lets go (store.approvals.pass_hold, bot.services.competitors): never to
+a hold that may yet end with nothing to release, so the job is never left held with no hold
+in the ledger. Real store, on SQLite and on PostgreSQL (`store_url`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+from fakes import FakeSlurm, make_context, recorded
+from support import store_backends
+
+from bot.cluster.errors import ClusterUnavailable
+from bot.services import competitors
+from bot.services.approvals import ActionId, handle_click
+from bot.services.ports import BotContext
+from bot.store import Store
+
+NOW = 1_000_000.0
+store = store_backends.store
+
+
+class HookedHolds(FakeSlurm):
+    """FakeSlurm whose next `scontrol hold`s each run a hook (`during_holds`, in order) while
+    they are on their way; a hold with a hook lands only as the hook makes it (`land`)."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.during_holds: list[Callable[[], object]] = []
+
+    def hold(self, job_id: int) -> None:
+        if not self.during_holds:
+            super().hold(job_id)
+            return
+        self._call("hold", job_id)
+        self.during_holds.pop(0)()
+
+    def land(self, job_id: int) -> None:
+        self.set(job_id, reason="JobHeldUser", priority=0)
+
+
+@pytest.fixture
+def slurm() -> HookedHolds:
+    return HookedHolds()
+
+
+@pytest.fixture
+def ctx(store: Store, slurm: HookedHolds) -> BotContext:
+    return make_context(store, slurm)
+
+
+def hold_for(ctx: BotContext, slurm: FakeSlurm, competitor: int, for_job: int) -> str:
+    """A run whose resumed job `for_job` waits, and its hold prompt for `competitor`."""
+    slurm.add(for_job, name="mix", account="root", partition="debug", priority=50)
+    chain = ctx.store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW)
+    ctx.store.attempts.record(chain_id=chain.id, job_id=str(for_job), now=NOW)
+    recorded(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
+    return ctx.store.approvals.create(
+        chain_id=chain.id, action=competitors.HOLD_ACTION, target_job=str(competitor),
+        payload={"cluster": "dev", "for_job": str(for_job), "recipe": "mix",
+                 "choices": ["hold", "keep"]},
+        allowed=["U0APPR"], now=NOW, expires_at=NOW + 3600)
+
+
+def two_runs_ask_to_hold_88017(ctx: BotContext, slurm: FakeSlurm) -> tuple[str, str]:
+    slurm.add(88017, name="succ", account="root", partition="debug", priority=100)
+    return hold_for(ctx, slurm, 88017, 88887), hold_for(ctx, slurm, 88017, 88999)
+
+
+@pytest.mark.parametrize("b_hold", ["fails", "lands"])
+def test_a_hold_let_go_while_another_runs_hold_is_on_its_way_releases_the_job(
+        ctx: BotContext, slurm: HookedHolds, b_hold: str) -> None:
+    """A's yes and B's yes both read 88017 waiting and send their holds. A's lands and A's
+    job starts while B's is on its way: A's hold is not handed to B's (which may still
+    fail), so the tick releases 88017. B's hold failing then leaves it released, with an
+    empty ledger; B's hold landing after holds it again, for B, which releases it when 88999
+    starts. Never held with no hold of trainbot's to release it."""
+    token_a, token_b = two_runs_ask_to_hold_88017(ctx, slurm)
+    answers: dict[str, str | None] = {}
+
+    def b_says_yes() -> None:
+        answers["b"] = handle_click(ctx, token_b, ActionId.HOLD_COMPETITOR, "U0APPR",
+                                    NOW + 1).update_text
+
+    def as_bs_hold_is_sent() -> None:
+        slurm.land(88017)  # A's hold lands
+        slurm.set(88887, state="RUNNING")
+        assert competitors.release_started(ctx, NOW + 1) == [88017]
+        if b_hold == "fails":
+            raise ClusterUnavailable("ssh: connect to host: Connection refused")
+        slurm.land(88017)
+
+    slurm.during_holds = [b_says_yes, as_bs_hold_is_sent]
+    handle_click(ctx, token_a, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 1)
+    assert slurm.acted("release") == [88017]
+    said = recorded(ctx).texts()
+    assert "Released 88017: 88887 is running." in said
+    assert not any("stays held" in text for text in said)
+    if b_hold == "fails":
+        assert answers["b"] == ("Approved by <@U0APPR>: holding 88017 failed: ssh: connect to "
+                                "host: Connection refused")
+        assert competitors.held_now(ctx) == []
+        assert not slurm.records[88017].is_held
+        return
+    assert answers["b"] == "Approved by <@U0APPR>: held 88017 until 88999 starts"
+    assert [a.payload["for_job"] for a in competitors.held_now(ctx)] == ["88999"]
+    assert slurm.records[88017].is_held
+    slurm.set(88999, state="RUNNING")
+    assert competitors.release_started(ctx, NOW + 2) == [88017]
+    assert not slurm.records[88017].is_held
+
+
+@pytest.mark.parametrize("as_b_is_marked", [competitors.HOLDING_STEP,
+                                            competitors.HOLD_ENDED_STEP])
+def test_a_hold_let_go_while_another_is_taken_before_its_hold_releases_the_job(
+        ctx: BotContext, slurm: HookedHolds, monkeypatch: pytest.MonkeyPatch,
+        as_b_is_marked: str) -> None:
+    """B's yes is claimed, its hold not sent yet, when 88999 is cancelled: that release takes
+    B's `holding` step first and closes B with nothing held. A replica letting go of A's hold
+    (88887 started) at any point of that (as B's `holding` or `hold_ended` step is marked)
+    never hands the job to B, closed with nothing to release: it releases 88017."""
+    token_a, token_b = two_runs_ask_to_hold_88017(ctx, slurm)
+    handle_click(ctx, token_a, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 1)
+    approvals = ctx.store.approvals
+    assert approvals.claim(token_b, "U0APPR", NOW + 2,
+                           step=competitors.HOLD_APPROVED_STEP).claimed
+    slurm.set(88887, state="RUNNING")
+    mark_step = approvals.mark_step
+    other_replica: list[list[int]] = []
+
+    def mark_then_let_go_of_a(token: str, step: str, **kw: Any) -> bool | None:
+        marked = mark_step(token, step, **kw)
+        if token == token_b and step == as_b_is_marked:
+            other_replica.append(competitors.release_held_for(
+                ctx, 88887, NOW + 3, "running", "dev", "RUNNING"))
+        return marked
+
+    monkeypatch.setattr(approvals, "mark_step", mark_then_let_go_of_a)
+    assert competitors.release_held_for(ctx, 88999, NOW + 3, "cancelled", "dev") == []
+    monkeypatch.undo()
+    assert other_replica == [[88017]]
+    assert slurm.acted("release") == [88017]
+    assert competitors.held_now(ctx) == []
+    assert not slurm.records[88017].is_held
+
+
+def test_a_hold_let_go_as_another_runs_failed_hold_is_closed_releases_the_job(
+        ctx: BotContext, slurm: HookedHolds, monkeypatch: pytest.MonkeyPatch) -> None:
+    """B's hold failed: as B is closed with nothing to release (its hold marked over), a
+    replica lets go of A's hold (88887 started): it is not handed to B, and releases 88017."""
+    token_a, token_b = two_runs_ask_to_hold_88017(ctx, slurm)
+    approvals = ctx.store.approvals
+    mark_step = approvals.mark_step
+    other_replica: list[list[int]] = []
+
+    def mark_then_let_go_of_a(token: str, step: str, **kw: Any) -> bool | None:
+        marked = mark_step(token, step, **kw)
+        if token == token_b and step == competitors.HOLD_ENDED_STEP:
+            slurm.set(88887, state="RUNNING")
+            other_replica.append(competitors.release_held_for(
+                ctx, 88887, NOW + 2, "running", "dev", "RUNNING"))
+        return marked
+
+    def bs_hold_fails() -> None:
+        slurm.land(88017)  # A's hold lands
+        monkeypatch.setattr(approvals, "mark_step", mark_then_let_go_of_a)
+        raise ClusterUnavailable("ssh: connect to host: Connection refused")
+
+    slurm.during_holds = [
+        lambda: handle_click(ctx, token_b, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 1),
+        bs_hold_fails]
+    handle_click(ctx, token_a, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 1)
+    monkeypatch.undo()
+    assert other_replica == [[88017]]
+    assert competitors.held_now(ctx) == []
+    assert not slurm.records[88017].is_held
