@@ -477,7 +477,9 @@ def release_held_for(ctx: BotContext, job_id: int | str, now: float, why: str,
     A job trainbot holds for several runs (`apply_hold` shares a hold) is released by the
     last of their holds to let go: one let go while another's is still out is done without
     a release, what its thread is told of it kept in the same transaction
-    (`store.approvals.pass_hold`'s `keep`), then posted (or by the `prompts` job)."""
+    (`store.approvals.pass_hold`'s `keep`), then posted (or by the `prompts` job). One a
+    person's `/train hold|release` took out of the ledger after its release was claimed
+    (`pass_hold` finds it "gone") is theirs: no release is sent, which would drop their hold."""
     released = []
     for approval in held_now(ctx):
         if approval.payload.get("for_job") != str(job_id):
@@ -494,9 +496,11 @@ def release_held_for(ctx: BotContext, job_id: int | str, now: float, why: str,
         keeper = thread_keeper(ctx, approval.chain_id)
         still_held = None if keeper is None else partial(
             still_held_reply, keeper, approval, str(job_id), why, state)
-        if (kept := ctx.store.approvals.pass_hold(approval.token, now=now,
-                                                  keep=still_held)) is not None:
-            kept_for = kept.payload.get("for_job")
+        passed = ctx.store.approvals.pass_hold(approval.token, now=now, keep=still_held)
+        if passed.outcome == "gone":
+            continue  # a person's /train hold|release took it out since its claim: theirs
+        if passed.kept_by is not None:
+            kept_for = passed.kept_by.payload.get("for_job")
             ctx.store.audit.record(
                 actor="trainbot", action="competitor.release", now=now, job_id=str(comp),
                 recipe=approval.payload.get("recipe"), result="kept",

@@ -166,6 +166,18 @@ class ClaimResult:
 
 
 @dataclass(frozen=True)
+class HoldPass:
+    """What `ApprovalsRepo.pass_hold` did with a hold let go of: `outcome` "kept" (done
+    without a release: `kept_by`, another run's hold, keeps the job held), "last" (nothing
+    changed: the last hold of the job, which releases it) or "gone" (nothing changed: no
+    longer approved, taken out of the hold ledger after its release was claimed, by a
+    person's `/train hold|release`: nothing of trainbot's to release)."""
+
+    outcome: Literal["kept", "last", "gone"]
+    kept_by: Approval | None = None
+
+
+@dataclass(frozen=True)
 class SlackPost:
     """A Slack message trainbot intends to post or has posted, by idempotency key. `ts` is
     Slack's ts (a chart's file id); on a chart's intent, the uploaded file whose completion

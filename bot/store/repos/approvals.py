@@ -18,6 +18,7 @@ from bot.store.rows import (
     Approval,
     Attempt,
     ClaimResult,
+    HoldPass,
 )
 
 KeepFor = Callable[[Approval], Mapping[str, Any] | None]
@@ -532,27 +533,29 @@ class ApprovalsRepo(_Repo):
         return out
 
     def pass_hold(self, token: str, *, now: float,
-                  keep: KeepFor | None = None) -> Approval | None:
+                  keep: KeepFor | None = None) -> HoldPass:
         """Hold `token` (approved, its release claimed: "releasing") is no longer needed:
         when another approved hold of the same job still has its hold out and landed
         (`_hold_kept_out`: its release not claimed, its `scontrol hold` over), `token` is done
-        without a release (step "hold_kept") and that other hold, which releases the job once
-        it no longer needs it, is returned; None (nothing changed) when `token` is the last:
-        it releases the job. A hold still on its way ("holding" without "hold_ended") is never
-        handed the job: it may yet fail, or be taken by its release before it is sent, and be
-        done with nothing to release, which would leave the job held with no hold in the
-        ledger; released now, the job is held again by that hold if it lands, which then
-        releases it as any hold. One transaction,
-        the job's approval rows locked (FOR UPDATE on PostgreSQL; SQLite's BEGIN IMMEDIATE
-        already serialises writers): of two holds let go at once, each having claimed its
-        release first, neither is seen out by the other, so the job is released, never left
-        held with no hold in the ledger. `keep`: what `token`'s thread is told of it, made
-        from the other hold (a function that reads no store: bot.services.threads
+        without a release (step "hold_kept"): "kept", by that other hold, which releases the
+        job once it no longer needs it; "last" (nothing changed) when `token` is the last: it
+        releases the job; "gone" (nothing changed) when `token` is no longer approved: a
+        person's `/train hold|release` took it out of the ledger after its release was
+        claimed (`settle_holds`), so it releases nothing (a release would drop their hold).
+        A hold still on its way ("holding" without "hold_ended") is never handed the job: it
+        may yet fail, or be taken by its release before it is sent, and be done with nothing
+        to release, which would leave the job held with no hold in the ledger; released now,
+        the job is held again by that hold if it lands, which then releases it as any hold.
+        One transaction, the job's approval rows locked (FOR UPDATE on PostgreSQL; SQLite's
+        BEGIN IMMEDIATE already serialises writers): of two holds let go at once, each having
+        claimed its release first, neither is seen out by the other, so the job is released,
+        never left held with no hold in the ledger. `keep`: what `token`'s thread is told of
+        it, made from the other hold (a function that reads no store: bot.services.threads
         .thread_keeper), kept in the same transaction when done (as `mark_done`'s)."""
         with self._engine.begin() as conn:
             mine, others = self._holds_beside(conn, token)
             if mine is None or mine[0].state != "approved":
-                return None
+                return HoldPass("gone")
             out = next((a for a, steps in others if _hold_kept_out(steps)), None)
             if out is not None:
                 conn.execute(update(t.approvals).where(and_(
@@ -561,7 +564,7 @@ class ApprovalsRepo(_Repo):
                 conn.execute(insert(t.prompt_steps).values(token=token, step="hold_kept", at=now,
                                                            **_bound_values(None)))
                 _keep_in(conn, None if keep is None else keep(out))
-        return out
+        return HoldPass("last") if out is None else HoldPass("kept", out)
 
     def settle_holds(self, action: str, target_jobs: Iterable[str], *, cluster: str,
                      now: float, landed_only: bool, step: str,

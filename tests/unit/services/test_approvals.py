@@ -1323,8 +1323,8 @@ def test_two_holds_of_one_competitor_let_go_at_once_never_leave_it_held_unreleas
     approvals = ctx.store.approvals
     for token in (token_a, token_b):
         assert approvals.mark_step(token, competitors.RELEASING_STEP, now=NOW + 4)
-    assert approvals.pass_hold(token_a, now=NOW + 4) is None
-    assert approvals.pass_hold(token_b, now=NOW + 4) is None
+    assert approvals.pass_hold(token_a, now=NOW + 4).outcome == "last"
+    assert approvals.pass_hold(token_b, now=NOW + 4).outcome == "last"
     assert len(competitors.held_now(ctx)) == 2  # both release it
 
 
@@ -1338,9 +1338,9 @@ def test_a_hold_let_go_first_is_kept_for_the_other_and_a_yes_never_joins_a_hold_
     approvals = ctx.store.approvals
     assert approvals.mark_step(token_a, competitors.RELEASING_STEP, now=NOW + 4)
     kept = approvals.pass_hold(token_a, now=NOW + 4)
-    assert kept is not None and kept.token == token_b
+    assert kept.outcome == "kept" and kept.kept_by is not None and kept.kept_by.token == token_b
     assert approvals.mark_step(token_b, competitors.RELEASING_STEP, now=NOW + 5)
-    assert approvals.pass_hold(token_b, now=NOW + 5) is None  # the last: it releases
+    assert approvals.pass_hold(token_b, now=NOW + 5).outcome == "last"  # it releases
     # a third run's yes while B's release is claimed: 88017 shows held, but by no hold
     # trainbot keeps out, so the yes neither joins it nor holds it
     chain = ctx.store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW)

@@ -1,7 +1,8 @@
 """A hold trainbot keeps of a competing job for several runs, handed from one run's hold to
 another's as the first lets go (store.approvals.pass_hold, bot.services.competitors): never to
 a hold that may yet end with nothing to release, so the job is never left held with no hold
-in the ledger. Real store, on SQLite and on PostgreSQL (`store_url`)."""
+in the ledger; and none taken out of the ledger by a person's `/train hold` as trainbot lets
+go of it is released. Real store, on SQLite and on PostgreSQL (`store_url`)."""
 
 from __future__ import annotations
 
@@ -13,9 +14,11 @@ from fakes import FakeSlurm, make_context, recorded
 from support import store_backends
 
 from bot.cluster.errors import ClusterUnavailable
+from bot.core.train_grammar import parse_command
 from bot.services import competitors
 from bot.services.approvals import ActionId, handle_click
 from bot.services.ports import BotContext
+from bot.services.train import execute
 from bot.store import Store
 
 NOW = 1_000_000.0
@@ -176,3 +179,28 @@ def test_a_hold_let_go_as_another_runs_failed_hold_is_closed_releases_the_job(
     assert other_replica == [[88017]]
     assert competitors.held_now(ctx) == []
     assert not slurm.records[88017].is_held
+
+
+def test_a_persons_hold_landing_as_trainbot_lets_go_of_its_hold_is_not_released(
+        ctx: BotContext, slurm: HookedHolds, monkeypatch: pytest.MonkeyPatch) -> None:
+    """88887 starts; the tick claims the release of trainbot's hold of 88017, and a person's
+    `/train hold 88017` takes it out of the ledger before trainbot lets go of it: it is
+    theirs, so no `scontrol release` is sent (it would drop their hold)."""
+    token_a, _ = two_runs_ask_to_hold_88017(ctx, slurm)
+    handle_click(ctx, token_a, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 1)
+    slurm.set(88887, state="RUNNING")
+
+    def person_holds(name: str, detail: str = "") -> None:
+        if name == "hold_release_claimed":
+            execute(ctx, parse_command("hold 88017"), actor="U0APPR", channel="C0TRAIN",
+                    now=NOW + 2)
+
+    monkeypatch.setattr(competitors, "crashpoint", person_holds)
+    assert competitors.release_started(ctx, NOW + 2) == []
+    assert slurm.acted("release") == []
+    assert slurm.records[88017].is_held
+    assert competitors.held_now(ctx) == []
+    said = recorded(ctx).texts()
+    assert ("<@U0APPR> held 88017 with `/train hold`: it is their hold now, and trainbot no "
+            "longer releases it when 88887 starts.") in said
+    assert not any("no longer held" in text or text.startswith("Released") for text in said)
