@@ -70,7 +70,13 @@ from bot.services.ports import (
     sending,
     sent_refused,
 )
-from bot.slack.retry import Sleep, backoff_delay, post_deadline, request_not_sent
+from bot.slack.retry import (
+    Sleep,
+    backoff_delay,
+    post_deadline,
+    request_not_sent,
+    resends_watched,
+)
 
 log = logging.getLogger(__name__)
 
@@ -596,13 +602,17 @@ class SlackPoster:
 
     def _call(self, method: str, key: str, channel: str, fn: Callable[[], Any]) -> Any:
         """One call the client may send again by itself (chat.update, views.publish), within
-        the post deadline (`deadline_s`): its retries and 429 waits stop at it."""
-        with post_deadline(self.clock, self.clock() + self.deadline_s):
+        the post deadline (`deadline_s`): its retries and 429 waits stop at it. Refused, it
+        changed nothing Slack shows (`sent_refused`) only when no earlier sending of it may
+        have gone through (`resends_watched`: the client sent it again after a dropped
+        connection or a 5xx, and the refusal answers that re-send)."""
+        with post_deadline(self.clock, self.clock() + self.deadline_s), \
+                resends_watched() as resent_after_unknown:
             sending()
             try:
                 return fn()
             except CALL_ERRORS as exc:
-                if call_fate(exc) == "refused":
+                if call_fate(exc) == "refused" and not resent_after_unknown():
                     sent_refused()
                 raise self._error(method, key, channel, exc) from exc
 

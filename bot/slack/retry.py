@@ -65,6 +65,33 @@ def waits_in_time(wait_s: float) -> bool:
     clock, deadline = current
     return bounds.waits_in_time(clock(), wait_s, deadline)
 
+# Whether the client, in the call being made in this thread, sent a request again after one
+# whose outcome it could not know (a connection dropped once the request was out, a 5xx):
+# Slack may have performed that one, whatever the last answer says. None outside
+# `resends_watched`.
+_RESENT_AFTER_UNKNOWN: ContextVar[list[bool] | None] = ContextVar(
+    "resent_after_unknown", default=None)
+
+
+@contextmanager
+def resends_watched() -> Iterator[Callable[[], bool]]:
+    """Within it, the handlers below note each re-send of a request Slack may have performed
+    (ConnectionDropHandler's after a request that went out, ServerErrorBackoffHandler's);
+    yields a function telling whether there was one. A refusal answered to such a re-send
+    does not tell that nothing changed: the first sending may have gone through."""
+    resent = [False]
+    token = _RESENT_AFTER_UNKNOWN.set(resent)
+    try:
+        yield lambda: resent[0]
+    finally:
+        _RESENT_AFTER_UNKNOWN.reset(token)
+
+
+def _note_resent_after_unknown() -> None:
+    resent = _RESENT_AFTER_UNKNOWN.get()
+    if resent is not None:
+        resent[0] = True
+
 # Methods the client never re-sends after a 5xx or a dropped connection: each sending may
 # make one more message or file appear. The poster reconciles them instead.
 NON_IDEMPOTENT = frozenset({"chat.postMessage", "files.completeUploadExternal"})
@@ -109,9 +136,15 @@ class _Backoff(RetryHandler):
         if not waits_in_time(wait):
             return  # past the post's deadline: the call fails as when retries run out
         state.next_attempt_requested = True
+        if self._outcome_unknown(error):
+            _note_resent_after_unknown()
         self.waits.append(wait)
         self.sleep(wait)
         state.increment_current_attempt()
+
+    def _outcome_unknown(self, error: Exception | None) -> bool:
+        """Whether Slack may have performed the request sent again (a 5xx: it may have)."""
+        return True
 
 
 class ConnectionDropHandler(_Backoff, ConnectionErrorRetryHandler):
@@ -130,6 +163,10 @@ class ConnectionDropHandler(_Backoff, ConnectionErrorRetryHandler):
             return False
         return _method_of(request) not in self.skip_methods or (
             error is not None and request_not_sent(error))
+
+    def _outcome_unknown(self, error: Exception | None) -> bool:
+        """A request that never went out (`request_not_sent`) was not performed."""
+        return error is None or not request_not_sent(error)
 
 
 class RetryAfterHandler(RateLimitErrorRetryHandler):

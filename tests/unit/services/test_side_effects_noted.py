@@ -27,7 +27,7 @@ from slack_standin import SlackStandIn
 from support.bolt_driver import slash_body
 
 from bot.core.slack_bounds import POST_DEADLINE_S
-from bot.services.fencing import read_only
+from bot.services.fencing import FencedHomePublisher, read_only
 from bot.slack.poster import SlackPoster
 from bot.slack.render import render_blocks
 from bot.slack.retry import make_client
@@ -254,6 +254,61 @@ def test_an_update_slack_refused_is_not_started(slack: SlackStandIn, store_url: 
     poster = ctx.sink
     assert isinstance(poster, SlackPoster)
     poster.post_reply(chain_id, "note:1", [], "a note")
+    slack.fail_next("chat.update", status=200, error="msg_too_long")
+    effects = SideEffects()
+    with pytest.raises(Exception, match="msg_too_long"):
+        present(effects.context(ctx).sink).update_reply(chain_id, "note:1", [], "edited")
+    assert effects.started == []
+
+
+def test_an_update_refused_on_the_clients_resend_after_a_drop_stays_started(
+        slack: SlackStandIn, store_url: str) -> None:
+    """chat.update's connection dropped after Slack performed it; the client sent it again
+    and Slack refused that (`message_not_found`). Before, the refusal took the note back,
+    though Slack shows the edit: the reply said nothing was started."""
+    store = Store.open(store_url)
+    ctx, chain_id = thread(slack, store)
+    poster = ctx.sink
+    assert isinstance(poster, SlackPoster)
+    poster.post_reply(chain_id, "note:1", [], "a note")
+    slack.drop_next("chat.update", processed=True)
+    slack.fail_next("chat.update", status=200, error="message_not_found")
+    effects = SideEffects()
+    with pytest.raises(Exception, match="message_not_found"):
+        present(effects.context(ctx).sink).update_reply(chain_id, "note:1", [], "edited")
+    assert "edited" in [m.get("text") for m in slack.all_messages()]
+    assert effects.started == ["Slack update"]
+
+
+@pytest.mark.parametrize("first", ["dropped", "5xx"])
+def test_a_home_publish_refused_on_the_clients_resend_stays_started(
+        slack: SlackStandIn, store_url: str, first: str) -> None:
+    """views.publish sent again by the client after a dropped connection or a 5xx, then
+    refused: the first sending may have published the tab, so its note stays."""
+    store = Store.open(store_url)
+    ctx, _chain_id = thread(slack, store)
+    if first == "dropped":
+        slack.drop_next("views.publish", processed=True)
+    else:
+        slack.fail_next("views.publish", status=503)
+    slack.fail_next("views.publish", status=200, error="not_enabled")
+    effects = SideEffects()
+    with pytest.raises(Exception, match="not_enabled"):
+        FencedHomePublisher(ctx.sink, effects).publish_home("U1", [])
+    assert len(slack.calls("views.publish")) == 2
+    assert effects.started == ["Slack Home tab publish"]
+
+
+def test_an_update_refused_after_a_429_is_not_started(slack: SlackStandIn,
+                                                    store_url: str) -> None:
+    """A 429 was not performed: the refusal of the request sent again after it still says
+    nothing changed."""
+    store = Store.open(store_url)
+    ctx, chain_id = thread(slack, store)
+    poster = ctx.sink
+    assert isinstance(poster, SlackPoster)
+    poster.post_reply(chain_id, "note:1", [], "a note")
+    slack.fail_next("chat.update", status=429, retry_after=0)
     slack.fail_next("chat.update", status=200, error="msg_too_long")
     effects = SideEffects()
     with pytest.raises(Exception, match="msg_too_long"):
