@@ -45,6 +45,10 @@ ADVERSARIAL_SHAPES = {
     "URL after URL": lambda n: "a://u:" * (n // 6),
     "URL, then @s": lambda n: "a://u:" + "@x" * (n // 2),
     "bearer + spaces": lambda n: "bearer" + " " * n,
+    "glued xoxb- + digits": lambda n: "axoxb-" + "1" * n,
+    "glued xoxb-1-1-": lambda n: "axoxb-1-1-" * (n // 10),
+    "DBPASSWORD= + spaces": lambda n: ("DBPASSWORD=" + " " * 100) * (n // 111),
+    "glued AKIA + capitals": lambda n: "aAKIA" * (n // 5),
     "Slack tokens": lambda n: "xoxb-1234567890-abcdefghij " * (n // 27),
 }
 

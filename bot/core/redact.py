@@ -13,18 +13,47 @@ MIN_SECRET_LENGTH = 4
 MARKER = "[redacted]"
 
 # Token shapes. A pattern with a `secret` group masks only that group (the URL's scheme, user
-# and host, the variable's name stay readable); without one, the whole match. A token's
-# prefix, and a secret's name before `=`/`:`, are looked for after any character, a letter
-# too (`abcxoxb-…`, `tokenghp_…`, `key_AKIA…`, `HFTOKEN=…`: a secret glued to a word is one
-# still); what must follow a prefix tells a token from a word (a run of at least 8 token
-# characters, 20 after a GitHub or Hugging Face prefix, 16 capitals and digits after an AWS
-# one, which is not looked for inside a longer run of them).
-SLACK_TOKEN = re.compile(r"xox[a-z]-[A-Za-z0-9-]{8,}|xapp-[A-Za-z0-9-]{8,}")  # bot, user, app
+# and host, the variable's name stay readable); without one, the whole match.
+#
+# A token standing alone (no letter, digit or `_` before it) is masked in its service's loose
+# shape: its prefix, then a run of at least 8 token characters (Slack), 20 (GitHub, Hugging
+# Face) or 16 capitals and digits (AWS). A token glued to the word before it (`abcxoxb-…`,
+# `tokenghp_…`, `key_AKIA…`) is masked only in the exact shape its service issues (Slack:
+# `xoxb-` then digits, `-`, digits, `-`…; GitHub: 36 letters and digits; Hugging Face: 34 or
+# more; AWS: 16 capitals and digits, a digit among them), since ordinary words end in a
+# prefix's letters too (`nginxapp-7d9f8b6c5-x2x4z`, `highs_0123…`, `AP_ASIAPACIFIC…`).
+#
+# Every pattern reads a line in linear time: each starts at a literal or where no character
+# of its first run precedes it, so no run is tried again from each of its characters
+# (tests/unit/core/test_redact_long_lines.py, bench/redact_long_line.py).
+_FREE = r"(?<![A-Za-z0-9_])"    # a token's start with no word before it
+_GLUED = r"(?<=[A-Za-z0-9_])"   # a token's start glued to a word
+SLACK_TOKEN = re.compile(
+    _FREE + r"(?:xox[a-z]|xapp)-[A-Za-z0-9-]{8,}"                       # bot, user, app
+    r"|" + _GLUED + r"(?:xox[bpaers]-[0-9]+-[0-9]+-[A-Za-z0-9-]+"
+    r"|xapp-[0-9]+-[A-Z0-9]+-[0-9]+-[A-Za-z0-9]+)")
+# A secret's name: standing alone or after `_`/`.`/`-` (`password`, `HF_TOKEN`, `api-key`), or,
+# in capitals, glued to another word in capitals as a variable's name is (`DBPASSWORD`,
+# `HFTOKEN`); not in a word of small letters and capitals (`maxToken`, `hasPassword`,
+# `ntoken`: a model's or an API's field, not a secret).
+_NAMES = r"(?:password|passwd|secret|token|api[_-]?key|access[_-]?key)"
+_FREE_NAME = r"(?i:(?<![a-z0-9])" + _NAMES + r")"
+_GLUED_NAME = r"(?<=[A-Z0-9])(?:PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|ACCESS_?KEY)"
+_ASSIGNED = r"['\"]?\s*[=:]\s*['\"]?"
+_VALUE_END = r"(?![^\s'\"&,;)\]}])"
+# What a glued name's value is not masked as: a number, a boolean or a null, a placeholder in
+# angle brackets (`<pad>`).
+_NOT_A_SECRET = r"(?!(?i:true|false|none|null|yes|no)" + _VALUE_END + r"|[0-9.]+" + \
+    _VALUE_END + r"|<)"
+_VALUE = r"(?P<secret>[^\s'\"&,;)\]}]{4,})"
 TOKEN_PATTERNS: tuple[re.Pattern[str], ...] = (SLACK_TOKEN, *(re.compile(p) for p in (
-    r"gh[pousr]_[A-Za-z0-9]{20,}",                     # GitHub tokens
+    # GitHub tokens
+    _FREE + r"gh[pousr]_[A-Za-z0-9]{20,}|" + _GLUED + r"gh[pousr]_[A-Za-z0-9]{36}(?![A-Za-z0-9])",
     r"github_pat_[A-Za-z0-9_]{20,}",                   # GitHub fine-grained token
-    r"hf_[A-Za-z0-9]{20,}",                            # Hugging Face token
-    r"(?<![0-9A-Z])(?:AKIA|ASIA)[0-9A-Z]{16}\b",       # AWS access key id
+    _FREE + r"hf_[A-Za-z0-9]{20,}|" + _GLUED + r"hf_[A-Za-z0-9]{34,}",  # Hugging Face token
+    # AWS access key id, not inside a longer run of capitals and digits
+    r"(?<![0-9A-Za-z_])(?:AKIA|ASIA)[0-9A-Z]{16}\b|"
+    r"(?<=[a-z_])(?:AKIA|ASIA)(?=[A-Z]{0,15}[0-9])[0-9A-Z]{16}\b",
     r"(?i)\bbearer\s+(?P<secret>[A-Za-z0-9._~+/=-]{8,})",
     r"(?i)\bauthorization:\s*basic\s+(?P<secret>[A-Za-z0-9+/=]{8,})",
     # scheme://user:PASSWORD@host — the password up to the last @ before the host. Linear
@@ -35,8 +64,8 @@ TOKEN_PATTERNS: tuple[re.Pattern[str], ...] = (SLACK_TOKEN, *(re.compile(p) for 
     r"(?P<secret>(?:(?!://)\S)+?)@(?=[^\s@/]*(?:[/\s?#'\"]|$))",
     # password=…, api_key: …, HF_TOKEN=…, DBPASSWORD=… (in URLs' queries, env listings,
     # reprs of dicts)
-    r"(?i)(?:password|passwd|secret|token|api[_-]?key|access[_-]?key)"
-    r"['\"]?\s*[=:]\s*['\"]?(?P<secret>[^\s'\"&,;)\]}]{4,})",
+    _FREE_NAME + _ASSIGNED + _VALUE,
+    _GLUED_NAME + _ASSIGNED + _NOT_A_SECRET + _VALUE,
 )))
 
 # Keys whose values are identifiers the bot reads back, never prose: left as they are (a

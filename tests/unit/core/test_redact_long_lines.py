@@ -34,6 +34,10 @@ SHAPES = {
     "URL after URL": lambda: "a://u:" * (N // 6),
     "URL, then @s": lambda: "a://u:" + "@x" * (N // 2),
     "bearer + spaces": lambda: "bearer" + " " * N,
+    "glued xoxb- + digits": lambda: "axoxb-" + "1" * N,
+    "glued xoxb-1-1-": lambda: "axoxb-1-1-" * (N // 10),
+    "DBPASSWORD= + spaces": lambda: ("DBPASSWORD=" + " " * 100) * (N // 111),
+    "glued AKIA + capitals": lambda: "aAKIA" * (N // 5),
 }
 
 
