@@ -49,6 +49,10 @@ ADVERSARIAL_SHAPES = {
     "glued xoxb-1-1-": lambda n: "axoxb-1-1-" * (n // 10),
     "DBPASSWORD= + spaces": lambda n: ("DBPASSWORD=" + " " * 100) * (n // 111),
     "glued AKIA + capitals": lambda n: "aAKIA" * (n // 5),
+    "--token + spaces": lambda n: ("--token" + " " * 100) * (n // 107),
+    "--a-b-c-…": lambda n: "--" + "a-" * (n // 2),
+    "password: ' unclosed": lambda n: "password: '" + "x" * n,
+    "wandb login + spaces": lambda n: "wandb login" + " " * n,
     "Slack tokens": lambda n: "xoxb-1234567890-abcdefghij " * (n // 27),
 }
 

@@ -46,16 +46,26 @@ _VALUE_END = r"(?![^\s'\"&,;)\]}])"
 _NOT_A_SECRET = r"(?!(?i:true|false|none|null|yes|no)" + _VALUE_END + r"|[0-9.]+" + \
     _VALUE_END + r"|<)"
 _VALUE = r"(?P<secret>[^\s'\"&,;)\]}]{4,})"
+_FLAG = r"(?<![A-Za-z0-9-])--"
+_FLAG_VALUE = r"(?P<secret>(?!-)[^\s'\"]{4,}|'[^'\n]+'|\"[^\"\n]+\")"
 TOKEN_PATTERNS: tuple[re.Pattern[str], ...] = (SLACK_TOKEN, *(re.compile(p) for p in (
     # GitHub tokens
     _FREE + r"gh[pousr]_[A-Za-z0-9]{20,}|" + _GLUED + r"gh[pousr]_[A-Za-z0-9]{36}(?![A-Za-z0-9])",
     r"github_pat_[A-Za-z0-9_]{20,}",                   # GitHub fine-grained token
-    _FREE + r"hf_[A-Za-z0-9]{20,}|" + _GLUED + r"hf_[A-Za-z0-9]{34,}",  # Hugging Face token
-    # AWS access key id, not inside a longer run of capitals and digits
-    r"(?<![0-9A-Za-z_])(?:AKIA|ASIA)[0-9A-Z]{16}\b|"
-    r"(?<=[a-z_])(?:AKIA|ASIA)(?=[A-Z]{0,15}[0-9])[0-9A-Z]{16}\b",
+    r"glpat-[A-Za-z0-9_-]{20,}",                       # GitLab personal access token
+    # Hugging Face token, and its OAuth access token
+    r"hf_oauth_[A-Za-z0-9]{20,}|" + _FREE + r"hf_[A-Za-z0-9]{20,}|"
+    + _GLUED + r"hf_[A-Za-z0-9]{34,}",
+    # OpenAI's project, service-account and admin keys; Anthropic's keys
+    r"(?<![A-Za-z0-9_-])sk-(?:proj|svcacct|admin|ant)-[A-Za-z0-9_-]{20,}",
+    # AWS access key id, not inside a longer run of capitals and digits (a word after it,
+    # `_backup`, is no part of it)
+    r"(?<![0-9A-Za-z_])(?:AKIA|ASIA)[0-9A-Z]{16}(?![0-9A-Z])|"
+    r"(?<=[a-z_])(?:AKIA|ASIA)(?=[A-Z]{0,15}[0-9])[0-9A-Z]{16}(?![0-9A-Z])",
     r"(?i)\bbearer\s+(?P<secret>[A-Za-z0-9._~+/=-]{8,})",
     r"(?i)\bauthorization:\s*basic\s+(?P<secret>[A-Za-z0-9+/=]{8,})",
+    # wandb login [--relogin] KEY: 40 hex digits (a local server's after `local-`)
+    r"(?i)\bwandb\s+login\s+(?:--?[a-z-]{1,20}\s+){0,3}(?P<secret>(?:local-)?[0-9a-f]{40})\b",
     # scheme://user:PASSWORD@host — the password up to the last @ before the host. Linear
     # on any text: a scheme starts only where no scheme character precedes it (so a long run
     # like `a.a.a.…` is tried once, not once from each of its letters), and a password never
@@ -66,6 +76,13 @@ TOKEN_PATTERNS: tuple[re.Pattern[str], ...] = (SLACK_TOKEN, *(re.compile(p) for 
     # reprs of dicts)
     _FREE_NAME + _ASSIGNED + _VALUE,
     _GLUED_NAME + _ASSIGNED + _NOT_A_SECRET + _VALUE,
+    # a quoted value whole, spaces too, up to its quote (`password: 'p@ss w0rd'`)
+    _FREE_NAME + r"['\"]?\s*[=:]\s*'(?P<secret>[^'\n]+)'",
+    _FREE_NAME + r"['\"]?\s*[=:]\s*\"(?P<secret>[^\"\n]+)\"",
+    # a command line's flag and the value after it: --password hunter22, --api-key …; a
+    # longer flag's (--hf-token …) not a number, a boolean or a placeholder (--pad-token <pad>)
+    _FLAG + r"(?i:password|passwd|secret|token|api[_-]?key|access[_-]?key)\s+" + _FLAG_VALUE,
+    _FLAG + r"(?i:[a-z0-9-]{0,40}[-_]" + _NAMES + r")\s+" + _NOT_A_SECRET + _FLAG_VALUE,
 )))
 
 # Keys whose values are identifiers the bot reads back, never prose: left as they are (a

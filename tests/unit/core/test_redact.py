@@ -72,7 +72,8 @@ def test_short_or_empty_values_leave_text_alone(text, short):
 def test_text_without_secrets_or_tokens_is_unchanged(text):
     if any(word in text.lower() for word in ("://", "bearer", "basic", "pass", "secret",
                                              "token", "key", "xox", "xapp", "gh", "hf_",
-                                             "akia", "asia")):
+                                             "akia", "asia", "sk-", "glpat", "wandb",
+                                             "passwd")):
         return
     assert Redactor(["correct horse battery"]).redact(text) == text
 
@@ -221,3 +222,38 @@ def test_a_word_ending_in_a_tokens_prefix_or_a_secrets_name_is_not_a_token(text)
 ])
 def test_a_glued_token_of_its_services_shape_is_masked(text, shown):
     assert Redactor().redact(text) == shown
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    ("cp AKIAIOSFODNN7EXAMPLE_backup", f"cp {MARKER}_backup"),
+    ("OPENAI_KEY sk-proj-abcdefghijklmnopqrstuvwxyz0123456789 used",
+     f"OPENAI_KEY {MARKER} used"),
+    ("key sk-ant-api03-abcdefghijklmnopqrstuvwxyz-AbC_dEf", f"key {MARKER}"),
+    ("git clone https://glpat-abcdefghijklmnopqrst@gitlab.example/x",
+     f"git clone https://{MARKER}@gitlab.example/x"),
+    ("hub hf_oauth_abcdefghijklmnopqrstuvwxyz01", f"hub {MARKER}"),
+    ("wandb login 0123456789abcdef0123456789abcdef01234567",
+     f"wandb login {MARKER}"),
+    ("wandb login --relogin local-0123456789abcdef0123456789abcdef01234567",
+     f"wandb login --relogin {MARKER}"),
+    ("psql --password hunter22 --host db", f"psql --password {MARKER} --host db"),
+    ("run.py --hf-token hf_short --api-key 'a b c'",
+     f"run.py --hf-token {MARKER} --api-key {MARKER}"),
+    ("password: 'p@ss w0rd'", f"password: '{MARKER}'"),
+    ('{"secret": "two words", "user": "bob"}', f'{{"secret": "{MARKER}", "user": "bob"}}'),
+])
+def test_more_secret_shapes_are_masked(text, shown):
+    """Before, these were shown: an AWS key glued to the word after it, OpenAI's and
+    Anthropic's keys, GitLab's token, Hugging Face's OAuth token, wandb's key on its login
+    line, a password given as a flag's next argument, a quoted password's part after a
+    space."""
+    assert Redactor().redact(text) == shown
+
+
+@pytest.mark.parametrize("text", [
+    "python train.py --max-new-tokens 512 --pad-token <pad> --eos-token </s> --max-token 4096",
+    "--token-budget 100 --use-token true", "pip install sk-learn; task-3 mask-rcnn",
+    "wandb login failed: 0123", "psql --password",
+])
+def test_flags_and_words_near_those_shapes_are_left_alone(text):
+    assert Redactor().redact(text) == text

@@ -38,6 +38,10 @@ SHAPES = {
     "glued xoxb-1-1-": lambda: "axoxb-1-1-" * (N // 10),
     "DBPASSWORD= + spaces": lambda: ("DBPASSWORD=" + " " * 100) * (N // 111),
     "glued AKIA + capitals": lambda: "aAKIA" * (N // 5),
+    "--token + spaces": lambda: ("--token" + " " * 100) * (N // 107),
+    "--a-b-c-…": lambda: "--" + "a-" * (N // 2),
+    "password: ' unclosed": lambda: "password: '" + "x" * N,
+    "wandb login + spaces": lambda: "wandb login" + " " * N,
 }
 
 
