@@ -6,7 +6,7 @@ Pure: no I/O. Times are float seconds on the caller's clock (epoch seconds for r
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field, fields, replace
+from dataclasses import asdict, dataclass, field, replace
 from enum import StrEnum
 from typing import Any
 
@@ -317,43 +317,6 @@ class Diagnosis:
             "leak_fit": dict(self.leak_fit) if self.leak_fit is not None else None,
             "node": self.node,
         }
-
-    def to_stored_json(self) -> dict[str, Any]:
-        """`to_json` and what it leaves out that a message says (the catalogue's `title`,
-        a site's `translations`, `site_title`, `site_hint`): `from_json` makes the diagnosis
-        again (an event's stored row: bot.services.watch.outbox)."""
-        return {**self.to_json(), "title": self.title,
-                "translations": {lang: dict(texts) for lang, texts in self.translations.items()},
-                "site_title": self.site_title, "site_hint": self.site_hint}
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> Diagnosis:
-        """The diagnosis `to_stored_json` (or `to_json`: no title, no site texts) gave."""
-        upstream, detail, fit = data.get("upstream"), data.get("detail"), data.get("leak_fit")
-        return cls(
-            class_id=str(data["class"]), action=Action(data["action"]),
-            retryable=bool(data.get("retryable")),
-            charges_budget=bool(data.get("charges_budget")), hint=str(data.get("hint") or ""),
-            evidence=tuple(Evidence(**_known(Evidence, e)) for e in data.get("evidence") or ()),
-            secondary=tuple(data.get("secondary") or ()),
-            metrics=DiagnosisMetrics(**_known(DiagnosisMetrics, data.get("metrics") or {})),
-            upstream=UpstreamCause(**_known(UpstreamCause, upstream))
-            if isinstance(upstream, Mapping) else None,
-            during_checkpoint_save=bool(data.get("during_checkpoint_save")),
-            title=str(data.get("title") or ""),
-            detail=dict(detail) if isinstance(detail, Mapping) else None,
-            translations={lang: dict(texts) for lang, texts
-                          in (data.get("translations") or {}).items()},
-            decided_by=str(data.get("decided_by") or SIGNATURE),
-            leak_fit=dict(fit) if isinstance(fit, Mapping) else None,
-            node=data.get("node"), site_title=bool(data.get("site_title")),
-            site_hint=bool(data.get("site_hint")))
-
-
-def _known(kind: type, data: Mapping[str, Any]) -> dict[str, Any]:
-    """`data`'s keys that the dataclass `kind` has (a row an older or newer trainbot stored)."""
-    names = {f.name for f in fields(kind)}
-    return {k: v for k, v in data.items() if k in names}
 
 
 # Classes that end or mark a run without a failure: no ✕ on a progress chart.

@@ -3,8 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import asdict, dataclass, fields
-from typing import Any
+from dataclasses import dataclass
 
 from bot.core.models import Accounting, NeverStarted
 from bot.core.slurm.states import (
@@ -105,20 +104,6 @@ class JobRecord:
     def is_held(self) -> bool:
         """Held by a user or an admin: it will not start until someone releases it."""
         return self.state in HELD_STATES or (self.is_pending and self.reason in HELD_REASONS)
-
-    def to_json(self) -> dict[str, Any]:
-        """The record as a JSON object (an event's stored row: bot.services.watch.outbox);
-        `from_json` makes it again."""
-        return asdict(self)
-
-    @classmethod
-    def from_json(cls, data: Mapping[str, Any]) -> JobRecord:
-        """The record `to_json` gave; keys it does not know (a newer trainbot's) are left
-        out, and those it lacks (an older one's) take their defaults."""
-        known = {f.name for f in fields(cls)}
-        values = {k: v for k, v in data.items() if k in known}
-        values["step_states"] = tuple(tuple(step) for step in values.get("step_states") or ())
-        return cls(**values)
 
     def accounting(self) -> Accounting:
         """The subset diagnosis needs (bot.core.models.Accounting)."""

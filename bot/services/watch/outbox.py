@@ -29,9 +29,7 @@ import logging
 from collections.abc import Mapping
 from typing import Any
 
-from bot.core.models import Diagnosis
 from bot.core.policy import Decision, PastWarning
-from bot.core.slurm.records import JobRecord
 from bot.core.text import text_from_json, text_to_json
 from bot.crashpoint import crashpoint
 from bot.log_format import log_fields
@@ -58,23 +56,16 @@ def event_from_store(cluster: str, incident: Incident) -> WatchEvent:
     """The event `incident` recorded (of `cluster`), as it was emitted: its kind, its English
     text, its facts (its sentences Texts again, for the thread's language), its recipe (the
     thread's language), its decision (Decision.from_json: what its sentence and buttons
-    say), its diagnosis (Diagnosis.from_json: its card, its head line's cause), its Slurm
-    record (JobRecord.from_json: its end time, its state at the webhook) and `text_only`; so
-    it is said as it was. Not what its charts are drawn from (`series`, `sampler`, `skew`:
-    never stored). A row stored before one of these was has none of it (a diagnosis stored
-    before its title was: an empty title)."""
+    say) and `text_only`; so it is said as it was. (Not its diagnosis and Slurm record: an
+    incident is published again from the watcher's reading of its job, not from here.) A row
+    stored before the recipe, the decision and `text_only` were has none of them."""
     data = incident.diagnosis
     recipe, decision = data.get("recipe"), data.get("decision")
-    diagnosis, record = data.get("diagnosis"), data.get("record")
     return WatchEvent(str(data.get("kind") or "note"), incident.key, cluster,
                       str(data.get("text") or incident.class_id), incident.chain_id,
                       incident.job_id, recipe=recipe if isinstance(recipe, str) else None,
-                      diagnosis=Diagnosis.from_json(diagnosis)
-                      if isinstance(diagnosis, Mapping) else None,
                       decision=Decision.from_json(decision)
                       if isinstance(decision, Mapping) else None,
-                      record=JobRecord.from_json(record)
-                      if isinstance(record, Mapping) else None,
                       facts=dict(text_from_json(data.get("facts") or {})),
                       text_only=bool(data.get("text_only")))
 
@@ -103,9 +94,7 @@ class Outbox:
         if event.recipe is not None:
             payload["recipe"] = event.recipe
         if event.diagnosis is not None:
-            payload["diagnosis"] = event.diagnosis.to_stored_json()
-        if event.record is not None:
-            payload["record"] = event.record.to_json()
+            payload["diagnosis"] = event.diagnosis.to_json()
         if event.decision is not None:
             payload["decision"] = event.decision.to_json()
         if event.facts:

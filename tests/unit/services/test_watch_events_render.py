@@ -19,9 +19,8 @@ from bot.cli.log_input import read_log
 from bot.cli.report import build_report
 from bot.core.catalogue import Catalogue
 from bot.core.checkpoints import Checkpoint
-from bot.core.models import Accounting, Action, Diagnosis, DiagnosisMetrics, Evidence
+from bot.core.models import Accounting
 from bot.core.policy import Decision, DecisionKind
-from bot.core.slurm.records import JobRecord
 from bot.services.ports import BotContext
 from bot.services.watch.events import TickReport, WatchEvent
 from bot.services.watch.outbox import Outbox
@@ -302,41 +301,3 @@ def test_an_event_rebuilt_from_its_outbox_row_is_said_as_it_was(store: Store, ma
     words = ThreadEvents(ctx)
     assert words._say(rebuilt) == words._say(event)
     assert HANGUL.search(words._say(rebuilt))
-
-
-def test_an_incident_restored_from_its_row_renders_the_message_it_posted(store) -> None:
-    """The incident's diagnosis (its card, its head line's cause) and Slurm record (its
-    state, exit code) come back from the row; before, the rebuilt event had neither, and its
-    message could not be made (an incident needs its diagnosis)."""
-    ctx, posted = watched_thread(store)
-    row = present(store.incidents.get("dev:88154:final"))
-    outbox = Outbox("dev", store=store, sink=SlackDown())
-    rebuilt = outbox.stored_event(row)
-    assert rebuilt.record is not None and rebuilt.record.state == "FAILED"
-    blocks, _ = ThreadEvents(ctx)._incident_message(rebuilt)  # the open prompt, found again
-    assert blocks == posted["dev:88154:final"]
-    assert "FAILED" in _texts(blocks) and "NCCL collective timed out" in _texts(blocks)
-
-
-def test_a_completion_restored_from_its_row_renders_and_reaches_the_webhook_as_it_was(
-        store: Store) -> None:
-    """A ✅ line says the time to the job's end (its record's end time), a webhook body the
-    diagnosis and the state; before, the rebuilt event lost both (the time ran to now)."""
-    clock = [T0 + 50_000.0]
-    ctx = make_context(store, FakeSlurm(), clock=lambda: clock[0])
-    chain = store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=T0)
-    store.attempts.record(chain_id=chain.id, job_id="88154", now=T0)
-    diagnosis = Diagnosis("completed", Action.NONE, False, False, "", title="Completed",
-                          metrics=DiagnosisMetrics(last_iter=8000, target_iter=8000),
-                          evidence=(Evidence(4, "training done"),))
-    event = WatchEvent("incident", "dev:88154:final", "dev", "completed", chain.id, "88154",
-                       "mix", diagnosis=diagnosis,
-                       record=JobRecord(88154, state="COMPLETED", exit_code=0, signal=0,
-                                        end_time=T0 + 3600, step_states=(("batch", "OK"),)))
-    outbox = Outbox("dev", store=store, sink=SlackDown())
-    assert outbox.emit(event, "completed", T0 + 3600, TickReport(ok=True)) is False
-    rebuilt = outbox.stored_event(present(store.incidents.get(event.key)))
-    assert (rebuilt.diagnosis, rebuilt.record) == (diagnosis, event.record)
-    assert rebuilt.to_json() == event.to_json()
-    words = ThreadEvents(ctx)
-    assert words._completed_message(rebuilt) == words._completed_message(event)
