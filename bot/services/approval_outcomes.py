@@ -41,7 +41,8 @@ class Outcome:
     waited, `state`, None when gone) | held_not_released (held, the resumed job no longer
     waited, `state` as for held_released, and that release did not go through: the thread
     says what follows) | held_by_person (held, but a person's `/train hold` took the job
-    out of trainbot's holds meanwhile: theirs now, left alone) | hold_skipped (the resumed
+    out of trainbot's holds meanwhile: theirs now, left alone) | released_by_person (held,
+    but a person's `/train release` ended trainbot's hold meanwhile) | hold_skipped (the resumed
     job no longer waits: `state`,
     or `error` when it could not be read) | hold_failed | hold_unknown; failed: `did` is
     error | not_running |

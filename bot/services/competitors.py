@@ -87,6 +87,8 @@ class HoldResult:
     `state` as for held_released, and the release that followed did not go through: the
     thread says what follows) | held_by_person (held, but a person's `/train hold` took the
     job out of trainbot's holds meanwhile: their hold now, which trainbot leaves alone) |
+    released_by_person (held, but a person's `/train release` ended trainbot's hold
+    meanwhile) |
     hold_skipped (the resumed job is no longer
     pending: `state`, None when Slurm no longer knows it, or `error` when it could not be read
     again after its release came first) | competitor_started (running now:
@@ -388,32 +390,37 @@ def release_if_no_longer_waiting(ctx: BotContext, approval: Approval, now: float
     not seen, or another run's still under way: the thread says what follows); `state`: the
     resumed job's, None when Slurm no longer knows it. held_by_person when a person's
     `/train hold` took the job out of trainbot's holds while the yes's hold was on its way
-    (or before its release was claimed, `claim_release`): it is their hold now, and
-    trainbot, which never releases it, says so, not that it could not release it yet (no
-    retry comes) or holds it until the resumed job starts."""
-    if taken_by_persons_hold(ctx, approval):
-        return HoldResult("held_by_person")
+    (or before its release was claimed, `claim_release`), released_by_person when their
+    `/train release` did, looked at again after the resumed job is read (their command may
+    land meanwhile): it is their hold now, which trainbot never releases, or no hold at
+    all, and trainbot says so, not that it could not release it yet (no retry comes) or
+    holds it until the resumed job starts."""
+    if (taken := taken_by_persons_command(ctx, approval)) is not None:
+        return HoldResult(taken)
     cluster, for_job = approval.payload["cluster"], int(approval.payload["for_job"])
     try:
         rec = ctx.clusters.slurm(cluster).job(for_job)
     except ClusterError as exc:
         log.info("cannot look at %s after holding for it (%s); the next tick does", for_job, exc)
-        return HoldResult("held")
+        return HoldResult(taken_by_persons_command(ctx, approval) or "held")
     if rec is not None and rec.is_pending:
-        return HoldResult("held")
+        return HoldResult(taken_by_persons_command(ctx, approval) or "held")
     state = rec.state if rec is not None else None
     released = release_unless_waiting(ctx, cluster, for_job, rec, now)
     if _competitor(approval) in released or released_by_another(ctx, approval):
         return HoldResult("held_released", state=state)
-    if taken_by_persons_hold(ctx, approval):
-        return HoldResult("held_by_person")
+    if (taken := taken_by_persons_command(ctx, approval)) is not None:
+        return HoldResult(taken)
     return HoldResult("held_not_released", state=state)
 
 
-def taken_by_persons_hold(ctx: BotContext, approval: Approval) -> bool:
-    """Did a person's `/train hold` take held competitor `approval` out of trainbot's holds
-    (`taken_by_person`: its row done, marked HELD_BY_PERSON_STEP)?"""
-    return HELD_BY_PERSON_STEP in ctx.store.approvals.steps(approval.token)
+def taken_by_persons_command(ctx: BotContext, approval: Approval) -> str | None:
+    """Did a person's `/train hold` ("held_by_person") or `/train release`
+    ("released_by_person") take held competitor `approval` out of trainbot's holds
+    (`taken_by_person`: its row done, marked with that step)? None when neither did."""
+    steps = ctx.store.approvals.steps(approval.token)
+    return next((step for step in (HELD_BY_PERSON_STEP, "released_by_person")
+                 if step in steps), None)
 
 
 def released_by_another(ctx: BotContext, approval: Approval) -> bool:

@@ -665,3 +665,37 @@ def test_a_failed_release_retry_is_said_after_a_stop_before_its_post(
     assert len(said) == 1 and "minutes" in said[0], said
     assert "release_failed_1" in store.approvals.steps(token)
     assert [a.token for a in competitors.held_now(ctx)] == [token]
+
+
+@pytest.mark.parametrize("resumed", ["PENDING", "RUNNING"])
+@pytest.mark.parametrize("verb", ["hold", "release"])
+def test_a_persons_command_landing_as_the_yes_reads_the_resumed_job_is_what_it_answers(
+        ctx: BotContext, slurm: FakeSlurm, monkeypatch: pytest.MonkeyPatch, verb: str,
+        resumed: str) -> None:
+    """The yes's hold landed; as it reads 88887 (waiting still, or started), a person's
+    `/train hold|release 88017` takes the job out of trainbot's holds: the yes answers that
+    (their hold, left alone; or their release, trainbot's hold over), not "held until 88887
+    starts" (trainbot no longer releases it, or it is not held) nor "could not be released
+    yet" (no retry comes)."""
+    slurm.add(88017, name="succ", account="root", partition="debug", priority=100)
+    token = hold_for(ctx, slurm, 88017)
+    read, persons = slurm.job, list[str]()
+
+    def person_during_the_read(job_id: int) -> object:
+        if job_id == 88887 and not persons:
+            persons.append(verb)
+            execute(ctx, parse_command(f"{verb} 88017"), actor="U0APPR", channel="C0TRAIN",
+                    now=NOW + 1)
+            slurm.set(88887, state=resumed)
+        return read(job_id)
+
+    monkeypatch.setattr(slurm, "job", person_during_the_read)
+    answer = handle_click(ctx, token, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 1).update_text
+    assert answer == ("Approved by <@U0APPR>: held 88017, but a person held it meanwhile with "
+                      "`/train hold`: it is their hold now, and trainbot leaves it alone"
+                      if verb == "hold" else
+                      "Approved by <@U0APPR>: held 88017, but a person released it meanwhile "
+                      "with `/train release`: trainbot's hold of it is over")
+    assert competitors.held_now(ctx) == []
+    assert slurm.records[88017].is_held == (verb == "hold")
+    assert slurm.acted("release") == ([88017] if verb == "release" else [])  # theirs alone
