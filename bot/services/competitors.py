@@ -45,6 +45,7 @@ from bot.services.hold_ledger import (  # noqa: F401 (the ledger's names, as cal
     RELEASING_STEP,
     done_and_said,
     may_still_run,
+    outdate_retry_notes,
     release_failed,
     release_reply,
     release_takeover_s,
@@ -507,6 +508,7 @@ def release_held_for(ctx: BotContext, job_id: int | str, now: float, why: str,
         if passed.outcome == "gone":
             continue  # a person's /train hold|release took it out since its claim: theirs
         if passed.kept_by is not None:
+            outdate_retry_notes(ctx, approval)
             kept_for = passed.kept_by.payload.get("for_job")
             ctx.store.audit.record(
                 actor="trainbot", action="competitor.release", now=now, job_id=str(comp),

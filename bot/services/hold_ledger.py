@@ -20,6 +20,7 @@ from bot.services.ports import BotContext
 from bot.services.submit_deadlines import cluster_deadlines
 from bot.services.threads import (
     kept_message,
+    outdate_kept,
     say_kept_message,
     thread_keeper,
     thread_message,
@@ -85,6 +86,7 @@ def taken_by_person(ctx: BotContext, cluster: str, job_id: int, actor: str, verb
         step=HELD_BY_PERSON_STEP if verb == "hold" else "released_by_person", keep=keep)
     for approval in settled:
         for_job = str(approval.payload.get("for_job"))
+        outdate_retry_notes(ctx, approval)
         ctx.store.audit.record(
             actor=actor, action="competitor.release", now=now,
             job_id=str(competitor_of(approval)), recipe=approval.payload.get("recipe"),
@@ -154,14 +156,30 @@ def release_reply(approval: Approval, for_job: str, why: str, state: str | None,
                   by: str | None = None, after_hold: bool = False, job_now: str | None = None,
                   job_state: str | None = None) -> tuple[str, str, dict[str, object]]:
     """`say_release`'s reply: its key, template and view."""
-    key = f"hold-release:{approval.token}" + ("" if retry is None else f":failed:{retry[0]}"
-                                              ) + (":after-hold" if after_hold else "")
+    key = (f"hold-release:{approval.token}" if retry is None
+           else retry_note_key(approval, retry[0])) + (":after-hold" if after_hold else "")
     return key, "hold_released", {
         "competitor": str(competitor_of(approval)), "for_job": for_job, "why": why,
         "state": state, "problem": problem, "retry_in_min": None if retry is None else retry[1],
         "unknown": unknown, "still_held": still_held, "kept_for": kept_for, "by": by,
         "after_hold": after_hold, "job_now": job_now, "job_state": job_state,
     }
+
+
+def retry_note_key(approval: Approval, attempt: int) -> str:
+    """The key of the reply that says held competitor `approval`'s `attempt`-th release
+    failed and is tried again (`release_failed`)."""
+    return f"hold-release:{approval.token}:failed:{attempt}"
+
+
+def outdate_retry_notes(ctx: BotContext, approval: Approval) -> None:
+    """Held competitor `approval` left the hold ledger (released, given up, taken out by a
+    person's `/train hold|release`, or kept held by another run's hold): its failed
+    releases' "tries again in N minutes" replies still kept, not posted (their post failed,
+    or the bot stopped first), are given up (`outdate_kept`), so the `prompts` job never
+    posts one after what its thread was told next."""
+    for attempt in range(1, MAX_RELEASE_ATTEMPTS):
+        outdate_kept(ctx, retry_note_key(approval, attempt))
 
 
 def done_and_said(ctx: BotContext, approval: Approval, for_job: str, why: str,
@@ -180,6 +198,7 @@ def done_and_said(ctx: BotContext, approval: Approval, for_job: str, why: str,
     kept = kept_message(ctx, approval.chain_id, key, template, view)
     if not ctx.store.approvals.mark_done(approval.token, now=now, keep=kept):
         return False
+    outdate_retry_notes(ctx, approval)
     if kept is not None:
         say_kept_message(ctx, key)
     return True

@@ -55,6 +55,8 @@ THREAD_NOTE = "thread_note"
 # never said (`unsaid_in_thread`), and said once its thread opens after all
 # (`say_pending_notes`), then `posted`
 THREADLESS = "threadless"
+# a kept reply given up for good, what it says no longer holding (`outdate_kept`)
+OUTDATED = "outdated"
 # what became of a note's try (`say_note`): "deferred" when it was not made (its backoff)
 Said = Literal["posted", "later", "given_up", "deferred"]
 # what became of a reply's attachment (`attachment_fate`)
@@ -317,6 +319,15 @@ def kept_for_thread(ctx: BotContext, key: str) -> bool:
     posted yet: the `prompts` job posts it (the store's: a bot restarted since posts it too)."""
     kept = ctx.store.incidents.get(key)
     return kept is not None and kept.class_id == THREAD_NOTE and kept.state == "pending"
+
+
+def outdate_kept(ctx: BotContext, key: str) -> bool:
+    """Give up for good the reply `key` kept for its thread and not posted yet (`pending`,
+    or THREADLESS): what it says no longer holds (a failed release's "tries again", its
+    hold over since), so `say_pending_notes` never posts it after what followed. OUTDATED,
+    not `dropped`: nothing is left unsaid (`unsaid_in_thread`). True when it was kept."""
+    return any(ctx.store.incidents.set_state_from(key, state, OUTDATED)
+               for state in ("pending", THREADLESS))
 
 
 def given_up_for_thread(ctx: BotContext, key: str) -> bool:

@@ -699,3 +699,29 @@ def test_a_persons_command_landing_as_the_yes_reads_the_resumed_job_is_what_it_a
     assert competitors.held_now(ctx) == []
     assert slurm.records[88017].is_held == (verb == "hold")
     assert slurm.acted("release") == ([88017] if verb == "release" else [])  # theirs alone
+
+
+def test_a_failed_releases_kept_retry_note_is_not_posted_after_released(
+        ctx: BotContext, slurm: FakeSlurm, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A failed release's "tries again in N minutes" is kept for the thread, its post failing
+    (a Slack 5xx); the retry goes through and says "Released" at once: the kept note, no
+    longer true, is never posted after it by the `prompts` job (nor left as unsaid)."""
+    slurm.add(88017, name="succ", account="root", partition="debug", priority=100)
+    token = hold_for(ctx, slurm, 88017)
+    handle_click(ctx, token, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 1)
+    slurm.set(88887, state="RUNNING")
+    refused = SlurmClient(FakeRunner({"scontrol": (
+        1, "", "slurm_suspend error: Access/permission denied\n")})).release
+    monkeypatch.setattr(slurm, "release", refused)
+    recorded(ctx).fail_next = 1
+    assert competitors.release_started(ctx, NOW + 2) == []
+    monkeypatch.undo()
+    retry_at = NOW + 3 + competitors.release_takeover_s(ctx, competitors.held_now(ctx)[0])
+    assert competitors.release_started(ctx, retry_at) == [88017]
+    say_pending_notes(ctx)
+    say_pending_notes(ctx)
+    said = recorded(ctx).texts()
+    assert said[-1] == "Released 88017: 88887 is running."
+    assert not any("tries again" in text for text in said)
+    note = ctx.store.incidents.get(f"hold-release:{token}:failed:1")
+    assert note is not None and note.state == "outdated"
