@@ -62,19 +62,29 @@ _EXITED = re.compile(r"(?i)(?<![a-z])process finished with exit code 0(?!\d)")
 # true`, `early_stopping_patience=5`, `early stopping is enabled with patience 3`), nor one
 # denied or to come (`No early stopping this epoch`, `Early stopping would trigger in 3 more
 # epochs`, `early stopping if val_loss stalls`); a patience run out says one too (`Patience
-# exhausted, stopping training.`), and no improvement with a stop (`No improvement for 5
-# epochs, stopping.`, `val_loss did not improve for 10 epochs. Stopping training`)
+# exhausted, stopping training.`)
 _STOPPED_EARLY = re.compile(
     r"(?i)(?<![a-z])(?<!\bno )(?<!\bnot )(?<!\bnever )(?<!\bwithout )(?<!\bskipping )(?<!\bskip )"
     r"(?:early[ _-]?stop(?:ping|ped)?|stopp(?:ing|ed)(?: training)? early"
-    r"|patience (?:exhausted|ran out|run out|exceeded)"
-    r"|(?:no(?:t)? improv\w*|did not improve|has not improved)[^.;!?]{0,60}?[,.;:]?[ \t]*"
-    r"stop(?:ping|ped)?(?: training)?)"
+    r"|patience (?:exhausted|ran out|run out|exceeded))"
     r"(?![a-z_])(?![\])]?[ \t]*(?:[:=(]|count(?:er)?\b|wait|tracker|best\b|in\b|not\b|state\b"
     r"|patience|callback|monitor|with\b|would\b|will\b|could\b|might\b|may\b|can\b|should\b"
     r"|if\b|unless\b|when\b|(?:is |was )?"
     r"(?:enabled|disabled|active|activated|configured|set|on|off)\b))")
 
+# ... and no improvement with a stop of the training itself, now (`No improvement for 5 epochs,
+# stopping.`, `val_loss did not improve for 10 epochs. Stopping training`, `No improvement in
+# 3 epochs, training stopped`): the stop's word starts the clause after the reason and ends
+# it, alone or with the training or the run it stops, not a stop to come (`stopping
+# after 3 more`, `stopping at 5`, `stopping soon if this continues`, `will stop`, `not stopping
+# yet`) nor one of something else (`stopping warmup`, `stop decaying lr`, `Stopped lr
+# scheduler.`, `stopping data augmentation`, `stopping criterion not met`)
+_NO_IMPROVEMENT_STOP = re.compile(
+    r"(?i)(?<![a-z])(?:no(?:t)? improv\w*|did(?: not|n't) improve|ha(?:s|ve)(?: not|n't) improved)"
+    r"(?:[^.;!?]{0,60}?(?:[,.;:]|[ \t]+-+>?|[ \t]*->))?[ \t]*"
+    r"(?:(?:the[ \t]+)?(?:training|run)[ \t]+(?:is[ \t]+|was[ \t]+|has been[ \t]+)?)?"
+    r"stop(?:ping|ped|s)?(?:[ \t]+(?:the[ \t]+)?(?:training|run|fit|boosting(?:[ \t]+rounds?)?))?"
+    r"(?:[ \t]+early)?(?=[ \t]*(?:[.!,;]|$))")
 
 # The whole run named done: `_RUN_DONE` with nothing before its words but a log's level or
 # logger (bot.core.logprefix `LOG_LEAD`: `INFO: training done`, `[INFO] __main__: Training
@@ -116,15 +126,18 @@ def _finish_said(text: str) -> bool:
 
 def stopped_early(text: str) -> bool:
     """`text` announces an early stop (`_STOPPED_EARLY`: `Early stopping`, `Patience
-    exhausted, stopping training.`), not an early stop's counter, setting, denial or one to come
-    (`EarlyStopping counter: 3 out of 10`, `No early stopping this epoch`, `Early stopping would
-    trigger in 3 more epochs`): the one definition of an early stop the quiet endings read."""
-    return _STOPPED_EARLY.search(text) is not None
+    exhausted, stopping training.`; `_NO_IMPROVEMENT_STOP`: `No improvement for 5 epochs,
+    stopping.`), not an early stop's counter, setting, denial or one to come (`EarlyStopping
+    counter: 3 out of 10`, `No early stopping this epoch`, `Early stopping would trigger in 3
+    more epochs`, `No improvement for 2 epochs, stopping after 3 more`), nor a stop of something
+    else than training (`no improvement -> stopping data augmentation`): the one definition of
+    an early stop the quiet endings read."""
+    return _STOPPED_EARLY.search(text) is not None or _NO_IMPROVEMENT_STOP.search(text) is not None
 
 
 def _closing(text: str) -> bool:
-    return any(p.search(text) for p in (_FINISH_SAID, _RUN_DONE, _FINAL_MODEL, _EXITED,
-                                        _STOPPED_EARLY))
+    return stopped_early(text) or any(p.search(text) for p in (_FINISH_SAID, _RUN_DONE,
+                                                                _FINAL_MODEL, _EXITED))
 
 
 def _count_short(lines: Sequence[str]) -> bool:
@@ -148,7 +161,7 @@ def ends_open_pass(tail: Sequence[tuple[int, str]], series: MetricSeries,
     (`in_open_pass`: `Fold 1/5`, a pass's number with no total that no counter at its total
     covers): the loop it ended is that pass's, and the next pass trains next."""
     text = next((normalize_line(t) for n, t in tail if n == line), "")
-    return (_STOPPED_EARLY.search(text) is not None or names_pass(message_after_time(text))
+    return (stopped_early(text) or names_pass(message_after_time(text))
             ) and in_open_pass(tail, series, outer_headers)
 
 
@@ -189,14 +202,14 @@ def ends_in_finish_said(tail: Sequence[tuple[int, str]], series: MetricSeries,
     if said is None:
         return None
     n, text = lines[said]
-    early = _STOPPED_EARLY.search(text) is not None
+    early = stopped_early(text)
     # the process's own exit (`Process finished with exit code 0`) ends every loop it ran,
     # whatever it counted (`Episode 9501/10000, rewards: 41.6`)
     exited = _EXITED.search(text) is not None
     # a stage or the run named done with a qualifier or a next phase (`Head training
     # complete.`, `SFT done, starting DPO...`, `[Stage: SFT] training done`) is a stage's end
-    if not any(p.search(text) for p in (_FINAL_MODEL, _EXITED, _STOPPED_EARLY)
-               ) and not _finish_said(text) and not _whole_run_done(text):
+    if not early and not any(p.search(text) for p in (_FINAL_MODEL, _EXITED)
+                             ) and not _finish_said(text) and not _whole_run_done(text):
         return None
     # training progress before the words, or for the whole run named done a fit's results
     # around them (`R²=0.8271`, `CV Accuracy: 92.9%`: a scikit-learn pipeline prints no
@@ -222,7 +235,7 @@ def ends_in_finish_said(tail: Sequence[tuple[int, str]], series: MetricSeries,
         and not any(m == series.last_iteration_line for m, _ in lines))
     # an early stop announced after the last progress and before the words (`Initiating early
     # stopping`, then `Saving final model to out/`) stopped the count short of its total too
-    stopped = early or any(_STOPPED_EARLY.search(t) for _, t in lines[last_progress + 1:said])
+    stopped = early or any(stopped_early(t) for _, t in lines[last_progress + 1:said])
     if (not stopped and not exited and _count_short([t for _, t in lines[:said]])) or (
             progress_after) or (
             (not exited and in_open_pass(tail, series, outer_headers))
