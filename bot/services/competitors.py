@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import logging
 import math
-from collections.abc import Iterable
+from collections.abc import Collection, Iterable
 from dataclasses import dataclass
 from functools import partial
 from typing import Any
@@ -437,13 +437,16 @@ def released_by_another(ctx: BotContext, approval: Approval) -> bool:
 
 
 def release_unless_waiting(ctx: BotContext, cluster: str, for_job: int, rec: JobRecord | None,
-                           now: float) -> list[int]:
+                           now: float, passing_over: Collection[str] = ()) -> list[int]:
     """Release what is held for `for_job` on `cluster` unless Slurm's record of it (`rec`,
-    None: Slurm no longer knows it) says it still waits: it runs, ended or is gone."""
+    None: Slurm no longer knows it) says it still waits: it runs, ended or is gone.
+    `passing_over`: the other resumed jobs the same read found no longer waiting
+    (`release_held_for`)."""
     if rec is not None and rec.is_pending:
         return []
     why = "gone" if rec is None else "running" if rec.is_running else "ended"
-    return release_held_for(ctx, for_job, now, why, cluster, rec.state if rec is not None else None)
+    return release_held_for(ctx, for_job, now, why, cluster,
+                            rec.state if rec is not None else None, passing_over)
 
 
 def skipped_after_release(slurm: Slurm, for_job: int) -> HoldResult:
@@ -468,7 +471,8 @@ def held_now(ctx: BotContext) -> list[Approval]:
 
 
 def release_held_for(ctx: BotContext, job_id: int | str, now: float, why: str,
-                     cluster: str | None = None, state: str | None = None) -> list[int]:
+                     cluster: str | None = None, state: str | None = None,
+                     passing_over: Collection[str] = ()) -> list[int]:
     """Release every competitor held for `job_id` (on `cluster`, when given: job ids repeat
     across clusters), once each; notes it in the thread (templates/hold_released.json.j2).
     `why` the job no longer needs the hold: running | ended (its `state`) | gone | cancelled.
@@ -487,7 +491,10 @@ def release_held_for(ctx: BotContext, job_id: int | str, now: float, why: str,
     a release, what its thread is told of it kept in the same transaction
     (`store.approvals.pass_hold`'s `keep`), then posted (or by the `prompts` job). One a
     person's `/train hold|release` took out of the ledger after its release was claimed
-    (`pass_hold` finds it "gone") is theirs: no release is sent, which would drop their hold."""
+    (`pass_hold` finds it "gone") is theirs: no release is sent, which would drop their hold.
+    `passing_over`: other resumed jobs (ids) read no longer waiting by the caller's same read
+    (a holds tick's): no hold is let go to a hold for one of them, which is released in the
+    same tick, so no thread is told the job stays held for a job that no longer waits."""
     released = []
     for approval in held_now(ctx):
         if approval.payload.get("for_job") != str(job_id):
@@ -504,7 +511,8 @@ def release_held_for(ctx: BotContext, job_id: int | str, now: float, why: str,
         keeper = thread_keeper(ctx, approval.chain_id)
         still_held = None if keeper is None else partial(
             still_held_reply, keeper, approval, str(job_id), why, state)
-        passed = ctx.store.approvals.pass_hold(approval.token, now=now, keep=still_held)
+        passed = ctx.store.approvals.pass_hold(approval.token, now=now, keep=still_held,
+                                               passing_over=passing_over)
         if passed.outcome == "gone":
             continue  # a person's /train hold|release took it out since its claim: theirs
         if passed.kept_by is not None:
@@ -738,6 +746,10 @@ def release_started(ctx: BotContext, now: float) -> list[int]:
             log.warning("trainbot holds jobs on cluster %r, which is no longer configured; "
                         "release them by hand (scontrol release)", cluster)
             continue
+        over = {str(job_id) for job_id in ids
+                if (rec := records.get(job_id)) is None or not rec.is_pending}
         for job_id in sorted(ids):
-            released += release_unless_waiting(ctx, cluster, job_id, records.get(job_id), now)
+            released += [comp for comp in release_unless_waiting(
+                ctx, cluster, job_id, records.get(job_id), now, over - {str(job_id)})
+                if comp not in released]  # each hold of a job shared by two runs releases it
     return released

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 import secrets
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
 from sqlalchemy import and_, delete, exists, insert, select, update
@@ -532,8 +532,8 @@ class ApprovalsRepo(_Repo):
                                                                **_bound_values(None)))
         return out
 
-    def pass_hold(self, token: str, *, now: float,
-                  keep: KeepFor | None = None) -> HoldPass:
+    def pass_hold(self, token: str, *, now: float, keep: KeepFor | None = None,
+                  passing_over: Collection[str] = ()) -> HoldPass:
         """Hold `token` (approved, its release claimed: "releasing") is no longer needed:
         when another approved hold of the same job still has its hold out and landed
         (`_hold_kept_out`: its release not claimed, its `scontrol hold` over), `token` is done
@@ -551,12 +551,16 @@ class ApprovalsRepo(_Repo):
         claimed its release first, neither is seen out by the other, so the job is released,
         never left held with no hold in the ledger. `keep`: what `token`'s thread is told of
         it, made from the other hold (a function that reads no store: bot.services.threads
-        .thread_keeper), kept in the same transaction when done (as `mark_done`'s)."""
+        .thread_keeper), kept in the same transaction when done (as `mark_done`'s).
+        `passing_over`: the resumed jobs read no longer waiting by the caller (a holds tick's
+        one read of them all): a hold for one of them is never handed the job, which it no
+        longer needs (released by it in the same tick)."""
         with self._engine.begin() as conn:
             mine, others = self._holds_beside(conn, token)
             if mine is None or mine[0].state != "approved":
                 return HoldPass("gone")
-            out = next((a for a, steps in others if _hold_kept_out(steps)), None)
+            out = next((a for a, steps in others if _hold_kept_out(steps)
+                        and a.payload.get("for_job") not in passing_over), None)
             if out is not None:
                 conn.execute(update(t.approvals).where(and_(
                     t.approvals.c.id == token, t.approvals.c.state == "approved"))

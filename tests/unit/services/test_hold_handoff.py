@@ -204,3 +204,23 @@ def test_a_persons_hold_landing_as_trainbot_lets_go_of_its_hold_is_not_released(
     assert ("<@U0APPR> held 88017 with `/train hold`: it is their hold now, and trainbot no "
             "longer releases it when 88887 starts.") in said
     assert not any("no longer held" in text or text.startswith("Released") for text in said)
+
+
+def test_two_runs_sharing_a_hold_whose_jobs_both_started_by_one_tick_both_say_released(
+        ctx: BotContext, slurm: HookedHolds) -> None:
+    """88887 and 88999 share trainbot's hold of 88017 and both start before one tick: the
+    tick's read shows both running, so 88887's hold is not let go to 88999's (its thread
+    would say 88999 "still waits"): each says it is released."""
+    token_a, token_b = two_runs_ask_to_hold_88017(ctx, slurm)
+    handle_click(ctx, token_a, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 1)
+    assert handle_click(ctx, token_b, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 1).update_text \
+        == "Approved by <@U0APPR>: held 88017 until 88999 starts"
+    slurm.set(88887, state="RUNNING")
+    slurm.set(88999, state="RUNNING")
+    assert competitors.release_started(ctx, NOW + 2) == [88017]
+    said = recorded(ctx).texts()
+    assert "Released 88017: 88887 is running." in said
+    assert "Released 88017: 88999 is running." in said
+    assert not any("still waits" in text for text in said)
+    assert competitors.held_now(ctx) == []
+    assert not slurm.records[88017].is_held
