@@ -62,11 +62,17 @@ _EXITED = re.compile(r"(?i)(?<![a-z])process finished with exit code 0(?!\d)")
 # true`, `early_stopping_patience=5`, `early stopping is enabled with patience 3`), nor one
 # denied or to come (`No early stopping this epoch`, `Early stopping would trigger in 3 more
 # epochs`, `early stopping if val_loss stalls`); a patience run out says one too (`Patience
-# exhausted, stopping training.`)
+# exhausted, stopping training.`, `Early stopping: patience 3 reached`, `Patience reached.
+# Stopping training.`), and so does an early stop's counter at its total (`early stopping counter
+# 3 of 3 -> stop`)
 _STOPPED_EARLY = re.compile(
     r"(?i)(?<![a-z])(?<!\bno )(?<!\bnot )(?<!\bnever )(?<!\bwithout )(?<!\bskipping )(?<!\bskip )"
     r"(?:early[ _-]?stop(?:ping|ped)?|stopp(?:ing|ed)(?: training)? early"
-    r"|patience (?:exhausted|ran out|run out|exceeded))"
+    r"|patience (?:\d+ )?(?:exhausted|ran out|run out|exceeded|reached)"
+    r"|reached (?:the )?patience\b"
+    r"|early[ _-]?stop\w*[ \t]*count(?:er)?[ \t]*[:=]?[ \t]*(\d+)[ \t]*(?:/|of|out of)[ \t]*"
+    r"\1(?!\d)"
+    r"[^:=(]*)"
     r"(?![a-z_])(?![\])]?[ \t]*(?:[:=(]|count(?:er)?\b|wait|tracker|best\b|in\b|not\b|state\b"
     r"|patience|callback|monitor|with\b|would\b|will\b|could\b|might\b|may\b|can\b|should\b"
     r"|if\b|unless\b|when\b|(?:is |was )?"
@@ -80,11 +86,21 @@ _STOPPED_EARLY = re.compile(
 # yet`) nor one of something else (`stopping warmup`, `stop decaying lr`, `Stopped lr
 # scheduler.`, `stopping data augmentation`, `stopping criterion not met`)
 _NO_IMPROVEMENT_STOP = re.compile(
-    r"(?i)(?<![a-z])(?:no(?:t)? improv\w*|did(?: not|n't) improve|ha(?:s|ve)(?: not|n't) improved)"
+    r"(?i)(?<![a-z])(?:no(?:t)? improv\w*|did(?: not|n't) improve|ha(?:s|ve)(?: not|n't) improved"
+    r"|without improv\w*)"
     r"(?:[^.;!?]{0,60}?(?:[,.;:]|[ \t]+-+>?|[ \t]*->))?[ \t]*"
     r"(?:(?:the[ \t]+)?(?:training|run)[ \t]+(?:is[ \t]+|was[ \t]+|has been[ \t]+)?)?"
     r"stop(?:ping|ped|s)?(?:[ \t]+(?:the[ \t]+)?(?:training|run|fit|boosting(?:[ \t]+rounds?)?))?"
-    r"(?:[ \t]+early)?(?=[ \t]*(?:[.!,;]|$))")
+    r"(?:[ \t]+early)?(?=[ \t]*(?:[.!,;]|$))"
+    # ... or the stop, then no improvement as its reason (skorch's `Stopping since valid_loss
+    # has not improved in the last 5 epochs.`, `Stopped: no improvement in 3 epochs`, `Early
+    # stopping: val_loss did not improve for 3 epochs`), not an early stop's counter
+    r"|(?<![a-z][ \t])(?<![a-z])(?:(?:the[ \t]+)?(?:training|run)[ \t]+(?:is[ \t]+|was[ \t]+)?)?"
+    r"(?:early[ _-]?)?stop(?:ping|ped)(?:[ \t]+(?:the[ \t]+)?training)?"
+    r"(?:[ \t]*[:,\]-][ \t]*(?:[\w.]+[ \t]+){0,3}?"
+    r"|[ \t]+(?:since|because|as|due to)[ \t][^.;!?]{0,40}?)"
+    r"(?:no(?:t)? improv|did(?: not|n't) improve|ha(?:s|ve)(?: not|n't) improved|without improv)"
+    r"(?![^.;!?]*(?:count(?:er)?\b|\d+[ \t]*(?:/|out of)[ \t]*\d+))")
 
 # The whole run named done: `_RUN_DONE` with nothing before its words but a log's level or
 # logger (bot.core.logprefix `LOG_LEAD`: `INFO: training done`, `[INFO] __main__: Training
