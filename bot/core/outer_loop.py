@@ -25,9 +25,17 @@ _COUNTED = re.compile(r"(?i)(?<![a-z])(" + _PASS + r")\s*[#=:]?\s*(\d+)\s*(?:/|o
 COUNTED_LOCATOR = r"(?i)(?:" + _PASS + r")\s*[#=:]?\s*\d+\s*(?:/|of)\s*\d+"
 # ... the number of a pass around a whole training, with or without its total (`names_pass`):
 # OUTER_PASS's but an episode, which an RL loop's training counts itself (ColossalChat's `Saved
-# final actor model checkpoint at episodes 10`)
-_PASS_NAMED = re.compile(r"(?i)(?<![a-z_])(?:fold|trial|round|sweep|run|stage|phase)s?"
-                         r"\s*(?:#|no\.?|[=:])?\s*\d+(?![\d.%])")
+# final actor model checkpoint at episodes 10`); not a setting's value (`run=5`), a path's or an
+# identifier's part (`runs/detect/run2`, `./outputs/phase1`, `W&B run 3f2a9c1d`) nor a best
+# pass (`Best round: 312`)
+_PASS_NAMED = re.compile(r"(?i)(?<![\w/=.-])(?<!best )(fold|trial|round|sweep|run|stage|phase)s?"
+                         r"[ \t]*(?:#|no\.?)?[ \t]*\d+(?![\w.%/-])")
+# A pass's header of such a loop: its word and number first in the message, after a log's lead
+# and a start's verb at most (`Fold 2`, `===== fold 1 =====`, `Running Trial #2`, `Starting fold
+# 3`, `[INFO] Training fold 1`), or a counter with its total (`_COUNTED`)
+_PASS_HEADER = (r"(?i)^[\W\d_]*(?:(?:start\w*|running|run|begin\w*|training|train|evaluating"
+                r"|now|on|for|entering)[ \t]+)*{word}s?[ \t]*(?:#|no\.?|[=:])?[ \t]*\d+"
+                r"(?![\w.%/-])")
 _NUMBERED = re.compile(r"(?i)(?<![a-z_])(" + _PASS + r")\s*(?:#|no\.?|[=:])?\s*(\d+)(?![\d/.%])")
 
 
@@ -84,12 +92,19 @@ def furthest_passes(lines: Sequence[str]) -> list[str]:
     return [lines[i] for i in sorted({i for i, _ in best.values()} | first)]
 
 
-def names_pass(line: str) -> bool:
+def names_pass(line: str, before: Sequence[str]) -> bool:
     """The line names a pass of an outer loop around a whole training (a fold, a trial, a
     round, ...) by its number, with or without a total (`Training complete for fold 2`, `fold
-    2/5 done`); not an RL loop's episode nor a repeat's setting a line may echo (`at episodes
-    10`, `seed=42`)."""
-    return _PASS_NAMED.search(line) is not None
+    2/5 done`), a loop the log's lines `before` it count (messages, the time and a log's lead
+    stripped: a counter with its total, `Fold 1/5`, or a pass's header with the same word, `Fold
+    2`, `Running Trial #2`); not an RL loop's episode nor a repeat's setting a line may echo (`at
+    episodes 10`, `seed=42`), nor a run's identifier, a setting, a path or a best pass where no
+    such loop is counted (`W&B run 3f2a9c1d`, `run=5`, `runs/detect/run2`, `Best round: 312`,
+    `ZeRO stage 2`)."""
+    words = {_word(m.group(1)) for m in _PASS_NAMED.finditer(line)}
+    headers = [re.compile(_PASS_HEADER.format(word=re.escape(word))) for word in words]
+    return any(_word(m.group(1)) in words for b in before for m in _COUNTED.finditer(b)) or any(
+        header.match(b) for header in headers for b in before)
 
 
 def names_pass_short_of_last(line: str) -> bool:

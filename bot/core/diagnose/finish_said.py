@@ -109,6 +109,8 @@ _NO_IMPROVEMENT_STOP = re.compile(
 # `Tokenizer training complete`, `Warmup training finished`, `Pretraining stage: training
 # complete`, `pretrain.py: training finished`) makes it a stage's of a larger job
 _WHOLE_RUN_LEAD = re.compile(rf"(?i)^(?:{LOG_LEAD})*(?:(?:the|model) )?$")
+# A log's level or logger before a message (`[INFO] `, `INFO:__main__:`)
+_LEAD = re.compile(rf"(?i)(?:{LOG_LEAD})*")
 # ... and nothing after them announcing the next phase (`SFT done, starting DPO...`, `SFT
 # complete, moving to RL stage`, `SFT finished. Merging LoRA`)
 _NEXT_PHASE_SAID = re.compile(
@@ -173,12 +175,22 @@ def ends_open_pass(tail: Sequence[tuple[int, str]], series: MetricSeries,
                    outer_headers: Sequence[tuple[int, str]], line: int) -> bool:
     """The log's line `line` (a completion marker's) is an early stop (`_STOPPED_EARLY`:
     Keras's `Epoch 25: early stopping`) or names a pass of an outer loop (`Training complete
-    for fold 2`: bot.core.outer_loop.names_pass) inside a pass of that loop short of its last
-    (`in_open_pass`: `Fold 1/5`, a pass's number with no total that no counter at its total
-    covers): the loop it ended is that pass's, and the next pass trains next."""
+    for fold 2`, a pass the lines before it count: bot.core.outer_loop.names_pass) inside a
+    pass of that loop short of its last (`in_open_pass`: `Fold 1/5`, a pass's number with no
+    total that no counter at its total covers): the loop it ended is that pass's, and the next
+    pass trains next."""
     text = next((normalize_line(t) for n, t in tail if n == line), "")
-    return (stopped_early(text) or names_pass(message_after_time(text))
-            ) and in_open_pass(tail, series, outer_headers)
+    if not stopped_early(text) and not names_pass(message_after_time(text), [
+            _message_lead_stripped(t) for n, t in [*outer_headers, *tail] if n < line]):
+        return False
+    return in_open_pass(tail, series, outer_headers)
+
+
+def _message_lead_stripped(line: str) -> str:
+    """A log's line's message: its time and a logging library's lead (`[INFO] `) stripped."""
+    message = message_after_time(normalize_line(line))
+    lead = _LEAD.match(message)
+    return message[lead.end():] if lead is not None else message
 
 
 class FinishSaid(NamedTuple):
