@@ -369,6 +369,9 @@ def submit_recipe(
                 excluded_nodes=effective.exclude,
                 display_id=f"{job_id}_{array_task}" if array_task is not None else None,
                 submitted_at=sent_at,
+                # the --mem it was sent with (a wrapper's job that did not get an override
+                # has its own), which tells a host OOM whether it had its node's whole memory
+                submit_mem=not_applied.get("mem", effective.mem or ""),
             ).attempt.attempt_no
         if chain.status == "stopped":
             store.chains.set_status(chain.id, "active", now=now)

@@ -417,6 +417,15 @@ def _v23_submit_holders(conn: Connection) -> None:
     _add_column(conn, "submits_in_flight", "holder TEXT")
 
 
+def _v24_attempt_submit_mem(conn: Connection) -> None:
+    """Version 24: attempts.submit_mem, the --mem trainbot submitted the attempt's job with
+    (its recipe's `mem` after the submit's overrides; '' when it passed none), so a host OOM
+    of a job submitted with --mem=0 (all of each node's memory) is told that no --mem gives
+    it more, and one whose submit overrode the recipe's `mem: 0` is not. An attempt recorded
+    before has none (NULL): its recipe's `mem` tells, as before."""
+    _add_column(conn, "attempts", "submit_mem TEXT")
+
+
 MIGRATIONS: list[Callable[[Connection], None]] = [
     _v1_initial,
     _v2_posts_and_watch,
@@ -441,6 +450,7 @@ MIGRATIONS: list[Callable[[Connection], None]] = [
     _v21_step_bounds,
     _v22_step_post_bounds,
     _v23_submit_holders,
+    _v24_attempt_submit_mem,
 ]
 
 

@@ -73,6 +73,10 @@ class Attempt:
     excluded_nodes: str | None = None  # the --exclude this job was submitted with
     display_id: str | None = None  # `123_4` of an array task (job_id is its raw id)
     logged_target_iter: int | None = None  # the target iteration its log printed (`/8000`)
+    # the --mem trainbot submitted the job with ('' when it passed none: Slurm's default, or
+    # the script's own #SBATCH --mem); None when not recorded: an attempt recorded before
+    # schema 24, a whole array's task as it starts, a lost submit found by its name
+    submit_mem: str | None = None
 
     @property
     def shown_id(self) -> str:

@@ -21,7 +21,7 @@ from sqlalchemy import (
     UniqueConstraint,
 )
 
-SCHEMA_VERSION = 23
+SCHEMA_VERSION = 24
 
 metadata = MetaData()
 
@@ -73,6 +73,8 @@ attempts = Table(
     Column("excluded_nodes", Text),  # --exclude of this submit (a faulty node), else NULL
     Column("display_id", Text),  # version 11: `123_4` for an array task (job_id is its raw id)
     Column("logged_target_iter", Integer),  # version 13: the target its log printed (`/8000`)
+    # version 24: the --mem its submit passed ('' none); NULL: not recorded (Attempt.submit_mem)
+    Column("submit_mem", Text),
     UniqueConstraint("chain_id", "attempt_no", name="uq_attempts_chain_no"),
     Index("ix_attempts_job_id", "job_id"),
     # version 17: one Slurm job is one attempt of its run (AttemptsRepo.record)

@@ -81,7 +81,12 @@ from bot.core.policy.early import (
     stall_without_recipe,
 )
 from bot.core.policy.held import HeldReport, held_report
-from bot.core.policy.memory import LeakRemedy, leak_remedy, suggest_mem
+from bot.core.policy.memory import (
+    LeakRemedy,
+    leak_remedy,
+    suggest_mem,
+    whole_node_mem,
+)
 from bot.core.policy.params import DEFAULT_POLICY, PolicyParams, params_from
 from bot.core.policy.retry import RUNNING_CLASSES, approval_charged, backoff_delay, decide
 
@@ -132,4 +137,5 @@ __all__ = [
     "suggest_mem",
     "task_history",
     "task_rows",
+    "whole_node_mem",
 ]

@@ -19,13 +19,27 @@ from bot.core.policy.decision import (
     resubmit_offers,
 )
 from bot.core.policy.params import PolicyParams, params_from
-from bot.core.units import GIB, format_size
+from bot.core.units import GIB, format_size, parse_size
 
 # What a --mem=0 job's memory failure is told to do instead of its class's hint (host_oom's
 # "Resubmit with more --mem", dataloader_worker_killed's "or raise --mem"): it already had all
 # of its node's memory. templates/_common.j2's whole_node_hint says it in the thread.
 WHOLE_NODE_HINT = ("Cut host memory: fewer DataLoader workers, smaller prefetch, save "
                    "checkpoints without gathering on CPU.")
+
+
+def whole_node_mem(mem: str | None) -> bool:
+    """Whether a job sent with `--mem=<mem>` (as trainbot passed it: a recipe's `mem` after a
+    submit's overrides; None or '': no --mem) asked for all of each node's memory: --mem=0,
+    however written (`0`, `0G`). Only what trainbot sent decides it: Slurm reports a requested
+    memory of 0 for --mem-per-gpu jobs (and the site's DefMemPerGPU) and for jobs that asked
+    for none, whose nodes' memory more --mem can still raise."""
+    if not mem or not mem.strip():
+        return False
+    try:
+        return parse_size(mem.strip()) == 0
+    except ValueError:
+        return False
 
 
 def host_oom_decision(

@@ -109,13 +109,3 @@ def load_json(text: str, command: str) -> dict[str, Any]:
                                     command=command, errors=repr(errors)), errors)
     return data
 
-
-def json_whole_node_mem(per_node: Any, per_cpu: Any) -> bool | None:
-    """Whether a job's requested memory (`memory_per_node`, `memory_per_cpu` of squeue's job or
-    sacct's `required`, 23.02 on: `{set, number}`) is --mem=0, all of each node's memory: per
-    node set to 0, no per-CPU amount. What it was allocated is then the node's whole memory.
-    None when neither field is there (the answer does not say)."""
-    if per_node is None and per_cpu is None:
-        return None
-    per_node_set = isinstance(per_node, dict) and bool(per_node.get("set"))
-    return per_node_set and json_number(per_node) == 0 and not json_number(per_cpu)

@@ -44,11 +44,12 @@ class JobRecord:
     node: str | None = None
     max_rss_bytes: int | None = None
     mem_limit_bytes: int | None = None
-    # --mem=0 (all of each node's memory) was asked for: sacct then gives the node's whole
-    # memory as the job's, which is its mem_limit_bytes (Accounting.whole_node_mem). None:
-    # Slurm's answer did not say what the job asked for (sacct --parsable2's ReqMem is the
-    # allocation from 21.08 on), so the recipe's `mem` may tell (the watcher's _asked_mem)
-    whole_node_mem: bool | None = None
+    # trainbot submitted the job with --mem=0, all of each node's memory (the watcher sets it
+    # from its attempt's `submit_mem`: Watcher._submitted_mem); its mem_limit_bytes is then
+    # the node's memory as Slurm allocated it (Accounting.whole_node_mem). Never read from
+    # Slurm: a requested memory of 0 there also stands for --mem-per-gpu (or the site's
+    # DefMemPerGPU) and for no request on a cluster without a default
+    whole_node_mem: bool = False
     stdout_path: str | None = None
     stderr_path: str | None = None  # sacct from 23.02 on; None when it goes to stdout_path
     submit_time: float | None = None
@@ -114,7 +115,7 @@ class JobRecord:
             signal=self.signal,
             elapsed_s=self.elapsed_s,
             mem_limit_bytes=self.mem_limit_bytes,
-            whole_node_mem=bool(self.whole_node_mem),
+            whole_node_mem=self.whole_node_mem,
             max_rss_bytes=self.max_rss_bytes,
             never_started=NeverStarted(
                 cancelled_by=self.cancelled_by,
@@ -165,8 +166,6 @@ def merge_records(
             values["end_time"] = live.end_time
             values["elapsed_s"] = acct.elapsed_s if live.is_running else live.elapsed_s
         values["max_rss_bytes"] = acct.max_rss_bytes
-        said = {live.whole_node_mem, acct.whole_node_mem} - {None}
-        values["whole_node_mem"] = True if True in said else (False if said else None)
         values["restart_count"] = max(live.restart_count, acct.restart_count)
         values["cancelled_by"] = acct.cancelled_by
         values["step_states"] = acct.step_states

@@ -10,14 +10,7 @@ from typing import Any
 from bot.core.slurm.argv import TIME_FORMAT_ENV, job_ids_arg
 from bot.core.slurm.errors import SlurmParseError
 from bot.core.slurm.job_ref import split_array_id
-from bot.core.slurm.json_fields import (
-    json_epoch,
-    json_exit,
-    json_number,
-    json_text,
-    json_whole_node_mem,
-    load_json,
-)
+from bot.core.slurm.json_fields import json_epoch, json_exit, json_number, json_text, load_json
 from bot.core.slurm.parsable import split_rows
 from bot.core.slurm.records import JobRecord
 from bot.core.slurm.states import (
@@ -37,7 +30,6 @@ from bot.core.slurm.values import (
     parse_rss,
     parse_time,
     parse_tres_mem,
-    req_mem_is_zero,
 )
 from bot.core.slurm.version import FIRST_SACCT_OUTPUT_FIELDS
 from bot.core.text import N_
@@ -140,10 +132,8 @@ def _sacct_parsable_row(raw: Mapping[str, str]) -> _SacctRow:
             parse_tres_mem(raw.get("AllocTRES"), nodes=nodes)
             or parse_tres_mem(raw.get("ReqTRES"), nodes=nodes)
             or _lenient_req_mem(raw.get("ReqMem"), cpus)
+            or None  # a requested 0 (--mem=0, --mem-per-gpu) is no limit
         ),
-        # ReqMem `0`/`0n` is --mem=0 (AllocTRES then has the node's whole memory); any other
-        # is the allocation (21.08 on), which does not say what the job asked for
-        "whole_node_mem": True if req_mem_is_zero(raw.get("ReqMem")) else None,
         "submit_time": parse_time(raw.get("Submit")),
         "start_time": parse_time(raw.get("Start")),
         "end_time": parse_time(raw.get("End")),
@@ -248,7 +238,6 @@ def _sacct_record(history: Sequence[tuple[_SacctRow, list[_SacctRow]]]) -> JobRe
         node=f["node"] if started and f["node"] != "None assigned" else None,
         max_rss_bytes=max(rss_values) if rss_values else None,
         mem_limit_bytes=mem_limit,
-        whole_node_mem=f.get("whole_node_mem"),
         submit_time=f["submit_time"],
         start_time=f["start_time"] if started else None,
         end_time=f["end_time"] if finished else None,
@@ -328,19 +317,6 @@ def _json_mem_limit(job: Mapping[str, Any]) -> int | None:
     return None
 
 
-def _json_whole_node_mem(job: Mapping[str, Any]) -> bool | None:
-    """Whether the job asked for --mem=0 (all of each node's memory): it required 0 per node
-    (24.11: `memory_per_node` set to 0, no `memory_per_cpu`; 22.05: `memory` 0). Its
-    allocated `mem` is then the node's whole memory (_json_mem_limit reads that first).
-    None when the job's `required` does not say."""
-    required = job.get("required")
-    if not isinstance(required, Mapping):
-        return None
-    if "memory" in required:  # dbv0.0.38
-        return json_number(required.get("memory")) == 0
-    return json_whole_node_mem(required.get("memory_per_node"), required.get("memory_per_cpu"))
-
-
 def _json_array_fields(array: Any) -> dict[str, int | None]:
     """Array job and task of a sacct --json job (`array.job_id` 0 outside arrays; no
     `task_id` for a pending remainder, whose range is in `array.task`)."""
@@ -378,7 +354,6 @@ def _sacct_json_rows(job: Mapping[str, Any]) -> list[_SacctRow]:
         "elapsed_s": float(elapsed) if elapsed is not None else None,
         "node": json_text(job.get("nodes")),
         "mem_limit_bytes": mem_limit,
-        "whole_node_mem": _json_whole_node_mem(job),
         "submit_time": json_epoch(times.get("submission")),
         "start_time": json_epoch(times.get("start")),
         "end_time": json_epoch(times.get("end")),

@@ -14,7 +14,6 @@ from bot.core.slurm.json_fields import (
     json_number,
     json_state,
     json_text,
-    json_whole_node_mem,
     load_json,
 )
 from bot.core.slurm.parsable import split_rows
@@ -29,7 +28,6 @@ from bot.core.slurm.values import (
     parse_squeue_exit_code,
     parse_time,
     parse_tres_mem,
-    req_mem_is_zero,
 )
 from bot.core.text import N_
 
@@ -126,7 +124,7 @@ def _squeue_json_job(job: Mapping[str, Any]) -> JobRecord | None:
     mem_limit = parse_tres_mem(json_text(job.get("tres_alloc_str"))
                                or json_text(job.get("tres_req_str")),
                                nodes=int(node_count) if node_count else None)
-    if mem_limit is None and (mem_node := json_number(job.get("memory_per_node"))):
+    if not mem_limit and (mem_node := json_number(job.get("memory_per_node"))):
         mem_limit = int(mem_node) * 1024**2
     return JobRecord(
         job_id=job_id,
@@ -141,9 +139,7 @@ def _squeue_json_job(job: Mapping[str, Any]) -> JobRecord | None:
         signal=signal if finished else None,
         elapsed_s=(end or 0) - start if start and end else None,
         node=node if started else None,
-        mem_limit_bytes=mem_limit,
-        whole_node_mem=json_whole_node_mem(job.get("memory_per_node"),
-                                           job.get("memory_per_cpu")),
+        mem_limit_bytes=mem_limit or None,  # a requested 0 is no limit
         stdout_path=stdout,
         submit_time=json_epoch(job.get("submit_time")),
         start_time=start,
@@ -207,8 +203,8 @@ def _squeue_row(row: Mapping[str, str]) -> JobRecord:
     # MinMemory drops the per-CPU marker (`--mem-per-cpu=512M` on 64 CPUs prints 512M): the
     # TRES string has the job's real total, divided per node; MinMemory is the fallback.
     mem_limit = parse_tres_mem(row.get("tres-alloc"), nodes=parse_count(row.get("NumNodes")))
-    if mem_limit is None:
-        mem_limit = parse_req_mem(row.get("MinMemory"))
+    if not mem_limit:  # 0: what a pending --mem=0 or --mem-per-gpu job asked, not a limit
+        mem_limit = parse_req_mem(row.get("MinMemory")) or None
     return JobRecord(
         job_id=job_id,
         name=name,
@@ -223,8 +219,6 @@ def _squeue_row(row: Mapping[str, str]) -> JobRecord:
         elapsed_s=parse_duration(row.get("TimeUsed")) if started else None,
         node=node,
         mem_limit_bytes=mem_limit,
-        # --mem=0; MinMemory is what the job asked for (per node or per CPU)
-        whole_node_mem=req_mem_is_zero(row.get("MinMemory")) if row.get("MinMemory") else None,
         stdout_path=stdout,
         submit_time=parse_time(row.get("SubmitTime")),
         start_time=start,

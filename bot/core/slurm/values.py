@@ -128,12 +128,6 @@ def parse_req_mem(text: str | None, cpus: int | None = None) -> int | None:
     return amount
 
 
-def req_mem_is_zero(text: str | None) -> bool:
-    """Whether sacct's ReqMem / squeue's MinMemory is 0 per node (`0`, `0n`, `0M`): --mem=0,
-    all of each node's memory (parse_req_mem reads it as no limit)."""
-    return bool(text) and re.fullmatch(r"0+[KMGT]?n?", (text or "").strip()) is not None
-
-
 def parse_tres_mem(text: str | None, nodes: int | None = None) -> int | None:
     """Bytes of memory PER NODE in a TRES string (`billing=1,cpu=64,mem=32G,node=2`).
 

@@ -51,7 +51,6 @@ carried out by `resubmit`.
 from __future__ import annotations
 
 import logging
-import re
 import time
 from collections.abc import Callable
 from dataclasses import replace
@@ -72,6 +71,7 @@ from bot.core.policy import (
     held_report,
     stall_resume_point,
     stall_without_recipe,
+    whole_node_mem,
 )
 from bot.core.slurm.records import JobRecord
 from bot.core.slurm.sstat import StepMemory
@@ -98,8 +98,6 @@ from bot.services.watch.unreadable import READ_FAILED_NOTE_TICKS, UnreadableFile
 from bot.store import Chain, Store, WatchedJob
 
 log = logging.getLogger(__name__)
-
-_ZERO_MEM = re.compile(r"0+[KMGT]?B?", re.IGNORECASE)  # --mem=0: all of each node's memory
 
 
 class Watcher:
@@ -622,17 +620,20 @@ class Watcher:
         return record.array_task_id if chain is not None and chain.is_array \
             and not chain.adopted else None
 
-    def _asked_mem(self, jw: JobWatch, record: JobRecord) -> JobRecord:
-        """`record`, marked --mem=0 (JobRecord.whole_node_mem) when its recipe's `mem` is 0 and
-        Slurm did not say what the job asked for (None): sacct --parsable2's ReqMem is the
-        allocation from 21.08 on (the node's whole memory), and squeue forgets a job after
-        MinJobAge. What Slurm said wins: a submit may have overridden the recipe's `mem`."""
-        cfg = self.recipes.cfg(jw.recipe)
-        mem = getattr(cfg, "mem", None)
-        if record.whole_node_mem is not None or not isinstance(mem, str) \
-                or not _ZERO_MEM.fullmatch(mem.strip()):
-            return record
-        return replace(record, whole_node_mem=True)
+    def _submitted_mem(self, jw: JobWatch, record: JobRecord) -> JobRecord:
+        """`record`, marked as sent with --mem=0 (JobRecord.whole_node_mem: all of each node's
+        memory, so no --mem gives it more) when the --mem its attempt records its submit
+        passed is 0 (Attempt.submit_mem: the recipe's `mem` after that submit's overrides);
+        an attempt that records none (recorded before schema 24, a whole array's task as it
+        started, a lost submit found by its name) goes by its recipe's `mem`, and a job of no
+        recipe (adopted) is never marked. Slurm's requested memory is not asked: it is 0 for
+        a --mem-per-gpu job too (or one the site's DefMemPerGPU gives its memory), and for
+        one that asked for none on a cluster with no default."""
+        attempt = self.store.attempts.get_by_job(str(jw.job_id), self.cluster)
+        mem = attempt.submit_mem if attempt is not None else None
+        if mem is None:
+            mem = getattr(self.recipes.cfg(jw.recipe), "mem", None)
+        return replace(record, whole_node_mem=whole_node_mem(mem))
 
     def _finished(self, w: WatchedJob, jw: JobWatch, record: JobRecord, now: float,
                   report: TickReport, *,
@@ -651,7 +652,7 @@ class Watcher:
         that ended without starting (JobRecord.never_started: cancelled while it waited in the
         queue) is judged at once, no file read: its diagnosis says it never started
         (accounting's `never_started`, the detail of that name)."""
-        record = self._asked_mem(jw, record)
+        record = self._submitted_mem(jw, record)
         acct = record.accounting()
         p = self.recipes.policy(jw.recipe)
         diag = finished_diagnosis(jw, record, acct, p, target_iter=self._target(jw))

@@ -161,9 +161,11 @@ class AttemptsRepo(_Repo):
         excluded_nodes: str | None = None,
         display_id: str | None = None,
         submitted_at: float | None = None,
+        submit_mem: str | None = None,
     ) -> RecordedAttempt:
         """Record a submitted job as the chain's next attempt (attempt_no 1, 2, …), submitted
         at `submitted_at` (default `now`: a job found after its submit was lost says when);
+        `submit_mem`: the --mem its submit passed ('' none; None: not known, Attempt.submit_mem).
         `new` False when the chain already records that job (one Slurm job is one attempt of
         its run, however many paths record it: a lost submit's recovery and the settle that
         took over its cancel and resume may both find it by its name): that attempt comes back
@@ -201,6 +203,7 @@ class AttemptsRepo(_Repo):
                 start_iter=start_iter,
                 checkpoint_path=checkpoint_path,
                 excluded_nodes=excluded_nodes,
+                submit_mem=submit_mem,
             )
             if display_id is not None:  # an array task's (schema 11)
                 values["display_id"] = display_id

@@ -239,6 +239,7 @@ def test_submit_passes_resume_point_and_records_chain_attempt_audit(ck_config, s
     assert (chain.recipe, chain.cluster, chain.job_name) == ("mix", "dev", "wm-mix")
     attempt = store.attempts.get_by_job("4001")
     assert (attempt.start_iter, attempt.checkpoint_path) == (1000, "/ck/mix/iter_000001000")
+    assert attempt.submit_mem == "950G"  # the recipe's 400G as the override replaced it
     assert [w.job_id for w in store.watched_jobs.list("dev")] == ["4001"]
     entry = store.audit.recent()[0]
     assert (entry.actor, entry.action, entry.job_id, entry.result) == ("U1", "submit", "4001", "ok")
@@ -246,6 +247,10 @@ def test_submit_passes_resume_point_and_records_chain_attempt_audit(ck_config, s
     again = submit_recipe(ck_config, "mix", slurm=slurm, sftp=LOOKUP_SFTP, store=store, now=200.0,
                           actor="U1", chain_id=result.chain_id)  # fmt: skip
     assert (again.chain_id, again.attempt_no) == (result.chain_id, 2)
+    assert store.attempts.get_by_job(again.job_id).submit_mem == "400G"  # the recipe's
+    plain = submit_recipe(ck_config, "wrapped", slurm=slurm, sftp=NO_SFTP, store=store,
+                          now=300.0, actor="U1")
+    assert store.attempts.get_by_job(plain.job_id).submit_mem == ""  # sent no --mem
 
 
 def test_refused_override_is_audited_and_nothing_submitted(ck_config, store, lookups):
@@ -400,6 +405,8 @@ def test_overrides_a_wrapper_did_not_apply_are_never_reported_as_applied(wrap_co
     assert result.not_applied == (NotApplied("partition", "debug", "gpu"),
                                   NotApplied("mem", "400G", "950G"))
     assert result.overrides == {"lr": 0.5}
+    # the job's own memory, not the override it did not get, tells a host OOM what it had
+    assert store.attempts.get_by_job("777").submit_mem == "950G"
     [entry] = [e for e in store.audit.recent(10) if e.action == "submit"]
     assert '"overrides": {"lr": 0.5}' in entry.detail
     assert '"not_applied": {"mem": {"job_has": "950G", "requested": "400G"}' in entry.detail

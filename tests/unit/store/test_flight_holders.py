@@ -52,7 +52,7 @@ def test_v22_store_gets_submit_holders_keeping_its_submits_in_flight(store_url: 
                               " 'mix', :f, 'U0ALICE', 'C1', 5.0)"), {"f": False})
         assert old.command_claims.claim(KEY, "h1", 10.0, 600.0)
     with Store.open(store_url) as new:
-        assert new.schema_version == new.latest_version == current_schema.SCHEMA_VERSION == 23
+        assert new.schema_version == new.latest_version == current_schema.SCHEMA_VERSION > 22
         [flight] = new.submits_in_flight.sent_before("dev", 10.0)
         assert (flight.actor, flight.sent_at, flight.holder) == ("U0ALICE", 5.0, None)
         assert new.submits_in_flight.remove(flight.id)

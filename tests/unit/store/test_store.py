@@ -725,22 +725,25 @@ def test_v16_store_keeps_the_first_of_a_jobs_duplicate_attempts_with_its_progres
                     "INSERT INTO attempts (chain_id, job_id, attempt_no, state, submitted_at)"
                     f" VALUES ({chain.id}, '{job}', {no}, 'PENDING', 2.0)")
             conn.exec_driver_sql(f"UPDATE chains SET retries_used = 4 WHERE id = {chain.id}")
-        first, dup = [a for a in old.attempts.for_chain(chain.id) if a.job_id == "90500"]
-        old.attempts.update(first.id, started_at=3.0, last_iter=1200)
-        old.attempts.update(dup.id, state="COMPLETED", result="COMPLETED", ended_at=9.0,
-                            last_iter=4000)
-        old.attempts.update(present(old.attempts.get_by_job("90611")).id, state="RUNNING")
+            # the watcher's progress, in a v16 trainbot's columns (the repository reads today's)
+            first_id, dup_id = (row[0] for row in conn.exec_driver_sql(
+                "SELECT id FROM attempts WHERE job_id = '90500' ORDER BY id"))
+            conn.exec_driver_sql("UPDATE attempts SET started_at = 3.0, last_iter = 1200"
+                                 f" WHERE id = {first_id}")
+            conn.exec_driver_sql("UPDATE attempts SET state = 'COMPLETED', result = 'COMPLETED',"
+                                 f" ended_at = 9.0, last_iter = 4000 WHERE id = {dup_id}")
+            conn.exec_driver_sql("UPDATE attempts SET state = 'RUNNING' WHERE job_id = '90611'")
     with Store.open(store_url) as new:
         assert new.schema_version == new.latest_version == current_schema.SCHEMA_VERSION
         got = [(a.id, a.job_id, a.attempt_no, a.state, a.started_at, a.ended_at, a.last_iter)
                for a in new.attempts.for_chain(chain.id)]
         assert got == [(got[0][0], "88154", 1, "PENDING", None, None, None),
-                       (first.id, "90500", 2, "COMPLETED", 3.0, 9.0, 4000),
+                       (first_id, "90500", 2, "COMPLETED", 3.0, 9.0, 4000),
                        (got[2][0], "90611", 4, "RUNNING", None, None, None)]
         # whose charge it was is not known
         assert present(new.chains.get(chain.id)).retries_used == 4
         again = new.attempts.record(chain_id=chain.id, job_id="90500", now=10.0)
-        assert (again.new, again.attempt.id) == (False, first.id)
+        assert (again.new, again.attempt.id) == (False, first_id)
         with pytest.raises(IntegrityError), new.engine.begin() as conn:
             conn.exec_driver_sql(
                 "INSERT INTO attempts (chain_id, job_id, attempt_no, state, submitted_at)"
