@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bot.core.models import MEMORY_CLASSES, Action, Diagnosis, DiagnosisMetrics
-from bot.core.policy import CheckpointUnknown, leak_remedy, suggest_mem
+from bot.core.policy import CheckpointUnknown, host_memory_cause, leak_remedy, suggest_mem
 from bot.core.slurm.states import RUNNING_STATES, normalize_state
 from bot.core.units import GIB
 
@@ -86,7 +86,10 @@ class Incident:
     leak: Mapping[str, Any] | None = None
     # a memory failure whose job's limit nobody gave: no --mem is proposed, and it says so
     mem_limit_unknown: bool = False
-    mem_whole_node: bool = False  # a memory failure of a job with --mem=0: no --mem gives more
+    mem_whole_node: bool = False  # a host OOM of a job with --mem=0: no --mem gives more
+    # a memory failure of a job with --mem=0, of any cause: the class's hint (more --mem) is
+    # not said (its host-memory causes are told to cut host memory, the others their own fix)
+    whole_node: bool = False
     node: str | None = None  # the faulty node a resubmit excludes (Diagnosis.node)
     site_title: bool = False  # the site replaced the class's title (Diagnosis.site_title)
     site_hint: bool = False  # the site replaced the class's hint (Diagnosis.site_hint)
@@ -338,7 +341,8 @@ def build_incident(
                            and mem is None and mem_limit_bytes is None
                            and diagnosis.action == Action.ASK),
         mem_whole_node=(diagnosis.class_id in MEMORY_CLASSES and remedy is None
-                        and mem is None and whole_node),
+                        and mem is None and whole_node and host_memory_cause(diagnosis)),
+        whole_node=diagnosis.class_id in MEMORY_CLASSES and whole_node,
         node=diagnosis.node,
         site_title=diagnosis.site_title,
         site_hint=diagnosis.site_hint,

@@ -83,6 +83,7 @@ from bot.core.policy.early import (
 from bot.core.policy.held import HeldReport, held_report
 from bot.core.policy.memory import (
     LeakRemedy,
+    host_memory_cause,
     leak_remedy,
     suggest_mem,
     whole_node_mem,
@@ -120,6 +121,7 @@ __all__ = [
     "early_warnings",
     "free_rewrite_slots",
     "held_report",
+    "host_memory_cause",
     "leak_remedy",
     "leak_warning_due",
     "own_history",

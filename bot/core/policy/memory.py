@@ -27,6 +27,17 @@ from bot.core.units import GIB, format_size, parse_size
 WHOLE_NODE_HINT = ("Cut host memory: fewer DataLoader workers, smaller prefetch, save "
                    "checkpoints without gathering on CPU.")
 
+# The causes of a DataLoader worker's death that are not host memory running out
+# (bot.core.diagnose.line_cause: its workers out of /dev/shm, the process at its open-file
+# limit): a --mem=0 job's failure of these is told their own fix, not the whole-node one.
+NOT_HOST_MEMORY = frozenset({"shm", "fd_limit"})
+
+
+def host_memory_cause(diagnosis: Diagnosis) -> bool:
+    """Whether the memory failure `diagnosis` ran out of host memory (no cause of
+    NOT_HOST_MEMORY named in its detail)."""
+    return (diagnosis.detail or {}).get("kind") not in NOT_HOST_MEMORY
+
 
 def whole_node_mem(mem: str | None) -> bool:
     """Whether a job sent with `--mem=<mem>` (as trainbot passed it: a recipe's `mem` after a
@@ -76,6 +87,9 @@ def host_oom_decision(
                          max_rss_bytes=accounting.max_rss_bytes if accounting else None,
                          policy=p, worker_rss=worker_rss, trainer_rss=trainer_rss,
                          start_unknown=start_unknown, whole_node=whole_node)
+    if accounting is not None and whole_node and not host_memory_cause(diagnosis):
+        return _whole_node_own_fix(diagnosis, charged, not_before, where, base,
+                                   by_hand=by_hand, lookup=lookup)
     if accounting is not None and whole_node:
         return _whole_node_decision(diagnosis, saving, accounting, remedy, charged, base,
                                     by_hand=by_hand, lookup=lookup)
@@ -187,6 +201,28 @@ def _whole_node_decision(diagnosis: Diagnosis, saving: str, accounting: Accounti
                **({"node_mem": _size(node_mem)} if node_mem else {}),
                **({"leak": remedy.facts()} if remedy is not None else {}),
                **(lookup or {}), **({"by_hand": True} if by_hand else {})},
+        **base,
+    )
+
+
+def _whole_node_own_fix(diagnosis: Diagnosis, charged: bool, not_before: float | None,
+                        where: str, base: DecisionBase, *, by_hand: bool,
+                        lookup: Mapping[str, str] | None) -> Decision:
+    """A DataLoader worker's failure of a --mem=0 job whose cause is not host memory (its
+    workers out of /dev/shm, the process at its open-file limit: NOT_HOST_MEMORY): no --mem
+    is proposed (none gives the job more), nor is host memory said to have run out; a person
+    decides, as for any `ask` class, told the cause's own fix: the fact `whole_node` keeps
+    the class's hint, which asks for more --mem, out of the thread (a site's own is said)."""
+    hand = {"by_hand": True} if by_hand else {}
+    offered = f"{RESUBMIT_BY_HAND} {where}." if by_hand else f"resubmit {where} is offered."
+    hint = f" {diagnosis.hint}" if diagnosis.site_hint else ""
+    return Decision(
+        DecisionKind.ASK_HUMAN,
+        f"{diagnosis.class_id}: a person should decide; {offered}{hint}",
+        charged=charged,
+        not_before=not_before,
+        offers=resubmit_offers(by_hand=by_hand),
+        facts={"why": "ask", "whole_node": True, **(lookup or {}), **hand},
         **base,
     )
 
