@@ -123,6 +123,10 @@ _PHASE_REPORT = re.compile(r"(?i)(?<![a-z])(?:summary|test\w*|eval\w*|valid\w*|v
 # A step's start in words (`starting export`, `Beginning conversion`, `Launching upload`)
 _STEP_STARTS = re.compile(r"(?i)(?<![a-z])(?:start(?:s|ing)?|begin(?:s|ning)?|launch(?:es|ing)?)"
                           r"(?![a-z])")
+# A producing phase's end or its output kept (`Saved 500 generations to out/`, `Inference
+# finished in 42.1s`, `Prediction done.`, `Done.`, `Predictions written to preds.csv`)
+_OUTPUT_DONE = re.compile(r"(?i)(?<![a-z])(?:finished|done|complete[ds]?|ended|saved|written|wrote"
+                          r"|exported|stored)(?![a-z])")
 # An epoch's number, Hugging Face's logged dicts' too (`Epoch 3/10`, `'epoch': 0.1`)
 _EPOCH_AT = re.compile(r"(?i)(?<![a-z])epoch\b['\"]?\s*[:=\[(]?\s*(\d+(?:\.\d+)?)")
 # A checkpoint's or a file's name holds an epoch's number (`/ckpt/epoch=7-step=2000.ckpt`), and a
@@ -267,12 +271,14 @@ def _phase_starts(text: str, rest: Sequence[str] = ()) -> bool:
     `Starting DPO training`), not an end, a summary, a report's, nor a step after training
     (`_PHASE_REPORT`: `Starting cleanup phase`, `Entering export phase`, `Starting test
     phase`); a phase that produces output of its own (`_EVALUATION`: `Starting the generation
-    phase`) only while no result follows it in `rest` (the lines after it): the log stops
-    inside it, the job still at work."""
+    phase`) only while no result nor its end follows it in `rest` (the lines after it:
+    `_OUTPUT_DONE`, `Saved 500 generations to out/`, `Inference finished in 42.1s`, `Done.`):
+    the log stops inside it, the job still at work."""
     if not _PHASE_STARTS.search(text) or _TRAINING_OVER.search(text) or _PHASE_REPORT.search(
             text):
         return False
-    return not _EVALUATION.search(text) or not any(_RESULT.search(line) for line in rest)
+    return not _EVALUATION.search(text) or not any(
+        _RESULT.search(line) or _OUTPUT_DONE.search(line) for line in rest)
 
 
 def _stage_header(text: str) -> bool:
