@@ -54,8 +54,12 @@ _RESULT = re.compile(r"(?i)(?<![a-z0-9])(?:loss|acc\w*|f1|map\w*|bleu|rouge\w*|f
                      r"|precision|recall|auc|score|reward|error|wer|cer|iou|psnr|ssim|metrics?)"
                      r"\b\W{0,3}[-+]?(?:\d|\.\d)")
 # Words that say what a line reports finished (`Fold 4 finished, acc: 0.94`, `Training done for
-# fold 4, loss: 0.31`): its figure is that part's result, not a step of training
+# fold 4, loss: 0.31`) ...
 _FINISHED = re.compile(r"(?i)(?<![a-z])(?:finished|done|completed?|ended)(?![a-z])")
+# ... a pass of an outer loop by its number: its figure is that pass's result, not a step of
+# training (unlike `Discriminator update done, D loss: 0.41`, `step done | loss 0.31`)
+_PASS_NUMBER = re.compile(
+    rf"(?i)(?<![a-z_])(?!episode){OUTER_PASS}[ \t]*(?:#|no\.?|[=:])?[ \t]*\d+")
 # Words that make a figure a report over the run, not a step of training
 _REPORT_WORD = re.compile(r"(?i)(?<![a-z])(?:final|best|total|average|avg|mean|summary|overall"
                           r"|test\w*|eval\w*|valid\w*|val|score|result\w*)(?![a-z])")
@@ -192,8 +196,8 @@ def trains_after(line: str) -> bool:
 def _trains(line: str, epoch: int, *, figures: bool = True) -> bool:
     """A line after the target that is training's: another epoch's number (not on W&B's own
     lines, its run summary's), a count or a bar short
-    of its total, a figure that no report word labels nor a finish's (`_FINISHED`: `Fold 4
-    finished, acc: 0.94`) (outside W&B's lines and an evaluation's
+    of its total, a figure that no report word labels nor a pass's finish (`_FINISHED`,
+    `_PASS_NUMBER`: `Fold 4 finished, acc: 0.94`) (outside W&B's lines and an evaluation's
     bar at its total, and, `figures` False, under a report's heading: `Best Model Performance
     on Validation Data:` then `Accuracy: 94.20%`), more training or an outer loop's next pass
     announced."""
@@ -213,7 +217,7 @@ def _trains(line: str, epoch: int, *, figures: bool = True) -> bool:
     if _TRAINING.search(line) and not _FIGURE.search(line) and not _TRAINING_OVER.search(line):
         return True
     return bool(figures and _FIGURE.search(line) and not _REPORT_WORD.search(line)
-                and not _FINISHED.search(line)
+                and not (_FINISHED.search(line) and _PASS_NUMBER.search(line))
                 and not _WANDB.match(line) and not _DONE_BAR.match(line))
 
 
