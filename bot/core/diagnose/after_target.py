@@ -124,9 +124,14 @@ _PHASE_REPORT = re.compile(r"(?i)(?<![a-z])(?:summary|test\w*|eval\w*|valid\w*|v
                            r"|convert\w*|conversion|merg\w*|archiv\w*|teardown|tear-down|shutdown"
                            r"|post-?process\w*|analys[ie]s|analy[sz]\w*|report\w*|plot\w*"
                            r"|visuali[sz]\w*)(?![a-z])")
-# A step's start in words (`starting export`, `Beginning conversion`, `Launching upload`)
-_STEP_STARTS = re.compile(r"(?i)(?<![a-z])(?:start(?:s|ing)?|begin(?:s|ning)?|launch(?:es|ing)?)"
-                          r"(?![a-z])")
+# A step's start in words, first in the message or after a tool's tag (`TensorRT: starting
+# export`, `Beginning conversion`, `Launching upload`), not a word inside a name (`See
+# launch_config.yaml`, `wandb: Synced warm-start-lr3e-4`) nor a cleanup's or a shutdown's
+# start (`Starting cleanup phase`)
+_STEP_STARTS = re.compile(
+    rf"(?i)^(?:{LOG_LEAD})*(?:[\w .-]{{1,30}}:[ \t]+)?"
+    r"(?:start(?:s|ing)?|begin(?:s|ning)?|launch(?:es|ing)?)(?![\w-])"
+    r"(?!.*(?<![a-z])(?:clean-?up\w*|teardown|tear-down|shut\w*)(?![a-z]))")
 # A producing phase's end or its output kept (`Saved 500 generations to out/`, `Inference
 # finished in 42.1s`, `Prediction done.`, `Done.`, `Predictions written to preds.csv`)
 _OUTPUT_DONE = re.compile(r"(?i)(?<![a-z])(?:finished|done|complete[ds]?|ended|saved|written|wrote"
