@@ -700,8 +700,10 @@ def test_a_resubmit_in_flight_written_before_intents_is_recorded_as_sent_when_it
     url = f"sqlite:///{tmp_path / 's.db'}"
     with Store.open(url, target_version=17) as old:
         chain = old.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW - 100)
-        old.attempts.record(chain_id=chain.id, job_id="88154", now=NOW - 100)
         with old.engine.begin() as conn:  # what a v17 trainbot wrote
+            conn.exec_driver_sql(
+                "INSERT INTO attempts (chain_id, job_id, attempt_no, state, submitted_at)"
+                f" VALUES ({chain.id}, '88154', 1, 'PENDING', {NOW - 100})")
             for actor, sent_at in (("W0LEAD", NOW), ("U0ALICE", NOW + 5)):
                 conn.exec_driver_sql(
                     "INSERT INTO submits_in_flight (cluster, recipe, job_name, chain_id,"
