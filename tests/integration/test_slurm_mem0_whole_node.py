@@ -67,7 +67,7 @@ def _head_line(rec: JobRecord, submitted: str) -> tuple[str, dict]:
             "hint": cls.hint, "detail": None, "translations": {}, "site_hint": False,
             "facts": {}, "text": f"job {rec.job_id}", "card": {},
             "reason": {"kind": str(dec.kind), "class_id": "host_oom",
-                       "resume_from": dec.resume_from, **dec.facts}}
+                       "resume_from": dec.resume_from, "mem": dec.mem, **dec.facts}}
     return render_template("event", "en", view)["text"], dict(dec.facts)
 
 
