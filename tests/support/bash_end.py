@@ -1,23 +1,59 @@
-"""Scripts real bash runs to their end that the launcher lint must not fail: `runs_to_the_end`
-runs one with real bash and checks the lint's counter checks fail nothing in it. Shared by
-test_launcher_lint_runs_to_the_end.py and test_launcher_lint_review_scripts.py."""
+"""The launcher lint held against real bash. `run_with_bash` runs a script with bash;
+`said` is what the lint says about it (the checks and levels asked for); `runs_to_the_end`
+checks bash runs a script to its end and the lint says nothing of those checks and levels
+about it; `judged_as_bash` checks the lint fails a script exactly where bash ends it with a
+status other than 0. Shared by the test_launcher_lint_* modules that run real bash."""
 
 from __future__ import annotations
 
 import subprocess
+from collections.abc import Collection
 from pathlib import Path
 
 from bot.core.launcher_lint import CHECK_ARITH_UNSET, CHECK_ARITH_ZERO, lint_launcher
 
+#: The counter checks (`((n++))` from 0 under `set -e`, an unset counter under `set -u`).
+COUNTER_CHECKS = (CHECK_ARITH_ZERO, CHECK_ARITH_UNSET)
+#: Only a failure.
+FAIL = ("fail",)
+#: Any level but `pass` (a warning as well as a failure).
+NOT_PASS = ("fail", "warn")
 
-def runs_to_the_end(tmp_path: Path, body: str) -> None:
-    """`#!/bin/bash` then `body`, run by bash in `tmp_path`, exits 0 printing `done` last, and
-    neither counter check (`CHECK_ARITH_ZERO`, `CHECK_ARITH_UNSET`) fails any line of it."""
-    script = "#!/bin/bash\n" + body
+
+def run_with_bash(tmp_path: Path, script: str) -> subprocess.CompletedProcess[str]:
+    """`script` written to `tmp_path/launch.sh` and run there by bash, with a plain PATH and
+    in a session of its own (a `kill 0` in it reaches nothing else)."""
     (tmp_path / "launch.sh").write_text(script)
-    ran = subprocess.run(["bash", "launch.sh"], capture_output=True, text=True, timeout=20,
-                         cwd=tmp_path, env={"PATH": "/usr/bin:/bin"}, start_new_session=True)
+    return subprocess.run(["bash", "launch.sh"], capture_output=True, text=True, timeout=20,
+                          cwd=tmp_path, env={"PATH": "/usr/bin:/bin"}, start_new_session=True)
+
+
+def said(script: str, checks: Collection[str] = COUNTER_CHECKS,
+         levels: Collection[str] = FAIL) -> list[tuple[str, str, int | None]]:
+    """(check, level, line) of each finding of the lint on `script` whose check is one of
+    `checks` and whose level is one of `levels`."""
+    return [(f.check, f.level, f.line) for f in lint_launcher(script)
+            if f.check in checks and f.level in levels]
+
+
+def runs_to_the_end(tmp_path: Path, body: str, checks: Collection[str] = COUNTER_CHECKS,
+                    levels: Collection[str] = FAIL) -> None:
+    """`#!/bin/bash` then `body`, run by bash in `tmp_path`, exits 0 printing `done` last, and
+    the lint says nothing of `checks` at `levels` about it (by default: neither counter check
+    fails any line of it)."""
+    script = "#!/bin/bash\n" + body
+    ran = run_with_bash(tmp_path, script)
     assert (ran.returncode, ran.stdout.split()[-1:]) == (0, ["done"]), ran
-    said = [(f.check, f.level, f.line) for f in lint_launcher(script)
-            if f.check in (CHECK_ARITH_ZERO, CHECK_ARITH_UNSET) and f.level == "fail"]
-    assert said == []
+    assert said(script, checks, levels) == []
+
+
+def judged_as_bash(tmp_path: Path, body: str, bash_fails: bool,
+                   checks: Collection[str] = (CHECK_ARITH_ZERO,),
+                   levels: Collection[str] = FAIL) -> None:
+    """`#!/bin/bash` then `body`: bash ends it with a status other than 0 exactly when
+    `bash_fails`, and the lint says something of `checks` at `levels` about it exactly then."""
+    script = "#!/bin/bash\n" + body
+    ran = run_with_bash(tmp_path, script)
+    assert (ran.returncode != 0) is bash_fails, ran
+    found = said(script, checks, levels)
+    assert bool(found) is bash_fails, found

@@ -5,11 +5,8 @@ read the counter where the body is, `n=0; …; trap f EXIT; n=5` failed)."""
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
-
-from bot.core.launcher_lint import CHECK_ARITH_ZERO, lint_launcher
+from support.bash_end import judged_as_bash
 
 #: (script, whether bash ends it with a status other than 0)
 SCRIPTS = [
@@ -46,11 +43,4 @@ SCRIPTS = [
 
 @pytest.mark.parametrize(("body", "bash_fails"), SCRIPTS)
 def test_an_exit_traps_counter_fails_where_bash_fails(tmp_path, body, bash_fails):
-    script = "#!/bin/bash\n" + body
-    (tmp_path / "launch.sh").write_text(script)
-    ran = subprocess.run(["bash", "launch.sh"], capture_output=True, text=True, timeout=20,
-                         cwd=tmp_path, env={"PATH": "/usr/bin:/bin"}, start_new_session=True)
-    assert (ran.returncode != 0) is bash_fails, ran
-    failed = [f.line for f in lint_launcher(script)
-              if f.check == CHECK_ARITH_ZERO and f.level == "fail"]
-    assert bool(failed) is bash_fails, failed
+    judged_as_bash(tmp_path, body, bash_fails)

@@ -8,11 +8,8 @@ counter failed past a handler's `exit 0`). A count in the handler itself is not 
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
-
-from bot.core.launcher_lint import CHECK_ARITH_ZERO, lint_launcher
+from support.bash_end import judged_as_bash
 
 #: (script, whether bash ends it with a status other than 0)
 SCRIPTS = [
@@ -58,11 +55,4 @@ SCRIPTS = [
 
 @pytest.mark.parametrize(("body", "bash_fails"), SCRIPTS)
 def test_a_self_signalled_traps_function_runs_at_the_kill(tmp_path, body, bash_fails):
-    script = "#!/bin/bash\n" + body
-    (tmp_path / "launch.sh").write_text(script)
-    ran = subprocess.run(["bash", "launch.sh"], capture_output=True, text=True, timeout=20,
-                         cwd=tmp_path, env={"PATH": "/usr/bin:/bin"}, start_new_session=True)
-    assert (ran.returncode != 0) is bash_fails, ran
-    failed = [f.line for f in lint_launcher(script)
-              if f.check == CHECK_ARITH_ZERO and f.level == "fail"]
-    assert bool(failed) is bash_fails, failed
+    judged_as_bash(tmp_path, body, bash_fails)

@@ -6,16 +6,10 @@ set). A name the script builds (`"$STAGE"`, `se"tup"`) may still call it: read a
 
 from __future__ import annotations
 
-import subprocess
-
 import pytest
+from support.bash_end import COUNTER_CHECKS, NOT_PASS, runs_to_the_end
 
-from bot.core.launcher_lint import (
-    CHECK_ARITH_UNSET,
-    CHECK_ARITH_ZERO,
-    CHECK_EXIT_TRAP,
-    lint_launcher,
-)
+from bot.core.launcher_lint import CHECK_ARITH_ZERO, CHECK_EXIT_TRAP, lint_launcher
 
 NEVER_CALLED = [
     pytest.param('set -e\nn=1\nsetup() { n=0; }\n'
@@ -30,16 +24,7 @@ NEVER_CALLED = [
 
 @pytest.mark.parametrize("body", NEVER_CALLED)
 def test_what_a_function_nothing_calls_does_is_not_warned_about(tmp_path, body):
-    script = "#!/bin/bash\n" + body
-    (tmp_path / "launch.sh").write_text(script)
-    ran = subprocess.run(["bash", "launch.sh"], capture_output=True, text=True, timeout=20,
-                         cwd=tmp_path, env={"PATH": "/usr/bin:/bin"}, start_new_session=True)
-    assert (ran.returncode, ran.stdout.split()[-1:]) == (0, ["done"]), ran
-    said = [(f.check, f.level, f.line) for f in lint_launcher(script)
-            if f.check in (CHECK_ARITH_ZERO, CHECK_ARITH_UNSET, CHECK_EXIT_TRAP)
-            and f.level != "pass"]
-    assert said == []
-
+    runs_to_the_end(tmp_path, body, checks=(*COUNTER_CHECKS, CHECK_EXIT_TRAP), levels=NOT_PASS)
 
 def test_a_body_a_built_name_may_call_is_still_read():
     """`"${STAGE:-set}up"` may run `setup`: its `n=0` may hold at the counter (a warning)."""
