@@ -430,14 +430,14 @@ def seed_subshells(text: str, memo: Memo) -> list[tuple[int, int]] | None:
 _HEREDOC_RE = re.compile(r"<<(-?)\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\2")
 
 
-def blank_heredocs(text: str) -> str:
-    """Blank heredoc bodies (keeping newlines): their lines are data, not commands."""
+def heredoc_body_lines(text: str) -> list[int]:
+    """The 0-based numbers of the lines of `text` that are heredoc bodies (not their
+    delimiters): their lines are data, not commands."""
     lines = text.split("\n")
-    out: list[str] = []
+    bodies: list[int] = []
     i = 0
     while i < len(lines):
         line = lines[i]
-        out.append(line)
         i += 1
         if "<<" not in line:
             continue
@@ -445,11 +445,21 @@ def blank_heredocs(text: str) -> str:
             strip_tabs, delim = m.group(1) == "-", m.group(3)
             while i < len(lines):
                 body = lines[i].lstrip("\t") if strip_tabs else lines[i]
-                out.append("" if body != delim else lines[i])
                 i += 1
                 if body == delim:
                     break
-    return "\n".join(out)
+                bodies.append(i - 1)
+    return bodies
+
+
+def blank_heredocs(text: str) -> str:
+    """Blank heredoc bodies (each of their characters a space, newlines kept): their lines
+    are data, not commands. Every offset of the text is the same offset of the result, so what
+    is found in one is where it is in the other."""
+    lines = text.split("\n")
+    for i in heredoc_body_lines(text):
+        lines[i] = " " * len(lines[i])
+    return "\n".join(lines)
 
 
 #: What a split passes over without a decision: plain text, `)` / `}`, a `$` opening nothing,

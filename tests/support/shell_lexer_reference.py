@@ -202,7 +202,9 @@ _HEREDOC_RE = re.compile(r"<<(-?)\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\2")
 
 
 def blank_heredocs(text: str) -> str:
-    """Blank heredoc bodies (keeping newlines): their lines are data, not commands."""
+    """Blank heredoc bodies (each of their characters a space, newlines kept): their lines
+    are data, not commands. Every offset of the text is the same offset of the result, so what
+    is found in one is where it is in the other."""
     lines = text.split("\n")
     out: list[str] = []
     i = 0
@@ -216,7 +218,7 @@ def blank_heredocs(text: str) -> str:
             strip_tabs, delim = m.group(1) == "-", m.group(3)
             while i < len(lines):
                 body = lines[i].lstrip("\t") if strip_tabs else lines[i]
-                out.append("" if body != delim else lines[i])
+                out.append(" " * len(lines[i]) if body != delim else lines[i])
                 i += 1
                 if body == delim:
                     break

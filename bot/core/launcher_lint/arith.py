@@ -79,8 +79,6 @@ from bot.core.launcher_lint.signal_calls import in_order, signal_calls
 from bot.core.launcher_lint.syntax import loop_passes
 from bot.core.text import N_
 
-#: A here-document's `<<` (not a here-string's `<<<`).
-_HERE_DOCUMENT_RE = re.compile(r"(?<!<)<<(?!<)")
 #: The most functions with no placed call that check_arith reads the names of (one pass each).
 MAX_UNPLACED_READ = 20
 
@@ -111,7 +109,7 @@ def _named_nowhere_else(code: str, names: set[str], bodies: dict[str, tuple[int,
         found = left
 
 
-def check_arith(scan: Scan, code: str) -> list[Finding]:
+def check_arith(scan: Scan, code: str, walked: str | None = None) -> list[Finding]:
     """The findings of the arithmetic checks, each with a `pass` note when it finds nothing:
     `arith_zero_under_errexit` (a status of 1 that `set -e` stops on),
     `arith_unset_under_nounset` (an unbound variable that `set -u` stops on) and
@@ -125,14 +123,16 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
     never_run = [(start, scan.loops[start]) for start, n in passes.items() if n == 0
                  ] + scan.never_run
     # (… and the bodies of the functions nothing calls: what they assign holds nowhere)
-    # (… where the script has no here-document: the walk's offsets, which these read, are
-    # those of its text with here-documents emptied, not `code`'s)
-    no_heredoc = not _HERE_DOCUMENT_RE.search(code)
-    never_run += never_called_bodies(code, scan.uncalled_bodies) if no_heredoc else []
+    # (`walked`, the text the walk read, has each here-document's body blanked in place, so
+    # its offsets and the walk's are `code`'s: a `kill` or `trap` is read there, not in a
+    # here-document's data)
+    walked = code if walked is None else walked
+    if len(walked) != len(code):
+        raise ValueError("the walked text's offsets are not the script's")
+    never_run += never_called_bodies(code, scan.uncalled_bodies)
     # (… and the calls of a signal trap's function at a `kill` the script sends itself, past
     # which nothing runs where that function always exits)
-    at_kills, past_exits = signal_calls(code, scan) if scan.arith and no_heredoc else (
-        [], [])
+    at_kills, past_exits = signal_calls(walked, scan) if scan.arith else ([], [])
     if past_exits:
         never_run += past_exits
         scan = replace(scan, arith=[a for a in scan.arith if not any(
@@ -142,7 +142,7 @@ def check_arith(scan: Scan, code: str) -> list[Finding]:
     # the calls bash never makes (`true || f`, `if false; then f; fi`) run no body, and the
     # bodies of the functions it calls there only never run
     # (… and the call bash makes of an `EXIT` trap's function as the shell exits: at the end)
-    at_exit = exit_trap_calls(code, scan) if scan.arith and no_heredoc else []
+    at_exit = exit_trap_calls(walked, scan) if scan.arith else []
     placed = outermost_calls(in_order(scan.calls, [*at_kills, *at_exit]), scan.bodies
                              ) if scan.arith else []
     never_called: set[str] = set()

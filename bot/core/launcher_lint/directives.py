@@ -27,6 +27,7 @@ from bot.core.launcher_lint.model import (
     CHECK_SBATCH_INDENTED,
     CHECK_SBATCH_OWN_ERROR,
 )
+from bot.core.shell_lexer import heredoc_body_lines
 from bot.core.text import N_
 
 #: `#SBATCH` after spaces or tabs: a directive as its author meant it, not as sbatch reads it.
@@ -46,12 +47,13 @@ def _first_command(lines: list[str]) -> int | None:
 
 
 def check_sbatch_directives(script_text: str, blanked: str) -> list[Finding]:
-    """`blanked` is the script with comments blanked (offsets kept) and heredoc bodies emptied:
-    a directive line is blank there unless it sits in a heredoc body (written to another file,
-    emptied) or a multi-line string (kept)."""
+    """`blanked` is the script with comments and heredoc bodies blanked (offsets kept): a
+    directive line is blank there unless it sits in a multi-line string (kept); one in a
+    heredoc body (written to another file) is another script's text too."""
     lines = script_text.split("\n")
     first = _first_command(lines)
     kept = blanked.split("\n")
+    bodies = set(heredoc_body_lines(blanked))
     late: list[Finding] = []
     indented: list[Finding] = []
     own_error: list[Finding] = []
@@ -59,7 +61,7 @@ def check_sbatch_directives(script_text: str, blanked: str) -> list[Finding]:
         flush = line.startswith("#SBATCH")
         if not flush and not _INDENTED.match(line):
             continue
-        if i >= len(kept) or kept[i] == "" or kept[i].strip():
+        if i >= len(kept) or i in bodies or kept[i].strip():
             continue  # a heredoc body or a string: another script's text
         directive = short(line, 60)
         if first is not None and i > first:

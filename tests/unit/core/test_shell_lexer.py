@@ -37,9 +37,11 @@ def test_comments_are_blanked_but_not_inside_quotes_or_words():
     assert len(out) == len(text)
 
 
-def test_heredoc_bodies_are_blanked_with_their_lines_kept():
+def test_heredoc_bodies_are_blanked_with_their_offsets_kept():
     text = "cat <<-'EOF' > f\n\tgrep x *.log\n\tEOF\nls *.ckpt\n"
-    assert blank_heredocs(text) == "cat <<-'EOF' > f\n\n\tEOF\nls *.ckpt\n"
+    out = blank_heredocs(text)
+    assert out == "cat <<-'EOF' > f\n" + " " * 13 + "\n\tEOF\nls *.ckpt\n"
+    assert len(out) == len(text)
 
 
 def test_split_top_level_keeps_offsets_and_skips_nested_operators():
