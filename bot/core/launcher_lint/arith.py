@@ -84,14 +84,19 @@ MAX_UNPLACED_READ = 20
 
 
 def _named_nowhere_else(code: str, names: set[str], bodies: dict[str, tuple[int, int]],
-                        never_run: list[tuple[int, int]], read_at: set[int]) -> set[str]:
+                        never_run: list[tuple[int, int]], read_at: set[int],
+                        unplaced_exit: bool = False) -> set[str]:
     """Those of `names` (functions whose every call the walk placed is one bash never makes)
     whose name the script has nowhere but in their definitions, in what bash never runs
     (`never_run`: `true || f`) or in the bodies of others of them: no call the walk does not
     place may run them (`eval f`, `c=f; $c`, `x=$(f)`, `trap f EXIT`, `bash -c "…; f"`), but
     the calls whose body's counter is read there (`read_at`: model.Arith.substituted),
     `command f` (which skips functions) and a trap's action bash runs on a signal or `ERR`
-    only (`trap f INT`: on no normal run, body_assignments.trap_action)."""
+    only (`trap f INT`: on no normal run, body_assignments.trap_action); with
+    `unplaced_exit`, an `EXIT` trap's action too (`trap f EXIT` where exit_trap_calls did not
+    place its call: set on some runs, in a body, reset or set again; bash runs the body as the
+    shell exits, with values not read there, so it is judged nowhere: a miss rather than a
+    fail of the body's text where it is)."""
     found = set(names)
     spots = {name: [m.start() for m in re.finditer(
         r"(?<![\w$./:-])" + re.escape(name) + r"(?![\w:-])", code)] for name in names}
@@ -103,6 +108,7 @@ def _named_nowhere_else(code: str, names: set[str], bodies: dict[str, tuple[int,
             or re.search(r"\bfunction[ \t]+$", code[max(0, at - 20):at])
             or COMMAND_ARGUMENT_RE.search(code, max(0, at - 40), at)
             or trap_action(code, at) == "signal"
+            or unplaced_exit and trap_action(code, at) == "exit"
             for at in spots[name])}
         if left == found:
             return found
@@ -159,7 +165,7 @@ def check_arith(scan: Scan, code: str, walked: str | None = None) -> list[Findin
                 and not any(link[2] in skipped for link in c.chain)]
         never_called = _named_nowhere_else(code, {c.name for c in placed} - {
             c.name for c in made} | unplaced, scan.bodies, never_run,
-            {a.offset for a in scan.arith if a.substituted})
+            {a.offset for a in scan.arith if a.substituted}, unplaced_exit=not at_exit)
         never_run += [scan.bodies[name] for name in never_called]
         placed = made
     prefixes = prefix_assignments(code) if scan.arith else {}

@@ -405,7 +405,7 @@ _RUNS_NO_BODY_HERE_RE = re.compile(r"\w=[\"']?\Z|" + COMMAND_ARGUMENT_RE.pattern
 _TRAP_RE = re.compile(
     r"(?:^|(?<=[;&|({])|(?<=\bthen)|(?<=\bdo)|(?<=\belse))[ \t]*trap[ \t]+(?:--[ \t]+)?"
     r"(?:([\"']?)(?P<name>[A-Za-z_][\w:-]*)\1"
-    r"|(?P<q>[\"'])(?P<action>[^\"'\n]*)(?P=q))(?P<on>(?:[ \t]+[\w+-]+)+)[ \t]*"
+    r"|(?P<q>[\"'])(?P<action>(?:(?!(?P=q))[^\n])*)(?P=q))(?P<on>(?:[ \t]+[\w+-]+)+)[ \t]*"
     r"(?=[;&|)}\n]|\Z)")
 #: The conditions a trap's action runs on, by name without `SIG`: the shell's exit (after every
 #: command of the script), and those on the way of a run that ends normally (before each simple
