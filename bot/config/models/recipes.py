@@ -30,6 +30,7 @@ from bot.core.slurm.sbatch import (
     check_env,
     check_job_name,
     check_log_path,
+    check_read_path,
     check_script_path,
     check_srun_path,
     check_workdir,
@@ -155,6 +156,13 @@ class CheckpointConfig(_Model):
         description="When a checkpoint dir counts as complete: 'dcp' (.metadata present), "
         "'marker:NAME' (file NAME present) or 'any'.",
     )
+
+    @field_validator("dir")
+    @classmethod
+    def _dir(cls, value: str) -> str:
+        # listed over the login node's SFTP, handed to the job as TRAINBOT_RESUME_FROM
+        return check_read_path("checkpoint dir", value,
+                               "SFTP (the checkpoint lookup) or the job's environment")
 
     @field_validator("complete_rule")
     @classmethod
@@ -406,6 +414,21 @@ class RecipeConfig(_Model):
             elif name == "log_path":
                 check_log_path(value)
         return value
+
+    @field_validator("sampler_path")
+    @classmethod
+    def _sampler_path(cls, value: str | None) -> str | None:
+        # the watcher reads it over SFTP; the job is told it as written
+        return None if value is None else check_read_path(
+            "sampler_path", value, "SFTP (the watcher's read of the samples)")
+
+    @field_validator("nccl_flight_recorder")
+    @classmethod
+    def _nccl_flight_recorder(cls, value: str | None) -> str | None:
+        # the job gets it in TORCH_NCCL_DEBUG_INFO_TEMP_FILE; trainbot lists it over SFTP
+        return None if value is None else check_read_path(
+            "nccl_flight_recorder", value,
+            "PyTorch (TORCH_NCCL_DEBUG_INFO_TEMP_FILE) or SFTP (trainbot's read of the dumps)")
 
     @field_validator("job_name")
     @classmethod

@@ -160,6 +160,17 @@ def check_srun_path(path: str) -> str:
     return path
 
 
+def check_read_path(field: str, path: str, reader: str) -> str:
+    """`path` when trainbot and the job can use it on the cluster as written: `field` names
+    the recipe's key, `reader` what takes the path without a shell (the login node's SFTP, the
+    job's environment). ValueError saying the fix otherwise: neither expands `~`, so
+    `~/ckpt` is a directory literally named `~`, never the home's ckpt."""
+    if path.startswith("~"):
+        raise ValueError(f"{field} {path!r} starts with '~', which {reader} does not expand: "
+                         "give the absolute path (/home/<user>/...)")
+    return path
+
+
 def check_env(env: Mapping[str, str]) -> None:
     """Check the job's extra environment; raises ValueError naming the key (never the value).
 

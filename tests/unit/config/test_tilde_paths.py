@@ -54,3 +54,39 @@ def test_paths_without_a_leading_tilde_still_load(tmp_path):
     recipe = config.recipe("mix")
     assert recipe.log_path == "logs/a~b-%j.out"
     assert recipe.dataloader_probe is not None and recipe.dataloader_probe.path == ["src"]
+
+
+@pytest.mark.parametrize(("lines", "location", "text"), [
+    ("    sampler_path: ~/logs/%x-%j.rss.jsonl\n", "recipes.mix.sampler_path (line 11)",
+     "sampler_path '~/logs/%x-%j.rss.jsonl' starts with '~', which SFTP (the watcher's read of "
+     "the samples) does not expand: give the absolute path (/home/<user>/...)"),
+    ("    nccl_flight_recorder: ~/nccl-trace\n", "recipes.mix.nccl_flight_recorder (line 11)",
+     "nccl_flight_recorder '~/nccl-trace' starts with '~', which PyTorch "
+     "(TORCH_NCCL_DEBUG_INFO_TEMP_FILE) or SFTP (trainbot's read of the dumps) does not expand: "
+     "give the absolute path (/home/<user>/...)"),
+    ("    checkpoint:\n      dir: ~/ckpt/mix\n", "recipes.mix.checkpoint.dir (line 12)",
+     "checkpoint dir '~/ckpt/mix' starts with '~', which SFTP (the checkpoint lookup) or the "
+     "job's environment does not expand: give the absolute path (/home/<user>/...)"),
+])
+def test_a_cluster_read_path_with_a_tilde_is_refused_at_load(tmp_path, lines, location, text):
+    """sampler_path, nccl_flight_recorder and checkpoint.dir are read over the login node's
+    SFTP (and handed to the job in its environment), never through a shell."""
+    message = error_of(tmp_path, MINIMAL.replace("    partition: gpu\n",
+                                                 "    partition: gpu\n" + lines))
+    assert f"{location}: {text}" in message
+
+
+def test_cluster_read_paths_without_a_leading_tilde_still_load(tmp_path):
+    from test_config import write
+
+    from bot.config import load_config
+
+    config = load_config(write(tmp_path, MINIMAL.replace(
+        "    partition: gpu\n",
+        "    partition: gpu\n    sampler_path: logs/%x-%j.rss\n"
+        "    nccl_flight_recorder: /home/alice/nccl~trace\n"
+        "    checkpoint:\n      dir: /ckpt/mix\n")), env={})
+    recipe = config.recipe("mix")
+    assert recipe.sampler_path == "logs/%x-%j.rss"
+    assert recipe.nccl_flight_recorder == "/home/alice/nccl~trace"
+    assert recipe.checkpoint is not None and recipe.checkpoint.dir == "/ckpt/mix"
