@@ -42,7 +42,10 @@ class PySpyPlacements:
     collection keeps its path and says why, and a miss checks the copy again at most every
     UNSEEN_RECHECK_S (sha256 only; placed again, and the miss forgotten, when gone). The
     recheck's "intact" counts only for the next miss within INTACT_FRESH_S; any other
-    outcome of that collection (`settled`) drops it."""
+    outcome of that collection (`settled`) drops it. A placement that checked or copied the
+    copy counts so too (a one-shot command's first collection, a bot's first after its
+    start); a miss `forget` cannot explain the collector checks at once (`unseen_after_check`),
+    so its first report says why already."""
 
     def __init__(self, placed: Mapping[str, str] | None = None,
                  monotonic: Callable[[], float] = time.monotonic) -> None:
@@ -104,19 +107,7 @@ class PySpyPlacements:
                     self._unseen[cluster] = (path, unseen[1], now + UNSEEN_RECHECK_S)
                 return True
             self._unseen.pop(cluster, None)
-            intact = self._intact.pop(cluster, None)
-            if intact is not None and intact[0] == path and now - intact[1] < INTACT_FRESH_S \
-                    and self._paths.get(cluster) == path:
-                self._unseen[cluster] = (path, now + UNSEEN_REMEMBERED_S,
-                                         now + UNSEEN_RECHECK_S)
-                first = (cluster, path) not in self._warned
-                self._warned.add((cluster, path))
-                log.log(logging.WARNING if first else logging.INFO,
-                        "%s: trainbot's py-spy %s is on the login node, but the nodes do not "
-                        "find it or cannot run it (a home not shared with the nodes, or "
-                        "mounted noexec): set the cluster's py_spy to a py-spy the nodes can "
-                        "run; not checked again for %d minutes", cluster, path,
-                        UNSEEN_REMEMBERED_S // 60)
+            if self._unseen_if_intact(cluster, path, now):
                 return True
             if self._paths.get(cluster) == path:
                 del self._paths[cluster]
@@ -124,6 +115,32 @@ class PySpyPlacements:
                 log.info("%s: trainbot's py-spy %s not found on the nodes; checking it on the "
                          "next collection", cluster, path)
             return False
+
+    def unseen_after_check(self, cluster: str, path: str) -> bool:
+        """After a miss `forget` could not explain, the copy was checked on the login node
+        (the placement it began): True, remembered and warned as `forget` does, when that
+        check found `path` there intact; False when it was gone (copied again) or is not
+        known checked."""
+        with self._lock:
+            return self._unseen_if_intact(cluster, path, self._monotonic())
+
+    def _unseen_if_intact(self, cluster: str, path: str, now: float) -> bool:
+        """The nodes missed `path`, checked (or copied) intact on the login node within
+        INTACT_FRESH_S: they do not see it; remembered for UNSEEN_REMEMBERED_S, warned once.
+        Holds the lock."""
+        intact = self._intact.pop(cluster, None)
+        if intact is None or intact[0] != path or now - intact[1] >= INTACT_FRESH_S \
+                or self._paths.get(cluster) != path:
+            return False
+        self._unseen[cluster] = (path, now + UNSEEN_REMEMBERED_S, now + UNSEEN_RECHECK_S)
+        first = (cluster, path) not in self._warned
+        self._warned.add((cluster, path))
+        log.log(logging.WARNING if first else logging.INFO,
+                "%s: trainbot's py-spy %s is on the login node, but the nodes do not find it "
+                "or cannot run it (a home not shared with the nodes, or mounted noexec): set "
+                "the cluster's py_spy to a py-spy the nodes can run; not checked again for %d "
+                "minutes", cluster, path, UNSEEN_REMEMBERED_S // 60)
+        return True
 
     def found(self, cluster: str, path: str) -> None:
         """A collection ran `path` on `cluster`'s nodes: a miss remembered is over."""
@@ -157,12 +174,13 @@ class PySpyPlacements:
             self._under_way.pop(cluster, None)
             copied = cluster in self._copying
             self._copying.discard(cluster)
-            if self._rechecking.pop(cluster, None) == path:
-                if copied:
-                    log.warning("%s: trainbot's py-spy %s was gone; placed it again",
-                                cluster, path)
-                    if self._unseen.get(cluster, ("",))[0] == path:
-                        del self._unseen[cluster]  # the copy the nodes missed is new
-                else:
-                    self._intact[cluster] = (path, self._monotonic())
+            if self._rechecking.pop(cluster, None) == path and copied:
+                log.warning("%s: trainbot's py-spy %s was gone; placed it again", cluster,
+                            path)
+                if self._unseen.get(cluster, ("",))[0] == path:
+                    del self._unseen[cluster]  # the copy the nodes missed is new
+            else:
+                # checked intact, or first copied, on the login node just now: the nodes'
+                # next miss is theirs (a one-shot command's, a bot's first collection)
+                self._intact[cluster] = (path, self._monotonic())
         future.set_result(path)

@@ -149,6 +149,7 @@ class StackCollector:
         cfg = self.config.clusters[cluster]
         collected_at = _utc(self.clock())
         timeout_s = cfg.stacks_timeout
+        began = self.monotonic()
         pyspy = self.ready_path(cluster)
         try:
             if not pyspy:
@@ -185,18 +186,22 @@ class StackCollector:
             report = StackReport(job_id, None, ProcessFailure("", None, None, FAILED,
                                                               said(exc)))
         if not cfg.py_spy:
-            report = self._checked_copy(cluster, pyspy, report)
+            report = self._checked_copy(cluster, pyspy, report, None if
+                                        self.wait_for_placement else began + cfg.stacks_timeout)
         return self._ended_meanwhile(cluster, report)
 
-    def _checked_copy(self, cluster: str, pyspy: str, report: StackReport) -> StackReport:
+    def _checked_copy(self, cluster: str, pyspy: str, report: StackReport,
+                      deadline: float | None = None) -> StackReport:
         """The report of a collection that ran trainbot's own copy `pyspy`: found absent on
-        the nodes, it is checked again before the next collection, placed again when gone
-        (PySpyPlacements.forget); a copy intact on the login node that the nodes miss again
-        is said so, and remembered a while, not checked at every collection."""
+        the nodes, it is checked on the login node (placed again when gone:
+        PySpyPlacements.forget), in this collection when no check is known yet (`_checked_now`,
+        until `deadline`); a copy intact there that the nodes miss is said so at once
+        (`pyspy_unseen`), and remembered a while, not checked at every collection."""
         if report.problem is None or report.problem.cause in (NO_PROCESSES, PERMISSION_DENIED):
             self._placements.found(cluster, pyspy)  # the nodes found it (checked first)
         elif report.problem.cause == PYSPY_ABSENT:
-            if self._placements.forget(cluster, pyspy):  # only the site's py_spy helps
+            if self._placements.forget(cluster, pyspy) or \
+                    self._checked_now(cluster, pyspy, deadline):  # only the site's py_spy helps
                 return replace(report, problem=replace(report.problem, cause=PYSPY_UNSEEN,
                                                        detail=N_(
                     "trainbot's copy %(path)s is on the login node, but the nodes do not find "
@@ -205,6 +210,22 @@ class StackCollector:
         else:  # timed out, failed, the job ended: nothing said of the copy
             self._placements.settled(cluster, pyspy)
         return report
+
+    def _checked_now(self, cluster: str, pyspy: str, deadline: float | None) -> bool:
+        """A miss of `pyspy` that `forget` could not explain (the first after a start, a
+        one-shot command's): the copy is checked on the login node now (sha256 only; gone, it
+        is placed again), waiting until `deadline` (None: a one-shot command's, as long as the
+        placement takes). True when it is there intact, so the nodes do not see it."""
+        if self._placements.placed(cluster) is not None:
+            return False  # kept: another path placed since, or a check not due
+        future = self.prepare(cluster)
+        if future is None:
+            return False
+        wait([future], timeout=None if deadline is None else
+             max(0.0, deadline - self.monotonic()))
+        if not future.done() or future.exception() is not None or future.result() != pyspy:
+            return False
+        return self._placements.unseen_after_check(cluster, pyspy)
 
     def _ended_meanwhile(self, cluster: str, report: StackReport) -> StackReport:
         """A collection that failed without a clear cause (srun's task terminated, a

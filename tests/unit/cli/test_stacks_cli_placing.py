@@ -105,3 +105,40 @@ def test_an_absent_copy_is_said_to_be_placed_once(
     node = _stacks(monkeypatch, sftp)
     assert "mv" in node.calls
     assert capsys.readouterr().err.count(PLACING) == 1
+
+
+class BlindNodes(LoginNode):
+    """The nodes do not see the login node's home (not shared, noexec): srun finds no py-spy."""
+
+    def run(self, argv, **kw) -> CommandResult:  # noqa: ANN001, ANN003
+        if list(argv)[0] in ("sha256sum", "mv", "mkdir", "find", "chmod", "rm"):
+            return super().run(argv, **kw)
+        self.calls.append(list(argv)[0])
+        line = json.dumps({"host": "gpu1", "procs": [], "error": "pyspy_absent",
+                           "detail": "py-spy: not an executable file on gpu1"})
+        return CommandResult(tuple(argv), 0, MARKER + line + "\n", "")
+
+
+@pytest.mark.parametrize("already_there", [True, False])
+def test_nodes_that_do_not_see_the_copy_are_explained_by_the_one_shot_command(
+        monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str],
+        local: LocalPySpy, already_there: bool) -> None:
+    """Its one collection checks (or copies) the copy on the login node: a miss on the nodes
+    is theirs, said as the watcher says it (`pyspy_unseen`), asking for a `py_spy` path the
+    nodes can run, never to let trainbot copy its own again."""
+    sftp = FakeSFTP()
+    if already_there:
+        sftp.files[remote_path(HOME, local.version)] = bytearray(local.path.read_bytes())
+    node = BlindNodes(sftp)
+    monkeypatch.setattr(stacks_cli, "load_config_arg", lambda args: make_config())
+    monkeypatch.setattr(sessions_module, "ClusterSessions", lambda config: Sessions(node, sftp))
+    code = stacks_cli.run(argparse.Namespace(job="42", cluster="dev", summary=True,
+                                             json=False, config=None))
+    out = capsys.readouterr().out
+    assert code != 0
+    assert "set the cluster's `py_spy` path to a py-spy the nodes can see and run" in out
+    assert "is on the login node, but the nodes do not find it" in out
+    assert "let trainbot copy" not in out
+    # the placement's own check (and its copy's) explains the miss: nothing checked again
+    assert node.calls.count("sha256sum") == (1 if already_there else 2)
+    assert node.calls.count("mv") == (0 if already_there else 1)

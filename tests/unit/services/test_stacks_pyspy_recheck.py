@@ -80,7 +80,8 @@ def test_a_recheck_whose_collection_timed_out_does_not_hide_a_later_cleanup(
         world: World) -> None:
     collector = _collector(world)
     world.nodes_see = False
-    assert _cause(collector) == PYSPY_ABSENT  # a passing miss (a node's automount late)
+    # a passing miss (a node's automount late): checked at once, intact, said as unseen
+    assert _cause(collector) == PYSPY_UNSEEN and world.checks == 1
     world.nodes_see, world.timed_out = True, True
     assert _cause(collector) != PYSPY_ABSENT and world.checks == 1  # checked: intact
     world.timed_out = False
@@ -156,3 +157,27 @@ def test_the_contexts_placements_keep_its_clock(world: World, store) -> None:  #
         py_spy=None, stacks_timeout=25.0, stacks_native=False)})
     collector = StackCollector(config, world, placements=ctx.pyspy)  # type: ignore[arg-type]
     _recheck_due_finds_the_copy_gone(world, collector)
+
+
+@pytest.mark.parametrize("lang", ["en", "ko"])
+def test_the_first_miss_after_a_start_says_the_nodes_do_not_see_the_copy(
+        world: World, lang: str) -> None:
+    """A bot placed (checked) its copy at the watcher's first poll, long before the first
+    stall: the first collection the nodes miss it in checks it on the login node again at
+    once, and its post already says why and what to set, as later ones do."""
+    from bot.slack.render import render_blocks
+
+    config = SimpleNamespace(clusters={"c": SimpleNamespace(
+        py_spy=None, stacks_timeout=25.0, stacks_native=False)})
+    collector = StackCollector(config, world,  # type: ignore[arg-type]
+                               monotonic=lambda: world.clock)
+    placing = collector.prepare("c")  # the watcher's first poll of the cluster
+    assert placing is not None and placing.result(timeout=5) == PATH
+    world.clock += 7200
+    world.nodes_see = False
+    report = collector.collect("c", "42")
+    assert report.problem is not None and report.problem.cause == PYSPY_UNSEEN
+    assert world.checks == 2 and world.copies == 0
+    _, text = render_blocks("stacks", lang, report.to_view())
+    assert ("set the cluster's `py_spy` path to a py-spy the nodes can see and run" in text
+            or "노드에서 보이고 실행할 수 있는 py-spy로 설정하세요" in text)
