@@ -48,3 +48,10 @@ def legacy_key(key: str) -> str:
     """The key an older trainbot claims every submit of `key`'s recipe under (its one key per
     recipe, before the keys were paths): `submit:recipe:<recipe>`."""
     return "submit:recipe:" + key.split("/", 1)[0].removeprefix("submit:")
+
+
+# The holder under which the newer trainbot holds `legacy_key` for all of its submits of the
+# recipe at once, as long as any of their claims is held (CommandClaimsRepo.sync_legacy): it
+# names no process, so an older trainbot never judges it dead and takes the key over while
+# one of those submits is under way; it stands until released or lapsed.
+NEWER_SUBMITS = "newer-trainbot-submits"

@@ -22,8 +22,10 @@ cluster no longer configured: that it is not looked up until that cluster is con
 A rolling upgrade runs an older trainbot beside this one: it claims every submit of a recipe
 under one key, `submit:recipe:<recipe>` (bot.core.submit_keys.legacy_key), and looks at that
 key alone. Every claim here holds that key too, in the same transaction (taken, renewed:
-`renew_submit`, and ended with it: `release_submit`, a row's settle; handed to another submit
-of the recipe still under way rather than ended), so the older trainbot is refused meanwhile;
+`renew_submit`, and ended with it: `release_submit`, a row's settle), all of them at once
+under one holder that names no process (bot.core.submit_keys.NEWER_SUBMITS), as long as any
+of their claims is held (CommandClaimsRepo.sync_legacy): the older trainbot is refused
+meanwhile, also when the submit that took or renewed it last died or settled first;
 held by the older trainbot, it refuses the claim here (its holder, provably dead, taken over).
 Two claims here do not stand against each other by it: their path keys say whether they cross.
 """
@@ -118,7 +120,7 @@ def claim_submit(store: Store, recipe: str, chain_id: int | None, array_task: in
             if _dead(other, other_key):
                 claims.release(other_key, other)
                 continue
-            claims.release(key, holder)
+            release_submit(store, key, holder)
             return _refused(_flights(store, recipe, own), other_key, other)
         old = _hold_legacy(store, key, holder, now, hold_s)
         if old is not None:
@@ -214,9 +216,9 @@ def renew_submit(store: Store, key: str, holder: str, now: float, hold_s: float)
 
 
 def release_submit(store: Store, key: str, holder: str) -> None:
-    """End `holder`'s claim of `key`, and its hold of the recipe's key as an older trainbot
-    claims it (CommandClaimsRepo.release_legacy: handed to another submit of the recipe
-    still under way, if any) (a store blip: they lapse by their hold)."""
+    """End `holder`'s claim of `key`, and its share of the hold of the recipe's key as an
+    older trainbot claims it (CommandClaimsRepo.release_legacy: kept while another submit of
+    the recipe holds its claim, else ended) (a store blip: they lapse by their hold)."""
     try:
         store.command_claims.release(key, holder)
         store.command_claims.release_legacy(legacy_key(key), top_key(key), holder)

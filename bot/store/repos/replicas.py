@@ -6,10 +6,11 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from sqlalchemy import Connection, case, delete, insert, or_, select, text, update
+from sqlalchemy import Connection, case, delete, func, insert, or_, select, text, update
 from sqlalchemy.exc import IntegrityError
 
 from bot.core.policy import RootWaiting
+from bot.core.submit_keys import NEWER_SUBMITS
 from bot.store import schema as t
 from bot.store.repos.base import _Repo
 
@@ -219,8 +220,9 @@ class CommandClaimsRepo(_Repo):
         advisory lock on that key. So of crossing claims taken at the same instant exactly
         one is kept: never both (two jobs of a run), never neither (both refused).
         `legacy`: the recipe's key as an older trainbot claims it (bot.core.submit_keys
-        .legacy_key), held too in the same transaction (`_hold_legacy`), and standing against
-        this claim while an older trainbot holds it (`_legacy_stands`): returned as crossing."""
+        .legacy_key), held too in the same transaction (`sync_legacy`: for every newer
+        submit of the recipe), and standing against this claim while an older trainbot holds
+        it (`_legacy_stands`): returned as crossing."""
         claims = t.command_claims
         c = claims.c
         top = above[0] if above else key
@@ -245,7 +247,7 @@ class CommandClaimsRepo(_Repo):
                     conn.execute(insert(claims).values(key=key, holder=holder, claimed_at=now,
                                                        expires_at=now + ttl_s))
                 if legacy is not None:
-                    _hold_legacy(conn, legacy, holder, now, ttl_s)
+                    sync_legacy(conn, legacy, top, holder)
         except IntegrityError:  # claimed meanwhile by a plain `claim` of the key or `legacy`
             old = self.holder(legacy) if legacy is not None else None
             if legacy is not None and old is not None and old != holder:
@@ -256,9 +258,10 @@ class CommandClaimsRepo(_Repo):
     def hold_legacy(self, legacy: str, top: str, holder: str, now: float,
                     ttl_s: float) -> str | None:
         """Hold `legacy` (an older trainbot's key of the recipe whose new run's key is `top`)
-        for `holder` until `now + ttl_s` at least, as `claim_uncrossed` does: None once held;
-        the holder of the older trainbot's claim that stands against it, nothing held. For a
-        claim `holder` holds already (renewed). Serialised with the recipe's claims (`top`)."""
+        for the newer submits of the recipe, `holder`'s claim (renewed until `now + ttl_s`)
+        among them, as `claim_uncrossed` does (`sync_legacy`): None once held; the holder of
+        the older trainbot's claim that stands against it, nothing held. Serialised with the
+        recipe's claims (`top`)."""
         claims = t.command_claims
         try:
             with self._engine.begin() as conn:
@@ -269,18 +272,19 @@ class CommandClaimsRepo(_Repo):
                 old = _legacy_stands(conn, legacy, top, holder, now)
                 if old is not None:
                     return old
-                _hold_legacy(conn, legacy, holder, now, ttl_s)
+                sync_legacy(conn, legacy, top, holder)
         except IntegrityError:  # an older trainbot's plain `claim` of it, just now
             return self.holder(legacy) or ""
         return None
 
     def release_legacy(self, legacy: str, top: str, holder: str) -> None:
-        """End `holder`'s hold of `legacy` (`end_legacy`): handed to another newer trainbot's
-        submit of the recipe (`top`) still holding its claim, else deleted."""
+        """`holder`'s claim of the recipe (`top`) ended: `legacy` stays held as long as
+        another newer submit's claim of the recipe is, and is deleted with the last
+        (`sync_legacy`)."""
         with self._engine.begin() as conn:
             if conn.dialect.name == "postgresql":
                 conn.execute(text("SELECT pg_advisory_xact_lock(hashtext(:k))"), {"k": top})
-            end_legacy(conn, legacy, top, holder)
+            sync_legacy(conn, legacy, top, holder, ended=True)
 
     def held_around(self, key: str, above: Sequence[str], now: float) -> list[tuple[str, str]]:
         """The claims not lapsed at `now` of `key`, of a key beginning with it, or of one of
@@ -306,51 +310,58 @@ class CommandClaimsRepo(_Repo):
 def _legacy_stands(conn: Connection, legacy: str, top: str, holder: str,
                    now: float) -> str | None:
     """The holder of `legacy`'s claim not lapsed at `now` when an older trainbot holds it
-    (another holder than `holder` that holds no claim of a path key of the recipe, `top` or
-    one under it: a newer trainbot holds both, so its hold of `legacy` stands against no
+    (another holder than `holder` and NEWER_SUBMITS that holds no claim of a path key of the
+    recipe, `top` or one under it: a newer trainbot's hold of `legacy` stands against no
     newer submit, whose path keys say whether they cross); None: free, or a newer one's."""
     c = t.command_claims.c
     other = conn.execute(select(c.holder).where(c.key == legacy,
                                                 c.expires_at >= now)).scalar()
-    if other is None or other == holder:
+    if other is None or other in (holder, NEWER_SUBMITS):
         return None
-    newer = conn.execute(select(c.key).where(
-        c.holder == other, c.expires_at >= now,
-        c.key.startswith(top, autoescape=True)).limit(1)).first()
-    return None if newer is not None else str(other)
+    return None if _holds_path_key(conn, other, top, now) else str(other)
 
 
-def _hold_legacy(conn: Connection, legacy: str, holder: str, now: float, ttl_s: float) -> None:
-    """Hold `legacy` for `holder` (its last taker: alive now, judged as an older trainbot
-    judges a claim's holder) until the later of its hold and `now + ttl_s`."""
+def _holds_path_key(conn: Connection, holder: str, top: str, now: float | None) -> bool:
+    """Does `holder` hold a claim of the recipe's path keys (`top` or one under it), not
+    lapsed at `now` (None: any)?"""
+    c = t.command_claims.c
+    query = select(c.key).where(c.holder == holder, c.key.startswith(top, autoescape=True))
+    if now is not None:
+        query = query.where(c.expires_at >= now)
+    return conn.execute(query.limit(1)).first() is not None
+
+
+def sync_legacy(conn: Connection, legacy: str, top: str, holder: str, *,
+                ended: bool = False) -> None:
+    """Hold `legacy` (in `conn`'s transaction, serialised with the recipe's claims) for every
+    newer trainbot's submit of the recipe (a claim of `top` or a key under it) at once: under
+    NEWER_SUBMITS, from the earliest of their claims until the latest of their holds, as long
+    as any is held; deleted with the last. One holder for all, which names no process: an
+    older trainbot never judges it dead, so it cannot take the key over while any of them is
+    under way because the one that held it last died or settled. `holder`: the newer submit
+    whose claim was just taken, renewed or ended (a hold of `legacy` under its own name, or
+    another newer holder's, becomes NEWER_SUBMITS); an older trainbot's hold is left alone
+    (the callers that take `legacy` asked `_legacy_stands` first). `ended`: `holder`'s claim
+    ended; nothing is taken then, only kept or deleted."""
     claims = t.command_claims
     c = claims.c
-    held = conn.execute(select(c.expires_at).where(c.key == legacy)).scalar()
-    if held is None:
-        conn.execute(insert(claims).values(key=legacy, holder=holder, claimed_at=now,
-                                           expires_at=now + ttl_s))
+    row = conn.execute(select(c.holder).where(c.key == legacy)).first()
+    if row is None and ended:
+        return
+    if row is not None and row.holder not in (NEWER_SUBMITS, holder) and \
+            not _holds_path_key(conn, row.holder, top, None):
+        return
+    since, until = conn.execute(select(func.min(c.claimed_at), func.max(c.expires_at))
+                                .where(c.key.startswith(top, autoescape=True))).one()
+    if until is None:
+        if row is not None:
+            conn.execute(delete(claims).where(c.key == legacy))
+    elif row is None:
+        conn.execute(insert(claims).values(key=legacy, holder=NEWER_SUBMITS, claimed_at=since,
+                                           expires_at=until))
     else:
         conn.execute(update(claims).where(c.key == legacy)
-                     .values(holder=holder, expires_at=max(float(held), now + ttl_s)))
-
-
-def end_legacy(conn: Connection, legacy: str, top: str, holder: str) -> None:
-    """End `holder`'s hold of `legacy` (in `conn`'s transaction; nothing when another holds
-    it): handed, with its expiry, to the newer trainbot's submit of the recipe (a claim of
-    `top` or a key under it) whose claim is held longest, so an older trainbot still finds
-    it held while that submit is under way; deleted when there is none."""
-    claims = t.command_claims
-    c = claims.c
-    if conn.execute(select(c.key).where(c.key == legacy, c.holder == holder)).first() is None:
-        return
-    other = conn.execute(select(c.holder, c.expires_at).where(
-        c.key.startswith(top, autoescape=True), c.holder != holder)
-        .order_by(c.expires_at.desc()).limit(1)).first()
-    if other is None:
-        conn.execute(delete(claims).where(c.key == legacy, c.holder == holder))
-    else:
-        conn.execute(update(claims).where(c.key == legacy, c.holder == holder)
-                     .values(holder=other.holder, expires_at=other.expires_at))
+                     .values(holder=NEWER_SUBMITS, expires_at=until))
 
 
 class HomeViewersRepo(_Repo):

@@ -5,13 +5,13 @@ from __future__ import annotations
 from collections.abc import Collection
 from typing import NamedTuple
 
-from sqlalchemy import and_, delete, insert, select, update
+from sqlalchemy import and_, delete, insert, select, text, update
 from sqlalchemy.exc import IntegrityError
 
 from bot.core.submit_keys import claim_key, legacy_key, top_key
 from bot.store import schema as t
 from bot.store.repos.base import _insert_id, _Repo, _row
-from bot.store.repos.replicas import end_legacy
+from bot.store.repos.replicas import sync_legacy
 from bot.store.rows import (
     SubmitInFlight,
     WatchedJob,
@@ -158,7 +158,8 @@ class SubmitsInFlightRepo(_Repo):
         by its `holder`), so a recovery that settles the row does not leave it standing until
         it lapses; a claim of that key another submit took since (another holder) stays, and
         a row without a holder (written before schema 23) ends none. Its hold of the key an
-        older trainbot claims the recipe under ends too (replicas.end_legacy)."""
+        older trainbot claims the recipe under ends too, unless another newer submit of the
+        recipe still holds its claim (replicas.sync_legacy)."""
         c = t.submits_in_flight.c
         with self._engine.begin() as conn:
             row = conn.execute(select(c.recipe, c.chain_id, c.array_task, c.holder)
@@ -167,9 +168,12 @@ class SubmitsInFlightRepo(_Repo):
             if result.rowcount == 1 and row is not None and row.holder is not None:
                 claims = t.command_claims.c
                 key = claim_key(row.recipe, row.chain_id, row.array_task)
+                if conn.dialect.name == "postgresql":  # serialised with the recipe's claims
+                    conn.execute(text("SELECT pg_advisory_xact_lock(hashtext(:k))"),
+                                 {"k": top_key(key)})
                 conn.execute(delete(t.command_claims).where(claims.key == key,
                                                             claims.holder == row.holder))
-                end_legacy(conn, legacy_key(key), top_key(key), row.holder)
+                sync_legacy(conn, legacy_key(key), top_key(key), row.holder, ended=True)
         return result.rowcount == 1
 
     def of_recipe(self, recipe: str) -> list[SubmitInFlight]:

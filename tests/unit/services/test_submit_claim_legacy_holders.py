@@ -1,0 +1,114 @@
+"""A rolling upgrade's older trainbot claims every submit of a recipe under one key,
+`submit:recipe:<recipe>`, and takes that key over at once from a holder it proves dead (a
+process of its own host that is gone, bot.core.holders). The newer trainbot holds that key
+for all of its submits of the recipe at once, under one holder that names no process
+(NEWER_SUBMITS), as long as any of their claims is held: the submit that took it last dying,
+or settling first, never leaves it to the older trainbot while another newer submit of the
+recipe is still under way. On SQLite and PostgreSQL."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from bot.core.holders import Machine, PidNow, ProcStat, format_holder
+from bot.core.submit_keys import NEWER_SUBMITS, claim_key
+from bot.services.leases import DeadHolders
+from bot.services.submit_claim import claim_submit, release_submit, renew_submit
+from bot.store import Store
+
+NOW = 1_000_000.0
+OLD = "submit:recipe:mix"
+HERE = Machine("vm", "1d1a866c-5458-4c1e-82e8-8b3d99d5a26e", "4026531836")
+OLD_HOLDER = format_holder("vm", 900, "01dbeef0", HERE, 9000)  # the older trainbot
+A = format_holder("vm", 101, "aaaa0001", HERE, 10100)  # newer submits on the same host
+B = format_holder("vm", 102, "bbbb0002", HERE, 10200)
+X = format_holder("vm", 103, "cccc0003", HERE, 10300)
+STARTS = {900: 9000, 101: 10100, 102: 10200, 103: 10300}
+
+
+class Processes:
+    """The host's processes: the pids in `alive` run, every other one is gone."""
+
+    def __init__(self, alive: set[int]) -> None:
+        self.alive = alive
+
+    def machine(self) -> Machine:
+        return HERE
+
+    def own_start(self) -> int:
+        return 9000
+
+    def pid_now(self, pid: int) -> PidNow:
+        return ProcStat("S", STARTS[pid]) if pid in self.alive else "gone"
+
+
+class OlderTrainbot:
+    """An older trainbot's submit of `mix` on the same host: its one plain claim of the
+    recipe's key, else that key taken over from a holder it proves dead (take_over), as it
+    takes any dead holder's claim over."""
+
+    def __init__(self, store: Store, processes: Processes) -> None:
+        self.store, self.judge = store, DeadHolders(processes)
+
+    def submits(self, now: float) -> bool:
+        claims = self.store.command_claims
+        if claims.claim(OLD, OLD_HOLDER, now, 300.0):
+            return True
+        other = claims.holder(OLD)
+        return other is not None and self.judge.death(other, what=OLD) is not None and \
+            claims.take_over(OLD, other, OLD_HOLDER, now, 300.0)
+
+
+@pytest.fixture
+def store(store_url: str) -> Iterator[Store]:
+    with Store.open(store_url) as s:
+        yield s
+
+
+def claim(store: Store, chain_id: int, holder: str, now: float, hold_s: float = 300.0,
+          own: object = None) -> object:
+    return claim_submit(store, "mix", chain_id, None, holder=holder, own=own,  # type: ignore[arg-type]
+                        now=now, hold_s=hold_s, clusters=["dev"])
+
+
+def test_the_newest_newer_submit_dying_leaves_the_recipe_held_for_the_others(
+        store: Store) -> None:
+    """A submits run 7, B run 8 (the last to take the recipe's key); B's process dies (its
+    claim stands until it lapses): the older trainbot, which proves B dead, still finds the
+    recipe held while A's submit is under way, and gets it once every newer claim ended."""
+    processes = Processes({900, 101, 102})
+    older = OlderTrainbot(store, processes)
+    assert claim(store, 7, A, NOW) is None
+    assert claim(store, 8, B, NOW + 1) is None
+    processes.alive.discard(102)  # B killed in its submit
+    assert not older.submits(NOW + 2)
+    assert store.command_claims.holder(OLD) == NEWER_SUBMITS
+    assert renew_submit(store, claim_key("mix", 7), A, NOW + 3, 300.0)  # A carries on
+    assert not older.submits(NOW + 4)
+    release_submit(store, claim_key("mix", 7), A)  # A's job recorded
+    assert not older.submits(NOW + 5)  # B's claim still stands, until it lapses
+    assert older.submits(NOW + 302)
+
+
+def test_the_newest_newer_submit_settling_first_leaves_no_dead_holder_the_recipe(
+        store: Store) -> None:
+    """X (since killed, its long claim not lapsed), A and B submit runs 9, 7 and 8; B's row
+    in flight settles first. The recipe's key is not handed to a dead X (held longest) that
+    the older trainbot takes over: held while A's claim is."""
+    processes = Processes({900, 101, 102, 103})
+    older = OlderTrainbot(store, processes)
+    assert claim(store, 9, X, NOW - 100, hold_s=2000.0) is None
+    assert claim(store, 7, A, NOW) is None
+    flight = store.submits_in_flight.add(
+        cluster="dev", recipe="mix", job_name="mix", chain_id=8, array_task=None,
+        resumed_at=None, charge_retry=False, actor="U0ALICE", channel="C1", sent_at=NOW + 1,
+        holder=B).flight
+    assert claim(store, 8, B, NOW + 1, own=flight) is None
+    processes.alive.discard(103)  # X killed long ago
+    assert store.submits_in_flight.remove(flight.id)  # B's recovery records its job
+    assert not older.submits(NOW + 2)
+    release_submit(store, claim_key("mix", 7), A)
+    release_submit(store, claim_key("mix", 9), X)  # X's claim taken over and ended
+    assert older.submits(NOW + 3)  # no newer claim left: the key went with the last
