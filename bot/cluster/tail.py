@@ -11,13 +11,13 @@ from typing import Protocol
 
 from bot.cluster.errors import ClusterError, said
 from bot.cluster.ssh import Exchange
-from bot.core.tail import (
+from bot.core.tail_budget import cut_by_slow_link
+from bot.core.tail_frames import (
     FAILED,
     FileRead,
     FramingError,
     ReadBatch,
     ReadRequest,
-    cut_by_slow_link,
     encode_requests,
     parse_frames,
 )

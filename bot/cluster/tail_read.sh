@@ -1,8 +1,8 @@
 # trainbot: read many files from their offsets in one command (bot/cluster/tail.py).
-# POSIX sh + coreutils only. stdin (bot.core.tail.encode_requests), two lines of sh:
+# POSIX sh + coreutils only. stdin (bot.core.tail_frames.encode_requests), two lines of sh:
 #   set -- 'PATH1' "$t" 'PATH2' "$t" ...        every path, single-quoted, each followed by $t
 #   nums='OFFSET BACK BUDGET SIZE MTIME INODE EXACT ...'   seven numbers per file (x: unknown)
-# stdout (bot.core.tail.parse_frames), in this order:
+# stdout (bot.core.tail_frames.parse_frames), in this order:
 #   per file, in order: `F<k> <status> <size> <mtime> <inode> <start> <len>`, <len> bytes
 #     (data, then space padding if the file shrank meanwhile), `E<k> <data bytes> <dd exit>`;
 #     or, for a file whose bytes to read end at its end, `G<k> ... <len> <bucket>`: its bytes

@@ -11,7 +11,8 @@ from dataclasses import replace
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from bot.core.tail import Answers, ReadRequest, TailOutcome
+    from bot.core.tail import TailOutcome
+    from bot.core.tail_frames import Answers, ReadRequest
 
 ANCHOR_BYTES = 64  # the bytes before a tail's offset it checks (bot.core.tail.TailState)
 
