@@ -144,7 +144,9 @@ class Answers:
 
     results: list[FileRead | None]
     stopped_at: int | None = None
-    cut: FileRead | None = None  # the bytes of the file being sent when cut (its own process)
+    # the bytes of the file being sent when cut (its own process), without spaces ending them
+    # (maybe the padding of a file that gave fewer bytes than announced)
+    cut: FileRead | None = None
     cut_bytes: int = 0  # how many of its bytes certainly came before the cut
     # a part the script writes at once (a header or end line, the stat part, a bucket's
     # bytes whole) came in part: the link cut it, the script was not waiting on a file
@@ -210,9 +212,13 @@ def parse_frames(out: bytes, paths: Sequence[str]) -> Answers:
                     at = index
                     cut_bytes = max(0, min(len(out) - body, length))
                     arriving = len(out) > body + length  # its end line, in part
-                    if status != MISSING and cut_bytes:  # dd writes its bytes in order
-                        cut = FileRead(status, size, mtime, inode, start,
-                                       out[body:body + cut_bytes])
+                    # dd writes its bytes in order; the script pads a file that gave fewer
+                    # than announced (shrank after stat, a failed read) with spaces, and only
+                    # its end line says how many were data: spaces ending a cut answer may be
+                    # that padding, so they are not its bytes (read again next tick)
+                    data = out[body:body + cut_bytes].rstrip(b" ")
+                    if status != MISSING and data:
+                        cut = FileRead(status, size, mtime, inode, start, data)
                     break
                 raise FramingError(N_("the answer for %(path)s has no end line after its "
                                       "%(length)s bytes", path=paths[index - 1], length=length))
