@@ -155,11 +155,12 @@ class ShellTailReader:
         per `timeout`."""
         came = len(answer.stdout)
         self._slow = max(MIN_BATCH, int(came * self.timeout / limit / 2))
-        log.warning("reading files on %s: %s bytes came in %.0f s; the next batches ask %s "
-                    "bytes", self.where, came, limit, self._slow)
         req = requests[todo[stopped]]
         if cut is not None and len(cut.data) > req.back:
             results[todo[stopped]] = cut
+        log.warning("reading files on %s: %s bytes came in %.0f s; %s files deferred by the "
+                    "slow link to the next tick; the next batches ask %s bytes", self.where,
+                    came, limit, sum(results[i] is None for i in todo), self._slow)
         slow = N_("not read: the login node's answer came too slowly (%(bytes)s bytes in "
                   "%(limit)s s); read next tick, fewer bytes at a time",
                   bytes=came, limit=f"{limit:.0f}")

@@ -139,15 +139,28 @@ class JobReads:
         """Why each of the job's files ("log", "sampler") that could not be read this tick
         could not (the login node answered for it, and its read FAILED: permission denied, an
         I/O error, a path that hangs; or a finished job's file does not exist: FileMissing);
-        empty when every file asked for was read."""
-        return {f.kind: o.error for f, o in self.files if isinstance(o.error, FileReadFailed)}
+        empty when every file asked for was read. A file deferred (`deferred`) is none: its
+        read failed for want of the link's time, not for the file."""
+        return {f.kind: o.error for f, o in self.files
+                if isinstance(o.error, FileReadFailed) and not o.unreached}
+
+    @property
+    def deferred(self) -> dict[str, FileReadFailed]:
+        """Why each of the job's files the batch asked for was not read for want of the
+        link's time (a slow link's answer did not reach it, or other paths of the batch hung:
+        TailOutcome.unreached with its FAILED read): the reader's sentence. Read first next
+        tick, as a file the batch did not reach (`unread`)."""
+        return {f.kind: o.error for f, o in self.files
+                if isinstance(o.error, FileReadFailed) and o.unreached}
 
     @property
     def unread(self) -> list[str]:
         """The job's files ("log", "sampler") the tick's batch did not reach (more files than
-        its bytes: TailOutcome.skipped, read first next tick): nothing of them is known this
-        tick, so the job is not judged on what they said before."""
-        return [f.kind for f, o in self.files if o.skipped and o.error is None]
+        its bytes: TailOutcome.skipped; or deferred, a slow link's answer cut before them:
+        read first next tick): nothing of them is known this tick, so the job is not judged
+        on what they said before."""
+        return [f.kind for f, o in self.files
+                if o.skipped and o.error is None or o.error is not None and o.unreached]
 
 
 def unaskable(job_id: int, kind: str, path: str) -> Text:
@@ -270,8 +283,9 @@ class LogFollower:
         more = False
         unreached = False
         for followed, outcome in reads.files:
-            if outcome.skipped and outcome.error is None:
-                unreached = True
+            if outcome.skipped and outcome.error is None or \
+                    outcome.error is not None and outcome.unreached:
+                unreached = True  # not read this tick (not reached, or deferred): left as it was
                 continue
             if outcome.error is not None:
                 if without_unreadable and isinstance(outcome.error, FileReadFailed):

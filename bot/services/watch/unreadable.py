@@ -166,13 +166,16 @@ class UnreadableFiles:
         unreadable stays so."""
         if reads.error is not None:
             return False
+        self._deferred(jw, reads)
         failures = reads.failures
         for kind, failure in failures.items():
             if kind not in jw.running_unreadable:
                 log.warning("%s: job %s: its %s cannot be read: %s; read again each tick",
                             self.cluster, jw.job_id, kind, failure)
                 jw.running_unreadable[kind] = (failure.path, now)
-        for kind in [k for k in jw.running_unreadable if k not in failures]:
+        # (a file not read this tick, not reached or deferred, is not read again yet)
+        for kind in [k for k in jw.running_unreadable
+                     if k not in failures and k not in reads.unread]:
             path, since = jw.running_unreadable.pop(kind)
             log.info("%s: job %s: its %s %s read again after %.0f s", self.cluster, jw.job_id,
                      kind, path, now - since)
@@ -249,12 +252,15 @@ class UnreadableFiles:
         is each file's failed read with the reader's sentence, waited for alike: a lasting
         one does not keep the job from being judged (its incident says why its log was not
         read)."""
+        self._deferred(jw, reads)
         failures = reads.failures
         # A missing sampler file is not waited for (a job that ended before its sampler
         # started has none): it is judged without it at once.
         waited = {k: f for k, f in failures.items()
                   if not (k == "sampler" and isinstance(f, FileMissing))}
         if not waited:
+            if jw.unreadable_since is not None and reads.unread:
+                return None  # a file not read this tick (deferred): the wait goes on
             if jw.unreadable_since is not None:
                 log.info("%s: job %s: its files read again after %.0f s", self.cluster,
                          jw.job_id, now - jw.unreadable_since)
@@ -277,6 +283,14 @@ class UnreadableFiles:
                         "; ".join(str(f) for f in waited.values()))
             jw.judged_without_logged = True
         return failures
+
+    def _deferred(self, jw: JobWatch, reads: JobReads) -> None:
+        """Each of the job's files deferred this tick (JobReads.deferred: a slow link's answer
+        cut before it), logged as such at debug: no file that cannot be read, nor a failing
+        one (the reader logs the slow answer once for the batch)."""
+        for kind, why in reads.deferred.items():
+            log.debug("%s: job %s: its %s %s was deferred by the slow link to the next tick: "
+                      "%s", self.cluster, jw.job_id, kind, why.path, why.reason)
 
     def _set_since(self, jw: JobWatch, since: float | None) -> None:
         """When the finished job's files were first found unreadable, kept in the store: a
