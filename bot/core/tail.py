@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any
 
@@ -12,6 +12,7 @@ from bot.core.tail_budget import (
     MIN_LINK_RATE,
     MIN_SHARE,
     cut_by_slow_link,
+    idle_paths,
     share_budget,
     unread_for,
 )
@@ -283,6 +284,7 @@ class TailOutcome:
     error: OSError | None = None
     skipped: bool = False  # not asked this tick: the batch's bytes did not reach it
     unreached: bool = False  # skipped, or a slow link's answer did not reach it
+    unchanged: bool = False  # answered `same` (size and mtime as before): idle next tick
 
 
 def take_last_line(outcome: TailOutcome) -> TailOutcome:
@@ -311,7 +313,8 @@ def read_tails(items: Sequence[TailItem],
                read_batch: Callable[[list[ReadRequest]], Sequence[FileRead]],
                max_rounds: int = 2,
                batch_bytes: Callable[[int], int | None] | None = None,
-               behind: Mapping[str, int] | None = None) -> list[TailOutcome]:
+               behind: Mapping[str, int] | None = None,
+               idle: Collection[str] = ()) -> list[TailOutcome]:
     """Read every item in at most `max_rounds` batches: the first reads them all; the next
     ones only files that must be read again from 0 (bytes before the offset changed) and
     finished jobs' logs with more waiting within their budget. What is still waiting then is
@@ -326,7 +329,9 @@ def read_tails(items: Sequence[TailItem],
     time: a batch asks those first, longest unread first, so files a slow link cuts off are
     read on the next ticks, not the same ones failing each time; and last the paths whose
     read failed last tick (-1: a hung path, a deleted log), which take no batch's minimums
-    ahead of the others."""
+    ahead of the others. `idle` (of `idle_paths`) names the paths found unchanged last tick:
+    a shared batch charges them almost nothing (share_budget), so at a small budget the
+    files that write all get their share."""
     outcomes = [TailOutcome(item.state) for item in items]
     budgets = [item.budget for item in items]
     full = list(budgets)
@@ -344,8 +349,11 @@ def read_tails(items: Sequence[TailItem],
         total = batch_bytes(len(order)) if batch_bytes is not None else None
         if total is not None:
             seen = {i: items[i].state.size - items[i].state.offset for i in order}
+            # (only a first read that stats the file: one read again or always read is not)
+            quiet = [round_no == 0 and items[i].state.path in idle
+                     and pending[i][0].size >= 0 for i in order]
             shared = share_budget([pending[i][0] for i in order], total,
-                                  [min(2 * seen[i], total) for i in order])
+                                  [min(2 * seen[i], total) for i in order], quiet)
             for i, fitted in zip(order, shared, strict=True):
                 if fitted is None:  # the batch's bytes do not reach it: another tick
                     del pending[i]
@@ -385,6 +393,7 @@ def read_tails(items: Sequence[TailItem],
                 out.window = step.window
             out.chunks.append(chunk)
             out.state, out.more = chunk.state, chunk.more
+            out.unchanged = got.status == SAME
             budgets[i] -= chunk.bytes_read
             if items[i].drain and chunk.more and chunk.bytes_read and budgets[i] > 0:
                 following[i] = (plan_read(chunk.state, budgets[i]), "")
@@ -423,6 +432,7 @@ __all__ = [
     "encode_requests",
     "frame",
     "fresh",
+    "idle_paths",
     "parse_frames",
     "plan_read",
     "read_tails",

@@ -50,10 +50,13 @@ def marked_files(out: bytes, start: int, end: int, mark: bytes,
 
 
 MIN_SHARE = 4096  # the fewest new bytes a shared batch budget gives one file
+IDLE_COST = 64  # what an idle file is charged of a shared batch budget: its frame, a line
+IDLE_BUDGET = 256  # the fewest new bytes an idle file is asked for in a shared batch
 
 
 def share_budget(requests: Sequence[ReadRequest], total: int,
-                 least: Sequence[int] | None = None) -> list[ReadRequest | None]:
+                 least: Sequence[int] | None = None,
+                 idle: Sequence[bool] | None = None) -> list[ReadRequest | None]:
     """`requests` fitted to `total` bytes for the whole batch (the read script's output is
     capped, and a slow link carries only so much within a read's timeout): each file asks its
     bytes before the offset (`back`) and new bytes (`budget`); while they add up to more
@@ -63,6 +66,13 @@ def share_budget(requests: Sequence[ReadRequest], total: int,
     above it, a file asking less than its share giving the rest to the others (max-min
     fair). A file cut to its share keeps a warm-up window at most half of its share.
 
+    An `idle` file (unchanged at its last read: it most likely answers `same`, no bytes) is
+    charged IDLE_COST only and takes no share: it is asked its anchor and a quarter of the
+    batch's bytes shared among the idle files (at least IDLE_BUDGET, at most MIN_SHARE new
+    bytes), so the files that write get the batch; one that wrote since sends at most that
+    (bytes wait: not idle next tick, it gets its share), and if many write at once, the
+    answer is at most a quarter over `total` (more only past 4 idle files per KiB).
+
     When even the minimums do not fit, only the first files whose minimums do are read
     (None for the others: read another tick; the caller puts first the files waiting
     longest), the first one always: the batch stays within `total` but for one file's
@@ -70,15 +80,19 @@ def share_budget(requests: Sequence[ReadRequest], total: int,
     demands = [req.back + req.budget for req in requests]
     if sum(demands) <= total:
         return list(requests)
+    quiet = list(idle) if idle is not None else [False] * len(requests)
+    idle_budget = min(MIN_SHARE, max(IDLE_BUDGET, total // (4 * max(1, sum(quiet)))))
     wants = least or [MIN_SHARE] * len(requests)
-    floors = [min(req.back, ANCHOR_BYTES) + min(req.budget, max(MIN_SHARE, want))
-              for req, want in zip(requests, wants, strict=True)]
+    floors = [IDLE_COST if still else
+              min(req.back, ANCHOR_BYTES) + min(req.budget, max(MIN_SHARE, want))
+              for req, want, still in zip(requests, wants, quiet, strict=True)]
     taken = len(requests)
     for k, used in enumerate(itertools.accumulate(floors)):
         if used > total:
             taken = max(1, k)
             break
-    extra = [demand - floor for demand, floor in zip(demands[:taken], floors, strict=False)]
+    extra = [0 if still else demand - floor
+             for demand, floor, still in zip(demands[:taken], floors, quiet, strict=False)]
     level, left = 0, max(0, total - sum(floors[:taken]))
     for k, want in enumerate(sorted(extra)):
         fair = left // (taken - k)
@@ -89,7 +103,11 @@ def share_budget(requests: Sequence[ReadRequest], total: int,
     else:
         level = max(extra, default=0)
     shared: list[ReadRequest | None] = []
-    for req, floor, want in zip(requests, floors, extra, strict=False):
+    for req, floor, want, still in zip(requests, floors, extra, quiet, strict=False):
+        if still:
+            shared.append(replace(req, back=min(req.back, ANCHOR_BYTES),
+                                  budget=min(req.budget, idle_budget)))
+            continue
         if want <= level:
             shared.append(req)
             continue
@@ -98,6 +116,13 @@ def share_budget(requests: Sequence[ReadRequest], total: int,
                                                                             ANCHOR_BYTES))
         shared.append(replace(req, back=back, budget=min(req.budget, share - back)))
     return shared + [None] * (len(requests) - taken)
+
+
+def idle_paths(outcomes: Sequence[TailOutcome]) -> frozenset[str]:
+    """The paths found unchanged by this tick's read (`TailOutcome.unchanged`: same size and
+    mtime as the read before): read_tails' `idle` next tick, charged almost nothing of a
+    shared batch budget (share_budget)."""
+    return frozenset(out.state.path for out in outcomes if out.unchanged and out.error is None)
 
 
 def unread_for(behind: Mapping[str, int] | None,
@@ -118,9 +143,12 @@ def unread_for(behind: Mapping[str, int] | None,
 __all__ = [
     "ANCHOR_BYTES",
     "MIN_LINK_RATE",
+    "IDLE_BUDGET",
+    "IDLE_COST",
     "MIN_SHARE",
     "READ_BLOCK",
     "cut_by_slow_link",
+    "idle_paths",
     "marked_files",
     "share_budget",
     "unread_for",

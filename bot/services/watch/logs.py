@@ -57,6 +57,7 @@ from bot.core.tail import (
     TailOutcome,
     TailState,
     askable_path,
+    idle_paths,
     read_tails,
     unread_for,
 )
@@ -200,6 +201,7 @@ class LogFollower:
         self.warmup_bytes = warmup_bytes
         self.persist_every_s = persist_every_s
         self._behind: dict[str, int] = {}  # path -> ticks in a row its read failed
+        self._idle: frozenset[str] = frozenset()  # paths found unchanged last tick
 
     def read(self, jobs: list[tuple[JobWatch, JobRecord, bool]],
              report: TickReport) -> dict[int, JobReads]:
@@ -255,8 +257,9 @@ class LogFollower:
             # last tick go first, so a slow link's cut falls on others each time
             outcomes = read_tails(items, batch,
                                   batch_bytes=getattr(self._reader(), "batch_bytes", None),
-                                  behind=self._behind)
+                                  behind=self._behind, idle=self._idle)
             self._behind = unread_for(self._behind, outcomes)
+            self._idle = idle_paths(outcomes)
         except (ClusterError, OSError) as exc:
             # every job's error, and each file asked for a failed read saying why (a
             # finished job waits for it as for an unreadable file: UnreadableFiles.finished)

@@ -442,3 +442,18 @@ def test_a_line_longer_than_the_whole_batch_is_still_cut_so_the_log_moves_on(
         state = outs[0].state
         lines += [line for chunk in outs[0].chunks for line in chunk.lines]
     assert lines[-1] == "end" and sum(map(len, lines[:-1])) == 40_000
+
+
+def test_idle_files_are_charged_almost_nothing_of_a_shared_batch() -> None:
+    """24 files unchanged at their last read and 6 that write, 28 KiB for the batch: the idle
+    ones are asked their anchor and a few hundred bytes, charged IDLE_COST each; the six
+    writing ones share the rest (only six files' minimums fitted: the writing ones last in
+    order were left out)."""
+    requests = [ReadRequest(f"/l{i}", offset=640, back=64, budget=16 * MIB, size=640, mtime=1)
+                for i in range(30)]
+    shared = share_budget(requests, 28 << 10, None, [True] * 24 + [False] * 6)
+    assert all(r is not None for r in shared)
+    idle, writing = shared[:24], shared[24:]
+    assert all(r is not None and r.back == 64 and r.budget <= MIN_SHARE for r in idle)
+    assert all(r is not None and r.budget >= MIN_SHARE for r in writing)
+    assert sum(r.back + r.budget for r in writing if r is not None) <= (28 << 10) - 24 * 64

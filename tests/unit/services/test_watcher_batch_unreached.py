@@ -86,3 +86,34 @@ def test_a_restored_log_the_batch_does_not_reach_keeps_its_warm_up() -> None:
             restarted.tick(now)
         assert {jid: restarted._jobs[jid].analysis.series.last_iteration
                 for jid in paths} == dict.fromkeys(paths, 1059)
+
+
+def test_idle_logs_cost_almost_nothing_so_every_printing_log_is_read_each_tick() -> None:
+    """30 jobs, 24 of them quiet (their logs unchanged tick after tick), 6 printing a line
+    every 4.5 s, batches of 28 KiB (six logs' minimums): the quiet logs are charged almost
+    nothing of the batch, so each printing log is read to its end every tick (the quiet ones
+    took their minimums too: six logs a tick, a printing log read one tick in five)."""
+    with Store.open("sqlite://") as store:
+        slurm, sftp, sink = FakeSlurm(), FakeSFTP(), RecordingEventSink()
+        paths = _jobs(store, slurm, 92000, 30)
+        printing = list(paths)[-6:]
+        for path in paths.values():
+            sftp.append(path, _progress(T0, 1000))
+        reader = Bounded(sftp, None)  # every log read, the quiet ones then found unchanged
+        watcher = make_watcher(store, slurm, reader, sink)  # type: ignore[arg-type]
+        it = dict.fromkeys(paths, 1)
+        behind = []
+        for k in range(10):
+            now = T0 + 60 * k
+            sftp.clock = now
+            for jid in printing:
+                lines = b""
+                while T0 + it[jid] * 4.5 <= now:
+                    lines += _progress(T0 + it[jid] * 4.5, 1000 + it[jid])
+                    it[jid] += 1
+                sftp.append(paths[jid], lines)
+            reader.limit = None if k < 2 else 28 << 10
+            watcher.tick(now)
+            behind += [jid for jid in printing
+                       if watcher._jobs[jid].analysis.series.last_iteration != 999 + it[jid]]
+        assert behind == []
