@@ -5,6 +5,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 
+from bot.core.hostlist import HostlistError, parse_hostlist, render_hostlist
+
 #: Node-naming forms, most specific first; group 1 is the node.
 _NODE_PATTERNS = tuple(re.compile(p) for p in (
     # Megatron's rerun machine naming the GPU it suspects (the one the rerun must avoid); not
@@ -33,7 +35,21 @@ def node_in(lines: Iterable[str]) -> str | None:
     return None
 
 
-def excluding(excluded: str | None, node: str) -> str:
-    """An --exclude list (`excluded`, e.g. a recipe's own) with `node` added once."""
-    nodes = [n for n in (excluded or "").split(",") if n]
-    return ",".join(nodes if node in nodes else [*nodes, node])
+def hostlist_nodes(text: str | None) -> list[str]:
+    """The node names of hostlist `text` (bot.core.hostlist.parse_hostlist); a text Slurm's
+    grammar does not read (written by hand, stored before hostlists were read) is one name."""
+    try:
+        return parse_hostlist(text)
+    except HostlistError:
+        return [text.strip()] if text and text.strip() else []
+
+
+def excluding(excluded: str | None, nodes: str | Iterable[str]) -> str:
+    """An --exclude hostlist: `excluded` (e.g. a recipe's own `gpu[01-03,07]`, kept as it is
+    written) with the nodes of `nodes` (a hostlist, or node names) it does not name yet after
+    it, folded into one hostlist; `excluded` ('' for None) when it names them all. Brackets
+    are read, never cut at their commas."""
+    have = set(hostlist_nodes(excluded))
+    named = hostlist_nodes(nodes) if isinstance(nodes, str) else list(nodes)
+    extra = [n for n in dict.fromkeys(named) if n and n not in have]
+    return ",".join(p for p in (excluded or "", render_hostlist(extra)) if p)

@@ -12,7 +12,7 @@ from typing import Any
 from bot.config import Config, OverrideType, RecipeConfig
 from bot.core.checkpoints import Checkpoint
 from bot.core.incident import ResolutionView, ResumePoint, build_resolution
-from bot.core.nodes import excluding
+from bot.core.nodes import excluding, hostlist_nodes
 from bot.core.policy import Decision, run_latest, run_rows
 from bot.core.slurm.job_ref import array_task_in
 from bot.core.text import N_
@@ -551,15 +551,13 @@ def exclusion(config: Config, recipe: str, node: str | None,
     faults) and the faulty `node`, and the key they widen; nothing when no node beyond the
     recipe's own is to be left out. A second fault never brings the first faulty node back,
     and a later resubmit (a larger --mem) keeps them out."""
-    own = config.recipe(recipe).exclude
-    excluded = own
-    for left_out in [*(a.excluded_nodes or "" for a in attempts), node or ""]:
-        for name in left_out.split(","):
-            if name:
-                excluded = excluding(excluded, name)
+    own = config.recipe(recipe).exclude or ""
+    left_out = [n for text in (*(a.excluded_nodes for a in attempts), node)
+                for n in hostlist_nodes(text)]
+    excluded = excluding(own, left_out)
     if excluded == own:
         return {}, {}
-    return {"exclude": excluded or ""}, {"exclude": "str"}
+    return {"exclude": excluded}, {"exclude": "str"}
 
 
 def lost_resubmit(ctx: BotContext, cluster: str, recipe: str, chain_id: int, old_job: str, *,

@@ -1163,6 +1163,22 @@ def test_an_approved_resubmit_keeps_the_recipes_own_exclusions(store: Store,
     assert ctx.store.attempts.for_chain(chain_id)[-1].excluded_nodes == "bad-n1,gpu-b12"
 
 
+def test_a_recipes_bracketed_exclude_is_read_as_a_hostlist(store: Store,
+                                                           slurm: FakeSlurm) -> None:
+    """`gpu[01,03]` is two nodes, not `gpu[01` and `03]`: an attempt that stored it with a
+    faulty node is read whole, and the resubmit's --exclude names each node once."""
+    ctx = make_context(store, slurm, exclude="gpu[01,03]")
+    chain = ctx.store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW - 300)
+    ctx.store.attempts.record(chain_id=chain.id, job_id="88100", now=NOW - 300,
+                              excluded_nodes="gpu[01,03],gpu05")
+    recorded(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
+    prompt = create_resubmit_prompt(
+        ctx, recipe="mix", chain_id=chain.id, job_id="88100", now=NOW, resume_iter=3000,
+        summary="gpu_failure", exclude="gpu03")
+    assert handle_click(ctx, prompt.token, ActionId.RESUBMIT, "W0LEAD", NOW + 1).status == "done"
+    assert slurm.submits()[-1].exclude == "gpu[01,03],gpu05"
+
+
 def test_the_nodes_a_run_left_out_stay_out_of_its_later_resubmits(
     ctx: BotContext, slurm: FakeSlurm
 ) -> None:
