@@ -53,3 +53,10 @@ def excluding(excluded: str | None, nodes: str | Iterable[str]) -> str:
     named = hostlist_nodes(nodes) if isinstance(nodes, str) else list(nodes)
     extra = [n for n in dict.fromkeys(named) if n and n not in have]
     return ",".join(p for p in (excluded or "", render_hostlist(extra)) if p)
+
+
+def left_out_beyond(own: str | None, exclude: str | None) -> str | None:
+    """The nodes of --exclude hostlist `exclude` that `own` (a recipe's own list) does not
+    name, as one hostlist: the nodes a submit left out beyond its recipe's; None when none."""
+    have = set(hostlist_nodes(own))
+    return render_hostlist(n for n in hostlist_nodes(exclude) if n not in have) or None

@@ -1,7 +1,7 @@
 """Where a job trainbot submitted ran: its recipe as its sbatch got it, the placement
 overrides its submit applied (partition, account, qos: its audit row's `overrides`) and the
---exclude its attempt row records (the recipe's own list, the nodes its run left out after
-node faults: bot.services.runs.exclusion). A step run beside that job (the DataLoader probe's
+--exclude it had: the recipe's own list and the nodes its attempt row records its run left out
+after node faults (bot.services.runs.exclusion). A step run beside that job (the DataLoader probe's
 srun, its command offered to run by hand) is placed from it (`RecipeConfig.placement_flags`),
 not from the base recipe, so it never lands on a node the job's sbatch left out."""
 
@@ -12,6 +12,7 @@ from typing import Any
 
 from bot.config import Config, RecipeConfig
 from bot.config.models.recipes import PLACEMENT_OPTIONS
+from bot.core.nodes import excluding
 from bot.services.overrides import OverrideError, apply_overrides
 from bot.store import Store
 
@@ -39,8 +40,10 @@ def job_recipe(config: Config, store: Store, recipe_name: str,
             overrides = {k: v for k, v in applied.items()
                          if k in PLACEMENT_OPTIONS and isinstance(v, str)}
     attempt = store.attempts.get_by_job(job_id, recipe.cluster)
-    if attempt is not None and attempt.excluded_nodes is not None:  # none before schema 10
-        overrides["exclude"] = attempt.excluded_nodes
+    if attempt is not None and attempt.excluded_nodes:  # none before schema 10
+        # the nodes its run left out, after the --exclude its submit had (the recipe's own)
+        overrides["exclude"] = excluding(overrides.get("exclude") or recipe.exclude,
+                                         attempt.excluded_nodes)
     if not overrides:
         return recipe
     try:

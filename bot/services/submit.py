@@ -17,6 +17,7 @@ from typing import Any
 
 from bot.cluster.errors import OutcomeUnknown
 from bot.config import Config, RecipeConfig
+from bot.core.nodes import left_out_beyond
 from bot.core.policy import resume_start, run_latest
 from bot.core.slurm.array_spec import task_resubmit_spec
 from bot.core.text import N_, Text
@@ -366,7 +367,9 @@ def submit_recipe(
                 start_iter=checkpoint.iteration if checkpoint else None,
                 checkpoint_path=checkpoint.path if checkpoint else None,
                 charge_retry=charge_retry,
-                excluded_nodes=effective.exclude,
+                # the nodes this run left out (after node faults, or a person's exclude=),
+                # not the recipe's own: those are its recipe's, said nowhere in its thread
+                excluded_nodes=left_out_beyond(recipe.exclude, effective.exclude),
                 display_id=f"{job_id}_{array_task}" if array_task is not None else None,
                 submitted_at=sent_at,
                 # the --mem it was sent with (a wrapper's job that did not get an override

@@ -70,7 +70,8 @@ class Attempt:
     work_lost_iters: int | None
     work_lost_s: float | None
     checkpoint_path: str | None
-    excluded_nodes: str | None = None  # the --exclude this job was submitted with
+    # the nodes this job's submit left out beyond its recipe's own --exclude (a hostlist)
+    excluded_nodes: str | None = None
     display_id: str | None = None  # `123_4` of an array task (job_id is its raw id)
     logged_target_iter: int | None = None  # the target iteration its log printed (`/8000`)
     # the --mem trainbot submitted the job with ('' when it passed none: Slurm's default, or

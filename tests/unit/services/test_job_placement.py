@@ -29,6 +29,12 @@ def test_a_jobs_placement_is_its_submits_overrides_and_left_out_nodes(
     ctx.store.attempts.record(chain_id=chain_id, job_id="77001", now=T0 + 5,
                               excluded_nodes="gpu01,gpu07")
     assert job_recipe(ctx.config, ctx.store, "mix", "77001").exclude == "gpu01,gpu07"
+    # an attempt row records only the nodes its run left out: the recipe's own come first
+    first = ctx.store.attempts.get_by_job(str(result.job_id))
+    assert first is not None and first.excluded_nodes is None
+    ctx.store.attempts.record(chain_id=chain_id, job_id="77002", now=T0 + 6,
+                              excluded_nodes="gpu07")
+    assert job_recipe(ctx.config, ctx.store, "mix", "77002").exclude == "gpu01,gpu07"
     # a job trainbot has no submit of: the recipe as it is
     assert job_recipe(ctx.config, ctx.store, "mix", "99999") == ctx.config.recipe("mix")
     assert job_recipe(ctx.config, ctx.store, "mix", None) == ctx.config.recipe("mix")
