@@ -168,6 +168,7 @@ class ResolutionView:
     prompt_iter: int | None = None
     from_checkpoint: str | None = None
     prompt_checkpoint: str | None = None
+    left_out: str | None = None  # the nodes the run left out (--exclude): its attempt's
 
 
 @dataclass(frozen=True)
@@ -451,20 +452,23 @@ def build_resolution(
     mem: str | None = None,
     prompt: ResumePoint | None = None,
     from_checkpoint: str | None = None,
+    left_out: str | None = None,
 ) -> ResolutionView:
     """"Resumed as 88887 (was 88154) from iteration 3,000" with what it cost and who
     approved. `prompt`: where an approved prompt's button said it would resume (None: no
     prompt); the view keeps it only when the job resumed from another checkpoint
     (`prompt_changed`). `from_checkpoint`: the name of the checkpoint it resumed from; the
     line names it when it has no iteration number (a pointer file naming `final`), so it
-    never says "from scratch" then."""
+    never says "from scratch" then. `left_out`: the nodes the new job's submit left out beyond
+    its recipe's own --exclude (its attempt's excluded_nodes), said with it."""
     said = prompt_changed(prompt, ResumePoint(from_iter, from_checkpoint))
     return ResolutionView(recipe=recipe, old_job_id=old_job_id, new_job_id=new_job_id,
                           from_iter=from_iter, lost_iters=lost_iters, lost_seconds=lost_seconds,
                           actor=actor, held_jobs=tuple(held_jobs), mem=mem,
                           prompt_iter=said.iteration if said else None,
                           prompt_checkpoint=said.checkpoint if said else None,
-                          from_checkpoint=from_checkpoint if from_iter is None else None)
+                          from_checkpoint=from_checkpoint if from_iter is None else None,
+                          left_out=left_out or None)
 
 
 def build_completion(*, recipe: str, job_id: str, last_iter: int | None,

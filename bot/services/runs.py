@@ -445,8 +445,10 @@ def announce_submit(
                               submitted_view(recipe, result, actor, ctx.config.recipe(recipe)))
     else:
         key = f"resolution:{result.job_id}"
-        blocks, text = render(ctx, "resolution", recipe,
-                              resolution_view(recipe, result, actor, previous, prompt))
+        current = next((a for a in attempts if a.attempt_no == result.attempt_no), None)
+        blocks, text = render(ctx, "resolution", recipe, resolution_view(
+            recipe, result, actor, previous, prompt,
+            left_out=current.excluded_nodes if current is not None else None))
     if threaded:
         post_or_keep(ctx, chain_id, key, blocks, text)
     else:
@@ -509,10 +511,11 @@ def submitted_view(recipe: str, result: SubmitResult, actor: str, recipe_config:
 
 
 def resolution_view(recipe: str, result: SubmitResult, actor: str, previous: Attempt,
-                    prompt: ResumePoint | None = None) -> ResolutionView:
+                    prompt: ResumePoint | None = None, *,
+                    left_out: str | None = None) -> ResolutionView:
     """"Resumed as N (was M) from iteration K": the resolution template's view; "The prompt
     said iteration P" when the approved `prompt` said another checkpoint than where it
-    resumed."""
+    resumed; the nodes its run leaves out (`left_out`, its attempt's excluded_nodes)."""
     ck = result.checkpoint
     mem = result.overrides.get("mem")
     return build_resolution(
@@ -526,6 +529,7 @@ def resolution_view(recipe: str, result: SubmitResult, actor: str, previous: Att
         mem=str(mem) if mem is not None else None,
         prompt=prompt,
         from_checkpoint=ck.name if ck is not None else None,
+        left_out=left_out,
     )
 
 

@@ -15,11 +15,13 @@ from dataclasses import asdict, dataclass
 from typing import Any
 
 from bot.cluster.errors import ClusterError, ClusterUnavailable
-from bot.config import Config
+from bot.config import Config, OverrideType
 from bot.core import train_grammar as c
 from bot.core.arrays import array_control, recorded_plain
 from bot.core.authz import Decision, can_submit
 from bot.core.findings import Finding
+from bot.core.nodes import left_out_beyond
+from bot.core.policy import run_rows
 from bot.core.slurm.job_ref import JobIdError, is_job_id
 from bot.core.slurm.records import JobRecord
 from bot.core.slurm.values import expand_output_pattern
@@ -39,7 +41,7 @@ from bot.services.home import refresh_homes, stop_watching, watched_chain
 from bot.services.leases import process_holder
 from bot.services.ports import SFTP, Blocks, BotContext, Slurm
 from bot.services.preflight import PreflightOptions, PreflightUsageError, run_preflight
-from bot.services.runs import submit_and_announce
+from bot.services.runs import exclusion, submit_and_announce
 from bot.services.send_job import describe_not_applied
 from bot.services.stacks import StackCollector, dump_key, post_stacks
 from bot.services.status import StatusReport, job_status
@@ -200,13 +202,19 @@ def _submit(ctx: BotContext, cmd: c.Submit | c.Resume, actor: str, channel: str 
     if not decision:
         raise _Refused(decision)
     chain_id = None
+    extra: dict[str, OverrideType] = {}
     if isinstance(cmd, c.Resume):
         chain_id = _resumable_chain(ctx, cmd.recipe)
         overrides: dict[str, str] = {}
+        if chain_id is not None:  # the nodes the run left out stay out, as in its resubmits
+            overrides, extra = exclusion(ctx.config, cmd.recipe, None,
+                                         run_rows(ctx.store.attempts.for_chain(chain_id), None))
     else:
         overrides = dict(cmd.overrides)
     result = submit_and_announce(ctx, cmd.recipe, actor=actor, now=now, overrides=overrides,
-                                 chain_id=chain_id, channel=channel, reconcile_unknown=True)
+                                 chain_id=chain_id, channel=channel, reconcile_unknown=True,
+                                 extra_overridable=extra)
+    recipe = ctx.config.recipe(cmd.recipe)
     proposals = after_person_submit(ctx, cmd.recipe, result, now)
     _audit(ctx, actor, verb, now, "ok", result.job_id, cmd.recipe,
            {"chain_id": result.chain_id, "hold_proposals": [p.competitor for p in proposals]})
@@ -216,7 +224,9 @@ def _submit(ctx: BotContext, cmd: c.Submit | c.Resume, actor: str, channel: str 
             start=describe_start(result, ctx.config.recipe(cmd.recipe)),
             array=result.array if result.attempt_no == 0 else None,
             asked=", ".join(str(p.competitor) for p in proposals),
-            missed=describe_not_applied(result.not_applied)),
+            missed=describe_not_applied(result.not_applied),
+            left_out=(left_out_beyond(recipe.exclude, str(result.overrides.get("exclude")))
+                      if isinstance(cmd, c.Resume) and "exclude" in result.overrides else None)),
         job_id=result.job_id,
         chain_id=result.chain_id,
     )
