@@ -90,6 +90,9 @@ class Incident:
     # a memory failure of a job with --mem=0, of any cause: the class's hint (more --mem) is
     # not said (its host-memory causes are told to cut host memory, the others their own fix)
     whole_node: bool = False
+    # a DataLoader worker out of /dev/shm or open files (memory.NOT_HOST_MEMORY), --mem=0 or
+    # not: its own fix is said, no --mem proposed, nor the class's hint (more --mem)
+    own_fix: bool = False
     node: str | None = None  # the faulty node a resubmit excludes (Diagnosis.node)
     site_title: bool = False  # the site replaced the class's title (Diagnosis.site_title)
     site_hint: bool = False  # the site replaced the class's hint (Diagnosis.site_hint)
@@ -293,12 +296,16 @@ def build_incident(
                           policy=mem_policy, start_unknown=bool(unknown_start),
                           whole_node=whole_node)
               if diagnosis.class_id in MEMORY_CLASSES else None)
-    mem = suggested_mem or (None if whole_node else _default_mem(
+    # a DataLoader worker out of /dev/shm or open files: its own fix, never a --mem
+    own_fix = diagnosis.class_id in MEMORY_CLASSES and not host_memory_cause(diagnosis)
+    mem = suggested_mem or (None if whole_node or own_fix else _default_mem(
         diagnosis, mem_limit_bytes, max_rss_bytes, mem_policy))
     if remedy is not None:
         # no --mem can finish a hopeless leak, none is known to when the limit is unknown;
         # otherwise the --mem that reaches the target
         mem = (suggested_mem or f"{remedy.need_gib}G") if remedy.proposes_mem else None
+    if own_fix:
+        mem = None
     if last_checkpoint_iter is not None or from_checkpoint:
         checkpoint_unknown = None
     proposals = _propose(diagnosis, from_iter=last_checkpoint_iter, mem=mem,
@@ -344,6 +351,7 @@ def build_incident(
         mem_whole_node=(diagnosis.class_id in MEMORY_CLASSES and remedy is None
                         and mem is None and whole_node and host_memory_cause(diagnosis)),
         whole_node=diagnosis.class_id in MEMORY_CLASSES and whole_node,
+        own_fix=own_fix,
         node=diagnosis.node,
         site_title=diagnosis.site_title,
         site_hint=diagnosis.site_hint,

@@ -29,7 +29,7 @@ WHOLE_NODE_HINT = ("Cut host memory: fewer DataLoader workers, smaller prefetch,
 
 # The causes of a DataLoader worker's death that are not host memory running out
 # (bot.core.diagnose.line_cause: its workers out of /dev/shm, the process at its open-file
-# limit): a --mem=0 job's failure of these is told their own fix, not the whole-node one.
+# limit): a failure of these is told their own fix, never a --mem (nor the whole-node one).
 NOT_HOST_MEMORY = frozenset({"shm", "fd_limit"})
 
 
@@ -87,9 +87,9 @@ def host_oom_decision(
                          max_rss_bytes=accounting.max_rss_bytes if accounting else None,
                          policy=p, worker_rss=worker_rss, trainer_rss=trainer_rss,
                          start_unknown=start_unknown, whole_node=whole_node)
-    if accounting is not None and whole_node and not host_memory_cause(diagnosis):
-        return _whole_node_own_fix(diagnosis, charged, not_before, where, base,
-                                   by_hand=by_hand, lookup=lookup)
+    if not host_memory_cause(diagnosis):  # /dev/shm, open files: no --mem fixes it
+        return _own_fix(diagnosis, charged, not_before, where, base, whole_node=whole_node,
+                        by_hand=by_hand, lookup=lookup)
     if accounting is not None and whole_node:
         return _whole_node_decision(diagnosis, saving, accounting, remedy, charged, base,
                                     by_hand=by_hand, lookup=lookup)
@@ -205,14 +205,16 @@ def _whole_node_decision(diagnosis: Diagnosis, saving: str, accounting: Accounti
     )
 
 
-def _whole_node_own_fix(diagnosis: Diagnosis, charged: bool, not_before: float | None,
-                        where: str, base: DecisionBase, *, by_hand: bool,
-                        lookup: Mapping[str, str] | None) -> Decision:
-    """A DataLoader worker's failure of a --mem=0 job whose cause is not host memory (its
-    workers out of /dev/shm, the process at its open-file limit: NOT_HOST_MEMORY): no --mem
-    is proposed (none gives the job more), nor is host memory said to have run out; a person
-    decides, as for any `ask` class, told the cause's own fix: the fact `whole_node` keeps
-    the class's hint, which asks for more --mem, out of the thread (a site's own is said)."""
+def _own_fix(diagnosis: Diagnosis, charged: bool, not_before: float | None, where: str,
+             base: DecisionBase, *, whole_node: bool, by_hand: bool,
+             lookup: Mapping[str, str] | None) -> Decision:
+    """A DataLoader worker's failure whose cause is not host memory (its workers out of
+    /dev/shm, the process at its open-file limit: NOT_HOST_MEMORY), with --mem=0 or not: no
+    --mem is proposed (more host memory does not fix it: fewer workers, a larger /dev/shm,
+    the file_system sharing strategy or a higher `ulimit -n` do), nor is host memory said to
+    have run out; a person decides, as for any `ask` class, told the cause's own fix: the
+    fact `own_fix` (and `whole_node` for a --mem=0 job) keeps the class's hint, which asks for
+    more --mem, out of the thread (a site's own is said)."""
     hand = {"by_hand": True} if by_hand else {}
     offered = f"{RESUBMIT_BY_HAND} {where}." if by_hand else f"resubmit {where} is offered."
     hint = f" {diagnosis.hint}" if diagnosis.site_hint else ""
@@ -222,7 +224,8 @@ def _whole_node_own_fix(diagnosis: Diagnosis, charged: bool, not_before: float |
         charged=charged,
         not_before=not_before,
         offers=resubmit_offers(by_hand=by_hand),
-        facts={"why": "ask", "whole_node": True, **(lookup or {}), **hand},
+        facts={"why": "ask", "own_fix": True, **({"whole_node": True} if whole_node else {}),
+               **(lookup or {}), **hand},
         **base,
     )
 
