@@ -99,6 +99,10 @@ class SideEffects:
         # the programs of the commands run that their caller says only read (`read_only`),
         # which includes trainbot's writes to its own cache dir (a py-spy placement)
         self.reads: list[str] = []
+        # each Slack write's own note: how many writes of a kind went out and were not refused
+        # (two of a kind may be in flight at once; one refused takes back only its own)
+        self._writes: dict[str, int] = {}
+        self._lock = threading.Lock()
 
     def context(self, ctx: BotContext) -> BotContext:
         return replace(fenced_context(ctx, self), steps=self)
@@ -141,29 +145,39 @@ class SideEffects:
         person's jobs was done, not that nothing was), and a Slack write only once its
         request goes out (bot.services.ports.sending: one the closed store refused before
         it sent nothing), and no longer once Slack refused it (bot.services.ports.sent_refused:
-        the store's close may land as the writer records the refusal)."""
+        the store's close may land as the writer records the refusal). Each write is
+        counted on its own: a refusal takes back only its write's note, so a write of the
+        same kind in flight beside it (another thread's) or gone through before stays
+        started."""
         if read:
             if what not in self.reads:
                 self.reads.append(what)
             yield
         elif what in SLACK_WRITES:
-            noted = False  # by this write: a refusal takes its note back
+            live = False  # this write's request went out, and Slack has not refused it
 
             def went_out() -> None:
-                nonlocal noted
-                noted = noted or what not in self.started
-                self._note(what)
+                nonlocal live
+                with self._lock:
+                    if not live:
+                        live = True
+                        self._writes[what] = self._writes.get(what, 0) + 1
+                        self._note(what)
 
             def refused() -> None:
-                nonlocal noted
-                if noted and what in self.started:
-                    self.started.remove(what)
-                noted = False
+                nonlocal live
+                with self._lock:
+                    if live:
+                        live = False
+                        self._writes[what] -= 1
+                        if not self._writes[what] and what in self.started:
+                            self.started.remove(what)
 
             with on_sending(went_out, refused):
                 yield
         else:
-            self._note(what)
+            with self._lock:
+                self._note(what)
             yield
 
     def _note(self, what: str) -> None:

@@ -6,6 +6,7 @@ probes, a lost submit's lookup, a py-spy dump); a command that may act, by its p
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import Callable, Iterator
 from dataclasses import replace
 from typing import Any
@@ -27,7 +28,8 @@ from slack_standin import SlackStandIn
 from support.bolt_driver import slash_body
 
 from bot.core.slack_bounds import POST_DEADLINE_S
-from bot.services.fencing import FencedHomePublisher, read_only
+from bot.services.fencing import FencedHomePublisher, FencedThreadWriter, read_only
+from bot.services.ports import sending, sent_refused
 from bot.slack.poster import SlackPoster
 from bot.slack.render import render_blocks
 from bot.slack.retry import make_client
@@ -313,4 +315,92 @@ def test_an_update_refused_after_a_429_is_not_started(slack: SlackStandIn,
     effects = SideEffects()
     with pytest.raises(Exception, match="msg_too_long"):
         present(effects.context(ctx).sink).update_reply(chain_id, "note:1", [], "edited")
+    assert effects.started == []
+
+
+class _GatedWriter:
+    """A thread writer whose posts and updates say `sending()`, then wait for their answer:
+    `refuse[key]` set, Slack refused it (`sent_refused()`), else it went through."""
+
+    def __init__(self) -> None:
+        self.out: dict[str, threading.Event] = {}
+        self.answer: dict[str, threading.Event] = {}
+        self.refuse: set[str] = set()
+
+    def gate(self, key: str) -> None:
+        self.out[key], self.answer[key] = threading.Event(), threading.Event()
+
+    def _write(self, key: str) -> str:
+        sending()
+        self.out[key].set()
+        assert self.answer[key].wait(10)
+        if key in self.refuse:
+            sent_refused()
+            raise RuntimeError(f"{key}: is_archived")
+        return "1.0"
+
+    def post_reply(self, chain_id: int, key: str, blocks: Any, text: str) -> str:
+        return self._write(key)
+
+    def update_reply(self, chain_id: int, key: str, blocks: Any, text: str) -> None:
+        self._write(key)
+
+
+@pytest.mark.parametrize(("method", "what"), [("post_reply", "Slack post"),
+                                              ("update_reply", "Slack update")])
+@pytest.mark.parametrize("refused_first", [True, False])
+def test_a_refused_write_leaves_a_write_of_its_kind_in_flight_beside_it_started(
+        method: str, what: str, refused_first: bool) -> None:
+    """Two writes of one kind in flight at once (two threads of one command's work), one of
+    them refused: before, both shared one note, and the refusal of the write that made it
+    took it back though the other's request had gone out (or the other's refusal kept it)."""
+    writer = _GatedWriter()
+    effects = SideEffects()
+    fenced = FencedThreadWriter(writer, effects)  # type: ignore[arg-type]
+    first, second = ("a", "b") if refused_first else ("b", "a")
+    writer.refuse.add("a")
+    for key in "ab":
+        writer.gate(key)
+    errors: list[BaseException] = []
+
+    def write(key: str) -> None:
+        try:
+            getattr(fenced, method)(1, key, [], key)
+        except RuntimeError as exc:
+            errors.append(exc)
+
+    threads = {key: threading.Thread(target=write, args=(key,)) for key in "ab"}
+    threads[first].start()
+    assert writer.out[first].wait(10)
+    threads[second].start()
+    assert writer.out[second].wait(10)
+    assert effects.started == [what]
+    writer.answer["a"].set()  # "a" refused while "b" is in flight
+    threads["a"].join(10)
+    assert effects.started == [what] and len(errors) == 1
+    writer.answer["b"].set()
+    threads["b"].join(10)
+    assert effects.started == [what]
+
+
+def test_writes_of_one_kind_all_refused_are_not_started() -> None:
+    """Each write's refusal takes back its own note: once every one of them is refused,
+    nothing of that kind is started."""
+    writer = _GatedWriter()
+    effects = SideEffects()
+    fenced = FencedThreadWriter(writer, effects)  # type: ignore[arg-type]
+    writer.refuse.update("ab")
+    for key in "ab":
+        writer.gate(key)
+    threads = {key: threading.Thread(target=lambda k=key: pytest.raises(
+        RuntimeError, fenced.post_reply, 1, k, [], k)) for key in "ab"}
+    threads["a"].start()
+    assert writer.out["a"].wait(10)
+    threads["b"].start()
+    assert writer.out["b"].wait(10)
+    writer.answer["b"].set()
+    threads["b"].join(10)
+    assert effects.started == ["Slack post"]  # "a" is still in flight
+    writer.answer["a"].set()
+    threads["a"].join(10)
     assert effects.started == []
