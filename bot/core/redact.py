@@ -47,6 +47,7 @@ _NOT_A_SECRET = r"(?!(?i:true|false|none|null|yes|no)" + _VALUE_END + r"|[0-9.]+
     _VALUE_END + r"|<)"
 _VALUE = r"(?P<secret>[^\s'\"&,;)\]}]{4,})"
 _FLAG = r"(?<![A-Za-z0-9-])--"
+_KEY_END = r"(?![^\W_])"  # no letter or digit (of any script) next
 _FLAG_VALUE = r"(?P<secret>(?!-)[^\s'\"]{4,}|'[^'\n]+'|\"[^\"\n]+\")"
 TOKEN_PATTERNS: tuple[re.Pattern[str], ...] = (SLACK_TOKEN, *(re.compile(p) for p in (
     # GitHub tokens
@@ -58,10 +59,11 @@ TOKEN_PATTERNS: tuple[re.Pattern[str], ...] = (SLACK_TOKEN, *(re.compile(p) for 
     + _GLUED + r"hf_[A-Za-z0-9]{34,}",
     # OpenAI's project, service-account and admin keys; Anthropic's keys
     r"(?<![A-Za-z0-9_-])sk-(?:proj|svcacct|admin|ant)-[A-Za-z0-9_-]{20,}",
-    # AWS access key id, not inside a longer run of capitals and digits (a word after it,
-    # `_backup`, is no part of it)
-    r"(?<![0-9A-Za-z_])(?:AKIA|ASIA)[0-9A-Z]{16}(?![0-9A-Z])|"
-    r"(?<=[a-z_])(?:AKIA|ASIA)(?=[A-Z]{0,15}[0-9])[0-9A-Z]{16}(?![0-9A-Z])",
+    # AWS access key id: its 16 characters end where the word does, with no letter or digit
+    # of any case after them (`ASIAPACIFICNORTHEASTern` is a word, not a key); a `_` ends it
+    # (a word after it, `_backup`, is no part of it)
+    r"(?<![0-9A-Za-z_])(?:AKIA|ASIA)[0-9A-Z]{16}" + _KEY_END + "|"
+    r"(?<=[a-z_])(?:AKIA|ASIA)(?=[A-Z]{0,15}[0-9])[0-9A-Z]{16}" + _KEY_END,
     r"(?i)\bbearer\s+(?P<secret>[A-Za-z0-9._~+/=-]{8,})",
     r"(?i)\bauthorization:\s*basic\s+(?P<secret>[A-Za-z0-9+/=]{8,})",
     # wandb login [--relogin] KEY: 40 hex digits (a local server's after `local-`)

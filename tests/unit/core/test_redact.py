@@ -257,3 +257,21 @@ def test_more_secret_shapes_are_masked(text, shown):
 ])
 def test_flags_and_words_near_those_shapes_are_left_alone(text):
     assert Redactor().redact(text) == text
+
+
+@pytest.mark.parametrize("text", [
+    "zone ASIAPACIFICNORTHEASTern", "id_AKIAIOSFODNN7EXAMPLEx1 set",
+    "ref ASIAY34FZKBOKMUTVV7Ab", "AKIAIOSFODNN7EXAMPLE2", "key AKIAIOSFODNN7EXAMPLEé",
+])
+def test_an_aws_key_shape_running_on_into_a_word_is_not_a_key(text):
+    """Before, AKIA/ASIA and 16 capitals or digits were masked with a small letter after
+    them, leaving the word's rest shown after the marker (`[redacted]ern`)."""
+    assert Redactor().redact(text) == text
+
+
+@settings(max_examples=200, deadline=None)
+@given(before=st.sampled_from(["", " ", "aws", "key_", "=", "'"]),
+       key=st.sampled_from(["AKIAIOSFODNN7EXAMPLE", "ASIAY34FZKBOKMUTVV7A"]),
+       after=st.sampled_from(["", " ", "_backup", ".", ",", "'", "\n", "/x"]))
+def test_an_aws_key_ending_where_its_word_does_is_masked(before, key, after):
+    assert Redactor().redact(f"{before}{key}{after}") == f"{before}{MARKER}{after}"
