@@ -16,7 +16,8 @@ MARKER = "[redacted]"
 # and host, the variable's name stay readable); without one, the whole match.
 #
 # A token standing alone (no letter, digit or `_` before it) is masked in its service's loose
-# shape: its prefix, then a run of at least 8 token characters (Slack), 20 (GitHub, Hugging
+# shape: its prefix, then a number, `-` and more token characters, 8 or more in all (Slack:
+# `xoxo-gossip-girl` is no token), a run of at least 20 token characters (GitHub, Hugging
 # Face) or 16 capitals and digits (AWS). A token glued to the word before it (`abcxoxb-…`,
 # `tokenghp_…`, `key_AKIA…`) is masked only in the exact shape its service issues (Slack:
 # `xoxb-` then digits, `-`, digits, `-`…; GitHub: 36 letters and digits; Hugging Face: 34 or
@@ -29,7 +30,8 @@ MARKER = "[redacted]"
 _FREE = r"(?<![A-Za-z0-9_])"    # a token's start with no word before it
 _GLUED = r"(?<=[A-Za-z0-9_])"   # a token's start glued to a word
 SLACK_TOKEN = re.compile(
-    _FREE + r"(?:xox[a-z]|xapp)-[A-Za-z0-9-]{8,}"                       # bot, user, app
+    # bot, user, legacy, refresh, session, app-level: a number after the prefix, then the rest
+    _FREE + r"(?:xox[abceoprs]|xapp)-(?=[A-Za-z0-9-]{8})[0-9]+-[A-Za-z0-9-]{4,}"
     r"|" + _GLUED + r"(?:xox[bpaers]-[0-9]+-[0-9]+-[A-Za-z0-9-]+"
     r"|xapp-[0-9]+-[A-Z0-9]+-[0-9]+-[A-Za-z0-9]+)")
 # A secret's name: standing alone or after `_`/`.`/`-` (`password`, `HF_TOKEN`, `api-key`), or,
@@ -37,7 +39,8 @@ SLACK_TOKEN = re.compile(
 # `HFTOKEN`); not in a word of small letters and capitals (`maxToken`, `hasPassword`,
 # `ntoken`: a model's or an API's field, not a secret).
 _NAMES = r"(?:password|passwd|secret|token|api[_-]?key|access[_-]?key)"
-_FREE_NAME = r"(?i:(?<![a-z0-9])" + _NAMES + r")"
+_FREE_NAME = r"(?i:(?<![a-z0-9])(?:password|passwd|secret|(?P<tok>token)|api[_-]?key|" \
+    r"access[_-]?key))"
 _GLUED_NAME = r"(?<=[A-Z0-9])(?:PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|ACCESS_?KEY)"
 _ASSIGNED = r"['\"]?\s*[=:]\s*['\"]?"
 _VALUE_END = r"(?![^\s'\"&,;)\]}])"
@@ -46,6 +49,11 @@ _VALUE_END = r"(?![^\s'\"&,;)\]}])"
 _NOT_A_SECRET = r"(?!(?i:true|false|none|null|yes|no)" + _VALUE_END + r"|[0-9.]+" + \
     _VALUE_END + r"|<)"
 _VALUE = r"(?P<secret>[^\s'\"&,;)\]}]{4,})"
+# What a value given to a name ending in `token` is not masked as (a tokenizer's setting, not a
+# secret: `pad_token = <pad>`, `cls_token: [CLS]`, `bos_token = 50256`): a special token in
+# angle or square brackets, a token id (a number of up to 6 digits), a boolean or a null.
+_NOT_A_TOKEN = r"(?(tok)(?![<\[]|[0-9]{1,6}" + _VALUE_END + \
+    r"|(?i:true|false|none|null|yes|no)" + _VALUE_END + r"))"
 _FLAG = r"(?<![A-Za-z0-9-])--"
 _KEY_END = r"(?![^\W_])"  # no letter or digit (of any script) next
 _FLAG_VALUE = r"(?P<secret>(?!-)[^\s'\"]{4,}|'[^'\n]+'|\"[^\"\n]+\")"
@@ -76,11 +84,11 @@ TOKEN_PATTERNS: tuple[re.Pattern[str], ...] = (SLACK_TOKEN, *(re.compile(p) for 
     r"(?P<secret>(?:(?!://)\S)+?)@(?=[^\s@/]*(?:[/\s?#'\"]|$))",
     # password=…, api_key: …, HF_TOKEN=…, DBPASSWORD=… (in URLs' queries, env listings,
     # reprs of dicts)
-    _FREE_NAME + _ASSIGNED + _VALUE,
+    _FREE_NAME + _ASSIGNED + _NOT_A_TOKEN + _VALUE,
     _GLUED_NAME + _ASSIGNED + _NOT_A_SECRET + _VALUE,
     # a quoted value whole, spaces too, up to its quote (`password: 'p@ss w0rd'`)
-    _FREE_NAME + r"['\"]?\s*[=:]\s*'(?P<secret>[^'\n]+)'",
-    _FREE_NAME + r"['\"]?\s*[=:]\s*\"(?P<secret>[^\"\n]+)\"",
+    _FREE_NAME + r"['\"]?\s*[=:]\s*'" + _NOT_A_TOKEN + r"(?P<secret>[^'\n]+)'",
+    _FREE_NAME + r"['\"]?\s*[=:]\s*\"" + _NOT_A_TOKEN + r"(?P<secret>[^\"\n]+)\"",
     # a command line's flag and the value after it: --password hunter22, --api-key …; a
     # longer flag's (--hf-token …) not a number, a boolean or a placeholder (--pad-token <pad>)
     _FLAG + r"(?i:password|passwd|secret|token|api[_-]?key|access[_-]?key)\s+" + _FLAG_VALUE,
