@@ -53,6 +53,9 @@ ADVERSARIAL_SHAPES = {
     "--a-b-c-…": lambda n: "--" + "a-" * (n // 2),
     "password: ' unclosed": lambda n: "password: '" + "x" * n,
     "wandb login + spaces": lambda n: "wandb login" + " " * n,
+    "aToken=aToken=…": lambda n: "aToken=" * (n // 7),
+    "aToken= + a run": lambda n: "aToken=" + "a1" * (n // 2),
+    "aSecret: + spaces": lambda n: "aSecret:" + " " * n,
     "Slack tokens": lambda n: "xoxb-1234567890-abcdefghij " * (n // 27),
 }
 

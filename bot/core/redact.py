@@ -54,6 +54,18 @@ _VALUE = r"(?P<secret>[^\s'\"&,;)\]}]{4,})"
 # angle or square brackets, a token id (a number of up to 6 digits), a boolean or a null.
 _NOT_A_TOKEN = r"(?(tok)(?![<\[]|[0-9]{1,6}" + _VALUE_END + \
     r"|(?i:true|false|none|null|yes|no)" + _VALUE_END + r"))"
+# A camelCase name glued to the small letters or digits before it (`clientSecret`,
+# `dbPassword`, `openaiApiKey`, `myToken`): a secret's, password's or key's value is masked
+# unless it is a number, a boolean or a placeholder; a token's only when it is shaped like one
+# (8 or more token characters, with letters and digits or small and capital letters), since
+# most such names are a model's or an API's settings (`maxToken=4096`, `padToken: <pad>`), and
+# a page's cursor (`nextPageToken`, `continuationToken`, `syncToken`) is no secret.
+_CAMEL_NAME = r"(?<=[a-z0-9])(?:Secret|Password|Passwd|ApiKey|AccessKey)"
+_CAMEL_TOKEN = r"(?<=[a-z0-9])(?<![Pp]age)(?<![Nn]ext)(?<!ontinuation)(?<![Ss]ync)Token"
+_TOKEN_CHAR = r"[A-Za-z0-9_./+~-]"
+_TOKEN_SHAPED = (r"(?P<secret>(?=" + _TOKEN_CHAR + r"{8})(?:(?=" + _TOKEN_CHAR + r"*?[0-9])(?="
+                 + _TOKEN_CHAR + r"*?[A-Za-z])|(?=" + _TOKEN_CHAR + r"*?[a-z])(?="
+                 + _TOKEN_CHAR + r"*?[A-Z]))" + _TOKEN_CHAR + r"+={0,2})")
 _FLAG = r"(?<![A-Za-z0-9-])--"
 _KEY_END = r"(?![^\W_])"  # no letter or digit (of any script) next
 _FLAG_VALUE = r"(?P<secret>(?!-)[^\s'\"]{4,}|'[^'\n]+'|\"[^\"\n]+\")"
@@ -86,9 +98,13 @@ TOKEN_PATTERNS: tuple[re.Pattern[str], ...] = (SLACK_TOKEN, *(re.compile(p) for 
     # reprs of dicts)
     _FREE_NAME + _ASSIGNED + _NOT_A_TOKEN + _VALUE,
     _GLUED_NAME + _ASSIGNED + _NOT_A_SECRET + _VALUE,
+    _CAMEL_NAME + _ASSIGNED + _NOT_A_SECRET + _VALUE,
+    _CAMEL_TOKEN + _ASSIGNED + _TOKEN_SHAPED,
     # a quoted value whole, spaces too, up to its quote (`password: 'p@ss w0rd'`)
     _FREE_NAME + r"['\"]?\s*[=:]\s*'" + _NOT_A_TOKEN + r"(?P<secret>[^'\n]+)'",
     _FREE_NAME + r"['\"]?\s*[=:]\s*\"" + _NOT_A_TOKEN + r"(?P<secret>[^\"\n]+)\"",
+    _CAMEL_NAME + r"['\"]?\s*[=:]\s*'" + _NOT_A_SECRET + r"(?P<secret>[^'\n]+)'",
+    _CAMEL_NAME + r"['\"]?\s*[=:]\s*\"" + _NOT_A_SECRET + r"(?P<secret>[^\"\n]+)\"",
     # a command line's flag and the value after it: --password hunter22, --api-key …; a
     # longer flag's (--hf-token …) not a number, a boolean or a placeholder (--pad-token <pad>)
     _FLAG + r"(?i:password|passwd|secret|token|api[_-]?key|access[_-]?key)\s+" + _FLAG_VALUE,

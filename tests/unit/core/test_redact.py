@@ -316,3 +316,48 @@ def test_loose_slack_prefixes_and_tokenizer_settings_are_not_secrets(text):
 ])
 def test_a_token_named_value_that_may_be_a_secret_is_still_masked(text, shown):
     assert Redactor().redact(text) == shown
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    ("myToken=abc123XYZ789def", f"myToken={MARKER}"),
+    ("apiKey: abc123def456", f"apiKey: {MARKER}"),
+    ("clientSecret=hunter22 next", f"clientSecret={MARKER} next"),
+    ("openaiApiKey=sk-abc123def456ghi", f"openaiApiKey={MARKER}"),
+    ('dbPassword: "p4ss w0rd"', f'dbPassword: "{MARKER}"'),
+    ("{'sessionToken': 'AbCdEfGhIjKl'}", f"{{'sessionToken': '{MARKER}'}}"),
+    ("idToken=eyJhbGciOiJSUzI1NiIs.eyJzdWIi", f"idToken={MARKER}"),
+    ("awsAccessKey=wJalrXUtnFEMI/K7MDENG", f"awsAccessKey={MARKER}"),
+])
+def test_a_camel_case_secret_name_glued_to_a_word_has_its_value_masked(text, shown):
+    """Before, a secret's name in camelCase glued to the word before it was left alone
+    whatever its value."""
+    assert Redactor().redact(text) == shown
+
+
+@pytest.mark.parametrize("text", [
+    "maxToken=4096", "numTokens=512", "padToken: <pad> eosToken: </s>", "myToken=abcdefghij",
+    "nextPageToken: CiAKGjBpNDd2Nmp", "continuationToken=AbC123dEf456gh",
+    "{'isSecret': false, 'hasPassword': true}", "clientSecret=", "maxTokens: 2048",
+    "bosToken=1 eosToken=2", "hasPassword: none",
+])
+def test_a_camel_case_setting_near_a_secret_name_is_left_alone(text):
+    assert Redactor().redact(text) == text
+
+
+@settings(max_examples=200, deadline=None)
+@given(word=st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=8),
+       name=st.sampled_from(["Token", "Secret", "Password", "ApiKey"]),
+       sep=st.sampled_from(["=", ": ", " = ", "':'", '": "']),
+       value=st.sampled_from(["hunter22AbC", "s3cr3t-v4lue", "AbCdEfGhIjKl",
+                              "abc123def456/+=", "eyJhbGciOi.eyJzdWIi"]))
+def test_a_camel_case_name_and_a_secret_shaped_value_is_masked(word, name, sep, value):
+    out = Redactor().redact(f"{word}{name}{sep}{value} ok")
+    assert value.rstrip("=") not in out and out.startswith(f"{word}{name}")
+
+
+@settings(max_examples=200, deadline=None)
+@given(word=st.text(alphabet="abcdefghijklmnopqrstuvwxyz", min_size=1, max_size=8),
+       number=st.integers(0, 10**9), sep=st.sampled_from(["=", ": ", " = "]))
+def test_a_camel_case_token_setting_of_a_number_is_left_alone(word, number, sep):
+    text = f"{word}Token{sep}{number} {word}Tokens{sep}{number}"
+    assert Redactor().redact(text) == text

@@ -42,6 +42,9 @@ SHAPES = {
     "--a-b-c-…": lambda: "--" + "a-" * (N // 2),
     "password: ' unclosed": lambda: "password: '" + "x" * N,
     "wandb login + spaces": lambda: "wandb login" + " " * N,
+    "aToken=aToken=…": lambda: "aToken=" * (N // 7),
+    "aToken= + a run": lambda: "aToken=" + "a1" * (N // 2),
+    "aSecret: + spaces": lambda: "aSecret:" + " " * N,
 }
 
 
