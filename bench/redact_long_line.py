@@ -1,6 +1,7 @@
 """Benchmark: redacting one long line of an adversarial shape (a run of `a.`, a Slack prefix
 before a run of dashes, URLs with no `@`, a secret's name before a run of spaces …) against
-ordinary log text of the same size, in the same run.
+ordinary log text of the same size, in the same run; and lines where a configured secret
+meets the marker (`MARKER_SHAPES`).
 
     .venv/bin/python bench/redact_long_line.py [--size-kib 1024] [--repeat 3]
 
@@ -60,6 +61,15 @@ ADVERSARIAL_SHAPES = {
 }
 
 
+#: Secrets a marker and the text after (before) it spell again, and a line made of that text:
+#: masking one more character per reading took a reading per character.
+MARKER_SHAPES = {
+    "ed]Q + Qs": (["ed]Q"], lambda n: "ed]" + "Q" * n),
+    "Qs + Q[re": (["Q[re"], lambda n: "Q" * n + "[re"),
+    "marker, Q, marker …": (["d]Q[r", "ed]Q"], lambda n: "[redacted]Q" * (n // 11)),
+}
+
+
 def best(redactor: Redactor, text: str, repeat: int) -> float:
     times = []
     for _ in range(repeat):
@@ -82,6 +92,11 @@ def main() -> int:
     worst = 0.0
     for name, shape in ADVERSARIAL_SHAPES.items():
         took = best(redactor, shape(n), args.repeat)
+        ratio = took / base if base else 0.0
+        worst = max(worst, ratio)
+        print(f"{name:<28} {took:8.3f} s  ratio {ratio:6.2f}", flush=True)
+    for name, (secrets, marker_shape) in MARKER_SHAPES.items():
+        took = best(Redactor(secrets), marker_shape(n), args.repeat)
         ratio = took / base if base else 0.0
         worst = max(worst, ratio)
         print(f"{name:<28} {took:8.3f} s  ratio {ratio:6.2f}", flush=True)

@@ -6,7 +6,9 @@ from __future__ import annotations
 import json
 import re
 import shlex
-from collections.abc import Iterable, Mapping, Sequence
+from bisect import bisect_right
+from collections import deque
+from collections.abc import Iterable, Iterator, Mapping, Sequence
 from typing import Any
 
 MIN_SECRET_LENGTH = 4
@@ -134,28 +136,42 @@ class Redactor:
         forms = set().union(*(secret_forms(v) for v in values)) if values else set()
         # longest first: a value that contains another is masked whole
         ordered = sorted(forms, key=lambda f: (-len(f), f))
-        self._values = re.compile("|".join(map(re.escape, ordered))) if ordered else None
+        either = "|".join(map(re.escape, ordered))
+        self._values = re.compile(either) if ordered else None
+        # Where a form may be spelled by a marker and the text beside it (`ed]Q` by
+        # `[redacted]` and `Q`): looked for only around the markers (`_MarkerForms.close`).
+        meets = [form for form in ordered if _meets_marker(form)]
+        self._at_marker = _MarkerForms(ordered) if meets else None
         self.secret_count = len(values)
 
     def redact(self, text: str) -> str:
         """`text` with every secret and token-shaped string replaced by MARKER.
 
-        Masking works on character positions, and is repeated until no secret can be read in
-        the result (a marker next to the rest of a text can spell a secret again): no
-        configured value survives anywhere in `text`, except as a part of MARKER itself.
-        Markers already in `text` count as masked, so redacting twice changes nothing.
+        No configured value can be read anywhere in the result, except as a part of MARKER
+        itself: a marker next to the rest of a text cannot spell one (those characters are
+        masked too, `_close`), and no token shape is found again in the result (a marker
+        before a token glued to a masked word leaves it standing alone). Markers already in
+        `text` count as masked, so redacting twice changes nothing. The work is linear in
+        the text's length: each round reads the text once and masks more of it, and after
+        MAX_ROUNDS (a token shape freed by a secret's mask freeing another, over and over:
+        no ordinary text does that) the whole text is masked.
         """
         if not text:
             return text
-        masked = bytearray(len(text))
-        for m in _MARKER_RE.finditer(text):
-            masked[m.start():m.end()] = b"\x01" * (m.end() - m.start())
-        if not _mask(masked, self._spans(text), range(len(text))):
+        markers = [m.span() for m in _MARKER_RE.finditer(text)]
+        runs = _merged([*markers, *self._spans(text)])
+        if runs == _merged(markers):
             return text
-        while True:
-            out, origin = _render(text, masked)
-            if not _mask(masked, self._spans(out), origin):
+        for _ in range(MAX_ROUNDS):
+            if self._at_marker is not None:
+                runs = self._at_marker.close(text, runs)
+            out, pieces = _render(text, runs)
+            more = _covered(pieces, (span for pattern in TOKEN_PATTERNS
+                                     for span in _pattern_spans(pattern, out)))
+            if not more:
                 return out
+            runs = _merged([*runs, *more])
+        return MARKER
 
     def redact_data(self, data: Any) -> Any:
         """A copy of JSON-like `data` (a Slack payload, an audit detail, facts) with every
@@ -174,12 +190,14 @@ class Redactor:
         if self._values is not None:
             spans.extend(m.span() for m in self._values.finditer(text))
         for pattern in TOKEN_PATTERNS:
-            for m in pattern.finditer(text):
-                spans.append(m.span("secret") if "secret" in pattern.groupindex else m.span())
+            spans.extend(_pattern_spans(pattern, text))
         return spans
 
 
 _MARKER_RE = re.compile(re.escape(MARKER))
+# How many times the token shapes are looked for again in a result whose masks freed one
+# (`Redactor.redact`); past it, the whole text is masked.
+MAX_ROUNDS = 8
 
 # The process's redactor: token shapes, plus a configuration's secrets once one is loaded
 # (`install_log_redaction` sets it). For what must be redacted where it is made, not where it
@@ -200,39 +218,229 @@ def set_process_redactor(redactor: Redactor) -> Redactor:
     return previous
 
 
-def _mask(masked: bytearray, spans: Iterable[tuple[int, int]],
-          origin: Sequence[int]) -> bool:
-    """Mark the characters of `text` that `spans` (in a text whose characters came from
-    `origin`, -1 for a marker's) cover; True if one was not masked before."""
-    grew = False
-    for start, end in spans:
-        for i in range(start, end):
-            j = origin[i]
-            if j >= 0 and not masked[j]:
-                masked[j] = 1
-                grew = True
-    return grew
+def _pattern_spans(pattern: re.Pattern[str], text: str) -> Iterator[tuple[int, int]]:
+    """Where `pattern` masks in `text`: its `secret` group, or its whole match."""
+    whole = "secret" not in pattern.groupindex
+    for m in pattern.finditer(text):
+        yield m.span() if whole else m.span("secret")
 
 
-def _render(text: str, masked: bytearray) -> tuple[str, list[int]]:
-    """`text` with each run of masked characters replaced by MARKER, and for each character of
-    the result the index in `text` it came from (-1 for a marker's)."""
-    parts: list[str] = []
-    origin: list[int] = []
-    i, n = 0, len(text)
-    while i < n:
-        if masked[i]:
-            while i < n and masked[i]:
-                i += 1
-            parts.append(MARKER)
-            origin.extend([-1] * len(MARKER))
+def _meets_marker(form: str) -> bool:
+    """Whether an occurrence of `form` may hold both a marker's characters and others: it
+    begins with the marker's end, ends with its beginning, or holds it whole and more."""
+    n = min(len(form) - 1, len(MARKER))
+    return (any(form[:k] == MARKER[-k:] or form[-k:] == MARKER[:k] for k in range(1, n + 1))
+            or (MARKER in form and len(form) > len(MARKER)))
+
+
+def _merged(spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """`spans` (start, end) sorted, the empty ones left out, those overlapping or touching
+    joined: one run of masked characters each, shown as one MARKER."""
+    runs: list[tuple[int, int]] = []
+    for start, end in sorted(span for span in spans if span[1] > span[0]):
+        if runs and start <= runs[-1][1]:
+            if end > runs[-1][1]:
+                runs[-1] = (runs[-1][0], end)
         else:
-            start = i
-            while i < n and not masked[i]:
-                i += 1
-            parts.append(text[start:i])
-            origin.extend(range(start, i))
-    return "".join(parts), origin
+            runs.append((start, end))
+    return runs
+
+
+def _render(text: str, runs: Sequence[tuple[int, int]]) -> tuple[str, list[tuple[int, int, int]]]:
+    """`text` with each run replaced by MARKER, and each piece of `text` kept, as (its start
+    in the result, its start in `text`, its length)."""
+    parts: list[str] = []
+    pieces: list[tuple[int, int, int]] = []
+    at = shown = 0
+    for start, end in runs:
+        if start > at:
+            parts.append(text[at:start])
+            pieces.append((shown, at, start - at))
+            shown += start - at
+        parts.append(MARKER)
+        shown += len(MARKER)
+        at = end
+    if at < len(text):
+        parts.append(text[at:])
+        pieces.append((shown, at, len(text) - at))
+    return "".join(parts), pieces
+
+
+def _covered(pieces: Sequence[tuple[int, int, int]],
+             spans: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The characters of the text that `spans` of its rendering (`_render`'s `pieces`) cover
+    outside the markers, as spans of the text."""
+    starts = [piece[0] for piece in pieces]
+    found: list[tuple[int, int]] = []
+    for start, end in spans:
+        i = max(bisect_right(starts, start) - 1, 0)
+        while i < len(pieces) and pieces[i][0] < end:
+            shown, at, length = pieces[i]
+            lo, hi = max(start, shown), min(end, shown + length)
+            if lo < hi:
+                found.append((at + lo - shown, at + hi - shown))
+            i += 1
+    return found
+
+
+class _MarkerForms:
+    """The forms of a redactor's secrets, for the places where a marker and the characters
+    beside it may spell one (`close`)."""
+
+    def __init__(self, ordered: Sequence[str]) -> None:
+        size = len(MARKER)
+        # each position's longest form, overlapping ones too
+        self.anywhere = re.compile("(?=(" + "|".join(map(re.escape, ordered)) + "))")
+        self.reach = max(len(form) for form in ordered) - 1
+        # what a form spelled from a marker's end on has after it, and what one ending in a
+        # marker's start has before it (reversed): longest first, read as often as they
+        # follow each other (each reading masks them, and the marker is the same after it)
+        after = {form[k:] for form in ordered for k in range(1, min(len(form) - 1, size) + 1)
+                 if form[:k] == MARKER[-k:]}
+        before = {form[:-k][::-1] for form in ordered
+                  for k in range(1, min(len(form) - 1, size) + 1) if form[-k:] == MARKER[:k]}
+        self.after = _repeated(after)
+        self.before = _repeated(before)
+
+    def close(self, text: str, runs: list[tuple[int, int]]) -> list[tuple[int, int]]:
+        """`runs` grown until no form, spelled across a marker of the rendering and the
+        characters beside it, holds a character that is not a marker's.
+
+        A run's marker grows over what follows it and what precedes it as long as a form
+        goes on from its end or into its start (one match each, `after`, `before`); then it
+        is read with up to `reach` characters of the rendering on each side (a form that
+        touches the marker lies within them), and a form found there masks its characters
+        too; the runs within reach of a grown run are read again. Each reading that masks
+        more masks at least one character, so the work is linear in the text's length."""
+        size, reach = len(MARKER), self.reach
+        backwards = text[::-1] if self.before is not None else ""
+        n = len(text)
+        start = [run[0] for run in runs]
+        end = [run[1] for run in runs]
+        count = len(runs)
+        before = list(range(-1, count - 1))
+        after = [*range(1, count), -1]
+        alive = [True] * count
+        queued = [True] * count
+        todo = deque(range(count))
+
+        def window(i: int) -> tuple[str, list[int], int]:
+            """The rendering around run `i`'s marker: its text, each character's place in
+            `text` (-1 in a marker), and where the marker starts in it."""
+            left: list[tuple[int, int] | None] = []
+            need, at, j = reach, start[i], before[i]
+            while need > 0:
+                take = min(need, at - (end[j] if j >= 0 else 0))
+                left.append((at - take, at))
+                need -= take
+                if need <= 0 or j < 0:
+                    break
+                left.append(None)
+                need, at, j = need - size, start[j], before[j]
+            right: list[tuple[int, int] | None] = []
+            need, at, j = reach, end[i], after[i]
+            while need > 0:
+                take = min(need, (start[j] if j >= 0 else n) - at)
+                right.append((at, at + take))
+                need -= take
+                if need <= 0 or j < 0:
+                    break
+                right.append(None)
+                need, at, j = need - size, end[j], after[j]
+            parts: list[str] = []
+            origin: list[int] = []
+            for piece in reversed(left):
+                _add(parts, origin, text, piece)
+            marker_at = len(origin)
+            _add(parts, origin, text, None)
+            for piece in right:
+                _add(parts, origin, text, piece)
+            return "".join(parts), origin, marker_at
+
+        def grown(i: int) -> tuple[int, int]:
+            lo, hi = start[i], end[i]
+            if self.after is not None:
+                stop = start[after[i]] if after[i] >= 0 else n
+                m = self.after.match(text, hi, stop)
+                hi = m.end() if m else hi
+            if self.before is not None:
+                stop = end[before[i]] if before[i] >= 0 else 0
+                m = self.before.match(backwards, n - lo, n - stop)
+                lo = n - m.end() if m else lo
+            if (lo, hi) != (start[i], end[i]):
+                return lo, hi
+            shown, origin, marker_at = window(i)
+            for m in self.anywhere.finditer(shown):
+                first, last = m.start(), m.start() + len(m.group(1))
+                if last <= marker_at or first >= marker_at + size:
+                    continue
+                places = [origin[k] for k in range(first, last) if origin[k] >= 0]
+                if places:
+                    lo, hi = min(lo, places[0]), max(hi, places[-1] + 1)
+            return lo, hi
+
+        def queue(i: int) -> None:
+            if not queued[i]:
+                queued[i] = True
+                todo.append(i)
+
+        while todo:
+            i = todo.popleft()
+            queued[i] = False
+            if not alive[i]:
+                continue
+            lo, hi = grown(i)
+            if (lo, hi) == (start[i], end[i]):
+                continue
+            j = before[i]
+            while j >= 0 and end[j] >= lo:
+                lo, alive[j], j = min(lo, start[j]), False, before[j]
+            before[i] = j
+            if j >= 0:
+                after[j] = i
+            j = after[i]
+            while j >= 0 and start[j] <= hi:
+                hi, alive[j], j = max(hi, end[j]), False, after[j]
+            after[i] = j
+            if j >= 0:
+                before[j] = i
+            start[i], end[i] = lo, hi
+            queue(i)
+            # the runs whose windows reach this one read it again
+            gap, at, j = 0, lo, before[i]
+            while j >= 0:
+                gap += at - end[j]
+                if gap > reach:
+                    break
+                queue(j)
+                gap, at, j = gap + size, start[j], before[j]
+            gap, at, j = 0, hi, after[i]
+            while j >= 0:
+                gap += start[j] - at
+                if gap > reach:
+                    break
+                queue(j)
+                gap, at, j = gap + size, end[j], after[j]
+        return [(start[i], end[i]) for i in range(count) if alive[i]]
+
+
+def _repeated(pieces: set[str]) -> re.Pattern[str] | None:
+    """A pattern reading `pieces` one after the other as long as one follows (the longest
+    first), or None without any."""
+    if not pieces:
+        return None
+    ordered = sorted(pieces, key=lambda p: (-len(p), p))
+    return re.compile("(?:" + "|".join(map(re.escape, ordered)) + ")+")
+
+
+def _add(parts: list[str], origin: list[int], text: str, piece: tuple[int, int] | None) -> None:
+    """Add a piece of `text` (start, end), or a marker (None), to a window being built."""
+    if piece is None:
+        parts.append(MARKER)
+        origin.extend([-1] * len(MARKER))
+    else:
+        parts.append(text[piece[0]:piece[1]])
+        origin.extend(range(piece[0], piece[1]))
 
 
 def url_secret_spans(url: str) -> list[tuple[int, int]]:

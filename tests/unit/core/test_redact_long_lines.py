@@ -55,6 +55,23 @@ def test_a_long_line_of_an_adversarial_shape_is_redacted(name):
     assert out == text or MARKER in out
 
 
+# A configured secret that a marker and the text after (before) it spell again: masking one
+# more character per reading of the line took a reading per character (hours for 1 MiB).
+MARKER_SHAPES = {
+    "ed]Q + Qs": (["ed]Q"], lambda: "ed]" + "Q" * N),
+    "Qs + Q[re": (["Q[re"], lambda: "Q" * N + "[re"),
+    "marker, Q, marker …": (["d]Q[r", "ed]Q"], lambda: "[redacted]Q" * (N // 11)),
+    "Q + secret + Q …": (["ed]Q", "Q[re", "SECRET"], lambda: "QSECRETQ" * (N // 8)),
+}
+
+
+@pytest.mark.parametrize("name", MARKER_SHAPES)
+def test_a_long_line_whose_secret_meets_the_marker_is_redacted_whole(name):
+    secrets, shape = MARKER_SHAPES[name]
+    out = Redactor(secrets).redact(shape())
+    assert out == MARKER
+
+
 def test_the_url_pattern_reads_a_run_of_scheme_characters_once():
     """A scheme starts only where no scheme character precedes it: in `a.a.a.…` the pattern
     is tried from the run's first letter, not again from each later one."""
