@@ -40,6 +40,7 @@ from bot.services.hold_ledger import (  # noqa: F401 (the ledger's names, as cal
     HOLD_ACTION,
     HOLD_APPROVED_STEP,
     HOLD_ENDED_STEP,
+    HOLD_LANDING_STEP,
     HOLDING_STEP,
     MAX_RELEASE_ATTEMPTS,
     RELEASING_STEP,
@@ -349,6 +350,9 @@ def apply_hold(ctx: BotContext, approval: Approval, actor: str, now: float) -> H
                                                             slurm)):
         # its release came first (the resumed job no longer waits): no hold may follow it
         return skipped_after_release(slurm, for_job)
+    # from here the hold may land before it is marked over: a run letting go of the job
+    # meanwhile hands it to this hold, not releasing it under it (`pass_hold`)
+    ctx.store.approvals.mark_step(approval.token, HOLD_LANDING_STEP, now=now)
     try:
         slurm.hold(comp)
     except OutcomeUnknown as exc:
@@ -363,14 +367,17 @@ def apply_hold(ctx: BotContext, approval: Approval, actor: str, now: float) -> H
         )  # fmt: skip
         return HoldResult("hold_unknown", error=said(exc))
     except ClusterError as exc:
-        # done before its hold is marked over: a hold over and approved may be handed the job
-        # by another run's hold letting go of it (`store.approvals.pass_hold`)
-        ctx.store.approvals.mark_done(approval.token, now=now)  # nothing to release later
-        ctx.store.approvals.mark_step(approval.token, HOLD_ENDED_STEP, now=now)
+        # done with its hold marked over in one write: nothing to release later, unless
+        # another run's hold was handed to it as its own was landing (`pass_hold`): the job
+        # is held by that hold, now this yes's, said held and released as any hold
+        handed = not ctx.store.approvals.end_failed_hold(approval.token, now=now)
         ctx.store.audit.record(
             actor=actor, action="competitor.hold", now=now, recipe=payload.get("recipe"),
-            job_id=str(comp), result="failed", detail=str(exc),
+            job_id=str(comp), result="failed",
+            detail={"error": str(exc), "held_by_hold_handed": True} if handed else str(exc),
         )  # fmt: skip
+        if handed:
+            return release_if_no_longer_waiting(ctx, approval, now)
         return HoldResult("hold_failed", error=said(exc))
     ctx.store.audit.record(
         actor=actor, action="competitor.hold", now=now, recipe=payload.get("recipe"),
@@ -607,13 +614,15 @@ def hold_over(ctx: BotContext, approval: Approval, now: float) -> bool:
         return True
     if steps[HOLDING_STEP] <= now - step_takeover_s(ctx, approval, HOLDING_STEP):
         return True
-    if not hold_seen_over(ctx, approval):
+    # handed another run's hold as its own was landing: the job held is that hold, no sign
+    # that its own has landed (a release now could go out before it, leaving the job held)
+    if not hold_seen_over(ctx, approval, held_is_over="hold_handed" not in steps):
         return False
     approvals.mark_step(token, HOLD_ENDED_STEP, now=now)
     return True
 
 
-def hold_seen_over(ctx: BotContext, approval: Approval) -> bool:
+def hold_seen_over(ctx: BotContext, approval: Approval, *, held_is_over: bool = True) -> bool:
     """Does Slurm's record of held competitor `approval`, whose `scontrol hold` may still be
     on its way (its end not seen, or its holder still waiting for it), show that no hold of
     it can land any more? It is held (JobHeldUser, JobHeldAdmin: the hold landed; Slurm
@@ -623,9 +632,10 @@ def hold_seen_over(ctx: BotContext, approval: Approval) -> bool:
     longer waits: "Job is no longer pending execution"). Only a plain job's record says so:
     an array's id stands for tasks some of which may still wait, and a job Slurm does not
     know, or a record that cannot be read, says nothing (False: its hold is over once its
-    `holding` step is old enough, `hold_over`)."""
+    `holding` step is old enough, `hold_over`). Not `held_is_over`: only a record no longer
+    waiting says so (the job is held by a hold handed to it, `store.approvals.pass_hold`)."""
     rec = competitor_record(ctx, approval)
-    return rec is not None and (rec.is_held or not rec.is_pending)
+    return rec is not None and ((held_is_over and rec.is_held) or not rec.is_pending)
 
 
 def taken_before_its_hold(ctx: BotContext, approval: Approval, now: float) -> bool:

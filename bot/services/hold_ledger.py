@@ -38,6 +38,10 @@ went out. A yes without it was claimed by a bot from before the `holding` step, 
 went out without one: released as any hold (`taken_before_its_hold`)."""
 HOLDING_STEP = "holding"
 HOLD_ENDED_STEP = "hold_ended"
+HOLD_LANDING_STEP = "hold_landing"
+"""Marked by a yes that marked `holding` (apply_hold), just before its `scontrol hold`: that
+hold may land in Slurm before `hold_ended` is marked, so a run letting go of the job meanwhile
+hands it to this hold rather than release it under it (`store.approvals.pass_hold`)."""
 HELD_BY_PERSON_STEP = "held_by_person"
 """Marked with the row a person's `/train hold` took out of the ledger (`taken_by_person`,
 after their `scontrol hold` went through); "released_by_person" for a `/train release`."""

@@ -332,7 +332,7 @@ class ApprovalsRepo(_Repo):
              "cancel_only_unknown", "cancel_settled", "cancel_announced", "cancel_resuming",
              "releasing", "release_failed_1", "release_failed_2", "hold_approved", "holding",
              "hold_ended", "hold_kept", "held_by_person", "released_by_person", "superseded",
-             "superseded_shown", "claimed")
+             "superseded_shown", "claimed", "hold_landing", "hold_handed")
     CLAIM_STEPS = ("hold_approved", "claimed")
     """The steps a claim marks with the approval (`claim`): a hold's yes, any other acting
     choice; forgotten when the claim is released."""
@@ -355,8 +355,12 @@ class ApprovalsRepo(_Repo):
         a trainbot that sends its `scontrol hold` only after marking "holding"
         ("hold_approved": marked by `claim`, with the yes), that its `scontrol hold`
         may be sent from now ("holding": by the hold, or taken by its release first so none
-        is) and that it was over ("hold_ended"), that it was let go to another run's hold
-        ("hold_kept", by `pass_hold`), that a person's `/train hold` or `/train release` took
+        is) and that it was over ("hold_ended"), that the hold's own yes sends it from now
+        ("hold_landing": marked only by the yes that marked "holding", just before its
+        `scontrol hold`, which may land in Slurm before "hold_ended" is marked), that it was
+        let go to another run's hold ("hold_kept", by `pass_hold`), that another run's hold
+        was handed to it while its own was landing ("hold_handed", by `pass_hold`), that a
+        person's `/train hold` or `/train release` took
         it out of trainbot's holds ("held_by_person" | "released_by_person", by
         `settle_holds`), that a newer job superseded it
         ("superseded", marked by `supersede`) and that its post says so ("superseded_shown"):
@@ -542,11 +546,15 @@ class ApprovalsRepo(_Repo):
         releases the job; "gone" (nothing changed) when `token` is no longer approved: a
         person's `/train hold|release` took it out of the ledger after its release was
         claimed (`settle_holds`), so it releases nothing (a release would drop their hold).
-        A hold still on its way ("holding" without "hold_ended") is never handed the job: it
-        may yet fail, or be taken by its release before it is sent, and be done with nothing
-        to release, which would leave the job held with no hold in the ledger; released now,
-        the job is held again by that hold if it lands, which then releases it as any hold.
-        One transaction, the job's approval rows locked (FOR UPDATE on PostgreSQL; SQLite's
+        Failing a landed one, a hold whose own yes is sending its `scontrol hold`
+        ("hold_landing" without "hold_ended", `_hold_landing`) is handed the job, marked
+        "hold_handed" in the same transaction: that hold may have landed in Slurm before its
+        yes marks it over, and a release now would undo it while its thread says "held"; its
+        yes, should its hold fail, keeps the job it was handed rather than close with nothing
+        to release (`end_failed_hold`). A hold whose "holding" its release took before it
+        was sent (no "hold_landing") is never handed the job: it is done with nothing to
+        release; the job is released now. One transaction, the job's
+        approval rows locked (FOR UPDATE on PostgreSQL; SQLite's
         BEGIN IMMEDIATE already serialises writers): of two holds let go at once, each having
         claimed its release first, neither is seen out by the other, so the job is released,
         never left held with no hold in the ledger. `keep`: what `token`'s thread is told of
@@ -559,16 +567,45 @@ class ApprovalsRepo(_Repo):
             mine, others = self._holds_beside(conn, token)
             if mine is None or mine[0].state != "approved":
                 return HoldPass("gone")
-            out = next((a for a, steps in others if _hold_kept_out(steps)
-                        and a.payload.get("for_job") not in passing_over), None)
-            if out is not None:
+            takers = [(a, steps) for a, steps in others
+                      if a.payload.get("for_job") not in passing_over]
+            taker = next(((a, steps) for a, steps in takers if _hold_kept_out(steps)),
+                         next(((a, steps) for a, steps in takers if _hold_landing(steps)),
+                              None))
+            out = None if taker is None else taker[0]
+            if taker is not None:
                 conn.execute(update(t.approvals).where(and_(
                     t.approvals.c.id == token, t.approvals.c.state == "approved"))
                     .values(state="done", decided_at=now))
                 conn.execute(insert(t.prompt_steps).values(token=token, step="hold_kept", at=now,
                                                            **_bound_values(None)))
-                _keep_in(conn, None if keep is None else keep(out))
+                if "hold_ended" not in taker[1] and "hold_handed" not in taker[1]:
+                    conn.execute(insert(t.prompt_steps).values(
+                        token=taker[0].id, step="hold_handed", at=now, **_bound_values(None)))
+                _keep_in(conn, None if keep is None else keep(taker[0]))
         return HoldPass("last") if out is None else HoldPass("kept", out)
+
+    def end_failed_hold(self, token: str, *, now: float) -> bool:
+        """The `scontrol hold` of hold `token`'s yes failed: its row done and its hold marked
+        over ("hold_ended"), in one transaction (the job's rows locked, as `pass_hold` locks
+        them), so no run's `pass_hold` finds it over and approved in between; True then
+        (nothing held, nothing to release). Unless another run's hold was handed to it while
+        its own was landing ("hold_handed", `pass_hold`): the job is held by that hold, now
+        `token`'s, so its row stays approved, its hold marked over, to be released as any
+        hold (False)."""
+        with self._engine.begin() as conn:
+            mine, _others = self._holds_beside(conn, token)
+            if mine is None:
+                return True
+            handed = mine[0].state == "approved" and "hold_handed" in mine[1]
+            if not handed:
+                conn.execute(update(t.approvals).where(and_(
+                    t.approvals.c.id == token, t.approvals.c.state == "approved"))
+                    .values(state="done", decided_at=now))
+            if "hold_ended" not in mine[1]:
+                conn.execute(insert(t.prompt_steps).values(token=token, step="hold_ended",
+                                                           at=now, **_bound_values(None)))
+        return not handed
 
     def settle_holds(self, action: str, target_jobs: Iterable[str], *, cluster: str,
                      now: float, landed_only: bool, step: str,
@@ -699,6 +736,13 @@ def _hold_kept_out(steps: Mapping[str, float]) -> bool:
     `join_hold`), or it is from before the steps (neither "holding" nor "hold_approved")."""
     return _hold_out(steps) and ("hold_ended" in steps
                                  or ("holding" not in steps and "hold_approved" not in steps))
+
+
+def _hold_landing(steps: Mapping[str, float]) -> bool:
+    """Is an approved hold with these steps one whose own yes is sending its `scontrol hold`,
+    which may have landed in Slurm though not yet marked over: "hold_landing" without
+    "hold_ended", its release not claimed (`_hold_out`)?"""
+    return _hold_out(steps) and "hold_landing" in steps and "hold_ended" not in steps
 
 
 def _hold_sent(steps: Mapping[str, float]) -> bool:

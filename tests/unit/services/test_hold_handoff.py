@@ -72,14 +72,16 @@ def two_runs_ask_to_hold_88017(ctx: BotContext, slurm: FakeSlurm) -> tuple[str, 
     return hold_for(ctx, slurm, 88017, 88887), hold_for(ctx, slurm, 88017, 88999)
 
 
-@pytest.mark.parametrize("b_hold", ["fails", "lands"])
-def test_a_hold_let_go_while_another_runs_hold_is_on_its_way_releases_the_job(
+@pytest.mark.parametrize("b_hold", ["lands_before", "lands_after", "fails"])
+def test_a_hold_let_go_while_another_runs_hold_is_on_its_way_is_handed_to_it(
         ctx: BotContext, slurm: HookedHolds, b_hold: str) -> None:
     """A's yes and B's yes both read 88017 waiting and send their holds. A's lands and A's
-    job starts while B's is on its way: A's hold is not handed to B's (which may still
-    fail), so the tick releases 88017. B's hold failing then leaves it released, with an
-    empty ledger; B's hold landing after holds it again, for B, which releases it when 88999
-    starts. Never held with no hold of trainbot's to release it."""
+    job starts while B's `scontrol hold` is on its way: B's hold may already have landed in
+    Slurm (`lands_before`) without B having marked it over, so a release now would undo it
+    while B's thread says "held". A's hold is handed to B's instead (88017 stays held, for
+    B): B's hold landing before or after, or failing (B keeps the hold it was handed), B says
+    held, and releases 88017 when 88999 starts. Never released under a thread saying held,
+    never held with no hold of trainbot's to release it."""
     token_a, token_b = two_runs_ask_to_hold_88017(ctx, slurm)
     answers: dict[str, str | None] = {}
 
@@ -88,30 +90,53 @@ def test_a_hold_let_go_while_another_runs_hold_is_on_its_way_releases_the_job(
                                     NOW + 1).update_text
 
     def as_bs_hold_is_sent() -> None:
-        slurm.land(88017)  # A's hold lands
+        slurm.land(88017)  # A's hold lands (and B's, `lands_before`: one Slurm hold)
         slurm.set(88887, state="RUNNING")
-        assert competitors.release_started(ctx, NOW + 1) == [88017]
+        assert competitors.release_started(ctx, NOW + 1) == []
         if b_hold == "fails":
             raise ClusterUnavailable("ssh: connect to host: Connection refused")
         slurm.land(88017)
 
     slurm.during_holds = [b_says_yes, as_bs_hold_is_sent]
     handle_click(ctx, token_a, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 1)
-    assert slurm.acted("release") == [88017]
+    assert slurm.acted("release") == []
     said = recorded(ctx).texts()
-    assert "Released 88017: 88887 is running." in said
-    assert not any("stays held" in text for text in said)
-    if b_hold == "fails":
-        assert answers["b"] == ("Approved by <@U0APPR>: holding 88017 failed: ssh: connect to "
-                                "host: Connection refused")
-        assert competitors.held_now(ctx) == []
-        assert not slurm.records[88017].is_held
-        return
+    assert ("88887 no longer needs 88017 held, but trainbot also holds it for 88999, which "
+            "still waits: 88017 stays held until 88999 no longer needs it.") in said
+    assert not any(text.startswith("Released") for text in said)
     assert answers["b"] == "Approved by <@U0APPR>: held 88017 until 88999 starts"
     assert [a.payload["for_job"] for a in competitors.held_now(ctx)] == ["88999"]
     assert slurm.records[88017].is_held
     slurm.set(88999, state="RUNNING")
     assert competitors.release_started(ctx, NOW + 2) == [88017]
+    assert not slurm.records[88017].is_held
+    assert "Released 88017: 88999 is running." in recorded(ctx).texts()
+
+
+def test_a_hold_handed_a_job_as_its_own_is_landing_waits_for_its_own_before_a_release(
+        ctx: BotContext, slurm: HookedHolds) -> None:
+    """A's hold of 88017 is handed to B's (88887 started) while B's `scontrol hold` is on its
+    way, then 88999 is cancelled: 88017 held (by the hold B was handed) says nothing of B's
+    own hold, which may land after a release sent now. B's release waits for it, and is sent
+    by B's yes once it has landed: 88017 ends released, with no hold left in the ledger."""
+    token_a, token_b = two_runs_ask_to_hold_88017(ctx, slurm)
+    handle_click(ctx, token_a, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 1)
+    slurm.set(88017, reason="Priority", priority=100)  # as if B's read came before A's hold
+
+    def as_bs_hold_is_sent() -> None:
+        slurm.land(88017)  # A's hold
+        slurm.set(88887, state="RUNNING")
+        assert competitors.release_started(ctx, NOW + 2) == []  # handed to B
+        slurm.set(88999, state="CANCELLED")
+        assert competitors.release_held_for(ctx, 88999, NOW + 2, "cancelled", "dev") == []
+        assert slurm.acted("release") == []
+        slurm.land(88017)  # B's hold lands
+
+    slurm.during_holds = [as_bs_hold_is_sent]
+    answer = handle_click(ctx, token_b, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 2)
+    assert answer.update_text is not None and "released" in answer.update_text
+    assert slurm.acted("release") == [88017]
+    assert competitors.held_now(ctx) == []
     assert not slurm.records[88017].is_held
 
 
@@ -149,35 +174,59 @@ def test_a_hold_let_go_while_another_is_taken_before_its_hold_releases_the_job(
     assert not slurm.records[88017].is_held
 
 
-def test_a_hold_let_go_as_another_runs_failed_hold_is_closed_releases_the_job(
-        ctx: BotContext, slurm: HookedHolds, monkeypatch: pytest.MonkeyPatch) -> None:
-    """B's hold failed: as B is closed with nothing to release (its hold marked over), a
-    replica lets go of A's hold (88887 started): it is not handed to B, and releases 88017."""
+@pytest.mark.parametrize("a_lets_go", ["before", "after"])
+def test_a_hold_let_go_as_another_runs_failed_hold_is_closed_never_leaves_it_unowned(
+        ctx: BotContext, slurm: HookedHolds, monkeypatch: pytest.MonkeyPatch,
+        a_lets_go: str) -> None:
+    """B's hold failed: a replica lets go of A's hold (88887 started) just before B is closed
+    (B's hold still landing: A's is handed to it, and B, closing, keeps it: held for 88999,
+    and B says so) or just after (B closed with nothing to release: A's hold is not handed
+    to it, and 88017 is released). Either way 88017 is held exactly when a hold of the ledger
+    keeps it."""
     token_a, token_b = two_runs_ask_to_hold_88017(ctx, slurm)
     approvals = ctx.store.approvals
-    mark_step = approvals.mark_step
+    end_failed_hold = approvals.end_failed_hold
     other_replica: list[list[int]] = []
+    answers: dict[str, str | None] = {}
 
-    def mark_then_let_go_of_a(token: str, step: str, **kw: Any) -> bool | None:
-        marked = mark_step(token, step, **kw)
-        if token == token_b and step == competitors.HOLD_ENDED_STEP:
-            slurm.set(88887, state="RUNNING")
-            other_replica.append(competitors.release_held_for(
-                ctx, 88887, NOW + 2, "running", "dev", "RUNNING"))
-        return marked
+    def a_let_go() -> None:
+        slurm.set(88887, state="RUNNING")
+        other_replica.append(competitors.release_held_for(
+            ctx, 88887, NOW + 2, "running", "dev", "RUNNING"))
+
+    def close_b(token: str, **kw: Any) -> bool:
+        if token == token_b and a_lets_go == "before":
+            a_let_go()
+        closed = end_failed_hold(token, **kw)
+        if token == token_b and a_lets_go == "after":
+            a_let_go()
+        return closed
 
     def bs_hold_fails() -> None:
         slurm.land(88017)  # A's hold lands
-        monkeypatch.setattr(approvals, "mark_step", mark_then_let_go_of_a)
+        monkeypatch.setattr(approvals, "end_failed_hold", close_b)
         raise ClusterUnavailable("ssh: connect to host: Connection refused")
 
-    slurm.during_holds = [
-        lambda: handle_click(ctx, token_b, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 1),
-        bs_hold_fails]
+    def b_says_yes() -> None:
+        answers["b"] = handle_click(ctx, token_b, ActionId.HOLD_COMPETITOR, "U0APPR",
+                                    NOW + 1).update_text
+
+    slurm.during_holds = [b_says_yes, bs_hold_fails]
     handle_click(ctx, token_a, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 1)
     monkeypatch.undo()
-    assert other_replica == [[88017]]
-    assert competitors.held_now(ctx) == []
+    if a_lets_go == "after":
+        assert other_replica == [[88017]]
+        assert answers["b"] == ("Approved by <@U0APPR>: holding 88017 failed: ssh: connect "
+                                "to host: Connection refused")
+        assert competitors.held_now(ctx) == []
+        assert not slurm.records[88017].is_held
+        return
+    assert other_replica == [[]]
+    assert answers["b"] == "Approved by <@U0APPR>: held 88017 until 88999 starts"
+    assert [a.token for a in competitors.held_now(ctx)] == [token_b]
+    assert slurm.records[88017].is_held
+    slurm.set(88999, state="RUNNING")
+    assert competitors.release_started(ctx, NOW + 3) == [88017]
     assert not slurm.records[88017].is_held
 
 
