@@ -293,8 +293,10 @@ def apply_hold(ctx: BotContext, approval: Approval, actor: str, now: float) -> H
     Slurm is asked first (one call for both jobs): nothing is held when the resumed job no
     longer waits, or when the competitor already started or left the queue. A competitor
     Slurm shows held already is held by trainbot for another run (another approved hold of
-    it has its hold out: this yes shares that hold, `store.approvals.join_hold`, and the job
-    is released only once the last hold on it lets go, `release_held_for`), or by its owner
+    it has its hold out and landed: this yes shares that hold, `store.approvals.join_hold`,
+    and the job is released only once the last hold on it lets go, `release_held_for`; while
+    another run's hold of it is still on its way, which may yet fail, this yes sends its own,
+    `hold_on_its_way`), or by its owner
     or an admin (`scontrol hold` of a held job succeeds, and Slurm keeps no record of who
     held it): then nothing is held nor recorded (competitor_held, `state` the hold's
     reason), so trainbot never releases a hold it did not place."""
@@ -326,7 +328,9 @@ def apply_hold(ctx: BotContext, approval: Approval, actor: str, now: float) -> H
         if HOLDING_STEP in ctx.store.approvals.steps(approval.token):
             return skipped_after_release(slurm, for_job)  # its release came first
         releasing = ctx.store.approvals.hold_being_released(approval.token)
-        if releasing is not None:  # trainbot's own hold, its release on its way
+        if releasing is None and ctx.store.approvals.hold_on_its_way(approval.token):
+            pass  # another run's hold still on its way may fail: this yes sends its own
+        elif releasing is not None:  # trainbot's own hold, its release on its way
             retry_in = retry_in_min(ctx, releasing, now)
             skipped = HoldResult("competitor_releasing",
                                  releasing_for=releasing.payload.get("for_job"),

@@ -520,16 +520,18 @@ class ApprovalsRepo(_Repo):
     def join_hold(self, token: str, *, now: float) -> Approval | None:
         """A yes on hold prompt `token` whose job Slurm shows held already: when another
         approved hold of the same job (action, target job and payload cluster) has its hold
-        out (`_hold_out`), `token` shares it (its "holding" and "hold_ended" steps marked:
-        nothing is sent, its hold is the one already out) and that other hold is returned;
-        None (nothing marked) when none has: the job is held by someone else. One
+        out and landed (`_hold_kept_out`), `token` shares it (its "holding" and "hold_ended"
+        steps marked: nothing is sent, its hold is the one already out) and that other hold
+        is returned; None (nothing marked) when none has: the job is held by someone else,
+        or by no hold of trainbot's yet (one still on its way, `hold_on_its_way`, may fail
+        and leave a hold shared with it claiming a hold nobody placed). One
         transaction, the job's approval rows locked as `pass_hold` and `settle_holds` lock
         them, so a hold joined is never one being let go."""
         with self._engine.begin() as conn:
             mine, others = self._holds_beside(conn, token)
             if mine is None or mine[0].state != "approved" or "holding" in mine[1]:
                 return None
-            out = next((a for a, steps in others if _hold_out(steps)), None)
+            out = next((a for a, steps in others if _hold_kept_out(steps)), None)
             if out is not None:
                 for step in ("holding", "hold_ended"):
                     conn.execute(insert(t.prompt_steps).values(token=token, step=step, at=now,
@@ -635,6 +637,17 @@ class ApprovalsRepo(_Repo):
                                                            at=now, **_bound_values(None)))
                 _keep_in(conn, None if keep is None else keep(approval))
         return settled
+
+    def hold_on_its_way(self, token: str) -> Approval | None:
+        """Another approved hold of the job of hold prompt `token` (as `join_hold` finds
+        them) whose `scontrol hold` was sent and is not over ("holding" without
+        "hold_ended"), its release not claimed: trainbot's hold of the job may or may not
+        land. None when there is none."""
+        with self._engine.begin() as conn:
+            _mine, others = self._holds_beside(conn, token)
+        return next((a for a, steps in others
+                     if _hold_out(steps) and "holding" in steps and "hold_ended" not in steps),
+                    None)
 
     def hold_being_released(self, token: str) -> Approval | None:
         """Another approved hold of the job of hold prompt `token` (its action, target job

@@ -13,7 +13,7 @@ import pytest
 from fakes import FakeSlurm, make_context, recorded
 from support import store_backends
 
-from bot.cluster.errors import ClusterUnavailable
+from bot.cluster.errors import ClusterUnavailable, CommandFailed
 from bot.core.train_grammar import parse_command
 from bot.services import competitors
 from bot.services.approvals import ActionId, handle_click
@@ -273,3 +273,32 @@ def test_two_runs_sharing_a_hold_whose_jobs_both_started_by_one_tick_both_say_re
     assert not any("still waits" in text for text in said)
     assert competitors.held_now(ctx) == []
     assert not slurm.records[88017].is_held
+
+
+def test_a_yes_finding_the_job_held_as_another_runs_hold_is_on_its_way_sends_its_own(
+        ctx: BotContext, slurm: HookedHolds) -> None:
+    """A's `scontrol hold 88017` is on its way when an admin holds 88017 and B says yes: B's
+    read shows it held, but A's hold has not landed (it may yet fail), so B does not share
+    it: B sends its own. Both are refused (the admin's hold): neither run holds 88017, and
+    neither thread says it is held, so trainbot never releases the admin's hold."""
+    token_a, token_b = two_runs_ask_to_hold_88017(ctx, slurm)
+    answers: dict[str, str | None] = {}
+    refused = CommandFailed(["scontrol", "hold", "88017"], 1,
+                            "slurm_suspend error: Access/permission denied")
+
+    def admin_holds_then_b_says_yes() -> None:
+        slurm.land(88017)  # the admin's hold
+        answers["b"] = handle_click(ctx, token_b, ActionId.HOLD_COMPETITOR, "U0APPR",
+                                    NOW + 1).update_text
+        raise refused  # A's hold
+
+    def bs_hold_refused() -> None:
+        raise refused
+
+    slurm.during_holds = [admin_holds_then_b_says_yes, bs_hold_refused]
+    answer_a = handle_click(ctx, token_a, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 1)
+    assert slurm.acted("hold") == [88017, 88017]
+    assert answers["b"] is not None and "failed" in answers["b"]
+    assert answer_a.update_text is not None and "failed" in answer_a.update_text
+    assert competitors.held_now(ctx) == []
+    assert slurm.records[88017].is_held
