@@ -557,7 +557,7 @@ def release_held_for(ctx: BotContext, job_id: int | str, now: float, why: str,
         )  # fmt: skip
         if not done_and_said(ctx, approval, str(job_id), why, state, now):
             # a person's /train hold|release took it out while the release was on its way
-            released_after_person(ctx, approval, str(job_id), why, state)
+            released_after_person(ctx, approval, str(job_id), why, state, now)
         released.append(comp)
     return released
 

@@ -48,6 +48,9 @@ after their `scontrol hold` went through); "released_by_person" for a `/train re
 
 
 RELEASING_STEP = "releasing"
+AFTER_HOLD_TOLD_STEP = "after_hold_told"
+"""Marked with the kept reply that tells a thread its release went through (or may land)
+after a person's `/train hold` (`tell_after_hold`)."""
 MAX_RELEASE_ATTEMPTS = 3
 """`scontrol release` attempts at one hold: the first and two more, each one's failure said
 once in the thread; the last one's with how to release the job by hand."""
@@ -254,8 +257,8 @@ def release_failed(ctx: BotContext, approval: Approval, for_job: str, why: str,
         settled, steps = True, ctx.store.approvals.steps(token)  # settled after the read
     if settled:
         if unknown and HELD_BY_PERSON_STEP in steps:
-            say_release(ctx, approval, for_job, why, state, problem, unknown=True,
-                        after_hold=True)
+            tell_after_hold(ctx, approval, now, release_reply(
+                approval, for_job, why, state, problem, unknown=True, after_hold=True))
         return
     if final:
         return  # done, the thread told how to release the job by hand
@@ -264,7 +267,7 @@ def release_failed(ctx: BotContext, approval: Approval, for_job: str, why: str,
 
 
 def released_after_person(ctx: BotContext, approval: Approval, for_job: str, why: str,
-                          state: str | None) -> None:
+                          state: str | None, now: float) -> None:
     """The `scontrol release` of held competitor `approval` went through (or its end was not
     seen and the job was read no longer held) but its row was done meanwhile: a person's
     `/train hold|release` took the job out of trainbot's holds (`taken_by_person`: the thread
@@ -274,20 +277,38 @@ def released_after_person(ctx: BotContext, approval: Approval, for_job: str, why
     stands: nothing said) the thread is told what is known, once, under its own key
     (`after_hold`): no longer held, waiting (that hold released too: how to hold it again),
     running, gone from Slurm, or in another state (ended); when it cannot be read, that the
-    release may have released their hold, and how to hold the job again."""
+    release may have released their hold, and how to hold the job again. Told through the
+    thread's outbox (`tell_after_hold`)."""
     if HELD_BY_PERSON_STEP not in ctx.store.approvals.steps(approval.token):
         return
     try:
         rec = ctx.clusters.slurm(approval.payload["cluster"]).job(competitor_of(approval))
     except (ClusterError, KeyError):
-        say_release(ctx, approval, for_job, why, state, unknown=True, after_hold=True)
+        tell_after_hold(ctx, approval, now, release_reply(
+            approval, for_job, why, state, unknown=True, after_hold=True))
         return
     if rec is not None and rec.is_held:
         return
     job_now = "gone" if rec is None else "running" if rec.is_running \
         else "released" if rec.is_pending else "other"
-    say_release(ctx, approval, for_job, why, state, after_hold=True, job_now=job_now,
-                job_state=rec.state if rec is not None else None)
+    tell_after_hold(ctx, approval, now, release_reply(
+        approval, for_job, why, state, after_hold=True, job_now=job_now,
+        job_state=rec.state if rec is not None else None))
+
+
+def tell_after_hold(ctx: BotContext, approval: Approval, now: float,
+                    reply: tuple[str, str, dict[str, object]]) -> None:
+    """Tell held competitor `approval`'s thread that its release may have undone, or undid,
+    a person's `/train hold` (`reply`: `release_reply`'s, `after_hold`), through the same
+    outbox as the ledger's other replies: kept for the thread in the transaction that marks
+    its AFTER_HOLD_TOLD_STEP (`mark_step`'s `keep`), then posted; a bot that stops before
+    the post says it after its restart (the `prompts` job), and the step, marked once, keeps
+    a second teller (a replica, a retry) from keeping it again."""
+    kept = kept_message(ctx, approval.chain_id, *reply)
+    if kept is None:
+        return
+    ctx.store.approvals.mark_step(approval.token, AFTER_HOLD_TOLD_STEP, now=now, keep=kept)
+    say_kept_message(ctx, reply[0])
 
 
 def release_takeover_s(ctx: BotContext, approval: Approval) -> float:

@@ -332,7 +332,8 @@ class ApprovalsRepo(_Repo):
              "cancel_only_unknown", "cancel_settled", "cancel_announced", "cancel_resuming",
              "releasing", "release_failed_1", "release_failed_2", "hold_approved", "holding",
              "hold_ended", "hold_kept", "held_by_person", "released_by_person", "superseded",
-             "superseded_shown", "claimed", "hold_landing", "hold_handed")
+             "superseded_shown", "claimed", "hold_landing", "hold_handed",
+             "after_hold_told")
     CLAIM_STEPS = ("hold_approved", "claimed")
     """The steps a claim marks with the approval (`claim`): a hold's yes, any other acting
     choice; forgotten when the claim is released."""
@@ -359,7 +360,9 @@ class ApprovalsRepo(_Repo):
         ("hold_landing": marked only by the yes that marked "holding", just before its
         `scontrol hold`, which may land in Slurm before "hold_ended" is marked), that it was
         let go to another run's hold ("hold_kept", by `pass_hold`), that another run's hold
-        was handed to it while its own was landing ("hold_handed", by `pass_hold`), that a
+        was handed to it while its own was landing ("hold_handed", by `pass_hold`), that its
+        thread was told its release went through after a person's `/train hold`
+        ("after_hold_told", with the kept reply), that a
         person's `/train hold` or `/train release` took
         it out of trainbot's holds ("held_by_person" | "released_by_person", by
         `settle_holds`), that a newer job superseded it

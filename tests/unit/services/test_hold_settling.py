@@ -725,3 +725,30 @@ def test_a_failed_releases_kept_retry_note_is_not_posted_after_released(
     assert not any("tries again" in text for text in said)
     note = ctx.store.incidents.get(f"hold-release:{token}:failed:1")
     assert note is not None and note.state == "outdated"
+
+
+@pytest.mark.parametrize("release", ["lands", "times_out"])
+def test_a_release_after_a_persons_hold_is_said_after_a_stop_before_its_post(
+        store: Store, monkeypatch: pytest.MonkeyPatch, release: str) -> None:
+    """trainbot's `scontrol release 88017` is on its way when a person holds 88017 with
+    `/train hold`; the release lands after it (`lands`: the job read no longer held) or times
+    out (may still land), and the bot stops as it posts that it may have undone their hold:
+    that reply was kept with its step, in one transaction, so the bot started again says
+    it, once."""
+    slurm: SlowReleaseSlurm = (LandingReleaseSlurm("ok") if release == "lands"
+                               else TimingOutReleaseSlurm())
+    ctx = make_context(store, slurm)
+    slurm.add(88017, name="succ", account="root", partition="debug", priority=100)
+    token = hold_for(ctx, slurm, 88017)
+    handle_click(ctx, token, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 1)
+    slurm.set(88887, state="RUNNING")
+    slurm.meanwhile.append(lambda: execute(ctx, parse_command("hold 88017"), actor="U0APPR",
+                                           channel="C0TRAIN", now=NOW + 2))
+    dies_posting(ctx, monkeypatch, f"hold-release:{token}:after-hold")
+    with pytest.raises(Died):
+        competitors.release_started(ctx, NOW + 2)
+    said = [t for t in said_after_restart(store, slurm, ctx, monkeypatch)
+            if "hold it again with `/train hold 88017`" in t]
+    assert len(said) == 1, said
+    assert competitors.held_now(ctx) == []
+    assert slurm.acted("release") == [88017]
