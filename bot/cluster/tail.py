@@ -129,7 +129,7 @@ class ShellTailReader:
                 raise ClusterError(_stopped(self.where, answer.exit_code,
                                             requests[todo[got.stopped_at]].path,
                                             _tail(answer.stderr)))
-            if cut_by_slow_link(got, limit):  # not a hung path
+            if cut_by_slow_link(got, len(answer.stdout), limit):  # not a hung path
                 self._slowed(requests, todo, got.stopped_at, got.cut, answer, limit, results)
                 break
             hung = todo[got.stopped_at]

@@ -18,22 +18,16 @@ ANCHOR_BYTES = 64  # the bytes before a tail's offset it checks (bot.core.tail.T
 
 
 MIN_LINK_RATE = 256  # bytes per second: a link carrying less in a read's timeout has stalled
-READ_BLOCK = 4096  # a filesystem's read block: a read that hangs gives none of it, or all
 
 
-def cut_by_slow_link(got: Answers, limit: float) -> bool:
-    """Whether an answer cut by the read's timeout (`got`, after `limit` s) was still
-    coming, a slow link, rather than stalled on a hung path: a part the script writes at
-    once came in part (`arriving`: a header or end line, the stat part), or bytes of the
-    file being sent certainly came (`cut_bytes`) and they are what a link carries in that
-    time, or all it had to send (what follows them is written at once), or part of a file
-    shorter than a read block (read at once, or not at all). The rate is that file's own
-    bytes, not the whole answer's: many quiet files' answers before a read that hung after
-    a handful of bytes are no slow link. Hung: the answer stopped where a file's answer
-    starts, or a few bytes into a file's reads."""
-    came = got.cut_bytes
-    return got.arriving or came > 0 and (
-        came >= min(MIN_LINK_RATE * limit, got.cut_length) or got.cut_length <= READ_BLOCK)
+def cut_by_slow_link(got: Answers, came: int, limit: float) -> bool:
+    """Whether an answer cut by the read's timeout (`got`, `came` bytes in `limit` s) was
+    still coming, a slow link, rather than stalled on a hung path: a part the script writes
+    at once came in part (`arriving`: a header or end line, the stat part), or bytes of the
+    file being sent certainly came (`cut_bytes`) and the answer is what a link carries in
+    that time, not a handful of bytes (a file's read that hung after a few). Hung: the
+    answer stopped where a file's answer starts."""
+    return got.arriving or (got.cut_bytes > 0 and came >= MIN_LINK_RATE * limit)
 
 
 def marked_files(out: bytes, start: int, end: int, mark: bytes,
@@ -146,7 +140,6 @@ __all__ = [
     "IDLE_BUDGET",
     "IDLE_COST",
     "MIN_SHARE",
-    "READ_BLOCK",
     "cut_by_slow_link",
     "idle_paths",
     "marked_files",

@@ -148,7 +148,6 @@ class Answers:
     # (maybe the padding of a file that gave fewer bytes than announced)
     cut: FileRead | None = None
     cut_bytes: int = 0  # how many of its bytes certainly came before the cut
-    cut_length: int = 0  # how many bytes it had to send (its frame's, its share of a bucket)
     # a part the script writes at once (a header or end line, the stat part, a bucket's
     # bytes whole) came in part: the link cut it, the script was not waiting on a file
     arriving: bool = False
@@ -186,7 +185,7 @@ def parse_frames(out: bytes, paths: Sequence[str]) -> Answers:
     pos = 0
     at: int | None = None  # where output cut short stopped (1-based request)
     cut: FileRead | None = None
-    cut_bytes = cut_length = 0
+    cut_bytes = 0
     arriving = False
     while pos < len(out):
         kind = out[pos:pos + 1]
@@ -211,7 +210,7 @@ def parse_frames(out: bytes, paths: Sequence[str]) -> Answers:
             if tail is None:
                 if _cut_short(out, body + length, b"E"):
                     at = index
-                    cut_bytes, cut_length = max(0, min(len(out) - body, length)), length
+                    cut_bytes = max(0, min(len(out) - body, length))
                     arriving = len(out) > body + length  # its end line, in part
                     # dd writes its bytes in order; the script pads a file that gave fewer
                     # than announced (shrank after stat, a failed read) with spaces, and only
@@ -280,7 +279,6 @@ def parse_frames(out: bytes, paths: Sequence[str]) -> Answers:
                         cut_bytes = body + came - since if came < total else 0
                         arriving = being >= n  # every file's: the padding and end line
                         at = members[bucket][min(being, n - 1)]
-                        cut_length = lengths[min(being, n - 1)]
                         break
                     ends = list(itertools.accumulate(lengths))
                     being = bisect.bisect_right(ends, got_bytes)
@@ -289,7 +287,6 @@ def parse_frames(out: bytes, paths: Sequence[str]) -> Answers:
                     # bucket's size, so fewer may be an earlier file's (this one hung)
                     cut_bytes = max(0, got_bytes - being * bucket)
                     at = members[bucket][being]  # being read
-                    cut_length = lengths[being]
                     arriving = len(out) - body >= total  # every byte, its end line not
                     break
                 raise FramingError(N_("the bucket of %(bucket)s bytes has no end line after its "
@@ -323,7 +320,7 @@ def parse_frames(out: bytes, paths: Sequence[str]) -> Answers:
     if at is None and deferred and (post is None or set(shares) != set(members)):
         at = _first_unread(deferred, shares, members)
     if at is not None:
-        return Answers(results, at - 1, cut, cut_bytes, cut_length, arriving)
+        return Answers(results, at - 1, cut, cut_bytes, arriving)
     if deferred:
         _resolve(results, deferred, members, shares, marks, post or b"", post_sep)
     return Answers(results)
