@@ -8,7 +8,8 @@ would read as unused to ruff):
     store, slurm, ctx = store_backends.store, store_backends.slurm, store_backends.ctx
 
 Shared by test_approvals.py, test_hold_releases.py, test_hold_yeses.py, test_hold_settling.py
-and test_hold_handoff.py."""
+and test_hold_handoff.py (which gives its own `slurm`, a FakeSlurm whose holds a test can stop
+on their way)."""
 
 from __future__ import annotations
 

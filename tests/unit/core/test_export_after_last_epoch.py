@@ -10,22 +10,17 @@ The logs are synthetic: the lines such programs print, not taken from the held-o
 from __future__ import annotations
 
 import pytest
-from support.end_marker import read
+from support.end_marker import epochs, read
 
 ONNX = "ONNX: export success 2.1s, saved as best.onnx (12.1 MB)\n"
 
 
-def _epochs(done: int, total: int) -> str:
-    return "".join(f"Epoch {e}/{total} - loss: 0.{60 - e} - val_loss: 0.{70 - e}\n"
-                   for e in range(1, done + 1))
-
-
 def test_an_export_success_after_the_last_epoch_ends_the_run():
-    assert read(_epochs(10, 10) + ONNX).class_id == "completed"
+    assert read(epochs(10, 10) + ONNX).class_id == "completed"
 
 
 def test_an_export_success_short_of_the_last_epoch_does_not():
-    assert read(_epochs(3, 10) + ONNX).class_id == "none"
+    assert read(epochs(3, 10) + ONNX).class_id == "none"
 
 
 @pytest.mark.parametrize("started", [
@@ -34,10 +29,10 @@ def test_an_export_success_short_of_the_last_epoch_does_not():
     "Beginning conversion to TFLite",
 ])
 def test_a_step_started_with_no_result_after_it_leaves_the_run_open(started):
-    assert read(_epochs(10, 10) + ONNX + started + "\n").class_id == "none"
+    assert read(epochs(10, 10) + ONNX + started + "\n").class_id == "none"
 
 
 def test_a_step_started_then_its_result_ends_the_run():
-    log = (_epochs(10, 10) + ONNX + "TensorRT: starting export with TensorRT 8.6.1...\n"
+    log = (epochs(10, 10) + ONNX + "TensorRT: starting export with TensorRT 8.6.1...\n"
            + "TensorRT: export success 120.3s, saved as best.engine (40.2 MB)\n")
     assert read(log).class_id == "completed"

@@ -9,16 +9,11 @@ The logs are synthetic: the lines such programs print, not taken from the held-o
 from __future__ import annotations
 
 import pytest
-from support.end_marker import read
-
-
-def _epochs(total: int = 5) -> str:
-    return "".join(f"Epoch {e}/{total} - loss: 0.{60 - e} - val_loss: 0.{70 - e}\n"
-                   for e in range(1, total + 1))
+from support.end_marker import epochs, read
 
 
 def _folds(folds: range, header: str, end: str) -> str:
-    return "".join(header.format(f=f) + "\n" + _epochs() + end.format(f=f) + "\n" for f in folds)
+    return "".join(header.format(f=f) + "\n" + epochs(5) + end.format(f=f) + "\n" for f in folds)
 
 
 @pytest.mark.parametrize("header", ["Fold {f}", "Fold {f}/5", "===== fold {f} ====="])

@@ -10,12 +10,7 @@ The logs are synthetic: the lines such programs print.
 from __future__ import annotations
 
 import pytest
-from support.end_marker import read
-
-
-def _epochs(total: int = 10) -> str:
-    return "".join(f"Epoch {e}/{total} - loss: 0.{60 - e} - val_loss: 0.{70 - e}\n"
-                   for e in range(1, total + 1))
+from support.end_marker import epochs, read
 
 
 @pytest.mark.parametrize("marker", [
@@ -29,9 +24,9 @@ def _epochs(total: int = 10) -> str:
     "Training complete (ZeRO stage 2, 8 GPUs).",
 ])
 def test_a_number_no_outer_loop_counts_leaves_the_marker_the_runs_end(marker):
-    assert read(_epochs() + marker + "\n").class_id == "completed"
+    assert read(epochs(10) + marker + "\n").class_id == "completed"
 
 
 def test_a_marker_naming_a_pass_the_log_heads_is_that_pass_end():
-    log = "Fold 1\n" + _epochs(5) + "Training complete for fold 1\n"
-    assert read(log + "Fold 2\n" + _epochs(5) + "Training complete for fold 2\n").class_id == "none"
+    log = "Fold 1\n" + epochs(5) + "Training complete for fold 1\n"
+    assert read(log + "Fold 2\n" + epochs(5) + "Training complete for fold 2\n").class_id == "none"

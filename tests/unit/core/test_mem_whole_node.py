@@ -16,7 +16,7 @@ from bot.cli import main
 from bot.config import PolicyConfig
 from bot.core.catalogue import Catalogue
 from bot.core.models import Accounting, Diagnosis, DiagnosisMetrics
-from bot.core.policy import ChainHistory, DecisionKind, PolicyParams, decide
+from bot.core.policy import ChainHistory, Decision, DecisionKind, PolicyParams, decide
 from bot.core.units import GIB
 from bot.slack.render import render_template
 
@@ -31,6 +31,12 @@ def host_oom(**kw: object) -> Diagnosis:
     return Diagnosis(class_id="host_oom", action=cls.action, retryable=cls.retryable,
                      charges_budget=cls.charges_budget, hint=cls.hint,
                      metrics=DiagnosisMetrics(last_iter=670, target_iter=1200), **kw)  # type: ignore[arg-type]
+
+
+def whole_node_decision() -> Decision:
+    """The decision on a plain host OOM of a --mem=0 job, under a policy without auto-resubmit."""
+    return decide(host_oom(), ChainHistory(attempts=()), PolicyParams(auto_resubmit=False),
+                  NOW, checkpoint_iter=500, accounting=WHOLE_NODE)
 
 
 @pytest.mark.parametrize("policy", [PolicyParams(auto_resubmit=False),
@@ -49,6 +55,15 @@ def test_a_host_oom_with_mem_0_proposes_no_mem(policy, leak) -> None:
     assert ("trainbot probe dataloader" in dec.reason) is (leak is not None)
 
 
+def incident_view(dec: Decision, hint: str = "") -> dict:
+    """The `event` template's view of job 9001's incident decided `dec`, the class's `hint`."""
+    return {"kind": "incident", "prompt": False, "text_only": False, "job_id": "9001",
+            "cluster": "dev", "state": "OUT_OF_MEMORY", "class_id": "host_oom", "hint": hint,
+            "detail": None, "translations": {}, "site_hint": False, "facts": {},
+            "text": "job 9001", "card": {},
+            "reason": {"kind": str(dec.kind), "class_id": "host_oom", **dec.facts}}
+
+
 HEAD = {
     "en": ("host memory exhausted with --mem=0, already all of its node's memory: no --mem "
            "gives it more; run it on nodes with more memory, or cut host memory."),
@@ -59,13 +74,7 @@ HEAD = {
 
 @pytest.mark.parametrize("lang", HEAD)
 def test_the_head_line_says_the_job_had_its_nodes_whole_memory(lang: str) -> None:
-    dec = decide(host_oom(), ChainHistory(attempts=()), PolicyParams(auto_resubmit=False),
-                 NOW, checkpoint_iter=500, accounting=WHOLE_NODE)
-    view = {"kind": "incident", "prompt": False, "text_only": False, "job_id": "9001",
-            "cluster": "dev", "state": "OUT_OF_MEMORY", "class_id": "host_oom", "hint": "",
-            "detail": None, "translations": {}, "site_hint": False, "facts": {},
-            "text": "job 9001", "card": {},
-            "reason": {"kind": str(dec.kind), "class_id": "host_oom", **dec.facts}}
+    view = incident_view(whole_node_decision())
     assert HEAD[lang] in render_template("event", lang, view)["text"]
 
 
@@ -87,6 +96,20 @@ def _log(path: Path, leak: bool) -> Path:
     return path
 
 
+def report_mem_0(tmp_path: Path, lang: str, leak: bool, config: str = "") -> Path:
+    """`trainbot report --mem-limit 0` in `lang` of _log's job (OUT_OF_MEMORY, signal 9), its
+    recipe `mix` on cluster `dev` and `config` (YAML) before them: the folder of its output."""
+    path = tmp_path / "trainbot.yaml"
+    path.write_text(config + "clusters: {dev: {host: h, user: u, key_file: /k}}\nrecipes:\n"
+                    "  mix: {cluster: dev, sbatch_script: /s.sbatch}\n")
+    out = tmp_path / "out"
+    assert main(["report", str(_log(tmp_path / "9001.log", leak)), "--state", "OUT_OF_MEMORY",
+                 "--exit-code", "0:9", "--mem-limit", "0", "--target-iter", "1200",
+                 "--recipe", "mix", "--config", str(path), "--lang", lang,
+                 "--out", str(out)]) == 0
+    return out
+
+
 CARD = {
     ("en", False): ("The job already had all of its node's memory (--mem=0), so no --mem gives "
                     "it more and none is proposed: run it on nodes with more memory, or cut "
@@ -105,14 +128,7 @@ def test_the_card_of_a_mem_0_job_offers_no_mem_and_says_why(tmp_path: Path, lang
                                                             leak: bool) -> None:
     """`trainbot report --mem-limit 0` under a site cap of 512G: before, the leak's card
     proposed --mem=130G and the plain OOM's said the limit was unknown."""
-    config = tmp_path / "trainbot.yaml"
-    config.write_text("policy: {max_mem: 512G}\nclusters: {dev: {host: h, user: u, key_file: "
-                      "/k}}\nrecipes:\n  mix: {cluster: dev, sbatch_script: /s.sbatch}\n")
-    out = tmp_path / "out"
-    assert main(["report", str(_log(tmp_path / "9001.log", leak)), "--state", "OUT_OF_MEMORY",
-                 "--exit-code", "0:9", "--mem-limit", "0", "--target-iter", "1200",
-                 "--recipe", "mix", "--config", str(config), "--lang", lang,
-                 "--out", str(out)]) == 0
+    out = report_mem_0(tmp_path, lang, leak, config="policy: {max_mem: 512G}\n")
     payload = json.loads((out / "message.json").read_text())
     assert validate_blocks(payload["blocks"]) == []
     buttons = [e for b in payload["blocks"] if b["type"] == "actions" for e in b["elements"]]
@@ -137,14 +153,9 @@ def test_the_head_line_of_a_mem_0_job_gives_no_more_mem_hint(lang: str) -> None:
     """The class's hint ("Resubmit with more --mem …") followed the sentence that no --mem
     gives the job more; a whole-node job is told to cut host memory instead."""
     cls = Catalogue.load().classes["host_oom"]
-    dec = decide(host_oom(), ChainHistory(attempts=()), PolicyParams(auto_resubmit=False),
-                 NOW, checkpoint_iter=500, accounting=WHOLE_NODE)
+    dec = whole_node_decision()
     assert "more --mem" not in dec.reason and WHOLE_NODE_HINT["en"] in dec.reason
-    view = {"kind": "incident", "prompt": False, "text_only": False, "job_id": "9001",
-            "cluster": "dev", "state": "OUT_OF_MEMORY", "class_id": "host_oom",
-            "hint": cls.hint, "detail": None, "translations": {}, "site_hint": False,
-            "facts": {}, "text": "job 9001", "card": {},
-            "reason": {"kind": str(dec.kind), "class_id": "host_oom", **dec.facts}}
+    view = incident_view(dec, cls.hint)
     text = render_template("event", lang, view)["text"]
     assert HEAD[lang] in text and WHOLE_NODE_HINT[lang] in text, text
     assert MORE_MEM_HINT[lang] not in text, text
@@ -155,14 +166,7 @@ def test_the_head_line_of_a_mem_0_job_gives_no_more_mem_hint(lang: str) -> None:
 
 @pytest.mark.parametrize("lang", HEAD)
 def test_the_card_of_a_mem_0_job_gives_no_more_mem_hint(tmp_path: Path, lang: str) -> None:
-    config = tmp_path / "trainbot.yaml"
-    config.write_text("clusters: {dev: {host: h, user: u, key_file: /k}}\nrecipes:\n"
-                      "  mix: {cluster: dev, sbatch_script: /s.sbatch}\n")
-    out = tmp_path / "out"
-    assert main(["report", str(_log(tmp_path / "9001.log", False)), "--state", "OUT_OF_MEMORY",
-                 "--exit-code", "0:9", "--mem-limit", "0", "--target-iter", "1200",
-                 "--recipe", "mix", "--config", str(config), "--lang", lang,
-                 "--out", str(out)]) == 0
+    out = report_mem_0(tmp_path, lang, leak=False)
     text = (out / "message.txt").read_text()
     assert CARD[lang, False] in text, text
     assert MORE_MEM_HINT[lang] not in text, text

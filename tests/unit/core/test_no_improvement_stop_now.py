@@ -10,14 +10,7 @@ The logs are synthetic: the lines such programs print.
 from __future__ import annotations
 
 import pytest
-from support.end_marker import read
-
-SUMMARY = "Final test accuracy: 0.9312\n"
-
-
-def _epochs(epochs: int, total: int = 20) -> str:
-    return "".join(f"Epoch {e}/{total} - loss: 0.{60 - e} - val_loss: 0.{70 - e}\n"
-                   for e in range(1, epochs + 1))
+from support.end_marker import SUMMARY, epochs, read
 
 
 @pytest.mark.parametrize("line", [
@@ -32,8 +25,8 @@ def _epochs(epochs: int, total: int = 20) -> str:
     "Loss has not improved for 2 epochs - stopping LR warmup",
 ])
 def test_a_stop_to_come_or_of_something_else_leaves_the_run_open(line):
-    assert read(_epochs(5) + line + "\n").class_id == "none"
-    assert read(_epochs(5) + line + "\n" + SUMMARY).class_id == "none"
+    assert read(epochs(5, 20) + line + "\n").class_id == "none"
+    assert read(epochs(5, 20) + line + "\n" + SUMMARY).class_id == "none"
 
 
 @pytest.mark.parametrize("line", [
@@ -42,4 +35,4 @@ def test_a_stop_to_come_or_of_something_else_leaves_the_run_open(line):
     "No improvement in 3 epochs, training stopped",
 ])
 def test_no_improvement_with_the_training_stopped_now_ends_the_run(line):
-    assert read(_epochs(5) + line + "\n" + SUMMARY).class_id == "completed"
+    assert read(epochs(5, 20) + line + "\n" + SUMMARY).class_id == "completed"

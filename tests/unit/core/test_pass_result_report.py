@@ -9,18 +9,13 @@ The logs are synthetic: the lines such programs print, not taken from the held-o
 from __future__ import annotations
 
 import pytest
-from support.end_marker import read
+from support.end_marker import epochs, read
 
 from bot.core.diagnose.after_target import goes_on_after
 
 
-def _epochs(total: int = 5) -> str:
-    return "".join(f"Epoch {e}/{total} - loss: 0.{60 - e} - val_loss: 0.{70 - e}\n"
-                   for e in range(1, total + 1))
-
-
 def _folds(folds: range, end: str) -> str:
-    return "".join(f"Fold {f}/5\n" + _epochs() + end.format(f=f) + "\n" for f in folds)
+    return "".join(f"Fold {f}/5\n" + epochs(5) + end.format(f=f) + "\n" for f in folds)
 
 
 @pytest.mark.parametrize("end", ["Fold {f} finished, acc: 0.9{f}", "Fold {f} done. acc=0.9{f}"])

@@ -10,8 +10,9 @@ from collections.abc import Callable
 from typing import Any
 
 import pytest
-from fakes import FakeSlurm, make_context, recorded
+from fakes import FakeSlurm, recorded
 from support import store_backends
+from support.hold_prompts import NOW, hold_for
 
 from bot.cluster.errors import ClusterUnavailable, CommandFailed
 from bot.core.train_grammar import parse_command
@@ -19,10 +20,9 @@ from bot.services import competitors
 from bot.services.approvals import ActionId, handle_click
 from bot.services.ports import BotContext
 from bot.services.train import execute
-from bot.store import Store
 
-NOW = 1_000_000.0
-store = store_backends.store
+# The real store on both backends and the context over it and `slurm`, the HookedHolds below.
+store, ctx = store_backends.store, store_backends.ctx
 
 
 class HookedHolds(FakeSlurm):
@@ -47,24 +47,6 @@ class HookedHolds(FakeSlurm):
 @pytest.fixture
 def slurm() -> HookedHolds:
     return HookedHolds()
-
-
-@pytest.fixture
-def ctx(store: Store, slurm: HookedHolds) -> BotContext:
-    return make_context(store, slurm)
-
-
-def hold_for(ctx: BotContext, slurm: FakeSlurm, competitor: int, for_job: int) -> str:
-    """A run whose resumed job `for_job` waits, and its hold prompt for `competitor`."""
-    slurm.add(for_job, name="mix", account="root", partition="debug", priority=50)
-    chain = ctx.store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW)
-    ctx.store.attempts.record(chain_id=chain.id, job_id=str(for_job), now=NOW)
-    recorded(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
-    return ctx.store.approvals.create(
-        chain_id=chain.id, action=competitors.HOLD_ACTION, target_job=str(competitor),
-        payload={"cluster": "dev", "for_job": str(for_job), "recipe": "mix",
-                 "choices": ["hold", "keep"]},
-        allowed=["U0APPR"], now=NOW, expires_at=NOW + 3600)
 
 
 def two_runs_ask_to_hold_88017(ctx: BotContext, slurm: FakeSlurm) -> tuple[str, str]:

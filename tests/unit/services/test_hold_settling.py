@@ -13,6 +13,7 @@ from collections.abc import Callable
 import pytest
 from fakes import FakeRunner, FakeSlurm, make_context, recorded
 from support import store_backends
+from support.hold_prompts import NOW, hold_for
 
 from bot.cluster.errors import CommandTimedOut
 from bot.cluster.slurm import SlurmClient
@@ -24,24 +25,9 @@ from bot.services.threads import say_pending_notes
 from bot.services.train import execute
 from bot.store import Store
 
-NOW = 1_000_000.0
 # The real store on both backends, an empty fake Slurm and the context over them.
 store, slurm, ctx = store_backends.store, store_backends.slurm, store_backends.ctx
 ARRAY, TASK = 88010, 88012  # array 88010: task 1 split off as 88012, the rest waiting as 88010
-
-
-def hold_for(ctx: BotContext, slurm: FakeSlurm, competitor: int, for_job: int = 88887) -> str:
-    """A run whose resumed job `for_job` waits, and its hold prompt for `competitor`: the
-    prompt's token."""
-    slurm.add(for_job, name="mix", account="root", partition="debug", priority=50)
-    chain = ctx.store.chains.create(recipe="mix", cluster="dev", job_name="mix", now=NOW)
-    ctx.store.attempts.record(chain_id=chain.id, job_id=str(for_job), now=NOW)
-    recorded(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
-    return ctx.store.approvals.create(
-        chain_id=chain.id, action=competitors.HOLD_ACTION, target_job=str(competitor),
-        payload={"cluster": "dev", "for_job": str(for_job), "recipe": "mix",
-                 "choices": ["hold", "keep"]},
-        allowed=["U0APPR"], now=NOW, expires_at=NOW + 3600)
 
 
 def array_competitor(slurm: FakeSlurm) -> None:
