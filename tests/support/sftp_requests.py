@@ -1,5 +1,5 @@
 """SFTP calls sending the requests trainbot's SFTP client sends, for the tests' SFTP fakes
-(tests/fakes.py FakeSFTP, LocalTreeSFTP): each request is given to bot.cluster.sftp's
+(support/fake_cluster.py FakeSFTP, LocalTreeSFTP): each request is given to bot.cluster.sftp's
 each_request block, as bot.cluster.sftp.DeadlineSFTPClient gives it, so a checkpoint lookup
 over a fake counts what it would send to a server."""
 
