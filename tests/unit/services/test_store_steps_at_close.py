@@ -32,6 +32,19 @@ def world(store: Store) -> tuple[Any, str]:
     return ctx, prompt.token
 
 
+def close_after(store: Store, repo: object, method: str) -> None:
+    """`repo.method` (a repository of `store`) closes `store` once it returns: the stop's close
+    landing right after the step it committed."""
+    original = getattr(repo, method)
+
+    def then_close(*a: Any, **kw: Any) -> Any:
+        result = original(*a, **kw)  # committed
+        store.close()  # the stop's close lands right after
+        return result
+
+    setattr(repo, method, then_close)
+
+
 def click(ctx: Any, action: ActionId, token: str) -> tuple[Answers, Client]:
     answers, client = Answers(), Client()
     body = click_body(action, token, user="W0LEAD", channel="C0TRAIN", message_ts="1.1",
@@ -47,14 +60,7 @@ def test_a_click_stopped_after_its_claim_or_refusal_says_what_it_left(
         store_url: str, action: ActionId, repo_method: str) -> None:
     store = Store.open(store_url)
     ctx, token = world(store)
-    original = getattr(store.approvals, repo_method)
-
-    def then_close(*a: Any, **kw: Any) -> Any:
-        result = original(*a, **kw)  # committed
-        store.close()  # the stop's close lands right after
-        return result
-
-    setattr(store.approvals, repo_method, then_close)
+    close_after(store, store.approvals, repo_method)
     answers, _ = click(ctx, action, token)
     [answer] = answers.sent
     # the restarted bot, a minute later, as told
@@ -79,14 +85,7 @@ def test_a_submit_stopped_after_its_row_in_flight_says_nothing_went_to_slurm(
     store = Store.open(store_url)
     slurm = FakeSlurm()
     ctx = make_context(store, slurm, slack=False, clock=lambda: NOW)
-    original = store.submits_in_flight.add
-
-    def then_close(*a: Any, **kw: Any) -> Any:
-        result = original(*a, **kw)
-        store.close()
-        return result
-
-    store.submits_in_flight.add = then_close  # type: ignore[method-assign]
+    close_after(store, store.submits_in_flight, "add")
     answers = Answers()
     make_run_train(ctx, ListenerFence())(
         slash_body("submit mix", user="U0ALICE", channel="C0TRAIN", response_url="-"),
@@ -117,14 +116,7 @@ def test_a_probe_click_stopped_after_its_claim_says_the_probe_runs(store_url: st
     recorded(ctx).post_root(chain.id, "C0TRAIN", [], "mix")
     offer = create_probe_offer(ctx, recipe="mix", chain_id=chain.id, job_id="88155", now=NOW)
     assert offer is not None
-    original = store.approvals.claim
-
-    def then_close(*a: Any, **kw: Any) -> Any:
-        result = original(*a, **kw)
-        store.close()
-        return result
-
-    store.approvals.claim = then_close  # type: ignore[method-assign]
+    close_after(store, store.approvals, "claim")
     answers, _ = click(ctx, ActionId.RUN_PROBE, offer["value"])
     [answer] = answers.sent
     assert "nothing was done" not in answer["text"]
@@ -142,14 +134,7 @@ def test_a_home_stop_watching_stopped_after_it_says_the_job_is_not_watched(
     slurm.add(4242, name="eval-run", state="RUNNING", user="bob")
     ctx = make_context(store, slurm, clock=lambda: NOW, slack_lang="ko")
     chain_id = adopt(ctx, 4242, actor="W0LEAD", now=NOW)
-    original = store.chains.set_status
-
-    def then_close(*a: Any, **kw: Any) -> Any:
-        result = original(*a, **kw)
-        store.close()
-        return result
-
-    store.chains.set_status = then_close  # type: ignore[method-assign]
+    close_after(store, store.chains, "set_status")
     client = Client()
     make_stop_watching(ctx, ListenerFence())(body={"user": {"id": "W0LEAD"}},
                                              action={"value": str(chain_id)}, logger=LOG,
@@ -237,14 +222,7 @@ def test_a_cancel_and_resumes_resubmit_stopped_after_its_row_says_its_settles_le
                                    allowed=["W0LEAD"], expires_at=NOW + 86_400.0,
                                    now=NOW - 60, target_job="88154", chain_id=chain.id)
     assert store.approvals.claim(token, "W0LEAD", NOW - 50, step="claimed").claimed
-    original = store.submits_in_flight.add
-
-    def then_close(*a: Any, **kw: Any) -> Any:
-        result = original(*a, **kw)
-        store.close()
-        return result
-
-    store.submits_in_flight.add = then_close  # type: ignore[method-assign]
+    close_after(store, store.submits_in_flight, "add")
     effects = SideEffects()
     with pytest.raises(Exception) as stopped:
         submit_and_announce(effects.context(ctx), "mix", actor="W0LEAD", now=NOW,
@@ -270,14 +248,7 @@ def test_a_click_stopped_after_undoing_its_claim_and_row_does_not_say_to_wait_fo
     ctx, token = world(store)
     assert claim_submit(store, "mix", None, None, holder=submit_holder(), own=None, now=NOW,
                         hold_s=3600.0, clusters=["dev"]) is None  # a new run's, under way
-    original = store.approvals.release
-
-    def then_close(*a: Any, **kw: Any) -> Any:
-        result = original(*a, **kw)
-        store.close()
-        return result
-
-    store.approvals.release = then_close  # type: ignore[method-assign]
+    close_after(store, store.approvals, "release")
     answers, _ = click(ctx, ActionId.RESUBMIT, token)
     [answer] = answers.sent
     again = Store.open(store_url)
@@ -343,14 +314,7 @@ def test_a_cancel_and_resume_click_stopped_after_its_scancel_says_when_its_resub
     ctx = make_context(store, slurm, clock=lambda: NOW + 10, slack_lang=lang)
     _, prompt = mix_prompt(ctx, now=NOW, run_at=NOW - 100, running=slurm, watched=True)
     if at == "row":
-        original = store.submits_in_flight.add
-
-        def then_close(*a: Any, **kw: Any) -> Any:
-            result = original(*a, **kw)
-            store.close()
-            return result
-
-        store.submits_in_flight.add = then_close  # type: ignore[method-assign]
+        close_after(store, store.submits_in_flight, "add")
     answers, _ = click(ctx, ActionId.CANCEL_RESUME, prompt.token)
     [answer] = answers.sent
     assert slurm.acted("cancel") == [88154]
