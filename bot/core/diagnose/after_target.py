@@ -158,6 +158,15 @@ _RULE = re.compile(r"^[\W_]*$")
 # omitted)`): no line of training
 _HEADING = re.compile(r"^[A-Za-z][\w .()/-]{0,60}:$")
 _ELISION = re.compile(r"(?i)^[\W_]*(?:[a-z]+ )?(?:truncated|snip(?:ped)?|omitted|elided)[\W_]*$")
+# A library's own note at glog's or absl's INFO or WARNING severity, its letter, date, time,
+# thread id, file and line before it (glog's LogMessage prefix, absl's Python handler's:
+# `W1207 12:00:00.123456  1234 gpu_timer.cc:114] Skipping the delay kernel`, `I1207
+# 12:00:01.123456 140123 checkpoint.py:88] Waiting for async writes`), TensorFlow's C++ one after
+# its time (`2026-12-07 12:00:00.123456: W tensorflow/core/kernels/data/generator_dataset_op.cc:
+# 107] Error occurred when finalizing GeneratorDataset iterator: ...`): what the library says as
+# it winds down, no training and no error of the run's (an E or F line is one)
+_LIBRARY_NOTE = re.compile(r"^([IW])\d{4} [\d:.]+ +\d+ [\w/.-]+\.\w+:\d+\]"
+                           r"|^[\d-]+[ T][\d:.]+: ([IW]) [\w/.-]+\.\w+:\d+\]")
 
 
 def goes_on_after(after: Sequence[str], epoch: int) -> bool:
@@ -165,17 +174,28 @@ def goes_on_after(after: Sequence[str], epoch: int) -> bool:
     not over: a line still training or announcing training, a signal's or an abort's notice, an
     error, an evaluation announced that no result follows, or any line that is not what a
     program prints once its loop is over (`_reported`: `Unfreezing backbone`, `Exporting
-    TorchScript model` with no result after it): an unknown line is no end."""
+    TorchScript model` with no result after it): an unknown line is no end. A note at glog's,
+    absl's or TensorFlow's INFO or WARNING severity (`_LIBRARY_NOTE`) that does not train is no
+    unknown line, and at WARNING no alarm nor an evaluation announced: a library winding down
+    says nothing of the run's loop."""
     in_report = False  # under a report's heading (`Best Model Performance on Test Data:`)
     for line in after:
-        if _trains(line, epoch, figures=not in_report) or _alarms(line) or not _reported(line):
+        note = _LIBRARY_NOTE.match(line.lstrip())
+        if _trains(line, epoch, figures=not in_report) or (
+                not _warned(line) and _alarms(line)) or (note is None and not _reported(line)):
             return True
         text = message_after_time(line).strip()
         if _HEADING.match(text):
             in_report = bool(_REPORT_WORD.search(text) or _REPORTED.search(text)) or in_report
     announced = [i for i, line in enumerate(after)
-                 if _EVALUATION.search(line) and not _RESULT.search(line)]
+                 if _EVALUATION.search(line) and not _RESULT.search(line) and not _warned(line)]
     return bool(announced) and not any(_RESULT.search(line) for line in after[announced[-1] + 1:])
+
+
+def _warned(line: str) -> bool:
+    """The line is a note at glog's, absl's or TensorFlow's WARNING severity (`_LIBRARY_NOTE`)."""
+    note = _LIBRARY_NOTE.match(line.lstrip())
+    return note is not None and "W" in (note.group(1), note.group(2))
 
 
 def _reported(line: str) -> bool:
