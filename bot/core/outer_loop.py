@@ -107,6 +107,33 @@ def names_pass(line: str, before: Sequence[str]) -> bool:
         header.match(b) for header in headers for b in before)
 
 
+# The fold counts k-fold cross-validation runs with when its script prints no total: scikit-learn's
+# KFold default (n_splits=5) and 10-fold
+_USUAL_FOLDS = frozenset({5, 10})
+
+
+def closes_uncounted_loop(line: str, others: Sequence[str]) -> bool:
+    """`line` names a fold by its number (`Training complete for fold 5`) of a k-fold loop that
+    no line of the log (`line`, `others`) counts with a total (`Fold 1/5`), the furthest fold
+    the log names, every fold before it named too (`Fold 1` ... `Fold 5`, or from `Fold 0`), and
+    their count one k-fold cross-validation usually runs (`_USUAL_FOLDS`: 5, 10): with no total
+    to hold it to, that fold's end said with no next fold started is the loop's end. A fold
+    short of such a count (`fold 2`) leaves it open."""
+    named = [int(m.group(2)) for m in _NUMBERED.finditer(line) if _word(m.group(1)) == "fold"]
+    if len(named) != 1:
+        return False
+    numbers: set[int] = set()
+    for text in [line, *others]:
+        if any(_word(m.group(1)) == "fold" for m in _COUNTED.finditer(text)):
+            return False
+        numbers |= {int(m.group(2)) for m in _NUMBERED.finditer(text)
+                    if _word(m.group(1)) == "fold"}
+    first = min(numbers)
+    return (named[0] == max(numbers) and first in (0, 1)
+            and numbers == set(range(first, named[0] + 1))
+            and named[0] + 1 - first in _USUAL_FOLDS)
+
+
 def names_pass_short_of_last(line: str) -> bool:
     """The line names a pass of an outer loop short of its total (`training finished for fold
     1/5`): what it says is that pass's."""

@@ -23,7 +23,7 @@ from bot.core.diagnose.shell_prompt import SHELL_PROMPT
 from bot.core.line_time import message_after_time
 from bot.core.logprefix import LOG_LEAD
 from bot.core.metrics import MetricSeries
-from bot.core.outer_loop import names_pass
+from bot.core.outer_loop import closes_uncounted_loop, names_pass
 
 # A program's own sentence that its training finished, in words none of the catalogue's
 # `completed` markers has (those read `Training finished`, `Finished training.`, `Training
@@ -102,6 +102,17 @@ _NO_IMPROVEMENT_STOP = re.compile(
     r"(?:no(?:t)? improv|did(?: not|n't) improve|ha(?:s|ve)(?: not|n't) improved|without improv)"
     r"(?![^.;!?]*(?:count(?:er)?\b|\d+[ \t]*(?:/|out of)[ \t]*\d+))")
 
+# ... and an early stop's words alone as the message, its setting or its reason in parentheses
+# after them (`Early stopping (patience=3)`, `Epoch 14: early stopping (patience=3,
+# monitor=val_loss)`, `Early stopping (no improvement in 3 epochs)`): the stop as it happens,
+# not a callback's repr (`EarlyStopping(patience=3)`), its use announced (`Using early stopping
+# (patience=3)`) nor a setting with more said after it (`Early stopping (patience=3) enabled`)
+_STOPPED_EARLY_NOTED = re.compile(
+    rf"(?i)^(?:{LOG_LEAD})*(?:epoch[ \t]*\d+[ \t]*:[ \t]*)?early[ _-]?stop(?:ping|ped)?[ \t]+\("
+    r"(?:(?:[\w.]+[ \t]*[=:][ \t]*[\w.+-]+(?:,[ \t]*)?)+"
+    r"|(?:no(?:t)? improv|did(?: not|n't) improve|ha(?:s|ve)(?: not|n't) improved)[^()]{0,60})"
+    r"\)[ \t.!]*$")
+
 # The whole run named done: `_RUN_DONE` with nothing before its words but a log's level or
 # logger (bot.core.logprefix `LOG_LEAD`: `INFO: training done`, `[INFO] __main__: Training
 # complete`) and `the` or `model`;
@@ -148,9 +159,11 @@ def stopped_early(text: str) -> bool:
     stopping.`), not an early stop's counter, setting, denial or one to come (`EarlyStopping
     counter: 3 out of 10`, `No early stopping this epoch`, `Early stopping would trigger in 3
     more epochs`, `No improvement for 2 epochs, stopping after 3 more`), nor a stop of something
-    else than training (`no improvement -> stopping data augmentation`): the one definition of
-    an early stop the quiet endings read."""
-    return _STOPPED_EARLY.search(text) is not None or _NO_IMPROVEMENT_STOP.search(text) is not None
+    else than training (`no improvement -> stopping data augmentation`); the stop's words alone
+    with its setting or reason in parentheses are one (`_STOPPED_EARLY_NOTED`: `Early stopping
+    (patience=3)`): the one definition of an early stop the quiet endings read."""
+    return (_STOPPED_EARLY.search(text) is not None or _NO_IMPROVEMENT_STOP.search(text) is not None
+            or _STOPPED_EARLY_NOTED.match(message_after_time(text)) is not None)
 
 
 def _closing(text: str) -> bool:
@@ -178,10 +191,15 @@ def ends_open_pass(tail: Sequence[tuple[int, str]], series: MetricSeries,
     for fold 2`, a pass the lines before it count: bot.core.outer_loop.names_pass) inside a
     pass of that loop short of its last (`in_open_pass`: `Fold 1/5`, a pass's number with no
     total that no counter at its total covers): the loop it ended is that pass's, and the next
-    pass trains next."""
+    pass trains next. A marker naming the last fold of a k-fold loop no line counts with a
+    total, at a count such a loop usually runs (`Training complete for fold 5` after `Fold 1`
+    ... `Fold 5`: bot.core.outer_loop.closes_uncounted_loop), ends that loop."""
     text = next((normalize_line(t) for n, t in tail if n == line), "")
-    if not stopped_early(text) and not names_pass(message_after_time(text), [
-            _message_lead_stripped(t) for n, t in [*outer_headers, *tail] if n < line]):
+    before = [_message_lead_stripped(t) for n, t in [*outer_headers, *tail] if n < line]
+    if not stopped_early(text) and not names_pass(message_after_time(text), before):
+        return False
+    if not stopped_early(text) and closes_uncounted_loop(message_after_time(text), [
+            *before, *(_message_lead_stripped(t) for n, t in tail if n > line)]):
         return False
     return in_open_pass(tail, series, outer_headers)
 
