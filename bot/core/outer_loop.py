@@ -12,6 +12,9 @@ import re
 from collections.abc import Sequence
 
 OUTER_PASS = r"(?:fold|trial|round|episode|sweep|run|stage|phase)s?"
+# DeepSpeed's ZeRO stage is a setting, not a pass (`Using DeepSpeed ZeRO stage 2`, `[deepspeed]
+# zero stage 3`, `ZeRO-stage 2`)
+_NOT_A_PASS = r"(?<!zero )(?<!zero-)(?<!zero_)"
 # Every loop's word a pass's number follows: OUTER_PASS's, and a repeat's over seeds, levels,
 # tasks, models, configs (`seed=1`, `Running with seed 0`, `Level 2`, `Task 3/5`, `Repeat 2`)
 _PASS = r"(?:fold|trial|round|episode|sweep|run|stage|phase|seed|level|task|model|config|repeat)s?"
@@ -28,7 +31,8 @@ COUNTED_LOCATOR = r"(?i)(?:" + _PASS + r")\s*[#=:]?\s*\d+\s*(?:/|of)\s*\d+"
 # final actor model checkpoint at episodes 10`); not a setting's value (`run=5`), a path's or an
 # identifier's part (`runs/detect/run2`, `./outputs/phase1`, `W&B run 3f2a9c1d`) nor a best
 # pass (`Best round: 312`)
-_PASS_NAMED = re.compile(r"(?i)(?<![\w/=.-])(?<!best )(fold|trial|round|sweep|run|stage|phase)s?"
+_PASS_NAMED = re.compile(r"(?i)(?<![\w/=.-])(?<!best )" + _NOT_A_PASS
+                         + r"(fold|trial|round|sweep|run|stage|phase)s?"
                          r"[ \t]*(?:#|no\.?)?[ \t]*\d+(?![\w.%/-])")
 # A pass's header of such a loop: its word and number first in the message, after a log's lead
 # and a start's verb at most (`Fold 2`, `===== fold 1 =====`, `Running Trial #2`, `Starting fold
@@ -36,7 +40,8 @@ _PASS_NAMED = re.compile(r"(?i)(?<![\w/=.-])(?<!best )(fold|trial|round|sweep|ru
 _PASS_HEADER = (r"(?i)^[\W\d_]*(?:(?:start\w*|running|run|begin\w*|training|train|evaluating"
                 r"|now|on|for|entering)[ \t]+)*{word}s?[ \t]*(?:#|no\.?|[=:])?[ \t]*\d+"
                 r"(?![\w.%/-])")
-_NUMBERED = re.compile(r"(?i)(?<![a-z_])(" + _PASS + r")\s*(?:#|no\.?|[=:])?\s*(\d+)(?![\d/.%])")
+_NUMBERED = re.compile(r"(?i)(?<![a-z_])" + _NOT_A_PASS + r"(" + _PASS
+                       + r")\s*(?:#|no\.?|[=:])?\s*(\d+)(?![\d/.%])")
 
 
 def outer_loop_open(lines: Sequence[str]) -> bool:

@@ -91,7 +91,8 @@ _NEXT_RUN_STARTS = re.compile(r"(?i)^wandb: (?:tracking run with wandb|syncing r
 _STAGE_HEADER = re.compile(rf"(?i)^(?:{LOG_LEAD})*(?:stage|phase)\s*[#:]?\s*\d"
                            r"|(?<![a-z])(?:start\w*|begin\w*|running|enter\w*|unfreez\w*|freez\w*"
                            r"|switch\w*|mov\w*|now|next|proceed\w*|launch\w*)(?![a-z])"
-                           r".*(?<![a-z])(?:stage|phase)\s*[#:]?\s*\d")
+                           r".*(?<![a-z])(?<!zero )(?<!zero-)(?<!zero_)"
+                           r"(?:stage|phase)\s*[#:]?\s*\d")
 # A next phase's start announced in words, with no number, as a line of its own: a start's
 # verb and a few words naming a stage, a phase or a training (`Starting the reward-model
 # stage`, `Now entering the SFT phase`, `Starting DPO training`), or a kind of training, a

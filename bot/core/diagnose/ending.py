@@ -57,6 +57,10 @@ _ERROR_LINE = re.compile(
     # torchrun not found`, dash's `sh: 1: torchrun: not found`
     # (`.*` takes all but the name's last character: one try per position on a long digit run)
     r"|.*(?:command (?:[^\s:]+ )?not found|[^\s:]: not found\W*$)"
+    # glog's and absl's FATAL severity, whose LOG(FATAL) aborts the process after its line
+    # (`F1207 12:00:00.123456  1234 device.cc:12] Unexpected event status: 1`, TensorFlow's
+    # `2026-12-07 12:00:00.123456: F tensorflow/core/kernels/conv_ops.cc:1153] ...`)
+    r"|F\d{4} [\d:.]+ +\d+ [\w/.-]+\.\w+:\d+\]|[\d-]+[ T][\d:.]+: F [\w/.-]+\.\w+:\d+\]"
     r"|.*\b(?:[Ee]rror|ERROR|[Ff]ailed|FAILED|[Ff]ailure|FAILURE|[Aa]bort(?:ed|ing)?|ABORT"
     r"|[Ii]llegal|[Ss]egmentation fault|core dumped)\b|.*[a-z](?:Error|Exception)\b)"
 )
