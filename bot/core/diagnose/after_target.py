@@ -53,6 +53,16 @@ _FIGURE = re.compile(r"(?i)(?<![a-z0-9])(?:loss|acc|accuracy|reward|ppl|perplexi
 _RESULT = re.compile(r"(?i)(?<![a-z0-9])(?:loss|acc\w*|f1|map\w*|bleu|rouge\w*|fid|ppl|perplexity"
                      r"|precision|recall|auc|score|reward|error|wer|cer|iou|psnr|ssim|metrics?)"
                      r"\b\W{0,3}[-+]?(?:\d|\.\d)")
+# A producing or measuring phase's outcome: its output counted (`Generated 1000 sentences`,
+# `Sampled 64 images`, `Translated 3003 sentences in 41.2s`) or its throughput measured
+# (`Throughput: 123.4 samples/s`, `Inference speed: 812 tokens/s`): the end of a generation's
+# or a benchmark's run, as a result is an evaluation's; not a count short of its total
+# (`Generated 10/1000 sentences`)
+_OUTCOME = re.compile(
+    r"(?i)^\W*(?:generated|produced|sampled|decoded|translated|synthesi[sz]ed|predicted"
+    r"|processed|benchmarked)\s+[\d,]+\s+(?!/)[a-z]"
+    r"|(?<![a-z])(?:throughput|speed)\b\W{0,3}[-+]?\d[\d,.]*\s*(?:[a-z]+|it)/s(?:ec)?\b"
+    r"|\d[\d,.]*\s*(?:samples|sentences|tokens|images|sequences|examples|frames|items)/s(?:ec)?\b")
 # Words that say what a line reports finished (`Fold 4 finished, acc: 0.94`, `Training done for
 # fold 4, loss: 0.31`) ...
 _FINISHED = re.compile(r"(?i)(?<![a-z])(?:finished|done|completed?|ended)(?![a-z])")
@@ -189,8 +199,14 @@ def goes_on_after(after: Sequence[str], epoch: int) -> bool:
         if _HEADING.match(text):
             in_report = bool(_REPORT_WORD.search(text) or _REPORTED.search(text)) or in_report
     announced = [i for i, line in enumerate(after)
-                 if _EVALUATION.search(line) and not _RESULT.search(line) and not _warned(line)]
-    return bool(announced) and not any(_RESULT.search(line) for line in after[announced[-1] + 1:])
+                 if _EVALUATION.search(line) and not _result(line) and not _warned(line)]
+    return bool(announced) and not any(_result(line) for line in after[announced[-1] + 1:])
+
+
+def _result(line: str) -> bool:
+    """The line is an evaluation's result (`_RESULT`) or a producing or measuring phase's
+    outcome (`_OUTCOME`: `Generated 1000 sentences`, `Throughput: 123.4 samples/s`)."""
+    return bool(_RESULT.search(line) or _OUTCOME.search(message_after_time(line)))
 
 
 def _warned(line: str) -> bool:
@@ -202,11 +218,12 @@ def _warned(line: str) -> bool:
 def _reported(line: str) -> bool:
     """The line is one a program prints once its loop is over (a figure, a save, a summary, a
     time, a finish, a banner), or an evaluation announced (`goes_on_after` waits for its
-    result), W&B's own or an evaluation's bar at its total."""
+    result), W&B's own, an evaluation's bar at its total or a phase's outcome (`_OUTCOME`)."""
     line = message_after_time(line).strip()
     return bool(_RULE.match(line) or _HEADING.match(line) or _ELISION.match(line)
                 or _FIGURE_NAMED.search(line) or _REPORTED.search(line)
-                or _EVALUATION.search(line) or _WANDB.match(line) or _DONE_BAR.match(line))
+                or _EVALUATION.search(line) or _WANDB.match(line) or _DONE_BAR.match(line)
+                or _OUTCOME.search(line))
 
 
 def _alarms(line: str) -> bool:
@@ -292,7 +309,7 @@ def _bar_starts_phase(rest: Sequence[str]) -> bool:
     Prediction *****`), it loaded for that."""
     if any(trains_after(line) or _stage_header(message_after_time(line)) for line in rest):
         return True
-    return not any(_EVALUATION.search(line) or _RESULT.search(line) for line in rest)
+    return not any(_EVALUATION.search(line) or _result(line) for line in rest)
 
 
 def _phase_starts(text: str, rest: Sequence[str] = ()) -> bool:
@@ -308,7 +325,7 @@ def _phase_starts(text: str, rest: Sequence[str] = ()) -> bool:
             text):
         return False
     return not _EVALUATION.search(text) or not any(
-        _RESULT.search(line) or _OUTPUT_DONE.search(line) for line in rest)
+        _result(line) or _OUTPUT_DONE.search(line) for line in rest)
 
 
 def _stage_header(text: str) -> bool:
