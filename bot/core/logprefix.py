@@ -49,7 +49,9 @@ TIMED_PREFIX = (
 #: What a logging library puts before a message, after the time and the launcher's prefixes
 #: the readers strip (bot.core.line_time `message_after_time`), each a piece of it: a level or a
 #: logger's usual name (`INFO`, `WARNING`, `__main__`, `root`), another logger's name between a
-#: level's separators (`INFO:transformers.trainer:`, `- INFO - trl.trainer - `, hydra's
+#: level's separators (`INFO:transformers.trainer:`, `- INFO - trl.trainer - `, the
+#: `%(asctime)s - %(name)s - %(levelname)s - ` format's `- ModelTrainer - INFO - ` once the time
+#: is read off, hydra's
 #: `[trl.trainer][INFO]`), absl's and glog's level's letter, thread id, file and line (`I1207
 #: 11:00:05.123 12345 train.py:88] `, C++'s `solver.cpp:411] `), and any one character not a
 #: letter: a separator, a frame, a date the time reader leaves (the Hugging Face examples'
@@ -60,7 +62,7 @@ LOG_LEAD = (
     r"(?<![^\W\d_])(?:trace|debug|info|notice|warn(?:ing)?|error|critical|fatal|main|root|log)"
     r"(?![^\W\d_])"
     r"|(?<=[:\[])[\w.]+(?=:\S|\]\[)"
-    r"|(?<= - )[\w.]+(?= - )"
+    r"|(?:(?<= - )|(?<=^- ))[\w.]+(?= - )"
     r"|[\w.-]+\.[A-Za-z]\w*:\d+\]"
     r"|(?<![^\W\d_])[IWEF](?=\d{4}[ \t])"
     r"|[\W\d_]"

@@ -168,6 +168,7 @@ _RULE = re.compile(r"^[\W_]*$")
 # `Classification report:`), and a copier's elision (`[...truncated...]`, `<snip>`, `(output
 # omitted)`): no line of training
 _HEADING = re.compile(r"^[A-Za-z][\w .()/-]{0,60}:$")
+_LOG_LEAD = re.compile(rf"(?i)(?:{LOG_LEAD})*")
 _ELISION = re.compile(r"(?i)^[\W_]*(?:[a-z]+ )?(?:truncated|snip(?:ped)?|omitted|elided)[\W_]*$")
 # A library's own note at glog's or absl's INFO or WARNING severity, its letter, date, time,
 # thread id, file and line before it (glog's LogMessage prefix, absl's Python handler's:
@@ -196,7 +197,7 @@ def goes_on_after(after: Sequence[str], epoch: int) -> bool:
                 not _warned(line) and _alarms(line)) or (note is None and not _reported(line)):
             return True
         text = message_after_time(line).strip()
-        if _HEADING.match(text):
+        if _heading(text):
             in_report = bool(_REPORT_WORD.search(text) or _REPORTED.search(text)) or in_report
     announced = [i for i, line in enumerate(after)
                  if _EVALUATION.search(line) and not _result(line) and not _warned(line)]
@@ -220,10 +221,17 @@ def _reported(line: str) -> bool:
     time, a finish, a banner), or an evaluation announced (`goes_on_after` waits for its
     result), W&B's own, an evaluation's bar at its total or a phase's outcome (`_OUTCOME`)."""
     line = message_after_time(line).strip()
-    return bool(_RULE.match(line) or _HEADING.match(line) or _ELISION.match(line)
+    return bool(_RULE.match(line) or _heading(line) or _ELISION.match(line)
                 or _FIGURE_NAMED.search(line) or _REPORTED.search(line)
                 or _EVALUATION.search(line) or _WANDB.match(line) or _DONE_BAR.match(line)
                 or _OUTCOME.search(line))
+
+
+def _heading(text: str) -> bool:
+    """`text` (a message after its time) is a report's heading (`_HEADING`), after what a
+    logging library puts before it too (`- ModelEvaluator - INFO - Confusion Matrix:`)."""
+    lead = _LOG_LEAD.match(text)
+    return bool(_HEADING.match(text) or (lead and _HEADING.match(text[lead.end():])))
 
 
 def _alarms(line: str) -> bool:
