@@ -427,7 +427,8 @@ def seed_subshells(text: str, memo: Memo) -> list[tuple[int, int]] | None:
     return spans
 
 
-_HEREDOC_RE = re.compile(r"<<(-?)\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\2")
+#: A here-document's `<<` / `<<-` and its delimiter (not a here-string's `<<<`).
+_HEREDOC_RE = re.compile(r"(?<!<)<<(?!<)(-?)\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\2")
 
 
 def heredoc_body_lines(text: str) -> list[int]:

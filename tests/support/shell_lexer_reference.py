@@ -198,7 +198,8 @@ def strip_comments(text: str) -> str:
     return "".join(parts)
 
 
-_HEREDOC_RE = re.compile(r"<<(-?)\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\2")
+#: A here-document's `<<` / `<<-` and its delimiter (not a here-string's `<<<`).
+_HEREDOC_RE = re.compile(r"(?<!<)<<(?!<)(-?)\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\2")
 
 
 def blank_heredocs(text: str) -> str:
