@@ -198,8 +198,44 @@ def strip_comments(text: str) -> str:
     return "".join(parts)
 
 
-#: A here-document's `<<` / `<<-` and its delimiter (not a here-string's `<<<`).
-_HEREDOC_RE = re.compile(r"(?<!<)<<(?!<)(-?)\s*(['\"]?)([A-Za-z_][A-Za-z0-9_]*)\2")
+#: A here-document's `<<` / `<<-` (not a here-string's `<<<`, not a shift in an arithmetic
+#: expression: _here_documents) and its delimiter's word (`EOF`, `'EOF'`, `\\EOF`,
+#: `E"OF"`, `END-OF`: bash's word, up to a blank or an operator's character; a carriage
+#: return is the word's, as bash reads it: `<<EOF\r` ends at the line `EOF\r`).
+_HEREDOC_RE = re.compile(
+    r"(?<!<)<<(?!<)(-?)[ \t]*((?:[^ \t\n|&;()<>'\"\\]|\\.|'[^'\n]*'|\"[^\"\n]*\")+)")
+_DELIMITER_QUOTES_RE = re.compile(r"\\(.)|'([^']*)'|\"([^\"]*)\"")
+
+
+def _here_documents(line: str) -> list[tuple[bool, str]]:
+    """The here-documents a line opens, in order: whether each strips its body's leading tabs
+    (`<<-`) and its delimiter with its quotes removed (bash's: `<<'EOF'`, `<<\\EOF`,
+    `<<E"OF"` end at the line `EOF`). None where the `<<` is in a quoted string (`echo "cat
+    <<EOF"`) or an arithmetic expression (`((m = 1 << b))`, `$((1<<b))`) on the line."""
+    found = []
+    for m in _HEREDOC_RE.finditer(line):
+        before = line[:m.start()]
+        if before.count("((") > before.count("))") or _in_quotes(before):
+            continue
+        delim = _DELIMITER_QUOTES_RE.sub(lambda q: next(g for g in q.groups() if g is not None),
+                                         m.group(2))
+        found.append((m.group(1) == "-", delim))
+    return found
+
+
+def _in_quotes(text: str) -> bool:
+    """Does `text` end inside a quoted string it opens (`echo "a`, `x='b`)?"""
+    quote = ""
+    i = 0
+    while i < len(text):
+        c = text[i]
+        if c == "\\" and quote != "'":
+            i += 2
+            continue
+        if c in "'\"" and quote in ("", c):
+            quote = "" if quote else c
+        i += 1
+    return bool(quote)
 
 
 def blank_heredocs(text: str) -> str:
@@ -215,8 +251,7 @@ def blank_heredocs(text: str) -> str:
         i += 1
         if "<<" not in line:
             continue
-        for m in _HEREDOC_RE.finditer(line):
-            strip_tabs, delim = m.group(1) == "-", m.group(3)
+        for strip_tabs, delim in _here_documents(line):
             while i < len(lines):
                 body = lines[i].lstrip("\t") if strip_tabs else lines[i]
                 out.append(" " * len(lines[i]) if body != delim else lines[i])
