@@ -95,7 +95,7 @@ def lint_launcher(
         done = walked
         for checks, run in (
                 ((CHECK_ARITH_ZERO, CHECK_ARITH_UNSET, CHECK_ARITH_ERROR),
-                 lambda: check_arith(done, code, blanked)),
+                 lambda: check_arith(done, blanked)),
                 ((CHECK_NOUNSET,), lambda: check_nounset(done)),
                 ((CHECK_INTERACTIVE,), lambda: check_interactive(done)),
                 ((CHECK_TEE_HIDES_STATUS,), lambda: check_tee(done)),

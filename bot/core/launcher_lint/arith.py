@@ -115,13 +115,15 @@ def _named_nowhere_else(code: str, names: set[str], bodies: dict[str, tuple[int,
         found = left
 
 
-def check_arith(scan: Scan, code: str, walked: str | None = None) -> list[Finding]:
+def check_arith(scan: Scan, code: str) -> list[Finding]:
     """The findings of the arithmetic checks, each with a `pass` note when it finds nothing:
     `arith_zero_under_errexit` (a status of 1 that `set -e` stops on),
     `arith_unset_under_nounset` (an unbound variable that `set -u` stops on) and
     `arith_error_without_errexit` (an arithmetic error nothing stops on). One finding a line:
     the first collected, but a stop over an error bash goes past (a loop's first pass, where
-    `set -e` is off, goes on; a later pass, after the body's `set -e`, stops there)."""
+    `set -e` is off, goes on; a later pass, after the body's `set -e`, stops there). `code` is
+    the text the walk read, each here-document's body blanked in place (its data no call, no
+    assignment, no `kill`, no `trap`), with the script's offsets."""
     findings: list[Finding] = []
     # the loops whose number of passes the script says (syntax.loop_passes): one bash makes no
     # pass through sets nothing, one it makes a single pass through has no next pass
@@ -129,16 +131,10 @@ def check_arith(scan: Scan, code: str, walked: str | None = None) -> list[Findin
     never_run = [(start, scan.loops[start]) for start, n in passes.items() if n == 0
                  ] + scan.never_run
     # (… and the bodies of the functions nothing calls: what they assign holds nowhere)
-    # (`walked`, the text the walk read, has each here-document's body blanked in place, so
-    # its offsets and the walk's are `code`'s: a `kill` or `trap` is read there, not in a
-    # here-document's data)
-    walked = code if walked is None else walked
-    if len(walked) != len(code):
-        raise ValueError("the walked text's offsets are not the script's")
     never_run += never_called_bodies(code, scan.uncalled_bodies)
     # (… and the calls of a signal trap's function at a `kill` the script sends itself, past
     # which nothing runs where that function always exits)
-    at_kills, past_exits = signal_calls(walked, scan) if scan.arith else ([], [])
+    at_kills, past_exits = signal_calls(code, scan) if scan.arith else ([], [])
     if past_exits:
         never_run += past_exits
         scan = replace(scan, arith=[a for a in scan.arith if not any(
@@ -148,7 +144,7 @@ def check_arith(scan: Scan, code: str, walked: str | None = None) -> list[Findin
     # the calls bash never makes (`true || f`, `if false; then f; fi`) run no body, and the
     # bodies of the functions it calls there only never run
     # (… and the call bash makes of an `EXIT` trap's function as the shell exits: at the end)
-    at_exit = exit_trap_calls(walked, scan) if scan.arith else []
+    at_exit = exit_trap_calls(code, scan) if scan.arith else []
     placed = outermost_calls(in_order(scan.calls, [*at_kills, *at_exit]), scan.bodies
                              ) if scan.arith else []
     never_called: set[str] = set()

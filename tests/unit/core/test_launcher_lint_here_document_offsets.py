@@ -34,6 +34,14 @@ SCRIPTS = [
                  id="a-kill-in-a-here-document-is-data"),
     pytest.param("set -e\nn=0\nf() { ((n++)); }\ntrap f EXIT\ncat <<-EOF >/dev/null\n\thi\n"
                  "\tEOF\necho hi\n", True, id="exit-trap-counter-still-0-past-a-here-document"),
+    # (a here-document's data is no assignment, no call: the values and the never-called bodies
+    # are read in the text the walk read)
+    pytest.param("set -e\nn=0\nf() { ((n++)); }\ntrap f EXIT\ncat <<EOF >/dev/null\nn=5\nEOF\n"
+                 "echo done\n", True, id="an-assignment-in-a-here-document-is-data"),
+    pytest.param("set -e\nn=1\nz() { n=0; }\ncat <<EOF >/dev/null\nz\nEOF\n((n++))\necho done\n",
+                 False, id="a-functions-name-in-a-here-document-is-no-call"),
+    pytest.param("set -e\nn=1\nz() { n=0; }\nouter() { z; }\ncat <<EOF >/dev/null\nouter\nEOF\n"
+                 "((n++))\necho done\n", False, id="a-callers-name-in-a-here-document-is-no-call"),
 ]
 
 
