@@ -17,6 +17,7 @@ from bot.core.launcher_lint.branch_paths import Step, last_to_run
 from bot.core.launcher_lint.counter_values import STEP, arithmetic_step, stops_at
 from bot.core.launcher_lint.counts_between import enclosing
 from bot.core.launcher_lint.model import MAX_DEPTH, Call, Construct
+from bot.core.launcher_lint.trap_actions import trap_commands
 from bot.core.shell_lexer import CASE_BRANCH_ENDS, Memo, group_end, split_top_level
 
 #: `local` / `declare` / `typeset` where a command starts in a body, and its arguments up to
@@ -397,16 +398,6 @@ COMMAND_ARGUMENT_RE = re.compile(
 _RUNS_NO_BODY_HERE_RE = re.compile(r"\w=[\"']?\Z|" + COMMAND_ARGUMENT_RE.pattern)
 
 
-#: A `trap` command's action and the conditions it is set for, on its line (`trap f EXIT`,
-#: `trap 'f' 0`, `trap -- "f" EXIT`, `trap 'cleanup; exit 1' INT TERM`), where a command may
-#: start (after `;`, `&&`, `{`, `then`, `do`, `else`: `if …; then trap f USR1; fi`): a plain
-#: or quoted word (group `name`: one function's name), or a quoted action of several commands
-#: (group `action`); the conditions after it (group `on`).
-_TRAP_RE = re.compile(
-    r"(?:^|(?<=[;&|({])|(?<=\bthen)|(?<=\bdo)|(?<=\belse))[ \t]*trap[ \t]+(?:--[ \t]+)?"
-    r"(?:([\"']?)(?P<name>[A-Za-z_][\w:-]*)\1"
-    r"|(?P<q>[\"'])(?P<action>(?:(?!(?P=q))[^\n])*)(?P=q))(?P<on>(?:[ \t]+[\w+-]+)+)[ \t]*"
-    r"(?=[;&|)}\n]|\Z)")
 #: The conditions a trap's action runs on, by name without `SIG`: the shell's exit (after every
 #: command of the script), and those on the way of a run that ends normally (before each simple
 #: command, at each function's return). Any other, a signal (`INT`, `TERM`, `USR1`) or `ERR`
@@ -433,23 +424,26 @@ def _err_on_no_normal_run(code: str, at: int) -> bool:
 
 
 def trap_action(code: str, at: int) -> str | None:
-    """Is the word at `at` in a `trap` command's action on its line (_TRAP_RE), and when does
-    bash run it: "exit" (the action is that one function's name, run on the shell's exit,
-    `trap f EXIT`), "signal" (on a signal or `ERR` only, `trap f INT`, `trap 'f; exit 1'
-    TERM`: on no normal run), None (no such action, or one bash runs on the way, `trap f
-    DEBUG`)."""
+    """Is the word at `at` in a `trap` command's action on its line (trap_actions.trap_commands),
+    and when does bash run it: "exit" (the action is that one function's name, run on the
+    shell's exit, `trap f EXIT`), "signal" (a word
+    of an action run on a signal or `ERR` only, `trap f INT`, `trap 'h "$1"' TERM`, `trap '[
+    -n "$X" ] && h' USR1`: on no normal run), None (no such action, or one bash runs on the
+    way, `trap f DEBUG`)."""
     line_start = code.rfind("\n", 0, at) + 1
     if "trap" not in code[line_start:at]:
         return None
     line_end = code.find("\n", at)
     line = code[line_start : len(code) if line_end < 0 else line_end]
-    for m in _TRAP_RE.finditer(line):
-        on = {w.upper().removeprefix("SIG") for w in m.group("on").split()}
+    rel = at - line_start
+    for trap in trap_commands(line):
+        on = trap.on
+        if trap.action is None or not trap.action_at <= rel < trap.action_at + len(trap.action):
+            continue
         if on & _ON_THE_WAY or ("ERR" in on and not _err_on_no_normal_run(code, line_start)):
             continue
-        if m.group("name") is not None and m.start("name") + line_start == at:
-            return "exit" if on & _ON_EXIT else "signal"
-        if (m.group("action") is not None and not on & _ON_EXIT
-                and m.start("action") <= at - line_start < m.end("action")):
-            return "signal"
+        if on & _ON_EXIT:  # (the function's name alone: `trap f EXIT`, `trap 'f' EXIT`)
+            return "exit" if rel == trap.action_at and re.fullmatch(
+                r"[A-Za-z_][\w:-]*", trap.action) else None
+        return "signal"
     return None

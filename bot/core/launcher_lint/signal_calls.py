@@ -11,6 +11,7 @@ from bot.core.launcher_lint.body_assignments import trap_action
 from bot.core.launcher_lint.branch_paths import path_index
 from bot.core.launcher_lint.counts_between import find_subshells
 from bot.core.launcher_lint.model import Call, Scan
+from bot.core.launcher_lint.trap_actions import always_called, trap_commands
 from bot.core.shell_lexer import Memo, group_end
 
 #: A `kill` the script sends its own shell, where a command starts, by a signal's name (`kill
@@ -19,8 +20,6 @@ from bot.core.shell_lexer import Memo, group_end
 _SELF_KILL_RE = re.compile(
     r"(?m)(?:^|(?<=[;{])|(?<=&&)|(?<=\|\|))[ \t]*kill[ \t]+(?:-s[ \t]+|-)(?:SIG)?"
     r"(?P<sig>[A-Z][A-Z0-9+-]*)[ \t]+(?:\$\$|\"\$\$\"|\$\{\$\}|\"\$\{\$\}\")[ \t]*(?=;(?!;)|\n|\Z)")
-#: A `trap` command with its action and conditions, and the signals it names.
-_TRAP_CMD_RE = re.compile(r"(?m)(?<![\w$./:-])trap[ \t]+(?P<rest>[^\n]*)")
 #: The signals whose trap bash does not run at a `kill` the script sends itself: `CHLD` (run
 #: when a child ends, not at a signal sent), `KILL` and `STOP` (no trap can catch them).
 _NOT_RUN_AT_KILL = {"CHLD", "CLD", "KILL", "STOP"}
@@ -48,8 +47,8 @@ def signal_calls(code: str, scan: Scan) -> tuple[list[Call], list[tuple[int, int
     kills = list(_SELF_KILL_RE.finditer(code))
     if not kills:
         return [], []
-    traps = list(_TRAP_CMD_RE.finditer(code))
-    if any(re.search(r"[ \t]['\"]?\d+['\"]?(?=[ \t;&|]|$)", t.group("rest")) for t in traps):
+    traps = trap_commands(code)
+    if any(re.search(r"[ \t]['\"]?\d+['\"]?(?=[ \t;&|]|$)", t.rest) for t in traps):
         return [], []  # (a signal by its number: which it is, is not read)
     memo: Memo = {}
     coprocs: list[tuple[int, int]] = []
@@ -71,26 +70,27 @@ def signal_calls(code: str, scan: Scan) -> tuple[list[Call], list[tuple[int, int
         sig = kill.group("sig").upper()
         if sig in _NOT_RUN_AT_KILL:
             continue
-        setting = [t for t in traps if sig in _signals(t.group("rest"))]
-        if len(setting) != 1 or setting[0].start() > kill.start():
+        setting = [t for t in traps if sig in _signals(t.rest)]
+        if len(setting) != 1 or setting[0].at > kill.start():
             continue
         trap = setting[0]
-        # (the action is the function's name alone, `trap h USR1`, `trap 'h' USR1`: a name
-        # elsewhere in it, `trap 'true || h' USR1`, `trap '(h)' USR1`, is not read as a call)
-        handler = [name for name in scan.bodies
-                   if (m := re.match(r"(?:--[ \t]+)?([\"']?)" + re.escape(name)
-                                     + r"\1(?=[ \t])", trap.group("rest")))
-                   and trap_action(code, trap.start("rest") + m.start(1) + len(m.group(1)))
-                   == "signal"]
+        # (the functions its action always calls, trap_actions.always_called: `trap h USR1`,
+        # `trap 'h "$1"' TERM`, `trap "echo 'got'; h" USR1`; a name elsewhere in it, `trap
+        # 'true || h' USR1`, `trap '(h)' USR1`, is not read as a call)
+        handlers = [(call_at, name) for call_at, name in always_called(trap, scan.bodies)
+                    if trap_action(code, call_at) == "signal"]
         at = kill.start() + len(kill.group()) - len(kill.group().lstrip())
-        if len(handler) != 1 or not always_here(trap.start()) or not always_here(at):
+        if not handlers or not always_here(trap.at) or not always_here(at):
             continue
-        # (read as a call whose status is tested: a count in the handler that may stop bash
-        # there, `[ -f x ] && ((n++))`, is not judged at the `kill`, a miss rather than a fail)
-        calls.append(Call(at, handler[0], False, tested=True))
-        start, end = scan.bodies[handler[0]]
-        if any(s == start for s, _e in scan.dead_ends):  # (its body always ends the shell)
-            never.append((kill.end(), len(code)))
+        for _call_at, name in handlers:
+            # (read as a call whose status is tested: a count in the handler that may stop
+            # bash there, `[ -f x ] && ((n++))`, is not judged at the `kill`, a miss rather
+            # than a fail)
+            calls.append(Call(at, name, False, tested=True))
+            start, _end = scan.bodies[name]
+            if any(s == start for s, _e in scan.dead_ends):  # (its body always ends the shell)
+                never.append((kill.end(), len(code)))
+                break
     return calls, never
 
 
