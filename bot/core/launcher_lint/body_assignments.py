@@ -425,8 +425,9 @@ def _err_on_no_normal_run(code: str, at: int) -> bool:
 
 def trap_action(code: str, at: int) -> str | None:
     """Is the word at `at` in a `trap` command's action on its line (trap_actions.trap_commands),
-    and when does bash run it: "exit" (the action is that one function's name, run on the
-    shell's exit, `trap f EXIT`), "signal" (a word
+    and when does bash run it: "exit" (a word of the action of a trap on the shell's exit, run
+    after every command: `trap f EXIT`, `trap 'f "$tmp"' EXIT`, `trap '[ -n "$X" ] && f'
+    EXIT`; the calls it always makes there are trap_actions.always_called's), "signal" (a word
     of an action run on a signal or `ERR` only, `trap f INT`, `trap 'h "$1"' TERM`, `trap '[
     -n "$X" ] && h' USR1`: on no normal run), None (no such action, or one bash runs on the
     way, `trap f DEBUG`)."""
@@ -442,8 +443,5 @@ def trap_action(code: str, at: int) -> str | None:
             continue
         if on & _ON_THE_WAY or ("ERR" in on and not _err_on_no_normal_run(code, line_start)):
             continue
-        if on & _ON_EXIT:  # (the function's name alone: `trap f EXIT`, `trap 'f' EXIT`)
-            return "exit" if rel == trap.action_at and re.fullmatch(
-                r"[A-Za-z_][\w:-]*", trap.action) else None
-        return "signal"
+        return "exit" if on & _ON_EXIT else "signal"
     return None

@@ -12,11 +12,10 @@ from bot.core.launcher_lint.body_assignments import trap_action
 from bot.core.launcher_lint.branch_paths import path_index
 from bot.core.launcher_lint.counts_between import find_subshells
 from bot.core.launcher_lint.model import Call, Scan
+from bot.core.launcher_lint.trap_actions import always_called, trap_commands
 from bot.core.shell_lexer import COMMAND_AT
 
-#: A `trap` command (where a word starts) and the conditions named on its line that are the
-#: shell's exit (`EXIT`, `SIGEXIT`, `0`).
-_TRAP_RE = re.compile(r"(?<![\w$./:-])trap[ \t][^\n]*")
+#: The conditions named on a `trap`'s line that are the shell's exit (`EXIT`, `SIGEXIT`, `0`).
 _ON_EXIT_RE = re.compile(r"[ \t]['\"]?(?:SIG)?(?:EXIT|0)['\"]?(?=[ \t;&|)}]|$)", re.I)
 #: An `exit` where a command starts (`exit 0`, `then exit 0; fi`, `[ … ] && exit 0`).
 _EXIT_RE = re.compile(r"(?m)" + COMMAND_AT + r"(?P<exit>exit)(?![\w-])")
@@ -27,24 +26,26 @@ _ERREXIT_OFF_RE = re.compile(r"\bset[ \t]+(?:[^\n;&|]*[ \t])?(?:\+[A-Za-z]*e|\+o
 
 
 def exit_trap_calls(code: str, scan: Scan) -> list[Call]:
-    """A call at the script's end of the function the script's one `EXIT` trap names as its
-    action (body_assignments.trap_action: "exit"), where bash always sets that trap: at the
-    script's level (no function's body, no subshell, no branch or loop around it). None where
-    the script sets or resets an `EXIT` trap more than once (which holds at the end is not
-    read) or the trap is set on some runs only: its body is then read where it is, as before."""
+    """A call at the script's end of the one function the script's one `EXIT` trap's action
+    always calls (trap_actions.always_called, body_assignments.trap_action: "exit"), where
+    bash always sets that trap: at the script's level (no function's body, no subshell, no
+    branch or loop around it). None where the script sets or resets an `EXIT` trap more than
+    once (which holds at the end is not read) or the trap is set on some runs only: its body
+    is then read where it is, as before."""
     if "trap" not in code or not scan.bodies:
         return []
-    on_exit = [m for m in _TRAP_RE.finditer(code) if _ON_EXIT_RE.search(m.group())]
+    on_exit = [t for t in trap_commands(code) if _ON_EXIT_RE.search(" " + t.rest)]
     if len(on_exit) != 1:
         return []
     trap = on_exit[0]
-    named = [name for name in scan.bodies
-             if (m := re.search(r"(?<![\w$./:-])" + re.escape(name) + r"(?![\w:-])",
-                                code[trap.start():trap.end()]))
-             and trap_action(code, trap.start() + m.start()) == "exit"]
+    # (the functions its action always calls: `trap f EXIT`, `trap 'f "$tmp"' EXIT`, `trap
+    # 'f; echo bye' EXIT`; one only)
+    named = {name for call_at, name in always_called(trap, scan.bodies)
+             if trap_action(code, call_at) == "exit"}
     if len(named) != 1:
         return []
-    at = trap.start()
+    name = named.pop()
+    at = trap.at
     if any(start <= at < end for start, end in [
             *scan.bodies.values(), *scan.uncalled_bodies, *find_subshells(code), *scan.piped,
             *scan.never_run, *scan.dead_ends]):
@@ -57,12 +58,12 @@ def exit_trap_calls(code: str, scan: Scan) -> list[Call]:
     # in a branch there: the trap runs there too, with what the script left its variables at
     # there; not one in a body, a subshell, a loop, or where `set -e` may be off)
     if not scan.opts.errexit or _ERREXIT_OFF_RE.search(code):
-        return [Call(end, named[0], scan.opts.errexit)]
+        return [Call(end, name, scan.opts.errexit)]
     outside = [*scan.bodies.values(), *scan.uncalled_bodies, *find_subshells(code),
                *scan.piped, *scan.never_run, *scan.loops.items()]
-    earlier = [Call(m.start("exit"), named[0], True) for m in _EXIT_RE.finditer(code, at)
+    earlier = [Call(m.start("exit"), name, True) for m in _EXIT_RE.finditer(code, at)
                if not any(start <= m.start("exit") < stop for start, stop in outside)]
-    return [*earlier, Call(end, named[0], scan.opts.errexit)]
+    return [*earlier, Call(end, name, scan.opts.errexit)]
 
 
 

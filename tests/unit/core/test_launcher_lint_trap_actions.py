@@ -31,3 +31,26 @@ SIGNAL_TRAPS = [
 @pytest.mark.parametrize(("body", "bash_fails"), SIGNAL_TRAPS)
 def test_a_signal_traps_action_calls_its_function_at_the_kill(tmp_path, body, bash_fails):
     judged_as_bash(tmp_path, body, bash_fails)
+
+
+#: (script, whether bash ends it with a status other than 0)
+EXIT_TRAPS = [
+    pytest.param("set -e\nn=0\nf() { ((n++)); }\ntrap 'f \"$@\"' EXIT\nn=5\necho done\n", False,
+                 id="exit-function-with-arguments-counter-set-before-the-exit"),
+    pytest.param("set -e\nn=0\nf() { ((n++)); }\ntrap 'f \"$@\"' EXIT\necho done\n", True,
+                 id="exit-function-with-arguments-counter-still-0"),
+    pytest.param("set -e\nn=0\nf() { ((n++)); }\ntrap 'f; echo bye' EXIT\nn=5\necho done\n",
+                 False, id="exit-function-then-echo-counter-set-before-the-exit"),
+    pytest.param("set -e\nn=0\nf() { ((n++)); }\ntrap 'f; echo bye' EXIT\necho done\n", True,
+                 id="exit-function-then-echo-counter-still-0"),
+    pytest.param("set -e\ntmp=$(mktemp)\nn=0\ncleanup() { rm -f \"$1\"; ((n++)); }\n"
+                 "trap 'cleanup \"$tmp\"' EXIT\nn=3\necho done\n", False,
+                 id="cleanup-of-a-temporary-file"),
+    pytest.param("set -e\nn=0\nf() { ((n++)); }\ntrap '[ -n \"${X:-}\" ] && f' EXIT\nn=5\n"
+                 "echo done\n", False, id="exit-function-called-on-some-runs"),
+]
+
+
+@pytest.mark.parametrize(("body", "bash_fails"), EXIT_TRAPS)
+def test_an_exit_traps_action_calls_its_function_at_the_exit(tmp_path, body, bash_fails):
+    judged_as_bash(tmp_path, body, bash_fails)
