@@ -1,8 +1,9 @@
 """The launcher lint held against real bash. `run_with_bash` runs a script with bash;
 `said` is what the lint says about it (the checks and levels asked for); `runs_to_the_end`
 checks bash runs a script to its end and the lint says nothing of those checks and levels
-about it; `judged_as_bash` checks the lint fails a script exactly where bash ends it with a
-status other than 0. Shared by the test_launcher_lint_* modules that run real bash."""
+about it; `judged_as_bash` checks the lint fails a script exactly when bash ends it with a
+status other than 0 (and, where a test says the line, at that line). Shared by the
+test_launcher_lint_* modules that run real bash."""
 
 from __future__ import annotations
 
@@ -48,12 +49,16 @@ def runs_to_the_end(tmp_path: Path, body: str, checks: Collection[str] = COUNTER
 
 
 def judged_as_bash(tmp_path: Path, body: str, bash_fails: bool,
-                   checks: Collection[str] = (CHECK_ARITH_ZERO,),
-                   levels: Collection[str] = FAIL) -> None:
+                   checks: Collection[str] = COUNTER_CHECKS,
+                   levels: Collection[str] = FAIL, line: int | None = None) -> None:
     """`#!/bin/bash` then `body`: bash ends it with a status other than 0 exactly when
-    `bash_fails`, and the lint says something of `checks` at `levels` about it exactly then."""
+    `bash_fails`, and the lint says something of `checks` at `levels` about it exactly then (by
+    default: a counter check fails a line of it); with `line`, a line of `body` (1 its first),
+    what the lint says is of that line only (bash names no line where `set -e` stops it)."""
     script = "#!/bin/bash\n" + body
     ran = run_with_bash(tmp_path, script)
     assert (ran.returncode != 0) is bash_fails, ran
     found = said(script, checks, levels)
     assert bool(found) is bash_fails, found
+    if line is not None:
+        assert {at for _check, _level, at in found} == {line + 1}, found
