@@ -141,7 +141,11 @@ class DataLoaderProbeConfig(_Model):
 class CheckpointConfig(_Model):
     """Where a recipe's checkpoints live and how a complete one is recognised."""
 
-    dir: str = Field(description="Checkpoint directory on the cluster.")
+    dir: str = Field(
+        description="Checkpoint directory on the cluster: absolute, or under the SSH user's "
+        "home (relative or `~/...`), which trainbot expands before the lookup and the job's "
+        "TRAINBOT_RESUME_FROM.",
+    )
     pointer_file: str | None = Field(
         "latest_checkpoint.txt",
         description="File in `dir` naming the latest complete checkpoint (preferred if "
@@ -156,13 +160,6 @@ class CheckpointConfig(_Model):
         description="When a checkpoint dir counts as complete: 'dcp' (.metadata present), "
         "'marker:NAME' (file NAME present) or 'any'.",
     )
-
-    @field_validator("dir")
-    @classmethod
-    def _dir(cls, value: str) -> str:
-        # listed over the login node's SFTP, handed to the job as TRAINBOT_RESUME_FROM
-        return check_read_path("checkpoint dir", value,
-                               "SFTP (the checkpoint lookup) or the job's environment")
 
     @field_validator("complete_rule")
     @classmethod

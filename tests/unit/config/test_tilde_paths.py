@@ -64,13 +64,10 @@ def test_paths_without_a_leading_tilde_still_load(tmp_path):
      "nccl_flight_recorder '~/nccl-trace' starts with '~', which PyTorch "
      "(TORCH_NCCL_DEBUG_INFO_TEMP_FILE) or SFTP (trainbot's read of the dumps) does not expand: "
      "give the absolute path (/home/<user>/...)"),
-    ("    checkpoint:\n      dir: ~/ckpt/mix\n", "recipes.mix.checkpoint.dir (line 12)",
-     "checkpoint dir '~/ckpt/mix' starts with '~', which SFTP (the checkpoint lookup) or the "
-     "job's environment does not expand: give the absolute path (/home/<user>/...)"),
 ])
 def test_a_cluster_read_path_with_a_tilde_is_refused_at_load(tmp_path, lines, location, text):
-    """sampler_path, nccl_flight_recorder and checkpoint.dir are read over the login node's
-    SFTP (and handed to the job in its environment), never through a shell."""
+    """sampler_path and nccl_flight_recorder are read over the login node's SFTP (and handed
+    to the job in its environment), never through a shell."""
     message = error_of(tmp_path, MINIMAL.replace("    partition: gpu\n",
                                                  "    partition: gpu\n" + lines))
     assert f"{location}: {text}" in message
@@ -90,3 +87,30 @@ def test_cluster_read_paths_without_a_leading_tilde_still_load(tmp_path):
     assert recipe.sampler_path == "logs/%x-%j.rss"
     assert recipe.nccl_flight_recorder == "/home/alice/nccl~trace"
     assert recipe.checkpoint is not None and recipe.checkpoint.dir == "/ckpt/mix"
+
+
+
+@pytest.mark.parametrize("spelled", ["~/ckpt/mix", "ckpt/mix"])
+def test_a_home_relative_checkpoint_dir_loads_and_the_job_resumes_from_its_absolute_path(
+        tmp_path, spelled):
+    """checkpoint.dir is never used as written: the lookup resolves `~/...` (and a relative
+    dir) under the SFTP home, and the job's TRAINBOT_RESUME_FROM is the found checkpoint's
+    absolute path, so `~/ckpt` is the home's ckpt and loads."""
+    from fakes import LocalTreeSFTP
+    from test_config import write
+
+    from bot.config import load_config
+    from bot.services.resume_point import RESUME_ENV, find_resume_checkpoint, submit_env
+
+    home = tmp_path / "home"  # the SFTP home is this tree's /
+    (home / "ckpt" / "mix" / "iter_0000010").mkdir(parents=True)
+    (home / "ckpt" / "mix" / "iter_0000010" / "model.pt").write_bytes(b"w")
+    config = load_config(write(tmp_path, MINIMAL.replace(
+        "    partition: gpu\n",
+        f"    partition: gpu\n    checkpoint:\n      dir: {spelled}\n"
+        "      complete_rule: any\n")), env={})
+    recipe = config.recipe("mix")
+    assert recipe.checkpoint is not None and recipe.checkpoint.dir == spelled
+    found = find_resume_checkpoint(recipe, LocalTreeSFTP(home))
+    assert found is not None
+    assert submit_env("mix", recipe, found)[RESUME_ENV] == "/ckpt/mix/iter_0000010"
