@@ -7,6 +7,7 @@ import os
 from pydantic import Field, field_validator, model_validator
 
 from bot.config.models._base import _Model
+from bot.core.slurm.sbatch import check_read_path
 from bot.core.ssh_settings import SSHSettings, parse_proxy_jump
 from bot.core.units import check_slurm_size
 
@@ -81,9 +82,10 @@ class ClusterConfig(_Model):
     )
     py_spy: str | None = Field(
         None,
-        description="Path of py-spy on the cluster's nodes, when the site installs it; by "
-        "default trainbot copies the py-spy of its own wheel (hash-checked) under the bot "
-        "user's home (~/.cache/trainbot/), which the nodes must share.",
+        description="Absolute path of py-spy on the cluster's nodes, when the site installs "
+        "it (the nodes run it as written, without a shell: no `~`); by default trainbot "
+        "copies the py-spy of its own wheel (hash-checked) into .cache/trainbot/ in the bot "
+        "user's home, which the nodes must share.",
     )
     stacks_timeout: float = Field(
         25.0, gt=0, le=600,
@@ -112,6 +114,13 @@ class ClusterConfig(_Model):
         if value is not None:
             check_slurm_size(value)  # compared with --mem sizes: the forms Slurm takes
         return value
+
+    @field_validator("py_spy")
+    @classmethod
+    def _py_spy(cls, value: str | None) -> str | None:
+        # the stacks script on each node (under srun) runs it as written
+        return None if value is None else check_read_path(
+            "py_spy", value, "the nodes' stacks script (run by srun, without a shell)")
 
     @field_validator("proxy_jump")
     @classmethod

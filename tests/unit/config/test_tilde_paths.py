@@ -114,3 +114,25 @@ def test_a_home_relative_checkpoint_dir_loads_and_the_job_resumes_from_its_absol
     found = find_resume_checkpoint(recipe, LocalTreeSFTP(home))
     assert found is not None
     assert submit_env("mix", recipe, found)[RESUME_ENV] == "/ckpt/mix/iter_0000010"
+
+
+def test_a_cluster_py_spy_with_a_tilde_is_refused_at_load(tmp_path):
+    """The stacks script on each node runs the cluster's py_spy as written (srun, no shell):
+    `~/bin/py-spy` is no such file there, and every collection would say py-spy is absent."""
+    message = error_of(tmp_path, MINIMAL.replace(
+        "    key_file: ~/.ssh/id_ed25519\n",
+        "    key_file: ~/.ssh/id_ed25519\n    py_spy: ~/bin/py-spy\n"))
+    assert ("clusters.gpu.py_spy (line 6): py_spy '~/bin/py-spy' starts with '~', which the "
+            "nodes' stacks script (run by srun, without a shell) does not expand: give the "
+            "absolute path (/home/<user>/...)") in message
+
+
+def test_a_cluster_py_spy_without_a_leading_tilde_still_loads(tmp_path):
+    from test_config import write
+
+    from bot.config import load_config
+
+    config = load_config(write(tmp_path, MINIMAL.replace(
+        "    key_file: ~/.ssh/id_ed25519\n",
+        "    key_file: ~/.ssh/id_ed25519\n    py_spy: /opt/py~spy/bin/py-spy\n")), env={})
+    assert config.clusters["gpu"].py_spy == "/opt/py~spy/bin/py-spy"
