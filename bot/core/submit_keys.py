@@ -44,6 +44,11 @@ def top_key(key: str) -> str:
     return key.split("/", 1)[0] + "/"
 
 
+def recipe_of_top(top: str) -> str:
+    """The recipe whose new run's key (`top_key`) is `top`: `mix` of `submit:mix/`."""
+    return top.removeprefix("submit:").removesuffix("/")
+
+
 def legacy_key(key: str) -> str:
     """The key an older trainbot claims every submit of `key`'s recipe under (its one key per
     recipe, before the keys were paths): `submit:recipe:<recipe>`."""
@@ -51,7 +56,8 @@ def legacy_key(key: str) -> str:
 
 
 # The holder under which the newer trainbot holds `legacy_key` for all of its submits of the
-# recipe at once, as long as any of their claims is held (CommandClaimsRepo.sync_legacy): it
-# names no process, so an older trainbot never judges it dead and takes the key over while
-# one of those submits is under way; it stands until released or lapsed.
+# recipe at once, as long as any of their claims is held or a submit of the recipe is kept in
+# flight (CommandClaimsRepo.sync_legacy): it names no process, so an older trainbot never
+# judges it dead and takes the key over while one of those submits is under way; it stands
+# until released or lapsed.
 NEWER_SUBMITS = "newer-trainbot-submits"

@@ -24,8 +24,9 @@ under one key, `submit:recipe:<recipe>` (bot.core.submit_keys.legacy_key), and l
 key alone. Every claim here holds that key too, in the same transaction (taken, renewed:
 `renew_submit`, and ended with it: `release_submit`, a row's settle), all of them at once
 under one holder that names no process (bot.core.submit_keys.NEWER_SUBMITS), as long as any
-of their claims is held (CommandClaimsRepo.sync_legacy): the older trainbot is refused
-meanwhile, also when the submit that took or renewed it last died or settled first;
+of their claims is held or any submit of the recipe is kept in flight (its claim lapsed, its
+job maybe queued: until the row settles) (CommandClaimsRepo.sync_legacy): the older trainbot
+is refused meanwhile, also when the submit that took or renewed it last died or settled first;
 held by the older trainbot, it refuses the claim here (its holder, provably dead, taken over).
 Two claims here do not stand against each other by it: their path keys say whether they cross.
 """

@@ -10,7 +10,7 @@ from sqlalchemy import Connection, case, delete, func, insert, or_, select, text
 from sqlalchemy.exc import IntegrityError
 
 from bot.core.policy import RootWaiting
-from bot.core.submit_keys import NEWER_SUBMITS
+from bot.core.submit_keys import NEWER_SUBMITS, recipe_of_top
 from bot.store import schema as t
 from bot.store.repos.base import _Repo
 
@@ -307,6 +307,11 @@ class CommandClaimsRepo(_Repo):
             ).scalar()
 
 
+# How long `legacy_key` is held while a submit of its recipe is kept in flight
+# (`sync_legacy`): no clock reaches it; the row's settle ends it.
+IN_FLIGHT_UNTIL = 1.0e15
+
+
 def _legacy_stands(conn: Connection, legacy: str, top: str, holder: str,
                    now: float) -> str | None:
     """The holder of `legacy`'s claim not lapsed at `now` when an older trainbot holds it
@@ -336,13 +341,16 @@ def sync_legacy(conn: Connection, legacy: str, top: str, holder: str, *,
     """Hold `legacy` (in `conn`'s transaction, serialised with the recipe's claims) for every
     newer trainbot's submit of the recipe (a claim of `top` or a key under it) at once: under
     NEWER_SUBMITS, from the earliest of their claims until the latest of their holds, as long
-    as any is held; deleted with the last. One holder for all, which names no process: an
+    as any is held; deleted with the last. While a submit of the recipe is kept in flight
+    (`submits_in_flight`: its job may be queued and not recorded, also once its claim lapsed,
+    its replica dead after the sbatch), until IN_FLIGHT_UNTIL: the row's settle (its
+    SubmitsInFlightRepo.remove) recomputes it. One holder for all, which names no process: an
     older trainbot never judges it dead, so it cannot take the key over while any of them is
     under way because the one that held it last died or settled. `holder`: the newer submit
     whose claim was just taken, renewed or ended (a hold of `legacy` under its own name, or
     another newer holder's, becomes NEWER_SUBMITS); an older trainbot's hold is left alone
     (the callers that take `legacy` asked `_legacy_stands` first). `ended`: `holder`'s claim
-    ended; nothing is taken then, only kept or deleted."""
+    (or row in flight) ended; nothing is taken then, only kept or deleted."""
     claims = t.command_claims
     c = claims.c
     row = conn.execute(select(c.holder).where(c.key == legacy)).first()
@@ -353,6 +361,11 @@ def sync_legacy(conn: Connection, legacy: str, top: str, holder: str, *,
         return
     since, until = conn.execute(select(func.min(c.claimed_at), func.max(c.expires_at))
                                 .where(c.key.startswith(top, autoescape=True))).one()
+    flights = t.submits_in_flight.c
+    sent = conn.execute(select(func.min(flights.sent_at))
+                        .where(flights.recipe == recipe_of_top(top))).scalar()
+    if sent is not None:  # kept in flight: held until its settle
+        since, until = (sent if since is None else min(since, sent)), IN_FLIGHT_UNTIL
     if until is None:
         if row is not None:
             conn.execute(delete(claims).where(c.key == legacy))

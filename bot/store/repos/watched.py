@@ -8,7 +8,7 @@ from typing import NamedTuple
 from sqlalchemy import and_, delete, insert, select, text, update
 from sqlalchemy.exc import IntegrityError
 
-from bot.core.submit_keys import claim_key, legacy_key, top_key
+from bot.core.submit_keys import NEWER_SUBMITS, claim_key, legacy_key, top_key
 from bot.store import schema as t
 from bot.store.repos.base import _insert_id, _Repo, _row
 from bot.store.repos.replicas import sync_legacy
@@ -157,23 +157,26 @@ class SubmitsInFlightRepo(_Repo):
         the submit claim the row was sent under (its key, bot.core.submit_keys.claim_key, held
         by its `holder`), so a recovery that settles the row does not leave it standing until
         it lapses; a claim of that key another submit took since (another holder) stays, and
-        a row without a holder (written before schema 23) ends none. Its hold of the key an
-        older trainbot claims the recipe under ends too, unless another newer submit of the
-        recipe still holds its claim (replicas.sync_legacy)."""
+        a row without a holder (written before schema 23) ends none. The hold of the key an
+        older trainbot claims the recipe under, kept while the row was in flight, ends too,
+        unless another newer submit of the recipe still holds its claim or keeps a row in
+        flight (replicas.sync_legacy)."""
         c = t.submits_in_flight.c
         with self._engine.begin() as conn:
             row = conn.execute(select(c.recipe, c.chain_id, c.array_task, c.holder)
                                .where(c.id == flight_id)).first()
             result = conn.execute(t.submits_in_flight.delete().where(c.id == flight_id))
-            if result.rowcount == 1 and row is not None and row.holder is not None:
+            if result.rowcount == 1 and row is not None:
                 claims = t.command_claims.c
                 key = claim_key(row.recipe, row.chain_id, row.array_task)
                 if conn.dialect.name == "postgresql":  # serialised with the recipe's claims
                     conn.execute(text("SELECT pg_advisory_xact_lock(hashtext(:k))"),
                                  {"k": top_key(key)})
-                conn.execute(delete(t.command_claims).where(claims.key == key,
-                                                            claims.holder == row.holder))
-                sync_legacy(conn, legacy_key(key), top_key(key), row.holder, ended=True)
+                if row.holder is not None:
+                    conn.execute(delete(t.command_claims).where(claims.key == key,
+                                                                claims.holder == row.holder))
+                sync_legacy(conn, legacy_key(key), top_key(key), row.holder or NEWER_SUBMITS,
+                            ended=True)
         return result.rowcount == 1
 
     def of_recipe(self, recipe: str) -> list[SubmitInFlight]:

@@ -15,7 +15,7 @@ import pytest
 from bot.core.holders import Machine, PidNow, ProcStat, format_holder
 from bot.core.submit_keys import NEWER_SUBMITS, claim_key
 from bot.services.leases import DeadHolders
-from bot.services.submit_claim import claim_submit, release_submit, renew_submit
+from bot.services.submit_claim import Refused, claim_submit, release_submit, renew_submit
 from bot.store import Store
 
 NOW = 1_000_000.0
@@ -112,3 +112,47 @@ def test_the_newest_newer_submit_settling_first_leaves_no_dead_holder_the_recipe
     release_submit(store, claim_key("mix", 7), A)
     release_submit(store, claim_key("mix", 9), X)  # X's claim taken over and ended
     assert older.submits(NOW + 3)  # no newer claim left: the key went with the last
+
+
+def test_a_row_kept_in_flight_holds_the_recipe_past_its_claim_until_it_settles(
+        store: Store) -> None:
+    """A's submit of a new run sent its sbatch and its process died (its answer lost): its
+    row is kept in flight, its job maybe queued and not recorded. Once its claim lapsed, a
+    newer submit is refused by the row, and so is the older trainbot, which would queue a
+    second job of the recipe: the recipe's key is held until the row settles, then freed."""
+    processes = Processes({900, 101, 102})
+    older = OlderTrainbot(store, processes)
+    flight = store.submits_in_flight.add(
+        cluster="dev", recipe="mix", job_name="mix", chain_id=None, array_task=None,
+        resumed_at=None, charge_retry=False, actor="U0ALICE", channel="C1", sent_at=NOW,
+        holder=A).flight
+    assert claim(store, None, A, NOW, own=flight) is None  # type: ignore[arg-type]
+    processes.alive.discard(101)  # A's process dies after its sbatch
+    later = NOW + 301  # A's claim lapsed
+    refused = claim(store, 7, B, later)
+    assert isinstance(refused, Refused) and refused.kept  # the row stands against B
+    assert not older.submits(later)
+    assert store.command_claims.holder(OLD) == NEWER_SUBMITS
+    assert not older.submits(later + 86_400.0)  # however long its recovery takes
+    assert store.submits_in_flight.remove(flight.id)  # its recovery records (or drops) it
+    assert store.command_claims.holder(OLD) is None
+    assert older.submits(later + 86_401.0)
+
+
+def test_the_recipe_stays_held_while_another_row_is_in_flight(store: Store) -> None:
+    """Two rows in flight (runs 7 and 8, both claims lapsed): the first settling leaves the
+    recipe held for the other; the last frees it. A row without a holder (written before
+    schema 23) counts as one in flight too, and its settle recomputes the hold."""
+    processes = Processes({900, 101, 102})
+    older = OlderTrainbot(store, processes)
+    rows = [store.submits_in_flight.add(
+        cluster="dev", recipe="mix", job_name="mix", chain_id=run, array_task=None,
+        resumed_at=None, charge_retry=False, actor="U0ALICE", channel="C1", sent_at=NOW,
+        holder=holder).flight for run, holder in ((7, A), (8, None))]
+    assert claim(store, 7, A, NOW, own=rows[0]) is None
+    processes.alive.discard(101)
+    assert not older.submits(NOW + 400)
+    assert store.submits_in_flight.remove(rows[0].id)
+    assert not older.submits(NOW + 401)  # run 8's row is still in flight
+    assert store.submits_in_flight.remove(rows[1].id)
+    assert older.submits(NOW + 402)
