@@ -119,10 +119,15 @@ class PySpyPlacements:
     def unseen_after_check(self, cluster: str, path: str) -> bool:
         """After a miss `forget` could not explain, the copy was checked on the login node
         (the placement it began): True, remembered and warned as `forget` does, when that
-        check found `path` there intact; False when it was gone (copied again) or is not
-        known checked."""
+        check found `path` there intact, also for a collection that missed it beside the one
+        this check made known (their first misses overlapped: both joined the placement);
+        False when it was gone (copied again) or is not known checked."""
         with self._lock:
-            return self._unseen_if_intact(cluster, path, self._monotonic())
+            now = self._monotonic()
+            unseen = self._unseen.get(cluster)
+            if unseen is not None and unseen[0] == path and now < unseen[1]:
+                return True
+            return self._unseen_if_intact(cluster, path, now)
 
     def _unseen_if_intact(self, cluster: str, path: str, now: float) -> bool:
         """The nodes missed `path`, checked (or copied) intact on the login node within

@@ -181,3 +181,21 @@ def test_the_first_miss_after_a_start_says_the_nodes_do_not_see_the_copy(
     _, text = render_blocks("stacks", lang, report.to_view())
     assert ("set the cluster's `py_spy` path to a py-spy the nodes can see and run" in text
             or "노드에서 보이고 실행할 수 있는 py-spy로 설정하세요" in text)
+
+
+def test_two_overlapping_first_misses_both_say_the_nodes_do_not_see_the_copy() -> None:
+    """Two jobs' collections on one cluster miss the copy at once, its check long stale:
+    both join the one placement that checks it intact on the login node, and both are told
+    the nodes do not see it, not the second one `pyspy_absent`."""
+    clock = [1000.0]
+    placements = PySpyPlacements(monotonic=lambda: clock[0])
+    path = "/h/.cache/trainbot/py-spy"
+    assert placements.start("c", lambda: path).result(timeout=5) == path  # checked intact
+    clock[0] += 7200  # the first stall, long after
+    assert not placements.forget("c", path)  # job 1: forgotten, to be checked
+    assert not placements.forget("c", path)  # job 2: nothing placed to explain
+    assert placements.start("c", lambda: path).result(timeout=5) == path  # both join it
+    assert placements.unseen_after_check("c", path)
+    assert placements.unseen_after_check("c", path)
+    clock[0] += 3601  # the miss no longer remembered: not known checked
+    assert not placements.unseen_after_check("c", path)
