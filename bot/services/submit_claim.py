@@ -119,7 +119,7 @@ def claim_submit(store: Store, recipe: str, chain_id: int | None, array_task: in
             if other == holder or other_key == key:
                 continue
             if _dead(other, other_key):
-                claims.release(other_key, other)
+                _release_dead(store, key, other_key, other)
                 continue
             release_submit(store, key, holder)
             return _refused(_flights(store, recipe, own), other_key, other)
@@ -141,8 +141,18 @@ def claim_submit(store: Store, recipe: str, chain_id: int | None, array_task: in
         if live:  # the rows read again: the holder's row may be newer than the claim
             return _refused(_flights(store, recipe, own), *live[0])
         for other_key, other in crossing:
-            claims.release(other_key, other)
+            _release_dead(store, key, other_key, other)
     return Refused(None)
+
+
+def _release_dead(store: Store, key: str, other_key: str, other: str) -> None:
+    """End the claim of `other_key` held by `other`, a dead holder crossing `key`: a newer
+    submit's as `release_submit` does (the recipe's hold for an older trainbot recomputed
+    without it), an older trainbot's hold of that key (legacy_key) alone."""
+    if other_key == legacy_key(key):
+        store.command_claims.release(other_key, other)
+    else:
+        release_submit(store, other_key, other)
 
 
 def _flights(store: Store, recipe: str, own: SubmitInFlight | None) -> list[SubmitInFlight]:

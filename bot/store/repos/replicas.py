@@ -250,8 +250,8 @@ class CommandClaimsRepo(_Repo):
                     sync_legacy(conn, legacy, top, holder)
         except IntegrityError:  # claimed meanwhile by a plain `claim` of the key or `legacy`
             old = self.holder(legacy) if legacy is not None else None
-            if legacy is not None and old is not None and old != holder:
-                return [(legacy, old)]
+            if legacy is not None and old not in (None, holder, NEWER_SUBMITS):
+                return [(legacy, str(old))]  # NEWER_SUBMITS: the newer submits', no older one
             return [(key, self.holder(key) or "")]
         return []
 
@@ -274,7 +274,8 @@ class CommandClaimsRepo(_Repo):
                     return old
                 sync_legacy(conn, legacy, top, holder)
         except IntegrityError:  # an older trainbot's plain `claim` of it, just now
-            return self.holder(legacy) or ""
+            old = self.holder(legacy)  # NEWER_SUBMITS names no older trainbot: not said
+            return "" if old in (None, NEWER_SUBMITS) else str(old)
         return None
 
     def release_legacy(self, legacy: str, top: str, holder: str) -> None:

@@ -156,3 +156,56 @@ def test_the_recipe_stays_held_while_another_row_is_in_flight(store: Store) -> N
     assert not older.submits(NOW + 401)  # run 8's row is still in flight
     assert store.submits_in_flight.remove(rows[1].id)
     assert older.submits(NOW + 402)
+
+
+def test_a_dead_crossing_claim_released_by_a_claim_recomputes_the_recipes_hold(
+        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """X (dead, its claim held long) crosses A's new run; B claims run 8 meanwhile. A ends
+    X's claim as release_submit does: the recipe's hold for the older trainbot is recomputed
+    without it (until B's hold), not kept until X's would have lapsed, so once B dies too the
+    older trainbot is not kept waiting by two dead claims."""
+    import bot.services.submit_claim as submit_claim
+
+    processes = Processes({900, 101, 102, 103})
+    monkeypatch.setattr(submit_claim, "process_judge", lambda: DeadHolders(processes))
+    older = OlderTrainbot(store, processes)
+    assert claim(store, 9, X, NOW - 100, hold_s=2000.0) is None
+    processes.alive.discard(103)  # X killed in its submit
+    claims = store.command_claims
+    first = claims.claim_uncrossed
+
+    def b_claims_meanwhile(*args: object, **kw: object) -> list[tuple[str, str]]:
+        crossing = first(*args, **kw)  # type: ignore[arg-type]
+        monkeypatch.setattr(claims, "claim_uncrossed", first)
+        assert claim(store, 8, B, NOW) is None  # before A ends X's claim
+        return crossing
+
+    monkeypatch.setattr(claims, "claim_uncrossed", b_claims_meanwhile)
+    refused = claim(store, None, A, NOW)  # type: ignore[arg-type]
+    assert isinstance(refused, Refused)  # by B's claim
+    assert claims.holder(claim_key("mix", 9)) is None  # X's ended
+    processes.alive.discard(102)  # B dies too
+    assert older.submits(NOW + 301)
+
+
+def test_a_lost_insert_never_names_the_newer_submits_as_an_older_trainbot(
+        store: Store, monkeypatch: pytest.MonkeyPatch) -> None:
+    """An insert that collides (a plain claim taken meanwhile) while the recipe's key is held
+    for the newer submits: neither claim_uncrossed nor hold_legacy says NEWER_SUBMITS holds
+    it as an older trainbot would; the claim is refused as crossed by a claim of its key."""
+    from sqlalchemy.exc import IntegrityError
+
+    import bot.store.repos.replicas as replicas
+
+    assert claim(store, 7, A, NOW) is None
+    claims = store.command_claims
+    assert claims.holder(OLD) == NEWER_SUBMITS
+
+    def collides(*args: object, **kw: object) -> None:
+        raise IntegrityError("INSERT", None, Exception("unique"))
+
+    monkeypatch.setattr(replicas, "sync_legacy", collides)
+    crossing = claims.claim_uncrossed(claim_key("mix", 8), ["submit:mix/"], B, NOW + 1, 300.0,
+                                      legacy=OLD)
+    assert crossing == [(claim_key("mix", 8), "")]
+    assert claims.hold_legacy(OLD, "submit:mix/", A, NOW + 1, 300.0) == ""
