@@ -23,11 +23,22 @@ MIN_LINK_RATE = 256  # bytes per second: a link carrying less in a read's timeou
 def cut_by_slow_link(got: Answers, came: int, limit: float) -> bool:
     """Whether an answer cut by the read's timeout (`got`, `came` bytes in `limit` s) was
     still coming, a slow link, rather than stalled on a hung path: a part the script writes
-    at once came in part (`arriving`: a header or end line, the stat part), or bytes of the
+    at once came in part (`arriving`: a header or end line, the stat part), or the cut fell
+    inside one of the script's writes of the file being sent (`cut_block`: dd writes a
+    file's own frame 64 KiB at a time, each written once read, so a read that stops ends
+    the answer only where a file's bytes start or on a block's end). A cut on such a
+    boundary is a hung path, whatever the answer's rate: with many quiet logs' answers
+    before it (the link carried them, MIN_LINK_RATE at least) the read stopped, not the
+    link; and a link that carried less in the timeout stalled, where a path that hangs at
+    a batch's first file looks the same (it is found, not deferred every tick). In a
+    bucket (tail's writes are not known) the whole answer's rate decides: bytes of the
     file being sent certainly came (`cut_bytes`) and the answer is what a link carries in
-    that time, not a handful of bytes (a file's read that hung after a few). Hung: the
-    answer stopped where a file's answer starts."""
-    return got.arriving or (got.cut_bytes > 0 and came >= MIN_LINK_RATE * limit)
+    that time, not a handful of bytes."""
+    if got.arriving:
+        return True
+    if got.cut_block:
+        return got.cut_bytes % got.cut_block != 0
+    return got.cut_bytes > 0 and came >= MIN_LINK_RATE * limit
 
 
 def marked_files(out: bytes, start: int, end: int, mark: bytes,

@@ -17,6 +17,9 @@ from bot.core.text import N_, Text
 
 DEFAULT_MAX_BYTES = 1 << 20
 QUOTED_CHARS = 40  # how much of an answer a FramingError quotes
+# what the read script's dd (bs=65536) writes of a file's own frame at once: an answer cut
+# inside one of these writes was cut by the link, not by a read of the file that stopped
+DD_BLOCK = 65536
 
 # What the login node says of one file (the frame's status word).
 READ = "read"  # bytes from `start`: the window asked for before the offset, then new bytes
@@ -148,6 +151,9 @@ class Answers:
     # (maybe the padding of a file that gave fewer bytes than announced)
     cut: FileRead | None = None
     cut_bytes: int = 0  # how many of its bytes certainly came before the cut
+    # the bytes the script writes of the cut file at once (DD_BLOCK in a file's own frame; 0:
+    # not known, a bucket's tail): a cut not on such a boundary is the link's
+    cut_block: int = 0
     # a part the script writes at once (a header or end line, the stat part, a bucket's
     # bytes whole) came in part: the link cut it, the script was not waiting on a file
     arriving: bool = False
@@ -185,7 +191,7 @@ def parse_frames(out: bytes, paths: Sequence[str]) -> Answers:
     pos = 0
     at: int | None = None  # where output cut short stopped (1-based request)
     cut: FileRead | None = None
-    cut_bytes = 0
+    cut_bytes = cut_block = 0
     arriving = False
     while pos < len(out):
         kind = out[pos:pos + 1]
@@ -210,7 +216,7 @@ def parse_frames(out: bytes, paths: Sequence[str]) -> Answers:
             if tail is None:
                 if _cut_short(out, body + length, b"E"):
                     at = index
-                    cut_bytes = max(0, min(len(out) - body, length))
+                    cut_bytes, cut_block = max(0, min(len(out) - body, length)), DD_BLOCK
                     arriving = len(out) > body + length  # its end line, in part
                     # dd writes its bytes in order; the script pads a file that gave fewer
                     # than announced (shrank after stat, a failed read) with spaces, and only
@@ -320,7 +326,7 @@ def parse_frames(out: bytes, paths: Sequence[str]) -> Answers:
     if at is None and deferred and (post is None or set(shares) != set(members)):
         at = _first_unread(deferred, shares, members)
     if at is not None:
-        return Answers(results, at - 1, cut, cut_bytes, arriving)
+        return Answers(results, at - 1, cut, cut_bytes, cut_block, arriving)
     if deferred:
         _resolve(results, deferred, members, shares, marks, post or b"", post_sep)
     return Answers(results)
@@ -407,6 +413,7 @@ def _cut_short(out: bytes, at: int, marker: bytes) -> bool:
 
 
 __all__ = [
+    "DD_BLOCK",
     "DEFAULT_MAX_BYTES",
     "FAILED",
     "MISSING",

@@ -9,7 +9,8 @@ import pytest
 
 from bot.cluster.ssh import Exchange
 from bot.cluster.tail import ShellTailReader
-from bot.core.tail import TailItem, TailState, read_tails
+from bot.core.tail import ReadRequest, TailItem, TailState, read_tails
+from bot.core.tail_frames import DD_BLOCK
 
 MIB = 1 << 20
 LINE = b"step 1 loss 0.5 lr 1e-4 " + b"." * 39 + b"\n"  # 64 bytes
@@ -47,3 +48,19 @@ def test_the_padding_of_a_cut_answers_last_file_is_no_bytes_of_it(budget: int,
     assert not any(chunk.restarted for chunk in out.chunks)
     assert out.state.offset == 1000 and out.state.line_no == 15
     assert all(line.strip() for chunk in out.chunks for line in chunk.lines)
+
+
+def test_a_read_stopped_on_a_block_after_many_quiet_logs_is_hung_at_once() -> None:
+    """200 quiet logs answer `same`, then a log's own read sends one 64 KiB block of its
+    200 000 bytes and stops. The link carried every byte dd wrote (the cut is on dd's
+    block, not inside one): the path hangs, left out on the first tick, not taken for a slow
+    link once (the next batches cut to the floor) and for a hung path only next tick."""
+    quiet = [ReadRequest(f"/q/{k}.out", 100, 64, MIB, 100, 1, k) for k in range(200)]
+    same = b"".join(b"F%d same 100 1 %d 0 0\nE%d 0 0\n" % (k + 1, k, k + 1)
+                    for k in range(200))
+    cut = same + b"F201 read 200000 2 999 0 200000\n" + b"z" * DD_BLOCK
+    reader = ShellTailReader(Cut(cut, b""), timeout=15.0)
+    got = reader.read([*quiet, ReadRequest("/hangs/job.out", budget=MIB)]).results
+    assert got[-1].status == "failed" and not got[-1].later
+    assert "/hangs/job.out" in reader._hung and reader._slow is None
+    assert [r.status for r in got[:-1]] == ["same"] * 200
