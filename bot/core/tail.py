@@ -354,7 +354,7 @@ def read_tails(items: Sequence[TailItem],
                      and pending[i][0].size >= 0 for i in order]
             shared = share_budget([pending[i][0] for i in order], total,
                                   [min(2 * seen[i], total) for i in order], quiet)
-            for i, fitted in zip(order, shared, strict=True):
+            for i, fitted, still in zip(order, shared, quiet, strict=True):
                 if fitted is None:  # the batch's bytes do not reach it: another tick
                     del pending[i]
                     outcomes[i].more = True
@@ -364,7 +364,9 @@ def read_tails(items: Sequence[TailItem],
                 pending[i] = (fitted, pending[i][1])
                 if fitted.budget < budgets[i]:  # its share is all this tick reads of it
                     budgets[i] = fitted.budget
-                    if round_no == 0 and 2 * seen[i] >= total:  # a line no batch holds
+                    # a line no batch holds is cut at its share; an idle file's share is
+                    # no batch's: its line waits for its share next tick (bytes wait: not idle)
+                    if round_no == 0 and 2 * seen[i] >= total and not still:
                         full[i] = fitted.budget
             order = [i for i in order if i in pending]
         answers = read_batch([pending[i][0] for i in order])

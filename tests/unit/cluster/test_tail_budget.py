@@ -29,6 +29,7 @@ from bot.core.tail import (
     TailOutcome,
     TailState,
     encode_requests,
+    idle_paths,
     parse_frames,
     read_tails,
     share_budget,
@@ -459,3 +460,44 @@ def test_idle_files_are_charged_almost_nothing_of_a_shared_batch() -> None:
     assert all(r is not None and r.back == 64 and r.budget <= MIN_SHARE for r in idle)
     assert all(r is not None and r.budget >= MIN_SHARE for r in writing)
     assert sum(r.back + r.budget for r in writing if r is not None) <= (28 << 10) - 24 * 64
+
+
+def test_an_idle_files_long_unfinished_line_is_not_cut_at_its_idle_budget() -> None:
+    """A log idle last tick whose last line is an unfinished progress bar (10 000 bytes of
+    redraws, no newline yet) draws on while three other logs write, 16 KiB for the batch:
+    asked an idle file's few KiB, it sends no line (its bar is not cut there as a line
+    longer than any read); with bytes waiting it is not idle next tick, and its line, ended
+    by a newline, is read whole."""
+    bar = b"".join(b"\r %3d%%|#####     | %d/1000 [00:%02d<01:00, 9.9it/s]   "
+                   % (i % 100, i, i % 60) for i in range(400))
+    head = b"epoch 1 start\n"
+    content = {"/l/bar.out": head + bar[:12000],
+               **{f"/l/w{k}.out": LINE * 1500 for k in range(3)}}
+
+    def batch(reqs: list[ReadRequest]) -> list[FileRead]:
+        out = []
+        for r in reqs:
+            data = content[r.path]
+            if r.size == len(data):
+                out.append(FileRead(SAME, len(data), 6, 1))
+                continue
+            start = r.offset - r.back
+            out.append(FileRead("read", len(data), 6, 1, start, data[start:r.offset + r.budget]))
+        return out
+
+    states = [TailState("/l/bar.out", offset=len(head), size=len(head) + 10000, line_no=1,
+                        anchor=head.hex(), mtime=5, inode=1),
+              *(TailState(f"/l/w{k}.out") for k in range(3))]
+    idle: frozenset[str] = frozenset({"/l/bar.out"})
+    behind: dict[str, int] = {}
+    lines: list[str] = []
+    for tick in range(8):
+        if tick == 1:
+            content["/l/bar.out"] += b"\n"
+        outs = read_tails([TailItem(s, 16 * MIB) for s in states], batch,
+                          batch_bytes=lambda files: 16 << 10, behind=behind, idle=idle)
+        behind, idle = unread_for(behind, outs), idle_paths(outs)
+        states = [o.state for o in outs]
+        lines += [line for chunk in outs[0].chunks for line in chunk.lines]
+    assert lines == [(bar[:12000]).decode()], [len(line) for line in lines]
+    assert not states[0].unterminated
