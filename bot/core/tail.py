@@ -284,7 +284,10 @@ class TailOutcome:
     error: OSError | None = None
     skipped: bool = False  # not asked this tick: the batch's bytes did not reach it
     unreached: bool = False  # skipped, or a slow link's answer did not reach it
-    unchanged: bool = False  # answered `same` (size and mtime as before): idle next tick
+    # idle next tick: answered `same` (size and mtime as before), or a read asked without
+    # its stat (a warm-up) answered the size and mtime known, or a file first read (nothing
+    # known of it) was read to its end: one that prints is seen so at its next read
+    unchanged: bool = False
 
 
 def take_last_line(outcome: TailOutcome) -> TailOutcome:
@@ -395,7 +398,11 @@ def read_tails(items: Sequence[TailItem],
                 out.window = step.window
             out.chunks.append(chunk)
             out.state, out.more = chunk.state, chunk.more
-            out.unchanged = got.status == SAME
+            known = items[i].state.mtime is not None
+            out.unchanged = got.status == SAME or not chunk.more and not restart_why and (
+                not known and not chunk.restarted and items[i].state.offset == 0
+                or known and (got.size, got.mtime) == (items[i].state.size,
+                                                       items[i].state.mtime))
             budgets[i] -= chunk.bytes_read
             if items[i].drain and chunk.more and chunk.bytes_read and budgets[i] > 0:
                 following[i] = (plan_read(chunk.state, budgets[i]), "")

@@ -6,7 +6,7 @@ reads themselves: bot.core.tail)."""
 from __future__ import annotations
 
 import itertools
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import replace
 from typing import TYPE_CHECKING
 
@@ -123,11 +123,17 @@ def share_budget(requests: Sequence[ReadRequest], total: int,
     return shared + [None] * (len(requests) - taken)
 
 
-def idle_paths(outcomes: Sequence[TailOutcome]) -> frozenset[str]:
+def idle_paths(outcomes: Sequence[TailOutcome],
+               idle: Collection[str] = ()) -> frozenset[str]:
     """The paths found unchanged by this tick's read (`TailOutcome.unchanged`: same size and
     mtime as the read before): read_tails' `idle` next tick, charged almost nothing of a
-    shared batch budget (share_budget)."""
-    return frozenset(out.state.path for out in outcomes if out.unchanged and out.error is None)
+    shared batch budget (share_budget). A path of `idle` (this tick's) that was not read for
+    want of the batch's bytes or the link's time (`unreached`) stays idle: nothing says it
+    wrote, and a quiet file a slow link skips once would otherwise take a full share
+    again, so on a link slow from the first tick the quiet files never settled as idle."""
+    return frozenset(out.state.path for out in outcomes
+                     if out.unchanged and out.error is None
+                     or out.unreached and out.state.path in idle)
 
 
 def unread_for(behind: Mapping[str, int] | None,

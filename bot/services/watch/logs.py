@@ -238,6 +238,10 @@ class LogFollower:
                 # its writer has ended with it: an unfinished last line is its last line
                 items.append(TailItem(state, self.max_bytes_per_job, drain, window,
                                       must_exist=ended, last_line=ended))
+        # a file restored with its size and mtime known is idle until read otherwise (a
+        # slow link that does not reach it from the first tick keeps it so: idle_paths)
+        idle = self._idle | {f.path for _, f, refused in planned
+                             if f.restored and refused is None and f.start.mtime is not None}
         reads = {jw.job_id: JobReads() for jw, _, _ in jobs}
         if not items:
             for job_id, followed, refused in planned:
@@ -257,9 +261,9 @@ class LogFollower:
             # last tick go first, so a slow link's cut falls on others each time
             outcomes = read_tails(items, batch,
                                   batch_bytes=getattr(self._reader(), "batch_bytes", None),
-                                  behind=self._behind, idle=self._idle)
+                                  behind=self._behind, idle=idle)
             self._behind = unread_for(self._behind, outcomes)
-            self._idle = idle_paths(outcomes)
+            self._idle = idle_paths(outcomes, idle)
         except (ClusterError, OSError) as exc:
             # every job's error, and each file asked for a failed read saying why (a
             # finished job waits for it as for an unreadable file: UnreadableFiles.finished)

@@ -117,3 +117,36 @@ def test_idle_logs_cost_almost_nothing_so_every_printing_log_is_read_each_tick()
             behind += [jid for jid in printing
                        if watcher._jobs[jid].analysis.series.last_iteration != 999 + it[jid]]
         assert behind == []
+
+
+def test_idle_logs_settle_when_the_link_is_slow_from_the_first_tick() -> None:
+    """As above, but the batch is bounded from the first tick (the bot started while the link
+    is slow), then the bot restarts on the same slow link: a log first read to its end is
+    idle until it is seen printing, a quiet log the batch does not reach stays idle, and a
+    log restored with its size and mtime is idle once its warm-up finds them unchanged; so
+    within a few ticks every printing log is read to its end each tick (the quiet logs
+    lost their idle status each time the batch skipped them: none settled)."""
+    with Store.open("sqlite://") as store:
+        slurm, sftp, sink = FakeSlurm(), FakeSFTP(), RecordingEventSink()
+        paths = _jobs(store, slurm, 92000, 30)
+        printing = list(paths)[-6:]
+        for path in paths.values():
+            sftp.append(path, _progress(T0, 1000))
+        reader = Bounded(sftp, 28 << 10)
+        it = dict.fromkeys(paths, 1)
+        per_tick = []
+        for run in range(2):
+            watcher = make_watcher(store, slurm, reader, sink)  # type: ignore[arg-type]
+            for k in range(12):
+                now = T0 + 60 * (12 * run + k)
+                sftp.clock = now
+                for jid in printing:
+                    lines = b""
+                    while T0 + it[jid] * 4.5 <= now:
+                        lines += _progress(T0 + it[jid] * 4.5, 1000 + it[jid])
+                        it[jid] += 1
+                    sftp.append(paths[jid], lines)
+                watcher.tick(now)
+                per_tick.append(sum(watcher._jobs[jid].analysis.series.last_iteration
+                                    == 999 + it[jid] for jid in printing))
+        assert per_tick[6:12] == [6] * 6 and per_tick[-4:] == [6] * 4, per_tick
