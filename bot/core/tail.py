@@ -317,7 +317,8 @@ def read_tails(items: Sequence[TailItem],
                max_rounds: int = 2,
                batch_bytes: Callable[[int], int | None] | None = None,
                behind: Mapping[str, int] | None = None,
-               idle: Collection[str] = ()) -> list[TailOutcome]:
+               idle: Collection[str] = (),
+               groups: Sequence[object] | None = None) -> list[TailOutcome]:
     """Read every item in at most `max_rounds` batches: the first reads them all; the next
     ones only files that must be read again from 0 (bytes before the offset changed) and
     finished jobs' logs with more waiting within their budget. What is still waiting then is
@@ -334,7 +335,10 @@ def read_tails(items: Sequence[TailItem],
     read failed last tick (-1: a hung path, a deleted log), which take no batch's minimums
     ahead of the others. `idle` (of `idle_paths`) names the paths found unchanged last tick:
     a shared batch charges them almost nothing (share_budget), so at a small budget the
-    files that write all get their share."""
+    files that write all get their share. `groups` (one key per item: a job's log and
+    sampler file) keeps files read together: a group goes by its file unread longest, so a
+    slow link does not read one of a job's files one tick and the other the next (a job is
+    judged on a tick that read all its files)."""
     outcomes = [TailOutcome(item.state) for item in items]
     budgets = [item.budget for item in items]
     full = list(budgets)
@@ -348,7 +352,13 @@ def read_tails(items: Sequence[TailItem],
         if not pending:
             break
         waited = behind or {}
-        order = sorted(pending, key=lambda i: (-waited.get(items[i].state.path, 0), i))
+        keys = list(groups) if groups is not None else list(range(len(items)))
+        first: dict[object, int] = {}
+        longest: dict[object, int] = {}
+        for i in pending:
+            first[keys[i]] = min(first.get(keys[i], i), i)
+            longest[keys[i]] = max(longest.get(keys[i], -1), waited.get(items[i].state.path, 0))
+        order = sorted(pending, key=lambda i: (-longest[keys[i]], first[keys[i]], i))
         total = batch_bytes(len(order)) if batch_bytes is not None else None
         if total is not None:
             seen = {i: items[i].state.size - items[i].state.offset for i in order}

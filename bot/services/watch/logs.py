@@ -215,6 +215,7 @@ class LogFollower:
         (JobRecord.never_started) none to read."""
         planned: list[tuple[int, FollowedFile, TailOutcome | None]] = []
         items: list[TailItem] = []
+        owners: list[int] = []  # each item's job: its files are read together (read_tails)
         for jw, record, drain in jobs:
             if record.never_started:
                 continue  # it ran nothing, so wrote nothing: a file at its path is not its own
@@ -238,6 +239,7 @@ class LogFollower:
                 # its writer has ended with it: an unfinished last line is its last line
                 items.append(TailItem(state, self.max_bytes_per_job, drain, window,
                                       must_exist=ended, last_line=ended))
+                owners.append(jw.job_id)
         # a file restored with its size and mtime known is idle until read otherwise (a
         # slow link that does not reach it from the first tick keeps it so: idle_paths)
         idle = self._idle | {f.path for _, f, refused in planned
@@ -261,7 +263,7 @@ class LogFollower:
             # last tick go first, so a slow link's cut falls on others each time
             outcomes = read_tails(items, batch,
                                   batch_bytes=getattr(self._reader(), "batch_bytes", None),
-                                  behind=self._behind, idle=idle)
+                                  behind=self._behind, idle=idle, groups=owners)
             self._behind = unread_for(self._behind, outcomes)
             self._idle = idle_paths(outcomes, idle)
         except (ClusterError, OSError) as exc:

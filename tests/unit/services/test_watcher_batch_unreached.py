@@ -5,8 +5,11 @@ restored from the store after a restart keeps its warm-up until it is actually r
 
 from __future__ import annotations
 
+import json
 import time
 from collections.abc import Sequence
+from types import SimpleNamespace
+from typing import Any
 
 from fakes import T0, FakeSFTP, FakeSlurm, RecordingEventSink
 from support.watcher import add_job, make_watcher
@@ -150,3 +153,52 @@ def test_idle_logs_settle_when_the_link_is_slow_from_the_first_tick() -> None:
                 per_tick.append(sum(watcher._jobs[jid].analysis.series.last_iteration
                                     == 999 + it[jid] for jid in printing))
         assert per_tick[6:12] == [6] * 6 and per_tick[-4:] == [6] * 4, per_tick
+
+
+class _SamplerConfig:
+    """A recipe with a sampler file beside each job's log (bot.config.Config's two calls)."""
+
+    def __init__(self) -> None:
+        self._recipe = SimpleNamespace(log_path=None, job_name=None, workdir=None,
+                                       target_iter=8000, metric_regexes=[],
+                                       sampler_path="/scratch/mix/logs/rss-%j.jsonl")
+
+    def recipe(self, name: str | None) -> SimpleNamespace:
+        return self._recipe
+
+    def policy_for(self, name: str | None) -> None:
+        return None
+
+
+def test_a_jobs_log_and_sampler_file_are_read_on_the_same_tick_on_a_slow_link() -> None:
+    """Two jobs, each a log and a sampler file that write every tick, a batch bound that
+    reaches three files: a job's files go by the one unread longest, so each job has both
+    read on the same tick every other tick and is judged (the files unread one tick went
+    first the next, so one job's log was read one tick and its sampler file the next, and
+    it was never judged)."""
+    with Store.open("sqlite://") as store:
+        slurm, sftp, sink = FakeSlurm(), FakeSFTP(), RecordingEventSink()
+        paths = _jobs(store, slurm, 92100, 2)
+        reader = Bounded(sftp, 3 * 4160 + 100)  # three files' minimums
+        watcher = make_watcher(store, slurm, reader, sink,  # type: ignore[arg-type]
+                               config=_SamplerConfig(), policy=None)
+        judged: list[tuple[int, int]] = []  # (tick, job)
+        running = watcher._running
+
+        def judge(jw: Any, *args: Any, **kw: Any) -> Any:
+            judged.append((k, jw.job_id))
+            return running(jw, *args, **kw)
+
+        watcher._running = judge  # type: ignore[method-assign]
+        for k in range(8):
+            now = T0 + 60 * k
+            sftp.clock = now
+            for jid, path in paths.items():
+                sftp.append(path, b"".join(_progress(now, 1000 + 20 * k + n) for n in range(20)))
+                sftp.append(f"/scratch/mix/logs/rss-{jid}.jsonl", b"".join(
+                    (json.dumps({"v": 1, "t": now + n, "rss": {"trainer": 40 << 30},
+                                 "cpu": {"trainer": 90}}) + "\n").encode() * 1
+                    for n in range(40)))
+            watcher.tick(now)
+        later = [job for tick, job in judged if tick >= 3]  # the link's cut settled
+        assert later.count(92100) >= 2 and later.count(92101) >= 2, judged
