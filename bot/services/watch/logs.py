@@ -267,6 +267,11 @@ class LogFollower:
             self._behind = unread_for(self._behind, outcomes)
             self._idle = idle_paths(outcomes, idle)
         except (ClusterError, OSError) as exc:
+            # nothing was read: each file asked keeps its place and is idle as it was (one
+            # restored with its stat, as it came); files no longer asked are forgotten
+            asked = {item.state.path for item in items}
+            self._behind = {p: n for p, n in self._behind.items() if p in asked}
+            self._idle = frozenset(idle & asked)
             # every job's error, and each file asked for a failed read saying why (a
             # finished job waits for it as for an unreadable file: UnreadableFiles.finished)
             for r in reads.values():

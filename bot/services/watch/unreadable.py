@@ -184,15 +184,23 @@ class UnreadableFiles:
     def ended(self, jw: JobWatch, reads: JobReads, now: float) -> None:
         """The job has ended: each file of it that could not be read when it last ran
         (JobWatch.running_unreadable) is logged once, as it is at the end, and forgotten:
-        read again (with how long it was unread), or still unreadable (the ended job's own
-        wait, `finished`, follows it from here). A tick whose read failed as a whole (the
-        connection) read nothing: asked again at the next tick."""
+        read again (with how long it was unread), still unreadable (the ended job's own
+        wait, `finished`, follows it from here), or not read at the end (deferred by a slow
+        link, not reached by the batch: JobReads.unread), which is no read again. A tick
+        whose read failed as a whole (the connection) read nothing: asked again at the next
+        tick."""
         if reads.error is not None:
             return
+        unread = reads.unread
         for kind, (path, since) in jw.running_unreadable.items():
             if kind in reads.failures:
                 log.info("%s: job %s ended while its %s %s could not be read (unread for "
                          "%.0f s)", self.cluster, jw.job_id, kind, path, now - since)
+            elif kind in unread:
+                log.info("%s: job %s ended while its %s %s could not be read (unread for "
+                         "%.0f s); not read at its end either, deferred by the slow link or "
+                         "not reached by the batch", self.cluster, jw.job_id, kind, path,
+                         now - since)
             else:
                 log.info("%s: job %s: its %s %s read again after %.0f s, the job ended",
                          self.cluster, jw.job_id, kind, path, now - since)

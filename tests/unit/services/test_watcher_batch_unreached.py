@@ -14,6 +14,7 @@ from typing import Any
 from fakes import T0, FakeSFTP, FakeSlurm, RecordingEventSink
 from support.watcher import add_job, make_watcher
 
+from bot.cluster.errors import ChannelClosed
 from bot.core.slurm.records import JobRecord
 from bot.core.tail import ReadBatch, ReadRequest
 from bot.store import Store
@@ -202,3 +203,28 @@ def test_a_jobs_log_and_sampler_file_are_read_on_the_same_tick_on_a_slow_link() 
             watcher.tick(now)
         later = [job for tick, job in judged if tick >= 3]  # the link's cut settled
         assert later.count(92100) >= 2 and later.count(92101) >= 2, judged
+
+
+def test_a_failed_batch_keeps_the_idle_files_asked_and_forgets_the_others() -> None:
+    """Two quiet jobs' logs are idle; one job is no longer watched and the next tick's batch
+    fails (the connection): nothing was read, so the log still followed stays idle and the
+    other is forgotten (the follower kept the idle paths of the tick before the failed one,
+    a log no longer followed among them, until a batch read again)."""
+    with Store.open("sqlite://") as store:
+        slurm, sftp, sink = FakeSlurm(), FakeSFTP(), RecordingEventSink()
+        paths = _jobs(store, slurm, 92200, 2)
+        for path in paths.values():
+            sftp.append(path, _progress(T0, 1000))
+        watcher = make_watcher(store, slurm, Bounded(sftp, None), sink)  # type: ignore[arg-type]
+        for k in range(2):
+            sftp.clock = T0 + 60 * k
+            watcher.tick(T0 + 60 * k)
+        assert watcher.logs._idle == set(paths.values())
+        store.watched_jobs.remove("dev", "92201")
+
+        def lost(requests: Sequence[ReadRequest]) -> ReadBatch:
+            raise ChannelClosed(["/bin/sh", "-c", "..."], "login1", connection_lost=True)
+
+        sftp.read = lost  # type: ignore[method-assign]
+        watcher.tick(T0 + 120)
+        assert watcher.logs._idle == {paths[92200]}

@@ -76,3 +76,38 @@ def test_files_a_slow_link_cut_off_are_deferred_not_unreadable(
         reader.cut = False
         watcher.tick(T0 + 400)
         assert store.watched_jobs.get("dev", "93001") is None  # judged once read
+
+
+def test_a_file_unreadable_while_its_job_ran_and_deferred_at_its_end_is_not_read_again(
+        caplog: pytest.LogCaptureFixture) -> None:
+    """A running job's log cannot be read for two ticks (permission denied); the job ends,
+    and at that tick a slow link's answer does not reach the log: it was not read, so the
+    watcher's log does not say it read again; it says the job ended while the log could not
+    be read, deferred at its end."""
+    with Store.open("sqlite://") as store:
+        slurm, sftp, sink = FakeSlurm(), FakeSFTP(), RecordingEventSink()
+        path = "/scratch/mix/logs/mix-93100.out"
+        add_job(store, 93100)
+        sftp.append(path, b"".join(_progress(T0 + 4.5 * i, 1000 + i) for i in range(40)))
+        slurm.records[93100] = JobRecord(job_id=93100, state="RUNNING", stdout_path=path,
+                                         start_time=T0, mem_limit_bytes=950 << 30)
+        reader = SlowLink(sftp, {path})
+        reader.cut = False
+        watcher = make_watcher(store, slurm, reader, sink)  # type: ignore[arg-type]
+        watcher.tick(T0)
+        read = sftp.read
+        sftp.read = lambda requests: ReadBatch([  # type: ignore[method-assign]
+            FileRead(FAILED, error="Permission denied") for _ in requests])
+        caplog.set_level(logging.INFO)
+        for t in (60, 120):
+            watcher.tick(T0 + t)
+        sftp.read = read  # type: ignore[method-assign]
+        reader.cut = True
+        slurm.records[93100] = JobRecord(job_id=93100, state="COMPLETED", exit_code=0,
+                                         stdout_path=path, start_time=T0, end_time=T0 + 150,
+                                         mem_limit_bytes=950 << 30)
+        watcher.tick(T0 + 180)
+        said = [r.getMessage() for r in caplog.records if "93100" in r.getMessage()]
+        assert not [m for m in said if "read again after" in m], said
+        assert [m for m in said if f"ended while its log {path} could not be read" in m
+                and "deferred" in m], said
