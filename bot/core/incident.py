@@ -13,6 +13,7 @@ from typing import Any
 
 from bot.core.models import MEMORY_CLASSES, Action, Diagnosis, DiagnosisMetrics
 from bot.core.policy import CheckpointUnknown, host_memory_cause, leak_remedy, suggest_mem
+from bot.core.policy import own_fix as own_fix_of
 from bot.core.slurm.states import RUNNING_STATES, normalize_state
 from bot.core.units import GIB
 
@@ -296,8 +297,15 @@ def build_incident(
                           policy=mem_policy, start_unknown=bool(unknown_start),
                           whole_node=whole_node)
               if diagnosis.class_id in MEMORY_CLASSES else None)
-    # a DataLoader worker out of /dev/shm or open files: its own fix, never a --mem
-    own_fix = diagnosis.class_id in MEMORY_CLASSES and not host_memory_cause(diagnosis)
+    # a DataLoader worker out of /dev/shm or open files: its own fix, never a --mem; unless
+    # host memory ran out all the same (a leak, MaxRSS at the limit), which then is said alone
+    own_fix = diagnosis.class_id in MEMORY_CLASSES and own_fix_of(
+        diagnosis, limit_bytes=mem_limit_bytes, max_rss_bytes=max_rss_bytes,
+        leak=remedy is not None)
+    detail = diagnosis.detail
+    if (diagnosis.class_id in MEMORY_CLASSES and not own_fix
+            and not host_memory_cause(diagnosis)):
+        detail = None  # no "ran out of shared memory, not host RAM" beside host memory's case
     mem = suggested_mem or (None if whole_node or own_fix else _default_mem(
         diagnosis, mem_limit_bytes, max_rss_bytes, mem_policy))
     if remedy is not None:
@@ -322,7 +330,7 @@ def build_incident(
         class_id=diagnosis.class_id,
         title=diagnosis.title or diagnosis.class_id.replace("_", " "),
         hint=diagnosis.hint,
-        detail=diagnosis.detail,
+        detail=detail,
         action=str(diagnosis.action),
         retryable=diagnosis.retryable,
         evidence=evidence,
@@ -344,12 +352,12 @@ def build_incident(
         translations=diagnosis.translations,
         upstream_last_iter=up.last_iter if up else None,
         decided_by=diagnosis.decided_by,
-        leak=remedy.facts() if remedy is not None else None,
+        leak=remedy.facts() if remedy is not None and not own_fix else None,
         mem_limit_unknown=(diagnosis.class_id in MEMORY_CLASSES and remedy is None
                            and mem is None and mem_limit_bytes is None
                            and diagnosis.action == Action.ASK),
         mem_whole_node=(diagnosis.class_id in MEMORY_CLASSES and remedy is None
-                        and mem is None and whole_node and host_memory_cause(diagnosis)),
+                        and mem is None and whole_node and not own_fix),
         whole_node=diagnosis.class_id in MEMORY_CLASSES and whole_node,
         own_fix=own_fix,
         node=diagnosis.node,

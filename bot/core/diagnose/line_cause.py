@@ -39,6 +39,9 @@ _NCCL_SHM = re.compile(r"/dev/shm/nccl-|shared memory segment [^ ]*nccl|Call to 
 # mode: Too many open files (24)`), or multiprocessing receiving a worker's file descriptors
 # with none left to receive them into (`RuntimeError: received 0 items of ancdata`).
 _FD_LIMIT = re.compile(r"Too many open files|received 0 items of ancdata")
+# A worker the kernel's OOM killer ended (SIGKILL: torch's `is killed by signal: Killed`): host
+# memory, never /dev/shm or open files, whatever else the log says of shared memory.
+_OOM_KILLED = re.compile(r"killed by signal: Killed\b")
 # The tool a compiler_missing line names as missing: XLA's CUDA toolkit binaries and libdevice
 # (`Couldn't find a suitable version of ptxas`, `libdevice not found at ./libdevice.10.bc`), the
 # CUDA compiler (`command 'nvcc' failed`, `CUDA_HOME environment variable is not set`, CMake's
@@ -98,10 +101,15 @@ def line_cause(class_id: str, matches: Sequence[Any], series: MetricSeries) -> C
     texts = [m.text for m in matches]
     ending = [m.text for m in matches if m.line_no > (series.last_iteration_line or 0)]
     if class_id == "dataloader_worker_killed":
-        if any(_FD_LIMIT.search(t) for t in texts):
-            return OpenFileLimit()
-        if any(_SHM.search(t) for t in texts):
-            return SharedMemory()
+        # only the worker's death and its own lines (the class's: `signal: Bus error`, torch's
+        # `Too many open files` opening a batch) name its cause, no other line that speaks of
+        # shared memory (NCCL's /dev/shm segment); a worker killed by SIGKILL ran out of RAM
+        own = [m.text for m in matches if m.class_id == class_id]
+        if not any(_OOM_KILLED.search(t) for t in own):
+            if any(_FD_LIMIT.search(t) for t in own):
+                return OpenFileLimit()
+            if any(_SHM.search(t) for t in own):
+                return SharedMemory()
     if class_id == "unknown_failure" and any(_NCCL_SHM.search(m.text) for m in matches
                                              if m.primary and m.class_id == class_id):
         return NcclSharedMemory()

@@ -85,6 +85,7 @@ from bot.core.policy.memory import (
     LeakRemedy,
     host_memory_cause,
     leak_remedy,
+    own_fix,
     suggest_mem,
     whole_node_mem,
 )
@@ -124,6 +125,7 @@ __all__ = [
     "host_memory_cause",
     "leak_remedy",
     "leak_warning_due",
+    "own_fix",
     "own_history",
     "parallel_chain_end",
     "params_from",

@@ -33,10 +33,27 @@ WHOLE_NODE_HINT = ("Cut host memory: fewer DataLoader workers, smaller prefetch,
 NOT_HOST_MEMORY = frozenset({"shm", "fd_limit"})
 
 
+# MaxRSS at this share of the job's memory limit or above: the job reached its limit, host
+# memory's evidence, which outweighs a worker's /dev/shm or open-file cause (`own_fix`).
+RSS_AT_LIMIT = 0.95
+
+
 def host_memory_cause(diagnosis: Diagnosis) -> bool:
     """Whether the memory failure `diagnosis` ran out of host memory (no cause of
     NOT_HOST_MEMORY named in its detail)."""
     return (diagnosis.detail or {}).get("kind") not in NOT_HOST_MEMORY
+
+
+def own_fix(diagnosis: Diagnosis, *, limit_bytes: int | None, max_rss_bytes: int | None,
+            leak: bool) -> bool:
+    """Whether the memory failure `diagnosis` is told its cause's own fix and no --mem: a
+    cause of NOT_HOST_MEMORY named (host_memory_cause), and no evidence that host memory ran
+    out all the same, which wins: a steady leak (`leak`: leak_remedy found one) or a MaxRSS
+    at its limit (RSS_AT_LIMIT of `limit_bytes`, a limit of 0 or unknown: none)."""
+    if host_memory_cause(diagnosis) or leak:
+        return False
+    return not (limit_bytes and max_rss_bytes is not None
+                and max_rss_bytes >= RSS_AT_LIMIT * limit_bytes)
 
 
 def whole_node_mem(mem: str | None) -> bool:
@@ -87,7 +104,9 @@ def host_oom_decision(
                          max_rss_bytes=accounting.max_rss_bytes if accounting else None,
                          policy=p, worker_rss=worker_rss, trainer_rss=trainer_rss,
                          start_unknown=start_unknown, whole_node=whole_node)
-    if not host_memory_cause(diagnosis):  # /dev/shm, open files: no --mem fixes it
+    if own_fix(diagnosis, limit_bytes=accounting.mem_limit_bytes if accounting else None,
+               max_rss_bytes=accounting.max_rss_bytes if accounting else None,
+               leak=remedy is not None):  # /dev/shm, open files: no --mem fixes it
         return _own_fix(diagnosis, charged, not_before, where, base, whole_node=whole_node,
                         by_hand=by_hand, lookup=lookup)
     if accounting is not None and whole_node:
