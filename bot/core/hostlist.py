@@ -8,13 +8,17 @@ from collections.abc import Iterable
 
 _TAIL_DIGITS = re.compile(r"^(.*?)([0-9]+)$")
 
+# What Slurm separates a hostlist's names with outside brackets: commas and white space.
+_SEPARATORS = frozenset(", \t\n\r")
+
 
 class HostlistError(ValueError):
-    """A hostlist Slurm would refuse: an unclosed or stray bracket, a bad range."""
+    """A hostlist Slurm would refuse: an unclosed or stray bracket, a bad range, text after a
+    bracket."""
 
 
 def _split_top(text: str) -> list[str]:
-    """`text` cut at its commas outside brackets."""
+    """`text` cut at its commas and white space outside brackets."""
     parts, depth, start = [], 0, 0
     for i, ch in enumerate(text):
         if ch == "[":
@@ -25,51 +29,63 @@ def _split_top(text: str) -> list[str]:
             depth -= 1
             if depth < 0:
                 raise HostlistError(f"unopened bracket in hostlist {text!r}")
-        elif ch == "," and depth == 0:
+        elif ch in _SEPARATORS and depth == 0:
             parts.append(text[start:i])
             start = i + 1
     if depth:
         raise HostlistError(f"unclosed bracket in hostlist {text!r}")
     parts.append(text[start:])
-    return [p.strip() for p in parts if p.strip()]
+    return [p for p in parts if p]
 
 
-def _range_values(spec: str, text: str) -> list[str]:
-    """The values of one bracket's `01-03,07` (zero padding kept, as Slurm does)."""
-    values: list[str] = []
+def _number(digits: str) -> bool:
+    """Whether `digits` is a number Slurm reads in a range: ASCII digits only (`²`, `٣` are
+    digits to str.isdigit, not to Slurm)."""
+    return digits.isascii() and digits.isdigit()
+
+
+def _ranges(spec: str, text: str) -> list[tuple[int, int, int]]:
+    """One bracket's `01-03,07` as (low, high, zero-pad width) ranges."""
+    ranges: list[tuple[int, int, int]] = []
     for item in spec.split(","):
         item = item.strip()
         lo, sep, hi = item.partition("-")
-        if not lo.isdigit() or sep and not hi.isdigit():
+        if not _number(lo) or sep and not _number(hi):
             raise HostlistError(f"bad range {item!r} in hostlist {text!r}")
-        if not sep:
-            values.append(lo)
-            continue
-        if int(hi) < int(lo):
+        high = int(hi) if sep else int(lo)
+        if high < int(lo):
             raise HostlistError(f"descending range {item!r} in hostlist {text!r}")
-        width = len(lo) if lo.startswith("0") else 0
-        values.extend(str(n).zfill(width) for n in range(int(lo), int(hi) + 1))
-    return values
+        ranges.append((int(lo), high, len(lo) if lo.startswith("0") else 0))
+    return ranges
 
 
-def _expand(name: str, text: str) -> list[str]:
-    """One top-level name with any brackets (`rack[1-2]-n[01,03]`) expanded in order."""
+def _parts(name: str, text: str) -> tuple[str, list[tuple[int, int, int]]] | None:
+    """One top-level name's prefix and bracket ranges (`gpu[01-03,07]`); None for a name
+    without brackets. Only one bracket, at the end of its name, as Slurm reads it: `a[1-3]b`
+    and `rack[1-2]-n01` are no hostlists to Slurm (`Invalid hostlist`), nor to trainbot."""
     open_at = name.find("[")
     if open_at < 0:
-        return [name]
+        return None
     close_at = name.index("]", open_at)
-    head, spec, rest = name[:open_at], name[open_at + 1:close_at], name[close_at + 1:]
-    tails = _expand(rest, text)
-    return [f"{head}{v}{t}" for v in _range_values(spec, text) for t in tails]
+    if close_at != len(name) - 1:
+        raise HostlistError(f"text after a bracket in hostlist {text!r}")
+    return name[:open_at], _ranges(name[open_at + 1:close_at], text)
 
 
 def parse_hostlist(text: str | None) -> list[str]:
     """The node names of hostlist `text` (None or '': none), in order, each once. Raises
     HostlistError when Slurm would not read it."""
+    text = text or ""
+    parsed = [(part, _parts(part, text)) for part in _split_top(text)]
     seen: dict[str, None] = {}
-    for part in _split_top(text or ""):
-        for node in _expand(part, text or ""):
-            seen.setdefault(node, None)
+    for part, ranges in parsed:
+        if ranges is None:
+            seen.setdefault(part, None)
+            continue
+        prefix, spans = ranges
+        for lo, hi, width in spans:
+            for n in range(lo, hi + 1):
+                seen.setdefault(f"{prefix}{n:0{width}d}", None)
     return list(seen)
 
 

@@ -16,7 +16,6 @@ from bot.core.nodes import excluding
     ("gpu[01,03]", ["gpu01", "gpu03"]),
     ("gpu[01-03,07],cpu5", ["gpu01", "gpu02", "gpu03", "gpu07", "cpu5"]),
     ("gpu-a07,gpu-b12", ["gpu-a07", "gpu-b12"]),
-    ("rack[1-2]-n[01,03]", ["rack1-n01", "rack1-n03", "rack2-n01", "rack2-n03"]),
     ("n[8-10]", ["n8", "n9", "n10"]),
     ("gpu01,gpu[01-02]", ["gpu01", "gpu02"]),
     ("", []),
@@ -29,6 +28,18 @@ def test_a_hostlist_is_read_as_its_nodes(text: str, nodes: list[str]) -> None:
 def test_a_hostlist_slurm_would_refuse_is_an_error(text: str) -> None:
     with pytest.raises(HostlistError):
         parse_hostlist(text)
+
+
+@pytest.mark.parametrize("text", ["a[1-3]b", "rack[1-2]-n01", "rack[1-2]-n[01,03]",
+                                  "n[\u00b2-3]", "n[1-\u0663]", "n[\u0661]"])
+def test_what_slurm_calls_an_invalid_hostlist_is_an_error(text: str) -> None:
+    """One bracket, at a name's end (scontrol: `Invalid hostlist`), of ASCII digits only."""
+    with pytest.raises(HostlistError):
+        parse_hostlist(text)
+
+
+def test_white_space_separates_names_as_slurm_reads_them() -> None:
+    assert parse_hostlist("gpu01 gpu[02-03]\tcpu5\n") == ["gpu01", "gpu02", "gpu03", "cpu5"]
 
 
 def test_nodes_are_written_as_one_hostlist() -> None:
