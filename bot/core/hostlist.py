@@ -8,13 +8,18 @@ from collections.abc import Iterable
 
 _TAIL_DIGITS = re.compile(r"^(.*?)([0-9]+)$")
 
+#: Slurm's hosts per bracket range (src/common/hostlist.c MAX_RANGE, 64K): a wider range it
+#: refuses.
+MAX_RANGE = 65536
+#: The most node names one hostlist is read as (parse_hostlist's default `limit`).
+MAX_NODES = 65536
 # What Slurm separates a hostlist's names with outside brackets: commas and white space.
 _SEPARATORS = frozenset(", \t\n\r")
 
 
 class HostlistError(ValueError):
-    """A hostlist Slurm would refuse: an unclosed or stray bracket, a bad range, text after a
-    bracket."""
+    """A hostlist Slurm would refuse (an unclosed or stray bracket, a bad range, text after a
+    bracket, a range wider than MAX_RANGE), or one of more names than its reader allows."""
 
 
 def _split_top(text: str) -> list[str]:
@@ -45,7 +50,8 @@ def _number(digits: str) -> bool:
 
 
 def _ranges(spec: str, text: str) -> list[tuple[int, int, int]]:
-    """One bracket's `01-03,07` as (low, high, zero-pad width) ranges."""
+    """One bracket's `01-03,07` as (low, high, zero-pad width) ranges, each of at most
+    MAX_RANGE hosts."""
     ranges: list[tuple[int, int, int]] = []
     for item in spec.split(","):
         item = item.strip()
@@ -55,6 +61,9 @@ def _ranges(spec: str, text: str) -> list[tuple[int, int, int]]:
         high = int(hi) if sep else int(lo)
         if high < int(lo):
             raise HostlistError(f"descending range {item!r} in hostlist {text!r}")
+        if high - int(lo) + 1 > MAX_RANGE:
+            raise HostlistError(f"range {item!r} of more than {MAX_RANGE} hosts in hostlist "
+                                f"{text!r}")
         ranges.append((int(lo), high, len(lo) if lo.startswith("0") else 0))
     return ranges
 
@@ -72,11 +81,16 @@ def _parts(name: str, text: str) -> tuple[str, list[tuple[int, int, int]]] | Non
     return name[:open_at], _ranges(name[open_at + 1:close_at], text)
 
 
-def parse_hostlist(text: str | None) -> list[str]:
+def parse_hostlist(text: str | None, *, limit: int = MAX_NODES) -> list[str]:
     """The node names of hostlist `text` (None or '': none), in order, each once. Raises
-    HostlistError when Slurm would not read it."""
+    HostlistError when Slurm would not read it, or when it writes more than `limit` names
+    (counted before any is made: `n[1-40000]` is refused whole, never expanded)."""
     text = text or ""
     parsed = [(part, _parts(part, text)) for part in _split_top(text)]
+    count = sum(1 if ranges is None else sum(hi - lo + 1 for lo, hi, _ in ranges[1])
+                for _, ranges in parsed)
+    if count > limit:
+        raise HostlistError(f"hostlist {text[:80]!r} names {count} nodes, more than {limit}")
     seen: dict[str, None] = {}
     for part, ranges in parsed:
         if ranges is None:
@@ -93,7 +107,7 @@ def render_hostlist(nodes: Iterable[str]) -> str:
     """`nodes` as one hostlist, each once: names that differ only in a trailing number of
     the same width are folded into one bracket (`gpu[01-03,07]`), the rest listed as they
     are; groups in the order their first node came."""
-    groups: dict[tuple[str, int], list[int]] = {}
+    groups: dict[tuple[str, int], set[int]] = {}
     order: list[tuple[str, int] | str] = []
     plain: set[str] = set()
     for node in nodes:
@@ -105,11 +119,9 @@ def render_hostlist(nodes: Iterable[str]) -> str:
             continue
         key = (m.group(1), len(m.group(2)))
         if key not in groups:
-            groups[key] = []
+            groups[key] = set()
             order.append(key)
-        number = int(m.group(2))
-        if number not in groups[key]:
-            groups[key].append(number)
+        groups[key].add(int(m.group(2)))
     out: list[str] = []
     for item in order:
         if isinstance(item, str):

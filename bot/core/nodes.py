@@ -14,8 +14,9 @@ _NODE_PATTERNS = tuple(re.compile(p) for p in (
     r"node ([A-Za-z0-9][\w.-]*), device [0-9]+, iteration #[0-9]+: (?:Possible transient error"
     r"|First rerun: unexpected result is reproducible)",
     r"Got rescheduled on the same GPU\..*\(node: ([A-Za-z0-9][\w.-]*), gpu: [0-9]+\)",
-    r"\*\*\* (?:JOB|STEP) \S+ ON (\S+) CANCELLED",  # slurmstepd
-    r"Node failure on ([A-Za-z0-9][\w.-]*)",  # srun / salloc
+    # slurmstepd, naming its own node (one name: a bracket there is no node of its)
+    r"\*\*\* (?:JOB|STEP) \S+ ON ([A-Za-z0-9][\w.-]*) CANCELLED",
+    r"Node failure on ([A-Za-z0-9][\w.,\[\]-]*)",  # srun / salloc: a hostlist, `gpu[01-02]`
     r"srun: error: ([A-Za-z0-9][\w.-]*): tasks? [0-9]",  # srun: error: gpu-a07: task 0: ...
     r"^([A-Za-z][\w.-]*):[0-9]+:[0-9]+ \[[0-9]+\] ",  # NCCL: host:pid:tid [gpu] ...
     r"[Hh]ostname[=: ]+([A-Za-z0-9][\w.-]*)",  # Torch: Hostname cn-229, hostname=...
@@ -24,15 +25,31 @@ _NODE_PATTERNS = tuple(re.compile(p) for p in (
 ))
 
 
+#: The most nodes a log's line is taken to name as faulty (srun's `Node failure on` hostlist):
+#: a line naming more (`n[1-40000]`) names no node to leave out.
+LOG_NODES_MAX = 64
+
+
 def node_in(lines: Iterable[str]) -> str | None:
-    """The node the given lines name (the first form that matches, earliest line first)."""
+    """The node (or, from srun's `Node failure on`, the hostlist of at most LOG_NODES_MAX
+    nodes) the given lines name: the first form that matches, earliest line first, whose
+    name reads as a hostlist (bot.core.hostlist) of that many nodes at most."""
     texts = list(lines)
     for pattern in _NODE_PATTERNS:
         for text in texts:
             m = pattern.search(text)
-            if m:
-                return m.group(1).rstrip(".,:;")
+            if m and (nodes := _log_nodes(m.group(1).rstrip(".,:;"))):
+                return render_hostlist(nodes)
     return None
+
+
+def _log_nodes(text: str) -> list[str]:
+    """The nodes a log's `text` names, read as a hostlist of at most LOG_NODES_MAX nodes;
+    none when Slurm would not read it or it names more."""
+    try:
+        return parse_hostlist(text, limit=LOG_NODES_MAX)
+    except HostlistError:
+        return []
 
 
 def hostlist_nodes(text: str | None) -> list[str]:
