@@ -69,7 +69,7 @@ _TOKEN_SHAPED = (r"(?P<secret>(?=" + _TOKEN_CHAR + r"{8})(?:(?=" + _TOKEN_CHAR +
                  + _TOKEN_CHAR + r"*?[A-Za-z])|(?=" + _TOKEN_CHAR + r"*?[a-z])(?="
                  + _TOKEN_CHAR + r"*?[A-Z]))" + _TOKEN_CHAR + r"+={0,2})")
 _FLAG = r"(?<![A-Za-z0-9-])--"
-_KEY_END = r"(?![^\W_])"  # no letter or digit (of any script) next
+_KEY_END = r"(?![A-Za-z0-9])"  # no ASCII letter or digit next (Korean, Chinese may follow)
 _FLAG_VALUE = r"(?P<secret>(?!-)[^\s'\"]{4,}|'[^'\n]+'|\"[^\"\n]+\")"
 TOKEN_PATTERNS: tuple[re.Pattern[str], ...] = (SLACK_TOKEN, *(re.compile(p) for p in (
     # GitHub tokens
@@ -81,9 +81,10 @@ TOKEN_PATTERNS: tuple[re.Pattern[str], ...] = (SLACK_TOKEN, *(re.compile(p) for 
     + _GLUED + r"hf_[A-Za-z0-9]{34,}",
     # OpenAI's project, service-account and admin keys; Anthropic's keys
     r"(?<![A-Za-z0-9_-])sk-(?:proj|svcacct|admin|ant)-[A-Za-z0-9_-]{20,}",
-    # AWS access key id: its 16 characters end where the word does, with no letter or digit
-    # of any case after them (`ASIAPACIFICNORTHEASTern` is a word, not a key); a `_` ends it
-    # (a word after it, `_backup`, is no part of it)
+    # AWS access key id: its 16 characters end where the word does, with no ASCII letter or
+    # digit of any case after them (`ASIAPACIFICNORTHEASTern` is a word, not a key); a `_`
+    # ends it (a word after it, `_backup`, is no part of it), and so does a letter of another
+    # script (a Korean particle glued to it, `AKIA…를`)
     r"(?<![0-9A-Za-z_])(?:AKIA|ASIA)[0-9A-Z]{16}" + _KEY_END + "|"
     r"(?<=[a-z_])(?:AKIA|ASIA)(?=[A-Z]{0,15}[0-9])[0-9A-Z]{16}" + _KEY_END,
     r"(?i)\bbearer\s+(?P<secret>[A-Za-z0-9._~+/=-]{8,})",

@@ -261,7 +261,7 @@ def test_flags_and_words_near_those_shapes_are_left_alone(text):
 
 @pytest.mark.parametrize("text", [
     "zone ASIAPACIFICNORTHEASTern", "id_AKIAIOSFODNN7EXAMPLEx1 set",
-    "ref ASIAY34FZKBOKMUTVV7Ab", "AKIAIOSFODNN7EXAMPLE2", "key AKIAIOSFODNN7EXAMPLEé",
+    "ref ASIAY34FZKBOKMUTVV7Ab", "AKIAIOSFODNN7EXAMPLE2",
 ])
 def test_an_aws_key_shape_running_on_into_a_word_is_not_a_key(text):
     """Before, AKIA/ASIA and 16 capitals or digits were masked with a small letter after
@@ -275,6 +275,19 @@ def test_an_aws_key_shape_running_on_into_a_word_is_not_a_key(text):
        after=st.sampled_from(["", " ", "_backup", ".", ",", "'", "\n", "/x"]))
 def test_an_aws_key_ending_where_its_word_does_is_masked(before, key, after):
     assert Redactor().redact(f"{before}{key}{after}") == f"{before}{MARKER}{after}"
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    ("키는 AKIAIOSFODNN7EXAMPLE를 썼어요", f"키는 {MARKER}를 썼어요"),
+    ("AKIAIOSFODNN7EXAMPLE입니다", f"{MARKER}입니다"),
+    ("ASIAY34FZKBOKMUTVV7A가 만료", f"{MARKER}가 만료"),
+    ("密钥AKIAIOSFODNN7EXAMPLE已泄露", f"密钥{MARKER}已泄露"),
+    ("key AKIAIOSFODNN7EXAMPLEé", f"key {MARKER}é"),
+])
+def test_an_aws_key_before_a_letter_of_another_script_is_masked(text, shown):
+    """Before, any letter of any script after the key's 16 characters kept it shown: a
+    Korean particle glued to it (`AKIA…를`) left the whole key readable."""
+    assert Redactor().redact(text) == shown
 
 
 # Slack tokens as the public docs show them: the bot token of Slack's OAuth example, a user
