@@ -46,16 +46,31 @@ _FREE_NAME = r"(?i:(?<![a-z0-9])(?:password|passwd|secret|(?P<tok>token)|api[_-]
 _GLUED_NAME = r"(?<=[A-Z0-9])(?:PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|ACCESS_?KEY)"
 _ASSIGNED = r"['\"]?\s*[=:]\s*['\"]?"
 _VALUE_END = r"(?![^\s'\"&,;)\]}])"
+
+
 # What a glued name's value is not masked as: a number, a boolean or a null, a placeholder in
-# angle brackets (`<pad>`).
-_NOT_A_SECRET = r"(?!(?i:true|false|none|null|yes|no)" + _VALUE_END + r"|[0-9.]+" + \
-    _VALUE_END + r"|<)"
+# angle brackets (`<pad>`), each only as the whole value (`end`: what follows the value's last
+# character, its closing quote for a quoted one): `"no pain no gain"`, `"1 love cats!"`,
+# `<3 my cat` are secrets.
+def _not_a_secret(end: str) -> str:
+    return (r"(?!(?i:true|false|none|null|yes|no)" + end + r"|[0-9.]+" + end
+            + r"|<[^\s<>'\"]*>" + end + ")")
+
+
 _VALUE = r"(?P<secret>[^\s'\"&,;)\]}]{4,})"
+
+
 # What a value given to a name ending in `token` is not masked as (a tokenizer's setting, not a
-# secret: `pad_token = <pad>`, `cls_token: [CLS]`, `bos_token = 50256`): a special token in
-# angle or square brackets, a token id (a number of up to 6 digits), a boolean or a null.
-_NOT_A_TOKEN = r"(?(tok)(?![<\[]|[0-9]{1,6}" + _VALUE_END + \
-    r"|(?i:true|false|none|null|yes|no)" + _VALUE_END + r"))"
+# secret: `pad_token = <pad>`, `cls_token: [CLS]`, `bos_token = 50256`), again only as the
+# whole value: a special token in angle or square brackets, a token id (a number of up to 6
+# digits), a boolean or a null.
+def _not_a_token(end: str) -> str:
+    return (r"(?(tok)(?!<[^\s<>'\"]*>" + end + r"|\[[^\s\[\]'\"]*\]" + end + r"|[0-9]{1,6}"
+            + end + r"|(?i:true|false|none|null|yes|no)" + end + r"))")
+
+
+_NOT_A_SECRET = _not_a_secret(_VALUE_END)
+_NOT_A_TOKEN = _not_a_token(_VALUE_END)
 # A camelCase name glued to the small letters or digits before it (`clientSecret`,
 # `dbPassword`, `openaiApiKey`, `myToken`): a secret's, password's or key's value is masked
 # unless it is a number, a boolean or a placeholder; a token's only when it is shaped like one
@@ -104,10 +119,10 @@ TOKEN_PATTERNS: tuple[re.Pattern[str], ...] = (SLACK_TOKEN, *(re.compile(p) for 
     _CAMEL_NAME + _ASSIGNED + _NOT_A_SECRET + _VALUE,
     _CAMEL_TOKEN + _ASSIGNED + _TOKEN_SHAPED,
     # a quoted value whole, spaces too, up to its quote (`password: 'p@ss w0rd'`)
-    _FREE_NAME + r"['\"]?\s*[=:]\s*'" + _NOT_A_TOKEN + r"(?P<secret>[^'\n]+)'",
-    _FREE_NAME + r"['\"]?\s*[=:]\s*\"" + _NOT_A_TOKEN + r"(?P<secret>[^\"\n]+)\"",
-    _CAMEL_NAME + r"['\"]?\s*[=:]\s*'" + _NOT_A_SECRET + r"(?P<secret>[^'\n]+)'",
-    _CAMEL_NAME + r"['\"]?\s*[=:]\s*\"" + _NOT_A_SECRET + r"(?P<secret>[^\"\n]+)\"",
+    _FREE_NAME + r"['\"]?\s*[=:]\s*'" + _not_a_token("'") + r"(?P<secret>[^'\n]+)'",
+    _FREE_NAME + r"['\"]?\s*[=:]\s*\"" + _not_a_token('"') + r"(?P<secret>[^\"\n]+)\"",
+    _CAMEL_NAME + r"['\"]?\s*[=:]\s*'" + _not_a_secret("'") + r"(?P<secret>[^'\n]+)'",
+    _CAMEL_NAME + r"['\"]?\s*[=:]\s*\"" + _not_a_secret('"') + r"(?P<secret>[^\"\n]+)\"",
     # a command line's flag and the value after it: --password hunter22, --api-key …; a
     # longer flag's (--hf-token …) not a number, a boolean or a placeholder (--pad-token <pad>)
     _FLAG + r"(?i:password|passwd|secret|token|api[_-]?key|access[_-]?key)\s+" + _FLAG_VALUE,

@@ -401,3 +401,28 @@ def test_secrets_meeting_the_marker_never_survive_and_redacting_twice_changes_no
     for secret in secret_list:
         assert secret not in out or secret in MARKER, (secret, out)
     assert redactor.redact(out) == out
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    ('{"dbPassword": "no pain no gain"}', f'{{"dbPassword": "{MARKER}"}}'),
+    ('{"adminPassword": "1 love cats!"}', f'{{"adminPassword": "{MARKER}"}}'),
+    ("{'clientSecret': '<3 my cat'}", f"{{'clientSecret': '{MARKER}'}}"),
+    ('"apiKey": "0.5 secret words"', f'"apiKey": "{MARKER}"'),
+    ('token: "no way it leaks"', f'token: "{MARKER}"'),
+    ('auth_token="yes I am the secret"', f'auth_token="{MARKER}"'),
+    ('api_token: "123 456 789 secret"', f'api_token: "{MARKER}"'),
+    ("HF_TOKEN='true-ly secret value'", f"HF_TOKEN='{MARKER}'"),
+    ("pad_token: '<pad> is my secret'", f"pad_token: '{MARKER}'"),
+])
+def test_a_quoted_value_only_starting_like_a_setting_is_masked_whole(text, shown):
+    """Before, a quoted value starting with a number, a boolean's word or `<` was taken for
+    one and shown whole: the exemptions hold only for the whole value."""
+    assert Redactor().redact(text) == shown
+
+
+@pytest.mark.parametrize("text", [
+    '{"isSecret": "false", "hasPassword": "no"}', "{'padToken': '<pad>'}", 'pad_token: "<pad>"',
+    "{'bos_token': '50256', 'add_eos_token': 'true'}", 'eos_token = "</s>"',
+])
+def test_a_quoted_setting_whole_is_left_alone(text):
+    assert Redactor().redact(text) == text
