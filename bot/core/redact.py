@@ -41,8 +41,16 @@ SLACK_TOKEN = re.compile(
 # `HFTOKEN`); not in a word of small letters and capitals (`maxToken`, `hasPassword`,
 # `ntoken`: a model's or an API's field, not a secret).
 _NAMES = r"(?:password|passwd|secret|token|api[_-]?key|access[_-]?key)"
-_FREE_NAME = r"(?i:(?<![a-z0-9])(?:password|passwd|secret|(?P<tok>token)|api[_-]?key|" \
-    r"access[_-]?key))"
+# A token's name is told apart (`tok`), and whether it is a tokenizer's special token's or a
+# count's (`tid`: `pad_token`, `eos_token`, `max_token`) and written in capitals (`caps`: an
+# environment variable's, `GITHUB_TOKEN`): what its value is not masked as depends on them
+# (`_not_a_token`).
+_TOKENIZER_NAME = "|".join(f"(?<={word}_)(?<![a-z0-9]{word}_)" for word in (
+    "pad", "bos", "eos", "unk", "cls", "sep", "mask", "max", "min", "num"))
+# (each told by one way only: a lookahead's refusal must not be met by trying the other way)
+_FREE_NAME = r"(?i:(?<![a-z0-9])(?:password|passwd|secret|(?P<tok>(?:(?P<tid>" \
+    + _TOKENIZER_NAME + r")|(?!" + _TOKENIZER_NAME + r"))(?:(?P<caps>(?-i:TOKEN))|" \
+    r"(?!(?-i:TOKEN))token))|api[_-]?key|access[_-]?key))"
 _GLUED_NAME = r"(?<=[A-Z0-9])(?:PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|ACCESS_?KEY)"
 _ASSIGNED = r"['\"]?\s*[=:]\s*['\"]?"
 _VALUE_END = r"(?![^\s'\"&,;)\]}])"
@@ -62,11 +70,17 @@ _VALUE = r"(?P<secret>[^\s'\"&,;)\]}]{4,})"
 
 # What a value given to a name ending in `token` is not masked as (a tokenizer's setting, not a
 # secret: `pad_token = <pad>`, `cls_token: [CLS]`, `bos_token = 50256`), again only as the
-# whole value: a special token in angle or square brackets, a token id (a number of up to 6
-# digits), a boolean or a null.
+# whole value: a special token (a short word of letters, `|` and `_` in angle or square
+# brackets: `<pad>`, `</s>`, `<|endoftext|>`, `[CLS]`), a token id or a count (a number of up
+# to 6 digits) given to a tokenizer's special token's name or a count's (`bos_token`,
+# `max_token`; `token: 123456` is a PIN), a boolean or a null given to a name not in capitals
+# (`add_eos_token: true`; `GITHUB_TOKEN=true` is the variable's value).
+_SPECIAL_TOKEN = r"(?:</?[A-Za-z|_]{1,16}>|\[[A-Za-z|_]{1,16}\])"
+
+
 def _not_a_token(end: str) -> str:
-    return (r"(?(tok)(?!<[^\s<>'\"]*>" + end + r"|\[[^\s\[\]'\"]*\]" + end + r"|[0-9]{1,6}"
-            + end + r"|(?i:true|false|none|null|yes|no)" + end + r"))")
+    return (r"(?(tok)(?!" + _SPECIAL_TOKEN + end + r"|(?(tid)[0-9]{1,6}" + end + r"|(?!))"
+            + r"|(?(caps)(?!)|(?i:true|false|none|null|yes|no)" + end + r")))")
 
 
 _NOT_A_SECRET = _not_a_secret(_VALUE_END)

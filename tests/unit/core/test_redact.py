@@ -426,3 +426,27 @@ def test_a_quoted_value_only_starting_like_a_setting_is_masked_whole(text, shown
 ])
 def test_a_quoted_setting_whole_is_left_alone(text):
     assert Redactor().redact(text) == text
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    ("token: 123456", f"token: {MARKER}"),
+    ("admin_token=123456 api_token: '42424242'", f"admin_token={MARKER} api_token: '{MARKER}'"),
+    ("access_token=[eyJhbGciOiJIUzI1NiJ9.eyJzdWIi.sig]", f"access_token={MARKER}]"),
+    ("HF_TOKEN=[abc123secretXYZ]", f"HF_TOKEN={MARKER}]"),
+    ("access_token=<hidden>abcdef", f"access_token={MARKER}"),
+    ('token="<s3cretvalue>"', f'token="{MARKER}"'),
+    ("GITHUB_TOKEN=true HF_TOKEN=none", f"GITHUB_TOKEN={MARKER} HF_TOKEN={MARKER}"),
+])
+def test_a_token_named_value_only_shaped_near_a_setting_is_masked(text, shown):
+    """Before, any value of up to 6 digits, or starting with `[` or `<`, given to a name
+    ending in `token` was taken for a tokenizer's setting and shown."""
+    assert Redactor().redact(text) == shown
+
+
+@pytest.mark.parametrize("text", [
+    "pad_token=<pad> eos_token: </s> bos_token: '<|endoftext|>' cls_token=[CLS]",
+    "bos_token = 50256 PAD_TOKEN=0 max_token: 4096 num_token=512",
+    "add_eos_token: true use_auth_token=True", "{'mask_token': '[MASK]', 'unk_token': null}",
+])
+def test_a_tokenizers_special_tokens_ids_and_switches_are_left_alone(text):
+    assert Redactor().redact(text) == text
