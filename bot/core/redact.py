@@ -40,7 +40,7 @@ SLACK_TOKEN = re.compile(
 # in capitals, glued to another word in capitals as a variable's name is (`DBPASSWORD`,
 # `HFTOKEN`); not in a word of small letters and capitals (`maxToken`, `hasPassword`,
 # `ntoken`: a model's or an API's field, not a secret).
-_NAMES = r"(?:password|passwd|secret|token|api[_-]?key|access[_-]?key)"
+_NAMES = r"(?:password|passwd|secret|(?P<tok>token)|api[_-]?key|access[_-]?key)"
 # A token's name is told apart (`tok`), and whether it is a tokenizer's special token's or a
 # count's (`tid`: `pad_token`, `eos_token`, `max_token`) and written in capitals (`caps`: an
 # environment variable's, `GITHUB_TOKEN`): what its value is not masked as depends on them
@@ -51,18 +51,20 @@ _TOKENIZER_NAME = "|".join(f"(?<={word}_)(?<![a-z0-9]{word}_)" for word in (
 _FREE_NAME = r"(?i:(?<![a-z0-9])(?:password|passwd|secret|(?P<tok>(?:(?P<tid>" \
     + _TOKENIZER_NAME + r")|(?!" + _TOKENIZER_NAME + r"))(?:(?P<caps>(?-i:TOKEN))|" \
     r"(?!(?-i:TOKEN))token))|api[_-]?key|access[_-]?key))"
-_GLUED_NAME = r"(?<=[A-Z0-9])(?:PASSWORD|PASSWD|SECRET|TOKEN|API_?KEY|ACCESS_?KEY)"
+_GLUED_NAME = r"(?<=[A-Z0-9])(?:PASSWORD|PASSWD|SECRET|(?P<tok>TOKEN)|API_?KEY|ACCESS_?KEY)"
 _ASSIGNED = r"['\"]?\s*[=:]\s*['\"]?"
 _VALUE_END = r"(?![^\s'\"&,;)\]}])"
 
 
-# What a glued name's value is not masked as: a number, a boolean or a null, a placeholder in
-# angle brackets (`<pad>`), each only as the whole value (`end`: what follows the value's last
-# character, its closing quote for a quoted one): `"no pain no gain"`, `"1 love cats!"`,
-# `<3 my cat` are secrets.
-def _not_a_secret(end: str) -> str:
-    return (r"(?!(?i:true|false|none|null|yes|no)" + end + r"|[0-9.]+" + end
-            + r"|<[^\s<>'\"]*>" + end + ")")
+# What a glued name's value is not masked as: a boolean or a null, a placeholder in angle
+# brackets (`<pad>`), and a number given to a name ending in `token` (a count: `MAXTOKEN=4096`;
+# a password's, a secret's or a key's is masked, `dbPassword=123456`), each only as the whole
+# value (`end`: what follows the value's last character, its closing quote for a quoted one):
+# `"no pain no gain"`, `"1 love cats!"`, `<3 my cat` are secrets.
+def _not_a_secret(end: str, *, token_name: bool = True) -> str:
+    """(`token_name`: the pattern's name may end in `token`, told by its group `tok`.)"""
+    count = r"|(?(tok)[0-9.]+" + end + r"|(?!))" if token_name else ""
+    return r"(?!(?i:true|false|none|null|yes|no)" + end + r"|<[^\s<>'\"]*>" + end + count + ")"
 
 
 _VALUE = r"(?P<secret>[^\s'\"&,;)\]}]{4,})"
@@ -87,7 +89,7 @@ _NOT_A_SECRET = _not_a_secret(_VALUE_END)
 _NOT_A_TOKEN = _not_a_token(_VALUE_END)
 # A camelCase name glued to the small letters or digits before it (`clientSecret`,
 # `dbPassword`, `openaiApiKey`, `myToken`): a secret's, password's or key's value is masked
-# unless it is a number, a boolean or a placeholder; a token's only when it is shaped like one
+# unless it is a boolean or a placeholder; a token's only when it is shaped like one
 # (8 or more token characters, with letters and digits or small and capital letters), since
 # most such names are a model's or an API's settings (`maxToken=4096`, `padToken: <pad>`), and
 # a page's cursor (`nextPageToken`, `continuationToken`, `syncToken`) is no secret.
@@ -130,13 +132,13 @@ TOKEN_PATTERNS: tuple[re.Pattern[str], ...] = (SLACK_TOKEN, *(re.compile(p) for 
     # reprs of dicts)
     _FREE_NAME + _ASSIGNED + _NOT_A_TOKEN + _VALUE,
     _GLUED_NAME + _ASSIGNED + _NOT_A_SECRET + _VALUE,
-    _CAMEL_NAME + _ASSIGNED + _NOT_A_SECRET + _VALUE,
+    _CAMEL_NAME + _ASSIGNED + _not_a_secret(_VALUE_END, token_name=False) + _VALUE,
     _CAMEL_TOKEN + _ASSIGNED + _TOKEN_SHAPED,
     # a quoted value whole, spaces too, up to its quote (`password: 'p@ss w0rd'`)
     _FREE_NAME + r"['\"]?\s*[=:]\s*'" + _not_a_token("'") + r"(?P<secret>[^'\n]+)'",
     _FREE_NAME + r"['\"]?\s*[=:]\s*\"" + _not_a_token('"') + r"(?P<secret>[^\"\n]+)\"",
-    _CAMEL_NAME + r"['\"]?\s*[=:]\s*'" + _not_a_secret("'") + r"(?P<secret>[^'\n]+)'",
-    _CAMEL_NAME + r"['\"]?\s*[=:]\s*\"" + _not_a_secret('"') + r"(?P<secret>[^\"\n]+)\"",
+    _CAMEL_NAME + r"['\"]?\s*[=:]\s*'" + _not_a_secret("'", token_name=False) + r"(?P<secret>[^'\n]+)'",
+    _CAMEL_NAME + r"['\"]?\s*[=:]\s*\"" + _not_a_secret('"', token_name=False) + r"(?P<secret>[^\"\n]+)\"",
     # a command line's flag and the value after it: --password hunter22, --api-key …; a
     # longer flag's (--hf-token …) not a number, a boolean or a placeholder (--pad-token <pad>)
     _FLAG + r"(?i:password|passwd|secret|token|api[_-]?key|access[_-]?key)\s+" + _FLAG_VALUE,

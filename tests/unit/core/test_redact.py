@@ -450,3 +450,16 @@ def test_a_token_named_value_only_shaped_near_a_setting_is_masked(text, shown):
 ])
 def test_a_tokenizers_special_tokens_ids_and_switches_are_left_alone(text):
     assert Redactor().redact(text) == text
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    ("dbPassword=123456", f"dbPassword={MARKER}"),
+    ('{"adminPassword": "123456"}', f'{{"adminPassword": "{MARKER}"}}'),
+    ("clientSecret=12345678 next", f"clientSecret={MARKER} next"),
+    ("DBPASSWORD=123456 MYSECRET=2024.12.07", f"DBPASSWORD={MARKER} MYSECRET={MARKER}"),
+    ("psql --db-password 123456 --host db", f"psql --db-password {MARKER} --host db"),
+])
+def test_a_numeric_password_is_masked_whatever_its_names_form(text, shown):
+    """Before, a number given to a password's, a secret's or a key's name was shown unless
+    the name stood alone (`password=`): only a name ending in `token` may be given a count."""
+    assert Redactor().redact(text) == shown
