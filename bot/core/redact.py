@@ -34,6 +34,9 @@ _GLUED = r"(?<=[A-Za-z0-9_])"   # a token's start glued to a word
 SLACK_TOKEN = re.compile(
     # bot, user, legacy, refresh, session, app-level: a number after the prefix, then the rest
     _FREE + r"(?:xox[abceoprs]|xapp)-(?=[A-Za-z0-9-]{8})[0-9]+-[A-Za-z0-9-]{4,}"
+    # a browser session's cookie (`d`): URL-encoded, no number first; 8 or more characters
+    # with a digit or a `%` among the first 64
+    r"|" + _FREE + r"xoxd-(?=[A-Za-z0-9%+/=_.-]{0,63}[0-9%])[A-Za-z0-9%+/=_.-]{8,}"
     r"|" + _GLUED + r"(?:xox[bpaers]-[0-9]+-[0-9]+-[A-Za-z0-9-]+"
     r"|xapp-[0-9]+-[A-Z0-9]+-[0-9]+-[A-Za-z0-9]+)")
 # A secret's name: standing alone or after `_`/`.`/`-` (`password`, `HF_TOKEN`, `api-key`), or,

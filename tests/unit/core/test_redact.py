@@ -295,7 +295,8 @@ def test_an_aws_key_before_a_letter_of_another_script_is_masked(text, shown):
 SLACK_DOC_TOKENS = ["xoxb-17653672481-19874698323-pdFZKVeTuE8sk7oOcBrzbqgy",
                     "xoxp-23984754863-2348975623103",
                     "xapp-1-A000000000-0000000000000-notarealapptoken",
-                    "xoxa-2-abcdefgh", "xoxe.xoxp-1-Mi0yLTE0NjM0MjM4NzIx"]
+                    "xoxa-2-abcdefgh", "xoxe.xoxp-1-Mi0yLTE0NjM0MjM4NzIx",
+                    "xoxd-abcdef1234567890abcdef", "xoxd-QWxhZGRpbjpvcGVu%2FIHNlc2FtZQ%3D%3D"]
 
 
 @settings(max_examples=200, deadline=None)

@@ -45,6 +45,7 @@ SHAPES = {
     "aToken=aToken=…": lambda: "aToken=" * (N // 7),
     "aToken= + a run": lambda: "aToken=" + "a1" * (N // 2),
     "aSecret: + spaces": lambda: "aSecret:" + " " * N,
+    "xoxd- + letters": lambda: ("xoxd-" + "a" * 100 + " ") * (N // 106),
 }
 
 
