@@ -102,6 +102,14 @@ _TOKEN_CHAR = r"[A-Za-z0-9_./+~-]"
 _TOKEN_SHAPED = (r"(?P<secret>(?=" + _TOKEN_CHAR + r"{8})(?:(?=" + _TOKEN_CHAR + r"*?[0-9])(?="
                  + _TOKEN_CHAR + r"*?[A-Za-z])|(?=" + _TOKEN_CHAR + r"*?[a-z])(?="
                  + _TOKEN_CHAR + r"*?[A-Z]))" + _TOKEN_CHAR + r"+={0,2})")
+
+
+def _quoted_value(quote: str) -> str:
+    """A value in `quote`s up to its closing one, spaces too, a `\\`-escaped quote in it (a
+    repr's, a JSON text's: `"ab\\"cd ef"`) read as its part, not its end."""
+    return r"(?P<secret>(?:[^" + quote + r"\\\n]|\\.)+)" + quote
+
+
 _FLAG = r"(?<![A-Za-z0-9-])--"
 _KEY_END = r"(?![A-Za-z0-9])"  # no ASCII letter or digit next (Korean, Chinese may follow)
 _FLAG_VALUE = r"(?P<secret>(?!-)[^\s'\"]{4,}|'[^'\n]+'|\"[^\"\n]+\")"
@@ -138,10 +146,11 @@ TOKEN_PATTERNS: tuple[re.Pattern[str], ...] = (SLACK_TOKEN, *(re.compile(p) for 
     _CAMEL_NAME + _ASSIGNED + _not_a_secret(_VALUE_END, token_name=False) + _VALUE,
     _CAMEL_TOKEN + _ASSIGNED + _TOKEN_SHAPED,
     # a quoted value whole, spaces too, up to its quote (`password: 'p@ss w0rd'`)
-    _FREE_NAME + r"['\"]?\s*[=:]\s*'" + _not_a_token("'") + r"(?P<secret>[^'\n]+)'",
-    _FREE_NAME + r"['\"]?\s*[=:]\s*\"" + _not_a_token('"') + r"(?P<secret>[^\"\n]+)\"",
-    _CAMEL_NAME + r"['\"]?\s*[=:]\s*'" + _not_a_secret("'", token_name=False) + r"(?P<secret>[^'\n]+)'",
-    _CAMEL_NAME + r"['\"]?\s*[=:]\s*\"" + _not_a_secret('"', token_name=False) + r"(?P<secret>[^\"\n]+)\"",
+    _FREE_NAME + r"['\"]?\s*[=:]\s*'" + _not_a_token("'") + _quoted_value("'"),
+    _FREE_NAME + r"['\"]?\s*[=:]\s*\"" + _not_a_token('"') + _quoted_value('"'),
+    _CAMEL_NAME + r"['\"]?\s*[=:]\s*'" + _not_a_secret("'", token_name=False) + _quoted_value("'"),
+    _CAMEL_NAME + r"['\"]?\s*[=:]\s*\"" + _not_a_secret('"', token_name=False)
+    + _quoted_value('"'),
     # a command line's flag and the value after it: --password hunter22, --api-key …; a
     # longer flag's (--hf-token …) not a number, a boolean or a placeholder (--pad-token <pad>)
     _FLAG + r"(?i:password|passwd|secret|token|api[_-]?key|access[_-]?key)\s+" + _FLAG_VALUE,

@@ -464,3 +464,16 @@ def test_a_numeric_password_is_masked_whatever_its_names_form(text, shown):
     """Before, a number given to a password's, a secret's or a key's name was shown unless
     the name stood alone (`password=`): only a name ending in `token` may be given a count."""
     assert Redactor().redact(text) == shown
+
+
+@pytest.mark.parametrize(("text", "shown"), [
+    ('{"clientSecret": "ab\\"cdefgh ijk"}', f'{{"clientSecret": "{MARKER}"}}'),
+    ('{"password": "p\\"ss word-xyz", "user": "bob"}',
+     f'{{"password": "{MARKER}", "user": "bob"}}'),
+    ("{'dbPassword': 'it\\'s a secret'}", f"{{'dbPassword': '{MARKER}'}}"),
+    ("{'api_key': 'a b\\\\', 'user': 'bob'}", f"{{'api_key': '{MARKER}', 'user': 'bob'}}"),
+])
+def test_a_quoted_value_with_an_escaped_quote_is_masked_whole(text, shown):
+    """Before, a quoted value ended at its first quote, escaped or not: the rest of a JSON
+    text's or a repr's secret after `\\"` was shown."""
+    assert Redactor().redact(text) == shown
