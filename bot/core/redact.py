@@ -178,10 +178,12 @@ class Redactor:
     def __init__(self, secrets: Iterable[str] = ()) -> None:
         values = {s for s in secrets if isinstance(s, str) and len(s) >= MIN_SECRET_LENGTH}
         forms = set().union(*(secret_forms(v) for v in values)) if values else set()
-        # longest first: a value that contains another is masked whole
+        # every place each form is found, overlapping ones too (`abcd` and `cdefghij` in
+        # `abcdefghij`: masking one and reading on after it would show the other's rest):
+        # each position's longest form (longest first), the union of them masked
         ordered = sorted(forms, key=lambda f: (-len(f), f))
         either = "|".join(map(re.escape, ordered))
-        self._values = re.compile(either) if ordered else None
+        self._values = re.compile("(?=(" + either + "))") if ordered else None
         # Where a form may be spelled by a marker and the text beside it (`ed]Q` by
         # `[redacted]` and `Q`): looked for only around the markers (`_MarkerForms.close`).
         meets = [form for form in ordered if _meets_marker(form)]
@@ -232,7 +234,7 @@ class Redactor:
     def _spans(self, text: str) -> list[tuple[int, int]]:
         spans: list[tuple[int, int]] = []
         if self._values is not None:
-            spans.extend(m.span() for m in self._values.finditer(text))
+            spans.extend(m.span(1) for m in self._values.finditer(text))
         for pattern in TOKEN_PATTERNS:
             spans.extend(_pattern_spans(pattern, text))
         return spans

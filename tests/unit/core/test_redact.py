@@ -477,3 +477,15 @@ def test_a_quoted_value_with_an_escaped_quote_is_masked_whole(text, shown):
     """Before, a quoted value ended at its first quote, escaped or not: the rest of a JSON
     text's or a repr's secret after `\\"` was shown."""
     assert Redactor().redact(text) == shown
+
+
+@pytest.mark.parametrize(("secret_list", "text", "shown"), [
+    (["abcd", "cdefghij"], "xx abcdefghij yy", f"xx {MARKER} yy"),
+    (["pass", "ssword-hunter2-long"], "password-hunter2-long!", f"{MARKER}!"),
+    (["ed]Q", "acte"], "[redacted]Q", MARKER),
+    (["abab"], "x abababab y", f"x {MARKER} y"),
+])
+def test_overlapping_secrets_are_masked_as_their_union(secret_list, text, shown):
+    """Before, the secrets were read one match after another: a secret overlapping the end
+    of one matched before it was not looked for there, and its rest was shown."""
+    assert Redactor(secret_list).redact(text) == shown
