@@ -67,6 +67,11 @@ MARKER_SHAPES = {
     "ed]Q + Qs": (["ed]Q"], lambda n: "ed]" + "Q" * n),
     "Qs + Q[re": (["Q[re"], lambda n: "Q" * n + "[re"),
     "marker, Q, marker …": (["d]Q[r", "ed]Q"], lambda n: "[redacted]Q" * (n // 11)),
+    # one secret meets the marker, another is long: the long one must not widen what is read
+    # around each marker
+    "ed]Q, a long secret": (["ed]Q", "Z" * 800], lambda n: "[redacted]Q[redacted] " * (n // 22)),
+    "]-secret, a long one, masks": (["hunter22", "k" * 2400, "]Xy7pass"],
+                                    lambda n: "step loss=0.1 pw=hunter22 ok " * (n // 29)),
 }
 
 

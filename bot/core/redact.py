@@ -186,8 +186,10 @@ class Redactor:
         self._values = re.compile("(?=(" + either + "))") if ordered else None
         # Where a form may be spelled by a marker and the text beside it (`ed]Q` by
         # `[redacted]` and `Q`): looked for only around the markers (`_MarkerForms.close`).
+        # Only those forms: no other can hold a marker's characters, and a long secret that
+        # cannot must not widen what is read around each marker (`_MarkerForms.reach`).
         meets = [form for form in ordered if _meets_marker(form)]
-        self._at_marker = _MarkerForms(ordered) if meets else None
+        self._at_marker = _MarkerForms(meets) if meets else None
         self.secret_count = len(values)
 
     def redact(self, text: str) -> str:
@@ -330,8 +332,9 @@ def _covered(pieces: Sequence[tuple[int, int, int]],
 
 
 class _MarkerForms:
-    """The forms of a redactor's secrets, for the places where a marker and the characters
-    beside it may spell one (`close`)."""
+    """The forms of a redactor's secrets that may meet a marker (`_meets_marker`), for the
+    places where a marker and the characters beside it may spell one (`close`): what is read
+    around a marker reaches as far as the longest of them, not of all the secrets."""
 
     def __init__(self, ordered: Sequence[str]) -> None:
         size = len(MARKER)

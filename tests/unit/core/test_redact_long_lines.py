@@ -83,3 +83,15 @@ def test_the_url_pattern_reads_a_run_of_scheme_characters_once():
     assert Redactor().redact(text) == f"x a.a.a.a.b://u:{MARKER}@host/db"
     # a password never runs over another `://`: each URL of a run is read up to the next one
     assert Redactor().redact("a://u:x b://v:pw@h") == f"a://u:x b://v:{MARKER}@h"
+
+
+def test_a_long_secret_that_cannot_meet_the_marker_does_not_widen_what_is_read_at_it():
+    """Before, the text around each marker was read as far as the longest configured secret,
+    though only a secret that can meet the marker can be spelled there: one short secret like
+    `ed]Q` beside an 800-character one read 1,600 characters at every marker
+    (bench/redact_long_line.py: `ed]Q, a long secret`)."""
+    redactor = Redactor(["ed]Q", "Z" * 800, "hunter22"])
+    at_marker = redactor._at_marker
+    assert at_marker is not None and at_marker.reach == len("ed]Q") - 1
+    text = "[redacted]Q pw=hunter22 " + "Z" * 800 + " x"
+    assert redactor.redact(text) == f"{MARKER} pw={MARKER} {MARKER} x"
