@@ -208,7 +208,9 @@ class Redactor:
             return text
         markers = [m.span() for m in _MARKER_RE.finditer(text)]
         runs = _merged([*markers, *self._spans(text)])
-        if runs == _merged(markers):
+        if runs == _merged(markers) and (self._at_marker is None or not markers):
+            # nothing found outside the markers, and no marker that the text beside it may
+            # spell a secret with (`_MarkerForms.close` reads those)
             return text
         for _ in range(MAX_ROUNDS):
             if self._at_marker is not None:

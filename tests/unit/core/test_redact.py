@@ -489,3 +489,16 @@ def test_overlapping_secrets_are_masked_as_their_union(secret_list, text, shown)
     """Before, the secrets were read one match after another: a secret overlapping the end
     of one matched before it was not looked for there, and its rest was shown."""
     assert Redactor(secret_list).redact(text) == shown
+
+
+@pytest.mark.parametrize(("secret_list", "text", "shown"), [
+    (["redacted]", "cetracted]", "ed]t"], "cde[redacted]rx[redacted]t[[xQ",
+     f"cde{MARKER}rx{MARKER}[[xQ"),
+    (["ed]Q", "acte"], "[redacted]Q", MARKER),
+])
+def test_a_secret_spelled_at_a_marker_is_masked_when_nothing_else_is_found(
+        secret_list, text, shown):
+    """Before, a text where every match lay inside a marker already there was returned as it
+    was, without reading what the markers and the text beside them spell."""
+    redactor = Redactor(secret_list)
+    assert redactor.redact(text) == shown and redactor.redact(shown) == shown
