@@ -71,10 +71,10 @@ def make_run_click(services: BotContext, fence: ListenerFence | None = None):  #
             if stopped_by_close(exc):  # trainbot is stopping: no Home tab to publish from it
                 logger.warning("click %s by %s stopped by the store's close (trainbot is "
                                "stopping) after starting %s", action.get("action_id"), user,
-                               effects.started or "nothing")
+                               effects.started_now() or "nothing")
                 tell(body, client, respond, click_reply(
                     services, None, "stopping", channel=(body.get("channel") or {}).get("id"),
-                    started=effects.started, steps=effects.left(services.clock())))
+                    started=effects.started_now(), steps=effects.left(services.clock())))
                 return
             logger.exception("click %s by %s failed", action.get("action_id"),
                              body.get("user", {}).get("id"))

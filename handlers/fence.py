@@ -108,13 +108,21 @@ class SideEffects:
         return replace(fenced_context(ctx, self), steps=self)
 
     def noted(self, step: StoreStep) -> None:
-        self.steps.append(step)
+        with self._lock:
+            self.steps.append(step)
 
     def undone(self, step: StoreStep) -> None:
         """`step`, noted before, is undone (a row in flight removed again, a prompt's claim
         released): no longer what the command left."""
-        if step in self.steps:
-            self.steps.remove(step)
+        with self._lock:
+            if step in self.steps:
+                self.steps.remove(step)
+
+    def started_now(self) -> list[str]:
+        """A copy of `started` for a stop's reply: the work's other threads may still note a
+        side effect or take a refused write's back while the reply is made."""
+        with self._lock:
+            return list(self.started)
 
     def left(self, now: float) -> list[dict[str, Any]]:
         """The store steps for the stop's reply, each with how long until it is undone
@@ -122,11 +130,13 @@ class SideEffects:
         flight is settled too (bot.services.approvals.claim_given_back_at), or the resubmit
         its cancel and resume's scancel left to come (`resubmit_due`, not said once that
         resubmit's own row in flight is)."""
-        settled = max((s.until for s in self.steps if s.kind in ("in_flight", "resubmit_due")
+        with self._lock:
+            steps = list(self.steps)
+        settled = max((s.until for s in steps if s.kind in ("in_flight", "resubmit_due")
                        and s.until is not None), default=None)
-        kept = any(s.kind == "in_flight" for s in self.steps)
+        kept = any(s.kind == "in_flight" for s in steps)
         shown = []
-        for step in self.steps:
+        for step in steps:
             if step.kind == "resubmit_due" and kept:
                 continue
             until = step.until
@@ -150,8 +160,9 @@ class SideEffects:
         same kind in flight beside it (another thread's) or gone through before stays
         started."""
         if read:
-            if what not in self.reads:
-                self.reads.append(what)
+            with self._lock:
+                if what not in self.reads:
+                    self.reads.append(what)
             yield
         elif what in SLACK_WRITES:
             live = False  # this write's request went out, and Slack has not refused it

@@ -84,10 +84,10 @@ def _id_click(services: BotContext, what: str, subject: str,
                     return
                 logger.warning("Home tab %s of %s %s by %s stopped by the store's close "
                                "(trainbot is stopping) after starting %s", what, subject,
-                               value, user, effects.started or "nothing")
+                               value, user, effects.started_now() or "nothing")
                 if client is not None:
                     client.chat_postMessage(channel=user, text=click_reply(
-                        services, None, "stopping", started=effects.started,
+                        services, None, "stopping", started=effects.started_now(),
                         steps=effects.left(services.clock())))
 
     return click

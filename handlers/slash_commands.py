@@ -91,9 +91,9 @@ def make_run_train(services: BotContext, fence: ListenerFence | None = None):  #
             if stopped_by_close(exc):  # trainbot is stopping: the store refuses from now on
                 logger.warning("/train %r from %s stopped by the store's close (trainbot is "
                                "stopping) after starting %s", command.get("text"),
-                               command.get("user_id"), effects.started or "nothing")
+                               command.get("user_id"), effects.started_now() or "nothing")
                 reply = Reply(say(services, None, "stopping", channel=command.get("channel_id"),
-                                  started=effects.started, reads=bool(effects.reads),
+                                  started=effects.started_now(), reads=bool(effects.reads),
                                   steps=effects.left(services.clock())))
             else:
                 logger.exception("/train %r from %s failed", command.get("text"),

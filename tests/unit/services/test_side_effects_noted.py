@@ -377,30 +377,54 @@ def test_a_refused_write_leaves_a_write_of_its_kind_in_flight_beside_it_started(
     assert effects.started == [what]
     writer.answer["a"].set()  # "a" refused while "b" is in flight
     threads["a"].join(10)
+    assert not threads["a"].is_alive()
     assert effects.started == [what] and len(errors) == 1
     writer.answer["b"].set()
     threads["b"].join(10)
-    assert effects.started == [what]
+    assert not threads["b"].is_alive()
+    assert effects.started == [what] and len(errors) == 1
 
 
 def test_writes_of_one_kind_all_refused_are_not_started() -> None:
     """Each write's refusal takes back its own note: once every one of them is refused,
-    nothing of that kind is started."""
+    nothing of that kind is started. The write that made the note is refused first: before,
+    its refusal took the note back though the other write's request had gone out."""
     writer = _GatedWriter()
     effects = SideEffects()
     fenced = FencedThreadWriter(writer, effects)  # type: ignore[arg-type]
     writer.refuse.update("ab")
     for key in "ab":
         writer.gate(key)
-    threads = {key: threading.Thread(target=lambda k=key: pytest.raises(
-        RuntimeError, fenced.post_reply, 1, k, [], k)) for key in "ab"}
+    errors: list[BaseException] = []
+
+    def write(key: str) -> None:
+        try:
+            fenced.post_reply(1, key, [], key)
+        except RuntimeError as exc:
+            errors.append(exc)
+
+    threads = {key: threading.Thread(target=write, args=(key,)) for key in "ab"}
     threads["a"].start()
     assert writer.out["a"].wait(10)
     threads["b"].start()
     assert writer.out["b"].wait(10)
-    writer.answer["b"].set()
-    threads["b"].join(10)
-    assert effects.started == ["Slack post"]  # "a" is still in flight
     writer.answer["a"].set()
     threads["a"].join(10)
+    assert not threads["a"].is_alive() and len(errors) == 1
+    assert effects.started == ["Slack post"]  # "b" is still in flight
+    writer.answer["b"].set()
+    threads["b"].join(10)
+    assert not threads["b"].is_alive() and len(errors) == 2
     assert effects.started == []
+
+
+def test_a_stop_reply_is_given_a_copy_of_what_was_started() -> None:
+    """The stop's reply is made while the work's other threads may still note a side effect:
+    before, it was given the list they change."""
+    effects = SideEffects()
+    with effects.acting("sbatch"):
+        pass
+    shown = effects.started_now()
+    with effects.acting("scancel"):
+        pass
+    assert shown == ["sbatch"] and effects.started == ["sbatch", "scancel"]
