@@ -349,14 +349,16 @@ def apply_hold(ctx: BotContext, approval: Approval, actor: str, now: float) -> H
             job_id=str(comp), result="skipped", detail=why,
         )  # fmt: skip
         return skipped
+    # from "holding" the hold may land before it is marked over: a run letting go of the job
+    # meanwhile hands it to this hold, not releasing it under it (`pass_hold`): "hold_landing"
+    # in the same write, so none sees "holding" alone, lets go with a release and has it
+    # reach Slurm after this hold lands
     if not ctx.store.approvals.mark_step(approval.token, HOLDING_STEP, now=now,
                                          bounds=step_bounds(ctx.config, payload["cluster"],
-                                                            slurm)):
+                                                            slurm),
+                                         also=(HOLD_LANDING_STEP,)):
         # its release came first (the resumed job no longer waits): no hold may follow it
         return skipped_after_release(slurm, for_job)
-    # from here the hold may land before it is marked over: a run letting go of the job
-    # meanwhile hands it to this hold, not releasing it under it (`pass_hold`)
-    ctx.store.approvals.mark_step(approval.token, HOLD_LANDING_STEP, now=now)
     try:
         slurm.hold(comp)
     except OutcomeUnknown as exc:

@@ -39,7 +39,7 @@ went out without one: released as any hold (`taken_before_its_hold`)."""
 HOLDING_STEP = "holding"
 HOLD_ENDED_STEP = "hold_ended"
 HOLD_LANDING_STEP = "hold_landing"
-"""Marked by a yes that marked `holding` (apply_hold), just before its `scontrol hold`: that
+"""Marked by a yes with its `holding` (apply_hold, one write), before its `scontrol hold`: that
 hold may land in Slurm before `hold_ended` is marked, so a run letting go of the job meanwhile
 hands it to this hold rather than release it under it (`store.approvals.pass_hold`)."""
 HELD_BY_PERSON_STEP = "held_by_person"

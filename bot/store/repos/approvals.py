@@ -342,7 +342,8 @@ class ApprovalsRepo(_Repo):
     def mark_step(self, token: str, step: str, *, now: float,
                   bounds: StepBounds | None = None, state: str | None = None,
                   by: str | None = None, at: float | None = None,
-                  keep: Mapping[str, Any] | None = None) -> bool | None:
+                  keep: Mapping[str, Any] | None = None,
+                  also: Collection[str] = ()) -> bool | None:
         """Record that a prompt was reminded (`step` "reminded") or escalated ("escalated"), that
         its approved cancel's scancel is about to be sent ("cancelling": a plain cancel;
         "cancelling_to_resume": a cancel and resume), that its scancel's end was not seen
@@ -357,7 +358,7 @@ class ApprovalsRepo(_Repo):
         ("hold_approved": marked by `claim`, with the yes), that its `scontrol hold`
         may be sent from now ("holding": by the hold, or taken by its release first so none
         is) and that it was over ("hold_ended"), that the hold's own yes sends it from now
-        ("hold_landing": marked only by the yes that marked "holding", just before its
+        ("hold_landing": marked only by the yes that marked "holding", with it, before its
         `scontrol hold`, which may land in Slurm before "hold_ended" is marked), that it was
         let go to another run's hold ("hold_kept", by `pass_hold`), that another run's hold
         was handed to it while its own was landing ("hold_handed", by `pass_hold`), that its
@@ -383,8 +384,11 @@ class ApprovalsRepo(_Repo):
         there, not in `state`, or not that claim), told apart from a step marked before
         (False). `by` and `at` go with `state` only. `keep`: what the thread is told of the
         step (as `mark_done`'s: a failed release's "tries again in N minutes"), inserted in
-        the same transaction when the step is marked, nothing kept when not."""
-        if step not in self.STEPS:
+        the same transaction when the step is marked, nothing kept when not. `also`: steps
+        marked with it in the same transaction (none of them when it is not marked: a yes's
+        "holding" and "hold_landing", so no run letting go of the job sees the one without
+        the other)."""
+        if step not in self.STEPS or not set(also) <= set(self.STEPS):
             raise ValueError(f"step must be one of {', '.join(self.STEPS)}, not {step!r}")
         if state is None and (by is not None or at is not None):
             raise ValueError("mark_step: by and at check the claim with state, not alone")
@@ -398,8 +402,10 @@ class ApprovalsRepo(_Repo):
                     if row is None or row[0] != state or (by is not None and row[1] != by) \
                             or (at is not None and row[2] != at):
                         return None
-                conn.execute(insert(t.prompt_steps).values(token=token, step=step, at=now,
-                                                           **_bound_values(bounds)))
+                for marked in (step, *also):
+                    conn.execute(insert(t.prompt_steps).values(
+                        token=token, step=marked, at=now,
+                        **_bound_values(bounds if marked == step else None)))
                 _keep_in(conn, keep)
         except IntegrityError:  # done before, or by another replica just now
             return False

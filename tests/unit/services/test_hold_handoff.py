@@ -284,3 +284,40 @@ def test_a_yes_finding_the_job_held_as_another_runs_hold_is_on_its_way_sends_its
     assert answer_a.update_text is not None and "failed" in answer_a.update_text
     assert competitors.held_now(ctx) == []
     assert slurm.records[88017].is_held
+
+
+def test_a_hold_let_go_as_another_yes_marks_its_hold_sent_is_handed_to_it(
+        ctx: BotContext, slurm: HookedHolds, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A's hold landed; B's yes read 88017 waiting before it and marks its hold sent. A
+    replica lets go of A's hold (88887 started) right after that write: B's hold is already
+    one that may land (`hold_landing` is marked with `holding`), so A's is handed to it, not
+    released: no `scontrol release` can reach Slurm after B's hold and leave 88017 unheld
+    while B's thread says held."""
+    token_a, token_b = two_runs_ask_to_hold_88017(ctx, slurm)
+    handle_click(ctx, token_a, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 1)
+    slurm.set(88017, reason="Priority", priority=100)  # as if B's read came before A's hold
+    approvals, late_releases = ctx.store.approvals, list[int]()
+    mark_step, release = approvals.mark_step, slurm.release
+
+    def mark_then_let_go_of_a(token: str, step: str, **kw: Any) -> bool | None:
+        marked = mark_step(token, step, **kw)
+        if token == token_b and step == competitors.HOLDING_STEP:
+            slurm.land(88017)  # A's hold
+            slurm.set(88887, state="RUNNING")
+            monkeypatch.setattr(slurm, "release", late_releases.append)
+            competitors.release_started(ctx, NOW + 2)
+        return marked
+
+    def bs_hold_lands() -> None:
+        slurm.land(88017)
+        for job_id in late_releases:  # a release on its way reaches Slurm after B's hold
+            release(job_id)
+
+    monkeypatch.setattr(approvals, "mark_step", mark_then_let_go_of_a)
+    slurm.during_holds = [bs_hold_lands]
+    answer = handle_click(ctx, token_b, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 2)
+    monkeypatch.undo()
+    assert late_releases == []
+    assert answer.update_text == "Approved by <@U0APPR>: held 88017 until 88999 starts"
+    assert [a.token for a in competitors.held_now(ctx)] == [token_b]
+    assert slurm.records[88017].is_held
