@@ -41,10 +41,12 @@ from bot.services.hold_ledger import (  # noqa: F401 (the ledger's names, as cal
     HOLD_APPROVED_STEP,
     HOLD_ENDED_STEP,
     HOLD_LANDING_STEP,
+    HOLD_NOT_LANDED_STEP,
     HOLDING_STEP,
     MAX_RELEASE_ATTEMPTS,
     RELEASING_STEP,
     done_and_said,
+    handed_hold_held,
     may_still_run,
     outdate_retry_notes,
     release_failed,
@@ -100,7 +102,9 @@ class HoldResult:
     | competitor_releasing (held by trainbot for another run, `releasing_for`, whose
     release is on its way, or, `retry_in_min` set, failed and waits to be tried again that
     many minutes from now, `retry_in_min`: nothing held nor recorded)
-    | hold_failed (`error` from Slurm; nothing held) | hold_unknown (`error`: `scontrol hold`'s
+    | hold_failed (`error` from Slurm; nothing held) | hold_failed_kept (`error` from
+    Slurm; another run's hold was handed to it and the job could not be read: it stays in
+    the hold ledger, released as any hold) | hold_unknown (`error`: `scontrol hold`'s
     end was not seen, so the job may be held: it stays in the hold ledger and is released
     like any hold, once it is seen to have landed or the hold can no longer be running:
     `hold_over`)."""
@@ -374,17 +378,24 @@ def apply_hold(ctx: BotContext, approval: Approval, actor: str, now: float) -> H
         return HoldResult("hold_unknown", error=said(exc))
     except ClusterError as exc:
         # done with its hold marked over in one write: nothing to release later, unless
-        # another run's hold was handed to it as its own was landing (`pass_hold`): the job
-        # is held by that hold, now this yes's, said held and released as any hold
-        handed = not ctx.store.approvals.end_failed_hold(approval.token, now=now)
+        # another run's hold was handed to it as its own was landing (`pass_hold`): kept
+        # then only while Slurm shows the job held (that hold, now this yes's, said held and
+        # released as any hold), or when it cannot be read (said so); not held, done
+        held: bool | None = False
+        if not ctx.store.approvals.end_failed_hold(approval.token, now=now):
+            held = handed_hold_held(ctx, approval)
+            if ctx.store.approvals.end_failed_hold(approval.token, now=now,
+                                                   handed_held=held is not False):
+                held = False
         ctx.store.audit.record(
             actor=actor, action="competitor.hold", now=now, recipe=payload.get("recipe"),
-            job_id=str(comp), result="failed",
-            detail={"error": str(exc), "held_by_hold_handed": True} if handed else str(exc),
+            job_id=str(comp), result="failed", detail=str(exc) if held is False else
+            {"error": str(exc), "held_by_hold_handed": held or "unknown"},
         )  # fmt: skip
-        if handed:
+        if held:
             return release_if_no_longer_waiting(ctx, approval, now)
-        return HoldResult("hold_failed", error=said(exc))
+        return HoldResult("hold_failed" if held is False else "hold_failed_kept",
+                          error=said(exc))
     ctx.store.audit.record(
         actor=actor, action="competitor.hold", now=now, recipe=payload.get("recipe"),
         job_id=str(comp), result="ok", detail={"for_job": for_job},
@@ -622,13 +633,16 @@ def hold_over(ctx: BotContext, approval: Approval, now: float) -> bool:
         return True
     # handed another run's hold as its own was landing: the job held is that hold, no sign
     # that its own has landed (a release now could go out before it, leaving the job held)
-    if not hold_seen_over(ctx, approval, held_is_over="hold_handed" not in steps):
+    if (seen := hold_seen_over(ctx, approval, held_is_over="hold_handed" not in steps)) is None:
         return False
-    approvals.mark_step(token, HOLD_ENDED_STEP, now=now)
+    # a job that no longer waits holds nothing this hold could hand to another (`pass_hold`)
+    approvals.mark_step(token, HOLD_ENDED_STEP, now=now,
+                        also=() if seen.is_pending else (HOLD_NOT_LANDED_STEP,))
     return True
 
 
-def hold_seen_over(ctx: BotContext, approval: Approval, *, held_is_over: bool = True) -> bool:
+def hold_seen_over(ctx: BotContext, approval: Approval, *,
+                   held_is_over: bool = True) -> JobRecord | None:
     """Does Slurm's record of held competitor `approval`, whose `scontrol hold` may still be
     on its way (its end not seen, or its holder still waiting for it), show that no hold of
     it can land any more? It is held (JobHeldUser, JobHeldAdmin: the hold landed; Slurm
@@ -639,9 +653,11 @@ def hold_seen_over(ctx: BotContext, approval: Approval, *, held_is_over: bool = 
     an array's id stands for tasks some of which may still wait, and a job Slurm does not
     know, or a record that cannot be read, says nothing (False: its hold is over once its
     `holding` step is old enough, `hold_over`). Not `held_is_over`: only a record no longer
-    waiting says so (the job is held by a hold handed to it, `store.approvals.pass_hold`)."""
+    waiting says so (the job is held by a hold handed to it, `store.approvals.pass_hold`).
+    Returns the record that shows it, None when none does."""
     rec = competitor_record(ctx, approval)
-    return rec is not None and ((held_is_over and rec.is_held) or not rec.is_pending)
+    seen = rec is not None and ((held_is_over and rec.is_held) or not rec.is_pending)
+    return rec if seen else None
 
 
 def taken_before_its_hold(ctx: BotContext, approval: Approval, now: float) -> bool:

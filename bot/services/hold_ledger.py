@@ -42,6 +42,10 @@ HOLD_LANDING_STEP = "hold_landing"
 """Marked by a yes with its `holding` (apply_hold, one write), before its `scontrol hold`: that
 hold may land in Slurm before `hold_ended` is marked, so a run letting go of the job meanwhile
 hands it to this hold rather than release it under it (`store.approvals.pass_hold`)."""
+HOLD_NOT_LANDED_STEP = "hold_not_landed"
+"""Marked with `hold_ended` by a release that found the job no longer waiting before its hold
+was seen to land (`hold_over`): Slurm holds no job that runs or ended, so that hold has
+nothing to hand to another run's hold still landing (`store.approvals.pass_hold`)."""
 HELD_BY_PERSON_STEP = "held_by_person"
 """Marked with the row a person's `/train hold` took out of the ledger (`taken_by_person`,
 after their `scontrol hold` went through); "released_by_person" for a `/train release`."""
@@ -309,6 +313,22 @@ def tell_after_hold(ctx: BotContext, approval: Approval, now: float,
         return
     ctx.store.approvals.mark_step(approval.token, AFTER_HOLD_TOLD_STEP, now=now, keep=kept)
     say_kept_message(ctx, reply[0])
+
+
+def handed_hold_held(ctx: BotContext, approval: Approval) -> bool | None:
+    """Is held competitor `approval`, whose own `scontrol hold` failed after another run's
+    hold was handed to it (`store.approvals.end_failed_hold`), held in Slurm now? That hold
+    may have been undone since it was handed (seen over as the job started, a person's
+    `/train release` of landed holds only), so Slurm's record is read once (one squeue and
+    sacct, each within the cluster's command timeout): True when it shows the job held,
+    False when not (or Slurm no longer knows it), None when it cannot be read."""
+    try:
+        rec = ctx.clusters.slurm(approval.payload["cluster"]).job(competitor_of(approval))
+    except ClusterError as exc:
+        log.info("cannot read %s after its hold failed (%s): kept as held", competitor_of(
+            approval), exc)
+        return None
+    return rec is not None and rec.is_held
 
 
 def release_takeover_s(ctx: BotContext, approval: Approval) -> float:

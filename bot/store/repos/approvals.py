@@ -333,7 +333,7 @@ class ApprovalsRepo(_Repo):
              "releasing", "release_failed_1", "release_failed_2", "hold_approved", "holding",
              "hold_ended", "hold_kept", "held_by_person", "released_by_person", "superseded",
              "superseded_shown", "claimed", "hold_landing", "hold_handed",
-             "after_hold_told")
+             "after_hold_told", "hold_not_landed")
     CLAIM_STEPS = ("hold_approved", "claimed")
     """The steps a claim marks with the approval (`claim`): a hold's yes, any other acting
     choice; forgotten when the claim is released."""
@@ -363,7 +363,8 @@ class ApprovalsRepo(_Repo):
         let go to another run's hold ("hold_kept", by `pass_hold`), that another run's hold
         was handed to it while its own was landing ("hold_handed", by `pass_hold`), that its
         thread was told its release went through after a person's `/train hold`
-        ("after_hold_told", with the kept reply), that a
+        ("after_hold_told", with the kept reply), that its hold was found over with the job
+        no longer waiting, not seen to land ("hold_not_landed", with "hold_ended"), that a
         person's `/train hold` or `/train release` took
         it out of trainbot's holds ("held_by_person" | "released_by_person", by
         `settle_holds`), that a newer job superseded it
@@ -561,11 +562,11 @@ class ApprovalsRepo(_Repo):
         ("hold_landing" without "hold_ended", `_hold_landing`) is handed the job, marked
         "hold_handed" in the same transaction: that hold may have landed in Slurm before its
         yes marks it over, and a release now would undo it while its thread says "held"; its
-        yes, should its hold fail, keeps the job it was handed rather than close with nothing
-        to release (`end_failed_hold`). A hold whose "holding" its release took before it
-        was sent (no "hold_landing") is never handed the job: it is done with nothing to
-        release; the job is released now. One transaction, the job's
-        approval rows locked (FOR UPDATE on PostgreSQL; SQLite's
+        yes, should its hold fail, keeps the job it was handed while Slurm shows it held
+        (`end_failed_hold`); never by a hold with nothing to hand (`_may_hand`). A hold whose
+        "holding" its release took before it was sent (no "hold_landing") is never handed
+        the job: it is done with nothing to release; the job is released now. One
+        transaction, the job's approval rows locked (FOR UPDATE on PostgreSQL; SQLite's
         BEGIN IMMEDIATE already serialises writers): of two holds let go at once, each having
         claimed its release first, neither is seen out by the other, so the job is released,
         never left held with no hold in the ledger. `keep`: what `token`'s thread is told of
@@ -580,8 +581,9 @@ class ApprovalsRepo(_Repo):
                 return HoldPass("gone")
             takers = [(a, steps) for a, steps in others
                       if a.payload.get("for_job") not in passing_over]
+            landing = takers if _may_hand(mine[1]) else []
             taker = next(((a, steps) for a, steps in takers if _hold_kept_out(steps)),
-                         next(((a, steps) for a, steps in takers if _hold_landing(steps)),
+                         next(((a, steps) for a, steps in landing if _hold_landing(steps)),
                               None))
             out = None if taker is None else taker[0]
             if taker is not None:
@@ -596,27 +598,33 @@ class ApprovalsRepo(_Repo):
                 _keep_in(conn, None if keep is None else keep(taker[0]))
         return HoldPass("last") if out is None else HoldPass("kept", out)
 
-    def end_failed_hold(self, token: str, *, now: float) -> bool:
+    def end_failed_hold(self, token: str, *, now: float,
+                        handed_held: bool | None = None) -> bool:
         """The `scontrol hold` of hold `token`'s yes failed: its row done and its hold marked
         over ("hold_ended"), in one transaction (the job's rows locked, as `pass_hold` locks
         them), so no run's `pass_hold` finds it over and approved in between; True then
         (nothing held, nothing to release). Unless another run's hold was handed to it while
-        its own was landing ("hold_handed", `pass_hold`): the job is held by that hold, now
-        `token`'s, so its row stays approved, its hold marked over, to be released as any
-        hold (False)."""
+        its own was landing ("hold_handed", `pass_hold`): that hold may have been undone
+        since (it was seen over as the job started, a person released it), so nothing is
+        changed (False) until the caller read the job (`handed_held`): held, or not read
+        (True), the job is `token`'s to release, its row approved, its hold marked over
+        (False); not held (False), it is done as above (True)."""
         with self._engine.begin() as conn:
             mine, _others = self._holds_beside(conn, token)
             if mine is None:
                 return True
             handed = mine[0].state == "approved" and "hold_handed" in mine[1]
-            if not handed:
+            if handed and handed_held is None:
+                return False
+            kept = handed and bool(handed_held)
+            if not kept:
                 conn.execute(update(t.approvals).where(and_(
                     t.approvals.c.id == token, t.approvals.c.state == "approved"))
                     .values(state="done", decided_at=now))
             if "hold_ended" not in mine[1]:
                 conn.execute(insert(t.prompt_steps).values(token=token, step="hold_ended",
                                                            at=now, **_bound_values(None)))
-        return not handed
+        return not kept
 
     def settle_holds(self, action: str, target_jobs: Iterable[str], *, cluster: str,
                      now: float, landed_only: bool, step: str,
@@ -765,6 +773,16 @@ def _hold_landing(steps: Mapping[str, float]) -> bool:
     which may have landed in Slurm though not yet marked over: "hold_landing" without
     "hold_ended", its release not claimed (`_hold_out`)?"""
     return _hold_out(steps) and "hold_landing" in steps and "hold_ended" not in steps
+
+
+def _may_hand(steps: Mapping[str, float]) -> bool:
+    """May a hold let go of with these steps (over: `hold_over`) hand the job to a hold still
+    landing (`pass_hold`)? Not when it was found over with the job no longer waiting
+    ("hold_not_landed"): Slurm holds no job that runs or ended, so it holds nothing to hand.
+    One over by age (its end not seen) may have landed: handed, the job is never released
+    under a landing hold, and that hold, should it fail, keeps it only if Slurm shows it
+    held (`end_failed_hold`)."""
+    return "hold_not_landed" not in steps
 
 
 def _hold_sent(steps: Mapping[str, float]) -> bool:

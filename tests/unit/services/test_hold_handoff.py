@@ -177,7 +177,7 @@ def test_a_hold_let_go_as_another_runs_failed_hold_is_closed_never_leaves_it_uno
             ctx, 88887, NOW + 2, "running", "dev", "RUNNING"))
 
     def close_b(token: str, **kw: Any) -> bool:
-        if token == token_b and a_lets_go == "before":
+        if token == token_b and a_lets_go == "before" and "handed_held" not in kw:
             a_let_go()
         closed = end_failed_hold(token, **kw)
         if token == token_b and a_lets_go == "after":
@@ -321,3 +321,78 @@ def test_a_hold_let_go_as_another_yes_marks_its_hold_sent_is_handed_to_it(
     assert answer.update_text == "Approved by <@U0APPR>: held 88017 until 88999 starts"
     assert [a.token for a in competitors.held_now(ctx)] == [token_b]
     assert slurm.records[88017].is_held
+
+
+def test_a_hold_seen_over_as_the_job_started_hands_nothing_to_a_hold_still_landing(
+        ctx: BotContext, slurm: HookedHolds) -> None:
+    """A's and B's yeses both read 88017 waiting and send their holds; 88017 starts before
+    either lands, and so does 88887: the tick finds A's hold over (88017 no longer waits), so
+    A holds nothing and hands nothing to B's hold on its way. Both holds are refused (no
+    longer pending), Slurm then unreachable: B, handed nothing, needs no read to say it
+    failed; neither thread says 88017 is held, and no hold of it is left."""
+    token_a, token_b = two_runs_ask_to_hold_88017(ctx, slurm)
+    answers: dict[str, str | None] = {}
+    refused = CommandFailed(["scontrol", "hold", "88017"], 1,
+                            "Job is no longer pending execution")
+
+    def b_says_yes() -> None:
+        answers["b"] = handle_click(ctx, token_b, ActionId.HOLD_COMPETITOR, "U0APPR",
+                                    NOW + 1).update_text
+        raise refused  # A's hold
+
+    def as_bs_hold_is_sent() -> None:
+        slurm.set(88017, state="RUNNING", reason="None")
+        slurm.set(88887, state="RUNNING")
+        competitors.release_started(ctx, NOW + 1)
+        slurm.down = True
+        raise refused
+
+    slurm.during_holds = [b_says_yes, as_bs_hold_is_sent]
+    answer_a = handle_click(ctx, token_a, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 1)
+    slurm.down = False
+    assert answers["b"] == ("Approved by <@U0APPR>: holding 88017 failed: `scontrol hold "
+                            "88017` exited 1: Job is no longer pending execution")
+    assert answer_a.update_text is not None and "held 88017" not in answer_a.update_text
+    assert not any("held" in text for text in recorded(ctx).texts())
+    assert competitors.held_now(ctx) == []
+
+
+@pytest.mark.parametrize("read", ["not_held", "fails"])
+def test_a_failed_hold_handed_a_hold_keeps_it_only_while_slurm_shows_the_job_held(
+        ctx: BotContext, slurm: HookedHolds, read: str) -> None:
+    """A's hold landed and is handed to B's, on its way (88887 started); a person's `/train
+    release 88017` then ends A's hold (B's not landed: not theirs to settle), and B's hold
+    fails. B reads 88017 again: not held, B is closed as failed, not "held" with nobody
+    holding the job; the read failing, B keeps the job among trainbot's holds and says it
+    could not tell, and releases it when 88999 starts."""
+    token_a, token_b = two_runs_ask_to_hold_88017(ctx, slurm)
+    handle_click(ctx, token_a, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 1)
+    slurm.set(88017, reason="Priority", priority=100)  # as if B's read came before A's hold
+
+    def as_bs_hold_is_sent() -> None:
+        slurm.land(88017)  # A's hold
+        slurm.set(88887, state="RUNNING")
+        assert competitors.release_started(ctx, NOW + 2) == []  # handed to B
+        execute(ctx, parse_command("release 88017"), actor="U0APPR", channel="C0TRAIN",
+                now=NOW + 2)
+        assert not slurm.records[88017].is_held
+        slurm.down = read == "fails"
+        raise ClusterUnavailable("ssh: connect to host: Connection refused")
+
+    slurm.during_holds = [as_bs_hold_is_sent]
+    answer = handle_click(ctx, token_b, ActionId.HOLD_COMPETITOR, "U0APPR", NOW + 2)
+    slurm.down = False
+    if read == "not_held":
+        assert answer.update_text == ("Approved by <@U0APPR>: holding 88017 failed: ssh: "
+                                      "connect to host: Connection refused")
+        assert competitors.held_now(ctx) == []
+        return
+    assert answer.update_text == (
+        "Approved by <@U0APPR>: holding 88017 failed (ssh: connect to host: Connection "
+        "refused), but another run's hold of 88017 was passed to this one meanwhile, and "
+        "whether 88017 is still held could not be read: trainbot keeps it among its holds "
+        "and releases it when 88999 no longer needs it, as any hold")
+    assert [a.token for a in competitors.held_now(ctx)] == [token_b]
+    slurm.set(88999, state="RUNNING")
+    assert competitors.release_started(ctx, NOW + 3) == [88017]
+    assert competitors.held_now(ctx) == []
