@@ -44,14 +44,14 @@ _NUMBERED = re.compile(r"(?i)(?<![a-z_])" + _NOT_A_PASS + r"(" + _PASS
                        + r")\s*(?:#|no\.?|[=:])?\s*(\d+)(?![\d/.%])")
 
 
-def outer_loop_open(lines: Sequence[str]) -> bool:
+def outer_loop_open(lines: Sequence[str], *, ignoring: str | None = None) -> bool:
     """The lines show a loop around the training whose last pass they cannot tell ended: its
     last counter with a total short of that total (`Fold 1/5`), or a pass's number with no total
     that no counter at its total covers (`Score for fold 1`, `Running Trial #2`, Optuna's
     `Trial 0 finished`), read against the loop's last counter in the lines, one after it too (a
     pass's result before the next pass's header is no pass left open). A loop one of whose
     counters is at 0 (`Fold 0/5`) counts from 0: its last pass is one below its total (`Fold
-    4/5`)."""
+    4/5`). `ignoring` names a loop's word (`fold`) left out: is another loop open?"""
     last: dict[str, tuple[int, int]] = {}
     zero_based: set[str] = set()  # loops counted from 0 (`Fold 0/5` ... `Fold 4/5`)
     numbered: list[tuple[str, int]] = []  # passes named by number alone, weighed at the end
@@ -59,11 +59,13 @@ def outer_loop_open(lines: Sequence[str]) -> bool:
         counted = {m.start() for m in _COUNTED.finditer(line)}
         for m in _COUNTED.finditer(line):
             word, done = _word(m.group(1)), int(m.group(2))
+            if word == ignoring:
+                continue
             if done == 0:
                 zero_based.add(word)
             last[word] = (done + 1 if word in zero_based else done, int(m.group(3)))
         for m in _NUMBERED.finditer(line):
-            if m.start() in counted:
+            if m.start() in counted or _word(m.group(1)) == ignoring:
                 continue
             word = _word(m.group(1))
             numbered.append((word, int(m.group(2)) + (1 if word in zero_based else 0)))
@@ -123,7 +125,9 @@ def closes_uncounted_loop(line: str, others: Sequence[str]) -> bool:
     the log names, every fold before it named too (`Fold 1` ... `Fold 5`, or from `Fold 0`), and
     their count one k-fold cross-validation usually runs (`_USUAL_FOLDS`: 5, 10): with no total
     to hold it to, that fold's end said with no next fold started is the loop's end. A fold
-    short of such a count (`fold 2`) leaves it open."""
+    short of such a count (`fold 2`) leaves it open, and so does another loop around the folds
+    open (`=== seed 1/3 ===`, `Repeat 1/3`, `Seed 0 (1/3)`: `outer_loop_open` but the folds):
+    the folds' end is one pass's of that loop."""
     named = [int(m.group(2)) for m in _NUMBERED.finditer(line) if _word(m.group(1)) == "fold"]
     if len(named) != 1:
         return False
@@ -134,6 +138,8 @@ def closes_uncounted_loop(line: str, others: Sequence[str]) -> bool:
         numbers |= {int(m.group(2)) for m in _NUMBERED.finditer(text)
                     if _word(m.group(1)) == "fold"}
     first = min(numbers)
+    if outer_loop_open([line, *others], ignoring="fold"):
+        return False
     return (named[0] == max(numbers) and first in (0, 1)
             and numbers == set(range(first, named[0] + 1))
             and named[0] + 1 - first in _USUAL_FOLDS)

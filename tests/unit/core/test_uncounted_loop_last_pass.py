@@ -36,3 +36,14 @@ def test_a_fold_short_of_the_loops_end_stays_open(log):
 def test_a_next_fold_after_the_marker_stays_open():
     assert not closes_uncounted_loop("Training complete for fold 5",
                                      [f"Fold {k}" for k in range(1, 7)])
+
+
+@pytest.mark.parametrize("outer", ["=== seed 1/3 ===", "Repeat 1/3", "Seed 0 (1/3)"])
+def test_the_last_fold_inside_a_pass_of_another_open_loop_stays_open(outer):
+    assert read(outer + "\n" + _folds(5)).class_id == "none"
+    assert not closes_uncounted_loop("Training complete for fold 5",
+                                     [outer, *(f"== Fold {k} ==" for k in range(1, 6))])
+
+
+def test_the_last_fold_of_the_last_pass_of_another_loop_ends_the_run():
+    assert read("=== seed 3/3 ===\n" + _folds(5)).class_id == "completed"
