@@ -26,6 +26,15 @@ _COUNTED = re.compile(r"(?i)(?<![a-z])(" + _PASS + r")\s*[#=:]?\s*(\d+)\s*(?:/|o
 # What finds, in a whole block of raw bytes, a line that may hold such a counter (RE2 has no
 # look-behind; `counts_pass` confirms the line)
 COUNTED_LOCATOR = r"(?i)(?:" + _PASS + r")\s*[#=:]?\s*\d+\s*(?:/|of)\s*\d+"
+# A k-fold loop's fold count stated (`Running 10-fold cross-validation`, `10 folds`,
+# `KFold(n_splits=10, ...)`, `n_folds=10`): the count its last fold is held to
+_FOLDS_STATED_WORDS = (r"(\d+)[ \t]*-?[ \t]*folds?(?![a-z])"
+                       r"|(?:n_?splits|n_?folds|num_folds|k_?folds)[ \t]*[=:][ \t]*(\d+)")
+_FOLDS_STATED = re.compile(r"(?i)(?<![\w./-])(?:" + _FOLDS_STATED_WORDS + r")")
+# ... and a counter's or a fold count's line, in a whole block of raw bytes (`keeps_outer_line`
+# confirms it)
+OUTER_LOCATOR = (COUNTED_LOCATOR + r"|\d+[ \t]*-?[ \t]*folds?\b"
+                 r"|(?:n_?splits|n_?folds|num_folds|k_?folds)[ \t]*[=:][ \t]*\d+")
 # ... the number of a pass around a whole training, with or without its total (`names_pass`):
 # OUTER_PASS's but an episode, which an RL loop's training counts itself (ColossalChat's `Saved
 # final actor model checkpoint at episodes 10`); not a setting's value (`run=5`), a path's or an
@@ -83,6 +92,13 @@ def counts_pass(line: str) -> bool:
     return _COUNTED.search(line) is not None
 
 
+def keeps_outer_line(line: str) -> bool:
+    """The line holds an outer loop's counter with its total (`counts_pass`) or states a k-fold
+    loop's fold count (`Running 10-fold cross-validation`, `n_splits=10`): a line a log's scan
+    keeps however far back it is (`closes_uncounted_loop` holds the last fold to that count)."""
+    return counts_pass(line) or _FOLDS_STATED.search(line) is not None
+
+
 def furthest_passes(lines: Sequence[str]) -> list[str]:
     """Of `lines` (each with a counter: `counts_pass`), for each loop's word the line with its
     furthest pass, in their order: passes run side by side end out of order (Optuna's or a
@@ -123,7 +139,9 @@ def closes_uncounted_loop(line: str, others: Sequence[str]) -> bool:
     """`line` names a fold by its number (`Training complete for fold 5`) of a k-fold loop that
     no line of the log (`line`, `others`) counts with a total (`Fold 1/5`), the furthest fold
     the log names, every fold before it named too (`Fold 1` ... `Fold 5`, or from `Fold 0`), and
-    their count one k-fold cross-validation usually runs (`_USUAL_FOLDS`: 5, 10): with no total
+    their count one k-fold cross-validation usually runs (`_USUAL_FOLDS`: 5, 10), or the count a
+    line states when one does (`Running 10-fold cross-validation`, `KFold(n_splits=10)`,
+    `n_folds=10`: `_FOLDS_STATED`, which wins over the usual counts): with no total
     to hold it to, that fold's end said with no next fold started is the loop's end. A fold
     short of such a count (`fold 2`) leaves it open, and so does another loop around the folds
     open (`=== seed 1/3 ===`, `Repeat 1/3`, `Seed 0 (1/3)`: `outer_loop_open` but the folds):
@@ -132,17 +150,19 @@ def closes_uncounted_loop(line: str, others: Sequence[str]) -> bool:
     if len(named) != 1:
         return False
     numbers: set[int] = set()
+    stated: set[int] = set()  # the fold counts the log states (`Running 10-fold CV`)
     for text in [line, *others]:
         if any(_word(m.group(1)) == "fold" for m in _COUNTED.finditer(text)):
             return False
         numbers |= {int(m.group(2)) for m in _NUMBERED.finditer(text)
                     if _word(m.group(1)) == "fold"}
+        stated |= {int(m.group(1) or m.group(2)) for m in _FOLDS_STATED.finditer(text)}
     first = min(numbers)
     if outer_loop_open([line, *others], ignoring="fold"):
         return False
     return (named[0] == max(numbers) and first in (0, 1)
             and numbers == set(range(first, named[0] + 1))
-            and named[0] + 1 - first in _USUAL_FOLDS)
+            and named[0] + 1 - first in (stated or _USUAL_FOLDS))
 
 
 def names_pass_short_of_last(line: str) -> bool:

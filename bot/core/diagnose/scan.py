@@ -33,7 +33,7 @@ from bot.core.diagnose.decide import diagnose
 from bot.core.diagnose.epilogue import EPILOGUE_LINE, EPILOGUE_REACH
 from bot.core.metrics import MetricSeries, compile_bytes_scanner, newline_offsets
 from bot.core.models import Accounting, Diagnosis
-from bot.core.outer_loop import COUNTED_LOCATOR, counts_pass
+from bot.core.outer_loop import OUTER_LOCATOR, keeps_outer_line
 
 CHUNK_BYTES = 16 << 20  # analyze_file reads this much at a time
 MAX_LINE_BYTES = 1 << 20  # a "line" longer than this is cut (binary junk, no newlines)
@@ -114,7 +114,8 @@ class LogAnalysis:
         # summary: bot.core.diagnose.closing_summary)
         self.closing_shapes = ClosingShapes()
         # the latest lines, numbered, with an outer loop's counter and its total (`Fold 1/5`,
-        # `Running seed 1 of 3`), however far before the tail (bot.core.outer_loop.counts_pass)
+        # `Running seed 1 of 3`) or a k-fold loop's fold count (`Running 10-fold CV`), however
+        # far before the tail (bot.core.outer_loop.keeps_outer_line)
         self.outer_headers: deque[tuple[int, str]] = deque(maxlen=_OUTER_KEEP)
         # (the RE2 prefilter, its signatures-only part); None: the catalogue's own scan
         self._prefilter = _build_prefilter(catalogue) if fast_scan else None
@@ -220,7 +221,8 @@ class LogAnalysis:
         )
         self._find_after_marker(block, newlines, first)
         _note_closing_lines(block, newlines, first, self.closing_shapes)
-        _note_lines(block, newlines, first, _OUTER_LOCATOR, counts_pass, self.outer_headers)
+        _note_lines(block, newlines, first, _OUTER_LOCATOR, keeps_outer_line,
+                    self.outer_headers)
         # The last lines, for evidence when nothing else explains a failure, and among the last
         # EPILOGUE_REACH those that may be a PBS or Torque epilogue's
         n = len(newlines)
@@ -423,7 +425,7 @@ def _unanchored(pattern: str) -> str:
 # A line saying training goes on after a marker (detectors.TRAINING_GOES_ON, unanchored: raw
 # lines keep their prefixes; the line itself is checked normalized)
 _CLOSING_LOCATOR = compile_bytes_scanner(CLOSING_WORDS.encode())
-_OUTER_LOCATOR = compile_bytes_scanner(COUNTED_LOCATOR.encode())
+_OUTER_LOCATOR = compile_bytes_scanner(OUTER_LOCATOR.encode())
 _GOES_ON_LOCATOR = compile_bytes_scanner(_unanchored(TRAINING_GOES_ON.pattern).encode())
 
 

@@ -47,3 +47,24 @@ def test_the_last_fold_inside_a_pass_of_another_open_loop_stays_open(outer):
 
 def test_the_last_fold_of_the_last_pass_of_another_loop_ends_the_run():
     assert read("=== seed 3/3 ===\n" + _folds(5)).class_id == "completed"
+
+
+# a long preamble between the fold count stated and the folds: the statement is far before the
+# log's last lines
+PREAMBLE = "".join(f"Tokenizing shard {i}\n" for i in range(400))
+
+
+@pytest.mark.parametrize("stated", [
+    "Running 10-fold cross-validation",
+    "KFold(n_splits=10, random_state=42, shuffle=True)",
+    "config: n_folds=10 lr=0.001",
+])
+def test_a_stated_fold_count_wins_over_the_usual_counts(stated):
+    assert read(stated + "\n" + _folds(5)).class_id == "none"
+    assert read(stated + "\n" + PREAMBLE + _folds(5)).class_id == "none"
+    assert read(stated + "\n" + _folds(10)).class_id == "completed"
+
+
+def test_the_last_fold_at_a_stated_count_ends_the_run():
+    assert read("Running 5-fold cross-validation\n" + _folds(5)).class_id == "completed"
+    assert read("Running 3-fold cross-validation\n" + _folds(3)).class_id == "completed"
