@@ -179,6 +179,13 @@ _ELISION = re.compile(r"(?i)^[\W_]*(?:[a-z]+ )?(?:truncated|snip(?:ped)?|omitted
 # it winds down, no training and no error of the run's (an E or F line is one)
 _LIBRARY_NOTE = re.compile(r"^([IW])\d{4} [\d:.]+ +\d+ [\w/.-]+\.\w+:\d+\]"
                            r"|^[\d-]+[ T][\d:.]+: ([IW]) [\w/.-]+\.\w+:\d+\]")
+# ... whose alarm's words say nothing of the run's end: TensorFlow's tf.data note at the
+# interpreter's shutdown (`Error occurred when finalizing GeneratorDataset iterator:
+# FAILED_PRECONDITION: Python interpreter state is not initialized. The process may be
+# terminated.`); a note's other signal's, kill's or preemption's notice is one (torchelastic's
+# `Received Signals.SIGTERM death signal, shutting down workers`, `Worker process 4 was killed
+# by signal 9`, `Caught SIGUSR1 (preemption), saving checkpoint and exiting`)
+_HARMLESS_NOTE = re.compile(r"(?i)^error occurred when finalizing \w+ iterator\b")
 
 
 def goes_on_after(after: Sequence[str], epoch: int) -> bool:
@@ -188,13 +195,14 @@ def goes_on_after(after: Sequence[str], epoch: int) -> bool:
     program prints once its loop is over (`_reported`: `Unfreezing backbone`, `Exporting
     TorchScript model` with no result after it): an unknown line is no end. A note at glog's,
     absl's or TensorFlow's INFO or WARNING severity (`_LIBRARY_NOTE`) that does not train is no
-    unknown line, and at WARNING no alarm nor an evaluation announced: a library winding down
-    says nothing of the run's loop."""
+    unknown line, and at WARNING no evaluation announced: a library winding down says nothing
+    of the run's loop; but a WARNING note's signal, kill or preemption is an alarm
+    (`_alarms_after`: torchelastic's `Received Signals.SIGTERM death signal`)."""
     in_report = False  # under a report's heading (`Best Model Performance on Test Data:`)
     for line in after:
         note = _LIBRARY_NOTE.match(line.lstrip())
-        if _trains(line, epoch, figures=not in_report) or (
-                not _warned(line) and _alarms(line)) or (note is None and not _reported(line)):
+        if _trains(line, epoch, figures=not in_report) or _alarms_after(line) or (
+                note is None and not _reported(line)):
             return True
         text = message_after_time(line).strip()
         if _heading(text):
@@ -208,6 +216,23 @@ def _result(line: str) -> bool:
     """The line is an evaluation's result (`_RESULT`) or a producing or measuring phase's
     outcome (`_OUTCOME`: `Generated 1000 sentences`, `Throughput: 123.4 samples/s`)."""
     return bool(_RESULT.search(line) or _OUTCOME.search(message_after_time(line)))
+
+
+def _alarms_after(line: str) -> bool:
+    """The line after the target alarms (`_alarms`); a note at WARNING severity
+    (`_LIBRARY_NOTE`) by its message's signal's, kill's, abort's or preemption's words
+    (`_ALARM`), not its error words (a warning), and not a harmless note's (`_HARMLESS_NOTE`)."""
+    if not _warned(line):
+        return _alarms(line)
+    message = _note_message(line)
+    return not _HARMLESS_NOTE.match(message) and bool(_ALARM.search(_NO_ALARM.sub(" ", message)))
+
+
+def _note_message(line: str) -> str:
+    """A library note's message, after its prefix (`_LIBRARY_NOTE`); any other line whole."""
+    text = line.lstrip()
+    note = _LIBRARY_NOTE.match(text)
+    return text[note.end():].strip() if note is not None else text
 
 
 def _warned(line: str) -> bool:

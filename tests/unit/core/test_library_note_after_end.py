@@ -39,3 +39,14 @@ def test_a_library_note_after_the_result_leaves_the_run_completed(note):
 ])
 def test_a_library_line_that_trains_or_errs_still_counts(line, class_id):
     assert read(EPOCHS + RESULT + line + "\n").class_id == class_id
+
+
+@pytest.mark.parametrize("note", [
+    "W1207 12:00:00.123000 140089 torch/distributed/elastic/agent/server/api.py:704] Received "
+    "Signals.SIGTERM death signal, shutting down workers",
+    "W1207 12:00:00.123456  1234 api.py:88] Worker process 4 was killed by signal 9",
+    "W1207 12:00:00.123456  1234 signal_handler.py:20] Caught SIGUSR1 (preemption), saving "
+    "checkpoint and exiting",
+])
+def test_a_warning_notes_signal_or_kill_is_no_end(note):
+    assert read(EPOCHS + RESULT + note + "\n").class_id != "completed"
