@@ -185,6 +185,15 @@ _LIBRARY_NOTE = re.compile(r"^([IW])\d{4} [\d:.]+ +\d+ [\w/.-]+\.\w+:\d+\]"
 # terminated.`); a note's other signal's, kill's or preemption's notice is one (torchelastic's
 # `Received Signals.SIGTERM death signal, shutting down workers`, `Worker process 4 was killed
 # by signal 9`, `Caught SIGUSR1 (preemption), saving checkpoint and exiting`)
+# A step the program announces in a note's message, its gerund first (absl's `I1207 ...
+# export.py:88] Exporting SavedModel to /ckpt/export`, `Converting to TFLite`, `Uploading
+# model to the hub`) or its start (`_STEP_STARTS`): the program's own step, judged as an
+# unprefixed line is, not a library's note (`Waiting for async writes to finish`, `Skipping the
+# delay kernel`)
+_STEP_ANNOUNCED = re.compile(
+    r"(?i)^(?:export|convert|upload|push|publish|deploy|packag|archiv|merg|quantiz|compil"
+    r"|serializ|trac|optimiz|prun|distill|fine-?tun|pre-?train|train|evaluat|test|predict"
+    r"|generat|sampl|benchmark|infer|decod|translat|calibrat|build)\w*ing(?![a-z])")
 _HARMLESS_NOTE = re.compile(r"(?i)^error occurred when finalizing \w+ iterator\b")
 
 
@@ -194,15 +203,17 @@ def goes_on_after(after: Sequence[str], epoch: int) -> bool:
     error, an evaluation announced that no result follows, or any line that is not what a
     program prints once its loop is over (`_reported`: `Unfreezing backbone`, `Exporting
     TorchScript model` with no result after it): an unknown line is no end. A note at glog's,
-    absl's or TensorFlow's INFO or WARNING severity (`_LIBRARY_NOTE`) that does not train is no
-    unknown line, and at WARNING no evaluation announced: a library winding down says nothing
+    absl's or TensorFlow's INFO or WARNING severity (`_LIBRARY_NOTE`) that does not train nor
+    announce a step of the program's (`_announces_step`: absl's `I1207 ... export.py:88]
+    Exporting SavedModel to /ckpt/export`, judged as the line with no prefix) is no unknown
+    line, and at WARNING no evaluation announced: a library winding down says nothing
     of the run's loop; but a WARNING note's signal, kill or preemption is an alarm
     (`_alarms_after`: torchelastic's `Received Signals.SIGTERM death signal`)."""
     in_report = False  # under a report's heading (`Best Model Performance on Test Data:`)
     for line in after:
         note = _LIBRARY_NOTE.match(line.lstrip())
         if _trains(line, epoch, figures=not in_report) or _alarms_after(line) or (
-                note is None and not _reported(line)):
+                not _reported(_note_message(line)) and (note is None or _announces_step(line))):
             return True
         text = message_after_time(line).strip()
         if _heading(text):
@@ -226,6 +237,13 @@ def _alarms_after(line: str) -> bool:
         return _alarms(line)
     message = _note_message(line)
     return not _HARMLESS_NOTE.match(message) and bool(_ALARM.search(_NO_ALARM.sub(" ", message)))
+
+
+def _announces_step(line: str) -> bool:
+    """A library note's message announces a step of the program's (`_STEP_ANNOUNCED`:
+    `Exporting SavedModel to /ckpt/export`; `_STEP_STARTS`)."""
+    message = _note_message(line)
+    return bool(_STEP_ANNOUNCED.match(message) or _STEP_STARTS.search(message))
 
 
 def _note_message(line: str) -> str:

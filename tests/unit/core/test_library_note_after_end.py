@@ -50,3 +50,12 @@ def test_a_library_line_that_trains_or_errs_still_counts(line, class_id):
 ])
 def test_a_warning_notes_signal_or_kill_is_no_end(note):
     assert read(EPOCHS + RESULT + note + "\n").class_id != "completed"
+
+
+@pytest.mark.parametrize("note", [
+    "I1207 12:00:01.123456 140123 export.py:88] Exporting SavedModel to /ckpt/export",
+    "I1207 12:00:01.123456 140123 main.py:40] Exporting TorchScript model",
+    "2026-12-07 12:00:00.123456: I tensorflow/lite/convert.cc:12] Converting to TFLite",
+])
+def test_a_note_announcing_a_step_of_the_program_is_no_end(note):
+    assert read(EPOCHS + RESULT + note + "\n").class_id == "none"
