@@ -57,12 +57,21 @@ _RESULT = re.compile(r"(?i)(?<![a-z0-9])(?:loss|acc\w*|f1|map\w*|bleu|rouge\w*|f
 # `Sampled 64 images`, `Translated 3003 sentences in 41.2s`) or its throughput measured
 # (`Throughput: 123.4 samples/s`, `Inference speed: 812 tokens/s`): the end of a generation's
 # or a benchmark's run, as a result is an evaluation's; not a count short of its total
-# (`Generated 10/1000 sentences`)
+# (`Generated 10/1000 sentences`, `Processed 1000 of 5000 samples`)
 _OUTCOME = re.compile(
     r"(?i)^\W*(?:generated|produced|sampled|decoded|translated|synthesi[sz]ed|predicted"
-    r"|processed|benchmarked)\s+[\d,]+\s+(?!/)[a-z]"
+    r"|processed|benchmarked)\s+([\d,]+)\s+(?!/)(?!of\b)(?!out of\b)[a-z]"
     r"|(?<![a-z])(?:throughput|speed)\b\W{0,3}[-+]?\d[\d,.]*\s*(?:[a-z]+|it)/s(?:ec)?\b"
     r"|\d[\d,.]*\s*(?:samples|sentences|tokens|images|sequences|examples|frames|items)/s(?:ec)?\b")
+# ... nor a batch's, a step's or an iteration's rate or count (`batch 12: 812 tokens/s`,
+# `step 10 | 812 tokens/s`), nor a warmup's (`Warmup throughput: 120.3 samples/s`)
+_NOT_OUTCOME = re.compile(r"(?i)(?<![a-z])(?:warm-?up\w*|(?:batch|step|iter\w*|it)[ \t]*[#:=\[]?"
+                          r"[ \t]*\d)")
+# A producing phase's total announced (Hugging Face's `  Num examples = 5000`, `Total samples:
+# 5000`): an output counted short of it is a part's, not the outcome
+_TOTAL_ANNOUNCED = re.compile(r"(?i)(?<![a-z])(?:num[_ ]?|total[_ ]|number of )"
+                              r"(?:examples|samples|prompts|sentences|images|sequences|items)"
+                              r"[ \t]*[:=][ \t]*([\d,]+)")
 # Words that say what a line reports finished (`Fold 4 finished, acc: 0.94`, `Training done for
 # fold 4, loss: 0.31`) ...
 _FINISHED = re.compile(r"(?i)(?<![a-z])(?:finished|done|completed?|ended)(?![a-z])")
@@ -218,15 +227,45 @@ def goes_on_after(after: Sequence[str], epoch: int) -> bool:
         text = message_after_time(line).strip()
         if _heading(text):
             in_report = bool(_REPORT_WORD.search(text) or _REPORTED.search(text)) or in_report
+    totals = _totals(after)
     announced = [i for i, line in enumerate(after)
-                 if _EVALUATION.search(line) and not _result(line) and not _warned(line)]
-    return bool(announced) and not any(_result(line) for line in after[announced[-1] + 1:])
+                 if _EVALUATION.search(line) and not _result(line, totals[i])
+                 and not _warned(line)]
+    return bool(announced) and not any(
+        _result(line, totals[i]) for i, line in enumerate(after) if i > announced[-1])
 
 
-def _result(line: str) -> bool:
+def _totals(lines: Sequence[str]) -> list[int | None]:
+    """For each of `lines`, the total a producing phase announced last up to it
+    (`_TOTAL_ANNOUNCED`: `Num examples = 5000`), or None."""
+    total: int | None = None
+    out: list[int | None] = []
+    for line in lines:
+        if (m := _TOTAL_ANNOUNCED.search(line)) is not None:
+            total = int(m.group(1).replace(",", ""))
+        out.append(total)
+    return out
+
+
+def _result(line: str, total: int | None = None) -> bool:
     """The line is an evaluation's result (`_RESULT`) or a producing or measuring phase's
-    outcome (`_OUTCOME`: `Generated 1000 sentences`, `Throughput: 123.4 samples/s`)."""
-    return bool(_RESULT.search(line) or _OUTCOME.search(message_after_time(line)))
+    outcome (`_outcome`: `Generated 1000 sentences`, `Throughput: 123.4 samples/s`), its count
+    not short of the `total` announced before it."""
+    return bool(_RESULT.search(line) or _outcome(message_after_time(line), total))
+
+
+def _outcome(text: str, total: int | None = None) -> bool:
+    """`text` is a producing or measuring phase's outcome (`_OUTCOME`), not a batch's, a step's
+    or a warmup's (`_NOT_OUTCOME`: `batch 12: 812 tokens/s`, `Warmup throughput: 120.3
+    samples/s`), nor an output counted short of the `total` announced (`Generated 64 samples`
+    after `Num examples = 5000`)."""
+    if _NOT_OUTCOME.search(text):
+        return False
+    matches = list(_OUTCOME.finditer(text))
+    if total is not None and any(
+            m.group(1) and int(m.group(1).replace(",", "")) < total for m in matches):
+        return False
+    return bool(matches)
 
 
 def _alarms_after(line: str) -> bool:
@@ -267,7 +306,7 @@ def _reported(line: str) -> bool:
     return bool(_RULE.match(line) or _heading(line) or _ELISION.match(line)
                 or _FIGURE_NAMED.search(line) or _REPORTED.search(line)
                 or _EVALUATION.search(line) or _WANDB.match(line) or _DONE_BAR.match(line)
-                or _OUTCOME.search(line))
+                or _outcome(line))
 
 
 def _heading(text: str) -> bool:

@@ -32,3 +32,22 @@ def test_a_phase_ending_in_its_outcome_leaves_the_run_completed(phase):
 ])
 def test_a_phase_with_no_outcome_yet_keeps_the_run_open(phase):
     assert read(EPOCHS + RESULT + phase + "\n").class_id == "none"
+
+
+@pytest.mark.parametrize("phase", [
+    "Running inference on the test set\nProcessed 1000 of 5000 samples",
+    "Processed 1000 of 5000 samples",
+    "Generating samples for evaluation\nGenerated 10 of 1000 sentences",
+    "***** Running Prediction *****\n  Num examples = 5000\nGenerated 64 samples",
+    "***** Running Prediction *****\n  Num examples = 5000\n  Batch size = 8\n"
+    "Predicted 64 examples, throughput: 30.1 samples/s",
+    "Running generation on test set\nbatch 12: 812 tokens/s",
+    "Running benchmark\nWarmup throughput: 120.3 samples/s",
+])
+def test_a_part_of_a_phase_is_no_outcome(phase):
+    assert read(EPOCHS + RESULT + phase + "\n").class_id == "none"
+
+
+def test_an_output_at_the_announced_total_is_the_outcome():
+    assert read(EPOCHS + RESULT + "***** Running Prediction *****\n  Num examples = 64\n"
+                "Generated 64 samples\n").class_id == "completed"
