@@ -113,6 +113,13 @@ _STOPPED_EARLY_NOTED = re.compile(
     r"|(?:no(?:t)? improv|did(?: not|n't) improve|ha(?:s|ve)(?: not|n't) improved)[^()]{0,60})"
     r"\)[ \t.!]*$")
 
+# ... its setting's keys and values (`patience=3`), an early stop's counter among them (`wait=1`,
+# `counter=1`, `bad_epochs=1`): short of the patience, the stop's state printed each epoch, not
+# the stop
+_NOTED_SETTING = re.compile(r"(?i)([\w.]+)[ \t]*[=:][ \t]*([\w.+-]+)")
+_STOP_COUNTER = re.compile(r"(?i)^(?:wait|count(?:er)?|(?:num_)?bad_epochs|stale\w*"
+                           r"|epochs?_(?:without|since|no)_improvement|no_improvement\w*)$")
+
 # The whole run named done: `_RUN_DONE` with nothing before its words but a log's level or
 # logger (bot.core.logprefix `LOG_LEAD`: `INFO: training done`, `[INFO] __main__: Training
 # complete`) and `the` or `model`;
@@ -160,10 +167,26 @@ def stopped_early(text: str) -> bool:
     counter: 3 out of 10`, `No early stopping this epoch`, `Early stopping would trigger in 3
     more epochs`, `No improvement for 2 epochs, stopping after 3 more`), nor a stop of something
     else than training (`no improvement -> stopping data augmentation`); the stop's words alone
-    with its setting or reason in parentheses are one (`_STOPPED_EARLY_NOTED`: `Early stopping
-    (patience=3)`): the one definition of an early stop the quiet endings read."""
+    with its setting or reason in parentheses are one (`_stop_noted`: `Early stopping
+    (patience=3)`, not `Early stopping (wait=1, patience=3)`): the one definition of an early
+    stop the quiet endings read."""
     return (_STOPPED_EARLY.search(text) is not None or _NO_IMPROVEMENT_STOP.search(text) is not None
-            or _STOPPED_EARLY_NOTED.match(message_after_time(text)) is not None)
+            or _stop_noted(message_after_time(text)))
+
+
+def _stop_noted(message: str) -> bool:
+    """The message is an early stop's words with its setting or reason in parentheses
+    (`_STOPPED_EARLY_NOTED`: `Early stopping (patience=3)`), not its counter's state short of
+    its patience (`_STOP_COUNTER`: `Early stopping (wait=1, patience=3)`, `(patience=3,
+    counter=1)`); a counter at its patience is the stop (`(wait=3, patience=3)`)."""
+    if (noted := _STOPPED_EARLY_NOTED.match(message)) is None:
+        return False
+    settings = {key.lower(): value for key, value in _NOTED_SETTING.findall(noted.group(0))}
+    counters = [value for key, value in settings.items() if _STOP_COUNTER.match(key)]
+    if not counters:
+        return True
+    patience = settings.get("patience", "")
+    return patience.isdigit() and all(c.isdigit() and int(c) >= int(patience) for c in counters)
 
 
 def _closing(text: str) -> bool:

@@ -38,3 +38,16 @@ def test_an_early_stop_with_its_setting_ends_the_run(line):
 ])
 def test_a_setting_of_an_early_stop_is_no_stop(line):
     assert not stopped_early(line)
+
+
+@pytest.mark.parametrize("line", [
+    "Early stopping (wait=1, patience=3)",
+    "Early stopping (patience=3, counter=1)",
+])
+def test_an_early_stops_counter_short_of_its_patience_is_no_stop(line):
+    assert not stopped_early(line)
+    assert read(_epochs(5) + line + "\n").class_id == "none"
+
+
+def test_an_early_stops_counter_at_its_patience_is_the_stop():
+    assert stopped_early("Early stopping (wait=3, patience=3)")
