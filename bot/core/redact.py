@@ -126,7 +126,7 @@ TOKEN_PATTERNS: tuple[re.Pattern[str], ...] = (SLACK_TOKEN, *(re.compile(p) for 
     # AWS access key id: its 16 characters end where the word does, with no ASCII letter or
     # digit of any case after them (`ASIAPACIFICNORTHEASTern` is a word, not a key); a `_`
     # ends it (a word after it, `_backup`, is no part of it), and so does a letter of another
-    # script (a Korean particle glued to it, `AKIA…를`)
+    # script (a Korean particle glued straight onto it)
     r"(?<![0-9A-Za-z_])(?:AKIA|ASIA)[0-9A-Z]{16}" + _KEY_END + "|"
     r"(?<=[a-z_])(?:AKIA|ASIA)(?=[A-Z]{0,15}[0-9])[0-9A-Z]{16}" + _KEY_END,
     r"(?i)\bbearer\s+(?P<secret>[A-Za-z0-9._~+/=-]{8,})",
